@@ -1,0 +1,111 @@
+"""Entry point of `fedctl`: global options, logging, and dispatch to command groups.
+
+Every command module exposes `register(subparsers)` which adds its parser and sets
+`func` to a coroutine or plain function taking the parsed namespace and returning an exit
+code. Errors from our own tree become one line on stderr and a non-zero exit, never a
+traceback (unless `--log-level debug`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.metadata
+import inspect
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from federation import __version__, errors
+
+__all__ = ["build_parser", "main"]
+
+# Command groups inside federation, by module; each has register(subparsers).
+_COMMAND_MODULES = ("federation.cli.registry_cmd",)
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": record.created,
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(level: str, *, json_logs: bool) -> None:
+    """Logs go to stderr so command output on stdout stays machine-readable."""
+    handler = logging.StreamHandler(sys.stderr)
+    if json_logs:
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fedctl",
+        description="Multi-cluster federation for heterogeneous fleets.",
+    )
+    parser.add_argument("--version", action="version", version=f"fedctl {__version__}")
+    parser.add_argument(
+        "--etcd",
+        default=os.environ.get("FEDCTL_ETCD", "http://127.0.0.1:2379"),
+        help="etcd endpoint(s), comma-separated (env FEDCTL_ETCD; default %(default)s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("FEDCTL_LOG_LEVEL", "warning"),
+        choices=["debug", "info", "warning", "error"],
+        help="log verbosity (env FEDCTL_LOG_LEVEL; default %(default)s)",
+    )
+    parser.add_argument("--log-json", action="store_true", help="write logs as JSON lines")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    for entry in importlib.metadata.entry_points(group="fedctl.commands"):
+        entry.load()(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, json_logs=args.log_json)
+    func: Callable[[argparse.Namespace], Any] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = func(args)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_run(result))
+        return int(result or 0)
+    except errors.FedctlError as exc:
+        if args.log_level == "debug":
+            raise
+        print(f"fedctl: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(awaitable: Any) -> Any:
+    return await awaitable
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""fedctl's own exception tree; adapters translate library errors into it with `raise ... from`.
+
+    FedctlError
+    ├── RetryableError          the same call may succeed later (timeouts, unavailable, 429/5xx)
+    │   └── Unavailable         a service (etcd, a member) could not be reached in time
+    └── PermanentError          retrying the same call cannot help
+        ├── NotFound
+        ├── AlreadyExists
+        ├── Conflict            a compare-and-swap lost: carries the current revision
+        ├── Invalid             input failed validation: carries findings
+        ├── Compacted           a watch asked for history etcd no longer keeps
+        └── Fenced              a write was refused because this process is no longer leader
+
+Controllers catch only these; anything else is a bug and reaches the supervisor.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyExists",
+    "Compacted",
+    "Conflict",
+    "FedctlError",
+    "Fenced",
+    "Invalid",
+    "NotFound",
+    "PermanentError",
+    "RetryableError",
+    "Unavailable",
+]
+
+
+class FedctlError(Exception):
+    """Root of every error fedctl raises on purpose."""
+
+
+class RetryableError(FedctlError):
+    """The operation may succeed if tried again later."""
+
+
+class Unavailable(RetryableError):
+    """A dependency could not be reached or did not answer in time."""
+
+    def __init__(self, message: str, *, endpoint: str = "") -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
+class PermanentError(FedctlError):
+    """Retrying the same operation cannot succeed."""
+
+
+class NotFound(PermanentError):
+    """The key or object does not exist."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"not found: {key}")
+        self.key = key
+
+
+class AlreadyExists(PermanentError):
+    """A create found the key already present."""
+
+    def __init__(self, key: str, *, revision: int = 0) -> None:
+        super().__init__(f"already exists: {key}")
+        self.key = key
+        self.revision = revision
+
+
+class Conflict(PermanentError):
+    """A compare-and-swap lost against a newer write; re-read and try again."""
+
+    def __init__(self, key: str, *, expected: int, current: int) -> None:
+        super().__init__(
+            f"conflict on {key}: expected revision {expected}, current revision is {current}"
+        )
+        self.key = key
+        self.expected = expected
+        self.current = current
+
+
+class Invalid(PermanentError):
+    """Input failed validation; `findings` are human-readable, one per problem."""
+
+    def __init__(self, message: str, *, findings: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.findings = findings or [message]
+
+
+class Compacted(PermanentError):
+    """A watch asked to start before the oldest revision etcd still keeps."""
+
+    def __init__(self, *, requested: int, compact_revision: int) -> None:
+        super().__init__(
+            f"revision {requested} has been compacted (oldest kept: {compact_revision}); re-list"
+        )
+        self.requested = requested
+        self.compact_revision = compact_revision
+
+
+class Fenced(PermanentError):
+    """A leader-only write was refused because the writer no longer holds the leader lease."""

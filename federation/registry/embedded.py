@@ -1,0 +1,158 @@
+"""Run a private etcd process on free loopback ports: for tests, the demo and `fedctl up`.
+
+Why a real process and not a fake: the registry's guarantees (compare-and-swap, watch
+resume after a restart, lease expiry) are etcd's, and only etcd can show they hold. The
+process keeps its data directory across `restart()` so a test can prove a watch survives
+an etcd restart with nothing lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from federation import clock, errors
+
+__all__ = ["EmbeddedEtcd", "etcd_binary", "free_port"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now (the kernel picks; there is a small race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def etcd_binary() -> str:
+    """Path of the `etcd` executable, or a clear error telling how to get it."""
+    path = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
+    if path is None:
+        raise errors.Unavailable(
+            "no etcd binary on PATH: install Debian's etcd-server (make deps does it)"
+        )
+    return path
+
+
+@dataclass
+class EmbeddedEtcd:
+    """One etcd member on loopback; `start()` returns once it serves requests."""
+
+    data_dir: Path | None = None
+    client_port: int = 0
+    peer_port: int = 0
+    host: str = "127.0.0.1"
+    max_txn_ops: int = 1024
+    log_file: Path | None = None
+    _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _own_dir: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, *, timeout: float = 20.0) -> None:
+        """Start etcd (ports and data dir chosen on first start and kept for restarts)."""
+        if self.data_dir is None:
+            self.data_dir = Path(tempfile.mkdtemp(prefix="fedctl-etcd-"))
+            self._own_dir = True
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.client_port = self.client_port or free_port(self.host)
+        self.peer_port = self.peer_port or free_port(self.host)
+        peer = f"http://{self.host}:{self.peer_port}"
+        log_path = self.log_file or self.data_dir / "etcd.log"
+        args = [
+            etcd_binary(),
+            "--name", "fedctl",
+            "--data-dir", str(self.data_dir / "member-data"),
+            "--listen-client-urls", self.url,
+            "--advertise-client-urls", self.url,
+            "--listen-peer-urls", peer,
+            "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"fedctl={peer}",
+            "--max-txn-ops", str(self.max_txn_ops),
+            "--log-level", "warn",
+            "--logger", "zap",
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD")}
+        with log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = clock.real.monotonic() + timeout
+        while clock.real.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise errors.Unavailable(
+                    f"etcd exited with code {self._process.returncode}; "
+                    f"see {self.data_dir}/etcd.log",
+                    endpoint=self.url,
+                )
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection((self.host, self.client_port), timeout=0.2),
+            ):
+                if self._healthy():
+                    return
+            _blocking_pause(0.05)
+        raise errors.Unavailable(f"etcd at {self.url} not ready in {timeout:g}s", endpoint=self.url)
+
+    def _healthy(self) -> bool:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=1) as resp:
+                return b'"health":"true"' in resp.read()
+        except OSError:
+            return False
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop the process (SIGTERM, or SIGKILL with `kill`); the data directory stays."""
+        proc, self._process = self._process, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def restart(self, *, kill: bool = False) -> None:
+        """Stop and start again on the same ports with the same data."""
+        self.stop(kill=kill)
+        self.start()
+
+    def cleanup(self) -> None:
+        """Stop and remove the data directory if this object created it."""
+        self.stop()
+        if self._own_dir and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedEtcd:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def _blocking_pause(seconds: float) -> None:
+    # Start-up polling happens before any event loop runs; a short blocking pause is right.
+    import time as _time
+
+    _time.sleep(seconds)

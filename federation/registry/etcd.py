@@ -1,0 +1,374 @@
+"""The Store on a real etcd v3, through aetcd's gRPC stubs.
+
+Why the stubs and not aetcd's high-level client: a compare-and-swap needs the failure
+branch read back to say *which* comparison lost, and an exactly-once watch needs whole
+watch responses with their header revisions and compaction signals, which the high-level
+client flattens away. aetcd still provides the generated protocol and stubs.
+
+Retries live here (STYLE.md §10): unary calls are retried with jittered exponential backoff
+(`EtcdSettings.retry_*`) on UNAVAILABLE and DEADLINE_EXCEEDED. A write retried after an
+ambiguous failure that then finds its own value already in place counts as a success, so a
+retry never turns our own write into a spurious Conflict. Watches reconnect forever with
+capped backoff and resume from the last delivered revision + 1: a revision's events always
+arrive in one response, so nothing is lost or repeated across an etcd restart.
+
+    grpc.aio.AioRpcError ──► errors.Unavailable (retryable)   UNAVAILABLE, DEADLINE_EXCEEDED
+                         └─► errors.FedctlError (permanent)   anything else, with etcd's words
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+import tenacity
+from aetcd import rpc
+
+from federation import clock, errors
+from federation.registry import store as st
+from federation.settings import EtcdSettings
+
+__all__ = ["EtcdStore"]
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_PAGE = 1000
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+def _b(text: str) -> bytes:
+    return text.encode()
+
+
+def _kv(kv: Any) -> st.KeyValue:
+    return st.KeyValue(
+        key=kv.key.decode(),
+        value=bytes(kv.value),
+        mod_revision=kv.mod_revision,
+        create_revision=kv.create_revision,
+        version=kv.version,
+        lease=kv.lease,
+    )
+
+
+class EtcdStore:
+    """A Store on etcd; build with `EtcdStore(settings)`, then `await store.connect()`."""
+
+    def __init__(self, settings: EtcdSettings | None = None) -> None:
+        self._settings = settings or EtcdSettings()
+        self._channel: grpc.aio.Channel | None = None
+        self._kv_stub: Any = None
+        self._lease_stub: Any = None
+        self._watch_stub: Any = None
+        self._endpoint = ", ".join(self._settings.endpoints)
+        self._closed = asyncio.Event()
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoints this store talks to, for error messages."""
+        return self._endpoint
+
+    async def connect(self) -> None:
+        """Open the channel and check etcd answers within the connect timeout."""
+        if self._channel is None:
+            self._channel = self._open_channel()
+            self._kv_stub = rpc.KVStub(self._channel)
+            self._lease_stub = rpc.LeaseStub(self._channel)
+            self._watch_stub = rpc.WatchStub(self._channel)
+        try:
+            await asyncio.wait_for(
+                self._channel.channel_ready(), timeout=self._settings.connect_timeout
+            )
+        except TimeoutError as exc:
+            raise errors.Unavailable(
+                f"etcd at {self._endpoint} did not answer within "
+                f"{self._settings.connect_timeout:g}s",
+                endpoint=self._endpoint,
+            ) from exc
+
+    def _open_channel(self) -> grpc.aio.Channel:
+        urls = [urlsplit(u if "://" in u else f"http://{u}") for u in self._settings.endpoints]
+        hosts = [f"{u.hostname}:{u.port or 2379}" for u in urls]
+        target = hosts[0] if len(hosts) == 1 else "ipv4:" + ",".join(hosts)
+        if urls[0].scheme != "https":
+            return grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        s = self._settings
+
+        def read(path: str | None) -> bytes | None:
+            return Path(path).read_bytes() if path else None
+
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=read(s.ca_file),
+            private_key=read(s.key_file),
+            certificate_chain=read(s.cert_file),
+        )
+        return grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+
+    def _stubs(self) -> None:
+        if self._channel is None:
+            raise errors.Unavailable("etcd store used before connect()", endpoint=self._endpoint)
+
+    def _translate(self, exc: grpc.aio.AioRpcError) -> errors.FedctlError:
+        code = exc.code()
+        if code in _RETRYABLE:
+            return errors.Unavailable(
+                f"etcd at {self._endpoint}: {code.name.lower()}: {exc.details()}",
+                endpoint=self._endpoint,
+            )
+        return errors.FedctlError(f"etcd at {self._endpoint}: {code.name}: {exc.details()}")
+
+    def _retrying(self) -> tenacity.AsyncRetrying:
+        s = self._settings
+        return tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(errors.Unavailable),
+            wait=tenacity.wait_random_exponential(multiplier=s.retry_initial, max=s.retry_max),
+            stop=tenacity.stop_after_attempt(s.retry_attempts)
+            | tenacity.stop_after_delay(s.retry_deadline),
+            reraise=True,
+        )
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        self._stubs()
+        async for attempt in self._retrying():
+            with attempt:
+                try:
+                    return await method(request, timeout=self._settings.request_timeout)
+                except grpc.aio.AioRpcError as exc:
+                    raise self._translate(exc) from exc
+        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    # reads
+
+    async def get(self, key: str) -> st.KeyValue | None:
+        resp = await self._call(self._kv_stub.Range, rpc.RangeRequest(key=_b(key)))
+        return _kv(resp.kvs[0]) if resp.kvs else None
+
+    async def list(self, prefix: str) -> st.ListResult:
+        end = _b(st.prefix_end(prefix))
+        start, revision = _b(prefix), 0
+        items: builtins.list[st.KeyValue] = []
+        while True:
+            req = rpc.RangeRequest(key=start, range_end=end, limit=_PAGE, revision=revision)
+            resp = await self._call(self._kv_stub.Range, req)
+            revision = revision or resp.header.revision
+            items.extend(_kv(kv) for kv in resp.kvs)
+            if not resp.more or not resp.kvs:
+                return st.ListResult(items=items, revision=revision)
+            start = resp.kvs[-1].key + b"\0"
+
+    async def current_revision(self) -> int:
+        req = rpc.RangeRequest(key=b"/", limit=1, count_only=True)
+        resp = await self._call(self._kv_stub.Range, req)
+        return int(resp.header.revision)
+
+    # writes
+
+    async def commit(
+        self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()
+    ) -> st.CommitResult:
+        self._stubs()
+        request = self._txn(ops, guards)
+        first = True
+        async for attempt in self._retrying():
+            with attempt:
+                try:
+                    resp = await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
+                except grpc.aio.AioRpcError as exc:
+                    first = False
+                    raise self._translate(exc) from exc
+        if resp.succeeded:
+            deleted = tuple(
+                op.key
+                for op, r in zip(ops, resp.responses, strict=True)
+                if isinstance(op, st.Delete) and r.response_delete_range.deleted
+            )
+            return st.CommitResult(revision=resp.header.revision, deleted=deleted)
+        current = {kv.key.decode(): kv for r in resp.responses for kv in r.response_range.kvs}
+        failure = self._diagnose(ops, guards, current)
+        if not first and self._already_applied(ops, current):
+            return st.CommitResult(revision=resp.header.revision)
+        raise failure
+
+    @staticmethod
+    def _txn(ops: Sequence[st.Op], guards: Sequence[st.Guard]) -> Any:
+        compare, success, failure = [], [], []
+        mod, create, equal = rpc.Compare.MOD, rpc.Compare.CREATE, rpc.Compare.EQUAL
+        for g in guards:
+            compare.append(rpc.Compare(key=_b(g.key), target=mod, result=equal,
+                                       mod_revision=g.revision))  # fmt: skip
+        for op in ops:
+            key = _b(op.key)
+            if isinstance(op, st.Create):
+                compare.append(rpc.Compare(key=key, target=create, result=equal,
+                                           create_revision=0))  # fmt: skip
+            elif isinstance(op, st.Update | st.Delete) and op.revision is not None:
+                compare.append(rpc.Compare(key=key, target=mod, result=equal,
+                                           mod_revision=op.revision))  # fmt: skip
+            if isinstance(op, st.Delete):
+                success.append(rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key)))
+            else:
+                put = rpc.PutRequest(key=key, value=op.value, lease=op.lease)
+                success.append(rpc.RequestOp(request_put=put))
+        for name in {g.key for g in guards} | {op.key for op in ops}:
+            failure.append(rpc.RequestOp(request_range=rpc.RangeRequest(key=_b(name))))
+        return rpc.TxnRequest(compare=compare, success=success, failure=failure)
+
+    @staticmethod
+    def _diagnose(
+        ops: Sequence[st.Op], guards: Sequence[st.Guard], current: dict[str, Any]
+    ) -> errors.FedctlError:
+        for g in guards:
+            kv = current.get(g.key)
+            if kv is None or kv.mod_revision != g.revision:
+                return errors.Fenced(f"guard on {g.key} no longer holds")
+        for op in ops:
+            kv = current.get(op.key)
+            if isinstance(op, st.Create) and kv is not None:
+                return errors.AlreadyExists(op.key, revision=kv.mod_revision)
+            if isinstance(op, st.Update | st.Delete) and op.revision is not None:
+                if kv is None:
+                    return errors.NotFound(op.key)
+                if kv.mod_revision != op.revision:
+                    return errors.Conflict(op.key, expected=op.revision, current=kv.mod_revision)
+        return errors.FedctlError("transaction failed with no comparison losing")
+
+    @staticmethod
+    def _already_applied(ops: Sequence[st.Op], current: dict[str, Any]) -> bool:
+        for op in ops:
+            kv = current.get(op.key)
+            if isinstance(op, st.Delete):
+                if kv is not None:
+                    return False
+            elif kv is None or bytes(kv.value) != op.value:
+                return False
+        return True
+
+    # watch
+
+    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[st.WatchEvent]:
+        self._stubs()
+        next_revision = start_revision
+        failures = 0
+        while not self._closed.is_set():
+            stream = self._watch_once(prefix, next_revision)
+            try:
+                async for batch, progress in stream:
+                    failures = 0
+                    for event in batch:
+                        yield event
+                        next_revision = event.mod_revision + 1
+                    next_revision = max(next_revision, progress + 1)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.CANCELLED and self._closed.is_set():
+                    return
+                failures += 1
+                cap = min(self._settings.watch_reconnect_max, 0.05 * 2**failures)
+                pause = random.uniform(cap / 2, cap)
+                log.warning(
+                    "watch on %s from revision %d lost (%s); reconnecting in %.2fs",
+                    prefix, next_revision, exc.code().name, pause,
+                )  # fmt: skip
+                await clock.real.sleep(pause)
+            finally:
+                await stream.aclose()
+
+    async def _watch_once(
+        self, prefix: str, start_revision: int
+    ) -> AsyncGenerator[tuple[builtins.list[st.WatchEvent], int]]:
+        create = rpc.WatchCreateRequest(
+            key=_b(prefix),
+            range_end=_b(st.prefix_end(prefix)),
+            start_revision=start_revision,
+            prev_kv=True,
+            progress_notify=True,
+        )
+        stop = asyncio.Event()
+
+        async def requests() -> AsyncIterator[Any]:
+            yield rpc.WatchRequest(create_request=create)
+            await stop.wait()
+
+        call = self._watch_stub.Watch(requests())
+        try:
+            async for resp in call:
+                if resp.compact_revision:
+                    raise errors.Compacted(
+                        requested=start_revision, compact_revision=resp.compact_revision
+                    )
+                if resp.canceled:
+                    raise errors.FedctlError(f"etcd cancelled the watch: {resp.cancel_reason}")
+                batch = [self._event(e) for e in resp.events]
+                yield batch, resp.header.revision if not batch else 0
+        finally:
+            stop.set()
+            call.cancel()
+
+    @staticmethod
+    def _event(e: Any) -> st.WatchEvent:
+        kv = e.kv
+        if e.type == rpc.Event.DELETE:
+            prev = bytes(e.prev_kv.value) if e.HasField("prev_kv") else None
+            return st.WatchEvent("delete", kv.key.decode(), b"", kv.mod_revision, 0, prev)
+        return st.WatchEvent(
+            "put", kv.key.decode(), bytes(kv.value), kv.mod_revision, kv.create_revision
+        )
+
+    # leases
+
+    async def grant(self, ttl: int) -> st.Lease:
+        resp = await self._call(self._lease_stub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
+        return st.Lease(id=resp.ID, ttl=resp.TTL)
+
+    async def keepalive(self, lease_id: int) -> int:
+        self._stubs()
+
+        async def one() -> AsyncIterator[Any]:
+            yield rpc.LeaseKeepAliveRequest(ID=lease_id)
+
+        async for attempt in self._retrying():
+            with attempt:
+                try:
+                    call = self._lease_stub.LeaseKeepAlive(
+                        one(), timeout=self._settings.request_timeout
+                    )
+                    async for reply in call:
+                        if reply.TTL <= 0:
+                            raise errors.NotFound(f"lease {lease_id}")
+                        return int(reply.TTL)
+                except grpc.aio.AioRpcError as exc:
+                    raise self._translate(exc) from exc
+        raise errors.NotFound(f"lease {lease_id}")
+
+    async def revoke(self, lease_id: int) -> None:
+        try:
+            await self._call(self._lease_stub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id))
+        except errors.FedctlError as exc:
+            if "lease not found" in str(exc):
+                raise errors.NotFound(f"lease {lease_id}") from exc
+            raise
+
+    async def compact(self, revision: int) -> None:
+        req = rpc.CompactionRequest(revision=revision, physical=True)
+        await self._call(self._kv_stub.Compact, req)
+
+    async def close(self) -> None:
+        self._closed.set()
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None

@@ -1,0 +1,158 @@
+"""Every tunable of the controller, grouped by the component that reads it.
+
+Each group is a frozen pydantic model so a component gets its settings at construction and
+no module hard-codes a period (STYLE.md §13). Every field says its unit and default. A
+settings file (YAML) or `FEDCTL_<GROUP>__<FIELD>` environment variables override defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ApiSettings",
+    "EtcdSettings",
+    "FailoverSettings",
+    "MonitorSettings",
+    "PropagationSettings",
+    "SchedulerSettings",
+    "Settings",
+    "from_env",
+]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EtcdSettings(_Group):
+    """How the registry reaches etcd."""
+
+    endpoints: tuple[str, ...] = Field(
+        default=("http://127.0.0.1:2379",),
+        description="etcd client URLs; the first that answers is used. Default: local etcd.",
+    )
+    ca_file: str | None = Field(default=None, description="CA bundle for TLS (path).")
+    cert_file: str | None = Field(default=None, description="Client certificate (path).")
+    key_file: str | None = Field(default=None, description="Client key (path).")
+    connect_timeout: float = Field(default=5.0, gt=0, description="Seconds to connect.")
+    request_timeout: float = Field(default=5.0, gt=0, description="Seconds per request.")
+    retry_attempts: int = Field(
+        default=6, ge=1, description="Tries for a transient gRPC error before giving up."
+    )
+    retry_initial: float = Field(default=0.05, gt=0, description="First backoff, seconds.")
+    retry_max: float = Field(default=2.0, gt=0, description="Largest backoff, seconds.")
+    retry_deadline: float = Field(
+        default=8.0, gt=0, description="Seconds after which a retried call gives up."
+    )
+    watch_reconnect_max: float = Field(
+        default=2.0, gt=0, description="Largest pause between watch reconnects, seconds."
+    )
+
+
+class MonitorSettings(_Group):
+    """Cluster monitor: probing members and writing ClusterStatus."""
+
+    probe_period: float = Field(default=10.0, gt=0, description="Seconds between probes.")
+    probe_timeout: float = Field(default=5.0, gt=0, description="Seconds a probe may take.")
+    failure_threshold: float = Field(
+        default=30.0, ge=0, description="Seconds of failures, from the first, before Ready=False."
+    )
+    success_threshold: int = Field(
+        default=1, ge=1, description="Consecutive successful probes before Ready=True again."
+    )
+    heartbeat: float = Field(
+        default=300.0, gt=0, description="Seconds between status writes when nothing changed."
+    )
+    capacity_change_fraction: float = Field(
+        default=0.05, ge=0, description="Relative change of free capacity that forces a write."
+    )
+
+
+class SchedulerSettings(_Group):
+    """Queueing, admission and placement."""
+
+    default_queue: str = Field(default="default", description="Queue of a workload naming none.")
+    preemption: bool = Field(default=True, description="Higher priority may evict lower.")
+    reclaim: bool = Field(default=True, description="Queues may take back lent guarantee.")
+    score_weights: dict[str, int] = Field(
+        default_factory=lambda: {"cost": 3, "binpack": 1, "locality": 2, "affinity": 1},
+        description="Weight of each score plugin in the total (0 turns one off).",
+    )
+    binpack: bool = Field(
+        default=True, description="Prefer fuller clusters (True) or emptier ones (False)."
+    )
+    default_duration_hours: float = Field(
+        default=1.0, gt=0, description="Expected duration of a job that names none, hours."
+    )
+    cycle_batch: int = Field(default=1000, ge=1, description="Jobs considered per cycle.")
+
+
+class PropagationSettings(_Group):
+    """Rendering and applying Works in members."""
+
+    concurrency_per_member: int = Field(default=8, ge=1, description="Parallel applies a member.")
+    field_manager: str = Field(default="fedctl", description="Server-side apply field manager.")
+    request_timeout: float = Field(default=10.0, gt=0, description="Seconds per member call.")
+
+
+class FailoverSettings(_Group):
+    """Taints, eviction and graceful eviction."""
+
+    eviction_grace: float = Field(
+        default=30.0, ge=0, description="Seconds NotReady before NoSchedule becomes NoExecute."
+    )
+    graceful_timeout: float = Field(
+        default=600.0, gt=0, description="Seconds an evicted copy is kept waiting for the new."
+    )
+    eviction_rate: float = Field(default=10.0, gt=0, description="Evictions per second, healthy.")
+    secondary_eviction_rate: float = Field(
+        default=0.3, ge=0, description="Evictions per second when much of the fleet is unhealthy."
+    )
+    unhealthy_threshold: float = Field(
+        default=0.55, ge=0, le=1, description="Unhealthy fraction that slows eviction down."
+    )
+    lease_ttl: float = Field(default=15.0, gt=0, description="Leader lease TTL, seconds.")
+
+
+class ApiSettings(_Group):
+    """The REST API and dashboard."""
+
+    listen: str = Field(default="127.0.0.1:8080", description="Address the API listens on.")
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Largest request.")
+    request_timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+    rate_limit: float = Field(default=200.0, gt=0, description="Requests per second per client.")
+    rate_burst: int = Field(default=400, gt=0, description="Burst above the rate per client.")
+
+
+class Settings(_Group):
+    """All groups; `Settings()` gives the documented defaults."""
+
+    etcd: EtcdSettings = EtcdSettings()
+    monitor: MonitorSettings = MonitorSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    propagation: PropagationSettings = PropagationSettings()
+    failover: FailoverSettings = FailoverSettings()
+    api: ApiSettings = ApiSettings()
+
+
+def from_env(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults, then `FEDCTL_<GROUP>__<FIELD>` variables, then explicit overrides.
+
+    Lists are comma-separated (`FEDCTL_ETCD__ENDPOINTS=http://a:2379,http://b:2379`).
+    """
+    env = os.environ if environ is None else environ
+    data: dict[str, dict[str, Any]] = {}
+    for key, value in env.items():
+        if not key.startswith("FEDCTL_") or "__" not in key:
+            continue
+        group, _, field = key[len("FEDCTL_") :].lower().partition("__")
+        if group in Settings.model_fields:
+            parsed: Any = value.split(",") if field == "endpoints" else value
+            data.setdefault(group, {})[field] = parsed
+    for group, values in overrides.items():
+        data.setdefault(group, {}).update(values)
+    return Settings.model_validate(data)
