@@ -41,7 +41,7 @@ class MemoryStore:
         self._history: list[st.WatchEvent] = []
         self._leases: dict[int, tuple[int, float]] = {}
         self._next_lease = 1000
-        self._changed = asyncio.Condition()
+        self._changed = asyncio.Event()
         self._closed = False
 
     # reads
@@ -123,14 +123,16 @@ class MemoryStore:
         return True
 
     async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        # Wake every watcher, then arm a fresh event for the next change.
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     # watch
 
     async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[st.WatchEvent]:
         next_revision = start_revision
         while not self._closed:
+            changed = self._changed  # taken first, so a write while we yield still wakes us
             await self._expire()
             if next_revision <= self._compacted:
                 raise errors.Compacted(
@@ -144,14 +146,14 @@ class MemoryStore:
             for event in pending:
                 yield event
                 next_revision = event.mod_revision + 1
+            if self._revision >= next_revision and changed is not self._changed:
+                continue
             next_revision = max(next_revision, self._revision + 1)
-            async with self._changed:
-                if self._revision < next_revision and not self._closed:
-                    await self._wait_changed()
+            await self._wait_changed(changed)
 
-    async def _wait_changed(self) -> None:
+    async def _wait_changed(self, changed: asyncio.Event) -> None:
         # Leases expire on the clock, not on writes: wake up periodically to expire them.
-        waiter = asyncio.ensure_future(self._changed.wait())
+        waiter = asyncio.ensure_future(changed.wait())
         tick = asyncio.ensure_future(self._clock.sleep(0.2 if self._leases else 3600))
         try:
             await asyncio.wait({waiter, tick}, return_when=asyncio.FIRST_COMPLETED)

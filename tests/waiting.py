@@ -1,0 +1,35 @@
+"""Waiting on a condition with a deadline: the only way tests wait (never sleep-and-hope)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def wait_for(
+    probe: Callable[[], T | Awaitable[T]],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    message: str = "condition",
+) -> T:
+    """Poll `probe` until it returns something truthy; fail with `message` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        result = probe()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result  # type: ignore[return-value]
+        last = result
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout:g}s waiting for {message} (last: {last!r})"
+            )
+        await asyncio.sleep(interval)
