@@ -1,0 +1,1 @@
+"""One module per kind. `base` holds the shared envelope and metadata models."""

@@ -1,0 +1,218 @@
+"""AcceleratorProfile: what one chip model means on a member cluster.
+
+Role: a fleet mixes x86 and Arm nodes, two NVIDIA generations and Ascend NPUs, and the same
+training job needs a different extended-resource name, node selector and image on each. A
+profile, named after the chip model (`nvidia-a100-80gb`, `ascend-910b`, or a plain arch such
+as `arm64`), says how to translate a workload for that chip. Fed by policy YAML and the REST
+API; feeds the scheduler's chip filter and cost score (default price) and the propagator,
+which rewrites requests, node selectors and images when it renders a Work for a cluster.
+
+Also home of the chip vocabulary shared by Cluster, placement and workload models: `Arch`,
+`ChipModel` (a validated chip name) and `ARCHES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from federation.resources import Quantity, ResourceList, normalise_name
+from policies.models.base import FrozenModel, KubeObject
+from policies.models.common import RuleError
+
+__all__ = [
+    "ARCHES",
+    "AcceleratorProfile",
+    "AcceleratorProfileSpec",
+    "Arch",
+    "ChipModel",
+    "ImageRewrite",
+    "PrefixRewrite",
+    "is_arch",
+]
+
+Arch = Literal["amd64", "arm64", "ppc64le", "s390x"]
+"""A node CPU architecture, spelled as the `kubernetes.io/arch` node label spells it."""
+
+ARCHES: tuple[str, ...] = ("amd64", "arm64", "ppc64le", "s390x")
+
+_CHIP = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+
+
+def is_arch(chip: str) -> bool:
+    """Whether a chip model is a plain CPU architecture (`amd64`) rather than an accelerator."""
+    return chip in ARCHES
+
+
+def _check_chip(value: str) -> str:
+    if len(value) > 63 or not _CHIP.fullmatch(value):
+        raise ValueError(
+            f"invalid chip model {value!r}: use lower-case letters, digits, '-' and '.',"
+            " e.g. nvidia-a100-80gb, ascend-910b, arm64"
+        )
+    return value
+
+
+ChipModel = Annotated[
+    str,
+    AfterValidator(_check_chip),
+    Field(description="Chip model, e.g. `nvidia-a100-80gb`, `ascend-910b`, or an arch `arm64`."),
+]
+"""A chip model name: lower-case, digits, '-' and '.'; at most 63 characters."""
+
+
+class PrefixRewrite(FrozenModel):
+    """Replace a leading registry or repository prefix of an image reference."""
+
+    from_: str = Field(
+        alias="from",
+        min_length=1,
+        description="Prefix to match at a path boundary, e.g. `docker.io/pytorch` or `nvcr.io`.",
+    )
+    to: str = Field(
+        min_length=1, description="Replacement prefix, e.g. `swr.cn-north-4.myhuaweicloud.com`."
+    )
+
+
+class ImageRewrite(FrozenModel):
+    """How container images change on this chip: a whole image, or prefix and tag edits."""
+
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Replace every container image with this one (exclusive with the others).",
+    )
+    replace: list[PrefixRewrite] = Field(
+        default_factory=list,
+        description="Prefix rewrites, tried in order; the first that matches is applied.",
+    )
+    tag_suffix: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Appended to the image tag: `-cann8` turns `app:2.1` into `app:2.1-cann8`.",
+    )
+
+    @model_validator(mode="after")
+    def _image_alone(self) -> ImageRewrite:
+        if self.image is not None and (self.replace or self.tag_suffix is not None):
+            raise RuleError(
+                "image replaces the whole reference; do not combine it with replace or tagSuffix",
+                at=("image",),
+            )
+        return self
+
+    def apply(self, image: str) -> str:
+        """The image reference to use on this chip (digest-pinned images keep their digest)."""
+        if self.image is not None:
+            return self.image
+        for rule in self.replace:
+            prefix = rule.from_.rstrip("/")
+            if image == prefix or image.startswith(prefix + "/"):
+                image = rule.to.rstrip("/") + image[len(prefix) :]
+                break
+        if self.tag_suffix is None or "@" in image:
+            return image
+        name, tag = _split_tag(image)
+        return f"{name}:{tag}{self.tag_suffix}"
+
+
+def _split_tag(image: str) -> tuple[str, str]:
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        name, tag = image.rsplit(":", 1)
+        return name, tag
+    return image, "latest"
+
+
+class AcceleratorProfileSpec(FrozenModel):
+    """The translation of a workload for one chip model (the profile's metadata.name)."""
+
+    arch: Arch = Field(description="CPU architecture of the nodes that carry this chip.")
+    resource_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Extended resource a pod requests for one device, e.g. `nvidia.com/gpu`,"
+        " `huawei.com/Ascend910`. Required for accelerators; absent for a plain arch.",
+    )
+    vendor: str | None = Field(default=None, description="Chip vendor, e.g. nvidia, huawei.")
+    device_memory: Quantity | None = Field(
+        default=None, description="Memory of one device, informational, e.g. `80Gi`."
+    )
+    node_selector: dict[str, str] = Field(
+        default_factory=dict,
+        description="Node labels added to the pod's nodeSelector so it lands on this chip.",
+    )
+    image: ImageRewrite | None = Field(
+        default=None, description="Image changes for this chip (registry, tag or whole image)."
+    )
+    default_price_per_hour: Decimal | None = Field(
+        default=None,
+        ge=0,
+        description="Price of one device-hour when a cluster lists no price for this chip.",
+    )
+
+
+class AcceleratorProfile(KubeObject):
+    """`fedctl.io/v1alpha1` AcceleratorProfile; metadata.name is the chip model it describes."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = Field(
+        default="fedctl.io/v1alpha1", description="Always `fedctl.io/v1alpha1`."
+    )
+    kind: Literal["AcceleratorProfile"] = "AcceleratorProfile"
+    spec: AcceleratorProfileSpec
+
+    @model_validator(mode="after")
+    def _name_and_resource(self) -> AcceleratorProfile:
+        try:
+            _check_chip(self.metadata.name)
+        except ValueError as err:
+            raise RuleError(str(err), at=("metadata", "name")) from None
+        if is_arch(self.model):
+            if self.model != self.spec.arch:
+                raise RuleError(
+                    f"profile {self.model!r} is a plain architecture; spec.arch must be"
+                    f" {self.model!r}, not {self.spec.arch!r}",
+                    at=("spec", "arch"),
+                )
+            if self.spec.resource_name is not None:
+                raise RuleError(
+                    f"profile {self.model!r} is a plain architecture and has no device"
+                    " resource; remove resourceName",
+                    at=("spec", "resourceName"),
+                )
+        elif self.spec.resource_name is None:
+            raise RuleError(
+                f"accelerator {self.model!r} needs the extended resource a pod requests,"
+                " e.g. resourceName: nvidia.com/gpu",
+                at=("spec",),
+            )
+        return self
+
+    @property
+    def model(self) -> str:
+        """The chip model this profile describes (its metadata.name)."""
+        return self.metadata.name
+
+    @property
+    def is_accelerator(self) -> bool:
+        """False for a plain-architecture profile such as `arm64`."""
+        return not is_arch(self.model)
+
+    def translate_requests(
+        self, requests: ResourceList, *, device_resources: Iterable[str]
+    ) -> ResourceList:
+        """Requests as they must read on this chip: devices under any of `device_resources`
+        (e.g. `nvidia.com/gpu` in a template written for NVIDIA) move to this profile's
+        resource name (`huawei.com/Ascend910`). A plain-arch profile changes nothing.
+        """
+        target = self.spec.resource_name
+        if target is None:
+            return requests
+        moved = {normalise_name(name) for name in device_resources} - {target}
+        devices = sum(requests.amount(name) for name in moved)
+        kept = ResourceList({n: a for n, a in requests.items() if n not in moved})
+        return kept + ResourceList({target: devices}) if devices else kept

@@ -1,0 +1,60 @@
+"""Shared building blocks of every fedctl model: strict frozen models, metadata, envelopes.
+
+Why strict: a misspelt field in policy YAML that is silently dropped is the worst bug a
+platform team can hit, so every model forbids unknown fields (the loader turns the error
+into `FILE:LINE:COL: path: unknown field 'x' (did you mean 'y'?)`). Why frozen: objects are
+shared between the cache, the scheduler snapshot and the API; nobody may mutate them.
+Field names are Kubernetes camelCase on the wire and snake_case in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = ["FrozenModel", "KubeObject", "ObjectMeta", "OwnedMeta"]
+
+
+class FrozenModel(BaseModel):
+    """Frozen, unknown fields forbidden, camelCase aliases (Kubernetes style)."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        use_enum_values=True,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict with camelCase keys and without unset defaults."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ObjectMeta(FrozenModel):
+    """The subset of Kubernetes ObjectMeta that fedctl objects carry."""
+
+    name: str = Field(min_length=1, max_length=253)
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    resource_version: str | None = Field(
+        default=None, description="Registry mod revision; set by the API, echoed for CAS."
+    )
+    uid: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+
+
+class OwnedMeta(ObjectMeta):
+    """Metadata of objects fedctl writes itself (bindings, works, status)."""
+
+
+class KubeObject(FrozenModel):
+    """The envelope every stored document has: apiVersion, kind, metadata."""
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta

@@ -1,0 +1,397 @@
+"""Cluster and ClusterStatus: a member cluster as the platform team declares it and as seen.
+
+Role: `Cluster` (`fedctl.io/v1alpha1`) is what a user registers: where the cluster is
+(region, zone, provider, labels), what it carries (chips: architectures and accelerator
+models with counts), what it costs (prices per resource-hour, on-demand and spot), its
+taints and how to reach it (kubeconfig path or inline, and context). `ClusterStatus` is what
+the cluster monitor observes: conditions, Kubernetes version, served APIs and capacity
+summarised per node flavor. They are stored under different registry keys (spec by the API,
+status by the monitor) so a user edit never conflicts with a probe; the API joins them into
+`Cluster.status` on read.
+
+Fed by policy YAML, the REST API and the monitor; feeds the scheduler (affinity, taints,
+chip match, capacity fit per node flavor, cost), the member connector and failover.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import AwareDatetime, Field, model_validator
+
+from federation.resources import ResourceList
+from policies.models.accelerator import Arch, ChipModel, is_arch
+from policies.models.base import FrozenModel, KubeObject
+from policies.models.common import RuleError
+
+__all__ = [
+    "APIEnablement",
+    "APIResource",
+    "Chip",
+    "Cluster",
+    "ClusterSpec",
+    "ClusterStatus",
+    "Condition",
+    "Connection",
+    "NodeFlavor",
+    "PriceTable",
+    "Prices",
+    "ResourceTotals",
+    "Taint",
+]
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+CapacityType = Literal["on-demand", "spot"]
+_GIB_MILLI = 1000 * 1024**3  # milli-units of memory in one GiB
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class Taint(FrozenModel):
+    """A cluster taint, as on a Karmada Cluster: placements must tolerate it."""
+
+    key: str = Field(min_length=1, max_length=316, description="Taint key.")
+    value: str = Field(default="", description="Taint value (may be empty).")
+    effect: TaintEffect = Field(
+        description="NoSchedule: no new placements. PreferNoSchedule: avoid if possible."
+        " NoExecute: also evict placements that do not tolerate it."
+    )
+    time_added: AwareDatetime | None = Field(
+        default=None, description="When the taint was added (NoExecute only; set by failover)."
+    )
+
+
+class Chip(FrozenModel):
+    """One chip model the cluster carries, with how many: the unit placement matches on."""
+
+    model: ChipModel = Field(
+        description="`amd64`/`arm64` for plain CPU nodes, or an accelerator model such as"
+        " `nvidia-a100-80gb` (see AcceleratorProfile)."
+    )
+    arch: Arch | None = Field(
+        default=None,
+        description="CPU architecture of the nodes carrying the chip. Required for"
+        " accelerators; for a plain arch it defaults to the model itself.",
+    )
+    count: int = Field(
+        ge=0, description="Accelerators of this model in the cluster; nodes for a plain arch."
+    )
+    resource_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Extended resource name used here, when it differs from the profile's.",
+    )
+
+    @model_validator(mode="after")
+    def _arch_matches(self) -> Chip:
+        if is_arch(self.model):
+            if self.arch is not None and self.arch != self.model:
+                raise RuleError(
+                    f"chip {self.model!r} is a CPU architecture; arch must be {self.model!r}"
+                    f" or left out, not {self.arch!r}",
+                    at=("arch",),
+                )
+            if self.resource_name is not None:
+                raise RuleError(
+                    f"chip {self.model!r} is a CPU architecture and has no device resource;"
+                    " remove resourceName",
+                    at=("resourceName",),
+                )
+        elif self.arch is None:
+            raise RuleError(
+                f"accelerator chip {self.model!r} needs the arch of its nodes"
+                " (e.g. arch: amd64 or arch: arm64)",
+                at=(),
+            )
+        return self
+
+    @property
+    def host_arch(self) -> str:
+        """The CPU architecture of the nodes with this chip."""
+        return self.arch or self.model
+
+
+class PriceTable(FrozenModel):
+    """Prices per resource-hour for one capacity type, in the cluster's currency."""
+
+    cpu: Decimal = Field(default=Decimal(0), ge=0, description="Per core-hour.")
+    memory: Decimal = Field(default=Decimal(0), ge=0, description="Per GiB-hour.")
+    accelerators: dict[ChipModel, Decimal] = Field(
+        default_factory=dict,
+        description="Per device-hour, by chip model, e.g. {nvidia-a100-80gb: 3.10}.",
+    )
+
+    @model_validator(mode="after")
+    def _non_negative(self) -> PriceTable:
+        for model, price in self.accelerators.items():
+            if price < 0:
+                raise RuleError(
+                    f"price must not be negative, got {price}", at=("accelerators", model)
+                )
+        return self
+
+    def hourly_cost(
+        self,
+        requests: ResourceList,
+        *,
+        accelerator_resource: str | None = None,
+        accelerator_model: str | None = None,
+        fallback_price: Decimal | None = None,
+    ) -> Decimal | None:
+        """Exact cost of `requests` for one hour; None when the accelerator has no price.
+
+        `requests` counts devices under `accelerator_resource` (e.g. `nvidia.com/gpu`); they
+        are priced as `accelerator_model`, or at `fallback_price` (the profile's default)
+        when this table lists no price for that model.
+        """
+        cost = self.cpu * Decimal(requests.amount("cpu")) / 1000
+        cost += self.memory * Decimal(requests.amount("memory")) / _GIB_MILLI
+        devices = requests.amount(accelerator_resource) if accelerator_resource else 0
+        if devices:
+            price = self.accelerators.get(accelerator_model or "", fallback_price)
+            if price is None:
+                return None
+            cost += price * Decimal(devices) / 1000
+        return cost
+
+
+class Prices(FrozenModel):
+    """What an hour of this cluster costs: on-demand always, spot when offered."""
+
+    currency: str = Field(
+        default="USD", pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD, EUR, CNY."
+    )
+    on_demand: PriceTable = Field(description="On-demand (or reserved, on-premises) prices.")
+    spot: PriceTable | None = Field(
+        default=None, description="Spot or preemptible prices; absent when not offered."
+    )
+
+    def table(self, capacity_type: CapacityType) -> PriceTable | None:
+        """The price table for a capacity type, or None when this cluster does not offer it."""
+        return self.on_demand if capacity_type == "on-demand" else self.spot
+
+
+class Connection(FrozenModel):
+    """How the controller reaches the member's Kubernetes API."""
+
+    kubeconfig_path: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Path of a kubeconfig file on the controller host (`~` is expanded).",
+    )
+    kubeconfig: str | None = Field(
+        default=None,
+        min_length=1,
+        repr=False,
+        description="Inline kubeconfig YAML; a secret: stored in the registry, never logged.",
+    )
+    context: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Kubeconfig context to use; the file's current context when absent.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Connection:
+        if self.kubeconfig_path is not None and self.kubeconfig is not None:
+            raise RuleError(
+                "give either kubeconfigPath or an inline kubeconfig, not both",
+                at=("kubeconfig",),
+            )
+        return self
+
+
+class ClusterSpec(FrozenModel):
+    """What the platform team declares about a member cluster."""
+
+    region: str = Field(min_length=1, description="Region, e.g. us-east, eu-west, cn-north.")
+    zone: str | None = Field(default=None, min_length=1, description="Zone within the region.")
+    provider: str | None = Field(
+        default=None, min_length=1, description="Provider, e.g. aws, gcp, huawei, on-prem."
+    )
+    taints: list[Taint] = Field(default_factory=list, description="Cluster taints.")
+    chips: list[Chip] = Field(
+        default_factory=list, description="Chips the cluster carries, with counts."
+    )
+    prices: Prices | None = Field(default=None, description="Prices per resource-hour.")
+    eviction_grace_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        description="Override of the failover grace before NoExecute eviction, in seconds.",
+    )
+    connection: Connection = Field(
+        default_factory=Connection, description="How to reach the member's API."
+    )
+
+    @model_validator(mode="after")
+    def _chips_unique(self) -> ClusterSpec:
+        seen: set[str] = set()
+        for index, chip in enumerate(self.chips):
+            if chip.model in seen:
+                raise RuleError(
+                    f"chip {chip.model!r} is listed twice; give one entry with the total count",
+                    at=("chips", index, "model"),
+                )
+            seen.add(chip.model)
+        return self
+
+
+class Condition(FrozenModel):
+    """A Kubernetes-style condition: the latest observation of one aspect of the cluster."""
+
+    type: str = Field(min_length=1, description="Condition type, e.g. Ready.")
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="CamelCase reason, e.g. ProbeTimeout.")
+    message: str = Field(default="", description="Human-readable detail.")
+    last_transition_time: AwareDatetime = Field(description="When status last changed.")
+    last_probe_time: AwareDatetime | None = Field(
+        default=None, description="When this condition was last checked."
+    )
+
+
+class APIResource(FrozenModel):
+    """One resource served in a group-version, e.g. deployments/Deployment."""
+
+    name: str = Field(min_length=1, description="Plural resource name, e.g. deployments.")
+    kind: str = Field(min_length=1, description="Kind, e.g. Deployment.")
+
+
+class APIEnablement(FrozenModel):
+    """The resources one group-version serves in the member (Karmada's apiEnablements)."""
+
+    group_version: str = Field(min_length=1, description="e.g. apps/v1, batch.volcano.sh/v1alpha1.")
+    resources: list[APIResource] = Field(default_factory=list)
+
+
+class NodeFlavor(FrozenModel):
+    """Nodes of one shape: same arch, accelerator and allocatable. Fit is judged per flavor."""
+
+    arch: Arch = Field(description="CPU architecture of these nodes.")
+    accelerator_model: ChipModel | None = Field(
+        default=None, description="Accelerator model on these nodes, if any."
+    )
+    accelerator_resource: str | None = Field(
+        default=None, description="Extended resource the accelerator is exposed as."
+    )
+    allocatable: ResourceList = Field(description="Allocatable of ONE node of this flavor.")
+    node_count: int = Field(ge=0, description="How many ready nodes have this flavor.")
+    requested: ResourceList = Field(
+        default_factory=ResourceList, description="Sum of pod requests on these nodes."
+    )
+    free: ResourceList = Field(
+        default_factory=ResourceList, description="Sum of free amounts on these nodes."
+    )
+    largest_free: ResourceList = Field(
+        default_factory=ResourceList,
+        description="Free amounts of the emptiest single node; a pod fits only if it fits here.",
+    )
+
+    def fits(self, pod: ResourceList) -> bool:
+        """Whether one pod with these requests fits on some node of this flavor."""
+        return self.node_count > 0 and pod.fits_within(self.largest_free)
+
+
+class ResourceTotals(FrozenModel):
+    """Cluster-wide sums over every ready node."""
+
+    allocatable: ResourceList = Field(default_factory=ResourceList)
+    requested: ResourceList = Field(default_factory=ResourceList)
+    free: ResourceList = Field(default_factory=ResourceList)
+
+
+class ClusterStatus(FrozenModel):
+    """What the cluster monitor last observed about a member (written by the monitor only)."""
+
+    conditions: list[Condition] = Field(default_factory=list)
+    kubernetes_version: str | None = Field(default=None, description="e.g. v1.30.2.")
+    api_enablements: list[APIEnablement] = Field(default_factory=list)
+    flavors: list[NodeFlavor] = Field(
+        default_factory=list, description="Capacity summarised by node flavor."
+    )
+    totals: ResourceTotals = Field(default_factory=ResourceTotals)
+    taints: list[Taint] = Field(
+        default_factory=list,
+        description="Taints the controller applied (e.g. cluster.fedctl.io/unreachable), kept"
+        " apart from the user's spec.taints so neither write conflicts with the other.",
+    )
+    last_heartbeat: AwareDatetime | None = Field(
+        default=None, description="Time of the last successful probe."
+    )
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of the given type, or None when never reported."""
+        return next((c for c in self.conditions if c.type == type_), None)
+
+    def ready(self) -> bool:
+        """Whether the Ready condition is True."""
+        ready = self.condition("Ready")
+        return ready is not None and ready.status == "True"
+
+    def api_enabled(self, api_version: str, kind: str) -> bool:
+        """Whether the member serves `kind` in `api_version` (e.g. apps/v1, Deployment)."""
+        return any(
+            e.group_version == api_version and any(r.kind == kind for r in e.resources)
+            for e in self.api_enablements
+        )
+
+    def flavors_for(self, chip: str) -> list[NodeFlavor]:
+        """Node flavors carrying a chip: an accelerator model, or a plain arch (no accelerator)."""
+        if is_arch(chip):
+            return [f for f in self.flavors if f.arch == chip and f.accelerator_model is None]
+        return [f for f in self.flavors if f.accelerator_model == chip]
+
+
+class Cluster(KubeObject):
+    """`fedctl.io/v1alpha1` Cluster: a member registered in the federation."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = Field(
+        default="fedctl.io/v1alpha1", description="Always `fedctl.io/v1alpha1`."
+    )
+    kind: Literal["Cluster"] = "Cluster"
+    spec: ClusterSpec
+    status: ClusterStatus | None = Field(
+        default=None,
+        description="Filled by the API from the monitor's record on read; ignored on apply.",
+    )
+
+    @model_validator(mode="after")
+    def _name_is_a_label(self) -> Cluster:
+        name = self.metadata.name
+        if len(name) > 63 or not _DNS_LABEL.fullmatch(name):
+            raise RuleError(
+                f"invalid cluster name {name!r}: use at most 63 lower-case letters, digits and"
+                " '-', starting and ending with a letter or digit (e.g. us-east-a100)",
+                at=("metadata", "name"),
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        """The cluster name (metadata.name)."""
+        return self.metadata.name
+
+    def ready(self) -> bool:
+        """Whether the monitor last saw this cluster Ready (False with no status yet)."""
+        return self.status is not None and self.status.ready()
+
+    def effective_taints(self) -> list[Taint]:
+        """The user's taints followed by those the controller applied (scheduling sees both)."""
+        applied = self.status.taints if self.status is not None else []
+        return [*self.spec.taints, *applied]
+
+    def chip(self, model: str) -> Chip | None:
+        """The declared chip entry for a model, or None."""
+        return next((c for c in self.spec.chips if c.model == model), None)
+
+    def chip_models(self) -> list[str]:
+        """Every chip model declared, accelerators and arches alike, in declaration order."""
+        return [c.model for c in self.spec.chips]
+
+    def arches(self) -> set[str]:
+        """Every CPU architecture present (plain arch entries and accelerator hosts)."""
+        return {c.host_arch for c in self.spec.chips}
+
+    def with_status(self, status: ClusterStatus | None) -> Cluster:
+        """A copy joined with the monitor's status (the API does this on read)."""
+        return self.model_copy(update={"status": status})

@@ -1,0 +1,234 @@
+"""Queue: where teams submit work, and how much of the fleet each team may hold.
+
+Role: a `fedctl.io/v1alpha1` Queue carries Volcano's queue vocabulary (weight, capability,
+guarantee, priority, reclaimable, parent, dequeue strategy) for the global admission step.
+Fed by policy YAML and the REST API; feeds the pending queues (ordering and dequeue
+strategy), weighted dominant-resource fair share (weight), admission (capability as the hard
+cap, guarantee as the reserve never lent out) and reclaim (reclaimable, priority).
+
+How capability and guarantee are keyed: by resource name, as pods request them (`cpu`,
+`memory`, `nvidia.com/gpu`, `huawei.com/Ascend910`). One extended-resource name often covers
+several chip models (every NVIDIA GPU is `nvidia.com/gpu`), so a queue may also cap a model
+with the pseudo resource `accelerator/<chip model>` (`accelerator/nvidia-h100: 8`). Admission
+charges a placed pod to both its extended resource and `accelerator/<model>` of the chip it
+landed on. A resource with no entry is not limited; `0` forbids it. Pseudo resources are
+never rendered into member ResourceQuotas.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from federation.resources import ResourceList
+from policies.models.accelerator import _check_chip
+from policies.models.base import FrozenModel, KubeObject
+from policies.models.common import Notice, RuleError
+
+__all__ = [
+    "CHIP_RESOURCE_PREFIX",
+    "Queue",
+    "QueueSpec",
+    "chip_resource",
+    "hierarchy_problems",
+]
+
+_DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+
+CHIP_RESOURCE_PREFIX = "accelerator/"
+"""Prefix of the per-chip-model pseudo resource: `accelerator/nvidia-a100-80gb`."""
+
+
+def chip_resource(model: str) -> str:
+    """The pseudo resource that counts devices of one chip model in a queue."""
+    return CHIP_RESOURCE_PREFIX + model
+
+
+class QueueSpec(FrozenModel):
+    """A queue's share of the fleet and its ordering rules."""
+
+    weight: int = Field(
+        default=1,
+        ge=1,
+        le=65535,
+        description="Relative share under weighted dominant-resource fair share (1-65535).",
+    )
+    capability: ResourceList | None = Field(
+        default=None,
+        description="Hard cap on what the queue may hold, borrowing included; a resource"
+        " without an entry is not capped. Keys: resource names or accelerator/<chip model>.",
+    )
+    guarantee: ResourceList = Field(
+        default_factory=ResourceList,
+        description="Reserved for this queue and never lent or reclaimed; at most capability.",
+    )
+    priority: int = Field(
+        default=0,
+        description="Queues with higher priority are served first and reclaimed from last.",
+    )
+    reclaimable: bool = Field(
+        default=True,
+        description="Whether capacity this queue borrowed may be taken back for others.",
+    )
+    parent: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Parent queue for a hierarchy; only queues without children take work.",
+    )
+    dequeue_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
+        default="BestEffortFIFO",
+        description="StrictFIFO blocks on a head that does not fit; BestEffortFIFO tries the"
+        " next workload.",
+    )
+    priority_classes: dict[str, int] = Field(
+        default_factory=dict,
+        description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0}.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> QueueSpec:
+        _check_pseudo_names(self.capability, field="capability")
+        _check_pseudo_names(self.guarantee, field="guarantee")
+        if self.capability is None:
+            return self
+        over = self.guarantee.exceeding(self.capability, unlisted_unlimited=True)
+        for name in over:
+            raise RuleError(
+                f"guarantee of {name} ({_fmt(self.guarantee, name)}) exceeds the capability"
+                f" ({_fmt(self.capability, name)}); a queue cannot be promised more than it may"
+                " hold",
+                at=("guarantee", name),
+            )
+        return self
+
+
+def _check_pseudo_names(resources: ResourceList | None, *, field: str) -> None:
+    for name in resources or ():
+        if name.startswith(CHIP_RESOURCE_PREFIX):
+            try:
+                _check_chip(name.removeprefix(CHIP_RESOURCE_PREFIX))
+            except ValueError as err:
+                raise RuleError(str(err), at=(field, name)) from None
+
+
+def _fmt(resources: ResourceList, name: str) -> str:
+    return resources.only([name]).to_wire()[name]
+
+
+class Queue(KubeObject):
+    """`fedctl.io/v1alpha1` Queue (cluster-scoped)."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = Field(
+        default="fedctl.io/v1alpha1", description="Always `fedctl.io/v1alpha1`."
+    )
+    kind: Literal["Queue"] = "Queue"
+    spec: QueueSpec = Field(default_factory=QueueSpec)
+
+    @model_validator(mode="after")
+    def _not_own_parent(self) -> Queue:
+        name = self.metadata.name
+        if len(name) > 253 or not _DNS_NAME.fullmatch(name):
+            raise RuleError(
+                f"invalid queue name {name!r}: use lower-case letters, digits, '-' and '.',"
+                " starting and ending with a letter or digit (e.g. ml-research)",
+                at=("metadata", "name"),
+            )
+        if self.spec.parent == self.metadata.name:
+            raise RuleError(
+                f"queue {self.metadata.name!r} cannot be its own parent", at=("spec", "parent")
+            )
+        return self
+
+    @property
+    def name(self) -> str:
+        """The queue name (metadata.name)."""
+        return self.metadata.name
+
+    def priority_of(self, class_name: str) -> int | None:
+        """The value of a named priority class in this queue, or None when undefined."""
+        return self.spec.priority_classes.get(class_name)
+
+
+def hierarchy_problems(queues: Iterable[Queue]) -> list[tuple[str, Notice]]:
+    """Set-wide checks on a queue tree: (queue name, finding) pairs, empty when sound.
+
+    Unknown parents, cycles, a child capped above its parent, and children whose guarantees
+    add up to more than their parent's guarantee. Paths are relative to the queue document.
+    """
+    by_name = {q.name: q for q in queues}
+    problems: list[tuple[str, Notice]] = []
+    children: dict[str, list[Queue]] = {}
+    for queue in by_name.values():
+        parent = queue.spec.parent
+        if parent is None:
+            continue
+        if parent not in by_name:
+            known = ", ".join(sorted(by_name)) or "none"
+            message = f"parent queue {parent!r} is not defined (known queues: {known})"
+            problems.append((queue.name, Notice(("spec", "parent"), message)))
+            continue
+        children.setdefault(parent, []).append(queue)
+        if _in_cycle(queue.name, by_name):
+            message = f"queue {queue.name!r} is its own ancestor (parent chain loops)"
+            problems.append((queue.name, Notice(("spec", "parent"), message)))
+        problems.extend(_against_parent(queue, by_name[parent]))
+    for parent_name, kids in sorted(children.items()):
+        problems.extend(_guarantees_fit(by_name[parent_name], kids))
+    return problems
+
+
+def _in_cycle(start: str, by_name: dict[str, Queue]) -> bool:
+    seen = {start}
+    current = by_name[start].spec.parent
+    while current is not None and current in by_name:
+        if current == start:
+            return True
+        if current in seen:
+            return False  # a loop further up; its own members report it
+        seen.add(current)
+        current = by_name[current].spec.parent
+    return False
+
+
+def _against_parent(queue: Queue, parent: Queue) -> list[tuple[str, Notice]]:
+    if queue.spec.capability is None or parent.spec.capability is None:
+        return []
+    over = queue.spec.capability.exceeding(parent.spec.capability, unlisted_unlimited=True)
+    return [
+        (
+            queue.name,
+            Notice(
+                ("spec", "capability", name),
+                f"capability of {name} ({_fmt(queue.spec.capability, name)}) exceeds parent"
+                f" {parent.name!r} ({_fmt(parent.spec.capability, name)})",
+            ),
+        )
+        for name in over
+    ]
+
+
+def _guarantees_fit(parent: Queue, kids: list[Queue]) -> list[tuple[str, Notice]]:
+    total = ResourceList()
+    for kid in kids:
+        total = total + kid.spec.guarantee
+    limit = parent.spec.guarantee if not parent.spec.guarantee.is_zero() else None
+    if limit is None:
+        limit = parent.spec.capability
+    if limit is None:
+        return []
+    over = total.exceeding(limit, unlisted_unlimited=True)
+    names = ", ".join(sorted(k.name for k in kids))
+    return [
+        (
+            parent.name,
+            Notice(
+                ("spec", "guarantee" if limit is parent.spec.guarantee else "capability", name),
+                f"children ({names}) are guaranteed {_fmt(total, name)} of {name} in total,"
+                f" more than {_fmt(limit, name)}",
+            ),
+        )
+        for name in over
+    ]

@@ -1,0 +1,399 @@
+"""Workload: a plain Kubernetes object submitted to the federation, read through typed accessors.
+
+Role: users submit ordinary manifests (Deployment, StatefulSet, ReplicaSet, Job, Pod, a
+Volcano `batch.volcano.sh/v1alpha1` Job, a Kubeflow `kubeflow.org/v1` PyTorchJob, or any
+other kind as an opaque object). fedctl keeps spec and status verbatim, because the
+propagator sends them on to members, and reads only what scheduling needs: the queue,
+priority, acceptable chips and expected duration (annotations `fedctl.io/queue`,
+`fedctl.io/priority`, `fedctl.io/chips`, `fedctl.io/expected-duration`,
+`fedctl.io/min-available`; Volcano's `spec.queue` and `spec.minAvailable`), the pod sets with
+their replica counts, and each pod's effective requests computed as Kubernetes does.
+
+Fed by workload YAML and the REST API; feeds the pending queues, admission (requests times
+replicas against quota), the scheduler (per-pod fit, gang size, cost) and the propagator.
+Bad annotation values or quantities are refused when the object is validated, with the path
+of the offending value, so a typo fails at `fedctl apply` rather than in the scheduler.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pydantic import ConfigDict, Field, model_validator
+
+from federation.resources import QuantityError, ResourceList, parse_quantity
+from policies.models.accelerator import _check_chip
+from policies.models.base import KubeObject
+from policies.models.common import PathPart, RuleError
+from policies.models.placement_ext import DurationError, parse_duration
+
+__all__ = [
+    "ANNOTATION_CHIPS",
+    "ANNOTATION_EXPECTED_DURATION",
+    "ANNOTATION_MIN_AVAILABLE",
+    "ANNOTATION_PRIORITY",
+    "ANNOTATION_QUEUE",
+    "WORKLOAD_KINDS",
+    "PodSet",
+    "Workload",
+    "WorkloadError",
+]
+
+ANNOTATION_QUEUE = "fedctl.io/queue"
+ANNOTATION_PRIORITY = "fedctl.io/priority"
+ANNOTATION_CHIPS = "fedctl.io/chips"
+ANNOTATION_EXPECTED_DURATION = "fedctl.io/expected-duration"
+ANNOTATION_MIN_AVAILABLE = "fedctl.io/min-available"
+
+_REPLICATED = {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet")}
+_BATCH_JOB = ("batch/v1", "Job")
+_POD = ("v1", "Pod")
+_VOLCANO_JOB = ("batch.volcano.sh/v1alpha1", "Job")
+_PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
+
+WORKLOAD_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {*_REPLICATED, _BATCH_JOB, _POD, _VOLCANO_JOB, _PYTORCH_JOB}
+)
+"""(apiVersion, kind) pairs whose pods fedctl understands; any other kind is opaque."""
+
+_ANNOTATIONS = ("metadata", "annotations")
+
+
+class WorkloadError(RuleError):
+    """A workload value fedctl cannot read; the message names the annotation or field."""
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """Pods of one template: `count` pods, each requesting `requests`."""
+
+    name: str
+    count: int
+    requests: ResourceList
+    template_path: tuple[PathPart, ...]
+    """Where the pod spec sits in the object, e.g. ("spec", "template", "spec")."""
+
+
+class Workload(KubeObject):
+    """Any Kubernetes object; spec and status are kept verbatim, the envelope is strict.
+
+    For the kinds in `WORKLOAD_KINDS` only apiVersion, kind, metadata, spec and status are
+    allowed, so a misspelt `spce:` is caught. Opaque kinds keep extra top-level fields
+    (a ConfigMap's `data`, a Secret's `stringData`) and pass them on untouched.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    spec: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude_if=lambda spec: not spec,
+        description="Kept verbatim (left out when empty: a ConfigMap has none).",
+    )
+    status: dict[str, Any] | None = Field(default=None, description="Kept verbatim.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_for_known_kinds(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        kind = (data.get("apiVersion", data.get("api_version")), data.get("kind"))
+        if kind not in WORKLOAD_KINDS:
+            return data
+        allowed = ("apiVersion", "kind", "metadata", "spec", "status")
+        for key in data:
+            if key not in allowed and key not in ("api_version",):
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise RuleError(f"unknown field {key!r}{hint}", at=(key,))
+        return data
+
+    @model_validator(mode="after")
+    def _readable(self) -> Workload:
+        # Read everything once so bad values fail validation, not the scheduler later.
+        _ = (self.queue, self.priority, self.chips, self.expected_duration, self.pod_sets)
+        minimum = self.min_available
+        if minimum is not None and self.pod_sets and minimum > self.replicas:
+            raise WorkloadError(
+                f"minAvailable ({minimum}) exceeds the {self.replicas} replicas;"
+                " the gang could never start",
+                at=self._min_available_path(),
+            )
+        return self
+
+    # -- identity
+
+    @property
+    def type_key(self) -> tuple[str, str]:
+        """(apiVersion, kind)."""
+        return (self.api_version, self.kind)
+
+    @property
+    def namespace(self) -> str:
+        """metadata.namespace, `default` when unset (as kubectl assumes)."""
+        return self.metadata.namespace or "default"
+
+    @property
+    def is_opaque(self) -> bool:
+        """True for kinds whose pods fedctl does not understand (kept and propagated as is)."""
+        return self.type_key not in WORKLOAD_KINDS
+
+    # -- annotations and scheduling hints
+
+    def _annotation(self, name: str) -> str | None:
+        value = self.metadata.annotations.get(name)
+        return value.strip() if value is not None else None
+
+    @cached_property
+    def queue(self) -> str | None:
+        """`fedctl.io/queue`, else Volcano's spec.queue, else None (the default queue)."""
+        named = self._annotation(ANNOTATION_QUEUE)
+        if named:
+            return named
+        if self.type_key == _VOLCANO_JOB and self.spec.get("queue") is not None:
+            return str(_typed(self.spec["queue"], str, ("spec", "queue")))
+        return None
+
+    @cached_property
+    def priority(self) -> int | None:
+        """`fedctl.io/priority` as an integer, or None."""
+        raw = self._annotation(ANNOTATION_PRIORITY)
+        if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise WorkloadError(
+                f"annotation {ANNOTATION_PRIORITY}: expected an integer, got {raw!r}",
+                at=(*_ANNOTATIONS, ANNOTATION_PRIORITY),
+            ) from None
+
+    @cached_property
+    def chips(self) -> tuple[str, ...]:
+        """`fedctl.io/chips`: acceptable chip models, most preferred first (empty: any)."""
+        raw = self._annotation(ANNOTATION_CHIPS)
+        if not raw:
+            return ()
+        chips = tuple(part.strip() for part in raw.split(","))
+        for chip in chips:
+            try:
+                _check_chip(chip)
+            except ValueError as err:
+                raise WorkloadError(
+                    f"annotation {ANNOTATION_CHIPS}: {err}", at=(*_ANNOTATIONS, ANNOTATION_CHIPS)
+                ) from None
+        return chips
+
+    @cached_property
+    def expected_duration(self) -> int | None:
+        """`fedctl.io/expected-duration` in seconds (e.g. `6h`), or None."""
+        raw = self._annotation(ANNOTATION_EXPECTED_DURATION)
+        if raw is None:
+            return None
+        try:
+            return parse_duration(raw)
+        except DurationError as err:
+            raise WorkloadError(
+                f"annotation {ANNOTATION_EXPECTED_DURATION}: {err}",
+                at=(*_ANNOTATIONS, ANNOTATION_EXPECTED_DURATION),
+            ) from None
+
+    @cached_property
+    def min_available(self) -> int | None:
+        """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable."""
+        raw = self._annotation(ANNOTATION_MIN_AVAILABLE)
+        path = self._min_available_path()
+        if raw is not None:
+            if not raw.isdigit() or int(raw) < 1:
+                raise WorkloadError(
+                    f"annotation {ANNOTATION_MIN_AVAILABLE}: expected a positive integer,"
+                    f" got {raw!r}",
+                    at=path,
+                )
+            return int(raw)
+        value = _dig(self.spec, path[1:])
+        if value is None:
+            return None
+        return _count(value, path, minimum=1)
+
+    def _min_available_path(self) -> tuple[PathPart, ...]:
+        if self._annotation(ANNOTATION_MIN_AVAILABLE) is not None:
+            return (*_ANNOTATIONS, ANNOTATION_MIN_AVAILABLE)
+        if self.type_key == _PYTORCH_JOB:
+            return ("spec", "runPolicy", "schedulingPolicy", "minAvailable")
+        return ("spec", "minAvailable")
+
+    @property
+    def is_batch(self) -> bool:
+        """Runs to completion and is placed as a gang: Jobs of any flavour, or a set gang size."""
+        return self.type_key in (_BATCH_JOB, _VOLCANO_JOB, _PYTORCH_JOB) or (
+            self.min_available is not None
+        )
+
+    # -- pods
+
+    @cached_property
+    def pod_sets(self) -> tuple[PodSet, ...]:
+        """Every pod template with its replica count; empty for objects without pods."""
+        kind = self.type_key
+        if kind == _POD:
+            return (_pod_set("pod", 1, self.spec, ("spec",)),)
+        if kind == _VOLCANO_JOB:
+            return self._volcano_sets()
+        if kind == _PYTORCH_JOB:
+            return self._pytorch_sets()
+        template = ("spec", "template", "spec")
+        known = kind in WORKLOAD_KINDS
+        count = self._template_replicas() if known or "replicas" in self.spec else 1
+        if _dig(self.spec, template[1:]) is None:
+            return ()
+        return (_pod_set("main", count, self.spec, template),)
+
+    def _template_replicas(self) -> int:
+        if self.type_key == _BATCH_JOB:
+            parallelism = _count(self.spec.get("parallelism", 1), ("spec", "parallelism"))
+            completions = self.spec.get("completions")
+            if completions is None:
+                return parallelism
+            return min(parallelism, _count(completions, ("spec", "completions")))
+        return _count(self.spec.get("replicas", 1), ("spec", "replicas"))
+
+    def _volcano_sets(self) -> tuple[PodSet, ...]:
+        tasks = _typed(self.spec.get("tasks", []), list, ("spec", "tasks"))
+        sets = []
+        for index, raw in enumerate(tasks):
+            at: tuple[PathPart, ...] = ("spec", "tasks", index)
+            task = _typed(raw, dict, at)
+            name = str(task.get("name") or f"task-{index}")
+            count = _count(task.get("replicas", 1), (*at, "replicas"))
+            sets.append(_pod_set(name, count, self.spec, (*at, "template", "spec")))
+        return tuple(sets)
+
+    def _pytorch_sets(self) -> tuple[PodSet, ...]:
+        at: tuple[PathPart, ...] = ("spec", "pytorchReplicaSpecs")
+        specs = _typed(self.spec.get("pytorchReplicaSpecs", {}), dict, at)
+        sets = []
+        for role, raw in specs.items():
+            here = (*at, role)
+            replica_spec = _typed(raw, dict, here)
+            count = _count(replica_spec.get("replicas", 1), (*here, "replicas"))
+            sets.append(_pod_set(str(role), count, self.spec, (*here, "template", "spec")))
+        return tuple(sets)
+
+    @property
+    def replicas(self) -> int:
+        """Pods the workload runs at full size (sum over pod sets)."""
+        return sum(s.count for s in self.pod_sets)
+
+    def pod_requests(self) -> ResourceList:
+        """Effective requests of one pod; with several templates, the component-wise largest."""
+        largest = ResourceList()
+        for pod_set in self.pod_sets:
+            largest = largest.max_with(pod_set.requests)
+        return largest
+
+    def total_requests(self) -> ResourceList:
+        """Requests of every pod together: what admission charges to a queue."""
+        total = ResourceList()
+        for pod_set in self.pod_sets:
+            total = total + pod_set.requests.scaled(pod_set.count)
+        return total
+
+
+# --------------------------------------------------------------------------- pod arithmetic
+
+
+def _pod_set(name: str, count: int, spec: Mapping[str, Any], path: tuple[PathPart, ...]) -> PodSet:
+    pod = _typed(_dig(spec, path[1:]) or {}, dict, path)
+    return PodSet(name=name, count=count, requests=pod_requests(pod, at=path), template_path=path)
+
+
+def pod_requests(pod: Mapping[str, Any], *, at: tuple[PathPart, ...]) -> ResourceList:
+    """Kubernetes' effective pod requests: max(app + sidecars, each init step) + overhead.
+
+    A container's request defaults to its limit when only the limit is given. Sidecars (init
+    containers with `restartPolicy: Always`) keep running, so they add to everything after.
+    """
+    apps = ResourceList()
+    for index, container in enumerate(_containers(pod, "containers", at)):
+        apps = apps + _container_requests(container, (*at, "containers", index))
+    sidecars = ResourceList()
+    init_peak = ResourceList()
+    for index, container in enumerate(_containers(pod, "initContainers", at)):
+        requests = _container_requests(container, (*at, "initContainers", index))
+        if container.get("restartPolicy") == "Always":
+            sidecars = sidecars + requests
+            init_peak = init_peak.max_with(sidecars)
+        else:
+            init_peak = init_peak.max_with(requests + sidecars)
+    overhead = _resources(pod.get("overhead"), (*at, "overhead"))
+    return (apps + sidecars).max_with(init_peak) + overhead
+
+
+def _containers(
+    pod: Mapping[str, Any], field: str, at: tuple[PathPart, ...]
+) -> list[dict[str, Any]]:
+    items = _typed(pod.get(field) or [], list, (*at, field))
+    return [_typed(item, dict, (*at, field, i)) for i, item in enumerate(items)]
+
+
+def _container_requests(container: Mapping[str, Any], at: tuple[PathPart, ...]) -> ResourceList:
+    resources = _typed(container.get("resources") or {}, dict, (*at, "resources"))
+    limits = _resources(resources.get("limits"), (*at, "resources", "limits"))
+    requests = _resources(resources.get("requests"), (*at, "resources", "requests"))
+    return limits.only(set(limits) - set(requests)) + requests
+
+
+def _resources(raw: Any, at: tuple[PathPart, ...]) -> ResourceList:
+    if raw is None:
+        return ResourceList()
+    entries = _typed(raw, dict, at)
+    parsed: dict[str, int] = {}
+    for name, text in entries.items():
+        try:
+            amount = parse_quantity(text)
+        except QuantityError as err:
+            raise WorkloadError(str(err), at=(*at, name)) from None
+        if amount < 0:
+            raise WorkloadError(f"invalid quantity {text!r}: must not be negative", at=(*at, name))
+        parsed[str(name)] = amount
+    try:
+        return ResourceList(parsed)
+    except QuantityError as err:
+        raise WorkloadError(str(err), at=at) from None
+
+
+# --------------------------------------------------------------------------- reading raw dicts
+
+
+def _dig(data: Mapping[str, Any], path: tuple[PathPart, ...]) -> Any:
+    current: Any = data
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(current, list) or part >= len(current):
+                return None
+            current = current[part]
+        elif isinstance(current, Mapping):
+            current = current.get(part)
+        else:
+            return None
+    return current
+
+
+_LABELS = {"dict": "a mapping", "list": "a list", "str": "a string"}
+
+
+def _typed(value: Any, expected: type, at: tuple[PathPart, ...]) -> Any:
+    if not isinstance(value, expected):
+        label = _LABELS.get(expected.__name__, expected.__name__)
+        raise WorkloadError(f"expected {label}, got {type(value).__name__}", at=at)
+    return value
+
+
+def _count(value: Any, at: tuple[PathPart, ...], *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise WorkloadError(f"expected an integer of at least {minimum}, got {value!r}", at=at)
+    return value
