@@ -1,0 +1,262 @@
+"""Replica division: how a workload's replicas are shared among the clusters chosen for it.
+
+Fed by the scheduling cycle after filtering, scoring and spread selection (`spread.select`):
+the candidate clusters with their static weight and free capacity in replicas, plus the
+replicas each cluster holds in the previous Binding. Feeds the Binding writer and
+`fedctl plan`.
+
+Why a copy of Karmada (v1.16 and later) and not an algorithm of our own: fedctl reads
+Karmada policies, and a user moving from Karmada must get the same numbers for the same
+policy, or every migration turns into a support question. So this module reproduces
+Karmada's `pkg/scheduler/core/assignment.go` and `division_algorithm.go` on top of
+`pkg/util/helper/webstermethod.go`:
+
+* Every split uses Webster (Sainte-Laguë) apportionment: the next replica goes to the
+  cluster with the largest ``votes / (2 * replicas + 1)``. Ties go to the cluster holding
+  fewer replicas, then to name order: ascending when ``tie_seed`` is empty; when it is set,
+  the direction follows the low bit of FNV-32a(tie_seed) (odd means descending), as Karmada
+  does with the binding UID, so equal-weight remainders do not always land on the same
+  cluster across many workloads. Priorities are float64 quotients compared for equality,
+  as in Karmada, so even near-ties resolve the same way.
+* ``duplicated``: every candidate runs all replicas. Like Karmada, division does not check
+  capacity here (Karmada's spread selection ignores free capacity for Duplicated as well);
+  capacity for duplicated work is the capacity filter's job.
+* ``static_weight``: votes are the weights; weight 0 excludes a cluster, and if every weight
+  is 0 all candidates weigh 1. Free capacity and the previous result are ignored; seats are
+  always counted from zero, so a larger total never takes replicas away from a cluster.
+* ``dynamic_weight`` and ``aggregated`` are Karmada's "Steady" mode: the previous result,
+  restricted to current candidates (replicas on clusters that left are placed again), is
+  kept when the total is unchanged. On scale-up only the added replicas are divided, with
+  the free replicas of each candidate as votes and the previous replicas as the seats each
+  cluster already holds (the previous result is Webster's initial assignment, so a cluster
+  already holding many replicas wins fewer of the new ones); it raises
+  `Unschedulable` when the free capacity cannot hold the added replicas. On scale-down the
+  new total is divided from zero with the previous replicas as votes (a proportional
+  shrink). ``aggregated`` first keeps the shortest prefix of clusters, sorted by free
+  replicas (largest first; previous hosts moved to the front on scale-up), whose capacity
+  covers the replicas to place, then divides within it; on scale-down the prefix is taken
+  over the previous replicas, so the smallest previous hosts are drained first.
+* Karmada's "Fresh" mode (a full recompute after an explicit reschedule) is reached by
+  passing ``previous=None`` and candidates whose ``available`` already includes the
+  replicas they hold.
+
+Deviations, each deliberate: zero entries are dropped from the result; an empty candidate
+list with replicas to place raises `Unschedulable` (Karmada stops earlier, in its filter
+step); when several clusters have equal free capacity, ``aggregated`` keeps the candidates'
+order (pass candidates in the order `spread.select` returns them), which matches Go's
+insertion sort for fewer than 12 clusters.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+from federation import errors
+
+__all__ = ["STRATEGIES", "Candidate", "Strategy", "Unschedulable", "divide", "names_descending"]
+
+Strategy = Literal["duplicated", "static_weight", "dynamic_weight", "aggregated"]
+STRATEGIES: Final[tuple[str, ...]] = get_args(Strategy)
+
+_FNV32_OFFSET: Final = 0x811C9DC5
+_FNV32_PRIME: Final = 0x01000193
+_BREAKDOWN_LIMIT: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One cluster that may receive replicas.
+
+    `weight` is the static weight (``static_weight`` only); `available` is how many more
+    replicas of this workload fit there now (``dynamic_weight`` and ``aggregated`` only).
+    """
+
+    name: str
+    weight: int = 1
+    available: int = 0
+
+
+class Unschedulable(errors.PermanentError):
+    """The replicas cannot be placed under the current capacity or constraints.
+
+    Permanent for this snapshot only: the queue keeps the workload pending and retries when
+    capacity or policy changes. `unplaced` and `capacity` are 0 when the cause is not a
+    shortage of capacity (for example an unmet spread constraint).
+    """
+
+    def __init__(
+        self, message: str, *, replicas: int = 0, unplaced: int = 0, capacity: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.replicas = replicas
+        self.unplaced = unplaced
+        self.capacity = capacity
+
+
+def divide(
+    strategy: str,
+    replicas: int,
+    candidates: Sequence[Candidate],
+    *,
+    previous: Mapping[str, int] | None = None,
+    tie_seed: str = "",
+) -> dict[str, int]:
+    """Share `replicas` among `candidates`; return cluster name -> replicas, names sorted.
+
+    `previous` maps cluster -> replicas in the current Binding; `tie_seed` (the workload's
+    UID, say) decides the direction of name order in ties. Raises `Unschedulable` when free
+    capacity cannot hold the replicas and `ValueError` on malformed input.
+    """
+    _check_input(strategy, replicas, candidates)
+    if replicas > 0 and not candidates:
+        raise Unschedulable(
+            f"no candidate cluster to place {replicas} replicas on",
+            replicas=replicas,
+            unplaced=replicas,
+        )
+    descending = names_descending(tie_seed)
+    if strategy == "duplicated":
+        result = {c.name: replicas for c in candidates}
+    elif strategy == "static_weight":
+        result = _divide_static(replicas, candidates, descending=descending)
+    else:
+        result = _divide_dynamic(
+            replicas,
+            candidates,
+            previous=previous or {},
+            aggregated=strategy == "aggregated",
+            descending=descending,
+        )
+    return {name: result[name] for name in sorted(result) if result[name] > 0}
+
+
+def names_descending(tie_seed: str) -> bool:
+    """Whether ties go to the larger name: the low bit of FNV-32a(tie_seed); empty -> no."""
+    if not tie_seed:
+        return False
+    digest = _FNV32_OFFSET
+    for byte in tie_seed.encode():
+        digest = ((digest ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return digest & 1 == 1
+
+
+def _check_input(strategy: str, replicas: int, candidates: Sequence[Candidate]) -> None:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown division strategy {strategy!r}; expected one of {STRATEGIES}")
+    if replicas < 0:
+        raise ValueError(f"replicas must not be negative, got {replicas}")
+    seen: set[str] = set()
+    for candidate in candidates:
+        if candidate.name in seen:
+            raise ValueError(f"cluster {candidate.name!r} is listed twice")
+        if candidate.weight < 0 or candidate.available < 0:
+            raise ValueError(f"cluster {candidate.name!r} has a negative weight or capacity")
+        seen.add(candidate.name)
+
+
+def _divide_static(
+    replicas: int, candidates: Sequence[Candidate], *, descending: bool
+) -> dict[str, int]:
+    votes = {c.name: c.weight for c in candidates if c.weight > 0}
+    if not votes:
+        votes = {c.name: 1 for c in candidates}
+    return _webster(replicas, votes, {}, descending=descending)
+
+
+def _divide_dynamic(
+    replicas: int,
+    candidates: Sequence[Candidate],
+    *,
+    previous: Mapping[str, int],
+    aggregated: bool,
+    descending: bool,
+) -> dict[str, int]:
+    names = {c.name for c in candidates}
+    held = {name: count for name, count in previous.items() if name in names and count > 0}
+    assigned = sum(held.values())
+    if assigned == replicas:
+        return held
+    if assigned > replicas:
+        # Scale down: the previous result is the weight list and seats start from zero.
+        target = replicas
+        ranked = sorted(held.items(), key=lambda item: (-item[1], item[0]))
+        initial: dict[str, int] = {}
+    else:
+        # Scale up (a first placement is a scale-up from nothing): divide only the added
+        # replicas, by free capacity, on top of what each cluster already holds.
+        target = replicas - assigned
+        ranked = sorted(((c.name, c.available) for c in candidates), key=lambda item: -item[1])
+        initial = held
+    capacity = sum(count for _, count in ranked)
+    if capacity < target:
+        raise _shortage(replicas=replicas, target=target, assigned=assigned, ranked=ranked)
+    if aggregated:
+        ranked = _fewest_clusters(ranked, target=target, hosts=initial)
+    return _webster(target, dict(ranked), initial, descending=descending)
+
+
+def _fewest_clusters(
+    ranked: list[tuple[str, int]], *, target: int, hosts: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """The shortest prefix (previous hosts first) whose free replicas cover `target`."""
+    ordered = [item for item in ranked if item[0] in hosts]
+    ordered += [item for item in ranked if item[0] not in hosts]
+    total = 0
+    for index, (_, count) in enumerate(ordered):
+        total += count
+        if total >= target:
+            return ordered[: index + 1]
+    return ordered
+
+
+def _shortage(
+    *, replicas: int, target: int, assigned: int, ranked: Sequence[tuple[str, int]]
+) -> Unschedulable:
+    capacity = sum(count for _, count in ranked)
+    unplaced = target - capacity
+    shown = ", ".join(f"{name}={count}" for name, count in ranked[:_BREAKDOWN_LIMIT])
+    if len(ranked) > _BREAKDOWN_LIMIT:
+        shown += f", … {len(ranked) - _BREAKDOWN_LIMIT} more"
+    what = (
+        f"{target} replicas added on top of the {assigned} already placed"
+        if assigned
+        else f"{target} replicas"
+    )
+    return Unschedulable(
+        f"cannot place {unplaced} of the {what}: the {len(ranked)} candidate clusters have "
+        f"free capacity for {capacity} ({shown})",
+        replicas=replicas,
+        unplaced=unplaced,
+        capacity=capacity,
+    )
+
+
+def _webster(
+    seats: int, votes: Mapping[str, int], initial: Mapping[str, int], *, descending: bool
+) -> dict[str, int]:
+    """Hand out `seats` one by one on top of `initial`; a party without votes wins a seat
+    only when no party has votes (then ties decide).
+
+    The heap key is (-priority, seats held, name rank): the largest priority first, then the
+    party holding fewer seats, then name order in the seeded direction.
+    """
+    names = sorted(dict.fromkeys([*initial, *votes]), reverse=descending)
+    heap = [
+        (-_priority(votes.get(name, 0), seats_held), seats_held, rank, name)
+        for rank, name in enumerate(names)
+        for seats_held in (initial.get(name, 0),)
+    ]
+    heapq.heapify(heap)
+    for _ in range(seats if heap else 0):
+        _, count, rank, name = heap[0]
+        count += 1
+        heapq.heapreplace(heap, (-_priority(votes.get(name, 0), count), count, rank, name))
+    return {name: count for _, count, _, name in heap}
+
+
+def _priority(votes: int, seats: int) -> float:
+    # float64 quotients, compared for equality exactly as Karmada's Go code does.
+    return float(votes) / float(2 * seats + 1)
