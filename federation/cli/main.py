@@ -25,7 +25,12 @@ from federation import __version__, errors
 __all__ = ["build_parser", "main"]
 
 # Command groups inside federation, by module; each has register(subparsers).
-_COMMAND_MODULES = ("federation.cli.registry_cmd",)
+_COMMAND_MODULES = (
+    "federation.cli.registry_cmd",
+    "federation.cli.policy_cmd",
+    "federation.cli.objects_cmd",
+    "federation.cli.controller_cmd",
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -77,7 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     for entry in importlib.metadata.entry_points(group="fedctl.commands"):
-        entry.load()(sub)
+        try:
+            entry.load()(sub)
+        except (ImportError, AttributeError) as exc:
+            logging.getLogger(__name__).debug("command group %s unavailable: %s", entry.name, exc)
     return parser
 
 

@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from federation.registry import keys
-from federation.registry.etcd import EtcdStore
 from federation.settings import EtcdSettings
 
 __all__ = ["register"]
@@ -40,6 +39,8 @@ def _decode(value: bytes) -> Any:
 
 
 async def _dump(args: argparse.Namespace) -> int:
+    from federation.registry.etcd import EtcdStore  # grpc is slow to import; only when used
+
     store = EtcdStore(endpoints(args))
     try:
         await store.connect()

@@ -113,9 +113,12 @@ def cluster_status_key(name: str) -> str:
 
 
 def _workload_tail(ref: WorkloadRef) -> str:
+    """`ns/Kind.group/name`; cluster-scoped workloads (Namespace, …) use `_` as namespace."""
     return "/".join(
         (
-            validate_segment(ref.namespace, what="namespace"),
+            ref.namespace
+            if ref.namespace == CLUSTER_SCOPE
+            else validate_segment(ref.namespace, what="namespace"),
             validate_segment(ref.kind, what="kind"),
             validate_segment(ref.name),
         )

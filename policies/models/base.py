@@ -46,6 +46,13 @@ class ObjectMeta(FrozenModel):
     uid: str | None = None
     generation: int | None = None
     creation_timestamp: str | None = None
+    # Carried so manifests pasted from `kubectl get -o yaml` load; fedctl does not act on them.
+    generate_name: str | None = None
+    owner_references: list[dict[str, Any]] | None = None
+    finalizers: list[str] | None = None
+    managed_fields: list[dict[str, Any]] | None = None
+    deletion_timestamp: str | None = None
+    self_link: str | None = None
 
 
 class OwnedMeta(ObjectMeta):

@@ -1,0 +1,378 @@
+"""REST handlers for user objects: list, get, create, update, delete, watch and apply.
+
+Role: the only writer of user-owned keys (clusters, policies, queues, workloads). Bodies
+are JSON or YAML; YAML goes through the policy loader so a 400 carries the same
+`FILE:LINE:COL: path: message` findings as `fedctl validate`. Updates are compare-and-swap
+on `metadata.resourceVersion` (the etcd mod revision): a stale one gets 409, never a silent
+overwrite. Fed by the CLI and the dashboard; feeds the registry, which the controllers watch.
+
+Why `apply` is one request for many documents: every document is validated before any is
+stored, so a directory with one broken file changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from federation import clock as clock_mod
+from federation import errors
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from policies import loading
+from policies.models import kinds
+from policies.models.base import KubeObject
+from policies.models.cluster import ClusterStatus
+
+__all__ = ["ObjectsApi"]
+
+API_PREFIX = "/apis/fedctl.io/v1alpha1"
+_SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
+REDACTED = "<redacted>"
+
+
+def _strip(obj: KubeObject) -> dict[str, Any]:
+    """The user-controlled content of an object, for 'unchanged' comparisons."""
+    wire = obj.to_wire()
+    meta = dict(wire.get("metadata", {}))
+    for name in ("resourceVersion", "uid", "generation", "creationTimestamp"):
+        meta.pop(name, None)
+    wire["metadata"] = meta
+    wire.pop("status", None)
+    return wire
+
+
+class ObjectsApi:
+    """Handlers bound to one Store; `routes()` gives the aiohttp route table."""
+
+    def __init__(self, store: st.Store, *, clock: clock_mod.Clock = clock_mod.real) -> None:
+        self.raw = store
+        self.objects = codec.TypedStore(store, objects.ObjectCodec())
+        self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self.clock = clock
+
+    def routes(self) -> list[web.RouteDef]:
+        p, ns = API_PREFIX, API_PREFIX + "/namespaces/{ns}"
+        return [
+            web.post(p + "/apply", self.apply),
+            web.post(p + "/validate", self.validate),
+            web.get(p + "/{plural}", self.list_objects),
+            web.post(p + "/{plural}", self.create),
+            web.get(ns + "/{plural}", self.list_objects),
+            web.post(ns + "/{plural}", self.create),
+            web.get(p + "/{plural}/{name}", self.get),
+            web.put(p + "/{plural}/{name}", self.update),
+            web.delete(p + "/{plural}/{name}", self.delete),
+            web.get(ns + "/{plural}/{name}", self.get),
+            web.put(ns + "/{plural}/{name}", self.update),
+            web.delete(ns + "/{plural}/{name}", self.delete),
+            web.get(ns + "/{plural}/{kind}/{name}", self.get),
+            web.put(ns + "/{plural}/{kind}/{name}", self.update),
+            web.delete(ns + "/{plural}/{kind}/{name}", self.delete),
+        ]
+
+    # addressing
+
+    @staticmethod
+    def _resource(request: web.Request) -> objects.Resource:
+        return objects.resource_named(request.match_info["plural"])
+
+    def _key(self, request: web.Request, res: objects.Resource) -> str:
+        info = request.match_info
+        ns, name, kind = info.get("ns"), info["name"], info.get("kind")
+        if res.namespaced != bool(ns):
+            scope = "namespaced" if res.namespaced else "cluster-scoped"
+            raise errors.Invalid(f"{res.plural} are {scope}")
+        if res.plural in ("workloads", "bindings"):
+            if not kind or not ns:
+                raise errors.Invalid(
+                    f"address {res.plural} as namespaces/NS/{res.plural}/KIND/NAME"
+                )
+            ref = keys.WorkloadRef(ns, kind, name)
+            return keys.workload_key(ref) if res.plural == "workloads" else keys.binding_key(ref)
+        if kind:
+            raise web.HTTPNotFound(text=f"no route {request.path}")
+        if res.plural == "clusters":
+            return keys.cluster_key(name)
+        if res.plural == "works":
+            raise errors.Invalid("list works with ?cluster=NAME; they have no single-name address")
+        return keys.policy_key(res.kind, ns, name)
+
+    # reads
+
+    async def _present(self, item: codec.Stored[KubeObject]) -> dict[str, Any]:
+        wire = objects.with_revision(item.obj, item.revision).to_wire()
+        if item.obj.kind == "Cluster":
+            conn = wire.get("spec", {}).get("connection", {})
+            if conn.get("kubeconfig"):
+                conn["kubeconfig"] = REDACTED
+            status = await self.statuses.get(keys.cluster_status_key(item.obj.metadata.name))
+            if status is not None:
+                wire["status"] = status.obj.model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                )
+        return wire
+
+    async def list_objects(self, request: web.Request) -> web.StreamResponse:
+        res = self._resource(request)
+        ns = request.match_info.get("ns")
+        if ns and not res.namespaced:
+            raise errors.Invalid(f"{res.plural} are cluster-scoped")
+        prefix = objects.list_prefix(res, ns)
+        if res.plural == "works" and request.query.get("cluster"):
+            prefix = keys.work_prefix(request.query["cluster"])
+        if _flag(request.query.get("watch")):
+            return await self._watch(request, res, prefix)
+        if res.readonly:
+            raw = await self.raw.list(prefix)
+            items = [_raw_wire(kv) for kv in raw.items]
+            revision = raw.revision
+        else:
+            listed = await self.objects.list(prefix)
+            items = [await self._present(i) for i in listed.items]
+            revision = listed.revision
+        return web.json_response(
+            {
+                "apiVersion": "fedctl.io/v1alpha1",
+                "kind": f"{res.kind}List",
+                "metadata": {"resourceVersion": str(revision)},
+                "items": items,
+            }
+        )
+
+    async def get(self, request: web.Request) -> web.Response:
+        res = self._resource(request)
+        key = self._key(request, res)
+        if res.readonly:
+            kv = await self.raw.get(key)
+            if kv is None:
+                raise errors.NotFound(key)
+            return web.json_response(_raw_wire(kv))
+        item = await self.objects.get(key)
+        if item is None:
+            raise errors.NotFound(f'{res.plural} "{request.match_info["name"]}"')
+        return web.json_response(await self._present(item))
+
+    async def _watch(
+        self, request: web.Request, res: objects.Resource, prefix: str
+    ) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await resp.prepare(request)
+        since = request.query.get("resourceVersion")
+        if since:
+            start = int(since) + 1
+        else:
+            listed = await self.raw.list(prefix)
+            for kv in listed.items:
+                await _send(resp, "ADDED", _raw_wire(kv))
+            start = listed.revision + 1
+        await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
+        async for event in self.raw.watch(prefix, start_revision=start):
+            if event.type == "delete":
+                gone = {"metadata": {"resourceVersion": str(event.mod_revision)}, "key": event.key}
+                if event.prev_value:
+                    gone = _raw_wire(
+                        st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
+                    )
+                await _send(resp, "DELETED", gone)
+                continue
+            kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
+            kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
+            await _send(resp, kind, _raw_wire(kv))
+        return resp
+
+    # writes
+
+    async def _body(self, request: web.Request) -> list[KubeObject]:
+        """Documents in the body, validated; any error becomes one 400 with every finding."""
+        text = (await request.read()).decode("utf-8", errors="replace")
+        ctype = request.content_type
+        if "yaml" in ctype:
+            result = loading.load_text(text, filename="<request>")
+            found = result.findings
+            models = [o.model for o in result.objects]
+        else:
+            doc = json.loads(text)
+            docs = doc.get("items") if isinstance(doc, dict) and "items" in doc else doc
+            docs = docs if isinstance(docs, list) else [docs]
+            checked = [loading.validate_document(d, filename="<request>") for d in docs]
+            found = [f for c in checked for f in c.findings]
+            models = [c.model for c in checked if c.model is not None]
+        failures = [str(f) for f in found if f.is_error]
+        if failures:
+            raise errors.Invalid("; ".join(failures), findings=failures)
+        for model in models:
+            objects.key_for(model)  # names are checked before anything is stored
+        return models
+
+    def _placed(self, request: web.Request, obj: KubeObject) -> KubeObject:
+        """Fill or check the namespace from the URL."""
+        ns = request.match_info.get("ns")
+        res = objects.resource_for_kind(obj)
+        if res.namespaced and kinds.is_namespaced(obj.kind):
+            body_ns = obj.metadata.namespace
+            if ns and body_ns and body_ns != ns:
+                raise errors.Invalid(f"metadata.namespace {body_ns!r} does not match URL {ns!r}")
+            meta = obj.metadata.model_copy(update={"namespace": body_ns or ns or "default"})
+            obj = obj.model_copy(update={"metadata": meta})
+        return obj
+
+    def _fresh(self, obj: KubeObject) -> KubeObject:
+        meta = obj.metadata.model_copy(
+            update={
+                "uid": str(uuid.uuid4()),
+                "generation": 1,
+                "creation_timestamp": self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "resource_version": None,
+            }
+        )
+        return obj.model_copy(update={"metadata": meta})
+
+    @staticmethod
+    def _successor(old: KubeObject, new: KubeObject) -> KubeObject:
+        """`new` carrying `old`'s server metadata; generation moves when the spec changes."""
+        same_spec = _strip(old).get("spec") == _strip(new).get("spec")
+        kept = {name: getattr(old.metadata, name) for name in _SERVER_FIELDS}
+        kept["generation"] = (old.metadata.generation or 1) + (0 if same_spec else 1)
+        kept["resource_version"] = None
+        if old.kind == "Cluster":
+            new = _keep_secret(old, new)
+        return new.model_copy(update={"metadata": new.metadata.model_copy(update=kept)})
+
+    async def create(self, request: web.Request) -> web.Response:
+        res = self._resource(request)
+        if res.readonly:
+            raise web.HTTPMethodNotAllowed(
+                request.method, ["GET"], text=f"{res.plural} are read-only"
+            )
+        models = await self._body(request)
+        if len(models) != 1:
+            raise errors.Invalid(f"POST takes exactly one object, got {len(models)}")
+        obj = self._placed(request, models[0])
+        if objects.resource_for_kind(obj) != res:
+            raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
+        obj = self._fresh(obj)
+        stored = await self.objects.create(objects.key_for(obj), obj)
+        return web.json_response(await self._present(stored), status=201)
+
+    async def update(self, request: web.Request) -> web.Response:
+        res = self._resource(request)
+        if res.readonly:
+            raise web.HTTPMethodNotAllowed(
+                request.method, ["GET"], text=f"{res.plural} are read-only"
+            )
+        models = await self._body(request)
+        if len(models) != 1:
+            raise errors.Invalid(f"PUT takes exactly one object, got {len(models)}")
+        obj = self._placed(request, models[0])
+        key = self._key(request, res)
+        if objects.key_for(obj) != key:
+            raise errors.Invalid("the object in the body is not the one named in the URL")
+        stored = await self._write(key, obj, expected=obj.metadata.resource_version)
+        return web.json_response(await self._present(stored))
+
+    async def _write(
+        self, key: str, obj: KubeObject, *, expected: str | None
+    ) -> codec.Stored[KubeObject]:
+        current = await self.objects.get(key)
+        if current is None:
+            raise errors.NotFound(key)
+        if expected is not None and str(current.revision) != expected:
+            raise errors.Conflict(key, expected=int(expected), current=current.revision)
+        new = self._successor(current.obj, obj)
+        return await self.objects.update(key, new, revision=current.revision)
+
+    async def delete(self, request: web.Request) -> web.Response:
+        res = self._resource(request)
+        if res.readonly:
+            raise web.HTTPMethodNotAllowed(
+                request.method, ["GET"], text=f"{res.plural} are read-only"
+            )
+        key = self._key(request, res)
+        since = request.query.get("resourceVersion")
+        if not await self.objects.delete(key, revision=int(since) if since else None):
+            raise errors.NotFound(key)
+        return web.json_response({"apiVersion": "v1", "kind": "Status", "status": "Success"})
+
+    async def apply(self, request: web.Request) -> web.Response:
+        """Create or update every document; report created / configured / unchanged each."""
+        models = [self._placed(request, m) for m in await self._body(request)]
+        results = []
+        for obj in models:
+            key = objects.key_for(obj)
+            current = await self.objects.get(key)
+            if current is None:
+                await self.objects.create(key, self._fresh(obj))
+                outcome = "created"
+            elif _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
+                outcome = "unchanged"
+            else:
+                new = self._successor(current.obj, obj)
+                await self.objects.update(key, new, revision=current.revision)
+                outcome = "configured"
+            results.append(
+                {
+                    "kind": obj.kind,
+                    "apiVersion": obj.api_version,
+                    "namespace": obj.metadata.namespace,
+                    "name": obj.metadata.name,
+                    "result": outcome,
+                }
+            )
+        return web.json_response({"results": results})
+
+    async def validate(self, request: web.Request) -> web.Response:
+        """Findings for a YAML or JSON body without storing anything (the policy editor)."""
+        text = (await request.read()).decode("utf-8", errors="replace")
+        result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
+        return web.json_response(
+            {
+                "valid": not result.errors,
+                "findings": [f.to_dict() for f in result.findings],
+                "objects": [
+                    {"kind": o.model.kind, "name": o.model.metadata.name, "line": o.line}
+                    for o in result.objects
+                ],
+            }
+        )
+
+
+def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:
+    """A Cluster read back shows a redacted kubeconfig; writing it back keeps the real one."""
+    new_spec = getattr(new, "spec", None)
+    old_spec = getattr(old, "spec", None)
+    conn = getattr(new_spec, "connection", None)
+    if new_spec is None or conn is None or conn.kubeconfig != REDACTED or old_spec is None:
+        return new
+    spec = new_spec.model_copy(update={"connection": old_spec.connection})
+    return new.model_copy(update={"spec": spec})
+
+
+def _raw_wire(kv: st.KeyValue) -> dict[str, Any]:
+    try:
+        doc = json.loads(kv.value)
+    except ValueError:
+        return {"key": kv.key, "error": "not JSON"}
+    body = doc.get("object", doc) if isinstance(doc, dict) else {"value": doc}
+    if isinstance(body, dict):
+        meta = body.setdefault("metadata", {})
+        if isinstance(meta, dict):
+            meta["resourceVersion"] = str(kv.mod_revision)
+            if isinstance(meta.get("connection"), dict):
+                meta["connection"].pop("kubeconfig", None)
+        spec = body.get("spec")
+        conn = spec.get("connection") if isinstance(spec, dict) else None
+        if isinstance(conn, dict) and conn.get("kubeconfig"):
+            conn["kubeconfig"] = REDACTED
+    return body if isinstance(body, dict) else {"value": body}
+
+
+async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
+    await resp.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes")

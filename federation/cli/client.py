@@ -1,0 +1,98 @@
+"""A small HTTP client for the controller's REST API, used by every online CLI command.
+
+Why not kubernetes_asyncio here: the API is fedctl's own, and a missing controller must
+turn into one clear line ("no fedctl controller at http://…: connection refused"), which
+is easiest with aiohttp directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import aiohttp
+
+from federation import errors
+
+__all__ = ["ApiClient", "ApiError", "default_server"]
+
+API = "/apis/fedctl.io/v1alpha1"
+
+
+def default_server() -> str:
+    return os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080")
+
+
+class ApiError(errors.PermanentError):
+    """The API answered with a Status failure."""
+
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.details = code, reason, details
+
+
+class ApiClient:
+    """`async with ApiClient(server) as api: await api.request("GET", path)`."""
+
+    def __init__(self, server: str, *, token: str | None = None, timeout: float = 30.0) -> None:
+        self.server = server.rstrip("/")
+        self._token = token if token is not None else os.environ.get("FEDCTL_TOKEN")
+        self._timeout = aiohttp.ClientTimeout(total=timeout, connect=5)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ApiClient:
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        self._session = aiohttp.ClientSession(timeout=self._timeout, headers=headers)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        text: str | None = None,
+        content_type: str = "application/json",
+        params: dict[str, str] | None = None,
+        allow_missing: bool = False,
+    ) -> Any:
+        assert self._session is not None, "use ApiClient as an async context manager"
+        url = self.server + (path if path.startswith("/") else f"{API}/{path}")
+        data = text if text is not None else (json.dumps(body) if body is not None else None)
+        try:
+            async with self._session.request(
+                method, url, data=data, params=params, headers={"Content-Type": content_type}
+            ) as resp:
+                payload = await resp.text()
+                if resp.status == 404 and allow_missing:
+                    return None
+                if resp.status >= 400:
+                    raise _api_error(resp.status, payload)
+                return json.loads(payload) if payload else None
+        except aiohttp.ClientConnectorError as exc:
+            raise errors.Unavailable(
+                f"no fedctl controller at {self.server}: {exc.os_error.strerror or exc}"
+                " (start one with `fedctl controller`, or set --server / FEDCTL_SERVER)",
+                endpoint=self.server,
+            ) from exc
+        except TimeoutError as exc:
+            raise errors.Unavailable(
+                f"fedctl controller at {self.server} did not answer in time", endpoint=self.server
+            ) from exc
+
+
+def _api_error(code: int, payload: str) -> ApiError:
+    try:
+        doc = json.loads(payload)
+    except ValueError:
+        return ApiError(code, "Unknown", payload.strip() or f"HTTP {code}", {})
+    if not isinstance(doc, dict):
+        return ApiError(code, "Unknown", payload, {})
+    return ApiError(
+        code, str(doc.get("reason", "")), str(doc.get("message", payload)), doc.get("details") or {}
+    )

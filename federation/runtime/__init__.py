@@ -1,0 +1,3 @@
+"""Process runtime: the supervisor that owns every long-lived task (and, later, election)."""
+
+__all__ = ["supervisor"]

@@ -1,0 +1,211 @@
+"""One document -> a validated model and its findings; a set of documents -> cross-checks.
+
+Role: picks the model from apiVersion and kind (`policies.models.kinds`), validates, turns
+errors into findings placed on the document, and adds each model's warnings (Karmada fields
+accepted but not acted on yet). Across a set of documents it reports chips named by a
+policy or workload that no AcceleratorProfile or Cluster defines, and objects defined
+twice. Fed by `policies.loading.files` (YAML) and the REST API (JSON, via
+`validate_document`); feeds `LoadResult` to the CLI and the API.
+
+Why the chip check is a warning: a profile may live on the server already, so an
+unknown chip in a file is suspicious, not necessarily wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from policies.loading.findings import Finding, Severity, format_path, suggest
+from policies.loading.source import SourceMap
+from policies.loading.validation import describe_value, findings_from_error
+from policies.models import kinds
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.base import KubeObject
+from policies.models.cluster import Cluster
+from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
+from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
+from policies.models.workload import Workload
+
+__all__ = ["Checked", "Loaded", "cross_check", "validate_document"]
+
+_ALL_KIND_NAMES = sorted({k for _, k in kinds.known_kinds()})
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The outcome of validating one document: the model (None when invalid) and findings."""
+
+    model: KubeObject | None
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return self.model is not None and not any(f.is_error for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A valid object and where it came from."""
+
+    model: KubeObject
+    file: str
+    line: int
+    doc_index: int
+    source: SourceMap = field(default_factory=SourceMap, repr=False, compare=False)
+
+
+def _at(
+    source: SourceMap, filename: str, path: tuple[str | int, ...], message: str, **kw: Any
+) -> Finding:
+    line, col = source.locate(path)
+    return Finding(filename, line, col, format_path(path), message, **kw)
+
+
+def _type_field(doc: Mapping[str, Any], name: str, source: SourceMap, filename: str) -> Any:
+    """The string value of apiVersion/kind, or a finding saying what is wrong with it."""
+    if name not in doc:
+        return _at(source, filename, (name,), f"required field {name!r} is missing")
+    value = doc[name]
+    if not isinstance(value, str) or not value:
+        return _at(source, filename, (name,), f"expected a string, got {describe_value(value)}")
+    return value
+
+
+def validate_document(
+    doc: Any, *, source: SourceMap | None = None, filename: str = "<input>"
+) -> Checked:
+    """Validate one decoded document (from YAML or JSON).
+
+    Without a `source` map the findings carry no line numbers (line 0), which is what the
+    REST API has for JSON bodies.
+    """
+    source = source if source is not None else SourceMap()
+    if not isinstance(doc, Mapping):
+        message = f"a document must be a mapping, got {describe_value(doc)}"
+        return Checked(None, [_at(source, filename, (), message)])
+    api_version = _type_field(doc, "apiVersion", source, filename)
+    kind = _type_field(doc, "kind", source, filename)
+    problems = [v for v in (api_version, kind) if isinstance(v, Finding)]
+    if problems:
+        return Checked(None, problems)
+    try:
+        model_cls = kinds.model_for(api_version, kind)
+    except kinds.UnknownKind as err:
+        return Checked(None, [_at(source, filename, ("kind",), str(err))])
+    try:
+        model = model_cls.model_validate(doc)
+    except ValidationError as err:
+        found = findings_from_error(
+            err, model=model_cls, data=doc, source=source, filename=filename
+        )
+        return Checked(None, found)
+    return Checked(model, _warnings(model, source=source, filename=filename))
+
+
+def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Finding]:
+    found: list[Finding] = []
+    notices = getattr(model, "warnings", None)
+    if callable(notices):
+        for notice in notices():
+            found.append(_at(source, filename, notice.path, notice.message, severity="warning"))
+    if isinstance(model, Workload) and model.kind not in _ALL_KIND_NAMES:
+        hint = suggest(model.kind, _ALL_KIND_NAMES)
+        if hint:
+            message = f"kind {model.kind!r} is not one fedctl knows; kept as an opaque object{hint}"
+            found.append(_at(source, filename, ("kind",), message, severity="warning"))
+    return found
+
+
+def cross_check(objects: Iterable[Loaded]) -> list[Finding]:
+    """Findings that need the whole set: duplicate objects, chips defined nowhere."""
+    objects = list(objects)
+    return _duplicates(objects) + _queue_tree(objects) + _undefined_chips(objects)
+
+
+def _identity(model: KubeObject) -> tuple[str, str, str, str]:
+    meta = model.metadata
+    return (model.api_version, model.kind, meta.namespace or "", meta.name)
+
+
+def _duplicates(objects: list[Loaded]) -> list[Finding]:
+    first: dict[tuple[str, str, str, str], Loaded] = {}
+    found: list[Finding] = []
+    for obj in objects:
+        key = _identity(obj.model)
+        if key not in first:
+            first[key] = obj
+            continue
+        earlier = first[key]
+        name = f"{obj.model.kind} {key[2] + '/' if key[2] else ''}{key[3]}"
+        message = f"{name} is defined twice (first at {earlier.file}:{earlier.line})"
+        found.append(_at(obj.source, obj.file, ("metadata", "name"), message))
+    return found
+
+
+def _queue_tree(objects: list[Loaded]) -> list[Finding]:
+    """The queue hierarchy's set-wide rules; an unknown parent is only a warning, because
+    the parent may already be stored on the server."""
+    queues: dict[str, tuple[Queue, Loaded]] = {
+        o.model.metadata.name: (o.model, o) for o in objects if isinstance(o.model, Queue)
+    }
+    found: list[Finding] = []
+    for name, notice in hierarchy_problems(queue for queue, _ in queues.values()):
+        queue, obj = queues[name]
+        severity: Severity = "warning" if queue.spec.parent not in queues else "error"
+        found.append(_at(obj.source, obj.file, notice.path, notice.message, severity=severity))
+    return found
+
+
+def _chip_references(obj: Loaded) -> list[tuple[tuple[str | int, ...], str]]:
+    model = obj.model
+    refs: list[tuple[tuple[str | int, ...], str]] = []
+    if isinstance(model, FedctlPropagationPolicy | FedctlClusterPropagationPolicy):
+        placement = model.spec.fedctl
+        if placement is not None:
+            refs.extend((("spec", "fedctl", "chips", i), c) for i, c in enumerate(placement.chips))
+    elif isinstance(model, Queue):
+        for field in ("capability", "guarantee"):
+            for name in getattr(model.spec, field) or ():
+                if name.startswith(CHIP_RESOURCE_PREFIX):
+                    chip = name.removeprefix(CHIP_RESOURCE_PREFIX)
+                    refs.append((("spec", field, name), chip))
+    elif isinstance(model, Workload):
+        try:
+            chips = model.chips
+        except ValueError:
+            chips = ()
+        path = ("metadata", "annotations", "fedctl.io/chips")
+        refs.extend((path, chip) for chip in chips)
+    return refs
+
+
+def _defined_chips(objects: list[Loaded]) -> set[str]:
+    defined: set[str] = set()
+    for obj in objects:
+        if isinstance(obj.model, AcceleratorProfile):
+            defined.add(obj.model.metadata.name)
+        elif isinstance(obj.model, Cluster):
+            for chip in obj.model.spec.chips:
+                defined.add(chip.model)
+                if chip.arch:
+                    defined.add(chip.arch)
+    return defined
+
+
+def _undefined_chips(objects: list[Loaded]) -> list[Finding]:
+    defined = _defined_chips(objects)
+    found: list[Finding] = []
+    for obj in objects:
+        for path, chip in _chip_references(obj):
+            if chip in defined:
+                continue
+            message = (
+                f"chip {chip!r} is not defined by any AcceleratorProfile or Cluster"
+                f" in the loaded documents{suggest(chip, sorted(defined))}"
+            )
+            found.append(_at(obj.source, obj.file, path, message, severity="warning"))
+    return found

@@ -1,0 +1,223 @@
+"""YAML text -> plain documents plus a map from every field path to its line and column.
+
+Role: the only place that touches ruamel.yaml. It composes node trees (which keep the
+position of every key and value) and builds plain dicts, lists and scalars from them, so
+that model validation works on JSON-like data while every later finding can still point at
+the offending value's own line. Fed by `policies.loading.files` (file text); feeds
+`policies.loading.documents` (validation) with `ParsedDocument`s.
+
+Why compose instead of load: the loader's duplicate-key error does not say where in the
+document the key is; walking nodes ourselves reports `metadata.name: duplicate key` at the
+second occurrence, refuses alias bombs, and keeps YAML 1.2 scalars (`yes` stays a string).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
+
+from policies.loading.findings import Finding, PathPart, format_path
+
+__all__ = ["MAX_FLOW_DEPTH", "MAX_NODES", "ParsedDocument", "SourceMap", "parse_documents"]
+
+MAX_NODES = 100_000
+"""Nodes one document may expand to (aliases included): a guard against alias bombs."""
+
+MAX_FLOW_DEPTH = 64
+"""Bracket runs deeper than this are refused up front: the parser's cost grows with the
+square of flow depth, so `[[[[…` would otherwise take seconds before failing anyway."""
+
+_DEEP_FLOW = re.compile(r"(?:[\[{][^\[\]{}]{0,8}){" + str(MAX_FLOW_DEPTH + 1) + "}")
+
+Path = tuple[PathPart, ...]
+_CONSTRUCTED_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null")
+)
+
+
+@dataclass
+class SourceMap:
+    """1-based (line, col) of each value and each mapping key, by field path."""
+
+    values: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    collections: set[Path] = field(default_factory=set)
+
+    def locate(self, path: Path, *, key: bool = False) -> tuple[int, int]:
+        """The place of `path`; of its key when `key`; else of the nearest ancestor that exists.
+
+        A scalar points at its value; a mapping or list at its key (a block value starts on
+        the next line, where the user would not look). A field that is missing has no place
+        of its own, so it points at its parent mapping (the parent's key line, which is
+        where a user would add it).
+        """
+        if (key or path in self.collections) and path in self.keys:
+            return self.keys[path]
+        if path in self.values:
+            return self.values[path]
+        probe = path
+        while probe:
+            probe = probe[:-1]
+            if probe in self.keys:
+                return self.keys[probe]
+            if probe in self.values:
+                return self.values[probe]
+        return (0, 0)
+
+
+@dataclass
+class ParsedDocument:
+    """One YAML document: its data, where each part of it is, and its place in the file."""
+
+    data: Any
+    source: SourceMap
+    index: int
+    line: int
+    clean: bool = True
+    """False when reading the document already found an error (e.g. a duplicate key)."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Builder:
+    """Turns one composed node tree into plain data, recording positions and duplicates."""
+
+    def __init__(self, yaml: YAML, *, filename: str) -> None:
+        self._constructor = yaml.constructor
+        self._filename = filename
+        self.source = SourceMap()
+        self.findings: list[Finding] = []
+        self._count = 0
+
+    def build(self, node: Node, path: Path) -> Any:
+        self._count += 1
+        if self._count > MAX_NODES:
+            raise _TooLarge
+        self.source.values[path] = _pos(node)
+        if isinstance(node, MappingNode):
+            self.source.collections.add(path)
+            return self._mapping(node, path)
+        if isinstance(node, SequenceNode):
+            self.source.collections.add(path)
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self._scalar(node)
+
+    def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node)
+            child = (*path, key)
+            if key in result:
+                line, col = _pos(key_node)
+                first = self.source.keys[child][0]
+                self.findings.append(
+                    Finding(
+                        self._filename,
+                        line,
+                        col,
+                        format_path(child),
+                        f"duplicate key {key!r} (first defined at line {first})",
+                    )
+                )
+                continue
+            self.source.keys[child] = _pos(key_node)
+            result[key] = self.build(value_node, child)
+        return result
+
+    def _key(self, node: Node) -> str:
+        if isinstance(node, ScalarNode):
+            value = self._scalar(node)
+            return value if isinstance(value, str) else str(node.value)
+        line, col = _pos(node)
+        self.findings.append(
+            Finding(self._filename, line, col, "", "a mapping key must be a plain scalar")
+        )
+        return f"<key at {line}:{col}>"
+
+    def _scalar(self, node: Node) -> Any:
+        if node.tag in _CONSTRUCTED_TAGS:
+            return self._constructor.construct_object(node)
+        return str(node.value)
+
+
+def _pos(node: Node) -> tuple[int, int]:
+    mark = node.start_mark
+    return (mark.line + 1, mark.column + 1)
+
+
+def _yaml() -> YAML:
+    return YAML(typ="safe", pure=True)
+
+
+def parse_documents(text: str, *, filename: str) -> tuple[list[ParsedDocument], list[Finding]]:
+    """Every non-empty document of `text`, and the findings met while reading them.
+
+    A syntax error stops reading the rest of the file (YAML cannot resynchronise), but the
+    documents before it are still returned so their own problems get reported too.
+    """
+    yaml = _yaml()
+    docs: list[ParsedDocument] = []
+    findings: list[Finding] = []
+    deep = _DEEP_FLOW.search(text)
+    if deep is not None:
+        line = text.count("\n", 0, deep.start()) + 1
+        message = f"invalid YAML: brackets nested deeper than {MAX_FLOW_DEPTH} levels"
+        return docs, [Finding(filename, line, 1, "", message)]
+    try:
+        for index, node in enumerate(_compose_all(yaml, text)):
+            if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+                continue  # an empty document between `---` markers
+            builder = _Builder(yaml, filename=filename)
+            line, col = _pos(node)
+            try:
+                data = builder.build(node, ())
+            except _TooLarge:
+                findings.append(
+                    Finding(
+                        filename,
+                        line,
+                        col,
+                        "",
+                        f"document expands to more than {MAX_NODES} nodes (aliases included)",
+                    )
+                )
+                continue
+            findings.extend(builder.findings)
+            docs.append(
+                ParsedDocument(data, builder.source, index, line, clean=not builder.findings)
+            )
+    except MarkedYAMLError as err:
+        findings.append(_syntax_finding(err, filename=filename))
+    except ReaderError as err:
+        line = text.count("\n", 0, max(err.position, 0)) + 1
+        message = f"invalid YAML: unacceptable character #x{err.character:04x}: {err.reason}"
+        findings.append(Finding(filename, line, 1, "", message))
+    except YAMLError as err:
+        findings.append(Finding(filename, 0, 0, "", f"invalid YAML: {err}"))
+    except RecursionError:
+        findings.append(Finding(filename, 0, 0, "", "invalid YAML: nested too deeply"))
+    return docs, findings
+
+
+def _compose_all(yaml: YAML, text: str) -> Iterator[Node]:
+    yield from yaml.compose_all(text)
+
+
+def _syntax_finding(err: MarkedYAMLError, *, filename: str) -> Finding:
+    mark = err.problem_mark or err.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    message = err.problem or err.context or str(err)
+    context = err.context_mark
+    if err.problem and err.context and context is not None:
+        started = f"{context.line + 1}:{context.column + 1}"
+        message = f"{err.problem} ({err.context} started at {started})"
+    return Finding(filename, line, col, "", f"invalid YAML: {message}")

@@ -1,0 +1,112 @@
+"""Binding: where the scheduler placed a workload, and why.
+
+Role: the record the scheduler writes (and failover amends) under
+`/fedctl/bindings/<ns>/<kind>/<name>`: the target clusters with their replicas, the chip
+chosen in each, the estimated cost per hour, an explanation of every cluster's verdict,
+a status (Pending with the precise reason, or Scheduled) and the graceful-eviction tasks
+failover adds later. Fed by the scheduling cycle and the binder; feeds the propagator
+(what to render where), failover (what runs where) and `fedctl get`.
+
+Why one document with an explanation inside: a user asking "why is my job on bj-npu-1" or
+"why is it still pending" must get the answer from the object itself, not from logs.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import AwareDatetime, Field
+
+from policies.models.base import FrozenModel, KubeObject
+
+__all__ = [
+    "Binding",
+    "BindingSpec",
+    "BindingStatus",
+    "ClusterVerdict",
+    "EvictionTask",
+    "TargetCluster",
+    "WorkloadReference",
+]
+
+
+class WorkloadReference(FrozenModel):
+    """The workload this binding places."""
+
+    api_version: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    uid: str | None = None
+
+
+class TargetCluster(FrozenModel):
+    """One member that runs replicas of the workload."""
+
+    name: str = Field(min_length=1, description="Member cluster name.")
+    replicas: int = Field(ge=0, description="Replicas placed there.")
+    chip: str | None = Field(default=None, description="Chip model or arch chosen there.")
+    hourly_cost: Decimal | None = Field(
+        default=None, description="Estimated cost per hour of these replicas there."
+    )
+
+
+class ClusterVerdict(FrozenModel):
+    """One cluster's outcome for this workload: filtered (by which plugin, why) or scored."""
+
+    cluster: str
+    verdict: Literal["ok", "unschedulable", "error"]
+    plugin: str | None = Field(default=None, description="The filter that said no.")
+    reasons: list[str] = Field(default_factory=list)
+    score: int | None = Field(default=None, description="Weighted total, 0-100.")
+    scores: dict[str, int] = Field(default_factory=dict, description="Per score plugin, 0-100.")
+    selected: bool = False
+
+
+class EvictionTask(FrozenModel):
+    """A cluster the workload is leaving, kept until the new placement is ready."""
+
+    cluster: str = Field(min_length=1)
+    reason: str = ""
+    creation_time: AwareDatetime
+    replicas: int = Field(default=0, ge=0)
+    purge_mode: Literal["Immediately", "Graciously", "Gracefully", "Directly", "Never"] = (
+        "Gracefully"
+    )
+
+
+class BindingSpec(FrozenModel):
+    """The placement decision."""
+
+    workload: WorkloadReference
+    queue: str = "default"
+    priority: int = 0
+    clusters: list[TargetCluster] = Field(default_factory=list)
+    hourly_cost: Decimal | None = Field(default=None, description="All targets together.")
+    explanation: list[ClusterVerdict] = Field(default_factory=list)
+    filtered_summary: dict[str, int] = Field(
+        default_factory=dict, description="Clusters filtered out, counted by plugin."
+    )
+    eviction_tasks: list[EvictionTask] = Field(default_factory=list)
+
+
+class BindingStatus(FrozenModel):
+    """Whether the workload is placed, and if not, exactly why."""
+
+    phase: Literal["Pending", "Scheduled"] = "Pending"
+    reason: str = ""
+    last_scheduled_time: AwareDatetime | None = None
+
+
+class Binding(KubeObject):
+    """`fedctl.io/v1alpha1` Binding."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = "fedctl.io/v1alpha1"
+    kind: Literal["Binding"] = "Binding"
+    spec: BindingSpec
+    status: BindingStatus = Field(default_factory=BindingStatus)
+
+    def placement(self) -> dict[str, int]:
+        """Cluster name -> replicas."""
+        return {t.name: t.replicas for t in self.spec.clusters}

@@ -1,0 +1,211 @@
+"""The kind table: which model validates a document with a given apiVersion and kind.
+
+Role: the one registry of every kind fedctl understands — its own (`fedctl.io/v1alpha1`),
+Karmada's (`policy.karmada.io/v1alpha1`) and workloads (plain Kubernetes objects, any other
+kind accepted as an opaque object). Fed by nothing; consulted by `policies.loading` to pick
+a model, by `fedctl schema` to list kinds, and by the REST API for routes and scope.
+
+Why two groups are closed and everything else is open: under fedctl's and Karmada's policy
+groups a misspelt kind is a mistake worth an error ("did you mean …?"); any other apiVersion
+is a workload fedctl propagates without needing to understand it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.base import KubeObject
+from policies.models.cluster import Cluster
+from policies.models.frq import FederatedResourceQuota
+from policies.models.override import ClusterOverridePolicy, OverridePolicy
+from policies.models.propagation import (
+    ClusterPropagationPolicy,
+    FedctlClusterPropagationPolicy,
+    FedctlPropagationPolicy,
+    PropagationPolicy,
+)
+from policies.models.queue import Queue
+from policies.models.workload import Workload
+
+__all__ = [
+    "FEDCTL_API",
+    "KARMADA_API",
+    "POLICY_KINDS",
+    "WORKLOAD_KINDS",
+    "UnknownKind",
+    "is_namespaced",
+    "json_schema",
+    "known_kinds",
+    "lookup",
+    "model_for",
+]
+
+FEDCTL_API = "fedctl.io/v1alpha1"
+KARMADA_API = "policy.karmada.io/v1alpha1"
+CLOSED_GROUPS = frozenset({"fedctl.io", "policy.karmada.io"})
+
+POLICY_KINDS: dict[tuple[str, str], type[KubeObject]] = {
+    (FEDCTL_API, "Cluster"): Cluster,
+    (FEDCTL_API, "Queue"): Queue,
+    (FEDCTL_API, "AcceleratorProfile"): AcceleratorProfile,
+    (FEDCTL_API, "PropagationPolicy"): FedctlPropagationPolicy,
+    (FEDCTL_API, "ClusterPropagationPolicy"): FedctlClusterPropagationPolicy,
+    (KARMADA_API, "PropagationPolicy"): PropagationPolicy,
+    (KARMADA_API, "ClusterPropagationPolicy"): ClusterPropagationPolicy,
+    (KARMADA_API, "OverridePolicy"): OverridePolicy,
+    (KARMADA_API, "ClusterOverridePolicy"): ClusterOverridePolicy,
+    (KARMADA_API, "FederatedResourceQuota"): FederatedResourceQuota,
+}
+"""Closed-group kinds and their models."""
+
+WORKLOAD_KINDS: tuple[tuple[str, str], ...] = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "ReplicaSet"),
+    ("batch/v1", "Job"),
+    ("v1", "Pod"),
+    ("batch.volcano.sh/v1alpha1", "Job"),
+    ("kubeflow.org/v1", "PyTorchJob"),
+)
+"""Workload kinds fedctl reads replicas and requests from; other kinds are opaque objects."""
+
+_CLUSTER_SCOPED = frozenset(
+    {
+        "Cluster",
+        "Queue",
+        "AcceleratorProfile",
+        "ClusterPropagationPolicy",
+        "ClusterOverridePolicy",
+        # Kubernetes kinds that are cluster-scoped, when propagated as opaque objects.
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "StorageClass",
+        "PriorityClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+    }
+)
+
+
+class UnknownKind(LookupError):
+    """A document names a kind fedctl does not know under a closed group."""
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def model_for(api_version: str, kind: str) -> type[KubeObject]:
+    """The model for this apiVersion and kind; `Workload` for any kind outside fedctl's groups.
+
+    Raises `UnknownKind` (message lists the known kinds) for an unknown kind or version
+    under fedctl.io or policy.karmada.io, and for a policy kind under another apiVersion.
+    """
+    model = POLICY_KINDS.get((api_version, kind))
+    if model is not None:
+        return model
+    if _group(api_version) in CLOSED_GROUPS:
+        raise UnknownKind(_unknown_message(api_version, kind))
+    homes = sorted(av for av, k in POLICY_KINDS if k == kind)
+    if homes:
+        raise UnknownKind(f"kind {kind} belongs to apiVersion {' or '.join(homes)}")
+    return Workload
+
+
+def _unknown_message(api_version: str, kind: str) -> str:
+    kinds = sorted(k for av, k in POLICY_KINDS if av == api_version)
+    if not kinds:
+        versions = sorted({av for av, _ in POLICY_KINDS if _group(av) == _group(api_version)})
+        return f"unknown apiVersion {api_version!r}; use {' or '.join(versions)}"
+    close = difflib.get_close_matches(kind, kinds, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"unknown kind {kind!r} for apiVersion {api_version}{hint}; known kinds: {', '.join(kinds)}"
+    )
+
+
+def is_namespaced(kind: str) -> bool:
+    """Whether objects of this kind live in a namespace (policies follow Karmada's scopes)."""
+    return kind not in _CLUSTER_SCOPED
+
+
+def known_kinds() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every typed kind: policies first, then workloads."""
+    return sorted(POLICY_KINDS) + list(WORKLOAD_KINDS)
+
+
+def lookup(name: str) -> tuple[str, str] | None:
+    """Resolve `PropagationPolicy`, `queue` or `fedctl.io/v1alpha1/PropagationPolicy`.
+
+    A bare name that exists in both groups means Karmada's kind; qualify it with
+    `fedctl.io/v1alpha1/` for fedctl's variant.
+    """
+    wanted = name.lower()
+    matches = [(av, k) for av, k in POLICY_KINDS if wanted in (k.lower(), f"{av}/{k}".lower())]
+    if not matches:
+        return None
+    matches.sort(key=lambda pair: (pair[0] != KARMADA_API, pair))
+    return matches[0]
+
+
+_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def json_schema(api_version: str | None = None, kind: str | None = None) -> dict[str, Any]:
+    """JSON Schema for one kind, or for every kind discriminated by apiVersion and kind.
+
+    The all-kinds form uses `if`/`then` per (apiVersion, kind) rather than `oneOf`, so an
+    editor reports the errors of the kind the document declares instead of every kind's.
+    Workload kinds get the envelope schema (spec is free-form).
+    """
+    if api_version is not None and kind is not None:
+        schema = model_for(api_version, kind).model_json_schema(by_alias=True)
+        _require_type_fields(schema, api_version, kind)
+        return {"$schema": _SCHEMA_DIALECT, **schema}
+    typed = [(pair, POLICY_KINDS[pair]) for pair in sorted(POLICY_KINDS)]
+    typed += [(pair, Workload) for pair in WORKLOAD_KINDS]
+    unique = list(dict.fromkeys(model for _, model in typed))
+    refs, defs = models_json_schema([(m, "validation") for m in unique], by_alias=True)
+    branches: list[dict[str, Any]] = []
+    for (av, k), model in typed:
+        target = defs["$defs"][refs[(model, "validation")]["$ref"].rsplit("/", 1)[-1]]
+        _require_type_fields(target, None, None)
+        branches.append(
+            {
+                "if": {
+                    "properties": {"apiVersion": {"const": av}, "kind": {"const": k}},
+                    "required": ["apiVersion", "kind"],
+                },
+                "then": {"$ref": refs[(model, "validation")]["$ref"]},
+            }
+        )
+    return {
+        "$schema": _SCHEMA_DIALECT,
+        "title": "fedctl and Karmada documents",
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            "apiVersion": {"type": "string", "examples": sorted({av for (av, _), _ in typed})},
+            "kind": {"type": "string", "examples": sorted({k for (_, k), _ in typed})},
+        },
+        "allOf": branches,
+        "$defs": defs["$defs"],
+    }
+
+
+def _require_type_fields(schema: dict[str, Any], api_version: str | None, kind: str | None) -> None:
+    required = schema.setdefault("required", [])
+    for name in ("apiVersion", "kind"):
+        if name not in required:
+            required.insert(0, name)
+    props = schema.get("properties", {})
+    if api_version is not None and "const" not in props.get("apiVersion", {}):
+        props["apiVersion"] = {"const": api_version, "type": "string"}
+    if kind is not None and "const" not in props.get("kind", {}):
+        props["kind"] = {"const": kind, "type": "string"}

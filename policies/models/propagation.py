@@ -1,0 +1,334 @@
+"""PropagationPolicy and ClusterPropagationPolicy: which templates go to which clusters.
+
+Role: the Karmada policy kinds under `policy.karmada.io/v1alpha1`, accepted verbatim, and
+the same kinds under `fedctl.io/v1alpha1`, which may also carry `spec.fedctl` (acceptable
+chips and arches, expected duration, maximum hourly cost — what Karmada cannot say).
+Fed by `policies.loading` and the REST API; feeds the scheduler (placement, replica
+scheduling, priority) and the propagator and failover controllers.
+
+Why warnings: some Karmada fields are parsed but not yet acted on by fedctl. Dropping
+them in silence would let a user believe they work, so `warnings()` names each one that
+is set to a non-default value. `NOT_ACTED_ON` is that list; the scheduler, propagator and
+failover controllers shrink it as they learn the fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field, model_validator
+
+from policies.models.base import FrozenModel, KubeObject
+from policies.models.common import (
+    ClusterAffinity,
+    ClusterAffinityTerm,
+    Notice,
+    ReplicaSchedulingStrategy,
+    ResourceSelector,
+    RuleError,
+    SpreadConstraint,
+    Toleration,
+)
+from policies.models.placement_ext import FedctlPlacement
+
+__all__ = [
+    "KARMADA_POLICY_API",
+    "NOT_ACTED_ON",
+    "ClusterPropagationPolicy",
+    "FailoverBehavior",
+    "FedctlClusterPropagationPolicy",
+    "FedctlPropagationPolicy",
+    "FedctlPropagationSpec",
+    "Placement",
+    "PropagationPolicy",
+    "PropagationSpec",
+]
+
+KARMADA_POLICY_API: Final = "policy.karmada.io/v1alpha1"
+FEDCTL_API: Final = "fedctl.io/v1alpha1"
+
+# Spec fields (camelCase path below `spec`) that load but that fedctl does not act on yet,
+# with the reason shown to the user. Remove an entry when a controller implements it.
+NOT_ACTED_ON: dict[tuple[str, ...], str] = {
+    ("association",): "deprecated in Karmada in favour of propagateDeps",
+    ("preemption",): "policy preemption is not implemented yet",
+    ("dependentOverrides",): "fedctl does not wait for dependent overrides yet",
+    ("schedulerName",): "fedctl has a single scheduler",
+    ("activationPreference",): "lazy activation is not implemented yet",
+    ("schedulePriority",): "use a queue or the fedctl.io/priority annotation instead",
+    ("placement", "workloadAffinity"): "workload affinity is not implemented yet",
+    ("failover", "application", "statePreservation"): "state preservation is not implemented",
+    ("failover", "cluster", "statePreservation"): "state preservation is not implemented",
+}
+
+
+class DecisionConditions(FrozenModel):
+    """When an unhealthy application is failed over (Karmada default 300 s)."""
+
+    toleration_seconds: int | None = Field(default=None, ge=0)
+
+
+class StatePreservationRule(FrozenModel):
+    """A status field carried to the new cluster as a label on failover."""
+
+    alias_label_name: str = Field(min_length=1)
+    json_path: str = Field(min_length=1)
+
+
+class StatePreservation(FrozenModel):
+    """The status fields to keep across a failover."""
+
+    rules: list[StatePreservationRule] = Field(min_length=1)
+
+
+PurgeMode = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefully"]
+
+
+class ApplicationFailoverBehavior(FrozenModel):
+    """Move an application away from a member where it stays unhealthy.
+
+    Karmada renamed the purge modes (Immediately/Graciously became Directly/Gracefully);
+    both spellings are accepted.
+    """
+
+    decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
+    purge_mode: PurgeMode = "Graciously"
+    grace_period_seconds: int | None = Field(default=None, gt=0)
+    state_preservation: StatePreservation | None = None
+
+    @model_validator(mode="after")
+    def _grace_only_when_graceful(self) -> ApplicationFailoverBehavior:
+        graceful = self.purge_mode in ("Graciously", "Gracefully")
+        if self.grace_period_seconds is not None and not graceful:
+            raise RuleError(
+                f"gracePeriodSeconds applies only to purgeMode Gracefully, not {self.purge_mode}",
+                at=("gracePeriodSeconds",),
+            )
+        return self
+
+
+class ClusterFailoverBehavior(FrozenModel):
+    """How copies on a failed cluster are purged once the workload moved."""
+
+    purge_mode: PurgeMode = "Gracefully"
+    state_preservation: StatePreservation | None = None
+
+
+class FailoverBehavior(FrozenModel):
+    """Application- and cluster-level failover; absent means failover is off."""
+
+    application: ApplicationFailoverBehavior | None = None
+    cluster: ClusterFailoverBehavior | None = None
+
+
+class SuspendClusters(FrozenModel):
+    """Clusters to which dispatching is paused."""
+
+    cluster_names: list[str] = Field(default_factory=list)
+
+
+class Suspension(FrozenModel):
+    """Pause dispatching everywhere, or only to the named clusters (not both)."""
+
+    dispatching: bool | None = None
+    dispatching_on_clusters: SuspendClusters | None = None
+
+    @model_validator(mode="after")
+    def _all_or_some(self) -> Suspension:
+        if self.dispatching and self.dispatching_on_clusters is not None:
+            raise RuleError(
+                "dispatching and dispatchingOnClusters cannot both be set",
+                at=("dispatchingOnClusters",),
+            )
+        return self
+
+
+class SchedulePriority(FrozenModel):
+    """Where the scheduling priority of selected templates comes from."""
+
+    priority_class_source: Literal[
+        "KubePriorityClass", "PodPriorityClass", "FederatedPriorityClass"
+    ]
+    priority_class_name: str = ""
+
+
+class Placement(FrozenModel):
+    """Which clusters may run the template and how its replicas are shared among them."""
+
+    cluster_affinity: ClusterAffinity | None = Field(
+        default=None, description="Which clusters may be chosen (not with clusterAffinities)."
+    )
+    cluster_affinities: list[ClusterAffinityTerm] = Field(
+        default_factory=list,
+        description="Ordered fallback groups: the first group that can hold the workload wins.",
+    )
+    cluster_tolerations: list[Toleration] = Field(
+        default_factory=list, description="Cluster taints this workload tolerates."
+    )
+    spread_constraints: list[SpreadConstraint] = Field(
+        default_factory=list, description="Spread over clusters, regions, zones or providers."
+    )
+    replica_scheduling: ReplicaSchedulingStrategy | None = Field(
+        default=None, description="How replicas are shared (absent: every cluster gets all)."
+    )
+    workload_affinity: dict[str, Any] | None = Field(
+        default=None, description="Karmada alpha; accepted, not acted on yet."
+    )
+
+    @model_validator(mode="after")
+    def _affinity_rules(self) -> Placement:
+        if self.cluster_affinity is not None and self.cluster_affinities:
+            raise RuleError(
+                "clusterAffinity and clusterAffinities cannot both be set",
+                at=("clusterAffinities",),
+            )
+        seen: set[str] = set()
+        for index, term in enumerate(self.cluster_affinities):
+            if term.affinity_name in seen:
+                raise RuleError(
+                    f"duplicate affinityName {term.affinity_name!r}",
+                    at=("clusterAffinities", index, "affinityName"),
+                )
+            seen.add(term.affinity_name)
+        return self
+
+    @property
+    def scheduling(self) -> ReplicaSchedulingStrategy:
+        """The effective strategy: Karmada duplicates replicas when none is given."""
+        return self.replica_scheduling or ReplicaSchedulingStrategy(
+            replica_scheduling_type="Duplicated"
+        )
+
+    @property
+    def affinity_terms(self) -> list[ClusterAffinity]:
+        """The affinities in the order the scheduler tries them (one term, or the list)."""
+        if self.cluster_affinities:
+            return list(self.cluster_affinities)
+        return [self.cluster_affinity or ClusterAffinity()]
+
+
+class PropagationSpec(FrozenModel):
+    """Karmada's `PropagationSpec`, field for field."""
+
+    resource_selectors: list[ResourceSelector] = Field(
+        min_length=1, description="The resource templates this policy propagates (one or more)."
+    )
+    association: bool = Field(default=False, description="Deprecated: use propagateDeps.")
+    propagate_deps: bool = Field(
+        default=False, description="Also propagate the ConfigMaps, Secrets… it references."
+    )
+    placement: Placement = Field(
+        default_factory=Placement, description="Where the templates go and how replicas split."
+    )
+    priority: int = Field(
+        default=0, description="Higher wins when several policies match one template."
+    )
+    preemption: Literal["Always", "Never"] = Field(
+        default="Never", description="Whether this policy may take over claimed templates."
+    )
+    dependent_overrides: list[str] = Field(
+        default_factory=list, description="OverridePolicies that must exist first."
+    )
+    scheduler_name: str = Field(default="default-scheduler", description="Scheduler to use.")
+    failover: FailoverBehavior | None = Field(
+        default=None, description="Application and cluster failover (absent: off)."
+    )
+    conflict_resolution: Literal["Abort", "Overwrite"] = Field(
+        default="Abort",
+        description="When the object already exists in a member: Abort, or Overwrite (adopt).",
+    )
+    activation_preference: Literal["Lazy"] | None = Field(
+        default=None, description="Lazy: policy changes apply when a template next changes."
+    )
+    suspension: Suspension | None = Field(
+        default=None, description="Pause dispatching to all or some clusters."
+    )
+    preserve_resources_on_deletion: bool | None = Field(
+        default=None, description="Keep member copies when the template is deleted."
+    )
+    schedule_priority: SchedulePriority | None = Field(
+        default=None, description="Where scheduling priority comes from (Karmada alpha)."
+    )
+
+    @model_validator(mode="after")
+    def _failover_needs_deps(self) -> PropagationSpec:
+        if self.failover is not None and self.failover.application and not self.propagate_deps:
+            raise RuleError(
+                "failover.application is set, so propagateDeps must be true",
+                at=("propagateDeps",),
+            )
+        return self
+
+
+class FedctlPropagationSpec(PropagationSpec):
+    """Karmada's spec plus `fedctl`: chip, arch, duration and cost preferences."""
+
+    fedctl: FedctlPlacement | None = Field(
+        default=None, description="fedctl's chip, arch, duration and cost preferences."
+    )
+
+
+_DEFAULTS: dict[str, Any] = {
+    "association": False,
+    "preemption": "Never",
+    "dependentOverrides": [],
+    "schedulerName": "default-scheduler",
+}
+
+
+def _spec_notices(spec: PropagationSpec) -> list[Notice]:
+    wire = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    found: list[Notice] = []
+    for path, reason in NOT_ACTED_ON.items():
+        value: Any = wire
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None or (len(path) == 1 and _DEFAULTS.get(path[0]) == value):
+            continue
+        field = ".".join(path)
+        found.append(Notice(("spec", *path), f"{field} is accepted but not acted on: {reason}"))
+    scheduling = spec.placement.replica_scheduling
+    if scheduling is not None:
+        found.extend(
+            Notice(("spec", "placement", "replicaScheduling", *n.path), n.message)
+            for n in scheduling.notices()
+        )
+    return found
+
+
+class _PropagationBase(KubeObject):
+    spec: PropagationSpec
+
+    def warnings(self) -> list[Notice]:
+        """Fields set here that fedctl accepts but does not act on yet."""
+        return _spec_notices(self.spec)
+
+
+class PropagationPolicy(_PropagationBase):
+    """Namespaced policy: selects templates in its own namespace."""
+
+    api_version: Literal["policy.karmada.io/v1alpha1"] = KARMADA_POLICY_API
+    kind: Literal["PropagationPolicy"] = "PropagationPolicy"
+
+
+class ClusterPropagationPolicy(_PropagationBase):
+    """Cluster-scoped policy: may select cluster-scoped kinds and any namespace."""
+
+    api_version: Literal["policy.karmada.io/v1alpha1"] = KARMADA_POLICY_API
+    kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
+
+
+class FedctlPropagationPolicy(_PropagationBase):
+    """PropagationPolicy under fedctl.io, with the `spec.fedctl` placement extension."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = FEDCTL_API
+    kind: Literal["PropagationPolicy"] = "PropagationPolicy"
+    spec: FedctlPropagationSpec
+
+
+class FedctlClusterPropagationPolicy(_PropagationBase):
+    """ClusterPropagationPolicy under fedctl.io, with `spec.fedctl`."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = FEDCTL_API
+    kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
+    spec: FedctlPropagationSpec

@@ -1,0 +1,223 @@
+"""The REST API on a real etcd: CRUD, optimistic concurrency, apply, watch, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from federation.api import app as api_app
+from federation.registry import embedded
+from federation.registry import store as st
+from federation.registry.etcd import EtcdStore
+from federation.settings import ApiSettings
+from policies import loading
+from tests.conftest import etcd_settings
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+API = "/apis/fedctl.io/v1alpha1"
+
+CLUSTER = {
+    "apiVersion": "fedctl.io/v1alpha1",
+    "kind": "Cluster",
+    "metadata": {"name": "eu-test"},
+    "spec": {
+        "region": "eu-west",
+        "chips": [{"model": "amd64", "count": 3}],
+        "connection": {"kubeconfig": "apiVersion: v1\nkind: Config\n", "context": "eu-test"},
+    },
+}
+
+
+async def wipe(store: st.Store) -> None:
+    listed = await store.list("/fedctl/")
+    for start in range(0, len(listed.items), 100):
+        await store.commit([st.Delete(kv.key) for kv in listed.items[start : start + 100]])
+
+
+class Api:
+    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+        self.base, self.session = base, session
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: str | None = None,
+        ctype: str = "application/json",
+    ) -> tuple[int, Any]:
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        async with self.session.request(
+            method, self.base + path, data=data, headers={"Content-Type": ctype}
+        ) as resp:
+            text = await resp.text()
+            return resp.status, (json.loads(text) if text.startswith("{") else text)
+
+
+@pytest.fixture
+async def api(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[Api]:
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    await wipe(store)
+    app = api_app.build_app(store, settings=ApiSettings(max_body_bytes=256 * 1024))
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    async with aiohttp.ClientSession() as session:
+        yield Api(f"http://127.0.0.1:{port}", session)
+    await runner.cleanup()
+    await store.close()
+
+
+async def test_create_get_list_and_server_metadata(api: Api) -> None:
+    code, created = await api.call("POST", f"{API}/clusters", CLUSTER)
+    assert code == 201, created
+    meta = created["metadata"]
+    assert meta["uid"] and meta["generation"] == 1 and int(meta["resourceVersion"]) > 0
+    code, got = await api.call("GET", f"{API}/clusters/eu-test")
+    assert code == 200 and got["spec"]["region"] == "eu-west"
+    code, listed = await api.call("GET", f"{API}/clusters")
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["eu-test"]
+    assert listed["kind"] == "ClusterList" and int(listed["metadata"]["resourceVersion"]) > 0
+
+
+async def test_member_credentials_are_never_read_back(api: Api) -> None:
+    await api.call("POST", f"{API}/clusters", CLUSTER)
+    _, got = await api.call("GET", f"{API}/clusters/eu-test")
+    assert got["spec"]["connection"]["kubeconfig"] == "<redacted>"
+    got["spec"]["region"] = "eu-central"
+    code, updated = await api.call("PUT", f"{API}/clusters/eu-test", got)
+    assert code == 200, updated
+    _, raw = await api.call("GET", f"{API}/clusters/eu-test")
+    assert raw["spec"]["region"] == "eu-central"
+    async with api.session.get(api.base + f"{API}/clusters?watch=true") as resp:
+        line = await resp.content.readline()
+    assert "Config" not in line.decode(), "inline kubeconfig leaked through the watch stream"
+
+
+async def test_stale_resource_version_is_409_and_generation_tracks_spec(api: Api) -> None:
+    _, created = await api.call("POST", f"{API}/clusters", CLUSTER)
+    first = json.loads(json.dumps(created))
+    created["spec"]["region"] = "eu-north"
+    code, updated = await api.call("PUT", f"{API}/clusters/eu-test", created)
+    assert code == 200 and updated["metadata"]["generation"] == 2
+    first["spec"]["region"] = "us-east"
+    code, status = await api.call("PUT", f"{API}/clusters/eu-test", first)
+    assert code == 409 and status["reason"] == "Conflict" and status["kind"] == "Status"
+    assert "re-read" in status["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "needle"),
+    [
+        pytest.param("{not json", 400, "malformed JSON", id="malformed JSON"),
+        pytest.param(json.dumps({**CLUSTER, "metadata": {"name": "a/b"}}), 400, "invalid",
+                     id="a name with a slash"),
+        pytest.param(json.dumps({**CLUSTER, "metadata": {"name": "..x"}}), 400, "invalid",
+                     id="a name with dot-dot"),
+        pytest.param(json.dumps({**CLUSTER, "spec": {"regoin": "x", "chips": []}}), 400,
+                     "regoin", id="unknown field"),
+        pytest.param(json.dumps({"kind": "Cluster"}), 400, "apiVersion", id="no apiVersion"),
+    ],
+)  # fmt: skip
+async def test_bad_input_is_400_with_a_clear_message(
+    api: Api, body: str, code: int, needle: str
+) -> None:
+    got_code, status = await api.call("POST", f"{API}/clusters", raw=body)
+    assert got_code == code, status
+    assert needle in status["message"]
+    _, listed = await api.call("GET", f"{API}/clusters")
+    assert listed["items"] == []
+
+
+async def test_yaml_errors_carry_the_line(api: Api) -> None:
+    text = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata:\n  name: q\nspec:\n  wieght: 2\n"
+    code, status = await api.call("POST", f"{API}/queues", raw=text, ctype="application/yaml")
+    assert code == 400
+    assert "<request>:6:3: spec.wieght" in status["message"]
+    assert "did you mean 'weight'" in status["message"]
+
+
+async def test_oversized_body_is_413(api: Api) -> None:
+    code, status = await api.call("POST", f"{API}/clusters", raw="x" * (300 * 1024))
+    assert code == 413 and status["reason"] == "RequestEntityTooLarge"
+
+
+async def test_apply_examples_then_unchanged(api: Api) -> None:
+    loaded = loading.load_paths([EXAMPLES])
+    assert not loaded.errors
+    items = [o.model.to_wire() for o in loaded.objects]
+    code, first = await api.call("POST", f"{API}/apply", {"items": items})
+    assert code == 200, first
+    assert {r["result"] for r in first["results"]} == {"created"}
+    assert len(first["results"]) == len(items)
+    _, second = await api.call("POST", f"{API}/apply", {"items": items})
+    assert {r["result"] for r in second["results"]} == {"unchanged"}
+
+
+async def test_apply_stores_nothing_when_one_document_is_invalid(api: Api) -> None:
+    good = {"apiVersion": "fedctl.io/v1alpha1", "kind": "Queue", "metadata": {"name": "ok"},
+            "spec": {"weight": 1}}  # fmt: skip
+    bad = {**good, "metadata": {"name": "bad"}, "spec": {"weight": -1}}
+    code, status = await api.call("POST", f"{API}/apply", {"items": [good, bad]})
+    assert code == 400 and "spec.weight" in status["message"]
+    _, listed = await api.call("GET", f"{API}/queues")
+    assert listed["items"] == []
+
+
+async def test_watch_streams_changes_as_json_lines(api: Api) -> None:
+    _, listed = await api.call("GET", f"{API}/clusters")
+    since = listed["metadata"]["resourceVersion"]
+    events: list[dict[str, Any]] = []
+
+    async def follow() -> None:
+        url = f"{api.base}{API}/clusters?watch=true&resourceVersion={since}"
+        async with api.session.get(url) as resp:
+            async for line in resp.content:
+                events.append(json.loads(line))
+
+    task = asyncio.create_task(follow())
+    await wait_for(lambda: events, message="the bookmark")
+    _, created = await api.call("POST", f"{API}/clusters", CLUSTER)
+    created["spec"]["zone"] = "eu-west-1a"
+    await api.call("PUT", f"{API}/clusters/eu-test", created)
+    await api.call("DELETE", f"{API}/clusters/eu-test")
+    await wait_for(lambda: len(events) >= 4, message="three events after the bookmark")
+    task.cancel()
+    assert [e["type"] for e in events] == ["BOOKMARK", "ADDED", "MODIFIED", "DELETED"]
+    assert events[2]["object"]["spec"]["zone"] == "eu-west-1a"
+
+
+async def test_namespaced_policies_and_workloads_are_addressed_by_namespace(api: Api) -> None:
+    pod_spec = {"containers": [{"name": "c", "image": "x"}]}
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "train", "namespace": "ml"},
+           "spec": {"template": {"spec": pod_spec}}}  # fmt: skip
+    code, created = await api.call("POST", f"{API}/namespaces/ml/workloads", job)
+    assert code == 201, created
+    code, got = await api.call("GET", f"{API}/namespaces/ml/workloads/Job.batch/train")
+    assert code == 200 and got["metadata"]["namespace"] == "ml"
+    code, _ = await api.call("GET", f"{API}/namespaces/other/workloads/Job.batch/train")
+    assert code == 404
+    code, status = await api.call("POST", f"{API}/namespaces/other/workloads", job)
+    assert code == 400 and "does not match" in status["message"]
+
+
+async def test_health_and_openapi(api: Api) -> None:
+    assert (await api.call("GET", "/healthz"))[0] == 200
+    assert (await api.call("GET", "/readyz"))[0] == 200
+    code, doc = await api.call("GET", "/openapi.json")
+    assert code == 200 and "fedctl.io.v1alpha1.Cluster" in doc["components"]["schemas"]
+    assert f"{API}/clusters/{{name}}" in doc["paths"]

@@ -1,0 +1,422 @@
+"""The loader's contract: every bad input gets one exact, placed, actionable finding."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from policies.loading import (
+    MAX_FILE_BYTES,
+    Finding,
+    SourceMap,
+    load_paths,
+    load_text,
+    validate_document,
+)
+from policies.models.queue import Queue
+
+QUEUE = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata:
+  name: web
+spec:
+"""
+
+PROPAGATION = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: web
+  namespace: web
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "apiVersion: v1\nkind: [Pod\n",
+            "q.yaml:3:1: invalid YAML: expected ',' or ']', but got '<stream end>'"
+            " (while parsing a flow sequence started at 2:7)",
+            id="malformed YAML names the unclosed bracket and where it opened",
+        ),
+        pytest.param(
+            "a:\n\tb: 1\n",
+            "q.yaml:2:1: invalid YAML: found character '\\t' that cannot start any token",
+            id="a tab used for indentation is a syntax error at its line",
+        ),
+        pytest.param(
+            "a: 1\nb: \x00\n",
+            "q.yaml:2:1: invalid YAML: unacceptable character #x0000: special characters are"
+            " not allowed",
+            id="a control character names its line",
+        ),
+        pytest.param(
+            "a: 1\nb: " + "[" * 1000 + "]" * 1000,
+            "q.yaml:2:1: invalid YAML: brackets nested deeper than 64 levels",
+            id="absurd bracket nesting is refused before parsing",
+        ),
+        pytest.param(
+            "".join(" " * i + "a:\n" for i in range(500)),
+            "q.yaml: invalid YAML: nested too deeply",
+            id="absurd block nesting is refused, not a crash",
+        ),
+        pytest.param(
+            QUEUE + "  weight: heavy\n",
+            "q.yaml:6:11: spec.weight: expected an integer, got string 'heavy'",
+            id="wrong type points at the value",
+        ),
+        pytest.param(
+            QUEUE + "  reclaimable: sometimes\n",
+            "q.yaml:6:16: spec.reclaimable: expected true or false, got string 'sometimes'",
+            id="a boolean that is not true or false",
+        ),
+        pytest.param(
+            QUEUE + "  wieght: 2\n",
+            "q.yaml:6:3: spec.wieght: unknown field 'wieght' (did you mean 'weight'?)",
+            id="unknown field points at the key and suggests the closest field",
+        ),
+        pytest.param(
+            QUEUE + "  colour: blue\n",
+            "q.yaml:6:3: spec.colour: unknown field 'colour'; known fields: capability,"
+            " dequeueStrategy, guarantee, parent, priority, priorityClasses, reclaimable,"
+            " weight",
+            id="unknown field with nothing close lists the known fields",
+        ),
+        pytest.param(
+            PROPAGATION.replace("      kind: Deployment\n", "")
+            + "  placement:\n    clusterAffinity:\n      clusterNames: [a]\n",
+            "q.yaml:8:7: spec.resourceSelectors[0].kind: required field 'kind' is missing",
+            id="missing required field points at its parent mapping",
+        ),
+        pytest.param(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n"
+            "metadata:\n  name: x\nspec:\n  placement: {}\n",
+            "q.yaml:5:1: spec.resourceSelectors: required field 'resourceSelectors' is missing",
+            id="missing top-level spec field points at the spec key",
+        ),
+        pytest.param(
+            QUEUE + "  capability:\n    cpu: -2\n",
+            "q.yaml:7:10: spec.capability.cpu: invalid quantity -2: must not be negative",
+            id="negative quantity",
+        ),
+        pytest.param(
+            QUEUE + "  capability:\n    memory: 12GB\n",
+            "q.yaml:7:13: spec.capability.memory: invalid quantity '12GB': unknown suffix 'GB'"
+            " (did you mean '12G' or '12Gi'?)",
+            id="malformed quantity",
+        ),
+        pytest.param(
+            QUEUE + "  dequeueStrategy: StrictFifo\n",
+            "q.yaml:6:20: spec.dequeueStrategy: invalid value 'StrictFifo': expected one of"
+            " BestEffortFIFO, StrictFIFO (did you mean 'StrictFIFO'?)",
+            id="misspelt enum value suggests the intended one",
+        ),
+        pytest.param(
+            PROPAGATION + "  placement:\n    replicaScheduling:\n"
+            "      replicaSchedulingType: Divded\n",
+            "q.yaml:12:30: spec.placement.replicaScheduling.replicaSchedulingType: invalid value"
+            " 'Divded': expected one of Duplicated, Divided (did you mean 'Divided'?)",
+            id="misspelt Karmada enum deep in a policy",
+        ),
+        pytest.param(
+            QUEUE + "  weight: 1\n  weight: 2\n",
+            "q.yaml:7:3: spec.weight: duplicate key 'weight' (first defined at line 6)",
+            id="duplicate key points at the second occurrence",
+        ),
+        pytest.param(
+            "apiVersion: v1\nmetadata:\n  name: x\n",
+            "q.yaml:1:1: kind: required field 'kind' is missing",
+            id="a document without kind",
+        ),
+        pytest.param(
+            "kind: Queue\nmetadata:\n  name: x\n",
+            "q.yaml:1:1: apiVersion: required field 'apiVersion' is missing",
+            id="a document without apiVersion",
+        ),
+        pytest.param(
+            "apiVersion: fedctl.io/v1alpha1\nkind: Queu\nmetadata:\n  name: x\n",
+            "q.yaml:2:7: kind: unknown kind 'Queu' for apiVersion fedctl.io/v1alpha1 (did you"
+            " mean 'Queue'?); known kinds: AcceleratorProfile, Cluster, ClusterPropagationPolicy,"
+            " PropagationPolicy, Queue",
+            id="unknown kind lists the known kinds",
+        ),
+        pytest.param(
+            "apiVersion: policy.karmada.io/v1beta1\nkind: PropagationPolicy\n",
+            "q.yaml:2:7: kind: unknown apiVersion 'policy.karmada.io/v1beta1'; use"
+            " policy.karmada.io/v1alpha1",
+            id="unknown version of a known group",
+        ),
+        pytest.param(
+            "apiVersion: apps/v1\nkind: Queue\nmetadata:\n  name: x\n",
+            "q.yaml:2:7: kind: kind Queue belongs to apiVersion fedctl.io/v1alpha1",
+            id="a policy kind under a workload apiVersion",
+        ),
+        pytest.param(
+            "just a string\n",
+            "q.yaml:1:1: a document must be a mapping, got string 'just a string'",
+            id="a document that is not a mapping",
+        ),
+        pytest.param(
+            "",
+            "q.yaml:1:1: file is empty: no YAML documents",
+            id="an empty text",
+        ),
+        pytest.param(
+            "# only a comment\n---\n",
+            "q.yaml:1:1: file is empty: no YAML documents",
+            id="comments and separators only count as empty",
+        ),
+    ],
+)
+def test_bad_input_gets_one_exact_finding(text: str, expected: str) -> None:
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [expected]
+    assert not result.ok
+    assert result.objects == []
+
+
+def test_findings_point_at_the_value_line_in_a_later_document() -> None:
+    text = (
+        QUEUE
+        + "  weight: 2\n---\n"
+        + QUEUE.replace("web", "ml")
+        + ("  guarantee:\n    cpu: 4\n  capability:\n    cpu: 2\n")
+    )
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "q.yaml:14:10: spec.guarantee.cpu: guarantee of cpu (4) exceeds the capability (2);"
+        " a queue cannot be promised more than it may hold"
+    ]
+    assert [o.model.metadata.name for o in result.objects] == ["web"]
+    assert (result.objects[0].line, result.objects[0].doc_index) == (1, 0)
+
+
+def test_every_document_is_checked_even_after_an_invalid_one() -> None:
+    text = QUEUE + "  weight: -1\n---\n" + QUEUE.replace("web", "ml") + "  weght: 1\n"
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "q.yaml:6:11: spec.weight: must be at least 1, got -1",
+        "q.yaml:13:3: spec.weght: unknown field 'weght' (did you mean 'weight'?)",
+    ]
+
+
+def test_resource_names_with_dots_are_bracketed_in_the_path() -> None:
+    result = load_text(QUEUE + "  capability:\n    nvidia.com/gpu: lots\n", filename="q.yaml")
+
+    assert [f.path for f in result.findings] == ['spec.capability["nvidia.com/gpu"]']
+
+
+def test_alias_bombs_are_refused() -> None:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i, name in enumerate("bcdefg"):
+        previous = "abcdefg"[i]
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 10) + "]")
+
+    result = load_text("\n".join(lines) + "\n", filename="bomb.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "bomb.yaml:1:1: document expands to more than 100000 nodes (aliases included)"
+    ]
+
+
+# ---------------------------------------------------------------- files and directories
+
+
+def test_a_missing_file_is_a_finding(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+
+    result = load_paths([missing])
+
+    assert [str(f) for f in result.findings] == [f"{missing}: no such file or directory"]
+
+
+def test_an_empty_file_is_a_finding(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+
+    result = load_paths([empty])
+
+    assert [str(f) for f in result.findings] == [f"{empty}:1:1: file is empty: no YAML documents"]
+
+
+def test_a_10_mb_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(10 * 1024 * 1024)  # sparse: instant to create
+    started = time.perf_counter()
+
+    result = load_paths([big])
+
+    assert time.perf_counter() - started < 0.5
+    assert [str(f) for f in result.findings] == [
+        f"{big}: file is too large: 10485760 bytes; policy files must be smaller than 10 MB"
+        " (10000000 bytes)"
+    ]
+    assert MAX_FILE_BYTES == 10_000_000
+
+
+def test_a_directory_is_read_recursively_in_sorted_order(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "b" / "z.yml").write_text(QUEUE.replace("web", "z") + "  weight: 1\n")
+    (tmp_path / "a.yaml").write_text(
+        QUEUE.replace("web", "a1")
+        + "  weight: 1\n---\n"
+        + QUEUE.replace("web", "a2")
+        + "  weight: 2\n"
+    )
+    (tmp_path / ".hidden" / "x.yaml").write_text("not: [valid\n")
+    (tmp_path / "notes.txt").write_text("not yaml at all: [")
+
+    result = load_paths([tmp_path])
+
+    assert result.findings == []
+    assert [o.model.metadata.name for o in result.objects] == ["a1", "a2", "z"]
+    assert result.files == [str(tmp_path / "a.yaml"), str(tmp_path / "b" / "z.yml")]
+    assert [(o.line, o.doc_index) for o in result.objects] == [(1, 0), (8, 1), (1, 0)]
+
+
+def test_many_files_and_the_same_file_twice(tmp_path: Path) -> None:
+    one = tmp_path / "one.yaml"
+    two = tmp_path / "two.yaml"
+    one.write_text(QUEUE.replace("web", "one") + "  weight: 1\n")
+    two.write_text(QUEUE.replace("web", "two") + "  weight: 1\n")
+
+    result = load_paths([one, two, str(one)])
+
+    assert [o.model.metadata.name for o in result.objects] == ["one", "two"]
+    assert all(isinstance(o.model, Queue) for o in result.objects)
+
+
+def test_an_empty_directory_is_a_finding(tmp_path: Path) -> None:
+    result = load_paths([tmp_path])
+
+    assert [str(f) for f in result.findings] == [
+        f"{tmp_path}: no .yaml or .yml files in this directory"
+    ]
+
+
+def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"apiVersion: v1\nkind: Caf\xe9\n")
+
+    result = load_paths([bad])
+
+    assert [str(f) for f in result.findings] == [
+        f"{bad}:2:1: not UTF-8 text (byte 24: invalid continuation byte)"
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_file(tmp_path: Path) -> None:
+    locked = tmp_path / "locked.yaml"
+    locked.write_text("a: 1\n")
+    locked.chmod(0)
+
+    result = load_paths([locked])
+
+    assert [str(f) for f in result.findings] == [f"{locked}: cannot read: Permission denied"]
+
+
+def test_the_same_object_twice_is_an_error() -> None:
+    text = QUEUE + "  weight: 1\n---\n" + QUEUE + "  weight: 2\n"
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "q.yaml:11:9: metadata.name: Queue web is defined twice (first at q.yaml:1)"
+    ]
+
+
+# ---------------------------------------------------------------- JSON documents (the API)
+
+
+def test_validate_document_without_a_source_has_no_line_numbers() -> None:
+    doc = {
+        "apiVersion": "fedctl.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": "web"},
+        "spec": {"wieght": 2},
+    }
+
+    checked = validate_document(doc, filename="<request>")
+
+    assert checked.model is None
+    assert [str(f) for f in checked.findings] == [
+        "<request>: spec.wieght: unknown field 'wieght' (did you mean 'weight'?)"
+    ]
+    assert checked.findings[0].to_dict() == {
+        "file": "<request>",
+        "line": 0,
+        "col": 0,
+        "path": "spec.wieght",
+        "message": "unknown field 'wieght' (did you mean 'weight'?)",
+        "severity": "error",
+    }
+
+
+def test_validate_document_with_a_source_map_places_findings() -> None:
+    doc = {"apiVersion": "fedctl.io/v1alpha1", "kind": "Queue", "metadata": {"name": "web"}}
+    doc["spec"] = {"weight": 0}
+    source = SourceMap(values={("spec", "weight"): (9, 11)}, keys={("spec", "weight"): (9, 3)})
+
+    checked = validate_document(doc, source=source, filename="body.json")
+
+    assert checked.findings == [
+        Finding("body.json", 9, 11, "spec.weight", "must be at least 1, got 0")
+    ]
+
+
+def test_validate_document_returns_the_model_and_its_warnings() -> None:
+    doc = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "web", "namespace": "web"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "schedulerName": "other-scheduler",
+        },
+    }
+
+    checked = validate_document(doc)
+
+    assert checked.ok
+    assert checked.model is not None and checked.model.kind == "PropagationPolicy"
+    assert [str(f) for f in checked.findings] == [
+        "<input>: spec.schedulerName: warning: schedulerName is accepted but not acted on:"
+        " fedctl has a single scheduler"
+    ]
+
+
+def test_the_queue_tree_is_checked_across_documents() -> None:
+    text = (
+        QUEUE.replace("name: web", "name: child")
+        + "  parent: ml\n  capability:\n    cpu: 10\n---\n"
+        + QUEUE.replace("name: web", "name: orphan")
+        + "  parent: elsewhere\n---\n"
+        + QUEUE.replace("name: web", "name: ml")
+        + "  capability:\n    cpu: 5\n"
+    )
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "q.yaml:8:10: spec.capability.cpu: capability of cpu (10) exceeds parent 'ml' (5)",
+        "q.yaml:15:11: spec.parent: warning: parent queue 'elsewhere' is not defined"
+        " (known queues: child, ml, orphan)",
+    ]
+    assert not result.ok

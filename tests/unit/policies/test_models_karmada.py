@@ -1,0 +1,769 @@
+"""Karmada's policy kinds: written the way Karmada's documentation writes them, they load as is.
+
+Cross-field rules that Karmada's webhook enforces are enforced at load time, with messages
+that name the field, and fields fedctl accepts without acting on them yet are warned about.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from federation.resources import ResourceList
+from policies.loading import LoadResult, load_text
+from policies.models.common import ClusterAffinity
+from policies.models.frq import FederatedResourceQuota
+from policies.models.override import ClusterOverridePolicy, OverridePolicy
+from policies.models.propagation import (
+    ClusterPropagationPolicy,
+    FedctlPropagationPolicy,
+    PropagationPolicy,
+)
+
+
+def load(text: str) -> LoadResult:
+    return load_text(textwrap.dedent(text), filename="k.yaml")
+
+
+def lines(result: LoadResult) -> list[str]:
+    return [str(f) for f in result.findings]
+
+
+PP = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: nginx-propagation
+  namespace: default
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: nginx
+"""
+
+
+def pp(spec_tail: str) -> str:
+    """A PropagationPolicy whose spec continues with `spec_tail` (indented by two)."""
+    return PP + textwrap.indent(textwrap.dedent(spec_tail), "  ")
+
+
+KARMADA_STYLE = [
+    pytest.param(
+        """
+        placement:
+          clusterAffinity:
+            labelSelector:
+              matchLabels:
+                location: us
+              matchExpressions:
+                - key: env
+                  operator: NotIn
+                  values: [test]
+            fieldSelector:
+              matchExpressions:
+                - key: region
+                  operator: In
+                  values: [cn-south-1, cn-north-1]
+            exclude:
+              - member3
+        """,
+        id="cluster affinity by labels, fields and exclusion",
+    ),
+    pytest.param(
+        """
+        placement:
+          clusterAffinities:
+            - affinityName: local-clusters
+              clusterNames: [local-member1, local-member2]
+            - affinityName: cloud-clusters
+              labelSelector:
+                matchLabels:
+                  provider: cloud
+        """,
+        id="ordered cluster affinity groups as fallbacks",
+    ),
+    pytest.param(
+        """
+        placement:
+          clusterTolerations:
+            - key: cluster.karmada.io/not-ready
+              operator: Exists
+              effect: NoExecute
+              tolerationSeconds: 300
+            - key: dedicated
+              operator: Equal
+              value: gpu
+              effect: NoSchedule
+        """,
+        id="cluster tolerations with a toleration period",
+    ),
+    pytest.param(
+        """
+        placement:
+          spreadConstraints:
+            - spreadByField: region
+              maxGroups: 2
+              minGroups: 2
+            - spreadByField: cluster
+              maxGroups: 2
+              minGroups: 2
+            - spreadByLabel: topology.example.com/rack
+              minGroups: 1
+        """,
+        id="spread constraints by region, cluster and label",
+    ),
+    pytest.param(
+        """
+        placement:
+          replicaScheduling:
+            replicaSchedulingType: Duplicated
+        """,
+        id="duplicated replicas",
+    ),
+    pytest.param(
+        """
+        placement:
+          clusterAffinity:
+            clusterNames: [member1, member2]
+          replicaScheduling:
+            replicaSchedulingType: Divided
+            replicaDivisionPreference: Weighted
+            weightPreference:
+              staticWeightList:
+                - targetCluster:
+                    clusterNames: [member1]
+                  weight: 1
+                - targetCluster:
+                    labelSelector:
+                      matchLabels:
+                        tier: big
+                  weight: 2
+        """,
+        id="divided by a static weight list",
+    ),
+    pytest.param(
+        """
+        placement:
+          replicaScheduling:
+            replicaSchedulingType: Divided
+            replicaDivisionPreference: Weighted
+            weightPreference:
+              dynamicWeight: AvailableReplicas
+        """,
+        id="divided by available replicas",
+    ),
+    pytest.param(
+        """
+        placement:
+          replicaScheduling:
+            replicaSchedulingType: Divided
+            replicaDivisionPreference: Aggregated
+        """,
+        id="divided into as few clusters as possible",
+    ),
+    pytest.param(
+        """
+        propagateDeps: true
+        priority: 10
+        conflictResolution: Overwrite
+        preserveResourcesOnDeletion: true
+        suspension:
+          dispatchingOnClusters:
+            clusterNames: [member2]
+        failover:
+          application:
+            decisionConditions:
+              tolerationSeconds: 120
+            purgeMode: Graciously
+            gracePeriodSeconds: 600
+        """,
+        id="priority, conflict resolution, suspension and application failover",
+    ),
+    pytest.param(
+        """
+        propagateDeps: true
+        failover:
+          application:
+            decisionConditions:
+              tolerationSeconds: 60
+            purgeMode: Directly
+          cluster:
+            purgeMode: Gracefully
+        """,
+        id="the newer purge mode spellings and cluster failover",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec_tail", KARMADA_STYLE)
+def test_karmada_propagation_policies_load_without_findings(spec_tail: str) -> None:
+    result = load(pp(spec_tail))
+
+    assert lines(result) == []
+    assert isinstance(result.objects[0].model, PropagationPolicy)
+
+
+def test_a_propagation_policy_keeps_karmada_defaults() -> None:
+    result = load(pp("placement:\n  replicaScheduling: {}\n"))
+
+    spec = result.objects[0].model.spec  # type: ignore[attr-defined]
+    assert (spec.priority, spec.preemption, spec.conflict_resolution) == (0, "Never", "Abort")
+    assert spec.placement.replica_scheduling.replica_scheduling_type == "Divided"
+    assert spec.placement.replica_scheduling.division == "Weighted"
+    assert spec.placement.affinity_terms == [ClusterAffinity()]
+
+
+def test_without_replica_scheduling_karmada_duplicates() -> None:
+    result = load(PP)
+
+    spec = result.objects[0].model.spec  # type: ignore[attr-defined]
+    assert spec.placement.replica_scheduling is None
+    assert spec.placement.scheduling.replica_scheduling_type == "Duplicated"
+
+
+def test_a_cluster_propagation_policy_selecting_namespaces() -> None:
+    result = load(
+        """\
+        apiVersion: policy.karmada.io/v1alpha1
+        kind: ClusterPropagationPolicy
+        metadata:
+          name: namespaces
+        spec:
+          resourceSelectors:
+            - apiVersion: v1
+              kind: Namespace
+              labelSelector:
+                matchExpressions:
+                  - key: team
+                    operator: Exists
+          placement:
+            clusterAffinity:
+              clusterNames: [member1]
+        """
+    )
+
+    assert lines(result) == []
+    assert isinstance(result.objects[0].model, ClusterPropagationPolicy)
+
+
+OVERRIDE = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata:
+  name: example
+  namespace: default
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: nginx
+      labelSelector:
+        matchLabels:
+          app: nginx
+  overrideRules:
+    - targetCluster:
+        clusterNames: [member1]
+      overriders:
+        plaintext:
+          - path: /spec/template/spec/containers/0/image
+            operator: replace
+            value: nginx:1.19.0
+          - path: /metadata/annotations
+            operator: add
+            value:
+              foo: bar
+          - path: /metadata/labels/unwanted
+            operator: remove
+        imageOverrider:
+          - predicate:
+              path: /spec/template/spec/containers/0/image
+            component: Registry
+            operator: replace
+            value: registry.cn-hangzhou.aliyuncs.com
+          - component: Tag
+            operator: remove
+        commandOverrider:
+          - containerName: nginx
+            operator: add
+            value: [--cluster=member1]
+        argsOverrider:
+          - containerName: nginx
+            operator: remove
+            value: [--debug]
+        labelsOverrider:
+          - operator: add
+            value:
+              cluster: member1
+        annotationsOverrider:
+          - operator: remove
+            value:
+              deprecated: ""
+    - overriders:
+        labelsOverrider:
+          - operator: replace
+            value:
+              tier: web
+"""
+
+
+def test_an_override_policy_with_every_overrider() -> None:
+    result = load(OVERRIDE)
+
+    assert lines(result) == []
+    model = result.objects[0].model
+    assert isinstance(model, OverridePolicy)
+    rules = model.spec.effective_rules()
+    assert [r.target_cluster for r in rules] == [ClusterAffinity(cluster_names=["member1"]), None]
+    assert rules[0].overriders.plaintext[1].value == {"foo": "bar"}
+
+
+def test_the_deprecated_single_rule_form_loads_with_a_warning() -> None:
+    result = load(
+        """\
+        apiVersion: policy.karmada.io/v1alpha1
+        kind: ClusterOverridePolicy
+        metadata:
+          name: legacy
+        spec:
+          resourceSelectors:
+            - apiVersion: apps/v1
+              kind: Deployment
+          targetCluster:
+            clusterNames: [member1]
+          overriders:
+            imageOverrider:
+              - component: Registry
+                operator: replace
+                value: mirror.example.com
+        """
+    )
+
+    assert lines(result) == [
+        "k.yaml:11:3: spec.overriders: warning: deprecated since Karmada v1.0:"
+        " use overrideRules instead"
+    ]
+    model = result.objects[0].model
+    assert isinstance(model, ClusterOverridePolicy)
+    (rule,) = model.spec.effective_rules()
+    assert rule.target_cluster == ClusterAffinity(cluster_names=["member1"])
+    assert rule.overriders.image_overrider[0].value == "mirror.example.com"
+
+
+FRQ = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: FederatedResourceQuota
+metadata:
+  name: team-quota
+  namespace: team
+spec:
+  overall:
+    cpu: 100
+    memory: 200Gi
+    nvidia.com/gpu: 8
+  staticAssignments:
+    - clusterName: member1
+      hard:
+        cpu: 20
+        memory: 50Gi
+    - clusterName: member2
+      hard:
+        cpu: 80
+        requests.nvidia.com/gpu: 8
+"""
+
+
+def test_a_federated_resource_quota() -> None:
+    result = load(FRQ)
+
+    assert lines(result) == []
+    model = result.objects[0].model
+    assert isinstance(model, FederatedResourceQuota)
+    assert model.spec.overall == ResourceList.from_wire(
+        {"cpu": "100", "memory": "200Gi", "nvidia.com/gpu": "8"}
+    )
+    assert model.spec.static_assignments[1].hard.amount("nvidia.com/gpu") == 8000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            pp(
+                """
+                placement:
+                  clusterAffinity:
+                    clusterNames: [a]
+                  clusterAffinities:
+                    - affinityName: primary
+                      clusterNames: [b]
+                """
+            ),
+            "k.yaml:15:5: spec.placement.clusterAffinities: clusterAffinity and"
+            " clusterAffinities cannot both be set",
+            id="clusterAffinity and clusterAffinities together",
+        ),
+        pytest.param(
+            pp(
+                """
+                placement:
+                  replicaScheduling:
+                    replicaSchedulingType: Divided
+                    weightPreference:
+                      staticWeightList:
+                        - targetCluster:
+                            clusterNames: [a]
+                          weight: 0
+                """
+            ),
+            "k.yaml:19:21: spec.placement.replicaScheduling.weightPreference"
+            ".staticWeightList[0].weight: must be greater than 0, got 0",
+            id="a static weight of zero",
+        ),
+        pytest.param(
+            pp(
+                """
+                placement:
+                  clusterAffinities:
+                    - affinityName: primary
+                      clusterNames: [a]
+                    - affinityName: primary
+                      clusterNames: [b]
+                """
+            ),
+            "k.yaml:16:23: spec.placement.clusterAffinities[1].affinityName:"
+            " duplicate affinityName 'primary'",
+            id="two affinity groups with one name",
+        ),
+        pytest.param(
+            pp(
+                "placement:\n  spreadConstraints:\n"
+                "    - {spreadByField: region, spreadByLabel: x}\n"
+            ),
+            "k.yaml:13:48: spec.placement.spreadConstraints[0].spreadByLabel: spreadByField and"
+            " spreadByLabel cannot both be set",
+            id="spread by field and by label at once",
+        ),
+        pytest.param(
+            pp(
+                "placement:\n  spreadConstraints:\n    - {spreadByField: region, minGroups: 3,"
+                " maxGroups: 2}\n"
+            ),
+            "k.yaml:13:44: spec.placement.spreadConstraints[0].minGroups: minGroups (3) must not"
+            " exceed maxGroups (2)",
+            id="more minimum groups than maximum",
+        ),
+        pytest.param(
+            pp(
+                "suspension:\n  dispatching: true\n  dispatchingOnClusters:\n"
+                "    clusterNames: [a]\n"
+            ),
+            "k.yaml:13:5: spec.suspension.dispatchingOnClusters: dispatching and"
+            " dispatchingOnClusters cannot both be set",
+            id="suspend everywhere and on some clusters",
+        ),
+        pytest.param(
+            pp("failover:\n  application:\n    purgeMode: Never\n"),
+            "k.yaml:6:1: spec.propagateDeps: failover.application is set, so propagateDeps"
+            " must be true",
+            id="application failover without its dependencies",
+        ),
+        pytest.param(
+            pp(
+                "propagateDeps: true\nfailover:\n  application:\n    purgeMode: Immediately\n"
+                "    gracePeriodSeconds: 60\n"
+            ),
+            "k.yaml:15:27: spec.failover.application.gracePeriodSeconds: gracePeriodSeconds"
+            " applies only to purgeMode Gracefully, not Immediately",
+            id="a grace period for an immediate purge",
+        ),
+        pytest.param(
+            pp(
+                "placement:\n  clusterAffinity:\n    fieldSelector:\n      matchExpressions:\n"
+                "        - {key: city, operator: In, values: [paris]}\n"
+            ),
+            "k.yaml:15:19: spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].key:"
+            " invalid value 'city': expected one of provider, region, zone",
+            id="a field selector on a field Karmada does not have",
+        ),
+        pytest.param(
+            pp(
+                "placement:\n  clusterAffinity:\n    labelSelector:\n      matchExpressions:\n"
+                "        - {key: env, operator: In}\n"
+            ),
+            "k.yaml:15:13: spec.placement.clusterAffinity.labelSelector.matchExpressions[0]"
+            ".values: operator In needs at least one value",
+            id="a label expression In without values",
+        ),
+        pytest.param(
+            pp("placement:\n  clusterTolerations:\n    - {key: a, operator: Exists, value: b}\n"),
+            "k.yaml:13:43: spec.placement.clusterTolerations[0].value: operator Exists takes"
+            " no value",
+            id="a toleration that both exists and equals",
+        ),
+        pytest.param(
+            PP.replace(
+                "  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n"
+                "      name: nginx\n",
+                "  resourceSelectors: []\n",
+            ),
+            "k.yaml:7:3: spec.resourceSelectors: must have at least 1 item",
+            id="no resource selector at all",
+        ),
+        pytest.param(
+            pp("fedctl:\n  chips: [ascend-910b]\n"),
+            "k.yaml:11:3: spec.fedctl: unknown field 'fedctl'; known fields: activationPreference,"
+            " association, conflictResolution, dependentOverrides, failover, placement,"
+            " preemption, preserveResourcesOnDeletion, priority, propagateDeps,"
+            " resourceSelectors, schedulePriority, schedulerName, suspension",
+            id="spec.fedctl needs the fedctl.io apiVersion",
+        ),
+        pytest.param(
+            FRQ.replace("        memory: 50Gi\n", "        memory: 50Gi\n        pods: 10\n"),
+            "k.yaml:16:15: spec.staticAssignments[0].hard.pods: resource 'pods' is assigned"
+            " but not present in overall",
+            id="an assigned resource missing from overall",
+        ),
+        pytest.param(
+            FRQ.replace("        cpu: 80\n", "        cpu: 81\n"),
+            "k.yaml:8:10: spec.overall.cpu: static assignments of 'cpu' add up to 101,"
+            " more than overall 100",
+            id="assignments adding up to more than overall",
+        ),
+        pytest.param(
+            FRQ.replace("clusterName: member2", "clusterName: member1"),
+            "k.yaml:16:20: spec.staticAssignments[1].clusterName: cluster 'member1' is"
+            " assigned twice (also staticAssignments[0])",
+            id="one cluster assigned twice",
+        ),
+        pytest.param(
+            OVERRIDE.replace("            value: registry.cn-hangzhou.aliyuncs.com\n", ""),
+            "k.yaml:29:13: spec.overrideRules[0].overriders.imageOverrider[0].value:"
+            " operator replace needs a value",
+            id="an image replacement without a value",
+        ),
+        pytest.param(
+            OVERRIDE.replace(
+                "            operator: remove\n        imageOverrider",
+                "            operator: remove\n            value: x\n        imageOverrider",
+            ),
+            "k.yaml:28:20: spec.overrideRules[0].overriders.plaintext[2].value: operator remove"
+            " takes no value",
+            id="a plaintext removal with a value",
+        ),
+        pytest.param(
+            OVERRIDE.replace(
+                "  overrideRules:\n",
+                "  overriders:\n    labelsOverrider: [{operator: add, value: {a: b}}]\n"
+                "  overrideRules:\n",
+            ),
+            "k.yaml:14:3: spec.overriders: overrideRules cannot be combined with the deprecated"
+            " targetCluster/overriders",
+            id="the deprecated form mixed with overrideRules",
+        ),
+    ],
+)
+def test_cross_field_rules(text: str, expected: str) -> None:
+    result = load(text)
+
+    assert lines(result) == [expected]
+    assert result.objects == []
+
+
+@pytest.mark.parametrize(
+    ("spec_tail", "expected"),
+    [
+        pytest.param(
+            "preemption: Always\n",
+            "k.yaml:11:15: spec.preemption: warning: preemption is accepted but not acted on:"
+            " policy preemption is not implemented yet",
+            id="preemption",
+        ),
+        pytest.param(
+            "dependentOverrides: [op-a]\n",
+            "k.yaml:11:3: spec.dependentOverrides: warning: dependentOverrides is accepted but"
+            " not acted on: fedctl does not wait for dependent overrides yet",
+            id="dependent overrides",
+        ),
+        pytest.param(
+            "activationPreference: Lazy\n",
+            "k.yaml:11:25: spec.activationPreference: warning: activationPreference is accepted"
+            " but not acted on: lazy activation is not implemented yet",
+            id="lazy activation",
+        ),
+        pytest.param(
+            "schedulePriority:\n  priorityClassSource: KubePriorityClass\n"
+            "  priorityClassName: high\n",
+            "k.yaml:11:3: spec.schedulePriority: warning: schedulePriority is accepted but not"
+            " acted on: use a queue or the fedctl.io/priority annotation instead",
+            id="schedule priority",
+        ),
+        pytest.param(
+            "association: true\n",
+            "k.yaml:11:16: spec.association: warning: association is accepted but not acted"
+            " on: deprecated in Karmada in favour of propagateDeps",
+            id="the deprecated association flag",
+        ),
+        pytest.param(
+            "placement:\n  workloadAffinity:\n    affinity:\n      groupByLabelKey: app\n",
+            "k.yaml:12:5: spec.placement.workloadAffinity: warning: placement.workloadAffinity"
+            " is accepted but not acted on: workload affinity is not implemented yet",
+            id="workload affinity",
+        ),
+        pytest.param(
+            "propagateDeps: true\nfailover:\n  application:\n    statePreservation:\n"
+            "      rules:\n        - {aliasLabelName: ckpt, jsonPath: '{.checkpoint}'}\n",
+            "k.yaml:14:7: spec.failover.application.statePreservation: warning:"
+            " failover.application.statePreservation is accepted but not acted on:"
+            " state preservation is not implemented",
+            id="state preservation",
+        ),
+        pytest.param(
+            "placement:\n  replicaScheduling:\n    replicaSchedulingType: Duplicated\n"
+            "    replicaDivisionPreference: Weighted\n",
+            "k.yaml:14:34: spec.placement.replicaScheduling.replicaDivisionPreference: warning:"
+            " ignored: replicas are not divided when replicaSchedulingType is Duplicated",
+            id="a division preference for duplicated replicas",
+        ),
+        pytest.param(
+            "placement:\n  replicaScheduling:\n    weightPreference:\n"
+            "      dynamicWeight: AvailableReplicas\n      staticWeightList:\n"
+            "        - {targetCluster: {clusterNames: [a]}, weight: 1}\n",
+            "k.yaml:15:9: spec.placement.replicaScheduling.weightPreference.staticWeightList:"
+            " warning: ignored: dynamicWeight is set, so the static weight list has no effect",
+            id="a static weight list next to a dynamic weight",
+        ),
+    ],
+)
+def test_fields_not_acted_on_are_named_in_a_warning(spec_tail: str, expected: str) -> None:
+    result = load(pp(spec_tail))
+
+    assert lines(result) == [expected]
+    assert result.ok
+    assert len(result.objects) == 1
+
+
+def test_defaults_do_not_warn() -> None:
+    result = load(pp("preemption: Never\nschedulerName: default-scheduler\nassociation: false\n"))
+
+    assert lines(result) == []
+
+
+def test_a_field_overrider_is_named_in_a_warning() -> None:
+    text = OVERRIDE.replace(
+        "    - overriders:\n",
+        "    - overriders:\n        fieldOverrider:\n          - fieldPath: /data/config.yaml\n"
+        "            yaml:\n              - {subPath: /db/host, operator: replace, value: db}\n",
+    )
+
+    result = load(text)
+
+    assert lines(result) == [
+        "k.yaml:53:9: spec.overrideRules[1].overriders.fieldOverrider: warning: fieldOverrider"
+        " is accepted but not acted on: not implemented yet"
+    ]
+
+
+FEDCTL_PP = """\
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: train
+  namespace: ml
+spec:
+  resourceSelectors:
+    - apiVersion: batch/v1
+      kind: Job
+  fedctl:
+    chips: [nvidia-a100-80gb, ascend-910c]
+    expectedDuration: 2h30m
+"""
+
+PROFILE = """\
+---
+apiVersion: fedctl.io/v1alpha1
+kind: AcceleratorProfile
+metadata:
+  name: nvidia-a100-80gb
+spec:
+  arch: amd64
+  resourceName: nvidia.com/gpu
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata:
+  name: cn-north-npu
+spec:
+  region: cn-north
+  chips:
+    - {model: ascend-910b, arch: arm64, count: 8}
+"""
+
+
+def test_the_fedctl_variant_carries_the_placement_extension() -> None:
+    result = load(FEDCTL_PP.replace("ascend-910c", "ascend-910b") + PROFILE)
+
+    assert lines(result) == []
+    model = result.objects[0].model
+    assert isinstance(model, FedctlPropagationPolicy)
+    assert model.spec.fedctl is not None
+    assert model.spec.fedctl.chips == ["nvidia-a100-80gb", "ascend-910b"]
+    assert model.spec.fedctl.expected_duration == 9000
+
+
+def test_a_chip_defined_nowhere_is_a_warning_across_documents() -> None:
+    result = load(FEDCTL_PP + PROFILE)
+
+    assert lines(result) == [
+        "k.yaml:11:31: spec.fedctl.chips[1]: warning: chip 'ascend-910c' is not defined by any"
+        " AcceleratorProfile or Cluster in the loaded documents (did you mean 'ascend-910b'?)"
+    ]
+    assert result.ok
+
+
+def test_a_workload_naming_an_unknown_chip_is_a_warning() -> None:
+    result = load(
+        """\
+        apiVersion: batch/v1
+        kind: Job
+        metadata:
+          name: train
+          annotations:
+            fedctl.io/chips: nvidia-a100-80gb
+        spec:
+          template:
+            spec:
+              containers: [{name: a, image: x}]
+        """
+    )
+
+    assert lines(result) == [
+        'k.yaml:6:22: metadata.annotations["fedctl.io/chips"]: warning: chip'
+        " 'nvidia-a100-80gb' is not defined by any AcceleratorProfile or Cluster in the loaded"
+        " documents"
+    ]
+
+
+def test_a_queue_capping_an_unknown_chip_is_a_warning() -> None:
+    result = load(
+        textwrap.dedent(
+            """\
+        apiVersion: fedctl.io/v1alpha1
+        kind: Queue
+        metadata:
+          name: research
+        spec:
+          capability:
+            accelerator/nvidia-a100-80gb: 8
+            accelerator/nvidia-h100: 4
+        """
+        )
+        + PROFILE
+    )
+
+    assert lines(result) == [
+        'k.yaml:8:30: spec.capability["accelerator/nvidia-h100"]: warning: chip'
+        " 'nvidia-h100' is not defined by any AcceleratorProfile or Cluster in the loaded"
+        " documents (did you mean 'nvidia-a100-80gb'?)"
+    ]
