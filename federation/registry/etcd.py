@@ -145,6 +145,11 @@ class EtcdStore:
 
     async def _call(self, method: Any, request: Any) -> Any:
         self._stubs()
+        try:  # the common case pays no retry machinery
+            return await method(request, timeout=self._settings.request_timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() not in _RETRYABLE:
+                raise self._translate(exc) from exc
         async for attempt in self._retrying():
             with attempt:
                 try:
@@ -183,15 +188,20 @@ class EtcdStore:
         self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()
     ) -> st.CommitResult:
         self._stubs()
+        if len(ops) == 1 and isinstance(ops[0], st.Put) and not guards:
+            put = ops[0]
+            req = rpc.PutRequest(key=_b(put.key), value=put.value, lease=put.lease)
+            resp = await self._call(self._kv_stub.Put, req)
+            return st.CommitResult(revision=resp.header.revision)
         request = self._txn(ops, guards)
         first = True
-        async for attempt in self._retrying():
-            with attempt:
-                try:
-                    resp = await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
-                except grpc.aio.AioRpcError as exc:
-                    first = False
-                    raise self._translate(exc) from exc
+        try:
+            resp = await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() not in _RETRYABLE:
+                raise self._translate(exc) from exc
+            first = False
+            resp = await self._retry_txn(request)
         if resp.succeeded:
             deleted = tuple(
                 op.key
@@ -204,6 +214,15 @@ class EtcdStore:
         if not first and self._already_applied(ops, current):
             return st.CommitResult(revision=resp.header.revision)
         raise failure
+
+    async def _retry_txn(self, request: Any) -> Any:
+        async for attempt in self._retrying():
+            with attempt:
+                try:
+                    return await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
+                except grpc.aio.AioRpcError as exc:
+                    raise self._translate(exc) from exc
+        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
     @staticmethod
     def _txn(ops: Sequence[st.Op], guards: Sequence[st.Guard]) -> Any:
@@ -225,7 +244,7 @@ class EtcdStore:
             else:
                 put = rpc.PutRequest(key=key, value=op.value, lease=op.lease)
                 success.append(rpc.RequestOp(request_put=put))
-        for name in {g.key for g in guards} | {op.key for op in ops}:
+        for name in sorted({g.key for g in guards} | {op.key for op in ops}) if compare else ():
             failure.append(rpc.RequestOp(request_range=rpc.RangeRequest(key=_b(name))))
         return rpc.TxnRequest(compare=compare, success=success, failure=failure)
 
