@@ -16,6 +16,7 @@ __all__ = [
     "ApiSettings",
     "EtcdSettings",
     "FailoverSettings",
+    "MemberSettings",
     "MonitorSettings",
     "PropagationSettings",
     "SchedulerSettings",
@@ -69,6 +70,34 @@ class MonitorSettings(_Group):
     )
     capacity_change_fraction: float = Field(
         default=0.05, ge=0, description="Relative change of free capacity that forces a write."
+    )
+    workers: int = Field(
+        default=8, ge=1, description="Workers converging cluster statuses in parallel."
+    )
+    watch_backoff_max: float = Field(
+        default=30.0, gt=0, description="Largest pause before re-listing a failed watch, seconds."
+    )
+
+
+class MemberSettings(_Group):
+    """The member connector: timeouts and the retry policy for calls to a member's API."""
+
+    request_timeout: float = Field(default=10.0, gt=0, description="Seconds per member call.")
+    retry_attempts: int = Field(
+        default=5, ge=1, description="Tries of a call that failed transiently (429, 5xx, I/O)."
+    )
+    retry_initial: float = Field(default=0.1, gt=0, description="First backoff, seconds.")
+    retry_max: float = Field(
+        default=5.0, gt=0, description="Largest backoff, and largest Retry-After honoured, seconds."
+    )
+    retry_deadline: float = Field(
+        default=30.0, gt=0, description="Seconds after which a retried call gives up."
+    )
+    watch_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds a watch stream may stay open (server-side timeoutSeconds); also"
+        " the longest silence tolerated on it before the connection counts as lost.",
     )
 
 
@@ -133,6 +162,7 @@ class Settings(_Group):
 
     etcd: EtcdSettings = EtcdSettings()
     monitor: MonitorSettings = MonitorSettings()
+    member: MemberSettings = MemberSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     propagation: PropagationSettings = PropagationSettings()
     failover: FailoverSettings = FailoverSettings()

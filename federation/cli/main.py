@@ -28,8 +28,10 @@ __all__ = ["build_parser", "main"]
 _COMMAND_MODULES = (
     "federation.cli.registry_cmd",
     "federation.cli.policy_cmd",
+    "federation.cli.plan_cmd",
     "federation.cli.objects_cmd",
     "federation.cli.controller_cmd",
+    "federation.cli.up_cmd",
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2

@@ -1,0 +1,187 @@
+"""`fedctl up`: the whole federation on one machine — etcd, a simulated fleet, the controller.
+
+Role: what `make demo` runs and what a platform engineer uses to rehearse. It starts an
+embedded etcd (data under `.fedctl/`), the simulated members from a profile (as a child
+`fedctl sim up` process, so the controller reaches them only over HTTP, exactly like real
+clusters), and the controller with its API; then applies `policies/examples/` and prints
+where to look. Ctrl-C stops everything it started, in reverse order, leaving no process.
+With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PROFILE = _ROOT / "clusters" / "sim" / "profiles" / "demo.yaml"
+DEFAULT_EXAMPLES = _ROOT / "policies" / "examples"
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser("up", help="run etcd, a simulated fleet and the controller locally")
+    up.add_argument("--profile", default=str(DEFAULT_PROFILE), help="simulated fleet profile")
+    up.add_argument("--data-dir", default=".fedctl", help="state directory (default %(default)s)")
+    up.add_argument("--listen", default="127.0.0.1:8080", help="API and dashboard address")
+    up.add_argument("--examples", default=str(DEFAULT_EXAMPLES), help="objects to apply at start")
+    up.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second")
+    up.add_argument(
+        "--kubeconfig", default=None, help="use real members from this kubeconfig (no simulator)"
+    )
+    up.add_argument("--use-etcd", dest="use_etcd", default=None, help="use this etcd URL")
+    up.add_argument("--fresh", action="store_true", help="wipe the data directory first")
+    up.set_defaults(func=_up)
+
+
+def _step(n: int, total: int, text: str) -> None:
+    print(f"[{n}/{total}] {text}", flush=True)
+
+
+async def _wait_file(path: Path, proc: subprocess.Popen[bytes], *, timeout: float) -> None:
+    from federation import clock
+
+    deadline = clock.real.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"the simulated fleet exited with code {proc.returncode}")
+        if clock.real.monotonic() > deadline:
+            raise RuntimeError(f"the simulated fleet did not start within {timeout:g}s")
+        await clock.real.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+async def _up(args: argparse.Namespace) -> int:
+    import shutil
+
+    from federation.registry import embedded
+
+    data = Path(args.data_dir).resolve()
+    if args.fresh and data.exists():
+        shutil.rmtree(data)
+    data.mkdir(parents=True, exist_ok=True)
+    etcd: embedded.EmbeddedEtcd | None = None
+    fleet: subprocess.Popen[bytes] | None = None
+    try:
+        if args.use_etcd:
+            etcd_url = args.use_etcd
+            _step(1, 4, f"using etcd at {etcd_url}")
+        else:
+            _step(1, 4, "starting etcd")
+            etcd = embedded.EmbeddedEtcd(data_dir=data / "etcd")
+            etcd.start()
+            etcd_url = etcd.url
+        if args.kubeconfig:
+            kubeconfig = Path(args.kubeconfig).resolve()
+            _step(2, 4, f"using members from {kubeconfig}")
+        else:
+            kubeconfig = data / "fleet.kubeconfig"
+            state = kubeconfig.with_name(kubeconfig.name + ".fleet.json")
+            state.unlink(missing_ok=True)
+            _step(2, 4, f"starting the simulated fleet from {args.profile}")
+            fleet = subprocess.Popen(
+                [sys.executable, "-m", "federation.cli.main", "sim", "up",
+                 "--profile", args.profile, "--kubeconfig", str(kubeconfig),
+                 "--speed", str(args.speed)],
+                stdout=(data / "fleet.log").open("ab"), stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+            await _wait_file(state, fleet, timeout=60)
+        return await _run_controller(args, etcd_url=etcd_url, kubeconfig=kubeconfig)
+    finally:
+        _stop(fleet)
+        if etcd is not None:
+            etcd.stop()
+        print("fedctl up: stopped everything it started", flush=True)
+
+
+async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig: Path) -> int:
+    from federation.cli import controller_cmd
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    ready = asyncio.Event()
+    controller = asyncio.create_task(
+        controller_cmd.run_controller(
+            etcd=etcd_url, listen=args.listen, kubeconfig=str(kubeconfig), stop=stop, ready=ready
+        )
+    )
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({controller, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if controller.done():
+        waiter.cancel()
+        return controller.result()
+    _step(3, 4, f"controller up at http://{args.listen}")
+    server = f"http://{args.listen}"
+    _step(4, 4, f"applying {args.examples}")
+    await _apply_examples(server, args.examples)
+    await _dump(etcd_url)
+    print(
+        f"\nfedctl is up.\n"
+        f"  API and dashboard:  {server}/\n"
+        f"  registry (etcd):    {etcd_url}\n"
+        f"  members kubeconfig: {kubeconfig}\n"
+        f"\nTry:\n"
+        f"  export FEDCTL_SERVER={server}\n"
+        f"  fedctl get clusters\n"
+        f"  fedctl get queues\n"
+        f"  kubectl --kubeconfig {kubeconfig} get nodes --context us-east-a100\n"
+        f"\nCtrl-C stops everything.",
+        flush=True,
+    )
+    return await controller
+
+
+async def _apply_examples(server: str, examples: str) -> None:
+    from federation.cli import client
+    from policies import loading
+
+    result = loading.load_paths([examples])
+    for finding in result.errors:
+        print(str(finding), file=sys.stderr)
+    async with client.ApiClient(server) as api:
+        answer = await api.request(
+            "POST", "apply", body={"items": [o.model.to_wire() for o in result.objects]}
+        )
+    outcomes: dict[str, int] = {}
+    for item in answer["results"]:
+        outcomes[item["result"]] = outcomes.get(item["result"], 0) + 1
+    print("      " + ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())), flush=True)
+
+
+async def _dump(etcd_url: str) -> None:
+    from federation.registry import keys
+    from federation.registry.etcd import EtcdStore
+    from federation.settings import EtcdSettings
+
+    store = EtcdStore(EtcdSettings(endpoints=(etcd_url,)))
+    await store.connect()
+    try:
+        listed = await store.list(keys.prefix("clusters"))
+    finally:
+        await store.close()
+    print(f"\nregistry: {len(listed.items)} clusters at revision {listed.revision}")
+    for kv in listed.items:
+        print(f"  {kv.key}")

@@ -1,0 +1,188 @@
+"""What the monitor observes about one member: probe loop, node and pod watches, the result.
+
+Fed by the member's API through a `clusters.member.Member` (a connector per member); feeds
+the monitor's work queue (a key per observed change) and, through `observed()`, the
+ClusterStatus its workers write. One `Tracked` per registered cluster; `run()` is its
+long-lived coroutine, started and cancelled by the monitor's TaskGroup.
+
+Why probes and watches live here and not in the workers: a blackholed member makes each
+probe last `probe_timeout`; running each member's probes in its own loop means a dead
+member never delays another's verdict, while workers only do quick registry writes.
+Capacity comes from the node and pod watches (list once, then events; a 410 re-lists
+inside the connector, any other failure re-lists here after a capped backoff), never from
+listing on every probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import logging
+from collections.abc import Callable
+
+from clusters import member as member_mod
+from federation import clock as clock_mod
+from federation.monitor import capacity, probe
+from federation.settings import MonitorSettings
+from policies.models.cluster import APIEnablement, APIResource, Cluster, ClusterStatus
+
+__all__ = ["Tracked"]
+
+log = logging.getLogger(__name__)
+
+
+def _enablements(groups: list[member_mod.APIGroupResources]) -> list[APIEnablement]:
+    return [
+        APIEnablement(
+            group_version=g.group_version,
+            resources=[APIResource(name=r.name, kind=r.kind) for r in g.resources],
+        )
+        for g in groups
+    ]
+
+
+class Tracked:
+    """One member as the monitor sees it; mutated only by its own loops."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        conn: member_mod.Member | None,
+        *,
+        settings: MonitorSettings,
+        clock: clock_mod.Clock,
+        notify: Callable[[str], None],
+        stored: ClusterStatus | None,
+        problem: member_mod.Readiness | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.name = cluster.name
+        self.conn = conn
+        self._settings = settings
+        self._clock = clock
+        self._notify = notify
+        self.index = capacity.CapacityIndex()
+        self.synced: set[str] = set()
+        self.version = stored.kubernetes_version if stored else None
+        self.apis = list(stored.api_enablements) if stored else []
+        self._stored = stored
+        self._discovered = False
+        self.health = _resume(stored)
+        self.written: ClusterStatus | None = stored
+        self.written_at: float | None = clock.monotonic() if stored else None
+        self.created = clock.now()
+        if problem is not None:
+            # Nothing to probe: the verdict is immediate and stays until the spec changes.
+            self.health = probe.Health(
+                status="False",
+                reason=problem.reason,
+                message=problem.message,
+                since=clock.now(),
+                last_error=problem.message,
+            )
+
+    # -- the loops --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Probe every period and follow nodes and pods until cancelled."""
+        if self.conn is None:
+            return
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._probe_loop(), name=f"monitor-probe-{self.name}")
+            tg.create_task(self._follow("Node"), name=f"monitor-nodes-{self.name}")
+            tg.create_task(self._follow("Pod"), name=f"monitor-pods-{self.name}")
+
+    async def _probe_loop(self) -> None:
+        assert self.conn is not None
+        period = self._settings.probe_period
+        while True:
+            started = self._clock.monotonic()
+            result = await self.conn.ready(timeout=self._settings.probe_timeout)
+            if result.ok and not self._discovered:
+                # Before Ready turns True, so the status that says Ready has version and APIs.
+                await self._discover()
+            before = self.health.status
+            self.health = probe.observe(
+                self.health, result, now=started, wall=self._clock.now(), settings=self._settings
+            )
+            if self.health.status != before:
+                log.info(
+                    "cluster %s Ready=%s: %s", self.name, self.health.status, self.health.message
+                )
+                if self.health.status != "True":
+                    self._discovered = False  # a member that comes back may have been rebuilt
+            self._notify(self.name)
+            await self._clock.sleep(max(0.0, period - (self._clock.monotonic() - started)))
+
+    async def _discover(self) -> None:
+        assert self.conn is not None
+        try:
+            async with asyncio.timeout(self._settings.probe_timeout):
+                self.version = await self.conn.version()
+                self.apis = _enablements(await self.conn.discover())
+            self._discovered = True
+        except (member_mod.MemberError, TimeoutError) as exc:
+            log.debug("cluster %s: discovery failed: %s", self.name, exc)
+
+    async def _follow(self, kind: str) -> None:
+        assert self.conn is not None
+        backoff = min(self._settings.probe_period, self._settings.watch_backoff_max)
+        while True:
+            try:
+                async for event in self.conn.follow("v1", kind):
+                    if self._apply(kind, event):
+                        self._notify(self.name)
+                    backoff = min(self._settings.probe_period, self._settings.watch_backoff_max)
+            except member_mod.MemberError as exc:
+                log.debug("cluster %s: %s watch ended: %s", self.name, kind, exc)
+            await self._clock.sleep(backoff)
+            backoff = min(backoff * 2, self._settings.watch_backoff_max)
+
+    def _apply(self, kind: str, event: member_mod.Relisted | member_mod.Changed) -> bool:
+        nodes = kind == "Node"
+        if isinstance(event, member_mod.Relisted):
+            (self.index.replace_nodes if nodes else self.index.replace_pods)(event.items)
+            self.synced.add(kind)
+            return True
+        if nodes:
+            return self.index.node_event(event.type, event.object)
+        return self.index.pod_event(event.type, event.object)
+
+    # -- the result -------------------------------------------------------------------------
+
+    def observed(self) -> ClusterStatus:
+        """The status as observed now (capacity from the stored one until both lists arrived)."""
+        if {"Node", "Pod"} <= self.synced:
+            cap = self.index.summary()
+            flavors, totals = list(cap.flavors), cap.totals
+        elif self._stored is not None:
+            flavors, totals = list(self._stored.flavors), self._stored.totals
+        else:
+            flavors, totals = [], ClusterStatus().totals
+        return ClusterStatus(
+            conditions=[self.health.condition(created=self.created)],
+            kubernetes_version=self.version,
+            api_enablements=self.apis,
+            flavors=flavors,
+            totals=totals,
+            last_heartbeat=self.health.last_success,
+        )
+
+    def wrote(self, status: ClusterStatus, *, at: float) -> None:
+        self.written, self.written_at, self._stored = status, at, status
+
+    def heartbeat_due(self, now: float) -> bool:
+        return self.written_at is None or now - self.written_at >= self._settings.heartbeat
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+
+
+def _resume(stored: ClusterStatus | None) -> probe.Health:
+    """Carry a stored Ready condition over a controller restart instead of going Unknown."""
+    ready = stored.condition("Ready") if stored else None
+    if ready is None:
+        return probe.Health()
+    when: _dt.datetime = ready.last_transition_time
+    return probe.Health(status=ready.status, reason=ready.reason, message=ready.message, since=when)

@@ -1,0 +1,192 @@
+"""The cluster monitor: follows the registered clusters and keeps each one's status current.
+
+Fed by the registry (Cluster specs under `keys.prefix("clusters")`, listed then watched) and
+by each member's probes and watches (`member.Tracked`); feeds the registry's ClusterStatus
+keys, which it alone writes, and through them the scheduler and failover.
+
+Structure (STYLE.md §7, §8): the registry watch and every member loop only add a cluster
+name to a de-duplicating `WorkQueue`; `workers` converge one name at a time, level-based:
+re-read the spec, start, restart (new connection) or stop tracking the member, then write
+its status if `status.news` says it changed meaningfully or the heartbeat is due. The
+write is a compare-and-swap through `TypedStore.mutate`, keeping the taints failover owns.
+Everything runs under one `asyncio.TaskGroup` inside `run()`, the coroutine the
+controller's supervisor owns; cancelling it stops every loop and closes every connector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from clusters import member as member_mod
+from clusters.kube import connector
+from federation import clock as clock_mod
+from federation import errors
+from federation.monitor import status as status_mod
+from federation.monitor.member import Tracked
+from federation.monitor.workqueue import WorkQueue
+from federation.registry import codec, keys
+from federation.registry.store import Store
+from federation.settings import MemberSettings, MonitorSettings
+from policies.models.cluster import Cluster, ClusterStatus
+
+__all__ = ["ClusterMonitor", "Connect"]
+
+log = logging.getLogger(__name__)
+
+Connect = Callable[[Cluster], Awaitable[member_mod.Member]]
+"""Builds the connector for a cluster; raises errors.Invalid for an unusable kubeconfig."""
+
+
+def kube_connect(settings: MemberSettings, clock: clock_mod.Clock) -> Connect:
+    """The default: a `KubeConnector` from the cluster's kubeconfig."""
+
+    async def make(cluster: Cluster) -> member_mod.Member:
+        return await connector.connect(
+            cluster.name, cluster.spec.connection, settings=settings, clock=clock
+        )
+
+    return make
+
+
+class ClusterMonitor:
+    """Probes members and writes ClusterStatus; `await run()` until cancelled."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        settings: MonitorSettings | None = None,
+        member_settings: MemberSettings | None = None,
+        clock: clock_mod.Clock = clock_mod.real,
+        connect: Connect | None = None,
+    ) -> None:
+        self._settings = settings or MonitorSettings()
+        self._clock = clock
+        self._connect = connect or kube_connect(member_settings or MemberSettings(), clock)
+        self._clusters = codec.TypedStore(store, codec.Codec(Cluster))
+        self._statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self._queue = WorkQueue()
+        self._tracked: dict[str, Tracked] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._group: asyncio.TaskGroup | None = None
+        self.writes = 0
+        """Status writes made (for benchmarks and logs)."""
+
+    def pending(self) -> int:
+        """Clusters with changes not yet converged (tests and benchmarks wait for zero)."""
+        return self._queue.pending
+
+    def tracked(self) -> list[str]:
+        """Names of the members being watched now."""
+        return sorted(self._tracked)
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                listed = await self._clusters.list(keys.prefix("clusters"))
+                for item in listed.items:
+                    self._queue.add(item.obj.name)
+                group.create_task(self._watch(listed.revision + 1), name="monitor-registry")
+                for i in range(self._settings.workers):
+                    group.create_task(self._worker(), name=f"monitor-worker-{i}")
+        finally:
+            self._group = None
+            for name in list(self._tracked):
+                await self._forget(name)
+
+    # -- feeding the queue ------------------------------------------------------------------
+
+    async def _watch(self, start: int) -> None:
+        prefix = keys.prefix("clusters")
+        async for event in self._clusters.watch(prefix, start_revision=start):
+            if isinstance(event, codec.Resync):
+                for name in {*self._tracked, *(i.obj.name for i in event.items)}:
+                    self._queue.add(name)
+                continue
+            key = event.item.key if isinstance(event, codec.Put) else event.key
+            self._queue.add(keys.split(key)[-1])
+
+    # -- converging -------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            name = await self._queue.get()
+            try:
+                await self._converge(name)
+            except errors.FedctlError as exc:
+                # The member's next probe requeues it; a registry outage heals by itself.
+                log.warning("cluster %s: status not converged: %s", name, exc)
+            finally:
+                self._queue.done(name)
+
+    async def _converge(self, name: str) -> None:
+        spec = await self._clusters.get(keys.cluster_key(name))
+        tracked = self._tracked.get(name)
+        if spec is None:
+            if tracked is not None:
+                await self._forget(name)
+                await self._statuses.mutate(keys.cluster_status_key(name), lambda _cur: None)
+                log.info("cluster %s left: monitoring stopped, status removed", name)
+            return
+        if tracked is None or tracked.cluster.spec.connection != spec.obj.spec.connection:
+            if tracked is not None:
+                await self._forget(name)
+            tracked = await self._track(spec.obj)
+        else:
+            tracked.cluster = spec.obj
+        await self._write_if_news(tracked)
+
+    async def _track(self, cluster: Cluster) -> Tracked:
+        stored = await self._statuses.get(keys.cluster_status_key(cluster.name))
+        problem = None
+        conn: member_mod.Member | None = None
+        try:
+            conn = await self._connect(cluster)
+        except errors.Invalid as exc:
+            problem = member_mod.Readiness(False, "KubeconfigInvalid", str(exc))
+        tracked = Tracked(
+            cluster,
+            conn,
+            settings=self._settings,
+            clock=self._clock,
+            notify=self._queue.add,
+            stored=stored.obj if stored else None,
+            problem=problem,
+        )
+        self._tracked[cluster.name] = tracked
+        if conn is not None and self._group is not None:
+            self._tasks[cluster.name] = self._group.create_task(
+                tracked.run(), name=f"monitor-{cluster.name}"
+            )
+        log.info("cluster %s joined: monitoring", cluster.name)
+        return tracked
+
+    async def _forget(self, name: str) -> None:
+        tracked = self._tracked.pop(name, None)
+        task = self._tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if tracked is not None:
+            await tracked.close()
+
+    async def _write_if_news(self, tracked: Tracked) -> None:
+        observed = tracked.observed()
+        now = self._clock.monotonic()
+        why = status_mod.news(
+            tracked.written, observed, fraction=self._settings.capacity_change_fraction
+        )
+        if why is None and not tracked.heartbeat_due(now):
+            return
+        written = await self._statuses.mutate(
+            keys.cluster_status_key(tracked.name),
+            lambda current: status_mod.merge_owned(current, observed),
+        )
+        self.writes += 1
+        tracked.wrote(written.obj if written else observed, at=now)
+        log.debug("cluster %s: status written (%s)", tracked.name, why or "heartbeat")

@@ -1,0 +1,100 @@
+"""The health of one member as a pure state machine over probe results.
+
+Fed by the monitor with each probe's `Readiness` and the time it finished; feeds the
+Ready condition in ClusterStatus (and through it failover's taints). Pure: time comes in
+as arguments (`now` monotonic seconds for durations, `wall` for the condition's
+timestamps), so the thresholds are tested without waiting.
+
+Why count from the first failure: a member failing every probe must turn NotReady after
+`failure_threshold` seconds however slow or fast each failing probe is, and a single good
+probe in between starts the count again (kueue's `connectionState`). Turning Ready again
+takes `success_threshold` consecutive good probes, so a flapping member is not trusted on
+its first good answer. Before any verdict the condition is Unknown.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from clusters.member import Readiness
+from federation.settings import MonitorSettings
+from policies.models.cluster import Condition
+
+__all__ = ["Health", "observe"]
+
+Status = Literal["True", "False", "Unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What we believe about one member, and the evidence that may change it."""
+
+    status: Status = "Unknown"
+    reason: str = "NotProbed"
+    message: str = "no probe has finished yet"
+    since: _dt.datetime | None = None
+    first_failure: float | None = None
+    failures: int = 0
+    successes: int = 0
+    last_probe: _dt.datetime | None = None
+    last_success: _dt.datetime | None = None
+    last_error: str = ""
+
+    def condition(self, *, created: _dt.datetime) -> Condition:
+        """The Ready condition for ClusterStatus."""
+        return Condition(
+            type="Ready",
+            status=self.status,
+            reason=self.reason,
+            message=self.message,
+            last_transition_time=self.since or created,
+            last_probe_time=self.last_probe,
+        )
+
+    def failing_for(self, now: float) -> float:
+        """Seconds since the first failure of the current run (0 when healthy)."""
+        return 0.0 if self.first_failure is None else max(0.0, now - self.first_failure)
+
+
+def _flip(health: Health, status: Status, reason: str, message: str, wall: _dt.datetime) -> Health:
+    since = wall if status != health.status else health.since
+    return replace(health, status=status, reason=reason, message=message, since=since)
+
+
+def observe(
+    health: Health,
+    result: Readiness,
+    *,
+    now: float,
+    wall: _dt.datetime,
+    settings: MonitorSettings,
+) -> Health:
+    """The health after one probe that finished at `now` (monotonic) / `wall` (UTC)."""
+    if result.ok:
+        health = replace(
+            health,
+            first_failure=None,
+            failures=0,
+            successes=health.successes + 1,
+            last_probe=wall,
+            last_success=wall,
+        )
+        if health.status != "True" and health.successes >= settings.success_threshold:
+            return _flip(health, "True", "ClusterReady", f"member answers: {result.message}", wall)
+        return health
+    first = health.first_failure if health.first_failure is not None else now
+    health = replace(
+        health,
+        first_failure=first,
+        failures=health.failures + 1,
+        successes=0,
+        last_probe=wall,
+        last_error=result.message,
+    )
+    if now - first < settings.failure_threshold:
+        return health
+    if health.status == "False" and health.reason == result.reason:
+        return health  # still down for the same reason: keep the message stable (no writes)
+    return _flip(health, "False", result.reason, result.message, wall)

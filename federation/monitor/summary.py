@@ -1,0 +1,201 @@
+"""The rows of `fedctl cluster list`: one line per member from its spec and observed status.
+
+Fed by a Cluster (spec: region, declared chips, prices) and its ClusterStatus (Ready,
+capacity by node flavor) as the REST API returns them; feeds the CLI's table and the
+dashboard. Pure. Capacity shown is what the monitor observed; a cluster never observed
+shows its declared chips and no amounts, so a new member is visible before its first probe.
+
+The hourly price is what the whole cluster's allocatable costs for one hour on demand:
+cores x core price + GiB x GiB price + devices x the model's device price. It is None
+when the cluster has no prices, or lists no price for one of its accelerator models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from federation.resources import MILLI, format_quantity
+from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor
+
+__all__ = [
+    "HEADER",
+    "Amount",
+    "ClusterRow",
+    "cells",
+    "describe",
+    "hourly_price",
+    "row",
+    "table",
+]
+
+HEADER = ("NAME", "REGION", "CHIPS", "READY", "CPU", "MEMORY", "ACCELERATORS", "$/H")
+
+
+@dataclass(frozen=True, slots=True)
+class Amount:
+    """Free and total of one resource, in milli-units."""
+
+    free: int = 0
+    total: int = 0
+
+    def __add__(self, other: Amount) -> Amount:
+        return Amount(self.free + other.free, self.total + other.total)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRow:
+    """One member as `fedctl cluster list` shows it."""
+
+    name: str
+    region: str
+    chips: dict[str, int]
+    ready: str
+    reason: str
+    cpu: Amount
+    memory: Amount
+    accelerators: dict[str, Amount] = field(default_factory=dict)
+    price_per_hour: Decimal | None = None
+    currency: str = "USD"
+    observed: bool = False
+
+
+def _chips(cluster: Cluster, status: ClusterStatus | None) -> dict[str, int]:
+    if status is None or not status.flavors:
+        return {c.model: c.count for c in cluster.spec.chips}
+    out: dict[str, int] = {}
+    for f in status.flavors:
+        if f.accelerator_model and f.accelerator_resource:
+            devices = f.allocatable.amount(f.accelerator_resource) // MILLI * f.node_count
+            out[f.accelerator_model] = out.get(f.accelerator_model, 0) + devices
+        else:
+            out[f.arch] = out.get(f.arch, 0) + f.node_count
+    return out
+
+
+def _accelerators(flavors: list[NodeFlavor]) -> dict[str, Amount]:
+    out: dict[str, Amount] = {}
+    for f in flavors:
+        if not (f.accelerator_model and f.accelerator_resource):
+            continue
+        resource = f.accelerator_resource
+        amount = Amount(f.free.amount(resource), f.allocatable.amount(resource) * f.node_count)
+        out[f.accelerator_model] = out.get(f.accelerator_model, Amount()) + amount
+    return dict(sorted(out.items()))
+
+
+def hourly_price(cluster: Cluster, status: ClusterStatus | None) -> Decimal | None:
+    """On-demand cost of one hour of the whole observed cluster, or None (see module doc)."""
+    prices = cluster.spec.prices
+    if prices is None or status is None:
+        return None
+    total = Decimal(0)
+    for f in status.flavors:
+        cost = prices.on_demand.hourly_cost(
+            f.allocatable.scaled(f.node_count),
+            accelerator_resource=f.accelerator_resource,
+            accelerator_model=f.accelerator_model,
+        )
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def row(cluster: Cluster, status: ClusterStatus | None) -> ClusterRow:
+    """The row for one member (status None: never observed)."""
+    ready = status.condition("Ready") if status is not None else None
+    totals = status.totals if status is not None else None
+    return ClusterRow(
+        name=cluster.name,
+        region=cluster.spec.region,
+        chips=_chips(cluster, status),
+        ready=ready.status if ready else "Unknown",
+        reason=ready.reason if ready else "NotProbed",
+        cpu=Amount(totals.free.amount("cpu"), totals.allocatable.amount("cpu"))
+        if totals
+        else Amount(),
+        memory=(
+            Amount(totals.free.amount("memory"), totals.allocatable.amount("memory"))
+            if totals
+            else Amount()
+        ),
+        accelerators=_accelerators(status.flavors) if status is not None else {},
+        price_per_hour=hourly_price(cluster, status),
+        currency=cluster.spec.prices.currency if cluster.spec.prices else "USD",
+        observed=status is not None and bool(status.flavors),
+    )
+
+
+def _pair(amount: Amount, *, binary: bool) -> str:
+    return (
+        f"{format_quantity(amount.free, binary=binary)}/"
+        f"{format_quantity(amount.total, binary=binary)}"
+    )
+
+
+def cells(r: ClusterRow) -> tuple[str, ...]:
+    """The row as table cells, in HEADER order."""
+    chips = ",".join(f"{model}:{count}" for model, count in r.chips.items()) or "-"
+    if not r.observed:
+        cpu = memory = accelerators = "-"
+    else:
+        cpu = _pair(r.cpu, binary=False)
+        memory = _pair(r.memory, binary=True)
+        accelerators = (
+            ",".join(f"{m} {_pair(a, binary=False)}" for m, a in r.accelerators.items()) or "-"
+        )
+    price = "-" if r.price_per_hour is None else f"{r.price_per_hour:.2f}"
+    ready = r.ready if r.ready == "True" else f"{r.ready} ({r.reason})"
+    return (r.name, r.region, chips, ready, cpu, memory, accelerators, price)
+
+
+def table(rows: list[ClusterRow]) -> str:
+    """A plain-text table with aligned columns, header first, rows sorted by name."""
+    lines = [HEADER, *(cells(r) for r in sorted(rows, key=lambda r: r.name))]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+def _flavor_line(f: NodeFlavor) -> str:
+    chip = f.accelerator_model or f.arch
+    shape = ", ".join(f"{k}={v}" for k, v in f.allocatable.to_wire().items() if k != "pods")
+    largest = ", ".join(f"{k}={v}" for k, v in f.largest_free.to_wire().items() if k != "pods")
+    return f"  {chip} ({f.arch}) x{f.node_count}: {shape}; largest free node: {largest or '-'}"
+
+
+def describe(cluster: Cluster, status: ClusterStatus | None) -> str:
+    """`fedctl cluster describe`: where, conditions, node flavors, APIs, taints, prices."""
+    spec = cluster.spec
+    where = " / ".join(x for x in (spec.region, spec.zone, spec.provider) if x)
+    lines = [f"Name:        {cluster.name}", f"Location:    {where}"]
+    if status is None:
+        lines.append("Status:      not observed yet")
+    else:
+        lines.append(f"Kubernetes:  {status.kubernetes_version or '-'}")
+        lines.append("Conditions:")
+        for c in status.conditions:
+            since = f"{c.last_transition_time:%Y-%m-%dT%H:%M:%SZ}"
+            detail = f": {c.message}" if c.message else ""
+            lines.append(f"  {c.type}={c.status} {c.reason} since {since}{detail}")
+        lines.append("Node flavors:")
+        lines.extend(_flavor_line(f) for f in status.flavors)
+        apis = ", ".join(e.group_version for e in status.api_enablements) or "-"
+        lines.append(f"APIs:        {apis}")
+    taints = [*spec.taints, *(status.taints if status else [])]
+    shown = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in taints) or "-"
+    lines.append(f"Taints:      {shown}")
+    if spec.prices is not None:
+        od = spec.prices.on_demand
+        extra = "".join(f", {m}={p}/h" for m, p in od.accelerators.items())
+        lines.append(
+            f"Prices:      {spec.prices.currency} cpu={od.cpu}/core-h memory={od.memory}/GiB-h"
+            + extra
+        )
+        per_hour = hourly_price(cluster, status)
+        if per_hour is not None:
+            lines.append(f"Per hour:    {per_hour:.2f} {spec.prices.currency} (whole cluster)")
+    return "\n".join(lines)

@@ -1,0 +1,348 @@
+"""The cluster monitor with a real etcd and simulated members reached over HTTP.
+
+Three members (x86, Arm, NVIDIA GPU) join through the registry; the monitor must report
+their capacity by chip exactly as the fleet profile declares it, follow pods created
+behind its back, turn Ready=False within the failure threshold plus one period when a
+member goes down or silent, come back when it heals, and stay quiet (few registry writes)
+when a member merely throws 30% errors. Faults are injected through the members' admin
+HTTP API; the controller side talks to members only through its connector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from clusters.kube import connector
+from clusters.sim import profile
+from clusters.sim.fleet import SimFleet, capacity
+from federation import clock
+from federation.monitor import summary
+from federation.monitor.monitor import ClusterMonitor
+from federation.registry import codec, embedded, keys
+from federation.registry.etcd import EtcdStore
+from federation.resources import ResourceList
+from federation.settings import MemberSettings, MonitorSettings
+from policies.models.cluster import Cluster, ClusterStatus
+from tests.conftest import etcd_settings
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+PROFILE = profile.parse(
+    {
+        "clusters": [
+            {
+                "name": "x86",
+                "region": "us-east",
+                "nodePools": [{"name": "cpu", "count": 3, "cpu": "16", "memory": "64Gi"}],
+            },
+            {
+                "name": "arm",
+                "region": "eu-west",
+                "nodePools": [
+                    {"name": "c7g", "count": 2, "arch": "arm64", "cpu": "16", "memory": "32Gi"}
+                ],
+            },
+            {
+                "name": "gpu",
+                "region": "us-west",
+                "nodePools": [
+                    {"name": "system", "count": 1, "cpu": "8", "memory": "32Gi"},
+                    {
+                        "name": "a100",
+                        "count": 2,
+                        "cpu": "96",
+                        "memory": "1152Gi",
+                        "accelerators": [
+                            {
+                                "model": "nvidia-a100-80gb",
+                                "resourceName": "nvidia.com/gpu",
+                                "countPerNode": 8,
+                                "product": "NVIDIA-A100-SXM4-80GB",
+                            }
+                        ],
+                    },
+                ],
+            },
+        ]
+    }
+)
+PERIOD = 0.25
+MONITOR = MonitorSettings(
+    probe_period=PERIOD,
+    probe_timeout=0.5,
+    failure_threshold=1.0,
+    success_threshold=1,
+    heartbeat=60.0,
+    workers=2,
+    watch_backoff_max=0.5,
+)
+MEMBER = MemberSettings(
+    request_timeout=1.0,
+    retry_attempts=10,
+    retry_initial=0.02,
+    retry_max=0.1,
+    retry_deadline=2.0,
+    watch_timeout=5.0,
+)
+
+
+class Federation:
+    """etcd, the simulated fleet, and a running monitor."""
+
+    def __init__(self, store: EtcdStore, fleet: SimFleet, kubeconfig: Path) -> None:
+        self.store, self.fleet, self.kubeconfig = store, fleet, kubeconfig
+        self.clusters = codec.TypedStore(store, codec.Codec(Cluster))
+        self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self.monitor = ClusterMonitor(store, settings=MONITOR, member_settings=MEMBER)
+        self.task: asyncio.Task[None] | None = None
+
+    async def join(self, name: str) -> None:
+        p = self.fleet[name].profile
+        cluster = Cluster.model_validate(
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "region": p.region,
+                    "connection": {"kubeconfigPath": str(self.kubeconfig), "context": name},
+                    "prices": {"onDemand": {"cpu": "0.05", "memory": "0.005"}},
+                },
+            }
+        )
+        await self.clusters.create(keys.cluster_key(name), cluster)
+
+    async def status(self, name: str) -> ClusterStatus | None:
+        stored = await self.statuses.get(keys.cluster_status_key(name))
+        return stored.obj if stored else None
+
+    async def writes(self, name: str) -> int:
+        kv = await self.store.get(keys.cluster_status_key(name))
+        return kv.version if kv else 0
+
+    async def ready(self, name: str, expected: str) -> ClusterStatus | None:
+        status = await self.status(name)
+        cond = status.condition("Ready") if status else None
+        return status if cond is not None and cond.status == expected else None
+
+    async def fault(self, name: str, mode: str, **params: Any) -> None:
+        await self._admin(name, "fault", {"mode": mode, **params})
+
+    async def heal(self, name: str) -> None:
+        await self._admin(name, "heal", {})
+
+    async def _admin(self, name: str, verb: str, body: dict[str, Any]) -> None:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{self.fleet[name].admin_url}/{verb}", json=body) as resp,
+        ):
+            assert resp.status == 200, await resp.text()
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    fleet = SimFleet(PROFILE, speed=20)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(own_etcd.url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    federation.task = asyncio.create_task(federation.monitor.run())
+    try:
+        yield federation
+    finally:
+        federation.task.cancel()
+        # Stopping must not hang, whatever state the members are in.
+        async with asyncio.timeout(5):
+            with contextlib.suppress(asyncio.CancelledError):
+                await federation.task
+        await store.close()
+        await fleet.stop()
+
+
+def declared_chips(name: str) -> dict[str, int]:
+    """Chips as the profile declares them: accelerators by model, plain arches by nodes."""
+    chips: dict[str, int] = {}
+    for pool in PROFILE.clusters[[c.name for c in PROFILE.clusters].index(name)].node_pools:
+        if pool.accelerators:
+            for acc in pool.accelerators:
+                chips[acc.model] = chips.get(acc.model, 0) + acc.count_per_node * pool.count
+        else:
+            chips[pool.arch] = chips.get(pool.arch, 0) + pool.count
+    return chips
+
+
+async def test_three_members_join_with_capacity_by_chip_as_the_profile_says(
+    fed: Federation,
+) -> None:
+    for name in ("x86", "arm", "gpu"):
+        await fed.join(name)
+    rows = {}
+    for name in ("x86", "arm", "gpu"):
+        status = await wait_for(
+            lambda n=name: fed.ready(n, "True"), timeout=10, message=f"{name} Ready"
+        )
+        assert status is not None
+        cluster = (await fed.clusters.get(keys.cluster_key(name))).obj  # type: ignore[union-attr]
+        rows[name] = summary.row(cluster, status)
+        declared = capacity(fed.fleet[name].profile)
+        assert rows[name].chips == declared_chips(name)
+        assert status.totals.allocatable.amount("cpu") == ResourceList.from_wire(
+            {"cpu": declared["cpu"]}
+        ).amount("cpu")
+        assert status.totals.allocatable.amount("memory") == ResourceList.from_wire(
+            {"memory": declared["memory"]}
+        ).amount("memory")
+        assert status.kubernetes_version == "v1.32.0"
+        assert status.api_enabled("apps/v1", "Deployment")
+        assert status.last_heartbeat is not None
+    assert rows["gpu"].chips == {"amd64": 1, "nvidia-a100-80gb": 16}
+    assert rows["gpu"].accelerators["nvidia-a100-80gb"] == summary.Amount(16_000, 16_000)
+    assert rows["arm"].chips == {"arm64": 2}
+    (a100,) = (await fed.status("gpu")).flavors_for("nvidia-a100-80gb")  # type: ignore[union-attr]
+    assert (a100.arch, a100.node_count, a100.accelerator_resource) == ("amd64", 2, "nvidia.com/gpu")
+    table = summary.table(list(rows.values()))
+    assert "nvidia-a100-80gb 16/16" in table
+    assert fed.monitor.tracked() == ["arm", "gpu", "x86"]
+
+
+async def test_pods_created_in_a_member_lower_free_gpus_within_two_periods(
+    fed: Federation,
+) -> None:
+    await fed.join("gpu")
+    await wait_for(lambda: fed.ready("gpu", "True"), timeout=10, message="gpu Ready")
+    conn = await connector.connect(
+        "gpu", Cluster.model_validate(
+            {"metadata": {"name": "gpu"}, "spec": {"region": "r", "connection": {
+                "kubeconfigPath": str(fed.kubeconfig), "context": "gpu"}}}
+        ).spec.connection, settings=MEMBER,
+    )  # fmt: skip
+    async with conn:
+        for i in range(2):
+            await conn.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"train-{i}", "namespace": "default"},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "trainer",
+                                "resources": {"limits": {"nvidia.com/gpu": "3"}},
+                            }
+                        ]
+                    },
+                }
+            )
+
+        async def bound() -> bool:
+            pods = await conn.list("v1", "Pod", namespace="default")
+            return len([p for p in pods.items if p["spec"].get("nodeName")]) == 2
+
+        await wait_for(bound, timeout=10, message="the sim scheduler binds both pods")
+
+    async def free_gpus() -> int | None:
+        status = await fed.status("gpu")
+        free = status.totals.free.amount("nvidia.com/gpu") if status else None
+        return free if free == 10_000 else None
+
+    await wait_for(free_gpus, timeout=2 * PERIOD, message="free GPUs 16 - 6 = 10")
+
+
+async def test_down_turns_not_ready_within_threshold_plus_a_period_then_heals(
+    fed: Federation,
+) -> None:
+    await fed.join("x86")
+    await wait_for(lambda: fed.ready("x86", "True"), timeout=10, message="x86 Ready")
+    await fed.fault("x86", "down")
+    started = clock.real.monotonic()
+    status = await wait_for(
+        lambda: fed.ready("x86", "False"),
+        timeout=MONITOR.failure_threshold + MONITOR.probe_period + 0.5,
+        message="Ready=False",
+    )
+    took = clock.real.monotonic() - started
+    assert took >= MONITOR.failure_threshold - MONITOR.probe_period
+    cond = status.condition("Ready")  # type: ignore[union-attr]
+    assert cond is not None
+    assert cond.reason == "ConnectionRefused"
+    assert cond.message == f"connection refused by {fed.fleet['x86'].url}"
+    await fed.heal("x86")
+    healed = await wait_for(lambda: fed.ready("x86", "True"), timeout=5, message="Ready again")
+    assert healed.condition("Ready").reason == "ClusterReady"  # type: ignore[union-attr]
+    assert healed.totals.allocatable.amount("cpu") == 48_000  # capacity survives the outage
+
+
+async def test_thirty_percent_errors_stay_ready_without_flooding_the_registry(
+    fed: Federation,
+) -> None:
+    await fed.join("arm")
+    await wait_for(lambda: fed.ready("arm", "True"), timeout=10, message="arm Ready")
+    await wait_for(
+        lambda: fed.status("arm"),
+        message="first capacity written",
+    )
+    before = await fed.writes("arm")
+    await fed.fault("arm", "errors", rate=0.3, codes=[429, 500, 503], retryAfter=0)
+    periods = 12
+    deadline = clock.real.monotonic() + periods * PERIOD
+    while clock.real.monotonic() < deadline:
+        assert await fed.ready("arm", "True"), "a 30% error rate must not make the member NotReady"
+        await asyncio.sleep(PERIOD / 2)
+    # Nothing meaningful changed: at most a capacity catch-up, never one write per probe.
+    assert await fed.writes("arm") - before <= 2
+
+
+async def test_blackhole_times_out_turns_not_ready_and_nothing_hangs(fed: Federation) -> None:
+    await fed.join("gpu")
+    await wait_for(lambda: fed.ready("gpu", "True"), timeout=10, message="gpu Ready")
+    await fed.fault("gpu", "blackhole")
+    status = await wait_for(
+        lambda: fed.ready("gpu", "False"),
+        timeout=MONITOR.failure_threshold + MONITOR.probe_timeout + MONITOR.probe_period + 0.5,
+        message="Ready=False on silence",
+    )
+    cond = status.condition("Ready")  # type: ignore[union-attr]
+    assert cond is not None
+    assert (cond.reason, cond.message) == (
+        "Timeout",
+        f"no answer from {fed.fleet['gpu'].url} within {MONITOR.probe_timeout:g}s",
+    )
+    # The fixture's teardown cancels the monitor with the member still silent: it must stop.
+
+
+async def test_unjoin_stops_monitoring_and_removes_the_status(fed: Federation) -> None:
+    await fed.join("x86")
+    await wait_for(lambda: fed.ready("x86", "True"), timeout=10, message="x86 Ready")
+    await fed.clusters.delete(keys.cluster_key("x86"))
+    await wait_for(lambda: not fed.monitor.tracked(), timeout=5, message="monitoring of x86 stops")
+
+    async def gone() -> bool:
+        return await fed.status("x86") is None
+
+    await wait_for(gone, timeout=5, message="x86 status removed")
+
+
+async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federation) -> None:
+    bad = Cluster.model_validate(
+        {
+            "metadata": {"name": "ghost"},
+            "spec": {
+                "region": "nowhere",
+                "connection": {"kubeconfigPath": str(fed.kubeconfig), "context": "ghost"},
+            },
+        }
+    )
+    await fed.clusters.create(keys.cluster_key("ghost"), bad)
+    status = await wait_for(lambda: fed.ready("ghost", "False"), timeout=5, message="ghost")
+    cond = status.condition("Ready")  # type: ignore[union-attr]
+    assert cond is not None
+    assert cond.reason == "KubeconfigInvalid"
+    assert "ghost" in cond.message

@@ -1,0 +1,193 @@
+"""The monitor loop on a fake clock with a scripted member: when it writes, and when not."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from clusters import member
+from federation.clock import FakeClock
+from federation.monitor.monitor import ClusterMonitor
+from federation.registry import codec, keys
+from federation.registry.memory import MemoryStore
+from federation.settings import MonitorSettings
+from policies.models.cluster import Cluster, ClusterStatus, Taint
+from tests.unit.monitor.kube_objects import node, pod
+from tests.waiting import wait_for
+
+SETTINGS = MonitorSettings(
+    probe_period=10, failure_threshold=30, success_threshold=1, heartbeat=300, workers=2
+)
+OK = member.Readiness(True, "ProbeSucceeded", "readyz ok")
+REFUSED = member.Readiness(False, "ConnectionRefused", "connection refused by https://c1:6443")
+
+
+class ScriptedMember:
+    """Answers probes with `answer`; nodes and pods are listed once, then changed by tests."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.answer = OK
+        self.probes = 0
+        self.closed = False
+        self.changes: dict[str, asyncio.Queue[member.Changed]] = {
+            "Node": asyncio.Queue(),
+            "Pod": asyncio.Queue(),
+        }
+        self.items = {
+            "Node": [node("g0", devices={"nvidia.com/gpu": "8"})],
+            "Pod": [],
+        }
+
+    async def ready(self, *, timeout: float | None = None) -> member.Readiness:
+        self.probes += 1
+        return self.answer
+
+    async def version(self) -> str:
+        return "v1.32.0"
+
+    async def discover(self) -> list[member.APIGroupResources]:
+        pods = member.ResourceInfo(name="pods", kind="Pod", namespaced=True)
+        return [member.APIGroupResources("v1", (pods,))]
+
+    async def follow(
+        self, api_version: str, kind: str, *, namespace: str | None = None
+    ) -> AsyncIterator[member.Relisted | member.Changed]:
+        yield member.Relisted(list(self.items[kind]), "1")
+        while True:
+            yield await self.changes[kind].get()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.store = MemoryStore(clock=self.clock)
+        self.members: dict[str, ScriptedMember] = {}
+        self.monitor = ClusterMonitor(
+            self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
+        )
+        self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
+
+    async def _connect(self, cluster: Cluster) -> Any:
+        self.members[cluster.name] = ScriptedMember(cluster.name)
+        return self.members[cluster.name]
+
+    async def join(self, name: str) -> None:
+        cluster = Cluster.model_validate({"metadata": {"name": name}, "spec": {"region": "r"}})
+        await codec.TypedStore(self.store, codec.Codec(Cluster)).create(
+            keys.cluster_key(name), cluster
+        )
+
+    async def status(self, name: str) -> ClusterStatus | None:
+        stored = await self.statuses.get(keys.cluster_status_key(name))
+        return stored.obj if stored else None
+
+    async def writes(self, name: str) -> int:
+        kv = await self.store.get(keys.cluster_status_key(name))
+        return kv.version if kv else 0
+
+    async def settle(self) -> None:
+        """Let the workers drain the queue (real time; the fake clock stands still)."""
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await wait_for(lambda: self.monitor.pending() == 0, timeout=2, message="queue drained")
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float, *, step: float = SETTINGS.probe_period) -> None:
+        while seconds > 0:
+            await self.clock.advance(min(step, seconds))
+            seconds -= step
+            await self.settle()
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    h = Harness()
+    task = asyncio.create_task(h.monitor.run())
+    try:
+        yield h
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert all(m.closed for m in h.members.values()), "connectors are closed on stop"
+        await h.store.close()
+
+
+async def ready_status(h: Harness, name: str, expected: str) -> ClusterStatus | None:
+    status = await h.status(name)
+    cond = status.condition("Ready") if status else None
+    return status if cond is not None and cond.status == expected else None
+
+
+async def test_steady_member_is_written_once_then_only_on_heartbeat(harness: Harness) -> None:
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    settled = await harness.writes("c1")
+    await harness.advance(250)  # 25 probes
+    assert harness.members["c1"].probes >= 25
+    assert await harness.writes("c1") == settled
+    await harness.advance(60)
+    assert await harness.writes("c1") == settled + 1, "the heartbeat writes once"
+
+
+async def test_not_ready_after_the_threshold_from_the_first_failure(harness: Harness) -> None:
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    harness.members["c1"].answer = REFUSED
+    await harness.advance(30)  # failures at 10, 20, 30 s: lasting 20 s so far
+    assert await ready_status(harness, "c1", "True")
+    await harness.advance(10)  # the failure at 40 s has lasted 30 s since the first
+    status = await ready_status(harness, "c1", "False")
+    assert status is not None
+    cond = status.condition("Ready")
+    assert cond is not None
+    assert (cond.reason, cond.message) == ("ConnectionRefused", REFUSED.message)
+    written = await harness.writes("c1")
+    await harness.advance(50)
+    assert await harness.writes("c1") == written, "still down for the same reason: no writes"
+    harness.members["c1"].answer = OK
+    await harness.advance(10)
+    assert await ready_status(harness, "c1", "True")
+
+
+async def test_capacity_change_past_the_threshold_is_written_at_once(harness: Harness) -> None:
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    before = await harness.writes("c1")
+    train = pod("train", node_name="g0", limits={"nvidia.com/gpu": "4"})
+    await harness.members["c1"].changes["Pod"].put(member.Changed("ADDED", train))
+    await harness.settle()
+    status = await harness.status("c1")
+    assert status is not None
+    assert status.totals.free.amount("nvidia.com/gpu") == 4_000
+    assert await harness.writes("c1") == before + 1
+
+
+async def test_failover_taints_survive_status_writes(harness: Harness) -> None:
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+
+    def taint(current: ClusterStatus | None) -> ClusterStatus | None:
+        assert current is not None
+        return current.model_copy(
+            update={"taints": [Taint(key="cluster.fedctl.io/unreachable", effect="NoSchedule")]}
+        )
+
+    await harness.statuses.mutate(keys.cluster_status_key("c1"), taint)
+    harness.members["c1"].answer = REFUSED
+    await harness.advance(40)
+    status = await ready_status(harness, "c1", "False")
+    assert status is not None
+    assert [t.key for t in status.taints] == ["cluster.fedctl.io/unreachable"]

@@ -1,0 +1,101 @@
+"""The health state machine: thresholds count from the first failure, recovery needs a streak."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pytest
+
+from clusters.member import Readiness
+from federation.monitor import probe
+from federation.settings import MonitorSettings
+
+T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+OK = Readiness(True, "ProbeSucceeded", "readyz ok")
+REFUSED = Readiness(False, "ConnectionRefused", "connection refused by http://127.0.0.1:1")
+ERROR500 = Readiness(False, "ReadyzFailed", "readyz returned 500")
+SETTINGS = MonitorSettings(probe_period=10, failure_threshold=30, success_threshold=2)
+
+
+def run(results: list[tuple[float, Readiness]], start: probe.Health | None = None) -> probe.Health:
+    health = start or probe.Health()
+    for at, result in results:
+        health = probe.observe(
+            health,
+            result,
+            now=at,
+            wall=T0 + _dt.timedelta(seconds=at),
+            settings=SETTINGS,
+        )
+    return health
+
+
+@pytest.mark.parametrize(
+    ("results", "status", "reason"),
+    [
+        pytest.param([], "Unknown", "NotProbed", id="nothing probed yet"),
+        pytest.param([(0, OK)], "Unknown", "NotProbed", id="one success is not a streak"),
+        pytest.param([(0, OK), (10, OK)], "True", "ClusterReady", id="two successes: Ready"),
+        pytest.param(
+            [(0, OK), (10, OK), (20, REFUSED), (40, REFUSED)],
+            "True",
+            "ClusterReady",
+            id="failing for 20s of a 30s threshold: still Ready",
+        ),
+        pytest.param(
+            [(0, OK), (10, OK), (20, REFUSED), (50, REFUSED)],
+            "False",
+            "ConnectionRefused",
+            id="failing for 30s from the first failure: NotReady",
+        ),
+        pytest.param(
+            [(0, OK), (10, OK), (20, REFUSED), (40, OK), (45, REFUSED), (70, REFUSED)],
+            "True",
+            "ClusterReady",
+            id="a success in between restarts the count",
+        ),
+        pytest.param(
+            [(0, REFUSED), (30, REFUSED)],
+            "False",
+            "ConnectionRefused",
+            id="never seen healthy: Unknown becomes False",
+        ),
+    ],
+)
+def test_transitions(results: list[tuple[float, Readiness]], status: str, reason: str) -> None:
+    health = run(results)
+    assert (health.status, health.reason) == (status, reason)
+
+
+def test_not_ready_carries_the_message_and_when_it_turned() -> None:
+    health = run([(0, OK), (10, OK), (20, REFUSED), (50, REFUSED)])
+    cond = health.condition(created=T0)
+    assert cond.status == "False"
+    assert cond.message == "connection refused by http://127.0.0.1:1"
+    assert cond.last_transition_time == T0 + _dt.timedelta(seconds=50)
+    assert health.failing_for(55) == 35
+
+
+def test_recovery_needs_the_success_threshold() -> None:
+    down = run([(0, REFUSED), (30, REFUSED)])
+    once = run([(40, OK)], start=down)
+    assert once.status == "False"
+    twice = run([(50, OK)], start=once)
+    assert (twice.status, twice.reason) == ("True", "ClusterReady")
+    assert twice.since == T0 + _dt.timedelta(seconds=50)
+
+
+def test_new_reason_while_down_is_reported_but_same_reason_keeps_the_message() -> None:
+    down = run([(0, REFUSED), (30, REFUSED)])
+    same = run([(40, REFUSED)], start=down)
+    assert same == probe.observe(
+        down, REFUSED, now=40, wall=T0 + _dt.timedelta(seconds=40), settings=SETTINGS
+    )
+    assert (same.reason, same.since) == (down.reason, down.since)
+    other = run([(50, ERROR500)], start=same)
+    assert (other.status, other.reason, other.message) == (
+        "False",
+        "ReadyzFailed",
+        "readyz returned 500",
+    )
+    assert other.since == down.since  # still False: the transition time does not move
