@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test lint fmt bench chaos clean deps etcd kubectl
+.PHONY: help demo test lint fmt bench chaos clean deps etcd kubectl browser
 
 help: ## Show the targets and what they are for
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -37,6 +37,14 @@ kubectl:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kubernetes-client >/dev/null || echo "kubernetes-client unavailable: kubectl tests will be skipped"; \
 	}
 
+browser: ## Install Debian's chromium for the dashboard's browser tests when missing
+	@test -x /usr/bin/chromium || { \
+	  echo "chromium not found: installing Debian's chromium"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null || echo "chromium unavailable: browser tests will be skipped"; \
+	}
+	@# Playwright (a dev extra) drives this executable; it never downloads a browser of its own.
+
 lint: $(STAMP) ## ruff format check + ruff check, mypy strict, import-layer contracts
 	$(VENV)/bin/ruff format --check federation policies clusters tests bench
 	$(VENV)/bin/ruff check federation policies clusters tests bench
@@ -47,7 +55,7 @@ fmt: $(STAMP) ## Reformat and autofix what ruff can
 	$(VENV)/bin/ruff format federation policies clusters tests bench
 	$(VENV)/bin/ruff check --fix federation policies clusters tests bench
 
-test: deps kubectl lint ## Install everything, lint, then run the whole test suite
+test: deps kubectl browser lint ## Install everything, lint, then run the whole test suite
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 demo: deps ## Start etcd, load the example fleet, show the registry

@@ -126,6 +126,12 @@ class PropagationSettings(_Group):
     concurrency_per_member: int = Field(default=8, ge=1, description="Parallel applies a member.")
     field_manager: str = Field(default="fedctl", description="Server-side apply field manager.")
     request_timeout: float = Field(default=10.0, gt=0, description="Seconds per member call.")
+    workers: int = Field(default=32, ge=1, description="Workloads converged at once.")
+    status_coalesce: float = Field(
+        default=0.2,
+        ge=0,
+        description="Seconds a member status change waits so a burst becomes one registry write.",
+    )
 
 
 class FailoverSettings(_Group):
@@ -138,6 +144,9 @@ class FailoverSettings(_Group):
         default=600.0, gt=0, description="Seconds an evicted copy is kept waiting for the new."
     )
     eviction_rate: float = Field(default=10.0, gt=0, description="Evictions per second, healthy.")
+    eviction_burst: int = Field(
+        default=200, ge=1, description="Evictions allowed at once while the fleet is healthy."
+    )
     secondary_eviction_rate: float = Field(
         default=0.3, ge=0, description="Evictions per second when much of the fleet is unhealthy."
     )

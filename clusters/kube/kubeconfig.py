@@ -5,7 +5,8 @@ ApiClient per member from the result. Loading goes through kubernetes_asyncio's 
 so exec plugins, client certificates and tokens behave as kubectl's do. The file is never
 written back (`persist_config=False`): the controller must not edit a user's kubeconfig.
 A kubeconfig that cannot be read or lacks the context is a permanent `errors.Invalid`
-naming the problem, never a library traceback.
+naming the problem, never a library traceback. An inline kubeconfig sealed at rest
+(`federation.secrets`) is opened here, in memory, just before the client is built.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from kubernetes_asyncio import client, config
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from federation import errors
+from federation import errors, secrets
 from policies.models.cluster import Connection
 
 __all__ = ["load"]
@@ -30,7 +31,8 @@ async def load(connection: Connection) -> Any:
     context = connection.context
     try:
         if connection.kubeconfig is not None:
-            data = YAML(typ="safe", pure=True).load(io.StringIO(connection.kubeconfig))
+            text = secrets.open_if_sealed(connection.kubeconfig)
+            data = YAML(typ="safe", pure=True).load(io.StringIO(text))
             if not isinstance(data, dict):
                 raise errors.Invalid("inline kubeconfig is not a YAML mapping")
             await config.load_kube_config_from_dict(data, context=context, client_configuration=cfg)

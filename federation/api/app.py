@@ -1,7 +1,12 @@
-"""The controller's aiohttp application: object routes, health, readiness, OpenAPI.
+"""The controller's aiohttp application: object routes, health, readiness, OpenAPI, metrics.
 
 Why readiness checks etcd and liveness does not: a controller that cannot reach etcd must
 be taken out of a load balancer, but restarting it would not bring etcd back.
+
+Middlewares, outermost first: audit (so refused mutations are recorded too), auth, the
+per-client rate limit, the request deadline, then errors → Status bodies. `/healthz`,
+`/livez`, `/readyz` and `/metrics` need no credentials. Without an `Authenticator` every
+caller is trusted, which is what a loopback-only development controller wants.
 """
 
 from __future__ import annotations
@@ -10,18 +15,24 @@ import functools
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from federation import clock as clock_mod
-from federation import errors
-from federation.api import objects, status
+from federation import errors, secrets
+from federation.api import audit as audit_mod
+from federation.api import auth as auth_mod
+from federation.api import dashboard, limits, objects, plan_routes, status
+from federation.api import metrics as metrics_mod
+from federation.api import workloads as workloads_api
 from federation.registry import keys
 from federation.registry import store as st
 from federation.settings import ApiSettings
 
-__all__ = ["OBJECTS_API", "build_app", "openapi_document"]
+__all__ = ["METRICS", "OBJECTS_API", "build_app", "openapi_document"]
 
 
 OBJECTS_API: web.AppKey[objects.ObjectsApi] = web.AppKey("objects_api", objects.ObjectsApi)
+METRICS: web.AppKey[metrics_mod.Metrics] = web.AppKey("metrics", metrics_mod.Metrics)
 
 
 def build_app(
@@ -30,12 +41,28 @@ def build_app(
     settings: ApiSettings | None = None,
     clock: clock_mod.Clock = clock_mod.real,
     extra_routes: list[web.RouteDef] | None = None,
+    auth: auth_mod.Authenticator | None = None,
+    audit: audit_mod.AuditLog | None = None,
+    metrics: metrics_mod.Metrics | None = None,
+    cipher: secrets.Cipher | None = None,
 ) -> web.Application:
     settings = settings or ApiSettings()
-    app = web.Application(
-        client_max_size=settings.max_body_bytes, middlewares=[status.error_middleware]
+    metrics = metrics or metrics_mod.Metrics()
+    limiter = limits.RateLimiter(
+        rate=settings.rate_limit,
+        burst=settings.rate_burst,
+        clock=clock,
+        on_limited=metrics.rate_limited,
     )
-    api = objects.ObjectsApi(store, clock=clock)
+    middlewares: list[Middleware] = [
+        *([audit.middleware] if audit else []),
+        *([auth.middleware] if auth else []),
+        limiter.middleware,
+        limits.timeout_middleware(settings.request_timeout),
+        status.error_middleware,
+    ]
+    app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
+    api = objects.ObjectsApi(store, clock=clock, cipher=cipher, admit=auth.admit if auth else None)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -56,11 +83,16 @@ def build_app(
             web.get("/livez", healthz),
             web.get("/readyz", readyz),
             web.get("/openapi.json", openapi),
+            web.get("/metrics", metrics.handler),
+            *plan_routes.PlanApi(store).routes(),
+            *workloads_api.WorkloadsApi(store).routes(),
             *api.routes(),
+            *dashboard.routes(),
             *(extra_routes or []),
         ]
     )
     app[OBJECTS_API] = api
+    app[METRICS] = metrics
     return app
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from federation import clock as clock_mod
-from federation import errors
+from federation import errors, secrets
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from policies import loading
@@ -32,6 +33,9 @@ __all__ = ["ObjectsApi"]
 API_PREFIX = "/apis/fedctl.io/v1alpha1"
 _SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
 REDACTED = "<redacted>"
+
+Admit = Callable[[web.Request, KubeObject], None]
+"""Raises (e.g. 403) unless the caller may write the object; checked per apply document."""
 
 
 def _strip(obj: KubeObject) -> dict[str, Any]:
@@ -48,11 +52,19 @@ def _strip(obj: KubeObject) -> dict[str, Any]:
 class ObjectsApi:
     """Handlers bound to one Store; `routes()` gives the aiohttp route table."""
 
-    def __init__(self, store: st.Store, *, clock: clock_mod.Clock = clock_mod.real) -> None:
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        clock: clock_mod.Clock = clock_mod.real,
+        cipher: secrets.Cipher | None = None,
+        admit: Admit | None = None,
+    ) -> None:
         self.raw = store
-        self.objects = codec.TypedStore(store, objects.ObjectCodec())
+        self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
         self.clock = clock
+        self.admit = admit
 
     def routes(self) -> list[web.RouteDef]:
         p, ns = API_PREFIX, API_PREFIX + "/namespaces/{ns}"
@@ -300,6 +312,9 @@ class ObjectsApi:
     async def apply(self, request: web.Request) -> web.Response:
         """Create or update every document; report created / configured / unchanged each."""
         models = [self._placed(request, m) for m in await self._body(request)]
+        if self.admit is not None:
+            for obj in models:
+                self.admit(request, obj)  # every document is allowed before any is stored
         results = []
         for obj in models:
             key = objects.key_for(obj)

@@ -2,13 +2,15 @@
 
 Why not kubernetes_asyncio here: the API is fedctl's own, and a missing controller must
 turn into one clear line ("no fedctl controller at http://…: connection refused"), which
-is easiest with aiohttp directly.
+is easiest with aiohttp directly. An `https://` server is verified against the system
+store, or against the CA file in `FEDCTL_CA_FILE` (a controller's own CA).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import ssl
 from typing import Any
 
 import aiohttp
@@ -35,15 +37,29 @@ class ApiError(errors.PermanentError):
 class ApiClient:
     """`async with ApiClient(server) as api: await api.request("GET", path)`."""
 
-    def __init__(self, server: str, *, token: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        ca_file: str | None = None,
+    ) -> None:
         self.server = server.rstrip("/")
         self._token = token if token is not None else os.environ.get("FEDCTL_TOKEN")
+        self._ca_file = ca_file or os.environ.get("FEDCTL_CA_FILE") or None
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=5)
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> ApiClient:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        self._session = aiohttp.ClientSession(timeout=self._timeout, headers=headers)
+        connector = None
+        if self._ca_file:
+            ctx = ssl.create_default_context(cafile=self._ca_file)
+            connector = aiohttp.TCPConnector(ssl=ctx)
+        self._session = aiohttp.ClientSession(
+            timeout=self._timeout, headers=headers, connector=connector
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:

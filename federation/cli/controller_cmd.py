@@ -2,6 +2,9 @@
 
 Every component starts under the runtime supervisor; SIGINT and SIGTERM stop them in
 reverse order so the API stops accepting writes before the loops behind it go away.
+Security is opt-in per flag: `--tokens` turns on authentication, `--tls-cert/--tls-key`
+serve HTTPS (`--client-ca` also accepts client certificates), `--audit-log` writes the
+audit trail to a file, and `--encryption-key-file` seals member kubeconfigs in etcd.
 """
 
 from __future__ import annotations
@@ -11,14 +14,18 @@ import asyncio
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from federation import settings as settings_mod
 
 if TYPE_CHECKING:
+    import ssl
+
     from aiohttp import web
 
-__all__ = ["register", "serve"]
+__all__ = ["Security", "register", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +42,29 @@ def register(sub: Any) -> None:
         default=os.environ.get("KUBECONFIG"),
         help="kubeconfig for members whose connection names only a context (env KUBECONFIG)",
     )
+    cmd.add_argument("--tokens", default=None, help="tokens file (YAML or CSV); enables auth")
+    cmd.add_argument("--tls-cert", default=None, help="PEM certificate to serve HTTPS with")
+    cmd.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    cmd.add_argument("--client-ca", default=None, help="CA whose client certificates are accepted")
+    cmd.add_argument("--audit-log", default=None, help="append the audit trail to this file")
+    cmd.add_argument(
+        "--encryption-key-file",
+        default=None,
+        help="key file sealing member kubeconfigs at rest (else env FEDCTL_ENCRYPTION_KEY)",
+    )
     cmd.set_defaults(func=_run)
+
+
+@dataclass(frozen=True, slots=True)
+class Security:
+    """The controller's security flags; all None is an open, plain-HTTP development API."""
+
+    tokens: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    client_ca: str | None = None
+    audit_log: str | None = None
+    encryption_key_file: str | None = None
 
 
 def split_listen(listen: str) -> tuple[str, int]:
@@ -44,17 +73,23 @@ def split_listen(listen: str) -> tuple[str, int]:
 
 
 async def serve(
-    app: web.Application, *, host: str, port: int, ready: asyncio.Event | None = None
+    app: web.Application,
+    *,
+    host: str,
+    port: int,
+    ready: asyncio.Event | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> None:
     """Serve `app` until cancelled; the supervisor owns this coroutine."""
     from aiohttp import web
 
     runner = web.AppRunner(app, handler_cancellation=True)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
-    log.info("API listening on http://%s:%d", host, port)
-    print(f"fedctl controller: API on http://{host}:{port}", flush=True)
+    scheme = "https" if ssl_context else "http"
+    log.info("API listening on %s://%s:%d", scheme, host, port)
+    print(f"fedctl controller: API on {scheme}://{host}:{port}", flush=True)
     if ready is not None:
         ready.set()
     try:
@@ -64,7 +99,41 @@ async def serve(
 
 
 async def _run(args: argparse.Namespace) -> int:
-    return await run_controller(etcd=args.etcd, listen=args.listen, kubeconfig=args.kubeconfig)
+    security = Security(
+        tokens=args.tokens,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        client_ca=args.client_ca,
+        audit_log=args.audit_log,
+        encryption_key_file=args.encryption_key_file,
+    )
+    return await run_controller(
+        etcd=args.etcd, listen=args.listen, kubeconfig=args.kubeconfig, security=security
+    )
+
+
+def _api_security(security: Security) -> dict[str, Any]:
+    """build_app keyword arguments and the TLS context for the flags given."""
+    from federation import secrets
+    from federation.api import audit, auth, tls
+
+    if security.encryption_key_file:
+        # The member connector opens sealed kubeconfigs with the key named here.
+        os.environ[secrets.ENV_KEY_FILE] = os.path.abspath(security.encryption_key_file)
+    if bool(security.tls_cert) != bool(security.tls_key):
+        raise SystemExit("fedctl controller: --tls-cert and --tls-key go together")
+    return {
+        "auth": auth.Authenticator(auth.TokenTable.from_file(security.tokens))
+        if security.tokens
+        else None,
+        "audit": audit.AuditLog(security.audit_log),
+        "cipher": secrets.from_env(),
+        "ssl_context": tls.server_context(
+            security.tls_cert, security.tls_key, client_ca=security.client_ca
+        )
+        if security.tls_cert and security.tls_key
+        else None,
+    }
 
 
 async def run_controller(
@@ -74,12 +143,18 @@ async def run_controller(
     kubeconfig: str | None = None,
     stop: asyncio.Event | None = None,
     ready: asyncio.Event | None = None,
+    security: Security | None = None,
 ) -> int:
     """Run every controller component until `stop` (or SIGINT/SIGTERM when not given)."""
     from federation.api import app as api_app
+    from federation.api import metrics as metrics_mod
+    from federation.failover.controller import FailoverController
     from federation.monitor.monitor import ClusterMonitor
+    from federation.propagation.controller import Propagator
     from federation.registry.etcd import EtcdStore
+    from federation.runtime.election import Election
     from federation.runtime.supervisor import Supervisor
+    from federation.scheduler import plan
 
     if kubeconfig:
         # Members whose connection names only a context are looked up in this file.
@@ -93,10 +168,38 @@ async def run_controller(
     await store.connect()
     host, port = split_listen(settings.api.listen)
     supervisor = Supervisor()
-    app = api_app.build_app(store, settings=settings.api)
-    supervisor.add("api", lambda: serve(app, host=host, port=port, ready=ready))
+    extras = _api_security(security or Security())
+    ssl_context = extras.pop("ssl_context")
+    metrics = metrics_mod.Metrics()
+    app = api_app.build_app(store, settings=settings.api, metrics=metrics, **extras)
+    supervisor.add("metrics-cache", lambda: metrics.cache.run(store))
+    supervisor.add(
+        "api", lambda: serve(app, host=host, port=port, ready=ready, ssl_context=ssl_context)
+    )
+    # Every replica serves the API; only the elected leader runs the write loops.
+    election = Election(store, ttl=settings.failover.lease_ttl)
+    supervisor.add("election", election.run)
+
+    def leading(name: str, factory: Callable[[], Awaitable[None]]) -> None:
+        supervisor.add(name, lambda: election.while_leader(name, factory))
+
     monitor = ClusterMonitor(store, settings=settings.monitor, member_settings=settings.member)
-    supervisor.add("cluster-monitor", monitor.run)
+    leading("cluster-monitor", monitor.run)
+    propagator = Propagator(
+        store,
+        settings=settings.propagation,
+        member_settings=settings.member,
+        claim=plan.claim,
+    )
+    leading("propagator", propagator.run)
+    failover = FailoverController(
+        store,
+        settings=settings.failover,
+        member_settings=settings.member,
+        claim=plan.claim,
+        guards=election.guards,
+    )
+    leading("failover", failover.run)
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -106,5 +209,6 @@ async def run_controller(
     try:
         await supervisor.run(stop)
     finally:
+        extras["audit"].close()
         await store.close()
     return 0

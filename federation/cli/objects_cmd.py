@@ -164,6 +164,8 @@ async def _get(args: argparse.Namespace) -> int:
     from federation.registry import objects
 
     res = objects.resource_named(args.kind)
+    if res.plural == "workloads" and args.output in ("table", "wide"):
+        return await _get_workloads(args)
     async with _client().ApiClient(args.server, token=args.token) as api:
         listed = await api.request("GET", _list_path(res, args))
     items = listed["items"]
@@ -205,6 +207,8 @@ async def _describe(args: argparse.Namespace) -> int:
     from federation.registry import objects
 
     res = objects.resource_named(args.kind)
+    if res.plural == "workloads":
+        return await _describe_workload(args)
     async with _client().ApiClient(args.server, token=args.token) as api:
         path = res.plural if not args.namespace else f"namespaces/{args.namespace}/{res.plural}"
         listed = await api.request("GET", path)
@@ -222,6 +226,34 @@ async def _describe(args: argparse.Namespace) -> int:
         if item.get(section):
             print(f"{section.capitalize()}:")
             print("  " + render.dump(item[section], "yaml").replace("\n", "\n  "))
+    return 0
+
+
+async def _get_workloads(args: argparse.Namespace) -> int:
+    from federation.cli import workloads_view
+
+    params = {"namespace": args.namespace} if args.namespace and not args.all_namespaces else {}
+    async with _client().ApiClient(args.server, token=args.token) as api:
+        listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads", params=params)
+    items = listed["items"]
+    if args.name:
+        items = [workloads_view.pick(items, args.name, args.namespace)]
+    if not items:
+        print("No workloads found.", file=sys.stderr)
+        return 0
+    print(workloads_view.table(items, wide=args.output == "wide"))
+    return 0
+
+
+async def _describe_workload(args: argparse.Namespace) -> int:
+    from federation.cli import workloads_view
+
+    async with _client().ApiClient(args.server, token=args.token) as api:
+        listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+        item = workloads_view.pick(listed["items"], args.name, args.namespace)
+        path = f"namespaces/{item['namespace']}/workloads/{item['kind']}/{item['name']}"
+        doc = await api.request("GET", f"{workloads_view.PREFIX}/{path}")
+    print(workloads_view.describe(doc))
     return 0
 
 

@@ -6,6 +6,9 @@ embedded etcd (data under `.fedctl/`), the simulated members from a profile (as 
 clusters), and the controller with its API; then applies `policies/examples/` and prints
 where to look. Ctrl-C stops everything it started, in reverse order, leaving no process.
 With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members instead.
+The API requires a token even here: an admin token is generated once into
+`.fedctl/tokens.yaml` (mode 0600) and printed, and member kubeconfigs are sealed in etcd
+with a key generated into `.fedctl/encryption.key`, so the demo runs as production would.
 """
 
 from __future__ import annotations
@@ -115,9 +118,53 @@ async def _up(args: argparse.Namespace) -> int:
         print("fedctl up: stopped everything it started", flush=True)
 
 
+def _admin_token(data: Path) -> tuple[Path, str]:
+    """The tokens file under `data` with one admin token, made on first use."""
+    import secrets as random_secrets
+
+    from ruamel.yaml import YAML
+
+    path = data / "tokens.yaml"
+    if path.exists():
+        doc = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8")) or {}
+        for item in doc.get("tokens") or []:
+            if "admin" in (item.get("groups") or []):
+                return path, str(item["token"])
+    token = random_secrets.token_urlsafe(32)
+    _write_private(
+        path,
+        "# fedctl API tokens: token -> user, groups (see federation/api/auth.py)\n"
+        f"tokens:\n  - token: {token}\n    user: admin\n    groups: [admin]\n",
+    )
+    return path, token
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a secret file readable by its owner only, from the first byte on."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _encryption_key(data: Path) -> Path:
+    """The key file sealing member kubeconfigs, made on first use."""
+    from federation import secrets
+
+    path = data / "encryption.key"
+    if not path.exists():
+        _write_private(path, secrets.generate_key() + "\n")
+    return path
+
+
 async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig: Path) -> int:
     from federation.cli import controller_cmd
 
+    data = Path(args.data_dir).resolve()
+    tokens, token = _admin_token(data)
+    security = controller_cmd.Security(
+        tokens=str(tokens), encryption_key_file=str(_encryption_key(data))
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -125,7 +172,12 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     ready = asyncio.Event()
     controller = asyncio.create_task(
         controller_cmd.run_controller(
-            etcd=etcd_url, listen=args.listen, kubeconfig=str(kubeconfig), stop=stop, ready=ready
+            etcd=etcd_url,
+            listen=args.listen,
+            kubeconfig=str(kubeconfig),
+            stop=stop,
+            ready=ready,
+            security=security,
         )
     )
     waiter = asyncio.create_task(ready.wait())
@@ -136,15 +188,17 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     _step(3, 4, f"controller up at http://{args.listen}")
     server = f"http://{args.listen}"
     _step(4, 4, f"applying {args.examples}")
-    await _apply_examples(server, args.examples)
+    await _apply_examples(server, args.examples, token=token)
     await _dump(etcd_url)
     print(
         f"\nfedctl is up.\n"
         f"  API and dashboard:  {server}/\n"
         f"  registry (etcd):    {etcd_url}\n"
         f"  members kubeconfig: {kubeconfig}\n"
+        f"  admin token:        {token}  (in {tokens})\n"
         f"\nTry:\n"
         f"  export FEDCTL_SERVER={server}\n"
+        f"  export FEDCTL_TOKEN={token}\n"
         f"  fedctl get clusters\n"
         f"  fedctl get queues\n"
         f"  kubectl --kubeconfig {kubeconfig} get nodes --context us-east-a100\n"
@@ -154,14 +208,14 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     return await controller
 
 
-async def _apply_examples(server: str, examples: str) -> None:
+async def _apply_examples(server: str, examples: str, *, token: str) -> None:
     from federation.cli import client
     from policies import loading
 
     result = loading.load_paths([examples])
     for finding in result.errors:
         print(str(finding), file=sys.stderr)
-    async with client.ApiClient(server) as api:
+    async with client.ApiClient(server, token=token) as api:
         answer = await api.request(
             "POST", "apply", body={"items": [o.model.to_wire() for o in result.objects]}
         )

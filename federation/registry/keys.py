@@ -5,6 +5,7 @@
     /fedctl/workloads/<ns>/<kind>/<name>              Workload template   (API, user)
     /fedctl/workloadstatus/<ns>/<kind>/<name>         aggregated status   (propagator)
     /fedctl/policies/<kind>/<ns or _>/<name>          policies and queues (API, user)
+    /fedctl/policystatus/<kind>/<ns or _>/<name>      policy status       (propagator: FRQ)
     /fedctl/bindings/<ns>/<kind>/<name>               Binding             (scheduler, failover)
     /fedctl/works/<cluster>/<ns>/<kind>/<name>        Work                (propagator)
     /fedctl/events/<ns or _>/<object>/<id>            Event, leased       (any controller)
@@ -38,6 +39,7 @@ __all__ = [
     "parse_workload_key",
     "policy_key",
     "policy_prefix",
+    "policy_status_key",
     "prefix",
     "split",
     "validate_segment",
@@ -58,6 +60,7 @@ _PREFIXES = {
     "workloads",
     "workloadstatus",
     "policies",
+    "policystatus",
     "bindings",
     "works",
     "events",
@@ -151,6 +154,12 @@ def policy_prefix(kind: str) -> str:
 
 def policy_key(kind: str, namespace: str | None, name: str) -> str:
     return f"{policy_prefix(kind)}{_ns(namespace)}/{validate_segment(name)}"
+
+
+def policy_status_key(kind: str, namespace: str | None, name: str) -> str:
+    """Status of a policy (a FederatedResourceQuota's aggregated member quotas)."""
+    kind_part = validate_segment(kind, what="kind")
+    return f"{ROOT}/policystatus/{kind_part}/{_ns(namespace)}/{validate_segment(name)}"
 
 
 def event_key(namespace: str | None, obj: str, event_id: str) -> str:

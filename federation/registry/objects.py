@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from federation import errors
+from federation import errors, secrets
 from federation.registry import codec, keys
 from policies.models import kinds
 from policies.models.base import KubeObject
@@ -132,10 +132,15 @@ def with_revision(obj: KubeObject, revision: int) -> KubeObject:
 
 
 class ObjectCodec(codec.Codec[KubeObject]):
-    """Stores any user kind; the model is chosen from apiVersion and kind on read."""
+    """Stores any user kind; the model is chosen from apiVersion and kind on read.
 
-    def __init__(self) -> None:
+    With a cipher, a Cluster's inline kubeconfig is sealed before it is stored and opened
+    when read, so etcd (and its backups) never hold member credentials in plaintext.
+    """
+
+    def __init__(self, *, cipher: secrets.Cipher | None = None) -> None:
         super().__init__(KubeObject)
+        self._cipher = cipher
 
     def encode(self, obj: KubeObject) -> bytes:
         wire = obj.to_wire()
@@ -144,6 +149,9 @@ class ObjectCodec(codec.Codec[KubeObject]):
         wire["metadata"] = meta
         if obj.kind == "Cluster":
             wire.pop("status", None)  # status lives under its own key, owned by the monitor
+            conn = wire.get("spec", {}).get("connection") or {}
+            if self._cipher is not None and conn.get("kubeconfig"):
+                conn["kubeconfig"] = self._cipher.seal(conn["kubeconfig"])
         body = json.dumps(wire, separators=(",", ":"), sort_keys=True).encode()
         return self._prefix + body + b"}"
 
@@ -154,6 +162,10 @@ class ObjectCodec(codec.Codec[KubeObject]):
             if not isinstance(body, dict):
                 raise ValueError("missing schemaVersion/object envelope")
             model = kinds.model_for(str(body.get("apiVersion")), str(body.get("kind")))
+            if self._cipher is not None and body.get("kind") == "Cluster":
+                conn = (body.get("spec") or {}).get("connection") or {}
+                if secrets.is_sealed(conn.get("kubeconfig")):
+                    conn["kubeconfig"] = self._cipher.open(conn["kubeconfig"])
             return model.model_validate(body)
         except ValidationError as exc:
             first = exc.errors()[0]

@@ -1,0 +1,120 @@
+"""The audit trail: one JSON line per mutation — who, what, when, and how it ended.
+
+Role: the outermost API middleware, so refused mutations (401, 403, 429) are recorded as
+well as accepted ones. Fed by each mutating request (POST, PUT, PATCH, DELETE; `/validate`
+stores nothing and is skipped) and the caller identity the auth middleware attached; feeds
+an append-only file (`fedctl controller --audit-log FILE`) or the `fedctl.audit` logger,
+which a deployment ships wherever its other logs go.
+
+Why a line per request, written after the response is built: the result code is the fact
+an auditor needs, and JSON lines are greppable and load into anything. Tokens never appear:
+a token is named by its digest prefix only (`auth.token_id`). For `/apply`, the line lists
+every object with its outcome (created / configured / unchanged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import IO, Any
+
+from aiohttp import web
+
+from federation import clock as clock_mod
+from federation import errors
+from federation.api import auth
+from federation.registry import objects as reg_objects
+
+__all__ = ["AuditLog"]
+
+log = logging.getLogger("fedctl.audit")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class AuditLog:
+    """Writes audit records to `path` (appending) or, without one, to `fedctl.audit`."""
+
+    def __init__(
+        self, path: str | Path | None = None, *, clock: clock_mod.Clock = clock_mod.real
+    ) -> None:
+        self.clock = clock
+        self.path = Path(path) if path else None
+        self._file: IO[str] | None = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"), sort_keys=True)
+        if self.path is None:
+            log.info("%s", line)
+            return
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8", buffering=1)
+        self._file.write(line + "\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def record_for(self, request: web.Request, code: int) -> dict[str, Any]:
+        """What one finished mutation looks like in the trail."""
+        who = request.get(auth.PRINCIPAL)
+        info = request.match_info
+        plural = info.get("plural")
+        kind = plural
+        if plural:
+            with contextlib.suppress(errors.Invalid):
+                kind = reg_objects.resource_named(plural).kind
+        return {
+            "time": self.clock.now().isoformat(),
+            "user": who.user if who else None,
+            "groups": sorted(who.groups) if who else [],
+            "credential": who.via if who else None,
+            "remote": request.remote,
+            "method": request.method,
+            "path": request.path,
+            "kind": kind,
+            "namespace": info.get("ns"),
+            "name": info.get("name"),
+            "code": code,
+        }
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method not in MUTATING or request.path.endswith("/validate"):
+            return await handler(request)
+        try:
+            resp = await handler(request)
+        except web.HTTPException as exc:
+            self.write(self.record_for(request, exc.status))
+            raise
+        except asyncio.CancelledError:
+            self.write(self.record_for(request, 499))  # the client went away first
+            raise
+        except Exception:
+            self.write(self.record_for(request, 500))
+            raise
+        record = self.record_for(request, resp.status)
+        if request.path.endswith("/apply") and isinstance(resp, web.Response):
+            record["objects"] = _applied(resp)
+        self.write(record)
+        return resp
+
+
+def _applied(resp: web.Response) -> list[dict[str, Any]]:
+    """The per-object outcomes of an apply, read back from its JSON answer."""
+    if resp.status != 200 or not isinstance(resp.body, bytes):
+        return []
+    try:
+        results = json.loads(resp.body).get("results", [])
+    except (ValueError, AttributeError):
+        return []
+    keep = ("kind", "namespace", "name", "result")
+    return [{k: r.get(k) for k in keep} for r in results if isinstance(r, dict)]

@@ -1,0 +1,278 @@
+"""Who is calling, and may they: bearer tokens or client certificates, then tenant rules.
+
+Role: the outermost gate of the REST API. Fed by a tokens file (YAML or CSV: token → user,
+groups; optionally group → namespaces) and by the TLS peer certificate (CN is the user,
+each O a group, as Kubernetes does); feeds every inner middleware and handler with the
+request's `Principal`, and the object API with an `admit` check for multi-object applies.
+
+The rules, kept small so they can be read in one sitting:
+
+    admin               everything
+    tenant (a group `tenant:NS`, or a group mapped to namespaces in the tokens file)
+        read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
+                        any namespaced resource in its own namespaces
+        write           workloads, propagation and override policies in its own namespaces
+    anyone signed in    /validate and /plan (they store nothing); GET on other paths
+    nobody signed in    /healthz, /livez, /readyz, /metrics, and the dashboard's page
+                        and static files (`/`, `/ui/...`), which hold no data
+
+No or a bad credential is 401; a known caller outside its rights is 403. Tokens are kept
+only as SHA-256 digests in memory and are never logged: logs and the audit trail carry a
+short digest prefix (`sha256:1a2b3c4d`) that identifies a token without revealing it.
+Federated quotas are namespaced but read-only to tenants, who must not raise their own.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from federation import errors
+from federation.api import status
+from federation.registry import objects as reg_objects
+from policies.models.base import KubeObject
+
+__all__ = ["PRINCIPAL", "Authenticator", "Principal", "TokenTable", "token_id"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+ADMIN_GROUP = "admin"
+TENANT_PREFIX = "tenant:"
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics", "/"})
+PUBLIC_PREFIXES = ("/ui/",)  # the dashboard's static files: no data, and it asks for a token
+_API = "/apis/fedctl.io/v1alpha1"
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_TENANT_READS_CLUSTER_SCOPED = frozenset({"clusters", "queues", "acceleratorprofiles"})
+_TENANT_WRITES = frozenset({"workloads", "propagationpolicies", "overridepolicies"})
+
+
+def token_id(token: str) -> str:
+    """A short, non-reversible name for a token, safe for logs and the audit trail."""
+    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:8]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller: user, groups, the namespaces it owns, and how it signed in."""
+
+    user: str
+    groups: frozenset[str] = frozenset()
+    namespaces: frozenset[str] = frozenset()
+    via: str = ""
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN_GROUP in self.groups
+
+
+PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("fedctl_principal", Principal)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    user: str
+    groups: frozenset[str]
+
+
+@dataclass
+class TokenTable:
+    """Token digests → user and groups, plus group → namespaces for tenants."""
+
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    group_namespaces: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def add(self, token: str, user: str, groups: Iterable[str]) -> None:
+        if not token or not user:
+            raise errors.Invalid("every token needs a non-empty token and user")
+        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        self.entries[digest] = _Entry(user, frozenset(g for g in groups if g))
+
+    def lookup(self, token: str) -> _Entry | None:
+        return self.entries.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
+
+    def namespaces_of(self, groups: Iterable[str]) -> frozenset[str]:
+        owned: set[str] = set()
+        for group in groups:
+            if group.startswith(TENANT_PREFIX) and len(group) > len(TENANT_PREFIX):
+                owned.add(group[len(TENANT_PREFIX) :])
+            owned.update(self.group_namespaces.get(group, ()))
+        return frozenset(owned)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TokenTable:
+        """Read a `.yaml`/`.yml` file or a CSV file (`token,user,groups` per line)."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise errors.Invalid(f"cannot read tokens file {path}: {exc}") from exc
+        if str(path).endswith((".yaml", ".yml")):
+            return cls.from_yaml(text, source=str(path))
+        return cls.from_csv(text)
+
+    @classmethod
+    def from_csv(cls, text: str) -> TokenTable:
+        """`token,user[,groups]` (groups `;`- or `,`-separated, quoted) or Kubernetes'
+        `token,user,uid,"g1,g2"`; blank lines and `#` comments are skipped."""
+        table = cls()
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        for n, row in enumerate(csv.reader(io.StringIO("\n".join(lines))), start=1):
+            cells = [c.strip() for c in row]
+            if len(cells) < 2:
+                raise errors.Invalid(f"tokens CSV row {n}: expected token,user[,groups]")
+            groups = cells[3] if len(cells) >= 4 else (cells[2] if len(cells) == 3 else "")
+            table.add(cells[0], cells[1], groups.replace(";", ",").split(","))
+        return table
+
+    @classmethod
+    def from_yaml(cls, text: str, *, source: str = "<tokens>") -> TokenTable:
+        """`tokens:` a list of {token, user, groups} (or a map token → {user, groups}), and
+        optionally `namespaces:` a map group → [namespace, ...]."""
+        try:
+            doc = YAML(typ="safe", pure=True).load(text) or {}
+        except YAMLError as exc:
+            raise errors.Invalid(f"{source}: not valid YAML: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise errors.Invalid(f"{source}: expected a mapping with `tokens:`")
+        table = cls()
+        raw = doc.get("tokens") or []
+        items = (
+            [{"token": k, **(v or {})} for k, v in raw.items()] if isinstance(raw, dict) else raw
+        )
+        for n, item in enumerate(items, start=1):
+            if not isinstance(item, dict):
+                raise errors.Invalid(f"{source}: tokens[{n}] is not a mapping")
+            table.add(str(item.get("token", "")), str(item.get("user", "")), _strs(item))
+        for group, namespaces in (doc.get("namespaces") or {}).items():
+            table.group_namespaces[str(group)] = frozenset(str(ns) for ns in namespaces or ())
+        return table
+
+
+def _strs(item: Mapping[str, Any]) -> list[str]:
+    groups = item.get("groups") or []
+    return [str(g) for g in (groups if isinstance(groups, list) else [groups])]
+
+
+def _cert_principal(peercert: Mapping[str, Any] | None, table: TokenTable) -> Principal | None:
+    """CN → user, every O → a group; None when there is no verified client certificate."""
+    if not peercert:
+        return None
+    names: list[tuple[str, str]] = [pair for rdn in peercert.get("subject", ()) for pair in rdn]
+    user = next((v for k, v in names if k == "commonName"), "")
+    if not user:
+        return None
+    groups = frozenset(v for k, v in names if k == "organizationName")
+    return Principal(user, groups, table.namespaces_of(groups), via=f"cert:{user}")
+
+
+class Authenticator:
+    """Authentication middleware plus the authorization rules above."""
+
+    def __init__(
+        self,
+        tokens: TokenTable,
+        *,
+        public_paths: frozenset[str] = PUBLIC_PATHS,
+        public_prefixes: tuple[str, ...] = PUBLIC_PREFIXES,
+    ) -> None:
+        self.tokens = tokens
+        self.public_paths = public_paths
+        self.public_prefixes = public_prefixes
+
+    def is_public(self, path: str) -> bool:
+        if path in self.public_paths:
+            return True
+        return ".." not in path and path.startswith(self.public_prefixes or ("\0",))
+
+    def authenticate(self, request: web.Request) -> Principal | str:
+        """The caller, or why it is not one (a reason for the 401 message)."""
+        header = request.headers.get("Authorization", "")
+        if header:
+            scheme, _, token = header.partition(" ")
+            token = token.strip()
+            if scheme.lower() != "bearer" or not token:
+                return "the Authorization header must be `Bearer TOKEN`"
+            entry = self.tokens.lookup(token)
+            if entry is None:
+                log.info("rejected unknown token %s from %s", token_id(token), request.remote)
+                return "invalid or unknown token"
+            namespaces = self.tokens.namespaces_of(entry.groups)
+            return Principal(entry.user, entry.groups, namespaces, via=token_id(token))
+        peercert = request.transport.get_extra_info("peercert") if request.transport else None
+        principal = _cert_principal(peercert, self.tokens)
+        return principal or "no credentials: send `Authorization: Bearer TOKEN`"
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self.is_public(request.path):
+            return await handler(request)
+        who = self.authenticate(request)
+        if isinstance(who, str):
+            resp = status.status_response(401, "Unauthorized", who)
+            resp.headers["WWW-Authenticate"] = 'Bearer realm="fedctl"'
+            return resp
+        request[PRINCIPAL] = who
+        denied = self.decide(who, request)
+        if denied is not None:
+            return status.status_response(403, "Forbidden", f"user {who.user!r} {denied}")
+        return await handler(request)
+
+    def decide(self, who: Principal, request: web.Request) -> str | None:
+        """None when allowed, else the end of a 'user X ...' sentence saying why not."""
+        if who.is_admin:
+            return None
+        path, method = request.path, request.method
+        if not path.startswith(_API + "/"):
+            return None if method in _READ_METHODS else f"may not {method} {path}"
+        if path in (_API + "/validate", _API + "/plan", _API + "/apply"):
+            return None  # what-ifs store nothing; apply is checked per object by `admit`
+        info = request.match_info
+        try:
+            res = reg_objects.resource_named(info.get("plural", ""))
+        except errors.Invalid:
+            return f"may not use {path}"
+        return _tenant_rule(
+            who, plural=res.plural, namespaced=res.namespaced, ns=info.get("ns"), method=method
+        )
+
+    def admit(self, request: web.Request, obj: KubeObject) -> None:
+        """Raise 403 unless the caller may write `obj` (each document of an apply)."""
+        who = request.get(PRINCIPAL)
+        if who is None or who.is_admin:
+            return
+        res = reg_objects.resource_for_kind(obj)
+        ns = (obj.metadata.namespace or "default") if res.namespaced else None
+        denied = _tenant_rule(
+            who, plural=res.plural, namespaced=res.namespaced, ns=ns, method="PUT"
+        )
+        if denied is not None:
+            raise web.HTTPForbidden(text=f"user {who.user!r} {denied}")
+
+
+def _tenant_rule(
+    who: Principal, *, plural: str, namespaced: bool, ns: str | None, method: str
+) -> str | None:
+    reading = method in _READ_METHODS
+    if not namespaced:
+        if reading and plural in _TENANT_READS_CLUSTER_SCOPED:
+            return None
+        verb = "read" if reading else "change"
+        return f"may not {verb} cluster-scoped {plural}"
+    if ns is None:
+        return f"may not list {plural} across all namespaces; name a namespace"
+    if ns not in who.namespaces:
+        return f"has no access to namespace {ns!r}"
+    if reading or plural in _TENANT_WRITES:
+        return None
+    return f"may not change {plural} (read-only for tenants)"

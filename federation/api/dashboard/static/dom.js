@@ -1,0 +1,56 @@
+// DOM and formatting functions shared by the views: elements are built with `h`, never
+// from HTML strings, so nothing read from the API can run as markup.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") el.className = value;
+    else if (name === "style") el.style.cssText = value;
+    else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export const $ = (id) => document.getElementById(id);
+
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+const SUFFIX = {
+  m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15,
+  Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, Pi: 1024 ** 5,
+};
+
+export function qty(value) {
+  if (value === null || value === undefined) return 0;
+  if (typeof value === "number") return value;
+  const m = /^([0-9.]+)([a-zA-Z]*)$/.exec(String(value).trim());
+  if (!m) return 0;
+  return parseFloat(m[1]) * (SUFFIX[m[2]] ?? 1);
+}
+
+export function fmt(n) {
+  if (Number.isInteger(n)) return String(n);
+  return n >= 10 ? n.toFixed(0) : n.toFixed(1);
+}
+
+export function money(value, currency = "") {
+  if (value === null || value === undefined) return "unpriced";
+  const n = Number(value);
+  return `${currency ? currency + " " : ""}${n < 1 ? n.toFixed(4) : n.toFixed(2)}/h`;
+}
+
+export function meta(obj) {
+  return obj.metadata || {};
+}

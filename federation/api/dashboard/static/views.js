@@ -1,0 +1,243 @@
+// The read-only views: clusters by region (chips, capacity by chip, prices, health,
+// taints), queues (depth, admitted, share against weight, pending reasons) and workloads
+// (where each runs and why, from its Binding). Each renders from the listed objects.
+
+import { $, fmt, h, meta, money, qty } from "./dom.js";
+
+function capacityByChip(status) {
+  const chips = new Map();
+  for (const f of (status && status.flavors) || []) {
+    const chip = f.acceleratorModel || f.arch;
+    const accel = Boolean(f.acceleratorModel);
+    const resource = accel ? f.acceleratorResource : "cpu";
+    const unit = accel ? "devices" : "cores";
+    const total = qty((f.allocatable || {})[resource]) * (f.nodeCount || 0);
+    const free = Math.min(qty((f.free || {})[resource]), total);
+    const entry = chips.get(chip) || { chip, unit, total: 0, free: 0, nodes: 0 };
+    entry.total += total;
+    entry.free += free;
+    entry.nodes += f.nodeCount || 0;
+    chips.set(chip, entry);
+  }
+  return [...chips.values()];
+}
+
+export function bar(used, total, label, attrs = {}, text = null) {
+  const pct = total > 0 ? Math.round((100 * used) / total) : 0;
+  return h("div", { class: "bar-row", ...attrs },
+    h("span", { class: "bar-label" }, label),
+    h("span", { class: "bar-text" }, text ?? `${fmt(total - used)} free / ${fmt(total)}`),
+    h("div", { class: "bar", title: `${fmt(used)} used of ${fmt(total)}` },
+      h("div", { class: pct > 85 ? "fill hot" : "fill", style: `width:${pct}%` })));
+}
+
+function readiness(cluster) {
+  const conds = (cluster.status && cluster.status.conditions) || [];
+  const ready = conds.find((c) => c.type === "Ready");
+  if (!ready) return { cls: "unknown", text: "Unknown", title: "no status from the monitor yet" };
+  if (ready.status === "True") return { cls: "ready", text: "Ready", title: ready.message || "" };
+  return {
+    cls: "notready",
+    text: ready.reason || "NotReady",
+    title: ready.message || ready.reason || "",
+  };
+}
+
+function priceLine(prices) {
+  if (!prices) return h("div", { class: "price" }, "no prices");
+  const od = prices.onDemand || {};
+  const cur = prices.currency || "USD";
+  const parts = [`${cur} ${od.cpu ?? 0}/core·h`, `${od.memory ?? 0}/GiB·h`];
+  for (const [model, p] of Object.entries(od.accelerators || {})) parts.push(`${model} ${p}/h`);
+  const spot = prices.spot ? ` · spot cpu ${prices.spot.cpu ?? 0}` : "";
+  return h("div", { class: "price" }, parts.join(" · ") + spot);
+}
+
+function clusterCard(cluster) {
+  const spec = cluster.spec || {};
+  const name = meta(cluster).name;
+  const r = readiness(cluster);
+  const taints = [...(spec.taints || []), ...((cluster.status && cluster.status.taints) || [])];
+  const caps = capacityByChip(cluster.status);
+  return h("article", { class: `card cluster ${r.cls}`, "data-cluster": name },
+    h("header", {},
+      h("h3", {}, name),
+      h("span", { class: `health ${r.cls}`, title: r.title, "data-health": r.text }, r.text)),
+    h("div", { class: "sub" },
+      [spec.zone, spec.provider, cluster.status && cluster.status.kubernetesVersion]
+        .filter(Boolean).join(" · ")),
+    h("div", { class: "chips" },
+      (spec.chips || []).map((c) =>
+        h("span", { class: "chip", "data-chip": c.model }, `${c.model} ×${c.count}`))),
+    h("div", { class: "capacity" },
+      caps.length
+        ? caps.map((c) => bar(c.total - c.free, c.total, `${c.chip} ${c.unit}`,
+            { "data-capacity": c.chip }))
+        : h("p", { class: "empty" }, "capacity not reported yet")),
+    priceLine(spec.prices),
+    taints.length
+      ? h("div", { class: "taints" }, taints.map((t) =>
+          h("span", { class: `taint ${t.effect}` },
+            `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`)))
+      : null);
+}
+
+export function renderClusters(state) {
+  const root = $("clusters");
+  const byRegion = new Map();
+  for (const c of state.clusters) {
+    const region = (c.spec && c.spec.region) || "(no region)";
+    if (!byRegion.has(region)) byRegion.set(region, []);
+    byRegion.get(region).push(c);
+  }
+  const regions = [...byRegion.keys()].sort();
+  root.replaceChildren(
+    ...(regions.length
+      ? regions.map((region) => {
+          const items = byRegion.get(region).sort((a, b) =>
+            meta(a).name.localeCompare(meta(b).name));
+          const ready = items.filter((c) => readiness(c).cls === "ready").length;
+          return h("section", { class: "region", "data-region": region },
+            h("h2", {}, region, h("span", { class: "count" }, `${ready}/${items.length} ready`)),
+            h("div", { class: "cards" }, items.map(clusterCard)));
+        })
+      : [h("p", { class: "empty" }, "No clusters registered. Apply Cluster objects to add some.")]),
+  );
+}
+
+export function workloadKey(ns, apiVersion, kind, name) {
+  return `${ns}/${apiVersion}/${kind}/${name}`;
+}
+
+export function workloadOf(binding) {
+  const w = (binding.spec && binding.spec.workload) || {};
+  return workloadKey(w.namespace, w.apiVersion, w.kind, w.name);
+}
+
+function podCpu(workload) {
+  const spec = workload.spec || {};
+  const pod = (spec.template && spec.template.spec) || spec;
+  let total = 0;
+  for (const c of pod.containers || []) total += qty(((c.resources || {}).requests || {}).cpu);
+  return total;
+}
+
+export function renderQueues(state) {
+  const root = $("queues");
+  const byKey = new Map(state.workloads.map((w) =>
+    [workloadKey(meta(w).namespace || "default", w.apiVersion, w.kind, meta(w).name), w]));
+  const stats = new Map(state.queues.map((q) =>
+    [meta(q).name, { pending: [], admitted: 0, cpu: 0 }]));
+  for (const b of state.bindings) {
+    const q = (b.spec && b.spec.queue) || "default";
+    if (!stats.has(q)) stats.set(q, { pending: [], admitted: 0, cpu: 0, unknown: true });
+    const s = stats.get(q);
+    if ((b.status || {}).phase === "Scheduled") {
+      s.admitted += 1;
+      const w = byKey.get(workloadOf(b));
+      const replicas = (b.spec.clusters || []).reduce((n, t) => n + (t.replicas || 0), 0);
+      if (w) s.cpu += podCpu(w) * replicas;
+    } else {
+      s.pending.push(b);
+    }
+  }
+  const totalCpu = [...stats.values()].reduce((n, s) => n + s.cpu, 0);
+  const queues = state.queues.slice().sort((a, b) => meta(a).name.localeCompare(meta(b).name));
+  if (!queues.length && !stats.size) {
+    root.replaceChildren(h("p", { class: "empty" }, "No queues defined."));
+    return;
+  }
+  const siblingsWeight = (parent) => queues
+    .filter((q) => ((q.spec || {}).parent || null) === parent)
+    .reduce((n, q) => n + ((q.spec || {}).weight || 1), 0);
+  const rows = queues.map((q) => {
+    const spec = q.spec || {};
+    const s = stats.get(meta(q).name);
+    const weightShare = (spec.weight || 1) / (siblingsWeight(spec.parent || null) || 1);
+    const share = totalCpu > 0 ? s.cpu / totalCpu : 0;
+    return h("tr", { "data-queue": meta(q).name },
+      h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
+        meta(q).name),
+      h("td", { class: "num" }, spec.weight || 1),
+      h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
+      h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
+      h("td", {},
+        bar(Math.round(share * 100), 100, "admitted share", { class: "bar-row small" },
+          `${Math.round(share * 100)}%`),
+        bar(Math.round(weightShare * 100), 100, "weight share", { class: "bar-row small weight" },
+          `${Math.round(weightShare * 100)}%`)),
+      h("td", {}, s.pending.length
+        ? h("ul", { class: "reasons" }, s.pending.map((b) =>
+            h("li", {}, h("b", {}, (b.spec.workload || {}).name || "?"), ": ",
+              (b.status || {}).reason || "waiting for the scheduler")))
+        : h("span", { class: "muted" }, "none")));
+  });
+  root.replaceChildren(h("table", { class: "grid" },
+    h("thead", {}, h("tr", {}, ["Queue", "Weight", "Depth", "Admitted",
+      "Share vs weight", "Pending reasons"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, rows)));
+}
+
+export function verdictTable(verdicts) {
+  if (!verdicts || !verdicts.length) return h("p", { class: "muted" }, "no explanation");
+  return h("table", { class: "grid verdicts" },
+    h("thead", {}, h("tr", {}, ["Cluster", "Verdict", "Score", "Why"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, verdicts.map((v) => h("tr", {
+      class: v.selected ? "selected" : v.verdict, "data-verdict-cluster": v.cluster,
+    },
+      h("td", {}, v.cluster, v.selected ? " ✓" : ""),
+      h("td", {}, v.verdict),
+      h("td", { class: "num" }, v.score ?? "–"),
+      h("td", {}, v.verdict === "ok"
+        ? Object.entries(v.scores || {}).map(([k, n]) => `${k}=${n}`).join(" ")
+        : `${v.plugin || ""}: ${(v.reasons || []).join("; ")}`)))));
+}
+
+function placementList(targets) {
+  return h("ul", { class: "placement" }, targets.map((t) =>
+    h("li", { "data-target": t.name, "data-replicas": t.replicas },
+      h("b", {}, t.name), ` × ${t.replicas}`,
+      t.chip ? h("span", { class: "chip" }, t.chip) : null,
+      t.hourlyCost !== undefined ? h("span", { class: "muted" }, ` ${money(t.hourlyCost)}`) : null)));
+}
+
+function workloadCard(w, binding) {
+  const m = meta(w);
+  const spec = (binding && binding.spec) || {};
+  const status = (binding && binding.status) || {};
+  const summary = Object.entries(spec.filteredSummary || {});
+  const replicas = (w.spec || {}).replicas;
+  const title = m.namespace ? `${m.namespace}/${m.name}` : m.name;
+  return h("article", { class: "card workload", "data-workload": title },
+    h("header", {},
+      h("h3", {}, title),
+      h("span", { class: "muted" },
+        `${w.kind}${replicas !== undefined ? ` · ${replicas} replica(s)` : ""}`),
+      h("span", { class: `phase ${status.phase || "none"}` },
+        binding ? status.phase || "Pending" : "not scheduled")),
+    !binding
+      ? h("p", { class: "muted" }, "No Binding yet: the scheduler has not placed this workload.")
+      : [
+          status.reason ? h("p", { class: "reason" }, status.reason) : null,
+          spec.clusters && spec.clusters.length ? placementList(spec.clusters) : null,
+          spec.hourlyCost !== undefined
+            ? h("p", { class: "muted" }, `total ${money(spec.hourlyCost)}`) : null,
+          h("details", { open: true }, h("summary", {}, "Why here"),
+            verdictTable(spec.explanation),
+            summary.length ? h("p", { class: "muted" }, "filtered: " +
+              summary.map(([k, n]) => `${n} by ${k}`).join(", ")) : null),
+        ]);
+}
+
+export function renderWorkloads(state) {
+  const root = $("workloads");
+  const bindings = new Map(state.bindings.map((b) => [workloadOf(b), b]));
+  const cards = state.workloads
+    .slice()
+    .sort((a, b) => `${meta(a).namespace}/${meta(a).name}`.localeCompare(
+      `${meta(b).namespace}/${meta(b).name}`))
+    .map((w) => workloadCard(w, bindings.get(
+      workloadKey(meta(w).namespace || "default", w.apiVersion, w.kind, meta(w).name))));
+  root.replaceChildren(...(cards.length ? cards
+    : [h("p", { class: "empty" }, "No workloads. Apply a Deployment or Job to see it here.")]));
+}

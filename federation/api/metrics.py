@@ -1,0 +1,202 @@
+"""Prometheus metrics for the controller, served at `/metrics`.
+
+Role: one `Metrics` object per process that the components report into — the scheduler
+(`observe_decision`, `set_queue_depth`), propagation (`propagation_error`), failover
+(`eviction`), leader election (`set_leader`), the API's rate limiter (`rate_limited`) —
+plus gauges derived from the registry at scrape time: cluster readiness and capacity by
+chip from the monitor's ClusterStatus, admitted and pending workloads per queue from the
+Bindings. `RegistryCache.run` keeps those in memory from a list and a watch, so a scrape
+never touches etcd. Feeds Prometheus through `handler`.
+
+Why a private `CollectorRegistry`: several apps (and tests) live in one process; the
+global default registry would make the second one fail on duplicate names. Why derived
+gauges are computed at scrape time: they then always match the cache, with no stale series
+left behind for a cluster that was removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from federation.registry import codec, keys
+from federation.registry import store as st
+from policies.models.binding import Binding
+from policies.models.cluster import ClusterStatus
+
+__all__ = ["Metrics", "RegistryCache"]
+
+log = logging.getLogger(__name__)
+
+DECISION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class RegistryCache:
+    """Cluster statuses and per-binding (queue, phase), kept current from registry watches."""
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, ClusterStatus] = {}
+        self.bindings: dict[str, tuple[str, str]] = {}
+
+    async def run(self, store: st.Store) -> None:
+        """List, then follow changes until cancelled (a supervisor component)."""
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._follow(store, "clusterstatus"))
+            tasks.create_task(self._follow(store, "bindings"))
+
+    async def _follow(self, store: st.Store, kind: str) -> None:
+        model: Any = ClusterStatus if kind == "clusterstatus" else Binding
+        typed: codec.TypedStore[Any] = codec.TypedStore(store, codec.Codec(model))
+        prefix = keys.prefix(kind)
+        listed = await typed.list(prefix)
+        self._replace(kind, listed.items)
+        async for event in typed.watch(prefix, start_revision=listed.revision + 1):
+            if isinstance(event, codec.Resync):
+                self._replace(kind, event.items)
+            elif isinstance(event, codec.Put):
+                self._set(kind, event.item.key, event.item.obj)
+            elif isinstance(event, codec.Deleted):
+                self._target(kind).pop(self._name(kind, event.key), None)
+
+    def _target(self, kind: str) -> dict[str, Any]:
+        return self.statuses if kind == "clusterstatus" else self.bindings
+
+    @staticmethod
+    def _name(kind: str, key: str) -> str:
+        return key.rsplit("/", 1)[-1] if kind == "clusterstatus" else key
+
+    def _replace(self, kind: str, items: list[codec.Stored[Any]]) -> None:
+        self._target(kind).clear()
+        for item in items:
+            self._set(kind, item.key, item.obj)
+
+    def _set(self, kind: str, key: str, obj: Any) -> None:
+        if isinstance(obj, ClusterStatus):
+            self.statuses[self._name(kind, key)] = obj
+        elif isinstance(obj, Binding):
+            self.bindings[key] = (obj.spec.queue, obj.status.phase)
+
+
+class _Derived(Collector):
+    """Gauges computed from the cache on every scrape."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        cache = self.metrics.cache
+        ready = GaugeMetricFamily(
+            "fedctl_cluster_ready",
+            "1 when the member's Ready condition is True.",
+            labels=["cluster"],
+        )
+        capacity = GaugeMetricFamily(
+            "fedctl_cluster_capacity",
+            "Capacity by chip: devices for accelerators, CPU cores for plain architectures.",
+            labels=["cluster", "chip", "state"],
+        )
+        for name, status in sorted(cache.statuses.items()):
+            ready.add_metric([name], 1.0 if status.ready() else 0.0)
+            for (chip, state), amount in sorted(_capacity(status).items()):
+                capacity.add_metric([name, chip, state], amount)
+        yield ready
+        yield capacity
+        pending: dict[str, int] = defaultdict(int)
+        admitted: dict[str, int] = defaultdict(int)
+        for queue, phase in cache.bindings.values():
+            (admitted if phase == "Scheduled" else pending)[queue] += 1
+        pending.update(self.metrics.queue_depths)
+        depth = GaugeMetricFamily(
+            "fedctl_queue_pending_workloads", "Workloads waiting in a queue.", labels=["queue"]
+        )
+        taken = GaugeMetricFamily(
+            "fedctl_queue_admitted_workloads", "Workloads admitted from a queue.", labels=["queue"]
+        )
+        for queue in sorted(set(pending) | set(admitted)):
+            depth.add_metric([queue], float(pending.get(queue, 0)))
+            taken.add_metric([queue], float(admitted.get(queue, 0)))
+        yield depth
+        yield taken
+
+
+def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
+    """(chip, allocatable|free) → amount, summed over the status's node flavors."""
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for flavor in status.flavors:
+        chip = flavor.accelerator_model or flavor.arch
+        resource = flavor.accelerator_resource if flavor.accelerator_model else "cpu"
+        if not resource:
+            continue
+        out[(chip, "allocatable")] += flavor.node_count * flavor.allocatable.amount(resource) / 1000
+        out[(chip, "free")] += flavor.free.amount(resource) / 1000
+    return out
+
+
+class Metrics:
+    """The process's metric families; components call the small methods below."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.cache = RegistryCache()
+        self.queue_depths: dict[str, int] = {}
+        r = self.registry
+        self._decisions = Histogram(
+            "fedctl_scheduling_decision_seconds",
+            "Time to decide one workload's placement.",
+            buckets=DECISION_BUCKETS,
+            registry=r,
+        )
+        self._propagation_errors = Counter(
+            "fedctl_propagation_errors",
+            "Failed applies or deletes on members.",
+            ["cluster", "reason"],
+            registry=r,
+        )
+        self._evictions = Counter(
+            "fedctl_evictions", "Replicas evicted from a member.", ["cluster", "reason"], registry=r
+        )
+        self._leader = Gauge("fedctl_leader", "1 while this replica holds the lease.", registry=r)
+        self._limited = Counter(
+            "fedctl_api_rate_limited_requests", "Requests answered 429.", registry=r
+        )
+        r.register(_Derived(self))
+
+    def observe_decision(self, seconds: float) -> None:
+        self._decisions.observe(seconds)
+
+    def propagation_error(self, cluster: str, reason: str) -> None:
+        self._propagation_errors.labels(cluster=cluster, reason=reason).inc()
+
+    def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
+        self._evictions.labels(cluster=cluster, reason=reason).inc(replicas)
+
+    def set_leader(self, leading: bool) -> None:
+        self._leader.set(1 if leading else 0)
+
+    def set_queue_depth(self, queue: str, pending: int) -> None:
+        """The scheduler's own count of pending workloads, preferred over Binding counts."""
+        self.queue_depths[queue] = pending
+
+    def rate_limited(self, _client: str) -> None:
+        self._limited.inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    async def handler(self, _: web.Request) -> web.Response:
+        return web.Response(body=self.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,202 @@
+"""`POST /apis/fedctl.io/v1alpha1/plan`: what-if placement of edited YAML against the live
+registry, with a diff against the stored objects. Stores nothing.
+
+Fed by the dashboard's policy editor (and any client) with a YAML body; reads clusters,
+cluster statuses, queues, quotas, propagation policies and workloads from the registry and
+overlays the body's objects on them. The scheduler's pure `plan` (the same code the
+scheduling cycle runs) then places every affected workload twice: as things stand and as
+they would stand after `apply`. A workload is affected when the body names it, or when the
+policy that claims it is in the body or would change. Feeds the editor's preview and diff.
+
+Why here and not in the scheduler: the scheduler is pure over a snapshot; reading the
+registry and speaking HTTP belong to the API layer. What-if planning starts from empty
+admitted usage (as `fedctl plan` does): it answers "where would this fit", not "what would
+the queue admit right now".
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from ruamel.yaml import YAML
+
+from federation import errors
+from federation.cache import snapshot as snap
+from federation.quota.accounting import Usage
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.scheduler import cycle, explain
+from federation.scheduler import plan as planning
+from federation.settings import SchedulerSettings
+from policies import loading
+from policies.models import propagation
+from policies.models.base import KubeObject
+from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.frq import FederatedResourceQuota
+from policies.models.queue import Queue
+from policies.models.workload import Workload
+
+__all__ = ["PLAN_PATH", "PlanApi"]
+
+PLAN_PATH = "/apis/fedctl.io/v1alpha1/plan"
+_REDACTED = "<redacted>"
+_SERVER_META = ("resourceVersion", "uid", "generation", "creationTimestamp")
+_POLICY_TYPES = (
+    propagation.PropagationPolicy
+    | propagation.ClusterPropagationPolicy
+    | propagation.FedctlPropagationPolicy
+    | propagation.FedctlClusterPropagationPolicy
+)
+
+
+@dataclass
+class _State:
+    """User objects by registry key, plus the monitor's statuses by cluster name."""
+
+    objects: dict[str, KubeObject]
+    statuses: dict[str, ClusterStatus]
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [o for o in self.objects.values() if isinstance(o, kind)]
+
+    def policies(self) -> list[planning.AnyPolicy]:
+        return [o for o in self.objects.values() if isinstance(o, _POLICY_TYPES)]
+
+    def snapshot(self) -> snap.Snapshot:
+        return snap.build(
+            self.of(Cluster),
+            statuses=self.statuses,
+            queues=self.of(Queue),
+            quotas=self.of(FederatedResourceQuota),
+        )
+
+
+class PlanApi:
+    """The plan route bound to one Store."""
+
+    def __init__(self, store: st.Store, *, settings: SchedulerSettings | None = None) -> None:
+        self.objects = codec.TypedStore(store, objects.ObjectCodec())
+        self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self.settings = settings or SchedulerSettings()
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(PLAN_PATH, self.plan)]
+
+    async def _live(self) -> _State:
+        found: dict[str, KubeObject] = {}
+        for kind in ("clusters", "policies", "workloads"):
+            listed = await self.objects.list(keys.prefix(kind))
+            found.update((item.key, item.obj) for item in listed.items)
+        statuses = await self.statuses.list(keys.prefix("clusterstatus"))
+        return _State(found, {keys.split(s.key)[-1]: s.obj for s in statuses.items})
+
+    async def plan(self, request: web.Request) -> web.Response:
+        text = (await request.read()).decode("utf-8", errors="replace")
+        result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
+        failures = [str(f) for f in result.findings if f.is_error]
+        if failures:
+            raise errors.Invalid("; ".join(failures), findings=failures)
+        proposed = {objects.key_for(o.model): o.model for o in result.objects}
+        live = await self._live()
+        after = _State({**live.objects, **proposed}, live.statuses)
+        scheduler = cycle.Scheduler(self.settings)
+        plans = []
+        live_snapshot, after_snapshot = live.snapshot(), after.snapshot()
+        for key in _affected(live, after, proposed):
+            workload = after.objects[key]
+            assert isinstance(workload, Workload)
+            entry = {"key": key, "after": self._plan(scheduler, workload, after, after_snapshot)}
+            before = live.objects.get(key)
+            if isinstance(before, Workload):
+                entry["before"] = self._plan(scheduler, before, live, live_snapshot)
+            plans.append(entry)
+        return web.json_response(
+            {
+                "plans": plans,
+                "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
+            }
+        )
+
+    def _plan(
+        self, scheduler: cycle.Scheduler, workload: Workload, state: _State, snapshot: snap.Snapshot
+    ) -> dict[str, Any]:
+        policy = planning.claim(workload, state.policies())
+        job = planning.job_for(workload, policy, settings=self.settings)
+        return _plan_wire(
+            scheduler.plan(job, snapshot, Usage()), policy.metadata.name if policy else None
+        )
+
+
+def _claims(state: _State, workload: Workload) -> str | None:
+    policy = planning.claim(workload, state.policies())
+    return objects.key_for(policy) if policy is not None else None
+
+
+def _affected(live: _State, after: _State, proposed: dict[str, KubeObject]) -> list[str]:
+    """Keys of workloads whose placement the proposed objects may change, sorted."""
+    out = []
+    for key, obj in after.objects.items():
+        if not isinstance(obj, Workload) or obj.is_opaque:
+            continue
+        claimed = _claims(after, obj)
+        before = live.objects.get(key)
+        was = _claims(live, before) if isinstance(before, Workload) else None
+        if key in proposed or claimed in proposed or claimed != was:
+            out.append(key)
+    return sorted(out)
+
+
+def _plan_wire(plan: explain.Plan, policy: str | None) -> dict[str, Any]:
+    total = plan.total_cost
+    return {
+        "workload": plan.workload,
+        "policy": policy,
+        "placement": plan.placement,
+        "chips": plan.chips,
+        "costs": {k: (str(v) if v is not None else None) for k, v in plan.costs.items()},
+        "totalCost": str(total) if total is not None else None,
+        "reason": plan.reason,
+        "verdicts": [
+            v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in plan.verdicts
+        ],
+    }
+
+
+def _comparable(obj: KubeObject | None) -> list[str]:
+    """The user-controlled content as YAML lines: no server metadata, status or secrets."""
+    if obj is None:
+        return []
+    wire = json.loads(json.dumps(obj.to_wire()))
+    meta = wire.get("metadata", {})
+    for name in _SERVER_META:
+        meta.pop(name, None)
+    wire.pop("status", None)
+    conn = wire.get("spec", {}).get("connection") if isinstance(wire.get("spec"), dict) else None
+    if isinstance(conn, dict) and conn.get("kubeconfig"):
+        conn["kubeconfig"] = _REDACTED
+    out = io.StringIO()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.dump(wire, out)
+    return out.getvalue().splitlines()
+
+
+def _diff(key: str, live: KubeObject | None, proposed: KubeObject) -> dict[str, Any]:
+    old, new = _comparable(live), _comparable(proposed)
+    state = "created" if live is None else ("unchanged" if old == new else "configured")
+    lines = difflib.unified_diff(
+        old, new, fromfile=f"live{key}", tofile=f"proposed{key}", lineterm=""
+    )
+    return {
+        "key": key,
+        "kind": proposed.kind,
+        "namespace": proposed.metadata.namespace,
+        "name": proposed.metadata.name,
+        "result": state,
+        "diff": "\n".join(lines),
+    }

@@ -1,0 +1,100 @@
+"""Read-only workload views for the CLI: placement and readiness, and one workload in full.
+
+Fed by the registry: templates (API), Bindings (scheduler), Works, workload status and
+events (propagator); feeds `fedctl get workloads` and `fedctl describe workload`. Served
+under its own group, `/apis/status.fedctl.io/v1alpha1`, because these documents join
+several keys and are never written through the API; a separate prefix keeps them clear
+of the object routes' `{plural}` patterns.
+
+    GET /apis/status.fedctl.io/v1alpha1/workloads[?namespace=NS]
+    GET /apis/status.fedctl.io/v1alpha1/namespaces/{ns}/workloads/{kind}/{name}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from federation import errors
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from policies.models.binding import Binding
+from policies.models.work import Event, Work, WorkloadStatus
+
+__all__ = ["PREFIX", "WorkloadsApi"]
+
+PREFIX = "/apis/status.fedctl.io/v1alpha1"
+_RECENT_EVENTS = 20
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+class WorkloadsApi:
+    def __init__(self, store: st.Store) -> None:
+        self.raw = store
+        self.objects = codec.TypedStore(store, objects.ObjectCodec())
+        self.bindings = codec.TypedStore(store, codec.Codec(Binding))
+        self.statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
+        self.works = codec.TypedStore(store, codec.Codec(Work))
+        self.events = codec.TypedStore(store, codec.Codec(Event))
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get(PREFIX + "/workloads", self.list_workloads),
+            web.get(PREFIX + "/namespaces/{ns}/workloads/{kind}/{name}", self.describe),
+        ]
+
+    async def list_workloads(self, request: web.Request) -> web.Response:
+        ns = request.query.get("namespace")
+        tail = f"{keys.validate_segment(ns, what='namespace')}/" if ns else ""
+        templates = await self.objects.list(keys.prefix("workloads") + tail)
+        bindings = await self.bindings.list(keys.prefix("bindings") + tail)
+        statuses = await self.statuses.list(keys.prefix("workloadstatus") + tail)
+        placed = {str(keys.parse_workload_key(b.key)): b.obj for b in bindings.items}
+        ready = {str(keys.parse_workload_key(s.key)): s.obj for s in statuses.items}
+        items = []
+        for item in templates.items:
+            ref = keys.parse_workload_key(item.key)
+            binding, status = placed.get(str(ref)), ready.get(str(ref))
+            items.append(
+                {
+                    "namespace": ref.namespace,
+                    "kind": ref.kind,
+                    "name": ref.name,
+                    "created": item.obj.metadata.creation_timestamp,
+                    "binding": _wire(binding) if binding else None,
+                    "status": _wire(status) if status else None,
+                }
+            )
+        return web.json_response({"items": items})
+
+    async def describe(self, request: web.Request) -> web.Response:
+        info = request.match_info
+        ref = keys.WorkloadRef(info["ns"], info["kind"], info["name"])
+        template = await self.objects.get(keys.workload_key(ref))
+        binding = await self.bindings.get(keys.binding_key(ref))
+        if template is None and binding is None:
+            raise errors.NotFound(keys.workload_key(ref))
+        status = await self.statuses.get(keys.workload_status_key(ref))
+        works = []
+        clusters = await self.raw.list(keys.prefix("clusters"))
+        for kv in clusters.items:
+            work = await self.works.get(keys.work_key(keys.split(kv.key)[-1], ref))
+            if work is not None:
+                works.append(_wire(work.obj))
+        prefix = keys.event_key(ref.namespace, f"{ref.kind}:{ref.name}", "x")[:-1]
+        events = (await self.events.list(prefix)).items[-_RECENT_EVENTS:]
+        return web.json_response(
+            {
+                "workload": template.obj.to_wire() if template else None,
+                "binding": _wire(binding.obj) if binding else None,
+                "bindingRevision": binding.revision if binding else None,
+                "status": _wire(status.obj) if status else None,
+                "works": works,
+                "events": [_wire(e.obj) for e in events],
+            }
+        )

@@ -1,0 +1,180 @@
+"""`fedctl get workloads` and `fedctl describe workload`: placement and readiness per cluster.
+
+Fed by the read-only workload views of the REST API (`federation.api.workloads`: template,
+Binding, aggregated status, Works, recent events); feeds the terminal. Called from
+`objects_cmd` for the workloads resource only; every other kind keeps the generic output.
+Why a view of its own: the question a user asks of a workload is "where is it and is it
+ready there", which no single stored object answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation import errors
+from federation.cli import render
+
+__all__ = ["PREFIX", "describe", "pick", "placement_cell", "table"]
+
+PREFIX = "/apis/status.fedctl.io/v1alpha1"
+
+
+def _per_cluster(status: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    return {row["cluster"]: row for row in (status or {}).get("clusters", [])}
+
+
+def _readiness(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "-"
+    if row.get("error") and not row.get("applied"):
+        return "error"
+    if row.get("phase"):
+        return str(row["phase"])
+    return f"{row.get('readyReplicas') or 0}/{row.get('replicas') or 0}"
+
+
+def placement_cell(item: dict[str, Any]) -> str:
+    """`cluster ready/replicas` for each target, or why the workload is not placed."""
+    binding = item.get("binding")
+    rows = _per_cluster(item.get("status"))
+    if not binding or not binding["spec"].get("clusters"):
+        reason = ((binding or {}).get("status") or {}).get("reason") or "not scheduled yet"
+        return f"Pending: {reason}"
+    cells = []
+    for target in binding["spec"]["clusters"]:
+        cells.append(f"{target['name']} {_readiness(rows.get(target['name']))}")
+    return ", ".join(cells)
+
+
+def table(items: list[dict[str, Any]], *, wide: bool) -> str:
+    headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "READY", "CLUSTERS"]
+    if wide:
+        headers.append("CHIPS")
+    rows = []
+    for item in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"])):
+        status = item.get("status") or {}
+        ready = (
+            status.get("phase")
+            or f"{status.get('readyReplicas') or 0}/{status.get('replicas') or 0}"
+            if status
+            else "-"
+        )
+        row = [
+            item["namespace"],
+            item["name"],
+            item["kind"],
+            status.get("health", "-"),
+            ready,
+            placement_cell(item),
+        ]
+        if wide:
+            targets = ((item.get("binding") or {}).get("spec") or {}).get("clusters", [])
+            row.append(",".join(f"{t['name']}={t.get('chip') or '-'}" for t in targets))
+        rows.append(row)
+    return render.table(headers, rows)
+
+
+def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:
+    if not rows:
+        return f"{title}: <none>"
+    body = render.table(headers, rows).replace("\n", "\n  ")
+    return f"{title}:\n  {body}"
+
+
+def describe(doc: dict[str, Any]) -> str:
+    """The full story of one workload, as text."""
+    workload = doc.get("workload") or {}
+    binding = doc.get("binding") or {}
+    status = doc.get("status") or {}
+    meta = workload.get("metadata") or {}
+    lines = [
+        f"Name:        {meta.get('name', binding.get('metadata', {}).get('name'))}",
+        f"Namespace:   {meta.get('namespace', binding.get('metadata', {}).get('namespace'))}",
+        f"Kind:        {workload.get('kind')} ({workload.get('apiVersion')})",
+        f"Health:      {status.get('health', '-')}",
+    ]
+    if status.get("phase"):
+        lines.append(
+            f"Phase:       {status['phase']} (running {status.get('running', 0)},"
+            f" succeeded {status.get('succeeded', 0)}, failed {status.get('failed', 0)})"
+        )
+    else:
+        lines.append(
+            f"Ready:       {status.get('readyReplicas') or 0}/{status.get('replicas') or 0}"
+        )
+    spec = binding.get("spec") or {}
+    state = binding.get("status") or {}
+    lines.append(
+        f"Binding:     {state.get('phase', 'none')} (revision {doc.get('bindingRevision')})"
+        + (f": {state['reason']}" if state.get("reason") else "")
+    )
+    lines.append(
+        _section(
+            "Placement",
+            ["CLUSTER", "REPLICAS", "CHIP", "COST/H"],
+            [
+                [t["name"], t["replicas"], t.get("chip") or "-", t.get("hourlyCost") or "-"]
+                for t in spec.get("clusters", [])
+            ],
+        )
+    )
+    lines.append(
+        _section(
+            "Explanation",
+            ["CLUSTER", "VERDICT", "PLUGIN", "SCORE", "REASONS"],
+            [
+                [
+                    v["cluster"],
+                    v["verdict"] + (" (selected)" if v.get("selected") else ""),
+                    v.get("plugin") or "-",
+                    v.get("score", "-"),
+                    "; ".join(v.get("reasons", [])),
+                ]
+                for v in spec.get("explanation", [])
+            ],
+        )
+    )
+    lines.append(_works(doc.get("works", [])))
+    lines.append(
+        _section(
+            "Events",
+            ["TIME", "TYPE", "REASON", "CLUSTER", "MESSAGE"],
+            [
+                [e["time"], e["type"], e["reason"], e.get("cluster") or "-", e.get("message", "")]
+                for e in doc.get("events", [])
+            ],
+        )
+    )
+    return "\n".join(lines)
+
+
+def _works(works: list[dict[str, Any]]) -> str:
+    rows = []
+    for work in works:
+        st = work.get("status") or {}
+        seen = st.get("observed") or {}
+        ready = seen.get("phase") or f"{seen.get('readyReplicas') or 0}/{seen.get('replicas') or 0}"
+        rows.append(
+            [
+                work["spec"]["cluster"],
+                "yes" if st.get("applied") else "no",
+                seen.get("health", "Unknown"),
+                ready,
+                work["spec"].get("bindingRevision"),
+                st.get("error") or "",
+            ]
+        )
+    return _section("Works", ["CLUSTER", "APPLIED", "HEALTH", "READY", "REVISION", "ERROR"], rows)
+
+
+def pick(items: list[dict[str, Any]], name: str, namespace: str | None) -> dict[str, Any]:
+    """The workload named `NS/NAME` (or NAME in `namespace`); refuses an ambiguous name."""
+    ns, _, bare = name.rpartition("/")
+    ns = ns or namespace or "default"
+    found = [i for i in items if i["name"] == bare and i["namespace"] == ns]
+    if not found:
+        raise errors.NotFound(f'workloads "{ns}/{bare}"')
+    if len(found) > 1:
+        kinds = ", ".join(i["kind"] for i in found)
+        raise errors.Invalid(f"{ns}/{bare} names several workloads: {kinds}")
+    return found[0]

@@ -1,0 +1,364 @@
+"""The failover controller: health becomes taints, taints become evictions, evictions end.
+
+Fed by the registry (mirrors of Clusters, ClusterStatus, Bindings, workloads, policies and
+workload status, each watch only queuing keys) and, for a member returning from
+`unreachable`, the member itself; feeds ClusterStatus.taints and Binding eviction tasks,
+both written with compare-and-swap and, under HA, the leader's fence (`guards`).
+
+Two kinds of key, each converged level-based by one worker at a time (STYLE.md §7, §12):
+
+    c/<cluster>   Ready condition + time → taints (taints.desired); a member back from
+                  unreachable keeps its taints until stale copies are purged (purge.py)
+    b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
+                  (eviction.py); eviction tasks + new placement readiness → tasks dropped
+                  (graceful.py)
+
+Every action is also appended to `timeline`, which drills and benchmarks read to measure
+detection and re-placement times without scraping logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clusters import member as member_mod
+from clusters.kube import connector
+from federation import clock as clock_mod
+from federation import errors
+from federation.failover import eviction, graceful, purge, taints
+from federation.failover.mirror import Mirror, Queue
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.settings import FailoverSettings, MemberSettings
+from policies.models.base import KubeObject
+from policies.models.binding import Binding
+from policies.models.cluster import Cluster, ClusterStatus, Taint
+from policies.models.common import Toleration
+from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
+
+__all__ = ["Claim", "Connect", "FailoverController", "Mark", "Terms"]
+
+log = logging.getLogger(__name__)
+
+Claim = Callable[[Workload, Sequence[Any]], Any]
+"""Picks the PropagationPolicy claiming a workload (the scheduler's rule, passed in)."""
+Connect = Callable[[Cluster], Awaitable[member_mod.Member]]
+Guards = Callable[[], tuple[st.Guard, ...]]
+
+RECOVERING = "cluster.fedctl.io/recovering"
+_RETRY = 1.0
+_HEALTHY = ("Healthy", "Completed")
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What a workload's policy says about failover."""
+
+    tolerations: tuple[Toleration, ...] = ()
+    purge_mode: str = "Gracefully"
+    batch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One thing failover did, for drills: when, what, where, to which workload."""
+
+    at: dt.datetime
+    what: str
+    cluster: str
+    workload: str = ""
+    detail: str = ""
+
+
+def _kube_connect(settings: MemberSettings, clock: clock_mod.Clock) -> Connect:
+    async def make(cluster: Cluster) -> member_mod.Member:
+        return await connector.connect(
+            cluster.name, cluster.spec.connection, settings=settings, clock=clock
+        )
+
+    return make
+
+
+class FailoverController:
+    """`await run()` until cancelled (the supervisor runs it only while leading)."""
+
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        settings: FailoverSettings | None = None,
+        clock: clock_mod.Clock = clock_mod.real,
+        claim: Claim | None = None,
+        connect: Connect | None = None,
+        member_settings: MemberSettings | None = None,
+        guards: Guards | None = None,
+        workers: int = 4,
+    ) -> None:
+        self.settings = settings or FailoverSettings()
+        self.clock = clock
+        self._claim = claim
+        self._connect = connect or _kube_connect(member_settings or MemberSettings(), clock)
+        self._guards = guards or (lambda: ())
+        self.workers = workers
+        self.queue = Queue(clock)
+        self.limiter = eviction.RateLimiter(
+            rate=self.settings.eviction_rate,
+            secondary_rate=self.settings.secondary_eviction_rate,
+            unhealthy_threshold=self.settings.unhealthy_threshold,
+            now=clock.monotonic(),
+            burst=self.settings.eviction_burst,
+        )
+        self.timeline: collections.deque[Mark] = collections.deque(maxlen=100_000)
+        obj_codec = objects.ObjectCodec()
+        self.clusters = Mirror(
+            codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"),
+            on_change=self._cluster_changed,
+        )  # fmt: skip
+        self.statuses = Mirror(
+            codec.TypedStore(store, codec.Codec(ClusterStatus)), keys.prefix("clusterstatus"),
+            on_change=self._status_changed,
+        )  # fmt: skip
+        self.bindings = Mirror(
+            codec.TypedStore(store, codec.Codec(Binding)), keys.prefix("bindings"),
+            on_change=lambda key: self.queue.add("b" + key),
+        )  # fmt: skip
+        self.workloads = Mirror[KubeObject](
+            codec.TypedStore(store, obj_codec), keys.prefix("workloads"),
+            on_change=lambda key: self._binding_of(keys.parse_workload_key(key)),
+        )  # fmt: skip
+        self.policies = Mirror[KubeObject](
+            codec.TypedStore(store, obj_codec), keys.prefix("policies"),
+            on_change=lambda key: self._all_bindings(),
+        )  # fmt: skip
+        self.workload_status = Mirror(
+            codec.TypedStore(store, codec.Codec(WorkloadStatus)), keys.prefix("workloadstatus"),
+            on_change=lambda key: self._binding_of(keys.parse_workload_key(key)),
+        )  # fmt: skip
+        self._mirrors: list[Mirror[Any]] = [
+            self.clusters, self.statuses, self.policies, self.workloads,
+            self.workload_status, self.bindings,
+        ]  # fmt: skip
+
+    # -- feeding the queue -------------------------------------------------------------------
+
+    def _cluster_changed(self, key: str) -> None:
+        self.queue.add("c/" + keys.split(key)[-1])
+
+    def _status_changed(self, key: str) -> None:
+        """A status write may carry new taints: its cluster and the bindings on it look again."""
+        name = keys.split(key)[-1]
+        self.queue.add("c/" + name)
+        self._all_bindings(name)
+
+    def _binding_of(self, ref: keys.WorkloadRef) -> None:
+        self.queue.add("b" + keys.binding_key(ref))
+
+    def _all_bindings(self, cluster: str | None = None) -> None:
+        for key, stored in self.bindings.items.items():
+            spec = stored.obj.spec
+            names = {t.name for t in spec.clusters} | {t.cluster for t in spec.eviction_tasks}
+            if cluster is None or cluster in names:
+                self.queue.add("b" + key)
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for mirror in self._mirrors:
+                    await mirror.load()
+                for mirror in self._mirrors:
+                    group.create_task(mirror.run(), name=f"failover-watch-{mirror.prefix}")
+                for i in range(self.workers):
+                    group.create_task(self._worker(), name=f"failover-worker-{i}")
+        finally:
+            self.queue.close()
+
+    async def _worker(self) -> None:
+        while True:
+            item = await self.queue.get()
+            try:
+                if item.startswith("c/"):
+                    await self.converge_cluster(item[2:])
+                else:
+                    await self.converge_binding(item[1:])
+            except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
+                self.queue.add_after(item, 0.05)  # the watch brings the newer value
+            except errors.FedctlError as exc:
+                log.warning("failover %s: not converged: %s", item, exc)
+                self.queue.add_after(item, _RETRY)
+            finally:
+                self.queue.done(item)
+
+    def _mark(self, what: str, cluster: str, workload: str = "", detail: str = "") -> None:
+        self.timeline.append(Mark(self.clock.now(), what, cluster, workload, detail))
+
+    # -- clusters ----------------------------------------------------------------------------
+
+    async def converge_cluster(self, name: str) -> None:
+        stored = self.statuses.items.get(keys.cluster_status_key(name))
+        spec = self.clusters.get(keys.cluster_key(name))
+        if stored is None or spec is None:
+            return
+        status = stored.obj
+        grace = taints.grace_for(spec, default=self.settings.eviction_grace)
+        plan = taints.desired(status, now=self.clock.now(), grace=grace)
+        wanted = plan.taints
+        returning = status.ready() and any(
+            t.key in (taints.UNREACHABLE, RECOVERING) for t in status.taints
+        )
+        if returning and not await self._purged(spec):
+            wanted = [Taint(key=RECOVERING, effect="NoSchedule")]
+            self.queue.add_after("c/" + name, _RETRY * 2)
+        new = taints.reconcile(status.taints, wanted, now=self.clock.now())
+        if [(t.key, t.effect) for t in new] != [(t.key, t.effect) for t in status.taints]:
+            update = status.model_copy(update={"taints": new})
+            await self.statuses.typed.update(
+                stored.key, update, revision=stored.revision, guards=self._guards()
+            )
+            shown = ", ".join(f"{t.key}:{t.effect}" for t in new if t.key in _ours(new)) or "none"
+            self._mark("taints", name, detail=shown)
+            log.info("cluster %s: failover taints now %s", name, shown)
+        if plan.recheck_after is not None:
+            self.queue.add_after("c/" + name, plan.recheck_after + 0.01)
+
+    async def _purged(self, cluster: Cluster) -> bool:
+        """Delete stale copies from a returning member; False when it could not finish."""
+        try:
+            member = await self._connect(cluster)
+        except errors.FedctlError as exc:
+            log.warning("cluster %s: cannot connect to purge: %s", cluster.name, exc)
+            return False
+        try:
+            report = await purge.purge(
+                member,
+                cluster=cluster.name,
+                bindings=[s.obj for s in self.bindings.items.values()],
+            )
+        except errors.FedctlError as exc:
+            log.warning("cluster %s: purge incomplete: %s", cluster.name, exc)
+            return False
+        finally:
+            await member.close()
+        for ref in report.deleted:
+            self._mark("purged", cluster.name, detail=ref)
+        log.info(
+            "cluster %s returned: %d stale copies deleted, %d kept",
+            cluster.name, len(report.deleted), report.kept,
+        )  # fmt: skip
+        return True
+
+    # -- bindings ----------------------------------------------------------------------------
+
+    def terms(self, binding: Binding) -> Terms:
+        """Tolerations and purge mode from the policy that claims the workload."""
+        ref = _ref(binding)
+        workload = self.workloads.get(keys.workload_key(ref))
+        if not isinstance(workload, Workload):
+            return Terms()
+        batch = workload.is_batch
+        if self._claim is None:
+            return Terms(batch=batch)
+        candidates = [
+            s.obj for s in self.policies.items.values() if s.obj.kind.endswith("PropagationPolicy")
+        ]
+        policy = self._claim(workload, candidates)
+        spec = getattr(policy, "spec", None)
+        placement = getattr(spec, "placement", None)
+        tolerations = tuple(getattr(placement, "cluster_tolerations", ()) or ())
+        failover = getattr(spec, "failover", None)
+        mode = failover.cluster.purge_mode if failover and failover.cluster else "Gracefully"
+        return Terms(tolerations=tolerations, purge_mode=mode, batch=batch)
+
+    def _taints(self) -> dict[str, list[Taint]]:
+        out: dict[str, list[Taint]] = {}
+        for stored in self.clusters.items.values():
+            status = self.statuses.get(keys.cluster_status_key(stored.obj.name))
+            out[stored.obj.name] = stored.obj.with_status(status).effective_taints()
+        return out
+
+    def _health(self) -> None:
+        names = [s.obj.name for s in self.clusters.items.values()]
+        sick = 0
+        for name in names:
+            status = self.statuses.get(keys.cluster_status_key(name))
+            sick += status is None or not status.ready()
+        self.limiter.set_health(unhealthy=sick, total=len(names))
+
+    def _ready(self, ref: keys.WorkloadRef) -> dict[str, bool]:
+        status = self.workload_status.get(keys.workload_status_key(ref))
+        if status is None:
+            return {}
+        return {c.cluster: c.health in _HEALTHY for c in status.clusters}
+
+    async def converge_binding(self, key: str) -> None:
+        stored = self.bindings.items.get(key)
+        if stored is None:
+            return
+        binding = self._evict_due(key, stored.obj, self.terms(stored.obj))
+        binding = self._end_tasks(key, binding)
+        if binding != stored.obj:
+            await self.bindings.typed.update(
+                key, binding, revision=stored.revision, guards=self._guards()
+            )
+            before = {t.cluster for t in stored.obj.spec.eviction_tasks}
+            after = {t.cluster for t in binding.spec.eviction_tasks}
+            ref = str(_ref(binding))
+            for cluster in sorted(after - before):
+                self._mark("evicted", cluster, ref)
+            for cluster in sorted(before - after):
+                self._mark("task-ended", cluster, ref)
+
+    def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
+        decisions = eviction.judge(binding, self._taints(), terms.tolerations, now=self.clock.now())
+        if not decisions:
+            return binding
+        self._health()
+        now = self.clock.now()
+        mode = "Directly" if terms.batch else terms.purge_mode
+        for decision in decisions:
+            if not decision.due(now):
+                self.queue.add_after("b" + key, (decision.at - now).total_seconds() + 0.01)
+                continue
+            mono = self.clock.monotonic()
+            if not self.limiter.try_acquire(mono):
+                self.queue.add_after("b" + key, self.limiter.wait_time(mono))
+                continue
+            binding = eviction.evict(
+                binding, decision.cluster, now=now, reason=decision.reason, purge_mode=mode
+            )
+        return binding
+
+    def _end_tasks(self, key: str, binding: Binding) -> Binding:
+        tasks = binding.spec.eviction_tasks
+        if not tasks:
+            return binding
+        placed = binding.status.phase == "Scheduled"
+        targets = [t.name for t in binding.spec.clusters if t.replicas > 0] if placed else []
+        outcome = graceful.judge(
+            tasks,
+            targets=targets,
+            ready=self._ready(_ref(binding)),
+            now=self.clock.now(),
+            timeout=self.settings.graceful_timeout,
+        )
+        if outcome.recheck_after is not None:
+            self.queue.add_after("b" + key, outcome.recheck_after + 0.01)
+        if not outcome.drop:
+            return binding
+        spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
+        return binding.model_copy(update={"spec": spec})
+
+
+def _ours(taint_list: Sequence[Taint]) -> set[str]:
+    return {t.key for t in taint_list if t.key.startswith(taints.MANAGED_PREFIX)}
+
+
+def _ref(binding: Binding) -> keys.WorkloadRef:
+    w = binding.spec.workload
+    return keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)

@@ -1,0 +1,80 @@
+"""Graceful eviction: when an evicted copy may go, as a pure function of (tasks, now, status).
+
+Fed by a Binding's eviction tasks, the clusters of its new placement with whether the
+workload is ready in each, the graceful timeout and `now`; feeds the failover controller,
+which drops the tasks this returns from the Binding, and the purge step, which deletes the
+old copies it names (STYLE.md §12; Karmada `gracefuleviction/evictiontask.go`).
+
+The purge modes, as in Karmada (old spellings accepted):
+
+    Directly   (Immediately)  the old copy goes at once; the task stays only as the record
+                              that keeps the scheduler off the leaving cluster until the
+                              new placement is ready (or the timeout)
+    Gracefully (Graciously)   the old copy stays until every cluster of the new placement
+                              reports the workload ready, or until the timeout
+    Never                     the old copy is never deleted by failover; the task is dropped
+                              on the same terms as Gracefully, leaving the copy to the user
+
+Why "every cluster ready" and not "some": a workload split 2:1:1 that lost one cluster is
+only whole again when all of its new targets run it; dropping the old copy earlier would
+open the very capacity gap graceful eviction exists to close.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from policies.models.binding import EvictionTask
+
+__all__ = ["Outcome", "judge", "purges_at_once"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Tasks to keep and to drop, clusters whose old copy must be deleted now, and when the
+    next timeout falls (seconds from `now`; None when no task is waiting on one)."""
+
+    keep: list[EvictionTask] = field(default_factory=list)
+    drop: list[EvictionTask] = field(default_factory=list)
+    purge: list[str] = field(default_factory=list)
+    recheck_after: float | None = None
+
+
+def purges_at_once(task: EvictionTask) -> bool:
+    return task.purge_mode in ("Directly", "Immediately")
+
+
+def _never(task: EvictionTask) -> bool:
+    return task.purge_mode == "Never"
+
+
+def judge(
+    tasks: Sequence[EvictionTask],
+    *,
+    targets: Sequence[str],
+    ready: Mapping[str, bool],
+    now: dt.datetime,
+    timeout: float,
+) -> Outcome:
+    """Decide every task of one Binding."""
+    healthy = bool(targets) and all(ready.get(name, False) for name in targets)
+    keep: list[EvictionTask] = []
+    drop: list[EvictionTask] = []
+    purge: list[str] = []
+    recheck: float | None = None
+    for task in tasks:
+        waited = (now - task.creation_time).total_seconds()
+        expired = waited >= timeout
+        if healthy or expired:
+            drop.append(task)
+            if not _never(task):
+                purge.append(task.cluster)
+            continue
+        keep.append(task)
+        if purges_at_once(task):
+            purge.append(task.cluster)
+        left = timeout - waited
+        recheck = left if recheck is None else min(recheck, left)
+    return Outcome(keep=keep, drop=drop, purge=purge, recheck_after=recheck)

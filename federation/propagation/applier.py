@@ -1,0 +1,138 @@
+"""The applier: puts rendered manifests into members and takes them out again.
+
+Fed by the controller's workers with a Work's manifest and the claiming policy's
+`conflictResolution`; feeds the member (server-side apply with field manager `fedctl`)
+and returns an `Outcome` the worker folds into the Work's status. Calls to one member are
+bounded by its semaphore (`PropagationSettings.concurrency_per_member`); retries of
+transient failures happen inside the connector (STYLE.md §10), so an error that reaches
+here is reported in the Work and the key is requeued with backoff.
+
+Why a read before the first apply: server-side apply would silently take over an object a
+team created by hand. `Abort` (Karmada's default) refuses when the member already holds an
+object of that name that is not ours, and says so; `Overwrite` adopts it (force apply).
+Namespaces are created in the member when missing, once per member and namespace.
+
+    errors seen here
+    ├── MemberUnavailable (retryable)   member down or slow: requeue, report in status
+    └── MemberRejected (permanent)      quota, validation, unserved kind: report, requeue later
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clusters import member as member_mod
+from federation import errors
+from federation.propagation import render
+from federation.propagation.members import Members
+from federation.registry import keys
+from policies.models.cluster import Cluster
+
+__all__ = ["Applier", "Outcome", "object_ref"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one apply did: the member's copy, or why there is none."""
+
+    ok: bool
+    obj: dict[str, Any] | None = None
+    error: str = ""
+    refused: bool = False
+    retryable: bool = False
+
+
+def object_ref(manifest: Mapping[str, Any]) -> member_mod.ObjectRef:
+    meta = manifest.get("metadata") or {}
+    return member_mod.ObjectRef(
+        api_version=str(manifest.get("apiVersion") or ""),
+        kind=str(manifest.get("kind") or ""),
+        name=str(meta.get("name") or ""),
+        namespace=meta.get("namespace"),
+    )
+
+
+class Applier:
+    """Server-side apply and delete through the members' connectors."""
+
+    def __init__(self, members: Members) -> None:
+        self.members = members
+        self._namespaces: set[tuple[str, str]] = set()
+        self.applied = 0
+
+    async def _ensure_namespace(self, cluster: str, conn: member_mod.Member, ns: str) -> None:
+        if (cluster, ns) in self._namespaces:
+            return
+        try:
+            await conn.get(member_mod.ObjectRef("v1", "Namespace", ns))
+        except member_mod.MemberNotFound:
+            await conn.apply(render.namespace_manifest(ns))
+            log.info("created namespace %s in %s", ns, cluster)
+        self._namespaces.add((cluster, ns))
+
+    async def _refusal(
+        self,
+        conn: member_mod.Member,
+        manifest: Mapping[str, Any],
+        ref: keys.WorkloadRef,
+        owner: tuple[bool, str | None] | None,
+    ) -> str:
+        if owner is None:
+            try:
+                existing = await conn.get(object_ref(manifest))
+            except member_mod.MemberNotFound:
+                return ""
+            if render.is_ours(existing, ref):
+                return ""
+        elif not owner[0] or owner[1] == str(ref):
+            return ""
+        return (
+            f"{object_ref(manifest)} already exists in {conn.name} and is not managed by fedctl;"
+            " conflictResolution Abort refuses to take it over (set Overwrite to adopt it)"
+        )
+
+    async def apply(
+        self,
+        cluster: Cluster,
+        manifest: Mapping[str, Any],
+        *,
+        ref: keys.WorkloadRef | None,
+        overwrite: bool,
+        known_ours: bool,
+        owner: tuple[bool, str | None] | None = None,
+    ) -> Outcome:
+        """Apply `manifest` to `cluster`; never raises for member errors (see Outcome).
+
+        `owner` is what the member watch knows of an object of that name: (exists, our
+        workload ref or None); None sends a read to the member instead.
+        """
+        try:
+            conn = await self.members.get(cluster)
+            async with self.members.limit(cluster.name):
+                ns = (manifest.get("metadata") or {}).get("namespace")
+                if ns:
+                    await self._ensure_namespace(cluster.name, conn, str(ns))
+                if ref is not None and not known_ours and not overwrite:
+                    refusal = await self._refusal(conn, manifest, ref, owner)
+                    if refusal:
+                        return Outcome(ok=False, error=refusal, refused=True)
+                obj = await conn.apply(manifest, force=overwrite or known_ours)
+        except member_mod.MemberUnavailable as exc:
+            return Outcome(ok=False, error=f"{cluster.name} unavailable: {exc}", retryable=True)
+        except member_mod.MemberRejected as exc:
+            return Outcome(ok=False, error=f"{cluster.name} rejected the object: {exc}")
+        except errors.FedctlError as exc:
+            return Outcome(ok=False, error=f"{cluster.name}: {exc}", retryable=True)
+        self.applied += 1
+        return Outcome(ok=True, obj=obj)
+
+    async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> None:
+        """Delete our copy from `cluster`; gone already is fine. Raises on member errors."""
+        conn = await self.members.get(cluster)
+        async with self.members.limit(cluster.name):
+            await conn.delete(object_ref(manifest))

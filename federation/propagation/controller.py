@@ -1,0 +1,277 @@
+"""The propagator: Bindings become objects in members, quota follows, status comes back.
+
+Fed by the registry (watches on workloads, Bindings, policies and Clusters, mirrored in
+memory) and by member watches of what it applied; feeds the members (through the applier)
+and the registry keys it alone writes: Works, workload status and FederatedResourceQuota
+status. Run under the controller's supervisor as `propagator`.
+
+    registry watches ─┐                         ┌─ WorkloadSync.sync(ref)  → Works, members
+    member watches  ──┼─► WorkQueue (de-dup) ──►┤
+    retries (backoff)─┘                         └─ QuotaSync.sync(ns, name) → ResourceQuotas
+
+Start-up order matters: mirrors are loaded and the Works this controller wrote are read
+before garbage collection judges member objects, and GC finishes before any worker
+applies, so a fresh apply is never mistaken for an orphan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from federation import clock as clock_mod
+from federation import errors
+from federation.propagation import (
+    converge,
+    events,
+    gc,
+    informer,
+    interpreter,
+    quota,
+    quota_sync,
+    render,
+)
+from federation.propagation import status as status_mod
+from federation.propagation.applier import Applier
+from federation.propagation.members import Connect, Members, kube_connect
+from federation.propagation.queue import WorkQueue
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.settings import MemberSettings, PropagationSettings
+from policies.models.base import KubeObject
+from policies.models.binding import Binding
+from policies.models.cluster import Cluster
+from policies.models.frq import FederatedResourceQuota
+from policies.models.work import QuotaStatus, Work, WorkloadStatus
+
+__all__ = ["Propagator"]
+
+log = logging.getLogger(__name__)
+
+_BACKOFF_MAX = 30.0
+
+
+class Propagator:
+    """Build with the store and settings; `run()` until cancelled."""
+
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        settings: PropagationSettings | None = None,
+        member_settings: MemberSettings | None = None,
+        clock: clock_mod.Clock = clock_mod.real,
+        connect: Connect | None = None,
+        claim: converge.Claim | None = None,
+        workers: int | None = None,
+    ) -> None:
+        self.settings = settings or PropagationSettings()
+        self.clock = clock
+        self.workers = workers or self.settings.workers
+        self.queue = WorkQueue(clock)
+        self.members = Members(
+            connect or kube_connect(member_settings or MemberSettings(), clock),
+            concurrency=self.settings.concurrency_per_member,
+        )
+        self.applier = Applier(self.members)
+        obj_codec = objects.ObjectCodec()
+        self.workloads = informer.Informer[KubeObject](
+            codec.TypedStore(store, obj_codec), keys.prefix("workloads"), on_change=self._keyed
+        )
+        self.bindings = informer.Informer[Binding](
+            codec.TypedStore(store, codec.Codec(Binding)),
+            keys.prefix("bindings"),
+            on_change=self._keyed,
+        )
+        self.policies = informer.Informer[KubeObject](
+            codec.TypedStore(store, obj_codec), keys.prefix("policies"), on_change=self._policy
+        )
+        self.clusters = informer.Informer[Cluster](
+            codec.TypedStore(store, codec.Codec(Cluster)),
+            keys.prefix("clusters"),
+            on_change=self._cluster,
+        )
+        self._group: asyncio.TaskGroup | None = None
+        self.watches = status_mod.StatusWatches(
+            self.members,
+            cluster=lambda name: self.clusters.get(keys.cluster_key(name)),
+            notify=self._status_changed,
+            spawn=self._spawn,
+            clock=clock,
+        )
+        self.sync = converge.WorkloadSync(
+            workloads=self.workloads,
+            bindings=self.bindings,
+            policies=self.policies,
+            clusters=self.clusters,
+            works=codec.TypedStore(store, codec.Codec(Work)),
+            statuses=codec.TypedStore(store, codec.Codec(WorkloadStatus)),
+            applier=self.applier,
+            watches=self.watches,
+            claim=claim,
+            now=clock.now,
+            recorder=events.Recorder(store, clock=clock),
+        )
+        self.quotas = quota_sync.QuotaSync(
+            policies=self.policies,
+            clusters=self.clusters,
+            store=codec.TypedStore(store, codec.Codec(QuotaStatus)),
+            applier=self.applier,
+            watches=self.watches,
+        )
+        self._failures: dict[str, int] = {}
+        self.ready = asyncio.Event()
+        """Set once start-up (mirrors, GC) is done and workers run."""
+
+    # -- feeding the queue -------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        if self._group is None:
+            coro.close()
+            return
+        self._group.create_task(coro, name=name)
+
+    def _status_changed(self, item: str) -> None:
+        if self.settings.status_coalesce > 0:
+            self.queue.add_after(item, self.settings.status_coalesce)
+        else:
+            self.queue.add(item)
+
+    def _keyed(self, key: str, old: object, new: object) -> None:
+        self.queue.add(status_mod.workload_item(keys.parse_workload_key(key)))
+
+    def _all_workloads(self) -> None:
+        refs = {keys.parse_workload_key(k) for k in self.bindings.items}
+        refs |= {keys.parse_workload_key(k) for k in self.workloads.items}
+        refs |= {keys.parse_workload_key(f"{keys.ROOT}/workloads/{r}") for r in self.sync.works}
+        for ref in sorted(refs, key=str):
+            self.queue.add(status_mod.workload_item(ref))
+
+    def _all_quotas(self) -> None:
+        for obj in [i.obj for i in self.policies.items.values()]:
+            if isinstance(obj, FederatedResourceQuota):
+                ns = obj.metadata.namespace or "default"
+                self.queue.add(status_mod.quota_item(ns, obj.metadata.name))
+        for key in self.quotas.written:
+            _, _, ns, name = keys.split(key)
+            self.queue.add(status_mod.quota_item(ns, name))
+
+    def _policy(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        obj = new or old
+        if isinstance(obj, FederatedResourceQuota):
+            ns = obj.metadata.namespace or "default"
+            self.queue.add(status_mod.quota_item(ns, obj.metadata.name))
+        elif obj is not None and obj.kind != "Queue":
+            self.sync.epoch += 1
+            self._all_workloads()
+
+    def _cluster(self, key: str, old: Cluster | None, new: Cluster | None) -> None:
+        if new is None and old is not None:
+            # The member left: close its connector so its status watches end.
+            self._spawn(self.members.forget(old.metadata.name), f"forget-{old.metadata.name}")
+        self._all_workloads()
+        self._all_quotas()
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                await self._start()
+                for mirror in (self.clusters, self.policies, self.workloads, self.bindings):
+                    group.create_task(mirror.run(), name=f"propagator-watch-{mirror.prefix}")
+                self._all_workloads()
+                self._all_quotas()
+                for i in range(self.workers):
+                    group.create_task(self._worker(), name=f"propagator-worker-{i}")
+                self.ready.set()
+        finally:
+            self._group = None
+            self.queue.close()
+            await self.members.close()
+
+    async def _start(self) -> None:
+        for mirror in (self.clusters, self.policies, self.workloads, self.bindings):
+            await mirror.load()
+        works = await self.sync.works_store.list(keys.prefix("works"))
+        for item in works.items:
+            ref = keys.parse_workload_key(item.key)
+            self.sync.works.setdefault(str(ref), {})[item.obj.spec.cluster] = item
+        statuses = await self.sync.status_store.list(keys.prefix("workloadstatus"))
+        for status in statuses.items:
+            self.sync.written[str(keys.parse_workload_key(status.key))] = status
+        quota_statuses = await self.quotas.store.list(f"{keys.ROOT}/policystatus/{quota_sync.FRQ}/")
+        self.quotas.written = {item.key: item for item in quota_statuses.items}
+        await self._collect_garbage()
+
+    async def _collect_garbage(self) -> None:
+        kinds = set(interpreter.known_kinds()) | {("v1", "ResourceQuota")}
+        for item in self.workloads.items.values():
+            kinds.add((item.obj.api_version, item.obj.kind))
+        for per_cluster in self.sync.works.values():
+            for work in per_cluster.values():
+                kinds.add((work.obj.spec.workload.api_version, work.obj.spec.workload.kind))
+
+        async def one(cluster: Cluster) -> None:
+            try:
+                async with asyncio.timeout(self.settings.request_timeout * 3):
+                    conn = await self.members.get(cluster)
+                    removed = await gc.collect(cluster.name, conn, kinds=kinds, wanted=self._wanted)
+                if removed:
+                    log.info("gc: %d orphaned objects removed from %s", removed, cluster.name)
+            except (errors.FedctlError, TimeoutError) as exc:
+                log.warning("gc: %s skipped: %s", cluster.name, exc)
+
+        await asyncio.gather(*(one(item.obj) for item in self.clusters.items.values()))
+
+    def _wanted(self, cluster: str, obj: Any) -> bool:
+        meta = obj.get("metadata") or {}
+        frq_name = (meta.get("labels") or {}).get(quota.LABEL_FRQ)
+        if obj.get("kind") == "ResourceQuota" and frq_name:
+            frq = self.quotas.frq(meta.get("namespace", ""), frq_name)
+            return frq is not None and any(
+                a.cluster_name == cluster for a in frq.spec.static_assignments
+            )
+        ref_text = (meta.get("annotations") or {}).get(render.REF_ANNOTATION)
+        if not ref_text:
+            return True  # ours by label but not a workload copy (e.g. a namespace)
+        if cluster in self.sync.works.get(ref_text, {}):
+            return True
+        try:
+            ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{ref_text}")
+        except errors.Invalid:
+            return False
+        _, _, targets, evicting = self.sync.wanted(ref)
+        return cluster in targets or cluster in evicting
+
+    async def _worker(self) -> None:
+        while True:
+            item = await self.queue.get()
+            try:
+                delay = await self._converge(item)
+            except errors.FedctlError as exc:
+                log.warning("propagation of %s not converged: %s", item, exc)
+                delay = 1.0
+            finally:
+                self.queue.done(item)
+            if delay is None:
+                self._failures.pop(item, None)
+            else:
+                count = self._failures.get(item, 0)
+                self._failures[item] = count + 1
+                self.queue.add_after(item, min(delay * (2**count), _BACKOFF_MAX))
+
+    async def _converge(self, item: str) -> float | None:
+        kind, _, rest = item.partition("|")
+        if kind == "q":
+            ns, _, name = rest.partition("/")
+            return await self.quotas.sync(ns, name)
+        ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{rest}")
+        return await self.sync.sync(ref)
+
+    @property
+    def pending(self) -> int:
+        return self.queue.pending

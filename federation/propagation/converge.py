@@ -1,0 +1,346 @@
+"""Converging one workload: Binding + template → Works in the registry → objects in members.
+
+Fed by the propagator's workers with a workload key; reads the registry mirrors (template,
+Binding, Clusters, override policies, AcceleratorProfiles, the claiming policy), the Works
+this process wrote and what the status watches saw; feeds the applier (apply and delete in
+members) and the registry (Works and the aggregated workload status, both written only by
+the propagator). Level-based: every pass recomputes the wanted state from scratch, so a
+pass interrupted by a crash is finished by the next one after a restart.
+
+    wanted = Binding targets (replicas > 0, or any target for kinds without replicas)
+           + clusters still under a graceful-eviction task (left untouched)
+    each wanted cluster:  render → unchanged digest and still present?  nothing to do
+                                   otherwise apply (Abort/Overwrite), record the outcome
+    each other Work:      delete the member copy, then the Work
+
+Why the Work is written after the apply: a crash between the two leaves an object in the
+member without a Work, which the next pass re-applies (it carries our labels, so `Abort`
+recognises it) or start-up garbage collection removes; never a Work for an object that
+was not attempted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from federation import errors
+from federation.propagation import events, informer, interpreter, overrides, render
+from federation.propagation import status as status_mod
+from federation.propagation import works as works_mod
+from federation.propagation.applier import Applier
+from federation.registry import codec, keys
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.base import KubeObject
+from policies.models.binding import Binding, TargetCluster
+from policies.models.cluster import Cluster
+from policies.models.override import ClusterOverridePolicy, OverridePolicy
+from policies.models.work import (
+    Event,
+    Work,
+    WorkCondition,
+    WorkloadStatus,
+    WorkStatus,
+)
+from policies.models.workload import Workload
+
+__all__ = ["Claim", "WorkloadSync"]
+
+log = logging.getLogger(__name__)
+
+Claim = Callable[[Workload, Sequence[Any]], Any]
+"""Picks the PropagationPolicy that claims a workload (the scheduler's rule, passed in)."""
+
+_RETRY = 2.0
+
+
+class WorkloadSync:
+    """Everything one workload pass needs; one instance shared by all workers."""
+
+    def __init__(
+        self,
+        *,
+        workloads: informer.Informer[KubeObject],
+        bindings: informer.Informer[Binding],
+        policies: informer.Informer[KubeObject],
+        clusters: informer.Informer[Cluster],
+        works: codec.TypedStore[Work],
+        statuses: codec.TypedStore[WorkloadStatus],
+        applier: Applier,
+        watches: status_mod.StatusWatches,
+        claim: Claim | None,
+        now: Callable[[], Any],
+        recorder: events.Recorder | None = None,
+    ) -> None:
+        self.workloads, self.bindings = workloads, bindings
+        self.policies, self.clusters = policies, clusters
+        self.records = works_mod.WorkRecords(works, statuses)
+        self.works_store, self.status_store = works, statuses
+        self.applier, self.watches = applier, watches
+        self.claim, self.now = claim, now
+        self.recorder = recorder
+        self.works = self.records.works
+        self.written = self.records.written
+        self.epoch = 0
+        """Bumped on every policy change: rendered manifests older than it are stale."""
+        self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def _policy_objects(self) -> list[KubeObject]:
+        return [item.obj for item in self.policies.items.values()]
+
+    def _overrides(self) -> list[overrides.AnyOverride]:
+        return [
+            p
+            for p in self._policy_objects()
+            if isinstance(p, OverridePolicy | ClusterOverridePolicy)
+        ]
+
+    def _profiles(self) -> dict[str, AcceleratorProfile]:
+        return {
+            p.metadata.name: p for p in self._policy_objects() if isinstance(p, AcceleratorProfile)
+        }
+
+    def _overwrite(self, workload: Workload) -> bool:
+        if self.claim is None:
+            return False
+        candidates = [p for p in self._policy_objects() if p.kind.endswith("PropagationPolicy")]
+        policy = self.claim(workload, candidates)
+        spec = getattr(policy, "spec", None)
+        return getattr(spec, "conflict_resolution", "Abort") == "Overwrite"
+
+    def wanted(
+        self, ref: keys.WorkloadRef
+    ) -> tuple[Workload | None, codec.Stored[Binding] | None, dict[str, TargetCluster], set[str]]:
+        """The template, its Binding, the targets by cluster and the clusters being evicted."""
+        workload = self.workloads.get(keys.workload_key(ref))
+        stored = self.bindings.items.get(keys.binding_key(ref))
+        if not isinstance(workload, Workload) or stored is None:
+            return None, stored, {}, set()
+        binding = stored.obj
+        plugin = interpreter.for_kind(workload.api_version, workload.kind)
+        divisible = plugin.replicas(workload.to_wire()) is not None
+        targets = {t.name: t for t in binding.spec.clusters if t.replicas > 0 or not divisible}
+        evicting = {task.cluster for task in binding.spec.eviction_tasks} - set(targets)
+        return workload, stored, targets, evicting
+
+    # -- one pass ----------------------------------------------------------------------------
+
+    async def sync(self, ref: keys.WorkloadRef) -> float | None:
+        """Converge one workload; returns a delay to try again after, or None when done."""
+        workload, stored, targets, evicting = self.wanted(ref)
+        existing = self.works.setdefault(str(ref), {})
+        delays: list[float | None] = []
+        writes: list[tuple[str, codec.Stored[Work] | None, Work]] = []
+        said: list[Callable[[], Event]] = []
+        if workload is not None and stored is not None:
+            wl_key = keys.workload_key(ref)
+            shared = {
+                "template": workload.to_wire(),
+                "policies": self._overrides(),
+                "profiles": self._profiles(),
+                "overwrite": self._overwrite(workload),
+                "total": sum(t.replicas for t in stored.obj.spec.clusters),
+                "revision": stored.revision,
+                "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
+                "events": said,
+            }
+            results = await asyncio.gather(
+                *(self._sync_one(ref, t, existing.get(t.name), shared) for t in targets.values())
+            )
+            for target, (work, delay) in zip(targets.values(), results, strict=True):
+                delays.append(delay)
+                old = existing.get(target.name)
+                if work is not None and (old is None or old.obj != work):
+                    writes.append((target.name, old, work))
+        for name in sorted(set(existing) - set(targets) - evicting):
+            delay = await self._remove(ref, name, existing)
+            delays.append(delay)
+            if delay is None:
+                said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
+        extra = await self.recorder.ops(ref, said) if self.recorder is not None else []
+        await self.records.commit(
+            ref, writes, self.records.status(ref, workload, stored, writes), extra
+        )
+        if not self.works.get(str(ref)):
+            self.works.pop(str(ref), None)
+        pending = [d for d in delays if d is not None]
+        return min(pending) if pending else None
+
+    def _render(
+        self,
+        ref: keys.WorkloadRef,
+        target: TargetCluster,
+        cluster: Cluster,
+        shared: Mapping[str, Any],
+    ) -> tuple[dict[str, Any], str]:
+        """The manifest and its digest; re-rendered only when an input changed."""
+        slot = (str(ref), target.name)
+        cluster_rev = self.clusters.items[keys.cluster_key(target.name)].revision
+        signature = (*shared["signature"], cluster_rev, target)
+        cached = self._rendered.get(slot)
+        if cached is not None and cached[0] == signature:
+            return cached[1], cached[2]
+        manifest = render.render(
+            template=shared["template"],
+            ref=ref,
+            target=target,
+            total=shared["total"],
+            cluster=cluster,
+            policies=shared["policies"],
+            profiles=shared["profiles"],
+            binding_revision=shared["revision"],
+        )
+        digest = render.digest(manifest)
+        self._rendered[slot] = (signature, manifest, digest)
+        return manifest, digest
+
+    async def _sync_one(
+        self,
+        ref: keys.WorkloadRef,
+        target: TargetCluster,
+        old: codec.Stored[Work] | None,
+        shared: Mapping[str, Any],
+    ) -> tuple[Work | None, float | None]:
+        cluster = self.clusters.get(keys.cluster_key(target.name))
+        if cluster is None:
+            return None, _RETRY * 5
+        previous = old.obj.status if old else WorkStatus()
+        try:
+            manifest, digest = self._render(ref, target, cluster, shared)
+        except errors.Invalid as exc:
+            manifest = dict(old.obj.spec.manifest) if old else dict(shared["template"])
+            status = previous.model_copy(update={"error": f"cannot render: {exc}"})
+            return works_mod.new_work(
+                ref=ref,
+                cluster=target.name,
+                old=old,
+                manifest=manifest,
+                revision=shared["revision"],
+                status=status,
+            ), None
+        status, delay = await self._apply_if_needed(
+            ref=ref,
+            cluster=cluster,
+            manifest=manifest,
+            digest=digest,
+            previous=previous,
+            shared=shared,
+        )
+        return works_mod.new_work(
+            ref=ref,
+            cluster=target.name,
+            old=old,
+            manifest=manifest,
+            revision=shared["revision"],
+            status=status,
+        ), delay
+
+    async def _apply_if_needed(
+        self,
+        *,
+        ref: keys.WorkloadRef,
+        cluster: Cluster,
+        manifest: dict[str, Any],
+        digest: str,
+        previous: WorkStatus,
+        shared: Mapping[str, Any],
+    ) -> tuple[WorkStatus, float | None]:
+        seen = self.watches.seen.get((cluster.name, str(ref)))
+        gone = seen is not None and seen.gone
+        delay = None
+        status = previous
+        if not previous.applied or previous.applied_hash != digest or gone:
+            outcome = await self.applier.apply(
+                cluster,
+                manifest,
+                ref=ref,
+                overwrite=shared["overwrite"],
+                known_ours=previous.applied_hash is not None,
+                owner=self.watches.owner(cluster.name, manifest),
+            )
+            self.watches.ensure(cluster.name, str(manifest["apiVersion"]), str(manifest["kind"]))
+            verb = "applied to" if previous.applied_hash is None else "updated in"
+            if outcome.ok and outcome.obj is not None:
+                shared["events"].append(
+                    self._event(ref, "Applied", f"{verb} {cluster.name}", cluster=cluster.name)
+                )
+                self.watches.record(cluster.name, outcome.obj, quiet=True)
+                status = status.model_copy(
+                    update={
+                        "applied": True,
+                        "applied_hash": digest,
+                        "applied_revision": shared["revision"],
+                        "error": "",
+                        "conditions": [self._condition("True", "Applied", "")],
+                    }
+                )
+            else:
+                reason = "Refused" if outcome.refused else "ApplyFailed"
+                if outcome.error != previous.error:
+                    shared["events"].append(
+                        self._event(ref, reason, outcome.error, cluster=cluster.name, warning=True)
+                    )
+                status = status.model_copy(
+                    update={
+                        "applied": False,
+                        "error": outcome.error,
+                        "conditions": [self._condition("False", reason, outcome.error)],
+                    }
+                )
+                delay = _RETRY if outcome.retryable else _RETRY * 5
+        seen = self.watches.seen.get((cluster.name, str(ref)))
+        if seen is not None and not seen.gone:
+            status = status.model_copy(
+                update={"observed": seen.observed, "resource_version": seen.resource_version}
+            )
+        return status, delay
+
+    def _event(
+        self,
+        ref: keys.WorkloadRef,
+        reason: str,
+        message: str,
+        *,
+        cluster: str,
+        warning: bool = False,
+    ) -> Callable[[], Event]:
+        return lambda: Event(
+            type="Warning" if warning else "Normal",
+            reason=reason,
+            message=message,
+            cluster=cluster,
+            object=str(ref),
+            time=self.now(),
+        )
+
+    def _condition(
+        self, value: Literal["True", "False"], reason: str, message: str
+    ) -> WorkCondition:
+        return WorkCondition(
+            type="Applied",
+            status=value,
+            reason=reason,
+            message=message,
+            last_transition_time=self.now(),
+        )
+
+    async def _remove(
+        self, ref: keys.WorkloadRef, name: str, existing: dict[str, codec.Stored[Work]]
+    ) -> float | None:
+        stored = existing[name]
+        cluster = self.clusters.get(keys.cluster_key(name))
+        if cluster is not None:
+            try:
+                await self.applier.delete(cluster, stored.obj.spec.manifest)
+            except errors.FedctlError as exc:
+                log.info("%s: not yet removed from %s: %s", ref, name, exc)
+                return _RETRY
+        await self.works_store.delete(keys.work_key(name, ref))
+        existing.pop(name, None)
+        self.watches.forget(name, ref)
+        log.info("%s: removed from %s", ref, name)
+        return None

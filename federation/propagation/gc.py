@@ -1,0 +1,60 @@
+"""Start-up garbage collection: member objects labelled as ours that nothing wants.
+
+Fed by the controller before its workers start, with each member's connector, the kinds to
+look at and a `wanted(cluster, obj)` judgement made from the Works, Bindings and
+FederatedResourceQuotas in the registry; feeds the member (deletes). Why at start-up: a
+controller killed between applying an object and recording its Work, or while a workload
+was being deleted, leaves objects no Work describes; workers only look at what the registry
+names, so without this pass those copies would run forever. Namespaces we created are left
+alone: other teams' objects may live in them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from clusters import member as member_mod
+from federation import errors
+from federation.propagation import applier, render
+
+__all__ = ["collect"]
+
+log = logging.getLogger(__name__)
+
+
+async def collect(
+    cluster: str,
+    conn: member_mod.Member,
+    *,
+    kinds: Iterable[tuple[str, str]],
+    wanted: Callable[[str, Mapping[str, Any]], bool],
+    served: set[tuple[str, str]] | None = None,
+) -> int:
+    """Delete every object of `kinds` in `conn` that is ours and not wanted; returns how many.
+
+    `served`, when given, collects the kinds the member serves (their watches start next).
+    """
+    removed = 0
+    for api_version, kind in sorted(set(kinds)):
+        if kind == "Namespace":
+            continue
+        try:
+            listed = await conn.list(api_version, kind)
+        except member_mod.MemberNotFound:
+            continue  # the member does not serve this kind
+        if served is not None:
+            served.add((api_version, kind))
+        for obj in listed.items:
+            if not render.is_ours(obj) or wanted(cluster, obj):
+                continue
+            ref = applier.object_ref({"apiVersion": api_version, "kind": kind, **obj})
+            try:
+                await conn.delete(ref)
+            except errors.FedctlError as exc:
+                log.warning("gc: cannot delete %s from %s: %s", ref, cluster, exc)
+                continue
+            removed += 1
+            log.info("gc: deleted orphan %s from %s", ref, cluster)
+    return removed

@@ -1,0 +1,147 @@
+"""The resource-interpreter contract: what the propagator must know about one kind.
+
+Role: every workload kind differs in where its replicas live, how a share of them is
+written for one member, and how its status says "ready" or "finished". A plugin per kind
+answers those questions; the registry (`interpreter/__init__.py`) maps (apiVersion, kind) to
+its plugin and falls back to the generic one (propagated whole, health from conditions).
+Fed by workload templates and member objects; feeds render (replica revision), status
+(per-member `Observed`) and the workload status (aggregation across members).
+
+Why aggregation lives with the kind: a Deployment is healthy when every member is, a job
+has succeeded only when every member's share has; the rule is the kind's, not the
+controller's. Per-pod requests are read through `policies.models.workload.Workload`, which
+counts init containers, sidecars and pod overhead the way Kubernetes does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from federation.resources import ResourceList
+from policies.models.work import Observed
+from policies.models.workload import Workload
+
+__all__ = [
+    "Interpreter",
+    "Obj",
+    "aggregate_jobs",
+    "aggregate_replicated",
+    "condition",
+    "dig",
+    "pod_requests",
+    "split_largest_remainder",
+]
+
+Obj = dict[str, Any]
+
+
+class Interpreter(Protocol):
+    """One kind's rules. Implementations are stateless and never raise on odd status."""
+
+    name: str
+    api_version: str
+    kind: str
+
+    def replicas(self, obj: Mapping[str, Any]) -> int | None:
+        """Replicas (pods at full size) the template asks for; None when not divisible."""
+        ...
+
+    def with_replicas(self, obj: Obj, *, replicas: int, total: int) -> Obj:
+        """`obj` edited in place to run `replicas` of the `total` placed across members.
+
+        Render hands over its own copy of the template; nobody else calls this.
+        """
+        ...
+
+    def observe(self, obj: Mapping[str, Any]) -> Observed:
+        """Health and progress from a member's copy of the object."""
+        ...
+
+    def aggregate(self, parts: Sequence[Observed]) -> Observed:
+        """The workload's status from every member's `Observed`."""
+        ...
+
+
+def dig(obj: Mapping[str, Any], *path: str) -> Any:
+    """obj[a][b]…, None as soon as a step is missing or not a mapping."""
+    current: Any = obj
+    for part in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(part)
+    return current
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The status condition of type `kind`, or None."""
+    for cond in dig(obj, "status", "conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def pod_requests(obj: Mapping[str, Any]) -> ResourceList:
+    """Effective per-pod requests of a template (largest pod set), as Kubernetes counts."""
+    return Workload.model_validate(dict(obj)).pod_requests()
+
+
+def split_largest_remainder(counts: Sequence[int], *, replicas: int, total: int) -> list[int]:
+    """Scale `counts` (summing to `total`) to sum to `replicas`, largest remainder first."""
+    if total <= 0:
+        return list(counts)
+    exact = [c * replicas / total for c in counts]
+    out = [int(x) for x in exact]
+    order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - out[i]), i))
+    for i in order[: replicas - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def _worst(parts: Sequence[Observed]) -> str:
+    healths = {p.health for p in parts}
+    for health in ("Failed", "Unhealthy", "Unknown", "Progressing"):
+        if health in healths:
+            return health
+    return "Completed" if healths == {"Completed"} else "Healthy"
+
+
+def aggregate_replicated(parts: Sequence[Observed]) -> Observed:
+    """Sum replicas and ready replicas; healthy only when every member is."""
+    if not parts:
+        return Observed()
+    return Observed(
+        health=_worst(parts),
+        replicas=sum(p.replicas or 0 for p in parts),
+        ready_replicas=sum(p.ready_replicas or 0 for p in parts),
+        message="; ".join(p.message for p in parts if p.message),
+    )
+
+
+def aggregate_jobs(parts: Sequence[Observed]) -> Observed:
+    """Sum running/succeeded/failed; Succeeded only when every share has, Failed if any."""
+    if not parts:
+        return Observed()
+    phases = {p.phase for p in parts}
+    if "Failed" in phases:
+        phase = "Failed"
+    elif phases == {"Succeeded"}:
+        phase = "Succeeded"
+    elif "Running" in phases or "Succeeded" in phases:
+        phase = "Running"
+    else:
+        phase = "Pending"
+    return Observed(
+        health=_worst(parts),
+        replicas=sum(p.replicas or 0 for p in parts),
+        ready_replicas=sum(p.ready_replicas or 0 for p in parts),
+        phase=phase,
+        running=sum(p.running for p in parts),
+        succeeded=sum(p.succeeded for p in parts),
+        failed=sum(p.failed for p in parts),
+        message="; ".join(p.message for p in parts if p.message),
+    )

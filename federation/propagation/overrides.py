@@ -1,0 +1,290 @@
+"""OverridePolicy and ClusterOverridePolicy rules applied to one member's manifest (pure).
+
+Fed by render with the template's copy for one cluster, the Cluster it goes to and every
+override policy in the registry; feeds render. The order is Karmada's: ClusterOverride
+Policies first, then namespaced OverridePolicies; within each, broader resource selectors
+before narrower ones (every resource < label selector < name), ties by policy name, so the
+most specific policy has the last word. Inside a rule the overriders run image, command,
+args, labels, annotations, then plaintext, as Karmada's `applyPolicyOverriders` does.
+
+Why pure: rendering must be reproducible from the registry alone so a restarted
+controller renders exactly what it rendered before and touches no member needlessly.
+A path that does not exist in the manifest is an error naming the policy, not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from federation import errors
+from policies.models.cluster import Cluster
+from policies.models.common import ClusterAffinity, LabelSelector, ResourceSelector
+from policies.models.override import (
+    ClusterOverridePolicy,
+    CommandArgsOverrider,
+    ImageOverrider,
+    LabelAnnotationOverrider,
+    OverridePolicy,
+    Overriders,
+    PlaintextOverrider,
+)
+
+__all__ = [
+    "AnyOverride",
+    "affinity_matches",
+    "apply_overriders",
+    "ordered",
+    "pod_specs",
+    "selector_matches",
+    "split_image",
+]
+
+AnyOverride = OverridePolicy | ClusterOverridePolicy
+Obj = dict[str, Any]
+
+
+def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Kubernetes label selector semantics (matchLabels and matchExpressions)."""
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        value = labels.get(req.key)
+        ok = {
+            "In": present and value in req.values,
+            "NotIn": not (present and value in req.values),
+            "Exists": present,
+            "DoesNotExist": not present,
+        }[req.operator]
+        if not ok:
+            return False
+    return True
+
+
+def affinity_matches(affinity: ClusterAffinity | None, cluster: Cluster) -> bool:
+    """Karmada's ClusterAffinity: every part that is set must match; exclude always wins."""
+    if affinity is None:
+        return True
+    name = cluster.metadata.name
+    if name in affinity.exclude:
+        return False
+    if affinity.cluster_names and name not in affinity.cluster_names:
+        return False
+    if affinity.label_selector is not None and not selector_matches(
+        affinity.label_selector, cluster.metadata.labels
+    ):
+        return False
+    if affinity.field_selector is not None:
+        spec = cluster.spec
+        fields = {"region": spec.region, "zone": spec.zone, "provider": spec.provider}
+        for req in affinity.field_selector.match_expressions:
+            if (req.operator == "In") != (fields[req.key] in req.values):
+                return False
+    return True
+
+
+def _specificity(sel: ResourceSelector, template: Mapping[str, Any]) -> int | None:
+    meta = template.get("metadata") or {}
+    if (sel.api_version, sel.kind) != (template.get("apiVersion"), template.get("kind")):
+        return None
+    if sel.namespace and sel.namespace != (meta.get("namespace") or "default"):
+        return None
+    if sel.name:
+        return 2 if sel.name == meta.get("name") else None
+    if sel.label_selector is not None:
+        return 1 if selector_matches(sel.label_selector, meta.get("labels") or {}) else None
+    return 0
+
+
+def _match_level(policy: AnyOverride, template: Mapping[str, Any]) -> int | None:
+    if isinstance(policy, OverridePolicy):
+        namespace = (template.get("metadata") or {}).get("namespace") or "default"
+        if (policy.metadata.namespace or "default") != namespace:
+            return None
+    if not policy.spec.resource_selectors:
+        return 0
+    levels = [_specificity(s, template) for s in policy.spec.resource_selectors]
+    found = [level for level in levels if level is not None]
+    return max(found) if found else None
+
+
+def ordered(policies: Sequence[AnyOverride], template: Mapping[str, Any]) -> list[AnyOverride]:
+    """The policies that select `template`, in the order their rules are applied."""
+    ranked = []
+    for policy in policies:
+        level = _match_level(policy, template)
+        if level is not None:
+            scope = 1 if isinstance(policy, OverridePolicy) else 0
+            ranked.append(((scope, level, policy.metadata.name), policy))
+    ranked.sort(key=lambda pair: pair[0])
+    return [policy for _, policy in ranked]
+
+
+# --------------------------------------------------------------------------- pod templates
+
+
+def pod_specs(obj: Obj) -> list[Obj]:
+    """Every pod spec inside a manifest (mutable references), whatever the kind."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    if obj.get("kind") == "Pod":
+        return [spec]
+    found: list[Obj] = []
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        found.append(template["spec"])
+    for task in spec.get("tasks") or ():
+        inner = (task or {}).get("template") or {}
+        if isinstance(inner.get("spec"), dict):
+            found.append(inner["spec"])
+    for replica in (spec.get("pytorchReplicaSpecs") or {}).values():
+        inner = (replica or {}).get("template") or {}
+        if isinstance(inner.get("spec"), dict):
+            found.append(inner["spec"])
+    return found
+
+
+def containers(obj: Obj, *, init: bool = True) -> list[Obj]:
+    fields = ("containers", "initContainers") if init else ("containers",)
+    return [
+        c
+        for pod in pod_specs(obj)
+        for field in fields
+        for c in pod.get(field) or ()
+        if isinstance(c, dict)
+    ]
+
+
+# --------------------------------------------------------------------------- images
+
+
+def split_image(image: str) -> tuple[str, str, str, str]:
+    """(registry, repository, separator, tag-or-digest) of `[registry/]repository[:tag]`."""
+    registry, repository = "", image
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        registry, repository = first, rest
+    if "@" in repository:
+        repository, _, digest = repository.partition("@")
+        return registry, repository, "@", digest
+    if ":" in repository:
+        repository, _, tag = repository.rpartition(":")
+        return registry, repository, ":", tag
+    return registry, repository, "", ""
+
+
+def _join_image(registry: str, repository: str, sep: str, tag: str) -> str:
+    head = f"{registry}/{repository}" if registry else repository
+    return f"{head}{sep}{tag}" if tag else head
+
+
+def _edit_image(image: str, rule: ImageOverrider) -> str:
+    registry, repository, sep, tag = split_image(image)
+    if rule.component == "Registry":
+        registry = {"add": registry + rule.value, "replace": rule.value, "remove": ""}[
+            rule.operator
+        ]
+    elif rule.component == "Repository":
+        repository = {"add": repository + rule.value, "replace": rule.value, "remove": ""}[
+            rule.operator
+        ]
+    else:
+        tag = "" if rule.operator == "remove" else rule.value
+        sep = "" if not tag else (sep if sep == "@" and rule.operator == "add" else ":")
+    return _join_image(registry, repository, sep, tag)
+
+
+def _apply_image(obj: Obj, rule: ImageOverrider) -> None:
+    if rule.predicate is not None:
+        parent, last = _locate(obj, rule.predicate.path)
+        current = parent[last] if isinstance(parent, dict) else parent[int(last)]
+        _set(parent, last, _edit_image(str(current), rule))
+        return
+    for container in containers(obj):
+        if isinstance(container.get("image"), str):
+            container["image"] = _edit_image(container["image"], rule)
+
+
+def _apply_command(obj: Obj, rule: CommandArgsOverrider, field: str) -> None:
+    for container in containers(obj, init=False):
+        if container.get("name") != rule.container_name:
+            continue
+        current = list(container.get(field) or [])
+        if rule.operator == "add":
+            current.extend(rule.value)
+        else:
+            current = [item for item in current if item not in rule.value]
+        container[field] = current
+
+
+def _apply_meta(obj: Obj, rule: LabelAnnotationOverrider, field: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    values = dict(meta.get(field) or {})
+    for key, value in rule.value.items():
+        if rule.operator == "remove":
+            values.pop(key, None)
+        elif rule.operator == "add" or key in values:
+            values[key] = value
+    meta[field] = values
+
+
+# --------------------------------------------------------------------------- JSON pointer
+
+
+def _tokens(path: str) -> list[str]:
+    if not path.startswith("/"):
+        raise errors.Invalid(f"plaintext path {path!r} must start with '/'")
+    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
+
+
+def _locate(obj: Obj, path: str) -> tuple[Any, str]:
+    *parents, last = _tokens(path)
+    node: Any = obj
+    for token in parents:
+        try:
+            node = node[int(token)] if isinstance(node, list) else node[token]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise errors.Invalid(f"path {path!r} does not exist in the manifest") from None
+    if not isinstance(node, dict | list):
+        raise errors.Invalid(f"path {path!r} does not exist in the manifest")
+    return node, last
+
+
+def _set(parent: Any, last: str, value: Any) -> None:
+    if isinstance(parent, list):
+        parent[int(last)] = value
+    else:
+        parent[last] = value
+
+
+def _apply_plaintext(obj: Obj, rule: PlaintextOverrider) -> None:
+    parent, last = _locate(obj, rule.path)
+    try:
+        if rule.operator == "remove":
+            del parent[int(last) if isinstance(parent, list) else last]
+        elif rule.operator == "add" and isinstance(parent, list):
+            parent.insert(len(parent) if last == "-" else int(last), rule.value)
+        elif rule.operator == "replace" and isinstance(parent, dict) and last not in parent:
+            raise KeyError(last)
+        else:
+            _set(parent, last, rule.value)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise errors.Invalid(f"path {rule.path!r} does not exist in the manifest") from exc
+
+
+def apply_overriders(obj: Obj, overriders: Overriders) -> None:
+    """Apply one rule's overriders to `obj` in place, in Karmada's order."""
+    for image in overriders.image_overrider:
+        _apply_image(obj, image)
+    for command in overriders.command_overrider:
+        _apply_command(obj, command, "command")
+    for args in overriders.args_overrider:
+        _apply_command(obj, args, "args")
+    for labels in overriders.labels_overrider:
+        _apply_meta(obj, labels, "labels")
+    for notes in overriders.annotations_overrider:
+        _apply_meta(obj, notes, "annotations")
+    for plain in overriders.plaintext:
+        _apply_plaintext(obj, plain)

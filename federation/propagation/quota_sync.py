@@ -1,0 +1,116 @@
+"""Converging one FederatedResourceQuota: member ResourceQuotas and the aggregated status.
+
+Fed by the propagator's workers with an FRQ's namespace and name; reads the FRQ from the
+policies mirror, the last status it wrote and the member quotas the status watches saw;
+feeds the applier (ResourceQuotas created, updated and removed with the policy) and the
+registry (`QuotaStatus` under `keys.policy_status_key`). The previous status lists the
+clusters that hold a quota, so an assignment removed while the controller was down is
+still cleaned up (start-up GC catches the rest).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from federation import errors
+from federation.propagation import informer, quota, render
+from federation.propagation import status as status_mod
+from federation.propagation.applier import Applier, object_ref
+from federation.registry import codec, keys
+from policies.models.base import KubeObject
+from policies.models.cluster import Cluster
+from policies.models.frq import FederatedResourceQuota
+from policies.models.work import QuotaStatus
+
+__all__ = ["FRQ", "QuotaSync"]
+
+log = logging.getLogger(__name__)
+
+FRQ = "FederatedResourceQuota"
+
+
+class QuotaSync:
+    def __init__(
+        self,
+        *,
+        policies: informer.Informer[KubeObject],
+        clusters: informer.Informer[Cluster],
+        store: codec.TypedStore[QuotaStatus],
+        applier: Applier,
+        watches: status_mod.StatusWatches,
+    ) -> None:
+        self.policies, self.clusters, self.store = policies, clusters, store
+        self.applier, self.watches = applier, watches
+        self.written: dict[str, codec.Stored[QuotaStatus]] = {}
+        self._applied: dict[tuple[str, str], str] = {}
+
+    def frq(self, namespace: str, name: str) -> FederatedResourceQuota | None:
+        found = self.policies.get(keys.policy_key(FRQ, namespace, name))
+        return found if isinstance(found, FederatedResourceQuota) else None
+
+    async def sync(self, namespace: str, name: str) -> float | None:
+        key = keys.policy_status_key(FRQ, namespace, name)
+        frq = self.frq(namespace, name)
+        old = self.written.get(key)
+        had = {row.cluster for row in old.obj.aggregated_status} if old else set()
+        assignments = {a.cluster_name: a for a in frq.spec.static_assignments} if frq else {}
+        problems: dict[str, str] = {}
+        delay: float | None = None
+        for cluster_name, assignment in sorted(assignments.items()):
+            assert frq is not None
+            problem = await self._put(cluster_name, quota.manifest(frq, assignment))
+            if problem:
+                problems[cluster_name] = problem
+                delay = 2.0
+        for cluster_name in sorted(had - set(assignments)):
+            if not await self._remove(cluster_name, namespace, name):
+                delay = 2.0
+        if frq is None:
+            if old is not None and delay is None:
+                await self.store.delete(key)
+                self.written.pop(key, None)
+            return delay
+        seen = {c: self.watches.quotas.get((c, namespace, name)) for c in assignments}
+        new = quota.aggregate(frq, seen, errors=problems)
+        if old is None or old.obj != new:
+            self.written[key] = await self.store.put(key, new)
+        return delay
+
+    async def _put(self, cluster_name: str, manifest: dict[str, Any]) -> str:
+        cluster = self.clusters.get(keys.cluster_key(cluster_name))
+        if cluster is None:
+            return f"cluster {cluster_name} is not registered"
+        self.watches.ensure(cluster_name, "v1", "ResourceQuota")
+        digest = render.digest(manifest)
+        slot = (cluster_name, str(object_ref(manifest)))
+        ns, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+        if self._applied.get(slot) == digest and (cluster_name, ns, name) in self.watches.quotas:
+            return ""
+        outcome = await self.applier.apply(
+            cluster, manifest, ref=None, overwrite=True, known_ours=True
+        )
+        if not outcome.ok or outcome.obj is None:
+            return outcome.error
+        self._applied[slot] = digest
+        self.watches.record(cluster_name, outcome.obj)
+        return ""
+
+    async def _remove(self, cluster_name: str, namespace: str, name: str) -> bool:
+        cluster = self.clusters.get(keys.cluster_key(cluster_name))
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if cluster is not None:
+            try:
+                await self.applier.delete(cluster, manifest)
+            except errors.FedctlError as exc:
+                log.info(
+                    "quota %s/%s: not yet removed from %s: %s", namespace, name, cluster_name, exc
+                )
+                return False
+        self.watches.quotas.pop((cluster_name, namespace, name), None)
+        self._applied.pop((cluster_name, str(object_ref(manifest))), None)
+        return True

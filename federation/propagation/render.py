@@ -1,0 +1,173 @@
+"""Render: the manifest one member cluster receives for one workload (pure).
+
+Fed by the controller with a workload template, its Binding target for that cluster (how
+many replicas, which chip), the Cluster, every override policy and the AcceleratorProfiles;
+feeds works (one Work per cluster) and the applier. The steps, in order:
+
+    1. copy the template without server-set metadata and status
+    2. give it the cluster's share of replicas (the kind's interpreter)
+    3. translate it for the chip chosen there (AcceleratorProfile): device resource name
+       in requests and limits, node selector, image rewrite, and the arch node selector
+    4. apply override rules in Karmada's order (overrides.py) — the user has the last word
+    5. label it as ours: managed-by, workload, binding-revision
+
+Why the chip comes before overrides: a profile says what a chip needs in general
+(`huawei.com/Ascend910`, the CANN image); an OverridePolicy is the user's explicit word for
+one workload and must be able to correct it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from federation.propagation import interpreter, overrides
+from federation.registry import keys
+from federation.resources import normalise_name
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.binding import TargetCluster
+from policies.models.cluster import Cluster
+
+__all__ = [
+    "ARCH_LABEL",
+    "LABEL_BINDING_REVISION",
+    "LABEL_MANAGED_BY",
+    "LABEL_WORKLOAD",
+    "MANAGED_BY",
+    "REF_ANNOTATION",
+    "digest",
+    "is_ours",
+    "namespace_manifest",
+    "render",
+    "workload_label",
+]
+
+LABEL_MANAGED_BY = "fedctl.io/managed-by"
+LABEL_WORKLOAD = "fedctl.io/workload"
+LABEL_BINDING_REVISION = "fedctl.io/binding-revision"
+REF_ANNOTATION = "fedctl.io/workload-ref"
+MANAGED_BY = "fedctl"
+ARCH_LABEL = "kubernetes.io/arch"
+
+_SERVER_SET = (
+    "resourceVersion",
+    "uid",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "ownerReferences",
+    "finalizers",
+)
+
+
+def workload_label(ref: keys.WorkloadRef) -> str:
+    """A label value (≤ 63 chars) naming the workload; long names end in a digest."""
+    value = ref.name
+    if len(value) <= 63:
+        return value
+    return value[:50] + "-" + hashlib.sha256(str(ref).encode()).hexdigest()[:12]
+
+
+def is_ours(obj: Mapping[str, Any], ref: keys.WorkloadRef | None = None) -> bool:
+    """Whether a member object carries our labels (for `ref`, when given)."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(LABEL_MANAGED_BY) != MANAGED_BY:
+        return False
+    if ref is None:
+        return True
+    return (meta.get("annotations") or {}).get(REF_ANNOTATION) == str(ref)
+
+
+def digest(manifest: Mapping[str, Any]) -> str:
+    """A stable digest of a manifest: equal digests mean nothing to apply."""
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def namespace_manifest(namespace: str) -> dict[str, Any]:
+    """The Namespace created in a member that lacks it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": {LABEL_MANAGED_BY: MANAGED_BY}},
+    }
+
+
+def _clean(template: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(template))
+    out.pop("status", None)
+    meta = out.setdefault("metadata", {})
+    for field in _SERVER_SET:
+        meta.pop(field, None)
+    return out
+
+
+def _rename_devices(resources: dict[str, Any], *, devices: set[str], target: str) -> None:
+    for field in ("requests", "limits"):
+        section = resources.get(field)
+        if not isinstance(section, dict):
+            continue
+        for name in list(section):
+            plain = normalise_name(name)
+            if plain in devices and plain != target:
+                section[target] = section.pop(name)
+
+
+def _translate(
+    obj: dict[str, Any], profile: AcceleratorProfile, *, device_resources: Iterable[str]
+) -> None:
+    target = profile.spec.resource_name
+    devices = {normalise_name(n) for n in device_resources}
+    for container in overrides.containers(obj):
+        resources = container.get("resources")
+        if target is not None and isinstance(resources, dict):
+            _rename_devices(resources, devices=devices, target=target)
+        if profile.spec.image is not None and isinstance(container.get("image"), str):
+            container["image"] = profile.spec.image.apply(container["image"])
+    wanted = {ARCH_LABEL: profile.spec.arch, **profile.spec.node_selector}
+    for pod in overrides.pod_specs(obj):
+        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **wanted}
+
+
+def render(
+    *,
+    template: Mapping[str, Any],
+    ref: keys.WorkloadRef,
+    target: TargetCluster,
+    total: int,
+    cluster: Cluster,
+    policies: Sequence[overrides.AnyOverride] = (),
+    profiles: Mapping[str, AcceleratorProfile] | None = None,
+    binding_revision: int = 0,
+) -> dict[str, Any]:
+    """The manifest for `cluster`; raises `errors.Invalid` when an override cannot apply."""
+    profiles = profiles or {}
+    plugin = interpreter.for_kind(str(template.get("apiVersion")), str(template.get("kind")))
+    obj = _clean(template)
+    if plugin.replicas(obj) is not None:
+        obj = plugin.with_replicas(obj, replicas=target.replicas, total=total)
+    profile = profiles.get(target.chip) if target.chip else None
+    if profile is not None:
+        devices = {p.spec.resource_name for p in profiles.values() if p.spec.resource_name}
+        _translate(obj, profile, device_resources=devices)
+    for policy in overrides.ordered(policies, template):
+        for rule in policy.spec.effective_rules():
+            if overrides.affinity_matches(rule.target_cluster, cluster):
+                overrides.apply_overriders(obj, rule.overriders)
+    meta = obj.setdefault("metadata", {})
+    if ref.namespace != keys.CLUSTER_SCOPE:
+        meta["namespace"] = ref.namespace
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_WORKLOAD: workload_label(ref),
+        LABEL_BINDING_REVISION: str(binding_revision),
+    }
+    meta["annotations"] = {**(meta.get("annotations") or {}), REF_ANNOTATION: str(ref)}
+    return obj

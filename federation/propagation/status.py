@@ -1,0 +1,244 @@
+"""Status back: watch what we applied in each member and fold it into Works and workloads.
+
+Fed by member watches (`follow` of each kind we applied, per member, started on first
+apply) and by apply responses; feeds the work queue (the workload's key, so a worker folds
+the change into its Work and the workload status) and the workers, which read `seen`.
+`aggregate` turns every Work of a workload into a `WorkloadStatus`: per-cluster ready
+replicas or phase, overall health, and for jobs running/succeeded/failed, using the
+kind's interpreter.
+
+Why watches only feed the queue: several events for one workload collapse into a single
+registry write by the worker that next converges it (STYLE.md §7), which keeps etcd
+writes proportional to real change, not to member chatter. A watch that fails is re-opened
+after a capped backoff; `follow` re-lists on 410 and the re-list marks objects that
+vanished meanwhile as gone, so a deleted copy is re-applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clusters import member as member_mod
+from federation import clock as clock_mod
+from federation import errors
+from federation.propagation import interpreter, quota, render
+from federation.propagation.members import Members
+from federation.registry import keys
+from policies.models.binding import WorkloadReference
+from policies.models.cluster import Cluster
+from policies.models.work import ClusterWorkloadStatus, Observed, Work, WorkloadStatus
+
+__all__ = ["Seen", "StatusWatches", "aggregate", "quota_item", "workload_item"]
+
+log = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, None], str], None]
+
+
+def workload_item(ref: keys.WorkloadRef) -> str:
+    return f"w|{ref}"
+
+
+def quota_item(namespace: str, name: str) -> str:
+    return f"q|{namespace}/{name}"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The last state of one applied object in one member."""
+
+    observed: Observed
+    resource_version: str = ""
+    gone: bool = False
+
+
+def _ref_of(obj: Mapping[str, Any]) -> keys.WorkloadRef | None:
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(render.REF_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        return keys.parse_workload_key(f"{keys.ROOT}/workloads/{raw}")
+    except errors.Invalid:
+        return None
+
+
+class StatusWatches:
+    """Per member and kind, one watch on everything we applied there."""
+
+    def __init__(
+        self,
+        members: Members,
+        *,
+        cluster: Callable[[str], Cluster | None],
+        notify: Callable[[str], None],
+        spawn: Spawn,
+        clock: clock_mod.Clock,
+        backoff_max: float = 5.0,
+    ) -> None:
+        self._members = members
+        self._cluster = cluster
+        self._notify = notify
+        self._spawn = spawn
+        self._clock = clock
+        self._backoff_max = backoff_max
+        self._watching: set[tuple[str, str, str]] = set()
+        self.seen: dict[tuple[str, str], Seen] = {}
+        self.quotas: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._synced: set[tuple[str, str, str]] = set()
+        self._owners: dict[tuple[str, str, str, str, str], str | None] = {}
+
+    def ensure(self, cluster: str, api_version: str, kind: str) -> None:
+        """Start watching `kind` in `cluster` unless already watching."""
+        key = (cluster, api_version, kind)
+        if key in self._watching:
+            return
+        self._watching.add(key)
+        self._spawn(self._follow(cluster, api_version, kind), f"status-{cluster}-{kind}")
+
+    def forget(self, cluster: str, ref: keys.WorkloadRef) -> None:
+        self.seen.pop((cluster, str(ref)), None)
+
+    def owner(self, cluster: str, manifest: Mapping[str, Any]) -> tuple[bool, str | None] | None:
+        """(exists, our workload ref or None) from the watch; None before its first list."""
+        api_version, kind = str(manifest.get("apiVersion")), str(manifest.get("kind"))
+        if (cluster, api_version, kind) not in self._synced:
+            return None
+        meta = manifest.get("metadata") or {}
+        slot = (cluster, api_version, kind, meta.get("namespace") or "", meta.get("name"))
+        if slot not in self._owners:
+            return (False, None)
+        return (True, self._owners[slot])
+
+    def _slot(
+        self, cluster: str, api_version: str, kind: str, obj: Mapping[str, Any]
+    ) -> tuple[str, str, str, str, str]:
+        meta = obj.get("metadata") or {}
+        return (cluster, api_version, kind, meta.get("namespace") or "", str(meta.get("name")))
+
+    def record(
+        self,
+        cluster: str,
+        obj: Mapping[str, Any],
+        *,
+        api_version: str | None = None,
+        kind: str | None = None,
+        quiet: bool = False,
+    ) -> None:
+        """Take in one member object (from a watch event or an apply response).
+
+        `quiet`: the caller is converging this workload right now; no need to queue it.
+        """
+        api_version = api_version or str(obj.get("apiVersion"))
+        kind = kind or str(obj.get("kind"))
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        ref = _ref_of(obj)
+        ours = ref is not None and render.is_ours(obj, ref)
+        self._owners[self._slot(cluster, api_version, kind, obj)] = str(ref) if ours else None
+        if kind == "ResourceQuota" and labels.get(quota.LABEL_FRQ):
+            ns = meta.get("namespace", "")
+            self.quotas[(cluster, ns, meta["name"])] = dict(obj)
+            self._notify(quota_item(ns, labels[quota.LABEL_FRQ]))
+            return
+        if ref is None or not ours:
+            return
+        plugin = interpreter.for_kind(api_version, kind)
+        seen = Seen(plugin.observe(obj), str(meta.get("resourceVersion") or ""))
+        if self.seen.get((cluster, str(ref))) != seen:
+            self.seen[(cluster, str(ref))] = seen
+            if not quiet:
+                self._notify(workload_item(ref))
+
+    def _gone(self, cluster: str, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
+        self._owners.pop(self._slot(cluster, api_version, kind, obj), None)
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if kind == "ResourceQuota" and labels.get(quota.LABEL_FRQ):
+            self.quotas.pop((cluster, meta.get("namespace", ""), meta["name"]), None)
+            self._notify(quota_item(meta.get("namespace", ""), labels[quota.LABEL_FRQ]))
+            return
+        ref = _ref_of(obj)
+        if ref is not None and (cluster, str(ref)) in self.seen:
+            self.seen[(cluster, str(ref))] = Seen(Observed(), gone=True)
+            self._notify(workload_item(ref))
+
+    def _relisted(
+        self, cluster: str, api_version: str, kind: str, items: Iterable[Mapping[str, Any]]
+    ) -> None:
+        for slot in [s for s in self._owners if s[:3] == (cluster, api_version, kind)]:
+            del self._owners[slot]
+        present = set()
+        for obj in items:
+            ref = _ref_of(obj)
+            if ref is not None:
+                present.add(str(ref))
+            self.record(cluster, obj, api_version=api_version, kind=kind)
+        self._synced.add((cluster, api_version, kind))
+        segment = keys.kind_segment(api_version, kind)
+        for (name, ref_text), seen in list(self.seen.items()):
+            if name != cluster or ref_text in present or seen.gone:
+                continue
+            if ref_text.split("/")[1] == segment:
+                self.seen[(name, ref_text)] = Seen(Observed(), gone=True)
+                self._notify(f"w|{ref_text}")
+
+    async def _follow(self, cluster: str, api_version: str, kind: str) -> None:
+        delay = 0.1
+        while True:
+            spec = self._cluster(cluster)
+            if spec is None:
+                self._watching.discard((cluster, api_version, kind))
+                return
+            try:
+                conn = await self._members.get(spec)
+                async for event in conn.follow(api_version, kind):
+                    delay = 0.1
+                    if isinstance(event, member_mod.Relisted):
+                        self._relisted(cluster, api_version, kind, event.items)
+                    elif event.type == "DELETED":
+                        self._gone(cluster, api_version, kind, event.object)
+                    else:
+                        self.record(cluster, event.object, api_version=api_version, kind=kind)
+            except member_mod.MemberNotFound as exc:
+                log.warning("%s %s is not served by %s: %s", api_version, kind, cluster, exc)
+                self._watching.discard((cluster, api_version, kind))
+                return
+            except errors.FedctlError as exc:
+                self._synced.discard((cluster, api_version, kind))
+                log.info("status watch %s %s in %s: %s", api_version, kind, cluster, exc)
+            await self._clock.sleep(delay)
+            delay = min(delay * 2, self._backoff_max)
+
+
+def aggregate(
+    ref: keys.WorkloadRef,
+    workload: WorkloadReference,
+    works: Iterable[Work],
+    *,
+    binding_revision: int,
+) -> WorkloadStatus:
+    """The workload's status from its Works (each carrying the member's observation)."""
+    plugin = interpreter.for_kind(workload.api_version, workload.kind)
+    rows = []
+    for work in sorted(works, key=lambda w: w.spec.cluster):
+        observed = work.status.observed
+        rows.append(
+            ClusterWorkloadStatus(
+                cluster=work.spec.cluster,
+                applied=work.status.applied,
+                error=work.status.error,
+                **observed.model_dump(),
+            )
+        )
+    total = plugin.aggregate([r for r in rows if r.applied] or rows)
+    if any(r.error and not r.applied for r in rows) and total.health in ("Healthy", "Completed"):
+        total = total.model_copy(update={"health": "Progressing"})
+    return WorkloadStatus(
+        workload=workload,
+        binding_revision=binding_revision,
+        clusters=rows,
+        **total.model_dump(exclude={"message"}),
+    )

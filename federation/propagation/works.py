@@ -1,0 +1,164 @@
+"""Works in the registry: one per (workload, cluster), and the workload status beside them.
+
+Fed by the workload pass (`converge.py`) with the Works it computed and the events it
+wants to record; feeds the registry, where the propagator alone writes `keys.work_key` and
+`keys.workload_status_key`. Keeps what it wrote (with mod revisions) so the next write is
+a compare-and-swap without a read, and a pass that changed nothing writes nothing.
+
+Why one transaction per pass: every Work of a workload, its aggregated status and its
+events go to etcd together — one round trip, and a reader never sees Works that disagree
+with the status beside them. A lost compare-and-swap (someone edited a Work by hand) falls
+back to key-by-key writes after a re-read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation import errors
+from federation.propagation import status as status_mod
+from federation.registry import codec, keys
+from federation.registry import store as st
+from policies.models.base import ObjectMeta
+from policies.models.binding import Binding, WorkloadReference
+from policies.models.work import Work, WorkloadStatus, WorkSpec, WorkStatus
+from policies.models.workload import Workload
+
+__all__ = ["WorkRecords", "Write", "new_work"]
+
+Write = tuple[str, "codec.Stored[Work] | None", Work]
+"""(cluster, the Work stored before or None, the Work wanted now)."""
+
+
+def _spec(ref: keys.WorkloadRef, target: str, manifest: dict[str, Any], revision: int) -> WorkSpec:
+    return WorkSpec(
+        cluster=target,
+        workload=WorkloadReference(
+            api_version=str(manifest.get("apiVersion")),
+            kind=str(manifest.get("kind")),
+            namespace=ref.namespace,
+            name=ref.name,
+        ),
+        binding_revision=revision,
+        manifest=manifest,
+    )
+
+
+def new_work(
+    *,
+    ref: keys.WorkloadRef,
+    cluster: str,
+    old: codec.Stored[Work] | None,
+    manifest: dict[str, Any],
+    revision: int,
+    status: WorkStatus,
+) -> Work:
+    """The Work for one cluster; an unchanged condition keeps its transition time."""
+    if old is not None and old.obj.status.conditions and status.conditions:
+        same = old.obj.status.conditions[0].model_copy(
+            update={"last_transition_time": status.conditions[0].last_transition_time}
+        )
+        if same == status.conditions[0]:
+            status = status.model_copy(update={"conditions": old.obj.status.conditions})
+    return Work(
+        metadata=ObjectMeta(name=ref.name, namespace=ref.namespace),
+        spec=_spec(ref, cluster, manifest, revision),
+        status=status,
+    )
+
+
+class WorkRecords:
+    """The Works and workload statuses this propagator wrote, by workload."""
+
+    def __init__(
+        self, works: codec.TypedStore[Work], statuses: codec.TypedStore[WorkloadStatus]
+    ) -> None:
+        self.works_store = works
+        self.status_store = statuses
+        self.works: dict[str, dict[str, codec.Stored[Work]]] = {}
+        self.written: dict[str, codec.Stored[WorkloadStatus]] = {}
+
+    async def commit(
+        self,
+        ref: keys.WorkloadRef,
+        writes: list[Write],
+        status: WorkloadStatus | None,
+        extra: list[st.Op],
+    ) -> None:
+        """Works, the workload status and events in one transaction (one etcd round trip)."""
+        ops: list[st.Op] = []
+        for cluster, old, work in writes:
+            key = keys.work_key(cluster, ref)
+            ops.append(
+                self.works_store.create_op(key, work)
+                if old is None
+                else self.works_store.update_op(key, work, revision=old.revision)
+            )
+        status_key = keys.workload_status_key(ref)
+        old_status = self.written.get(str(ref))
+        if status is not None and (old_status is None or old_status.obj != status):
+            ops.append(self.status_store.put_op(status_key, status))
+        elif status is None and old_status is not None:
+            ops.append(st.Delete(status_key))
+        if not ops and not extra:
+            return
+        try:
+            result = await self.works_store.store.commit(ops + extra)
+        except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
+            await self._commit_slowly(ref, writes, status)
+            return
+        per_ref = self.works.setdefault(str(ref), {})
+        for cluster, _, work in writes:
+            per_ref[cluster] = codec.Stored(keys.work_key(cluster, ref), work, result.revision)
+        if status is None:
+            self.written.pop(str(ref), None)
+        else:
+            self.written[str(ref)] = codec.Stored(status_key, status, result.revision)
+
+    async def _commit_slowly(
+        self,
+        ref: keys.WorkloadRef,
+        writes: list[Write],
+        status: WorkloadStatus | None,
+    ) -> None:
+        """After a lost compare-and-swap (a Work changed behind our back): key by key."""
+        for cluster, _, work in writes:
+            key = keys.work_key(cluster, ref)
+            fresh = await self.works_store.get(key)
+            stored = await (
+                self.works_store.create(key, work)
+                if fresh is None
+                else self.works_store.update(key, work, revision=fresh.revision)
+            )
+            self.works.setdefault(str(ref), {})[cluster] = stored
+        status_key = keys.workload_status_key(ref)
+        if status is None:
+            await self.status_store.delete(status_key)
+            self.written.pop(str(ref), None)
+        else:
+            self.written[str(ref)] = await self.status_store.put(status_key, status)
+
+    def status(
+        self,
+        ref: keys.WorkloadRef,
+        workload: Workload | None,
+        stored: codec.Stored[Binding] | None,
+        writes: list[Write],
+    ) -> WorkloadStatus | None:
+        """The aggregated status after `writes`; None when the workload is gone everywhere."""
+        works = {c: w.obj for c, w in self.works.get(str(ref), {}).items()}
+        works.update({cluster: work for cluster, _, work in writes})
+        if workload is None and not works:
+            return None
+        if workload is not None:
+            reference = WorkloadReference(
+                api_version=workload.api_version,
+                kind=workload.kind,
+                namespace=ref.namespace,
+                name=ref.name,
+            )
+        else:
+            reference = next(iter(works.values())).spec.workload
+        return status_mod.aggregate(
+            ref, reference, works.values(), binding_revision=stored.revision if stored else 0
+        )

@@ -1,0 +1,132 @@
+"""The pending store: workloads waiting for a placement, ordered inside each queue.
+
+Fed by the controller (new and changed workloads), by the scheduling cycle (workloads it
+could not admit go back with their reason) and by preemption and reclaim (victims are
+re-queued, never lost). Feeds the cycle: `ordered(queue)` yields a queue's workloads by
+priority (higher first) then arrival (FIFO); the cycle decides whether a head that does not
+fit blocks the rest (StrictFIFO) or not (BestEffortFIFO).
+
+Why heaps keyed by (-priority, sequence): a cycle looks at thousands of workloads per queue
+and a re-queued victim must keep its original arrival so it is not punished twice.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from federation.registry import keys
+from policies.models.propagation import Placement
+from policies.models.workload import Workload
+
+__all__ = ["PendingJob", "PendingStore"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PendingJob:
+    """One workload waiting for placement, with the policy that claimed it.
+
+    `seq` is the arrival order (FIFO); a victim re-queued keeps its first `seq`.
+    `placement` is the claiming policy's placement (None: no policy, one cluster).
+    """
+
+    ref: keys.WorkloadRef
+    workload: Workload
+    queue: str
+    priority: int = 0
+    seq: int = 0
+    placement: Placement | None = None
+    fedctl: object | None = None
+    """The policy's `spec.fedctl` (a FedctlPlacement) when the policy is a fedctl.io one."""
+    reason: str = ""
+    attempts: int = 0
+
+    def with_reason(self, reason: str) -> PendingJob:
+        """The same job, noting why the last cycle left it pending."""
+        return replace(self, reason=reason, attempts=self.attempts + 1)
+
+
+@dataclass(slots=True)
+class _Queue:
+    heap: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+class PendingStore:
+    """Pending workloads by queue; `copy()` gives an independent store for what-if work."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, PendingJob] = {}
+        self._queues: dict[str, _Queue] = {}
+        self._last_seq = 0
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __contains__(self, ref: object) -> bool:
+        return str(ref) in self._jobs
+
+    def next_seq(self) -> int:
+        """A fresh arrival number for a new workload."""
+        self._last_seq += 1
+        return self._last_seq
+
+    def add(self, job: PendingJob) -> PendingJob:
+        """Queue `job` (replacing an older entry for the same workload); seq 0 gets a new one."""
+        if job.seq == 0:
+            job = replace(job, seq=self.next_seq())
+        self._last_seq = max(self._last_seq, job.seq)
+        key = str(job.ref)
+        self._jobs[key] = job
+        heapq.heappush(
+            self._queues.setdefault(job.queue, _Queue()).heap, (-job.priority, job.seq, key)
+        )
+        return job
+
+    def remove(self, ref: keys.WorkloadRef) -> PendingJob | None:
+        """Forget a workload (admitted, finished or deleted); its heap entry is skipped lazily."""
+        return self._jobs.pop(str(ref), None)
+
+    def get(self, ref: keys.WorkloadRef) -> PendingJob | None:
+        return self._jobs.get(str(ref))
+
+    def queues(self) -> list[str]:
+        """Queues with at least one pending workload, by name."""
+        return sorted(q for q in self._queues if self.head(q) is not None)
+
+    def head(self, queue: str) -> PendingJob | None:
+        """The first workload of a queue: highest priority, then earliest arrival."""
+        return next(self.ordered(queue), None)
+
+    def ordered(self, queue: str) -> Iterator[PendingJob]:
+        """A queue's workloads in scheduling order (stale heap entries dropped on the way)."""
+        q = self._queues.get(queue)
+        if q is None:
+            return
+        self._compact(q)
+        for _, _, key in sorted(q.heap):
+            job = self._jobs.get(key)
+            if job is not None:
+                yield job
+
+    def _compact(self, q: _Queue) -> None:
+        live = [e for e in q.heap if self._is_live(e)]
+        if len(live) != len(q.heap):
+            heapq.heapify(live)
+            q.heap = live
+
+    def _is_live(self, entry: tuple[int, int, str]) -> bool:
+        job = self._jobs.get(entry[2])
+        return job is not None and (-job.priority, job.seq) == entry[:2]
+
+    def jobs(self) -> list[PendingJob]:
+        """Every pending workload, in no particular order."""
+        return list(self._jobs.values())
+
+    def copy(self) -> PendingStore:
+        """An independent copy (the cycle works on one; the caller swaps it in)."""
+        other = PendingStore()
+        other._jobs = dict(self._jobs)
+        other._queues = {name: _Queue(list(q.heap)) for name, q in self._queues.items()}
+        other._last_seq = self._last_seq
+        return other

@@ -1,0 +1,314 @@
+"""Admitted usage: what every queue and namespace holds, and the checks that guard it.
+
+Fed by the scheduling cycle (each admission charges the workload's requests, plus
+`accelerator/<model>` for the chip it landed on) and by the controller (a finished or deleted
+workload is released so waiting work is reconsidered at once). Feeds admission (queue
+capability, lending of idle capacity beyond guarantees, FederatedResourceQuota `overall`),
+fair share (usage per queue) and the choice of victims for preemption and reclaim.
+
+Why a separate store with its own totals: pending work changes every cycle, usage only on
+admit and release; keeping them apart means a what-if plan can copy usage cheaply and a
+bug in ordering can never double-count or lose a charge. Every check returns a sentence
+naming the limit and the numbers ("queue ml-research at capability for nvidia-a100:
+64/64"), because that sentence is what a user reads on a pending workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from federation.registry import keys
+from federation.resources import ResourceList, format_quantity
+from policies.models.frq import FederatedResourceQuota
+from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
+
+__all__ = [
+    "Admission",
+    "Usage",
+    "capability_problem",
+    "lending_problem",
+    "overall_problem",
+    "preemption_victims",
+    "reclaim_victims",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """One admitted workload: what it charges and where it runs.
+
+    `charge` is the queue charge (requests of every pod plus `accelerator/<model>`);
+    `placement` maps cluster -> replicas; `pod` is one pod's requests; `job` is kept so a
+    victim can be re-queued exactly as it was (typed loosely to keep this layer free of the
+    pending store).
+    """
+
+    ref: keys.WorkloadRef
+    queue: str
+    namespace: str
+    priority: int
+    seq: int
+    charge: ResourceList
+    placement: Mapping[str, int] = field(default_factory=dict)
+    pod: ResourceList = field(default_factory=ResourceList)
+    chips: Mapping[str, str] = field(default_factory=dict)
+    job: object = None
+
+
+def _physical(charge: ResourceList) -> ResourceList:
+    return ResourceList({n: a for n, a in charge.items() if not n.startswith(CHIP_RESOURCE_PREFIX)})
+
+
+class Usage:
+    """Admitted workloads with running totals per queue and per namespace."""
+
+    def __init__(self, admissions: Iterable[Admission] = ()) -> None:
+        self._admissions: dict[str, Admission] = {}
+        self._queues: dict[str, ResourceList] = {}
+        self._namespaces: dict[str, ResourceList] = {}
+        self._by_queue: dict[str, dict[str, Admission]] = {}
+        for admission in admissions:
+            self.admit(admission)
+
+    def __len__(self) -> int:
+        return len(self._admissions)
+
+    def __contains__(self, ref: object) -> bool:
+        return str(ref) in self._admissions
+
+    def admit(self, admission: Admission) -> None:
+        """Charge an admission (replacing an older one for the same workload)."""
+        self.release(admission.ref)
+        self._admissions[str(admission.ref)] = admission
+        self._by_queue.setdefault(admission.queue, {})[str(admission.ref)] = admission
+        q, ns = admission.queue, admission.namespace
+        self._queues[q] = self._queues.get(q, ResourceList()) + admission.charge
+        self._namespaces[ns] = self._namespaces.get(ns, ResourceList()) + _physical(
+            admission.charge
+        )
+
+    def release(self, ref: keys.WorkloadRef) -> Admission | None:
+        """Un-charge a finished, deleted or evicted workload; returns what it held."""
+        admission = self._admissions.pop(str(ref), None)
+        if admission is None:
+            return None
+        q, ns = admission.queue, admission.namespace
+        self._by_queue[q].pop(str(ref), None)
+        self._queues[q] = self._queues[q] - admission.charge
+        self._namespaces[ns] = self._namespaces[ns] - _physical(admission.charge)
+        return admission
+
+    def get(self, ref: keys.WorkloadRef) -> Admission | None:
+        return self._admissions.get(str(ref))
+
+    def admissions(self) -> list[Admission]:
+        return list(self._admissions.values())
+
+    def in_queue(self, queue: str) -> list[Admission]:
+        """The admitted workloads of one queue."""
+        return list(self._by_queue.get(queue, {}).values())
+
+    def queue_used(self, queue: str) -> ResourceList:
+        return self._queues.get(queue, ResourceList())
+
+    def namespace_used(self, namespace: str) -> ResourceList:
+        return self._namespaces.get(namespace, ResourceList())
+
+    def by_queue(self) -> dict[str, ResourceList]:
+        return dict(self._queues)
+
+    def total(self) -> ResourceList:
+        out = ResourceList()
+        for used in self._queues.values():
+            out = out + used
+        return out
+
+    def copy(self) -> Usage:
+        other = Usage()
+        other._admissions = dict(self._admissions)
+        other._queues = dict(self._queues)
+        other._namespaces = dict(self._namespaces)
+        other._by_queue = {q: dict(a) for q, a in self._by_queue.items()}
+        return other
+
+
+def _show(name: str, milli: int) -> str:
+    binary = name == "memory" or name.endswith("storage")
+    return format_quantity(milli, binary=binary)
+
+
+def _label(name: str) -> str:
+    return name.removeprefix(CHIP_RESOURCE_PREFIX)
+
+
+def capability_problem(queue: Queue | None, used: ResourceList, charge: ResourceList) -> str | None:
+    """Why `charge` would take `queue` over its capability, or None when it fits."""
+    if queue is None or queue.spec.capability is None:
+        return None
+    cap = queue.spec.capability
+    for name in sorted(charge):
+        if name not in cap or charge[name] <= 0:
+            continue
+        if used.amount(name) + charge[name] > cap[name]:
+            return (
+                f"queue {queue.name} at capability for {_label(name)}:"
+                f" {_show(name, used.amount(name))}/{_show(name, cap[name])}"
+                f" (needs {_show(name, charge[name])} more)"
+            )
+    return None
+
+
+def overall_problem(
+    quota: FederatedResourceQuota | None, used: ResourceList, charge: ResourceList
+) -> str | None:
+    """Why `charge` would take the namespace over its FederatedResourceQuota overall."""
+    if quota is None:
+        return None
+    overall = quota.spec.overall
+    physical = _physical(charge)
+    for name in sorted(physical):
+        if name not in overall or physical[name] <= 0:
+            continue
+        if used.amount(name) + physical[name] > overall[name]:
+            ns = quota.metadata.namespace or "default"
+            return (
+                f"namespace {ns} at FederatedResourceQuota {quota.metadata.name} overall for"
+                f" {name}: {_show(name, used.amount(name))}/{_show(name, overall[name])}"
+                f" (needs {_show(name, physical[name])} more)"
+            )
+    return None
+
+
+def _reserved_for_others(
+    name: str, resource: str, queues: Mapping[str, Queue], usage: Usage
+) -> int:
+    reserved = 0
+    for other, queue in queues.items():
+        if other == name:
+            continue
+        reserved += max(
+            0, queue.spec.guarantee.amount(resource) - usage.queue_used(other).amount(resource)
+        )
+    return reserved
+
+
+def lending_problem(
+    name: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    capacity: Mapping[str, int],
+    charge: ResourceList,
+) -> str | None:
+    """Why the federation cannot lend `charge` to queue `name`, or None.
+
+    Capacity still promised to other queues (their guarantee minus what they use) is never
+    lent; everything else idle may be borrowed up to the queue's capability.
+    """
+    total = usage.total()
+    for resource in sorted(charge):
+        cap = capacity.get(resource, 0)
+        if charge[resource] <= 0 or cap <= 0:
+            continue
+        reserved = _reserved_for_others(name, resource, queues, usage)
+        in_use = total.amount(resource)
+        if in_use + charge[resource] > cap - reserved:
+            return (
+                f"queue {name} cannot borrow {_label(resource)}: {_show(resource, in_use)}"
+                f" in use and {_show(resource, reserved)} guaranteed to other queues, of"
+                f" {_show(resource, cap)} (needs {_show(resource, charge[resource])})"
+            )
+    return None
+
+
+def _fits_after(
+    victims: Sequence[Admission], *, used: ResourceList, charge: ResourceList, limit: ResourceList
+) -> bool:
+    freed = ResourceList()
+    for victim in victims:
+        freed = freed + victim.charge
+    return (used - freed + charge).fits_within(limit, unlisted_unlimited=True)
+
+
+def preemption_victims(
+    queue: Queue, *, usage: Usage, charge: ResourceList, priority: int
+) -> list[Admission] | None:
+    """Fewest lower-priority workloads of the same queue whose eviction makes room, or None.
+
+    Lowest priority goes first (latest arrival first among equals); then victims that turn out
+    not to be needed are spared, so the list is minimal for that order.
+    """
+    cap = queue.spec.capability
+    if cap is None:
+        return None
+    used = usage.queue_used(queue.name)
+    pool = sorted(
+        (a for a in usage.in_queue(queue.name) if a.priority < priority),
+        key=lambda a: (a.priority, -a.seq),
+    )
+    return _minimal(pool, used=used, charge=charge, limit=cap)
+
+
+def _minimal(
+    pool: Sequence[Admission], *, used: ResourceList, charge: ResourceList, limit: ResourceList
+) -> list[Admission] | None:
+    chosen: list[Admission] = []
+    for admission in pool:
+        if _fits_after(chosen, used=used, charge=charge, limit=limit):
+            break
+        chosen.append(admission)
+    if not _fits_after(chosen, used=used, charge=charge, limit=limit):
+        return None
+    for admission in reversed(list(chosen)):
+        trial = [a for a in chosen if a is not admission]
+        if _fits_after(trial, used=used, charge=charge, limit=limit):
+            chosen = trial
+    return chosen
+
+
+def reclaim_victims(
+    name: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    capacity: Mapping[str, int],
+    charge: ResourceList,
+) -> list[Admission] | None:
+    """Workloads of queues borrowing beyond their guarantee whose eviction gives `name` room.
+
+    Only when `name` stays within its own guarantee with `charge` (reclaim returns what was
+    promised; it is not a way to borrow). Victims come from reclaimable queues that hold more
+    than their guarantee, lowest queue priority first, then lowest workload priority, latest
+    arrival first. None when reclaim cannot make room.
+    """
+    own = queues.get(name)
+    if own is None:
+        return None
+    wanted = usage.queue_used(name) + charge
+    total_used = usage.total()
+    relevant = [  # the resources actually short; the others need no reclaim
+        r
+        for r in charge
+        if charge[r] > 0
+        and capacity.get(r, 0) > 0
+        and total_used.amount(r) + charge[r]
+        > capacity[r] - _reserved_for_others(name, r, queues, usage)
+    ]
+    if not relevant or any(wanted.amount(r) > own.spec.guarantee.amount(r) for r in relevant):
+        return None
+
+    def borrowing(a: Admission) -> bool:
+        queue = queues.get(a.queue)
+        if a.queue == name or queue is None or not queue.spec.reclaimable:
+            return False
+        used = usage.queue_used(a.queue)
+        return any(used.amount(r) > queue.spec.guarantee.amount(r) for r in relevant)
+
+    pool = sorted(
+        (a for a in usage.admissions() if borrowing(a)),
+        key=lambda a: (queues[a.queue].spec.priority, a.priority, -a.seq),
+    )
+    limit = ResourceList({r: capacity[r] for r in relevant})
+    total = usage.total().only(relevant)
+    return _minimal(pool, used=total, charge=charge.only(relevant), limit=limit)

@@ -1,0 +1,346 @@
+"""Admission: the cycle's steps 6 and 7 - charge a placement to its queue and namespace, or
+make room by preemption or reclaim, or leave the job pending with the reason.
+
+Fed by the cycle with each job's placement outcome and the cycle state; feeds the cycle
+result (admissions, victims, reasons, Bindings to write). Victims are released from usage,
+their capacity given back, and they are re-queued with their original arrival, so a
+preempted job is never lost and never pushed to the back of its queue.
+
+Why what-if on a copy: whether evicting a victim really lets the preemptor in depends on
+capacity and quota together; the cycle tries on a copy of the state and keeps the copy
+only when the preemptor is admitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from federation.queue.pending import PendingJob
+from federation.quota import accounting
+from federation.resources import ResourceList
+from federation.scheduler import binder, explain
+from federation.scheduler import framework as fw
+from federation.scheduler import placement as pl
+from federation.scheduler.plugins import capacity, quota
+from policies.models.base import ObjectMeta
+from policies.models.binding import (
+    Binding,
+    BindingSpec,
+    BindingStatus,
+    ClusterVerdict,
+    EvictionTask,
+    TargetCluster,
+    WorkloadReference,
+)
+
+if TYPE_CHECKING:
+    from federation.scheduler.cycle import CycleResult, Scheduler
+
+__all__ = ["Admitter", "binding_for"]
+
+_MAX_VICTIMS = 32
+
+
+class Admitter:
+    """Settles each job of a cycle; holds the (replaceable) cycle state."""
+
+    def __init__(
+        self, scheduler: Scheduler, state: fw.CycleState, result: CycleResult, *, now: dt.datetime
+    ) -> None:
+        self.scheduler = scheduler
+        self.state = state
+        self.result = result
+        self.now = now
+
+    def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
+        """Admit the job (True) or record why not (False)."""
+        if isinstance(outcome, pl.Placed):
+            charged = self._charge(outcome, self.state)
+            problem = self._problem(outcome, self.state, charged=charged)
+            if problem is None:
+                self._commit(outcome, self.state, charged=charged)
+                return True
+            reason, kind = problem
+        else:
+            reason, kind = outcome.reason, outcome.kind
+        pool = self._pool(job, kind, outcome.request)
+        if pool and self._make_room(job, outcome.request, pool):
+            return True
+        self._pending(job, reason)
+        return False
+
+    # -- checks
+
+    def _charge(
+        self, placed: pl.Placed, state: fw.CycleState
+    ) -> tuple[ResourceList, dict[str, str | None]]:
+        request = placed.request
+        names = list(placed.placement)
+        rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
+        chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
+        charge = ResourceList()
+        for name, replicas in placed.placement.items():
+            one = _with_replicas(request, replicas)
+            charge = charge + quota.charge_for(one, chips[name])
+        return charge, chips
+
+    def _problem(
+        self,
+        placed: pl.Placed,
+        state: fw.CycleState,
+        *,
+        charged: tuple[ResourceList, dict[str, str | None]] | None = None,
+    ) -> tuple[str, str] | None:
+        job = placed.request.job
+        charge, _ = charged or self._charge(placed, state)
+        snapshot = state.snapshot
+        queue = snapshot.queues.get(job.queue)
+        found = accounting.capability_problem(queue, state.usage.queue_used(job.queue), charge)
+        if found is None:
+            ns = job.ref.namespace
+            found = accounting.overall_problem(
+                snapshot.quotas.get(ns), state.usage.namespace_used(ns), charge
+            )
+        if found is not None:
+            return found, "quota"
+        if queue is None:
+            return None
+        lend = accounting.lending_problem(
+            job.queue,
+            queues=snapshot.queues,
+            usage=state.usage,
+            capacity=snapshot.capacity,
+            charge=charge,
+        )
+        return (lend, "lend") if lend else None
+
+    # -- preemption and reclaim
+
+    def _pool(
+        self, job: PendingJob, kind: str, request: fw.JobRequest
+    ) -> list[accounting.Admission]:
+        settings = self.scheduler.settings
+        usage = self.state.usage
+        if kind == "quota" and settings.preemption:
+            queue = self.state.snapshot.queues.get(job.queue)
+            charge = quota.charge_for(request, request.chips[0] if request.chips else None)
+            if queue is None:
+                return []
+            victims = accounting.preemption_victims(
+                queue, usage=usage, charge=charge, priority=job.priority
+            )
+            return victims or []
+        if kind == "capacity" and settings.preemption:
+            # Only victims on clusters the job could use at all can make room for it.
+            rows, _ = self.scheduler.placer.static_rows(request, self.state)
+            names = {self.state.snapshot.clusters[r].name for r in rows.tolist()}
+            return sorted(
+                (
+                    a
+                    for a in usage.in_queue(job.queue)
+                    if a.priority < job.priority and names.intersection(a.placement)
+                ),
+                key=lambda a: (a.priority, -a.seq),
+            )
+        if kind == "lend" and settings.reclaim:
+            snapshot = self.state.snapshot
+            charge = quota.charge_for(request, request.chips[0] if request.chips else None)
+            return (
+                accounting.reclaim_victims(
+                    job.queue,
+                    queues=snapshot.queues,
+                    usage=usage,
+                    capacity=snapshot.capacity,
+                    charge=charge,
+                )
+                or []
+            )
+        return []
+
+    def _make_room(
+        self, job: PendingJob, request: fw.JobRequest, pool: list[accounting.Admission]
+    ) -> bool:
+        trial = self.state.copy()
+        victims: list[accounting.Admission] = []
+        for victim in pool[:_MAX_VICTIMS]:
+            _release(trial, victim)
+            victims.append(victim)
+            outcome = self.scheduler.placer.place(request, trial)
+            if isinstance(outcome, pl.Placed) and self._problem(outcome, trial) is None:
+                self.state = trial
+                self.result.usage = trial.usage
+                for gone in victims:
+                    self._evicted(gone, by=job)
+                self._commit(outcome, trial)
+                return True
+        return False
+
+    def _evicted(self, victim: accounting.Admission, *, by: PendingJob) -> None:
+        reason = f"preempted by {by.ref} (priority {by.priority}, queue {by.queue})"
+        if victim.queue != by.queue:
+            reason = f"reclaimed by queue {by.queue} for {by.ref}"
+        self.result.evicted.append((victim, reason))
+        original = victim.job
+        if isinstance(original, PendingJob):
+            self.result.pending.add(original.with_reason(reason))
+        tasks = [
+            EvictionTask(
+                cluster=c, reason=reason, creation_time=self.now, replicas=n, purge_mode="Directly"
+            )
+            for c, n in sorted(victim.placement.items())
+        ]
+        if isinstance(original, PendingJob):
+            self._emit(binding_for(original, reason=reason, tasks=tasks))
+        self.result.reasons[str(victim.ref)] = reason
+
+    # -- outcomes
+
+    def _commit(
+        self,
+        placed: pl.Placed,
+        state: fw.CycleState,
+        *,
+        charged: tuple[ResourceList, dict[str, str | None]] | None = None,
+    ) -> None:
+        request = placed.request
+        job = request.job
+        charge, chips = charged or self._charge(placed, state)
+        for name, replicas in placed.placement.items():
+            _take(state, request, state.snapshot.index[name], replicas)
+        admission = accounting.Admission(
+            ref=job.ref,
+            queue=job.queue,
+            namespace=job.ref.namespace,
+            priority=job.priority,
+            seq=job.seq,
+            charge=charge,
+            placement=dict(placed.placement),
+            pod=request.pod,
+            chips={k: v for k, v in chips.items() if v},
+            job=job,
+        )
+        state.usage.admit(admission)
+        self.result.admitted.append(admission)
+        self.result.reasons.pop(str(job.ref), None)
+        targets = [
+            TargetCluster(
+                name=name,
+                replicas=replicas,
+                chip=chips[name] or _arch(state, name),
+                hourly_cost=explain.hourly_cost(
+                    request, state.snapshot.cluster(name), chips[name], replicas
+                ),
+            )
+            for name, replicas in sorted(placed.placement.items())
+        ]
+        costs = [t.hourly_cost for t in targets]
+        total = sum((c for c in costs if c is not None), Decimal(0))
+        total_cost = total if all(c is not None for c in costs) else None
+        verdicts, summary = explain.summary(self.scheduler.placer, request, state, placed)
+        binding = binding_for(
+            job, reason="", targets=targets, cost=total_cost, verdicts=verdicts, summary=summary
+        )
+        self._emit(_scheduled(binding, now=self.now))
+
+    def _pending(self, job: PendingJob, reason: str) -> None:
+        self.result.reasons[str(job.ref)] = reason
+        self._emit(binding_for(job, reason=reason))
+
+    def _emit(self, binding: Binding) -> None:
+        previous = self.state.snapshot.bindings.get(str(binder.binding_ref(binding)))
+        if previous is not None and binder.same(previous, binding):
+            return
+        self.result.bindings.append(binding)
+
+
+def _with_replicas(request: fw.JobRequest, replicas: int) -> fw.JobRequest:
+    return dataclasses.replace(request, replicas=replicas)
+
+
+def _scheduled(binding: Binding, *, now: dt.datetime) -> Binding:
+    status = BindingStatus(phase="Scheduled", reason="", last_scheduled_time=now)
+    return binding.model_copy(update={"status": status})
+
+
+def _arch(state: fw.CycleState, name: str) -> str | None:
+    flavors = state.snapshot.cluster(name).flavors
+    return flavors[0].arch if flavors else None
+
+
+def _take(state: fw.CycleState, request: fw.JobRequest, row: int, replicas: int) -> None:
+    rows = np.array([row], dtype=np.int64)
+    first = capacity.chosen_flavor(request, state, row)
+    if capacity.one_flavor_available(request, state, row, first) >= replicas:
+        state.take(row, first, replicas, request.vector)  # the common case: one flavor
+        return
+    avail = capacity.flavor_available(request, state, rows)[0]
+    order = [first] + [int(f) for f in np.argsort(-avail) if int(f) != first]
+    left = replicas
+    for flavor in order:
+        if left <= 0:
+            break
+        n = min(left, int(avail[flavor])) if avail[flavor] > 0 else 0
+        if n:
+            state.take(row, flavor, n, request.vector)
+            left -= n
+    if left > 0:  # duplicated or over-estimated: charge the rest to the first flavor
+        state.take(row, first, left, request.vector)
+
+
+def _release(state: fw.CycleState, victim: accounting.Admission) -> None:
+    state.usage.release(victim.ref)
+    s = state.snapshot
+    devices = sum(victim.pod.amount(n) for n in victim.pod if n in s.device_resources)
+    vector = np.array(
+        [victim.pod.amount("cpu"), victim.pod.amount("memory"), devices, 1000], dtype=np.int64
+    )
+    for name, replicas in victim.placement.items():
+        row = s.index.get(name)
+        if row is None:
+            continue
+        chip = victim.chips.get(name)
+        want = s.chips.index(chip) if chip in s.chips else -1
+        flavors = np.nonzero(s.flavor_chip[row] == want)[0]
+        if flavors.size:
+            state.give_back(row, int(flavors[0]), replicas, vector)
+
+
+def binding_for(
+    job: PendingJob,
+    *,
+    reason: str,
+    targets: list[TargetCluster] | None = None,
+    cost: Decimal | None = None,
+    verdicts: Sequence[ClusterVerdict] | None = None,
+    summary: dict[str, int] | None = None,
+    tasks: list[EvictionTask] | None = None,
+) -> Binding:
+    """A Binding for `job`: Scheduled with targets, or Pending with `reason`."""
+    w = job.workload
+    spec = BindingSpec(
+        workload=WorkloadReference(
+            api_version=w.api_version,
+            kind=w.kind,
+            namespace=job.ref.namespace,
+            name=w.metadata.name,
+            uid=w.metadata.uid,
+        ),
+        queue=job.queue,
+        priority=job.priority,
+        clusters=targets or [],
+        hourly_cost=cost,
+        explanation=list(verdicts or []),
+        filtered_summary=summary or {},
+        eviction_tasks=tasks or [],
+    )
+    return Binding(
+        metadata=ObjectMeta(name=w.metadata.name, namespace=job.ref.namespace),
+        spec=spec,
+        status=BindingStatus(phase="Pending", reason=reason),
+    )

@@ -1,0 +1,176 @@
+"""One scheduling cycle: numbered steps over an immutable snapshot (STYLE.md §6).
+
+Fed by the snapshot (clusters, queues, quotas, bindings), the pending store and admitted
+usage; returns a `CycleResult` with the Bindings to write, the new pending store and the
+new usage. `Scheduler.run_cycle` is pure: it works on copies, so `fedctl plan` and the
+controller run the very same code, and the caller (the controller loop, fed by registry
+watches) swaps the results in and hands the Bindings to the binder.
+
+The steps:
+ 1. heads      - queues ordered by weighted dominant-resource share; each yields its jobs
+                 by priority then FIFO (a StrictFIFO queue stops at a head that fails).
+ 2. snapshot   - a `CycleState`: capacity and usage copied from the inputs.
+ 3. filter     - static plugins (cached per request signature), then capacity, cost cap and
+                 quota over the survivors.
+ 4. score      - weighted plugins, each normalised to 0-100.
+ 5. divide     - one cluster for a gang or a job without policy; else spread + division.
+ 6. admit      - queue capability, namespace quota and lending of idle capacity; when that
+                 fails, preemption inside the queue or reclaim across queues (each can be
+                 switched off), victims re-queued, never lost.
+ 7. bindings   - Scheduled Bindings for admitted jobs, Pending ones with the reason.
+ 8. requeue    - everything not admitted stays pending with its reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+
+from federation.cache import snapshot as snap
+from federation.queue import fairshare
+from federation.queue.pending import PendingJob, PendingStore
+from federation.quota import accounting
+from federation.scheduler import admission, explain
+from federation.scheduler import framework as fw
+from federation.scheduler import placement as pl
+from federation.scheduler.plugins import default_registry
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding
+
+__all__ = ["CycleResult", "Scheduler"]
+
+
+@dataclass
+class CycleResult:
+    """What one cycle decided. `bindings` holds only Bindings whose content changed."""
+
+    bindings: list[Binding] = field(default_factory=list)
+    admitted: list[accounting.Admission] = field(default_factory=list)
+    evicted: list[tuple[accounting.Admission, str]] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    pending: PendingStore = field(default_factory=PendingStore)
+    usage: accounting.Usage = field(default_factory=accounting.Usage)
+    timings: fw.Timings = field(default_factory=fw.Timings)
+    decisions: int = 0
+
+
+class Scheduler:
+    """Owns the plugins and the per-workload request cache; `run_cycle` is pure."""
+
+    def __init__(
+        self, settings: SchedulerSettings | None = None, *, registry: fw.Registry | None = None
+    ) -> None:
+        self.settings = settings or SchedulerSettings()
+        self.plugins = (registry or default_registry()).build(self.settings)
+        self.timings = fw.Timings()
+        self.placer = pl.Placer(
+            self.plugins, weights=dict(self.settings.score_weights), timings=self.timings
+        )
+        self._requests: dict[int, fw.JobRequest] = {}
+
+    def request(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
+        """The job's request, read once per pending entry (and previous placement)."""
+        cached = self._requests.get(id(job))
+        if cached is not None and cached.job is job:
+            return cached
+        previous = snapshot.bindings.get(str(job.ref))
+        request = fw.request_for(
+            job,
+            settings=self.settings,
+            device_resources=snapshot.device_resources,
+            previous=previous.placement() if previous is not None else None,
+        )
+        self._requests[id(job)] = request
+        return request
+
+    def run_cycle(
+        self,
+        snapshot: snap.Snapshot,
+        pending: PendingStore,
+        usage: accounting.Usage,
+        now: dt.datetime,
+    ) -> CycleResult:
+        """Steps 1-8 above, on copies of `pending` and `usage`."""
+        result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
+        state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
+        admit = admission.Admitter(self, state, result, now=now)
+        budget = self.settings.cycle_batch
+        for job in self._heads(snapshot, result):  # step 1
+            if budget <= 0:
+                result.pending.add(job)  # untouched: next cycle
+                break
+            budget -= 1
+            result.decisions += 1
+            outcome = self.placer.place(self.request(job, snapshot), admit.state)  # steps 3-5
+            if not admit.settle(job, outcome):  # steps 6-7
+                yield_back = result.reasons.get(str(job.ref), "")
+                result.pending.add(job.with_reason(yield_back))  # step 8
+                self._strict_stop(job, snapshot)
+        self._requests = {k: v for k, v in self._requests.items() if v.job.ref in result.pending}
+        return result
+
+    # -- step 1
+
+    def _heads(
+        self, snapshot: snap.Snapshot, result: CycleResult
+    ) -> Generator[PendingJob, None, None]:
+        self._stopped: set[str] = set()
+        iters = {q: result.pending.ordered(q) for q in result.pending.queues()}
+        snapshot_jobs = {q: list(it) for q, it in iters.items()}
+        positions = dict.fromkeys(snapshot_jobs, 0)
+        weights = {
+            q: (snapshot.queues[q].spec.weight if q in snapshot.queues else 1) for q in positions
+        }
+        prio = {
+            q: (snapshot.queues[q].spec.priority if q in snapshot.queues else 0) for q in positions
+        }
+        heap = [self._key(q, result.usage, snapshot, weights, prio) for q in positions]
+        heapq.heapify(heap)
+        while heap:
+            _, _, name = heapq.heappop(heap)
+            jobs = snapshot_jobs[name]
+            if name in self._stopped or positions[name] >= len(jobs):
+                continue
+            job = jobs[positions[name]]
+            positions[name] += 1
+            result.pending.remove(job.ref)
+            yield job
+            heapq.heappush(heap, self._key(name, result.usage, snapshot, weights, prio))
+
+    @staticmethod
+    def _key(
+        name: str,
+        usage: accounting.Usage,
+        snapshot: snap.Snapshot,
+        weights: dict[str, int],
+        prio: dict[str, int],
+    ) -> tuple[int, object, str]:
+        share = fairshare.share(usage.queue_used(name), snapshot.capacity, weight=weights[name])
+        return (-prio[name], share, name)
+
+    def _strict_stop(self, job: PendingJob, snapshot: snap.Snapshot) -> None:
+        queue = snapshot.queues.get(job.queue)
+        if queue is not None and queue.spec.dequeue_strategy == "StrictFIFO":
+            self._stopped.add(job.queue)
+
+    # -- what-if, for `fedctl plan` and explanations
+
+    def plan(
+        self, job: PendingJob, snapshot: snap.Snapshot, usage: accounting.Usage
+    ) -> explain.Plan:
+        """Every cluster's verdict and the placement this job would get now (writes nothing)."""
+        state = fw.CycleState(snapshot, usage.copy(), self.settings)
+        request = self.request(job, snapshot)
+        outcome = self.placer.place(request, state)
+        return explain.plan(self.placer, request, state, outcome)
+
+
+def release(usage: accounting.Usage, refs: Sequence[object]) -> accounting.Usage:
+    """A copy of `usage` without finished or deleted workloads (their waiting peers are
+    reconsidered by the next cycle, which the controller runs at once)."""
+    out = usage.copy()
+    for ref in refs:
+        out.release(ref)  # type: ignore[arg-type]
+    return out

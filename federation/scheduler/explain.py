@@ -1,0 +1,176 @@
+"""Explanations: every cluster's verdict for a job - which filter said no and why, or the
+score breakdown - and the exact hourly cost of a placement.
+
+Fed by the placer (its plugins and a job's outcome) and the cycle state; feeds Bindings
+(a short explanation: the chosen clusters, the best runners-up and counts of filtered
+clusters, so a Binding stays small in a 1,000-cluster fleet) and `fedctl plan` (every
+cluster, in full). Costs here use the exact Decimal prices of the cluster's PriceTable,
+not the float arrays the hot path ranks with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.scheduler import framework as fw
+from federation.scheduler import placement as pl
+from federation.scheduler.plugins import quota
+from policies.models.binding import ClusterVerdict
+from policies.models.cluster import PriceTable
+
+__all__ = ["Plan", "hourly_cost", "plan", "summary"]
+
+_RUNNERS_UP = 3
+
+
+def hourly_cost(
+    job: fw.JobRequest, cluster: snap.ClusterInfo, chip: str | None, replicas: int
+) -> Decimal | None:
+    """Exact cost per hour of `replicas` pods of `job` on `cluster` using `chip`."""
+    prices = cluster.prices
+    if prices is None:
+        return None
+    tables: dict[str, list[PriceTable | None]] = {
+        "on-demand": [prices.on_demand],
+        "spot": [prices.spot],
+        "any": [prices.on_demand, prices.spot],
+    }
+    costs = []
+    for table in tables[job.capacity_type]:
+        if table is None:
+            continue
+        device = next(iter(sorted(job.device_names)), None)
+        cost = table.hourly_cost(job.pod, accelerator_resource=device, accelerator_model=chip)
+        if cost is not None:
+            costs.append(cost * replicas)
+    return min(costs) if costs else None
+
+
+def _scored_verdicts(
+    state: fw.CycleState, scored: pl.Scored, chosen: set[str]
+) -> list[ClusterVerdict]:
+    out = []
+    for i, row in enumerate(scored.rows.tolist()):
+        name = state.snapshot.clusters[row].name
+        out.append(
+            ClusterVerdict.model_construct(
+                cluster=name,
+                verdict="ok",
+                plugin=None,
+                reasons=[],
+                score=int(scored.total[i]),
+                scores={k: int(v[i]) for k, v in scored.parts.items()},
+                selected=name in chosen,
+            )
+        )
+    return out
+
+
+def summary(
+    placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState, placed: pl.Placed
+) -> tuple[list[ClusterVerdict], dict[str, int]]:
+    """The chosen clusters and the best runners-up, plus filtered counts by plugin."""
+    scored = placed.scored
+    index = state.snapshot.index
+    targets = np.array([index[n] for n in placed.placement], dtype=np.int64)
+    picked = np.nonzero(np.isin(scored.rows, targets))[0].tolist()
+    count = min(len(picked) + _RUNNERS_UP, len(scored.total))
+    best = np.argpartition(-scored.total, count - 1)[:count] if count else np.arange(0)
+    order = best[np.lexsort((best, -scored.total[best]))]
+    runners = [int(i) for i in order if int(i) not in picked][:_RUNNERS_UP]
+    keep = np.array(picked + runners, dtype=np.int64)
+    top = pl.Scored(
+        scored.rows[keep],
+        scored.total[keep],
+        {k: v[keep] for k, v in scored.parts.items()},
+        scored.available[keep],
+    )
+    verdicts = _scored_verdicts(state, top, set(placed.placement))
+    chosen = [v for v in verdicts if v.selected]
+    others = [v for v in verdicts if not v.selected]
+    _, counts = placer.static_rows(job, state)
+    counts = dict(counts)
+    passed_static = state.snapshot.size - sum(counts.values())
+    dynamic = passed_static - len(placed.scored.rows)
+    if dynamic > 0:
+        counts["capacity/cost/quota"] = dynamic
+    return chosen + others[:_RUNNERS_UP], counts
+
+
+@dataclass
+class Plan:
+    """A what-if placement: every cluster's verdict, then the division, chips and cost."""
+
+    workload: str
+    verdicts: list[ClusterVerdict] = field(default_factory=list)
+    placement: dict[str, int] = field(default_factory=dict)
+    chips: dict[str, str | None] = field(default_factory=dict)
+    costs: dict[str, Decimal | None] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def total_cost(self) -> Decimal | None:
+        values = list(self.costs.values())
+        if not values or any(v is None for v in values):
+            return None
+        return sum((v for v in values if v is not None), Decimal(0))
+
+    def to_json(self) -> dict[str, Any]:
+        total = self.total_cost
+        return {
+            "workload": self.workload,
+            "scheduled": bool(self.placement),
+            "reason": self.reason,
+            "clusters": [
+                v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in self.verdicts
+            ],
+            "placement": self.placement,
+            "chips": self.chips,
+            "hourlyCost": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
+            "totalHourlyCost": str(total) if total is not None else None,
+        }
+
+
+def plan(
+    placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState, outcome: pl.Placed | pl.Failed
+) -> Plan:
+    """Every cluster's verdict (each filter asked in order) and the outcome."""
+    result = Plan(workload=str(job.job.ref))
+    passing: list[int] = []
+    request = outcome.request
+    for cluster in state.snapshot.clusters:
+        for plugin in placer.filters:
+            verdict = plugin.filter(request, cluster, state)
+            if not verdict.ok:
+                result.verdicts.append(
+                    ClusterVerdict(
+                        cluster=cluster.name,
+                        verdict="error" if verdict.code == "error" else "unschedulable",
+                        plugin=plugin.name,
+                        reasons=list(verdict.reasons),
+                    )
+                )
+                break
+        else:
+            passing.append(cluster.index)
+    chosen: set[str] = set(outcome.placement) if isinstance(outcome, pl.Placed) else set()
+    if passing:
+        scored = placer.score(request, state, np.array(passing, dtype=np.int64))
+        result.verdicts.extend(_scored_verdicts(state, scored, chosen))
+    result.verdicts.sort(key=lambda v: v.cluster)
+    if isinstance(outcome, pl.Failed):
+        result.reason = outcome.reason
+        return result
+    result.placement = dict(sorted(outcome.placement.items()))
+    rows = np.array([state.snapshot.index[n] for n in result.placement], dtype=np.int64)
+    chips = quota.chip_on(request, state, rows)
+    for (name, replicas), chip in zip(result.placement.items(), chips, strict=True):
+        cluster = state.snapshot.cluster(name)
+        result.chips[name] = chip or (cluster.flavors[0].arch if cluster.flavors else None)
+        result.costs[name] = hourly_cost(request, cluster, chip, replicas)
+    return result

@@ -1,0 +1,392 @@
+"""The placement framework: plugin Protocols, verdict values, the plugin registry, timing.
+
+Fed by the cycle, which turns each pending workload into a `JobRequest` and keeps a mutable
+`CycleState` (capacity left after this cycle's earlier placements, usage so far) over the
+immutable snapshot. Feeds the plugins in `federation.scheduler.plugins` (one file each) and
+`explain`, which asks every plugin about every cluster.
+
+Why verdicts are values: a filter that says no returns `Verdict.unschedulable(reason)`; it
+never raises or logs. The runner keeps every cluster's verdict, so a Binding and
+`fedctl plan` can say exactly which plugin turned a cluster down and why (Karmada
+`framework.Result`). Plugins answer per cluster (`filter`, `raw`); the hot ones may also
+answer for many clusters at once (`mask`, `raw_all`) over numpy arrays, and the runner uses
+that when present. Both paths must agree; the benchmark compares them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob
+from federation.quota.accounting import Usage
+from federation.resources import ResourceList
+from federation.settings import SchedulerSettings
+from policies.models.accelerator import is_arch
+from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
+from policies.models.placement_ext import FedctlPlacement
+
+__all__ = [
+    "CycleState",
+    "FilterPlugin",
+    "JobRequest",
+    "Registry",
+    "ScorePlugin",
+    "Timings",
+    "VectorFilter",
+    "VectorScore",
+    "Verdict",
+    "request_for",
+]
+
+Code = Literal["ok", "unschedulable", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A filter's answer for one cluster: ok, unschedulable or error, with reasons."""
+
+    code: Code
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.code == "ok"
+
+    @classmethod
+    def success(cls) -> Verdict:
+        return _OK
+
+    @classmethod
+    def unschedulable(cls, *reasons: str) -> Verdict:
+        return cls("unschedulable", reasons)
+
+    @classmethod
+    def failure(cls, *reasons: str) -> Verdict:
+        return cls("error", reasons)
+
+
+_OK = Verdict("ok")
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """What one pending workload needs, read once from the workload and its policy."""
+
+    job: PendingJob
+    replicas: int
+    pod: ResourceList
+    vector: snap.IntArray  # [R] one pod: cpu, memory, devices, pods (milli)
+    device_names: frozenset[str]
+    chips: tuple[str, ...]
+    arches: tuple[str, ...]
+    tolerations: tuple[Toleration, ...]
+    terms: tuple[ClusterAffinity, ...]
+    term: int
+    api: tuple[str, str]
+    capacity_type: str
+    max_hourly_cost: float | None
+    duration_hours: float
+    strategy: str
+    single_cluster: bool
+    spread: tuple[SpreadConstraint, ...]
+    static_weights: tuple[tuple[ClusterAffinity, int], ...]
+    previous: Mapping[str, int]
+    signature: tuple[object, ...]
+    shape: tuple[object, ...]
+    """What capacity and price per pod depend on (pod, chips, arches, capacity type): jobs
+    that differ only in replicas, duration or affinity share their per-cluster capacity view."""
+
+    @property
+    def affinity(self) -> ClusterAffinity:
+        return self.terms[self.term]
+
+    @property
+    def devices(self) -> int:
+        return int(self.vector[snap.DEVICES])
+
+    def with_term(self, term: int) -> JobRequest:
+        """The same request under another `clusterAffinities` group."""
+        return dataclasses.replace(self, term=term, signature=(*self.signature[:-1], term))
+
+
+def _strategy(job: PendingJob) -> tuple[str, bool]:
+    placement = job.placement
+    if placement is None or (
+        placement.replica_scheduling is None
+        and not (placement.cluster_affinity or placement.cluster_affinities)
+    ):
+        return "aggregated", True
+    rs = placement.scheduling
+    if rs.replica_scheduling_type == "Duplicated":
+        return "duplicated", False
+    if rs.division == "Aggregated":
+        return "aggregated", False
+    prefs = rs.weight_preference
+    if prefs is not None and prefs.dynamic_weight:
+        return "dynamic_weight", False
+    return "static_weight", False
+
+
+def request_for(
+    job: PendingJob,
+    *,
+    settings: SchedulerSettings,
+    device_resources: Iterable[str] = (),
+    previous: Mapping[str, int] | None = None,
+) -> JobRequest:
+    """Read a pending workload into a `JobRequest` (done once per workload and policy)."""
+    workload = job.workload
+    pod = workload.pod_requests()
+    known = set(device_resources)
+    devices = frozenset(
+        n for n in pod if n in known or ("/" in n and not n.startswith("hugepages"))
+    )
+    vector = np.array(
+        [pod.amount("cpu"), pod.amount("memory"), sum(pod.amount(n) for n in devices), 1000],
+        dtype=np.int64,
+    )
+    ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
+    chips = tuple(workload.chips) or (tuple(ext.chips) if ext else ())
+    arches = tuple(ext.arches) if ext else ()
+    placement = job.placement
+    strategy, single = _strategy(job)
+    if workload.is_batch and strategy not in ("static_weight", "dynamic_weight"):
+        single = True  # a gang goes whole to one cluster unless the policy divides it
+    duration = workload.expected_duration or (ext.expected_duration if ext else None)
+    hours = duration / 3600 if duration else settings.default_duration_hours
+    tolerations = tuple(placement.cluster_tolerations) if placement else ()
+    terms = tuple(placement.affinity_terms) if placement else (ClusterAffinity(),)
+    spread = tuple(placement.spread_constraints) if placement else ()
+    weights: tuple[tuple[ClusterAffinity, int], ...] = ()
+    if (
+        placement
+        and placement.replica_scheduling
+        and placement.replica_scheduling.weight_preference
+    ):
+        weights = tuple(
+            (w.target_cluster, w.weight)
+            for w in placement.replica_scheduling.weight_preference.static_weight_list
+        )
+    cap_type = ext.capacity_type if ext else "on-demand"
+    max_cost = float(ext.max_hourly_cost) if ext and ext.max_hourly_cost is not None else None
+    replicas = max(workload.replicas, 1) if workload.pod_sets else 1
+    api = (workload.api_version, workload.kind)
+    signature = (
+        tuple(vector.tolist()),
+        replicas,
+        chips,
+        arches,
+        tuple(t.model_dump_json() for t in tolerations),
+        tuple(t.model_dump_json() for t in terms),
+        api,
+        cap_type,
+        max_cost,
+        hours,
+        strategy,
+        single,
+        bool(previous),
+        0,
+    )
+    return JobRequest(
+        job=job,
+        replicas=replicas,
+        pod=pod,
+        vector=vector,
+        device_names=devices,
+        chips=chips,
+        arches=arches,
+        tolerations=tolerations,
+        terms=terms,
+        term=0,
+        api=api,
+        capacity_type=cap_type,
+        max_hourly_cost=max_cost,
+        duration_hours=hours,
+        strategy=strategy,
+        single_cluster=single,
+        spread=spread,
+        static_weights=weights,
+        previous=dict(previous or {}),
+        signature=signature,
+        shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
+    )
+
+
+def chip_rank(job: JobRequest, chip: str) -> int:
+    """Preference rank of a chip for this job (0 best); len(chips) when not listed."""
+    return job.chips.index(chip) if chip in job.chips else len(job.chips)
+
+
+def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | None = None) -> bool:
+    """Whether a node flavor with accelerator `chip` (None: none) on `arch` suits the job.
+
+    Without listed chip models, an accelerator job takes only flavors exposing the device
+    resource it requests (`resource`; None skips that check, for callers that do it).
+    """
+    arch_ok = not job.arches or arch in job.arches
+    listed_arches = [c for c in job.chips if is_arch(c)]
+    models = [c for c in job.chips if not is_arch(c)]
+    if job.devices > 0:
+        if chip is None:
+            return False
+        if models:
+            return chip in models
+        return arch_ok and (resource is None or resource in job.device_names)
+    if chip is not None:
+        return False  # CPU-only pods are not placed on accelerator nodes
+    if job.chips:
+        return arch in listed_arches or (not listed_arches and arch_ok)
+    return arch_ok
+
+
+class CycleState:
+    """The mutable side of one cycle: capacity left and usage after earlier decisions.
+
+    Starts as a copy of the snapshot's arrays; `place` charges a placement and bumps the
+    version of each touched cluster so cached per-signature results refresh only there.
+    """
+
+    def __init__(self, snapshot: snap.Snapshot, usage: Usage, settings: SchedulerSettings):
+        self.snapshot = snapshot
+        self.usage = usage
+        self.settings = settings
+        self.free = snapshot.free.copy()
+        self.largest = snapshot.largest.copy()
+        self.version = np.zeros(snapshot.size, np.int64)
+        self.free_total = snapshot.free.sum(axis=1)
+        self.memo: dict[tuple[object, ...], object] = {}
+        """Per-cycle cache of request-only results (flavor masks), keyed by signature."""
+        self.dyn: dict[tuple[object, ...], tuple[snap.IntArray, npt.NDArray[np.generic]]] = {}
+        """Per-signature results that depend on capacity, with the versions they saw."""
+
+    def copy(self) -> CycleState:
+        other = CycleState.__new__(CycleState)
+        other.snapshot, other.settings = self.snapshot, self.settings
+        other.usage = self.usage.copy()
+        other.free, other.largest = self.free.copy(), self.largest.copy()
+        other.version = self.version.copy()
+        other.free_total = self.free_total.copy()
+        other.memo = self.memo
+        other.dyn = {}
+        return other
+
+    def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
+        """Charge `pods` pods of `vector` to one flavor of one cluster."""
+        used = vector * pods
+        self.free[cluster, flavor] -= used
+        self.free_total[cluster] -= used
+        self.largest[cluster, flavor] = np.minimum(
+            self.largest[cluster, flavor], self.free[cluster, flavor]
+        )
+        self.version[cluster] += 1
+
+    def give_back(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
+        """Return capacity released by a victim (bounded by the flavor's allocatable)."""
+        back = vector * pods
+        total = self.snapshot.alloc[cluster, flavor] * self.snapshot.nodes[cluster, flavor]
+        before = self.free[cluster, flavor].copy()
+        self.free[cluster, flavor] = np.minimum(self.free[cluster, flavor] + back, total)
+        self.free_total[cluster] += self.free[cluster, flavor] - before
+        self.largest[cluster, flavor] = np.minimum(
+            self.largest[cluster, flavor] + back, self.snapshot.alloc[cluster, flavor]
+        )
+        self.version[cluster] += 1
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    """Says whether one cluster can take the job. `static`: depends only on the request."""
+
+    name: str
+    static: bool
+
+    def filter(self, job: JobRequest, cluster: snap.ClusterInfo, state: CycleState) -> Verdict: ...
+
+
+@runtime_checkable
+class VectorFilter(Protocol):
+    """A filter that can also answer for many clusters at once."""
+
+    def mask(self, job: JobRequest, state: CycleState, rows: snap.IntArray) -> snap.BoolArray: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    """Rates one feasible cluster. The runner scales `raw` to 0-100 as `scale` says:
+    `absolute` (raw already 0-100), `max_best` or `min_best` (min-max over the candidates)."""
+
+    name: str
+    scale: str
+
+    def raw(self, job: JobRequest, cluster: snap.ClusterInfo, state: CycleState) -> float: ...
+
+
+@runtime_checkable
+class VectorScore(Protocol):
+    def raw_all(
+        self, job: JobRequest, state: CycleState, rows: snap.IntArray
+    ) -> snap.FloatArray: ...
+
+
+def normalise(raw: snap.FloatArray, scale: str) -> snap.IntArray:
+    """Raw plugin values to integers 0-100; NaN (cannot be rated) becomes 0."""
+    values = np.asarray(raw, dtype=np.float64)
+    finite_mask = np.isfinite(values)
+    if scale == "absolute":
+        out = np.clip(np.where(finite_mask, values, 0.0), 0, 100)
+        clipped: snap.IntArray = np.rint(out).astype(np.int64)
+        return clipped
+    finite = values[finite_mask]
+    if finite.size == 0:
+        return np.zeros(values.shape, np.int64)
+    low, high = float(finite.min()), float(finite.max())
+    if math.isclose(low, high):
+        scaled = np.full(values.shape, 100.0)
+    elif scale == "min_best":
+        scaled = (high - values) / (high - low) * 100
+    else:
+        scaled = (values - low) / (high - low) * 100
+    scaled = np.where(finite_mask, scaled, 0.0)
+    result: snap.IntArray = np.rint(scaled).astype(np.int64)
+    return result
+
+
+Factory = Callable[[SchedulerSettings], FilterPlugin | ScorePlugin]
+
+
+class Registry:
+    """Plugin factories by name; a second registration of a name is refused."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, Factory] = {}
+
+    def register(self, name: str, factory: Factory) -> None:
+        if name in self._factories:
+            raise ValueError(f"plugin {name!r} is already registered")
+        self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        return list(self._factories)
+
+    def build(self, settings: SchedulerSettings) -> list[FilterPlugin | ScorePlugin]:
+        return [factory(settings) for factory in self._factories.values()]
+
+
+@dataclass
+class Timings:
+    """Seconds spent per plugin (and per cycle step) and how often each ran."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+        self.calls[name] = self.calls.get(name, 0) + 1

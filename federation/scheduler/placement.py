@@ -1,0 +1,247 @@
+"""Placing one job against the cycle state: filter, score, spread, divide.
+
+Fed by the cycle with one `JobRequest` and the `CycleState`; feeds the cycle (a `Placed`
+decision to admit, or a `Failed` one with the precise reason and its kind, which decides
+whether preemption may help) and `explain`. Pure with respect to its inputs: it reads the
+state and never charges it; the cycle charges only what it admits.
+
+Why the static filters are cached per request signature: health, taints, affinity, API
+enablement and chip match depend only on the request and the snapshot, so thousands of
+identical jobs share one pass over the clusters. Capacity, cost cap and quota depend on
+what the cycle already placed and run vectorised over the surviving clusters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from federation import clock
+from federation.cache import snapshot as snap
+from federation.scheduler import division, spread
+from federation.scheduler import framework as fw
+from federation.scheduler.plugins import affinity, capacity
+
+__all__ = ["Failed", "Placed", "Placer", "Scored"]
+
+Kind = Literal["static", "capacity", "quota", "cost", "division"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The candidates that passed every filter, with their scores (for explanations)."""
+
+    rows: snap.IntArray
+    total: snap.IntArray
+    parts: dict[str, snap.IntArray]
+    available: snap.IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    request: fw.JobRequest
+    placement: dict[str, int]
+    scored: Scored
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    request: fw.JobRequest
+    reason: str
+    kind: Kind
+
+
+class Placer:
+    """Runs the plugins for one job; built once per scheduler from the registry."""
+
+    def __init__(
+        self,
+        plugins: Sequence[fw.FilterPlugin | fw.ScorePlugin],
+        *,
+        weights: dict[str, int],
+        timings: fw.Timings,
+    ) -> None:
+        self.filters = [p for p in plugins if isinstance(p, fw.FilterPlugin)]
+        self.static = [p for p in self.filters if p.static]
+        self.dynamic = [p for p in self.filters if not p.static]
+        self.scores = [p for p in plugins if isinstance(p, fw.ScorePlugin)]
+        self.vector = {p.name for p in self.filters if hasattr(p, "mask")}
+        self.vector_scores = {p.name for p in self.scores if hasattr(p, "raw_all")}
+        self.weights = weights
+        self.timings = timings
+
+    # -- filters
+
+    def static_rows(
+        self, job: fw.JobRequest, state: fw.CycleState
+    ) -> tuple[snap.IntArray, dict[str, int]]:
+        """Clusters passing every static filter, and how many each filter turned down."""
+        key = ("static", job.signature)
+        cached = state.memo.get(key)
+        if cached is not None and not job.previous:
+            return cached  # type: ignore[return-value]
+        counts: dict[str, int] = {}
+        rows = np.arange(state.snapshot.size, dtype=np.int64)
+        clusters = state.snapshot.clusters
+        for plugin in self.static:
+            if rows.size == 0:
+                break
+            if plugin.name in self.vector:
+                keep = plugin.mask(job, state, rows)  # type: ignore[attr-defined]
+            else:
+                keep = np.array(
+                    [plugin.filter(job, clusters[r], state).ok for r in rows.tolist()], bool
+                )
+            dropped = int(rows.size - keep.sum())
+            if dropped:
+                counts[plugin.name] = dropped
+                rows = rows[keep]
+        result = (rows, counts)
+        if not job.previous:
+            state.memo[key] = result
+        return result
+
+    def _dynamic(
+        self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+    ) -> Failed | snap.IntArray:
+        for plugin in self.dynamic:
+            if rows.size == 0:
+                break
+            began = clock.real.monotonic()
+            if plugin.name in self.vector:
+                keep = plugin.mask(job, state, rows)  # type: ignore[attr-defined]
+            else:
+                cl = state.snapshot.clusters
+                keep = np.array([plugin.filter(job, cl[r], state).ok for r in rows.tolist()], bool)
+            self.timings.add(plugin.name, clock.real.monotonic() - began)
+            if not keep.any():
+                return self._why(plugin.name, job, state, rows)
+            rows = rows[keep]
+        return rows
+
+    def _why(
+        self, name: str, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+    ) -> Failed:
+        if name == "capacity":
+            return Failed(job, capacity.shortage(job, state, rows), "capacity")
+        plugin = next(p for p in self.dynamic if p.name == name)
+        verdict = plugin.filter(job, state.snapshot.clusters[int(rows[0])], state)
+        kind: Kind = "quota" if name == "quota" else "cost"
+        reason = "; ".join(verdict.reasons) or f"filtered by {name}"
+        return Failed(job, reason, kind)
+
+    # -- scores
+
+    def score(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> Scored:
+        parts: dict[str, snap.IntArray] = {}
+        total = np.zeros(len(rows), dtype=np.float64)
+        weight_sum = 0
+        for plugin in self.scores:
+            weight = self.weights.get(plugin.name, 1)
+            if weight <= 0:
+                continue
+            began = clock.real.monotonic()
+            if plugin.name in self.vector_scores:
+                raw = plugin.raw_all(job, state, rows)  # type: ignore[attr-defined]
+            else:
+                cl = state.snapshot.clusters
+                raw = np.array([plugin.raw(job, cl[r], state) for r in rows.tolist()])
+            self.timings.add(plugin.name, clock.real.monotonic() - began)
+            parts[plugin.name] = fw.normalise(raw, plugin.scale)
+            total += weight * parts[plugin.name]
+            weight_sum += weight
+        final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
+        available = capacity.cluster_available(job, state, rows)
+        return Scored(rows, final, parts, available)
+
+    # -- the whole decision
+
+    def place(self, job: fw.JobRequest, state: fw.CycleState) -> Placed | Failed:
+        """Try each affinity group in order; the first that places the job wins."""
+        failure: Failed | None = None
+        for term in range(len(job.terms)):
+            request = job.with_term(term) if term else job
+            outcome = self._place_in_term(request, state)
+            if isinstance(outcome, Placed):
+                return outcome
+            failure = failure or outcome
+        assert failure is not None
+        return failure
+
+    def _place_in_term(self, job: fw.JobRequest, state: fw.CycleState) -> Placed | Failed:
+        began = clock.real.monotonic()
+        rows, counts = self.static_rows(job, state)
+        self.timings.add("static-filters", clock.real.monotonic() - began)
+        if rows.size == 0:
+            return Failed(job, _summary(state.snapshot.size, counts), "static")
+        survivors = self._dynamic(job, state, rows)
+        if isinstance(survivors, Failed):
+            return survivors
+        scored = self.score(job, state, survivors)
+        try:
+            placement = self._choose(job, state, scored)
+        except division.Unschedulable as exc:
+            return Failed(job, str(exc), "division")
+        except ValueError as exc:
+            return Failed(job, f"invalid placement policy: {exc}", "division")
+        return Placed(job, placement, scored)
+
+    def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:
+        names = state.snapshot.clusters
+        if job.single_cluster:
+            best = int(np.argmax(scored.total))  # ties: first row, i.e. name order
+            return {names[int(scored.rows[best])].name: job.replicas}
+        ranked = [
+            spread.ScoredCluster(
+                name=names[row].name,
+                score=int(score),
+                available=int(avail),
+                region=names[row].region,
+                zone=names[row].zone,
+                provider=names[row].provider,
+                labels=names[row].labels,
+            )
+            for row, score, avail in zip(
+                scored.rows.tolist(), scored.total.tolist(), scored.available.tolist(), strict=True
+            )
+        ]
+        constraints = [
+            spread.Constraint(by=c.grouping, min_groups=c.min_groups, max_groups=c.max_groups)
+            for c in job.spread
+        ]
+        chosen = spread.select(
+            ranked, constraints, strategy=job.strategy, replicas=job.replicas, previous=job.previous
+        )
+        by_name = {c.name: c for c in ranked}
+        candidates = [
+            division.Candidate(
+                name=name,
+                weight=_static_weight(job, names[state.snapshot.index[name]]),
+                available=by_name[name].available,
+            )
+            for name in chosen
+        ]
+        if job.strategy == "static_weight" and all(c.weight == 0 for c in candidates):
+            candidates = [division.Candidate(c.name, 1, c.available) for c in candidates]
+        return division.divide(
+            job.strategy,
+            job.replicas,
+            candidates,
+            previous=job.previous or None,
+            tie_seed=job.job.workload.metadata.uid or "",
+        )
+
+
+def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:
+    if not job.static_weights:
+        return 1
+    matching = [w for term, w in job.static_weights if affinity.matches(term, cluster) is None]
+    return max(matching, default=0)
+
+
+def _summary(total: int, counts: dict[str, int]) -> str:
+    parts = ", ".join(f"{n} filtered by {name}" for name, n in sorted(counts.items()))
+    return f"0/{total} clusters are available: {parts}" if parts else f"0/{total} clusters"

@@ -1,0 +1,177 @@
+"""What-if placement for `fedctl plan`: workloads and policies from files, a fleet from a
+simulator profile, the real scheduler code, nothing written.
+
+Fed by YAML files (workloads, PropagationPolicies, Queues, FederatedResourceQuotas, through
+`policies.loading`) and a profile (`offline.load`); feeds the CLI, which prints the result.
+The policy that claims each workload is chosen as Karmada does: a namespaced
+PropagationPolicy before a ClusterPropagationPolicy, then higher `priority`, then the
+most specific selector (name over label over kind), then the policy name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from federation import errors
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob
+from federation.quota.accounting import Usage
+from federation.registry import keys
+from federation.scheduler import cycle, explain, offline
+from federation.scheduler.plugins import affinity
+from federation.settings import SchedulerSettings
+from policies import loading
+from policies.models.frq import FederatedResourceQuota
+from policies.models.propagation import (
+    ClusterPropagationPolicy,
+    FedctlClusterPropagationPolicy,
+    FedctlPropagationPolicy,
+    PropagationPolicy,
+)
+from policies.models.queue import Queue
+from policies.models.workload import Workload
+
+__all__ = ["Planned", "claim", "job_for", "plan_files"]
+
+AnyPolicy = (
+    PropagationPolicy
+    | ClusterPropagationPolicy
+    | FedctlPropagationPolicy
+    | FedctlClusterPropagationPolicy
+)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One workload's plan and the policy that claimed it (None: no policy matched)."""
+
+    plan: explain.Plan
+    policy: str | None
+
+
+def _specificity(policy: AnyPolicy, workload: Workload) -> int | None:
+    best: int | None = None
+    for sel in policy.spec.resource_selectors:
+        if (sel.api_version, sel.kind) != (workload.api_version, workload.kind):
+            continue
+        if sel.namespace and sel.namespace != workload.namespace:
+            continue
+        if sel.name:
+            level = 2 if sel.name == workload.metadata.name else None
+        elif sel.label_selector is not None:
+            matched = affinity.selector_matches(sel.label_selector, workload.metadata.labels)
+            level = 1 if matched else None
+        else:
+            level = 0
+        if level is not None:
+            best = level if best is None else max(best, level)
+    return best
+
+
+def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None:
+    """The policy that claims `workload`, Karmada's order; None when none matches."""
+    ranked = []
+    for policy in policies:
+        namespaced = isinstance(policy, PropagationPolicy | FedctlPropagationPolicy)
+        if namespaced and (policy.metadata.namespace or "default") != workload.namespace:
+            continue
+        level = _specificity(policy, workload)
+        if level is None:
+            continue
+        ranked.append(
+            ((0 if namespaced else 1, -policy.spec.priority, -level, policy.metadata.name), policy)
+        )
+    ranked.sort(key=lambda pair: pair[0])
+    return ranked[0][1] if ranked else None
+
+
+def job_for(
+    workload: Workload, policy: AnyPolicy | None, *, settings: SchedulerSettings
+) -> PendingJob:
+    """A pending entry for a workload under its claiming policy."""
+    ref = keys.WorkloadRef(
+        workload.namespace,
+        keys.kind_segment(workload.api_version, workload.kind),
+        workload.metadata.name,
+    )
+    fedctl = getattr(policy.spec, "fedctl", None) if policy is not None else None
+    return PendingJob(
+        ref=ref,
+        workload=workload,
+        queue=workload.queue or settings.default_queue,
+        priority=workload.priority or 0,
+        seq=1,
+        placement=policy.spec.placement if policy is not None else None,
+        fedctl=fedctl,
+    )
+
+
+def plan_files(
+    paths: Sequence[str | Path], *, profile: str | Path, settings: SchedulerSettings | None = None
+) -> list[Planned]:
+    """Plan every workload in `paths` against the fleet in `profile`."""
+    loaded = loading.load_paths(paths)
+    if not loaded.ok:
+        raise errors.Invalid("invalid input", findings=[str(f) for f in loaded.errors])
+    models = [o.model for o in loaded.objects]
+    workloads = [m for m in models if isinstance(m, Workload) and not m.is_opaque]
+    if not workloads:
+        raise errors.Invalid("no workload with pods in the given files (Deployment, Job, ...)")
+    policies = [
+        m
+        for m in models
+        if isinstance(
+            m,
+            PropagationPolicy
+            | ClusterPropagationPolicy
+            | FedctlPropagationPolicy
+            | FedctlClusterPropagationPolicy,
+        )
+    ]
+    settings = settings or SchedulerSettings()
+    snapshot = snap.build(
+        offline.load(profile),
+        queues=[m for m in models if isinstance(m, Queue)],
+        quotas=[m for m in models if isinstance(m, FederatedResourceQuota)],
+    )
+    scheduler = cycle.Scheduler(settings)
+    out = []
+    for workload in workloads:
+        policy = claim(workload, policies)
+        job = job_for(workload, policy, settings=settings)
+        out.append(
+            Planned(
+                scheduler.plan(job, snapshot, Usage()), policy.metadata.name if policy else None
+            )
+        )
+    return out
+
+
+def render(planned: Planned) -> str:
+    """The human-readable form: every cluster, then division, chip and cost."""
+    plan = planned.plan
+    lines = [f"workload {plan.workload}  policy: {planned.policy or '(none: best single cluster)'}"]
+    width = max([len(v.cluster) for v in plan.verdicts] + [7])
+    lines.append(f"  {'CLUSTER':<{width}}  {'VERDICT':<13}  {'SCORE':>5}  DETAILS")
+    for v in plan.verdicts:
+        if v.verdict == "ok":
+            details = " ".join(f"{k}={n}" for k, n in v.scores.items())
+            mark = "  <- selected" if v.selected else ""
+            lines.append(f"  {v.cluster:<{width}}  {'ok':<13}  {v.score or 0:>5}  {details}{mark}")
+        else:
+            reason = "; ".join(v.reasons)
+            lines.append(f"  {v.cluster:<{width}}  {v.verdict:<13}  {'-':>5}  {v.plugin}: {reason}")
+    if not plan.placement:
+        lines.append(f"  pending: {plan.reason}")
+        return "\n".join(lines)
+    for name, replicas in plan.placement.items():
+        cost = plan.costs.get(name)
+        shown = f"{cost:.4f}/h" if cost is not None else "unpriced"
+        lines.append(
+            f"  place {replicas} replica(s) on {name}  chip {plan.chips.get(name)}  cost {shown}"
+        )
+    total = plan.total_cost
+    lines.append(f"  total cost {total:.4f}/h" if total is not None else "  total cost: unknown")
+    return "\n".join(lines)

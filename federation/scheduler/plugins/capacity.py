@@ -1,0 +1,245 @@
+"""Capacity filter: every pod must fit on some node of an acceptable flavor, counting the
+placements this cycle already made.
+
+Fed by the cycle state (free and emptiest-node amounts per cluster and node flavor, copied
+from the snapshot and charged as the cycle places work) and the chip filter's flavor mask;
+feeds the runner, replica division (free replicas per cluster) and the pending reason.
+
+Why per flavor: 16 free GPUs spread as 4 per node cannot host an 8-GPU pod, so totals are
+not enough (DESIGN.md). A flavor's free replicas are min(free // request) over resources,
+capped by what its nodes could hold, and zero unless one pod fits on the emptiest node.
+After a placement the emptiest node is bounded by what is left in total: an estimate that
+never over-commits totals, since per-node amounts are summarised away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.resources import format_quantity
+from federation.scheduler import framework as fw
+from federation.scheduler.plugins import chips
+
+__all__ = [
+    "Capacity",
+    "best_flavor",
+    "chosen_flavor",
+    "cluster_available",
+    "cluster_chip",
+    "cluster_pod_cost",
+    "flavor_available",
+    "needed_here",
+    "one_flavor_available",
+    "pod_hour_cost",
+    "shortage",
+]
+
+
+def flavor_available(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+) -> snap.IntArray:
+    """[len(rows), F]: how many more pods of `job` each acceptable flavor can hold."""
+    pod = job.vector
+    need = pod > 0
+    wanted = pod[need]
+    mask = chips.flavor_mask(job, state)[rows]
+    fits = np.all(state.largest[rows][..., need] >= wanted, axis=-1) & mask
+    by_free = np.min(state.free[rows][..., need] // wanted, axis=-1)
+    per_node = np.min(state.snapshot.alloc[rows][..., need] // wanted, axis=-1)
+    avail = np.minimum(by_free, per_node * state.snapshot.nodes[rows])
+    return np.where(fits, np.maximum(avail, 0), 0)
+
+
+_AVAIL, _FLAVOR, _CHIP = 0, 1, 2
+
+
+def _view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.FloatArray]:
+    """Per cluster, cached per request signature: [C, 3] ints (free replicas, flavor to use,
+    its chip index) and [C] one pod's hourly cost there.
+
+    Only clusters whose capacity changed since the cached answer (their version moved) are
+    recomputed, so identical requests across a cycle share the work.
+    """
+    key = ("view", job.shape)
+    cached = state.dyn.get(key)
+    if cached is None:
+        size = state.snapshot.size
+        versions = np.full(size, -1, dtype=np.int64)
+        ints: snap.IntArray = np.zeros((size, 3), dtype=np.int64)
+        cost = np.zeros(size, dtype=np.float64)
+        state.dyn[key] = (versions, ints)
+        state.dyn[("cost", job.shape)] = (versions, cost)
+    else:
+        versions, ints = cached  # type: ignore[assignment]
+        cost = state.dyn[("cost", job.shape)][1]  # type: ignore[assignment]
+    stale = np.nonzero(versions != state.version)[0]
+    if stale.size:
+        avail = flavor_available(job, state, stale)
+        flavors = best_flavor(job, state, stale, avail)
+        ints[stale, _AVAIL] = avail.sum(axis=1)
+        ints[stale, _FLAVOR] = flavors
+        ints[stale, _CHIP] = state.snapshot.flavor_chip[stale, flavors]
+        cost[stale] = pod_hour_cost(job, state, stale)[np.arange(stale.size), flavors]
+        versions[stale] = state.version[stale]
+    return ints, cost
+
+
+def chosen_flavor(job: fw.JobRequest, state: fw.CycleState, row: int) -> int:
+    """The flavor the job would use on one cluster (most preferred chip, then cheapest)."""
+    return int(_view(job, state)[0][row, _FLAVOR])
+
+
+def one_flavor_available(job: fw.JobRequest, state: fw.CycleState, row: int, flavor: int) -> int:
+    """Free replicas of the job on one flavor of one cluster (0 when not acceptable)."""
+    if not chips.flavor_mask(job, state)[row, flavor]:
+        return 0
+    pod = job.vector
+    need = pod > 0
+    wanted = pod[need]
+    if (state.largest[row, flavor][need] < wanted).any():
+        return 0
+    by_free = int((state.free[row, flavor][need] // wanted).min())
+    per_node = int((state.snapshot.alloc[row, flavor][need] // wanted).min())
+    return max(0, min(by_free, per_node * int(state.snapshot.nodes[row, flavor])))
+
+
+def cluster_available(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+) -> snap.IntArray:
+    """Per row: free replicas of `job` over all its acceptable flavors."""
+    return np.asarray(_view(job, state)[0][rows, _AVAIL], dtype=np.int64)
+
+
+def cluster_chip(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.IntArray:
+    """Per row: index (into `snapshot.chips`) of the chip the job would use; -1: none."""
+    return np.asarray(_view(job, state)[0][rows, _CHIP], dtype=np.int64)
+
+
+def cluster_pod_cost(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+) -> snap.FloatArray:
+    """Per row: one pod's hourly cost on the flavor the job would use (NaN: unpriced)."""
+    return np.asarray(_view(job, state)[1][rows], dtype=np.float64)
+
+
+def pod_hour_cost(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.FloatArray:
+    """[len(rows), F]: what one pod costs per hour on each flavor (NaN: not priced)."""
+    s = state.snapshot
+    pod = job.vector
+    columns = {"on-demand": [0], "spot": [1], "any": [0, 1]}[job.capacity_type]
+    best = None
+    for col in columns:
+        cost = (
+            s.price_cpu[rows, col][:, None] * (pod[snap.CPU] / 1000)
+            + s.price_mem[rows, col][:, None] * snap.gib_hours(int(pod[snap.MEMORY]))
+            + (s.price_dev[rows, :, col] * (pod[snap.DEVICES] / 1000) if job.devices else 0.0)
+        )
+        cost = np.broadcast_to(cost, s.flavor_chip[rows].shape)
+        best = cost if best is None else np.fmin(best, cost)
+    assert best is not None
+    return best
+
+
+def best_flavor(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray, avail: snap.IntArray
+) -> snap.IntArray:
+    """Per row, the flavor to use: most preferred chip, then cheapest, among those with room."""
+    s = state.snapshot
+    rank_of = np.array(
+        [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips), len(job.chips)], dtype=np.float64
+    )
+    ranks = rank_of[s.flavor_chip[rows]]
+    cost = np.nan_to_num(pod_hour_cost(job, state, rows), nan=1e12)
+    key = np.where(avail > 0, ranks * 1e15 + cost, np.inf)
+    chosen: snap.IntArray = np.argmin(key, axis=1).astype(np.int64)
+    return chosen
+
+
+def needed_here(job: fw.JobRequest) -> int:
+    """Replicas one cluster must hold to pass: all of them for a gang or duplicate, else one."""
+    return job.replicas if job.single_cluster or job.strategy == "duplicated" else 1
+
+
+def _label(job: fw.JobRequest, state: fw.CycleState, column: int) -> str:
+    if column == snap.DEVICES:
+        models = [c for c in job.chips if c in state.snapshot.chips]
+        return ", ".join(models) if len(models) == 1 else "/".join(sorted(job.device_names))
+    return snap.RESOURCES[column]
+
+
+def _amount(column: int, milli: int) -> str:
+    return format_quantity(int(milli), binary=column == snap.MEMORY)
+
+
+def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> str:
+    """The sentence for a job no eligible cluster can hold, naming the closest cluster."""
+    if rows.size == 0:
+        return "no eligible cluster"
+    pod = job.vector
+    mask = chips.flavor_mask(job, state)[rows]
+    largest = np.where(mask[..., None], state.largest[rows], -1)
+    # The scarcest resource: the one whose best single node is furthest below the pod.
+    columns = [c for c in range(len(pod)) if pod[c] > 0]
+    ratios = {c: largest[..., c].max() / pod[c] for c in columns}
+    column = min(columns, key=lambda c: ratios[c])
+    if ratios[column] >= 1:
+        avail = flavor_available(job, state, rows).sum(axis=1)
+        best = int(np.argmax(avail))
+        name = state.snapshot.clusters[int(rows[best])].name
+        return (
+            f"no eligible cluster has room for {needed_here(job)} replicas of"
+            f" {job.pod}; best is {name} with {int(avail[best])}"
+        )
+    per_cluster = largest[..., column].max(axis=1)
+    best = int(np.argmax(per_cluster))
+    name = state.snapshot.clusters[int(rows[best])].name
+    label = _label(job, state, column)
+    return (
+        f"no eligible cluster has a node with {_amount(column, int(pod[column]))} free {label};"
+        f" best is {name} with {_amount(column, max(int(per_cluster[best]), 0))}"
+    )
+
+
+class Capacity:
+    name = "capacity"
+    static = False
+
+    def __init__(self, settings: object = None) -> None:
+        del settings
+
+    def filter(
+        self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
+    ) -> fw.Verdict:
+        """Plain per-flavor loop (the reference the vector path is checked against)."""
+        pod = job.vector.tolist()
+        total = 0
+        emptiest: list[int] = [0] * len(pod)
+        for fi, flavor in enumerate(cluster.flavors):
+            model, resource = flavor.accelerator_model, flavor.accelerator_resource
+            if not fw.accepts_chip(job, model, flavor.arch, resource if model else None):
+                continue
+            largest = state.largest[cluster.index, fi].tolist()
+            free = state.free[cluster.index, fi].tolist()
+            alloc = state.snapshot.alloc[cluster.index, fi].tolist()
+            emptiest = [max(a, b) for a, b in zip(emptiest, largest, strict=True)]
+            if any(p > 0 and lf < p for p, lf in zip(pod, largest, strict=True)):
+                continue
+            by_free = min(f // p for f, p in zip(free, pod, strict=True) if p > 0)
+            per_node = min(a // p for a, p in zip(alloc, pod, strict=True) if p > 0)
+            total += max(0, min(by_free, per_node * flavor.node_count))
+        need = needed_here(job)
+        if total >= need:
+            return fw.Verdict.success()
+        if total == 0:
+            short = [c for c, p in enumerate(pod) if p > 0 and emptiest[c] < p]
+            if short:
+                c = short[0]
+                return fw.Verdict.unschedulable(
+                    f"no node with {_amount(c, pod[c])} free {_label(job, state, c)}"
+                    f" (emptiest has {_amount(c, max(emptiest[c], 0))})"
+                )
+        return fw.Verdict.unschedulable(f"room for {total} of {need} replicas")
+
+    def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
+        return cluster_available(job, state, rows) >= needed_here(job)

@@ -1,0 +1,74 @@
+"""Quota filter: the job's charge on this cluster's chip must fit its queue's capability and
+its namespace's FederatedResourceQuota overall.
+
+Fed by admitted usage (in the cycle state), the queue and quota objects in the snapshot and
+the chip the job would use on each cluster; feeds the runner. Per cluster because the
+charge depends on the chip: a queue capped at `accelerator/nvidia-h100: 8` may still run on
+A100s. Borrowing, reclaim and preemption are decided at admission, after placement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.quota import accounting
+from federation.resources import ResourceList
+from federation.scheduler import framework as fw
+from federation.scheduler.plugins import capacity
+from policies.models.queue import chip_resource
+
+__all__ = ["Quota", "charge_for"]
+
+
+def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
+    """What admitting the whole job charges its queue when it runs on `chip`."""
+    charge = job.pod.scaled(job.replicas)
+    if job.devices and chip:
+        charge = charge + ResourceList({chip_resource(chip): job.devices * job.replicas})
+    return charge
+
+
+def problem(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> str | None:
+    """Why the job's charge on `chip` breaks its queue or namespace limit, or None."""
+    charge = charge_for(job, chip)
+    queue = state.snapshot.queues.get(job.job.queue)
+    found = accounting.capability_problem(queue, state.usage.queue_used(job.job.queue), charge)
+    if found:
+        return found
+    namespace = job.job.ref.namespace
+    return accounting.overall_problem(
+        state.snapshot.quotas.get(namespace), state.usage.namespace_used(namespace), charge
+    )
+
+
+def chip_on(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> list[str | None]:
+    """The chip the job would use on each row's cluster (None for CPU-only work)."""
+    if not job.devices:
+        return [None] * len(rows)
+    index = capacity.cluster_chip(job, state, rows)
+    return [state.snapshot.chips[i] if i >= 0 else None for i in index.tolist()]
+
+
+class Quota:
+    name = "quota"
+    static = False
+
+    def __init__(self, settings: object = None) -> None:
+        del settings
+
+    def filter(
+        self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
+    ) -> fw.Verdict:
+        chip = chip_on(job, state, np.array([cluster.index]))[0]
+        found = problem(job, state, chip)
+        return fw.Verdict.unschedulable(found) if found else fw.Verdict.success()
+
+    def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
+        queue = state.snapshot.queues.get(job.job.queue)
+        limited = queue is not None and queue.spec.capability is not None
+        if not limited and job.job.ref.namespace not in state.snapshot.quotas:
+            return np.ones(len(rows), dtype=bool)
+        chips = chip_on(job, state, rows)
+        verdicts = {chip: problem(job, state, chip) is None for chip in set(chips)}
+        return np.array([verdicts[c] for c in chips], dtype=bool)

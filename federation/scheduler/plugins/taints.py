@@ -1,0 +1,66 @@
+"""Taint filter: a cluster's NoSchedule and NoExecute taints keep out work that does not
+tolerate them.
+
+Fed by the cluster's taints (user's spec and those failover applied) and the policy's
+`clusterTolerations`; feeds the runner. As in Karmada's TaintToleration plugin, a cluster
+that already hosts the workload keeps it under a NoSchedule taint (eviction is failover's
+job under NoExecute); PreferNoSchedule only lowers the affinity score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.scheduler import framework as fw
+from policies.models.cluster import Taint
+from policies.models.common import Toleration
+
+__all__ = ["Taints", "tolerates"]
+
+
+def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> bool:
+    """Kubernetes toleration matching: key (or empty key with Exists), value, effect."""
+    for tol in tolerations:
+        if tol.effect and tol.effect != taint.effect:
+            continue
+        if not tol.key:
+            if tol.operator == "Exists":
+                return True
+            continue
+        if tol.key != taint.key:
+            continue
+        if tol.operator == "Exists" or (tol.value or "") == taint.value:
+            return True
+    return False
+
+
+class Taints:
+    name = "taints"
+    static = True
+
+    def __init__(self, settings: object = None) -> None:
+        del settings
+
+    def filter(
+        self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
+    ) -> fw.Verdict:
+        hosting = cluster.name in job.previous
+        for taint in cluster.taints:
+            if taint.effect == "PreferNoSchedule" or tolerates(job.tolerations, taint):
+                continue
+            if taint.effect == "NoSchedule" and hosting:
+                continue
+            shown = f"{taint.key}={taint.value}" if taint.value else taint.key
+            return fw.Verdict.unschedulable(f"untolerated taint {shown}:{taint.effect}")
+        return fw.Verdict.success()
+
+    def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
+        if not state.snapshot.tainted:
+            return np.ones(len(rows), dtype=bool)
+        clusters = state.snapshot.clusters
+        return np.array(
+            [self.filter(job, clusters[r], state).ok for r in rows.tolist()], dtype=bool
+        )

@@ -1,0 +1,148 @@
+"""Work, WorkloadStatus and QuotaStatus: what the propagator writes about a workload.
+
+Role: a `Work` is the manifest rendered for one member cluster plus what happened when it
+was applied there (stored under `/fedctl/works/<cluster>/<ns>/<kind>/<name>`); a
+`WorkloadStatus` folds every Work of one workload into per-cluster readiness and an overall
+health (`/fedctl/workloadstatus/...`); a `QuotaStatus` is the aggregated hard/used of a
+FederatedResourceQuota's member ResourceQuotas (`/fedctl/policystatus/...`). Fed by the
+propagator's workers; feeds `fedctl get/describe workloads`, failover (is the new
+placement ready yet?) and the scheduler (a finished job releases its queue usage).
+
+Why the manifest is kept in the Work: after a restart the propagator compares what it
+would render now with what it applied last, so an unchanged Work costs no member call, and
+`fedctl describe` can show exactly what a member was asked to run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field
+
+from federation.resources import ResourceList
+from policies.models.base import FrozenModel, KubeObject
+from policies.models.binding import WorkloadReference
+
+__all__ = [
+    "ClusterQuota",
+    "ClusterWorkloadStatus",
+    "Event",
+    "Health",
+    "Observed",
+    "QuotaStatus",
+    "Work",
+    "WorkCondition",
+    "WorkSpec",
+    "WorkStatus",
+    "WorkloadStatus",
+]
+
+Health = Literal["Healthy", "Progressing", "Unhealthy", "Completed", "Failed", "Unknown"]
+
+
+class Observed(FrozenModel):
+    """What the member says about one applied object, read through the kind's interpreter."""
+
+    health: Health = "Unknown"
+    replicas: int | None = Field(default=None, description="Desired replicas or pods there.")
+    ready_replicas: int | None = Field(default=None, description="Ready replicas there.")
+    phase: str | None = Field(default=None, description="Phase of a job or pod.")
+    running: int = Field(default=0, ge=0, description="Job pods running.")
+    succeeded: int = Field(default=0, ge=0, description="Job pods that succeeded.")
+    failed: int = Field(default=0, ge=0, description="Job pods that failed.")
+    message: str = ""
+
+
+class WorkCondition(FrozenModel):
+    """Applied / Healthy conditions, Kubernetes style."""
+
+    type: str = Field(min_length=1)
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: AwareDatetime | None = None
+
+
+class WorkSpec(FrozenModel):
+    """The rendered manifest for one member and where it came from."""
+
+    cluster: str = Field(min_length=1, description="Member cluster the manifest goes to.")
+    workload: WorkloadReference
+    binding_revision: int = Field(ge=0, description="Registry revision of the Binding used.")
+    manifest: dict[str, Any] = Field(description="The object applied to the member.")
+
+
+class WorkStatus(FrozenModel):
+    """Whether the manifest is applied and what the member reports about it."""
+
+    applied: bool = False
+    applied_revision: int | None = Field(
+        default=None, description="binding_revision of the manifest last applied successfully."
+    )
+    applied_hash: str | None = Field(default=None, description="Digest of that manifest.")
+    resource_version: str | None = Field(default=None, description="Member resourceVersion.")
+    conditions: list[WorkCondition] = Field(default_factory=list)
+    observed: Observed = Field(default_factory=Observed)
+    error: str = Field(default="", description="Why the last apply failed or was refused.")
+
+
+class Work(KubeObject):
+    """`fedctl.io/v1alpha1` Work."""
+
+    api_version: Literal["fedctl.io/v1alpha1"] = "fedctl.io/v1alpha1"
+    kind: Literal["Work"] = "Work"
+    spec: WorkSpec
+    status: WorkStatus = Field(default_factory=WorkStatus)
+
+
+class ClusterWorkloadStatus(Observed):
+    """One member's share of a workload."""
+
+    cluster: str = Field(min_length=1)
+    applied: bool = False
+    error: str = ""
+
+
+class WorkloadStatus(FrozenModel):
+    """The workload across every member it was propagated to."""
+
+    workload: WorkloadReference
+    health: Health = "Unknown"
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    phase: str | None = None
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    binding_revision: int = 0
+    clusters: list[ClusterWorkloadStatus] = Field(default_factory=list)
+
+
+class ClusterQuota(FrozenModel):
+    """One member ResourceQuota written for a FederatedResourceQuota."""
+
+    cluster: str = Field(min_length=1)
+    hard: ResourceList = Field(default_factory=ResourceList)
+    used: ResourceList = Field(default_factory=ResourceList)
+    applied: bool = False
+    error: str = ""
+
+
+class QuotaStatus(FrozenModel):
+    """A FederatedResourceQuota's status: member quotas and their sum."""
+
+    overall: ResourceList = Field(default_factory=ResourceList)
+    overall_used: ResourceList = Field(default_factory=ResourceList)
+    aggregated_status: list[ClusterQuota] = Field(default_factory=list)
+
+
+class Event(FrozenModel):
+    """Why something happened to a workload's copy in a member (kept about an hour)."""
+
+    type: Literal["Normal", "Warning"] = "Normal"
+    reason: str = Field(min_length=1, description="CamelCase, e.g. Applied, ApplyFailed.")
+    message: str = ""
+    cluster: str | None = None
+    object: str = Field(description="The workload, ns/Kind.group/name.")
+    source: str = "propagator"
+    time: AwareDatetime

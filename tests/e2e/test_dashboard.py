@@ -1,0 +1,380 @@
+"""The dashboard in headless Chromium against a running stack (real etcd, the simulated
+demo fleet, the controller's API and its cluster monitor, the examples applied).
+
+What a platform engineer relies on: every demo cluster is listed in its region with its
+chips and capacity; a policy with a mistake shows the mistake at its line while typing;
+the fixed policy shows where its workloads would go; applying it changes the placement
+the dashboard shows; Bindings written by the scheduler appear live, with their reasons.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from federation.registry import codec, keys
+from policies import loading
+from policies.models.binding import Binding
+from policies.models.cluster import Cluster
+from tests.e2e.stack import API, EXAMPLES, Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+expect: Any = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (make deps)"
+).expect
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
+STOREFRONT = "web/Deployment.apps/storefront"
+TIMES = "\u00d7"  # the multiplication sign the dashboard writes between name and count
+
+# A PropagationPolicy for the example storefront: two clusters, weights 3:1. The live
+# example spreads its 12 replicas 2:1:1 over three regions (6/3/3).
+POLICY = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: storefront
+  namespace: web
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: storefront
+  placement:
+    clusterAffinity:
+      clusterNames: [us-east-cpu, eu-west-arm]
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - targetCluster:
+              clusterNames: [us-east-cpu]
+            weight: 3
+          - targetCluster:
+              clusterNames: [eu-west-arm]
+            weight: 1
+  conflictResolution: Abort
+"""
+
+
+def broken(old: str, new: str) -> str:
+    assert old in POLICY
+    return POLICY.replace(old, new, 1)
+
+
+def open_view(page: Any, stack: Stack, view: str) -> None:
+    page.goto(f"{stack.url}/#{view}")
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
+
+
+def type_policy(page: Any, text: str) -> None:
+    page.locator("#yaml").fill(text)
+
+
+def demo_clusters() -> dict[str, Cluster]:
+    loaded = loading.load_paths([EXAMPLES / "clusters.yaml"])
+    return {o.model.metadata.name: o.model for o in loaded.objects if isinstance(o.model, Cluster)}
+
+
+def test_the_clusters_view_lists_every_demo_cluster_in_its_region_with_its_chips(
+    page: Any, stack: Stack
+) -> None:
+    open_view(page, stack, "clusters")
+    clusters = demo_clusters()
+    assert len(clusters) == 8
+    for name, cluster in clusters.items():
+        card = page.locator(f'section[data-region="{cluster.spec.region}"] [data-cluster="{name}"]')
+        expect(card).to_be_visible()
+        expect(card.locator(".chip")).to_have_text(
+            [f"{chip.model} {TIMES}{chip.count}" for chip in cluster.spec.chips]
+        )
+        expect(card.locator(".health")).to_have_text("Ready")
+    # Capacity comes from the monitor's ClusterStatus: all 16 A100s are free.
+    a100 = page.locator('[data-cluster="us-east-a100"] [data-capacity="nvidia-a100-80gb"]')
+    expect(a100.locator(".bar-text")).to_have_text("16 free / 16")
+    expect(page.locator("#live")).to_have_text(re.compile(r"live \(\d+\)"))
+
+
+def pod(name: str, requests: dict[str, str]) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": requests}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "app", "resources": resources}]
+    }
+    if "nvidia.com/gpu" in requests:
+        resources["limits"] = {"nvidia.com/gpu": requests["nvidia.com/gpu"]}
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+@pytest.fixture
+def busy_members(stack: Stack) -> Iterator[None]:
+    """Pods run directly in two members: 6 of 16 A100s and 40 of 64 x86 cores in use."""
+    gpu = [pod(f"train-{i}", {"cpu": "8", "nvidia.com/gpu": "3"}) for i in range(2)]
+    web = [pod(f"web-{i}", {"cpu": "10", "memory": "8Gi"}) for i in range(4)]
+    stack.call(lambda: stack.in_member("us-east-a100", apply=gpu))
+    stack.call(lambda: stack.in_member("us-east-cpu", apply=web))
+    yield
+    stack.call(lambda: stack.in_member("us-east-a100", delete=gpu))
+    stack.call(lambda: stack.in_member("us-east-cpu", delete=web))
+
+
+def test_capacity_bars_follow_pods_running_in_the_members(
+    page: Any, stack: Stack, busy_members: None
+) -> None:
+    open_view(page, stack, "clusters")
+    a100 = page.locator('[data-cluster="us-east-a100"] [data-capacity="nvidia-a100-80gb"]')
+    expect(a100.locator(".bar-text")).to_have_text("10 free / 16", timeout=15_000)
+    cpu = page.locator('[data-cluster="us-east-cpu"] [data-capacity="amd64"]')
+    expect(cpu.locator(".bar-text")).to_have_text("24 free / 64", timeout=15_000)
+    if os.environ.get("FEDCTL_DASHBOARD_SCREENSHOT"):  # refreshes docs/dashboard.png
+        page.set_viewport_size({"width": 1400, "height": 600})
+        page.screenshot(path=str(DOCS_SCREENSHOT), full_page=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        pytest.param(
+            broken("Weighted", "Sideways"),
+            16,
+            "invalid value 'Sideways'",
+            id="an unknown division preference is marked on its own line",
+        ),
+        pytest.param(
+            broken("weight: 3", "weight: -3"),
+            21,
+            "must be greater than 0",
+            id="a negative weight is marked on the weight's line",
+        ),
+        pytest.param(
+            broken("clusterNames: [us-east-cpu, eu-west-arm]", "clusterName: [us-east-cpu]"),
+            13,
+            "did you mean 'clusterNames'",
+            id="a misspelt field is marked with a suggestion",
+        ),
+        pytest.param(
+            broken("clusterNames: [us-east-cpu]", "clusterNames: [us-east-cpu"),
+            21,
+            "invalid YAML",
+            id="broken YAML is marked where the parser stopped",
+        ),
+    ],
+)
+def test_a_policy_with_an_error_shows_the_error_at_its_line(
+    page: Any, stack: Stack, text: str, line: int, message: str
+) -> None:
+    open_view(page, stack, "policy")
+    type_policy(page, text)
+    expect(page.locator(".gutter .ln.err")).to_have_count(1)
+    expect(page.locator(f'.gutter .ln.err[data-line="{line}"]')).to_have_count(1)
+    expect(page.locator(f'.inline-msg[data-line="{line}"]')).to_contain_text(message)
+    expect(page.locator(f'#findings li[data-line="{line}"]')).to_contain_text(f"line {line}")
+    expect(page.locator("#apply")).to_be_disabled()
+    expect(page.locator("#plan")).to_contain_text("Fix the errors")
+
+
+def placement(plan: Any, side: str) -> dict[str, int]:
+    """Cluster -> replicas in one column (`before` or `after`) of a plan preview."""
+    items = plan.locator(f".{side} [data-target]")
+    return {
+        items.nth(i).get_attribute("data-target"): int(items.nth(i).get_attribute("data-replicas"))
+        for i in range(items.count())
+    }
+
+
+@pytest.fixture
+def restore_examples(stack: Stack) -> Iterator[None]:
+    yield
+    text = (EXAMPLES / "web.yaml").read_text(encoding="utf-8")
+    status, body = stack.http("POST", f"{API}/apply", text, ctype="application/yaml")
+    assert status == 200, body
+
+
+def test_fixing_the_policy_shows_the_plan_and_applying_it_changes_the_placement(
+    page: Any, stack: Stack, restore_examples: None
+) -> None:
+    open_view(page, stack, "policy")
+    type_policy(page, broken("Weighted", "Sideways"))
+    expect(page.locator('.gutter .ln.err[data-line="16"]')).to_have_count(1)
+
+    type_policy(page, POLICY)
+    expect(page.locator(".gutter .ln.err")).to_have_count(0)
+    expect(page.locator("#editor-status")).to_have_text("valid: 1 object(s)")
+    plan = page.locator(f'[data-plan="{STOREFRONT}"]')
+    expect(plan.locator(".phase")).to_have_text("placement changes")
+    expect(plan.locator(".before [data-target]")).to_have_count(3)
+    expect(plan.locator(".after [data-target]")).to_have_count(2)
+    assert placement(plan, "before") == {"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}
+    assert placement(plan, "after") == {"us-east-cpu": 9, "eu-west-arm": 3}
+    diff = page.locator(".diff-entry")
+    expect(diff.locator(".result")).to_have_text(["configured"])
+    expect(diff.locator("pre.diff .del", has_text="- ap-southeast-cpu")).not_to_have_count(0)
+
+    page.locator("#apply").click()
+    expect(page.locator('[data-applied="storefront"]')).to_have_text(
+        "PropagationPolicy storefront configured"
+    )
+    # The preview is re-planned against the new live state: what was "after" is now "now".
+    expect(plan.locator(".phase")).to_have_text("placement unchanged")
+    expect(plan.locator(".before [data-target]")).to_have_count(2)
+    assert placement(plan, "before") == {"us-east-cpu": 9, "eu-west-arm": 3}
+    expect(diff.locator(".result")).to_have_text(["unchanged"])
+    status, stored = stack.http("GET", f"{API}/namespaces/web/propagationpolicies/storefront")
+    assert status == 200
+    assert stored["spec"]["placement"]["clusterAffinity"]["clusterNames"] == [
+        "us-east-cpu",
+        "eu-west-arm",
+    ]
+
+
+def binding(phase: str, *, reason: str = "") -> Binding:
+    scheduled = phase == "Scheduled"
+    return Binding.model_validate(
+        {
+            "metadata": {"name": "storefront", "namespace": "web"},
+            "spec": {
+                "workload": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": "web",
+                    "name": "storefront",
+                },
+                "queue": "web",
+                "clusters": [
+                    {"name": "us-east-cpu", "replicas": 9, "chip": "amd64", "hourlyCost": "0.24"},
+                    {"name": "eu-west-arm", "replicas": 3, "chip": "arm64", "hourlyCost": "0.06"},
+                ]
+                if scheduled
+                else [],
+                "explanation": [
+                    {"cluster": "us-east-cpu", "verdict": "ok", "score": 91, "selected": True},
+                    {"cluster": "eu-west-arm", "verdict": "ok", "score": 77, "selected": True},
+                    {
+                        "cluster": "us-east-a100",
+                        "verdict": "unschedulable",
+                        "plugin": "ClusterAffinity",
+                        "reasons": ["not in clusterNames"],
+                    },
+                ]
+                if scheduled
+                else [],
+            },
+            "status": {"phase": phase, "reason": reason},
+        }
+    )
+
+
+@pytest.fixture
+def bindings(stack: Stack) -> Iterator[codec.TypedStore[Binding]]:
+    assert stack.store is not None
+    typed = codec.TypedStore(stack.store, codec.Codec(Binding))
+    yield typed
+    stack.call(lambda: typed.delete(BINDING_KEY))
+
+
+BINDING_KEY = keys.binding_key(keys.WorkloadRef("web", "Deployment.apps", "storefront"))
+
+
+def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="web/storefront"]')
+    expect(card.locator(".phase")).to_have_text("not scheduled")
+
+    waiting = "queue web: nvidia.com/gpu capability exhausted"
+    stack.call(lambda: bindings.put(BINDING_KEY, binding("Pending", reason=waiting)))
+    expect(card.locator(".phase")).to_have_text("Pending")
+    expect(card.locator(".reason")).to_have_text(waiting)
+    page.locator('#nav a[data-view="queues"]').click()
+    row = page.locator('[data-queue="web"]')
+    expect(row.locator("[data-depth]")).to_have_text("1")
+    expect(row.locator("[data-admitted]")).to_have_text("0")
+    expect(row.locator(".reasons")).to_contain_text(waiting)
+
+    stack.call(lambda: bindings.put(BINDING_KEY, binding("Scheduled")))
+    expect(row.locator("[data-admitted]")).to_have_text("1")
+    expect(row.locator("[data-depth]")).to_have_text("0")
+    page.locator('#nav a[data-view="workloads"]').click()
+    expect(card.locator(".phase")).to_have_text("Scheduled")
+    expect(card.locator(".placement [data-target]")).to_have_text(
+        [
+            re.compile(rf"us-east-cpu {TIMES} 9\s*amd64"),
+            re.compile(rf"eu-west-arm {TIMES} 3\s*arm64"),
+        ]
+    )
+    expect(card.locator('[data-verdict-cluster="us-east-a100"]')).to_contain_text(
+        "ClusterAffinity: not in clusterNames"
+    )
+
+
+def drill_api(stack: Stack) -> bool:
+    return stack.http("GET", f"{API}/drills")[0] == 200
+
+
+def test_the_drills_view_says_there_are_no_drills_without_a_drill_api(
+    page: Any, stack: Stack
+) -> None:
+    if drill_api(stack):
+        pytest.skip("the controller serves a drill API; the timeline test covers the view")
+    open_view(page, stack, "drills")
+    expect(page.locator("#drill-timeline")).to_contain_text("No drills yet")
+    page.locator("#drill-start").click()
+    expect(page.locator("#drill-message")).to_have_text("This controller has no drill API yet.")
+
+
+def test_a_drill_s_timeline_renders(page: Any, stack: Stack) -> None:
+    if importlib.util.find_spec("federation.failover") is None or not drill_api(stack):
+        pytest.skip(
+            "no drill engine in this tree yet (federation.failover.drills, served at "
+            f"{API}/drills): the Drills view shows its empty state instead"
+        )
+    open_view(page, stack, "drills")
+    page.locator("#drill-cluster").select_option("eu-west-arm")
+    page.locator("#drill-start").click()
+    expect(page.locator("#drill-timeline .step").first).to_be_visible(timeout=30_000)
+
+
+def test_a_pasted_token_is_kept_and_sent_with_every_api_call(page: Any, stack: Stack) -> None:
+    sent: list[str | None] = []
+    page.on(
+        "request",
+        lambda req: sent.append(req.headers.get("authorization")) if API in req.url else None,
+    )
+    open_view(page, stack, "clusters")
+    page.locator("#token-button").click()
+    page.locator("#token-input").fill("e2e-token")
+    page.locator("#token-dialog button[value=save]").click()
+    expect(page.locator("#token-dialog")).not_to_be_visible()
+    assert page.evaluate("localStorage.getItem('fedctl.token')") == "e2e-token"
+    sent.clear()
+    page.reload()
+    expect(page.locator('[data-cluster="us-east-cpu"]')).to_be_visible()
+    assert sent
+    assert set(sent) == {"Bearer e2e-token"}, "every list and watch carries the token"
+    page.evaluate("localStorage.removeItem('fedctl.token')")
+
+
+def test_a_401_asks_for_a_token(page: Any, stack: Stack) -> None:
+    page.route(
+        f"**{API}/clusters",
+        lambda route: route.fulfill(
+            status=401, content_type="application/json", body='{"message": "token required"}'
+        ),
+    )
+    open_view(page, stack, "clusters")
+    expect(page.locator("#token-dialog")).to_be_visible()
+    expect(page.locator("#token-why")).to_contain_text("401")

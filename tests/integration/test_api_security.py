@@ -1,0 +1,437 @@
+"""The secured API on a real etcd: who may do what, bad input and attacks, the audit trail,
+sealed kubeconfigs, rate limits, client certificates over TLS, and `/metrics`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yarl
+from aiohttp import web
+
+from clusters.kube import kubeconfig
+from federation import secrets
+from federation.api import app as api_app
+from federation.api import audit, auth
+from federation.api import tls as tls_mod
+from federation.registry import embedded, keys
+from federation.registry import objects as reg_objects
+from federation.registry.etcd import EtcdStore
+from federation.settings import ApiSettings
+from policies.models.cluster import Cluster
+from tests.conftest import etcd_settings
+from tests.integration.test_api import wipe
+
+pytestmark = pytest.mark.integration
+
+API = "/apis/fedctl.io/v1alpha1"
+ADMIN, TENANT, OTHER = "admin-secret-0001", "tenant-secret-0002", "other-secret-0003"
+TOKENS = f"""
+tokens:
+  - {{token: {ADMIN}, user: root, groups: [admin]}}
+  - {{token: {TENANT}, user: mia, groups: ["tenant:ml-research"]}}
+  - {{token: {OTHER}, user: wes, groups: [web-team]}}
+namespaces:
+  web-team: [web]
+"""
+MEMBER_SECRET = "member-bearer-token-do-not-leak"
+KUBECONFIG = f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:6443"}}}}]
+users: [{{name: u, user: {{token: {MEMBER_SECRET}}}}}]
+contexts: [{{name: eu-test, context: {{cluster: c, user: u}}}}]
+current-context: eu-test
+"""
+CLUSTER = {
+    "apiVersion": "fedctl.io/v1alpha1",
+    "kind": "Cluster",
+    "metadata": {"name": "eu-test"},
+    "spec": {
+        "region": "eu-west",
+        "chips": [{"model": "amd64", "count": 3}],
+        "connection": {"kubeconfig": KUBECONFIG, "context": "eu-test"},
+    },
+}
+
+
+def job(namespace: str, name: str = "train") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+    }
+
+
+class Client:
+    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+        self.base, self.session = base, session
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = ADMIN,
+        raw: str | None = None,
+        ctype: str = "application/json",
+    ) -> tuple[int, Any, Mapping[str, str]]:
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        headers = {"Content-Type": ctype}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        url = yarl.URL(self.base + path, encoded=True)  # sent as written, dot-dots and all
+        async with self.session.request(method, url, data=data, headers=headers) as r:
+            text = await r.text()
+            return r.status, (json.loads(text) if text.startswith("{") else text), r.headers
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    app: web.Application, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[str]:
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ssl_context).start()
+    try:
+        yield f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def store(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[EtcdStore]:
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    await wipe(store)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def key() -> str:
+    return secrets.generate_key()
+
+
+@pytest.fixture
+def authn() -> auth.Authenticator:
+    return auth.Authenticator(auth.TokenTable.from_yaml(TOKENS))
+
+
+@pytest.fixture
+async def api(
+    store: EtcdStore, tmp_path: Path, key: str, authn: auth.Authenticator
+) -> AsyncIterator[Client]:
+    trail = audit.AuditLog(tmp_path / "audit.log")
+    app = api_app.build_app(
+        store,
+        settings=ApiSettings(max_body_bytes=64 * 1024),
+        auth=authn,
+        audit=trail,
+        cipher=secrets.Cipher([key]),
+    )
+    async with serving(app) as base, aiohttp.ClientSession() as session:
+        yield Client(base, session)
+    trail.close()
+
+
+def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("method", "token"),
+    [
+        pytest.param("GET", None, id="read without a token"),
+        pytest.param("POST", None, id="write without a token"),
+        pytest.param("GET", "guessed-token", id="read with an unknown token"),
+        pytest.param("POST", "guessed-token", id="write with an unknown token"),
+    ],
+)
+async def test_no_or_invalid_token_is_401(api: Client, method: str, token: str | None) -> None:
+    body = CLUSTER if method == "POST" else None
+    code, status, headers = await api.call(method, f"{API}/clusters", body, token=token)
+    assert code == 401 and status["reason"] == "Unauthorized", status
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+    code, listed, _ = await api.call("GET", f"{API}/clusters")
+    assert code == 200 and listed["items"] == [], "nothing was stored"
+
+
+async def test_health_and_metrics_need_no_token(api: Client) -> None:
+    assert (await api.call("GET", "/healthz", token=None))[0] == 200
+    assert (await api.call("GET", "/readyz", token=None))[0] == 200
+    code, text, headers = await api.call("GET", "/metrics", token=None)
+    assert code == 200 and headers["Content-Type"].startswith("text/plain")
+    for family in (
+        "fedctl_scheduling_decision_seconds",
+        "fedctl_queue_pending_workloads",
+        "fedctl_queue_admitted_workloads",
+        "fedctl_cluster_ready",
+        "fedctl_cluster_capacity",
+        "fedctl_propagation_errors_total",
+        "fedctl_evictions_total",
+        "fedctl_leader",
+    ):
+        assert f"# TYPE {family.removesuffix('_total')}" in text, family
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        pytest.param("POST", f"{API}/namespaces/web/workloads", job("web"),
+                     id="create a workload in another tenant's namespace"),
+        pytest.param("GET", f"{API}/namespaces/web/workloads/Job.batch/train", None,
+                     id="read another tenant's workload"),
+        pytest.param("DELETE", f"{API}/namespaces/web/workloads/Job.batch/train", None,
+                     id="delete another tenant's workload"),
+        pytest.param("GET", f"{API}/workloads", None, id="list every namespace at once"),
+        pytest.param("POST", f"{API}/apply", {"items": [job("ml-research"), job("web", "x")]},
+                     id="apply smuggling one document into another namespace"),
+        pytest.param("POST", f"{API}/clusters", CLUSTER, id="register a member cluster"),
+    ],
+)  # fmt: skip
+async def test_tenant_outside_its_namespaces_is_403(
+    api: Client, method: str, path: str, body: Any
+) -> None:
+    code, created, _ = await api.call("POST", f"{API}/namespaces/web/workloads", job("web"))
+    assert code == 201, created
+    code, status, _ = await api.call(method, path, body, token=TENANT)
+    assert code == 403 and status["reason"] == "Forbidden", status
+    assert "mia" in status["message"]
+    _, mine, _ = await api.call("GET", f"{API}/namespaces/ml-research/workloads")
+    _, theirs, _ = await api.call("GET", f"{API}/namespaces/web/workloads/Job.batch/train")
+    assert mine["items"] == [] and theirs["metadata"]["name"] == "train", "nothing changed"
+
+
+async def test_tenant_manages_its_namespace_and_reads_clusters_without_credentials(
+    api: Client,
+) -> None:
+    assert (await api.call("POST", f"{API}/clusters", CLUSTER))[0] == 201
+    code, created, _ = await api.call(
+        "POST", f"{API}/namespaces/ml-research/workloads", job("ml-research"), token=TENANT
+    )
+    assert code == 201, created
+    code, applied, _ = await api.call(
+        "POST", f"{API}/apply", {"items": [job("ml-research", "eval")]}, token=TENANT
+    )
+    assert code == 200 and applied["results"][0]["result"] == "created"
+    code, cluster, _ = await api.call("GET", f"{API}/clusters/eu-test", token=TENANT)
+    assert code == 200 and cluster["spec"]["connection"]["kubeconfig"] == "<redacted>"
+    code, listed, _ = await api.call("GET", f"{API}/clusters", token=OTHER)
+    assert code == 200 and MEMBER_SECRET not in json.dumps(listed)
+
+
+async def test_oversized_body_is_413(api: Client) -> None:
+    code, status, _ = await api.call("POST", f"{API}/clusters", raw="x" * (100 * 1024))
+    assert code == 413 and status["reason"] == "RequestEntityTooLarge"
+
+
+@pytest.mark.parametrize(
+    ("raw", "ctype", "needle"),
+    [
+        pytest.param('{"apiVersion": ', "application/json", "malformed JSON",
+                     id="truncated JSON"),
+        pytest.param("apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata:\n  name: [q\n",
+                     "application/yaml", "<request>:5:1: invalid YAML", id="YAML syntax error"),
+        pytest.param("apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata:\n  name: q\n"
+                     "spec:\n  wieght: 2\n", "application/yaml", "<request>:6:3: spec.wieght",
+                     id="YAML with an unknown field at its line"),
+    ],
+)  # fmt: skip
+async def test_malformed_json_or_yaml_is_400_with_the_loader_message(
+    api: Client, raw: str, ctype: str, needle: str
+) -> None:
+    code, status, _ = await api.call("POST", f"{API}/queues", raw=raw, ctype=ctype)
+    assert code == 400, status
+    assert needle in status["message"]
+
+
+async def test_stale_resource_version_is_409(api: Client) -> None:
+    _, created, _ = await api.call("POST", f"{API}/clusters", CLUSTER)
+    stale = json.loads(json.dumps(created))
+    created["spec"]["region"] = "eu-north"
+    assert (await api.call("PUT", f"{API}/clusters/eu-test", created))[0] == 200
+    stale["spec"]["region"] = "us-east"
+    code, status, _ = await api.call("PUT", f"{API}/clusters/eu-test", stale)
+    assert code == 409 and status["reason"] == "Conflict"
+    _, now, _ = await api.call("GET", f"{API}/clusters/eu-test")
+    assert now["spec"]["region"] == "eu-north", "the stale write changed nothing"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        pytest.param("POST", f"{API}/clusters",
+                     {**CLUSTER, "metadata": {"name": "../leader"}}, id="body name climbing up"),
+        pytest.param("GET", f"{API}/clusters/..%2Fleader", None, id="encoded slash in the URL"),
+        pytest.param("PUT", f"{API}/clusters/..", CLUSTER, id="dot-dot as the name"),
+        pytest.param("GET", f"{API}/clusters/%2E%2E", None, id="encoded dot-dot as the name"),
+        pytest.param("POST", f"{API}/namespaces/../workloads", job(".."),
+                     id="dot-dot as the namespace"),
+        pytest.param("GET", f"{API}/namespaces/..%2F..%2Fclusters/workloads", None,
+                     id="encoded climb in the namespace"),
+    ],
+)  # fmt: skip
+async def test_names_with_path_traversal_are_400(
+    api: Client, store: EtcdStore, method: str, path: str, body: Any
+) -> None:
+    code, status, _ = await api.call(method, path, body)
+    assert code == 400, (code, status)
+    assert (await store.list("/fedctl/")).items == [], "nothing was written anywhere"
+
+
+async def test_audit_trail_records_mutations_and_never_tokens(
+    api: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await api.call("POST", f"{API}/clusters", CLUSTER)
+    await api.call("POST", f"{API}/namespaces/web/workloads", job("web"), token=TENANT)
+    await api.call("POST", f"{API}/namespaces/ml-research/workloads", job("ml-research"),
+                   token=TENANT)  # fmt: skip
+    await api.call("DELETE", f"{API}/clusters/eu-test", token="stolen-token-guess")
+    await api.call("GET", f"{API}/clusters")
+    await api.call("POST", f"{API}/validate", raw="kind: Queue\n", ctype="application/yaml")
+    await api.call("POST", f"{API}/apply", {"items": [job("ml-research"), job("ml-research", "b")]})
+    lines = audit_lines(tmp_path)
+    got = [(r["user"], r["method"], r["kind"], r["namespace"], r["name"], r["code"])
+           for r in lines]  # fmt: skip
+    assert got == [
+        ("root", "POST", "Cluster", None, None, 201),
+        ("mia", "POST", "Workload", "web", None, 403),
+        ("mia", "POST", "Workload", "ml-research", None, 201),
+        (None, "DELETE", "Cluster", None, "eu-test", 401),
+        ("root", "POST", None, None, None, 200),
+    ], "reads and validations are not mutations"
+    assert lines[-1]["objects"] == [
+        {"kind": "Job", "namespace": "ml-research", "name": "train", "result": "unchanged"},
+        {"kind": "Job", "namespace": "ml-research", "name": "b", "result": "created"},
+    ]
+    assert lines[0]["credential"] == auth.token_id(ADMIN) and lines[0]["time"]
+    everything = (tmp_path / "audit.log").read_text() + caplog.text
+    for secret in (ADMIN, TENANT, "stolen-token-guess", MEMBER_SECRET):
+        assert secret not in everything
+
+
+async def test_kubeconfig_is_sealed_in_etcd_and_opened_for_use(
+    api: Client, store: EtcdStore, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await api.call("POST", f"{API}/clusters", CLUSTER))[0] == 201
+    raw = await store.get(keys.cluster_key("eu-test"))
+    assert raw is not None
+    assert MEMBER_SECRET.encode() not in raw.value and b"kind: Config" not in raw.value
+    sealed = json.loads(raw.value)["object"]["spec"]["connection"]["kubeconfig"]
+    assert secrets.is_sealed(sealed)
+    # What the member connector does with what it reads: open, then build a client config.
+    as_stored = Cluster.model_validate(json.loads(raw.value)["object"])
+    monkeypatch.setenv("FEDCTL_ENCRYPTION_KEY", key)
+    cfg = await kubeconfig.load(as_stored.spec.connection)
+    assert cfg.host == "https://127.0.0.1:6443" and MEMBER_SECRET in str(cfg.api_key)
+    decoded = reg_objects.ObjectCodec(cipher=secrets.Cipher([key])).decode(raw.key, raw.value)
+    assert isinstance(decoded, Cluster) and decoded.spec.connection.kubeconfig == KUBECONFIG
+    # Applying the same object again is "unchanged", though every seal differs.
+    code, again, _ = await api.call("POST", f"{API}/apply", {"items": [CLUSTER]})
+    assert code == 200 and again["results"][0]["result"] == "unchanged"
+
+
+async def test_rate_limit_answers_429_with_retry_after(
+    store: EtcdStore, authn: auth.Authenticator
+) -> None:
+    app = api_app.build_app(store, settings=ApiSettings(rate_limit=0.5, rate_burst=3), auth=authn)
+    async with serving(app) as base, aiohttp.ClientSession() as session:
+        client = Client(base, session)
+        codes = [(await client.call("GET", f"{API}/queues"))[0] for _ in range(4)]
+        assert codes == [200, 200, 200, 429]
+        code, status, headers = await client.call("GET", f"{API}/queues")
+        assert code == 429 and status["reason"] == "TooManyRequests"
+        assert int(headers["Retry-After"]) == 2
+        assert (await client.call("GET", f"{API}/queues", token=TENANT))[0] == 200, (
+            "another client keeps its own budget"
+        )
+        assert (await client.call("GET", "/healthz", token=None))[0] == 200
+        _, text, _ = await client.call("GET", "/metrics", token=None)
+        assert "fedctl_api_rate_limited_requests_total 2.0" in text
+
+
+async def test_client_certificate_over_tls(
+    store: EtcdStore, authn: auth.Authenticator, tmp_path: Path
+) -> None:
+    files = write_pki(tmp_path, client_cn="ci-bot", client_org="admin")
+    server_ctx = tls_mod.server_context(files["server.crt"], files["server.key"],
+                                        client_ca=files["ca.crt"])  # fmt: skip
+    app = api_app.build_app(store, auth=authn)
+    async with serving(app, server_ctx) as base:
+        with_cert = tls_mod.client_context(ca=files["ca.crt"], cert=files["client.crt"],
+                                           key=files["client.key"])  # fmt: skip
+        without = tls_mod.client_context(ca=files["ca.crt"])
+        for ctx, expected in ((with_cert, 200), (without, 401)):
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+                code, _, _ = await Client(base, session).call(
+                    "POST", f"{API}/clusters", CLUSTER, token=None
+                )
+                assert code == (201 if expected == 200 else 401)
+
+
+def write_pki(directory: Path, *, client_cn: str, client_org: str) -> dict[str, Path]:
+    """A throwaway CA, a server certificate for 127.0.0.1 and a client certificate."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedctl test CA")])
+
+    def issue(
+        name: x509.Name, key: ec.EllipticCurvePrivateKey, *, ca: bool = False
+    ) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False,
+            )
+        return builder.sign(ca_key, hashes.SHA256())
+
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client_name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, client_org),
+                             x509.NameAttribute(NameOID.COMMON_NAME, client_cn)])  # fmt: skip
+    pem = serialization.Encoding.PEM
+    made = {
+        "ca.crt": issue(ca_name, ca_key, ca=True).public_bytes(pem),
+        "server.crt": issue(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), server_key
+        ).public_bytes(pem),
+        "client.crt": issue(client_name, client_key).public_bytes(pem),
+    }
+    for name, key in (("server.key", server_key), ("client.key", client_key)):
+        made[name] = key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    paths = {}
+    for name, data in made.items():
+        paths[name] = directory / name
+        paths[name].write_bytes(data)
+    return paths

@@ -1,0 +1,207 @@
+"""Failover end to end on simulated members: a member goes down, its workloads become ready
+elsewhere, it comes back, and no copy of anything that moved away remains on it.
+
+Real pieces: etcd, the simulated members (reached over HTTP), the cluster monitor, the
+propagator and the failover controller. The scheduler's part (re-placing an evicted
+Binding) is played by a small loop here that puts each evicted workload on a healthy
+member it is not leaving, which is all failover asks of the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from clusters.sim.fleet import SimFleet
+from federation.failover import drills, taints
+from federation.failover.controller import FailoverController
+from federation.monitor.monitor import ClusterMonitor
+from federation.registry import codec, embedded, keys
+from federation.registry.etcd import EtcdStore
+from federation.settings import FailoverSettings, MonitorSettings
+from policies.models.binding import BindingStatus, TargetCluster
+from policies.models.cluster import ClusterStatus
+from policies.models.workload import Workload
+from tests.conftest import etcd_settings
+from tests.integration.test_propagation_support import (
+    MEMBER,
+    NAMES,
+    PROFILE,
+    Federation,
+    deployment,
+    ref_of,
+)
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+MONITOR = MonitorSettings(
+    probe_period=0.25,
+    probe_timeout=0.5,
+    failure_threshold=1.0,
+    success_threshold=1,
+    heartbeat=60.0,
+    workers=2,
+    watch_backoff_max=0.5,
+)
+FAILOVER = FailoverSettings(eviction_grace=1.0, graceful_timeout=30.0)
+MEMBERS = NAMES[:4]
+VICTIM = MEMBERS[0]
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    fleet = SimFleet(PROFILE, speed=50)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(own_etcd.url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    await federation.join_all()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+        await store.close()
+        await fleet.stop()
+
+
+async def replace_evicted(fed: Federation, healthy: list[str]) -> None:
+    """The scheduler's share: a Pending Binding with eviction tasks goes to a member it is
+    not leaving."""
+    turn = itertools.cycle(healthy)
+    while True:
+        listed = await fed.bindings.list(keys.prefix("bindings"))
+        for item in listed.items:
+            b = item.obj
+            if b.status.phase != "Pending" or not b.spec.eviction_tasks:
+                continue
+            leaving = {t.cluster for t in b.spec.eviction_tasks}
+            target = next(c for c in turn if c not in leaving)
+            moved = sum(t.replicas for t in b.spec.eviction_tasks)
+            spec = b.spec.model_copy(
+                update={"clusters": [*b.spec.clusters, TargetCluster(name=target, replicas=moved)]}
+            )
+            new = b.model_copy(update={"spec": spec, "status": BindingStatus(phase="Scheduled")})
+            with contextlib.suppress(Exception):
+                await fed.bindings.update(item.key, new, revision=item.revision)
+        await asyncio.sleep(0.1)
+
+
+async def all_healthy(fed: Federation, workloads: list[Workload]) -> bool:
+    for w in workloads:
+        status = await fed.status(w)
+        if status is None or status.health != "Healthy":
+            return False
+    return True
+
+
+async def failover_taints(fed: Federation, name: str) -> list[str]:
+    kv = await fed.store.get(keys.cluster_status_key(name))
+    if kv is None:
+        return []
+    status = codec.Codec(ClusterStatus).decode(kv.key, kv.value)
+    return [f"{t.key}:{t.effect}" for t in status.taints if t.key.startswith("cluster.fedctl")]
+
+
+@contextlib.asynccontextmanager
+async def running(
+    fed: Federation,
+) -> AsyncIterator[tuple[list[Workload], FailoverController]]:
+    """12 one-replica workloads spread over four members, all healthy; then the loops."""
+    workloads = [deployment(f"app-{i:02d}", 1) for i in range(12)]
+    for i, w in enumerate(workloads):
+        await fed.put(w)
+        await fed.bind(w, {MEMBERS[i % len(MEMBERS)]: (1, None)})
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+    failover = FailoverController(fed.store, settings=FAILOVER, member_settings=MEMBER)
+    fed.start()
+    tasks = [
+        asyncio.create_task(monitor.run()),
+        asyncio.create_task(failover.run()),
+        asyncio.create_task(replace_evicted(fed, MEMBERS[1:])),
+    ]
+    try:
+        await wait_for(lambda: all_healthy(fed, workloads), timeout=30, message="all healthy")
+        yield workloads, failover
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def untainted(fed: Federation, name: str) -> bool:
+    return not await failover_taints(fed, name)
+
+
+async def test_a_member_down_and_back_moves_everything_once_and_leaves_no_copy(
+    fed: Federation,
+) -> None:
+    async with running(fed) as (workloads, failover):
+        on_victim = [w for i, w in enumerate(workloads) if MEMBERS[i % len(MEMBERS)] == VICTIM]
+        assert len(await fed.ours(VICTIM, "apps/v1", "Deployment")) == len(on_victim)
+
+        await fed.admin(VICTIM, "fault", {"mode": "down"})
+        await wait_for(
+            lambda: failover_taints(fed, VICTIM),
+            timeout=10,
+            message="the victim tainted",
+        )
+
+        async def moved() -> bool:
+            for w in on_victim:
+                stored = await fed.bindings.get(keys.binding_key(ref_of(w)))
+                if stored is None or VICTIM in stored.obj.placement():
+                    return False
+            return await all_healthy(fed, workloads)
+
+        await wait_for(moved, timeout=30, message="the victim's workloads ready elsewhere")
+        assert f"{taints.UNREACHABLE}:NoExecute" in await failover_taints(fed, VICTIM)
+
+        await fed.admin(VICTIM, "heal", {})
+        await wait_for(lambda: untainted(fed, VICTIM), timeout=20, message="taints lifted")
+        # The stale copies were purged before the taints were lifted.
+        assert await fed.ours(VICTIM, "apps/v1", "Deployment") == {}
+        # Nothing runs twice: each workload exists in exactly one member.
+        for w in workloads:
+            hosts = [
+                name
+                for name in MEMBERS
+                if w.metadata.name in await fed.ours(name, "apps/v1", "Deployment")
+            ]
+            assert len(hosts) == 1, (w.metadata.name, hosts)
+        purged = {m.detail for m in failover.timeline if m.what == "purged"}
+        evicted = {m.workload for m in failover.timeline if m.what == "evicted"}
+        assert evicted == {str(ref_of(w)) for w in on_victim}
+        assert len(purged) <= len(on_victim)
+
+
+async def test_a_drill_on_a_simulated_member_reports_nothing_lost_and_a_measured_rto(
+    fed: Federation, tmp_path: Path
+) -> None:
+    async with running(fed):
+        report = drills.Report(
+            id="drill-1", cluster=VICTIM, fault="down", started="now", duration=6.0
+        )
+        report = await drills.run(
+            fed.store,
+            report=report,
+            inject=lambda: fed.admin(VICTIM, "fault", {"mode": "down"}),
+            heal=lambda: fed.admin(VICTIM, "heal", {}),
+            settle=20.0,
+            poll=0.2,
+        )
+    assert report.affected == 3
+    assert (report.lost, report.double_runs, report.shortfall) == (0, 0, {})
+    assert report.detect is not None and report.detect < 3
+    assert report.rto is not None and report.replace is not None
+    assert report.detect <= report.replace <= report.rto <= report.duration
+    stored = await fed.store.get(keys.drill_key("drill-1"))
+    assert stored is not None and drills.decode(stored.value) == report

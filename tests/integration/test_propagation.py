@@ -1,0 +1,404 @@
+"""Propagation end to end: real etcd, five simulated members over HTTP, one propagator.
+
+Bindings are written into the registry as the scheduler would; the propagator must render
+per member (static-weight shares, per-region registry mirrors, chip translation), apply,
+report readiness back, follow rescaling and rebinding, write FederatedResourceQuota static
+assignments as member ResourceQuotas that members enforce, and remove everything when the
+workload goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web as web_server
+
+from clusters import member
+from clusters.sim.fleet import SimFleet
+from federation.api import app as api_app
+from federation.registry import embedded, keys
+from federation.registry.etcd import EtcdStore
+from policies.models.propagation import PropagationPolicy
+from policies.models.workload import Workload
+from tests.conftest import etcd_settings
+from tests.integration.test_propagation_support import (
+    PROFILE,
+    Federation,
+    deployment,
+    frq_for_test,
+    load,
+    ref_of,
+)
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+WEB = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    fleet = SimFleet(PROFILE, speed=50)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(own_etcd.url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    await federation.join_all()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+        await store.close()
+        await fleet.stop()
+
+
+def storefront(replicas: int) -> Workload:
+    (web,) = load("web.yaml", kinds=("Deployment",))
+    assert isinstance(web, Workload)
+    spec = {**web.spec, "replicas": replicas}
+    return web.model_copy(update={"spec": spec})
+
+
+async def replicas_in(fed: Federation, name: str, namespace: str = "web") -> dict[str, Any]:
+    found = {}
+    for cluster in WEB:
+        obj = await fed.member_object(cluster, "apps/v1", "Deployment", namespace, name)
+        found[cluster] = obj["spec"]["replicas"] if obj else None
+    return found
+
+
+async def test_static_weights_2_1_1_land_4_2_2_become_ready_and_rescale_to_12(
+    fed: Federation,
+) -> None:
+    for policy in load("web.yaml", kinds=("PropagationPolicy", "OverridePolicy")):
+        await fed.put(policy)
+    web = storefront(8)
+    await fed.put(web)
+    await fed.bind(
+        web,
+        {
+            "us-east-cpu": (4, "amd64"),
+            "eu-west-arm": (2, "arm64"),
+            "ap-southeast-cpu": (2, "amd64"),
+        },
+    )
+    fed.start()
+
+    async def ready(total: int) -> Any:
+        status = await fed.status(web)
+        if status and status.health == "Healthy" and status.ready_replicas == total:
+            return status
+        return None
+
+    async def shares(expected: dict[str, int]) -> bool:
+        return await replicas_in(fed, "storefront") == expected
+
+    await wait_for(
+        lambda: shares({"us-east-cpu": 4, "eu-west-arm": 2, "ap-southeast-cpu": 2}),
+        timeout=15,
+        message="4:2:2 in the members",
+    )
+    status = await wait_for(lambda: ready(8), timeout=20, message="8 ready replicas")
+    assert {row.cluster: row.ready_replicas for row in status.clusters} == {
+        "us-east-cpu": 4,
+        "eu-west-arm": 2,
+        "ap-southeast-cpu": 2,
+    }
+    east = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "storefront")
+    assert east is not None
+    labels = east["metadata"]["labels"]
+    assert labels["fedctl.io/managed-by"] == "fedctl"
+    assert labels["fedctl.io/workload"] == "storefront"
+    assert int(labels["fedctl.io/binding-revision"]) > 0
+
+    await fed.put(storefront(12))
+    await fed.bind(
+        web,
+        {
+            "us-east-cpu": (6, "amd64"),
+            "eu-west-arm": (3, "arm64"),
+            "ap-southeast-cpu": (3, "amd64"),
+        },
+    )
+    await wait_for(
+        lambda: shares({"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}),
+        timeout=15,
+        message="6:3:3 after scaling to 12",
+    )
+    await wait_for(lambda: ready(12), timeout=20, message="12 ready replicas")
+
+
+async def test_override_policy_rewrites_the_image_registry_per_region(fed: Federation) -> None:
+    for policy in load("web.yaml", kinds=("OverridePolicy",)):
+        await fed.put(policy)
+    web = storefront(3)
+    await fed.put(web)
+    await fed.bind(
+        web,
+        {
+            "us-east-cpu": (1, "amd64"),
+            "eu-west-arm": (1, "arm64"),
+            "ap-southeast-cpu": (1, "amd64"),
+        },
+    )
+    fed.start()
+    expected = {
+        "us-east-cpu": "registry.example.com/web/storefront:1.8.2",
+        "eu-west-arm": "eu.mirror.example.com/web/storefront:1.8.2",
+        "ap-southeast-cpu": "ap.mirror.example.com/web/storefront:1.8.2",
+    }
+
+    async def images() -> dict[str, str | None]:
+        seen: dict[str, str | None] = {}
+        for cluster in WEB:
+            obj = await fed.member_object(cluster, "apps/v1", "Deployment", "web", "storefront")
+            pod = obj["spec"]["template"]["spec"] if obj else None
+            seen[cluster] = pod["containers"][0]["image"] if pod else None
+        return seen
+
+    await wait_for(lambda: _equal(images(), expected), timeout=15, message="mirrored images")
+    ap = await fed.member_object("ap-southeast-cpu", "apps/v1", "Deployment", "web", "storefront")
+    assert ap is not None and ap["metadata"]["labels"]["mirror"] == "ap-southeast"
+    arm = await fed.member_object("eu-west-arm", "apps/v1", "Deployment", "web", "storefront")
+    assert arm is not None
+    assert arm["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/arch"] == "arm64"
+
+
+async def _equal(probe: Any, expected: Any) -> bool:
+    return await probe == expected
+
+
+async def test_training_job_gets_the_device_and_image_of_the_chip_it_lands_on(
+    fed: Federation,
+) -> None:
+    (job,) = load("training.yaml", kinds=("Job",))
+    assert isinstance(job, Workload)
+    for policy in load("training.yaml", kinds=("OverridePolicy",)):
+        await fed.put(policy)
+    await fed.put(job)
+    await fed.bind(job, {"us-east-a100": (2, "nvidia-a100-80gb")})
+    fed.start()
+
+    async def trainer(cluster: str) -> dict[str, Any] | None:
+        obj = await fed.member_object(cluster, "batch/v1", "Job", "ml-research", "llm-finetune")
+        return obj["spec"]["template"]["spec"] if obj else None
+
+    pod = await wait_for(lambda: trainer("us-east-a100"), timeout=15, message="job on A100")
+    container = pod["containers"][0]
+    assert container["image"] == "registry.example.com/ml/llm-train:2.3"
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    assert pod["nodeSelector"]["fedctl.io/accelerator"] == "nvidia-a100-80gb"
+    assert "--backend=hccl" not in container["args"]
+    status = await wait_for(
+        lambda: _phase(fed, job, {"Running", "Succeeded"}), timeout=20, message="job running"
+    )
+    assert status.clusters[0].cluster == "us-east-a100"
+
+    # Re-placed on the Ascend cluster: the A100 copy goes, the NPU build arrives.
+    await fed.bind(job, {"cn-north-ascend": (2, "ascend-910b")})
+    pod = await wait_for(lambda: trainer("cn-north-ascend"), timeout=15, message="job on 910B")
+    container = pod["containers"][0]
+    assert container["image"] == "swr.cn-north-4.myhuaweicloud.com/ml/llm-train:2.3-cann8"
+    assert container["resources"]["requests"]["huawei.com/Ascend910"] == "8"
+    assert container["resources"]["limits"] == {"huawei.com/Ascend910": "8"}
+    assert "nvidia.com/gpu" not in container["resources"]["requests"]
+    assert pod["nodeSelector"]["kubernetes.io/arch"] == "arm64"
+    assert container["args"][-1] == "--backend=hccl"
+    await wait_for(
+        lambda: _absent(trainer("us-east-a100")), timeout=15, message="A100 copy removed"
+    )
+
+
+async def _absent(probe: Any) -> bool:
+    return await probe is None
+
+
+async def _phase(fed: Federation, workload: Workload, phases: set[str]) -> Any:
+    status = await fed.status(workload)
+    return status if status is not None and status.phase in phases else None
+
+
+async def test_quota_static_assignments_become_member_quotas_that_members_enforce(
+    fed: Federation,
+) -> None:
+    frq = frq_for_test()
+    await fed.put(frq)
+    fed.start()
+
+    async def quota(cluster: str) -> dict[str, Any] | None:
+        return await fed.member_object(cluster, "v1", "ResourceQuota", "ml-research", "ml-research")
+
+    gpu = await wait_for(lambda: quota("us-east-a100"), timeout=15, message="quota in A100")
+    assert gpu["spec"]["hard"] == {
+        "requests.cpu": "128",
+        "requests.memory": "1Ti",
+        "requests.nvidia.com/gpu": "16",
+    }
+    npu = await wait_for(lambda: quota("cn-north-ascend"), timeout=15, message="quota in 910B")
+    assert npu["spec"]["hard"]["requests.huawei.com/Ascend910"] == "16"
+    assert await quota("us-east-cpu") is None
+
+    conn = await fed.conn("us-east-a100")
+    greedy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "greedy", "namespace": "ml-research"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox",
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "17"},
+                        "limits": {"nvidia.com/gpu": "17"},
+                    },
+                }
+            ]
+        },
+    }
+    with pytest.raises(member.MemberRejected, match="exceeded quota"):
+        await conn.apply(greedy)
+
+    key = keys.policy_status_key("FederatedResourceQuota", "ml-research", "ml-research")
+
+    async def aggregated() -> Any:
+        stored = await fed.quota_statuses.get(key)
+        rows = stored.obj.aggregated_status if stored else []
+        return stored if len(rows) == 2 and all(r.applied for r in rows) else None
+
+    stored = await wait_for(aggregated, timeout=15, message="FRQ status")
+    assert {r.cluster for r in stored.obj.aggregated_status} == {"us-east-a100", "cn-north-ascend"}
+
+    # Dropping an assignment removes that member's quota; deleting the FRQ removes the rest.
+    spec = frq.spec.model_copy(update={"static_assignments": frq.spec.static_assignments[:1]})
+    await fed.put(frq.model_copy(update={"spec": spec}))
+    await wait_for(lambda: _absent(quota("cn-north-ascend")), timeout=15, message="910B quota gone")
+    await fed.delete(frq)
+    await wait_for(lambda: _absent(quota("us-east-a100")), timeout=15, message="A100 quota gone")
+
+
+async def test_deleting_the_workload_removes_it_from_every_member(fed: Federation) -> None:
+    web = deployment("cart", 3)
+    await fed.put(web)
+    await fed.bind(web, {c: (1, None) for c in WEB})
+    fed.start()
+    await wait_for(
+        lambda: _counts(fed, "cart", {c: 1 for c in WEB}), timeout=15, message="cart everywhere"
+    )
+    await fed.delete(web)
+    await fed.unbind(web)
+    await wait_for(
+        lambda: _counts(fed, "cart", {c: None for c in WEB}), timeout=15, message="cart gone"
+    )
+    await wait_for(lambda: _no_status(fed, web), timeout=10, message="status removed")
+    assert (await fed.works.list(keys.prefix("works"))).items == []
+
+
+async def _counts(fed: Federation, name: str, expected: dict[str, int | None]) -> bool:
+    return await replicas_in(fed, name) == expected
+
+
+async def _no_status(fed: Federation, web: Workload) -> bool:
+    return await fed.status(web) is None
+
+
+async def test_abort_refuses_an_unowned_object_and_overwrite_adopts_it(fed: Federation) -> None:
+    conn = await fed.conn("us-east-cpu")
+    legacy = deployment("legacy", 1).to_wire()
+    legacy.pop("status", None)
+    await conn.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}})
+    await conn.apply(legacy)
+    web = deployment("legacy", 2)
+    await fed.put(web)
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "legacy", "namespace": "web"},
+        "spec": {
+            "resourceSelectors": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "legacy"}
+            ],
+            "conflictResolution": "Abort",
+        },
+    }
+    pp = PropagationPolicy.model_validate(policy)
+    await fed.put(pp)
+    await fed.bind(web, {"us-east-cpu": (2, None)})
+    fed.start()
+    work_key = keys.work_key("us-east-cpu", ref_of(web))
+
+    async def refused() -> Any:
+        stored = await fed.works.get(work_key)
+        return stored if stored and "Abort refuses" in stored.obj.status.error else None
+
+    stored = await wait_for(refused, timeout=15, message="Abort refusal in the Work")
+    assert not stored.obj.status.applied
+    obj = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "legacy")
+    assert obj is not None and obj["spec"]["replicas"] == 1
+    assert "fedctl.io/managed-by" not in (obj["metadata"].get("labels") or {})
+
+    spec = pp.spec.model_copy(update={"conflict_resolution": "Overwrite"})
+    await fed.put(pp.model_copy(update={"spec": spec}))
+
+    async def adopted() -> bool:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "legacy")
+        labels = (got or {}).get("metadata", {}).get("labels") or {}
+        return labels.get("fedctl.io/managed-by") == "fedctl" and got["spec"]["replicas"] == 2  # type: ignore[index]
+
+    await wait_for(adopted, timeout=15, message="Overwrite adopts the object")
+
+
+async def fedctl(server: str, *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "federation.cli.main",
+        *args,
+        env={**os.environ, "FEDCTL_SERVER": server},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_cli_shows_placement_and_readiness_per_cluster_and_the_whole_story(
+    fed: Federation,
+) -> None:
+    web = deployment("catalog", 3)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (2, "amd64"), "eu-west-arm": (1, "arm64")})
+    fed.start()
+
+    async def healthy() -> bool:
+        status = await fed.status(web)
+        return status is not None and status.health == "Healthy" and status.ready_replicas == 3
+
+    await wait_for(healthy, timeout=20, message="catalog ready")
+    app = api_app.build_app(fed.store)
+    runner = web_server.AppRunner(app)
+    await runner.setup()
+    port = embedded.free_port()
+    await web_server.TCPSite(runner, "127.0.0.1", port).start()
+    server = f"http://127.0.0.1:{port}"
+    try:
+        table = await fedctl(server, "get", "workloads", "-n", "web")
+        line = next(row for row in table.splitlines() if "catalog" in row)
+        assert "Healthy" in line and "3/3" in line
+        assert "us-east-cpu 2/2, eu-west-arm 1/1" in line
+        story = await fedctl(server, "describe", "workload", "web/catalog")
+        assert "Binding:     Scheduled" in story
+        works = story.split("Works:")[1].split("Events:")[0]
+        assert "us-east-cpu" in works and "eu-west-arm" in works and "Healthy" in works
+        events = story.split("Events:")[1]
+        assert "Applied" in events and "applied to us-east-cpu" in events
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,96 @@
+"""Killing the propagator half-way and starting it again leaves nothing orphaned or missing.
+
+The first propagator is cancelled while it is still applying twelve workloads. Meanwhile
+the registry moves on: some workloads are deleted, one is re-placed, and an object carrying
+our labels that no Work describes is planted in a member (as a crash between apply and the
+Work write would leave it). The second propagator must end with exactly the wanted copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from clusters.sim.fleet import SimFleet
+from federation.registry import embedded, keys
+from federation.registry.etcd import EtcdStore
+from tests.conftest import etcd_settings
+from tests.integration.test_propagation_support import PROFILE, Federation, deployment
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+CLUSTERS = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    fleet = SimFleet(PROFILE, speed=50)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(own_etcd.url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    await federation.join_all()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+        await store.close()
+        await fleet.stop()
+
+
+async def test_killed_half_way_then_restarted_nothing_orphaned_nothing_missing(
+    fed: Federation,
+) -> None:
+    workloads = [deployment(f"svc-{i:02d}", 2) for i in range(12)]
+    wanted: dict[str, set[str]] = {}
+    for i, web in enumerate(workloads):
+        await fed.put(web)
+        targets = (CLUSTERS[i % 3], CLUSTERS[(i + 1) % 3])
+        await fed.bind(web, {c: (1, None) for c in targets})
+        wanted[web.metadata.name] = set(targets)
+    # A slow member keeps the first propagator busy, so it really is stopped half-way.
+    await fed.admin("ap-southeast-cpu", "fault", {"mode": "slow", "latency": 0.3, "jitter": 0})
+    fed.start()
+
+    async def some_works() -> bool:
+        return len((await fed.works.list(keys.prefix("works"))).items) >= 4
+
+    await wait_for(some_works, timeout=15, message="a few Works written")
+    await fed.stop()  # killed half-way
+    assert len((await fed.works.list(keys.prefix("works"))).items) < 24
+    await fed.admin("ap-southeast-cpu", "heal", {})
+
+    for web in workloads[:3]:
+        await fed.delete(web)
+        await fed.unbind(web)
+        wanted.pop(web.metadata.name)
+    moved = workloads[5]
+    await fed.bind(moved, {"ap-southeast-cpu": (2, None)})
+    wanted[moved.metadata.name] = {"ap-southeast-cpu"}
+    stray = deployment("stray", 1).to_wire()
+    stray.pop("status", None)
+    stray["metadata"]["labels"]["fedctl.io/managed-by"] = "fedctl"
+    stray["metadata"]["annotations"] = {"fedctl.io/workload-ref": "web/Deployment.apps/stray"}
+    conn = await fed.conn("eu-west-arm")
+    await conn.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}})
+    await conn.apply(stray)
+
+    fed.start()
+
+    async def converged() -> bool:
+        placed: dict[str, set[str]] = {}
+        for cluster in CLUSTERS:
+            for name in await fed.ours(cluster, "apps/v1", "Deployment"):
+                placed.setdefault(name, set()).add(cluster)
+        return placed == wanted
+
+    await wait_for(converged, timeout=30, message="exactly the wanted copies in the members")
+    works = await fed.works.list(keys.prefix("works"))
+    recorded: dict[str, set[str]] = {}
+    for item in works.items:
+        recorded.setdefault(item.obj.spec.workload.name, set()).add(item.obj.spec.cluster)
+    assert recorded == wanted

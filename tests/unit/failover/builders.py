@@ -1,0 +1,67 @@
+"""Small builders for failover tests: statuses, bindings, tasks at readable times."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from policies.models.base import ObjectMeta
+from policies.models.binding import (
+    Binding,
+    BindingSpec,
+    BindingStatus,
+    EvictionTask,
+    TargetCluster,
+    WorkloadReference,
+)
+from policies.models.cluster import ClusterStatus, Condition, Taint
+
+T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def at(seconds: float) -> dt.datetime:
+    """T0 plus `seconds`."""
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def status(
+    ready: Literal["True", "False", "Unknown"] | None,
+    *,
+    reason: str = "ReadyzFailed",
+    since: float = 0.0,
+    taints: list[Taint] | None = None,
+) -> ClusterStatus:
+    conditions = (
+        []
+        if ready is None
+        else [Condition(type="Ready", status=ready, reason=reason, last_transition_time=at(since))]
+    )
+    return ClusterStatus(conditions=conditions, taints=taints or [])
+
+
+def taint(key: str, effect: str = "NoExecute", *, added: float | None = 0.0) -> Taint:
+    return Taint.model_validate(
+        {"key": key, "effect": effect, "time_added": at(added) if added is not None else None}
+    )
+
+
+def binding(
+    name: str = "web", *, clusters: dict[str, int], tasks: list[EvictionTask] | None = None
+) -> Binding:
+    return Binding(
+        metadata=ObjectMeta(name=name, namespace="default"),
+        spec=BindingSpec(
+            workload=WorkloadReference(
+                api_version="apps/v1", kind="Deployment", namespace="default", name=name
+            ),
+            clusters=[TargetCluster(name=c, replicas=r) for c, r in clusters.items()],
+            eviction_tasks=tasks or [],
+        ),
+        status=BindingStatus(phase="Scheduled"),
+    )
+
+
+def task(cluster: str, *, created: float = 0.0, mode: str = "Gracefully") -> EvictionTask:
+    return EvictionTask.model_validate(
+        {"cluster": cluster, "creation_time": at(created), "replicas": 1, "purge_mode": mode}
+    )

@@ -1,0 +1,242 @@
+"""The failover controller on an in-memory registry and a fake clock: a member goes down,
+its taints escalate, the workload is evicted, the old copy ends once the new one is
+ready, and the member's stale copy is purged before its taints are lifted."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from clusters import member
+from federation import errors
+from federation.clock import FakeClock
+from federation.failover import taints
+from federation.failover.controller import FailoverController, Terms
+from federation.registry import codec, keys
+from federation.registry.memory import MemoryStore
+from federation.settings import FailoverSettings
+from policies.models.binding import Binding, BindingStatus, TargetCluster
+from policies.models.cluster import Cluster, ClusterStatus, Condition
+from policies.models.common import Toleration
+from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
+from tests.unit.failover.builders import binding
+from tests.waiting import wait_for
+
+SETTINGS = FailoverSettings(eviction_grace=30, graceful_timeout=600)
+WEB = keys.WorkloadRef("default", "Deployment.apps", "web")
+API = keys.WorkloadRef("default", "Deployment.apps", "api")
+
+
+class FakeMember:
+    """Lists the objects it holds; records deletes."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.deleted: list[str] = []
+        self.closed = False
+
+    async def list(self, api_version: str, kind: str, **_: Any) -> member.ObjectList:
+        items = [o for o in self.objects if (o["apiVersion"], o["kind"]) == (api_version, kind)]
+        return member.ObjectList(items, "1")
+
+    async def delete(self, ref: member.ObjectRef) -> bool:
+        self.deleted.append(ref.name)
+        self.objects = [o for o in self.objects if o["metadata"]["name"] != ref.name]
+        return True
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def copy_of(ref: keys.WorkloadRef) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": ref.name,
+            "namespace": ref.namespace,
+            "labels": {"fedctl.io/managed-by": "fedctl"},
+            "annotations": {"fedctl.io/workload-ref": str(ref)},
+        },
+    }
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.store = MemoryStore(clock=self.clock)
+        self.member = FakeMember([copy_of(WEB), copy_of(API)])
+        self.controller = FailoverController(
+            self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
+        )
+        self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
+        self.bindings = codec.TypedStore(self.store, codec.Codec(Binding))
+
+    async def _connect(self, cluster: Cluster) -> Any:
+        return self.member
+
+    async def join(self, name: str, **spec: Any) -> None:
+        cluster = Cluster.model_validate(
+            {"metadata": {"name": name}, "spec": {"region": "r", **spec}}
+        )
+        await codec.TypedStore(self.store, codec.Codec(Cluster)).create(
+            keys.cluster_key(name), cluster
+        )
+        await self.health(name, "True", "ClusterReady")
+
+    async def health(self, name: str, ready: str, reason: str) -> None:
+        cond = Condition.model_validate(
+            {"type": "Ready", "status": ready, "reason": reason,
+             "last_transition_time": self.clock.now()}
+        )  # fmt: skip
+        await self.statuses.mutate(
+            keys.cluster_status_key(name),
+            lambda cur: (cur or ClusterStatus()).model_copy(update={"conditions": [cond]}),
+        )
+
+    async def taints(self, name: str) -> list[tuple[str, str]]:
+        stored = await self.statuses.get(keys.cluster_status_key(name))
+        assert stored is not None
+        return [(t.key, t.effect) for t in stored.obj.taints]
+
+    async def binding(self, ref: keys.WorkloadRef) -> Binding:
+        stored = await self.bindings.get(keys.binding_key(ref))
+        assert stored is not None
+        return stored.obj
+
+    async def settle(self) -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await wait_for(lambda: self.controller.queue.pending == 0, timeout=2, message="drained")
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float) -> None:
+        await self.clock.advance(seconds)
+        await self.settle()
+
+
+@pytest.fixture
+async def h() -> AsyncIterator[Harness]:
+    harness = Harness()
+    await harness.join("a")
+    await harness.join("b")
+    task = asyncio.create_task(harness.controller.run())
+    try:
+        yield harness
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await harness.store.close()
+
+
+async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harness) -> None:
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
+    await h.settle()
+    assert await h.taints("a") == []
+
+    await h.health("a", "False", "ConnectionRefused")
+    await h.settle()
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoSchedule")]
+    assert (await h.binding(WEB)).placement() == {"a": 2}, "NoSchedule moves nothing"
+
+    await h.advance(29)
+    assert (await h.binding(WEB)).placement() == {"a": 2}, "still within the grace"
+    await h.advance(1.1)
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoExecute")]
+    web = await h.binding(WEB)
+    assert web.placement() == {} and web.status.phase == "Pending"
+    assert [(t.cluster, t.replicas, t.purge_mode) for t in web.spec.eviction_tasks] == [
+        ("a", 2, "Gracefully")
+    ]
+    assert (await h.binding(API)).placement() == {"b": 1}
+
+    # The scheduler re-places web on b; the old copy stays until b reports it healthy.
+    placed = web.model_copy(
+        update={
+            "spec": web.spec.model_copy(update={"clusters": [TargetCluster(name="b", replicas=2)]}),
+            "status": BindingStatus(phase="Scheduled"),
+        }
+    )
+    stored = await h.bindings.get(keys.binding_key(WEB))
+    assert stored is not None
+    await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
+    await h.settle()
+    assert len((await h.binding(WEB)).spec.eviction_tasks) == 1
+    status = WorkloadStatus(
+        workload=web.spec.workload,
+        clusters=[ClusterWorkloadStatus(cluster="b", health="Healthy")],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(WEB), status
+    )
+    await h.settle()
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
+
+    # a returns: the stale copy of web goes before the taints are lifted; api's task on a
+    # (Gracefully, its new placement on b not yet reported healthy) keeps its copy.
+    await h.health("a", "True", "ClusterReady")
+    await h.settle()
+    assert h.member.deleted == ["web"]
+    assert h.member.closed
+    assert await h.taints("a") == []
+    marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
+    assert ("evicted", "a", str(WEB)) in marks and ("purged", "a", "") in marks
+
+
+async def test_a_toleration_with_seconds_delays_eviction_and_a_batch_job_goes_directly(
+    h: Harness,
+) -> None:
+    tolerant = Terms(
+        tolerations=(Toleration(key=taints.NOT_READY, operator="Exists", toleration_seconds=60),),
+    )
+    h.controller.terms = lambda b: (  # type: ignore[method-assign,assignment]
+        tolerant if b.metadata.name == "web" else Terms(batch=True)
+    )
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
+    await h.health("a", "False", "ReadyzFailed")
+    await h.advance(30.1)
+    assert await h.taints("a") == [(taints.NOT_READY, "NoExecute")]
+    api = await h.binding(API)
+    assert [(t.cluster, t.purge_mode) for t in api.spec.eviction_tasks] == [("a", "Directly")]
+    assert (await h.binding(WEB)).placement() == {"a": 1}, "tolerated for 60 s"
+    await h.advance(59)
+    assert (await h.binding(WEB)).placement() == {"a": 1}
+    await h.advance(1.1)
+    assert (await h.binding(WEB)).placement() == {}
+
+
+async def test_a_per_cluster_grace_and_recovery_before_it_moves_nothing(h: Harness) -> None:
+    await h.join("c", evictionGraceSeconds=5)
+    ref = keys.WorkloadRef("default", "Deployment.apps", "svc")
+    await h.bindings.create(keys.binding_key(ref), binding("svc", clusters={"c": 1}))
+    await h.health("c", "False", "ReadyzFailed")
+    await h.advance(5.1)
+    assert (await h.binding(ref)).placement() == {}, "c's own 5 s grace, not the global 30 s"
+
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.health("a", "False", "ReadyzFailed")
+    await h.advance(10)
+    await h.health("a", "True", "ClusterReady")
+    await h.advance(30)
+    assert await h.taints("a") == []
+    assert (await h.binding(WEB)).placement() == {"a": 1}
+
+
+async def test_a_fenced_controller_writes_nothing(h: Harness) -> None:
+    def fenced() -> tuple[Any, ...]:
+        raise errors.Fenced("deposed")
+
+    h.controller._guards = fenced
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.health("a", "False", "ReadyzFailed")
+    await h.advance(31)
+    assert await h.taints("a") == []
+    assert (await h.binding(WEB)).placement() == {"a": 1}

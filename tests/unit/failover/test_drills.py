@@ -1,0 +1,78 @@
+"""Drill judgement over made-up timelines, and the report's renderings."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from federation.failover import drills
+from federation.failover.drills import Sample, WorkloadState
+
+W = WorkloadState
+
+
+def report() -> drills.Report:
+    return drills.Report(id="d1", cluster="a", fault="down", started="t", duration=10)
+
+
+def timeline(*samples: tuple[float, bool, dict[str, WorkloadState]]) -> list[Sample]:
+    return [Sample(t, down, states) for t, down, states in samples]
+
+
+HAPPY = timeline(
+    (0, False, {"web": W(("a",), ("a",), phase="Scheduled"), "db": W(("b",), ("b",))}),
+    (2, True, {"web": W(("a",), (), phase="Scheduled"), "db": W(("b",), ("b",))}),
+    (4, True, {"web": W(("b",), (), phase="Scheduled"), "db": W(("b",), ("b",))}),
+    (7, True, {"web": W(("b",), ("b",), phase="Scheduled"), "db": W(("b",), ("b",))}),
+)
+
+
+def test_a_clean_failover_measures_detect_replace_and_rto() -> None:
+    r = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11)
+    assert (r.detect, r.replace, r.rto, r.healed_at) == (1, 3, 6, 10)
+    assert (r.affected, r.lost, r.double_runs, r.shortfall) == (1, 0, 0, {})
+    assert [(w.workload, w.replaced, w.ready, w.outcome) for w in r.workloads] == [
+        ("web", 3, 6, "recovered")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("end", "field", "expected"),
+    [
+        pytest.param({}, "lost", 1, id="a Binding that vanished is a lost workload"),
+        pytest.param(
+            {"web": W((), (), phase="Pending", reason="no cluster has 64 free cpu")},
+            "shortfall",
+            {"web": "no cluster has 64 free cpu"},
+            id="no capacity left: pending with the reason, counted as shortfall not loss",
+        ),
+        pytest.param(
+            {"web": W(("b",), (), phase="Scheduled")},
+            "rto",
+            None,
+            id="re-placed but never ready: no RTO",
+        ),
+        pytest.param(
+            {"web": W(("b",), ("b",), running=("a", "b"), phase="Scheduled")},
+            "double_runs",
+            1,
+            id="a job running in two members at once is a double-run",
+        ),
+    ],
+)
+def test_what_goes_wrong_is_counted(
+    end: dict[str, WorkloadState], field: str, expected: object
+) -> None:
+    samples = [*HAPPY[:2], Sample(9, False, end)]
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert getattr(r, field) == expected
+
+
+def test_renderings_carry_the_numbers_and_round_trip() -> None:
+    r = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11)
+    md = drills.markdown(r)
+    assert "| RTO (all ready elsewhere) | 6.0s |" in md and "| lost (must be 0) | 0 |" in md
+    root = ET.fromstring(drills.svg(r))
+    assert root.tag.endswith("svg") and len(root.findall("{*}rect")) == 2
+    assert drills.decode(drills.encode(r)) == r

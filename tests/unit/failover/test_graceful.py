@@ -1,0 +1,98 @@
+"""Graceful eviction: which tasks go, which copies are purged, by purge mode and time."""
+
+from __future__ import annotations
+
+import pytest
+
+from federation.failover import graceful
+from tests.unit.failover.builders import at, task
+
+TIMEOUT = 600.0
+
+
+@pytest.mark.parametrize(
+    ("mode", "ready", "now", "expected"),
+    [
+        pytest.param(
+            "Gracefully",
+            {"b": False},
+            10,
+            (True, [], 590.0),
+            id="gracefully: old copy stays while the new one is not ready",
+        ),
+        pytest.param(
+            "Gracefully",
+            {"b": True},
+            10,
+            (False, ["a"], None),
+            id="gracefully: new placement ready, old copy goes",
+        ),
+        pytest.param(
+            "Gracefully",
+            {"b": False},
+            600,
+            (False, ["a"], None),
+            id="gracefully: the timeout ends the wait even when the new copy is not ready",
+        ),
+        pytest.param(
+            "Directly",
+            {"b": False},
+            10,
+            (True, ["a"], 590.0),
+            id="directly: copy purged at once, task kept to keep the scheduler away",
+        ),
+        pytest.param(
+            "Directly",
+            {"b": True},
+            10,
+            (False, ["a"], None),
+            id="directly: task dropped once the new placement is ready",
+        ),
+        pytest.param(
+            "Never",
+            {"b": True},
+            10,
+            (False, [], None),
+            id="never: task dropped, the copy is left to the user",
+        ),
+        pytest.param(
+            "Gracefully",
+            {},
+            10,
+            (True, [], 590.0),
+            id="no readiness reported yet counts as not ready",
+        ),
+    ],
+)
+def test_one_task(
+    mode: str,
+    ready: dict[str, bool],
+    now: float,
+    expected: tuple[bool, list[str], float | None],
+) -> None:
+    kept, purged, recheck = expected
+    t = task("a", created=0, mode=mode)
+    out = graceful.judge([t], targets=["b"], ready=ready, now=at(now), timeout=TIMEOUT)
+    assert (out.keep == [t], out.drop == [t]) == (kept, not kept)
+    assert out.purge == purged
+    assert out.recheck_after == recheck
+
+
+def test_every_new_target_must_be_ready() -> None:
+    t = task("a")
+    partly = graceful.judge(
+        [t], targets=["b", "c"], ready={"b": True, "c": False}, now=at(1), timeout=TIMEOUT
+    )
+    assert partly.keep == [t]
+    whole = graceful.judge(
+        [t], targets=["b", "c"], ready={"b": True, "c": True}, now=at(1), timeout=TIMEOUT
+    )
+    assert whole.drop == [t]
+
+
+def test_no_new_placement_yet_keeps_the_old_copy_until_the_timeout() -> None:
+    old, new = task("a", created=0), task("b", created=500)
+    out = graceful.judge([old, new], targets=[], ready={}, now=at(600), timeout=TIMEOUT)
+    assert out.drop == [old] and out.keep == [new]
+    assert out.purge == ["a"]
+    assert out.recheck_after == pytest.approx(500)

@@ -1,0 +1,274 @@
+"""Resource interpreters: replicas in and out, health from status, aggregation across members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.propagation import interpreter
+from federation.propagation.interpreter import base, generic
+from policies.models.work import Observed
+
+
+def obj(
+    api_version: str,
+    kind: str,
+    spec: dict[str, Any],
+    status: dict[str, Any] | None = None,
+    generation: int = 1,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "x", "namespace": "n", "generation": generation},
+        "spec": spec,
+        "status": status or {},
+    }
+
+
+def deploy(status: dict[str, Any], replicas: int = 4, generation: int = 1) -> dict[str, Any]:
+    return obj("apps/v1", "Deployment", {"replicas": replicas}, status, generation)
+
+
+OBSERVED = [
+    pytest.param(
+        deploy({"readyReplicas": 4, "updatedReplicas": 4, "observedGeneration": 1}),
+        {"health": "Healthy", "replicas": 4, "ready_replicas": 4},
+        id="deployment with every replica ready and updated is healthy",
+    ),
+    pytest.param(
+        deploy({"readyReplicas": 2, "updatedReplicas": 4, "observedGeneration": 1}),
+        {"health": "Progressing", "ready_replicas": 2, "message": "2/4 ready"},
+        id="deployment with half its replicas ready is progressing",
+    ),
+    pytest.param(
+        deploy({"readyReplicas": 4, "updatedReplicas": 4, "observedGeneration": 1}, generation=2),
+        {"health": "Progressing"},
+        id="deployment whose new generation is not observed yet is progressing",
+    ),
+    pytest.param(
+        deploy(
+            {
+                "readyReplicas": 1,
+                "conditions": [
+                    {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}
+                ],
+            }
+        ),
+        {"health": "Unhealthy", "message": "ProgressDeadlineExceeded"},
+        id="deployment past its progress deadline is unhealthy",
+    ),
+    pytest.param(
+        obj(
+            "apps/v1",
+            "StatefulSet",
+            {"replicas": 3},
+            {"readyReplicas": 3, "updatedReplicas": 3, "observedGeneration": 1},
+        ),
+        {"health": "Healthy", "ready_replicas": 3},
+        id="statefulset with all replicas ready is healthy",
+    ),
+    pytest.param(
+        obj(
+            "apps/v1", "ReplicaSet", {"replicas": 2}, {"readyReplicas": 2, "observedGeneration": 1}
+        ),
+        {"health": "Healthy"},
+        id="replicaset is healthy on ready replicas alone",
+    ),
+    pytest.param(
+        obj("batch/v1", "Job", {"parallelism": 2}, {"active": 2}),
+        {"health": "Progressing", "phase": "Running", "running": 2},
+        id="job with active pods is running",
+    ),
+    pytest.param(
+        obj(
+            "batch/v1",
+            "Job",
+            {"parallelism": 2},
+            {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]},
+        ),
+        {"health": "Completed", "phase": "Succeeded", "succeeded": 2},
+        id="job with Complete=True has succeeded",
+    ),
+    pytest.param(
+        obj(
+            "batch/v1",
+            "Job",
+            {"parallelism": 2},
+            {
+                "failed": 3,
+                "conditions": [
+                    {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}
+                ],
+            },
+        ),
+        {"health": "Failed", "phase": "Failed", "failed": 3, "message": "BackoffLimitExceeded"},
+        id="job past its backoff limit has failed and says why",
+    ),
+    pytest.param(
+        obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"tasks": [{"replicas": 2}, {"replicas": 1}]},
+            {"state": {"phase": "Running"}, "running": 3},
+        ),
+        {"health": "Progressing", "phase": "Running", "running": 3, "replicas": 3},
+        id="volcano job in phase Running counts its running pods",
+    ),
+    pytest.param(
+        obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"tasks": [{"replicas": 1}]},
+            {"state": {"phase": "Aborted"}},
+        ),
+        {"health": "Failed", "phase": "Failed"},
+        id="an aborted volcano job counts as failed",
+    ),
+    pytest.param(
+        obj(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 3}}},
+            {
+                "conditions": [{"type": "Succeeded", "status": "True"}],
+                "replicaStatuses": {"Master": {"succeeded": 1}, "Worker": {"succeeded": 3}},
+            },
+        ),
+        {"health": "Completed", "phase": "Succeeded", "succeeded": 4, "replicas": 4},
+        id="pytorchjob with Succeeded=True has succeeded with every replica type counted",
+    ),
+    pytest.param(
+        obj(
+            "v1",
+            "Pod",
+            {},
+            {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        ),
+        {"health": "Healthy", "phase": "Running", "ready_replicas": 1},
+        id="a ready running pod is healthy",
+    ),
+    pytest.param(
+        obj("v1", "ConfigMap", {}),
+        {"health": "Healthy"},
+        id="an object without conditions is healthy once it exists",
+    ),
+    pytest.param(
+        obj(
+            "example.io/v1",
+            "Widget",
+            {},
+            {"conditions": [{"type": "Ready", "status": "False", "message": "no backend"}]},
+        ),
+        {"health": "Unhealthy", "message": "no backend"},
+        id="an unknown kind with Ready=False is unhealthy",
+    ),
+]
+
+
+@pytest.mark.parametrize(("member_obj", "expected"), OBSERVED)
+def test_observe(member_obj: dict[str, Any], expected: dict[str, Any]) -> None:
+    seen = interpreter.for_kind(member_obj["apiVersion"], member_obj["kind"]).observe(member_obj)
+    assert {k: getattr(seen, k) for k in expected} == expected
+
+
+SHARES = [
+    pytest.param(
+        obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"minAvailable": 6, "tasks": [{"replicas": 4}, {"replicas": 2}]},
+        ),
+        3,
+        lambda o: (
+            [t["replicas"] for t in o["spec"]["tasks"]] == [2, 1] and o["spec"]["minAvailable"] == 3
+        ),
+        id="half a volcano job halves each task and caps the gang size",
+    ),
+    pytest.param(
+        obj(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 4}}},
+        ),
+        5,
+        lambda o: o["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 4,
+        id="a whole pytorchjob share is left as written",
+    ),
+    pytest.param(
+        obj("v1", "Pod", {"containers": []}),
+        1,
+        lambda o: "replicas" not in o["spec"],
+        id="a pod is never divided",
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "replicas", "check"), SHARES)
+def test_with_replicas(template: dict[str, Any], replicas: int, check: Any) -> None:
+    plugin = interpreter.for_kind(template["apiVersion"], template["kind"])
+    total = plugin.replicas(template) or 1
+    assert check(plugin.with_replicas(template, replicas=replicas, total=total))
+
+
+@pytest.mark.parametrize(
+    ("phases", "expected"),
+    [
+        pytest.param(["Succeeded", "Succeeded"], "Succeeded", id="every share done: succeeded"),
+        pytest.param(["Succeeded", "Running"], "Running", id="one share still running: running"),
+        pytest.param(["Running", "Failed"], "Failed", id="any share failed: failed"),
+        pytest.param(["Pending", "Pending"], "Pending", id="nothing started: pending"),
+    ],
+)
+def test_job_shares_aggregate(phases: list[str], expected: str) -> None:
+    parts = [Observed(phase=p, health="Progressing") for p in phases]
+    assert base.aggregate_jobs(parts).phase == expected
+
+
+def test_replicated_aggregate_sums_and_is_only_healthy_when_every_member_is() -> None:
+    parts = [
+        Observed(health="Healthy", replicas=4, ready_replicas=4),
+        Observed(health="Progressing", replicas=2, ready_replicas=1),
+    ]
+    total = base.aggregate_replicated(parts)
+    assert (total.health, total.replicas, total.ready_replicas) == ("Progressing", 6, 5)
+
+
+def test_every_workload_kind_has_its_own_plugin_and_others_fall_back_to_generic() -> None:
+    assert set(interpreter.known_kinds()) == {
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
+        ("batch.volcano.sh/v1alpha1", "Job"),
+        ("kubeflow.org/v1", "PyTorchJob"),
+        ("v1", "Pod"),
+    }
+    assert isinstance(interpreter.for_kind("v1", "ConfigMap"), generic.Generic)
+
+
+def test_a_second_plugin_for_a_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="two interpreters"):
+        interpreter.Registry(
+            [interpreter.deployment.Deployment(), interpreter.deployment.Deployment()],
+            fallback=generic.Generic(),
+        )
+
+
+def test_per_pod_requests_count_init_containers_and_overhead() -> None:
+    template = obj(
+        "apps/v1",
+        "Deployment",
+        {
+            "replicas": 2,
+            "template": {
+                "spec": {
+                    "overhead": {"cpu": "100m"},
+                    "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+                }
+            },
+        },
+    )
+    assert base.pod_requests(template).amount("cpu") == 2100

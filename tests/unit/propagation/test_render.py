@@ -1,0 +1,339 @@
+"""Render: template + Binding share + chip profile + overrides (Karmada's order) → manifest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation import errors
+from federation.propagation import overrides, render
+from federation.registry import keys
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.binding import TargetCluster
+from policies.models.cluster import Cluster
+from policies.models.override import ClusterOverridePolicy, OverridePolicy
+
+REF = keys.WorkloadRef("ml", "Deployment.apps", "app")
+
+
+def cluster(name: str = "east", region: str = "us-east", **labels: str) -> Cluster:
+    return Cluster.model_validate(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"region": region, "connection": {"context": name}},
+        }
+    )
+
+
+def deployment(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "app",
+            "namespace": "ml",
+            "labels": {"team": "a"},
+            "resourceVersion": "42",
+            "uid": "u-1",
+            "generation": 3,
+        },
+        "spec": {
+            "replicas": 8,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.example.com/ml/train:2.3",
+                            "args": ["--x"],
+                            "resources": {
+                                "requests": {"cpu": "4", "nvidia.com/gpu": "8"},
+                                "limits": {"nvidia.com/gpu": "8"},
+                            },
+                        }
+                    ]
+                }
+            },
+            **spec,
+        },
+        "status": {"readyReplicas": 8},
+    }
+
+
+PROFILES = {
+    "ascend-910b": AcceleratorProfile.model_validate(
+        {
+            "metadata": {"name": "ascend-910b"},
+            "spec": {
+                "arch": "arm64",
+                "resourceName": "huawei.com/Ascend910",
+                "nodeSelector": {"fedctl.io/accelerator": "ascend-910b"},
+                "image": {
+                    "replace": [{"from": "registry.example.com/ml", "to": "swr.example.cn/ml"}],
+                    "tagSuffix": "-cann8",
+                },
+            },
+        }
+    ),
+    "nvidia-a100-80gb": AcceleratorProfile.model_validate(
+        {
+            "metadata": {"name": "nvidia-a100-80gb"},
+            "spec": {"arch": "amd64", "resourceName": "nvidia.com/gpu"},
+        }
+    ),
+    "arm64": AcceleratorProfile.model_validate(
+        {"metadata": {"name": "arm64"}, "spec": {"arch": "arm64"}}
+    ),
+}
+
+
+def override(kind: str, name: str, rules: list[dict[str, Any]], **spec: Any) -> Any:
+    model = OverridePolicy if kind == "OverridePolicy" else ClusterOverridePolicy
+    meta: dict[str, Any] = {"name": name}
+    if kind == "OverridePolicy":
+        meta["namespace"] = spec.pop("namespace", "ml")
+    return model.model_validate({"metadata": meta, "spec": {"overrideRules": rules, **spec}})
+
+
+def tag(value: str, **target: Any) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "overriders": {
+            "imageOverrider": [{"component": "Tag", "operator": "replace", "value": value}]
+        }
+    }
+    if target:
+        rule["targetCluster"] = target
+    return rule
+
+
+def by_name(name: str = "app") -> list[dict[str, Any]]:
+    return [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}]
+
+
+def by_label() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "labelSelector": {"matchLabels": {"team": "a"}},
+        }
+    ]
+
+
+def container(obj: dict[str, Any]) -> dict[str, Any]:
+    c: dict[str, Any] = obj["spec"]["template"]["spec"]["containers"][0]
+    return c
+
+
+def do(
+    *,
+    template: dict[str, Any] | None = None,
+    replicas: int = 8,
+    total: int = 8,
+    chip: str | None = None,
+    policies: list[Any] | None = None,
+    where: Cluster | None = None,
+) -> dict[str, Any]:
+    return render.render(
+        template=template or deployment(),
+        ref=REF,
+        target=TargetCluster(name=(where or cluster()).metadata.name, replicas=replicas, chip=chip),
+        total=total,
+        cluster=where or cluster(),
+        policies=policies or [],
+        profiles=PROFILES,
+        binding_revision=17,
+    )
+
+
+CASES = [
+    pytest.param(
+        {"replicas": 4},
+        lambda o: o["spec"]["replicas"] == 4,
+        id="a 4-of-8 static-weight share rewrites spec.replicas to 4",
+    ),
+    pytest.param(
+        {},
+        lambda o: (
+            "status" not in o and not {"resourceVersion", "uid", "generation"} & set(o["metadata"])
+        ),
+        id="status and server-set metadata never reach a member",
+    ),
+    pytest.param(
+        {},
+        lambda o: (
+            o["metadata"]["labels"]
+            == {
+                "team": "a",
+                "fedctl.io/managed-by": "fedctl",
+                "fedctl.io/workload": "app",
+                "fedctl.io/binding-revision": "17",
+            }
+            and o["metadata"]["annotations"]["fedctl.io/workload-ref"] == "ml/Deployment.apps/app"
+        ),
+        id="the manifest is labelled as ours with workload and binding revision",
+    ),
+    pytest.param(
+        {"chip": "ascend-910b"},
+        lambda o: (
+            container(o)["resources"]
+            == {
+                "requests": {"cpu": "4", "huawei.com/Ascend910": "8"},
+                "limits": {"huawei.com/Ascend910": "8"},
+            }
+        ),
+        id="on Ascend nvidia.com/gpu becomes huawei.com/Ascend910 in requests and limits",
+    ),
+    pytest.param(
+        {"chip": "ascend-910b"},
+        lambda o: (
+            container(o)["image"] == "swr.example.cn/ml/train:2.3-cann8"
+            and o["spec"]["template"]["spec"]["nodeSelector"]
+            == {"kubernetes.io/arch": "arm64", "fedctl.io/accelerator": "ascend-910b"}
+        ),
+        id="on Ascend the image moves to the CANN build and the NPU nodes are selected",
+    ),
+    pytest.param(
+        {"chip": "nvidia-a100-80gb"},
+        lambda o: (
+            container(o)["resources"]["requests"]["nvidia.com/gpu"] == "8"
+            and container(o)["image"] == "registry.example.com/ml/train:2.3"
+        ),
+        id="on the chip the template was written for nothing is renamed",
+    ),
+    pytest.param(
+        {"chip": "arm64"},
+        lambda o: (
+            o["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/arch": "arm64"}
+            and "nvidia.com/gpu" in container(o)["resources"]["requests"]
+        ),
+        id="a plain-arch chip only adds the arch node selector",
+    ),
+    pytest.param(
+        {
+            "policies": [
+                override(
+                    "OverridePolicy", "a-named", [tag("by-name")], resourceSelectors=by_name()
+                ),
+                override(
+                    "OverridePolicy", "b-labelled", [tag("by-label")], resourceSelectors=by_label()
+                ),
+                override("ClusterOverridePolicy", "z-cluster", [tag("cluster-wide")]),
+            ]
+        },
+        lambda o: container(o)["image"].endswith(":by-name"),
+        id="cluster-wide first, then broader selectors, so the name selector has the last word",
+    ),
+    pytest.param(
+        {"policies": [override("OverridePolicy", "only-west", [tag("w", clusterNames=["west"])])]},
+        lambda o: container(o)["image"].endswith(":2.3"),
+        id="a rule for another cluster leaves this one alone",
+    ),
+    pytest.param(
+        {"policies": [override("OverridePolicy", "elsewhere", [tag("x")], namespace="other")]},
+        lambda o: container(o)["image"].endswith(":2.3"),
+        id="an OverridePolicy in another namespace does not apply",
+    ),
+    pytest.param(
+        {
+            "policies": [
+                override(
+                    "OverridePolicy",
+                    "mirror",
+                    [
+                        {
+                            "targetCluster": {
+                                "fieldSelector": {
+                                    "matchExpressions": [
+                                        {"key": "region", "operator": "In", "values": ["us-east"]}
+                                    ]
+                                }
+                            },
+                            "overriders": {
+                                "imageOverrider": [
+                                    {
+                                        "component": "Registry",
+                                        "operator": "replace",
+                                        "value": "m.io",
+                                    }
+                                ],
+                                "argsOverrider": [
+                                    {"containerName": "main", "operator": "add", "value": ["--y"]}
+                                ],
+                                "labelsOverrider": [{"operator": "add", "value": {"m": "1"}}],
+                                "plaintext": [
+                                    {"path": "/spec/paused", "operator": "add", "value": True}
+                                ],
+                            },
+                        }
+                    ],
+                )
+            ],
+            "chip": "ascend-910b",
+        },
+        lambda o: (
+            container(o)["image"] == "m.io/ml/train:2.3-cann8"
+            and container(o)["args"] == ["--x", "--y"]
+            and o["metadata"]["labels"]["m"] == "1"
+            and o["spec"]["paused"] is True
+        ),
+        id="region overrides apply after the chip profile: the user has the last word",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "check"), CASES)
+def test_render(kwargs: dict[str, Any], check: Any) -> None:
+    assert check(do(**kwargs))
+
+
+def test_a_job_share_splits_parallelism_and_completions() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ml"},
+        "spec": {"parallelism": 4, "completions": 8, "template": {"spec": {"containers": []}}},
+    }
+    out = do(template=job, replicas=3, total=4)
+    assert (out["spec"]["parallelism"], out["spec"]["completions"]) == (3, 6)
+
+
+def test_a_plaintext_path_that_does_not_exist_is_an_error_naming_it() -> None:
+    policy = override(
+        "OverridePolicy",
+        "bad",
+        [
+            {
+                "overriders": {
+                    "plaintext": [{"path": "/spec/nope/x", "operator": "replace", "value": 1}]
+                }
+            }
+        ],
+    )
+    with pytest.raises(errors.Invalid, match="/spec/nope/x"):
+        do(policies=[policy])
+
+
+def test_the_template_is_never_mutated() -> None:
+    template = deployment()
+    before = repr(template)
+    do(template=template, replicas=2, chip="ascend-910b")
+    assert repr(template) == before
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        pytest.param("nginx", ("", "nginx", "", ""), id="bare name"),
+        pytest.param("nginx:1.2", ("", "nginx", ":", "1.2"), id="name and tag"),
+        pytest.param(
+            "library/nginx:1", ("", "library/nginx", ":", "1"), id="path without registry"
+        ),
+        pytest.param("r.io:5000/a/b:3", ("r.io:5000", "a/b", ":", "3"), id="registry with port"),
+        pytest.param("localhost/a", ("localhost", "a", "", ""), id="localhost registry"),
+        pytest.param("r.io/a@sha256:ab", ("r.io", "a", "@", "sha256:ab"), id="digest"),
+    ],
+)
+def test_image_references_split_like_karmada(image: str, parts: tuple[str, ...]) -> None:
+    assert overrides.split_image(image) == parts

@@ -1,0 +1,123 @@
+"""Admitted usage, queue capability, namespace quota, lending, reclaim and preemption victims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.quota import accounting
+from federation.quota.accounting import Admission, Usage
+from federation.registry import keys
+from federation.resources import ResourceList
+from tests.unit.scheduler.fleet import frq, queue
+
+
+def adm(
+    name: str, q: str, *, priority: int = 0, seq: int = 1, ns: str = "team", **charge: Any
+) -> Admission:
+    amounts = ResourceList.from_wire({k.replace("_", "/"): v for k, v in charge.items()})
+    return Admission(keys.WorkloadRef(ns, "Job.batch", name), q, ns, priority, seq, amounts)
+
+
+def gpus(n: int) -> ResourceList:
+    return ResourceList.from_wire({"nvidia.com/gpu": str(n)})
+
+
+def test_usage_totals_follow_admit_and_release() -> None:
+    usage = Usage([adm("a", "q", cpu="2"), adm("b", "q", cpu="3", ns="other")])
+    assert usage.queue_used("q") == ResourceList.from_wire({"cpu": "5"})
+    assert usage.namespace_used("team") == ResourceList.from_wire({"cpu": "2"})
+    released = usage.release(keys.WorkloadRef("team", "Job.batch", "a"))
+    assert released is not None and usage.queue_used("q") == ResourceList.from_wire({"cpu": "3"})
+    assert usage.release(keys.WorkloadRef("team", "Job.batch", "a")) is None
+
+
+def test_pseudo_chip_resources_count_for_queues_not_namespaces() -> None:
+    usage = Usage([adm("a", "q", **{"nvidia.com/gpu": "8", "accelerator/nvidia-a100": "8"})])
+    assert usage.queue_used("q").amount("accelerator/nvidia-a100") == 8000
+    assert "accelerator/nvidia-a100" not in usage.namespace_used("team")
+
+
+def test_capability_and_overall_messages_name_the_limit_and_numbers() -> None:
+    q = queue("ml-research", capability={"accelerator/nvidia-a100": "64"})
+    used = ResourceList.from_wire({"accelerator/nvidia-a100": "64"})
+    charge = ResourceList.from_wire({"accelerator/nvidia-a100": "8"})
+    assert accounting.capability_problem(q, used, charge) == (
+        "queue ml-research at capability for nvidia-a100: 64/64 (needs 8 more)"
+    )
+    assert accounting.capability_problem(q, ResourceList(), charge) is None
+    quota = frq("team", cpu="10")
+    assert accounting.overall_problem(
+        quota, ResourceList.from_wire({"cpu": "8"}), ResourceList.from_wire({"cpu": "4"})
+    ) == ("namespace team at FederatedResourceQuota quota overall for cpu: 8/10 (needs 4 more)")
+
+
+QUEUES = {
+    "a": queue("a", guarantee={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "16"}),
+    "b": queue("b", guarantee={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "16"}),
+}
+CAPACITY = {"nvidia.com/gpu": 16000}
+
+
+def test_a_queue_may_borrow_idle_capacity_but_not_others_guarantee() -> None:
+    usage = Usage([adm("a1", "a", **{"nvidia.com/gpu": "8"})])
+    # b's 8 are promised to b: a cannot borrow them while b does not use them.
+    problem = accounting.lending_problem(
+        "a", queues=QUEUES, usage=usage, capacity=CAPACITY, charge=gpus(4)
+    )
+    assert problem == (
+        "queue a cannot borrow nvidia.com/gpu: 8 in use and 8 guaranteed to other queues,"
+        " of 16 (needs 4)"
+    )
+    lenient = {"a": QUEUES["a"], "b": queue("b")}
+    assert (
+        accounting.lending_problem(
+            "a", queues=lenient, usage=usage, capacity=CAPACITY, charge=gpus(4)
+        )
+        is None
+    )
+
+
+def test_reclaim_takes_back_borrowed_capacity_for_a_queue_under_its_guarantee() -> None:
+    lenders = {
+        "a": QUEUES["a"],
+        "b": queue("b", guarantee={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "16"}),
+    }
+    usage = Usage(
+        [
+            adm("a1", "a", seq=1, **{"nvidia.com/gpu": "8"}),
+            adm("a2", "a", seq=2, **{"nvidia.com/gpu": "4"}),
+            adm("a3", "a", seq=3, **{"nvidia.com/gpu": "4"}),
+        ]
+    )
+    victims = accounting.reclaim_victims(
+        "b", queues=lenders, usage=usage, capacity=CAPACITY, charge=gpus(4)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["a3"]  # latest arrival first
+    assert (
+        accounting.reclaim_victims(
+            "b", queues=lenders, usage=usage, capacity=CAPACITY, charge=gpus(12)
+        )
+        is None
+    )
+    unreclaimable = dict(lenders, a=queue("a", reclaimable=False))
+    assert (
+        accounting.reclaim_victims(
+            "b", queues=unreclaimable, usage=usage, capacity=CAPACITY, charge=gpus(4)
+        )
+        is None
+    )
+
+
+def test_preemption_picks_lowest_priority_and_fewest_victims() -> None:
+    q = queue("q", capability={"nvidia.com/gpu": "16"})
+    usage = Usage(
+        [
+            adm("low-small", "q", priority=1, seq=1, **{"nvidia.com/gpu": "2"}),
+            adm("low-big", "q", priority=1, seq=2, **{"nvidia.com/gpu": "8"}),
+            adm("mid", "q", priority=5, seq=3, **{"nvidia.com/gpu": "6"}),
+            adm("high", "q", priority=50, seq=4, **{"nvidia.com/gpu": "0"}),
+        ]
+    )
+    victims = accounting.preemption_victims(q, usage=usage, charge=gpus(8), priority=10)
+    assert victims is not None and [v.ref.name for v in victims] == ["low-big"]
+    assert accounting.preemption_victims(q, usage=usage, charge=gpus(8), priority=1) is None

@@ -1,0 +1,379 @@
+"""The scheduling cycle end to end on small fleets: admission, order, gang, preemption, reclaim."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingStore
+from federation.quota.accounting import Usage
+from federation.scheduler import cycle
+from federation.settings import SchedulerSettings
+from policies.models.cluster import Cluster, NodeFlavor
+from tests.unit.scheduler.fleet import (
+    NOW,
+    cluster,
+    flavor,
+    frq,
+    job,
+    placed,
+    queue,
+    run,
+    workload,
+)
+
+
+def a100(nodes: int = 1, **kw: Any) -> NodeFlavor:
+    return flavor(chip="nvidia-a100-80gb", devices=8, cpu="96", memory="1Ti", nodes=nodes, **kw)
+
+
+def npu(nodes: int = 1, **kw: Any) -> NodeFlavor:
+    return flavor(
+        arch="arm64", chip="ascend-910b", devices=8, cpu="192", memory="1Ti", nodes=nodes, **kw
+    )
+
+
+def test_a_gang_goes_whole_to_one_cluster() -> None:
+    fleet = [cluster("small", flavor(nodes=1)), cluster("big", flavor(nodes=3))]
+    result = run(fleet, [job(workload("train", cpu="8", replicas=5))])
+    assert placed(result) == {"train": {"big": 5}}
+    [binding] = result.bindings
+    assert binding.status.phase == "Scheduled"
+    assert [(t.name, t.replicas, t.chip) for t in binding.spec.clusters] == [("big", 5, "amd64")]
+    assert binding.spec.hourly_cost is not None
+
+
+def test_pending_reason_names_the_closest_cluster() -> None:
+    fleet = [
+        cluster("bj-npu-1", npu(nodes=2, largest_devices=4, free_devices=8)),
+        cluster("bj-npu-2", npu(nodes=1, largest_devices=2, free_devices=2)),
+    ]
+    w = workload("big", gpus=8, resource="huawei.com/Ascend910", chips="ascend-910b")
+    result = run(fleet, [job(w)])
+    assert result.admitted == []
+    assert result.reasons["team/Job.batch/big"] == (
+        "no eligible cluster has a node with 8 free ascend-910b; best is bj-npu-1 with 4"
+    )
+    [binding] = result.bindings
+    assert binding.status.phase == "Pending" and binding.status.reason.startswith("no eligible")
+    assert result.pending.get(job(w).ref) is not None
+
+
+def test_static_filters_are_summarised_when_no_cluster_is_eligible() -> None:
+    fleet = [cluster("down", ready=False), cluster("cpu")]
+    result = run(fleet, [job(workload("gpu", gpus=1))])
+    assert result.reasons["team/Job.batch/gpu"] == (
+        "0/2 clusters are available: 1 filtered by chips, 1 filtered by health"
+    )
+
+
+def test_queue_at_capability_for_a_chip_stays_pending_with_the_numbers() -> None:
+    fleet = [cluster("gpu", a100(nodes=4))]
+    q = queue("ml-research", capability={"accelerator/nvidia-a100-80gb": "16"})
+    jobs = [job(workload(f"j{i}", gpus=8, queue="ml-research")) for i in range(3)]
+    result = run(fleet, jobs, queues=[q])
+    assert sorted(placed(result)) == ["j0", "j1"]
+    assert result.reasons["team/Job.batch/j2"] == (
+        "queue ml-research at capability for nvidia-a100-80gb: 16/16 (needs 8 more)"
+    )
+
+
+def test_namespace_quota_overall_counts_what_is_bound() -> None:
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    jobs = [job(workload(f"j{i}", cpu="4")) for i in range(3)]
+    result = run(fleet, jobs, quotas=[frq("team", cpu="8")])
+    assert sorted(placed(result)) == ["j0", "j1"]
+    assert (
+        "FederatedResourceQuota quota overall for cpu: 8/8" in result.reasons["team/Job.batch/j2"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        pytest.param("BestEffortFIFO", ["small"], id="a head that does not fit does not block"),
+        pytest.param("StrictFIFO", [], id="strict FIFO waits for its head"),
+    ],
+)
+def test_head_of_line(strategy: str, expected: list[str]) -> None:
+    fleet = [cluster("cpu", flavor(nodes=1))]
+    q = queue("q", dequeue_strategy=strategy)
+    jobs = [job(workload("huge", cpu="64", queue="q")), job(workload("small", cpu="1", queue="q"))]
+    result = run(fleet, jobs, queues=[q])
+    assert sorted(placed(result)) == expected
+    assert "huge" in {j.ref.name for j in result.pending.jobs()}
+
+
+def test_priority_then_fifo_decides_who_gets_the_last_slot() -> None:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="4"))]
+    jobs = [
+        job(workload("early-low", cpu="2")),
+        job(workload("late-high", cpu="2", priority=10)),
+        job(workload("late-low", cpu="2")),
+    ]
+    result = run(fleet, jobs)
+    assert [a.ref.name for a in result.admitted] == ["late-high", "early-low"]
+
+
+def test_fair_share_alternates_between_equal_queues() -> None:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
+    jobs = [job(workload(f"a{i}", cpu="2", queue="a")) for i in range(4)]
+    jobs += [job(workload(f"b{i}", cpu="2", queue="b")) for i in range(4)]
+    result = run(fleet, jobs, queues=[queue("a"), queue("b")])
+    assert [a.ref.name for a in result.admitted] == ["a0", "b0", "a1", "b1"]
+
+
+def test_weight_gives_a_queue_a_larger_share() -> None:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="12"))]
+    jobs = [job(workload(f"a{i}", cpu="2", queue="a")) for i in range(6)]
+    jobs += [job(workload(f"b{i}", cpu="2", queue="b")) for i in range(6)]
+    result = run(fleet, jobs, queues=[queue("a", weight=2), queue("b")])
+    names = [a.ref.name[0] for a in result.admitted]
+    assert names.count("a") == 4 and names.count("b") == 2
+
+
+def _full_cluster_with(low_priority: int) -> tuple[list[Cluster], Usage, snap.Snapshot]:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
+    first = run(
+        fleet,
+        [job(workload("low", cpu="8", queue="q", priority=low_priority))],
+        queues=[queue("q")],
+    )
+    assert placed(first) == {"low": {"cpu": 1}}
+    snapshot = snap.build(fleet, queues=[queue("q")], bindings=first.bindings)
+    # the monitor now reports the cluster full
+    busy = snapshot.free.copy()
+    busy[0, 0, 0] = 0
+    object.__setattr__(snapshot, "free", busy)
+    largest = snapshot.largest.copy()
+    largest[0, 0, 0] = 0
+    object.__setattr__(snapshot, "largest", largest)
+    return fleet, first.usage, snapshot
+
+
+@pytest.mark.parametrize(
+    ("enabled", "admitted"),
+    [
+        pytest.param(True, ["high"], id="higher priority evicts the lower one"),
+        pytest.param(False, [], id="preemption switched off"),
+    ],
+)
+def test_preemption_inside_a_queue(enabled: bool, admitted: list[str]) -> None:
+    fleet, usage, snapshot = _full_cluster_with(low_priority=1)
+    high = job(workload("high", cpu="8", queue="q", priority=100))
+    settings = SchedulerSettings(preemption=enabled)
+    result = run(fleet, [high], usage=usage, settings=settings, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == admitted
+    if enabled:
+        [(victim, reason)] = result.evicted
+        assert victim.ref.name == "low" and reason.startswith("preempted by team/Job.batch/high")
+        requeued = result.pending.get(victim.ref)
+        assert requeued is not None and requeued.reason == reason  # re-queued, never lost
+        assert "low" not in result.usage
+        statuses = {b.metadata.name: b.status.phase for b in result.bindings}
+        assert statuses == {"low": "Pending", "high": "Scheduled"}
+    else:
+        assert result.evicted == [] and result.usage.get(high.ref) is None
+
+
+def test_equal_priority_never_preempts() -> None:
+    fleet, usage, snapshot = _full_cluster_with(low_priority=100)
+    result = run(
+        fleet,
+        [job(workload("peer", cpu="8", queue="q", priority=100))],
+        usage=usage,
+        snapshot=snapshot,
+    )
+    assert result.admitted == [] and result.evicted == []
+
+
+@pytest.mark.parametrize(
+    ("enabled", "admitted"),
+    [
+        pytest.param(True, ["mine"], id="a queue under its guarantee reclaims what was lent"),
+        pytest.param(False, [], id="reclaim switched off"),
+    ],
+)
+def test_reclaim_across_queues(enabled: bool, admitted: list[str]) -> None:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
+    queues = [
+        queue("lender", guarantee={"cpu": "4"}),
+        queue("borrower", guarantee={"cpu": "4"}),
+    ]
+    # The lender is idle, so the borrower may use all 8 cores (4 borrowed).
+    loose = [queue("lender"), queue("borrower", guarantee={"cpu": "4"})]
+    jobs = [job(workload(f"b{i}", cpu="4", queue="borrower")) for i in range(2)]
+    first = run(fleet, jobs, queues=loose)
+    assert sorted(placed(first)) == ["b0", "b1"]
+    snapshot = snap.build(fleet, queues=queues, bindings=first.bindings)
+    settings = SchedulerSettings(reclaim=enabled)
+    mine = job(workload("mine", cpu="4", queue="lender"))
+    result = run(fleet, [mine], usage=first.usage, settings=settings, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == admitted
+    if enabled:
+        [(victim, reason)] = result.evicted
+        assert victim.ref.name == "b1" and reason.startswith("reclaimed by queue lender")
+        assert result.pending.get(victim.ref) is not None
+
+
+def test_affinity_groups_fall_back_in_order() -> None:
+    fleet = [cluster("primary", flavor(nodes=1, cpu="4")), cluster("backup", flavor(nodes=1))]
+    placement = {
+        "clusterAffinities": [
+            {"affinityName": "main", "clusterNames": ["primary"]},
+            {"affinityName": "dr", "clusterNames": ["backup"]},
+        ]
+    }
+    small = job(workload("small", cpu="2"), placement=placement)
+    large = job(workload("large", cpu="8"), placement=placement)
+    result = run(fleet, [small, large])
+    assert placed(result) == {"small": {"primary": 1}, "large": {"backup": 1}}
+
+
+def test_static_weights_divide_a_service() -> None:
+    fleet = [
+        cluster("a", flavor(nodes=4)),
+        cluster("b", flavor(nodes=4)),
+        cluster("c", flavor(nodes=4)),
+    ]
+    placement = {
+        "clusterAffinity": {"clusterNames": ["a", "b"]},
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["a"]}, "weight": 2},
+                    {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
+                ]
+            },
+        },
+    }
+    result = run(fleet, [job(workload("web", kind="Deployment", replicas=6), placement=placement)])
+    assert placed(result) == {"web": {"a": 4, "b": 2}}
+
+
+def test_duplicated_policy_runs_everything_everywhere() -> None:
+    fleet = [cluster("a"), cluster("b")]
+    placement = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    result = run(fleet, [job(workload("web", kind="Deployment", replicas=2), placement=placement)])
+    assert placed(result) == {"web": {"a": 2, "b": 2}}
+
+
+def test_a_gang_is_not_split_even_when_only_the_sum_would_fit() -> None:
+    fleet = [cluster("a", flavor(nodes=1)), cluster("b", flavor(nodes=1))]
+    placement = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Aggregated",
+        }
+    }
+    result = run(fleet, [job(workload("gang", cpu="8", replicas=4), placement=placement)])
+    assert result.admitted == []
+    assert result.reasons["team/Job.batch/gang"].startswith("no eligible cluster has room for 4")
+
+
+def test_cycle_is_pure_and_rewrites_only_changed_bindings() -> None:
+    fleet = [cluster("cpu", flavor(nodes=2))]
+    pending = PendingStore()
+    pending.add(job(workload("a")))
+    pending.add(job(workload("never", cpu="100")))
+    usage = Usage()
+    scheduler = cycle.Scheduler()
+    first = scheduler.run_cycle(snap.build(fleet), pending, usage, NOW)
+    assert len(pending) == 2 and len(usage) == 0  # inputs untouched
+    assert {b.metadata.name for b in first.bindings} == {"a", "never"}
+    again = scheduler.run_cycle(
+        snap.build(fleet, bindings=first.bindings), first.pending, first.usage, NOW
+    )
+    assert again.bindings == []  # "never" is still pending for the same reason
+    assert again.reasons["team/Job.batch/never"] == first.reasons["team/Job.batch/never"]
+
+
+def test_a_finished_job_releases_its_usage_for_the_next_in_line() -> None:
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="4"))]
+    q = queue("q", capability={"cpu": "4"})
+    first = run(
+        fleet,
+        [job(workload("a", cpu="4", queue="q")), job(workload("b", cpu="4", queue="q"))],
+        queues=[q],
+    )
+    assert sorted(placed(first)) == ["a"]
+    usage = cycle.release(first.usage, [job(workload("a")).ref])
+    result = cycle.Scheduler().run_cycle(snap.build(fleet, queues=[q]), first.pending, usage, NOW)
+    assert sorted(placed(result)) == ["b"]
+
+
+def test_binding_explains_the_choice() -> None:
+    fleet = [
+        cluster("cheap", flavor(), cpu_price="0.01"),
+        cluster("dear", flavor(), cpu_price="0.09"),
+        cluster("down", ready=False),
+    ]
+    result = run(fleet, [job(workload("w"))])
+    [binding] = result.bindings
+    chosen = [v for v in binding.spec.explanation if v.selected]
+    assert [v.cluster for v in chosen] == ["cheap"] and chosen[0].scores["cost"] == 100
+    assert [v.cluster for v in binding.spec.explanation] == ["cheap", "dear"]
+    assert binding.spec.filtered_summary == {"health": 1}
+
+
+def test_two_queues_over_three_members_admit_in_order_and_within_limits() -> None:
+    fleet = [cluster(f"member-{i}", flavor(nodes=4, cpu="16")) for i in range(3)]  # 192 cores
+    queues = [
+        queue("research", capability={"cpu": "96"}),
+        queue("prod", weight=2, capability={"cpu": "128"}),
+    ]
+    jobs = []
+    for i in range(200):
+        q = "research" if i % 2 else "prod"
+        jobs.append(job(workload(f"{q}-{i:03d}", cpu="2", queue=q, priority=i % 7), seq=i + 1))
+    result = run(fleet, jobs, queues=queues, settings=SchedulerSettings(cycle_batch=1000))
+    by_queue: dict[str, list[str]] = {"research": [], "prod": []}
+    for admission in result.admitted:
+        by_queue[admission.queue].append(admission.ref.name)
+    # Nothing over a queue's capability, and the weighted queue gets its larger share.
+    assert len(by_queue["prod"]) == 64 and len(by_queue["research"]) == 32
+    assert result.usage.queue_used("prod").amount("cpu") == 128_000
+    # Inside each queue: priority first, then arrival, and no job skipped a better one.
+    for name, admitted in by_queue.items():
+        expected = sorted((j for j in jobs if j.queue == name), key=lambda j: (-j.priority, j.seq))[
+            : len(admitted)
+        ]
+        assert admitted == [j.ref.name for j in expected]
+    # No member is over-committed.
+    per_cluster: dict[str, int] = {}
+    for admission in result.admitted:
+        for member, replicas in admission.placement.items():
+            per_cluster[member] = per_cluster.get(member, 0) + replicas * 2
+    assert all(cores <= 64 for cores in per_cluster.values())
+    assert len(result.pending) == 200 - 96
+
+
+def test_preemption_makes_room_under_the_queue_capability() -> None:
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    q = queue("q", capability={"cpu": "8"})
+    first = run(
+        fleet,
+        [
+            job(workload("low-a", cpu="4", queue="q", priority=1)),
+            job(workload("low-b", cpu="4", queue="q", priority=2)),
+        ],
+        queues=[q],
+    )
+    assert sorted(placed(first)) == ["low-a", "low-b"]
+    snapshot = snap.build(fleet, queues=[q], bindings=first.bindings)
+    high = job(workload("high", cpu="4", queue="q", priority=9))
+    result = run(fleet, [high], usage=first.usage, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == ["high"]
+    assert [v.ref.name for v, _ in result.evicted] == ["low-a"]  # the lowest, and only one
+
+
+def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    jobs = [job(workload(f"j{i}")) for i in range(5)]
+    result = run(fleet, jobs, settings=SchedulerSettings(cycle_batch=2))
+    assert result.decisions == 2 and len(result.admitted) == 2
+    assert sorted(j.ref.name for j in result.pending.jobs()) == ["j2", "j3", "j4"]
+    assert all(j.reason == "" for j in result.pending.jobs())

@@ -1,0 +1,178 @@
+"""`fedctl plan`: offline what-if placement from files against a simulator profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from federation.cli import main
+from federation.scheduler import offline, plan
+
+PROFILE = """
+clusters:
+  - name: us-a100
+    region: us-east
+    zone: us-east-1a
+    provider: aws
+    nodePools:
+      - {name: gpu, count: 1, arch: amd64, cpu: "96", memory: 1152Gi,
+         accelerators: [{model: nvidia-a100-80gb, resourceName: nvidia.com/gpu, countPerNode: 8}]}
+    prices:
+      onDemand: {cpuCoreHour: 0.05, memoryGiBHour: 0.005, acceleratorHour: {nvidia-a100-80gb: 3.0}}
+  - name: bj-npu-1
+    region: cn-north
+    nodePools:
+      - {name: npu, count: 1, arch: arm64, cpu: "192", memory: 1536Gi,
+         accelerators: [{model: ascend-910b, resourceName: huawei.com/Ascend910, countPerNode: 8}]}
+    prices:
+      onDemand: {cpuCoreHour: 0.03, memoryGiBHour: 0.004, acceleratorHour: {ascend-910b: 2.0}}
+generate:
+  - namePrefix: cpu
+    count: 2
+    regions: [{region: eu-west, zones: [eu-west-1a]}]
+    templates:
+      - nodePools: [{name: m, count: 2, arch: amd64, cpu: "16", memory: 64Gi}]
+        prices: {onDemand: {cpuCoreHour: 0.04, memoryGiBHour: 0.005}}
+"""
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  annotations: {fedctl.io/expected-duration: 2h}
+spec:
+  template:
+    spec:
+      containers:
+        - name: t
+          image: trainer
+          resources: {requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "8"}}
+"""
+
+POLICY = """
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: train, namespace: ml}
+spec:
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: train}]
+  placement:
+    clusterAffinity: {exclude: [cpu-001]}
+  fedctl:
+    chips: [nvidia-a100-80gb, ascend-910b]
+"""
+
+TOO_BIG = JOB.replace("name: train", "name: huge").replace(
+    'nvidia.com/gpu: "8"', 'nvidia.com/gpu: "16"'
+)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in {"profile": PROFILE, "job": JOB, "policy": POLICY, "huge": TOO_BIG}.items():
+        out[name] = tmp_path / f"{name}.yaml"
+        out[name].write_text(text)
+    return out
+
+
+def test_profile_is_read_without_the_simulator(files: dict[str, Path]) -> None:
+    clusters = offline.load(files["profile"])
+    assert [c.name for c in clusters] == ["us-a100", "bj-npu-1", "cpu-000", "cpu-001"]
+    gpu = clusters[0].status
+    assert (
+        gpu is not None and gpu.ready() and gpu.flavors[0].accelerator_model == "nvidia-a100-80gb"
+    )
+    assert clusters[2].spec.zone == "eu-west-1a"
+
+
+def test_plan_text_lists_every_cluster_then_division_chip_and_cost(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main.main(
+        [
+            "plan",
+            "-f",
+            str(files["job"]),
+            "-f",
+            str(files["policy"]),
+            "--clusters",
+            str(files["profile"]),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "workload ml/Job.batch/train  policy: train"
+    assert any(
+        line.split()[:2] == ["cpu-001", "unschedulable"] and "affinity: excluded by name" in line
+        for line in lines
+    )
+    assert any(
+        line.split()[:2] == ["cpu-000", "unschedulable"] and "chips: no node flavor" in line
+        for line in lines
+    )
+    assert any(line.split()[:2] == ["us-a100", "ok"] and "cost=" in line for line in lines)
+    assert "place 1 replica(s) on" in out and "total cost" in out
+
+
+def test_plan_json_and_pending_exit_code(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main.main(
+        ["plan", "-f", str(files["huge"]), "--clusters", str(files["profile"]), "-o", "json"]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == plan_cmd_pending()
+    [entry] = doc
+    assert entry["scheduled"] is False and entry["policy"] is None
+    assert entry["reason"] == (
+        "no eligible cluster has a node with 16 free nvidia.com/gpu; best is us-a100 with 8"
+    )
+    assert {c["cluster"]: c["plugin"] for c in entry["clusters"]}["us-a100"] == "capacity"
+
+
+def plan_cmd_pending() -> int:
+    from federation.cli import plan_cmd
+
+    return plan_cmd.EXIT_PENDING
+
+
+def test_plan_live_says_not_yet(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main.main(["plan", "-f", str(files["job"]), "--live"]) == 1
+    assert "--live is not available yet" in capsys.readouterr().err
+
+
+def test_claim_prefers_namespaced_then_priority_then_specific_selector() -> None:
+    from policies.loading import load_text
+
+    docs = load_text(
+        JOB
+        + "---"
+        + POLICY
+        + """---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: everything}
+spec:
+  priority: 100
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job}]
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all-jobs, namespace: ml}
+spec:
+  priority: 5
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job}]
+"""
+    )
+    models = [o.model for o in docs.objects]
+    workload, policies = models[0], models[1:]
+    chosen = plan.claim(workload, policies)  # type: ignore[arg-type]
+    assert chosen is not None and chosen.metadata.name == "all-jobs"  # namespaced, higher priority
+    same_priority = [p for p in policies if p.metadata.name != "all-jobs"]
+    chosen = plan.claim(workload, same_priority)  # type: ignore[arg-type]
+    assert chosen is not None and chosen.metadata.name == "train"
