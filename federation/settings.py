@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from federation import errors
 
 __all__ = [
     "ApiSettings",
@@ -194,4 +196,13 @@ def from_env(environ: dict[str, str] | None = None, **overrides: Any) -> Setting
             data.setdefault(group, {})[field] = parsed
     for group, values in overrides.items():
         data.setdefault(group, {}).update(values)
-    return Settings.model_validate(data)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            f"FEDCTL_{str(e['loc'][0]).upper()}__{str(e['loc'][1]).upper()}: {e['msg']}"
+            if len(e["loc"]) >= 2
+            else f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+            for e in exc.errors()
+        ]
+        raise errors.Invalid("invalid settings: " + "; ".join(problems), findings=problems) from exc

@@ -123,6 +123,9 @@ def openapi_document() -> dict[str, Any]:
         paths[item] = item_ops
     paths[base + "/apply"] = {"post": _op("validate every document, then create or update each")}
     paths[base + "/validate"] = {"post": _op("findings for a YAML body; stores nothing")}
+    paths[base + "/plan"] = {
+        "post": _op("what-if placement and diff for a YAML body; stores nothing")
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "fedctl", "version": "v1alpha1"},

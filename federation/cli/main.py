@@ -80,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["debug", "info", "warning", "error"],
         help="log verbosity (env FEDCTL_LOG_LEVEL; default %(default)s)",
     )
-    parser.add_argument("--log-json", action="store_true", help="write logs as JSON lines")
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        default=os.environ.get("FEDCTL_LOG_JSON", "").lower() in ("1", "true", "yes"),
+        help="write logs as JSON lines (env FEDCTL_LOG_JSON)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)

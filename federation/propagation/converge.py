@@ -124,7 +124,12 @@ class WorkloadSync:
         plugin = interpreter.for_kind(workload.api_version, workload.kind)
         divisible = plugin.replicas(workload.to_wire()) is not None
         targets = {t.name: t for t in binding.spec.clusters if t.replicas > 0 or not divisible}
-        evicting = {task.cluster for task in binding.spec.eviction_tasks} - set(targets)
+        # Directly-purged copies go at once; graceful and Never tasks keep theirs meanwhile.
+        evicting = {
+            task.cluster
+            for task in binding.spec.eviction_tasks
+            if task.purge_mode not in ("Directly", "Immediately")
+        } - set(targets)
         return workload, stored, targets, evicting
 
     # -- one pass ----------------------------------------------------------------------------
