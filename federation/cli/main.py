@@ -63,7 +63,23 @@ def configure_logging(level: str, *, json_logs: bool) -> None:
     root.setLevel(level.upper())
 
 
-def build_parser() -> argparse.ArgumentParser:
+_VALUED_GLOBALS = {"--etcd", "--log-level"}
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command word of `argv`, skipping global options and their values."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUED_GLOBALS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fedctl",
         description="Multi-cluster federation for heterogeneous fleets.",
@@ -89,7 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    wanted = _command_in(sys.argv[1:] if argv is None else argv)
     for entry in importlib.metadata.entry_points(group="fedctl.commands"):
+        if wanted != entry.name:
+            # Plugin command groups (the simulator) are imported only when used, so every
+            # other command starts fast; `fedctl NAME --help` shows their full help.
+            sub.add_parser(entry.name, help=f"{entry.name} commands (fedctl {entry.name} --help)")
+            continue
         try:
             entry.load()(sub)
         except (ImportError, AttributeError) as exc:
@@ -98,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     configure_logging(args.log_level, json_logs=args.log_json)
     func: Callable[[argparse.Namespace], Any] | None = getattr(args, "func", None)
