@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "federation.cli.objects_cmd",
     "federation.cli.controller_cmd",
     "federation.cli.up_cmd",
+    "federation.cli.cluster_cmd",
     "federation.cli.drill_cmd",
 )
 

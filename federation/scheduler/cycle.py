@@ -81,6 +81,7 @@ class Scheduler:
             settings=self.settings,
             device_resources=snapshot.device_resources,
             previous=previous.placement() if previous is not None else None,
+            evicting=[t.cluster for t in previous.spec.eviction_tasks] if previous else (),
         )
         self._requests[id(job)] = request
         return request

@@ -103,6 +103,8 @@ class JobRequest:
     shape: tuple[object, ...]
     """What capacity and price per pod depend on (pod, chips, arches, capacity type): jobs
     that differ only in replicas, duration or affinity share their per-cluster capacity view."""
+    evicting: frozenset[str] = frozenset()
+    """Clusters the workload is being evicted from (the Binding's eviction tasks): refused."""
 
     @property
     def affinity(self) -> ClusterAffinity:
@@ -141,6 +143,7 @@ def request_for(
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
     previous: Mapping[str, int] | None = None,
+    evicting: Iterable[str] = (),
 ) -> JobRequest:
     """Read a pending workload into a `JobRequest` (done once per workload and policy)."""
     workload = job.workload
@@ -193,6 +196,7 @@ def request_for(
         strategy,
         single,
         bool(previous),
+        tuple(sorted(set(evicting))),
         0,
     )
     return JobRequest(
@@ -217,6 +221,7 @@ def request_for(
         previous=dict(previous or {}),
         signature=signature,
         shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
+        evicting=frozenset(evicting),
     )
 
 

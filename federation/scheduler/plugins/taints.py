@@ -47,6 +47,8 @@ class Taints:
     def filter(
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
+        if cluster.name in job.evicting:
+            return fw.Verdict.unschedulable("being evicted from this cluster (failover)")
         hosting = cluster.name in job.previous
         for taint in cluster.taints:
             if taint.effect == "PreferNoSchedule" or tolerates(job.tolerations, taint):
@@ -58,7 +60,7 @@ class Taints:
         return fw.Verdict.success()
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
-        if not state.snapshot.tainted:
+        if not state.snapshot.tainted and not job.evicting:
             return np.ones(len(rows), dtype=bool)
         clusters = state.snapshot.clusters
         return np.array(

@@ -1,0 +1,290 @@
+"""`fedctl cluster join|unjoin|list|describe|taint|cordon|uncordon`: members, by the API.
+
+`join` connects to the member first (kubeconfig, readiness) and refuses one it cannot
+reach, saying why, unless `--no-verify`: a cluster registered with a typo in its context
+would otherwise sit NotReady with nobody knowing it never worked. Cordon is a fedctl taint
+(`cluster.fedctl.io/cordoned:NoSchedule`), so the scheduler, failover and the dashboard
+see it like any other taint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from federation import errors
+
+__all__ = ["CORDON_KEY", "parse_price", "parse_taint", "register"]
+
+CORDON_KEY = "cluster.fedctl.io/cordoned"
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server",
+        default=os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080"),
+        help="controller API URL (env FEDCTL_SERVER)",
+    )
+    parser.add_argument("--token", default=None, help="bearer token (env FEDCTL_TOKEN)")
+
+
+def register(sub: Any) -> None:
+    cluster = sub.add_parser("cluster", help="join, inspect, taint and cordon member clusters")
+    verbs = cluster.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    join = verbs.add_parser("join", help="register a member (connects to it first)")
+    join.add_argument("name", nargs="?", help="cluster name (or give -f)")
+    join.add_argument("-f", "--filename", action="append", help="Cluster objects to join")
+    join.add_argument("--kubeconfig", help="kubeconfig file of the member")
+    join.add_argument("--context", help="kubeconfig context (default: the current one)")
+    join.add_argument("--inline", action="store_true", help="store the kubeconfig in the registry")
+    join.add_argument("--region", help="region, e.g. eu-west")
+    join.add_argument("--zone")
+    join.add_argument("--provider")
+    join.add_argument("--label", action="append", default=[], metavar="K=V")
+    join.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
+    join.add_argument("--price", action="append", default=[], metavar="RESOURCE=PER_HOUR",
+                      help="cpu=0.04, memory=0.005, nvidia-a100-80gb=3.1 (on-demand)")  # fmt: skip
+    join.add_argument("--no-verify", action="store_true", help="do not connect first")
+    _server(join)
+    join.set_defaults(func=_join)
+
+    verbs_help = (
+        ("unjoin", "remove a member from the federation"),
+        ("describe", "conditions, node flavors, APIs, taints, prices"),
+    )
+    for verb, helptext in verbs_help:
+        p = verbs.add_parser(verb, help=helptext)
+        p.add_argument("name")
+        _server(p)
+        p.set_defaults(func=_unjoin if verb == "unjoin" else _describe)
+
+    listing = verbs.add_parser("list", help="members with chips, readiness, capacity, $/h")
+    _server(listing)
+    listing.set_defaults(func=_list)
+
+    taint = verbs.add_parser("taint", help="add K[=V]:EFFECT or remove K- (or K:EFFECT-)")
+    taint.add_argument("name")
+    taint.add_argument("taints", nargs="+")
+    _server(taint)
+    taint.set_defaults(func=_taint)
+
+    for verb in ("cordon", "uncordon"):
+        p = verbs.add_parser(verb, help=f"{verb} a member: no new placements (NoSchedule)")
+        p.add_argument("name")
+        _server(p)
+        p.set_defaults(func=_cordon if verb == "cordon" else _uncordon)
+
+
+def parse_taint(text: str) -> dict[str, str]:
+    """`key[=value]:Effect` → a taint dict; raises Invalid naming the bad part."""
+    body, sep, effect = text.rpartition(":")
+    if not sep or effect not in _EFFECTS:
+        raise errors.Invalid(f"taint {text!r}: expected KEY[=VALUE]:EFFECT with EFFECT one of "
+                             f"{', '.join(_EFFECTS)}")  # fmt: skip
+    key, _, value = body.partition("=")
+    if not key:
+        raise errors.Invalid(f"taint {text!r}: the key is empty")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def parse_price(text: str) -> tuple[str, str]:
+    """`RESOURCE=PER_HOUR` → (resource, price); raises Invalid naming the bad part."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep or not name or float(value) < 0:
+            raise ValueError(value)
+    except ValueError as exc:
+        raise errors.Invalid(
+            f"price {text!r}: expected RESOURCE=PER_HOUR with a non-negative number"
+        ) from exc
+    return name, value
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from federation.cli import client
+
+    return client.ApiClient(args.server, token=args.token)
+
+
+def _spec_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.region:
+        raise errors.Invalid("cluster join NAME needs --region (or give -f FILE)")
+    if not args.kubeconfig:
+        raise errors.Invalid("cluster join NAME needs --kubeconfig FILE")
+    path = os.path.abspath(os.path.expanduser(args.kubeconfig))
+    connection: dict[str, Any] = {"context": args.context} if args.context else {}
+    if args.inline:
+        with open(path, encoding="utf-8") as handle:
+            connection["kubeconfig"] = handle.read()
+    else:
+        connection["kubeconfigPath"] = path
+    spec: dict[str, Any] = {"region": args.region, "connection": connection}
+    if args.zone:
+        spec["zone"] = args.zone
+    if args.provider:
+        spec["provider"] = args.provider
+    if args.taint:
+        spec["taints"] = [parse_taint(t) for t in args.taint]
+    if args.price:
+        table: dict[str, Any] = {"accelerators": {}}
+        for name, value in (parse_price(p) for p in args.price):
+            if name in ("cpu", "memory"):
+                table[name] = value
+            else:
+                table["accelerators"][name] = value
+        spec["prices"] = {"onDemand": table}
+    return spec
+
+
+def _models(args: argparse.Namespace) -> list[Any]:
+    from policies import loading
+    from policies.models.cluster import Cluster
+
+    if args.filename:
+        result = loading.load_paths(args.filename)
+        for finding in result.findings:
+            print(str(finding), file=sys.stderr)
+        if result.errors:
+            raise errors.Invalid(f"{len(result.errors)} error(s) in the input; nothing joined")
+        found = [o.model for o in result.objects if isinstance(o.model, Cluster)]
+        if len(found) != len(result.objects):
+            raise errors.Invalid("cluster join -f takes only Cluster objects")
+        return found
+    if not args.name:
+        raise errors.Invalid("cluster join needs NAME or -f FILE")
+    labels = dict(label.split("=", 1) for label in args.label if "=" in label)
+    doc = {
+        "apiVersion": "fedctl.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": args.name, "labels": labels},
+        "spec": _spec_from_flags(args),
+    }
+    checked = loading.validate_document(doc, filename="<flags>")
+    if checked.model is None:
+        raise errors.Invalid("; ".join(str(f) for f in checked.findings))
+    return [checked.model]
+
+
+async def _verify(cluster: Any) -> None:
+    from clusters.kube import connector
+
+    conn = await connector.connect(cluster.metadata.name, cluster.spec.connection)
+    try:
+        probe = await conn.ready(timeout=10)
+        if not probe.ok:
+            raise errors.Invalid(
+                f"cluster {cluster.metadata.name} is not reachable: {probe.message} "
+                "(fix the kubeconfig or context, or join with --no-verify)"
+            )
+        version = await conn.version()
+    finally:
+        await conn.close()
+    print(f"cluster {cluster.metadata.name}: reachable, Kubernetes {version}")
+
+
+async def _join(args: argparse.Namespace) -> int:
+    models = _models(args)
+    if not args.no_verify:
+        for model in models:
+            await _verify(model)
+    async with _client(args) as api:
+        answer = await api.request("POST", "apply", body={"items": [m.to_wire() for m in models]})
+    for item in answer["results"]:
+        verb = {"created": "joined", "configured": "updated", "unchanged": "unchanged"}
+        print(f"cluster {item['name']} {verb.get(item['result'], item['result'])}")
+    return 0
+
+
+async def _unjoin(args: argparse.Namespace) -> int:
+    async with _client(args) as api:
+        await api.request("DELETE", f"clusters/{args.name}")
+    print(f"cluster {args.name} unjoined")
+    return 0
+
+
+async def _fetch(args: argparse.Namespace, api: Any, name: str) -> tuple[Any, Any]:
+    from policies.models.cluster import Cluster, ClusterStatus
+
+    doc = await api.request("GET", f"clusters/{name}")
+    status = doc.pop("status", None)
+    return Cluster.model_validate(doc), (ClusterStatus.model_validate(status) if status else None)
+
+
+async def _list(args: argparse.Namespace) -> int:
+    from federation.monitor import summary
+    from policies.models.cluster import Cluster, ClusterStatus
+
+    async with _client(args) as api:
+        listed = await api.request("GET", "clusters")
+    rows = []
+    for doc in listed["items"]:
+        status = doc.pop("status", None)
+        cluster = Cluster.model_validate(doc)
+        rows.append(summary.row(cluster, ClusterStatus.model_validate(status) if status else None))
+    if not rows:
+        print("No clusters joined. Try: fedctl cluster join NAME --kubeconfig FILE --region R",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    print(summary.table(rows))
+    return 0
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    from federation.monitor import summary
+
+    async with _client(args) as api:
+        cluster, status = await _fetch(args, api, args.name)
+    print(summary.describe(cluster, status))
+    return 0
+
+
+async def _edit_taints(args: argparse.Namespace, add: list[dict[str, str]], drop: set[str]) -> None:
+    async with _client(args) as api:
+        doc = await api.request("GET", f"clusters/{args.name}")
+        doc.pop("status", None)
+        spec = doc.setdefault("spec", {})
+        taints = [t for t in spec.get("taints", []) if _taint_id(t) not in drop]
+        for new in add:
+            taints = [t for t in taints if (t["key"], t["effect"]) != (new["key"], new["effect"])]
+            taints.append(new)
+        spec["taints"] = taints
+        await api.request("PUT", f"clusters/{args.name}", body=doc)
+
+
+def _taint_id(taint: dict[str, str]) -> str:
+    return f"{taint['key']}:{taint['effect']}"
+
+
+async def _taint(args: argparse.Namespace) -> int:
+    add, drop = [], set()
+    async with _client(args) as api:
+        current = await api.request("GET", f"clusters/{args.name}")
+    existing = current.get("spec", {}).get("taints", [])
+    for text in args.taints:
+        if text.endswith("-"):
+            key = text[:-1]
+            matches = {_taint_id(t) for t in existing if key in (t["key"], _taint_id(t))}
+            if not matches:
+                raise errors.NotFound(f"taint {key!r} on cluster {args.name}")
+            drop |= matches
+        else:
+            add.append(parse_taint(text))
+    await _edit_taints(args, add, drop)
+    print(f"cluster {args.name} tainted")
+    return 0
+
+
+async def _cordon(args: argparse.Namespace) -> int:
+    await _edit_taints(args, [{"key": CORDON_KEY, "value": "", "effect": "NoSchedule"}], set())
+    print(f"cluster {args.name} cordoned")
+    return 0
+
+
+async def _uncordon(args: argparse.Namespace) -> int:
+    await _edit_taints(args, [], {f"{CORDON_KEY}:NoSchedule"})
+    print(f"cluster {args.name} uncordoned")
+    return 0

@@ -1,0 +1,298 @@
+"""The scheduling loop inside `fedctl controller`: registry watches in, Bindings out.
+
+Fed by list+watch mirrors of workloads, policies (queues, quotas, propagation policies),
+clusters, cluster statuses, Bindings and workload statuses; feeds the registry with the
+Bindings each cycle decides (through the binder, fenced by the election guards so a deposed
+leader cannot write). The propagator and failover read those Bindings in turn.
+
+Why a debounced, whole-view cycle: a change only marks work (STYLE.md §7: watches feed
+queues); a burst of changes - 200 jobs applied at once, a monitor refreshing every cluster -
+becomes one cycle a few tens of milliseconds later. Each cycle rebuilds what it must
+consider from the cache (`reconcile`): Scheduled Bindings are the admissions, so a restart
+never admits twice, and jobs already placed are left alone unless their workload, policy or
+clusters changed or failover evicted them. Workloads finishing or deleted free their share
+and the cycle that follows at once reconsiders the jobs waiting behind them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from federation import clock as clock_mod
+from federation import errors
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingStore
+from federation.quota import accounting
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.scheduler import binder as binder_mod
+from federation.scheduler import cycle, reconcile
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding, WorkloadReference
+from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.frq import FederatedResourceQuota
+from policies.models.propagation import (
+    ClusterPropagationPolicy,
+    FedctlClusterPropagationPolicy,
+    FedctlPropagationPolicy,
+    PropagationPolicy,
+)
+from policies.models.queue import Queue
+from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
+
+__all__ = ["SchedulerLoop"]
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+_POLICY_TYPES = (
+    PropagationPolicy,
+    ClusterPropagationPolicy,
+    FedctlPropagationPolicy,
+    FedctlClusterPropagationPolicy,
+)
+
+
+class DecisionMetrics(Protocol):
+    def observe_decision(self, seconds: float) -> None: ...
+
+
+class _Mirror(Generic[M]):
+    """Objects under `prefix` by key; `on_change(old, new)` after every change."""
+
+    def __init__(
+        self,
+        typed: codec.TypedStore[M],
+        prefix: str,
+        on_change: Callable[[M | None, M | None], None],
+    ) -> None:
+        self.typed, self.prefix, self._on_change = typed, prefix, on_change
+        self.items: dict[str, codec.Stored[M]] = {}
+        self._revision = 0
+
+    async def load(self) -> None:
+        listed = await self.typed.list(self.prefix)
+        self.items = {item.key: item for item in listed.items}
+        self._revision = listed.revision + 1
+
+    async def run(self) -> None:
+        async for event in self.typed.watch(self.prefix, start_revision=self._revision):
+            if isinstance(event, codec.Put):
+                old = self.items.get(event.item.key)
+                self.items[event.item.key] = event.item
+                self._on_change(old.obj if old else None, event.item.obj)
+            elif isinstance(event, codec.Deleted):
+                gone = self.items.pop(event.key, None)
+                self._on_change(gone.obj if gone else None, None)
+            else:
+                self.items = {item.key: item for item in event.items}
+                self._on_change(None, None)
+
+    def objects(self) -> list[M]:
+        return [item.obj for item in self.items.values()]
+
+
+def _ref(w: WorkloadReference) -> keys.WorkloadRef:
+    return keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
+
+
+def _binding_changed(old: Binding | None, new: Binding | None) -> bool:
+    """Only what others do to Bindings matters: failover's evictions and deletions."""
+    if new is None:
+        return True
+    return new.status.phase == "Pending" and new.status.reason.startswith("Evicted from")
+
+
+def _finished_changed(old: WorkloadStatus | None, new: WorkloadStatus | None) -> bool:
+    was = old is not None and old.phase in reconcile.FINISHED
+    return was != (new is not None and new.phase in reconcile.FINISHED)
+
+
+class SchedulerLoop:
+    """Runs cycles while leading; `run()` is started and cancelled by the election."""
+
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        settings: SchedulerSettings,
+        clock: clock_mod.Clock,
+        guards: Callable[[], Sequence[st.Guard]] | None = None,
+        metrics: DecisionMetrics | None = None,
+        debounce: float = 0.05,
+    ) -> None:
+        self.store, self.settings, self.clock = store, settings, clock
+        self.guards, self.metrics, self.debounce = guards, metrics, debounce
+        self.scheduler = cycle.Scheduler(settings)
+        obj = objects.ObjectCodec()
+        self.workloads = _Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
+        self.policies = _Mirror(codec.TypedStore(store, obj), keys.prefix("policies"), self._any)
+        self.clusters = _Mirror(
+            codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"), self._any
+        )
+        self.statuses = _Mirror(
+            codec.TypedStore(store, codec.Codec(ClusterStatus)),
+            keys.prefix("clusterstatus"),
+            self._any,
+        )
+        self.bindings = _Mirror(
+            codec.TypedStore(store, codec.Codec(Binding)), keys.prefix("bindings"), self._evicted
+        )
+        self.results = _Mirror(
+            codec.TypedStore(store, codec.Codec(WorkloadStatus)),
+            keys.prefix("workloadstatus"),
+            self._finished,
+        )
+        self._mirrors: tuple[_Mirror[Any], ...] = (
+            self.workloads,
+            self.policies,
+            self.clusters,
+            self.statuses,
+            self.bindings,
+            self.results,
+        )
+        self._dirty = asyncio.Event()
+        self._urgent = False
+        self._fingerprints: dict[str, str] = {}
+        self._written: dict[str, tuple[int, Binding | None]] = {}
+        self.cycles = 0
+        self.last: cycle.CycleResult | None = None
+        self.ready = asyncio.Event()
+
+    # -- change marking (watch callbacks: cheap, no I/O)
+
+    def _any(self, old: object, new: object) -> None:
+        self._dirty.set()
+
+    def _evicted(self, old: Binding | None, new: Binding | None) -> None:
+        if _binding_changed(old, new):
+            self._dirty.set()
+
+    def _finished(self, old: WorkloadStatus | None, new: WorkloadStatus | None) -> None:
+        if _finished_changed(old, new):
+            self._urgent = True  # freed share: reconsider the waiting jobs at once
+            self._dirty.set()
+
+    # -- the loop
+
+    async def run(self) -> None:
+        """Load the mirrors, then cycle after each (debounced) change, until cancelled."""
+        self._written.clear()
+        self._fingerprints.clear()
+        guards = tuple(self.guards()) if self.guards is not None else ()
+        binder = binder_mod.Binder(self.store, guards=guards)
+        for mirror in self._mirrors:
+            await mirror.load()
+        await binder.load()
+        self._dirty.set()
+        async with asyncio.TaskGroup() as group:
+            for mirror in self._mirrors:
+                group.create_task(mirror.run(), name=f"scheduler-watch-{mirror.prefix}")
+            group.create_task(self._cycles(binder), name="scheduler-cycles")
+
+    async def _cycles(self, binder: binder_mod.Binder) -> None:
+        while True:
+            await self._dirty.wait()
+            if not self._urgent:
+                await self.clock.sleep(self.debounce)
+            self._dirty.clear()
+            self._urgent = False
+            try:
+                await self.cycle_once(binder)
+            except errors.Fenced:
+                raise
+            except errors.FedctlError as exc:  # a registry hiccup: the next change retries
+                log.warning("scheduling cycle failed: %s", exc)
+                await self.clock.sleep(self.debounce)
+                self._dirty.set()
+            self.ready.set()
+
+    def _binding_view(self) -> dict[str, Binding]:
+        """Bindings by workload ref: the mirror, overlaid with writes it has not seen yet."""
+        out: dict[str, Binding] = {}
+        for key, item in self.bindings.items.items():
+            out[key] = item.obj
+        for key, (revision, written) in list(self._written.items()):
+            seen = self.bindings.items.get(key)
+            if seen is not None and seen.revision >= revision:
+                del self._written[key]  # the watch caught up
+            elif written is None:
+                out.pop(key, None)
+            else:
+                out[key] = written
+        return {str(binder_mod.binding_ref(b)): b for b in out.values()}
+
+    async def cycle_once(self, binder: binder_mod.Binder) -> cycle.CycleResult:
+        """One cycle over the current cache; returns what it decided."""
+        started = self.clock.monotonic()
+        clusters = [i.obj for i in self.clusters.items.values()]
+        statuses = {key.rpartition("/")[2]: i.obj for key, i in self.statuses.items.items()}
+        for c in clusters:
+            if c.name not in statuses and c.status is not None:
+                statuses[c.name] = c.status
+        policies = self.policies.objects()
+        bindings = self._binding_view()
+        snapshot = snap.build(
+            clusters,
+            statuses=statuses,
+            queues=[p for p in policies if isinstance(p, Queue)],
+            quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
+            bindings=bindings.values(),
+        )
+        work = reconcile.reconcile(
+            workloads={
+                str(reconcile.ref_of(i.obj)): reconcile.Entry(i.obj, i.create_revision)
+                for i in self.workloads.items.values()
+                if isinstance(i.obj, Workload)
+            },
+            bindings=bindings,
+            phases={str(_ref(i.obj.workload)): i.obj.phase for i in self.results.items.values()},
+            policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
+            clusters=[c.name for c in clusters],
+            fingerprints=self._fingerprints,
+            settings=self.settings,
+            device_resources=snapshot.device_resources,
+        )
+        pending = PendingStore()
+        for job in work.pending:
+            pending.add(job)
+        result = self.scheduler.run_cycle(
+            snapshot, pending, accounting.Usage(work.admitted), self.clock.now()
+        )
+        self._fingerprints = dict(work.fingerprints)
+        for admission in result.admitted:
+            self._fingerprints[str(admission.ref)] = reconcile.fingerprint(admission.job)  # type: ignore[arg-type]
+        for victim, _ in result.evicted:
+            self._fingerprints.pop(str(victim.ref), None)
+        await self._write(binder, result.bindings, work.stale)
+        self.cycles += 1
+        self.last = result
+        if self.metrics is not None and result.decisions:
+            elapsed = self.clock.monotonic() - started
+            for _ in range(result.decisions):
+                self.metrics.observe_decision(elapsed / result.decisions)
+        return result
+
+    async def _write(
+        self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]
+    ) -> None:
+        if bindings:
+            report = await binder.write(bindings)
+            for b in bindings:
+                key = keys.binding_key(binder_mod.binding_ref(b))
+                entry = binder._known.get(key)  # the revision the write got
+                if entry is not None:
+                    self._written[key] = entry
+            log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
+        for key in stale:
+            try:
+                deleted = await self.store.commit([st.Delete(key)], guards=binder.guards)
+            except errors.NotFound:
+                continue
+            self._written[key] = (deleted.revision, None)
+            binder._known.pop(key, None)

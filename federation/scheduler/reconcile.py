@@ -1,0 +1,172 @@
+"""What the next scheduling cycle must consider, read from the loop's registry cache.
+
+Fed by the scheduling loop's mirrors (workloads with their creation revisions, Bindings,
+workload statuses, policies, cluster names) and the fingerprints of what was admitted;
+feeds `Scheduler.run_cycle` with the pending jobs and the admitted usage, and the loop with
+the Bindings to delete. Pure, so the rules below are unit-tested without a registry.
+
+Why rebuild from the cache rather than keep a running tally: the stored Scheduled Bindings
+ARE the admissions. Rebuilding usage from them makes a restart (or a new leader) count
+exactly what is bound - never admitting a job twice - and a finished or deleted workload
+releases its share simply by no longer being counted.
+
+The rules, per workload:
+ - status phase Succeeded/Failed  -> finished: not pending, not counted.
+ - Scheduled Binding, same workload and policy as when admitted, every cluster still known
+                                   -> admitted: counted in usage, left alone.
+ - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
+   policy change, a cluster gone)  -> pending: the cycle places it (again).
+A Binding whose workload is gone is deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from federation.queue.pending import PendingJob
+from federation.quota import accounting
+from federation.registry import keys
+from federation.resources import ResourceList
+from federation.scheduler import framework as fw
+from federation.scheduler import plan
+from federation.scheduler.plugins import quota
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding
+from policies.models.workload import Workload
+
+__all__ = ["FINISHED", "Entry", "Work", "fingerprint", "reconcile", "ref_of"]
+
+FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored workload: the object and its creation revision (its FIFO arrival)."""
+
+    workload: Workload
+    created: int
+
+
+@dataclass
+class Work:
+    """What the cycle gets (pending, admitted) and what the loop tidies (stale Bindings)."""
+
+    pending: list[PendingJob] = field(default_factory=list)
+    admitted: list[accounting.Admission] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    """Binding keys whose workload was deleted."""
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    """ref -> fingerprint of every admitted workload (adopted for Bindings found at start)."""
+
+
+def ref_of(workload: Workload) -> keys.WorkloadRef:
+    return keys.WorkloadRef(
+        workload.namespace,
+        keys.kind_segment(workload.api_version, workload.kind),
+        workload.metadata.name,
+    )
+
+
+def fingerprint(job: PendingJob) -> str:
+    """What a placement depends on from the workload and its policy (not its metadata)."""
+    w = job.workload
+    parts = [
+        w.model_dump_json(exclude={"metadata", "status"}),
+        repr(sorted(w.metadata.labels.items())),
+        repr(sorted(w.metadata.annotations.items())),
+        job.placement.model_dump_json() if job.placement is not None else "",
+        getattr(job.fedctl, "model_dump_json", lambda: "")(),
+        job.queue,
+        str(job.priority),
+    ]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def admission_of(
+    job: PendingJob,
+    binding: Binding,
+    *,
+    settings: SchedulerSettings,
+    device_resources: Iterable[str],
+) -> accounting.Admission:
+    """The usage a Scheduled Binding stands for (the same charge the cycle computed)."""
+    request = fw.request_for(job, settings=settings, device_resources=device_resources)
+    charge = ResourceList()
+    chips: dict[str, str] = {}
+    for target in binding.spec.clusters:
+        chip = target.chip if request.devices else None
+        one = dataclasses.replace(request, replicas=target.replicas)
+        charge = charge + quota.charge_for(one, chip)
+        if chip:
+            chips[target.name] = chip
+    return accounting.Admission(
+        ref=job.ref,
+        queue=job.queue,
+        namespace=job.ref.namespace,
+        priority=job.priority,
+        seq=job.seq,
+        charge=charge,
+        placement=binding.placement(),
+        pod=request.pod,
+        chips=chips,
+        job=job,
+    )
+
+
+def reconcile(
+    *,
+    workloads: Mapping[str, Entry],
+    bindings: Mapping[str, Binding],
+    phases: Mapping[str, str | None],
+    policies: Sequence[plan.AnyPolicy],
+    clusters: Iterable[str],
+    fingerprints: Mapping[str, str],
+    settings: SchedulerSettings,
+    device_resources: Iterable[str] = (),
+) -> Work:
+    """Sort every workload into finished, admitted or pending (rules in the module doc).
+
+    `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`.
+    """
+    known = set(clusters)
+    devices = frozenset(device_resources)
+    work = Work()
+    for key, entry in workloads.items():
+        claimed = plan.claim(entry.workload, policies)
+        if claimed is None and entry.workload.is_opaque:
+            continue  # a ConfigMap no policy claims stays in the federation only
+        job = dataclasses.replace(
+            plan.job_for(entry.workload, claimed, settings=settings), seq=max(entry.created, 1)
+        )
+        if phases.get(key) in FINISHED:
+            work.finished.append(key)
+            continue
+        binding = bindings.get(key)
+        mark = fingerprint(job)
+        if binding is not None and _holds(binding, known, fingerprints.get(key, mark), mark):
+            work.admitted.append(
+                admission_of(job, binding, settings=settings, device_resources=devices)
+            )
+            work.fingerprints[key] = mark
+        else:
+            work.pending.append(job)
+    for key, binding in bindings.items():
+        if key not in workloads:
+            b = binding.spec.workload
+            ref = keys.WorkloadRef(b.namespace, keys.kind_segment(b.api_version, b.kind), b.name)
+            work.stale.append(keys.binding_key(ref))
+    return work
+
+
+def _holds(binding: Binding, known: set[str], admitted_as: str, now: str) -> bool:
+    """Whether a stored Binding still stands as an admission."""
+    return (
+        binding.status.phase == "Scheduled"
+        and admitted_as == now
+        and bool(binding.spec.clusters)
+        and all(t.name in known for t in binding.spec.clusters)
+    )
