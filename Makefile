@@ -55,11 +55,14 @@ fmt: $(STAMP) ## Reformat and autofix what ruff can
 	$(VENV)/bin/ruff format federation policies clusters tests bench
 	$(VENV)/bin/ruff check --fix federation policies clusters tests bench
 
+# The browser tests drive Chromium through Playwright's synchronous API, which keeps an event
+# loop of its own on the main thread; they run in a pytest process of their own.
 test: deps kubectl browser lint ## Install everything, lint, then run the whole test suite
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --ignore=tests/e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
 
-demo: deps ## Start etcd, load the example fleet, show the registry
-	$(PY) -m federation.demo
+demo: deps ## Start etcd, the simulated fleet and the controller; apply the examples
+	$(PY) -m federation.cli.main up
 
 bench: deps ## Run the benchmarks; each prints JSON
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -120,6 +120,9 @@ class SchedulerSettings(_Group):
         default=1.0, gt=0, description="Expected duration of a job that names none, hours."
     )
     cycle_batch: int = Field(default=1000, ge=1, description="Jobs considered per cycle.")
+    cycle_debounce: float = Field(
+        default=0.05, ge=0, description="Seconds a change waits for others before a cycle runs."
+    )
 
 
 class PropagationSettings(_Group):

@@ -146,6 +146,7 @@ async def run_controller(
     security: Security | None = None,
 ) -> int:
     """Run every controller component until `stop` (or SIGINT/SIGTERM when not given)."""
+    from federation import clock as clock_mod
     from federation.api import app as api_app
     from federation.api import metrics as metrics_mod
     from federation.failover.controller import FailoverController
@@ -155,6 +156,7 @@ async def run_controller(
     from federation.runtime.election import Election
     from federation.runtime.supervisor import Supervisor
     from federation.scheduler import plan
+    from federation.scheduler.loop import SchedulerLoop
 
     if kubeconfig:
         # Members whose connection names only a context are looked up in this file.
@@ -200,6 +202,14 @@ async def run_controller(
         guards=election.guards,
     )
     leading("failover", failover.run)
+    scheduler = SchedulerLoop(
+        store,
+        settings=settings.scheduler,
+        clock=clock_mod.real,
+        guards=election.guards,
+        metrics=metrics,
+    )
+    leading("scheduler", scheduler.run)
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

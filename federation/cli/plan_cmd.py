@@ -1,7 +1,8 @@
 """`fedctl plan`: what-if placement of workload YAML under policy YAML, writing nothing.
 
 Fed by files (`-f`, repeatable: workloads, policies, queues, quotas) and a fleet: a
-simulator profile (`--clusters PROFILE`) or, later, the live controller (`--live`). Feeds
+simulator profile (`--clusters PROFILE`) or the live controller (`--live`: the files are
+sent to the API's plan route, which plans them against the controller's registry). Feeds
 stdout: every cluster with its verdict, reason or score breakdown, then the division, the
 chip and the cost; `-o json` for scripts. Exit 0 when every workload could be placed, 3
 when some would stay pending, 1 on bad input. This is what an engineer runs while editing
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-
-from federation import errors
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
 
 __all__ = ["register"]
 
@@ -44,16 +47,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where.add_argument("--clusters", metavar="PROFILE", help="simulator profile YAML (offline)")
     where.add_argument("--live", action="store_true", help="plan against the running controller")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "--server",
+        default=os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080"),
+        help="controller API URL for --live (env FEDCTL_SERVER; default %(default)s)",
+    )
+    parser.add_argument("--token", default=None, help="bearer token (env FEDCTL_TOKEN)")
     parser.set_defaults(func=_plan)
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     from federation.scheduler import plan
 
     if args.live:
-        raise errors.Invalid(
-            "fedctl plan --live is not available yet: use --clusters PROFILE for an offline plan"
-        )
+        return _plan_live(args)
     planned = plan.plan_files(args.paths, profile=args.clusters)
     if args.output == "json":
         doc = [dict(p.plan.to_json(), policy=p.policy) for p in planned]
@@ -62,3 +69,62 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n\n".join(plan.render(p) for p in planned) + "\n")
     return EXIT_OK if all(p.plan.placement for p in planned) else EXIT_PENDING
+
+
+def _files(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")))
+        else:
+            out.append(path)
+    return out
+
+
+async def _plan_live(args: argparse.Namespace) -> int:
+    """POST the files to the controller's plan route; print the `after` plan of each."""
+    from federation.cli import client
+
+    text = "\n---\n".join(p.read_text(encoding="utf-8") for p in _files(args.paths))
+    async with client.ApiClient(args.server, token=args.token) as api:
+        answer = await api.request(
+            "POST", "/apis/fedctl.io/v1alpha1/plan", text=text, content_type="application/yaml"
+        )
+    plans = [entry["after"] for entry in answer.get("plans", [])]
+    if args.output == "json":
+        json.dump(plans, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n\n".join(_render_wire(p) for p in plans) + "\n")
+    return EXIT_OK if plans and all(p.get("placement") for p in plans) else EXIT_PENDING
+
+
+def _render_wire(plan: dict[str, Any]) -> str:
+    """The text form of one plan as the API returns it (same layout as the offline plan)."""
+    lines = [f"workload {plan['workload']}  policy: {plan.get('policy') or '(none)'}"]
+    for v in plan.get("verdicts", []):
+        if v.get("verdict") == "ok":
+            scores = " ".join(f"{k}={n}" for k, n in (v.get("scores") or {}).items())
+            mark = "  <- selected" if v.get("selected") else ""
+            lines.append(
+                f"  {v['cluster']:<20}  ok             {v.get('score', 0):>5}  {scores}{mark}"
+            )
+        else:
+            reasons = "; ".join(v.get("reasons") or [])
+            verdict = v.get("verdict", "")
+            lines.append(
+                f"  {v['cluster']:<20}  {verdict:<13}      -  {v.get('plugin')}: {reasons}"
+            )
+    if not plan.get("placement"):
+        lines.append(f"  pending: {plan.get('reason', '')}")
+        return "\n".join(lines)
+    costs = plan.get("costs") or {}
+    for name, replicas in plan["placement"].items():
+        cost = costs.get(name)
+        shown = f"{cost}/h" if cost is not None else "unpriced"
+        chip = (plan.get("chips") or {}).get(name)
+        lines.append(f"  place {replicas} replica(s) on {name}  chip {chip}  cost {shown}")
+    total = plan.get("totalCost")
+    lines.append(f"  total cost {total}/h" if total is not None else "  total cost: unknown")
+    return "\n".join(lines)

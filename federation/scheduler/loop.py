@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from federation import clock as clock_mod
 from federation import errors
 from federation.cache import snapshot as snap
-from federation.queue.pending import PendingStore
+from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -124,10 +124,11 @@ class SchedulerLoop:
         clock: clock_mod.Clock,
         guards: Callable[[], Sequence[st.Guard]] | None = None,
         metrics: DecisionMetrics | None = None,
-        debounce: float = 0.05,
+        debounce: float | None = None,
     ) -> None:
         self.store, self.settings, self.clock = store, settings, clock
-        self.guards, self.metrics, self.debounce = guards, metrics, debounce
+        self.guards, self.metrics = guards, metrics
+        self.debounce = settings.cycle_debounce if debounce is None else debounce
         self.scheduler = cycle.Scheduler(settings)
         obj = objects.ObjectCodec()
         self.workloads = _Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
@@ -255,6 +256,7 @@ class SchedulerLoop:
             policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
+            ready=[c.name for c in snapshot.clusters if c.ready],
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
@@ -265,11 +267,16 @@ class SchedulerLoop:
             snapshot, pending, accounting.Usage(work.admitted), self.clock.now()
         )
         self._fingerprints = dict(work.fingerprints)
+        ready = [c.name for c in snapshot.clusters if c.ready]
         for admission in result.admitted:
-            self._fingerprints[str(admission.ref)] = reconcile.fingerprint(admission.job)  # type: ignore[arg-type]
+            if isinstance(admission.job, PendingJob):
+                mark = reconcile.fingerprint(admission.job, ready=ready)
+                self._fingerprints[str(admission.ref)] = mark
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
         await self._write(binder, result.bindings, work.stale)
+        if result.admitted and result.decisions >= self.settings.cycle_batch:
+            self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
         self.last = result
         if self.metrics is not None and result.decisions:

@@ -12,7 +12,8 @@ releases its share simply by no longer being counted.
 
 The rules, per workload:
  - status phase Succeeded/Failed  -> finished: not pending, not counted.
- - Scheduled Binding, same workload and policy as when admitted, every cluster still known
+ - Scheduled Binding, same workload and policy as when admitted (and, for a divided
+   service, the same Ready clusters), every cluster still known
                                    -> admitted: counted in usage, left alone.
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
    policy change, a cluster gone)  -> pending: the cycle places it (again).
@@ -71,9 +72,14 @@ def ref_of(workload: Workload) -> keys.WorkloadRef:
     )
 
 
-def fingerprint(job: PendingJob) -> str:
-    """What a placement depends on from the workload and its policy (not its metadata)."""
+def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
+    """What a placement depends on from the workload and its policy (not its metadata).
+
+    A divided service (not a batch gang) also depends on which clusters are Ready, as in
+    Karmada: a member joining or recovering gets its share, a lost one's share moves.
+    """
     w = job.workload
+    fleet = sorted(ready) if job.placement is not None and not w.is_batch else []
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
@@ -82,6 +88,7 @@ def fingerprint(job: PendingJob) -> str:
         getattr(job.fedctl, "model_dump_json", lambda: "")(),
         job.queue,
         str(job.priority),
+        ",".join(fleet),
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
@@ -125,6 +132,7 @@ def reconcile(
     policies: Sequence[plan.AnyPolicy],
     clusters: Iterable[str],
     fingerprints: Mapping[str, str],
+    ready: Iterable[str] = (),
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
 ) -> Work:
@@ -133,6 +141,7 @@ def reconcile(
     `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`.
     """
     known = set(clusters)
+    ready_now = sorted(ready)
     devices = frozenset(device_resources)
     work = Work()
     for key, entry in workloads.items():
@@ -146,7 +155,7 @@ def reconcile(
             work.finished.append(key)
             continue
         binding = bindings.get(key)
-        mark = fingerprint(job)
+        mark = fingerprint(job, ready=ready_now)
         if binding is not None and _holds(binding, known, fingerprints.get(key, mark), mark):
             work.admitted.append(
                 admission_of(job, binding, settings=settings, device_resources=devices)

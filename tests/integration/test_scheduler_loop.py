@@ -1,0 +1,306 @@
+"""The scheduling loop end to end: real etcd, simulated members, monitor and propagator.
+
+The loop reads the registry and writes Bindings; the propagator turns them into member
+objects; the members run (and finish) the jobs; the finished statuses free queue capacity
+for the jobs waiting behind them. The queue capability is checked continuously from the
+stored Bindings, the only record of what was admitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from clusters.sim.fleet import SimFleet
+from federation import clock
+from federation.api import app as api_app
+from federation.cli import main
+from federation.monitor.monitor import ClusterMonitor
+from federation.registry import codec, embedded, keys, objects
+from federation.registry.etcd import EtcdStore
+from federation.registry.memory import MemoryStore
+from federation.scheduler.loop import SchedulerLoop
+from federation.settings import MonitorSettings, SchedulerSettings
+from policies.models.binding import Binding
+from policies.models.cluster import ClusterStatus
+from policies.models.queue import Queue
+from policies.models.workload import Workload
+from tests.conftest import etcd_settings
+from tests.integration.test_propagation_support import (
+    MEMBER,
+    PROFILE,
+    Federation,
+    load,
+)
+from tests.unit.scheduler import fleet
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+MONITOR = MonitorSettings(
+    probe_period=0.25,
+    probe_timeout=0.5,
+    failure_threshold=1.0,
+    success_threshold=1,
+    heartbeat=60.0,
+    workers=2,
+    watch_backoff_max=0.5,
+)
+CPU_MEMBERS = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
+SHARES = {"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    fleet = SimFleet(PROFILE, speed=50)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(own_etcd.url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    await federation.join_all()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+        await store.close()
+        await fleet.stop()
+
+
+@contextlib.asynccontextmanager
+async def background(*coros: Any) -> AsyncIterator[list[asyncio.Task[Any]]]:
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        yield tasks
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def scheduler_loop(fed: Federation) -> SchedulerLoop:
+    return SchedulerLoop(fed.store, settings=SchedulerSettings(), clock=clock.real, debounce=0.05)
+
+
+async def bindings(fed: Federation) -> dict[str, Binding]:
+    listed = await fed.bindings.list(keys.prefix("bindings"))
+    return {item.obj.metadata.name: item.obj for item in listed.items}
+
+
+def job(name: str, queue: str, *, priority: int = 0, duration: str | None = "10s") -> Workload:
+    pod_annotations = {"sim.fedctl.io/duration": duration} if duration else {}
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": "batch",
+                "annotations": {"fedctl.io/queue": queue, "fedctl.io/priority": str(priority)},
+            },
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": pod_annotations},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "work",
+                                "image": "registry.example.com/batch/work:1",
+                                "resources": {"requests": {"cpu": "1", "memory": "64Mi"}},
+                            }
+                        ],
+                    },
+                }
+            },
+        }
+    )
+
+
+def queue(name: str, cpu: int) -> Queue:
+    return Queue.model_validate(
+        {"metadata": {"name": name}, "spec": {"capability": {"cpu": str(cpu), "memory": "1Ti"}}}
+    )
+
+
+async def test_examples_are_bound_with_explanations_and_the_web_tier_lands_6_3_3(
+    fed: Federation,
+) -> None:
+    for obj in [*load("queues.yaml"), *load("web.yaml")]:
+        await fed.put(obj)
+    (web,) = load("web.yaml", kinds=("Deployment",))
+    assert isinstance(web, Workload)
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+    fed.start()
+    async with background(monitor.run(), scheduler_loop(fed).run()):
+
+        async def scheduled() -> Binding | None:
+            found = (await bindings(fed)).get("storefront")
+            if found is None or found.status.phase != "Scheduled":
+                return None
+            return found if found.placement() == SHARES else None
+
+        # Members turn Ready one by one; the service is re-divided as each one joins.
+        bound = await wait_for(scheduled, timeout=15, message="storefront Scheduled 6:3:3")
+        assert {v.cluster for v in bound.spec.explanation} >= set(CPU_MEMBERS)
+        assert {v.cluster for v in bound.spec.explanation if v.selected} == set(CPU_MEMBERS)
+
+        async def ready() -> Any:
+            status = await fed.status(web)
+            return status if status and status.ready_replicas == 12 else None
+
+        status = await wait_for(ready, timeout=20, message="12 ready replicas in the members")
+        assert {row.cluster: row.ready_replicas for row in status.clusters} == SHARES
+
+
+class CapabilityWatch:
+    """Polls Bindings then statuses; records the worst running CPU per queue seen."""
+
+    def __init__(self, fed: Federation, jobs: Iterable[Workload]) -> None:
+        self.fed = fed
+        self.jobs = {j.metadata.name: j for j in jobs}
+        self.peak: dict[str, int] = {}
+        self.first_scheduled: dict[str, int] = {}
+        self.polls = 0
+
+    async def run(self) -> None:
+        while True:
+            listed = await self.fed.bindings.list(keys.prefix("bindings"))
+            statuses = await self.fed.statuses.list(keys.prefix("workloadstatus"))
+            done = {
+                s.obj.workload.name
+                for s in statuses.items
+                if s.obj.phase in ("Succeeded", "Failed")
+            }
+            running: dict[str, int] = {}
+            for item in listed.items:
+                b = item.obj
+                if b.status.phase != "Scheduled":
+                    continue
+                self.first_scheduled.setdefault(b.metadata.name, item.revision)
+                if b.metadata.name not in done:
+                    running[b.spec.queue] = running.get(b.spec.queue, 0) + 1
+            for name, count in running.items():
+                self.peak[name] = max(self.peak.get(name, 0), count)
+            self.polls += 1
+            await asyncio.sleep(0.03)
+
+
+async def test_200_jobs_over_two_queues_admitted_in_order_within_capability(
+    fed: Federation,
+) -> None:
+    await fed.put(queue("qa", 12))
+    await fed.put(queue("qb", 6))
+    jobs = [
+        job(f"job-{i:03d}", "qa" if i % 2 == 0 else "qb", priority=10 if i % 5 == 0 else 0)
+        for i in range(200)
+    ]
+    for j in jobs:
+        await fed.put(j)
+    watch = CapabilityWatch(fed, jobs)
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+    fed.start()
+    loop = scheduler_loop(fed)
+    async with background(monitor.run(), loop.run(), watch.run()):
+
+        async def pending_with_reasons() -> bool:
+            found = await bindings(fed)
+            waiting = [b for b in found.values() if b.status.phase == "Pending"]
+            return (
+                len(found) == 200
+                and all("at capability for cpu" in b.status.reason for b in waiting)
+                and len(waiting) >= 150
+            )
+
+        await wait_for(pending_with_reasons, timeout=15, message="the rest Pending with reasons")
+
+        async def all_finished() -> bool:
+            statuses = await fed.statuses.list(keys.prefix("workloadstatus"))
+            return sum(s.obj.phase == "Succeeded" for s in statuses.items) == 200
+
+        await wait_for(all_finished, timeout=45, interval=0.2, message="200 jobs Succeeded")
+    assert watch.polls > 10
+    assert watch.peak == {"qa": 12, "qb": 6}
+    for name in ("qa", "qb"):
+        mine = [j for j in jobs if j.queue == name]
+        order = sorted(mine, key=lambda j: (-(j.priority or 0), j.metadata.name))
+        revisions = [watch.first_scheduled[j.metadata.name] for j in order]
+        assert revisions == sorted(revisions), f"{name}: admitted out of priority/FIFO order"
+
+
+async def test_a_restarted_loop_admits_nothing_twice(fed: Federation) -> None:
+    await fed.put(queue("qa", 4))
+    jobs = [job(f"long-{i:02d}", "qa", duration="1h") for i in range(12)]
+    for j in jobs:
+        await fed.put(j)
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+
+    async def split() -> tuple[int, int]:
+        found = await bindings(fed)
+        phases = [b.status.phase for b in found.values()]
+        return phases.count("Scheduled"), phases.count("Pending")
+
+    async with background(monitor.run()):
+        first = scheduler_loop(fed)
+        async with background(first.run()):
+            await wait_for(lambda: _is(split(), (4, 8)), timeout=15, message="4 admitted, 8 wait")
+        second = scheduler_loop(fed)
+        async with background(second.run()):
+            await wait_for(lambda: second.cycles >= 1, timeout=10, message="a cycle after restart")
+            await fed.put(job("late", "qa", duration="1h"))
+            await wait_for(
+                lambda: _is(split(), (4, 9)), timeout=10, message="still 4 admitted after restart"
+            )
+        assert second.last is not None and not second.last.admitted
+
+
+async def _is(probe: Any, expected: Any) -> bool:
+    return bool(await probe == expected)
+
+
+async def test_plan_live_plans_files_against_the_controllers_registry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    member = fleet.cluster("a")
+    assert member.status is not None
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("a"), member.status
+    )
+    small, huge = fleet.workload("small", cpu="2"), fleet.workload("huge", cpu="999")
+    for w in (small, huge):
+        (tmp_path / f"{w.metadata.name}.yaml").write_text(json.dumps(w.to_wire()))
+    runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    server = f"http://127.0.0.1:{port}"
+    try:
+        code = await asyncio.to_thread(
+            main.main, ["plan", "-f", str(tmp_path / "small.yaml"), "--live", "--server", server]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "place 1 replica(s) on a" in out
+        code = await asyncio.to_thread(
+            main.main,
+            ["plan", "-f", str(tmp_path), "--live", "--server", server, "-o", "json"],
+        )
+        plans = {p["workload"]: p for p in json.loads(capsys.readouterr().out)}
+        assert code == 3
+        assert plans["team/Job.batch/small"]["placement"] == {"a": 1}
+        assert "cpu" in plans["team/Job.batch/huge"]["reason"]
+        assert not plans["team/Job.batch/huge"]["placement"]
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,316 @@
+"""The scheduling loop's change detection: cache -> pending / admitted / finished / stale,
+which watch events wake a cycle, the eviction exclusion, and the loop over a memory store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from federation import clock
+from federation.cache import snapshot as snap
+from federation.registry import codec, keys, objects
+from federation.registry.memory import MemoryStore
+from federation.scheduler import loop as loop_mod
+from federation.scheduler import reconcile
+from federation.settings import SchedulerSettings
+from policies.models.base import ObjectMeta
+from policies.models.binding import (
+    Binding,
+    BindingSpec,
+    BindingStatus,
+    EvictionTask,
+    TargetCluster,
+    WorkloadReference,
+)
+from policies.models.cluster import ClusterStatus
+from policies.models.propagation import PropagationPolicy
+from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
+from tests.unit.scheduler.fleet import NOW, cluster, job, queue, run, workload
+from tests.waiting import wait_for
+
+SETTINGS = SchedulerSettings()
+
+
+def binding(
+    w: Workload,
+    clusters: dict[str, int],
+    *,
+    phase: str = "Scheduled",
+    reason: str = "",
+    evicting: tuple[str, ...] = (),
+) -> Binding:
+    return Binding(
+        metadata=ObjectMeta(name=w.metadata.name, namespace=w.namespace),
+        spec=BindingSpec(
+            workload=WorkloadReference(
+                api_version=w.api_version, kind=w.kind, namespace=w.namespace, name=w.metadata.name
+            ),
+            queue=w.queue or "default",
+            clusters=[TargetCluster(name=n, replicas=r, chip="amd64") for n, r in clusters.items()],
+            eviction_tasks=[
+                EvictionTask(cluster=c, reason="Evicted from " + c, creation_time=NOW)
+                for c in evicting
+            ],
+        ),
+        status=BindingStatus(phase=phase, reason=reason),  # type: ignore[arg-type]
+    )
+
+
+def key(w: Workload) -> str:
+    return str(reconcile.ref_of(w))
+
+
+def sort(
+    w: Workload,
+    *,
+    bound: Binding | None = None,
+    phase: str | None = None,
+    admitted_as: str | None = None,
+    clusters: tuple[str, ...] = ("a", "b"),
+    ready: tuple[str, ...] = ("a", "b"),
+    policies: tuple[Any, ...] = (),
+) -> reconcile.Work:
+    return reconcile.reconcile(
+        workloads={key(w): reconcile.Entry(w, 7)},
+        bindings={key(w): bound} if bound is not None else {},
+        phases={key(w): phase},
+        policies=list(policies),
+        clusters=clusters,
+        fingerprints={key(w): admitted_as} if admitted_as is not None else {},
+        settings=SETTINGS,
+        ready=ready,
+    )
+
+
+JOB = workload("train", cpu="2", replicas=2, queue="qa")
+SCALED = workload("train", cpu="2", replicas=3, queue="qa")
+FP = reconcile.fingerprint(job(JOB))
+
+
+@pytest.mark.parametrize(
+    ("bound", "phase", "admitted_as", "clusters", "expected"),
+    [
+        pytest.param(None, None, None, ("a", "b"), "pending", id="new workload waits"),
+        pytest.param(
+            binding(JOB, {"a": 2}), None, None, ("a", "b"), "admitted", id="bound at start: adopted"
+        ),
+        pytest.param(binding(JOB, {"a": 2}), None, FP, ("a", "b"), "admitted", id="unchanged"),
+        pytest.param(
+            binding(JOB, {"a": 2}),
+            "Running",
+            FP,
+            ("a", "b"),
+            "admitted",
+            id="running still counts",
+        ),
+        pytest.param(
+            binding(JOB, {"a": 2}), "Succeeded", FP, ("a", "b"), "finished", id="succeeded frees"
+        ),
+        pytest.param(binding(JOB, {"a": 2}), "Failed", FP, ("a", "b"), "finished", id="failed"),
+        pytest.param(
+            binding(JOB, {"a": 2}), None, "older", ("a", "b"), "pending", id="spec changed: again"
+        ),
+        pytest.param(
+            binding(JOB, {"b": 2}, phase="Pending", reason="Evicted from a: NotReady"),
+            None,
+            FP,
+            ("a", "b"),
+            "pending",
+            id="evicted: re-placed",
+        ),
+        pytest.param(binding(JOB, {"c": 2}), None, FP, ("a", "b"), "pending", id="cluster deleted"),
+        pytest.param(
+            binding(JOB, {}, phase="Pending", reason="queue qa at capability"),
+            None,
+            None,
+            ("a", "b"),
+            "pending",
+            id="still waiting",
+        ),
+    ],
+)
+def test_each_workload_is_pending_admitted_or_finished(
+    bound: Binding | None, phase: str | None, admitted_as: str | None, clusters: Any, expected: str
+) -> None:
+    work = sort(JOB, bound=bound, phase=phase, admitted_as=admitted_as, clusters=clusters)
+    got = {
+        "pending": [j.ref.name for j in work.pending],
+        "admitted": [a.ref.name for a in work.admitted],
+        "finished": work.finished,
+    }
+    assert sum(map(len, got.values())) == 1
+    assert got[expected], got
+
+
+def test_usage_rebuilt_from_a_binding_charges_its_queue_like_the_cycle_did() -> None:
+    work = sort(JOB, bound=binding(JOB, {"a": 1, "b": 1}))
+    (admitted,) = work.admitted
+    assert admitted.queue == "qa"
+    assert admitted.charge.amount("cpu") == 4000
+    assert admitted.placement == {"a": 1, "b": 1}
+    assert admitted.seq == 7  # FIFO by the workload's creation revision
+    assert work.fingerprints == {key(JOB): FP}
+
+
+def test_a_replica_change_makes_a_new_fingerprint_and_a_new_placement() -> None:
+    assert reconcile.fingerprint(job(SCALED)) != FP
+    work = sort(SCALED, bound=binding(JOB, {"a": 2}), admitted_as=FP)
+    assert [j.ref.name for j in work.pending] == ["train"]
+
+
+def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> None:
+    web = workload("web", kind="Deployment", replicas=4)
+    policy = PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+            },
+        }
+    )
+    bound = binding(web, {"a": 4})
+    first = sort(web, bound=bound, ready=("a",), policies=(policy,))
+    mark = first.fingerprints[key(web)]
+    same = sort(web, bound=bound, ready=("a",), admitted_as=mark, policies=(policy,))
+    assert [a.ref.name for a in same.admitted] == ["web"]
+    joined = sort(web, bound=bound, ready=("a", "b"), admitted_as=mark, policies=(policy,))
+    assert [j.ref.name for j in joined.pending] == ["web"]
+    # A batch gang is never moved because another cluster turned Ready.
+    gang = sort(JOB, bound=binding(JOB, {"a": 2}), admitted_as=FP, ready=("a", "b", "c"))
+    assert [a.ref.name for a in gang.admitted] == ["train"]
+
+
+def test_a_binding_whose_workload_is_gone_is_stale() -> None:
+    gone = workload("gone")
+    work = reconcile.reconcile(
+        workloads={},
+        bindings={key(gone): binding(gone, {"a": 1})},
+        phases={},
+        policies=[],
+        clusters=("a",),
+        fingerprints={},
+        settings=SETTINGS,
+    )
+    assert work.stale == [keys.binding_key(reconcile.ref_of(gone))]
+    assert not work.pending and not work.admitted
+
+
+def _status(phase: str | None) -> WorkloadStatus:
+    return WorkloadStatus(
+        workload=WorkloadReference(api_version="batch/v1", kind="Job", namespace="t", name="j"),
+        phase=phase,
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "wakes"),
+    [
+        pytest.param(None, binding(JOB, {"a": 2}), False, id="our own Scheduled write"),
+        pytest.param(
+            binding(JOB, {"a": 2}),
+            binding(JOB, {"b": 2}, phase="Pending", reason="Evicted from a: NotReady"),
+            True,
+            id="failover evicted",
+        ),
+        pytest.param(binding(JOB, {"a": 2}), None, True, id="Binding deleted"),
+        pytest.param(None, binding(JOB, {}, phase="Pending", reason="no room"), False, id="ours"),
+    ],
+)
+def test_which_binding_events_wake_a_cycle(
+    old: Binding | None, new: Binding | None, wakes: bool
+) -> None:
+    assert loop_mod._binding_changed(old, new) is wakes
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "wakes"),
+    [
+        pytest.param(None, _status("Running"), False, id="started"),
+        pytest.param(_status("Running"), _status("Succeeded"), True, id="succeeded"),
+        pytest.param(_status("Running"), _status("Failed"), True, id="failed"),
+        pytest.param(_status("Succeeded"), _status("Succeeded"), False, id="repeated status"),
+        pytest.param(_status("Succeeded"), None, True, id="status gone"),
+    ],
+)
+def test_which_status_events_wake_a_cycle_at_once(
+    old: WorkloadStatus | None, new: WorkloadStatus | None, wakes: bool
+) -> None:
+    assert loop_mod._finished_changed(old, new) is wakes
+
+
+def test_an_evicted_workload_is_never_placed_back_on_the_cluster_it_leaves() -> None:
+    clusters = [cluster("a", cpu_price="0.01"), cluster("b", cpu_price="0.09")]
+    evicted = binding(JOB, {}, phase="Pending", reason="Evicted from a: NotReady", evicting=("a",))
+    snapshot = snap.build(clusters, bindings=[evicted])
+    result = run(clusters, [job(JOB)], snapshot=snapshot)
+    assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": {"b": 2}}
+    (written,) = result.bindings
+    assert written.spec.filtered_summary == {"taints": 1}
+    # Without the eviction task the cheaper cluster wins.
+    fresh = run(clusters, [job(JOB)])
+    assert {a.ref.name: dict(a.placement) for a in fresh.admitted} == {"train": {"a": 2}}
+
+
+# -- the loop over a memory store
+
+
+@contextlib.asynccontextmanager
+async def running(loop: loop_mod.SchedulerLoop) -> AsyncIterator[None]:
+    task = asyncio.create_task(loop.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _phases(store: MemoryStore) -> dict[str, str]:
+    listed = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    return {i.obj.metadata.name: i.obj.status.phase for i in listed.items}
+
+
+async def test_a_finished_job_frees_its_share_and_a_deleted_one_loses_its_binding() -> None:
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    member = cluster("a")
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    assert member.status is not None
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("a"), member.status
+    )
+    qa = queue("qa", capability={"cpu": "4"})
+    await objs.put(objects.key_for(qa), qa)
+    first, second = workload("first", cpu="4", queue="qa"), workload("second", cpu="4", queue="qa")
+    for w in (first, second):
+        await objs.put(objects.key_for(w), w)
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    async with running(loop):
+        await wait_for(
+            lambda: _equal(_phases(store), {"first": "Scheduled", "second": "Pending"}),
+            message="first admitted, second waiting",
+        )
+        statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
+        done = _status("Succeeded").model_copy(
+            update={"workload": binding(first, {}).spec.workload}
+        )
+        await statuses.put(keys.workload_status_key(reconcile.ref_of(first)), done)
+        await wait_for(
+            lambda: _equal(_phases(store), {"first": "Scheduled", "second": "Scheduled"}),
+            message="second admitted once first finished",
+        )
+        await objs.delete(objects.key_for(second))
+        await wait_for(
+            lambda: _equal(_phases(store), {"first": "Scheduled"}), message="Binding deleted"
+        )
+    assert loop.last is not None and not loop.last.admitted
+
+
+async def _equal(probe: Any, expected: Any) -> bool:
+    return bool(await probe == expected)
