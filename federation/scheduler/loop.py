@@ -160,6 +160,7 @@ class SchedulerLoop:
         self._dirty = asyncio.Event()
         self._urgent = False
         self._fingerprints: dict[str, str] = {}
+        self._memo: dict[str, tuple[Binding, str, accounting.Admission]] = {}
         self._written: dict[str, tuple[int, Binding | None]] = {}
         self.cycles = 0
         self.last: cycle.CycleResult | None = None
@@ -185,6 +186,7 @@ class SchedulerLoop:
         """Load the mirrors, then cycle after each (debounced) change, until cancelled."""
         self._written.clear()
         self._fingerprints.clear()
+        self._memo.clear()
         guards = tuple(self.guards()) if self.guards is not None else ()
         binder = binder_mod.Binder(self.store, guards=guards)
         for mirror in self._mirrors:
@@ -229,7 +231,14 @@ class SchedulerLoop:
         return {str(binder_mod.binding_ref(b)): b for b in out.values()}
 
     async def cycle_once(self, binder: binder_mod.Binder) -> cycle.CycleResult:
-        """One cycle over the current cache; returns what it decided."""
+        """One cycle over the current cache; returns what it decided.
+
+        1. snapshot  - clusters joined with the monitor's statuses, queues, quotas, Bindings.
+        2. reconcile - pending jobs and the admitted usage, read from the Bindings.
+        3. decide    - `Scheduler.run_cycle` (pure).
+        4. remember  - fingerprints of what is admitted now.
+        5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
+        """
         started = self.clock.monotonic()
         clusters = [i.obj for i in self.clusters.items.values()]
         statuses = {key.rpartition("/")[2]: i.obj for key, i in self.statuses.items.items()}
@@ -238,14 +247,14 @@ class SchedulerLoop:
                 statuses[c.name] = c.status
         policies = self.policies.objects()
         bindings = self._binding_view()
-        snapshot = snap.build(
+        snapshot = snap.build(  # step 1
             clusters,
             statuses=statuses,
             queues=[p for p in policies if isinstance(p, Queue)],
             quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
             bindings=bindings.values(),
         )
-        work = reconcile.reconcile(
+        work = reconcile.reconcile(  # step 2
             workloads={
                 str(reconcile.ref_of(i.obj)): reconcile.Entry(i.obj, i.create_revision)
                 for i in self.workloads.items.values()
@@ -257,16 +266,17 @@ class SchedulerLoop:
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
             ready=[c.name for c in snapshot.clusters if c.ready],
+            memo=self._memo,
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
         pending = PendingStore()
         for job in work.pending:
             pending.add(job)
-        result = self.scheduler.run_cycle(
+        result = self.scheduler.run_cycle(  # step 3
             snapshot, pending, accounting.Usage(work.admitted), self.clock.now()
         )
-        self._fingerprints = dict(work.fingerprints)
+        self._fingerprints = dict(work.fingerprints)  # step 4
         ready = [c.name for c in snapshot.clusters if c.ready]
         for admission in result.admitted:
             if isinstance(admission.job, PendingJob):
@@ -274,7 +284,7 @@ class SchedulerLoop:
                 self._fingerprints[str(admission.ref)] = mark
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
-        await self._write(binder, result.bindings, work.stale)
+        await self._write(binder, result.bindings, work.stale)  # step 5
         if result.admitted and result.decisions >= self.settings.cycle_batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1

@@ -135,10 +135,12 @@ def reconcile(
     ready: Iterable[str] = (),
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
+    memo: dict[str, tuple[Binding, str, accounting.Admission]] | None = None,
 ) -> Work:
     """Sort every workload into finished, admitted or pending (rules in the module doc).
 
-    `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`.
+    `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`. `memo` (kept by
+    the caller across cycles) saves re-reading the charge of a Binding that did not change.
     """
     known = set(clusters)
     ready_now = sorted(ready)
@@ -157,9 +159,14 @@ def reconcile(
         binding = bindings.get(key)
         mark = fingerprint(job, ready=ready_now)
         if binding is not None and _holds(binding, known, fingerprints.get(key, mark), mark):
-            work.admitted.append(
-                admission_of(job, binding, settings=settings, device_resources=devices)
-            )
+            cached = memo.get(key) if memo is not None else None
+            if cached is not None and cached[0] is binding and cached[1] == mark:
+                admitted = cached[2]
+            else:
+                admitted = admission_of(job, binding, settings=settings, device_resources=devices)
+                if memo is not None:
+                    memo[key] = (binding, mark, admitted)
+            work.admitted.append(admitted)
             work.fingerprints[key] = mark
         else:
             work.pending.append(job)
@@ -168,6 +175,9 @@ def reconcile(
             b = binding.spec.workload
             ref = keys.WorkloadRef(b.namespace, keys.kind_segment(b.api_version, b.kind), b.name)
             work.stale.append(keys.binding_key(ref))
+    if memo is not None:
+        for gone in set(memo) - set(work.fingerprints):
+            del memo[gone]
     return work
 
 

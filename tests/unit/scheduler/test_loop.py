@@ -314,3 +314,27 @@ async def test_a_finished_job_frees_its_share_and_a_deleted_one_loses_its_bindin
 
 async def _equal(probe: Any, expected: Any) -> bool:
     return bool(await probe == expected)
+
+
+def test_the_memo_reuses_an_unchanged_bindings_charge_and_forgets_the_rest() -> None:
+    bound = binding(JOB, {"a": 2})
+    memo: dict[str, Any] = {}
+
+    def once(b: Binding) -> reconcile.Work:
+        return reconcile.reconcile(
+            workloads={key(JOB): reconcile.Entry(JOB, 7)},
+            bindings={key(JOB): b},
+            phases={},
+            policies=[],
+            clusters=("a",),
+            fingerprints={},
+            settings=SETTINGS,
+            memo=memo,
+        )
+
+    first, second = once(bound), once(bound)
+    assert first.admitted[0] is second.admitted[0]
+    moved = once(binding(JOB, {"a": 1}))
+    assert moved.admitted[0].charge.amount("cpu") == 2000
+    once(binding(JOB, {}, phase="Pending", reason="Evicted from a"))
+    assert memo == {}

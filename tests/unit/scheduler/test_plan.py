@@ -141,9 +141,14 @@ def plan_cmd_pending() -> int:
     return plan_cmd.EXIT_PENDING
 
 
-def test_plan_live_says_not_yet(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main.main(["plan", "-f", str(files["job"]), "--live"]) == 1
-    assert "--live is not available yet" in capsys.readouterr().err
+def test_plan_live_without_a_controller_is_one_clear_line(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from federation.registry.embedded import free_port
+
+    server = f"http://127.0.0.1:{free_port()}"
+    assert main.main(["plan", "-f", str(files["job"]), "--live", "--server", server]) == 1
+    assert f"no fedctl controller at {server}" in capsys.readouterr().err
 
 
 def test_claim_prefers_namespaced_then_priority_then_specific_selector() -> None:
