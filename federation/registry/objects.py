@@ -33,6 +33,7 @@ __all__ = [
     "resource_for_kind",
     "resource_named",
     "with_revision",
+    "workload_ref",
 ]
 
 
@@ -92,16 +93,20 @@ def resource_for_kind(obj: KubeObject) -> Resource:
     return resource_named(obj.kind)
 
 
+def workload_ref(obj: Workload) -> keys.WorkloadRef:
+    """The registry identity of a workload; cluster-scoped kinds (Namespace, …) use `_`."""
+    scoped = kinds.is_namespaced(obj.kind)
+    return keys.WorkloadRef(
+        namespace=(obj.metadata.namespace or "default") if scoped else keys.CLUSTER_SCOPE,
+        kind=keys.kind_segment(obj.api_version, obj.kind),
+        name=obj.metadata.name,
+    )
+
+
 def key_for(obj: KubeObject) -> str:
     """The registry key of a user object; raises `Invalid` for unsafe names."""
     if isinstance(obj, Workload):
-        scoped = kinds.is_namespaced(obj.kind)
-        ref = keys.WorkloadRef(
-            namespace=(obj.metadata.namespace or "default") if scoped else keys.CLUSTER_SCOPE,
-            kind=keys.kind_segment(obj.api_version, obj.kind),
-            name=obj.metadata.name,
-        )
-        return keys.workload_key(ref)
+        return keys.workload_key(workload_ref(obj))
     if obj.kind == "Cluster":
         return keys.cluster_key(obj.metadata.name)
     if obj.kind in _POLICY_KINDS:

@@ -18,7 +18,7 @@ from federation import errors
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
-from federation.registry import keys
+from federation.registry import objects
 from federation.scheduler import cycle, explain, offline
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
@@ -61,13 +61,20 @@ def _specificity(policy: AnyPolicy, workload: Workload) -> int | None:
         if sel.name:
             level = 2 if sel.name == workload.metadata.name else None
         elif sel.label_selector is not None:
-            matched = affinity.selector_matches(sel.label_selector, workload.metadata.labels)
+            matched = affinity.selector_matches(sel.label_selector, _labels(workload))
             level = 1 if matched else None
         else:
             level = 0
         if level is not None:
             best = level if best is None else max(best, level)
     return best
+
+
+def _labels(workload: Workload) -> dict[str, str]:
+    """The workload's labels, plus the name label Kubernetes gives every Namespace."""
+    if workload.kind == "Namespace" and workload.api_version == "v1":
+        return {**workload.metadata.labels, "kubernetes.io/metadata.name": workload.metadata.name}
+    return dict(workload.metadata.labels)
 
 
 def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None:
@@ -91,11 +98,7 @@ def job_for(
     workload: Workload, policy: AnyPolicy | None, *, settings: SchedulerSettings
 ) -> PendingJob:
     """A pending entry for a workload under its claiming policy."""
-    ref = keys.WorkloadRef(
-        workload.namespace,
-        keys.kind_segment(workload.api_version, workload.kind),
-        workload.metadata.name,
-    )
+    ref = objects.workload_ref(workload)
     fedctl = getattr(policy.spec, "fedctl", None) if policy is not None else None
     return PendingJob(
         ref=ref,

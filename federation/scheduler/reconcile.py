@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
-from federation.registry import keys
+from federation.registry import keys, objects
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
 from federation.scheduler import plan
@@ -65,11 +65,7 @@ class Work:
 
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
-    return keys.WorkloadRef(
-        workload.namespace,
-        keys.kind_segment(workload.api_version, workload.kind),
-        workload.metadata.name,
-    )
+    return objects.workload_ref(workload)
 
 
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
