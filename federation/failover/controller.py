@@ -32,10 +32,11 @@ from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
 from federation.failover import eviction, graceful, purge, taints
-from federation.failover.mirror import Mirror, Queue
+from federation.failover.mirror import Mirror
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.settings import FailoverSettings, MemberSettings
+from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus, Taint
@@ -107,7 +108,7 @@ class FailoverController:
         self._connect = connect or _kube_connect(member_settings or MemberSettings(), clock)
         self._guards = guards or (lambda: ())
         self.workers = workers
-        self.queue = Queue(clock)
+        self.queue = WorkQueue(clock)
         self.limiter = eviction.RateLimiter(
             rate=self.settings.eviction_rate,
             secondary_rate=self.settings.secondary_eviction_rate,

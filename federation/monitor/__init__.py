@@ -6,4 +6,4 @@ loop the controller runs; `summary` turns Cluster + ClusterStatus into the rows 
 `fedctl cluster list`.
 """
 
-__all__ = ["capacity", "member", "monitor", "probe", "status", "summary", "workqueue"]
+__all__ = ["capacity", "member", "monitor", "probe", "status", "summary"]

@@ -26,10 +26,10 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.monitor import status as status_mod
 from federation.monitor.member import Tracked
-from federation.monitor.workqueue import WorkQueue
 from federation.registry import codec, keys
 from federation.registry.store import Store
 from federation.settings import MemberSettings, MonitorSettings
+from federation.workqueue import WorkQueue
 from policies.models.cluster import Cluster, ClusterStatus
 
 __all__ = ["ClusterMonitor", "Connect"]

@@ -36,10 +36,10 @@ from federation.propagation import (
 from federation.propagation import status as status_mod
 from federation.propagation.applier import Applier
 from federation.propagation.members import Connect, Members, kube_connect
-from federation.propagation.queue import WorkQueue
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.settings import MemberSettings, PropagationSettings
+from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster

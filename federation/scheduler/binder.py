@@ -55,6 +55,14 @@ class Binder:
         self._known = {item.key: (item.revision, item.obj) for item in listed.items}
         return len(self._known)
 
+    def stored(self, key: str) -> tuple[int, Binding] | None:
+        """The revision and Binding last written or read at `key`, if any."""
+        return self._known.get(key)
+
+    def forget(self, key: str) -> None:
+        """Drop what is known of `key` (after the caller deleted it)."""
+        self._known.pop(key, None)
+
     def known(self, binding: Binding) -> Binding | None:
         entry = self._known.get(keys.binding_key(binding_ref(binding)))
         return entry[1] if entry else None

@@ -302,7 +302,7 @@ class SchedulerLoop:
             report = await binder.write(bindings)
             for b in bindings:
                 key = keys.binding_key(binder_mod.binding_ref(b))
-                entry = binder._known.get(key)  # the revision the write got
+                entry = binder.stored(key)  # the revision the write got
                 if entry is not None:
                     self._written[key] = entry
             log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
@@ -312,4 +312,4 @@ class SchedulerLoop:
             except errors.NotFound:
                 continue
             self._written[key] = (deleted.revision, None)
-            binder._known.pop(key, None)
+            binder.forget(key)

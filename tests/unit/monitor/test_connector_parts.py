@@ -11,8 +11,8 @@ import tenacity
 from clusters import member
 from clusters.kube import discovery, transport
 from federation import errors
-from federation.monitor.workqueue import WorkQueue
 from federation.settings import MemberSettings
+from federation.workqueue import WorkQueue
 
 
 def status_body(code: int, reason: str, message: str) -> bytes:

@@ -1,9 +1,9 @@
-"""The propagator's work queue: de-duplication, re-queue after work, delayed re-adds."""
+"""The controllers' work queue: de-duplication, re-queue after work, delayed re-adds."""
 
 from __future__ import annotations
 
 from federation import clock
-from federation.propagation.queue import WorkQueue
+from federation.workqueue import WorkQueue
 from tests.waiting import wait_for
 
 
