@@ -17,24 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from clusters.sim.fleet import SimFleet
 from federation.failover import drills, taints
 from federation.failover.controller import FailoverController
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys
-from federation.registry.etcd import EtcdStore
 from federation.settings import FailoverSettings, MonitorSettings
 from policies.models.binding import BindingStatus, TargetCluster
 from policies.models.cluster import ClusterStatus
 from policies.models.workload import Workload
-from tests.conftest import etcd_settings
 from tests.integration.test_propagation_support import (
     MEMBER,
     NAMES,
-    PROFILE,
     Federation,
     deployment,
     ref_of,
+    started_federation,
 )
 from tests.waiting import wait_for
 
@@ -56,19 +53,8 @@ VICTIM = MEMBERS[0]
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    fleet = SimFleet(PROFILE, speed=50)
-    kubeconfig = tmp_path / "fleet.kubeconfig"
-    await fleet.start(kubeconfig_path=kubeconfig)
-    store = EtcdStore(etcd_settings(own_etcd.url))
-    await store.connect()
-    federation = Federation(store, fleet, kubeconfig)
-    await federation.join_all()
-    try:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-    finally:
-        await federation.close()
-        await store.close()
-        await fleet.stop()
 
 
 async def replace_evicted(fed: Federation, healthy: list[str]) -> None:

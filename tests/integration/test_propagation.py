@@ -20,20 +20,17 @@ import pytest
 from aiohttp import web as web_server
 
 from clusters import member
-from clusters.sim.fleet import SimFleet
 from federation.api import app as api_app
 from federation.registry import embedded, keys
-from federation.registry.etcd import EtcdStore
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
-from tests.conftest import etcd_settings
 from tests.integration.test_propagation_support import (
-    PROFILE,
     Federation,
     deployment,
     frq_for_test,
     load,
     ref_of,
+    started_federation,
 )
 from tests.waiting import wait_for
 
@@ -44,19 +41,8 @@ WEB = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    fleet = SimFleet(PROFILE, speed=50)
-    kubeconfig = tmp_path / "fleet.kubeconfig"
-    await fleet.start(kubeconfig_path=kubeconfig)
-    store = EtcdStore(etcd_settings(own_etcd.url))
-    await store.connect()
-    federation = Federation(store, fleet, kubeconfig)
-    await federation.join_all()
-    try:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-    finally:
-        await federation.close()
-        await store.close()
-        await fleet.stop()
 
 
 def storefront(replicas: int) -> Workload:

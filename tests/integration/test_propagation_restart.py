@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters.sim.fleet import SimFleet
 from federation.registry import embedded, keys
-from federation.registry.etcd import EtcdStore
-from tests.conftest import etcd_settings
-from tests.integration.test_propagation_support import PROFILE, Federation, deployment
+from tests.integration.test_propagation_support import Federation, deployment, started_federation
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,19 +24,8 @@ CLUSTERS = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    fleet = SimFleet(PROFILE, speed=50)
-    kubeconfig = tmp_path / "fleet.kubeconfig"
-    await fleet.start(kubeconfig_path=kubeconfig)
-    store = EtcdStore(etcd_settings(own_etcd.url))
-    await store.connect()
-    federation = Federation(store, fleet, kubeconfig)
-    await federation.join_all()
-    try:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-    finally:
-        await federation.close()
-        await store.close()
-        await fleet.stop()
 
 
 async def test_killed_half_way_then_restarted_nothing_orphaned_nothing_missing(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -278,3 +278,23 @@ def frq_for_test() -> FederatedResourceQuota:
     (frq,) = load("quota.yaml")
     assert isinstance(frq, FederatedResourceQuota)
     return frq
+
+
+@contextlib.asynccontextmanager
+async def started_federation(etcd_url: str, tmp_path: Path) -> AsyncIterator[Federation]:
+    """The demo-shaped fleet on a fast clock, its clusters joined, on the given etcd."""
+    from tests.conftest import etcd_settings
+
+    fleet = SimFleet(PROFILE, speed=50)
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    await fleet.start(kubeconfig_path=kubeconfig)
+    store = EtcdStore(etcd_settings(etcd_url))
+    await store.connect()
+    federation = Federation(store, fleet, kubeconfig)
+    await federation.join_all()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+        await store.close()
+        await fleet.stop()

@@ -18,13 +18,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from clusters.sim.fleet import SimFleet
 from federation import clock
 from federation.api import app as api_app
 from federation.cli import main
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys, objects
-from federation.registry.etcd import EtcdStore
 from federation.registry.memory import MemoryStore
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import MonitorSettings, SchedulerSettings
@@ -32,12 +30,11 @@ from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.queue import Queue
 from policies.models.workload import Workload
-from tests.conftest import etcd_settings
 from tests.integration.test_propagation_support import (
     MEMBER,
-    PROFILE,
     Federation,
     load,
+    started_federation,
 )
 from tests.unit.scheduler import fleet
 from tests.waiting import wait_for
@@ -59,19 +56,8 @@ SHARES = {"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    fleet = SimFleet(PROFILE, speed=50)
-    kubeconfig = tmp_path / "fleet.kubeconfig"
-    await fleet.start(kubeconfig_path=kubeconfig)
-    store = EtcdStore(etcd_settings(own_etcd.url))
-    await store.connect()
-    federation = Federation(store, fleet, kubeconfig)
-    await federation.join_all()
-    try:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-    finally:
-        await federation.close()
-        await store.close()
-        await fleet.stop()
 
 
 @contextlib.asynccontextmanager
