@@ -17,12 +17,51 @@ from fractions import Fraction
 
 from federation.resources import ResourceList
 
-__all__ = ["order", "share"]
+__all__ = ["ShareKey", "order", "share"]
 
 
 def share(usage: ResourceList, capacity: Mapping[str, int], *, weight: int = 1) -> Fraction:
     """usage's dominant share of `capacity`, divided by `weight` (>= 1)."""
     return usage.dominant_share(capacity) / max(weight, 1)
+
+
+class ShareKey:
+    """A queue's weighted dominant share as a sort key: exact, yet cheap to compare.
+
+    Compares by a float first and by the exact Fraction only when the floats tie. Exact
+    because each float is the correctly rounded value of its Fraction (Python divides ints
+    with one rounding), and rounding never reverses an order; so the cycle, which re-keys a
+    queue after every admission, orders queues as `share` would without building Fractions.
+    """
+
+    __slots__ = ("_exact", "_pairs", "approx")
+
+    def __init__(self, used: Mapping[str, int], capacity: Mapping[str, int], weight: int) -> None:
+        w = max(weight, 1)
+        self._pairs = [
+            (amount, cap * w)
+            for name, amount in used.items()
+            if amount > 0 and (cap := capacity.get(name, 0)) > 0
+        ]
+        self.approx = max((a / d for a, d in self._pairs), default=0.0)
+        self._exact: Fraction | None = None
+
+    def exact(self) -> Fraction:
+        if self._exact is None:
+            self._exact = max((Fraction(a, d) for a, d in self._pairs), default=Fraction(0))
+        return self._exact
+
+    def __lt__(self, other: ShareKey) -> bool:
+        if self.approx != other.approx:
+            return self.approx < other.approx
+        return self.exact() < other.exact()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShareKey):
+            return NotImplemented
+        return self.approx == other.approx and self.exact() == other.exact()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def order(

@@ -60,14 +60,27 @@ def _physical(charge: ResourceList) -> ResourceList:
     return ResourceList({n: a for n, a in charge.items() if not n.startswith(CHIP_RESOURCE_PREFIX)})
 
 
+def _add(totals: dict[str, int], charge: ResourceList, sign: int, *, physical: bool) -> None:
+    for name, amount in charge.items():
+        if physical and name.startswith(CHIP_RESOURCE_PREFIX):
+            continue
+        totals[name] = totals.get(name, 0) + sign * amount
+
+
 class Usage:
-    """Admitted workloads with running totals per queue and per namespace."""
+    """Admitted workloads with running totals per queue and per namespace.
+
+    Totals are kept as plain name -> amount maps and turned into `ResourceList`s only when
+    asked for (and then remembered until the next change): a cycle admits thousands of
+    workloads and reads a queue's totals as a list far less often than it charges them.
+    """
 
     def __init__(self, admissions: Iterable[Admission] = ()) -> None:
         self._admissions: dict[str, Admission] = {}
-        self._queues: dict[str, ResourceList] = {}
-        self._namespaces: dict[str, ResourceList] = {}
+        self._queues: dict[str, dict[str, int]] = {}
+        self._namespaces: dict[str, dict[str, int]] = {}
         self._by_queue: dict[str, dict[str, Admission]] = {}
+        self._lists: dict[tuple[str, str], ResourceList] = {}
         for admission in admissions:
             self.admit(admission)
 
@@ -79,14 +92,16 @@ class Usage:
 
     def admit(self, admission: Admission) -> None:
         """Charge an admission (replacing an older one for the same workload)."""
-        self.release(admission.ref)
-        self._admissions[str(admission.ref)] = admission
-        self._by_queue.setdefault(admission.queue, {})[str(admission.ref)] = admission
+        key = str(admission.ref)
+        if key in self._admissions:
+            self.release(admission.ref)
+        self._admissions[key] = admission
         q, ns = admission.queue, admission.namespace
-        self._queues[q] = self._queues.get(q, ResourceList()) + admission.charge
-        self._namespaces[ns] = self._namespaces.get(ns, ResourceList()) + _physical(
-            admission.charge
-        )
+        self._by_queue.setdefault(q, {})[key] = admission
+        _add(self._queues.setdefault(q, {}), admission.charge, 1, physical=False)
+        _add(self._namespaces.setdefault(ns, {}), admission.charge, 1, physical=True)
+        self._lists.pop(("q", q), None)
+        self._lists.pop(("ns", ns), None)
 
     def release(self, ref: keys.WorkloadRef) -> Admission | None:
         """Un-charge a finished, deleted or evicted workload; returns what it held."""
@@ -95,8 +110,10 @@ class Usage:
             return None
         q, ns = admission.queue, admission.namespace
         self._by_queue[q].pop(str(ref), None)
-        self._queues[q] = self._queues[q] - admission.charge
-        self._namespaces[ns] = self._namespaces[ns] - _physical(admission.charge)
+        _add(self._queues[q], admission.charge, -1, physical=False)
+        _add(self._namespaces[ns], admission.charge, -1, physical=True)
+        self._lists.pop(("q", q), None)
+        self._lists.pop(("ns", ns), None)
         return admission
 
     def get(self, ref: keys.WorkloadRef) -> Admission | None:
@@ -109,27 +126,40 @@ class Usage:
         """The admitted workloads of one queue."""
         return list(self._by_queue.get(queue, {}).values())
 
+    def queue_totals(self, queue: str) -> Mapping[str, int]:
+        """A queue's totals as a plain read-only map (for hot paths such as fair share)."""
+        return self._queues.get(queue, {})
+
+    def _list(self, kind: str, name: str, totals: dict[str, dict[str, int]]) -> ResourceList:
+        cached = self._lists.get((kind, name))
+        if cached is None:
+            cached = ResourceList(totals.get(name, {}))
+            self._lists[(kind, name)] = cached
+        return cached
+
     def queue_used(self, queue: str) -> ResourceList:
-        return self._queues.get(queue, ResourceList())
+        return self._list("q", queue, self._queues)
 
     def namespace_used(self, namespace: str) -> ResourceList:
-        return self._namespaces.get(namespace, ResourceList())
+        return self._list("ns", namespace, self._namespaces)
 
     def by_queue(self) -> dict[str, ResourceList]:
-        return dict(self._queues)
+        return {q: self.queue_used(q) for q in self._queues}
 
     def total(self) -> ResourceList:
-        out = ResourceList()
+        out: dict[str, int] = {}
         for used in self._queues.values():
-            out = out + used
-        return out
+            for name, amount in used.items():
+                out[name] = out.get(name, 0) + amount
+        return ResourceList(out)
 
     def copy(self) -> Usage:
         other = Usage()
         other._admissions = dict(self._admissions)
-        other._queues = dict(self._queues)
-        other._namespaces = dict(self._namespaces)
+        other._queues = {q: dict(t) for q, t in self._queues.items()}
+        other._namespaces = {n: dict(t) for n, t in self._namespaces.items()}
         other._by_queue = {q: dict(a) for q, a in self._by_queue.items()}
+        other._lists = dict(self._lists)
         return other
 
 

@@ -17,9 +17,10 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
@@ -57,6 +58,11 @@ class Admitter:
         self.state = state
         self.result = result
         self.now = now
+        self._charges: dict[tuple[object, ...], ResourceList] = {}
+        self._costs: dict[tuple[object, ...], Decimal | None] = {}
+        self._status = BindingStatus.model_construct(
+            phase="Scheduled", reason="", last_scheduled_time=now
+        )
 
     def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
         """Admit the job (True) or record why not (False)."""
@@ -81,14 +87,25 @@ class Admitter:
         self, placed: pl.Placed, state: fw.CycleState
     ) -> tuple[ResourceList, dict[str, str | None]]:
         request = placed.request
-        names = list(placed.placement)
-        rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
-        chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
-        charge = ResourceList()
+        chips = placed.chips
+        if chips is None:
+            names = list(placed.placement)
+            rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
+            chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
+        charge: ResourceList | None = None
         for name, replicas in placed.placement.items():
-            one = _with_replicas(request, replicas)
-            charge = charge + quota.charge_for(one, chips[name])
-        return charge, chips
+            one = self._charge_one(request, replicas, chips[name])
+            charge = one if charge is None else charge + one
+        return charge if charge is not None else ResourceList(), chips
+
+    def _charge_one(self, request: fw.JobRequest, replicas: int, chip: str | None) -> ResourceList:
+        """What `replicas` pods of `request` on `chip` charge (the same for equal requests)."""
+        key = (request.pod, request.devices, replicas, chip)
+        charge = self._charges.get(key)
+        if charge is None:
+            charge = quota.charge_for(_with_replicas(request, replicas), chip)
+            self._charges[key] = charge
+        return charge
 
     def _problem(
         self,
@@ -101,12 +118,14 @@ class Admitter:
         charge, _ = charged or self._charge(placed, state)
         snapshot = state.snapshot
         queue = snapshot.queues.get(job.queue)
-        found = accounting.capability_problem(queue, state.usage.queue_used(job.queue), charge)
-        if found is None:
-            ns = job.ref.namespace
-            found = accounting.overall_problem(
-                snapshot.quotas.get(ns), state.usage.namespace_used(ns), charge
-            )
+        found = None
+        if queue is not None and queue.spec.capability is not None:
+            used = state.usage.queue_used(job.queue)
+            found = accounting.capability_problem(queue, used, charge)
+        ns = job.ref.namespace
+        frq = snapshot.quotas.get(ns)
+        if found is None and frq is not None:
+            found = accounting.overall_problem(frq, state.usage.namespace_used(ns), charge)
         if found is not None:
             return found, "quota"
         if queue is None:
@@ -211,8 +230,9 @@ class Admitter:
         request = placed.request
         job = request.job
         charge, chips = charged or self._charge(placed, state)
+        hints = placed.flavors or {}
         for name, replicas in placed.placement.items():
-            _take(state, request, state.snapshot.index[name], replicas)
+            _take(state, request, state.snapshot.index[name], replicas, hints.get(name))
         admission = accounting.Admission(
             ref=job.ref,
             queue=job.queue,
@@ -229,24 +249,47 @@ class Admitter:
         self.result.admitted.append(admission)
         self.result.reasons.pop(str(job.ref), None)
         targets = [
-            TargetCluster(
+            _built(
+                TargetCluster,
                 name=name,
                 replicas=replicas,
                 chip=chips[name] or _arch(state, name),
-                hourly_cost=explain.hourly_cost(
-                    request, state.snapshot.cluster(name), chips[name], replicas
-                ),
+                hourly_cost=self._cost(request, state, name, chips[name], replicas),
             )
             for name, replicas in sorted(placed.placement.items())
         ]
         costs = [t.hourly_cost for t in targets]
-        total = sum((c for c in costs if c is not None), Decimal(0))
-        total_cost = total if all(c is not None for c in costs) else None
+        if len(costs) == 1:
+            total_cost = costs[0]
+        else:
+            total = sum((c for c in costs if c is not None), Decimal(0))
+            total_cost = total if all(c is not None for c in costs) else None
         verdicts, summary = explain.summary(self.scheduler.placer, request, state, placed)
         binding = binding_for(
-            job, reason="", targets=targets, cost=total_cost, verdicts=verdicts, summary=summary
+            job,
+            reason="",
+            targets=targets,
+            cost=total_cost,
+            verdicts=verdicts,
+            summary=summary,
+            status=self._status,
         )
-        self._emit(_scheduled(binding, now=self.now))
+        self._emit(binding)
+
+    def _cost(
+        self,
+        request: fw.JobRequest,
+        state: fw.CycleState,
+        name: str,
+        chip: str | None,
+        replicas: int,
+    ) -> Decimal | None:
+        """`explain.hourly_cost`, remembered for equal pods, capacity type and cluster."""
+        key = (request.pod, request.device_names, request.capacity_type, name, chip, replicas)
+        if key not in self._costs:
+            cluster = state.snapshot.cluster(name)
+            self._costs[key] = explain.hourly_cost(request, cluster, chip, replicas)
+        return self._costs[key]
 
     def _pending(self, job: PendingJob, reason: str) -> None:
         self.result.reasons[str(job.ref)] = reason
@@ -263,17 +306,21 @@ def _with_replicas(request: fw.JobRequest, replicas: int) -> fw.JobRequest:
     return dataclasses.replace(request, replicas=replicas)
 
 
-def _scheduled(binding: Binding, *, now: dt.datetime) -> Binding:
-    status = BindingStatus(phase="Scheduled", reason="", last_scheduled_time=now)
-    return binding.model_copy(update={"status": status})
-
-
 def _arch(state: fw.CycleState, name: str) -> str | None:
     flavors = state.snapshot.cluster(name).flavors
     return flavors[0].arch if flavors else None
 
 
-def _take(state: fw.CycleState, request: fw.JobRequest, row: int, replicas: int) -> None:
+def _take(
+    state: fw.CycleState,
+    request: fw.JobRequest,
+    row: int,
+    replicas: int,
+    hint: tuple[int, int] | None = None,
+) -> None:
+    if hint is not None and hint[1] >= replicas:  # the flavor and its room, known already
+        state.take(row, hint[0], replicas, request.vector)
+        return
     rows = np.array([row], dtype=np.int64)
     first = capacity.chosen_flavor(request, state, row)
     if capacity.one_flavor_available(request, state, row, first) >= replicas:
@@ -320,11 +367,18 @@ def binding_for(
     verdicts: Sequence[ClusterVerdict] | None = None,
     summary: dict[str, int] | None = None,
     tasks: list[EvictionTask] | None = None,
+    status: BindingStatus | None = None,
 ) -> Binding:
-    """A Binding for `job`: Scheduled with targets, or Pending with `reason`."""
+    """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
+
+    Built without re-validation: every part comes from validated models or from the
+    scheduler itself, and a cycle builds one per decision.
+    """
     w = job.workload
-    spec = BindingSpec(
-        workload=WorkloadReference(
+    spec = _built(
+        BindingSpec,
+        workload=_built(
+            WorkloadReference,
             api_version=w.api_version,
             kind=w.kind,
             namespace=job.ref.namespace,
@@ -339,8 +393,37 @@ def binding_for(
         filtered_summary=summary or {},
         eviction_tasks=tasks or [],
     )
-    return Binding(
-        metadata=ObjectMeta(name=w.metadata.name, namespace=job.ref.namespace),
+    return _built(
+        Binding,
+        api_version="fedctl.io/v1alpha1",
+        kind="Binding",
+        metadata=_meta(w.metadata.name, job.ref.namespace),
         spec=spec,
-        status=BindingStatus(phase="Pending", reason=reason),
+        status=status
+        or _built(BindingStatus, phase="Pending", reason=reason, last_scheduled_time=None),
     )
+
+
+_M = TypeVar("_M", bound=BaseModel)
+_META_DEFAULTS = dict(ObjectMeta(name="-").__dict__)
+_META_CONTAINERS = [k for k, v in _META_DEFAULTS.items() if isinstance(v, (dict, list))]
+
+
+def _meta(name: str, namespace: str) -> ObjectMeta:
+    """A Binding's metadata: the defaults of every other field, containers fresh each time."""
+    fields = dict(_META_DEFAULTS)
+    for key in _META_CONTAINERS:
+        fields[key] = type(fields[key])()
+    fields["name"], fields["namespace"] = name, namespace
+    return _built(ObjectMeta, **fields)
+
+
+def _built(cls: type[_M], **fields: Any) -> _M:
+    """A model from trusted values given for every field: what `model_construct` does,
+    without its walk over defaults (a cycle builds several per decision)."""
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj

@@ -14,6 +14,8 @@ The steps:
                  quota over the survivors.
  4. score      - weighted plugins, each normalised to 0-100.
  5. divide     - one cluster for a gang or a job without policy; else spread + division.
+                 Steps 3-5 for a whole-to-one-cluster job run incrementally (`incremental`):
+                 per-signature scores refreshed only where capacity changed, same answer.
  6. admit      - queue capability, namespace quota and lending of idle capacity; when that
                  fails, preemption inside the queue or reclaim across queues (each can be
                  switched off), victims re-queued, never lost.
@@ -24,6 +26,7 @@ The steps:
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +72,7 @@ class Scheduler:
             self.plugins, weights=dict(self.settings.score_weights), timings=self.timings
         )
         self._requests: dict[int, fw.JobRequest] = {}
+        self._stamps: dict[tuple[object, ...], tuple[object, object, object, fw.JobRequest]] = {}
 
     def request(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
         """The job's request, read once per pending entry (and previous placement)."""
@@ -76,14 +80,41 @@ class Scheduler:
         if cached is not None and cached.job is job:
             return cached
         previous = snapshot.bindings.get(str(job.ref))
-        request = fw.request_for(
-            job,
-            settings=self.settings,
-            device_resources=snapshot.device_resources,
-            previous=previous.placement() if previous is not None else None,
-            evicting=[t.cluster for t in previous.spec.eviction_tasks] if previous else (),
-        )
+        if previous is None:
+            request = self._stamped(job, snapshot)
+        else:
+            request = fw.request_for(
+                job,
+                settings=self.settings,
+                device_resources=snapshot.device_resources,
+                previous=previous.placement(),
+                evicting=[t.cluster for t in previous.spec.eviction_tasks],
+            )
         self._requests[id(job)] = request
+        return request
+
+    def _stamped(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
+        """The request of a job stamped from the same spec, policy and annotations as one
+        read earlier this cycle (job arrays, generated batches): read once, shared."""
+        w = job.workload
+        key = (
+            id(w.spec),
+            w.api_version,
+            w.kind,
+            tuple(w.metadata.annotations.items()),
+            id(job.placement),
+            id(job.fedctl),
+            snapshot.device_resources,
+        )
+        hit = self._stamps.get(key)
+        if hit is not None:
+            spec, placement, fedctl, template = hit
+            if spec is w.spec and placement is job.placement and fedctl is job.fedctl:
+                return template.for_job(job)
+        request = fw.request_for(
+            job, settings=self.settings, device_resources=snapshot.device_resources
+        )
+        self._stamps[key] = (w.spec, job.placement, job.fedctl, request)
         return request
 
     def run_cycle(
@@ -93,8 +124,29 @@ class Scheduler:
         usage: accounting.Usage,
         now: dt.datetime,
     ) -> CycleResult:
-        """Steps 1-8 above, on copies of `pending` and `usage`."""
+        """Steps 1-8 above, on copies of `pending` and `usage`.
+
+        The cyclic garbage collector is paused for the cycle: every decision allocates a
+        handful of objects that all outlive it (Bindings, admissions), so its passes over
+        them only cost time; it runs again, as before, when the cycle returns.
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run_cycle(snapshot, pending, usage, now)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run_cycle(
+        self,
+        snapshot: snap.Snapshot,
+        pending: PendingStore,
+        usage: accounting.Usage,
+        now: dt.datetime,
+    ) -> CycleResult:
         result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
+        self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
         state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
         admit = admission.Admitter(self, state, result, now=now)
         budget = self.settings.cycle_batch
@@ -110,6 +162,7 @@ class Scheduler:
                 result.pending.add(job.with_reason(yield_back))  # step 8
                 self._strict_stop(job, snapshot)
         self._requests = {k: v for k, v in self._requests.items() if v.job.ref in result.pending}
+        self._stamps = {}
         return result
 
     # -- step 1
@@ -127,7 +180,14 @@ class Scheduler:
         prio = {
             q: (snapshot.queues[q].spec.priority if q in snapshot.queues else 0) for q in positions
         }
-        heap = [self._key(q, result.usage, snapshot, weights, prio) for q in positions]
+        capacity = dict(snapshot.capacity.items())
+
+        def key(name: str) -> tuple[int, fairshare.ShareKey, str]:
+            # `result.usage` is re-read: preemption may have swapped in its trial copy.
+            share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weights[name])
+            return (-prio[name], share, name)
+
+        heap = [key(q) for q in positions]
         heapq.heapify(heap)
         while heap:
             _, _, name = heapq.heappop(heap)
@@ -138,18 +198,7 @@ class Scheduler:
             positions[name] += 1
             result.pending.remove(job.ref)
             yield job
-            heapq.heappush(heap, self._key(name, result.usage, snapshot, weights, prio))
-
-    @staticmethod
-    def _key(
-        name: str,
-        usage: accounting.Usage,
-        snapshot: snap.Snapshot,
-        weights: dict[str, int],
-        prio: dict[str, int],
-    ) -> tuple[int, object, str]:
-        share = fairshare.share(usage.queue_used(name), snapshot.capacity, weight=weights[name])
-        return (-prio[name], share, name)
+            heapq.heappush(heap, key(name))
 
     def _strict_stop(self, job: PendingJob, snapshot: snap.Snapshot) -> None:
         queue = snapshot.queues.get(job.queue)

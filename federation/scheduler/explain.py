@@ -18,6 +18,7 @@ import numpy as np
 
 from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
+from federation.scheduler import incremental
 from federation.scheduler import placement as pl
 from federation.scheduler.plugins import quota
 from policies.models.binding import ClusterVerdict
@@ -75,13 +76,15 @@ def summary(
     placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState, placed: pl.Placed
 ) -> tuple[list[ClusterVerdict], dict[str, int]]:
     """The chosen clusters and the best runners-up, plus filtered counts by plugin."""
+    if placed.explained is not None:
+        return placed.explained
     scored = placed.scored
+    assert scored is not None  # only the incremental path leaves it out, with `explained`
     index = state.snapshot.index
     targets = np.array([index[n] for n in placed.placement], dtype=np.int64)
     picked = np.nonzero(np.isin(scored.rows, targets))[0].tolist()
     count = min(len(picked) + _RUNNERS_UP, len(scored.total))
-    best = np.argpartition(-scored.total, count - 1)[:count] if count else np.arange(0)
-    order = best[np.lexsort((best, -scored.total[best]))]
+    order = incremental.top_order(scored.total, count)  # ties: name order, deterministic
     runners = [int(i) for i in order if int(i) not in picked][:_RUNNERS_UP]
     keep = np.array(picked + runners, dtype=np.int64)
     top = pl.Scored(
@@ -96,7 +99,7 @@ def summary(
     _, counts = placer.static_rows(job, state)
     counts = dict(counts)
     passed_static = state.snapshot.size - sum(counts.values())
-    dynamic = passed_static - len(placed.scored.rows)
+    dynamic = passed_static - len(scored.rows)
     if dynamic > 0:
         counts["capacity/cost/quota"] = dynamic
     return chosen + others[:_RUNNERS_UP], counts

@@ -19,7 +19,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -114,9 +114,23 @@ class JobRequest:
     def devices(self) -> int:
         return int(self.vector[snap.DEVICES])
 
+    def for_job(self, job: PendingJob) -> JobRequest:
+        """This request for another job stamped from the same spec, policy and annotations."""
+        other = object.__new__(JobRequest)
+        for slot in _REQUEST_SLOTS:  # the slots' own descriptors: no frozen-check detour
+            slot.__set__(other, slot.__get__(self))
+        _JOB_SLOT.__set__(other, job)
+        return other
+
     def with_term(self, term: int) -> JobRequest:
         """The same request under another `clusterAffinities` group."""
         return dataclasses.replace(self, term=term, signature=(*self.signature[:-1], term))
+
+
+_REQUEST_SLOTS: tuple[Any, ...] = tuple(
+    JobRequest.__dict__[f.name] for f in dataclasses.fields(JobRequest)
+)
+_JOB_SLOT: Any = JobRequest.__dict__["job"]
 
 
 def _strategy(job: PendingJob) -> tuple[str, bool]:
@@ -271,6 +285,11 @@ class CycleState:
         """Per-cycle cache of request-only results (flavor masks), keyed by signature."""
         self.dyn: dict[tuple[object, ...], tuple[snap.IntArray, npt.NDArray[np.generic]]] = {}
         """Per-signature results that depend on capacity, with the versions they saw."""
+        self.incremental: dict[tuple[object, ...], object] = {}
+        """Per-signature scores of the incremental single-cluster path (`incremental`)."""
+        self.touched: list[tuple[int, int]] = []
+        """Every (cluster, flavor) charged or given back, in order: what the incremental
+        path replays to bring its per-signature scores up to date."""
 
     def copy(self) -> CycleState:
         other = CycleState.__new__(CycleState)
@@ -281,6 +300,8 @@ class CycleState:
         other.free_total = self.free_total.copy()
         other.memo = self.memo
         other.dyn = {}
+        other.incremental = {}
+        other.touched = []
         return other
 
     def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
@@ -292,6 +313,7 @@ class CycleState:
             self.largest[cluster, flavor], self.free[cluster, flavor]
         )
         self.version[cluster] += 1
+        self.touched.append((cluster, flavor))
 
     def give_back(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
         """Return capacity released by a victim (bounded by the flavor's allocatable)."""
@@ -304,6 +326,7 @@ class CycleState:
             self.largest[cluster, flavor] + back, self.snapshot.alloc[cluster, flavor]
         )
         self.version[cluster] += 1
+        self.touched.append((cluster, flavor))
 
 
 @runtime_checkable

@@ -22,6 +22,9 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import chips
 
 __all__ = [
+    "AVAIL",
+    "CHIP",
+    "FLAVOR",
     "Capacity",
     "best_flavor",
     "chosen_flavor",
@@ -32,7 +35,9 @@ __all__ = [
     "needed_here",
     "one_flavor_available",
     "pod_hour_cost",
+    "shape_arrays",
     "shortage",
+    "view",
 ]
 
 
@@ -51,10 +56,11 @@ def flavor_available(
     return np.where(fits, np.maximum(avail, 0), 0)
 
 
-_AVAIL, _FLAVOR, _CHIP = 0, 1, 2
+AVAIL, FLAVOR, CHIP = 0, 1, 2
+"""Columns of `view`'s integer array: free replicas, flavor to use, its chip index."""
 
 
-def _view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.FloatArray]:
+def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.FloatArray]:
     """Per cluster, cached per request signature: [C, 3] ints (free replicas, flavor to use,
     its chip index) and [C] one pod's hourly cost there.
 
@@ -73,21 +79,52 @@ def _view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap
     else:
         versions, ints = cached  # type: ignore[assignment]
         cost = state.dyn[("cost", job.shape)][1]  # type: ignore[assignment]
-    stale = np.nonzero(versions != state.version)[0]
+    stale = np.flatnonzero(versions != state.version)
     if stale.size:
-        avail = flavor_available(job, state, stale)
-        flavors = best_flavor(job, state, stale, avail)
-        ints[stale, _AVAIL] = avail.sum(axis=1)
-        ints[stale, _FLAVOR] = flavors
-        ints[stale, _CHIP] = state.snapshot.flavor_chip[stale, flavors]
-        cost[stale] = pod_hour_cost(job, state, stale)[np.arange(stale.size), flavors]
+        need, wanted, mask, held, order, pod_cost = shape_arrays(job, state)
+        fits = np.all(state.largest[stale][..., need] >= wanted, axis=-1) & mask[stale]
+        by_free = np.min(state.free[stale][..., need] // wanted, axis=-1)
+        avail = np.where(fits, np.maximum(np.minimum(by_free, held[stale]), 0), 0)
+        flavors = np.argmin(np.where(avail > 0, order[stale], np.inf), axis=1)
+        ints[stale, AVAIL] = avail.sum(axis=1)
+        ints[stale, FLAVOR] = flavors
+        ints[stale, CHIP] = state.snapshot.flavor_chip[stale, flavors]
+        cost[stale] = pod_cost[stale, flavors]
         versions[stale] = state.version[stale]
     return ints, cost
 
 
+def shape_arrays(
+    job: fw.JobRequest, state: fw.CycleState
+) -> tuple[
+    snap.BoolArray, snap.IntArray, snap.BoolArray, snap.IntArray, snap.FloatArray, snap.FloatArray
+]:
+    """What `view` needs that depends on the request shape only, over every cluster: the
+    resources asked for, the flavor mask, what a flavor's nodes could hold at most, the
+    flavor preference key of `best_flavor` and one pod's hourly cost per flavor."""
+    key = ("view-static", job.shape)
+    cached = state.memo.get(key)
+    if cached is None:
+        s = state.snapshot
+        rows = np.arange(s.size, dtype=np.int64)
+        pod = job.vector
+        need = pod > 0
+        wanted = pod[need]
+        per_node = np.min(s.alloc[..., need] // wanted, axis=-1)
+        rank_of = np.array(
+            [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips), len(job.chips)],
+            dtype=np.float64,
+        )
+        pod_cost = pod_hour_cost(job, state, rows)
+        order = rank_of[s.flavor_chip] * 1e15 + np.nan_to_num(pod_cost, nan=1e12)
+        cached = (need, wanted, chips.flavor_mask(job, state), per_node * s.nodes, order, pod_cost)
+        state.memo[key] = cached
+    return cached  # type: ignore[return-value]
+
+
 def chosen_flavor(job: fw.JobRequest, state: fw.CycleState, row: int) -> int:
     """The flavor the job would use on one cluster (most preferred chip, then cheapest)."""
-    return int(_view(job, state)[0][row, _FLAVOR])
+    return int(view(job, state)[0][row, FLAVOR])
 
 
 def one_flavor_available(job: fw.JobRequest, state: fw.CycleState, row: int, flavor: int) -> int:
@@ -108,19 +145,19 @@ def cluster_available(
     job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
 ) -> snap.IntArray:
     """Per row: free replicas of `job` over all its acceptable flavors."""
-    return np.asarray(_view(job, state)[0][rows, _AVAIL], dtype=np.int64)
+    return np.asarray(view(job, state)[0][rows, AVAIL], dtype=np.int64)
 
 
 def cluster_chip(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.IntArray:
     """Per row: index (into `snapshot.chips`) of the chip the job would use; -1: none."""
-    return np.asarray(_view(job, state)[0][rows, _CHIP], dtype=np.int64)
+    return np.asarray(view(job, state)[0][rows, CHIP], dtype=np.int64)
 
 
 def cluster_pod_cost(
     job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
 ) -> snap.FloatArray:
     """Per row: one pod's hourly cost on the flavor the job would use (NaN: unpriced)."""
-    return np.asarray(_view(job, state)[1][rows], dtype=np.float64)
+    return np.asarray(view(job, state)[1][rows], dtype=np.float64)
 
 
 def pod_hour_cost(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.FloatArray:

@@ -33,9 +33,13 @@ class Preference:
         s = state.snapshot
         if job.chips and job.devices:
             chip_index = capacity.cluster_chip(job, state, rows)
-            rank_of = np.array([fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2)
+            cached = state.memo.get(("chip-rank", job.chips))
+            if cached is None:
+                cached = np.array([fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2)
+                state.memo[("chip-rank", job.chips)] = cached
+            rank_of: snap.IntArray = cached  # type: ignore[assignment]
             ranks = rank_of[chip_index].astype(np.float64)
-            score = 100.0 * (1 - ranks / len(job.chips))
+            score: snap.FloatArray = 100.0 * (1 - ranks / len(job.chips))
         else:
             score = np.full(len(rows), 100.0)
         if not s.soft_tainted:

@@ -1,0 +1,518 @@
+"""Incremental single-cluster decisions: the scores of every eligible cluster kept per request
+signature across a cycle and refreshed only where capacity changed.
+
+Fed by the placer with a `JobRequest` that goes whole to one cluster (a gang, or a workload
+without a dividing policy), and by the cycle state (capacity left and the version of each
+cluster, bumped whenever the cycle charges or gives back capacity there). Feeds the placer
+with the same `Placed` decision the general path would reach, with the Binding's short
+explanation already built, or None when the general path must decide (no cluster fits, a
+quota limit applies, or the request needs what only the general path models).
+
+Why it gives the same answer as filtering and scoring from scratch: every part of a
+cluster's total score depends only on that cluster (its free replicas, chosen flavor and
+chip, utilisation, chip rank), except the cost part, which is min-max normalised over the
+feasible clusters. So a signature keeps its per-cluster parts and totals, recomputes the
+clusters whose version moved since it last looked, and recomputes the cost part everywhere
+only when the cheapest or dearest feasible cost moved. The arithmetic is the general path's,
+element by element (the few-clusters replay does it on Python floats, the same IEEE doubles
+in the same order), so totals, ties (first cluster in name order) and explanations match it
+exactly; `tests/unit/scheduler/test_incremental.py` holds both paths to that.
+
+Why it matters: in a cycle over 100,000 queued jobs most jobs share a signature with one
+decided shortly before, and between the two only a few clusters changed (the cycle state
+logs every flavor it charges). Replaying those few, in plain Python when there are only a
+handful and vectorised otherwise, keeps a decision's cost independent of the fleet's size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.scheduler import framework as fw
+from federation.scheduler.plugins import binpack, capacity, cost, locality, preference, quota
+from policies.models.binding import ClusterVerdict
+
+if TYPE_CHECKING:
+    from federation.scheduler import placement as pl
+
+__all__ = ["Decision", "Incremental", "eligible", "standard", "top_order"]
+
+_RUNNERS_UP = 3
+_REPLAY_LIMIT = 32
+"""Touched clusters beyond which a vectorised refresh is cheaper than replaying them."""
+_SCORES = {
+    "cost": cost.Cost,
+    "binpack": binpack.Binpack,
+    "locality": locality.Locality,
+    "affinity": preference.Preference,
+}
+_DYNAMIC = {"capacity": capacity.Capacity, "max-cost": cost.MaxCost, "quota": quota.Quota}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The cluster chosen, its chip, and the Binding's short explanation."""
+
+    cluster: str
+    chip: str | None
+    verdicts: list[ClusterVerdict]
+    counts: dict[str, int]
+    flavor: int
+    """The node flavor the job takes there, and how many replicas of it that flavor holds."""
+    flavor_free: int
+
+
+def standard(placer: pl.Placer) -> bool:
+    """Whether the placer runs only plugins whose per-cluster nature this module relies on."""
+    dynamic_ok = all(isinstance(p, _DYNAMIC.get(p.name, ())) for p in placer.dynamic)
+    scores_ok = all(isinstance(p, _SCORES.get(p.name, ())) for p in placer.scores)
+    return dynamic_ok and scores_ok
+
+
+def eligible(job: fw.JobRequest, state: fw.CycleState) -> bool:
+    """A whole-to-one-cluster request with nothing that depends on more than one cluster."""
+    if not job.single_cluster or job.previous or job.evicting or job.max_hourly_cost is not None:
+        return False
+    if len(job.terms) != 1:
+        return False
+    queue = state.snapshot.queues.get(job.job.queue)
+    if queue is not None and queue.spec.capability is not None:
+        return False  # the quota filter decides per chip; the general path runs it
+    return job.job.ref.namespace not in state.snapshot.quotas
+
+
+def top_order(total: snap.IntArray, count: int) -> snap.IntArray:
+    """Positions of the `count` best totals: highest score first, then lowest position.
+
+    Deterministic under ties (a key unique per position), so both paths name the same
+    runners-up in a Binding's explanation.
+    """
+    n = len(total)
+    if count <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = total.astype(np.int64) * (n + 1) + (n - np.arange(n, dtype=np.int64))
+    best = np.argpartition(-key, count - 1)[:count] if count < n else np.arange(n)
+    result: snap.IntArray = best[np.argsort(-key[best])].astype(np.int64)
+    return result
+
+
+class _Signature:
+    """One signature's per-cluster parts and totals over its statically eligible clusters.
+
+    `table` rows are [cluster row, total, part per active score plugin], so the clusters an
+    explanation names come out in one slice; `key` orders clusters by total, then name, with
+    -1 for clusters the job does not fit.
+    """
+
+    __slots__ = (
+        "avail",
+        "chip",
+        "counts",
+        "feasible",
+        "high",
+        "key",
+        "logpos",
+        "low",
+        "nfeasible",
+        "position",
+        "raw_cost",
+        "rows",
+        "seen",
+        "table",
+        "tie",
+        "top",
+    )
+
+    def __init__(self, rows: snap.IntArray, counts: dict[str, int], parts: int) -> None:
+        n = len(rows)
+        self.rows = rows
+        self.counts = counts
+        self.seen = np.full(n, -1, dtype=np.int64)
+        self.avail = np.zeros(n, dtype=np.int64)
+        self.chip = np.full(n, -1, dtype=np.int64)
+        self.raw_cost = np.zeros(n, dtype=np.float64)
+        self.feasible = np.zeros(n, dtype=bool)
+        self.nfeasible = 0
+        self.table = np.zeros((n, 2 + parts), dtype=np.int64)
+        self.table[:, 0] = rows
+        self.key = np.full(n, -1, dtype=np.int64)
+        self.tie = n - np.arange(n, dtype=np.int64)
+        self.low = self.high = math.nan
+        self.position = {row: i for i, row in enumerate(rows.tolist())}
+        self.logpos = 0
+        self.top: list[int] | None = None
+        """The best feasible positions, best first; every other key is below the last."""
+
+
+class _Shape:
+    """Per request shape: free replicas on every flavor of every cluster, the flavor the job
+    would use and its totals, kept current by replaying the cycle's log of touched flavors
+    with the very arithmetic of `capacity.view` (one flavor changes per charge)."""
+
+    __slots__ = (
+        "chip",
+        "favail",
+        "flavor",
+        "held",
+        "logpos",
+        "mask",
+        "need",
+        "order",
+        "pod_cost",
+        "total",
+    )
+
+    def __init__(self, job: fw.JobRequest, state: fw.CycleState) -> None:
+        need, wanted, mask, held, order, pod_cost = capacity.shape_arrays(job, state)
+        self.pod_cost: list[list[float]] = pod_cost.tolist()
+        self.chip: list[list[int]] = state.snapshot.flavor_chip.tolist()
+        self.need = list(zip(np.flatnonzero(need).tolist(), wanted.tolist(), strict=True))
+        self.mask: list[list[bool]] = mask.tolist()
+        self.held: list[list[int]] = held.tolist()
+        self.order: list[list[float]] = order.tolist()
+        self.favail: list[list[int]] = []
+        self.total: list[int] = []
+        self.flavor: list[int] = []
+        self.logpos = len(state.touched)
+        self._rebuild(job, state, np.arange(state.snapshot.size, dtype=np.int64))
+
+    def _rebuild(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> None:
+        ints, _ = capacity.view(job, state)
+        favail = capacity.flavor_available(job, state, rows).tolist()
+        if not self.favail:
+            self.favail = favail
+            self.total = ints[:, capacity.AVAIL].tolist()
+            self.flavor = ints[:, capacity.FLAVOR].tolist()
+            return
+        for i, row in enumerate(rows.tolist()):
+            self.favail[row] = favail[i]
+            self.total[row] = int(ints[row, capacity.AVAIL])
+            self.flavor[row] = int(ints[row, capacity.FLAVOR])
+
+    def sync(self, job: fw.JobRequest, state: fw.CycleState) -> None:
+        log = state.touched
+        if self.logpos == len(log):
+            return
+        touched = set(log[self.logpos :])
+        self.logpos = len(log)
+        if len(touched) > _REPLAY_LIMIT:
+            rows = np.array(sorted({c for c, _ in touched}), dtype=np.int64)
+            self._rebuild(job, state, rows)
+            return
+        for c, f in touched:
+            if not self.mask[c][f]:
+                continue
+            largest = state.largest[c, f].tolist()
+            avail = 0
+            if all(largest[r] >= w for r, w in self.need):
+                free = state.free[c, f].tolist()
+                by_free = min(free[r] // w for r, w in self.need)
+                avail = max(min(by_free, self.held[c][f]), 0)
+            row = self.favail[c]
+            if row[f] == avail:
+                continue
+            self.total[c] += avail - row[f]
+            row[f] = avail
+            best, best_key = 0, math.inf  # numpy's argmin: first minimum, 0 when none
+            for i, (a, k) in enumerate(zip(row, self.order[c], strict=True)):
+                if a > 0 and k < best_key:
+                    best, best_key = i, k
+            self.flavor[c] = best
+
+
+class Incremental:
+    """The incremental decision for one placer; its per-signature data lives in the state."""
+
+    def __init__(self, placer: pl.Placer) -> None:
+        self.placer = placer
+        self.enabled = standard(placer)
+        self.active = [
+            (p.name, w, p) for p in placer.scores if (w := placer.weights.get(p.name, 1)) > 0
+        ]
+        self.names = [name for name, _, _ in self.active]
+        self.weights = np.array([w for _, w, _ in self.active], dtype=np.int64)
+        self.weight_sum = max(sum(w for _, w, _ in self.active), 1)
+        self.weight_list = [w for _, w, _ in self.active]
+        self.columns = [
+            (column, name, plugin)
+            for column, (name, _, plugin) in enumerate(self.active, start=2)
+            if name != "cost"
+        ]
+        self.cost_column = next(
+            (2 + i for i, (_, _, p) in enumerate(self.active) if isinstance(p, cost.Cost)), None
+        )
+        self._verdicts: dict[tuple[object, ...], ClusterVerdict] = {}
+
+    def place(self, job: fw.JobRequest, state: fw.CycleState) -> Decision | None:
+        """The general path's decision for an eligible request, or None to let it decide."""
+        if not self.enabled or not eligible(job, state):
+            return None
+        shape = state.incremental.get(("shape", job.shape))
+        if shape is None:
+            shape = state.incremental[("shape", job.shape)] = _Shape(job, state)
+        assert isinstance(shape, _Shape)
+        shape.sync(job, state)
+        sig = state.incremental.get(job.signature)
+        if sig is None:
+            rows, counts = self.placer.static_rows(job, state)
+            if rows.size == 0:
+                return None
+            sig = _Signature(rows, counts, len(self.active))
+            state.incremental[job.signature] = sig
+            self._refresh(sig, job, state)
+        assert isinstance(sig, _Signature)
+        if not self._replay(sig, shape, job, state):
+            self._refresh(sig, job, state)
+        sig.logpos = len(state.touched)
+        if sig.nfeasible == 0:
+            return None
+        count = min(1 + _RUNNERS_UP, sig.nfeasible)
+        if sig.top is None or len(sig.top) < count:
+            _leaders(sig)
+        assert sig.top is not None
+        order = sig.top[:count]
+        first = order[0]
+        chip_index = int(sig.chip[first])
+        chip = state.snapshot.chips[chip_index] if job.devices and chip_index >= 0 else None
+        names = state.snapshot.clusters
+        verdicts = []
+        for i, entry in enumerate(sig.table[order].tolist()):
+            verdict = self._verdicts.get((*entry, i == 0))
+            if verdict is None:
+                verdict = ClusterVerdict.model_construct(
+                    cluster=names[entry[0]].name,
+                    verdict="ok",
+                    plugin=None,
+                    reasons=[],
+                    score=entry[1],
+                    scores=dict(zip(self.names, entry[2:], strict=True)),
+                    selected=i == 0,
+                )
+                self._verdicts[(*entry, i == 0)] = verdict
+            verdicts.append(verdict)
+        counts = sig.counts
+        dynamic = len(sig.rows) - sig.nfeasible
+        if dynamic > 0:
+            counts = {**counts, "capacity/cost/quota": dynamic}
+        row = int(sig.rows[first])
+        flavor = shape.flavor[row]
+        free = shape.favail[row][flavor]
+        return Decision(verdicts[0].cluster, chip, verdicts, dict(counts), flavor, free)
+
+    # -- replaying a few touched clusters in plain Python
+
+    def _replay(
+        self, sig: _Signature, shape: _Shape, job: fw.JobRequest, state: fw.CycleState
+    ) -> bool:
+        """Re-score the clusters touched since the signature last looked, one by one, with
+        the vector path's arithmetic; False when too many changed (or a PreferNoSchedule
+        taint needs the preference plugin), so the caller refreshes vectorised instead."""
+        log = state.touched
+        if sig.logpos == len(log):
+            return True
+        touched = {c for c, _ in log[sig.logpos :]}
+        if len(touched) > _REPLAY_LIMIT or state.snapshot.soft_tainted:
+            return False
+        s = state.snapshot
+        needed = capacity.needed_here(job)
+        scale = job.replicas * job.duration_hours
+        used = _memo(state, ("used", job.shape), lambda: np.flatnonzero(job.vector > 0).tolist())
+        totals = _memo(state, ("alloc-total",), s.allocatable_total.tolist)
+        ranked = bool(job.chips and job.devices)
+        rank_of: list[int] = []
+        if ranked:
+            rank_of = [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2
+        table, feasible, raw_cost = sig.table, sig.feasible, sig.raw_cost
+        dirty = False
+        changed: list[int] = []
+        for c in touched:
+            p = sig.position.get(c)
+            if p is None:
+                continue
+            changed.append(p)
+            avail = shape.total[c]
+            flavor = shape.flavor[c]
+            chip = shape.chip[c][flavor]
+            raw = shape.pod_cost[c][flavor] * scale
+            feas = avail >= needed
+            old_feas, old_raw = bool(feasible[p]), float(raw_cost[p])
+            if old_feas and math.isfinite(old_raw) and old_raw in (sig.low, sig.high):
+                dirty = True
+            if feas and math.isfinite(raw) and not sig.low <= raw <= sig.high:
+                dirty = True  # also when there are no bounds yet (NaN compares False)
+            sig.nfeasible += int(feas) - int(old_feas)
+            sig.avail[p] = avail
+            sig.chip[p] = chip
+            feasible[p] = feas
+            raw_cost[p] = raw
+            free = state.free_total[c].tolist()
+            for column, name, plugin in self.columns:
+                if name == "binpack":
+                    value = _binpack(free, totals[c], used, pack=plugin.pack)  # type: ignore[attr-defined]
+                elif name == "affinity":
+                    value = 100.0 * (1 - float(rank_of[chip]) / len(job.chips)) if ranked else 100.0
+                else:  # locality: nothing runs anywhere yet
+                    value = 0.0
+                table[p, column] = round(min(max(value, 0.0), 100.0))
+        if changed:
+            self._rescore_some(sig, changed, state, dirty=dirty)
+        return True
+
+    def _rescore_some(
+        self, sig: _Signature, changed: list[int], state: fw.CycleState, *, dirty: bool
+    ) -> None:
+        table, feasible, raw_cost = sig.table, sig.feasible, sig.raw_cost
+        where = np.array(changed, dtype=np.int64)
+        sig.seen[where] = state.version[sig.rows[where]]
+        if self.cost_column is not None and dirty:
+            low, high = _bounds(raw_cost[feasible])
+            if not _same(low, sig.low) or not _same(high, sig.high):
+                sig.low, sig.high = low, high
+                self._rescore(sig, np.arange(len(sig.rows), dtype=np.int64))
+                return
+        if self.cost_column is not None:
+            for p in changed:
+                table[p, self.cost_column] = _min_best_one(float(raw_cost[p]), sig.low, sig.high)
+        n = len(sig.rows)
+        weights = self.weight_list
+        for p in changed:
+            parts = table[p, 2:].tolist()
+            total = round(sum(w * v for w, v in zip(weights, parts, strict=True)) / self.weight_sum)
+            table[p, 1] = total
+            key = total * (n + 1) + (n - p) if feasible[p] else -1
+            before = int(sig.key[p])
+            sig.key[p] = key
+            _promote(sig, p, before, key)
+
+    # -- the vectorised refresh
+
+    def _refresh(self, sig: _Signature, job: fw.JobRequest, state: fw.CycleState) -> None:
+        versions = state.version[sig.rows]
+        stale = np.flatnonzero(versions != sig.seen)
+        if stale.size == 0:
+            return
+        sig.seen[stale] = versions[stale]
+        rows = sig.rows[stale]
+        ints, pod_cost = capacity.view(job, state)
+        avail = ints[rows, capacity.AVAIL]
+        feasible = avail >= capacity.needed_here(job)
+        sig.nfeasible += int(np.count_nonzero(feasible)) - int(
+            np.count_nonzero(sig.feasible[stale])
+        )
+        sig.avail[stale] = avail
+        sig.chip[stale] = ints[rows, capacity.CHIP]
+        sig.feasible[stale] = feasible
+        sig.raw_cost[stale] = pod_cost[rows] * (job.replicas * job.duration_hours)
+        table = sig.table
+        for column, (_, _, plugin) in enumerate(self.active, start=2):
+            if column != self.cost_column:
+                raw = plugin.raw_all(job, state, rows)  # type: ignore[attr-defined]
+                table[stale, column] = fw.normalise(raw, plugin.scale)
+        where = stale
+        if self.cost_column is not None:
+            low, high = _bounds(sig.raw_cost[sig.feasible])
+            if not _same(low, sig.low) or not _same(high, sig.high):
+                sig.low, sig.high = low, high
+                where = np.arange(len(sig.rows), dtype=np.int64)
+        self._rescore(sig, where)
+
+    def _rescore(self, sig: _Signature, where: snap.IntArray) -> None:
+        table = sig.table
+        if self.cost_column is not None:
+            table[where, self.cost_column] = _min_best(sig.raw_cost[where], sig.low, sig.high)
+        # The general path sums weight x part in floats; over these small integers that sum
+        # is exact, so an integer dot product gives the very same totals.
+        totals = np.rint(table[where, 2:] @ self.weights / self.weight_sum).astype(np.int64)
+        table[where, 1] = totals
+        n = len(sig.rows)
+        sig.key[where] = np.where(sig.feasible[where], totals * (n + 1) + sig.tie[where], -1)
+        sig.top = None
+
+
+_LEADERS = 8
+
+
+def _leaders(sig: _Signature) -> None:
+    """Recompute the best `_LEADERS` feasible positions of a signature (keys are unique)."""
+    key = sig.key
+    count = min(_LEADERS, len(key))
+    best = np.argpartition(key, len(key) - count)[len(key) - count :]
+    ranked = best[np.argsort(-key[best])].tolist()
+    sig.top = [p for p in ranked if key[p] >= 0]
+
+
+def _promote(sig: _Signature, p: int, old: int, new: int) -> None:
+    """Keep `sig.top` exact after position `p`'s key went from `old` to `new`: forget it
+    when a leader fell below where the last leader stood (something unseen may now be ahead
+    of it); rank a newcomer that climbed above the last leader among the leaders."""
+    top = sig.top
+    if top is None:
+        return
+    full = len(top) == _LEADERS
+    if p in top:
+        floor = old if top[-1] == p else int(sig.key[top[-1]])
+        if new < 0 or (full and new < floor):
+            sig.top = None
+            return
+    else:
+        floor = int(sig.key[top[-1]]) if full else -1
+        if new <= floor:
+            return
+        top.append(p)
+    top.sort(key=lambda q: -int(sig.key[q]))
+    del top[_LEADERS:]
+
+
+def _memo(state: fw.CycleState, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
+    value = state.memo.get(key)
+    if value is None:
+        value = state.memo[key] = make()
+    return value
+
+
+def _binpack(free: list[int], whole: list[int], used: list[int], *, pack: bool) -> float:
+    """`Binpack.raw_all` for one cluster: the utilisation of the resources the job asks for,
+    divided in floats as numpy divides int64 arrays."""
+    util = max((1 - float(free[r]) / float(whole[r])) if whole[r] > 0 else 0.0 for r in used)
+    value = min(max(util, 0.0), 1.0) * 100
+    return value if pack else 100 - value
+
+
+def _min_best_one(value: float, low: float, high: float) -> int:
+    """`_min_best` for one value (Python's round, like numpy's rint, rounds half to even)."""
+    if math.isnan(low) or not math.isfinite(value):
+        return 0
+    if math.isclose(low, high):
+        return 100
+    return round((high - value) / (high - low) * 100)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _bounds(values: snap.FloatArray) -> tuple[float, float]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    return float(finite.min()), float(finite.max())
+
+
+def _min_best(values: snap.FloatArray, low: float, high: float) -> snap.IntArray:
+    """`framework.normalise(values, "min_best")` given the feasible set's bounds."""
+    finite_mask = np.isfinite(values)
+    if math.isnan(low):
+        return np.zeros(values.shape, np.int64)
+    if math.isclose(low, high):
+        scaled = np.full(values.shape, 100.0)
+    else:
+        scaled = (high - values) / (high - low) * 100
+    scaled = np.where(finite_mask, scaled, 0.0)
+    result: snap.IntArray = np.rint(scaled).astype(np.int64)
+    return result

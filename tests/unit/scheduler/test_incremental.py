@@ -1,0 +1,157 @@
+"""The incremental single-cluster path decides exactly as filtering and scoring from scratch.
+
+Each case runs one cycle twice over the same fleet and queue - once as the controller does,
+once with the incremental path switched off - and requires the same admissions, the same
+Bindings (targets, chips, costs, explanation and reasons) and the same pending jobs. The
+fleets are small and over-subscribed so that clusters fill up, flavors run out, the cheapest
+feasible cluster disappears (moving every cost score) and jobs are left pending.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from federation.cache import snapshot as snap
+from federation.queue import fairshare
+from federation.queue.pending import PendingJob, PendingStore
+from federation.quota.accounting import Usage
+from federation.resources import ResourceList
+from federation.scheduler import cycle, incremental
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding
+from tests.unit.scheduler import fleet
+
+A100, H100 = "nvidia-a100-80gb", "nvidia-h100-80gb"
+
+
+def _fleet(rng: random.Random) -> list[object]:
+    clusters = []
+    for i in range(12):
+        kind = i % 3
+        flavors = [fleet.flavor(cpu=str(rng.choice([4, 8, 16])), nodes=rng.randint(1, 3))]
+        flavors.append(fleet.flavor(arch="arm64", cpu="8", nodes=rng.randint(1, 2)))
+        prices: dict[str, str] = {}
+        if kind:
+            chip = A100 if kind == 1 else H100
+            flavors.append(
+                fleet.flavor(
+                    chip=chip, cpu="32", memory="256Gi", devices=8, nodes=rng.randint(1, 2)
+                )
+            )
+            prices[chip] = str(rng.choice([2, 3, 4]))
+        clusters.append(
+            fleet.cluster(
+                f"c{i:02d}",
+                *flavors,
+                region=["us-east", "eu-west"][i % 2],
+                cpu_price=str(rng.choice(["0.03", "0.04", "0.05"])),
+                gpu_prices=prices,
+            )
+        )
+    return clusters
+
+
+def _jobs(rng: random.Random, count: int) -> list[PendingJob]:
+    shapes = [
+        {"kind": "Deployment", "cpu": "1", "replicas": 3},
+        {"kind": "Deployment", "cpu": "2", "replicas": 2, "chips": "arm64"},
+        {"kind": "Job", "cpu": "500m", "replicas": 1},
+        {"kind": "Job", "cpu": "4", "gpus": 2, "chips": A100, "duration": "2h"},
+        {"kind": "Job", "cpu": "8", "gpus": 4, "chips": f"{H100},{A100}", "duration": "5h"},
+        {"kind": "Job", "cpu": "4", "gpus": 8, "chips": H100},
+    ]
+    jobs = []
+    for i in range(count):
+        shape = dict(rng.choice(shapes))
+        w = fleet.workload(
+            f"j{i:04d}",
+            queue=rng.choice(["a", "b"]),
+            priority=rng.randint(0, 2),
+            **shape,  # type: ignore[arg-type]
+        )
+        jobs.append(fleet.job(w, seq=i + 1))
+    return jobs
+
+
+def _cycle(
+    clusters: list[object], jobs: list[PendingJob], *, fast: bool, queues: list[object] = ()
+) -> cycle.CycleResult:
+    snapshot = snap.build(clusters, queues=queues)  # type: ignore[arg-type]
+    scheduler = cycle.Scheduler(SchedulerSettings(cycle_batch=10_000))
+    scheduler.placer.incremental.enabled = fast
+    pending = PendingStore()
+    for j in jobs:
+        pending.add(j)
+    return scheduler.run_cycle(snapshot, pending, Usage(), fleet.NOW)
+
+
+def _dump(result: cycle.CycleResult) -> list[object]:
+    return [b.model_dump(mode="json") for b in result.bindings]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_same_bindings_as_scoring_from_scratch_while_the_fleet_fills_up(seed: int) -> None:
+    rng = random.Random(seed)
+    clusters = _fleet(rng)
+    jobs = _jobs(rng, 160)
+    slow = _cycle(clusters, jobs, fast=False)
+    fast = _cycle(clusters, jobs, fast=True)
+    assert [str(a.ref) for a in fast.admitted] == [str(a.ref) for a in slow.admitted]
+    assert 0 < len(fast.admitted) < len(jobs), "the case must fill the fleet"
+    assert _dump(fast) == _dump(slow)
+    assert fast.reasons == slow.reasons
+    assert sorted(str(j.ref) for j in fast.pending.jobs()) == sorted(
+        str(j.ref) for j in slow.pending.jobs()
+    )
+    assert fast.timings.calls.get("incremental", 0) > 0
+
+
+def test_queue_capability_leaves_the_decision_to_the_general_path() -> None:
+    rng = random.Random(5)
+    clusters = _fleet(rng)
+    jobs = _jobs(rng, 60)
+    capped = [fleet.queue("a", capability={"cpu": "20"}), fleet.queue("b")]
+    slow = _cycle(clusters, jobs, fast=False, queues=capped)
+    fast = _cycle(clusters, jobs, fast=True, queues=capped)
+    assert _dump(fast) == _dump(slow)
+    assert any("capability" in r for r in fast.reasons.values())
+
+
+def test_runners_up_are_named_best_score_first_then_by_name() -> None:
+    total = [50, 70, 70, 10, 70]
+    order = incremental.top_order(np.array(total, dtype=np.int64), 4)
+    assert order.tolist() == [1, 2, 4, 0]
+
+
+def test_share_key_orders_like_the_exact_fraction() -> None:
+    capacity = {"cpu": 3_000, "memory": 7 * 1024**3}
+    rng = random.Random(9)
+    for _ in range(300):
+        used = [
+            {"cpu": rng.randint(0, 3_000), "memory": rng.randint(0, 7 * 1024**3)} for _ in range(2)
+        ]
+        weights = [rng.randint(1, 4) for _ in range(2)]
+        keys = [fairshare.ShareKey(u, capacity, w) for u, w in zip(used, weights, strict=True)]
+        exact = [
+            fairshare.share(ResourceList(u), capacity, weight=w)
+            for u, w in zip(used, weights, strict=True)
+        ]
+        assert (keys[0] < keys[1]) == (exact[0] < exact[1])
+        assert (keys[0] == keys[1]) == (exact[0] == exact[1])
+    same = [
+        fairshare.ShareKey({"cpu": 1_000}, capacity, 1),
+        fairshare.ShareKey({"cpu": 2_000}, capacity, 2),
+    ]
+    assert same[0] == same[1] and not same[0] < same[1]
+
+
+def test_bindings_built_in_the_cycle_are_what_validation_would_build() -> None:
+    rng = random.Random(6)
+    result = _cycle(_fleet(rng), _jobs(rng, 60), fast=True)
+    phases = {b.status.phase for b in result.bindings}
+    assert phases == {"Scheduled", "Pending"}
+    for built in result.bindings:
+        assert Binding.model_validate(built.model_dump(mode="json")) == built
