@@ -56,17 +56,28 @@ def verdict(
 
 
 @pytest.mark.parametrize(
-    ("ready", "ok"),
+    ("ready", "previous", "ok"),
     [
-        pytest.param(True, True, id="a Ready cluster takes new work"),
-        pytest.param(False, False, id="a cluster that is not Ready is filtered"),
+        pytest.param(True, None, True, id="a Ready cluster takes new work"),
+        pytest.param(False, None, False, id="a cluster that is not Ready is filtered"),
+        pytest.param(
+            False, {"c": 2}, True, id="one already hosting the workload keeps it (failover's call)"
+        ),
+        pytest.param(False, {"d": 2}, False, id="hosting elsewhere does not count"),
     ],
 )
-def test_health(ready: bool, ok: bool) -> None:
-    result = verdict(health.Health(), cluster("c", ready=ready))
+def test_health(ready: bool, previous: dict[str, int] | None, ok: bool) -> None:
+    c = cluster("c", ready=ready)
+    result = verdict(health.Health(), c, previous=previous)
     assert result.ok is ok
     if not ok:
         assert result.reasons == ("cluster is not Ready",)
+    s = snap.build([c])
+    request = fw.request_for(
+        job(workload("w")), settings=SETTINGS, device_resources=(), previous=previous
+    )
+    mask = health.Health().mask(request, fw.CycleState(s, Usage(), SETTINGS), np.array([0]))
+    assert mask.tolist() == [ok], "the vector path agrees with the plain one"
 
 
 NO_SCHEDULE = Taint(key="maintenance", value="yes", effect="NoSchedule")
