@@ -39,7 +39,11 @@ _EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 STANDARD_APIS = (
     ("apps/v1", ("Deployment", "StatefulSet", "ReplicaSet")),
     ("batch/v1", ("Job",)),
-    ("v1", ("Pod", "ConfigMap", "Secret", "Service")),
+    ("v1", ("Pod", "ConfigMap", "Secret", "Service", "Namespace")),
+    # Served by every simulated member (clusters/sim controllers), so `plan --clusters`
+    # agrees with `plan --live` on the demo fleet.
+    ("batch.volcano.sh/v1alpha1", ("Job",)),
+    ("kubeflow.org/v1", ("PyTorchJob",)),
 )
 
 

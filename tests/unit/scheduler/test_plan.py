@@ -181,3 +181,27 @@ spec:
     same_priority = [p for p in policies if p.metadata.name != "all-jobs"]
     chosen = plan.claim(workload, same_priority)  # type: ignore[arg-type]
     assert chosen is not None and chosen.metadata.name == "train"
+
+
+def test_offline_plan_of_the_examples_against_the_demo_profile_finds_their_apis_served(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The demo fleet serves Volcano Jobs and PyTorchJobs; the offline profile must too, or
+    `plan --clusters` would contradict `plan --live` for the research examples."""
+    root = Path(__file__).resolve().parents[3]
+    examples = root / "policies" / "examples"
+    main.main(
+        [
+            "plan",
+            *("-f", str(examples / "research-jobs.yaml")),
+            *("-f", str(examples / "accelerators.yaml")),
+            *("-f", str(examples / "queues.yaml")),
+            *("--clusters", str(root / "clusters" / "sim" / "profiles" / "demo.yaml")),
+            *("-o", "json"),
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc, "the examples hold workloads to plan"
+    for entry in doc:
+        for verdict in entry["clusters"]:
+            assert verdict.get("plugin") != "api-enablement", (entry["workload"], verdict)
