@@ -87,9 +87,9 @@ class Applier:
                 existing = await conn.get(object_ref(manifest))
             except member_mod.MemberNotFound:
                 return ""
-            if render.is_ours(existing, ref):
+            if render.is_ours(existing, ref) or render.is_placeholder(existing):
                 return ""
-        elif not owner[0] or owner[1] == str(ref):
+        elif not owner[0] or owner[1] in (str(ref), render.PLACEHOLDER):
             return ""
         return (
             f"{object_ref(manifest)} already exists in {conn.name} and is not managed by fedctl;"

@@ -37,9 +37,11 @@ __all__ = [
     "LABEL_MANAGED_BY",
     "LABEL_WORKLOAD",
     "MANAGED_BY",
+    "PLACEHOLDER",
     "REF_ANNOTATION",
     "digest",
     "is_ours",
+    "is_placeholder",
     "namespace_manifest",
     "render",
     "workload_label",
@@ -82,6 +84,20 @@ def is_ours(obj: Mapping[str, Any], ref: keys.WorkloadRef | None = None) -> bool
     if ref is None:
         return True
     return (meta.get("annotations") or {}).get(REF_ANNOTATION) == str(ref)
+
+
+PLACEHOLDER = "<placeholder>"
+"""What the member watch records as the owner of a placeholder Namespace."""
+
+
+def is_placeholder(obj: Mapping[str, Any]) -> bool:
+    """A Namespace the applier created ahead of a namespaced object (ours, no workload):
+    the Namespace workload of that name may adopt it."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return labels.get(LABEL_MANAGED_BY) == MANAGED_BY and not (
+        (meta.get("annotations") or {}).get(REF_ANNOTATION)
+    )
 
 
 def digest(manifest: Mapping[str, Any]) -> str:

@@ -137,7 +137,8 @@ class StatusWatches:
         labels = meta.get("labels") or {}
         ref = _ref_of(obj)
         ours = ref is not None and render.is_ours(obj, ref)
-        self._owners[self._slot(cluster, api_version, kind, obj)] = str(ref) if ours else None
+        owner = str(ref) if ours else (render.PLACEHOLDER if render.is_placeholder(obj) else None)
+        self._owners[self._slot(cluster, api_version, kind, obj)] = owner
         if kind == "ResourceQuota" and labels.get(quota.LABEL_FRQ):
             ns = meta.get("namespace", "")
             self.quotas[(cluster, ns, meta["name"])] = dict(obj)

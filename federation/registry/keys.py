@@ -36,6 +36,7 @@ __all__ = [
     "event_key",
     "kind_segment",
     "leader_key",
+    "namespace_segment",
     "parse_workload_key",
     "policy_key",
     "policy_prefix",
@@ -103,8 +104,14 @@ class WorkloadRef:
         return f"{self.namespace}/{self.kind}/{self.name}"
 
 
-def _ns(namespace: str | None) -> str:
-    return CLUSTER_SCOPE if not namespace else validate_segment(namespace, what="namespace")
+def namespace_segment(namespace: str | None) -> str:
+    """The key segment of a namespace; cluster-scoped objects (no namespace) use `_`."""
+    if not namespace or namespace == CLUSTER_SCOPE:
+        return CLUSTER_SCOPE
+    return validate_segment(namespace, what="namespace")
+
+
+_ns = namespace_segment
 
 
 def cluster_key(name: str) -> str:

@@ -119,7 +119,7 @@ def key_for(obj: KubeObject) -> str:
 
 def list_prefix(res: Resource, namespace: str | None) -> str:
     """The key prefix holding every object of `res` (in `namespace` when given)."""
-    ns = f"{keys.validate_segment(namespace, what='namespace')}/" if namespace else ""
+    ns = f"{keys.namespace_segment(namespace)}/" if namespace else ""
     if res.plural == "clusters":
         return keys.prefix("clusters")
     if res.plural in ("workloads", "bindings"):

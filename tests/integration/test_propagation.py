@@ -388,3 +388,38 @@ async def test_cli_shows_placement_and_readiness_per_cluster_and_the_whole_story
         assert "Applied" in events and "applied to us-east-cpu" in events
     finally:
         await runner.cleanup()
+
+
+async def test_a_namespace_created_ahead_of_its_objects_is_adopted_by_its_namespace_workload(
+    fed: Federation,
+) -> None:
+    """Objects of a namespace can reach a member before the Namespace's own Work: the
+    applier creates it as a placeholder, and the Namespace workload (Abort, the default)
+    must take it over rather than refuse it as somebody else's."""
+    app = deployment("app", 1, namespace="team")
+    await fed.put(app)
+    await fed.bind(app, {"us-east-cpu": (1, None)})
+    fed.start()
+
+    async def placeholder() -> bool:
+        got = await fed.member_object("us-east-cpu", "v1", "Namespace", None, "team")
+        return got is not None
+
+    await wait_for(placeholder, timeout=15, message="placeholder namespace on the member")
+    team = Workload.model_validate(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    )
+    await fed.put(team)
+    await fed.bind(team, {"us-east-cpu": (1, None)})
+    ref = ref_of(team)
+    work_key = keys.work_key("us-east-cpu", ref)
+
+    async def applied() -> Any:
+        stored = await fed.works.get(work_key)
+        return stored if stored and stored.obj.status.applied else None
+
+    stored = await wait_for(applied, timeout=15, message="Namespace Work applied")
+    assert stored.obj.status.error == ""
+    got = await fed.member_object("us-east-cpu", "v1", "Namespace", None, "team")
+    assert got is not None
+    assert got["metadata"]["annotations"]["fedctl.io/workload-ref"] == str(ref)

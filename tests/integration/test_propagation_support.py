@@ -144,14 +144,15 @@ class Federation:
     async def bind(
         self, workload: Workload, placement: Mapping[str, tuple[int, str | None]]
     ) -> None:
+        ref = ref_of(workload)
         binding = Binding.model_validate(
             {
-                "metadata": {"name": workload.metadata.name, "namespace": workload.namespace},
+                "metadata": {"name": workload.metadata.name, "namespace": ref.namespace},
                 "spec": {
                     "workload": {
                         "apiVersion": workload.api_version,
                         "kind": workload.kind,
-                        "namespace": workload.namespace,
+                        "namespace": ref.namespace,
                         "name": workload.metadata.name,
                     },
                     "clusters": [
@@ -162,7 +163,7 @@ class Federation:
                 "status": {"phase": "Scheduled"},
             }
         )
-        await self.bindings.put(keys.binding_key(ref_of(workload)), binding)
+        await self.bindings.put(keys.binding_key(ref), binding)
 
     async def unbind(self, workload: Workload) -> None:
         await self.bindings.delete(keys.binding_key(ref_of(workload)))
@@ -241,11 +242,7 @@ def clock_real() -> Any:
 
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
-    return keys.WorkloadRef(
-        workload.namespace,
-        keys.kind_segment(workload.api_version, workload.kind),
-        workload.metadata.name,
-    )
+    return objects.workload_ref(workload)
 
 
 def deployment(name: str, replicas: int, *, namespace: str = "web") -> Workload:
