@@ -1,4 +1,5 @@
-"""The controller's aiohttp application: object routes, health, readiness, OpenAPI, metrics.
+"""The controller's aiohttp application: object routes, health, readiness, OpenAPI, metrics,
+drills.
 
 Why readiness checks etcd and liveness does not: a controller that cannot reach etcd must
 be taken out of a load balancer, but restarting it would not bring etcd back.
@@ -7,11 +8,15 @@ Middlewares, outermost first: audit (so refused mutations are recorded too), aut
 per-client rate limit, the request deadline, then errors → Status bodies. `/healthz`,
 `/livez`, `/readyz` and `/metrics` need no credentials. Without an `Authenticator` every
 caller is trusted, which is what a loopback-only development controller wants.
+
+Drills need two things only the controller process knows: the members' kubeconfig (its
+fleet state file names a simulated member's fault API) and whether this replica leads.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -22,17 +27,19 @@ from federation import errors, secrets
 from federation.api import audit as audit_mod
 from federation.api import auth as auth_mod
 from federation.api import dashboard, limits, objects, plan_routes, status
+from federation.api import drills as drills_api
 from federation.api import metrics as metrics_mod
 from federation.api import workloads as workloads_api
 from federation.registry import keys
 from federation.registry import store as st
 from federation.settings import ApiSettings
 
-__all__ = ["METRICS", "OBJECTS_API", "build_app", "openapi_document"]
+__all__ = ["DRILLS", "METRICS", "OBJECTS_API", "build_app", "openapi_document"]
 
 
 OBJECTS_API: web.AppKey[objects.ObjectsApi] = web.AppKey("objects_api", objects.ObjectsApi)
 METRICS: web.AppKey[metrics_mod.Metrics] = web.AppKey("metrics", metrics_mod.Metrics)
+DRILLS: web.AppKey[drills_api.DrillsApi] = web.AppKey("drills_api", drills_api.DrillsApi)
 
 
 def build_app(
@@ -45,7 +52,10 @@ def build_app(
     audit: audit_mod.AuditLog | None = None,
     metrics: metrics_mod.Metrics | None = None,
     cipher: secrets.Cipher | None = None,
+    kubeconfig: str | None = None,
+    leading: Callable[[], bool] | None = None,
 ) -> web.Application:
+    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills."""
     settings = settings or ApiSettings()
     metrics = metrics or metrics_mod.Metrics()
     limiter = limits.RateLimiter(
@@ -63,6 +73,7 @@ def build_app(
     ]
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
     api = objects.ObjectsApi(store, clock=clock, cipher=cipher, admit=auth.admit if auth else None)
+    drills = drills_api.DrillsApi(store, kubeconfig=kubeconfig, leading=leading, clock=clock)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -86,6 +97,7 @@ def build_app(
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store).routes(),
             *workloads_api.WorkloadsApi(store).routes(),
+            *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),
             *dashboard.routes(),
             *(extra_routes or []),
@@ -93,6 +105,8 @@ def build_app(
     )
     app[OBJECTS_API] = api
     app[METRICS] = metrics
+    app[DRILLS] = drills
+    app.on_cleanup.append(drills.close)
     return app
 
 
@@ -126,6 +140,11 @@ def openapi_document() -> dict[str, Any]:
     paths[base + "/plan"] = {
         "post": _op("what-if placement and diff for a YAML body; stores nothing")
     }
+    paths[base + "/drills"] = {
+        "get": _op("drill reports, newest first; a running drill first"),
+        "post": _op("start a drill: {cluster, fault, duration, settle}; admin only"),
+    }
+    paths[base + "/drills/{id}"] = {"get": _op("one drill report; ?format=svg|markdown")}
     return {
         "openapi": "3.1.0",
         "info": {"title": "fedctl", "version": "v1alpha1"},

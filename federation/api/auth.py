@@ -12,7 +12,11 @@ The rules, kept small so they can be read in one sitting:
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
                         any namespaced resource in its own namespaces
         write           workloads, propagation and override policies in its own namespaces
+        status views    (/apis/status.fedctl.io) workloads in its own namespaces only:
+                        the list is cut to them, naming another namespace is 403
     anyone signed in    /validate and /plan (they store nothing); GET on other paths
+    admin only          drills (they break a member on purpose, and their reports name
+                        workloads of every namespace)
     nobody signed in    /healthz, /livez, /readyz, /metrics, and the dashboard's page
                         and static files (`/`, `/ui/...`), which hold no data
 
@@ -53,6 +57,8 @@ TENANT_PREFIX = "tenant:"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics", "/"})
 PUBLIC_PREFIXES = ("/ui/",)  # the dashboard's static files: no data, and it asks for a token
 _API = "/apis/fedctl.io/v1alpha1"
+_DRILLS = _API + "/drills"
+_STATUS = "/apis/status.fedctl.io/v1alpha1"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TENANT_READS_CLUSTER_SCOPED = frozenset({"clusters", "queues", "acceleratorprofiles"})
 _TENANT_WRITES = frozenset({"workloads", "propagationpolicies", "overridepolicies"})
@@ -233,10 +239,14 @@ class Authenticator:
         if who.is_admin:
             return None
         path, method = request.path, request.method
+        if path.startswith(_STATUS + "/"):
+            return _status_rule(who, request)
         if not path.startswith(_API + "/"):
             return None if method in _READ_METHODS else f"may not {method} {path}"
         if path in (_API + "/validate", _API + "/plan", _API + "/apply"):
             return None  # what-ifs store nothing; apply is checked per object by `admit`
+        if path == _DRILLS or path.startswith(_DRILLS + "/"):
+            return "may not run or read drills (admins only)"
         info = request.match_info
         try:
             res = reg_objects.resource_named(info.get("plural", ""))
@@ -258,6 +268,17 @@ class Authenticator:
         )
         if denied is not None:
             raise web.HTTPForbidden(text=f"user {who.user!r} {denied}")
+
+
+def _status_rule(who: Principal, request: web.Request) -> str | None:
+    """The joined workload views: a named namespace must be the tenant's own; a list that
+    names none is allowed, and `WorkloadsApi` cuts it to the tenant's namespaces."""
+    if request.method not in _READ_METHODS:
+        return f"may not {request.method} {request.path}"
+    ns = request.match_info.get("ns") or request.query.get("namespace")
+    if ns and ns not in who.namespaces:
+        return f"has no access to namespace {ns!r}"
+    return None
 
 
 def _tenant_rule(

@@ -4,7 +4,8 @@ Fed by the registry: templates (API), Bindings (scheduler), Works, workload stat
 events (propagator); feeds `fedctl get workloads` and `fedctl describe workload`. Served
 under its own group, `/apis/status.fedctl.io/v1alpha1`, because these documents join
 several keys and are never written through the API; a separate prefix keeps them clear
-of the object routes' `{plural}` patterns.
+of the object routes' `{plural}` patterns. A tenant sees only its own namespaces: `auth.py`
+refuses a request naming another, and the list here is cut to the caller's namespaces.
 
     GET /apis/status.fedctl.io/v1alpha1/workloads[?namespace=NS]
     GET /apis/status.fedctl.io/v1alpha1/namespaces/{ns}/workloads/{kind}/{name}
@@ -17,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
+from federation.api import auth
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from policies.models.binding import Binding
@@ -50,7 +52,20 @@ class WorkloadsApi:
 
     async def list_workloads(self, request: web.Request) -> web.Response:
         ns = request.query.get("namespace")
-        tail = f"{keys.validate_segment(ns, what='namespace')}/" if ns else ""
+        who = request.get(auth.PRINCIPAL)
+        if ns:
+            tails = [f"{keys.namespace_segment(ns)}/"]
+        elif who is not None and not who.is_admin:
+            tails = [f"{name}/" for name in sorted(who.namespaces)]
+        else:
+            tails = [""]
+        items = []
+        for tail in tails:
+            items += await self._list(tail)
+        return web.json_response({"items": items})
+
+    async def _list(self, tail: str) -> list[dict[str, Any]]:
+        """Every workload under one namespace prefix (`""` for all) with its placement."""
         templates = await self.objects.list(keys.prefix("workloads") + tail)
         bindings = await self.bindings.list(keys.prefix("bindings") + tail)
         statuses = await self.statuses.list(keys.prefix("workloadstatus") + tail)
@@ -70,7 +85,7 @@ class WorkloadsApi:
                     "status": _wire(status) if status else None,
                 }
             )
-        return web.json_response({"items": items})
+        return items
 
     async def describe(self, request: web.Request) -> web.Response:
         info = request.match_info

@@ -1,9 +1,10 @@
 """Failover drills: break one member on purpose, watch the federation recover, report it.
 
 Fed by the registry (cluster status, Bindings, workload status, sampled while the drill
-runs) and by a fault injector the caller picks (the simulator's fault API for simulated
-members, a NoExecute taint for real ones); feeds the drill report stored at
-`keys.drill_key(id)` and rendered as JSON, Markdown and an SVG timeline by `fedctl drill`.
+runs) and by a fault injector (`faults`: the simulator's fault API for simulated members,
+a NoExecute taint for real ones); feeds the drill report stored at `keys.drill_key(id)`,
+rendered as JSON, Markdown and an SVG timeline by `fedctl drill` and the controller's
+drill API, which also reads a running drill's `Progress` to show its timeline live.
 
 Why sampling the registry and not the controller's memory: a drill must measure what the
 platform shows (the controller may run in another process, or be replaced mid-drill), and
@@ -34,7 +35,18 @@ from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.work import WorkloadStatus
 
-__all__ = ["Report", "Sample", "WorkloadState", "markdown", "run", "summarise", "svg"]
+__all__ = [
+    "Progress",
+    "Report",
+    "Sample",
+    "WorkloadState",
+    "curve",
+    "events",
+    "markdown",
+    "run",
+    "summarise",
+    "svg",
+]
 
 Action = Callable[[], Awaitable[None]]
 
@@ -85,6 +97,8 @@ class Report:
     shortfall: dict[str, str] = field(default_factory=dict)
     healed_at: float | None = None
     workloads: list[WorkloadTimeline] = field(default_factory=list)
+    error: str = ""
+    """Why the drill stopped early (the fault could not be injected, say); empty if not."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +108,33 @@ class Report:
         data = dict(doc)
         data["workloads"] = [WorkloadTimeline(**w) for w in data.get("workloads", [])]
         return cls(**data)
+
+    def blank(self) -> Report:
+        """The same drill before judgement: what `summarise` starts from."""
+        return Report(self.id, self.cluster, self.fault, self.started, self.duration)
+
+
+@dataclass
+class Progress:
+    """What a running drill has seen so far, for a caller that shows it while it runs.
+
+    `run` appends every sample as it is taken and stamps the fault and heal times, so
+    `summarise(progress.samples, ...)` gives the partial report at any moment.
+    """
+
+    samples: list[Sample] = field(default_factory=list)
+    fault_at: float | None = None
+    healed_at: float | None = None
+    stage: str = "starting"
+    """starting → fault (held) → settling (healed, watching recovery) → done."""
+
+    def partial(self, report: Report) -> Report:
+        return summarise(
+            self.samples,
+            report=report.blank(),
+            fault_at=self.fault_at or 0.0,
+            healed_at=self.healed_at,
+        )
 
 
 def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
@@ -115,7 +156,9 @@ def summarise(
     affected = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
     report.affected = len(affected)
     report.healed_at = None if healed_at is None else healed_at - fault_at
-    report.detect = next((s.t - fault_at for s in samples if s.member_down), None)
+    report.detect = next(
+        (s.t - fault_at for s in samples if s.member_down and s.t >= fault_at), None
+    )
     lines = {w: WorkloadTimeline(w) for w in affected}
     for sample in samples:
         for name, line in lines.items():
@@ -188,21 +231,28 @@ async def run(
     settle: float = 30.0,
     poll: float = 0.5,
     clock: clock_mod.Clock = clock_mod.real,
+    progress: Progress | None = None,
 ) -> Report:
     """Sample, inject, keep the fault for `report.duration`, heal, sample `settle` more
-    seconds (or until every affected workload is ready elsewhere), then judge."""
+    seconds (or until every affected workload is ready elsewhere), then judge.
+
+    Healing is attempted whatever happens once injection has begun (a failed or cancelled
+    injection may have half happened); `progress`, when given, is filled as samples come."""
+    progress = progress if progress is not None else Progress()
+    samples = progress.samples
     start = clock.monotonic()
-    samples = [await sample(store, cluster=report.cluster, t=0.0)]
-    await inject()
-    fault_at = clock.monotonic() - start
-    healed_at: float | None = None
+    samples.append(await sample(store, cluster=report.cluster, t=0.0))
     try:
+        await inject()
+        fault_at = progress.fault_at = clock.monotonic() - start
+        progress.stage = "fault"
         while clock.monotonic() - start < fault_at + report.duration:
             await clock.sleep(poll)
             samples.append(await sample(store, cluster=report.cluster, t=clock.monotonic() - start))
     finally:
         await heal()
-        healed_at = clock.monotonic() - start
+        healed_at = progress.healed_at = clock.monotonic() - start
+        progress.stage = "settling"
     end = healed_at + settle
     while clock.monotonic() - start < end:
         await clock.sleep(poll)
@@ -211,7 +261,29 @@ async def run(
             break
     report = summarise(samples, report=report, fault_at=fault_at, healed_at=healed_at)
     await store.commit([st.Put(keys.drill_key(report.id), encode(report))])
+    progress.stage = "done"
     return report
+
+
+def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[str, Any]]:
+    """Per sample, how many affected workloads have left the member and how many are ready
+    elsewhere: the live view of a drill before it is judged. `t` is from the fault."""
+    if not samples:
+        return []
+    affected = [w for w, s in samples[0].workloads.items() if cluster in s.targets]
+    out = []
+    for s in samples:
+        states = [s.workloads.get(w) for w in affected]
+        out.append(
+            {
+                "t": round(s.t - fault_at, 3),
+                "memberDown": s.member_down,
+                "affected": len(affected),
+                "moved": sum(1 for x in states if x and x.targets and cluster not in x.targets),
+                "ready": sum(1 for x in states if x and _healthy_elsewhere(x, cluster)),
+            }
+        )
+    return out
 
 
 def _recovered(samples: list[Sample], cluster: str) -> bool:
@@ -239,6 +311,41 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
+def events(report: Report) -> list[dict[str, Any]]:
+    """The report as a timeline of moments, earliest first: the fault, its detection, each
+    workload re-placed and ready elsewhere, the heal, recovery, and what did not recover.
+    Times are seconds from the fault, as everywhere in the report."""
+    out: list[dict[str, Any]] = [
+        {"t": 0.0, "event": "fault", "message": f"{report.fault} on {report.cluster}"}
+    ]
+    if report.detect is not None:
+        out.append(
+            {"t": report.detect, "event": "detected", "message": f"{report.cluster} tainted"}
+        )
+    for w in report.workloads:
+        if w.replaced is not None:
+            out.append({"t": w.replaced, "event": "re-placed", "workload": w.workload})
+        if w.ready is not None:
+            out.append({"t": w.ready, "event": "ready", "workload": w.workload})
+    if report.healed_at is not None:
+        out.append({"t": report.healed_at, "event": "healed", "message": "fault removed"})
+    if report.rto is not None:
+        out.append(
+            {"t": report.rto, "event": "recovered", "message": "all affected ready elsewhere"}
+        )
+    out.sort(key=lambda e: float(e["t"]))
+    end = max([float(e["t"]) for e in out])
+    for w in report.workloads:
+        if w.outcome.startswith("lost") or w.outcome == "pending":
+            reason = report.shortfall.get(w.workload, "")
+            message = f"{w.outcome}: {reason}" if reason else w.outcome
+            event = w.outcome.split(":")[0]
+            out.append({"t": end, "event": event, "workload": w.workload, "message": message})
+    if report.error:
+        out.append({"t": end, "event": "failed", "message": report.error})
+    return out
+
+
 def markdown(report: Report) -> str:
     """The report for people: headline numbers, then one line per affected workload."""
     lines = [
@@ -247,6 +354,7 @@ def markdown(report: Report) -> str:
         f"Started {report.started}; fault held {report.duration:g}s, healed at "
         f"{_s(report.healed_at)}.",
         "",
+        *([f"**Stopped early:** {report.error}", ""] if report.error else []),
         "| measure | value |",
         "|---|---|",
         f"| time to detect | {_s(report.detect)} |",
@@ -278,7 +386,7 @@ def svg(report: Report, *, width: int = 800, row: int = 14) -> str:
         + [w.ready or w.replaced or 0.0 for w in report.workloads]
     )
     left, top = 220, 30
-    scale = (width - left - 20) / span
+    scale = (width - left - 40) / span  # room for the last mark's label
     height = top + row * max(1, len(report.workloads)) + 30
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"'

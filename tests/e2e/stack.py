@@ -114,7 +114,9 @@ class Stack:
         await self.fleet.start(kubeconfig_path=self.workdir / "fleet.kubeconfig")
         self.store = EtcdStore(EtcdSettings.model_validate({"endpoints": [self.etcd.url]}))
         await self.store.connect()
-        runner = web.AppRunner(api_app.build_app(self.store), handler_cancellation=True)
+        # The fleet's kubeconfig lets the drill API find each member's fault API.
+        app = api_app.build_app(self.store, kubeconfig=str(self.workdir / "fleet.kubeconfig"))
+        runner = web.AppRunner(app, handler_cancellation=True)
         await runner.setup()
         port = embedded.free_port()
         await web.TCPSite(runner, "127.0.0.1", port).start()

@@ -4,12 +4,12 @@ demo fleet, the controller's API and its cluster monitor, the examples applied).
 What a platform engineer relies on: every demo cluster is listed in its region with its
 chips and capacity; a policy with a mistake shows the mistake at its line while typing;
 the fixed policy shows where its workloads would go; applying it changes the placement
-the dashboard shows; Bindings written by the scheduler appear live, with their reasons.
+the dashboard shows; Bindings written by the scheduler appear live, with their reasons;
+a drill started from the page shows its timeline while it runs and its report after.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from collections.abc import Iterator
@@ -22,6 +22,7 @@ from federation.registry import codec, keys
 from policies import loading
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster
+from tests.e2e.conftest import all_ready, wait_until
 from tests.e2e.stack import API, EXAMPLES, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -321,31 +322,40 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     )
 
 
-def drill_api(stack: Stack) -> bool:
-    return stack.http("GET", f"{API}/drills")[0] == 200
+@pytest.fixture
+def member_restored(stack: Stack) -> Iterator[None]:
+    """The drilled member is Ready again before the next test (the stack is shared)."""
+    yield
+    wait_until(lambda: all_ready(stack), timeout=30, message="every demo cluster Ready again")
 
 
-def test_the_drills_view_says_there_are_no_drills_without_a_drill_api(
-    page: Any, stack: Stack
-) -> None:
-    if drill_api(stack):
-        pytest.skip("the controller serves a drill API; the timeline test covers the view")
-    open_view(page, stack, "drills")
-    expect(page.locator("#drill-timeline")).to_contain_text("No drills yet")
-    page.locator("#drill-start").click()
-    expect(page.locator("#drill-message")).to_have_text("This controller has no drill API yet.")
-
-
-def test_a_drill_s_timeline_renders(page: Any, stack: Stack) -> None:
-    if importlib.util.find_spec("federation.failover") is None or not drill_api(stack):
-        pytest.skip(
-            "no drill engine in this tree yet (federation.failover.drills, served at "
-            f"{API}/drills): the Drills view shows its empty state instead"
-        )
+def test_a_drill_s_timeline_renders(page: Any, stack: Stack, member_restored: None) -> None:
     open_view(page, stack, "drills")
     page.locator("#drill-cluster").select_option("eu-west-arm")
+    page.locator("#drill-fault").select_option("down")
+    page.locator("#drill-duration").fill("4s")
+    page.locator("#drill-settle").fill("10s")
     page.locator("#drill-start").click()
-    expect(page.locator("#drill-timeline .step").first).to_be_visible(timeout=30_000)
+    detail = page.locator("#drill-timeline")
+    # While it runs: the fault is on the timeline and the samples chart grows.
+    expect(detail.locator("[data-phase]")).to_have_text("Running")
+    expect(detail.locator('.step[data-event="fault"]')).to_contain_text("down on eu-west-arm")
+    expect(detail.locator(".live-chart")).to_be_visible()
+    # The cluster monitor notices the member down, then the fault is healed.
+    expect(detail.locator('.step[data-event="detected"]')).to_be_visible(timeout=15_000)
+    expect(detail.locator("[data-phase]")).to_have_text("Completed", timeout=30_000)
+    expect(detail.locator(".step").first).to_be_visible()
+    expect(detail.locator('.step[data-event="healed"]')).to_be_visible()
+    expect(detail.locator('[data-measure="detect"]')).to_have_text(re.compile(r"^\d+\.\ds$"))
+    expect(detail.locator('[data-measure="lost"]')).to_have_text("0")
+    expect(detail.locator('[data-measure="double-runs"]')).to_have_text("0")
+    expect(detail.locator("img.drill-chart")).to_be_visible()
+    assert page.locator("img.drill-chart").evaluate("img => img.naturalWidth") > 0
+    # The report is listed as a past drill, and stored where `fedctl drill show` reads it.
+    drill_id = detail.locator("h2").inner_text().removeprefix("Drill ")
+    expect(page.locator(f'#drill-list [data-drill="{drill_id}"] .phase')).to_have_text("Completed")
+    status, report = stack.http("GET", f"{API}/drills/{drill_id}")
+    assert status == 200 and report["detect"] is not None and report["lost"] == 0
 
 
 def test_a_pasted_token_is_kept_and_sent_with_every_api_call(page: Any, stack: Stack) -> None:

@@ -24,6 +24,7 @@ _ASSETS = {
     "app.js": "text/javascript",
     "api.js": "text/javascript",
     "dom.js": "text/javascript",
+    "drills.js": "text/javascript",
     "editor.js": "text/javascript",
     "views.js": "text/javascript",
     "app.css": "text/css",

@@ -1,0 +1,287 @@
+"""`/apis/fedctl.io/v1alpha1/drills`: start a failover drill over HTTP, watch it run, and
+read past reports; what the dashboard's Drills view stands on.
+
+Fed by the registry (reports stored at `keys.drill_key`, Cluster objects) and by
+`federation.failover` for the drill it runs (`faults` breaks and mends the member exactly as
+`fedctl drill run` does, `drills` samples and judges); feeds the dashboard and any client.
+
+    GET  .../drills                    reports, newest first; a running drill comes first
+    GET  .../drills/{id}               one report with its timeline (?format=svg|markdown)
+    POST .../drills {cluster, fault, duration, settle}     202 with the running drill
+
+Why one drill at a time, in the leading replica: a drill breaks a member on purpose, and two
+at once would measure each other; the leader is the one process every operator reaches
+through the same election (a follower answers 503). The drill is a task owned by this
+object, not a bare one: the app's cleanup cancels it, which heals the member before the
+partial report is stored. A running drill lives in memory (its samples so far, judged on
+every read); its report reaches the registry when it ends, so a follower or `fedctl drill
+list` sees it then. Authorization (admins only) is in `auth.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from federation import clock as clock_mod
+from federation import errors
+from federation.api import status
+from federation.failover import drills, faults
+from federation.registry import keys
+from federation.registry import store as st
+
+__all__ = ["DRILLS_PATH", "DrillsApi"]
+
+log = logging.getLogger(__name__)
+
+DRILLS_PATH = "/apis/fedctl.io/v1alpha1/drills"
+_FIELDS = ("cluster", "fault", "duration", "settle")
+_DEFAULTS = {"fault": "down", "duration": "60s", "settle": "60s"}
+_MAX_SECONDS = 3600.0
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_FORMATS = ("json", "svg", "markdown")
+
+
+@dataclass
+class _Running:
+    """The drill in progress: what was asked, what has been seen, the task driving it."""
+
+    report: drills.Report
+    injector: faults.Injector
+    settle: float
+    progress: drills.Progress = field(default_factory=drills.Progress)
+    task: asyncio.Task[None] | None = None
+
+    def doc(self, *, full: bool) -> dict[str, Any]:
+        partial = self.progress.partial(self.report)
+        out = _doc(partial, phase="Running", full=full)
+        out["stage"] = self.progress.stage
+        if full:
+            out["samples"] = drills.curve(
+                self.progress.samples,
+                cluster=self.report.cluster,
+                fault_at=self.progress.fault_at or 0.0,
+            )
+        return out
+
+
+def _doc(report: drills.Report, *, phase: str, full: bool) -> dict[str, Any]:
+    out = report.to_json()
+    out["phase"] = phase
+    if full:
+        out["timeline"] = drills.events(report)
+    else:
+        out.pop("workloads", None)
+    return out
+
+
+def _phase(report: drills.Report) -> str:
+    return "Failed" if report.error else "Completed"
+
+
+def _seconds(name: str, value: Any, *, minimum: float) -> float:
+    """A duration as a number of seconds or a string with a unit (`500ms`, `5s`, `2m`)."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        unit = next((u for u in ("ms", "s", "m", "h") if text.endswith(u)), "")
+        try:
+            seconds = float(text[: len(text) - len(unit)]) * _UNITS.get(unit, 1.0)
+        except ValueError:
+            seconds = None
+    if seconds is None or not math.isfinite(seconds):
+        raise errors.Invalid(f"{name}: {value!r} is not a duration (seconds, or e.g. '30s')")
+    if not minimum <= seconds <= _MAX_SECONDS:
+        low = "more than 0s" if minimum > 0 else "at least 0s"
+        raise errors.Invalid(f"{name}: {seconds:g}s is out of range ({low}, at most 1h)")
+    return seconds
+
+
+def _request(body: Any) -> tuple[str, str, float, float]:
+    """cluster, fault, duration and settle from a POST body; Invalid naming each bad field."""
+    if not isinstance(body, dict):
+        raise errors.Invalid("body: expected a JSON object {cluster, fault, duration, settle}")
+    findings = [f"{name}: unknown field" for name in sorted(set(body) - set(_FIELDS))]
+    values = {**_DEFAULTS, **body}
+    cluster = values.get("cluster")
+    if not isinstance(cluster, str) or not cluster:
+        findings.append("cluster: required, the name of a registered member")
+    else:
+        try:
+            keys.validate_segment(cluster, what="cluster name")
+        except errors.Invalid as exc:
+            findings.append(f"cluster: {exc}")
+    fault = values["fault"]
+    if fault not in faults.FAULTS:
+        findings.append(f"fault: {fault!r} is not one of {', '.join(faults.FAULTS)}")
+    times = {}
+    for name, minimum in (("duration", 0.001), ("settle", 0.0)):
+        try:
+            times[name] = _seconds(name, values[name], minimum=minimum)
+        except errors.Invalid as exc:
+            findings.append(str(exc))
+    if findings:
+        raise errors.Invalid("; ".join(findings), findings=findings)
+    return str(cluster), str(fault), times["duration"], times["settle"]
+
+
+class DrillsApi:
+    """The drill routes bound to one Store, and the one drill this process may be running."""
+
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        kubeconfig: str | None = None,
+        leading: Callable[[], bool] | None = None,
+        clock: clock_mod.Clock = clock_mod.real,
+        poll: float = 0.5,
+    ) -> None:
+        self.store = store
+        self.kubeconfig = kubeconfig
+        self.leading = leading
+        self.clock = clock
+        self.poll = poll
+        self.running: _Running | None = None
+        self._starting = asyncio.Lock()
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get(DRILLS_PATH, self.list_drills),
+            web.post(DRILLS_PATH, self.start),
+            web.get(DRILLS_PATH + "/{id}", self.get),
+        ]
+
+    # reading
+
+    async def _stored(self) -> list[drills.Report]:
+        listed = await self.store.list(keys.prefix("drills"))
+        reports = [drills.decode(kv.value) for kv in listed.items]
+        return sorted(reports, key=lambda r: (r.started, r.id), reverse=True)
+
+    async def list_drills(self, _: web.Request) -> web.Response:
+        items = [self.running.doc(full=False)] if self.running else []
+        running_id = self.running.report.id if self.running else None
+        items += [
+            _doc(r, phase=_phase(r), full=False) for r in await self._stored() if r.id != running_id
+        ]
+        return web.json_response({"items": items})
+
+    async def get(self, request: web.Request) -> web.Response:
+        drill_id = request.match_info["id"]
+        key = keys.drill_key(drill_id)
+        fmt = request.query.get("format", "json")
+        if fmt not in _FORMATS:
+            raise errors.Invalid(f"format: {fmt!r} is not one of {', '.join(_FORMATS)}")
+        running = self.running if self.running and self.running.report.id == drill_id else None
+        if running is not None:
+            report, doc = running.progress.partial(running.report), running.doc(full=True)
+        else:
+            kv = await self.store.get(key)
+            if kv is None:
+                return status.status_response(404, "NotFound", f"no drill {drill_id!r}")
+            report = drills.decode(kv.value)
+            doc = _doc(report, phase=_phase(report), full=True)
+        if fmt == "svg":
+            return web.Response(text=drills.svg(report), content_type="image/svg+xml")
+        if fmt == "markdown":
+            return web.Response(text=drills.markdown(report), content_type="text/markdown")
+        return web.json_response(doc)
+
+    # running
+
+    async def start(self, request: web.Request) -> web.Response:
+        if self.leading is not None and not self.leading():
+            raise errors.Fenced("this replica does not lead; start the drill on the leader")
+        cluster, fault, duration, settle = _request(await request.json())
+        async with self._starting:
+            if self.running is not None:
+                busy = self.running.report.id
+                return status.status_response(
+                    409, "Conflict", f"drill {busy} is running; one drill at a time"
+                )
+            if await self.store.get(keys.cluster_key(cluster)) is None:
+                return status.status_response(
+                    404, "NotFound", f"cluster: no cluster {cluster!r} is registered"
+                )
+            injector = faults.injector(
+                self.store, cluster=cluster, fault=fault, kubeconfig=self.kubeconfig
+            )
+            now = self.clock.now()
+            report = drills.Report(
+                id=await self._fresh_id(drills.new_id(now, cluster)),
+                cluster=cluster,
+                fault=injector.fault,
+                started=now.isoformat(),
+                duration=duration,
+            )
+            running = _Running(report, injector, settle)
+            running.task = asyncio.create_task(self._drive(running), name=f"drill-{report.id}")
+            self.running = running
+        log.info("drill %s: %s on %s for %gs", report.id, injector.fault, cluster, duration)
+        doc = running.doc(full=True)
+        if injector.fell_back:
+            doc["message"] = f"{cluster} is not simulated; using a NoExecute taint"
+        resp = web.json_response(doc, status=202)
+        resp.headers["Location"] = f"{DRILLS_PATH}/{report.id}"
+        return resp
+
+    async def _fresh_id(self, base: str) -> str:
+        """`base`, or `base-N` when a drill already took it (two in the same second)."""
+        candidate, n = base, 1
+        while await self.store.get(keys.drill_key(candidate)) is not None:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    async def _drive(self, running: _Running) -> None:
+        """Run the drill; a drill that fails or is stopped still leaves its report."""
+        error = ""
+        try:
+            running.report = await drills.run(
+                self.store,
+                report=running.report,
+                inject=running.injector.inject,
+                heal=running.injector.heal,
+                settle=running.settle,
+                poll=self.poll,
+                clock=self.clock,
+                progress=running.progress,
+            )
+        except asyncio.CancelledError:
+            error = "stopped: the controller shut down during the drill"
+            raise
+        except errors.FedctlError as exc:
+            error = str(exc)
+        except Exception:  # no supervisor owns a drill: say so in its report, and the log
+            log.exception("drill %s failed", running.report.id)
+            error = "internal error; see the controller log"
+        finally:
+            if error:
+                await self._keep_failed(running, error)
+            self.running = None
+            log.info("drill %s ended%s", running.report.id, f": {error}" if error else "")
+
+    async def _keep_failed(self, running: _Running, error: str) -> None:
+        report = running.progress.partial(running.report)
+        report.error = error
+        try:
+            await self.store.commit([st.Put(keys.drill_key(report.id), drills.encode(report))])
+        except errors.FedctlError as exc:
+            log.warning("drill %s: report not stored: %s", report.id, exc)
+
+    async def close(self, _: web.Application | None = None) -> None:
+        """Stop a running drill (healing its member first); the app calls this on cleanup."""
+        running = self.running
+        if running is None or running.task is None:
+            return
+        running.task.cancel()
+        await asyncio.gather(running.task, return_exceptions=True)

@@ -1,0 +1,119 @@
+"""Fault injection for drills: break one member on purpose, then mend it.
+
+Fed by the fleet state file `<kubeconfig>.fleet.json` that `fedctl sim up` writes (a
+simulated member's admin URL; federation never imports the simulator, it reads the file)
+and by the registry (the member's Cluster object, for the taint); feeds
+`federation.failover.drills.run` with the inject/heal pair, for `fedctl drill run` and the
+controller's drill API alike, so both break and mend a member the same way.
+
+Why a taint for real members: it is the only fault that is safe on a production cluster
+(nothing is broken, work is simply moved away) and it is removed when the drill ends. A
+real member asked for any other fault gets the taint instead, and `Injector.fault` says so.
+
+Errors: a simulator that does not answer, or refuses the fault, is `errors.Unavailable`; a
+taint on a cluster that is not registered is `errors.NotFound`. The HTTP client and the
+registry codecs are imported where used: `fedctl` imports this module for every command
+line it parses (the fault names are its `--fault` choices), and must start quickly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from federation import errors
+
+if TYPE_CHECKING:
+    from federation.registry import store as st
+    from policies.models.base import KubeObject
+
+__all__ = ["DRILL_TAINT", "FAULTS", "Injector", "admin_url", "injector", "set_taint"]
+
+FAULTS = ("down", "blackhole", "slow", "errors", "taint")
+DRILL_TAINT = "fedctl.io/drill"
+_ADMIN_TIMEOUT = 10.0
+
+
+def admin_url(kubeconfig: str, cluster: str) -> str | None:
+    """The simulator admin URL of `cluster`, or None when it is not a simulated member."""
+    state_file = Path(kubeconfig + ".fleet.json")
+    if not state_file.exists():
+        return None
+    member = json.loads(state_file.read_text()).get("clusters", {}).get(cluster)
+    return str(member["adminUrl"]) if member and member.get("adminUrl") else None
+
+
+async def _post(url: str, body: dict[str, Any]) -> None:
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=_ADMIN_TIMEOUT)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(url, json=body) as resp,
+        ):
+            if resp.status != 200:
+                raise errors.Unavailable(
+                    f"{url} answered {resp.status}: {await resp.text()}", endpoint=url
+                )
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise errors.Unavailable(f"{url} did not answer: {exc!r}", endpoint=url) from exc
+
+
+async def set_taint(store: st.Store, cluster: str, *, on: bool) -> None:
+    """Add (or remove) the drill's NoExecute taint on the member's Cluster object."""
+    from federation.registry import codec, keys, objects
+    from policies.models.cluster import Cluster, Taint
+
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    key = keys.cluster_key(cluster)
+
+    def change(current: KubeObject | None) -> KubeObject:
+        if not isinstance(current, Cluster):
+            raise errors.NotFound(key)
+        kept = [t for t in current.spec.taints if t.key != DRILL_TAINT]
+        if on:
+            kept.append(Taint(key=DRILL_TAINT, effect="NoExecute"))
+        return current.model_copy(update={"spec": current.spec.model_copy(update={"taints": kept})})
+
+    await typed.mutate(key, change)
+
+
+@dataclass(frozen=True, slots=True)
+class Injector:
+    """How one drill breaks and mends one member; `fault` is what is really injected."""
+
+    store: st.Store
+    cluster: str
+    fault: str
+    requested: str
+    url: str | None = None
+
+    @property
+    def fell_back(self) -> bool:
+        """True when a real member was asked for a fault only a simulator can play."""
+        return self.fault != self.requested
+
+    async def inject(self) -> None:
+        if self.fault == "taint" or self.url is None:
+            await set_taint(self.store, self.cluster, on=True)
+        else:
+            await _post(f"{self.url}/fault", {"mode": self.fault})
+
+    async def heal(self) -> None:
+        if self.fault == "taint" or self.url is None:
+            await set_taint(self.store, self.cluster, on=False)
+        else:
+            await _post(f"{self.url}/heal", {})
+
+
+def injector(store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None) -> Injector:
+    """The injector for `fault` on `cluster`: the simulator's fault API when the fleet state
+    file names the member, else the NoExecute taint."""
+    if fault not in FAULTS:
+        raise errors.Invalid(f"fault: {fault!r} is not one of {', '.join(FAULTS)}")
+    url = admin_url(kubeconfig, cluster) if kubeconfig else None
+    actual = fault if fault == "taint" or url is not None else "taint"
+    return Injector(store, cluster, actual, fault, url)
