@@ -8,7 +8,8 @@ Structure (STYLE.md §7, §8): the registry watch and every member loop only add
 name to a de-duplicating `WorkQueue`; `workers` converge one name at a time, level-based:
 re-read the spec, start, restart (new connection) or stop tracking the member, then write
 its status if `status.news` says it changed meaningfully or the heartbeat is due. The
-write is a compare-and-swap through `TypedStore.mutate`, keeping the taints failover owns.
+write is a compare-and-swap through `TypedStore.mutate`, keeping the taints failover owns,
+and carries the leader's fence (`guards`): a deposed leader's late status write fails.
 Everything runs under one `asyncio.TaskGroup` inside `run()`, the coroutine the
 controller's supervisor owns; cancelling it stops every loop and closes every connector.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from clusters import member as member_mod
 from clusters.kube import connector
@@ -27,7 +28,7 @@ from federation import errors
 from federation.monitor import status as status_mod
 from federation.monitor.member import Tracked
 from federation.registry import codec, keys
-from federation.registry.store import Store
+from federation.registry.store import Guard, Store
 from federation.settings import MemberSettings, MonitorSettings
 from federation.workqueue import WorkQueue
 from policies.models.cluster import Cluster, ClusterStatus
@@ -62,8 +63,10 @@ class ClusterMonitor:
         member_settings: MemberSettings | None = None,
         clock: clock_mod.Clock = clock_mod.real,
         connect: Connect | None = None,
+        guards: Callable[[], Sequence[Guard]] | None = None,
     ) -> None:
         self._settings = settings or MonitorSettings()
+        self._guards = guards or (lambda: ())
         self._clock = clock
         self._connect = connect or kube_connect(member_settings or MemberSettings(), clock)
         self._clusters = codec.TypedStore(store, codec.Codec(Cluster))
@@ -117,6 +120,8 @@ class ClusterMonitor:
             name = await self._queue.get()
             try:
                 await self._converge(name)
+            except errors.Fenced:
+                raise  # no longer leading: the election stops this loop
             except errors.FedctlError as exc:
                 # The member's next probe requeues it; a registry outage heals by itself.
                 log.warning("cluster %s: status not converged: %s", name, exc)
@@ -129,7 +134,9 @@ class ClusterMonitor:
         if spec is None:
             if tracked is not None:
                 await self._forget(name)
-                await self._statuses.mutate(keys.cluster_status_key(name), lambda _cur: None)
+                await self._statuses.mutate(
+                    keys.cluster_status_key(name), lambda _cur: None, guards=tuple(self._guards())
+                )
                 log.info("cluster %s left: monitoring stopped, status removed", name)
             return
         if tracked is None or tracked.cluster.spec.connection != spec.obj.spec.connection:
@@ -186,6 +193,7 @@ class ClusterMonitor:
         written = await self._statuses.mutate(
             keys.cluster_status_key(tracked.name),
             lambda current: status_mod.merge_owned(current, observed),
+            guards=tuple(self._guards()),
         )
         self.writes += 1
         tracked.wrote(written.obj if written else observed, at=now)

@@ -3,7 +3,9 @@
 Fed by the registry (watches on workloads, Bindings, policies and Clusters, mirrored in
 memory) and by member watches of what it applied; feeds the members (through the applier)
 and the registry keys it alone writes: Works, workload status and FederatedResourceQuota
-status. Run under the controller's supervisor as `propagator`.
+status. Run under the controller's supervisor as `propagator`; under HA every one of those
+registry writes carries the leader's fence (`guards`), so a deposed leader's late write
+fails with `errors.Fenced` and the propagator stops until this replica leads again.
 
     registry watches ─┐                         ┌─ WorkloadSync.sync(ref)  → Works, members
     member watches  ──┼─► WorkQueue (de-dup) ──►┤
@@ -34,6 +36,7 @@ from federation.propagation import (
     render,
 )
 from federation.propagation import status as status_mod
+from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
 from federation.propagation.members import Connect, Members, kube_connect
 from federation.registry import codec, keys, objects
@@ -66,8 +69,10 @@ class Propagator:
         connect: Connect | None = None,
         claim: converge.Claim | None = None,
         workers: int | None = None,
+        guards: works_mod.Guards | None = None,
     ) -> None:
         self.settings = settings or PropagationSettings()
+        self.guards = guards or works_mod.unfenced
         self.clock = clock
         self.workers = workers or self.settings.workers
         self.queue = WorkQueue(clock)
@@ -113,6 +118,7 @@ class Propagator:
             claim=claim,
             now=clock.now,
             recorder=events.Recorder(store, clock=clock),
+            guards=self.guards,
         )
         self.quotas = quota_sync.QuotaSync(
             policies=self.policies,
@@ -120,6 +126,7 @@ class Propagator:
             store=codec.TypedStore(store, codec.Codec(QuotaStatus)),
             applier=self.applier,
             watches=self.watches,
+            guards=self.guards,
         )
         self._failures: dict[str, int] = {}
         self.ready = asyncio.Event()
@@ -252,6 +259,8 @@ class Propagator:
             item = await self.queue.get()
             try:
                 delay = await self._converge(item)
+            except errors.Fenced:
+                raise  # deposed: no retry can succeed; the election stops or restarts this run
             except errors.FedctlError as exc:
                 log.warning("propagation of %s not converged: %s", item, exc)
                 delay = 1.0

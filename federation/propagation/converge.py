@@ -4,8 +4,9 @@ Fed by the propagator's workers with a workload key; reads the registry mirrors 
 Binding, Clusters, override policies, AcceleratorProfiles, the claiming policy), the Works
 this process wrote and what the status watches saw; feeds the applier (apply and delete in
 members) and the registry (Works and the aggregated workload status, both written only by
-the propagator). Level-based: every pass recomputes the wanted state from scratch, so a
-pass interrupted by a crash is finished by the next one after a restart.
+the propagator, fenced by the leader's `guards`). Level-based: every pass recomputes the
+wanted state from scratch, so a pass interrupted by a crash is finished by the next one
+after a restart.
 
     wanted = Binding targets (replicas > 0, or any target for kinds without replicas)
            + clusters still under a graceful-eviction task (left untouched)
@@ -73,10 +74,12 @@ class WorkloadSync:
         claim: Claim | None,
         now: Callable[[], Any],
         recorder: events.Recorder | None = None,
+        guards: works_mod.Guards = works_mod.unfenced,
     ) -> None:
         self.workloads, self.bindings = workloads, bindings
         self.policies, self.clusters = policies, clusters
-        self.records = works_mod.WorkRecords(works, statuses)
+        self.records = works_mod.WorkRecords(works, statuses, guards=guards)
+        self.guards = guards
         self.works_store, self.status_store = works, statuses
         self.applier, self.watches = applier, watches
         self.claim, self.now = claim, now
@@ -344,7 +347,7 @@ class WorkloadSync:
             except errors.FedctlError as exc:
                 log.info("%s: not yet removed from %s: %s", ref, name, exc)
                 return _RETRY
-        await self.works_store.delete(keys.work_key(name, ref))
+        await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
         existing.pop(name, None)
         self.watches.forget(name, ref)
         log.info("%s: removed from %s", ref, name)

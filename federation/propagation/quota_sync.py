@@ -5,7 +5,8 @@ policies mirror, the last status it wrote and the member quotas the status watch
 feeds the applier (ResourceQuotas created, updated and removed with the policy) and the
 registry (`QuotaStatus` under `keys.policy_status_key`). The previous status lists the
 clusters that hold a quota, so an assignment removed while the controller was down is
-still cleaned up (start-up GC catches the rest).
+still cleaned up (start-up GC catches the rest). Status writes carry the leader's fence
+(`guards`), like every registry write of the propagator.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from federation import errors
 from federation.propagation import informer, quota, render
 from federation.propagation import status as status_mod
+from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier, object_ref
 from federation.registry import codec, keys
 from policies.models.base import KubeObject
@@ -39,8 +41,10 @@ class QuotaSync:
         store: codec.TypedStore[QuotaStatus],
         applier: Applier,
         watches: status_mod.StatusWatches,
+        guards: works_mod.Guards = works_mod.unfenced,
     ) -> None:
         self.policies, self.clusters, self.store = policies, clusters, store
+        self.guards = guards
         self.applier, self.watches = applier, watches
         self.written: dict[str, codec.Stored[QuotaStatus]] = {}
         self._applied: dict[tuple[str, str], str] = {}
@@ -68,13 +72,13 @@ class QuotaSync:
                 delay = 2.0
         if frq is None:
             if old is not None and delay is None:
-                await self.store.delete(key)
+                await self.store.delete(key, guards=self.guards())
                 self.written.pop(key, None)
             return delay
         seen = {c: self.watches.quotas.get((c, namespace, name)) for c in assignments}
         new = quota.aggregate(frq, seen, errors=problems)
         if old is None or old.obj != new:
-            self.written[key] = await self.store.put(key, new)
+            self.written[key] = await self.store.put(key, new, guards=self.guards())
         return delay
 
     async def _put(self, cluster_name: str, manifest: dict[str, Any]) -> str:

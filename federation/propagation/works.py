@@ -9,10 +9,15 @@ Why one transaction per pass: every Work of a workload, its aggregated status an
 events go to etcd together — one round trip, and a reader never sees Works that disagree
 with the status beside them. A lost compare-and-swap (someone edited a Work by hand) falls
 back to key-by-key writes after a re-read.
+
+Why every write carries `guards`: under HA only the leader's propagator may write Works and
+statuses; a deposed leader that wakes up mid-pass must not overwrite what its successor
+wrote, so each transaction is fenced on the leader key and fails with `errors.Fenced`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from federation import errors
@@ -24,7 +29,16 @@ from policies.models.binding import Binding, WorkloadReference
 from policies.models.work import Work, WorkloadStatus, WorkSpec, WorkStatus
 from policies.models.workload import Workload
 
-__all__ = ["WorkRecords", "Write", "new_work"]
+__all__ = ["Guards", "WorkRecords", "Write", "new_work", "unfenced"]
+
+Guards = Callable[[], tuple[st.Guard, ...]]
+"""The leader's fence, asked afresh for every write (raises `errors.Fenced` when deposed)."""
+
+
+def unfenced() -> tuple[st.Guard, ...]:
+    """No fence: a single propagator without election (tests, `fedctl up` without HA)."""
+    return ()
+
 
 Write = tuple[str, "codec.Stored[Work] | None", Work]
 """(cluster, the Work stored before or None, the Work wanted now)."""
@@ -71,10 +85,15 @@ class WorkRecords:
     """The Works and workload statuses this propagator wrote, by workload."""
 
     def __init__(
-        self, works: codec.TypedStore[Work], statuses: codec.TypedStore[WorkloadStatus]
+        self,
+        works: codec.TypedStore[Work],
+        statuses: codec.TypedStore[WorkloadStatus],
+        *,
+        guards: Guards = unfenced,
     ) -> None:
         self.works_store = works
         self.status_store = statuses
+        self.guards = guards
         self.works: dict[str, dict[str, codec.Stored[Work]]] = {}
         self.written: dict[str, codec.Stored[WorkloadStatus]] = {}
 
@@ -103,7 +122,7 @@ class WorkRecords:
         if not ops and not extra:
             return
         try:
-            result = await self.works_store.store.commit(ops + extra)
+            result = await self.works_store.store.commit(ops + extra, guards=self.guards())
         except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
             await self._commit_slowly(ref, writes, status)
             return
@@ -126,17 +145,21 @@ class WorkRecords:
             key = keys.work_key(cluster, ref)
             fresh = await self.works_store.get(key)
             stored = await (
-                self.works_store.create(key, work)
+                self.works_store.create(key, work, guards=self.guards())
                 if fresh is None
-                else self.works_store.update(key, work, revision=fresh.revision)
+                else self.works_store.update(
+                    key, work, revision=fresh.revision, guards=self.guards()
+                )
             )
             self.works.setdefault(str(ref), {})[cluster] = stored
         status_key = keys.workload_status_key(ref)
         if status is None:
-            await self.status_store.delete(status_key)
+            await self.status_store.delete(status_key, guards=self.guards())
             self.written.pop(str(ref), None)
         else:
-            self.written[str(ref)] = await self.status_store.put(status_key, status)
+            self.written[str(ref)] = await self.status_store.put(
+                status_key, status, guards=self.guards()
+            )
 
     def status(
         self,

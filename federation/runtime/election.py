@@ -4,7 +4,8 @@ Fed by the registry (the leader key, its lease and a watch on it); feeds the con
 process: `while_leader` runs the write loops (cluster monitor, scheduler, propagator,
 failover) only while this replica leads, and `guard()` gives the `store.Guard` (leader key
 at the mod revision this replica created it with) that makes each leader write a
-transaction conditional on still leading.
+transaction conditional on still leading. A loop stopped by a refused write or a registry
+outage is not a crash: it runs again once this replica leads and the registry answers.
 
 Why a guard and not just "stop when the lease is lost": a leader paused past its lease
 (GC pause, SIGSTOP, partition) wakes up believing it leads and sends a write it prepared
@@ -28,6 +29,7 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from federation import clock as clock_mod
 from federation import errors
@@ -37,11 +39,23 @@ from federation.registry import store as st
 __all__ = ["Election", "default_identity"]
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=BaseException)
 
 
 def default_identity() -> str:
     """host/pid/random: unique per process, readable in `etcdctl get /fedctl/leader`."""
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def _only(exc: BaseException | None, kind: type[E]) -> E | None:
+    """`exc` when it is a `kind`, or the first of a task group's failures when all are."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(kind)
+        if matched is not None and rest is None:
+            return _only(matched.exceptions[0], kind)
+    return None
 
 
 class _Lost(Exception):
@@ -213,15 +227,48 @@ class Election:
             await self.leading.wait()
             task = asyncio.ensure_future(factory())
             lost = asyncio.ensure_future(self.following.wait())
+            stopped = False
             try:
                 await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 lost.cancel()
                 if not task.done():
+                    stopped = True
                     task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if task.done() and not task.cancelled():
-                task.result()  # a crash or an unexpected return reaches the supervisor
-                raise RuntimeError(f"{name} exited while leading")
-            log.info("%s stopped: leadership lost", name)
+                    # Wait without raising: a loop cancelled mid-write may end with the
+                    # error its last write got (`Fenced`, etcd unavailable) instead.
+                    await asyncio.wait({task})
+            error = None if task.cancelled() else task.exception()
+            if stopped or task.cancelled():
+                if error is not None:
+                    cause = _only(error, Exception) or error
+                    log.warning("%s stopped: leadership lost (%r)", name, cause)
+                else:
+                    log.info("%s stopped: leadership lost", name)
+                continue
+            refused = _only(error, errors.Fenced)
+            if refused is not None:
+                # A write was refused before this replica noticed it was deposed: not a
+                # crash. The watch on the leader key steps it down within moments.
+                log.warning("%s stopped: write refused: %s", name, refused)
+                await self._await_step_down()
+                continue
+            outage = _only(error, errors.RetryableError)
+            if outage is not None:
+                # The registry is away (an etcd restart): the loop starts again once it
+                # answers, if this replica still leads; the process lives on meanwhile.
+                log.warning("%s stopped: %s; starting it again", name, outage)
+                await self._clock.sleep(min(1.0, self.ttl / 3))
+                continue
+            task.result()  # a crash or an unexpected return reaches the supervisor
+            raise RuntimeError(f"{name} exited while leading")
+
+    async def _await_step_down(self) -> None:
+        """Wait (at most a TTL) for the election to notice what a fenced write already did.
+
+        Should it still lead after that, the fence came from a term that has since ended
+        and been won again; the caller starts the loop afresh under the current term.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.ttl):
+                await self.following.wait()

@@ -22,10 +22,11 @@ import pytest
 from clusters.kube import connector
 from clusters.sim import profile
 from clusters.sim.fleet import SimFleet, capacity
-from federation import clock
+from federation import clock, errors
 from federation.monitor import summary
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.resources import ResourceList
 from federation.settings import MemberSettings, MonitorSettings
@@ -346,3 +347,24 @@ async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federat
     assert cond is not None
     assert cond.reason == "KubeconfigInvalid"
     assert "ghost" in cond.message
+
+
+async def test_a_monitor_holding_a_stale_fence_writes_no_status_and_stops(
+    fed: Federation,
+) -> None:
+    """A deposed leader's monitor must not overwrite what the new leader's monitor writes:
+    its ClusterStatus writes carry the old leader key's revision and etcd refuses them."""
+    await fed.store.commit([st.Put(keys.leader_key(), b"new-leader")])
+    stale = st.Guard(keys.leader_key(), 1)  # a revision the leader key no longer has
+    deposed = ClusterMonitor(
+        fed.store, settings=MONITOR, member_settings=MEMBER, guards=lambda: (stale,)
+    )
+    fed.task.cancel()  # type: ignore[union-attr]
+    with contextlib.suppress(asyncio.CancelledError):
+        await fed.task  # type: ignore[misc]
+    await fed.join("x86")
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with asyncio.timeout(15):
+            await deposed.run()
+    assert raised.value.subgroup(errors.Fenced) is not None
+    assert await fed.status("x86") is None, "nothing written under a stale fence"
