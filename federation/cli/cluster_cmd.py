@@ -73,7 +73,12 @@ def register(sub: Any) -> None:
     taint.set_defaults(func=_taint)
 
     for verb in ("cordon", "uncordon"):
-        p = verbs.add_parser(verb, help=f"{verb} a member: no new placements (NoSchedule)")
+        what = (
+            "no new placements (NoSchedule)"
+            if verb == "cordon"
+            else "lift the cordon: new placements again"
+        )
+        p = verbs.add_parser(verb, help=f"{verb} a member: {what}")
         p.add_argument("name")
         _server(p)
         p.set_defaults(func=_cordon if verb == "cordon" else _uncordon)

@@ -5,6 +5,9 @@ reverse order so the API stops accepting writes before the loops behind it go aw
 Security is opt-in per flag: `--tokens` turns on authentication, `--tls-cert/--tls-key`
 serve HTTPS (`--client-ca` also accepts client certificates), `--audit-log` writes the
 audit trail to a file, and `--encryption-key-file` seals member kubeconfigs in etcd.
+Several replicas may run on one etcd: each serves the API, the one holding the leader lease
+(`--lease-ttl`) runs the write loops, and every registry write of those loops is fenced
+on the leader key so a deposed leader's late write is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ def register(sub: Any) -> None:
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG"),
         help="kubeconfig for members whose connection names only a context (env KUBECONFIG)",
+    )
+    cmd.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=None,
+        help="leader lease TTL in seconds: how soon a follower takes over from a dead leader"
+        " (default: FEDCTL_FAILOVER__LEASE_TTL, else 15)",
     )
     cmd.add_argument("--tokens", default=None, help="tokens file (YAML or CSV); enables auth")
     cmd.add_argument("--tls-cert", default=None, help="PEM certificate to serve HTTPS with")
@@ -108,7 +118,11 @@ async def _run(args: argparse.Namespace) -> int:
         encryption_key_file=args.encryption_key_file,
     )
     return await run_controller(
-        etcd=args.etcd, listen=args.listen, kubeconfig=args.kubeconfig, security=security
+        etcd=args.etcd,
+        listen=args.listen,
+        kubeconfig=args.kubeconfig,
+        security=security,
+        lease_ttl=args.lease_ttl,
     )
 
 
@@ -144,6 +158,7 @@ async def run_controller(
     stop: asyncio.Event | None = None,
     ready: asyncio.Event | None = None,
     security: Security | None = None,
+    lease_ttl: float | None = None,
 ) -> int:
     """Run every controller component until `stop` (or SIGINT/SIGTERM when not given)."""
     from federation import clock as clock_mod
@@ -155,6 +170,7 @@ async def run_controller(
     from federation.registry.etcd import EtcdStore
     from federation.runtime.election import Election
     from federation.runtime.supervisor import Supervisor
+    from federation.runtime.whatif import failback
     from federation.scheduler import plan
     from federation.scheduler.loop import SchedulerLoop
 
@@ -162,10 +178,13 @@ async def run_controller(
         # Members whose connection names only a context are looked up in this file.
         os.environ["KUBECONFIG"] = kubeconfig
 
-    settings = settings_mod.from_env(
-        etcd={"endpoints": [e.strip() for e in etcd.split(",") if e.strip()]},
-        api={"listen": listen},
-    )
+    overrides: dict[str, Any] = {
+        "etcd": {"endpoints": [e.strip() for e in etcd.split(",") if e.strip()]},
+        "api": {"listen": listen},
+    }
+    if lease_ttl is not None:
+        overrides["failover"] = {"lease_ttl": lease_ttl}
+    settings = settings_mod.from_env(None, **overrides)
     store = EtcdStore(settings.etcd)
     await store.connect()
     host, port = split_listen(settings.api.listen)
@@ -173,7 +192,14 @@ async def run_controller(
     extras = _api_security(security or Security())
     ssl_context = extras.pop("ssl_context")
     metrics = metrics_mod.Metrics()
-    app = api_app.build_app(store, settings=settings.api, metrics=metrics, **extras)
+    app = api_app.build_app(
+        store,
+        settings=settings.api,
+        metrics=metrics,
+        kubeconfig=kubeconfig,  # drills find a simulated member's fault API through it
+        leading=lambda: election.is_leader,  # the election below; only its leader drills
+        **extras,
+    )
     supervisor.add("metrics-cache", lambda: metrics.cache.run(store))
     supervisor.add(
         "api", lambda: serve(app, host=host, port=port, ready=ready, ssl_context=ssl_context)
@@ -182,34 +208,62 @@ async def run_controller(
     election = Election(store, ttl=settings.failover.lease_ttl)
     supervisor.add("election", election.run)
 
-    def leading(name: str, factory: Callable[[], Awaitable[None]]) -> None:
-        supervisor.add(name, lambda: election.while_leader(name, factory))
+    def leading(name: str, build: Callable[[], Callable[[], Awaitable[None]]]) -> None:
+        # A fresh component every term: a replica that leads again must not carry the
+        # caches (written revisions, status watches) of a term another leader followed.
+        async def term() -> None:
+            await build()()
 
-    monitor = ClusterMonitor(store, settings=settings.monitor, member_settings=settings.member)
-    leading("cluster-monitor", monitor.run)
-    propagator = Propagator(
-        store,
-        settings=settings.propagation,
-        member_settings=settings.member,
-        claim=plan.claim,
+        supervisor.add(name, lambda: election.while_leader(name, term))
+
+    leading(
+        "cluster-monitor",
+        lambda: (
+            ClusterMonitor(
+                store,
+                settings=settings.monitor,
+                member_settings=settings.member,
+                guards=election.guards,
+            ).run
+        ),
     )
-    leading("propagator", propagator.run)
-    failover = FailoverController(
-        store,
-        settings=settings.failover,
-        member_settings=settings.member,
-        claim=plan.claim,
-        guards=election.guards,
+    leading(
+        "propagator",
+        lambda: (
+            Propagator(
+                store,
+                settings=settings.propagation,
+                member_settings=settings.member,
+                claim=plan.claim,
+                guards=election.guards,
+            ).run
+        ),
     )
-    leading("failover", failover.run)
-    scheduler = SchedulerLoop(
-        store,
-        settings=settings.scheduler,
-        clock=clock_mod.real,
-        guards=election.guards,
-        metrics=metrics,
+    leading(
+        "failover",
+        lambda: (
+            FailoverController(
+                store,
+                settings=settings.failover,
+                member_settings=settings.member,
+                claim=plan.claim,
+                guards=election.guards,
+                failback=failback(store, guards=election.guards, settings=settings.scheduler),
+            ).run
+        ),
     )
-    leading("scheduler", scheduler.run)
+    leading(
+        "scheduler",
+        lambda: (
+            SchedulerLoop(
+                store,
+                settings=settings.scheduler,
+                clock=clock_mod.real,
+                guards=election.guards,
+                metrics=metrics,
+            ).run
+        ),
+    )
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

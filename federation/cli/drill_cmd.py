@@ -1,12 +1,10 @@
 """`fedctl drill run|plan|list|show`: rehearse losing a member and read what happened.
 
 Fed by the command line, the registry (etcd, as `fedctl controller` uses it) and, for
-simulated members, the fleet state file `<kubeconfig>.fleet.json` that `fedctl sim up`
-writes (the member's admin URL; federation never imports the simulator, it reads the
-file); feeds `federation.failover.drills` (sampling and judging) and the report files.
-
-Why a taint for real members: it is the only fault that is safe on a production cluster
-(nothing is broken, work is simply moved away) and it is removed when the drill ends.
+simulated members, `--kubeconfig` (whose fleet state file names the admin URLs); feeds
+`federation.failover.faults` (breaking and mending the member, shared with the
+controller's drill API), `federation.failover.drills` (sampling and judging) and the
+report files.
 """
 
 from __future__ import annotations
@@ -17,10 +15,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from federation.failover import faults
+
 __all__ = ["register"]
 
-_FAULTS = ("down", "blackhole", "slow", "errors", "taint")
-DRILL_TAINT = "fedctl.io/drill"
+_FAULTS = faults.FAULTS
 
 
 def register(sub: Any) -> None:
@@ -40,6 +39,7 @@ def register(sub: Any) -> None:
     run.set_defaults(func=_run)
     plan = verbs.add_parser("plan", help="what would move if the member went, touching nothing")
     plan.add_argument("--cluster", required=True)
+    plan.add_argument("--output", "-o", choices=["text", "json"], default="text")
     plan.set_defaults(func=_plan)
     verbs.add_parser("list", help="past drills").set_defaults(func=_list)
     show = verbs.add_parser("show", help="one drill's report")
@@ -68,79 +68,31 @@ async def _store(args: argparse.Namespace) -> Any:
     return store
 
 
-def admin_url(kubeconfig: str, cluster: str) -> str | None:
-    """The simulator admin URL of `cluster`, or None when it is not a simulated member."""
-    state_file = Path(kubeconfig + ".fleet.json")
-    if not state_file.exists():
-        return None
-    member = json.loads(state_file.read_text()).get("clusters", {}).get(cluster)
-    return str(member["adminUrl"]) if member and member.get("adminUrl") else None
-
-
-async def _post(url: str, body: dict[str, Any]) -> None:
-    import aiohttp
-
-    timeout = aiohttp.ClientTimeout(total=10)
-    async with (
-        aiohttp.ClientSession(timeout=timeout) as session,
-        session.post(url, json=body) as resp,
-    ):
-        if resp.status != 200:
-            raise SystemExit(f"fedctl drill: {url} answered {resp.status}: {await resp.text()}")
-
-
-async def _set_taint(store: Any, cluster: str, *, on: bool) -> None:
-    from federation.registry import keys, objects
-    from federation.registry.codec import TypedStore
-    from policies.models.cluster import Cluster, Taint
-
-    typed = TypedStore(store, objects.ObjectCodec())
-
-    def change(current: Any) -> Any:
-        if not isinstance(current, Cluster):
-            raise SystemExit(f"fedctl drill: no cluster {cluster!r}")
-        kept = [t for t in current.spec.taints if t.key != DRILL_TAINT]
-        if on:
-            kept.append(Taint(key=DRILL_TAINT, effect="NoExecute"))
-        return current.model_copy(update={"spec": current.spec.model_copy(update={"taints": kept})})
-
-    await typed.mutate(keys.cluster_key(cluster), change)
-
-
 async def _run(args: argparse.Namespace) -> int:
     from federation import clock
     from federation.failover import drills
 
     store = await _store(args)
     try:
-        url = admin_url(args.kubeconfig, args.cluster) if args.kubeconfig else None
-        fault = args.fault
-        if fault != "taint" and url is None:
+        injector = faults.injector(
+            store, cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig
+        )
+        if injector.fell_back:
             print(f"fedctl drill: {args.cluster} is not simulated; using a NoExecute taint")
-            fault = "taint"
-
-        async def inject() -> None:
-            if fault == "taint":
-                await _set_taint(store, args.cluster, on=True)
-            else:
-                await _post(f"{url}/fault", {"mode": fault})
-
-        async def heal() -> None:
-            if fault == "taint":
-                await _set_taint(store, args.cluster, on=False)
-            else:
-                await _post(f"{url}/heal", {})
-
         now = clock.real.now()
         report = drills.Report(
             id=drills.new_id(now, args.cluster),
             cluster=args.cluster,
-            fault=fault,
+            fault=injector.fault,
             started=now.isoformat(),
             duration=_seconds(args.duration),
         )
         report = await drills.run(
-            store, report=report, inject=inject, heal=heal, settle=_seconds(args.settle)
+            store,
+            report=report,
+            inject=injector.inject,
+            heal=injector.heal,
+            settle=_seconds(args.settle),
         )
     finally:
         await store.close()
@@ -155,38 +107,26 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _plan(args: argparse.Namespace) -> int:
-    """Which workloads would leave, which tolerate the fault, and whether the rest fits."""
-    from federation.failover import eviction
-    from federation.failover.controller import FailoverController
-    from federation.registry import keys
-    from federation.scheduler import plan
-    from policies.models.cluster import Taint
+    """Where every workload on the member would go if it went down now, and what would not
+    fit: failover's eviction rules and one scheduling cycle, on a copy (nothing written).
+    Exit 3 when something would not fit, as `fedctl plan` does."""
+    from federation import clock
+    from federation.runtime import drill_plan, whatif
 
     store = await _store(args)
     try:
-        ctl = FailoverController(store, claim=plan.claim)
-        for mirror in ctl._mirrors:
-            await mirror.load()
-        now = ctl.clock.now()
-        taint = Taint(key=DRILL_TAINT, effect="NoExecute", time_added=now)
-        moving: list[tuple[str, int]] = []
-        staying: list[tuple[str, int]] = []
-        for key, stored in sorted(ctl.bindings.items.items()):
-            b = stored.obj
-            if args.cluster not in b.placement():
-                continue
-            ref = str(keys.parse_workload_key(key))
-            verdict = eviction.judge(b, {args.cluster: [taint]}, ctl.terms(b).tolerations, now=now)
-            (moving if verdict else staying).append((ref, b.placement()[args.cluster]))
-        print(f"If {args.cluster} went down now:")
-        print(f"  {len(moving)} workloads would move, {len(staying)} tolerate it and stay")
-        for ref, replicas in moving:
-            print(f"  move  {ref}  ({replicas} replicas)")
-        for ref, replicas in staying:
-            print(f"  stay  {ref}  ({replicas} replicas)")
+        live = await whatif.load(store)
     finally:
         await store.close()
-    return 0
+    if args.cluster not in {c.name for c in live.clusters}:
+        print(f"fedctl drill: no cluster {args.cluster!r}")
+        return 1
+    predictions = drill_plan.predict(live, args.cluster, now=clock.real.now())
+    if args.output == "json":
+        print(json.dumps(drill_plan.to_json(args.cluster, predictions), indent=2))
+    else:
+        print(drill_plan.table(args.cluster, predictions))
+    return 3 if any(p.action == "pending" for p in predictions) else 0
 
 
 async def _list(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ _COMMAND_MODULES = (
     "federation.cli.up_cmd",
     "federation.cli.cluster_cmd",
     "federation.cli.drill_cmd",
+    "federation.cli.rebalance_cmd",
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -140,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `fedctl get workloads | head`: the reader left; say nothing more, like coreutils.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERROR
 
 
 async def _run(awaitable: Any) -> Any:

@@ -12,6 +12,9 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md �
     b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
                   (eviction.py); eviction tasks + new placement readiness → tasks dropped
                   (graceful.py)
+    f/            a member recovered (our taints lifted): workloads whose policy says
+                  `failback: Automatic` move back to where it prefers now (rebalance.py,
+                  through the injected `failback`, which plans with the scheduler's code)
 
 Every action is also appended to `timeline`, which drills and benchmarks read to measure
 detection and re-placement times without scraping logs.
@@ -31,7 +34,7 @@ from clusters import member as member_mod
 from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
-from federation.failover import eviction, graceful, purge, taints
+from federation.failover import eviction, graceful, purge, rebalance, taints
 from federation.failover.mirror import Mirror
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -44,7 +47,7 @@ from policies.models.common import Toleration
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["Claim", "Connect", "FailoverController", "Mark", "Terms"]
+__all__ = ["Claim", "Connect", "Failback", "FailoverController", "Mark", "Terms"]
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +55,14 @@ Claim = Callable[[Workload, Sequence[Any]], Any]
 """Picks the PropagationPolicy claiming a workload (the scheduler's rule, passed in)."""
 Connect = Callable[[Cluster], Awaitable[member_mod.Member]]
 Guards = Callable[[], tuple[st.Guard, ...]]
+Failback = Callable[[], Awaitable[rebalance.Outcome]]
+"""Decides and applies automatic fail-back over the whole registry (`runtime.whatif`)."""
 
 RECOVERING = "cluster.fedctl.io/recovering"
+_FAILBACK = "f/"
 _RETRY = 1.0
 _HEALTHY = ("Healthy", "Completed")
+_FINISHED = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,7 @@ class FailoverController:
         connect: Connect | None = None,
         member_settings: MemberSettings | None = None,
         guards: Guards | None = None,
+        failback: Failback | None = None,
         workers: int = 4,
     ) -> None:
         self.settings = settings or FailoverSettings()
@@ -107,6 +115,7 @@ class FailoverController:
         self._claim = claim
         self._connect = connect or _kube_connect(member_settings or MemberSettings(), clock)
         self._guards = guards or (lambda: ())
+        self._failback = failback
         self.workers = workers
         self.queue = WorkQueue(clock)
         self.limiter = eviction.RateLimiter(
@@ -150,7 +159,11 @@ class FailoverController:
     # -- feeding the queue -------------------------------------------------------------------
 
     def _cluster_changed(self, key: str) -> None:
-        self.queue.add("c/" + keys.split(key)[-1])
+        """A spec edit may carry a user's NoExecute taint (`fedctl cluster taint`, a taint
+        drill): the bindings on the cluster look again now, not at the next status write."""
+        name = keys.split(key)[-1]
+        self.queue.add("c/" + name)
+        self._all_bindings(name)
 
     def _status_changed(self, key: str) -> None:
         """A status write may carry new taints: its cluster and the bindings on it look again."""
@@ -186,6 +199,8 @@ class FailoverController:
             try:
                 if item.startswith("c/"):
                     await self.converge_cluster(item[2:])
+                elif item == _FAILBACK:
+                    await self.fail_back()
                 else:
                     await self.converge_binding(item[1:])
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
@@ -225,6 +240,8 @@ class FailoverController:
             shown = ", ".join(f"{t.key}:{t.effect}" for t in new if t.key in _ours(new)) or "none"
             self._mark("taints", name, detail=shown)
             log.info("cluster %s: failover taints now %s", name, shown)
+            if self._failback is not None and _ours(status.taints) and not _ours(new):
+                self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:
             self.queue.add_after("c/" + name, plan.recheck_after + 0.01)
 
@@ -253,6 +270,18 @@ class FailoverController:
             cluster.name, len(report.deleted), report.kept,
         )  # fmt: skip
         return True
+
+    async def fail_back(self) -> None:
+        """Automatic fail-back after a recovery; again later while moves are held up."""
+        if self._failback is None:
+            return
+        outcome = await self._failback()
+        for ref in outcome.moved:
+            self._mark("failback", "", ref)
+        if outcome.moved:
+            log.info("failback: %d workloads moved back", len(outcome.moved))
+        if outcome.waiting or outcome.changed:
+            self.queue.add_after(_FAILBACK, _RETRY * 2)
 
     # -- bindings ----------------------------------------------------------------------------
 
@@ -297,6 +326,10 @@ class FailoverController:
             return {}
         return {c.cluster: c.health in _HEALTHY for c in status.clusters}
 
+    def _finished(self, ref: keys.WorkloadRef) -> bool:
+        status = self.workload_status.get(keys.workload_status_key(ref))
+        return status is not None and status.phase in _FINISHED
+
     async def converge_binding(self, key: str) -> None:
         stored = self.bindings.items.get(key)
         if stored is None:
@@ -316,6 +349,8 @@ class FailoverController:
                 self._mark("task-ended", cluster, ref)
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
+        if self._finished(_ref(binding)):
+            return binding  # nothing runs any more: moving it would only run it again
         decisions = eviction.judge(binding, self._taints(), terms.tolerations, now=self.clock.now())
         if not decisions:
             return binding

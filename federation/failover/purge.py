@@ -20,6 +20,7 @@ annotation are never touched (we cannot tell whose they are).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ MANAGED_BY = "fedctl"
 REF_ANNOTATION = "fedctl.io/workload-ref"
 
 _DIRECT = ("Directly", "Immediately")
+_PARALLEL_DELETES = 16
 
 
 @dataclass
@@ -122,11 +124,27 @@ async def purge(
         report.checked += len(ours)
         doomed = stale(ours, cluster=cluster, bindings=by_ref)
         report.kept += len(ours) - len(doomed)
-        for obj in doomed:
-            ref = _object_ref(obj)
-            await member.delete(ref)
-            report.deleted.append(str(ref))
+        refs = [_object_ref(obj) for obj in doomed]
+        await _delete_all(member, refs)
+        report.deleted += [str(ref) for ref in refs]
     return report
+
+
+async def _delete_all(member: member_mod.Member, refs: Sequence[member_mod.ObjectRef]) -> None:
+    """Deletes in parallel (bounded): until the last stale copy is gone a moved batch job
+    runs in two members, so this window is what the returning member costs."""
+    gate = asyncio.Semaphore(_PARALLEL_DELETES)
+
+    async def one(ref: member_mod.ObjectRef) -> None:
+        async with gate:
+            await member.delete(ref)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for ref in refs:
+                group.create_task(one(ref))
+    except ExceptionGroup as failed:
+        raise failed.exceptions[0] from None  # the caller retries the whole pass
 
 
 def _workload_ref(binding: Binding) -> keys.WorkloadRef:

@@ -153,6 +153,12 @@ class FedctlPlacement(FrozenModel):
         default="on-demand",
         description="on-demand (default), spot, or any (spot preferred when cheaper).",
     )
+    failback: Literal["Never", "Automatic"] = Field(
+        default="Never",
+        description="After a failover moved the work to a less preferred cluster: Never"
+        " (default; `fedctl rebalance` moves it back on request) or Automatic (moved back"
+        " gracefully once the preferred clusters are healthy again).",
+    )
 
     @model_validator(mode="after")
     def _no_repeats(self) -> FedctlPlacement:

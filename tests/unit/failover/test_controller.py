@@ -20,7 +20,7 @@ from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
 from federation.settings import FailoverSettings
 from policies.models.binding import Binding, BindingStatus, TargetCluster
-from policies.models.cluster import Cluster, ClusterStatus, Condition
+from policies.models.cluster import Cluster, ClusterStatus, Condition, Taint
 from policies.models.common import Toleration
 from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
 from tests.unit.failover.builders import binding
@@ -240,3 +240,44 @@ async def test_a_fenced_controller_writes_nothing(h: Harness) -> None:
     await h.advance(31)
     assert await h.taints("a") == []
     assert (await h.binding(WEB)).placement() == {"a": 1}
+
+
+async def test_a_finished_workload_stays_bound_to_its_dead_member(h: Harness) -> None:
+    """A Job that already Succeeded there has nothing left to move: evicting it would only
+    make the scheduler run it a second time elsewhere."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
+    done = WorkloadStatus(
+        workload=(await h.binding(WEB)).spec.workload,
+        phase="Succeeded",
+        clusters=[ClusterWorkloadStatus(cluster="a", health="Completed")],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(WEB), done
+    )
+    await h.health("a", "False", "ConnectionRefused")
+    await h.advance(31)
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoExecute")]
+    assert (await h.binding(API)).placement() == {}, "the running one moves"
+    web = await h.binding(WEB)
+    assert web.placement() == {"a": 1} and web.spec.eviction_tasks == []
+
+
+async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write(
+    h: Harness,
+) -> None:
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    clusters = codec.TypedStore(h.store, codec.Codec(Cluster))
+    await clusters.mutate(
+        keys.cluster_key("a"),
+        lambda cur: cur.model_copy(
+            update={
+                "spec": cur.spec.model_copy(
+                    update={"taints": [Taint(key="maintenance", effect="NoExecute")]}
+                )
+            }
+        ),
+    )
+    await h.settle()
+    assert (await h.binding(WEB)).placement() == {}

@@ -1,0 +1,299 @@
+"""Fail-back decisions: when a placed workload moves back, what the moved Binding says, that
+a Binding changed after the decision is never overwritten, the policy setting, and how the
+what-if rates where a workload runs against where its policy would put it now."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pytest
+from pydantic import ValidationError
+
+from federation import errors
+from federation.failover import graceful, rebalance
+from federation.registry import codec, keys
+from federation.registry import store as st
+from federation.registry.etcd import EtcdStore
+from federation.runtime import whatif
+from policies.models.binding import Binding
+from policies.models.placement_ext import FedctlPlacement
+from policies.models.propagation import FedctlPropagationPolicy
+from tests.unit.failover.builders import at, binding, task
+from tests.unit.scheduler import fleet
+
+
+def option(
+    placement: dict[str, int],
+    *,
+    cost: str | None = None,
+    group: int | None = None,
+    name: str = "",
+    score: float | None = None,
+) -> rebalance.Option:
+    costs = {c: (Decimal(cost) / len(placement) if cost is not None else None) for c in placement}
+    return rebalance.Option(
+        placement=placement, costs=costs, group=group, group_name=name, score=score
+    )
+
+
+def candidate(
+    current: rebalance.Option,
+    preferred: rebalance.Option | None,
+    *,
+    b: Binding | None = None,
+    batch: bool = False,
+    reason: str = "",
+) -> rebalance.Candidate:
+    return rebalance.Candidate(
+        key=keys.binding_key(keys.WorkloadRef("default", "Deployment.apps", "web")),
+        revision=7,
+        binding=b or binding(clusters=dict(current.placement)),
+        current=current,
+        preferred=preferred,
+        reason=reason,
+        batch=batch,
+    )
+
+
+ON_B = option({"b": 2}, cost="3.00", group=1, name="fallback", score=40)
+
+
+@pytest.mark.parametrize(
+    ("given", "move", "why"),
+    [
+        pytest.param(
+            candidate(ON_B, option({"a": 2}, cost="3.00", group=0, name="primary", score=40)),
+            True,
+            "affinity group fallback -> primary",
+            id="failed over to the fallback group: back to the primary group",
+        ),
+        pytest.param(
+            candidate(option({"b": 2}, cost="3.10"), option({"a": 2}, cost="0.80")),
+            True,
+            "cost 3.1000/h -> 0.8000/h",
+            id="failed over to a dearer cluster: back to the cheaper one",
+        ),
+        pytest.param(
+            candidate(option({"b": 2}, score=30), option({"a": 2}, score=75)),
+            True,
+            "score 30 -> 75",
+            id="same price, clearly better score: moves",
+        ),
+        pytest.param(
+            candidate(option({"b": 2}, score=70), option({"a": 2}, score=75)),
+            False,
+            "no clear gain over the current placement",
+            id="a few score points are not worth a move (no ping-pong)",
+        ),
+        pytest.param(
+            candidate(option({"a": 2}, cost="0.80"), option({"b": 2}, cost="3.10")),
+            False,
+            "cheaper where it is (0.8000/h, not 3.1000/h)",
+            id="the preferred placement costs more: stays",
+        ),
+        pytest.param(
+            candidate(option({"a": 2}, group=0, name="primary"), ON_B),
+            False,
+            "current group primary comes before fallback",
+            id="already in an earlier group (the primary is merely full of itself): stays",
+        ),
+        pytest.param(
+            candidate(option({"a": 2}), option({"a": 2})),
+            False,
+            "already where its policy prefers",
+            id="already preferred",
+        ),
+        pytest.param(
+            candidate(ON_B, None, reason="0/4 clusters are available"),
+            False,
+            "no better placement fits now: 0/4 clusters are available",
+            id="nothing fits now: stays where it runs",
+        ),
+        pytest.param(
+            candidate(ON_B, option({"a": 2}, group=0), batch=True),
+            False,
+            "batch job: moving would restart it",
+            id="a batch job is never moved (it would restart, or run twice)",
+        ),
+        pytest.param(
+            candidate(
+                ON_B,
+                option({"a": 2}, group=0),
+                b=binding(clusters={"b": 2}, tasks=[task("c")]),
+            ),
+            False,
+            "already leaving c",
+            id="a failover or earlier move still in progress: left to finish",
+        ),
+    ],
+)
+def test_decide(given: rebalance.Candidate, move: bool, why: str) -> None:
+    verdict = rebalance.decide(given)
+    assert (verdict.move, verdict.why) == (move, why)
+
+
+def test_a_pending_binding_is_not_moved() -> None:
+    pending = binding(clusters={"b": 2})
+    pending = pending.model_copy(
+        update={"status": pending.status.model_copy(update={"phase": "Pending"})}
+    )
+    verdict = rebalance.decide(candidate(ON_B, option({"a": 2}, group=0), b=pending))
+    assert (verdict.move, verdict.why) == (False, "not placed")
+
+
+def test_the_moved_binding_places_the_new_clusters_and_keeps_the_old_copy_gracefully() -> None:
+    verdict = rebalance.decide(
+        candidate(
+            option({"b": 2, "c": 1}, cost="3.00"),
+            rebalance.Option(
+                placement={"a": 2, "c": 1},
+                chips={"a": "amd64", "c": "amd64"},
+                costs={"a": Decimal("0.5"), "c": Decimal("0.25")},
+            ),
+        )
+    )
+    new = rebalance.moved(verdict, now=at(5))
+    assert new.placement() == {"a": 2, "c": 1}
+    assert new.spec.hourly_cost == Decimal("0.75")
+    assert [t.chip for t in new.spec.clusters] == ["amd64", "amd64"]
+    assert new.status.phase == "Scheduled"
+    assert new.status.reason == "Rebalanced: cost 3.0000/h -> 0.7500/h"
+    (leaving,) = new.spec.eviction_tasks
+    assert (leaving.cluster, leaving.replicas, leaving.purge_mode) == ("b", 2, "Gracefully")
+    assert leaving.creation_time == at(5)
+    # The old copy stays until every new cluster is ready, as after a failover.
+    waiting = graceful.judge(
+        new.spec.eviction_tasks, targets=["a", "c"], ready={"a": False, "c": True},
+        now=at(6), timeout=600,
+    )  # fmt: skip
+    assert (waiting.drop, waiting.purge) == ([], [])
+    done = graceful.judge(
+        new.spec.eviction_tasks, targets=["a", "c"], ready={"a": True, "c": True},
+        now=at(7), timeout=600,
+    )  # fmt: skip
+    assert done.purge == ["b"]
+
+
+async def test_apply_writes_on_the_decided_revision_and_skips_a_binding_changed_since(
+    etcd_store: EtcdStore,
+) -> None:
+    typed = codec.TypedStore(etcd_store, codec.Codec(Binding))
+    names = [f"rb-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    verdicts = []
+    for name in names:
+        b = binding(name, clusters={"b": 2})
+        key = keys.binding_key(keys.WorkloadRef("default", "Deployment.apps", name))
+        stored = await typed.put(key, b)
+        given = rebalance.Candidate(
+            key=key,
+            revision=stored.revision,
+            binding=b,
+            current=option({"b": 2}, cost="3"),
+            preferred=option({"a": 2}, cost="1"),
+        )
+        verdicts.append(rebalance.decide(given))
+    # The scheduler rewrites the second Binding after the decision was made.
+    second = verdicts[1].candidate
+    await typed.update(second.key, binding(names[1], clusters={"c": 2}), revision=second.revision)
+
+    outcome = await rebalance.apply(typed, verdicts, now=at(0))
+
+    assert outcome.moved == [verdicts[0].ref]
+    assert outcome.changed == [verdicts[1].ref]
+    first = await typed.get(verdicts[0].candidate.key)
+    assert first is not None and first.obj.placement() == {"a": 2}
+    kept = await typed.get(second.key)
+    assert kept is not None and kept.obj.placement() == {"c": 2}
+
+
+async def test_a_fenced_apply_fails_once_the_leader_key_moved(etcd_store: EtcdStore) -> None:
+    typed = codec.TypedStore(etcd_store, codec.Codec(Binding))
+    name = f"rb-{uuid.uuid4().hex[:8]}"
+    key = keys.binding_key(keys.WorkloadRef("default", "Deployment.apps", name))
+    stored = await typed.put(key, binding(name, clusters={"b": 2}))
+    leader = f"/fedctl-test/leader-{name}"
+    first = await etcd_store.commit([st.Put(leader, b"old")])
+    await etcd_store.commit([st.Put(leader, b"new")])  # a new leader: the old guard fails
+    verdict = rebalance.decide(
+        rebalance.Candidate(
+            key=key,
+            revision=stored.revision,
+            binding=stored.obj,
+            current=option({"b": 2}, cost="3"),
+            preferred=option({"a": 2}, cost="1"),
+        )
+    )
+    with pytest.raises(errors.Fenced):
+        await rebalance.apply(
+            typed, [verdict], now=at(0), guards=(st.Guard(leader, first.revision),)
+        )
+    unchanged = await typed.get(key)
+    assert unchanged is not None and unchanged.obj.placement() == {"b": 2}
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param({}, "Never", id="fail-back is a choice: off unless asked for"),
+        pytest.param({"failback": "Automatic"}, "Automatic", id="automatic when the policy says"),
+    ],
+)
+def test_the_failback_setting(given: dict[str, str], expected: str) -> None:
+    assert FedctlPlacement.model_validate(given).failback == expected
+
+
+def test_an_unknown_failback_value_is_refused() -> None:
+    with pytest.raises(ValidationError, match="'Never' or 'Automatic'"):
+        FedctlPlacement.model_validate({"failback": "Always"})
+
+
+def _live(placed_on: str, *, failback: str = "Never") -> whatif.Live:
+    """Two members, `home` cheap and in the first affinity group, one workload on `placed_on`."""
+    clusters = [
+        fleet.cluster("home", cpu_price="0.02", apis=[("apps/v1", "Deployment")]),
+        fleet.cluster("spare", cpu_price="0.09", apis=[("apps/v1", "Deployment")]),
+    ]
+    w = fleet.workload("web", kind="Deployment", namespace="default", replicas=2)
+    policy = FedctlPropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": {
+                    "clusterAffinities": [
+                        {"affinityName": "first", "clusterNames": ["home"]},
+                        {"affinityName": "second", "clusterNames": ["spare"]},
+                    ]
+                },
+                "fedctl": {"failback": failback},
+            },
+        }
+    )
+    key = keys.binding_key(keys.WorkloadRef("default", "Deployment.apps", "web"))
+    ref = str(keys.parse_workload_key(key))
+    return whatif.Live(
+        clusters=[c.model_copy(update={"status": None}) for c in clusters],
+        statuses={c.name: c.status for c in clusters if c.status is not None},
+        policies=[policy],
+        workloads={ref: codec.Stored(keys.workload_key(keys.parse_workload_key(key)), w, 3, 3)},
+        bindings={key: codec.Stored(key, binding(clusters={placed_on: 2}), 9, 9)},
+    )
+
+
+def test_the_what_if_rates_the_current_and_the_preferred_placement() -> None:
+    (found,) = whatif.candidates(_live("spare"))
+    assert found.revision == 9
+    assert (found.current.group, found.current.group_name) == (1, "second")
+    assert found.preferred is not None
+    assert dict(found.preferred.placement) == {"home": 2}
+    assert (found.preferred.group, found.preferred.group_name) == (0, "first")
+    assert found.current.cost is not None and found.preferred.cost is not None
+    assert found.preferred.cost < found.current.cost
+    assert rebalance.decide(found).why == "affinity group second -> first"
+
+
+def test_automatic_only_keeps_the_workloads_whose_policy_asks_for_it() -> None:
+    assert whatif.candidates(_live("spare"), automatic_only=True) == []
+    (found,) = whatif.candidates(_live("spare", failback="Automatic"), automatic_only=True)
+    assert rebalance.decide(found).move
