@@ -61,11 +61,17 @@ test: deps kubectl browser lint ## Install everything, lint, then run the whole 
 	$(PY) -m pytest -q --ignore=tests/e2e $(PYTEST_ARGS)
 	$(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
 
-demo: deps ## Start etcd, the simulated fleet and the controller; apply the examples
-	$(PY) -m federation.cli.main up
+demo: deps ## Start etcd, the simulated fleet and the controller; apply the examples; tour
+	$(PY) -m federation.cli.main up --tour
 
 bench: deps ## Run the benchmarks; each prints JSON
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Chaos for longer than `make test` allows: member faults, controller kills and an etcd
+# restart while jobs arrive, invariants checked throughout. FEDCTL_CHAOS_SEED replays a run.
+CHAOS_SECONDS ?= 900
+chaos: deps ## Run the chaos test for 15 minutes (CHAOS_SECONDS=900; FEDCTL_CHAOS_SEED replays)
+	FEDCTL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(PY) -m pytest -q -s tests/integration/test_chaos.py $(PYTEST_ARGS)
 
 clean: ## Remove the venv and local state
 	rm -rf $(VENV) .fedctl .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -5,6 +5,7 @@ embedded etcd (data under `.fedctl/`), the simulated members from a profile (as 
 `fedctl sim up` process, so the controller reaches them only over HTTP, exactly like real
 clusters), and the controller with its API; then applies `policies/examples/` and prints
 where to look. Ctrl-C stops everything it started, in reverse order, leaving no process.
+With `--tour` (what `make demo` runs) the scripted tour of `federation.cli.tour` follows.
 With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members instead.
 The API requires a token even here: an admin token is generated once into
 `.fedctl/tokens.yaml` (mode 0600) and printed, and member kubeconfigs are sealed in etcd
@@ -42,6 +43,9 @@ def register(sub: Any) -> None:
     )
     up.add_argument("--use-etcd", dest="use_etcd", default=None, help="use this etcd URL")
     up.add_argument("--fresh", action="store_true", help="wipe the data directory first")
+    up.add_argument(
+        "--tour", action="store_true", help="then run the scripted tour (what `make demo` shows)"
+    )
     up.set_defaults(func=_up)
 
 
@@ -83,6 +87,11 @@ async def _up(args: argparse.Namespace) -> int:
     if args.fresh and data.exists():
         shutil.rmtree(data)
     data.mkdir(parents=True, exist_ok=True)
+    if args.tour:
+        from federation.cli import tour
+
+        for changed in tour.prepare_env(os.environ):  # read by the controller's settings
+            print(f"tour: {changed} (fast failure detection for the drill)", flush=True)
     etcd: embedded.EmbeddedEtcd | None = None
     fleet: subprocess.Popen[bytes] | None = None
     try:
@@ -205,6 +214,41 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
         f"\nCtrl-C stops everything.",
         flush=True,
     )
+    if not args.tour:
+        return await controller
+    return await _with_tour(args, controller, etcd_url=etcd_url, kubeconfig=kubeconfig, token=token)
+
+
+async def _with_tour(
+    args: argparse.Namespace,
+    controller: asyncio.Task[int],
+    *,
+    etcd_url: str,
+    kubeconfig: Path,
+    token: str,
+) -> int:
+    """Run the tour beside the controller; Ctrl-C during the tour stops both."""
+    from federation.cli import tour
+
+    server = f"http://{args.listen}"
+    guide = tour.Tour(
+        server=server,
+        token=token,
+        etcd=etcd_url,
+        kubeconfig=kubeconfig,
+        data=Path(args.data_dir).resolve(),
+    )
+
+    async def run_tour() -> None:
+        await guide.run()
+        guide.closing(dashboard=f"{server}/", token=token)
+
+    touring = asyncio.create_task(run_tour())
+    await asyncio.wait({controller, touring}, return_when=asyncio.FIRST_COMPLETED)
+    if not touring.done():
+        touring.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await touring
     return await controller
 
 
