@@ -41,7 +41,13 @@ def register(sub: Any) -> None:
     up.add_argument(
         "--kubeconfig", default=None, help="use real members from this kubeconfig (no simulator)"
     )
-    up.add_argument("--use-etcd", dest="use_etcd", default=None, help="use this etcd URL")
+    up.add_argument(
+        "--etcd",
+        "--use-etcd",
+        dest="use_etcd",
+        default=None,
+        help="use this etcd URL instead of starting one",
+    )
     up.add_argument("--fresh", action="store_true", help="wipe the data directory first")
     up.add_argument(
         "--tour", action="store_true", help="then run the scripted tour (what `make demo` shows)"

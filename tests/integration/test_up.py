@@ -227,3 +227,19 @@ async def test_sigint_stops_every_process_it_started(up: Up) -> None:
         timeout=15, interval=0.2, message="every process fedctl up started to exit",
     )  # fmt: skip
     assert "fedctl up: stopped everything it started" in up.output()
+
+
+def test_up_with_an_existing_etcd_that_does_not_answer_says_so_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """`fedctl up --etcd URL --kubeconfig FILE` is the real-members form: no etcd, no
+    simulator of its own, and an etcd that is not there is one clear line, exit 1."""
+    dead = f"http://127.0.0.1:{embedded.free_port()}"
+    done = subprocess.run(
+        [sys.executable, "-m", "federation.cli.main", "up", "--etcd", dead,
+         "--kubeconfig", str(tmp_path / "members.kubeconfig"), "--data-dir", str(tmp_path / "d")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"etcd at {dead} did not answer" in done.stderr
+    assert "starting etcd" not in done.stdout and "simulated" not in done.stdout
