@@ -29,13 +29,18 @@ Karmada's `pkg/scheduler/core/assignment.go` and `division_algorithm.go` on top 
   kept when the total is unchanged. On scale-up only the added replicas are divided, with
   the free replicas of each candidate as votes and the previous replicas as the seats each
   cluster already holds (the previous result is Webster's initial assignment, so a cluster
-  already holding many replicas wins fewer of the new ones); it raises
-  `Unschedulable` when the free capacity cannot hold the added replicas. On scale-down the
-  new total is divided from zero with the previous replicas as votes (a proportional
-  shrink). ``aggregated`` first keeps the shortest prefix of clusters, sorted by free
-  replicas (largest first; previous hosts moved to the front on scale-up), whose capacity
-  covers the replicas to place, then divides within it; on scale-down the prefix is taken
-  over the previous replicas, so the smallest previous hosts are drained first.
+  already holding many replicas wins fewer of the new ones, and one holding few may win
+  more than its own free count: only the total is checked, as in Karmada); it raises
+  `Unschedulable` when the free capacity cannot hold the added replicas. The votes are free
+  replicas only: Karmada adds the replicas a cluster already holds to its capacity when
+  choosing clusters (spread selection) and in Fresh mode, never here. On scale-down the new
+  total is divided from zero with the previous replicas as votes (a proportional shrink),
+  counting only clusters that are still candidates (v1.16 itself counted every previous
+  cluster, even one that had left; Karmada fixed that in PR #7110). ``aggregated`` first
+  keeps the shortest prefix of clusters, sorted by free replicas (largest first; previous
+  hosts moved to the front on scale-up), whose capacity covers the replicas to place, then
+  divides within it; on scale-down the prefix is taken over the previous replicas, so the
+  smallest previous hosts are drained first.
 * Karmada's "Fresh" mode (a full recompute after an explicit reschedule) is reached by
   passing ``previous=None`` and candidates whose ``available`` already includes the
   replicas they hold.
@@ -44,7 +49,8 @@ Deviations, each deliberate: zero entries are dropped from the result; an empty 
 list with replicas to place raises `Unschedulable` (Karmada stops earlier, in its filter
 step); when several clusters have equal free capacity, ``aggregated`` keeps the candidates'
 order (pass candidates in the order `spread.select` returns them), which matches Go's
-insertion sort for fewer than 12 clusters.
+`sort.Sort` for up to 12 clusters (it insertion-sorts those); beyond 12 Go's quicksort is
+not stable and may order equal values differently.
 """
 
 from __future__ import annotations
