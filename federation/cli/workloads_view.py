@@ -134,6 +134,13 @@ def describe(doc: dict[str, Any]) -> str:
             ],
         )
     )
+    filtered = spec.get("filteredSummary") or {}
+    if filtered:
+        counts = ", ".join(f"{n} by {plugin}" for plugin, n in sorted(filtered.items()))
+        lines.append(
+            f"Filtered:    {sum(filtered.values())} more clusters ({counts}); "
+            "`fedctl plan --live -f FILE` gives each one's reason"
+        )
     lines.append(_works(doc.get("works", [])))
     lines.append(
         _section(

@@ -1,0 +1,45 @@
+"""`fedctl describe workload` text: what a user reads to learn why a workload is where it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.cli import workloads_view
+from policies.models.binding import Binding
+
+BINDING = Binding.model_validate(
+    {
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "workload": {"apiVersion": "batch/v1", "kind": "Job", "namespace": "ml", "name": "t"},
+            "clusters": [{"name": "us-a100", "replicas": 1, "chip": "nvidia-a100-80gb"}],
+            "explanation": [
+                {"cluster": "us-a100", "verdict": "ok", "score": 91, "selected": True},
+                {"cluster": "eu-a100", "verdict": "ok", "score": 64},
+            ],
+            "filteredSummary": {"chips": 5, "taints": 1},
+        },
+        "status": {"phase": "Scheduled"},
+    }
+)
+
+
+def doc(binding: Binding) -> dict[str, Any]:
+    return {
+        "workload": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "t"}},
+        "binding": binding.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "status": {"health": "Healthy"},
+        "bindingRevision": 7,
+    }
+
+
+def test_describe_shows_the_verdicts_kept_and_counts_the_filtered_clusters() -> None:
+    text = workloads_view.describe(doc(BINDING))
+    assert "us-a100" in text and "ok (selected)" in text and "eu-a100" in text
+    assert "Filtered:    6 more clusters (5 by chips, 1 by taints)" in text
+
+
+def test_no_filtered_line_when_every_cluster_was_scored() -> None:
+    spec = BINDING.spec.model_copy(update={"filtered_summary": {}})
+    text = workloads_view.describe(doc(BINDING.model_copy(update={"spec": spec})))
+    assert "Filtered:" not in text
