@@ -324,7 +324,10 @@ class FailoverController:
         status = self.workload_status.get(keys.workload_status_key(ref))
         if status is None:
             return {}
-        return {c.cluster: c.health in _HEALTHY for c in status.clusters}
+        # A batch job reports Progressing until it ends; once its pods run on the new
+        # cluster the old copy's eviction task may end (it would otherwise wait out the
+        # graceful timeout, keeping a copy that must not run).
+        return {c.cluster: c.health in _HEALTHY or c.running > 0 for c in status.clusters}
 
     def _finished(self, ref: keys.WorkloadRef) -> bool:
         status = self.workload_status.get(keys.workload_status_key(ref))

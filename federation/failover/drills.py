@@ -160,6 +160,7 @@ def summarise(
         (s.t - fault_at for s in samples if s.member_down and s.t >= fault_at), None
     )
     lines = {w: WorkloadTimeline(w) for w in affected}
+    doubled: set[str] = set()
     for sample in samples:
         for name, line in lines.items():
             state = sample.workloads.get(name)
@@ -169,7 +170,12 @@ def summarise(
                 line.replaced = sample.t - fault_at
             if line.ready is None and _healthy_elsewhere(state, cluster):
                 line.ready = sample.t - fault_at
-        report.double_runs += sum(1 for s in sample.workloads.values() if len(set(s.running)) > 1)
+        # While the member is cut off its last report is all we have: its copies may or may
+        # not still run and nothing can stop them until it returns (then they are purged
+        # before it takes new work). A double run is one seen in two observable members.
+        unseen = {cluster} if sample.member_down else set()
+        doubled.update(n for n, s in sample.workloads.items() if len(set(s.running) - unseen) > 1)
+    report.double_runs = len(doubled)
     for name, line in lines.items():
         end = last.workloads.get(name)
         if end is None:
@@ -214,7 +220,10 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
         cl = w.clusters if w is not None else []
         out[ref] = WorkloadState(
             targets=tuple(t.name for t in b.spec.clusters if t.replicas > 0),
-            healthy=tuple(c.cluster for c in cl if c.health in ("Healthy", "Completed")),
+            # A batch job is up again once its pods run (it reports Progressing until done).
+            healthy=tuple(
+                c.cluster for c in cl if c.health in ("Healthy", "Completed") or c.running > 0
+            ),
             running=tuple(c.cluster for c in cl if c.running > 0),
             phase=b.status.phase,
             reason=b.status.reason,

@@ -281,3 +281,32 @@ async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write
     )
     await h.settle()
     assert (await h.binding(WEB)).placement() == {}
+
+
+async def test_a_running_batch_job_s_new_copy_ends_the_old_copy_s_task(h: Harness) -> None:
+    """A Job reports Progressing until it finishes: its pods running on the new cluster is
+    what ends the eviction task, not the graceful timeout."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.health("a", "False", "ConnectionRefused")
+    await h.advance(31)
+    web = await h.binding(WEB)
+    assert web.placement() == {} and len(web.spec.eviction_tasks) == 1
+    placed = web.model_copy(
+        update={
+            "spec": web.spec.model_copy(update={"clusters": [TargetCluster(name="b", replicas=1)]}),
+            "status": BindingStatus(phase="Scheduled"),
+        }
+    )
+    stored = await h.bindings.get(keys.binding_key(WEB))
+    assert stored is not None
+    await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
+    running = WorkloadStatus(
+        workload=web.spec.workload,
+        phase="Running",
+        clusters=[ClusterWorkloadStatus(cluster="b", health="Progressing", running=1)],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(WEB), running
+    )
+    await h.settle()
+    assert (await h.binding(WEB)).spec.eviction_tasks == []

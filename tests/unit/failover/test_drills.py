@@ -76,3 +76,21 @@ def test_renderings_carry_the_numbers_and_round_trip() -> None:
     root = ET.fromstring(drills.svg(r))
     assert root.tag.endswith("svg") and len(root.findall("{*}rect")) == 2
     assert drills.decode(drills.encode(r)) == r
+
+
+def test_a_cut_off_member_s_last_report_is_not_a_double_run_but_two_observed_ones_are() -> None:
+    """While `a` is down its last report still says the job runs there; that copy cannot be
+    seen or stopped until `a` returns (and is purged before it takes work). Once `a` is
+    reachable and untainted again, a copy seen running there beside the new one counts,
+    once per workload however many samples show it."""
+    moved = W(("b",), ("b",), running=("a", "b"), phase="Scheduled")
+    partitioned = timeline(
+        (0, False, {"job": W(("a",), ("a",), running=("a",), phase="Scheduled")}),
+        (2, True, {"job": moved}),
+        (3, True, {"job": moved}),
+        (9, False, {"job": W(("b",), ("b",), running=("b",), phase="Scheduled")}),
+    )
+    r = drills.summarise(partitioned, report=report(), fault_at=1, healed_at=8)
+    assert (r.double_runs, r.lost) == (0, 0)
+    back = [*partitioned[:3], Sample(9, False, {"job": moved}), Sample(10, False, {"job": moved})]
+    assert drills.summarise(back, report=report(), fault_at=1, healed_at=8).double_runs == 1
