@@ -34,17 +34,33 @@ class ShareKey:
     queue after every admission, orders queues as `share` would without building Fractions.
     """
 
-    __slots__ = ("_exact", "_pairs", "approx")
+    __slots__ = ("_exact", "_pairs", "_top", "approx")
 
     def __init__(self, used: Mapping[str, int], capacity: Mapping[str, int], weight: int) -> None:
         w = max(weight, 1)
-        self._pairs = [
-            (amount, cap * w)
-            for name, amount in used.items()
-            if amount > 0 and (cap := capacity.get(name, 0)) > 0
-        ]
-        self.approx = max((a / d for a, d in self._pairs), default=0.0)
+        pairs: list[tuple[int, int]] = []
+        approx = 0.0  # every ratio below is positive, so this is `max(..., default=0.0)`
+        for name, amount in used.items():
+            if amount > 0 and (cap := capacity.get(name, 0)) > 0:
+                pairs.append((amount, cap * w))
+                ratio = amount / (cap * w)
+                if ratio > approx:  # noqa: PLR1730 - cheaper than calling max here
+                    approx = ratio
+        self._pairs = pairs
+        self.approx = approx
         self._exact: Fraction | None = None
+        self._top: tuple[int, int] | None = None
+
+    def _ratio(self) -> tuple[int, int]:
+        """The largest usage/capacity pair, found by exact integer cross-multiplication
+        (denominators are positive): the value of `exact()` without building Fractions."""
+        if self._top is None:
+            best = (0, 1)
+            for a, d in self._pairs:
+                if a * best[1] > best[0] * d:
+                    best = (a, d)
+            self._top = best
+        return self._top
 
     def exact(self) -> Fraction:
         if self._exact is None:
@@ -54,12 +70,16 @@ class ShareKey:
     def __lt__(self, other: ShareKey) -> bool:
         if self.approx != other.approx:
             return self.approx < other.approx
-        return self.exact() < other.exact()
+        (a, d), (b, e) = self._ratio(), other._ratio()
+        return a * e < b * d
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShareKey):
             return NotImplemented
-        return self.approx == other.approx and self.exact() == other.exact()
+        if self.approx != other.approx:
+            return False
+        (a, d), (b, e) = self._ratio(), other._ratio()
+        return a * e == b * d
 
     __hash__ = None  # type: ignore[assignment]
 

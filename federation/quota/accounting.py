@@ -26,6 +26,7 @@ from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
 __all__ = [
     "Admission",
     "Usage",
+    "admission",
     "capability_problem",
     "lending_problem",
     "overall_problem",
@@ -56,14 +57,55 @@ class Admission:
     job: object = None
 
 
+_ADMISSION_SLOTS = tuple(Admission.__dict__[name] for name in Admission.__dataclass_fields__)
+
+
+def admission(
+    *,
+    ref: keys.WorkloadRef,
+    queue: str,
+    namespace: str,
+    priority: int,
+    seq: int,
+    charge: ResourceList,
+    placement: Mapping[str, int],
+    pod: ResourceList,
+    chips: Mapping[str, str],
+    job: object,
+) -> Admission:
+    """An `Admission` from values given for every field, built through its slots (the
+    cycle makes one per decision, and the frozen dataclass's checks cost more than that)."""
+    made = object.__new__(Admission)
+    values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job)
+    for slot, value in zip(_ADMISSION_SLOTS, values, strict=True):
+        slot.__set__(made, value)
+    return made
+
+
 def _physical(charge: ResourceList) -> ResourceList:
     return ResourceList({n: a for n, a in charge.items() if not n.startswith(CHIP_RESOURCE_PREFIX)})
 
 
+_SPLITS: dict[int, tuple[ResourceList, list[tuple[str, int]], list[tuple[str, int]]]] = {}
+"""Per charge object (by identity, the object kept alongside): its amounts, and those
+without `accelerator/<model>`. A cycle charges thousands of admissions with a few dozen
+distinct charge objects, and walking a ResourceList as a Mapping costs more than the sums."""
+_SPLITS_LIMIT = 4096
+
+
+def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
+    hit = _SPLITS.get(id(charge))
+    if hit is None or hit[0] is not charge:
+        every = [(name, charge[name]) for name in charge]
+        bare = [(n, a) for n, a in every if not n.startswith(CHIP_RESOURCE_PREFIX)]
+        if len(_SPLITS) >= _SPLITS_LIMIT:
+            _SPLITS.clear()
+        hit = _SPLITS[id(charge)] = (charge, every, bare)
+    return hit[2] if physical else hit[1]
+
+
 def _add(totals: dict[str, int], charge: ResourceList, sign: int, *, physical: bool) -> None:
-    for name, amount in charge.items():
-        if physical and name.startswith(CHIP_RESOURCE_PREFIX):
-            continue
+    for name, amount in _amounts(charge, physical=physical):
         totals[name] = totals.get(name, 0) + sign * amount
 
 

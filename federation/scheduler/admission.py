@@ -60,6 +60,9 @@ class Admitter:
         self.now = now
         self._charges: dict[tuple[object, ...], ResourceList] = {}
         self._costs: dict[tuple[object, ...], Decimal | None] = {}
+        self._targets: dict[tuple[object, ...], TargetCluster] = {}
+        self._costs_by_pod: dict[tuple[object, ...], tuple[ResourceList, Decimal | None]] = {}
+        self._charges_by_pod: dict[tuple[object, ...], tuple[ResourceList, ResourceList]] = {}
         self._status = BindingStatus.model_construct(
             phase="Scheduled", reason="", last_scheduled_time=now
         )
@@ -100,11 +103,17 @@ class Admitter:
 
     def _charge_one(self, request: fw.JobRequest, replicas: int, chip: str | None) -> ResourceList:
         """What `replicas` pods of `request` on `chip` charge (the same for equal requests)."""
-        key = (request.pod, request.devices, replicas, chip)
-        charge = self._charges.get(key)
+        pod = request.pod
+        key = (id(pod), request.devices, replicas, chip)  # stamped jobs share one pod
+        hit = self._charges_by_pod.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        full = (pod, request.devices, replicas, chip)
+        charge = self._charges.get(full)
         if charge is None:
             charge = quota.charge_for(_with_replicas(request, replicas), chip)
-            self._charges[key] = charge
+            self._charges[full] = charge
+        self._charges_by_pod[key] = (pod, charge)
         return charge
 
     def _problem(
@@ -233,7 +242,7 @@ class Admitter:
         hints = placed.flavors or {}
         for name, replicas in placed.placement.items():
             _take(state, request, state.snapshot.index[name], replicas, hints.get(name))
-        admission = accounting.Admission(
+        admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
             namespace=job.ref.namespace,
@@ -247,14 +256,14 @@ class Admitter:
         )
         state.usage.admit(admission)
         self.result.admitted.append(admission)
-        self.result.reasons.pop(str(job.ref), None)
+        if self.result.reasons:
+            self.result.reasons.pop(str(job.ref), None)
         targets = [
-            _built(
-                TargetCluster,
-                name=name,
-                replicas=replicas,
-                chip=chips[name] or _arch(state, name),
-                hourly_cost=self._cost(request, state, name, chips[name], replicas),
+            self._target(
+                name,
+                replicas,
+                chips[name] or _arch(state, name),
+                self._cost(request, state, name, chips[name], replicas),
             )
             for name, replicas in sorted(placed.placement.items())
         ]
@@ -276,6 +285,19 @@ class Admitter:
         )
         self._emit(binding)
 
+    def _target(
+        self, name: str, replicas: int, chip: str | None, cost: Decimal | None
+    ) -> TargetCluster:
+        """One Binding target; equal targets share one (never mutated) model in a cycle."""
+        key = (name, replicas, chip, cost)
+        target = self._targets.get(key)
+        if target is None:
+            target = _built(
+                TargetCluster, name=name, replicas=replicas, chip=chip, hourly_cost=cost
+            )
+            self._targets[key] = target
+        return target
+
     def _cost(
         self,
         request: fw.JobRequest,
@@ -285,10 +307,16 @@ class Admitter:
         replicas: int,
     ) -> Decimal | None:
         """`explain.hourly_cost`, remembered for equal pods, capacity type and cluster."""
-        key = (request.pod, request.device_names, request.capacity_type, name, chip, replicas)
+        pod = request.pod
+        quick = (id(pod), request.device_names, request.capacity_type, name, chip, replicas)
+        hit = self._costs_by_pod.get(quick)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        key = (pod, *quick[1:])
         if key not in self._costs:
             cluster = state.snapshot.cluster(name)
             self._costs[key] = explain.hourly_cost(request, cluster, chip, replicas)
+        self._costs_by_pod[quick] = (pod, self._costs[key])
         return self._costs[key]
 
     def _pending(self, job: PendingJob, reason: str) -> None:
@@ -296,9 +324,11 @@ class Admitter:
         self._emit(binding_for(job, reason=reason))
 
     def _emit(self, binding: Binding) -> None:
-        previous = self.state.snapshot.bindings.get(str(binder.binding_ref(binding)))
-        if previous is not None and binder.same(previous, binding):
-            return
+        stored = self.state.snapshot.bindings
+        if stored:  # nothing to compare with in a first cycle
+            previous = stored.get(str(binder.binding_ref(binding)))
+            if previous is not None and binder.same(previous, binding):
+                return
         self.result.bindings.append(binding)
 
 
@@ -415,15 +445,24 @@ def _meta(name: str, namespace: str) -> ObjectMeta:
     for key in _META_CONTAINERS:
         fields[key] = type(fields[key])()
     fields["name"], fields["namespace"] = name, namespace
-    return _built(ObjectMeta, **fields)
+    return _from_fields(ObjectMeta, fields)
 
 
 def _built(cls: type[_M], **fields: Any) -> _M:
     """A model from trusted values given for every field: what `model_construct` does,
     without its walk over defaults (a cycle builds several per decision)."""
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    return _from_fields(cls, fields)
+
+
+def _from_fields(cls: type[_M], fields: dict[str, Any]) -> _M:
+    """`_built` from a dict the model then owns."""
+    obj = _new(cls)
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", set(fields))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
     return obj
+
+
+_new = object.__new__
+_set = object.__setattr__

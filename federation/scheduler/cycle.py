@@ -30,6 +30,7 @@ import gc
 import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from federation.cache import snapshot as snap
 from federation.queue import fairshare
@@ -73,13 +74,14 @@ class Scheduler:
         )
         self._requests: dict[int, fw.JobRequest] = {}
         self._stamps: dict[tuple[object, ...], tuple[object, object, object, fw.JobRequest]] = {}
+        self._stamps_by_id: dict[int, tuple[Any, ...]] = {}
 
     def request(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
         """The job's request, read once per pending entry (and previous placement)."""
         cached = self._requests.get(id(job))
         if cached is not None and cached.job is job:
             return cached
-        previous = snapshot.bindings.get(str(job.ref))
+        previous = snapshot.bindings.get(str(job.ref)) if snapshot.bindings else None
         if previous is None:
             request = self._stamped(job, snapshot)
         else:
@@ -97,6 +99,21 @@ class Scheduler:
         """The request of a job stamped from the same spec, policy and annotations as one
         read earlier this cycle (job arrays, generated batches): read once, shared."""
         w = job.workload
+        annotations = w.metadata.annotations
+        # First by identity: jobs stamped from one template share the very spec, policy and
+        # annotation objects, so the hashed key below need not be built for each of them.
+        quick = self._stamps_by_id.get(id(w.spec))
+        if (
+            quick is not None
+            and quick[0] is w.spec
+            and quick[1] is annotations
+            and quick[2] is job.placement
+            and quick[3] is job.fedctl
+            and quick[4] is snapshot.device_resources
+            and quick[5] == (w.api_version, w.kind)
+        ):
+            template: fw.JobRequest = quick[6]
+            return template.for_job(job)
         key = (
             id(w.spec),
             w.api_version,
@@ -110,12 +127,26 @@ class Scheduler:
         if hit is not None:
             spec, placement, fedctl, template = hit
             if spec is w.spec and placement is job.placement and fedctl is job.fedctl:
+                self._remember(job, snapshot, template)
                 return template.for_job(job)
         request = fw.request_for(
             job, settings=self.settings, device_resources=snapshot.device_resources
         )
         self._stamps[key] = (w.spec, job.placement, job.fedctl, request)
+        self._remember(job, snapshot, request)
         return request
+
+    def _remember(self, job: PendingJob, snapshot: snap.Snapshot, request: fw.JobRequest) -> None:
+        w = job.workload
+        self._stamps_by_id[id(w.spec)] = (
+            w.spec,
+            w.metadata.annotations,
+            job.placement,
+            job.fedctl,
+            snapshot.device_resources,
+            (w.api_version, w.kind),
+            request,
+        )
 
     def run_cycle(
         self,
@@ -147,6 +178,7 @@ class Scheduler:
     ) -> CycleResult:
         result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
         self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
+        self._stamps_by_id = {}
         state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
         admit = admission.Admitter(self, state, result, now=now)
         budget = self.settings.cycle_batch
@@ -163,6 +195,7 @@ class Scheduler:
                 self._strict_stop(job, snapshot)
         self._requests = {k: v for k, v in self._requests.items() if v.job.ref in result.pending}
         self._stamps = {}
+        self._stamps_by_id = {}
         return result
 
     # -- step 1
@@ -182,15 +215,17 @@ class Scheduler:
         }
         capacity = dict(snapshot.capacity.items())
 
-        def key(name: str) -> tuple[int, fairshare.ShareKey, str]:
-            # `result.usage` is re-read: preemption may have swapped in its trial copy.
+        def key(name: str) -> tuple[int, float, fairshare.ShareKey, str]:
+            # `result.usage` is re-read: preemption may have swapped in its trial copy. The
+            # share's float goes first so that the heap compares floats natively; only when
+            # two tie does the exact share decide, as it would on its own.
             share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weights[name])
-            return (-prio[name], share, name)
+            return (-prio[name], share.approx, share, name)
 
         heap = [key(q) for q in positions]
         heapq.heapify(heap)
         while heap:
-            _, _, name = heapq.heappop(heap)
+            name = heapq.heappop(heap)[3]
             jobs = snapshot_jobs[name]
             if name in self._stopped or positions[name] >= len(jobs):
                 continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -117,8 +118,9 @@ class JobRequest:
     def for_job(self, job: PendingJob) -> JobRequest:
         """This request for another job stamped from the same spec, policy and annotations."""
         other = object.__new__(JobRequest)
-        for slot in _REQUEST_SLOTS:  # the slots' own descriptors: no frozen-check detour
-            slot.__set__(other, slot.__get__(self))
+        # The slots' own descriptors (no frozen-check detour), all read in one call.
+        for put, value in zip(_REQUEST_SETTERS, _REQUEST_VALUES(self), strict=True):
+            put(other, value)
         _JOB_SLOT.__set__(other, job)
         return other
 
@@ -131,6 +133,8 @@ _REQUEST_SLOTS: tuple[Any, ...] = tuple(
     JobRequest.__dict__[f.name] for f in dataclasses.fields(JobRequest)
 )
 _JOB_SLOT: Any = JobRequest.__dict__["job"]
+_REQUEST_SETTERS: tuple[Any, ...] = tuple(slot.__set__ for slot in _REQUEST_SLOTS)
+_REQUEST_VALUES: Any = operator.attrgetter(*(f.name for f in dataclasses.fields(JobRequest)))
 
 
 def _strategy(job: PendingJob) -> tuple[str, bool]:
@@ -290,6 +294,8 @@ class CycleState:
         self.touched: list[tuple[int, int]] = []
         """Every (cluster, flavor) charged or given back, in order: what the incremental
         path replays to bring its per-signature scores up to date."""
+        self.touched_rows: list[int] = []
+        """The clusters of `touched`, entry for entry (what the per-signature replay reads)."""
 
     def copy(self) -> CycleState:
         other = CycleState.__new__(CycleState)
@@ -302,18 +308,21 @@ class CycleState:
         other.dyn = {}
         other.incremental = {}
         other.touched = []
+        other.touched_rows = []
         return other
 
     def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
         """Charge `pods` pods of `vector` to one flavor of one cluster."""
         used = vector * pods
-        self.free[cluster, flavor] -= used
-        self.free_total[cluster] -= used
-        self.largest[cluster, flavor] = np.minimum(
-            self.largest[cluster, flavor], self.free[cluster, flavor]
-        )
+        free = self.free[cluster, flavor]  # views, updated in place
+        np.subtract(free, used, out=free)
+        total = self.free_total[cluster]
+        np.subtract(total, used, out=total)
+        largest = self.largest[cluster, flavor]
+        np.minimum(largest, free, out=largest)
         self.version[cluster] += 1
         self.touched.append((cluster, flavor))
+        self.touched_rows.append(cluster)
 
     def give_back(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
         """Return capacity released by a victim (bounded by the flavor's allocatable)."""
@@ -327,6 +336,7 @@ class CycleState:
         )
         self.version[cluster] += 1
         self.touched.append((cluster, flavor))
+        self.touched_rows.append(cluster)
 
 
 @runtime_checkable

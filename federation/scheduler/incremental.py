@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["Decision", "Incremental", "eligible", "standard", "top_order"]
 
 _RUNNERS_UP = 3
+_BY_ID = ("by-id",)
+_PACKS = ("binpack-parts",)
 _REPLAY_LIMIT = 32
 """Touched clusters beyond which a vectorised refresh is cheaper than replaying them."""
 _SCORES = {
@@ -55,7 +57,7 @@ _SCORES = {
 _DYNAMIC = {"capacity": capacity.Capacity, "max-cost": cost.MaxCost, "quota": quota.Quota}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
     """The cluster chosen, its chip, and the Binding's short explanation."""
 
@@ -106,22 +108,27 @@ class _Signature:
     """One signature's per-cluster parts and totals over its statically eligible clusters.
 
     `table` rows are [cluster row, total, part per active score plugin], so the clusters an
-    explanation names come out in one slice; `key` orders clusters by total, then name, with
-    -1 for clusters the job does not fit.
+    explanation names come out as they are; `key` orders clusters by total, then name, with
+    -1 for clusters the job does not fit. Per-position values live in Python lists: a
+    decision reads and writes a handful of them, where numpy's per-element access costs more
+    than the arithmetic; the rare vectorised refresh converts them on the way.
     """
 
     __slots__ = (
-        "avail",
         "chip",
+        "consts",
         "counts",
         "feasible",
+        "hi",
         "high",
         "key",
+        "lo",
         "logpos",
         "low",
         "nfeasible",
         "position",
         "raw_cost",
+        "row_list",
         "rows",
         "seen",
         "table",
@@ -132,22 +139,27 @@ class _Signature:
     def __init__(self, rows: snap.IntArray, counts: dict[str, int], parts: int) -> None:
         n = len(rows)
         self.rows = rows
+        self.row_list: list[int] = rows.tolist()
         self.counts = counts
         self.seen = np.full(n, -1, dtype=np.int64)
-        self.avail = np.zeros(n, dtype=np.int64)
-        self.chip = np.full(n, -1, dtype=np.int64)
-        self.raw_cost = np.zeros(n, dtype=np.float64)
-        self.feasible = np.zeros(n, dtype=bool)
+        self.chip = [-1] * n
+        self.raw_cost = [0.0] * n
+        self.feasible = [False] * n
+        self.lo = np.full(n, math.inf)
+        self.hi = np.full(n, -math.inf)
+        """Each position's cost where it is feasible and finite, else +inf (`lo`) or -inf
+        (`hi`): the feasible set's cost bounds are then one reduction each."""
         self.nfeasible = 0
-        self.table = np.zeros((n, 2 + parts), dtype=np.int64)
-        self.table[:, 0] = rows
-        self.key = np.full(n, -1, dtype=np.int64)
+        self.table = [[row, 0] + [0] * parts for row in self.row_list]
+        self.key = [-1] * n
         self.tie = n - np.arange(n, dtype=np.int64)
         self.low = self.high = math.nan
-        self.position = {row: i for i, row in enumerate(rows.tolist())}
+        self.position = {row: i for i, row in enumerate(self.row_list)}
         self.logpos = 0
         self.top: list[int] | None = None
         """The best feasible positions, best first; every other key is below the last."""
+        self.consts: tuple[Any, ...] | None = None
+        """What the replay needs that the signature alone decides, worked out once."""
 
 
 class _Shape:
@@ -205,22 +217,37 @@ class _Shape:
             rows = np.array(sorted({c for c, _ in touched}), dtype=np.int64)
             self._rebuild(job, state, rows)
             return
+        need = self.need
         for c, f in touched:
             if not self.mask[c][f]:
                 continue
             largest = state.largest[c, f].tolist()
             avail = 0
-            if all(largest[r] >= w for r, w in self.need):
+            for r, w in need:
+                if largest[r] < w:
+                    break
+            else:
                 free = state.free[c, f].tolist()
-                by_free = min(free[r] // w for r, w in self.need)
+                by_free = min([free[r] // w for r, w in need])
                 avail = max(min(by_free, self.held[c][f]), 0)
             row = self.favail[c]
-            if row[f] == avail:
+            was = row[f]
+            if was == avail:
                 continue
-            self.total[c] += avail - row[f]
+            self.total[c] += avail - was
             row[f] = avail
+            order = self.order[c]
+            best = self.flavor[c]
+            if best != f and row[best] > 0 and order[best] < math.inf:
+                # The best flavor stands and only `f` moved: `f` takes over only if it now
+                # holds replicas and comes first (as the first minimum below would find).
+                if was == 0 and (order[f] < order[best] or (order[f] == order[best] and f < best)):
+                    self.flavor[c] = f
+                continue
+            if best == f and avail > 0 and order[f] < math.inf:
+                continue  # still the best: its key did not change and it still holds some
             best, best_key = 0, math.inf  # numpy's argmin: first minimum, 0 when none
-            for i, (a, k) in enumerate(zip(row, self.order[c], strict=True)):
+            for i, (a, k) in enumerate(zip(row, order, strict=True)):
                 if a > 0 and k < best_key:
                     best, best_key = i, k
             self.flavor[c] = best
@@ -253,23 +280,36 @@ class Incremental:
         """The general path's decision for an eligible request, or None to let it decide."""
         if not self.enabled or not eligible(job, state):
             return None
-        shape = state.incremental.get(("shape", job.shape))
-        if shape is None:
-            shape = state.incremental[("shape", job.shape)] = _Shape(job, state)
+        # Stamped jobs share their request's signature and shape tuples: find this cycle's
+        # data by the tuple's identity before hashing it (the entry keeps the tuple alive).
+        by_id = state.incremental.get(_BY_ID)
+        if by_id is None:
+            by_id = state.incremental[_BY_ID] = {}
+        assert isinstance(by_id, dict)
+        hit = by_id.get(id(job.signature))
+        if hit is not None and hit[0] is job.signature and hit[1] is job.shape:
+            shape, sig = hit[2], hit[3]
+        else:
+            shape = state.incremental.get(("shape", job.shape))
+            if shape is None:
+                shape = state.incremental[("shape", job.shape)] = _Shape(job, state)
+            sig = state.incremental.get(job.signature)
+            if sig is not None:
+                by_id[id(job.signature)] = (job.signature, job.shape, shape, sig)
         assert isinstance(shape, _Shape)
         shape.sync(job, state)
-        sig = state.incremental.get(job.signature)
         if sig is None:
             rows, counts = self.placer.static_rows(job, state)
             if rows.size == 0:
                 return None
             sig = _Signature(rows, counts, len(self.active))
             state.incremental[job.signature] = sig
+            by_id[id(job.signature)] = (job.signature, job.shape, shape, sig)
             self._refresh(sig, job, state)
         assert isinstance(sig, _Signature)
         if not self._replay(sig, shape, job, state):
             self._refresh(sig, job, state)
-        sig.logpos = len(state.touched)
+        sig.logpos = len(state.touched_rows)
         if sig.nfeasible == 0:
             return None
         count = min(1 + _RUNNERS_UP, sig.nfeasible)
@@ -278,11 +318,28 @@ class Incremental:
         assert sig.top is not None
         order = sig.top[:count]
         first = order[0]
-        chip_index = int(sig.chip[first])
+        chip_index = sig.chip[first]
         chip = state.snapshot.chips[chip_index] if job.devices and chip_index >= 0 else None
+        verdicts = self._explain(sig, order, state)
+        counts = sig.counts
+        dynamic = len(sig.rows) - sig.nfeasible
+        if dynamic > 0:
+            counts = {**counts, "capacity/cost/quota": dynamic}
+        row = sig.row_list[first]
+        flavor = shape.flavor[row]
+        free = shape.favail[row][flavor]
+        return Decision(verdicts[0].cluster, chip, verdicts, dict(counts), flavor, free)
+
+    def _explain(
+        self, sig: _Signature, order: list[int], state: fw.CycleState
+    ) -> list[ClusterVerdict]:
+        """The verdicts of the chosen cluster and the runners-up, shared between decisions
+        that see the same scores (they are never mutated)."""
         names = state.snapshot.clusters
         verdicts = []
-        for i, entry in enumerate(sig.table[order].tolist()):
+        table = sig.table
+        for i, p in enumerate(order):
+            entry = table[p]
             verdict = self._verdicts.get((*entry, i == 0))
             if verdict is None:
                 verdict = ClusterVerdict.model_construct(
@@ -296,14 +353,7 @@ class Incremental:
                 )
                 self._verdicts[(*entry, i == 0)] = verdict
             verdicts.append(verdict)
-        counts = sig.counts
-        dynamic = len(sig.rows) - sig.nfeasible
-        if dynamic > 0:
-            counts = {**counts, "capacity/cost/quota": dynamic}
-        row = int(sig.rows[first])
-        flavor = shape.flavor[row]
-        free = shape.favail[row][flavor]
-        return Decision(verdicts[0].cluster, chip, verdicts, dict(counts), flavor, free)
+        return verdicts
 
     # -- replaying a few touched clusters in plain Python
 
@@ -313,26 +363,25 @@ class Incremental:
         """Re-score the clusters touched since the signature last looked, one by one, with
         the vector path's arithmetic; False when too many changed (or a PreferNoSchedule
         taint needs the preference plugin), so the caller refreshes vectorised instead."""
-        log = state.touched
+        log = state.touched_rows
         if sig.logpos == len(log):
             return True
-        touched = {c for c, _ in log[sig.logpos :]}
+        touched = set(log[sig.logpos :])
         if len(touched) > _REPLAY_LIMIT or state.snapshot.soft_tainted:
             return False
-        s = state.snapshot
-        needed = capacity.needed_here(job)
-        scale = job.replicas * job.duration_hours
-        used = _memo(state, ("used", job.shape), lambda: np.flatnonzero(job.vector > 0).tolist())
-        totals = _memo(state, ("alloc-total",), s.allocatable_total.tolist)
-        ranked = bool(job.chips and job.devices)
-        rank_of: list[int] = []
-        if ranked:
-            rank_of = [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2
-        table, feasible, raw_cost = sig.table, sig.feasible, sig.raw_cost
+        if sig.consts is None:
+            sig.consts = _constants(job, state)
+        needed, scale, used, totals, ranked, rank_of = sig.consts
+        packs = state.incremental.get(_PACKS)
+        if packs is None:
+            packs = state.incremental[_PACKS] = {}
+        assert isinstance(packs, dict)
+        table, feasible, raw_cost, position = sig.table, sig.feasible, sig.raw_cost, sig.position
+        low, high = sig.low, sig.high
         dirty = False
         changed: list[int] = []
         for c in touched:
-            p = sig.position.get(c)
+            p = position.get(c)
             if p is None:
                 continue
             changed.append(p)
@@ -341,25 +390,30 @@ class Incremental:
             chip = shape.chip[c][flavor]
             raw = shape.pod_cost[c][flavor] * scale
             feas = avail >= needed
-            old_feas, old_raw = bool(feasible[p]), float(raw_cost[p])
-            if old_feas and math.isfinite(old_raw) and old_raw in (sig.low, sig.high):
+            old_feas, old_raw = feasible[p], raw_cost[p]
+            if old_feas and math.isfinite(old_raw) and old_raw in (low, high):
                 dirty = True
-            if feas and math.isfinite(raw) and not sig.low <= raw <= sig.high:
+            if feas and math.isfinite(raw) and not low <= raw <= high:
                 dirty = True  # also when there are no bounds yet (NaN compares False)
             sig.nfeasible += int(feas) - int(old_feas)
-            sig.avail[p] = avail
             sig.chip[p] = chip
             feasible[p] = feas
             raw_cost[p] = raw
-            free = state.free_total[c].tolist()
+            if feas and math.isfinite(raw):
+                sig.lo[p] = sig.hi[p] = raw
+            else:
+                sig.lo[p], sig.hi[p] = math.inf, -math.inf
+            entry = table[p]
             for column, name, plugin in self.columns:
                 if name == "binpack":
-                    value = _binpack(free, totals[c], used, pack=plugin.pack)  # type: ignore[attr-defined]
-                elif name == "affinity":
+                    pack: bool = plugin.pack  # type: ignore[attr-defined]
+                    entry[column] = _pack_part(state, packs, c, used, totals[c], pack=pack)
+                    continue
+                if name == "affinity":
                     value = 100.0 * (1 - float(rank_of[chip]) / len(job.chips)) if ranked else 100.0
                 else:  # locality: nothing runs anywhere yet
                     value = 0.0
-                table[p, column] = round(min(max(value, 0.0), 100.0))
+                entry[column] = round(min(max(value, 0.0), 100.0))
         if changed:
             self._rescore_some(sig, changed, state, dirty=dirty)
         return True
@@ -367,27 +421,33 @@ class Incremental:
     def _rescore_some(
         self, sig: _Signature, changed: list[int], state: fw.CycleState, *, dirty: bool
     ) -> None:
-        table, feasible, raw_cost = sig.table, sig.feasible, sig.raw_cost
-        where = np.array(changed, dtype=np.int64)
-        sig.seen[where] = state.version[sig.rows[where]]
-        if self.cost_column is not None and dirty:
-            low, high = _bounds(raw_cost[feasible])
+        table, feasible, raw_cost, keys = sig.table, sig.feasible, sig.raw_cost, sig.key
+        seen, version, rows = sig.seen, state.version, sig.row_list
+        for p in changed:
+            seen[p] = version[rows[p]]
+        cost_column = self.cost_column
+        if cost_column is not None and dirty:
+            low, high = _bounds(sig)
             if not _same(low, sig.low) or not _same(high, sig.high):
                 sig.low, sig.high = low, high
-                self._rescore(sig, np.arange(len(sig.rows), dtype=np.int64))
+                self._rescore(sig, None)
                 return
-        if self.cost_column is not None:
+        if cost_column is not None:
+            low, high = sig.low, sig.high
             for p in changed:
-                table[p, self.cost_column] = _min_best_one(float(raw_cost[p]), sig.low, sig.high)
-        n = len(sig.rows)
-        weights = self.weight_list
+                table[p][cost_column] = _min_best_one(raw_cost[p], low, high)
+        n = len(rows)
+        weights, weight_sum = self.weight_list, self.weight_sum
         for p in changed:
-            parts = table[p, 2:].tolist()
-            total = round(sum(w * v for w, v in zip(weights, parts, strict=True)) / self.weight_sum)
-            table[p, 1] = total
+            entry = table[p]
+            weighted = 0
+            for w, v in zip(weights, entry[2:], strict=True):
+                weighted += w * v
+            total = round(weighted / weight_sum)
+            entry[1] = total
             key = total * (n + 1) + (n - p) if feasible[p] else -1
-            before = int(sig.key[p])
-            sig.key[p] = key
+            before = keys[p]
+            keys[p] = key
             _promote(sig, p, before, key)
 
     # -- the vectorised refresh
@@ -400,39 +460,66 @@ class Incremental:
         sig.seen[stale] = versions[stale]
         rows = sig.rows[stale]
         ints, pod_cost = capacity.view(job, state)
-        avail = ints[rows, capacity.AVAIL]
-        feasible = avail >= capacity.needed_here(job)
-        sig.nfeasible += int(np.count_nonzero(feasible)) - int(
-            np.count_nonzero(sig.feasible[stale])
-        )
-        sig.avail[stale] = avail
-        sig.chip[stale] = ints[rows, capacity.CHIP]
-        sig.feasible[stale] = feasible
-        sig.raw_cost[stale] = pod_cost[rows] * (job.replicas * job.duration_hours)
-        table = sig.table
+        fits = ints[rows, capacity.AVAIL] >= capacity.needed_here(job)
+        costs = pod_cost[rows] * (job.replicas * job.duration_hours)
+        bounded = fits & np.isfinite(costs)
+        sig.lo[stale] = np.where(bounded, costs, math.inf)
+        sig.hi[stale] = np.where(bounded, costs, -math.inf)
+        feasible = fits.tolist()
+        chips = ints[rows, capacity.CHIP].tolist()
+        raw = costs.tolist()
+        parts: list[tuple[int, list[int]]] = []
         for column, (_, _, plugin) in enumerate(self.active, start=2):
             if column != self.cost_column:
-                raw = plugin.raw_all(job, state, rows)  # type: ignore[attr-defined]
-                table[stale, column] = fw.normalise(raw, plugin.scale)
-        where = stale
+                values = plugin.raw_all(job, state, rows)  # type: ignore[attr-defined]
+                parts.append((column, fw.normalise(values, plugin.scale).tolist()))
+        table, was = sig.table, sig.feasible
+        where: list[int] | None = stale.tolist()
+        assert where is not None
+        for i, p in enumerate(where):
+            sig.nfeasible += int(feasible[i]) - int(was[p])
+            was[p] = feasible[i]
+            sig.chip[p] = chips[i]
+            sig.raw_cost[p] = raw[i]
+            entry = table[p]
+            for column, part in parts:
+                entry[column] = part[i]
         if self.cost_column is not None:
-            low, high = _bounds(sig.raw_cost[sig.feasible])
+            low, high = _bounds(sig)
             if not _same(low, sig.low) or not _same(high, sig.high):
                 sig.low, sig.high = low, high
-                where = np.arange(len(sig.rows), dtype=np.int64)
+                where = None
         self._rescore(sig, where)
 
-    def _rescore(self, sig: _Signature, where: snap.IntArray) -> None:
-        table = sig.table
+    def _rescore(self, sig: _Signature, where: list[int] | None) -> None:
+        """Cost parts, totals and keys of the positions `where` (None: all), vectorised."""
+        sig.top = None
+        n = len(sig.row_list)
+        if where is None:
+            index = np.arange(n, dtype=np.int64)
+            table = np.array(sig.table, dtype=np.int64)
+            raw = np.array(sig.raw_cost, dtype=np.float64)
+            feasible = np.array(sig.feasible, dtype=bool)
+        elif not where:
+            return
+        else:
+            index = np.array(where, dtype=np.int64)
+            table = np.array([sig.table[p] for p in where], dtype=np.int64)
+            raw = np.array([sig.raw_cost[p] for p in where], dtype=np.float64)
+            feasible = np.array([sig.feasible[p] for p in where], dtype=bool)
         if self.cost_column is not None:
-            table[where, self.cost_column] = _min_best(sig.raw_cost[where], sig.low, sig.high)
+            table[:, self.cost_column] = _min_best(raw, sig.low, sig.high)
         # The general path sums weight x part in floats; over these small integers that sum
         # is exact, so an integer dot product gives the very same totals.
-        totals = np.rint(table[where, 2:] @ self.weights / self.weight_sum).astype(np.int64)
-        table[where, 1] = totals
-        n = len(sig.rows)
-        sig.key[where] = np.where(sig.feasible[where], totals * (n + 1) + sig.tie[where], -1)
-        sig.top = None
+        totals = np.rint(table[:, 2:] @ self.weights / self.weight_sum).astype(np.int64)
+        keys = np.where(feasible, totals * (n + 1) + sig.tie[index], -1).tolist()
+        costs = table[:, self.cost_column].tolist() if self.cost_column is not None else None
+        for i, (p, total) in enumerate(zip(index.tolist(), totals.tolist(), strict=True)):
+            entry = sig.table[p]
+            entry[1] = total
+            if costs is not None:
+                entry[self.cost_column] = costs[i]  # type: ignore[index]
+            sig.key[p] = keys[i]
 
 
 _LEADERS = 8
@@ -440,11 +527,11 @@ _LEADERS = 8
 
 def _leaders(sig: _Signature) -> None:
     """Recompute the best `_LEADERS` feasible positions of a signature (keys are unique)."""
-    key = sig.key
+    key = np.array(sig.key, dtype=np.int64)
     count = min(_LEADERS, len(key))
     best = np.argpartition(key, len(key) - count)[len(key) - count :]
     ranked = best[np.argsort(-key[best])].tolist()
-    sig.top = [p for p in ranked if key[p] >= 0]
+    sig.top = [p for p in ranked if sig.key[p] >= 0]
 
 
 def _promote(sig: _Signature, p: int, old: int, new: int) -> None:
@@ -454,19 +541,34 @@ def _promote(sig: _Signature, p: int, old: int, new: int) -> None:
     top = sig.top
     if top is None:
         return
+    keys = sig.key
     full = len(top) == _LEADERS
     if p in top:
-        floor = old if top[-1] == p else int(sig.key[top[-1]])
+        floor = old if top[-1] == p else keys[top[-1]]
         if new < 0 or (full and new < floor):
             sig.top = None
             return
     else:
-        floor = int(sig.key[top[-1]]) if full else -1
+        floor = keys[top[-1]] if full else -1
         if new <= floor:
             return
         top.append(p)
-    top.sort(key=lambda q: -int(sig.key[q]))
+    top.sort(key=keys.__getitem__, reverse=True)  # keys of feasible positions are unique
     del top[_LEADERS:]
+
+
+def _constants(job: fw.JobRequest, state: fw.CycleState) -> tuple[Any, ...]:
+    """The replay's inputs that depend only on the signature (and the snapshot)."""
+    s = state.snapshot
+    needed = capacity.needed_here(job)
+    scale = job.replicas * job.duration_hours
+    used = _memo(state, ("used", job.shape), lambda: np.flatnonzero(job.vector > 0).tolist())
+    totals = _memo(state, ("alloc-total",), s.allocatable_total.tolist)
+    ranked = bool(job.chips and job.devices)
+    rank_of: list[int] = []
+    if ranked:
+        rank_of = [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2
+    return needed, scale, used, totals, ranked, rank_of
 
 
 def _memo(state: fw.CycleState, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
@@ -476,10 +578,38 @@ def _memo(state: fw.CycleState, key: tuple[object, ...], make: Callable[[], Any]
     return value
 
 
+def _pack_part(
+    state: fw.CycleState,
+    packs: dict[tuple[int, int, bool], tuple[Any, int]],
+    c: int,
+    used: list[int],
+    whole: list[int],
+    *,
+    pack: bool,
+) -> int:
+    """The bin-pack part of cluster `c`: every signature over that cluster replays it after a
+    charge there, so it is worked out once per cluster version (`used` is one list per
+    request shape, kept in the state's memo, so its identity names it)."""
+    key = (c, id(used), pack)
+    version = state.version[c]
+    hit = packs.get(key)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    value = _binpack(state.free_total[c].tolist(), whole, used, pack=pack)
+    part = round(min(max(value, 0.0), 100.0))
+    packs[key] = (version, part)
+    return part
+
+
 def _binpack(free: list[int], whole: list[int], used: list[int], *, pack: bool) -> float:
     """`Binpack.raw_all` for one cluster: the utilisation of the resources the job asks for,
-    divided in floats as numpy divides int64 arrays."""
-    util = max((1 - float(free[r]) / float(whole[r])) if whole[r] > 0 else 0.0 for r in used)
+    divided in floats as numpy divides int64 arrays (the first maximum, as `max` keeps)."""
+    util = -math.inf
+    for r in used:
+        w = whole[r]
+        u = (1 - float(free[r]) / float(w)) if w > 0 else 0.0
+        if u > util:  # noqa: PLR1730 - keeps the first of equals, as `max` would
+            util = u
     value = min(max(util, 0.0), 1.0) * 100
     return value if pack else 100 - value
 
@@ -497,11 +627,12 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def _bounds(values: snap.FloatArray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
+def _bounds(sig: _Signature) -> tuple[float, float]:
+    """The cheapest and dearest finite cost among feasible positions (NaN when none)."""
+    low = float(sig.lo.min())
+    if low == math.inf:
         return math.nan, math.nan
-    return float(finite.min()), float(finite.max())
+    return low, float(sig.hi.max())
 
 
 def _min_best(values: snap.FloatArray, low: float, high: float) -> snap.IntArray:

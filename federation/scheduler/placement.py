@@ -179,13 +179,13 @@ class Placer:
         fast = self.incremental.place(job, state)
         self.timings.add("incremental", clock.real.monotonic() - began)
         if fast is not None:
-            return Placed(
+            return _placed(
                 job,
                 {fast.cluster: job.replicas},
                 None,
-                chips={fast.cluster: fast.chip},
-                explained=(fast.verdicts, fast.counts),
-                flavors={fast.cluster: (fast.flavor, fast.flavor_free)},
+                {fast.cluster: fast.chip},
+                (fast.verdicts, fast.counts),
+                {fast.cluster: (fast.flavor, fast.flavor_free)},
             )
         failure: Failed | None = None
         for term in range(len(job.terms)):
@@ -259,6 +259,18 @@ class Placer:
             previous=job.previous or None,
             tie_seed=job.job.workload.metadata.uid or "",
         )
+
+
+_PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)
+
+
+def _placed(*values: object) -> Placed:
+    """A `Placed` from a value for every field, in order, set through its slots: one per
+    decision, where the frozen dataclass's checked assignments cost more than the rest."""
+    made = object.__new__(Placed)
+    for put, value in zip(_PLACED_SETTERS, values, strict=True):
+        put(made, value)
+    return made
 
 
 def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:
