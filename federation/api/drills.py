@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,8 +42,6 @@ log = logging.getLogger(__name__)
 DRILLS_PATH = "/apis/fedctl.io/v1alpha1/drills"
 _FIELDS = ("cluster", "fault", "duration", "settle")
 _DEFAULTS = {"fault": "down", "duration": "60s", "settle": "60s"}
-_MAX_SECONDS = 3600.0
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _FORMATS = ("json", "svg", "markdown")
 
 
@@ -85,26 +82,6 @@ def _phase(report: drills.Report) -> str:
     return "Failed" if report.error else "Completed"
 
 
-def _seconds(name: str, value: Any, *, minimum: float) -> float:
-    """A duration as a number of seconds or a string with a unit (`500ms`, `5s`, `2m`)."""
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        unit = next((u for u in ("ms", "s", "m", "h") if text.endswith(u)), "")
-        try:
-            seconds = float(text[: len(text) - len(unit)]) * _UNITS.get(unit, 1.0)
-        except ValueError:
-            seconds = None
-    if seconds is None or not math.isfinite(seconds):
-        raise errors.Invalid(f"{name}: {value!r} is not a duration (seconds, or e.g. '30s')")
-    if not minimum <= seconds <= _MAX_SECONDS:
-        low = "more than 0s" if minimum > 0 else "at least 0s"
-        raise errors.Invalid(f"{name}: {seconds:g}s is out of range ({low}, at most 1h)")
-    return seconds
-
-
 def _request(body: Any) -> tuple[str, str, float, float]:
     """cluster, fault, duration and settle from a POST body; Invalid naming each bad field."""
     if not isinstance(body, dict):
@@ -125,7 +102,7 @@ def _request(body: Any) -> tuple[str, str, float, float]:
     times = {}
     for name, minimum in (("duration", 0.001), ("settle", 0.0)):
         try:
-            times[name] = _seconds(name, values[name], minimum=minimum)
+            times[name] = drills.seconds(name, values[name], minimum=minimum)
         except errors.Invalid as exc:
             findings.append(str(exc))
     if findings:

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from federation.cli import registry_cmd
 from federation.failover import faults
 
 __all__ = ["register"]
@@ -48,31 +49,13 @@ def register(sub: Any) -> None:
     show.set_defaults(func=_show)
 
 
-def _seconds(text: str) -> float:
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for suffix in ("ms", "s", "m", "h"):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * units[suffix]
-    return float(text)
-
-
-async def _store(args: argparse.Namespace) -> Any:
-    from federation import settings as settings_mod
-    from federation.registry.etcd import EtcdStore
-
-    settings = settings_mod.from_env(
-        etcd={"endpoints": [e.strip() for e in args.etcd.split(",") if e.strip()]}
-    )
-    store = EtcdStore(settings.etcd)
-    await store.connect()
-    return store
-
-
 async def _run(args: argparse.Namespace) -> int:
     from federation import clock
     from federation.failover import drills
 
-    store = await _store(args)
+    duration = drills.seconds("--duration", args.duration, minimum=0.001)
+    settle = drills.seconds("--settle", args.settle)
+    store = await registry_cmd.connect(args)
     try:
         injector = faults.injector(
             store, cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig
@@ -85,14 +68,14 @@ async def _run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             fault=injector.fault,
             started=now.isoformat(),
-            duration=_seconds(args.duration),
+            duration=duration,
         )
         report = await drills.run(
             store,
             report=report,
             inject=injector.inject,
             heal=injector.heal,
-            settle=_seconds(args.settle),
+            settle=settle,
         )
     finally:
         await store.close()
@@ -113,7 +96,7 @@ async def _plan(args: argparse.Namespace) -> int:
     from federation import clock
     from federation.runtime import drill_plan, whatif
 
-    store = await _store(args)
+    store = await registry_cmd.connect(args)
     try:
         live = await whatif.load(store)
     finally:
@@ -133,7 +116,7 @@ async def _list(args: argparse.Namespace) -> int:
     from federation.failover import drills
     from federation.registry import keys
 
-    store = await _store(args)
+    store = await registry_cmd.connect(args)
     try:
         listed = await store.list(keys.prefix("drills"))
     finally:
@@ -151,7 +134,7 @@ async def _show(args: argparse.Namespace) -> int:
     from federation.failover import drills
     from federation.registry import keys
 
-    store = await _store(args)
+    store = await registry_cmd.connect(args)
     try:
         kv = await store.get(keys.drill_key(args.id))
     finally:

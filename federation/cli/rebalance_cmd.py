@@ -20,10 +20,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from federation import errors
+from federation.cli import registry_cmd
 
 if TYPE_CHECKING:
     from federation.failover import rebalance
-    from federation.registry.etcd import EtcdStore
 
 __all__ = ["register"]
 
@@ -48,18 +48,6 @@ def register(sub: Any) -> None:
     cmd.set_defaults(func=_rebalance)
 
 
-async def _store(args: argparse.Namespace) -> EtcdStore:
-    from federation import settings as settings_mod
-    from federation.registry.etcd import EtcdStore
-
-    settings = settings_mod.from_env(
-        etcd={"endpoints": [e.strip() for e in args.etcd.split(",") if e.strip()]}
-    )
-    store = EtcdStore(settings.etcd)
-    await store.connect()
-    return store
-
-
 def _matches(ref: str, wanted: list[str]) -> bool:
     """`ns/name` or the full `ns/Kind.group/name`."""
     ns, _, rest = ref.partition("/")
@@ -74,7 +62,7 @@ async def _rebalance(args: argparse.Namespace) -> int:
     from federation.runtime import whatif
     from policies.models.binding import Binding
 
-    store = await _store(args)
+    store = await registry_cmd.connect(args)
     try:
         live = await whatif.load(store)
         found = whatif.candidates(live)

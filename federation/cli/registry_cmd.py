@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federation.registry import keys
 from federation.settings import EtcdSettings
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from federation.registry.etcd import EtcdStore
+
+__all__ = ["connect", "register"]
 
 
 def register(sub: Any) -> None:
@@ -29,6 +32,18 @@ def register(sub: Any) -> None:
 def endpoints(args: argparse.Namespace) -> EtcdSettings:
     """Settings for the etcd named by the global `--etcd` option."""
     return EtcdSettings(endpoints=tuple(e.strip() for e in args.etcd.split(",") if e.strip()))
+
+
+async def connect(args: argparse.Namespace) -> EtcdStore:
+    """A connected store for the commands that write the registry directly (drill,
+    rebalance): the global `--etcd` endpoints, the rest (TLS, timeouts) from FEDCTL_ETCD__*."""
+    from federation import settings as settings_mod
+    from federation.registry.etcd import EtcdStore  # grpc is slow to import; only when used
+
+    settings = settings_mod.from_env(etcd={"endpoints": list(endpoints(args).endpoints)})
+    store = EtcdStore(settings.etcd)
+    await store.connect()
+    return store
 
 
 def _decode(value: bytes) -> Any:

@@ -44,7 +44,7 @@ from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus, Taint
 from policies.models.common import Toleration
-from policies.models.work import WorkloadStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = ["Claim", "Connect", "Failback", "FailoverController", "Mark", "Terms"]
@@ -61,8 +61,6 @@ Failback = Callable[[], Awaitable[rebalance.Outcome]]
 RECOVERING = "cluster.fedctl.io/recovering"
 _FAILBACK = "f/"
 _RETRY = 1.0
-_HEALTHY = ("Healthy", "Completed")
-_FINISHED = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,14 +322,11 @@ class FailoverController:
         status = self.workload_status.get(keys.workload_status_key(ref))
         if status is None:
             return {}
-        # A batch job reports Progressing until it ends; once its pods run on the new
-        # cluster the old copy's eviction task may end (it would otherwise wait out the
-        # graceful timeout, keeping a copy that must not run).
-        return {c.cluster: c.health in _HEALTHY or c.running > 0 for c in status.clusters}
+        return {c.cluster: c.up for c in status.clusters}
 
     def _finished(self, ref: keys.WorkloadRef) -> bool:
         status = self.workload_status.get(keys.workload_status_key(ref))
-        return status is not None and status.phase in _FINISHED
+        return status is not None and status.phase in FINISHED_PHASES
 
     async def converge_binding(self, key: str) -> None:
         stored = self.bindings.items.get(key)

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from federation import clock as clock_mod
+from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.binding import Binding
@@ -44,11 +46,14 @@ __all__ = [
     "events",
     "markdown",
     "run",
+    "seconds",
     "summarise",
     "svg",
 ]
 
 Action = Callable[[], Awaitable[None]]
+_MAX_SECONDS = 3600.0
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +202,27 @@ def summarise(
     return report
 
 
+def seconds(name: str, value: Any, *, minimum: float = 0.0) -> float:
+    """A drill duration as a number of seconds or a string with a unit (`500ms`, `5s`, `2m`),
+    at most an hour; `Invalid` names `name` (the CLI flag or the API field)."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        unit = next((u for u in ("ms", "s", "m", "h") if text.endswith(u)), "")
+        try:
+            seconds = float(text[: len(text) - len(unit)]) * _UNITS.get(unit, 1.0)
+        except ValueError:
+            seconds = None
+    if seconds is None or not math.isfinite(seconds):
+        raise errors.Invalid(f"{name}: {value!r} is not a duration (seconds, or e.g. '30s')")
+    if not minimum <= seconds <= _MAX_SECONDS:
+        low = "more than 0s" if minimum > 0 else "at least 0s"
+        raise errors.Invalid(f"{name}: {seconds:g}s is out of range ({low}, at most 1h)")
+    return seconds
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
@@ -220,10 +246,7 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
         cl = w.clusters if w is not None else []
         out[ref] = WorkloadState(
             targets=tuple(t.name for t in b.spec.clusters if t.replicas > 0),
-            # A batch job is up again once its pods run (it reports Progressing until done).
-            healthy=tuple(
-                c.cluster for c in cl if c.health in ("Healthy", "Completed") or c.running > 0
-            ),
+            healthy=tuple(c.cluster for c in cl if c.up),
             running=tuple(c.cluster for c in cl if c.running > 0),
             phase=b.status.phase,
             reason=b.status.reason,

@@ -30,24 +30,7 @@ __all__ = [
     "evict",
     "judge",
     "normalise_purge_mode",
-    "tolerates",
 ]
-
-
-def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> Toleration | None:
-    """The toleration that matches `taint` (Kubernetes rules), or None."""
-    for tol in tolerations:
-        if tol.effect and tol.effect != taint.effect:
-            continue
-        if not tol.key:
-            if tol.operator == "Exists":
-                return tol
-            continue
-        if tol.key != taint.key:
-            continue
-        if tol.operator == "Exists" or (tol.value or "") == taint.value:
-            return tol
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +53,7 @@ def _deadline(
     for taint in taints:
         if taint.effect != "NoExecute":
             continue
-        tol = tolerates(tolerations, taint)
+        tol = taint.tolerated_by(tolerations)
         shown = f"{taint.key}={taint.value}" if taint.value else taint.key
         if tol is None:
             candidate = (now, f"untolerated taint {shown}:NoExecute")

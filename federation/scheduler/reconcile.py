@@ -36,11 +36,12 @@ from federation.scheduler import plan
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
+from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
 
 __all__ = ["FINISHED", "Entry", "Work", "fingerprint", "reconcile", "ref_of"]
 
-FINISHED = frozenset({"Succeeded", "Failed"})
+FINISHED = FINISHED_PHASES
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ chip match, capacity fit per node flavor, cost), the member connector and failov
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -24,7 +25,7 @@ from pydantic import AwareDatetime, Field, model_validator
 from federation.resources import ResourceList
 from policies.models.accelerator import Arch, ChipModel, is_arch
 from policies.models.base import FrozenModel, KubeObject
-from policies.models.common import RuleError
+from policies.models.common import RuleError, Toleration
 
 __all__ = [
     "APIEnablement",
@@ -60,6 +61,23 @@ class Taint(FrozenModel):
     time_added: AwareDatetime | None = Field(
         default=None, description="When the taint was added (NoExecute only; set by failover)."
     )
+
+    def tolerated_by(self, tolerations: Sequence[Toleration]) -> Toleration | None:
+        """The toleration matching this taint (Kubernetes rules: key, or an empty key with
+        Exists; value unless Exists; effect unless empty), or None. The scheduler and
+        failover both judge by it, so placement and eviction never disagree."""
+        for tol in tolerations:
+            if tol.effect and tol.effect != self.effect:
+                continue
+            if not tol.key:
+                if tol.operator == "Exists":
+                    return tol
+                continue
+            if tol.key != self.key:
+                continue
+            if tol.operator == "Exists" or (tol.value or "") == self.value:
+                return tol
+        return None
 
 
 class Chip(FrozenModel):

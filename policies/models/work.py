@@ -24,6 +24,7 @@ from policies.models.base import FrozenModel, KubeObject
 from policies.models.binding import WorkloadReference
 
 __all__ = [
+    "FINISHED_PHASES",
     "ClusterQuota",
     "ClusterWorkloadStatus",
     "Event",
@@ -101,6 +102,16 @@ class ClusterWorkloadStatus(Observed):
     cluster: str = Field(min_length=1)
     applied: bool = False
     error: str = ""
+
+    @property
+    def up(self) -> bool:
+        """Serving, done, or (a batch job, which reports Progressing until it ends) with its
+        pods running: what failover and drills wait for on a workload's new cluster."""
+        return self.health in ("Healthy", "Completed") or self.running > 0
+
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+"""Job phases after which nothing of the workload runs any more."""
 
 
 class WorkloadStatus(FrozenModel):

@@ -12,7 +12,7 @@ import numpy as np
 
 from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
-from federation.scheduler.plugins import capacity, taints
+from federation.scheduler.plugins import capacity
 
 __all__ = ["Preference"]
 
@@ -46,9 +46,7 @@ class Preference:
             return score
         for i, row in enumerate(rows.tolist()):
             for taint in s.clusters[row].taints:
-                if taint.effect == "PreferNoSchedule" and not taints.tolerates(
-                    job.tolerations, taint
-                ):
+                if taint.effect == "PreferNoSchedule" and not taint.tolerated_by(job.tolerations):
                     score[i] /= 2
                     break
         return score

@@ -9,32 +9,12 @@ job under NoExecute); PreferNoSchedule only lowers the affinity score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
-from policies.models.cluster import Taint
-from policies.models.common import Toleration
 
-__all__ = ["Taints", "tolerates"]
-
-
-def tolerates(tolerations: Sequence[Toleration], taint: Taint) -> bool:
-    """Kubernetes toleration matching: key (or empty key with Exists), value, effect."""
-    for tol in tolerations:
-        if tol.effect and tol.effect != taint.effect:
-            continue
-        if not tol.key:
-            if tol.operator == "Exists":
-                return True
-            continue
-        if tol.key != taint.key:
-            continue
-        if tol.operator == "Exists" or (tol.value or "") == taint.value:
-            return True
-    return False
+__all__ = ["Taints"]
 
 
 class Taints:
@@ -51,7 +31,7 @@ class Taints:
             return fw.Verdict.unschedulable("being evicted from this cluster (failover)")
         hosting = cluster.name in job.previous
         for taint in cluster.taints:
-            if taint.effect == "PreferNoSchedule" or tolerates(job.tolerations, taint):
+            if taint.effect == "PreferNoSchedule" or taint.tolerated_by(job.tolerations):
                 continue
             if taint.effect == "NoSchedule" and hosting:
                 continue
