@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -33,3 +34,13 @@ async def wait_for(
                 f"timed out after {timeout:g}s waiting for {message} (last: {last!r})"
             )
         await asyncio.sleep(interval)
+
+
+async def stop(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel background tasks and wait until each has ended (teardown of a test's loops)."""
+    pending = list(tasks)
+    for task in pending:
+        task.cancel()
+    for task in pending:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -54,7 +54,7 @@ from tests.integration.test_ha import (
     submit,
 )
 from tests.integration.test_propagation_support import NAMES, Federation, started_federation
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 SECONDS = float(os.environ.get("FEDCTL_CHAOS_SECONDS", "45"))
 pytestmark = [
@@ -395,11 +395,7 @@ async def background(*coros: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(tasks)
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -117,11 +117,7 @@ async def running(
         await wait_for(lambda: all_healthy(fed, workloads), timeout=30, message="all healthy")
         yield workloads, failover
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(tasks)
 
 
 async def untainted(fed: Federation, name: str) -> bool:

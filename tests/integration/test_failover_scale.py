@@ -13,7 +13,6 @@ not from the registry: every reachable member's Jobs, several times a second.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -212,11 +211,7 @@ async def test_one_member_of_four_down_and_back_with_100_workloads(fed: Federati
         samples_at_heal = sampler.samples
         await wait_for(lambda: sampler.samples > samples_at_heal + 3, timeout=10)
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(tasks)
 
     # No copy of anything that moved remains on the member that came back.
     left_deployments = set(await fed.ours(VICTIM, "apps/v1", "Deployment"))

@@ -40,7 +40,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -127,11 +127,7 @@ async def running(fed: Federation, *, automatic: bool = False) -> AsyncIterator[
         await wait_for(lambda: member_ready(fed, FALLBACK), timeout=10, message="fallback ready")
         yield sampler
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(tasks)
 
 
 async def fail_over_and_back(fed: Federation, workloads: list[Workload]) -> None:

@@ -37,7 +37,7 @@ from tests.integration.test_propagation_support import (
     started_federation,
 )
 from tests.unit.scheduler import fleet
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -66,11 +66,7 @@ async def background(*coros: Any) -> AsyncIterator[list[asyncio.Task[Any]]]:
     try:
         yield tasks
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop(tasks)
 
 
 def scheduler_loop(fed: Federation) -> SchedulerLoop:
