@@ -20,9 +20,12 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.binding import Binding
 
-__all__ = ["Binder", "WriteReport", "binding_ref", "same"]
+__all__ = ["FINGERPRINT", "Binder", "WriteReport", "binding_ref", "same"]
 
 CODEC = codec.Codec(Binding)
+FINGERPRINT = "fedctl.io/fingerprint"
+"""Annotation of a Scheduled Binding: the workload and policy digest it was admitted under
+(`reconcile.fingerprint`), so a new leader sees an edit made while none led."""
 
 
 def binding_ref(binding: Binding) -> keys.WorkloadRef:
@@ -114,10 +117,13 @@ class Binder:
 
 
 def same(old: Binding, new: Binding) -> bool:
-    """Equal placement and outcome (the time of scheduling alone is not a change)."""
-    return old.spec == new.spec and (old.status.phase, old.status.reason) == (
-        new.status.phase,
-        new.status.reason,
+    """Equal placement, outcome and admitted fingerprint (the time of scheduling alone is
+    not a change; a new fingerprint is, even on the same placement, or a restart would
+    read the old one and place the workload again)."""
+    return (
+        old.spec == new.spec
+        and (old.status.phase, old.status.reason) == (new.status.phase, new.status.reason)
+        and old.metadata.annotations.get(FINGERPRINT) == new.metadata.annotations.get(FINGERPRINT)
     )
 
 

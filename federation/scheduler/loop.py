@@ -113,6 +113,23 @@ def _finished_changed(old: WorkloadStatus | None, new: WorkloadStatus | None) ->
     return was != (new is not None and new.phase in reconcile.FINISHED)
 
 
+def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> None:
+    """Store on each Scheduled Binding the fingerprint it was admitted under, so the next
+    leader tells an edit made meanwhile from an unchanged workload (`reconcile.admitted_as`).
+
+    Set in place, not copied: the cycle builds every Binding (and its annotations dict)
+    afresh per decision and nothing has seen it before this write, while a copy would cost
+    about as much as building it. A Pending Binding carries none: it was admitted under
+    nothing.
+    """
+    for binding in bindings:
+        if binding.status.phase != "Scheduled":
+            continue
+        mark = marks.get(str(binder_mod.binding_ref(binding)))
+        if mark is not None:
+            binding.metadata.annotations[binder_mod.FINGERPRINT] = mark
+
+
 class SchedulerLoop:
     """Runs cycles while leading; `run()` is started and cancelled by the election."""
 
@@ -236,7 +253,7 @@ class SchedulerLoop:
         1. snapshot  - clusters joined with the monitor's statuses, queues, quotas, Bindings.
         2. reconcile - pending jobs and the admitted usage, read from the Bindings.
         3. decide    - `Scheduler.run_cycle` (pure).
-        4. remember  - fingerprints of what is admitted now.
+        4. remember  - fingerprints of what is admitted now, also on its Binding.
         5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
         """
         started = self.clock.monotonic()
@@ -284,6 +301,7 @@ class SchedulerLoop:
                 self._fingerprints[str(admission.ref)] = mark
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
+        _mark_fingerprints(result.bindings, self._fingerprints)
         await self._write(binder, result.bindings, work.stale)  # step 5
         if result.admitted and result.decisions >= self.settings.cycle_batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting

@@ -1,14 +1,17 @@
 """What the next scheduling cycle must consider, read from the loop's registry cache.
 
 Fed by the scheduling loop's mirrors (workloads with their creation revisions, Bindings,
-workload statuses, policies, cluster names) and the fingerprints of what was admitted;
+workload statuses, policies, cluster names) and the fingerprints of what was admitted
+(stored on each Scheduled Binding, remembered by the loop for Bindings written without one);
 feeds `Scheduler.run_cycle` with the pending jobs and the admitted usage, and the loop with
 the Bindings to delete. Pure, so the rules below are unit-tested without a registry.
 
 Why rebuild from the cache rather than keep a running tally: the stored Scheduled Bindings
 ARE the admissions. Rebuilding usage from them makes a restart (or a new leader) count
 exactly what is bound - never admitting a job twice - and a finished or deleted workload
-releases its share simply by no longer being counted.
+releases its share simply by no longer being counted. For the same reason the fingerprint a
+workload was admitted under travels with its Binding (annotation `fedctl.io/fingerprint`):
+an edit made while no controller led still differs from it when a leader starts.
 
 The rules, per workload:
  - status phase Succeeded/Failed  -> finished: not pending, not counted.
@@ -33,13 +36,14 @@ from federation.registry import keys, objects
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
 from federation.scheduler import plan
+from federation.scheduler.binder import FINGERPRINT
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
 
-__all__ = ["FINISHED", "Entry", "Work", "fingerprint", "reconcile", "ref_of"]
+__all__ = ["FINISHED", "Entry", "Work", "admitted_as", "fingerprint", "reconcile", "ref_of"]
 
 FINISHED = FINISHED_PHASES
 
@@ -155,7 +159,9 @@ def reconcile(
             continue
         binding = bindings.get(key)
         mark = fingerprint(job, ready=ready_now)
-        if binding is not None and _holds(binding, known, fingerprints.get(key, mark), mark):
+        if binding is not None and _holds(
+            binding, known, admitted_as(binding, fingerprints.get(key), mark), mark
+        ):
             cached = memo.get(key) if memo is not None else None
             if cached is not None and cached[0] is binding and cached[1] == mark:
                 admitted = cached[2]
@@ -176,6 +182,20 @@ def reconcile(
         for gone in set(memo) - set(work.fingerprints):
             del memo[gone]
     return work
+
+
+def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:
+    """The fingerprint `binding` was admitted under: the one stored on it, else the one the
+    loop remembers, else `now`.
+
+    Stored first because it is the record of the placement actually in the registry: it
+    survives a restart or a change of leader, and a write that never landed leaves the old
+    one there, so the workload is placed again rather than counted on a stale placement.
+    Failover and rebalance rewrite a Binding from the stored one, keeping it. A Binding
+    without one (written before fingerprints were stored, or by hand) falls back to the
+    loop's memory, then to `now`: adopted as it stands, as a restart always did.
+    """
+    return binding.metadata.annotations.get(FINGERPRINT) or remembered or now
 
 
 def _holds(binding: Binding, known: set[str], admitted_as: str, now: str) -> bool:
