@@ -374,6 +374,9 @@ class ResourceList(Mapping[str, int]):
 
     def amount(self, name: str) -> int:
         """The amount of one resource (any spelling), zero when absent."""
+        found = self._items.get(name)  # keys are plain spellings: most lookups end here
+        if found is not None:
+            return found
         return self._items.get(normalise_name(name), 0)
 
     # -- arithmetic

@@ -158,6 +158,25 @@ class Usage:
         self._lists.pop(("ns", ns), None)
         return admission
 
+    def sync(self, admissions: Iterable[Admission]) -> None:
+        """Make the admitted set exactly `admissions`, charging only what changed.
+
+        The controller re-reads its admissions from the Bindings every cycle, and almost
+        all of them are the very objects of the cycle before (the reconcile memo keeps
+        them), so comparing by identity and charging the difference keeps a cycle's cost
+        off the number of admitted workloads.
+        """
+        current = self._admissions
+        wanted: dict[str, Admission] = {}
+        for admission in admissions:
+            key = str(admission.ref)
+            wanted[key] = admission
+            if current.get(key) is not admission:
+                self.admit(admission)
+        if len(current) != len(wanted):
+            for key in [k for k in current if k not in wanted]:
+                self.release(current[key].ref)
+
     def get(self, ref: keys.WorkloadRef) -> Admission | None:
         return self._admissions.get(str(ref))
 

@@ -121,3 +121,20 @@ def test_preemption_picks_lowest_priority_and_fewest_victims() -> None:
     victims = accounting.preemption_victims(q, usage=usage, charge=gpus(8), priority=10)
     assert victims is not None and [v.ref.name for v in victims] == ["low-big"]
     assert accounting.preemption_victims(q, usage=usage, charge=gpus(8), priority=1) is None
+
+
+def test_sync_charges_only_the_difference_and_matches_a_fresh_usage() -> None:
+    a, b, c = adm("a", "q", cpu="2"), adm("b", "q", cpu="3", ns="other"), adm("c", "r", cpu="1")
+    usage = Usage([a, b])
+    b2 = adm("b", "q", cpu="5", ns="other")  # b's Binding was rewritten: a new admission
+    usage.sync([a, b2, c])
+    fresh = Usage([a, b2, c])
+    for q in ("q", "r"):
+        assert usage.queue_used(q) == fresh.queue_used(q)
+    for ns in ("team", "other"):
+        assert usage.namespace_used(ns) == fresh.namespace_used(ns)
+    assert usage.queue_used("q") == ResourceList.from_wire({"cpu": "7"})
+    usage.sync([c])  # a and b finished
+    assert len(usage) == 1 and usage.get(c.ref) is c
+    assert usage.queue_used("q").amount("cpu") == 0
+    assert usage.in_queue("q") == [] and usage.in_queue("r") == [c]
