@@ -123,9 +123,12 @@ def build(
     statuses: Mapping[str, ClusterStatus] | None = None,
     queues: Iterable[Queue] = (),
     quotas: Iterable[FederatedResourceQuota] = (),
-    bindings: Iterable[Binding] = (),
+    bindings: Iterable[Binding] | Mapping[str, Binding] = (),
 ) -> Snapshot:
-    """A snapshot of `clusters` (sorted by name) with their statuses and the policies."""
+    """A snapshot of `clusters` (sorted by name) with their statuses and the policies.
+
+    `bindings` may come keyed by workload ref already (the scheduling loop keeps them so).
+    """
     ordered = sorted(clusters, key=lambda c: c.name)
     joined = [
         (c, (statuses or {}).get(c.name, c.status) if statuses is not None else c.status)
@@ -216,7 +219,11 @@ def build(
         allocatable_total=_frozen(totals),
         queues=MappingProxyType({q.name: q for q in queues}),
         quotas=MappingProxyType({q.metadata.namespace or "default": q for q in quotas}),
-        bindings=MappingProxyType({_binding_key(b): b for b in bindings}),
+        bindings=MappingProxyType(
+            dict(bindings)
+            if isinstance(bindings, Mapping)
+            else {_binding_key(b): b for b in bindings}
+        ),
         capacity=ResourceList(capacity),
         device_resources=frozenset(devices),
         soft_tainted=any(t.effect == "PreferNoSchedule" for c in infos for t in c.taints),

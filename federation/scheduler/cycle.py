@@ -73,11 +73,16 @@ class Scheduler:
             self.plugins, weights=dict(self.settings.score_weights), timings=self.timings
         )
         self._requests: dict[int, fw.JobRequest] = {}
+        self._requests_of: snap.Snapshot | None = None
         self._stamps: dict[tuple[object, ...], tuple[object, object, object, fw.JobRequest]] = {}
         self._stamps_by_id: dict[int, tuple[Any, ...]] = {}
 
     def request(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
         """The job's request, read once per pending entry (and previous placement)."""
+        if snapshot is not self._requests_of:
+            # A request depends on the snapshot too (its previous placement, the device
+            # resources), and the controller keeps a job's entry across cycles.
+            self._requests, self._requests_of = {}, snapshot
         cached = self._requests.get(id(job))
         if cached is not None and cached.job is job:
             return cached

@@ -178,6 +178,14 @@ class SchedulerLoop:
         self._urgent = False
         self._fingerprints: dict[str, str] = {}
         self._memo: dict[str, tuple[Binding, str, accounting.Admission]] = {}
+        self._prepared = reconcile.Prepared()
+        self._usage = accounting.Usage()
+        # Per stored object, what a cycle derives from it (its ref, its entry), kept while
+        # the mirror holds that very object: the mirrors replace an item on every change, so
+        # a cycle over tens of thousands of stored objects re-reads only the few that moved.
+        self._entry_memo: dict[str, tuple[object, tuple[str, reconcile.Entry]]] = {}
+        self._phase_memo: dict[str, tuple[object, str]] = {}
+        self._binding_refs: dict[int, tuple[object, str]] = {}
         self._written: dict[str, tuple[int, Binding | None]] = {}
         self.cycles = 0
         self.last: cycle.CycleResult | None = None
@@ -204,6 +212,8 @@ class SchedulerLoop:
         self._written.clear()
         self._fingerprints.clear()
         self._memo.clear()
+        self._prepared = reconcile.Prepared()
+        self._usage = accounting.Usage()
         guards = tuple(self.guards()) if self.guards is not None else ()
         binder = binder_mod.Binder(self.store, guards=guards)
         for mirror in self._mirrors:
@@ -245,7 +255,45 @@ class SchedulerLoop:
                 out.pop(key, None)
             else:
                 out[key] = written
-        return {str(binder_mod.binding_ref(b)): b for b in out.values()}
+        refs = self._binding_refs
+        if len(refs) > 2 * len(out) + 1024:
+            self._binding_refs = refs = {}
+        view: dict[str, Binding] = {}
+        for b in out.values():
+            hit = refs.get(id(b))
+            if hit is None or hit[0] is not b:
+                hit = refs[id(b)] = (b, str(binder_mod.binding_ref(b)))
+            view[hit[1]] = b
+        return view
+
+    def _entries(self) -> dict[str, reconcile.Entry]:
+        """Workloads by ref, each entry read once per stored version of the workload."""
+        memo, items = self._entry_memo, self.workloads.items
+        if len(memo) > len(items):
+            self._entry_memo = memo = {k: v for k, v in memo.items() if k in items}
+        out: dict[str, reconcile.Entry] = {}
+        for key, item in items.items():
+            if not isinstance(item.obj, Workload):
+                continue
+            hit = memo.get(key)
+            if hit is None or hit[0] is not item:
+                entry = reconcile.Entry(item.obj, item.create_revision)
+                hit = memo[key] = (item, (str(reconcile.ref_of(item.obj)), entry))
+            ref, entry = hit[1]
+            out[ref] = entry
+        return out
+
+    def _phases(self) -> dict[str, str | None]:
+        memo, items = self._phase_memo, self.results.items
+        if len(memo) > len(items):
+            self._phase_memo = memo = {k: v for k, v in memo.items() if k in items}
+        out: dict[str, str | None] = {}
+        for key, item in items.items():
+            hit = memo.get(key)
+            if hit is None or hit[0] is not item:
+                hit = memo[key] = (item, str(_ref(item.obj.workload)))
+            out[hit[1]] = item.obj.phase
+        return out
 
     async def cycle_once(self, binder: binder_mod.Binder) -> cycle.CycleResult:
         """One cycle over the current cache; returns what it decided.
@@ -269,36 +317,35 @@ class SchedulerLoop:
             statuses=statuses,
             queues=[p for p in policies if isinstance(p, Queue)],
             quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
-            bindings=bindings.values(),
-        )
-        work = reconcile.reconcile(  # step 2
-            workloads={
-                str(reconcile.ref_of(i.obj)): reconcile.Entry(i.obj, i.create_revision)
-                for i in self.workloads.items.values()
-                if isinstance(i.obj, Workload)
-            },
             bindings=bindings,
-            phases={str(_ref(i.obj.workload)): i.obj.phase for i in self.results.items.values()},
+        )
+        ready = [c.name for c in snapshot.clusters if c.ready]
+        work = reconcile.reconcile(  # step 2
+            workloads=self._entries(),
+            bindings=bindings,
+            phases=self._phases(),
             policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
-            ready=[c.name for c in snapshot.clusters if c.ready],
+            ready=ready,
             memo=self._memo,
+            prepared=self._prepared,
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
         pending = PendingStore()
         for job in work.pending:
             pending.add(job)
+        self._usage.sync(work.admitted)
         result = self.scheduler.run_cycle(  # step 3
-            snapshot, pending, accounting.Usage(work.admitted), self.clock.now()
+            snapshot, pending, self._usage, self.clock.now()
         )
         self._fingerprints = dict(work.fingerprints)  # step 4
-        ready = [c.name for c in snapshot.clusters if c.ready]
         for admission in result.admitted:
             if isinstance(admission.job, PendingJob):
-                mark = reconcile.fingerprint(admission.job, ready=ready)
-                self._fingerprints[str(admission.ref)] = mark
+                key = str(admission.ref)
+                mark = work.marks.get(key) or reconcile.fingerprint(admission.job, ready=ready)
+                self._fingerprints[key] = mark
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
         _mark_fingerprints(result.bindings, self._fingerprints)

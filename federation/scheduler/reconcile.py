@@ -43,7 +43,16 @@ from policies.models.binding import Binding
 from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
 
-__all__ = ["FINISHED", "Entry", "Work", "admitted_as", "fingerprint", "reconcile", "ref_of"]
+__all__ = [
+    "FINISHED",
+    "Entry",
+    "Prepared",
+    "Work",
+    "admitted_as",
+    "fingerprint",
+    "reconcile",
+    "ref_of",
+]
 
 FINISHED = FINISHED_PHASES
 
@@ -67,6 +76,8 @@ class Work:
     """Binding keys whose workload was deleted."""
     fingerprints: dict[str, str] = field(default_factory=dict)
     """ref -> fingerprint of every admitted workload (adopted for Bindings found at start)."""
+    marks: dict[str, str] = field(default_factory=dict)
+    """ref -> current fingerprint of every workload neither finished nor opaque."""
 
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
@@ -137,28 +148,28 @@ def reconcile(
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
     memo: dict[str, tuple[Binding, str, accounting.Admission]] | None = None,
+    prepared: Prepared | None = None,
 ) -> Work:
     """Sort every workload into finished, admitted or pending (rules in the module doc).
 
     `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`. `memo` (kept by
-    the caller across cycles) saves re-reading the charge of a Binding that did not change.
+    the caller across cycles) saves re-reading the charge of a Binding that did not change;
+    `prepared` (likewise) saves re-reading the pending entry and fingerprint of a workload.
     """
     known = set(clusters)
     ready_now = sorted(ready)
     devices = frozenset(device_resources)
     work = Work()
+    jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
     for key, entry in workloads.items():
-        claimed = plan.claim(entry.workload, policies)
-        if claimed is None and entry.workload.is_opaque:
-            continue  # a ConfigMap no policy claims stays in the federation only
-        job = dataclasses.replace(
-            plan.job_for(entry.workload, claimed, settings=settings), seq=max(entry.created, 1)
-        )
+        job, mark = _read(jobs, key, entry, policies=policies, settings=settings, ready=ready_now)
+        if job is None:
+            continue
         if phases.get(key) in FINISHED:
             work.finished.append(key)
             continue
         binding = bindings.get(key)
-        mark = fingerprint(job, ready=ready_now)
+        work.marks[key] = mark
         if binding is not None and _holds(
             binding, known, admitted_as(binding, fingerprints.get(key), mark), mark
         ):
@@ -178,10 +189,70 @@ def reconcile(
             b = binding.spec.workload
             ref = keys.WorkloadRef(b.namespace, keys.kind_segment(b.api_version, b.kind), b.name)
             work.stale.append(keys.binding_key(ref))
-    if memo is not None:
+    if memo is not None and len(memo) > len(work.fingerprints):
         for gone in set(memo) - set(work.fingerprints):
             del memo[gone]
+    if jobs is not None and len(jobs) > len(workloads):
+        for gone in set(jobs) - set(workloads):
+            del jobs[gone]
     return work
+
+
+def _read(
+    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] | None,
+    key: str,
+    entry: Entry,
+    *,
+    policies: Sequence[plan.AnyPolicy],
+    settings: SchedulerSettings,
+    ready: Sequence[str],
+) -> tuple[PendingJob | None, str]:
+    """A workload's pending entry and fingerprint (None: opaque and unclaimed)."""
+    hit = jobs.get(key) if jobs is not None else None
+    if hit is not None and hit[0] is entry.workload and hit[1] == entry.created:
+        return hit[2], hit[3]
+    claimed = plan.claim(entry.workload, policies)
+    job: PendingJob | None = None
+    mark = ""
+    if claimed is not None or not entry.workload.is_opaque:  # else: a ConfigMap no policy
+        job = dataclasses.replace(  # claims stays in the federation only
+            plan.job_for(entry.workload, claimed, settings=settings), seq=max(entry.created, 1)
+        )
+        mark = fingerprint(job, ready=ready)
+    if jobs is not None:
+        jobs[key] = (entry.workload, entry.created, job, mark)
+    return job, mark
+
+
+@dataclass
+class Prepared:
+    """Each workload's pending entry and fingerprint, kept by the loop across cycles.
+
+    Reading them (the claiming policy, the entry, a digest of the spec) is most of a
+    cycle's cost once tens of thousands of workloads are admitted, and almost none of them
+    change between two cycles. An entry stands while its workload is the very object the
+    registry cache holds (a change replaces it) and the policies (by identity), the Ready
+    clusters and the settings are those it was read under; any of those changing drops all.
+    """
+
+    policies: tuple[object, ...] = ()
+    ready: tuple[str, ...] = ()
+    settings: SchedulerSettings | None = None
+    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] = field(default_factory=dict)
+
+    def entries(
+        self, policies: Sequence[object], ready: Sequence[str], settings: SchedulerSettings
+    ) -> dict[str, tuple[Workload, int, PendingJob | None, str]]:
+        same = (
+            len(policies) == len(self.policies)
+            and all(a is b for a, b in zip(policies, self.policies, strict=True))
+            and tuple(ready) == self.ready
+            and settings is self.settings
+        )
+        if not same:
+            self.policies, self.ready, self.settings = tuple(policies), tuple(ready), settings
+            self.jobs = {}
+        return self.jobs
 
 
 def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:

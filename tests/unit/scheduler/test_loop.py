@@ -186,6 +186,57 @@ def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> Non
     assert [a.ref.name for a in gang.admitted] == ["train"]
 
 
+def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
+    web = workload("web", kind="Deployment", replicas=4)
+    policy = PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+            },
+        }
+    )
+    prepared = reconcile.Prepared()
+    marks: dict[str, str] = {}
+
+    def both(w: Workload, policies: tuple[Any, ...], ready: tuple[str, ...]) -> reconcile.Work:
+        args: dict[str, Any] = {
+            "workloads": {key(w): reconcile.Entry(w, 7)},
+            "bindings": {key(w): binding(w, {"a": 4})},
+            "phases": {},
+            "policies": list(policies),
+            "clusters": ("a", "b"),
+            "fingerprints": marks,
+            "settings": SETTINGS,
+            "ready": ready,
+        }
+        kept = reconcile.reconcile(**args, prepared=prepared)
+        fresh = reconcile.reconcile(**args)
+        for work in (kept, fresh):
+            assert {"pending": [j.ref.name for j in work.pending], "marks": work.marks} == {
+                "pending": [j.ref.name for j in fresh.pending],
+                "marks": fresh.marks,
+            }
+        return kept
+
+    def entry() -> Any:
+        return prepared.jobs[key(web)][2]
+
+    assert [a.ref.name for a in both(web, (), ("a",)).admitted] == ["web"]
+    first = entry()
+    both(web, (), ("a",))
+    assert entry() is first  # nothing changed: read once
+    copy = web.model_copy()
+    both(copy, (), ("a",))
+    assert entry() is not first  # a new stored version is read again
+    marks[key(web)] = both(copy, (policy,), ("a",)).marks[key(web)]
+    assert entry().placement is not None and first.placement is None  # the policy's
+    assert [a.ref.name for a in both(copy, (policy,), ("a",)).admitted] == ["web"]
+    # A cluster turning Ready re-divides the service, as without the memo.
+    assert [j.ref.name for j in both(copy, (policy,), ("a", "b")).pending] == ["web"]
+
+
 def test_a_binding_whose_workload_is_gone_is_stale() -> None:
     gone = workload("gone")
     work = reconcile.reconcile(
