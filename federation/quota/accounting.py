@@ -15,7 +15,7 @@ naming the limit and the numbers ("queue ml-research at capability for nvidia-a1
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.registry import keys
@@ -365,8 +365,12 @@ def reclaim_victims(
     usage: Usage,
     capacity: Mapping[str, int],
     charge: ResourceList,
+    clusters: Collection[str] | None = None,
 ) -> list[Admission] | None:
     """Workloads of queues borrowing beyond their guarantee whose eviction gives `name` room.
+
+    With `clusters`, only workloads placed on one of them are candidates: when the job is
+    short of room on the clusters it can use, evicting work elsewhere frees nothing for it.
 
     Only when `name` stays within its own guarantee with `charge` (reclaim returns what was
     promised; it is not a way to borrow). Victims come from reclaimable queues that hold more
@@ -397,7 +401,11 @@ def reclaim_victims(
         return any(used.amount(r) > queue.spec.guarantee.amount(r) for r in relevant)
 
     pool = sorted(
-        (a for a in usage.admissions() if borrowing(a)),
+        (
+            a
+            for a in usage.admissions()
+            if borrowing(a) and (clusters is None or not set(a.placement).isdisjoint(clusters))
+        ),
         key=lambda a: (queues[a.queue].spec.priority, a.priority, -a.seq),
     )
     limit = ResourceList({r: capacity[r] for r in relevant})

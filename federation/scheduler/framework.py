@@ -28,7 +28,8 @@ import numpy.typing as npt
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
-from federation.resources import ResourceList
+from federation.resources import ResourceList, device_names
+from federation.scheduler import held
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import is_arch
 from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
@@ -167,9 +168,7 @@ def request_for(
     workload = job.workload
     pod = workload.pod_requests()
     known = set(device_resources)
-    devices = frozenset(
-        n for n in pod if n in known or ("/" in n and not n.startswith("hugepages"))
-    )
+    devices = device_names(pod, known)
     vector = np.array(
         [pod.amount("cpu"), pod.amount("memory"), sum(pod.amount(n) for n in devices), 1000],
         dtype=np.int64,
@@ -273,7 +272,8 @@ def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | N
 class CycleState:
     """The mutable side of one cycle: capacity left and usage after earlier decisions.
 
-    Starts as a copy of the snapshot's arrays; `place` charges a placement and bumps the
+    Starts from the snapshot's arrays less what admitted workloads hold and the monitor
+    does not show yet (`held.effective_capacity`); `place` charges a placement and bumps the
     version of each touched cluster so cached per-signature results refresh only there.
     """
 
@@ -281,10 +281,9 @@ class CycleState:
         self.snapshot = snapshot
         self.usage = usage
         self.settings = settings
-        self.free = snapshot.free.copy()
-        self.largest = snapshot.largest.copy()
+        self.free, self.largest = held.effective_capacity(snapshot, usage)
         self.version = np.zeros(snapshot.size, np.int64)
-        self.free_total = snapshot.free.sum(axis=1)
+        self.free_total = self.free.sum(axis=1)
         self.memo: dict[tuple[object, ...], object] = {}
         """Per-cycle cache of request-only results (flavor masks), keyed by signature."""
         self.dyn: dict[tuple[object, ...], tuple[snap.IntArray, npt.NDArray[np.generic]]] = {}

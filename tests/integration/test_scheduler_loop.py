@@ -286,3 +286,75 @@ async def test_plan_live_plans_files_against_the_controllers_registry(
         assert not plans["team/Job.batch/huge"]["placement"]
     finally:
         await runner.cleanup()
+
+
+def sized(name: str, cpu: str) -> Workload:
+    """A long-running job (one pod of `cpu` cores) in the `qa` queue."""
+    wire = job(name, "qa", duration="1h").to_wire()
+    (container,) = wire["spec"]["template"]["spec"]["containers"]
+    container["resources"]["requests"]["cpu"] = cpu
+    return Workload.model_validate(wire)
+
+
+async def free_cores(fed: Federation, name: str) -> int:
+    typed = codec.TypedStore(fed.store, codec.Codec(ClusterStatus))
+    stored = await typed.get(keys.cluster_status_key(name))
+    assert stored is not None
+    return sum(f.free.amount("cpu") for f in stored.obj.flavors) // 1000
+
+
+async def test_work_bound_before_the_status_shows_it_is_not_placed_twice(
+    fed: Federation,
+) -> None:
+    """us-east-cpu has 2 nodes of 16 cores. Two 12-core jobs are bound there; the status
+    does not show them (nothing propagates them yet), so it still reads 32 free cores.
+    A third 12-core job in a later cycle must wait instead of landing on the same room;
+    once the pods run and the status shows them, they are not counted twice."""
+    from policies.models.propagation import PropagationPolicy
+
+    pinned = PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "pinned", "namespace": "batch"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                "placement": {"clusterAffinity": {"clusterNames": ["us-east-cpu"]}},
+            },
+        }
+    )
+    for obj in (queue("qa", 100), pinned, sized("first", "12"), sized("second", "12")):
+        await fed.put(obj)
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+    loop = scheduler_loop(fed)
+
+    def phase_of(name: str, phase: str, reason: str = "") -> Any:
+        async def probe() -> Binding | None:
+            found = (await bindings(fed)).get(name)
+            if found is None or found.status.phase != phase or reason not in found.status.reason:
+                return None
+            return found
+
+        return probe
+
+    async with background(monitor.run(), loop.run()):
+        for name in ("first", "second"):
+            bound = await wait_for(phase_of(name, "Scheduled"), timeout=15, message=name)
+            assert bound.placement() == {"us-east-cpu": 1}
+        assert await free_cores(fed, "us-east-cpu") == 32  # the status does not show them
+        await fed.put(sized("third", "12"))  # so it is decided in a later cycle
+        waiting = await wait_for(
+            phase_of("third", "Pending", "free cpu"), timeout=10, message="third waits"
+        )
+        assert "best is us-east-cpu with 8" in waiting.status.reason
+        assert await free_cores(fed, "us-east-cpu") == 32
+
+        fed.start()  # the pods reach the member and the status catches up
+
+        async def shown() -> bool:
+            return await free_cores(fed, "us-east-cpu") == 8
+
+        await wait_for(shown, timeout=15, message="the status shows both pods")
+        await fed.put(sized("small", "3"))
+        small = await wait_for(phase_of("small", "Scheduled"), timeout=10, message="small fits")
+        assert small.placement() == {"us-east-cpu": 1}
+        still = (await bindings(fed))["third"]
+        assert still.status.phase == "Pending"

@@ -1,0 +1,210 @@
+"""Capacity a cycle starts from: the monitor's free capacity less what admitted work holds
+that the monitor does not show yet.
+
+Fed by the snapshot (the monitor's per-flavor free, emptiest node and allocatable) and the
+admitted usage (rebuilt from the Scheduled Bindings); feeds `CycleState`, so the controller,
+`fedctl plan` and drill plans start every cycle from the same numbers.
+
+Why: the monitor writes a status only on a meaningful change or at its heartbeat, and pods
+reach a member only after propagation, so work bound in an earlier cycle can still read as
+free and be placed twice. The member's own scheduler would refuse the overcommit, but the
+pods would wait Pending there instead of going to a cluster with room. Like the Kubernetes
+scheduler's assumed pods, but without state: recomputed from the Bindings every cycle, so
+a restart or a new leader starts from the same answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from federation.cache import snapshot as snap
+from federation.quota.accounting import Usage
+from federation.resources import ResourceList, device_names
+from policies.models.accelerator import is_arch
+
+__all__ = ["effective_capacity"]
+
+
+_Shape = tuple[tuple[int, ...], frozenset[str], str | None]
+"""A group of held pods: one pod's [R] vector, its device resource names, its chip there."""
+
+
+def effective_capacity(
+    snapshot: snap.Snapshot, usage: Usage
+) -> tuple[snap.IntArray, snap.IntArray]:
+    """Free and emptiest-node amounts [C, F, R] a cycle starts from: the monitor's, less
+    what admitted workloads hold that the monitor does not show yet.
+
+    The monitor writes a status only on a meaningful change or at its heartbeat, and pods
+    reach a member only after propagation, so work bound in an earlier cycle can still
+    read as free. Per flavor, free is min(monitor free, allocatable - held) clipped at 0:
+    our own pods the monitor already counts are in both terms and are not counted twice,
+    and pods the federation did not place stay visible through the monitor's term. The
+    emptiest node is bounded by what is left, as after a placement (`CycleState.take`).
+    With nothing admitted the snapshot's arrays are returned as they are (copied).
+    """
+    free, largest = snapshot.free.copy(), snapshot.largest.copy()
+    groups = _held_groups(snapshot, usage) if len(usage) else {}
+    if not groups:
+        return free, largest
+    total = snapshot.alloc * snapshot.nodes[:, :, None]
+    held = np.zeros_like(total)
+    unseen = np.maximum(total - free, 0)  # in use by the monitor, not yet matched to ours
+    for shape in sorted(groups, key=_group_order):
+        _spread_held(snapshot, shape, groups[shape], held=held, unseen=unseen)
+    holding = (held > 0).any(axis=-1, keepdims=True)
+    effective = np.where(holding, np.maximum(np.minimum(free, total - held), 0), free)
+    return effective, np.where(holding, np.minimum(largest, effective), largest)
+
+
+_PodShape = tuple[tuple[int, ...], frozenset[str]]
+_POD_SHAPES: dict[int, tuple[ResourceList, frozenset[str], _PodShape]] = {}
+"""Per pod object (by identity, the object kept alongside) and the device resources it was
+read against: its vector and device names. The controller rebuilds usage every cycle from
+the same admission objects, so after its first cycle nearly every pod is found here, and
+comparing requests by value costs more than the rest of the grouping."""
+_POD_SHAPES_LIMIT = 4096
+
+
+def _held_groups(snapshot: snap.Snapshot, usage: Usage) -> dict[_Shape, snap.IntArray]:
+    """Pods held per (pod shape, chip) as a [C] count: 100k admissions come down to a few
+    dozen groups, so everything after this loop is per group and vectorised."""
+    index = dict(snapshot.index)
+    known = snapshot.device_resources
+    by_id = _POD_SHAPES
+    if len(by_id) > max(_POD_SHAPES_LIMIT, 2 * len(usage)):
+        by_id.clear()
+    by_value: dict[ResourceList, _PodShape] = {}
+    keys: dict[_Shape, int] = {}
+    groups: list[int] = []
+    rows: list[int] = []
+    pods: list[int] = []
+    for admission in usage.admissions():
+        pod = admission.pod
+        hit = by_id.get(id(pod))
+        if hit is None or hit[0] is not pod or (hit[1] is not known and hit[1] != known):
+            found = by_value.get(pod)
+            if found is None:
+                found = by_value[pod] = _pod_shape(pod, known)
+            hit = by_id[id(pod)] = (pod, known, found)
+        vector, names = hit[2]
+        chips = admission.chips
+        for cluster, replicas in admission.placement.items():
+            row = index.get(cluster)
+            if row is None or replicas <= 0:
+                continue  # a cluster that left the fleet holds nothing of ours any more
+            key = (vector, names, chips.get(cluster) if chips else None)
+            group = keys.get(key)
+            if group is None:
+                group = keys[key] = len(keys)
+            groups.append(group)
+            rows.append(row)
+            pods.append(replicas)
+    counts = np.zeros((len(keys), snapshot.size), np.int64)
+    np.add.at(counts, (np.array(groups, np.int64), np.array(rows, np.int64)), pods)
+    return {key: counts[group] for key, group in keys.items()}
+
+
+def _pod_shape(pod: ResourceList, known: frozenset[str]) -> _PodShape:
+    """One pod's vector and device names, read as `request_for` reads them."""
+    names = device_names(pod, known)
+    devices = sum(pod.amount(n) for n in names)
+    return (pod.amount("cpu"), pod.amount("memory"), devices, 1000), names
+
+
+def _group_order(shape: _Shape) -> tuple[int, int, int, str, str]:
+    """Most constrained first: device pods (tied to their chip's flavors), then larger pods."""
+    vector, names, chip = shape
+    return (
+        -vector[snap.DEVICES],
+        -vector[snap.CPU],
+        -vector[snap.MEMORY],
+        chip or "",
+        ",".join(sorted(names)),
+    )
+
+
+def _held_flavors(snapshot: snap.Snapshot, shape: _Shape) -> snap.BoolArray:
+    """[C, F]: the flavors a held pod can be on. A device pod only on its chip's flavors
+    (or, without a recorded chip, those exposing its device resource); a CPU-only pod only
+    on flavors without accelerators (of the recorded arch, when one is); and only where
+    one pod fits on a node."""
+    vector, names, chip = shape
+    kinds = snapshot.flavor_chip
+    if vector[snap.DEVICES] > 0:
+        if chip is not None and not is_arch(chip):
+            known = chip in snapshot.chips
+            mask = kinds == snapshot.chips.index(chip) if known else np.zeros(kinds.shape, bool)
+        else:
+            offers = [[r in names for r in row] for row in snapshot.flavor_resource]
+            exposes = np.zeros(kinds.shape, bool)
+            for ci, row in enumerate(offers):
+                exposes[ci, : len(row)] = row
+            mask = (kinds >= 0) & exposes
+    else:
+        mask = kinds == -1
+        if chip is not None and is_arch(chip):
+            arch = snapshot.arches.index(chip) if chip in snapshot.arches else -2
+            mask &= snapshot.flavor_arch == arch
+    pod = np.asarray(vector, np.int64)
+    need = pod > 0
+    per_node = np.min(snapshot.alloc[..., need] // pod[need], axis=-1)
+    result: snap.BoolArray = mask & (per_node > 0)
+    return result
+
+
+def _spread_held(
+    snapshot: snap.Snapshot,
+    shape: _Shape,
+    count: snap.IntArray,
+    *,
+    held: snap.IntArray,
+    unseen: snap.IntArray,
+) -> None:
+    """Put one group's held pods on flavors, adding them to `held` (in place).
+
+    Which flavor a member's own scheduler chose is not known, so first each cluster's
+    pods are matched to usage the monitor already shows on the candidate flavors (most of
+    it first): those are running and must not be counted again. What is left has not
+    reached the monitor; it goes where it fits best (most room first, as the member's
+    scheduler spreads by default) and any remainder to the largest flavor, so all of it is
+    subtracted somewhere. A cluster without any candidate flavor for the group (its flavor
+    is gone) holds nothing of it.
+    """
+    candidates = _held_flavors(snapshot, shape)
+    rows = np.flatnonzero((count > 0) & candidates.any(axis=1))
+    if rows.size == 0:
+        return
+    pod = np.asarray(shape[0], np.int64)
+    need = pod > 0
+    seen_by = need.copy()
+    if need.sum() > 1:
+        seen_by[snap.PODS] = False  # a member may not report pod slots as used
+    mask = candidates[rows]
+    left = count[rows]
+    shown = np.min(unseen[rows][..., seen_by] // pod[seen_by], axis=-1)
+    matched = _fill(left, np.where(mask, np.maximum(shown, 0), 0))
+    left = left - matched.sum(axis=1)
+    unseen[rows] = np.maximum(unseen[rows] - matched[..., None] * pod, 0)
+    held[rows] += matched[..., None] * pod
+    if not left.any():
+        return
+    total = snapshot.alloc[rows] * snapshot.nodes[rows][..., None]
+    room = np.maximum(np.minimum(snapshot.free[rows], total - held[rows]), 0)
+    fresh = _fill(left, np.where(mask, np.min(room[..., need] // pod[need], axis=-1), 0))
+    left = left - fresh.sum(axis=1)
+    capacity = np.where(mask, np.min(total[..., need] // pod[need], axis=-1), -1)
+    fresh[np.arange(rows.size), np.argmax(capacity, axis=1)] += left
+    held[rows] += fresh[..., None] * pod
+
+
+def _fill(left: snap.IntArray, room: snap.IntArray) -> snap.IntArray:
+    """[n, F]: `left[i]` pods poured into row i's flavors, most room first, each flavor up
+    to its room (ties by flavor order); what does not fit is not placed."""
+    order = np.argsort(-room, axis=1, kind="stable")
+    ranked = np.take_along_axis(room, order, axis=1)
+    before = np.cumsum(ranked, axis=1) - ranked
+    taken = np.clip(left[:, None] - before, 0, ranked)
+    out = np.zeros_like(room)
+    np.put_along_axis(out, order, taken, axis=1)
+    return out
