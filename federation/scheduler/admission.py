@@ -164,11 +164,11 @@ class Admitter:
                 queue, usage=usage, charge=charge, priority=job.priority
             )
             return victims or []
-        if kind == "capacity" and settings.preemption:
+        if kind == "capacity" and (settings.preemption or settings.reclaim):
             # Only victims on clusters the job could use at all can make room for it.
             rows, _ = self.scheduler.placer.static_rows(request, self.state)
             names = {self.state.snapshot.clusters[r].name for r in rows.tolist()}
-            return sorted(
+            own = sorted(
                 (
                     a
                     for a in usage.in_queue(job.queue)
@@ -176,20 +176,33 @@ class Admitter:
                 ),
                 key=lambda a: (a.priority, -a.seq),
             )
+            if own and settings.preemption:
+                return own
+            # A fleet full of borrowed work fails on capacity, not on lending: a queue under
+            # its guarantee reclaims there too.
+            return self._reclaim(job, request, clusters=names)
         if kind == "lend" and settings.reclaim:
-            snapshot = self.state.snapshot
-            charge = quota.charge_for(request, request.chips[0] if request.chips else None)
-            return (
-                accounting.reclaim_victims(
-                    job.queue,
-                    queues=snapshot.queues,
-                    usage=usage,
-                    capacity=snapshot.capacity,
-                    charge=charge,
-                )
-                or []
-            )
+            return self._reclaim(job, request)
         return []
+
+    def _reclaim(
+        self, job: PendingJob, request: fw.JobRequest, clusters: set[str] | None = None
+    ) -> list[accounting.Admission]:
+        if not self.scheduler.settings.reclaim:
+            return []
+        snapshot = self.state.snapshot
+        charge = quota.charge_for(request, request.chips[0] if request.chips else None)
+        return (
+            accounting.reclaim_victims(
+                job.queue,
+                queues=snapshot.queues,
+                usage=self.state.usage,
+                capacity=snapshot.capacity,
+                charge=charge,
+                clusters=clusters,
+            )
+            or []
+        )
 
     def _make_room(
         self, job: PendingJob, request: fw.JobRequest, pool: list[accounting.Admission]

@@ -218,6 +218,25 @@ def test_reclaim_across_queues(enabled: bool, admitted: list[str]) -> None:
         assert result.pending.get(victim.ref) is not None
 
 
+def test_reclaim_for_a_full_fleet_takes_only_work_on_clusters_the_job_can_use() -> None:
+    fleet = [cluster("x", flavor(nodes=1, cpu="8")), cluster("y", flavor(nodes=1, cpu="8"))]
+    queues = [queue("lender", guarantee={"cpu": "8"}), queue("borrower", guarantee={"cpu": "4"})]
+    loose = [queue("lender"), queue("borrower", guarantee={"cpu": "4"})]
+    jobs = [job(workload(f"b{i}", cpu="4", queue="borrower")) for i in range(4)]
+    first = run(fleet, jobs, queues=loose)
+    on = {name: next(iter(where)) for name, where in placed(first).items()}
+    assert sorted(on.values()) == ["x", "x", "y", "y"]  # both clusters full of borrowed work
+    snapshot = snap.build(fleet, queues=queues, bindings=first.bindings)
+    mine = job(
+        workload("mine", cpu="4", queue="lender"),
+        placement={"clusterAffinity": {"clusterNames": ["x"]}},
+    )
+    result = run(fleet, [mine], usage=first.usage, snapshot=snapshot)
+    assert placed(result)["mine"] == {"x": 1}
+    [(victim, reason)] = result.evicted
+    assert on[victim.ref.name] == "x" and reason.startswith("reclaimed by queue lender")
+
+
 def test_affinity_groups_fall_back_in_order() -> None:
     fleet = [cluster("primary", flavor(nodes=1, cpu="4")), cluster("backup", flavor(nodes=1))]
     placement = {
