@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Annotated, Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "QuantityError",
     "ResourceList",
     "SignedQuantity",
+    "device_names",
     "format_quantity",
     "normalise_name",
     "parse_quantity",
@@ -226,6 +227,15 @@ def _format_binary(milli: int) -> str | None:
 # --------------------------------------------------------------------------- resource names
 
 
+def device_names(requests: Iterable[str], known: Collection[str]) -> frozenset[str]:
+    """The accelerator resources among a pod's request names: any the fleet exposes as a
+    device (`known`), and any other domain-qualified extended name but hugepages, so a
+    device no member exposes yet still counts as one (and fits nowhere) rather than vanish."""
+    return frozenset(
+        n for n in requests if n in known or ("/" in n and not n.startswith("hugepages"))
+    )
+
+
 def normalise_name(name: str) -> str:
     """The plain spelling of a resource name: `requests.nvidia.com/gpu` -> `nvidia.com/gpu`.
 
@@ -298,6 +308,14 @@ class ResourceList(Mapping[str, int]):
                 raise QuantityError(f"resource {key!r} is given twice (as {name!r} too)")
             merged[key] = amount
         object.__setattr__(self, "_items", dict(sorted(merged.items())))
+
+    @classmethod
+    def _of(cls, items: dict[str, int]) -> ResourceList:
+        """From names and integer amounts taken from other ResourceLists: already checked
+        and normalised, so arithmetic (a cycle does a great deal) skips the name checks."""
+        made = object.__new__(cls)
+        object.__setattr__(made, "_items", dict(sorted(items.items())))
+        return made
 
     # -- construction and wire form
 
@@ -396,21 +414,21 @@ class ResourceList(Mapping[str, int]):
         """Every amount times a whole `factor` (per-pod requests times replicas)."""
         if isinstance(factor, bool) or not isinstance(factor, int):
             raise TypeError(f"scale factor must be an int, got {factor!r}")
-        return ResourceList({name: amount * factor for name, amount in self._items.items()})
+        return ResourceList._of({name: amount * factor for name, amount in self._items.items()})
 
     def nonnegative(self) -> ResourceList:
         """Negative amounts raised to zero (free capacity of an overcommitted cluster)."""
-        return ResourceList({name: max(amount, 0) for name, amount in self._items.items()})
+        return ResourceList._of({name: max(amount, 0) for name, amount in self._items.items()})
 
     def only(self, names: Iterable[str]) -> ResourceList:
         """The entries for the given resource names (any spelling), others dropped."""
         wanted = {normalise_name(name) for name in names}
-        return ResourceList({n: a for n, a in self._items.items() if n in wanted})
+        return ResourceList._of({n: a for n, a in self._items.items() if n in wanted})
 
     def _combine(self, other: Mapping[str, int], op: Any) -> ResourceList:
         right = other if isinstance(other, ResourceList) else ResourceList(other)
         names = self._items.keys() | right._items.keys()
-        return ResourceList(
+        return ResourceList._of(
             {name: op(self._items.get(name, 0), right._items.get(name, 0)) for name in names}
         )
 

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.registry import keys, objects
-from federation.resources import ResourceList
-from federation.scheduler import framework as fw
+from federation.resources import ResourceList, device_names
 from federation.scheduler import plan
 from federation.scheduler.binder import FINGERPRINT
 from federation.scheduler.plugins import quota
@@ -106,20 +105,20 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
 
 
 def admission_of(
-    job: PendingJob,
-    binding: Binding,
-    *,
-    settings: SchedulerSettings,
-    device_resources: Iterable[str],
+    job: PendingJob, binding: Binding, *, device_resources: Collection[str]
 ) -> accounting.Admission:
-    """The usage a Scheduled Binding stands for (the same charge the cycle computed)."""
-    request = fw.request_for(job, settings=settings, device_resources=device_resources)
+    """The usage a Scheduled Binding stands for (the same charge the cycle computed).
+
+    Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
+    admitted workload before its first cycle, and that read is its take-over time.
+    """
+    pod = job.workload.pod_requests()
+    devices = sum(pod.amount(n) for n in device_names(pod, device_resources))
     charge = ResourceList()
     chips: dict[str, str] = {}
     for target in binding.spec.clusters:
-        chip = target.chip if request.devices else None
-        one = dataclasses.replace(request, replicas=target.replicas)
-        charge = charge + quota.charge_for(one, chip)
+        chip = target.chip if devices else None
+        charge = charge + quota.charge_of(pod, devices, target.replicas, chip)
         if chip:
             chips[target.name] = chip
     return accounting.Admission(
@@ -130,7 +129,7 @@ def admission_of(
         seq=job.seq,
         charge=charge,
         placement=binding.placement(),
-        pod=request.pod,
+        pod=pod,
         chips=chips,
         job=job,
     )
@@ -177,7 +176,7 @@ def reconcile(
             if cached is not None and cached[0] is binding and cached[1] == mark:
                 admitted = cached[2]
             else:
-                admitted = admission_of(job, binding, settings=settings, device_resources=devices)
+                admitted = admission_of(job, binding, device_resources=devices)
                 if memo is not None:
                     memo[key] = (binding, mark, admitted)
             work.admitted.append(admitted)

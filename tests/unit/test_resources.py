@@ -454,8 +454,15 @@ def test_module_surface_is_small() -> None:
         "QuantityError",
         "ResourceList",
         "SignedQuantity",
+        "device_names",
         "format_quantity",
         "normalise_name",
         "parse_quantity",
         "to_quota_name",
     ]
+
+
+def test_device_names_are_fleet_devices_and_other_extended_names_but_hugepages() -> None:
+    pod = ["cpu", "memory", "nvidia.com/gpu", "hugepages-2Mi", "example.com/fpga", "npu"]
+    assert resources.device_names(pod, {"npu"}) == {"nvidia.com/gpu", "example.com/fpga", "npu"}
+    assert resources.device_names(["cpu", "memory"], {"nvidia.com/gpu"}) == frozenset()

@@ -18,14 +18,21 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 from policies.models.queue import chip_resource
 
-__all__ = ["Quota", "charge_for"]
+__all__ = ["Quota", "charge_for", "charge_of"]
 
 
 def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
     """What admitting the whole job charges its queue when it runs on `chip`."""
-    charge = job.pod.scaled(job.replicas)
-    if job.devices and chip:
-        charge = charge + ResourceList({chip_resource(chip): job.devices * job.replicas})
+    return charge_of(job.pod, job.devices, job.replicas, chip)
+
+
+def charge_of(pod: ResourceList, devices: int, replicas: int, chip: str | None) -> ResourceList:
+    """What `replicas` pods with these requests (`devices` accelerators each) charge on
+    `chip`: their requests, plus `accelerator/<chip>` so a queue's capability can name a
+    chip model (`charge_for` for a request; also read back from stored Bindings)."""
+    charge = pod.scaled(replicas)
+    if devices and chip:
+        charge = charge + ResourceList({chip_resource(chip): devices * replicas})
     return charge
 
 
