@@ -104,7 +104,20 @@ def parse_quantity(text: str | int | float) -> int:
         raise QuantityError(
             f"invalid quantity {_shorten(stripped)!r}: longer than {_MAX_TEXT} characters"
         )
-    return _parse_text(stripped, shown=repr(text))
+    known = _PARSED.get(stripped)
+    if known is not None:
+        return known
+    value = _parse_text(stripped, shown=repr(text))
+    if len(_PARSED) < _PARSED_LIMIT:
+        _PARSED[stripped] = value
+    return value
+
+
+_PARSED: dict[str, int] = {}
+"""Quantities parsed before: exact Fraction arithmetic is slow, and a registry of many
+workloads spells the same few ("500m", "16Gi") over and over. Only successes are kept, so
+every error is still reported with the text as given."""
+_PARSED_LIMIT = 65536
 
 
 def _parse_text(text: str, *, shown: str) -> int:

@@ -12,7 +12,7 @@ that admits thousands of jobs writes them in tens of round trips, not thousands.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from federation import errors
@@ -52,10 +52,15 @@ class Binder:
         self.guards = tuple(guards)
         self._known: dict[str, tuple[int, Binding]] = {}
 
-    async def load(self) -> int:
-        """Learn every stored Binding (at start-up or after a resync); returns how many."""
-        listed = await self.typed.list(keys.prefix("bindings"))
-        self._known = {item.key: (item.revision, item.obj) for item in listed.items}
+    async def load(self, listed: Iterable[codec.Stored[Binding]] | None = None) -> int:
+        """Learn every stored Binding (at start-up or after a resync); returns how many.
+
+        `listed`: Bindings the caller has just listed itself (the scheduling loop's mirror),
+        so a new leader does not list and decode every Binding twice before its first cycle.
+        """
+        if listed is None:
+            listed = (await self.typed.list(keys.prefix("bindings"))).items
+        self._known = {item.key: (item.revision, item.obj) for item in listed}
         return len(self._known)
 
     def stored(self, key: str) -> tuple[int, Binding] | None:

@@ -218,7 +218,7 @@ class SchedulerLoop:
         binder = binder_mod.Binder(self.store, guards=guards)
         for mirror in self._mirrors:
             await mirror.load()
-        await binder.load()
+        await binder.load(list(self.bindings.items.values()))
         self._dirty.set()
         async with asyncio.TaskGroup() as group:
             for mirror in self._mirrors:

@@ -317,9 +317,13 @@ def pod_requests(pod: Mapping[str, Any], *, at: tuple[PathPart, ...]) -> Resourc
     A container's request defaults to its limit when only the limit is given. Sidecars (init
     containers with `restartPolicy: Always`) keep running, so they add to everything after.
     """
-    apps = ResourceList()
+    apps: ResourceList | None = None
     for index, container in enumerate(_containers(pod, "containers", at)):
-        apps = apps + _container_requests(container, (*at, "containers", index))
+        one = _container_requests(container, (*at, "containers", index))
+        apps = one if apps is None else apps + one
+    apps = apps if apps is not None else ResourceList()
+    if pod.get("initContainers") is None and pod.get("overhead") is None:
+        return apps  # the usual pod: its app containers' sum is the whole answer
     sidecars = ResourceList()
     init_peak = ResourceList()
     for index, container in enumerate(_containers(pod, "initContainers", at)):
@@ -344,6 +348,8 @@ def _container_requests(container: Mapping[str, Any], at: tuple[PathPart, ...]) 
     resources = _typed(container.get("resources") or {}, dict, (*at, "resources"))
     limits = _resources(resources.get("limits"), (*at, "resources", "limits"))
     requests = _resources(resources.get("requests"), (*at, "resources", "requests"))
+    if not limits:
+        return requests
     return limits.only(set(limits) - set(requests)) + requests
 
 
