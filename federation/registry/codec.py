@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from federation import errors
+from federation import errors, gcpause
 from federation.registry import store as st
 
 __all__ = [
@@ -168,12 +168,13 @@ class TypedStore(Generic[M]):
     ) -> tuple[builtins.list[Stored[M]], builtins.list[Skipped]]:
         items: builtins.list[Stored[M]] = []
         skipped: builtins.list[Skipped] = []
-        for kv in kvs:
-            try:
-                items.append(self._stored(kv))
-            except errors.Invalid as exc:
-                log.warning("skipping undecodable registry value: %s", exc)
-                skipped.append(Skipped(kv.key, str(exc)))
+        with gcpause.paused():
+            for kv in kvs:
+                try:
+                    items.append(self._stored(kv))
+                except errors.Invalid as exc:
+                    log.warning("skipping undecodable registry value: %s", exc)
+                    skipped.append(Skipped(kv.key, str(exc)))
         return items, skipped
 
     # writes

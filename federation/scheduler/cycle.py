@@ -26,12 +26,12 @@ The steps:
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from federation import gcpause
 from federation.cache import snapshot as snap
 from federation.queue import fairshare
 from federation.queue.pending import PendingJob, PendingStore
@@ -166,13 +166,8 @@ class Scheduler:
         handful of objects that all outlive it (Bindings, admissions), so its passes over
         them only cost time; it runs again, as before, when the cycle returns.
         """
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with gcpause.paused():
             return self._run_cycle(snapshot, pending, usage, now)
-        finally:
-            if collecting:
-                gc.enable()
 
     def _run_cycle(
         self,

@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from federation import clock as clock_mod
-from federation import errors
+from federation import errors, gcpause
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting
@@ -108,6 +108,20 @@ def _binding_changed(old: Binding | None, new: Binding | None) -> bool:
     return new.status.phase == "Pending" and new.status.reason.startswith("Evicted from")
 
 
+def _status_changed(old: ClusterStatus | None, new: ClusterStatus | None) -> bool:
+    """Whether a status write changes what a cycle reads from it (capacity, readiness,
+    APIs, taints). A heartbeat alone does not: with tens of thousands of workloads admitted
+    a cycle costs a good fraction of a second, and every member heartbeats."""
+    if old is None or new is None:
+        return True
+    return (
+        old.ready() != new.ready()
+        or old.flavors != new.flavors
+        or old.taints != new.taints
+        or old.api_enablements != new.api_enablements
+    )
+
+
 def _finished_changed(old: WorkloadStatus | None, new: WorkloadStatus | None) -> bool:
     was = old is not None and old.phase in reconcile.FINISHED
     return was != (new is not None and new.phase in reconcile.FINISHED)
@@ -156,7 +170,7 @@ class SchedulerLoop:
         self.statuses = _Mirror(
             codec.TypedStore(store, codec.Codec(ClusterStatus)),
             keys.prefix("clusterstatus"),
-            self._any,
+            self._status,
         )
         self.bindings = _Mirror(
             codec.TypedStore(store, codec.Codec(Binding)), keys.prefix("bindings"), self._evicted
@@ -195,6 +209,10 @@ class SchedulerLoop:
 
     def _any(self, old: object, new: object) -> None:
         self._dirty.set()
+
+    def _status(self, old: ClusterStatus | None, new: ClusterStatus | None) -> None:
+        if _status_changed(old, new):
+            self._dirty.set()
 
     def _evicted(self, old: Binding | None, new: Binding | None) -> None:
         if _binding_changed(old, new):
@@ -305,6 +323,21 @@ class SchedulerLoop:
         5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
         """
         started = self.clock.monotonic()
+        with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
+            result, work = self._decide()
+        await self._write(binder, result.bindings, work.stale)  # step 5
+        if result.admitted and result.decisions >= self.settings.cycle_batch:
+            self._dirty.set()  # jobs beyond this cycle's batch are still waiting
+        self.cycles += 1
+        self.last = result
+        if self.metrics is not None and result.decisions:
+            elapsed = self.clock.monotonic() - started
+            for _ in range(result.decisions):
+                self.metrics.observe_decision(elapsed / result.decisions)
+        return result
+
+    def _decide(self) -> tuple[cycle.CycleResult, reconcile.Work]:
+        """Steps 1-4 of `cycle_once`: everything but the write, without I/O."""
         clusters = [i.obj for i in self.clusters.items.values()]
         statuses = {key.rpartition("/")[2]: i.obj for key, i in self.statuses.items.items()}
         for c in clusters:
@@ -349,16 +382,7 @@ class SchedulerLoop:
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
         _mark_fingerprints(result.bindings, self._fingerprints)
-        await self._write(binder, result.bindings, work.stale)  # step 5
-        if result.admitted and result.decisions >= self.settings.cycle_batch:
-            self._dirty.set()  # jobs beyond this cycle's batch are still waiting
-        self.cycles += 1
-        self.last = result
-        if self.metrics is not None and result.decisions:
-            elapsed = self.clock.monotonic() - started
-            for _ in range(result.decisions):
-                self.metrics.observe_decision(elapsed / result.decisions)
-        return result
+        return result, work
 
     async def _write(
         self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]

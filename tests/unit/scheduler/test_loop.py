@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,11 +27,11 @@ from policies.models.binding import (
     TargetCluster,
     WorkloadReference,
 )
-from policies.models.cluster import ClusterStatus
+from policies.models.cluster import ClusterStatus, Taint
 from policies.models.propagation import PropagationPolicy
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
-from tests.unit.scheduler.fleet import NOW, cluster, job, queue, run, workload
+from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, queue, run, workload
 from tests.waiting import wait_for
 
 SETTINGS = SchedulerSettings()
@@ -235,6 +236,21 @@ def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> 
     assert [a.ref.name for a in both(copy, (policy,), ("a",)).admitted] == ["web"]
     # A cluster turning Ready re-divides the service, as without the memo.
     assert [j.ref.name for j in both(copy, (policy,), ("a", "b")).pending] == ["web"]
+
+
+def test_only_status_writes_that_change_what_a_cycle_reads_start_one() -> None:
+    base = cluster("a", flavor(nodes=2)).status
+    assert base is not None
+    later = NOW + dt.timedelta(seconds=30)
+    heartbeat = base.model_copy(update={"last_heartbeat": later, "kubernetes_version": "v1.31"})
+    assert not loop_mod._status_changed(base, heartbeat)
+    fuller = cluster("a", flavor(nodes=2, cpu="4")).status
+    down = cluster("a", flavor(nodes=2), ready=False).status
+    tainted = base.model_copy(update={"taints": [Taint(key="k", effect="NoSchedule")]})
+    apis = cluster("a", flavor(nodes=2), apis=[("batch/v1", "Job")]).status
+    for changed in (fuller, down, tainted, apis, None):
+        assert loop_mod._status_changed(base, changed)
+    assert loop_mod._status_changed(None, base)
 
 
 def test_a_binding_whose_workload_is_gone_is_stale() -> None:
