@@ -113,6 +113,30 @@ def _vector(resources: ResourceList, device: str | None, *, pods_default: int) -
     ]
 
 
+_FLAVOR_ROWS: dict[int, tuple[NodeFlavor, tuple[list[int], list[int], list[int]]]] = {}
+"""Per node flavor object (by identity, the object kept alongside): its allocatable, free
+and emptiest-node vectors. The controller builds a snapshot every cycle from status objects
+that mostly did not change, and reading three ResourceLists per flavor was most of it."""
+_FLAVOR_ROWS_LIMIT = 65536
+
+
+def _flavor_rows(flavor: NodeFlavor) -> tuple[list[int], list[int], list[int]]:
+    hit = _FLAVOR_ROWS.get(id(flavor))
+    if hit is not None and hit[0] is flavor:
+        return hit[1]
+    device = flavor.accelerator_resource
+    per_node = _vector(flavor.allocatable, device, pods_default=_DEFAULT_PODS)
+    rows = (
+        per_node,
+        _vector(flavor.free, device, pods_default=per_node[PODS] * flavor.node_count),
+        _vector(flavor.largest_free, device, pods_default=per_node[PODS]),
+    )
+    if len(_FLAVOR_ROWS) >= _FLAVOR_ROWS_LIMIT:
+        _FLAVOR_ROWS.clear()
+    _FLAVOR_ROWS[id(flavor)] = (flavor, rows)
+    return rows
+
+
 def _price(table_value: object) -> float:
     return float(str(table_value)) if table_value is not None else float("nan")
 
@@ -156,13 +180,9 @@ def build(
         for fi, flavor in enumerate(flavors):
             device = flavor.accelerator_resource
             names.append(device)
-            per_node = _vector(flavor.allocatable, device, pods_default=_DEFAULT_PODS)
+            per_node, free[ci, fi], largest[ci, fi] = _flavor_rows(flavor)
             alloc[ci, fi] = per_node
             nodes[ci, fi] = flavor.node_count
-            free[ci, fi] = _vector(
-                flavor.free, device, pods_default=per_node[PODS] * flavor.node_count
-            )
-            largest[ci, fi] = _vector(flavor.largest_free, device, pods_default=per_node[PODS])
             flavor_arch[ci, fi] = arches.setdefault(flavor.arch, len(arches))
             model = flavor.accelerator_model
             if model is not None and device:
