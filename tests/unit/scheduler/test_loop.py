@@ -164,17 +164,20 @@ def test_a_replica_change_makes_a_new_fingerprint_and_a_new_placement() -> None:
     assert [j.ref.name for j in work.pending] == ["train"]
 
 
+WEB = workload("web", kind="Deployment", replicas=4)
+DUPLICATED = PropagationPolicy.model_validate(
+    {
+        "metadata": {"name": "web", "namespace": "team"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+        },
+    }
+)
+
+
 def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> None:
-    web = workload("web", kind="Deployment", replicas=4)
-    policy = PropagationPolicy.model_validate(
-        {
-            "metadata": {"name": "web", "namespace": "team"},
-            "spec": {
-                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
-            },
-        }
-    )
+    web, policy = WEB, DUPLICATED
     bound = binding(web, {"a": 4})
     first = sort(web, bound=bound, ready=("a",), policies=(policy,))
     mark = first.fingerprints[key(web)]
@@ -188,16 +191,7 @@ def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> Non
 
 
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
-    web = workload("web", kind="Deployment", replicas=4)
-    policy = PropagationPolicy.model_validate(
-        {
-            "metadata": {"name": "web", "namespace": "team"},
-            "spec": {
-                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
-            },
-        }
-    )
+    web, policy = WEB, DUPLICATED
     prepared = reconcile.Prepared()
     marks: dict[str, str] = {}
 
