@@ -15,6 +15,7 @@ naming the limit and the numbers ("queue ml-research at capability for nvidia-a1
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -109,6 +110,9 @@ def _add(totals: dict[str, int], charge: ResourceList, sign: int, *, physical: b
         totals[name] = totals.get(name, 0) + sign * amount
 
 
+_VERSIONS = itertools.count(1)
+
+
 class Usage:
     """Admitted workloads with running totals per queue and per namespace.
 
@@ -118,6 +122,9 @@ class Usage:
     """
 
     def __init__(self, admissions: Iterable[Admission] = ()) -> None:
+        self.version = next(_VERSIONS)
+        """Unique to this set of admissions: a change takes a new number, a copy keeps it
+        (so what is derived from the admitted set can be kept while it stands)."""
         self._admissions: dict[str, Admission] = {}
         self._queues: dict[str, dict[str, int]] = {}
         self._namespaces: dict[str, dict[str, int]] = {}
@@ -134,6 +141,7 @@ class Usage:
 
     def admit(self, admission: Admission) -> None:
         """Charge an admission (replacing an older one for the same workload)."""
+        self.version = next(_VERSIONS)
         key = str(admission.ref)
         if key in self._admissions:
             self.release(admission.ref)
@@ -150,6 +158,7 @@ class Usage:
         admission = self._admissions.pop(str(ref), None)
         if admission is None:
             return None
+        self.version = next(_VERSIONS)
         q, ns = admission.queue, admission.namespace
         self._by_queue[q].pop(str(ref), None)
         _add(self._queues[q], admission.charge, -1, physical=False)
@@ -158,18 +167,19 @@ class Usage:
         self._lists.pop(("ns", ns), None)
         return admission
 
-    def sync(self, admissions: Iterable[Admission]) -> None:
+    def sync(self, admissions: Iterable[Admission], refs: Iterable[str] | None = None) -> None:
         """Make the admitted set exactly `admissions`, charging only what changed.
 
         The controller re-reads its admissions from the Bindings every cycle, and almost
         all of them are the very objects of the cycle before (the reconcile memo keeps
         them), so comparing by identity and charging the difference keeps a cycle's cost
-        off the number of admitted workloads.
+        off the number of admitted workloads. `refs`: each admission's `str(ref)`, in order,
+        when the caller has them already.
         """
         current = self._admissions
         wanted: dict[str, Admission] = {}
-        for admission in admissions:
-            key = str(admission.ref)
+        named = zip(refs, admissions, strict=True) if refs is not None else None
+        for key, admission in named or ((str(a.ref), a) for a in admissions):
             wanted[key] = admission
             if current.get(key) is not admission:
                 self.admit(admission)
@@ -216,6 +226,7 @@ class Usage:
 
     def copy(self) -> Usage:
         other = Usage()
+        other.version = self.version
         other._admissions = dict(self._admissions)
         other._queues = {q: dict(t) for q, t in self._queues.items()}
         other._namespaces = {n: dict(t) for n, t in self._namespaces.items()}

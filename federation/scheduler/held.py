@@ -44,7 +44,7 @@ def effective_capacity(
     With nothing admitted the snapshot's arrays are returned as they are (copied).
     """
     free, largest = snapshot.free.copy(), snapshot.largest.copy()
-    groups = _held_groups(snapshot, usage) if len(usage) else {}
+    groups = _groups(snapshot, usage) if len(usage) else {}
     if not groups:
         return free, largest
     total = snapshot.alloc * snapshot.nodes[:, :, None]
@@ -55,6 +55,23 @@ def effective_capacity(
     holding = (held > 0).any(axis=-1, keepdims=True)
     effective = np.where(holding, np.maximum(np.minimum(free, total - held), 0), free)
     return effective, np.where(holding, np.minimum(largest, effective), largest)
+
+
+_LAST: list[tuple[int, tuple[str, ...], frozenset[str], dict[_Shape, snap.IntArray]]] = []
+"""The last grouping, with the usage version and the fleet (cluster order, device
+resources) it was made for: a cycle with no new admission reuses it."""
+
+
+def _groups(snapshot: snap.Snapshot, usage: Usage) -> dict[_Shape, snap.IntArray]:
+    names = tuple(c.name for c in snapshot.clusters)
+    known = snapshot.device_resources
+    if _LAST:
+        version, fleet, devices, groups = _LAST[0]
+        if version == usage.version and fleet == names and devices == known:
+            return groups
+    groups = _held_groups(snapshot, usage)
+    _LAST[:] = [(usage.version, names, known, groups)]
+    return groups
 
 
 _PodShape = tuple[tuple[int, ...], frozenset[str]]

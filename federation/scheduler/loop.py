@@ -369,7 +369,7 @@ class SchedulerLoop:
         pending = PendingStore()
         for job in work.pending:
             pending.add(job)
-        self._usage.sync(work.admitted)
+        self._usage.sync(work.admitted, work.admitted_keys)
         result = self.scheduler.run_cycle(  # step 3
             snapshot, pending, self._usage, self.clock.now()
         )

@@ -75,6 +75,8 @@ class Work:
     """Binding keys whose workload was deleted."""
     fingerprints: dict[str, str] = field(default_factory=dict)
     """ref -> fingerprint of every admitted workload (adopted for Bindings found at start)."""
+    admitted_keys: list[str] = field(default_factory=list)
+    """The key of each of `admitted`, in order."""
     marks: dict[str, str] = field(default_factory=dict)
     """ref -> current fingerprint of every workload neither finished nor opaque."""
 
@@ -155,11 +157,12 @@ def reconcile(
     the caller across cycles) saves re-reading the charge of a Binding that did not change;
     `prepared` (likewise) saves re-reading the pending entry and fingerprint of a workload.
     """
-    known = set(clusters)
+    known = frozenset(clusters)
     ready_now = sorted(ready)
     devices = frozenset(device_resources)
     work = Work()
     jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
+    trusted = prepared is not None and memo is not None and prepared.trust(memo, known)
     for key, entry in workloads.items():
         job, mark = _read(jobs, key, entry, policies=policies, settings=settings, ready=ready_now)
         if job is None:
@@ -169,17 +172,21 @@ def reconcile(
             continue
         binding = bindings.get(key)
         work.marks[key] = mark
-        if binding is not None and _holds(
-            binding, known, admitted_as(binding, fingerprints.get(key), mark), mark
+        cached = memo.get(key) if memo is not None else None
+        fresh = cached is not None and cached[0] is binding and cached[1] == mark
+        if (fresh and trusted) or (
+            binding is not None
+            and _holds(binding, known, admitted_as(binding, fingerprints.get(key), mark), mark)
         ):
-            cached = memo.get(key) if memo is not None else None
-            if cached is not None and cached[0] is binding and cached[1] == mark:
+            if cached is not None and fresh:
                 admitted = cached[2]
             else:
+                assert binding is not None
                 admitted = admission_of(job, binding, device_resources=devices)
                 if memo is not None:
                     memo[key] = (binding, mark, admitted)
             work.admitted.append(admitted)
+            work.admitted_keys.append(key)
             work.fingerprints[key] = mark
         else:
             work.pending.append(job)
@@ -236,8 +243,22 @@ class Prepared:
 
     policies: tuple[object, ...] = ()
     ready: tuple[str, ...] = ()
+    known: frozenset[str] = frozenset()
+    """The clusters the admissions memo was made against (see `reconcile`)."""
     settings: SchedulerSettings | None = None
     jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] = field(default_factory=dict)
+
+    def trust(
+        self, memo: dict[str, tuple[Binding, str, accounting.Admission]], known: frozenset[str]
+    ) -> bool:
+        """Whether an admission in `memo` made from the very Binding now stored, under the
+        same fingerprint, still stands without checking it again: it stood when made, and
+        the one other thing it depends on, the known clusters, drops the memo when it
+        changes. So an unchanged admitted workload costs a cycle a few lookups."""
+        if self.known != known:
+            memo.clear()
+            self.known = known
+        return True
 
     def entries(
         self, policies: Sequence[object], ready: Sequence[str], settings: SchedulerSettings
@@ -268,7 +289,7 @@ def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:
     return binding.metadata.annotations.get(FINGERPRINT) or remembered or now
 
 
-def _holds(binding: Binding, known: set[str], admitted_as: str, now: str) -> bool:
+def _holds(binding: Binding, known: frozenset[str], admitted_as: str, now: str) -> bool:
     """Whether a stored Binding still stands as an admission."""
     return (
         binding.status.phase == "Scheduled"

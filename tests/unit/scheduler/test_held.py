@@ -247,3 +247,17 @@ def test_device_pods_without_a_recorded_chip_are_held_where_their_resource_is() 
     assert sum(devices_held) == 12_000
     assert devices_held[flavor_of(s, None)] == 0
     assert GPU in s.device_resources
+
+
+def test_a_change_to_the_admitted_set_is_seen_by_the_next_cycle_not_a_stale_grouping() -> None:
+    s = snap.build([cluster("a", CPU16)])
+    usage = Usage([held("w", {"a": 3}, pod=POD)])
+    first = fw.CycleState(s, usage.copy(), SETTINGS)
+    again = fw.CycleState(s, usage.copy(), SETTINGS)  # same admissions: same start
+    assert again.free.tolist() == first.free.tolist()
+    usage.admit(held("v", {"a": 2}, pod=POD))
+    grown = fw.CycleState(s, usage.copy(), SETTINGS)
+    assert first.free[0, 0, CPU] - grown.free[0, 0, CPU] == 8 * CORE
+    usage.release(keys.WorkloadRef("team", "Job.batch", "v"))
+    usage.release(keys.WorkloadRef("team", "Job.batch", "w"))
+    assert fw.CycleState(s, usage, SETTINGS).free.tolist() == s.free.tolist()

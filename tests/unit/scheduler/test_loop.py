@@ -232,6 +232,30 @@ def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> 
     assert [j.ref.name for j in both(copy, (policy,), ("a", "b")).pending] == ["web"]
 
 
+def test_a_kept_admission_falls_when_its_cluster_leaves_the_fleet() -> None:
+    prepared, memo = reconcile.Prepared(), {}  # type: ignore[var-annotated]
+    bound = binding(JOB, {"a": 2})
+
+    def sort_kept(clusters: tuple[str, ...]) -> reconcile.Work:
+        return reconcile.reconcile(
+            workloads={key(JOB): reconcile.Entry(JOB, 7)},
+            bindings={key(JOB): bound},
+            phases={},
+            policies=[],
+            clusters=clusters,
+            fingerprints={key(JOB): FP},
+            settings=SETTINGS,
+            memo=memo,
+            prepared=prepared,
+        )
+
+    first = sort_kept(("a", "b"))
+    assert [a.ref.name for a in first.admitted] == ["train"] and memo
+    kept = sort_kept(("a", "b"))
+    assert kept.admitted[0] is first.admitted[0]  # taken from the memo, not read again
+    assert [j.ref.name for j in sort_kept(("b",)).pending] == ["train"]
+
+
 def test_only_status_writes_that_change_what_a_cycle_reads_start_one() -> None:
     base = cluster("a", flavor(nodes=2)).status
     assert base is not None
