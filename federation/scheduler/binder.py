@@ -39,6 +39,8 @@ class WriteReport:
     unchanged: int = 0
     transactions: int = 0
     retried: int = 0
+    superseded: int = 0
+    """Decisions dropped because another writer moved the workload since they were made."""
 
 
 class Binder:
@@ -78,10 +80,11 @@ class Binder:
     async def write(self, bindings: Sequence[Binding]) -> WriteReport:
         """Write the Bindings that differ from what is stored; CAS, in batched transactions."""
         report = WriteReport()
-        ops: list[tuple[str, Binding, st.Op]] = []
+        ops: list[tuple[str, Binding, Binding | None, Binding, st.Op]] = []
         for given in bindings:
             key = keys.binding_key(binding_ref(given))
             entry = self._known.get(key)
+            seen = entry[1] if entry is not None else None
             if entry is not None:
                 binding = _keep_failover(entry[1], given)
                 if same(entry[1], binding):
@@ -91,34 +94,50 @@ class Binder:
             else:
                 binding = given
                 op = self.typed.create_op(key, binding)
-            ops.append((key, binding, op))
+            ops.append((key, given, seen, binding, op))
         for start in range(0, len(ops), self.batch):
             chunk = ops[start : start + self.batch]
             try:
-                result = await self.typed.store.commit(
-                    [op for _, _, op in chunk], guards=self.guards
-                )
+                result = await self.typed.store.commit([op for *_, op in chunk], guards=self.guards)
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
                 report.transactions += 1
-                for key, binding, _ in chunk:
-                    await self._one(key, binding, report)
+                for key, given, seen, _, _ in chunk:
+                    # Merged again with what is stored now: the tasks merged above came
+                    # from what this binder last saw, which failover may since have ended.
+                    await self._one(key, given, seen, report)
                 continue
             report.transactions += 1
             report.written += len(chunk)
-            for key, binding, _ in chunk:
+            for key, _, _, binding, _ in chunk:
                 self._known[key] = (result.revision, binding)
         return report
 
-    async def _one(self, key: str, binding: Binding, report: WriteReport) -> None:
+    async def _one(
+        self, key: str, given: Binding, seen: Binding | None, report: WriteReport
+    ) -> None:
+        """Write one Binding after a lost race. If the workload was moved meanwhile (failover
+        evicted it, fail-back or `fedctl rebalance` moved it), the decision was made on a
+        placement that is gone: it is dropped, and the next cycle decides from the new one.
+        Otherwise another writer only amended it (eviction tasks): merge and write."""
         report.retried += 1
+        superseded = False
 
         def change(current: Binding | None) -> Binding:
-            return binding if current is None else _keep_failover(current, binding)
+            nonlocal superseded
+            if current is None:
+                return given
+            if seen is not None and current.spec.clusters != seen.spec.clusters:
+                superseded = True
+                return current
+            return _keep_failover(current, given)
 
         stored = await self.typed.mutate(key, change, guards=self.guards)
         if stored is not None:
             self._known[key] = (stored.revision, stored.obj)
-            report.written += 1
+            if superseded:
+                report.superseded += 1
+            else:
+                report.written += 1
 
 
 def same(old: Binding, new: Binding) -> bool:
@@ -133,7 +152,17 @@ def same(old: Binding, new: Binding) -> bool:
 
 
 def _keep_failover(stored: Binding, new: Binding) -> Binding:
-    """Eviction tasks belong to failover: keep the stored ones when the new Binding has none."""
+    """Eviction tasks belong to failover: keep the stored ones when the new Binding has none.
+
+    And a placement decided again where the workload already is keeps the stored status:
+    its reason (say, which fail-back brought it there) and time still tell the last move.
+    """
+    if (
+        new.status.phase == stored.status.phase == "Scheduled"
+        and new.status.reason != stored.status.reason
+        and new.spec.clusters == stored.spec.clusters
+    ):
+        new = new.model_copy(update={"status": stored.status})
     if new.spec.eviction_tasks or not stored.spec.eviction_tasks:
         return new
     spec = new.spec.model_copy(update={"eviction_tasks": stored.spec.eviction_tasks})

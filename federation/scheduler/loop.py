@@ -395,6 +395,8 @@ class SchedulerLoop:
                 if entry is not None:
                     self._written[key] = entry
             log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
+            if report.superseded:
+                self._dirty.set()  # moved by another writer meanwhile: decide again from there
         for key in stale:
             try:
                 deleted = await self.store.commit([st.Delete(key)], guards=binder.guards)

@@ -170,7 +170,8 @@ class Placer:
     # -- the whole decision
 
     def place(self, job: fw.JobRequest, state: fw.CycleState) -> Placed | Failed:
-        """Try each affinity group in order; the first that places the job wins.
+        """Try each affinity group in order, from the one the workload runs in now
+        (`observed_group`); the first that places the job wins.
 
         A whole-to-one-cluster request first asks the incremental path, which reaches the
         same decision from per-signature scores refreshed only where capacity changed.
@@ -188,7 +189,7 @@ class Placer:
                 {fast.cluster: (fast.flavor, fast.flavor_free)},
             )
         failure: Failed | None = None
-        for term in range(len(job.terms)):
+        for term in range(observed_group(job, state), len(job.terms)):
             request = job.with_term(term) if term else job
             outcome = self._place_in_term(request, state)
             if isinstance(outcome, Placed):
@@ -271,6 +272,26 @@ def _placed(*values: object) -> Placed:
     for put, value in zip(_PLACED_SETTERS, values, strict=True):
         put(made, value)
     return made
+
+
+def observed_group(job: fw.JobRequest, state: fw.CycleState) -> int:
+    """The affinity group a placed workload runs in: where placing it again starts.
+
+    As Karmada's `schedulerObservedAffinityName`: a workload that fell back to a later
+    group (its first group's clusters failed) stays in that group when it is placed again
+    for a replica change, a policy edit or a member joining, and moves on to later groups
+    only if that one cannot hold it. Going back to an earlier group is fail-back's call
+    (`spec.fedctl.failback`, `fedctl rebalance`), which hands over gracefully; here it would
+    delete the running copy before the new one is ready.
+    """
+    if len(job.terms) < 2 or not job.previous:
+        return 0
+    index = state.snapshot.index
+    running = [state.snapshot.clusters[index[n]] for n in job.previous if n in index]
+    for i, term in enumerate(job.terms):
+        if running and all(affinity.matches(term, c) is None for c in running):
+            return i
+    return 0
 
 
 def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:

@@ -106,3 +106,85 @@ async def test_load_learns_existing_revisions(etcd_store: EtcdStore, namespace: 
     assert await fresh.load() >= 1
     report = await fresh.write([binding(namespace, "job")])
     assert (report.written, report.unchanged) == (0, 1)
+
+
+async def test_a_lost_race_merges_with_the_stored_tasks_not_the_ones_last_seen(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    from policies.models.binding import EvictionTask
+
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
+    task = EvictionTask(cluster="a", reason="cluster unreachable", creation_time=NOW, replicas=1)
+    writer = binder.Binder(etcd_store)
+    moved = binding(namespace, "job", cluster="b")
+    with_task = moved.model_copy(
+        update={"spec": moved.spec.model_copy(update={"eviction_tasks": [task]})}
+    )
+    await writer.write([with_task])  # the binder last saw the task
+
+    def end_task(current: Binding | None) -> Binding:
+        assert current is not None  # failover ends it behind the binder's back
+        return current.model_copy(
+            update={"spec": current.spec.model_copy(update={"eviction_tasks": []})}
+        )
+
+    await typed.mutate(key, end_task)
+    report = await writer.write([binding(namespace, "job", cluster="c")])
+    assert report.retried == 1
+    stored = await typed.get(key)
+    assert stored is not None and stored.obj.spec.clusters[0].name == "c"
+    assert stored.obj.spec.eviction_tasks == []  # not the ended task brought back
+
+
+async def test_placed_again_where_it_is_keeps_the_stored_reason(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
+    rebalanced = binding(namespace, "job", cluster="home").model_copy(
+        update={
+            "status": BindingStatus(
+                phase="Scheduled", reason="Rebalanced: back home", last_scheduled_time=NOW
+            )
+        }
+    )
+    await binder.Binder(etcd_store).write([rebalanced])
+    later = NOW.replace(hour=13)
+    again = binding(namespace, "job", cluster="home", replicas=1).model_copy(
+        update={"status": BindingStatus(phase="Scheduled", last_scheduled_time=later)}
+    )
+    again.metadata.annotations[binder.FINGERPRINT] = "edited"  # a change worth writing
+    await binder.Binder(etcd_store).write([again])
+    stored = await typed.get(key)
+    assert stored is not None
+    assert stored.obj.metadata.annotations[binder.FINGERPRINT] == "edited"
+    assert (stored.obj.status.reason, stored.obj.status.last_scheduled_time) == (
+        "Rebalanced: back home",
+        NOW,
+    )
+    moved = binding(namespace, "job", cluster="away")
+    await binder.Binder(etcd_store).write([moved])
+    stored = await typed.get(key)
+    assert stored is not None and stored.obj.status.reason == ""  # a real move tells its own
+
+
+async def test_a_decision_on_a_placement_moved_meanwhile_is_dropped(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
+    writer = binder.Binder(etcd_store)
+    await writer.write([binding(namespace, "job", cluster="fallback")])
+
+    def fail_back(current: Binding | None) -> Binding:
+        assert current is not None  # fail-back moves it home behind the binder's back
+        home = binding(namespace, "job", cluster="home")
+        return current.model_copy(update={"spec": home.spec})
+
+    await typed.mutate(key, fail_back)
+    report = await writer.write([binding(namespace, "job", cluster="fallback", replicas=2)])
+    assert (report.superseded, report.written) == (1, 0)
+    stored = await typed.get(key)
+    assert stored is not None and stored.obj.placement() == {"home": 1}
+    assert writer.stored(key) == (stored.revision, stored.obj)  # the next cycle starts there

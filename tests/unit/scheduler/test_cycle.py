@@ -251,6 +251,26 @@ def test_affinity_groups_fall_back_in_order() -> None:
     assert placed(result) == {"small": {"primary": 1}, "large": {"backup": 1}}
 
 
+def test_placed_again_a_workload_stays_in_the_fallback_group_it_runs_in() -> None:
+    placement = {
+        "clusterAffinities": [
+            {"affinityName": "main", "clusterNames": ["primary"]},
+            {"affinityName": "dr", "clusterNames": ["backup"]},
+        ]
+    }
+    down = [cluster("primary", flavor(nodes=1), ready=False), cluster("backup", flavor(nodes=1))]
+    web = job(workload("web", cpu="1", replicas=2, kind="Deployment"), placement=placement)
+    first = run(down, [web])
+    assert placed(first) == {"web": {"backup": 2}}
+    back = [cluster("primary", flavor(nodes=1)), cluster("backup", flavor(nodes=1))]
+    snapshot = snap.build(back, bindings=first.bindings)
+    scaled = job(workload("web", cpu="1", replicas=3, kind="Deployment"), placement=placement)
+    fresh = job(workload("new", cpu="1", replicas=2, kind="Deployment"), placement=placement)
+    again = run(back, [scaled, fresh], snapshot=snapshot)
+    # Coming home is fail-back's move (graceful); a re-placement keeps the group it runs in.
+    assert placed(again) == {"web": {"backup": 3}, "new": {"primary": 2}}
+
+
 def test_static_weights_divide_a_service() -> None:
     fleet = [
         cluster("a", flavor(nodes=4)),
