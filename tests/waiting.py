@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -44,3 +44,13 @@ async def stop(tasks: Iterable[asyncio.Task[Any]]) -> None:
     for task in pending:
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@contextlib.asynccontextmanager
+async def background(*coros: Coroutine[Any, Any, Any]) -> AsyncIterator[list[asyncio.Task[Any]]]:
+    """Run `coros` as tasks for the block (a test's controllers and loops); `stop` them after."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        yield tasks
+    finally:
+        await stop(tasks)

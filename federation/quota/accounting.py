@@ -178,8 +178,12 @@ class Usage:
         """
         current = self._admissions
         wanted: dict[str, Admission] = {}
-        named = zip(refs, admissions, strict=True) if refs is not None else None
-        for key, admission in named or ((str(a.ref), a) for a in admissions):
+        pairs: Iterable[tuple[str, Admission]] = (
+            zip(refs, admissions, strict=True)
+            if refs is not None
+            else ((str(a.ref), a) for a in admissions)
+        )
+        for key, admission in pairs:
             wanted[key] = admission
             if current.get(key) is not admission:
                 self.admit(admission)

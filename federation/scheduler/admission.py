@@ -168,16 +168,17 @@ class Admitter:
             # Only victims on clusters the job could use at all can make room for it.
             rows, _ = self.scheduler.placer.static_rows(request, self.state)
             names = {self.state.snapshot.clusters[r].name for r in rows.tolist()}
-            own = sorted(
-                (
-                    a
-                    for a in usage.in_queue(job.queue)
-                    if a.priority < job.priority and names.intersection(a.placement)
-                ),
-                key=lambda a: (a.priority, -a.seq),
-            )
-            if own and settings.preemption:
-                return own
+            if settings.preemption:
+                own = sorted(
+                    (
+                        a
+                        for a in usage.in_queue(job.queue)
+                        if a.priority < job.priority and names.intersection(a.placement)
+                    ),
+                    key=lambda a: (a.priority, -a.seq),
+                )
+                if own:
+                    return own
             # A fleet full of borrowed work fails on capacity, not on lending: a queue under
             # its guarantee reclaims there too.
             return self._reclaim(job, request, clusters=names)

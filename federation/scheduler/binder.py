@@ -86,7 +86,7 @@ class Binder:
             entry = self._known.get(key)
             seen = entry[1] if entry is not None else None
             if entry is not None:
-                binding = _keep_failover(entry[1], given)
+                binding = _merged(entry[1], given)
                 if same(entry[1], binding):
                     report.unchanged += 1
                     continue
@@ -129,7 +129,7 @@ class Binder:
             if seen is not None and current.spec.clusters != seen.spec.clusters:
                 superseded = True
                 return current
-            return _keep_failover(current, given)
+            return _merged(current, given)
 
         stored = await self.typed.mutate(key, change, guards=self.guards)
         if stored is not None:
@@ -151,7 +151,7 @@ def same(old: Binding, new: Binding) -> bool:
     )
 
 
-def _keep_failover(stored: Binding, new: Binding) -> Binding:
+def _merged(stored: Binding, new: Binding) -> Binding:
     """Eviction tasks belong to failover: keep the stored ones when the new Binding has none.
 
     And a placement decided again where the workload already is keeps the stored status:

@@ -167,36 +167,29 @@ class Scheduler:
         them only cost time; it runs again, as before, when the cycle returns.
         """
         with gcpause.paused():
-            return self._run_cycle(snapshot, pending, usage, now)
-
-    def _run_cycle(
-        self,
-        snapshot: snap.Snapshot,
-        pending: PendingStore,
-        usage: accounting.Usage,
-        now: dt.datetime,
-    ) -> CycleResult:
-        result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
-        self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
-        self._stamps_by_id = {}
-        state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
-        admit = admission.Admitter(self, state, result, now=now)
-        budget = self.settings.cycle_batch
-        for job in self._heads(snapshot, result):  # step 1
-            if budget <= 0:
-                result.pending.add(job)  # untouched: next cycle
-                break
-            budget -= 1
-            result.decisions += 1
-            outcome = self.placer.place(self.request(job, snapshot), admit.state)  # steps 3-5
-            if not admit.settle(job, outcome):  # steps 6-7
-                yield_back = result.reasons.get(str(job.ref), "")
-                result.pending.add(job.with_reason(yield_back))  # step 8
-                self._strict_stop(job, snapshot)
-        self._requests = {k: v for k, v in self._requests.items() if v.job.ref in result.pending}
-        self._stamps = {}
-        self._stamps_by_id = {}
-        return result
+            result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
+            self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
+            self._stamps_by_id = {}
+            state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
+            admit = admission.Admitter(self, state, result, now=now)
+            budget = self.settings.cycle_batch
+            for job in self._heads(snapshot, result):  # step 1
+                if budget <= 0:
+                    result.pending.add(job)  # untouched: next cycle
+                    break
+                budget -= 1
+                result.decisions += 1
+                outcome = self.placer.place(self.request(job, snapshot), admit.state)  # steps 3-5
+                if not admit.settle(job, outcome):  # steps 6-7
+                    yield_back = result.reasons.get(str(job.ref), "")
+                    result.pending.add(job.with_reason(yield_back))  # step 8
+                    self._strict_stop(job, snapshot)
+            self._requests = {
+                k: v for k, v in self._requests.items() if v.job.ref in result.pending
+            }
+            self._stamps = {}
+            self._stamps_by_id = {}
+            return result
 
     # -- step 1
 

@@ -377,7 +377,7 @@ class SchedulerLoop:
         for admission in result.admitted:
             if isinstance(admission.job, PendingJob):
                 key = str(admission.ref)
-                mark = work.marks.get(key) or reconcile.fingerprint(admission.job, ready=ready)
+                mark = work.marks[key]  # every job the cycle saw was read by reconcile
                 self._fingerprints[key] = mark
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)

@@ -288,8 +288,10 @@ def observed_group(job: fw.JobRequest, state: fw.CycleState) -> int:
         return 0
     index = state.snapshot.index
     running = [state.snapshot.clusters[index[n]] for n in job.previous if n in index]
+    if not running:
+        return 0
     for i, term in enumerate(job.terms):
-        if running and all(affinity.matches(term, c) is None for c in running):
+        if all(affinity.matches(term, c) is None for c in running):
             return i
     return 0
 

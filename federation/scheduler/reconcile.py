@@ -162,7 +162,9 @@ def reconcile(
     devices = frozenset(device_resources)
     work = Work()
     jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
-    trusted = prepared is not None and memo is not None and prepared.trust(memo, known)
+    trusted = prepared is not None and memo is not None
+    if prepared is not None and memo is not None:
+        prepared.trust(memo, known)
     for key, entry in workloads.items():
         job, mark = _read(jobs, key, entry, policies=policies, settings=settings, ready=ready_now)
         if job is None:
@@ -172,24 +174,24 @@ def reconcile(
             continue
         binding = bindings.get(key)
         work.marks[key] = mark
-        cached = memo.get(key) if memo is not None else None
-        fresh = cached is not None and cached[0] is binding and cached[1] == mark
-        if (fresh and trusted) or (
-            binding is not None
-            and _holds(binding, known, admitted_as(binding, fingerprints.get(key), mark), mark)
-        ):
-            if cached is not None and fresh:
-                admitted = cached[2]
-            else:
-                assert binding is not None
-                admitted = admission_of(job, binding, device_resources=devices)
-                if memo is not None:
-                    memo[key] = (binding, mark, admitted)
-            work.admitted.append(admitted)
-            work.admitted_keys.append(key)
-            work.fingerprints[key] = mark
-        else:
+        if binding is None:
             work.pending.append(job)
+            continue
+        cached = memo.get(key) if memo is not None else None
+        fresh = cached[2] if cached and cached[0] is binding and cached[1] == mark else None
+        if not (fresh is not None and trusted) and not _holds(
+            binding, known, admitted_as(binding, fingerprints.get(key), mark), mark
+        ):
+            work.pending.append(job)
+            continue
+        admitted = (
+            fresh if fresh is not None else admission_of(job, binding, device_resources=devices)
+        )
+        if memo is not None and fresh is None:
+            memo[key] = (binding, mark, admitted)
+        work.admitted.append(admitted)
+        work.admitted_keys.append(key)
+        work.fingerprints[key] = mark
     for key, binding in bindings.items():
         if key not in workloads:
             b = binding.spec.workload
@@ -250,15 +252,14 @@ class Prepared:
 
     def trust(
         self, memo: dict[str, tuple[Binding, str, accounting.Admission]], known: frozenset[str]
-    ) -> bool:
-        """Whether an admission in `memo` made from the very Binding now stored, under the
-        same fingerprint, still stands without checking it again: it stood when made, and
-        the one other thing it depends on, the known clusters, drops the memo when it
-        changes. So an unchanged admitted workload costs a cycle a few lookups."""
+    ) -> None:
+        """Let an admission in `memo` made from the very Binding now stored, under the same
+        fingerprint, stand without checking it again: it stood when made, and the one other
+        thing it depends on, the known clusters, drops the memo here when it changes. So an
+        unchanged admitted workload costs a cycle a few lookups."""
         if self.known != known:
             memo.clear()
             self.known = known
-        return True
 
     def entries(
         self, policies: Sequence[object], ready: Sequence[str], settings: SchedulerSettings

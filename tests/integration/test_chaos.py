@@ -28,10 +28,9 @@ import contextlib
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -54,7 +53,7 @@ from tests.integration.test_ha import (
     submit,
 )
 from tests.integration.test_propagation_support import NAMES, Federation, started_federation
-from tests.waiting import stop, wait_for
+from tests.waiting import background, wait_for
 
 SECONDS = float(os.environ.get("FEDCTL_CHAOS_SECONDS", "45"))
 pytestmark = [
@@ -387,15 +386,6 @@ async def submitter(group: Controllers, world: World, rng: random.Random) -> Non
             for job in batch:
                 world.accepted[f"{job.metadata.namespace}/{job.metadata.name}"] = job
             await asyncio.sleep(rng.uniform(0.1, 0.5))
-
-
-@contextlib.asynccontextmanager
-async def background(*coros: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    tasks = [asyncio.create_task(c) for c in coros]
-    try:
-        yield
-    finally:
-        await stop(tasks)
 
 
 @pytest.fixture

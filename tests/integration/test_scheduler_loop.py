@@ -9,7 +9,6 @@ stored Bindings, the only record of what was admitted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -37,7 +36,7 @@ from tests.integration.test_propagation_support import (
     started_federation,
 )
 from tests.unit.scheduler import fleet
-from tests.waiting import stop, wait_for
+from tests.waiting import background, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -58,15 +57,6 @@ SHARES = {"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
     async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-
-
-@contextlib.asynccontextmanager
-async def background(*coros: Any) -> AsyncIterator[list[asyncio.Task[Any]]]:
-    tasks = [asyncio.create_task(c) for c in coros]
-    try:
-        yield tasks
-    finally:
-        await stop(tasks)
 
 
 def scheduler_loop(fed: Federation) -> SchedulerLoop:

@@ -8,11 +8,8 @@ only what the old one stored: the Bindings, each with the fingerprint it was adm
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -33,7 +30,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
-from tests.waiting import stop, wait_for
+from tests.waiting import background, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -52,15 +49,6 @@ MONITOR = MonitorSettings(
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
     async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-
-
-@contextlib.asynccontextmanager
-async def background(*coros: Any) -> AsyncIterator[None]:
-    tasks = [asyncio.create_task(c) for c in coros]
-    try:
-        yield
-    finally:
-        await stop(tasks)
 
 
 def scheduler_loop(fed: Federation) -> SchedulerLoop:
