@@ -9,9 +9,14 @@ they would stand after `apply`. A workload is affected when the body names it, o
 policy that claims it is in the body or would change. Feeds the editor's preview and diff.
 
 Why here and not in the scheduler: the scheduler is pure over a snapshot; reading the
-registry and speaking HTTP belong to the API layer. What-if planning starts from empty
-admitted usage (as `fedctl plan` does): it answers "where would this fit", not "what would
-the queue admit right now".
+registry and speaking HTTP belong to the API layer.
+
+Why it counts what is admitted: a live plan answers "where would this go now". The
+Scheduled Bindings hold capacity the members may not show yet, and fill queues and
+namespace quotas; a plan that ignored them would place a job where the controller then
+leaves it pending (and `fedctl describe` sends users here for the reason). A workload that
+is itself admitted is planned without its own admission, as a re-placement would be. An
+offline plan against a profile (`fedctl plan --clusters`) has no admissions to count.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -27,15 +32,18 @@ from ruamel.yaml import YAML
 
 from federation import errors
 from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import cycle, explain
+from federation.scheduler import cycle, explain, reconcile
+from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
 from policies import loading
 from policies.models import propagation
 from policies.models.base import KubeObject
+from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
@@ -56,10 +64,12 @@ _POLICY_TYPES = (
 
 @dataclass
 class _State:
-    """User objects by registry key, plus the monitor's statuses by cluster name."""
+    """User objects by registry key, the monitor's statuses by cluster name, and the
+    Scheduled Bindings by their workload's registry key."""
 
     objects: dict[str, KubeObject]
     statuses: dict[str, ClusterStatus]
+    bindings: dict[str, Binding] = field(default_factory=dict)
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [o for o in self.objects.values() if isinstance(o, kind)]
@@ -75,6 +85,28 @@ class _State:
             quotas=self.of(FederatedResourceQuota),
         )
 
+    def usage(self, snapshot: snap.Snapshot) -> Usage:
+        """What the Scheduled Bindings hold, charged as the controller charges them: only
+        those whose workload still exists and whose every target is a known cluster (the
+        controller places the others again rather than count them)."""
+        usage = Usage()
+        for key, binding in self.bindings.items():
+            workload = self.objects.get(key)
+            if not isinstance(workload, Workload) or not binding.spec.clusters:
+                continue
+            if any(t.name not in snapshot.index for t in binding.spec.clusters):
+                continue
+            job = PendingJob(
+                ref=keys.parse_workload_key(key),
+                workload=workload,
+                queue=binding.spec.queue,
+                priority=binding.spec.priority,
+            )
+            usage.admit(
+                reconcile.admission_of(job, binding, device_resources=snapshot.device_resources)
+            )
+        return usage
+
 
 class PlanApi:
     """The plan route bound to one Store."""
@@ -82,6 +114,7 @@ class PlanApi:
     def __init__(self, store: st.Store, *, settings: SchedulerSettings | None = None) -> None:
         self.objects = codec.TypedStore(store, objects.ObjectCodec())
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self.bindings = codec.TypedStore(store, codec.Codec(Binding))
         self.settings = settings or SchedulerSettings()
 
     def routes(self) -> list[web.RouteDef]:
@@ -93,7 +126,16 @@ class PlanApi:
             listed = await self.objects.list(keys.prefix(kind))
             found.update((item.key, item.obj) for item in listed.items)
         statuses = await self.statuses.list(keys.prefix("clusterstatus"))
-        return _State(found, {keys.split(s.key)[-1]: s.obj for s in statuses.items})
+        bindings = await self.bindings.list(keys.prefix("bindings"))
+        return _State(
+            found,
+            {keys.split(s.key)[-1]: s.obj for s in statuses.items},
+            {
+                keys.workload_key(keys.parse_workload_key(b.key)): b.obj
+                for b in bindings.items
+                if b.obj.status.phase == "Scheduled"
+            },
+        )
 
     async def plan(self, request: web.Request) -> web.Response:
         text = (await request.read()).decode("utf-8", errors="replace")
@@ -106,30 +148,37 @@ class PlanApi:
         after = _State({**live.objects, **proposed}, live.statuses)
         scheduler = cycle.Scheduler(self.settings)
         plans = []
-        live_snapshot, after_snapshot = live.snapshot(), after.snapshot()
+        live_snapshot = live.snapshot()
+        held = live.usage(live_snapshot)  # what runs now, whatever the body proposes
+        live_state = fw.CycleState(live_snapshot, held, self.settings)
+        after_state = fw.CycleState(after.snapshot(), held, self.settings)
         for key in _affected(live, after, proposed):
             workload = after.objects[key]
             assert isinstance(workload, Workload)
-            entry = {"key": key, "after": self._plan(scheduler, workload, after, after_snapshot)}
+            entry = {"key": key, "after": self._plan(scheduler, workload, after, after_state)}
             before = live.objects.get(key)
             if isinstance(before, Workload):
-                entry["before"] = self._plan(scheduler, before, live, live_snapshot)
+                entry["before"] = self._plan(scheduler, before, live, live_state)
             plans.append(entry)
         return web.json_response(
             {
                 "plans": plans,
+                "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
             }
         )
 
     def _plan(
-        self, scheduler: cycle.Scheduler, workload: Workload, state: _State, snapshot: snap.Snapshot
+        self,
+        scheduler: cycle.Scheduler,
+        workload: Workload,
+        state: _State,
+        cycle_state: fw.CycleState,
     ) -> dict[str, Any]:
         policy = planning.claim(workload, state.policies())
         job = planning.job_for(workload, policy, settings=self.settings)
-        return _plan_wire(
-            scheduler.plan(job, snapshot, Usage()), policy.metadata.name if policy else None
-        )
+        planned = scheduler.plan(job, cycle_state.snapshot, cycle_state.usage, state=cycle_state)
+        return _plan_wire(planned, policy.metadata.name if policy else None)
 
 
 def _claims(state: _State, workload: Workload) -> str | None:

@@ -2,7 +2,8 @@
 
 Fed by files (`-f`, repeatable: workloads, policies, queues, quotas) and a fleet: a
 simulator profile (`--clusters PROFILE`) or the live controller (`--live`: the files are
-sent to the API's plan route, which plans them against the controller's registry). Feeds
+sent to the API's plan route, which plans them against the controller's registry, counting
+the capacity, queue and quota usage of the workloads admitted there). Feeds
 stdout: every cluster with its verdict, reason or score breakdown, then the division, the
 chip and the cost; `-o json` for scripts. Exit 0 when every workload could be placed, 3
 when some would stay pending, 1 on bad input. This is what an engineer runs while editing
@@ -96,6 +97,10 @@ async def _plan_live(args: argparse.Namespace) -> int:
         json.dump(plans, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
+        held = answer.get("admitted", 0)
+        sys.stdout.write(
+            f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"
+        )
         sys.stdout.write("\n\n".join(_render_wire(p) for p in plans) + "\n")
     return EXIT_OK if plans and all(p.get("placement") for p in plans) else EXIT_PENDING
 

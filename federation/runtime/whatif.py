@@ -13,7 +13,9 @@ sits above both, as the composition root does.
 
 Why "fresh": the preferred placement is planned without the workload's previous placement
 (which makes the real cycle sticky on purpose) and from the members' reported free
-capacity, as `fedctl plan --live` does: it answers "where would the policy put this now".
+capacity: it answers "where would the policy put this now" for work that already runs
+somewhere, so the capacity other admitted work holds but has not started is not counted
+(`fedctl plan --live`, which plans new or edited work, does count it).
 """
 
 from __future__ import annotations

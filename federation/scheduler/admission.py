@@ -43,7 +43,7 @@ from policies.models.binding import (
 if TYPE_CHECKING:
     from federation.scheduler.cycle import CycleResult, Scheduler
 
-__all__ = ["Admitter", "binding_for"]
+__all__ = ["Admitter", "binding_for", "release"]
 
 _MAX_VICTIMS = 32
 
@@ -211,7 +211,7 @@ class Admitter:
         trial = self.state.copy()
         victims: list[accounting.Admission] = []
         for victim in pool[:_MAX_VICTIMS]:
-            _release(trial, victim)
+            release(trial, victim)
             victims.append(victim)
             outcome = self.scheduler.placer.place(request, trial)
             if isinstance(outcome, pl.Placed) and self._problem(outcome, trial) is None:
@@ -384,7 +384,9 @@ def _take(
         state.take(row, first, left, request.vector)
 
 
-def _release(state: fw.CycleState, victim: accounting.Admission) -> None:
+def release(state: fw.CycleState, victim: accounting.Admission) -> None:
+    """Un-charge an admission and give its capacity back, on the chip it was charged to:
+    what a preemption trial and a what-if of an admitted workload both start from."""
     state.usage.release(victim.ref)
     s = state.snapshot
     devices = sum(victim.pod.amount(n) for n in victim.pod if n in s.device_resources)

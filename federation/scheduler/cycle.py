@@ -43,7 +43,7 @@ from federation.scheduler.plugins import default_registry
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 
-__all__ = ["CycleResult", "Scheduler"]
+__all__ = ["CycleResult", "Scheduler", "without"]
 
 
 @dataclass
@@ -236,13 +236,36 @@ class Scheduler:
     # -- what-if, for `fedctl plan` and explanations
 
     def plan(
-        self, job: PendingJob, snapshot: snap.Snapshot, usage: accounting.Usage
+        self,
+        job: PendingJob,
+        snapshot: snap.Snapshot,
+        usage: accounting.Usage,
+        *,
+        state: fw.CycleState | None = None,
     ) -> explain.Plan:
-        """Every cluster's verdict and the placement this job would get now (writes nothing)."""
-        state = fw.CycleState(snapshot, usage.copy(), self.settings)
+        """Every cluster's verdict and the placement this job would get now (writes nothing).
+
+        `state`, when given, is one `CycleState` of `snapshot` and `usage` shared by many
+        plans (placing reads a state and never charges it): building one per plan would
+        redo the held-capacity accounting of every admitted workload each time. A job that
+        is itself admitted is planned as if it were not (`without`), so it does not compete
+        with its own capacity.
+        """
+        if state is None:
+            state = fw.CycleState(snapshot, usage.copy(), self.settings)
+        own = state.usage.get(job.ref)
+        if own is not None:
+            state = without(state, own)
         request = self.request(job, snapshot)
         outcome = self.placer.place(request, state)
         return explain.plan(self.placer, request, state, outcome)
+
+
+def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleState:
+    """A copy of `state` with one admission released and its capacity given back."""
+    trial = state.copy()
+    admission.release(trial, admitted)
+    return trial
 
 
 def release(usage: accounting.Usage, refs: Sequence[object]) -> accounting.Usage:

@@ -19,10 +19,15 @@ from aiohttp import web
 
 from federation import clock
 from federation.api import app as api_app
+from federation.cache import snapshot as snap
 from federation.cli import main
 from federation.monitor.monitor import ClusterMonitor
+from federation.queue.pending import PendingStore
+from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
 from federation.registry.memory import MemoryStore
+from federation.scheduler import cycle
+from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import MonitorSettings, SchedulerSettings
 from policies.models.binding import Binding
@@ -274,6 +279,69 @@ async def test_plan_live_plans_files_against_the_controllers_registry(
         assert plans["team/Job.batch/small"]["placement"] == {"a": 1}
         assert "cpu" in plans["team/Job.batch/huge"]["reason"]
         assert not plans["team/Job.batch/huge"]["placement"]
+    finally:
+        await runner.cleanup()
+
+
+async def test_plan_live_counts_what_admitted_workloads_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cluster a: 2 nodes of 16 cores, and its status reads all 32 free. `held` (2 pods of
+    10 cores, queue qa, capability 24 cores) is admitted there: its Scheduled Binding is stored, its
+    pod not running yet. A live plan must see the 12 cores left and the queue's 20/24, and
+    plan `held` itself as if it were not there."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    member = fleet.cluster("a")
+    assert member.status is not None
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("a"), member.status
+    )
+    qa = fleet.queue("qa", capability={"cpu": "24"})
+    await objs.put(objects.key_for(qa), qa)
+    held = fleet.workload("held", cpu="10", replicas=2, queue="qa")
+    await objs.put(objects.key_for(held), held)
+    # The Binding the controller writes for it, from the scheduler's own cycle.
+    scheduler = cycle.Scheduler()
+    snapshot = snap.build([member], queues=[qa])
+    pending = PendingStore()
+    pending.add(planning.job_for(held, None, settings=scheduler.settings))
+    decided = scheduler.run_cycle(snapshot, pending, Usage(), fleet.NOW)
+    (binding,) = decided.bindings
+    assert binding.status.phase == "Scheduled"
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(held)), binding
+    )
+    files = {
+        "next": fleet.workload("next", cpu="16"),  # fits 32 free cores, not the 12 left
+        "small": fleet.workload("small", cpu="8", queue="qa"),  # fits, but 20 + 8 > 24
+        "held": held,
+    }
+    for name, w in files.items():
+        (tmp_path / f"{name}.yaml").write_text(json.dumps(w.to_wire()))
+    runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    server = f"http://127.0.0.1:{port}"
+    try:
+        code = await asyncio.to_thread(
+            main.main, ["plan", "-f", str(tmp_path), "--live", "--server", server, "-o", "json"]
+        )
+        plans = {p["workload"]: p for p in json.loads(capsys.readouterr().out)}
+        assert code == 3
+        assert not plans["team/Job.batch/next"]["placement"]
+        assert "best is a with" in plans["team/Job.batch/next"]["reason"], plans
+        assert not plans["team/Job.batch/small"]["placement"]
+        assert "queue qa" in plans["team/Job.batch/small"]["reason"], plans
+        assert plans["team/Job.batch/held"]["placement"] == {"a": 2}
+        code = await asyncio.to_thread(
+            main.main, ["plan", "-f", str(tmp_path / "held.yaml"), "--live", "--server", server]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert "counting what 1 admitted workload(s) hold" in out
     finally:
         await runner.cleanup()
 
