@@ -248,6 +248,15 @@ def _label(name: str) -> str:
     return name.removeprefix(CHIP_RESOURCE_PREFIX)
 
 
+def _never(limit: str, name: str, needs: int, allowed: int) -> str:
+    """The reason for a request no amount of waiting admits: it is larger than the limit
+    itself. Said outright, so nobody waits for capacity to free up."""
+    return (
+        f"{limit} for {_label(name)} is {_show(name, allowed)}, this workload needs"
+        f" {_show(name, needs)}: it can never be admitted (raise the limit or shrink the request)"
+    )
+
+
 def capability_problem(queue: Queue | None, used: ResourceList, charge: ResourceList) -> str | None:
     """Why `charge` would take `queue` over its capability, or None when it fits."""
     if queue is None or queue.spec.capability is None:
@@ -256,6 +265,8 @@ def capability_problem(queue: Queue | None, used: ResourceList, charge: Resource
     for name in sorted(charge):
         if name not in cap or charge[name] <= 0:
             continue
+        if charge[name] > cap[name]:
+            return _never(f"queue {queue.name} capability", name, charge[name], cap[name])
         if used.amount(name) + charge[name] > cap[name]:
             return (
                 f"queue {queue.name} at capability for {_label(name)}:"
@@ -276,8 +287,11 @@ def overall_problem(
     for name in sorted(physical):
         if name not in overall or physical[name] <= 0:
             continue
+        ns = quota.metadata.namespace or "default"
+        if physical[name] > overall[name]:
+            limit = f"namespace {ns} FederatedResourceQuota {quota.metadata.name} overall"
+            return _never(limit, name, physical[name], overall[name])
         if used.amount(name) + physical[name] > overall[name]:
-            ns = quota.metadata.namespace or "default"
             return (
                 f"namespace {ns} at FederatedResourceQuota {quota.metadata.name} overall for"
                 f" {name}: {_show(name, used.amount(name))}/{_show(name, overall[name])}"

@@ -51,6 +51,26 @@ def test_capability_and_overall_messages_name_the_limit_and_numbers() -> None:
     ) == ("namespace team at FederatedResourceQuota quota overall for cpu: 8/10 (needs 4 more)")
 
 
+def test_a_request_larger_than_the_limit_itself_says_it_can_never_be_admitted() -> None:
+    q = queue("ml-research", capability={"accelerator/nvidia-h100": "4"})
+    eight = ResourceList.from_wire({"accelerator/nvidia-h100": "8"})
+    never = accounting.capability_problem(q, ResourceList(), eight)
+    assert never == (
+        "queue ml-research capability for nvidia-h100 is 4, this workload needs 8:"
+        " it can never be admitted (raise the limit or shrink the request)"
+    )
+    # Evicting every lower-priority workload of the queue would not make room either.
+    usage = Usage([adm("low", "ml-research", **{"accelerator/nvidia-h100": "4"})])
+    assert accounting.preemption_victims(q, usage=usage, charge=eight, priority=10) is None
+    quota = frq("team", memory="64Gi")
+    assert accounting.overall_problem(
+        quota, ResourceList(), ResourceList.from_wire({"memory": "100Gi"})
+    ) == (
+        "namespace team FederatedResourceQuota quota overall for memory is 64Gi, this workload"
+        " needs 100Gi: it can never be admitted (raise the limit or shrink the request)"
+    )
+
+
 QUEUES = {
     "a": queue("a", guarantee={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "16"}),
     "b": queue("b", guarantee={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "16"}),

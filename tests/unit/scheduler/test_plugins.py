@@ -344,9 +344,9 @@ def _usage(queue_name: str, namespace: str, **charge: str) -> Usage:
             [],
             [frq("team", **{"nvidia.com/gpu": "4"})],
             None,
-            "namespace team at FederatedResourceQuota quota overall for nvidia.com/gpu: 0/4"
-            " (needs 8 more)",
-            id="namespace quota overall",
+            "namespace team FederatedResourceQuota quota overall for nvidia.com/gpu is 4, this"
+            " workload needs 8: it can never be admitted (raise the limit or shrink the request)",
+            id="namespace quota overall smaller than the request",
         ),
     ],
 )
