@@ -205,6 +205,10 @@ class Usage:
         """A queue's totals as a plain read-only map (for hot paths such as fair share)."""
         return self._queues.get(queue, {})
 
+    def namespace_totals(self, namespace: str) -> Mapping[str, int]:
+        """A namespace's physical totals as a plain read-only map (`queue_totals`' twin)."""
+        return self._namespaces.get(namespace, {})
+
     def _list(self, kind: str, name: str, totals: dict[str, dict[str, int]]) -> ResourceList:
         cached = self._lists.get((kind, name))
         if cached is None:
@@ -257,8 +261,12 @@ def _never(limit: str, name: str, needs: int, allowed: int) -> str:
     )
 
 
-def capability_problem(queue: Queue | None, used: ResourceList, charge: ResourceList) -> str | None:
-    """Why `charge` would take `queue` over its capability, or None when it fits."""
+def capability_problem(
+    queue: Queue | None, used: Mapping[str, int], charge: ResourceList
+) -> str | None:
+    """Why `charge` would take `queue` over its capability, or None when it fits.
+
+    `used` may be a ResourceList or `Usage.queue_totals` (no list built per decision)."""
     if queue is None or queue.spec.capability is None:
         return None
     cap = queue.spec.capability
@@ -267,19 +275,20 @@ def capability_problem(queue: Queue | None, used: ResourceList, charge: Resource
             continue
         if charge[name] > cap[name]:
             return _never(f"queue {queue.name} capability", name, charge[name], cap[name])
-        if used.amount(name) + charge[name] > cap[name]:
+        if used.get(name, 0) + charge[name] > cap[name]:
             return (
                 f"queue {queue.name} at capability for {_label(name)}:"
-                f" {_show(name, used.amount(name))}/{_show(name, cap[name])}"
+                f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}"
                 f" (needs {_show(name, charge[name])} more)"
             )
     return None
 
 
 def overall_problem(
-    quota: FederatedResourceQuota | None, used: ResourceList, charge: ResourceList
+    quota: FederatedResourceQuota | None, used: Mapping[str, int], charge: ResourceList
 ) -> str | None:
-    """Why `charge` would take the namespace over its FederatedResourceQuota overall."""
+    """Why `charge` would take the namespace over its FederatedResourceQuota overall
+    (`used`: a ResourceList or `Usage.namespace_totals`)."""
     if quota is None:
         return None
     overall = quota.spec.overall
@@ -291,10 +300,10 @@ def overall_problem(
         if physical[name] > overall[name]:
             limit = f"namespace {ns} FederatedResourceQuota {quota.metadata.name} overall"
             return _never(limit, name, physical[name], overall[name])
-        if used.amount(name) + physical[name] > overall[name]:
+        if used.get(name, 0) + physical[name] > overall[name]:
             return (
                 f"namespace {ns} at FederatedResourceQuota {quota.metadata.name} overall for"
-                f" {name}: {_show(name, used.amount(name))}/{_show(name, overall[name])}"
+                f" {name}: {_show(name, used.get(name, 0))}/{_show(name, overall[name])}"
                 f" (needs {_show(name, physical[name])} more)"
             )
     return None
@@ -308,7 +317,7 @@ def _reserved_for_others(
         if other == name:
             continue
         reserved += max(
-            0, queue.spec.guarantee.amount(resource) - usage.queue_used(other).amount(resource)
+            0, queue.spec.guarantee.amount(resource) - usage.queue_totals(other).get(resource, 0)
         )
     return reserved
 

@@ -129,12 +129,12 @@ class Admitter:
         queue = snapshot.queues.get(job.queue)
         found = None
         if queue is not None and queue.spec.capability is not None:
-            used = state.usage.queue_used(job.queue)
+            used = state.usage.queue_totals(job.queue)
             found = accounting.capability_problem(queue, used, charge)
         ns = job.ref.namespace
         frq = snapshot.quotas.get(ns)
         if found is None and frq is not None:
-            found = accounting.overall_problem(frq, state.usage.namespace_used(ns), charge)
+            found = accounting.overall_problem(frq, state.usage.namespace_totals(ns), charge)
         if found is not None:
             return found, "quota"
         if queue is None:

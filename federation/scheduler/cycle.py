@@ -76,6 +76,7 @@ class Scheduler:
         self._requests_of: snap.Snapshot | None = None
         self._stamps: dict[tuple[object, ...], tuple[object, object, object, fw.JobRequest]] = {}
         self._stamps_by_id: dict[int, tuple[Any, ...]] = {}
+        self._contents: dict[tuple[object, ...], tuple[object, object, fw.JobRequest]] = {}
 
     def request(self, job: PendingJob, snapshot: snap.Snapshot) -> fw.JobRequest:
         """The job's request, read once per pending entry (and previous placement)."""
@@ -134,9 +135,23 @@ class Scheduler:
             if spec is w.spec and placement is job.placement and fedctl is job.fedctl:
                 self._remember(job, snapshot, template)
                 return template.for_job(job)
-        request = fw.request_for(
-            job, settings=self.settings, device_resources=snapshot.device_resources
+        # Then by content: workloads read from the registry are distinct objects even when
+        # they ask for the same thing (a sweep, many small services), and reading one into a
+        # request costs far more than this key. It holds everything `request_for` reads
+        # from the workload besides what the hashed key above already names.
+        content = (
+            key[1:],
+            w.is_batch,
+            tuple((p.count, p.requests) for p in w.pod_sets),
         )
+        shared = self._contents.get(content)
+        if shared is not None and shared[0] is job.placement and shared[1] is job.fedctl:
+            request = shared[2].for_job(job)
+        else:
+            request = fw.request_for(
+                job, settings=self.settings, device_resources=snapshot.device_resources
+            )
+            self._contents[content] = (job.placement, job.fedctl, request)
         self._stamps[key] = (w.spec, job.placement, job.fedctl, request)
         self._remember(job, snapshot, request)
         return request
@@ -170,6 +185,7 @@ class Scheduler:
             result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
             self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
             self._stamps_by_id = {}
+            self._contents = {}
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
             budget = self.settings.cycle_batch
@@ -189,6 +205,7 @@ class Scheduler:
             }
             self._stamps = {}
             self._stamps_by_id = {}
+            self._contents = {}
             return result
 
     # -- step 1

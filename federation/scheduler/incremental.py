@@ -41,7 +41,15 @@ from policies.models.binding import ClusterVerdict
 if TYPE_CHECKING:
     from federation.scheduler import placement as pl
 
-__all__ = ["Decision", "Incremental", "eligible", "standard", "top_order"]
+__all__ = [
+    "Decision",
+    "Incremental",
+    "eligible",
+    "limited",
+    "quota_passes",
+    "standard",
+    "top_order",
+]
 
 _RUNNERS_UP = 3
 _BY_ID = ("by-id",)
@@ -81,12 +89,29 @@ def eligible(job: fw.JobRequest, state: fw.CycleState) -> bool:
     """A whole-to-one-cluster request with nothing that depends on more than one cluster."""
     if not job.single_cluster or job.previous or job.evicting or job.max_hourly_cost is not None:
         return False
-    if len(job.terms) != 1:
-        return False
+    return len(job.terms) == 1
+
+
+def limited(job: fw.JobRequest, state: fw.CycleState) -> bool:
+    """Whether the quota filter can turn a cluster down: the job's queue has a capability
+    or its namespace a FederatedResourceQuota."""
     queue = state.snapshot.queues.get(job.job.queue)
     if queue is not None and queue.spec.capability is not None:
-        return False  # the quota filter decides per chip; the general path runs it
-    return job.job.ref.namespace not in state.snapshot.quotas
+        return True
+    return job.job.ref.namespace in state.snapshot.quotas
+
+
+def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> bool:
+    """Whether the quota filter passes every cluster, whatever chip the job gets there.
+
+    The filter asks per chip (the charge names the chip), so when some chip is refused
+    it removes only the clusters that would use it, which moves the cost bounds of the
+    rest; the general path decides then, and also words the reason when all are refused.
+    When every chip the job could use passes, the filter removes nothing and the
+    incremental decision is the general path's. Checked afresh each decision: admitted
+    usage grows with every admission.
+    """
+    return all(quota.problem(job, state, chip) is None for chip in shape.chips)
 
 
 def top_order(total: snap.IntArray, count: int) -> snap.IntArray:
@@ -169,6 +194,7 @@ class _Shape:
 
     __slots__ = (
         "chip",
+        "chips",
         "favail",
         "flavor",
         "held",
@@ -188,6 +214,14 @@ class _Shape:
         self.mask: list[list[bool]] = mask.tolist()
         self.held: list[list[int]] = held.tolist()
         self.order: list[list[float]] = order.tolist()
+        chip_of = state.snapshot.flavor_chip[mask]
+        self.chips: tuple[str | None, ...] = (None,)
+        """Every chip a job of this shape can be charged on (None: CPU-only work)."""
+        if job.devices:
+            names = state.snapshot.chips
+            self.chips = tuple(
+                sorted({names[i] if i >= 0 else None for i in chip_of.tolist()}, key=str)
+            )
         self.favail: list[list[int]] = []
         self.total: list[int] = []
         self.flavor: list[int] = []
@@ -311,6 +345,8 @@ class Incremental:
             self._refresh(sig, job, state)
         sig.logpos = len(state.touched_rows)
         if sig.nfeasible == 0:
+            return None
+        if limited(job, state) and not quota_passes(job, state, shape):
             return None
         count = min(1 + _RUNNERS_UP, sig.nfeasible)
         if sig.top is None or len(sig.top) < count:

@@ -180,6 +180,7 @@ class Placer:
         fast = self.incremental.place(job, state)
         self.timings.add("incremental", clock.real.monotonic() - began)
         if fast is not None:
+            self.timings.add("incremental-decided", 0.0)
             return _placed(
                 job,
                 {fast.cluster: job.replicas},

@@ -40,12 +40,12 @@ def problem(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> str |
     """Why the job's charge on `chip` breaks its queue or namespace limit, or None."""
     charge = charge_for(job, chip)
     queue = state.snapshot.queues.get(job.job.queue)
-    found = accounting.capability_problem(queue, state.usage.queue_used(job.job.queue), charge)
+    found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
     if found:
         return found
     namespace = job.job.ref.namespace
     return accounting.overall_problem(
-        state.snapshot.quotas.get(namespace), state.usage.namespace_used(namespace), charge
+        state.snapshot.quotas.get(namespace), state.usage.namespace_totals(namespace), charge
     )
 
 

@@ -416,3 +416,29 @@ def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
     assert result.decisions == 2 and len(result.admitted) == 2
     assert sorted(j.ref.name for j in result.pending.jobs()) == ["j2", "j3", "j4"]
     assert all(j.reason == "" for j in result.pending.jobs())
+
+
+def test_equal_workloads_read_separately_share_one_request() -> None:
+    """Workloads decoded from the registry are distinct objects even when they ask for the
+    same thing; such jobs share one request (and its per-signature caches), others do not."""
+    snapshot = snap.build([cluster("a", flavor(cpu="16"))])
+    scheduler = cycle.Scheduler()
+    first, same = workload("first", cpu="2"), workload("same", cpu="2")
+    assert first.spec is not same.spec
+    requests = {
+        name: scheduler.request(job(w), snapshot)
+        for name, w in {
+            "first": first,
+            "same": same,
+            "more cpu": workload("more", cpu="3"),
+            "service": workload("svc", kind="Deployment", cpu="2"),
+            "chips": workload("chips", cpu="2", chips="arm64"),
+            "gang of 2": workload("gang", cpu="2", replicas=2),
+        }.items()
+    }
+    assert requests["same"].signature is requests["first"].signature
+    assert requests["same"].job.ref.name == "same"
+    others = [r for name, r in requests.items() if name not in ("first", "same")]
+    assert all(r.signature != requests["first"].signature for r in others)
+    assert requests["gang of 2"].replicas == 2
+    assert requests["chips"].arches == () and requests["chips"].chips == ("arm64",)

@@ -77,9 +77,14 @@ def _jobs(rng: random.Random, count: int) -> list[PendingJob]:
 
 
 def _cycle(
-    clusters: list[object], jobs: list[PendingJob], *, fast: bool, queues: list[object] = ()
+    clusters: list[object],
+    jobs: list[PendingJob],
+    *,
+    fast: bool,
+    queues: list[object] = (),  # type: ignore[assignment]
+    quotas: list[object] = (),  # type: ignore[assignment]
 ) -> cycle.CycleResult:
-    snapshot = snap.build(clusters, queues=queues)  # type: ignore[arg-type]
+    snapshot = snap.build(clusters, queues=queues, quotas=quotas)  # type: ignore[arg-type]
     scheduler = cycle.Scheduler(SchedulerSettings(cycle_batch=10_000))
     scheduler.placer.incremental.enabled = fast
     pending = PendingStore()
@@ -109,15 +114,41 @@ def test_same_bindings_as_scoring_from_scratch_while_the_fleet_fills_up(seed: in
     assert fast.timings.calls.get("incremental", 0) > 0
 
 
-def test_queue_capability_leaves_the_decision_to_the_general_path() -> None:
-    rng = random.Random(5)
+LIMITS = {
+    "cpu capability": ([fleet.queue("a", capability={"cpu": "40"}), fleet.queue("b")], []),
+    "per-chip capability": (
+        [
+            fleet.queue("a", capability={"accelerator/nvidia-h100-80gb": "8"}),
+            fleet.queue("b", capability={"cpu": "400", "accelerator/nvidia-a100-80gb": "16"}),
+        ],
+        [],
+    ),
+    "namespace quota": ([fleet.queue("a"), fleet.queue("b")], [fleet.frq("team", cpu="90")]),
+    "both": (
+        [fleet.queue("a", capability={"nvidia.com/gpu": "12"}), fleet.queue("b")],
+        [fleet.frq("team", **{"nvidia.com/gpu": "40"})],
+    ),
+}
+
+
+@pytest.mark.parametrize("limits", LIMITS.values(), ids=LIMITS.keys())
+@pytest.mark.parametrize("seed", [5, 6])
+def test_queue_capability_and_quota_decide_as_the_general_path(
+    limits: tuple[list[object], list[object]], seed: int
+) -> None:
+    """While a limit leaves every chip open the incremental path decides; once it refuses
+    one, the general path does (the filtered clusters move the cost bounds)."""
+    queues, quotas = limits
+    rng = random.Random(seed)
     clusters = _fleet(rng)
-    jobs = _jobs(rng, 60)
-    capped = [fleet.queue("a", capability={"cpu": "20"}), fleet.queue("b")]
-    slow = _cycle(clusters, jobs, fast=False, queues=capped)
-    fast = _cycle(clusters, jobs, fast=True, queues=capped)
+    jobs = _jobs(rng, 120)
+    slow = _cycle(clusters, jobs, fast=False, queues=queues, quotas=quotas)
+    fast = _cycle(clusters, jobs, fast=True, queues=queues, quotas=quotas)
+    assert [str(a.ref) for a in fast.admitted] == [str(a.ref) for a in slow.admitted]
     assert _dump(fast) == _dump(slow)
-    assert any("capability" in r for r in fast.reasons.values())
+    assert fast.reasons == slow.reasons
+    assert any("capability" in r or "FederatedResourceQuota" in r for r in fast.reasons.values())
+    assert fast.timings.calls.get("incremental-decided", 0) > 0
 
 
 def test_runners_up_are_named_best_score_first_then_by_name() -> None:
