@@ -106,24 +106,38 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
+_Shapes = dict[object, tuple[ResourceList, int]]
+_Charges = dict[tuple[ResourceList, tuple[tuple[int, str | None], ...]], ResourceList]
+
+
 def admission_of(
-    job: PendingJob, binding: Binding, *, device_resources: Collection[str]
+    job: PendingJob,
+    binding: Binding,
+    *,
+    device_resources: Collection[str],
+    shapes: _Shapes | None = None,
+    charges: _Charges | None = None,
 ) -> accounting.Admission:
     """The usage a Scheduled Binding stands for (the same charge the cycle computed).
 
     Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
-    admitted workload before its first cycle, and that read is its take-over time.
+    admitted workload before its first cycle, and that read is its take-over time. Tens of
+    thousands of admissions come in a few dozen pod shapes and placements, so `shapes` and
+    `charges` (kept by the caller for one `device_resources`) read each shape and charge
+    once; the admissions then share those objects, which later readers key by identity.
     """
-    pod = job.workload.pod_requests()
-    devices = sum(pod.amount(n) for n in device_names(pod, device_resources))
-    charge = ResourceList()
-    chips: dict[str, str] = {}
-    for target in binding.spec.clusters:
-        chip = target.chip if devices else None
-        charge = charge + quota.charge_of(pod, devices, target.replicas, chip)
-        if chip:
-            chips[target.name] = chip
-    return accounting.Admission(
+    pod, devices = _pod_of(job.workload, device_resources, shapes)
+    targets = binding.spec.clusters
+    split = tuple((t.replicas, t.chip if devices else None) for t in targets)
+    charge = charges.get((pod, split)) if charges is not None else None
+    if charge is None:
+        charge = ResourceList()
+        for replicas, chip in split:
+            charge = charge + quota.charge_of(pod, devices, replicas, chip)
+        if charges is not None:
+            charges[(pod, split)] = charge
+    chips = {t.name: t.chip for t in targets if t.chip} if devices else {}
+    return accounting.admission(
         ref=job.ref,
         queue=job.queue,
         namespace=job.ref.namespace,
@@ -135,6 +149,20 @@ def admission_of(
         chips=chips,
         job=job,
     )
+
+
+def _pod_of(
+    workload: Workload, device_resources: Collection[str], shapes: _Shapes | None
+) -> tuple[ResourceList, int]:
+    """One pod's requests and its accelerator count, one object per distinct shape."""
+    key = tuple(s.requests for s in workload.pod_sets)
+    hit = shapes.get(key) if shapes is not None else None
+    if hit is None:
+        pod = workload.pod_requests()
+        hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
+        if shapes is not None:
+            shapes[key] = hit
+    return hit
 
 
 def reconcile(
@@ -161,6 +189,8 @@ def reconcile(
     ready_now = sorted(ready)
     devices = frozenset(device_resources)
     work = Work()
+    shapes: _Shapes = {}
+    charges: _Charges = {}
     jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
     trusted = prepared is not None and memo is not None
     if prepared is not None and memo is not None:
@@ -184,9 +214,11 @@ def reconcile(
         ):
             work.pending.append(job)
             continue
-        admitted = (
-            fresh if fresh is not None else admission_of(job, binding, device_resources=devices)
-        )
+        admitted = fresh
+        if admitted is None:
+            admitted = admission_of(
+                job, binding, device_resources=devices, shapes=shapes, charges=charges
+            )
         if memo is not None and fresh is None:
             memo[key] = (binding, mark, admitted)
         work.admitted.append(admitted)

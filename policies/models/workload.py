@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -63,6 +63,30 @@ WORKLOAD_KINDS: frozenset[tuple[str, str]] = frozenset(
 _ANNOTATIONS = ("metadata", "annotations")
 
 
+_T = TypeVar("_T")
+_UNSET: Any = object()
+
+
+class _read_once(cached_property[_T], Generic[_T]):
+    """`functools.cached_property` without its lock: Python 3.11 takes one class-wide lock
+    on every first read, and a new leader makes seven first reads per stored workload
+    while it decodes them all. A workload is validated and read on one thread, and a race
+    would only compute the same value twice."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> _read_once[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> Any:
+        if instance is None:
+            return self
+        cache, name = instance.__dict__, self.attrname or self.func.__name__
+        value = cache.get(name, _UNSET)
+        if value is _UNSET:
+            value = cache[name] = self.func(instance)
+        return value
+
+
 class WorkloadError(RuleError):
     """A workload value fedctl cannot read; the message names the annotation or field."""
 
@@ -86,7 +110,7 @@ class Workload(KubeObject):
     (a ConfigMap's `data`, a Secret's `stringData`) and pass them on untouched.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", ignored_types=(_read_once,))
 
     spec: dict[str, Any] = Field(
         default_factory=dict,
@@ -147,7 +171,7 @@ class Workload(KubeObject):
         value = self.metadata.annotations.get(name)
         return value.strip() if value is not None else None
 
-    @cached_property
+    @_read_once
     def queue(self) -> str | None:
         """`fedctl.io/queue`, else Volcano's spec.queue, else None (the default queue)."""
         named = self._annotation(ANNOTATION_QUEUE)
@@ -157,7 +181,7 @@ class Workload(KubeObject):
             return str(_typed(self.spec["queue"], str, ("spec", "queue")))
         return None
 
-    @cached_property
+    @_read_once
     def priority(self) -> int | None:
         """`fedctl.io/priority` as an integer, or None."""
         raw = self._annotation(ANNOTATION_PRIORITY)
@@ -171,7 +195,7 @@ class Workload(KubeObject):
                 at=(*_ANNOTATIONS, ANNOTATION_PRIORITY),
             ) from None
 
-    @cached_property
+    @_read_once
     def chips(self) -> tuple[str, ...]:
         """`fedctl.io/chips`: acceptable chip models, most preferred first (empty: any)."""
         raw = self._annotation(ANNOTATION_CHIPS)
@@ -187,7 +211,7 @@ class Workload(KubeObject):
                 ) from None
         return chips
 
-    @cached_property
+    @_read_once
     def expected_duration(self) -> int | None:
         """`fedctl.io/expected-duration` in seconds (e.g. `6h`), or None."""
         raw = self._annotation(ANNOTATION_EXPECTED_DURATION)
@@ -201,7 +225,7 @@ class Workload(KubeObject):
                 at=(*_ANNOTATIONS, ANNOTATION_EXPECTED_DURATION),
             ) from None
 
-    @cached_property
+    @_read_once
     def min_available(self) -> int | None:
         """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable."""
         raw = self._annotation(ANNOTATION_MIN_AVAILABLE)
@@ -235,7 +259,7 @@ class Workload(KubeObject):
 
     # -- pods
 
-    @cached_property
+    @_read_once
     def pod_sets(self) -> tuple[PodSet, ...]:
         """Every pod template with its replica count; empty for objects without pods."""
         kind = self.type_key
@@ -353,10 +377,34 @@ def _container_requests(container: Mapping[str, Any], at: tuple[PathPart, ...]) 
     return limits.only(set(limits) - set(requests)) + requests
 
 
+_PARSED: dict[tuple[tuple[type, object, type, object], ...], ResourceList] = {}
+"""Requests or limits already parsed, by their raw entries (each with its type, so `1`,
+`1.0` and `True` stay apart). A new leader decodes every stored workload, and tens of
+thousands of them spell their requests in a few dozen ways; a hit also shares one
+ResourceList among them, which the scheduler's caches keyed by identity profit from."""
+_PARSED_LIMIT = 4096
+
+
 def _resources(raw: Any, at: tuple[PathPart, ...]) -> ResourceList:
     if raw is None:
         return ResourceList()
     entries = _typed(raw, dict, at)
+    try:
+        key = tuple((type(n), n, type(v), v) for n, v in entries.items())
+        hit = _PARSED.get(key)
+    except TypeError:  # an unhashable value: parsed below, to say what is wrong with it
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    parsed = _parse_resources(entries, at)
+    if key is not None:
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = parsed
+    return parsed
+
+
+def _parse_resources(entries: dict[Any, Any], at: tuple[PathPart, ...]) -> ResourceList:
     parsed: dict[str, int] = {}
     for name, text in entries.items():
         try:

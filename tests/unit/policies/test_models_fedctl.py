@@ -1121,3 +1121,20 @@ def test_bad_workloads(data: dict[str, Any], expected: tuple[str, str]) -> None:
 )
 def test_names(model: type[BaseModel], data: dict[str, Any], expected: tuple[str, str]) -> None:
     assert problems(model, data) == [expected]
+
+
+def test_requests_read_once_are_shared_but_a_bad_spelling_of_them_is_still_refused() -> None:
+    good = [
+        Workload.model_validate(with_spec(DEPLOYMENT, template=pod_template(container({"cpu": 1}))))
+        for _ in range(2)
+    ]
+    first, second = (w.pod_sets[0].requests for w in good)
+    assert first is second and first.amount("cpu") == 1000
+    # Equal to the good value as Python compares them, but not a valid request.
+    assert problems(
+        Workload, with_spec(DEPLOYMENT, template=pod_template(container({"cpu": True})))
+    )
+    assert (
+        problems(Workload, with_spec(DEPLOYMENT, template=pod_template(container({"cpu": 1}))))
+        == []
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -423,3 +424,48 @@ def test_the_memo_reuses_an_unchanged_bindings_charge_and_forgets_the_rest() -> 
     assert moved.admitted[0].charge.amount("cpu") == 2000
     once(binding(JOB, {}, phase="Pending", reason="Evicted from a"))
     assert memo == {}
+
+
+def test_admissions_of_the_same_shape_share_their_pod_and_charge_and_equal_one_read_alone() -> None:
+    gpu = workload("gpu", cpu="2", gpus=1, replicas=2, queue="qa")
+    twins = [workload(f"w{i}", cpu="2", gpus=1, replicas=2, queue="qa") for i in range(3)]
+    bound = {key(w): binding(w, {"a": 1, "b": 1}) for w in (gpu, *twins)}
+    work = reconcile.reconcile(
+        workloads={key(w): reconcile.Entry(w, 7) for w in (gpu, *twins)},
+        bindings=bound,
+        phases={},
+        policies=[],
+        clusters=("a", "b"),
+        fingerprints={},
+        settings=SETTINGS,
+        device_resources=("nvidia.com/gpu",),
+    )
+    assert len(work.admitted) == 4
+    assert len({id(a.pod) for a in work.admitted}) == 1
+    assert len({id(a.charge) for a in work.admitted}) == 1
+    alone = reconcile.admission_of(
+        job(gpu, seq=7), bound[key(gpu)], device_resources=("nvidia.com/gpu",)
+    )
+    first = work.admitted[0]
+    assert (first.charge, first.pod, first.chips, first.placement) == (
+        alone.charge,
+        alone.pod,
+        alone.chips,
+        alone.placement,
+    )
+    assert first.chips == {"a": "amd64", "b": "amd64"}
+    assert first.charge.amount("accelerator/amd64") == 2000  # milli-units
+
+
+async def test_a_leader_freezes_what_it_loaded_and_unfreezes_when_it_stops() -> None:
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    w = workload("one", cpu="1")
+    await objs.put(objects.key_for(w), w)
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    assert gc.get_freeze_count() == 0
+    async with running(loop):
+        await asyncio.wait_for(loop.ready.wait(), timeout=10)
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
