@@ -111,7 +111,15 @@ def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> boo
     incremental decision is the general path's. Checked afresh each decision: admitted
     usage grows with every admission.
     """
-    return all(quota.problem(job, state, chip) is None for chip in shape.chips)
+    for chip in shape.chips:
+        # Jobs stamped from one template share their pod: the charge is read once per cycle.
+        key = ("charge", id(job.pod), job.devices, job.replicas, chip)
+        hit = state.memo.get(key)
+        if hit is None or hit[0] is not job.pod:  # type: ignore[index]
+            hit = state.memo[key] = (job.pod, quota.charge_for(job, chip))
+        if quota.problem(job, state, chip, hit[1]) is not None:  # type: ignore[index]
+            return False
+    return True
 
 
 def top_order(total: snap.IntArray, count: int) -> snap.IntArray:

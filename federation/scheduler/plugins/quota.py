@@ -36,9 +36,16 @@ def charge_of(pod: ResourceList, devices: int, replicas: int, chip: str | None) 
     return charge
 
 
-def problem(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> str | None:
-    """Why the job's charge on `chip` breaks its queue or namespace limit, or None."""
-    charge = charge_for(job, chip)
+def problem(
+    job: fw.JobRequest,
+    state: fw.CycleState,
+    chip: str | None,
+    charge: ResourceList | None = None,
+) -> str | None:
+    """Why the job's charge on `chip` (`charge_for`, unless given) breaks its queue or
+    namespace limit, or None."""
+    if charge is None:
+        charge = charge_for(job, chip)
     queue = state.snapshot.queues.get(job.job.queue)
     found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
     if found:
