@@ -7,13 +7,16 @@ priority (higher first) then arrival (FIFO); the cycle decides whether a head th
 fit blocks the rest (StrictFIFO) or not (BestEffortFIFO).
 
 Why heaps keyed by (-priority, sequence): a cycle looks at thousands of workloads per queue
-and a re-queued victim must keep its original arrival so it is not punished twice.
+and a re-queued victim must keep its original arrival so it is not punished twice. Why
+`ordered` pops from a copy rather than sorting: a cycle takes its batch (a thousand) from a
+backlog that may be a hundred times larger, and the controller builds the store afresh each
+cycle, so its cost must follow what is taken, not what waits.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from federation.registry import keys
@@ -55,10 +58,19 @@ class _Queue:
 class PendingStore:
     """Pending workloads by queue; `copy()` gives an independent store for what-if work."""
 
-    def __init__(self) -> None:
+    def __init__(self, jobs: Iterable[PendingJob] = ()) -> None:
+        """A store holding `jobs` (each with its arrival `seq` set; 0 gets a new one)."""
         self._jobs: dict[str, PendingJob] = {}
         self._queues: dict[str, _Queue] = {}
         self._last_seq = 0
+        for given in jobs:
+            job = given if given.seq else replace(given, seq=self.next_seq())
+            self._last_seq = max(self._last_seq, job.seq)
+            key = str(job.ref)
+            self._jobs[key] = job
+            self._queues.setdefault(job.queue, _Queue()).heap.append((-job.priority, job.seq, key))
+        for q in self._queues.values():
+            heapq.heapify(q.heap)  # once, rather than a push per job
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -96,18 +108,37 @@ class PendingStore:
 
     def head(self, queue: str) -> PendingJob | None:
         """The first workload of a queue: highest priority, then earliest arrival."""
-        return next(self.ordered(queue), None)
-
-    def ordered(self, queue: str) -> Iterator[PendingJob]:
-        """A queue's workloads in scheduling order (stale heap entries dropped on the way)."""
         q = self._queues.get(queue)
         if q is None:
-            return
+            return None
+        heap = q.heap
+        while heap:
+            if self._is_live(heap[0]):
+                return self._jobs[heap[0][2]]
+            heapq.heappop(heap)  # stale (admitted, removed or re-queued since): gone for good
+        return None
+
+    def ordered(self, queue: str) -> Iterator[PendingJob]:
+        """A queue's workloads in scheduling order, as they stand now.
+
+        The order is taken at this call and read lazily: what is added later (a job put
+        back with its reason, a re-queued victim) is not met, what is removed is skipped,
+        and taking k of n workloads costs one pass over n and k pops, not a sort of all n.
+        """
+        q = self._queues.get(queue)
+        if q is None:
+            return iter(())
         self._compact(q)
-        for _, _, key in sorted(q.heap):
-            job = self._jobs.get(key)
-            if job is not None:
-                yield job
+        return self._pop_in_order(list(q.heap))
+
+    def _pop_in_order(self, heap: list[tuple[int, int, str]]) -> Iterator[PendingJob]:
+        seen: set[str] = set()
+        while heap:
+            entry = heapq.heappop(heap)
+            key = entry[2]
+            if key not in seen and self._is_live(entry):
+                seen.add(key)
+                yield self._jobs[key]
 
     def _compact(self, q: _Queue) -> None:
         live = [e for e in q.heap if self._is_live(e)]

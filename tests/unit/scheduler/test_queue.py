@@ -82,3 +82,25 @@ def test_order_serves_lowest_weighted_share_first_and_queue_priority_before_that
         ["cpu-team", "idle"], usage=usage, capacity=CAPACITY, weights={}, priorities={"cpu-team": 1}
     )
     assert urgent == ["cpu-team", "idle"]
+
+
+def test_an_order_taken_stands_while_the_store_changes() -> None:
+    """What `ordered` yields is fixed when it is called: a job put back later (its reason
+    noted, or a re-queued victim) waits for the next order, a removed one is skipped."""
+    store = PendingStore(
+        [
+            job(workload(name, priority=p), seq=i + 1)
+            for i, (name, p) in enumerate([("low", 0), ("high", 5), ("mid", 2), ("gone", 1)])
+        ]
+    )
+    order = store.ordered("default")
+    first = next(order)
+    assert first.ref.name == "high"
+    store.remove(first.ref)
+    store.add(first.with_reason("did not fit"))  # back in the store, not in this order
+    victim = job(workload("victim", priority=9), seq=99)
+    store.add(victim)
+    store.remove(store.get(job(workload("gone")).ref).ref)  # type: ignore[union-attr]
+    assert [j.ref.name for j in order] == ["mid", "low"]
+    assert [j.ref.name for j in store.ordered("default")] == ["victim", "high", "mid", "low"]
+    assert store.head("default") is not None and store.head("default").ref.name == "victim"
