@@ -120,6 +120,11 @@ class SchedulerSettings(_Group):
         default=1.0, gt=0, description="Expected duration of a job that names none, hours."
     )
     cycle_batch: int = Field(default=1000, ge=1, description="Jobs considered per cycle.")
+    cycle_batch_max: int = Field(
+        default=5000,
+        ge=1,
+        description="With a larger backlog a cycle takes a tenth of it, up to this many jobs.",
+    )
     cycle_debounce: float = Field(
         default=0.05, ge=0, description="Seconds a change waits for others before a cycle runs."
     )

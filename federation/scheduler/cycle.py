@@ -43,7 +43,7 @@ from federation.scheduler.plugins import default_registry
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 
-__all__ = ["CycleResult", "Scheduler", "without"]
+__all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
 
 
 @dataclass
@@ -174,8 +174,11 @@ class Scheduler:
         pending: PendingStore,
         usage: accounting.Usage,
         now: dt.datetime,
+        *,
+        batch: int | None = None,
     ) -> CycleResult:
-        """Steps 1-8 above, on copies of `pending` and `usage`.
+        """Steps 1-8 above, on copies of `pending` and `usage`; at most `batch` decisions
+        (default `cycle_batch`), the rest left pending for the next cycle.
 
         The cyclic garbage collector is paused for the cycle: every decision allocates a
         handful of objects that all outlive it (Bindings, admissions), so its passes over
@@ -188,7 +191,7 @@ class Scheduler:
             self._contents = {}
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
-            budget = self.settings.cycle_batch
+            budget = self.settings.cycle_batch if batch is None else batch
             for job in self._heads(snapshot, result):  # step 1
                 if budget <= 0:
                     result.pending.add(job)  # untouched: next cycle
@@ -214,9 +217,10 @@ class Scheduler:
         self, snapshot: snap.Snapshot, result: CycleResult
     ) -> Generator[PendingJob, None, None]:
         self._stopped: set[str] = set()
+        # Each queue's order as it stood when the cycle began, pulled as needed: a job put
+        # back meanwhile (not admitted, or a victim) waits for the next cycle.
         iters = {q: result.pending.ordered(q) for q in result.pending.queues()}
-        snapshot_jobs = {q: list(it) for q, it in iters.items()}
-        positions = dict.fromkeys(snapshot_jobs, 0)
+        positions = dict.fromkeys(iters, 0)
         weights = {
             q: (snapshot.queues[q].spec.weight if q in snapshot.queues else 1) for q in positions
         }
@@ -236,11 +240,11 @@ class Scheduler:
         heapq.heapify(heap)
         while heap:
             name = heapq.heappop(heap)[3]
-            jobs = snapshot_jobs[name]
-            if name in self._stopped or positions[name] >= len(jobs):
+            if name in self._stopped:
                 continue
-            job = jobs[positions[name]]
-            positions[name] += 1
+            job = next(iters[name], None)
+            if job is None:
+                continue
             result.pending.remove(job.ref)
             yield job
             heapq.heappush(heap, key(name))
@@ -283,6 +287,20 @@ def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleSta
     trial = state.copy()
     admission.release(trial, admitted)
     return trial
+
+
+def batch_for(backlog: int, settings: SchedulerSettings) -> int:
+    """How many jobs a cycle takes from a backlog: `cycle_batch`, or a tenth of a larger
+    backlog, at most `cycle_batch_max`.
+
+    Every cycle first reads the whole registry view (pending jobs, admitted usage), so with
+    a fixed batch draining a backlog costs that read once per batch, which grows with the
+    backlog itself: quadratic. Taking a share of it keeps the number of cycles small; the
+    cap bounds how long one cycle holds the controller (about 0.3 ms per decision).
+    """
+    if backlog <= settings.cycle_batch:
+        return settings.cycle_batch
+    return max(settings.cycle_batch, min(backlog // 10, settings.cycle_batch_max))
 
 
 def release(usage: accounting.Usage, refs: Sequence[object]) -> accounting.Usage:

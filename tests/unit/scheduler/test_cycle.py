@@ -442,3 +442,23 @@ def test_equal_workloads_read_separately_share_one_request() -> None:
     assert all(r.signature != requests["first"].signature for r in others)
     assert requests["gang of 2"].replicas == 2
     assert requests["chips"].arches == () and requests["chips"].chips == ("arm64",)
+
+
+@pytest.mark.parametrize(
+    ("backlog", "batch"),
+    [(0, 1000), (1000, 1000), (9_999, 1000), (20_000, 2000), (50_000, 5000), (10**6, 5000)],
+)
+def test_a_backlog_is_taken_a_tenth_at_a_time_between_the_two_limits(
+    backlog: int, batch: int
+) -> None:
+    assert cycle.batch_for(backlog, SchedulerSettings()) == batch
+
+
+def test_a_cycle_decides_at_most_its_batch_and_leaves_the_rest_pending() -> None:
+    snapshot = snap.build([cluster("a", flavor(cpu="64", nodes=4))])
+    pending = PendingStore()
+    for i in range(5):
+        pending.add(job(workload(f"j{i}", cpu="1"), seq=i + 1))
+    result = cycle.Scheduler().run_cycle(snapshot, pending, Usage(), NOW, batch=3)
+    assert [str(a.ref.name) for a in result.admitted] == ["j0", "j1", "j2"]
+    assert sorted(j.ref.name for j in result.pending.jobs()) == ["j3", "j4"]
