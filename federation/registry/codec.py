@@ -29,6 +29,7 @@ from federation.registry import store as st
 __all__ = [
     "Codec",
     "Deleted",
+    "Echoes",
     "Put",
     "Resync",
     "Skipped",
@@ -143,12 +144,48 @@ class Codec(Generic[M]):
         return self.model.model_validate(obj)
 
 
-class TypedStore(Generic[M]):
-    """A Store seen through one Codec."""
+class Echoes(Generic[M]):
+    """Objects this process is writing, by key with their encoded bytes, so that a watch of
+    the same keys in this process takes each back instead of decoding its own write.
 
-    def __init__(self, store: st.Store, codec: Codec[M]) -> None:
+    Why: the scheduler writes thousands of Bindings per cycle and watches them too; each
+    came back through the watch and was validated again, which cost more than writing it.
+    An entry is taken only when the watched bytes are exactly those written, so another
+    writer's change is always decoded. Bounded: entries the watch never delivers (a failed
+    write is forgotten, but a watch restart may skip some) are dropped past `limit`.
+    """
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._items: dict[str, tuple[bytes, M]] = {}
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def wrote(self, key: str, value: bytes, obj: M) -> None:
+        if len(self._items) >= self._limit:
+            self._items.clear()
+        self._items[key] = (value, obj)
+
+    def forget(self, key: str) -> None:
+        self._items.pop(key, None)
+
+    def take(self, key: str, value: bytes) -> M | None:
+        """The object written at `key` if `value` is exactly what was written, else None."""
+        hit = self._items.pop(key, None)
+        return hit[1] if hit is not None and hit[0] == value else None
+
+
+class TypedStore(Generic[M]):
+    """A Store seen through one Codec (and, for a watch, the `Echoes` of this process's
+    own writes, when given)."""
+
+    def __init__(
+        self, store: st.Store, codec: Codec[M], *, echoes: Echoes[M] | None = None
+    ) -> None:
         self.store = store
         self.codec = codec
+        self.echoes = echoes
 
     def _stored(self, kv: st.KeyValue) -> Stored[M]:
         obj = self.codec.decode(kv.key, kv.value)
@@ -272,9 +309,11 @@ class TypedStore(Generic[M]):
                 except errors.Invalid:
                     previous = None
             return Deleted(event.key, event.mod_revision, previous)
-        try:
-            obj = self.codec.decode(event.key, event.value)
-        except errors.Invalid as exc:
-            log.warning("skipping undecodable registry value: %s", exc)
-            return None
+        obj = self.echoes.take(event.key, event.value) if self.echoes is not None else None
+        if obj is None:
+            try:
+                obj = self.codec.decode(event.key, event.value)
+            except errors.Invalid as exc:
+                log.warning("skipping undecodable registry value: %s", exc)
+                return None
         return Put(Stored(event.key, obj, event.mod_revision, event.create_revision))

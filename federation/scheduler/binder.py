@@ -7,11 +7,15 @@ overwritten blindly: a batch that loses a race is re-read and retried key by key
 the eviction tasks failover added.
 
 Why batches: one etcd transaction of ~100 puts costs about as much as one put, so a cycle
-that admits thousands of jobs writes them in tens of round trips, not thousands.
+that admits thousands of jobs writes them in tens of round trips, not thousands. Why a few
+in flight at once: each transaction then waits mostly for its round trip and etcd's commit,
+and etcd commits concurrent proposals together; the batches touch distinct keys, so their
+order does not matter.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +37,11 @@ def binding_ref(binding: Binding) -> keys.WorkloadRef:
     return keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
 
 
+_Op = tuple[str, Binding, Binding | None, Binding, st.Create | st.Update]
+"""(key, the Binding given, the one last seen there, the one to write, its operation)."""
+_LOST_RACE = (errors.Conflict, errors.AlreadyExists, errors.NotFound)
+
+
 @dataclass
 class WriteReport:
     written: int = 0
@@ -46,11 +55,25 @@ class WriteReport:
 class Binder:
     """Remembers the revision of every Binding it wrote or read, to CAS the next write."""
 
-    def __init__(self, store: st.Store, *, batch: int = 100, guards: Sequence[st.Guard] = ()):
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        batch: int = 100,
+        guards: Sequence[st.Guard] = (),
+        in_flight: int = 4,
+        echoes: codec.Echoes[Binding] | None = None,
+    ):
         if not 1 <= batch <= 120:
             raise ValueError("batch must be 1..120 operations (etcd's default limit is 128)")
+        if in_flight < 1:
+            raise ValueError("in_flight must be at least 1")
         self.typed = codec.TypedStore(store, CODEC)
         self.batch = batch
+        self.in_flight = in_flight
+        self.echoes = echoes
+        """Told of every batch before it is sent (and of its failure), so the caller's own
+        watch of the Bindings takes these objects back rather than decoding them."""
         self.guards = tuple(guards)
         self._known: dict[str, tuple[int, Binding]] = {}
 
@@ -80,37 +103,66 @@ class Binder:
     async def write(self, bindings: Sequence[Binding]) -> WriteReport:
         """Write the Bindings that differ from what is stored; CAS, in batched transactions."""
         report = WriteReport()
-        ops: list[tuple[str, Binding, Binding | None, Binding, st.Op]] = []
+        ops = self._ops(bindings, report)
+        chunks = [ops[i : i + self.batch] for i in range(0, len(ops), self.batch)]
+        slots = asyncio.Semaphore(self.in_flight)
+        if len(chunks) == 1:
+            await self._commit(chunks[0], report, slots)
+        elif chunks:
+            # Every batch runs to its end even when one fails (a fenced leader, etcd gone):
+            # what was committed is recorded, then the first error is raised.
+            outcomes = await asyncio.gather(
+                *(self._commit(c, report, slots) for c in chunks), return_exceptions=True
+            )
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
+        return report
+
+    def _ops(self, bindings: Sequence[Binding], report: WriteReport) -> list[_Op]:
+        """A create or CAS update per Binding that differs from the one last seen."""
+        ops: list[_Op] = []
         for given in bindings:
             key = keys.binding_key(binding_ref(given))
             entry = self._known.get(key)
-            seen = entry[1] if entry is not None else None
-            if entry is not None:
-                binding = _merged(entry[1], given)
-                if same(entry[1], binding):
-                    report.unchanged += 1
-                    continue
-                op: st.Op = self.typed.update_op(key, binding, revision=entry[0])
-            else:
-                binding = given
-                op = self.typed.create_op(key, binding)
-            ops.append((key, given, seen, binding, op))
-        for start in range(0, len(ops), self.batch):
-            chunk = ops[start : start + self.batch]
+            if entry is None:
+                ops.append((key, given, None, given, self.typed.create_op(key, given)))
+                continue
+            binding = _merged(entry[1], given)
+            if same(entry[1], binding):
+                report.unchanged += 1
+                continue
+            op = self.typed.update_op(key, binding, revision=entry[0])
+            ops.append((key, given, entry[1], binding, op))
+        return ops
+
+    async def _commit(
+        self, chunk: list[_Op], report: WriteReport, slots: asyncio.Semaphore
+    ) -> None:
+        """One transaction; on a lost race, each of its Bindings again on its own."""
+        echoes = self.echoes
+        async with slots:
+            if echoes is not None:  # before the commit: its watch event may come first
+                for key, _, _, binding, op in chunk:
+                    echoes.wrote(key, op.value, binding)
             try:
-                result = await self.typed.store.commit([op for *_, op in chunk], guards=self.guards)
-            except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
+                result = await self.typed.store.commit([c[4] for c in chunk], guards=self.guards)
+            except BaseException as exc:
+                if echoes is not None:
+                    for key, *_ in chunk:
+                        echoes.forget(key)
+                if not isinstance(exc, _LOST_RACE):
+                    raise
                 report.transactions += 1
                 for key, given, seen, _, _ in chunk:
                     # Merged again with what is stored now: the tasks merged above came
                     # from what this binder last saw, which failover may since have ended.
                     await self._one(key, given, seen, report)
-                continue
-            report.transactions += 1
-            report.written += len(chunk)
-            for key, _, _, binding, _ in chunk:
-                self._known[key] = (result.revision, binding)
-        return report
+                return
+        report.transactions += 1
+        report.written += len(chunk)
+        for key, _, _, binding, _ in chunk:
+            self._known[key] = (result.revision, binding)
 
     async def _one(
         self, key: str, given: Binding, seen: Binding | None, report: WriteReport

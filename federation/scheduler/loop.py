@@ -173,8 +173,11 @@ class SchedulerLoop:
             keys.prefix("clusterstatus"),
             self._status,
         )
+        self._echoes: codec.Echoes[Binding] = codec.Echoes()
         self.bindings = _Mirror(
-            codec.TypedStore(store, codec.Codec(Binding)), keys.prefix("bindings"), self._evicted
+            codec.TypedStore(store, codec.Codec(Binding), echoes=self._echoes),
+            keys.prefix("bindings"),
+            self._evicted,
         )
         self.results = _Mirror(
             codec.TypedStore(store, codec.Codec(WorkloadStatus)),
@@ -202,6 +205,7 @@ class SchedulerLoop:
         self._phase_memo: dict[str, tuple[object, str]] = {}
         self._binding_refs: dict[int, tuple[object, str]] = {}
         self._written: dict[str, tuple[int, Binding | None]] = {}
+        self._batch = settings.cycle_batch
         self.cycles = 0
         self.last: cycle.CycleResult | None = None
         self.ready = asyncio.Event()
@@ -234,7 +238,9 @@ class SchedulerLoop:
         self._prepared = reconcile.Prepared()
         self._usage = accounting.Usage()
         guards = tuple(self.guards()) if self.guards is not None else ()
-        binder = binder_mod.Binder(self.store, guards=guards)
+        self._echoes = codec.Echoes()
+        self.bindings.typed.echoes = self._echoes
+        binder = binder_mod.Binder(self.store, guards=guards, echoes=self._echoes)
         try:
             await self._load(binder)
             self._dirty.set()
@@ -349,7 +355,7 @@ class SchedulerLoop:
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, work = self._decide()
         await self._write(binder, result.bindings, work.stale)  # step 5
-        if result.admitted and result.decisions >= self.settings.cycle_batch:
+        if result.admitted and result.decisions >= self._batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
         self.last = result
@@ -389,12 +395,11 @@ class SchedulerLoop:
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
-        pending = PendingStore()
-        for job in work.pending:
-            pending.add(job)
+        pending = PendingStore(work.pending)
+        self._batch = cycle.batch_for(len(pending), self.settings)
         self._usage.sync(work.admitted, work.admitted_keys)
         result = self.scheduler.run_cycle(  # step 3
-            snapshot, pending, self._usage, self.clock.now()
+            snapshot, pending, self._usage, self.clock.now(), batch=self._batch
         )
         self._fingerprints = dict(work.fingerprints)  # step 4
         for admission in result.admitted:

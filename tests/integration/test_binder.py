@@ -188,3 +188,45 @@ async def test_a_decision_on_a_placement_moved_meanwhile_is_dropped(
     stored = await typed.get(key)
     assert stored is not None and stored.obj.placement() == {"home": 1}
     assert writer.stored(key) == (stored.revision, stored.obj)  # the next cycle starts there
+
+
+async def test_a_watch_takes_back_its_own_writes_and_decodes_everyone_elses(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """Bindings written in batches several at a time come back through a watch sharing the
+    binder's echoes as the very objects written; another writer's change is decoded."""
+    echoes: codec.Echoes[Binding] = codec.Echoes()
+    watched = codec.TypedStore(etcd_store, binder.CODEC, echoes=echoes)
+    start = await etcd_store.current_revision() + 1
+    writer = binder.Binder(etcd_store, batch=10, in_flight=3, echoes=echoes)
+    ours = [binding(namespace, f"job-{i}") for i in range(45)]
+    report = await writer.write(ours)
+    assert (report.written, report.transactions) == (45, 5)
+    theirs = binding(namespace, "job-0", cluster="b")  # e.g. rebalance moving one
+    await codec.TypedStore(etcd_store, binder.CODEC).put(
+        keys.binding_key(binder.binding_ref(theirs)), theirs
+    )
+    seen: list[Binding] = []
+    prefix = keys.prefix("bindings") + namespace + "/"
+    async for event in watched.watch(prefix, start_revision=start):
+        assert isinstance(event, codec.Put)
+        seen.append(event.item.obj)
+        if len(seen) == 46:
+            break
+    by_name = {b.metadata.name: b for b in ours}
+    assert all(b is by_name[b.metadata.name] for b in seen[:45])
+    assert seen[45] is not theirs and seen[45].spec.clusters[0].name == "b"
+    assert len(echoes) == 0
+
+
+def test_echoes_match_bytes_exactly_and_forget_failed_writes() -> None:
+    echoes: codec.Echoes[str] = codec.Echoes(limit=2)
+    echoes.wrote("k", b"v1", "one")
+    assert echoes.take("k", b"v2") is None  # another value: decode it
+    assert echoes.take("k", b"v1") is None  # taken (or refused) once only
+    echoes.wrote("k", b"v1", "one")
+    echoes.forget("k")
+    assert echoes.take("k", b"v1") is None
+    for i in range(3):
+        echoes.wrote(f"k{i}", b"v", str(i))
+    assert len(echoes) <= 2
