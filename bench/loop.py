@@ -31,10 +31,14 @@ stopped and a fresh loop measured:
 - burst_1000_s: `--burst` workloads put in transactions of 100 back to back; until a watch
   on their Bindings has seen every one Scheduled. Bursts stay admitted, so later runs see
   slightly more workloads (admitted_at_end).
-Each runs `--repeats` times (idle cycles 2x); p50 and max, seconds. peak_rss_mib includes
+- backlog_all_bound_s: a sweep of `--backlog` one-pod Jobs put at once (after the bursts,
+  once); until every one is Scheduled, with backlog_jobs_per_s and the cycles it took.
+Each of the others runs `--repeats` times (idle cycles 2x); p50 and max, seconds. peak_rss_mib includes
 the setup loop; rss_after_load_mib is the process with the measured loop loaded.
 
-`python bench/loop.py [--clusters N --admitted N --burst N --repeats N --debounce S]`
+
+`python bench/loop.py [--clusters N --admitted N --burst N --backlog N --repeats N
+--debounce S]`
 """
 
 from __future__ import annotations
@@ -438,6 +442,32 @@ async def measure_bursts(
     }
 
 
+async def measure_backlog(
+    store: st.Store, loop: TimedLoop, task: asyncio.Task[None], args: argparse.Namespace
+) -> dict[str, Any]:
+    """A sweep submitted at once: `--backlog` small jobs put back to back (transactions of
+    100) while the admitted ones stand; until every one is bound. The loop runs with the
+    controller's defaults, so this is what a user waits for, cycle batching included."""
+    if args.backlog <= 0:
+        return {}
+    await settle(loop, task, timeout=args.timeout)
+    ns = "backlog"
+    sweep = [
+        workload(f"sweep-{j:06d}", ns, kind="Job", replicas=1, cpu="100m")
+        for j in range(args.backlog)
+    ]
+    before = loop.cycles
+    all_s, first_s, got = await burst(store, sweep, ns, timeout=args.timeout)
+    return {
+        "backlog": args.backlog,
+        "backlog_all_bound_s": round(all_s, 2),
+        "backlog_first_bound_s": round(first_s, 3),
+        "backlog_bound": got,
+        "backlog_jobs_per_s": round(got / all_s) if all_s > 0 else 0,
+        "backlog_cycles": loop.cycles - before,
+    }
+
+
 async def measure(args: argparse.Namespace, url: str) -> dict[str, Any]:
     rng = random.Random(args.seed)
     store = EtcdStore(EtcdSettings(endpoints=(url,)))
@@ -464,6 +494,7 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, Any]:
             report |= await measure_status(store, loop, task, cluster, args)
             report |= await measure_submits(store, loop, task, args)
             report |= await measure_bursts(store, loop, task, args)
+            report |= await measure_backlog(store, loop, task, args)
             await settle(loop, task, timeout=args.timeout)
             report["admitted_at_end"] = sum(
                 1 for i in loop.bindings.items.values() if i.obj.status.phase == "Scheduled"
@@ -483,6 +514,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--admitted", type=int, default=20_000)
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backlog", type=int, default=20_000, help="sweep size; 0: skip")
     parser.add_argument("--debounce", type=float, default=0.02)
     parser.add_argument("--timeout", type=float, default=300.0, help="deadline per wait, s")
     parser.add_argument("--seed", type=int, default=7)

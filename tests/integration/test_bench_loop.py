@@ -33,7 +33,18 @@ def positive(value: Any) -> bool:
 
 async def test_the_loop_bench_measures_everything_and_binds_the_whole_burst() -> None:
     report = await bench_loop.run(
-        ["--clusters", "5", "--admitted", "200", "--burst", "300", "--repeats", "2"]
+        [
+            "--clusters",
+            "5",
+            "--admitted",
+            "200",
+            "--burst",
+            "300",
+            "--repeats",
+            "2",
+            "--backlog",
+            "1500",
+        ]
     )
 
     assert report["admitted"] == 200
@@ -51,7 +62,11 @@ async def test_the_loop_bench_measures_everything_and_binds_the_whole_burst() ->
     assert report["idle_cycle_decisions"] == 0
     assert report["burst"] == 300
     assert report["burst_bound_min"] == 300
-    assert report["admitted_at_end"] == 200 + 2 + 2 * 300
+    assert report["backlog_bound"] == 1500
+    assert positive(report["backlog_all_bound_s"]) and positive(report["backlog_jobs_per_s"])
+    # 1,500 waiting: more than one cycle's batch of 1,000, fewer than ten cycles.
+    assert 2 <= report["backlog_cycles"] < 10
+    assert report["admitted_at_end"] == 200 + 2 + 2 * 300 + 1500
     assert all(positive(n) for n in report["burst_cycles"])
     assert positive(report["loop_cycles"])
     assert positive(report["peak_rss_mib"])
