@@ -33,9 +33,9 @@ stopped and a fresh loop measured:
   slightly more workloads (admitted_at_end).
 - backlog_all_bound_s: a sweep of `--backlog` one-pod Jobs put at once (after the bursts,
   once); until every one is Scheduled, with backlog_jobs_per_s and the cycles it took.
-Each of the others runs `--repeats` times (idle cycles 2x); p50 and max, seconds. peak_rss_mib includes
-the setup loop; rss_after_load_mib is the process with the measured loop loaded.
-
+Each of the others runs `--repeats` times (idle cycles 2x); p50 and max, seconds.
+peak_rss_mib includes the setup loop; rss_after_load_mib is the process with the measured
+loop loaded.
 
 `python bench/loop.py [--clusters N --admitted N --burst N --backlog N --repeats N
 --debounce S]`
