@@ -17,8 +17,10 @@ and the cycle that follows at once reconsiders the jobs waiting behind them.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import gc
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -206,6 +208,7 @@ class SchedulerLoop:
         self._binding_refs: dict[int, tuple[object, str]] = {}
         self._written: dict[str, tuple[int, Binding | None]] = {}
         self._batch = settings.cycle_batch
+        self._deciding = threading.Lock()
         self.cycles = 0
         self.last: cycle.CycleResult | None = None
         self.ready = asyncio.Event()
@@ -353,7 +356,7 @@ class SchedulerLoop:
         """
         started = self.clock.monotonic()
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
-            result, work = self._decide()
+            result, work = await self._decide()
         await self._write(binder, result.bindings, work.stale)  # step 5
         if result.admitted and result.decisions >= self._batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
@@ -365,8 +368,17 @@ class SchedulerLoop:
                 self.metrics.observe_decision(elapsed / result.decisions)
         return result
 
-    def _decide(self) -> tuple[cycle.CycleResult, reconcile.Work]:
-        """Steps 1-4 of `cycle_once`: everything but the write, without I/O."""
+    async def _decide(self) -> tuple[cycle.CycleResult, reconcile.Work]:
+        """Steps 1-4 of `cycle_once`: everything but the write, without I/O.
+
+        Step 3 runs in a worker thread: deciding a batch takes up to a few seconds of CPU,
+        and the API, the other controllers' watches and the leader lease share this event
+        loop; the interpreter hands it the lock every few milliseconds meanwhile. Safe
+        because `run_cycle` works on what steps 1-2 built for it (the snapshot, its own
+        pending store, a copy of the usage) and the scheduler's caches are this loop's
+        alone; `_deciding` keeps a cycle left running by a lost leadership from overlapping
+        the next leader term's first one.
+        """
         clusters = [i.obj for i in self.clusters.items.values()]
         statuses = {key.rpartition("/")[2]: i.obj for key, i in self.statuses.items.items()}
         for c in clusters:
@@ -398,8 +410,8 @@ class SchedulerLoop:
         pending = PendingStore(work.pending)
         self._batch = cycle.batch_for(len(pending), self.settings)
         self._usage.sync(work.admitted, work.admitted_keys)
-        result = self.scheduler.run_cycle(  # step 3
-            snapshot, pending, self._usage, self.clock.now(), batch=self._batch
+        result = await asyncio.to_thread(  # step 3
+            self._run_cycle, snapshot, pending, self._usage, self.clock.now(), self._batch
         )
         self._fingerprints = dict(work.fingerprints)  # step 4
         for admission in result.admitted:
@@ -411,6 +423,17 @@ class SchedulerLoop:
             self._fingerprints.pop(str(victim.ref), None)
         _mark_fingerprints(result.bindings, self._fingerprints)
         return result, work
+
+    def _run_cycle(
+        self,
+        snapshot: snap.Snapshot,
+        pending: PendingStore,
+        usage: accounting.Usage,
+        now: dt.datetime,
+        batch: int,
+    ) -> cycle.CycleResult:
+        with self._deciding:
+            return self.scheduler.run_cycle(snapshot, pending, usage, now, batch=batch)
 
     async def _write(
         self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]
