@@ -32,7 +32,9 @@ stopped and a fresh loop measured:
   on their Bindings has seen every one Scheduled. Bursts stay admitted, so later runs see
   slightly more workloads (admitted_at_end).
 - backlog_all_bound_s: a sweep of `--backlog` one-pod Jobs put at once (after the bursts,
-  once); until every one is Scheduled, with backlog_jobs_per_s and the cycles it took.
+  once); until every one is Scheduled, with backlog_jobs_per_s and the cycles it took, and
+  how late a 10 ms timer fired on the event loop meanwhile (the API, the watches and the
+  lease renewal share it): backlog_event_loop_lag_max_s and _p99_s.
 Each of the others runs `--repeats` times (idle cycles 2x); p50 and max, seconds.
 peak_rss_mib includes the setup loop; rss_after_load_mib is the process with the measured
 loop loaded.
@@ -442,6 +444,19 @@ async def measure_bursts(
     }
 
 
+LAGS: list[float] = []
+
+
+async def _lag(tick: float = 0.01) -> None:
+    """How late a 10 ms timer fires on the controller's event loop, every tick: what the
+    API, the watches and the lease renewal would wait meanwhile."""
+    LAGS.clear()
+    while True:
+        began = time.perf_counter()
+        await asyncio.sleep(tick)
+        LAGS.append(max(time.perf_counter() - began - tick, 0.0))
+
+
 async def measure_backlog(
     store: st.Store, loop: TimedLoop, task: asyncio.Task[None], args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -457,9 +472,17 @@ async def measure_backlog(
         for j in range(args.backlog)
     ]
     before = loop.cycles
-    all_s, first_s, got = await burst(store, sweep, ns, timeout=args.timeout)
+    lag = asyncio.create_task(_lag())
+    try:
+        all_s, first_s, got = await burst(store, sweep, ns, timeout=args.timeout)
+    finally:
+        await stop(lag)
     return {
         "backlog": args.backlog,
+        "backlog_event_loop_lag_max_s": round(max(LAGS, default=0.0), 3),
+        "backlog_event_loop_lag_p99_s": round(
+            statistics.quantiles(LAGS, n=100, method="inclusive")[98] if len(LAGS) > 1 else 0.0, 3
+        ),
         "backlog_all_bound_s": round(all_s, 2),
         "backlog_first_bound_s": round(first_s, 3),
         "backlog_bound": got,

@@ -63,6 +63,7 @@ async def test_the_loop_bench_measures_everything_and_binds_the_whole_burst() ->
     assert report["burst"] == 300
     assert report["burst_bound_min"] == 300
     assert report["backlog_bound"] == 1500
+    assert 0 <= report["backlog_event_loop_lag_p99_s"] <= report["backlog_event_loop_lag_max_s"]
     assert positive(report["backlog_all_bound_s"]) and positive(report["backlog_jobs_per_s"])
     # 1,500 waiting: more than one cycle's batch of 1,000, fewer than ten cycles.
     assert 2 <= report["backlog_cycles"] < 10
