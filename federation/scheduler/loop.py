@@ -22,6 +22,7 @@ import gc
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -147,6 +148,22 @@ def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> No
             binding.metadata.annotations[binder_mod.FINGERPRINT] = mark
 
 
+_Decided = tuple[cycle.CycleResult, reconcile.Work]
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """The mirrors as they stood when a cycle began (shallow copies, taken on the event
+    loop), for the cycle's worker thread to read while the watches go on changing them."""
+
+    workloads: dict[str, codec.Stored[Any]]
+    policies: list[Any]
+    clusters: list[Cluster]
+    statuses: dict[str, codec.Stored[ClusterStatus]]
+    bindings: dict[str, codec.Stored[Binding]]
+    results: dict[str, codec.Stored[WorkloadStatus]]
+
+
 class SchedulerLoop:
     """Runs cycles while leading; `run()` is started and cancelled by the election."""
 
@@ -235,11 +252,17 @@ class SchedulerLoop:
 
     async def run(self) -> None:
         """Load the mirrors, then cycle after each (debounced) change, until cancelled."""
-        self._written.clear()
-        self._fingerprints.clear()
-        self._memo.clear()
-        self._prepared = reconcile.Prepared()
-        self._usage = accounting.Usage()
+        # A cycle of a term that ended may still be deciding in its thread: let it finish
+        # before this term resets what it reads.
+        await asyncio.to_thread(self._deciding.acquire)
+        try:
+            self._written.clear()
+            self._fingerprints.clear()
+            self._memo.clear()
+            self._prepared = reconcile.Prepared()
+            self._usage = accounting.Usage()
+        finally:
+            self._deciding.release()
         guards = tuple(self.guards()) if self.guards is not None else ()
         self._echoes = codec.Echoes()
         self.bindings.typed.echoes = self._echoes
@@ -292,15 +315,15 @@ class SchedulerLoop:
                 self._dirty.set()
             self.ready.set()
 
-    def _binding_view(self) -> dict[str, Binding]:
+    def _binding_view(self, seen_: _Seen) -> dict[str, Binding]:
         """Bindings by workload ref: the mirror, overlaid with writes it has not seen yet."""
         out: dict[str, Binding] = {}
-        for key, item in self.bindings.items.items():
+        for key, item in seen_.bindings.items():
             out[key] = item.obj
         for key, (revision, written) in list(self._written.items()):
-            seen = self.bindings.items.get(key)
+            seen = seen_.bindings.get(key)
             if seen is not None and seen.revision >= revision:
-                del self._written[key]  # the watch caught up
+                self._written.pop(key, None)  # the watch caught up
             elif written is None:
                 out.pop(key, None)
             else:
@@ -316,9 +339,9 @@ class SchedulerLoop:
             view[hit[1]] = b
         return view
 
-    def _entries(self) -> dict[str, reconcile.Entry]:
+    def _entries(self, seen: _Seen) -> dict[str, reconcile.Entry]:
         """Workloads by ref, each entry read once per stored version of the workload."""
-        memo, items = self._entry_memo, self.workloads.items
+        memo, items = self._entry_memo, seen.workloads
         if len(memo) > len(items):
             self._entry_memo = memo = {k: v for k, v in memo.items() if k in items}
         out: dict[str, reconcile.Entry] = {}
@@ -333,8 +356,8 @@ class SchedulerLoop:
             out[ref] = entry
         return out
 
-    def _phases(self) -> dict[str, str | None]:
-        memo, items = self._phase_memo, self.results.items
+    def _phases(self, seen: _Seen) -> dict[str, str | None]:
+        memo, items = self._phase_memo, seen.results
         if len(memo) > len(items):
             self._phase_memo = memo = {k: v for k, v in memo.items() if k in items}
         out: dict[str, str | None] = {}
@@ -371,21 +394,39 @@ class SchedulerLoop:
     async def _decide(self) -> tuple[cycle.CycleResult, reconcile.Work]:
         """Steps 1-4 of `cycle_once`: everything but the write, without I/O.
 
-        Step 3 runs in a worker thread: deciding a batch takes up to a few seconds of CPU,
-        and the API, the other controllers' watches and the leader lease share this event
-        loop; the interpreter hands it the lock every few milliseconds meanwhile. Safe
-        because `run_cycle` works on what steps 1-2 built for it (the snapshot, its own
-        pending store, a copy of the usage) and the scheduler's caches are this loop's
-        alone; `_deciding` keeps a cycle left running by a lost leadership from overlapping
-        the next leader term's first one.
+        Run in a worker thread on copies of the mirrors taken here: a cycle takes up to a
+        few seconds of CPU (reading thousands of new workloads, deciding a batch), and the
+        API, the other controllers' watches and the leader lease share this event loop,
+        which the interpreter hands the lock every few milliseconds meanwhile. Safe because
+        the thread reads only those copies and state no one else touches while a cycle runs
+        (the loop's memos, usage and scheduler caches, `_written`, which only `cycle_once`
+        changes, after this returns); `_deciding` keeps a cycle left running by a lost
+        leadership from overlapping the next leader term's first one.
         """
-        clusters = [i.obj for i in self.clusters.items.values()]
-        statuses = {key.rpartition("/")[2]: i.obj for key, i in self.statuses.items.items()}
+        seen = _Seen(
+            workloads=dict(self.workloads.items),
+            policies=self.policies.objects(),
+            clusters=[i.obj for i in self.clusters.items.values()],
+            statuses=dict(self.statuses.items),
+            bindings=dict(self.bindings.items),
+            results=dict(self.results.items),
+        )
+        return await asyncio.to_thread(self._decide_seen, seen, self.clock.now())
+
+    def _decide_seen(
+        self, seen: _Seen, now: dt.datetime
+    ) -> tuple[cycle.CycleResult, reconcile.Work]:
+        with self._deciding:
+            return self._steps(seen, now)
+
+    def _steps(self, seen: _Seen, now: dt.datetime) -> _Decided:
+        clusters = seen.clusters
+        statuses = {key.rpartition("/")[2]: i.obj for key, i in seen.statuses.items()}
         for c in clusters:
             if c.name not in statuses and c.status is not None:
                 statuses[c.name] = c.status
-        policies = self.policies.objects()
-        bindings = self._binding_view()
+        policies = seen.policies
+        bindings = self._binding_view(seen)
         snapshot = snap.build(  # step 1
             clusters,
             statuses=statuses,
@@ -395,9 +436,9 @@ class SchedulerLoop:
         )
         ready = [c.name for c in snapshot.clusters if c.ready]
         work = reconcile.reconcile(  # step 2
-            workloads=self._entries(),
+            workloads=self._entries(seen),
             bindings=bindings,
-            phases=self._phases(),
+            phases=self._phases(seen),
             policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
@@ -410,8 +451,8 @@ class SchedulerLoop:
         pending = PendingStore(work.pending)
         self._batch = cycle.batch_for(len(pending), self.settings)
         self._usage.sync(work.admitted, work.admitted_keys)
-        result = await asyncio.to_thread(  # step 3
-            self._run_cycle, snapshot, pending, self._usage, self.clock.now(), self._batch
+        result = self.scheduler.run_cycle(  # step 3
+            snapshot, pending, self._usage, now, batch=self._batch
         )
         self._fingerprints = dict(work.fingerprints)  # step 4
         for admission in result.admitted:
@@ -423,17 +464,6 @@ class SchedulerLoop:
             self._fingerprints.pop(str(victim.ref), None)
         _mark_fingerprints(result.bindings, self._fingerprints)
         return result, work
-
-    def _run_cycle(
-        self,
-        snapshot: snap.Snapshot,
-        pending: PendingStore,
-        usage: accounting.Usage,
-        now: dt.datetime,
-        batch: int,
-    ) -> cycle.CycleResult:
-        with self._deciding:
-            return self.scheduler.run_cycle(snapshot, pending, usage, now, batch=batch)
 
     async def _write(
         self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]
