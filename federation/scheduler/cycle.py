@@ -220,13 +220,10 @@ class Scheduler:
         # Each queue's order as it stood when the cycle began, pulled as needed: a job put
         # back meanwhile (not admitted, or a victim) waits for the next cycle.
         iters = {q: result.pending.ordered(q) for q in result.pending.queues()}
-        positions = dict.fromkeys(iters, 0)
         weights = {
-            q: (snapshot.queues[q].spec.weight if q in snapshot.queues else 1) for q in positions
+            q: (snapshot.queues[q].spec.weight if q in snapshot.queues else 1) for q in iters
         }
-        prio = {
-            q: (snapshot.queues[q].spec.priority if q in snapshot.queues else 0) for q in positions
-        }
+        prio = {q: (snapshot.queues[q].spec.priority if q in snapshot.queues else 0) for q in iters}
         capacity = dict(snapshot.capacity.items())
 
         def key(name: str) -> tuple[int, float, fairshare.ShareKey, str]:
@@ -236,7 +233,7 @@ class Scheduler:
             share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weights[name])
             return (-prio[name], share.approx, share, name)
 
-        heap = [key(q) for q in positions]
+        heap = [key(q) for q in iters]
         heapq.heapify(heap)
         while heap:
             name = heapq.heappop(heap)[3]
