@@ -444,17 +444,13 @@ async def measure_bursts(
     }
 
 
-LAGS: list[float] = []
-
-
-async def _lag(tick: float = 0.01) -> None:
+async def _lag(lags: list[float], tick: float = 0.01) -> None:
     """How late a 10 ms timer fires on the controller's event loop, every tick: what the
     API, the watches and the lease renewal would wait meanwhile."""
-    LAGS.clear()
     while True:
         began = time.perf_counter()
         await asyncio.sleep(tick)
-        LAGS.append(max(time.perf_counter() - began - tick, 0.0))
+        lags.append(max(time.perf_counter() - began - tick, 0.0))
 
 
 async def measure_backlog(
@@ -472,16 +468,17 @@ async def measure_backlog(
         for j in range(args.backlog)
     ]
     before = loop.cycles
-    lag = asyncio.create_task(_lag())
+    lags: list[float] = []
+    lag = asyncio.create_task(_lag(lags))
     try:
         all_s, first_s, got = await burst(store, sweep, ns, timeout=args.timeout)
     finally:
         await stop(lag)
     return {
         "backlog": args.backlog,
-        "backlog_event_loop_lag_max_s": round(max(LAGS, default=0.0), 3),
+        "backlog_event_loop_lag_max_s": round(max(lags, default=0.0), 3),
         "backlog_event_loop_lag_p99_s": round(
-            statistics.quantiles(LAGS, n=100, method="inclusive")[98] if len(LAGS) > 1 else 0.0, 3
+            statistics.quantiles(lags, n=100, method="inclusive")[98] if len(lags) > 1 else 0.0, 3
         ),
         "backlog_all_bound_s": round(all_s, 2),
         "backlog_first_bound_s": round(first_s, 3),

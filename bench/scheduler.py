@@ -347,6 +347,7 @@ def throughput(
             "wall_us_per_decision": round(elapsed / result.decisions * 1e6, 1),
             "cpu_us_per_decision": round(cpu / result.decisions * 1e6, 1),
             "incremental_path_calls": scheduler.timings.calls.get("incremental", 0),
+            "incremental_path_decisions": scheduler.timings.calls.get("incremental-decided", 0),
             "admitted": len(result.admitted),
             "pending": len(result.pending),
             "bindings_built": len(result.bindings),

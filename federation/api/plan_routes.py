@@ -177,7 +177,7 @@ class PlanApi:
     ) -> dict[str, Any]:
         policy = planning.claim(workload, state.policies())
         job = planning.job_for(workload, policy, settings=self.settings)
-        planned = scheduler.plan(job, cycle_state.snapshot, cycle_state.usage, state=cycle_state)
+        planned = scheduler.plan_in(job, cycle_state)
         return _plan_wire(planned, policy.metadata.name if policy else None)
 
 

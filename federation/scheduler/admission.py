@@ -13,7 +13,6 @@ only when the preemptor is admitted.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal
@@ -58,11 +57,9 @@ class Admitter:
         self.state = state
         self.result = result
         self.now = now
-        self._charges: dict[tuple[object, ...], ResourceList] = {}
         self._costs: dict[tuple[object, ...], Decimal | None] = {}
         self._targets: dict[tuple[object, ...], TargetCluster] = {}
         self._costs_by_pod: dict[tuple[object, ...], tuple[ResourceList, Decimal | None]] = {}
-        self._charges_by_pod: dict[tuple[object, ...], tuple[ResourceList, ResourceList]] = {}
         self._status = BindingStatus.model_construct(
             phase="Scheduled", reason="", last_scheduled_time=now
         )
@@ -96,25 +93,11 @@ class Admitter:
             rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
             chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
         charge: ResourceList | None = None
+        cycle_charges = quota.charges(state)
         for name, replicas in placed.placement.items():
-            one = self._charge_one(request, replicas, chips[name])
+            one = cycle_charges.of(request.pod, request.devices, replicas, chips[name])
             charge = one if charge is None else charge + one
         return charge if charge is not None else ResourceList(), chips
-
-    def _charge_one(self, request: fw.JobRequest, replicas: int, chip: str | None) -> ResourceList:
-        """What `replicas` pods of `request` on `chip` charge (the same for equal requests)."""
-        pod = request.pod
-        key = (id(pod), request.devices, replicas, chip)  # stamped jobs share one pod
-        hit = self._charges_by_pod.get(key)
-        if hit is not None and hit[0] is pod:
-            return hit[1]
-        full = (pod, request.devices, replicas, chip)
-        charge = self._charges.get(full)
-        if charge is None:
-            charge = quota.charge_for(_with_replicas(request, replicas), chip)
-            self._charges[full] = charge
-        self._charges_by_pod[key] = (pod, charge)
-        return charge
 
     def _problem(
         self,
@@ -344,10 +327,6 @@ class Admitter:
             if previous is not None and binder.same(previous, binding):
                 return
         self.result.bindings.append(binding)
-
-
-def _with_replicas(request: fw.JobRequest, replicas: int) -> fw.JobRequest:
-    return dataclasses.replace(request, replicas=replicas)
 
 
 def _arch(state: fw.CycleState, name: str) -> str | None:

@@ -39,7 +39,6 @@ def binding_ref(binding: Binding) -> keys.WorkloadRef:
 
 _Op = tuple[str, Binding, Binding | None, Binding, st.Create | st.Update]
 """(key, the Binding given, the one last seen there, the one to write, its operation)."""
-_LOST_RACE = (errors.Conflict, errors.AlreadyExists, errors.NotFound)
 
 
 @dataclass
@@ -148,10 +147,10 @@ class Binder:
             try:
                 result = await self.typed.store.commit([c[4] for c in chunk], guards=self.guards)
             except BaseException as exc:
-                if echoes is not None:
+                if echoes is not None:  # nothing of it was written
                     for key, *_ in chunk:
                         echoes.forget(key)
-                if not isinstance(exc, _LOST_RACE):
+                if not isinstance(exc, (errors.Conflict, errors.AlreadyExists, errors.NotFound)):
                     raise
                 report.transactions += 1
                 for key, given, seen, _, _ in chunk:

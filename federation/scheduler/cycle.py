@@ -186,9 +186,7 @@ class Scheduler:
         """
         with gcpause.paused():
             result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
-            self._stamps = {}  # specs are immutable, but only within a cycle is that relied on
-            self._stamps_by_id = {}
-            self._contents = {}
+            self._forget_stamps()  # specs are immutable, but only within a cycle is that relied on
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
             budget = self.settings.cycle_batch if batch is None else batch
@@ -206,10 +204,11 @@ class Scheduler:
             self._requests = {
                 k: v for k, v in self._requests.items() if v.job.ref in result.pending
             }
-            self._stamps = {}
-            self._stamps_by_id = {}
-            self._contents = {}
+            self._forget_stamps()
             return result
+
+    def _forget_stamps(self) -> None:
+        self._stamps, self._stamps_by_id, self._contents = {}, {}, {}
 
     # -- step 1
 
@@ -254,27 +253,20 @@ class Scheduler:
     # -- what-if, for `fedctl plan` and explanations
 
     def plan(
-        self,
-        job: PendingJob,
-        snapshot: snap.Snapshot,
-        usage: accounting.Usage,
-        *,
-        state: fw.CycleState | None = None,
+        self, job: PendingJob, snapshot: snap.Snapshot, usage: accounting.Usage
     ) -> explain.Plan:
-        """Every cluster's verdict and the placement this job would get now (writes nothing).
+        """Every cluster's verdict and the placement this job would get now (writes nothing)."""
+        return self.plan_in(job, fw.CycleState(snapshot, usage.copy(), self.settings))
 
-        `state`, when given, is one `CycleState` of `snapshot` and `usage` shared by many
-        plans (placing reads a state and never charges it): building one per plan would
-        redo the held-capacity accounting of every admitted workload each time. A job that
-        is itself admitted is planned as if it were not (`without`), so it does not compete
-        with its own capacity.
-        """
-        if state is None:
-            state = fw.CycleState(snapshot, usage.copy(), self.settings)
+    def plan_in(self, job: PendingJob, state: fw.CycleState) -> explain.Plan:
+        """`plan` against a given state, which many plans may share (placing reads a state
+        and never charges it): building one per plan would redo the held-capacity accounting
+        of every admitted workload each time. A job that is itself admitted is planned as
+        if it were not (`without`), so it does not compete with its own capacity."""
         own = state.usage.get(job.ref)
         if own is not None:
             state = without(state, own)
-        request = self.request(job, snapshot)
+        request = self.request(job, state.snapshot)
         outcome = self.placer.place(request, state)
         return explain.plan(self.placer, request, state, outcome)
 

@@ -45,7 +45,6 @@ __all__ = [
     "Decision",
     "Incremental",
     "eligible",
-    "limited",
     "quota_passes",
     "standard",
     "top_order",
@@ -85,20 +84,11 @@ def standard(placer: pl.Placer) -> bool:
     return dynamic_ok and scores_ok
 
 
-def eligible(job: fw.JobRequest, state: fw.CycleState) -> bool:
+def eligible(job: fw.JobRequest) -> bool:
     """A whole-to-one-cluster request with nothing that depends on more than one cluster."""
     if not job.single_cluster or job.previous or job.evicting or job.max_hourly_cost is not None:
         return False
     return len(job.terms) == 1
-
-
-def limited(job: fw.JobRequest, state: fw.CycleState) -> bool:
-    """Whether the quota filter can turn a cluster down: the job's queue has a capability
-    or its namespace a FederatedResourceQuota."""
-    queue = state.snapshot.queues.get(job.job.queue)
-    if queue is not None and queue.spec.capability is not None:
-        return True
-    return job.job.ref.namespace in state.snapshot.quotas
 
 
 def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> bool:
@@ -111,13 +101,10 @@ def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> boo
     incremental decision is the general path's. Checked afresh each decision: admitted
     usage grows with every admission.
     """
+    cycle_charges = quota.charges(state)
     for chip in shape.chips:
-        # Jobs stamped from one template share their pod: the charge is read once per cycle.
-        key = ("charge", id(job.pod), job.devices, job.replicas, chip)
-        hit = state.memo.get(key)
-        if hit is None or hit[0] is not job.pod:  # type: ignore[index]
-            hit = state.memo[key] = (job.pod, quota.charge_for(job, chip))
-        if quota.problem(job, state, chip, hit[1]) is not None:  # type: ignore[index]
+        charge = cycle_charges.of(job.pod, job.devices, job.replicas, chip)
+        if quota.problem(job, state, chip, charge) is not None:
             return False
     return True
 
@@ -320,7 +307,7 @@ class Incremental:
 
     def place(self, job: fw.JobRequest, state: fw.CycleState) -> Decision | None:
         """The general path's decision for an eligible request, or None to let it decide."""
-        if not self.enabled or not eligible(job, state):
+        if not self.enabled or not eligible(job):
             return None
         # Stamped jobs share their request's signature and shape tuples: find this cycle's
         # data by the tuple's identity before hashing it (the entry keeps the tuple alive).
@@ -354,7 +341,7 @@ class Incremental:
         sig.logpos = len(state.touched_rows)
         if sig.nfeasible == 0:
             return None
-        if limited(job, state) and not quota_passes(job, state, shape):
+        if quota.limited(job, state) and not quota_passes(job, state, shape):
             return None
         count = min(1 + _RUNNERS_UP, sig.nfeasible)
         if sig.top is None or len(sig.top) < count:

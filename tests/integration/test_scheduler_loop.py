@@ -9,6 +9,7 @@ stored Bindings, the only record of what was admitted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -31,7 +32,7 @@ from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import MonitorSettings, SchedulerSettings
 from policies.models.binding import Binding
-from policies.models.cluster import ClusterStatus
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.queue import Queue
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -73,7 +74,16 @@ async def bindings(fed: Federation) -> dict[str, Binding]:
     return {item.obj.metadata.name: item.obj for item in listed.items}
 
 
-def job(name: str, queue: str, *, priority: int = 0, duration: str | None = "10s") -> Workload:
+def job(
+    name: str,
+    queue: str,
+    *,
+    priority: int = 0,
+    duration: str | None = "10s",
+    parallelism: int = 1,
+) -> Workload:
+    """A batch Job of `parallelism` one-core pods that each run `duration` of simulated time
+    (None: until deleted)."""
     pod_annotations = {"sim.fedctl.io/duration": duration} if duration else {}
     return Workload.model_validate(
         {
@@ -85,6 +95,7 @@ def job(name: str, queue: str, *, priority: int = 0, duration: str | None = "10s
                 "annotations": {"fedctl.io/queue": queue, "fedctl.io/priority": str(priority)},
             },
             "spec": {
+                "parallelism": parallelism,
                 "template": {
                     "metadata": {"annotations": pod_annotations},
                     "spec": {
@@ -97,7 +108,7 @@ def job(name: str, queue: str, *, priority: int = 0, duration: str | None = "10s
                             }
                         ],
                     },
-                }
+                },
             },
         }
     )
@@ -248,26 +259,41 @@ async def _is(probe: Any, expected: Any) -> bool:
     return bool(await probe == expected)
 
 
-async def test_plan_live_plans_files_against_the_controllers_registry(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+async def registry_with_member() -> tuple[MemoryStore, Cluster]:
+    """A registry holding cluster a (2 nodes of 16 cores) and its status, all of it free."""
     store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
     member = fleet.cluster("a")
     assert member.status is not None
-    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    await codec.TypedStore(store, objects.ObjectCodec()).put(
+        keys.cluster_key("a"), member.model_copy(update={"status": None})
+    )
     await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
         keys.cluster_status_key("a"), member.status
     )
-    small, huge = fleet.workload("small", cpu="2"), fleet.workload("huge", cpu="999")
-    for w in (small, huge):
-        (tmp_path / f"{w.metadata.name}.yaml").write_text(json.dumps(w.to_wire()))
+    return store, member
+
+
+@contextlib.asynccontextmanager
+async def api_server(store: MemoryStore) -> AsyncIterator[str]:
+    """The controller's API over `store` on a free loopback port; yields its URL."""
     runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
     await runner.setup()
     port = embedded.free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
-    server = f"http://127.0.0.1:{port}"
     try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_plan_live_plans_files_against_the_controllers_registry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = await registry_with_member()
+    small, huge = fleet.workload("small", cpu="2"), fleet.workload("huge", cpu="999")
+    for w in (small, huge):
+        (tmp_path / f"{w.metadata.name}.yaml").write_text(json.dumps(w.to_wire()))
+    async with api_server(store) as server:
         code = await asyncio.to_thread(
             main.main, ["plan", "-f", str(tmp_path / "small.yaml"), "--live", "--server", server]
         )
@@ -283,25 +309,17 @@ async def test_plan_live_plans_files_against_the_controllers_registry(
         assert plans["team/Job.batch/small"]["placement"] == {"a": 1}
         assert "cpu" in plans["team/Job.batch/huge"]["reason"]
         assert not plans["team/Job.batch/huge"]["placement"]
-    finally:
-        await runner.cleanup()
 
 
 async def test_plan_live_counts_what_admitted_workloads_hold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Cluster a: 2 nodes of 16 cores, and its status reads all 32 free. `held` (2 pods of
-    10 cores, queue qa, capability 24 cores) is admitted there: its Scheduled Binding is stored, its
-    pod not running yet. A live plan must see the 12 cores left and the queue's 20/24, and
-    plan `held` itself as if it were not there."""
-    store = MemoryStore()
+    10 cores, queue qa, capability 24 cores) is admitted there: its Scheduled Binding is
+    stored, its pod not running yet. A live plan must see the 12 cores left and the queue's
+    20/24, and plan `held` itself as if it were not there."""
+    store, member = await registry_with_member()
     objs = codec.TypedStore(store, objects.ObjectCodec())
-    member = fleet.cluster("a")
-    assert member.status is not None
-    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
-    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
-        keys.cluster_status_key("a"), member.status
-    )
     qa = fleet.queue("qa", capability={"cpu": "24"})
     await objs.put(objects.key_for(qa), qa)
     held = fleet.workload("held", cpu="10", replicas=2, queue="qa")
@@ -324,12 +342,7 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
     }
     for name, w in files.items():
         (tmp_path / f"{name}.yaml").write_text(json.dumps(w.to_wire()))
-    runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
-    await runner.setup()
-    port = embedded.free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    server = f"http://127.0.0.1:{port}"
-    try:
+    async with api_server(store) as server:
         code = await asyncio.to_thread(
             main.main, ["plan", "-f", str(tmp_path), "--live", "--server", server, "-o", "json"]
         )
@@ -346,8 +359,6 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
         out = capsys.readouterr().out
         assert code == 0, out
         assert "counting what 1 admitted workload(s) hold" in out
-    finally:
-        await runner.cleanup()
 
 
 def sized(name: str, cpu: str) -> Workload:

@@ -13,12 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from federation import clock
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys
 from federation.scheduler import binder
-from federation.scheduler.loop import SchedulerLoop
-from federation.settings import MonitorSettings, SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.propagation import PropagationPolicy
 from policies.models.queue import Queue
@@ -30,58 +27,16 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
+from tests.integration.test_scheduler_loop import MONITOR, job, scheduler_loop
 from tests.waiting import background, wait_for
 
 pytestmark = pytest.mark.integration
-
-MONITOR = MonitorSettings(
-    probe_period=0.25,
-    probe_timeout=0.5,
-    failure_threshold=1.0,
-    success_threshold=1,
-    heartbeat=60.0,
-    workers=2,
-    watch_backoff_max=0.5,
-)
 
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
     async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
-
-
-def scheduler_loop(fed: Federation) -> SchedulerLoop:
-    return SchedulerLoop(fed.store, settings=SchedulerSettings(), clock=clock.real, debounce=0.05)
-
-
-def batch_job(name: str, *, parallelism: int = 1) -> Workload:
-    return Workload.model_validate(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "name": name,
-                "namespace": "batch",
-                "annotations": {"fedctl.io/queue": "qa"},
-            },
-            "spec": {
-                "parallelism": parallelism,
-                "template": {
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": "work",
-                                "image": "registry.example.com/batch/work:1",
-                                "resources": {"requests": {"cpu": "1", "memory": "64Mi"}},
-                            }
-                        ],
-                    }
-                },
-            },
-        }
-    )
 
 
 def pinned(name: str, cluster: str) -> PropagationPolicy:
@@ -133,7 +88,7 @@ async def test_edits_made_while_stopped_are_placed_again_and_the_rest_left_alone
     web = with_queue(deployment("shop", 2))
     await fed.put(web)
     await fed.put(pinned("shop", "us-east-cpu"))
-    grows, steady = batch_job("grows"), batch_job("steady")
+    grows, steady = job("grows", "qa", duration=None), job("steady", "qa", duration=None)
     for w in (grows, steady):
         await fed.put(w)
     monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
@@ -146,7 +101,7 @@ async def test_edits_made_while_stopped_are_placed_again_and_the_rest_left_alone
             )
         # Stopped: nothing leads. The policy moves the service; a job asks for more pods.
         await fed.put(pinned("shop", "eu-west-arm"))
-        await fed.put(batch_job("grows", parallelism=3))
+        await fed.put(job("grows", "qa", duration=None, parallelism=3))
         before = await stored(fed, steady)
         assert before is not None
         assert before.obj.metadata.annotations.get(binder.FINGERPRINT)

@@ -18,7 +18,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 from policies.models.queue import chip_resource
 
-__all__ = ["Quota", "charge_for", "charge_of"]
+__all__ = ["Charges", "Quota", "charge_for", "charge_of", "charges", "limited"]
 
 
 def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
@@ -34,6 +34,49 @@ def charge_of(pod: ResourceList, devices: int, replicas: int, chip: str | None) 
     if devices and chip:
         charge = charge + ResourceList({chip_resource(chip): devices * replicas})
     return charge
+
+
+def limited(job: fw.JobRequest, state: fw.CycleState) -> bool:
+    """Whether this filter can turn a cluster down: the job's queue has a capability or its
+    namespace a FederatedResourceQuota."""
+    queue = state.snapshot.queues.get(job.job.queue)
+    if queue is not None and queue.spec.capability is not None:
+        return True
+    return job.job.ref.namespace in state.snapshot.quotas
+
+
+class Charges:
+    """`charge_of` for one cycle, remembered: by the pod's identity first (jobs stamped from
+    one template share it), then by its content, so that equal pods share one charge object,
+    which later readers (usage totals) key by identity. A cycle charges thousands of jobs
+    with a few dozen distinct pods."""
+
+    def __init__(self) -> None:
+        self._by_pod: dict[tuple[int, int, int, str | None], tuple[ResourceList, ResourceList]] = {}
+        self._by_content: dict[tuple[ResourceList, int, int, str | None], ResourceList] = {}
+
+    def of(self, pod: ResourceList, devices: int, replicas: int, chip: str | None) -> ResourceList:
+        quick = (id(pod), devices, replicas, chip)
+        hit = self._by_pod.get(quick)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        full = (pod, devices, replicas, chip)
+        charge = self._by_content.get(full)
+        if charge is None:
+            charge = self._by_content[full] = charge_of(pod, devices, replicas, chip)
+        self._by_pod[quick] = (pod, charge)
+        return charge
+
+
+_CHARGES = ("quota-charges",)
+
+
+def charges(state: fw.CycleState) -> Charges:
+    """The cycle's `Charges` (kept in its memo, which a trial copy of the state shares)."""
+    found = state.memo.get(_CHARGES)
+    if not isinstance(found, Charges):
+        found = state.memo[_CHARGES] = Charges()
+    return found
 
 
 def problem(
@@ -79,9 +122,7 @@ class Quota:
         return fw.Verdict.unschedulable(found) if found else fw.Verdict.success()
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
-        queue = state.snapshot.queues.get(job.job.queue)
-        limited = queue is not None and queue.spec.capability is not None
-        if not limited and job.job.ref.namespace not in state.snapshot.quotas:
+        if not limited(job, state):
             return np.ones(len(rows), dtype=bool)
         chips = chip_on(job, state, rows)
         verdicts = {chip: problem(job, state, chip) is None for chip in set(chips)}
