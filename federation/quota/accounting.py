@@ -196,6 +196,18 @@ class Usage:
             for key in [k for k in current if k not in wanted]:
                 self.release(current[key].ref)
 
+    def apply(self, changes: Mapping[str, Admission | None]) -> None:
+        """Charge each admission of `changes` (by `str(ref)`) and release each None: `sync`
+        for a caller that knows which workloads changed, so it costs what changed."""
+        current = self._admissions
+        for key, admission in changes.items():
+            if admission is None:
+                held = current.get(key)
+                if held is not None:
+                    self.release(held.ref)
+            elif current.get(key) is not admission:
+                self.admit(admission)
+
     def get(self, ref: keys.WorkloadRef) -> Admission | None:
         return self._admissions.get(str(ref))
 

@@ -7,10 +7,13 @@ leader cannot write). The propagator and failover read those Bindings in turn.
 
 Why a debounced, whole-view cycle: a change only marks work (STYLE.md §7: watches feed
 queues); a burst of changes - 200 jobs applied at once, a monitor refreshing every cluster -
-becomes one cycle a few tens of milliseconds later. Each cycle rebuilds what it must
-consider from the cache (`reconcile`): Scheduled Bindings are the admissions, so a restart
-never admits twice, and jobs already placed are left alone unless their workload, policy or
-clusters changed or failover evicted them. Workloads finishing or deleted free their share
+becomes one cycle a few tens of milliseconds later. Each cycle reads what it must consider
+from the cache (`reconcile`): Scheduled Bindings are the admissions, so a restart never
+admits twice, and jobs already placed are left alone unless their workload, policy or
+clusters changed or failover evicted them. That reading is kept across cycles and redone
+only for the workloads whose own workload, Binding or status the watches changed (all of
+them when a policy, the clusters or the settings change), so a cycle with little to decide
+costs little however many workloads are admitted. Workloads finishing or deleted free their share
 and the cycle that follows at once reconsiders the jobs waiting behind them.
 """
 
@@ -21,7 +24,7 @@ import datetime as dt
 import gc
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -78,24 +81,39 @@ class _Mirror(Generic[M]):
         self.typed, self.prefix, self._on_change = typed, prefix, on_change
         self.items: dict[str, codec.Stored[M]] = {}
         self._revision = 0
+        self._changed: set[str] | None = None
+        """Keys put or deleted since `changes()` was last asked (None: possibly all)."""
 
     async def load(self) -> None:
         listed = await self.typed.list(self.prefix)
         self.items = {item.key: item for item in listed.items}
         self._revision = listed.revision + 1
+        self._changed = None
+
+    def changes(self) -> set[str] | None:
+        """The keys changed since the last call (None: the whole mirror may have)."""
+        changed, self._changed = self._changed, set()
+        return changed
 
     async def run(self) -> None:
         async for event in self.typed.watch(self.prefix, start_revision=self._revision):
             if isinstance(event, codec.Put):
                 old = self.items.get(event.item.key)
                 self.items[event.item.key] = event.item
+                self._note(event.item.key)
                 self._on_change(old.obj if old else None, event.item.obj)
             elif isinstance(event, codec.Deleted):
                 gone = self.items.pop(event.key, None)
+                self._note(event.key)
                 self._on_change(gone.obj if gone else None, None)
             else:
                 self.items = {item.key: item for item in event.items}
+                self._changed = None
                 self._on_change(None, None)
+
+    def _note(self, key: str) -> None:
+        if self._changed is not None:
+            self._changed.add(key)
 
     def objects(self) -> list[M]:
         return [item.obj for item in self.items.values()]
@@ -148,7 +166,8 @@ def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> No
             binding.metadata.annotations[binder_mod.FINGERPRINT] = mark
 
 
-_Decided = tuple[cycle.CycleResult, reconcile.Work]
+_Decided = tuple[cycle.CycleResult, list[str]]
+"""A cycle's decisions and the keys of the Bindings whose workload is gone."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +181,123 @@ class _Seen:
     statuses: dict[str, codec.Stored[ClusterStatus]]
     bindings: dict[str, codec.Stored[Binding]]
     results: dict[str, codec.Stored[WorkloadStatus]]
+    changed: tuple[set[str] | None, set[str] | None, set[str] | None] = (None, None, None)
+    """Keys of the workloads, Bindings and workload statuses changed since the last copy
+    (None: possibly all)."""
+
+
+def _union(first: Iterable[str], then: Iterable[str]) -> dict[str, None]:
+    """The keys of both, in order, each once."""
+    return dict.fromkeys([*first, *then])
+
+
+class _Views:
+    """Workloads, Bindings and workload phases by workload ref, as the cycles read them,
+    kept across cycles and changed only at the keys a mirror changed since the last cycle
+    (and the Bindings this loop wrote that its watch has not delivered yet).
+
+    Why: rebuilding them from the whole mirrors walked every stored workload, Binding and
+    status each cycle, most of a cycle that had little to decide once tens of thousands
+    were admitted. `update` also names the refs whose view changed, which is what the
+    ledger sorts again. Built afresh (every key) for a new term, after a mirror was listed
+    again, and after a cycle that failed (the changes it took are gone).
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, reconcile.Entry] = {}
+        self.bindings: dict[str, Binding] = {}
+        self.phases: dict[str, str | None] = {}
+        self.redo: set[str] = set()
+        """Refs to sort again next cycle though nothing stored changed: the loop's own
+        memory of their fingerprint did (an admission or an eviction it decided)."""
+        self._entry_of: dict[str, tuple[object, str]] = {}
+        self._phase_of: dict[str, tuple[object, str]] = {}
+        self._binding_of: dict[str, str] = {}
+        self._built = False
+
+    def update(
+        self, seen: _Seen, written: dict[str, tuple[int, Binding | None]]
+    ) -> set[str] | None:
+        """Bring the views up to `seen`; the refs whose inputs changed (None: all may)."""
+        changed = seen.changed
+        dirty, self.redo = self.redo, set()
+        everything = not self._built or None in changed
+        workloads: Iterable[str] = changed[0] or ()
+        bindings: Iterable[str] = changed[1] or ()
+        results: Iterable[str] = changed[2] or ()
+        if everything:  # in the mirrors' order, then whatever they no longer hold
+            workloads = _union(seen.workloads, self._entry_of)
+            bindings = _union(seen.bindings, self._binding_of)
+            results = _union(seen.results, self._phase_of)
+            self._built = True
+        for key in workloads:
+            self._workload(key, seen.workloads.get(key), dirty)
+        for key in results:
+            self._phase(key, seen.results.get(key), dirty)
+        for key in _union(bindings, written):
+            self._binding(key, seen.bindings.get(key), written, dirty)
+        return None if everything else dirty
+
+    def _workload(self, key: str, item: codec.Stored[Any] | None, dirty: set[str]) -> None:
+        known = self._entry_of.get(key)
+        if known is not None and known[0] is item:
+            return
+        if known is not None:
+            del self._entry_of[key]
+            self.entries.pop(known[1], None)
+            dirty.add(known[1])
+        if item is None or not isinstance(item.obj, Workload):
+            return
+        ref = str(reconcile.ref_of(item.obj))
+        self._entry_of[key] = (item, ref)
+        self.entries[ref] = reconcile.Entry(item.obj, item.create_revision)
+        dirty.add(ref)
+
+    def _phase(self, key: str, item: codec.Stored[WorkloadStatus] | None, dirty: set[str]) -> None:
+        known = self._phase_of.get(key)
+        if known is not None and known[0] is item:
+            return
+        if known is not None:
+            del self._phase_of[key]
+            self.phases.pop(known[1], None)
+            dirty.add(known[1])
+        if item is None:
+            return
+        ref = str(_ref(item.obj.workload))
+        self._phase_of[key] = (item, ref)
+        self.phases[ref] = item.obj.phase
+        dirty.add(ref)
+
+    def _binding(
+        self,
+        key: str,
+        item: codec.Stored[Binding] | None,
+        written: dict[str, tuple[int, Binding | None]],
+        dirty: set[str],
+    ) -> None:
+        """The mirror's Binding, overlaid with this loop's write until the watch has it."""
+        binding = item.obj if item is not None else None
+        mine = written.get(key)
+        if mine is not None:
+            if item is not None and item.revision >= mine[0]:
+                del written[key]  # the watch caught up
+            elif item is None and mine[1] is None:
+                del written[key]  # deleted, and the mirror agrees
+            else:
+                binding = mine[1]
+        ref = self._binding_of.get(key)
+        if ref is not None and self.bindings.get(ref) is binding:
+            return
+        if ref is not None:
+            del self._binding_of[key]
+            self.bindings.pop(ref, None)
+            dirty.add(ref)
+        if binding is None:
+            return
+        ref = str(binder_mod.binding_ref(binding))
+        self._binding_of[key] = ref
+        self.bindings[ref] = binding
+        dirty.add(ref)
 
 
 class SchedulerLoop:
@@ -217,12 +353,11 @@ class SchedulerLoop:
         self._memo: dict[str, tuple[Binding, str, accounting.Admission]] = {}
         self._prepared = reconcile.Prepared()
         self._usage = accounting.Usage()
-        # Per stored object, what a cycle derives from it (its ref, its entry), kept while
-        # the mirror holds that very object: the mirrors replace an item on every change, so
-        # a cycle over tens of thousands of stored objects re-reads only the few that moved.
-        self._entry_memo: dict[str, tuple[object, tuple[str, reconcile.Entry]]] = {}
-        self._phase_memo: dict[str, tuple[object, str]] = {}
-        self._binding_refs: dict[int, tuple[object, str]] = {}
+        self._ledger = reconcile.Ledger()
+        # What the cycles derive from the mirrors, kept across cycles and changed only where
+        # a mirror did (or a write of this loop not yet seen): workloads, Bindings and
+        # phases by workload ref, and each stored key's ref.
+        self._views = _Views()
         self._written: dict[str, tuple[int, Binding | None]] = {}
         self._batch = settings.cycle_batch
         self._deciding = threading.Lock()
@@ -261,6 +396,8 @@ class SchedulerLoop:
             self._memo.clear()
             self._prepared = reconcile.Prepared()
             self._usage = accounting.Usage()
+            self._ledger = reconcile.Ledger()
+            self._views = _Views()
         finally:
             self._deciding.release()
         guards = tuple(self.guards()) if self.guards is not None else ()
@@ -315,59 +452,6 @@ class SchedulerLoop:
                 self._dirty.set()
             self.ready.set()
 
-    def _binding_view(self, seen_: _Seen) -> dict[str, Binding]:
-        """Bindings by workload ref: the mirror, overlaid with writes it has not seen yet."""
-        out: dict[str, Binding] = {}
-        for key, item in seen_.bindings.items():
-            out[key] = item.obj
-        for key, (revision, written) in list(self._written.items()):
-            seen = seen_.bindings.get(key)
-            if seen is not None and seen.revision >= revision:
-                self._written.pop(key, None)  # the watch caught up
-            elif written is None:
-                out.pop(key, None)
-            else:
-                out[key] = written
-        refs = self._binding_refs
-        if len(refs) > 2 * len(out) + 1024:
-            self._binding_refs = refs = {}
-        view: dict[str, Binding] = {}
-        for b in out.values():
-            hit = refs.get(id(b))
-            if hit is None or hit[0] is not b:
-                hit = refs[id(b)] = (b, str(binder_mod.binding_ref(b)))
-            view[hit[1]] = b
-        return view
-
-    def _entries(self, seen: _Seen) -> dict[str, reconcile.Entry]:
-        """Workloads by ref, each entry read once per stored version of the workload."""
-        memo, items = self._entry_memo, seen.workloads
-        if len(memo) > len(items):
-            self._entry_memo = memo = {k: v for k, v in memo.items() if k in items}
-        out: dict[str, reconcile.Entry] = {}
-        for key, item in items.items():
-            if not isinstance(item.obj, Workload):
-                continue
-            hit = memo.get(key)
-            if hit is None or hit[0] is not item:
-                entry = reconcile.Entry(item.obj, item.create_revision)
-                hit = memo[key] = (item, (str(reconcile.ref_of(item.obj)), entry))
-            ref, entry = hit[1]
-            out[ref] = entry
-        return out
-
-    def _phases(self, seen: _Seen) -> dict[str, str | None]:
-        memo, items = self._phase_memo, seen.results
-        if len(memo) > len(items):
-            self._phase_memo = memo = {k: v for k, v in memo.items() if k in items}
-        out: dict[str, str | None] = {}
-        for key, item in items.items():
-            hit = memo.get(key)
-            if hit is None or hit[0] is not item:
-                hit = memo[key] = (item, str(_ref(item.obj.workload)))
-            out[hit[1]] = item.obj.phase
-        return out
-
     async def cycle_once(self, binder: binder_mod.Binder) -> cycle.CycleResult:
         """One cycle over the current cache; returns what it decided.
 
@@ -379,8 +463,8 @@ class SchedulerLoop:
         """
         started = self.clock.monotonic()
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
-            result, work = await self._decide()
-        await self._write(binder, result.bindings, work.stale)  # step 5
+            result, stale = await self._decide()
+        await self._write(binder, result.bindings, stale)  # step 5
         if result.admitted and result.decisions >= self._batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
@@ -391,7 +475,7 @@ class SchedulerLoop:
                 self.metrics.observe_decision(elapsed / result.decisions)
         return result
 
-    async def _decide(self) -> tuple[cycle.CycleResult, reconcile.Work]:
+    async def _decide(self) -> _Decided:
         """Steps 1-4 of `cycle_once`: everything but the write, without I/O.
 
         Run in a worker thread on copies of the mirrors taken here: a cycle takes up to a
@@ -410,14 +494,17 @@ class SchedulerLoop:
             statuses=dict(self.statuses.items),
             bindings=dict(self.bindings.items),
             results=dict(self.results.items),
+            changed=(self.workloads.changes(), self.bindings.changes(), self.results.changes()),
         )
         return await asyncio.to_thread(self._decide_seen, seen, self.clock.now())
 
-    def _decide_seen(
-        self, seen: _Seen, now: dt.datetime
-    ) -> tuple[cycle.CycleResult, reconcile.Work]:
+    def _decide_seen(self, seen: _Seen, now: dt.datetime) -> _Decided:
         with self._deciding:
-            return self._steps(seen, now)
+            try:
+                return self._steps(seen, now)
+            except BaseException:
+                self._views = _Views()  # the changes this cycle took are lost with it
+                raise
 
     def _steps(self, seen: _Seen, now: dt.datetime) -> _Decided:
         clusters = seen.clusters
@@ -426,19 +513,23 @@ class SchedulerLoop:
             if c.name not in statuses and c.status is not None:
                 statuses[c.name] = c.status
         policies = seen.policies
-        bindings = self._binding_view(seen)
+        views = self._views
+        redo = views.redo  # the refs this loop remembered a new fingerprint for
+        dirty = views.update(seen, self._written)
         snapshot = snap.build(  # step 1
             clusters,
             statuses=statuses,
             queues=[p for p in policies if isinstance(p, Queue)],
             quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
-            bindings=bindings,
+            bindings=views.bindings,
         )
         ready = [c.name for c in snapshot.clusters if c.ready]
-        work = reconcile.reconcile(  # step 2
-            workloads=self._entries(seen),
-            bindings=bindings,
-            phases=self._phases(seen),
+        ledger = self._ledger
+        changes = ledger.update(  # step 2
+            dirty,
+            workloads=views.entries,
+            bindings=views.bindings,
+            phases=views.phases,
             policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
@@ -448,22 +539,35 @@ class SchedulerLoop:
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
-        pending = PendingStore(work.pending)
+        pending = PendingStore(list(ledger.pending.values()))
         self._batch = cycle.batch_for(len(pending), self.settings)
-        self._usage.sync(work.admitted, work.admitted_keys)
+        if changes is None:
+            self._usage.sync(ledger.admitted.values(), ledger.admitted.keys())
+        else:
+            self._usage.apply(changes)
         result = self.scheduler.run_cycle(  # step 3
             snapshot, pending, self._usage, now, batch=self._batch
         )
-        self._fingerprints = dict(work.fingerprints)  # step 4
+        if changes is None:  # step 4
+            self._fingerprints = ledger.fingerprints()
+        else:  # the admitted marks, where they may have changed
+            for key in (*changes, *redo):
+                mark = ledger.marks.get(key) if key in ledger.admitted else None
+                if mark is None:
+                    self._fingerprints.pop(key, None)
+                else:
+                    self._fingerprints[key] = mark
         for admission in result.admitted:
             if isinstance(admission.job, PendingJob):
                 key = str(admission.ref)
-                mark = work.marks[key]  # every job the cycle saw was read by reconcile
+                mark = ledger.marks[key]  # every job the cycle saw was read by reconcile
                 self._fingerprints[key] = mark
+                views.redo.add(key)
         for victim, _ in result.evicted:
             self._fingerprints.pop(str(victim.ref), None)
+            views.redo.add(str(victim.ref))
         _mark_fingerprints(result.bindings, self._fingerprints)
-        return result, work
+        return result, list(ledger.stale.values())
 
     async def _write(
         self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]

@@ -45,6 +45,7 @@ from policies.models.workload import Workload
 __all__ = [
     "FINISHED",
     "Entry",
+    "Ledger",
     "Prepared",
     "Work",
     "admitted_as",
@@ -187,48 +188,41 @@ def reconcile(
     """
     known = frozenset(clusters)
     ready_now = sorted(ready)
-    devices = frozenset(device_resources)
-    work = Work()
-    shapes: _Shapes = {}
-    charges: _Charges = {}
     jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
-    trusted = prepared is not None and memo is not None
     if prepared is not None and memo is not None:
         prepared.trust(memo, known)
+    sort = _Sorter(
+        bindings=bindings,
+        phases=phases,
+        policies=policies,
+        known=known,
+        fingerprints=fingerprints,
+        ready=ready_now,
+        settings=settings,
+        devices=frozenset(device_resources),
+        memo=memo,
+        jobs=jobs,
+        trusted=prepared is not None and memo is not None,
+    )
+    work = Work()
     for key, entry in workloads.items():
-        job, mark = _read(jobs, key, entry, policies=policies, settings=settings, ready=ready_now)
-        if job is None:
+        kind, job, mark, admitted = sort.one(key, entry)
+        if kind == _OPAQUE:
             continue
-        if phases.get(key) in FINISHED:
+        if kind == _FINISHED:
             work.finished.append(key)
             continue
-        binding = bindings.get(key)
         work.marks[key] = mark
-        if binding is None:
-            work.pending.append(job)
-            continue
-        cached = memo.get(key) if memo is not None else None
-        fresh = cached[2] if cached and cached[0] is binding and cached[1] == mark else None
-        if not (fresh is not None and trusted) and not _holds(
-            binding, known, admitted_as(binding, fingerprints.get(key), mark), mark
-        ):
-            work.pending.append(job)
-            continue
-        admitted = fresh
         if admitted is None:
-            admitted = admission_of(
-                job, binding, device_resources=devices, shapes=shapes, charges=charges
-            )
-        if memo is not None and fresh is None:
-            memo[key] = (binding, mark, admitted)
+            assert job is not None
+            work.pending.append(job)
+            continue
         work.admitted.append(admitted)
         work.admitted_keys.append(key)
         work.fingerprints[key] = mark
     for key, binding in bindings.items():
         if key not in workloads:
-            b = binding.spec.workload
-            ref = keys.WorkloadRef(b.namespace, keys.kind_segment(b.api_version, b.kind), b.name)
-            work.stale.append(keys.binding_key(ref))
+            work.stale.append(_binding_key(binding))
     if memo is not None and len(memo) > len(work.fingerprints):
         for gone in set(memo) - set(work.fingerprints):
             del memo[gone]
@@ -236,6 +230,195 @@ def reconcile(
         for gone in set(jobs) - set(workloads):
             del jobs[gone]
     return work
+
+
+_OPAQUE, _FINISHED, _PENDING, _ADMITTED = "opaque", "finished", "pending", "admitted"
+
+
+def _binding_key(binding: Binding) -> str:
+    b = binding.spec.workload
+    return keys.binding_key(
+        keys.WorkloadRef(b.namespace, keys.kind_segment(b.api_version, b.kind), b.name)
+    )
+
+
+@dataclass
+class _Sorter:
+    """One pass's inputs, shared by every workload it sorts (`reconcile` and `Ledger`)."""
+
+    bindings: Mapping[str, Binding]
+    phases: Mapping[str, str | None]
+    policies: Sequence[plan.AnyPolicy]
+    known: frozenset[str]
+    fingerprints: Mapping[str, str]
+    ready: Sequence[str]
+    settings: SchedulerSettings
+    devices: frozenset[str]
+    memo: dict[str, tuple[Binding, str, accounting.Admission]] | None
+    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] | None
+    trusted: bool
+    shapes: _Shapes = field(default_factory=dict)
+    charges: _Charges = field(default_factory=dict)
+
+    def one(
+        self, key: str, entry: Entry
+    ) -> tuple[str, PendingJob | None, str, accounting.Admission | None]:
+        """A workload's kind, its pending entry, fingerprint and (admitted) admission."""
+        job, mark = _read(
+            self.jobs, key, entry, policies=self.policies, settings=self.settings, ready=self.ready
+        )
+        if job is None:
+            return _OPAQUE, None, "", None
+        if self.phases.get(key) in FINISHED:
+            return _FINISHED, job, mark, None
+        binding = self.bindings.get(key)
+        if binding is None:
+            return _PENDING, job, mark, None
+        memo = self.memo
+        cached = memo.get(key) if memo is not None else None
+        fresh = (
+            cached[2]
+            if cached and cached[0] is binding and cached[1] == mark and cached[2].seq == job.seq
+            else None
+        )  # the mark covers all an admission reads from the workload but its arrival
+        if not (fresh is not None and self.trusted) and not _holds(
+            binding, self.known, admitted_as(binding, self.fingerprints.get(key), mark), mark
+        ):
+            return _PENDING, job, mark, None
+        admitted = fresh
+        if admitted is None:
+            admitted = admission_of(
+                job,
+                binding,
+                device_resources=self.devices,
+                shapes=self.shapes,
+                charges=self.charges,
+            )
+            if memo is not None:
+                memo[key] = (binding, mark, admitted)
+        return _ADMITTED, job, mark, admitted
+
+
+@dataclass
+class Ledger:
+    """`reconcile`'s result kept by the loop across cycles and redone per workload: only
+    for those whose inputs changed since the last pass.
+
+    Why: with tens of thousands of workloads admitted, sorting every one of them each cycle
+    was most of a cycle that had little to decide, although a workload's kind depends only
+    on its own entry, Binding, phase and remembered fingerprint, and on what every workload
+    shares (policies, Ready and known clusters, settings, device resources). The loop names
+    the workloads whose own inputs changed; any change to the shared ones sorts everything
+    again, as does a pass without names (`dirty=None`). The result is the one `reconcile`
+    would give over the same inputs; `tests/unit/scheduler/test_ledger.py` holds both to it.
+    """
+
+    pending: dict[str, PendingJob] = field(default_factory=dict)
+    admitted: dict[str, accounting.Admission] = field(default_factory=dict)
+    marks: dict[str, str] = field(default_factory=dict)
+    """ref -> current fingerprint of every workload neither finished nor opaque."""
+    finished: set[str] = field(default_factory=set)
+    stale: dict[str, str] = field(default_factory=dict)
+    """ref -> Binding key, for each Binding whose workload is gone."""
+    _jobs: object = None
+    _shared: tuple[object, ...] = ()
+
+    def fingerprints(self) -> dict[str, str]:
+        """ref -> fingerprint of every admitted workload (`Work.fingerprints`)."""
+        marks = self.marks
+        return {key: marks[key] for key in self.admitted}
+
+    def update(
+        self,
+        dirty: Iterable[str] | None,
+        *,
+        workloads: Mapping[str, Entry],
+        bindings: Mapping[str, Binding],
+        phases: Mapping[str, str | None],
+        policies: Sequence[plan.AnyPolicy],
+        clusters: Iterable[str],
+        fingerprints: Mapping[str, str],
+        ready: Iterable[str] = (),
+        settings: SchedulerSettings,
+        device_resources: Iterable[str] = (),
+        memo: dict[str, tuple[Binding, str, accounting.Admission]],
+        prepared: Prepared,
+    ) -> dict[str, accounting.Admission | None] | None:
+        """Sort the workloads named by `dirty` again (all of them when None or when what
+        they share changed); returns the admissions that changed (None: possibly all)."""
+        known = frozenset(clusters)
+        ready_now = sorted(ready)
+        devices = frozenset(device_resources)
+        jobs = prepared.entries(policies, ready_now, settings)
+        prepared.trust(memo, known)
+        shared = (known, devices)
+        if dirty is None or jobs is not self._jobs or shared != self._shared:
+            self._jobs, self._shared = jobs, shared
+            self.pending, self.admitted, self.marks = {}, {}, {}
+            self.finished, self.stale = set(), {}
+            dirty = None
+        everything = False
+        sort = _Sorter(
+            bindings=bindings,
+            phases=phases,
+            policies=policies,
+            known=known,
+            fingerprints=fingerprints,
+            ready=ready_now,
+            settings=settings,
+            devices=devices,
+            memo=memo,
+            jobs=jobs,
+            trusted=True,
+        )
+        changes: dict[str, accounting.Admission | None] = {}
+        if dirty is None:
+            dirty = [*workloads, *(k for k in bindings if k not in workloads)]
+            everything = True
+        for key in dirty:
+            self._sort(key, workloads.get(key), sort, changes)
+        if everything:
+            for gone in set(memo) - set(self.admitted):
+                del memo[gone]
+            for gone in set(jobs) - set(workloads):
+                del jobs[gone]
+            return None
+        return changes
+
+    def _sort(
+        self,
+        key: str,
+        entry: Entry | None,
+        sort: _Sorter,
+        changes: dict[str, accounting.Admission | None],
+    ) -> None:
+        was = self.admitted.pop(key, None)
+        self.pending.pop(key, None)
+        self.marks.pop(key, None)
+        self.finished.discard(key)
+        self.stale.pop(key, None)
+        if entry is None:  # deleted: its Binding, if any, goes too
+            binding = sort.bindings.get(key)
+            if binding is not None:
+                self.stale[key] = _binding_key(binding)
+            if sort.jobs is not None:
+                sort.jobs.pop(key, None)
+            kind, job, mark, admitted = _OPAQUE, None, "", None
+        else:
+            kind, job, mark, admitted = sort.one(key, entry)
+        if kind == _FINISHED:
+            self.finished.add(key)
+        elif kind != _OPAQUE:
+            self.marks[key] = mark
+            if admitted is not None:
+                self.admitted[key] = admitted
+            else:
+                assert job is not None
+                self.pending[key] = job
+        if admitted is None and sort.memo is not None:
+            sort.memo.pop(key, None)
+        if admitted is not was:
+            changes[key] = admitted
 
 
 def _read(

@@ -1,0 +1,310 @@
+"""The ledger (reconcile kept across cycles, redone only for changed workloads) against a
+full `reconcile` over the same inputs, through random runs of the changes a loop sees."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+
+from federation.quota import accounting
+from federation.registry import codec, keys
+from federation.scheduler import loop as loop_mod
+from federation.scheduler import reconcile
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding
+from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
+from tests.unit.scheduler.fleet import workload
+from tests.unit.scheduler.test_loop import DUPLICATED, binding, key
+
+SETTINGS = SchedulerSettings()
+OWN = ("put", "put", "bind", "bind", "evict", "unbind", "phase", "delete", "remember")
+SHARED = ("policies", "ready", "clusters")
+CLUSTERS = ("a", "b", "c")
+
+
+def _view(work: reconcile.Work) -> dict[str, Any]:
+    return {
+        "pending": sorted(str(j.ref) for j in work.pending),
+        "admitted": {
+            k: _admission(a) for k, a in zip(work.admitted_keys, work.admitted, strict=True)
+        },
+        "marks": dict(sorted(work.marks.items())),
+        "finished": sorted(work.finished),
+        "stale": sorted(work.stale),
+        "fingerprints": dict(sorted(work.fingerprints.items())),
+    }
+
+
+def _ledger_view(ledger: reconcile.Ledger) -> dict[str, Any]:
+    return {
+        "pending": sorted(ledger.pending),
+        "admitted": {k: _admission(a) for k, a in ledger.admitted.items()},
+        "marks": dict(sorted(ledger.marks.items())),
+        "finished": sorted(ledger.finished),
+        "stale": sorted(ledger.stale.values()),
+        "fingerprints": dict(sorted(ledger.fingerprints().items())),
+    }
+
+
+def _admission(a: accounting.Admission) -> tuple[object, ...]:
+    return (str(a.ref), a.queue, str(a.charge), sorted(a.placement.items()), a.seq)
+
+
+def _totals(usage: accounting.Usage) -> dict[str, dict[str, int]]:
+    queues = {a.queue for a in usage.admissions()} | {"default"}
+    totals = {q: {n: v for n, v in usage.queue_totals(q).items() if v} for q in queues}
+    return {q: t for q, t in totals.items() if t}
+
+
+class World:
+    """What a loop reads: workloads, Bindings, phases, remembered fingerprints, and the
+    shared inputs (policies, known and Ready clusters)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.workloads: dict[str, reconcile.Entry] = {}
+        self.bindings: dict[str, Binding] = {}
+        self.phases: dict[str, str | None] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.policies: list[Any] = []
+        self.clusters: tuple[str, ...] = ("a", "b", "c")
+        self.ready: tuple[str, ...] = ("a", "b")
+        self.revision = 0
+        self.names = [f"w{i}" for i in range(12)]
+
+    def _workload(self, name: str) -> Workload:
+        if self.rng.random() < 0.3:
+            return workload(name, kind="Deployment", replicas=self.rng.randint(1, 4))
+        return workload(name, cpu=self.rng.choice(["1", "2"]), replicas=self.rng.randint(1, 3))
+
+    def step(self, marks: dict[str, str]) -> set[str]:
+        """One random change; the refs whose own inputs it changed."""
+        rng = self.rng
+        name = rng.choice(self.names)
+        ref = key(workload(name))
+        deployment = key(workload(name, kind="Deployment"))
+        ref = deployment if deployment in self.workloads else ref
+        action = rng.choice([*OWN, *SHARED])
+        if action == "put":
+            self.revision += 1
+            w = self._workload(name)
+            ref = key(w)
+            old = key(workload(name)), key(workload(name, kind="Deployment"))
+            for other in old:
+                if other != ref:
+                    self.workloads.pop(other, None)  # one kind per name at a time
+            self.workloads[ref] = reconcile.Entry(w, self.revision)
+            return set(old) | {ref}
+        entry = self.workloads.get(ref)
+        w = entry.workload if entry is not None else workload(name)
+        if action == "bind":
+            targets = {c: 1 for c in rng.sample(CLUSTERS, rng.randint(1, 2))}
+            self.bindings[ref] = binding(w, targets)
+        elif action == "evict":
+            self.bindings[ref] = binding(
+                w, {"b": 1}, phase="Pending", reason="Evicted from a: NotReady"
+            )
+        elif action == "unbind":
+            self.bindings.pop(ref, None)
+        elif action == "phase":
+            self.phases[ref] = rng.choice([None, "Running", "Succeeded", "Failed"])
+        elif action == "delete":
+            self.workloads.pop(ref, None)
+        elif action == "remember":
+            choice = rng.choice(["now", "older", "forget"])
+            if choice == "now" and ref in marks:
+                self.fingerprints[ref] = marks[ref]
+            elif choice == "older":
+                self.fingerprints[ref] = "older"
+            else:
+                self.fingerprints.pop(ref, None)
+        elif action == "policies":
+            self.policies = [DUPLICATED] if rng.random() < 0.5 else []
+            return set()
+        elif action == "ready":
+            self.ready = tuple(sorted(rng.sample(CLUSTERS, rng.randint(1, 3))))
+            return set()
+        else:
+            self.clusters = ("a", "b", "c") if rng.random() < 0.5 else ("a", "b")
+            return set()
+        return {ref}
+
+    def inputs(self) -> dict[str, Any]:
+        return {
+            "workloads": dict(self.workloads),
+            "bindings": dict(self.bindings),
+            "phases": dict(self.phases),
+            "policies": list(self.policies),
+            "clusters": self.clusters,
+            "fingerprints": dict(self.fingerprints),
+            "ready": self.ready,
+            "settings": SETTINGS,
+        }
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_ledger_redone_for_changed_workloads_equals_a_full_reconcile(seed: int) -> None:
+    rng = random.Random(seed)
+    world = World(rng)
+    ledger = reconcile.Ledger()
+    memo: dict[str, Any] = {}
+    prepared = reconcile.Prepared()
+    usage = accounting.Usage()
+    marks: dict[str, str] = {}
+    # The loop's reconcile before the ledger, with its own memo of admissions, which it
+    # trusts while their Binding and fingerprint stand as the ledger does.
+    full_memo: dict[str, Any] = {}
+    full_prepared = reconcile.Prepared()
+    changes = ledger.update(None, **world.inputs(), memo=memo, prepared=prepared)
+    assert changes is None
+    incremental = 0
+    for _ in range(150):
+        dirty = world.step(marks)
+        changes = ledger.update(dirty, **world.inputs(), memo=memo, prepared=prepared)
+        full = reconcile.reconcile(**world.inputs(), memo=full_memo, prepared=full_prepared)
+        assert _ledger_view(ledger) == _view(full)
+        if changes is None:
+            usage.sync(ledger.admitted.values(), ledger.admitted.keys())
+        else:
+            incremental += 1
+            usage.apply(changes)
+        assert {str(a.ref): a for a in usage.admissions()} == ledger.admitted
+        assert _totals(usage) == _totals(accounting.Usage(full.admitted))
+        assert set(memo) <= set(ledger.admitted)
+        marks = dict(ledger.marks)
+    assert incremental > 50  # most steps were redone per workload, not in full
+
+
+def test_a_change_to_what_every_workload_shares_sorts_them_all_again() -> None:
+    web = workload("web", kind="Deployment", replicas=4)
+    ref = key(web)
+    ledger, memo, prepared = reconcile.Ledger(), {}, reconcile.Prepared()  # type: ignore[var-annotated]
+    inputs: dict[str, Any] = {
+        "workloads": {ref: reconcile.Entry(web, 3)},
+        "bindings": {ref: binding(web, {"a": 4})},
+        "phases": {},
+        "policies": [DUPLICATED],
+        "clusters": ("a", "b"),
+        "fingerprints": {},
+        "ready": ("a",),
+        "settings": SETTINGS,
+    }
+    ledger.update(None, **inputs, memo=memo, prepared=prepared)
+    assert list(ledger.admitted) == [ref]
+    inputs["fingerprints"] = {ref: ledger.marks[ref]}
+    # Named nothing, yet a cluster turning Ready re-divides the service.
+    assert ledger.update(set(), **inputs, memo=memo, prepared=prepared) is not None
+    assert list(ledger.admitted) == [ref]
+    inputs["ready"] = ("a", "b")
+    assert ledger.update(set(), **inputs, memo=memo, prepared=prepared) is None
+    assert list(ledger.pending) == [ref] and not ledger.admitted
+
+
+# -- the loop's views of its mirrors
+
+
+class Mirrors:
+    """Three mirrors (workloads, Bindings, workload statuses) and the loop's writes not yet
+    seen, changed at random as watches and cycles change them."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.workloads: dict[str, codec.Stored[Any]] = {}
+        self.bindings: dict[str, codec.Stored[Binding]] = {}
+        self.results: dict[str, codec.Stored[WorkloadStatus]] = {}
+        self.written: dict[str, tuple[int, Binding | None]] = {}
+        self.revision = 0
+        self.changed: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+
+    def _next(self) -> int:
+        self.revision += 1
+        return self.revision
+
+    def step(self) -> None:
+        rng = self.rng
+        w = workload(f"w{rng.randrange(10)}")
+        ref = reconcile.ref_of(w)
+        wkey, bkey, skey = (
+            keys.workload_key(ref),
+            keys.binding_key(ref),
+            keys.workload_status_key(ref),
+        )
+        action = rng.choice(["put", "delete", "bind", "unbind", "status", "write", "write"])
+        if action == "put":
+            self.workloads[wkey] = codec.Stored(wkey, w, self._next(), self._next())
+            self.changed[0].add(wkey)
+        elif action == "delete" and self.workloads.pop(wkey, None) is not None:
+            self.changed[0].add(wkey)
+        elif action == "bind":
+            self.bindings[bkey] = codec.Stored(bkey, binding(w, {"a": 1}), self._next())
+            self.changed[1].add(bkey)
+        elif action == "unbind" and self.bindings.pop(bkey, None) is not None:
+            self.changed[1].add(bkey)
+        elif action == "status":
+            status = WorkloadStatus(
+                workload=binding(w, {}).spec.workload, phase=rng.choice(["Running", "Succeeded"])
+            )
+            self.results[skey] = codec.Stored(skey, status, self._next())
+            self.changed[2].add(skey)
+        elif action == "write":  # the loop's own write: its echo arrives later, or never
+            written = binding(w, {"b": 1}) if rng.random() < 0.7 else None
+            revision = self._next()
+            self.written[bkey] = (revision, written)
+            if rng.random() < 0.5:
+                if written is None:
+                    if self.bindings.pop(bkey, None) is not None:
+                        self.changed[1].add(bkey)
+                else:
+                    self.bindings[bkey] = codec.Stored(bkey, written, revision)
+                    self.changed[1].add(bkey)
+
+    def seen(self, *, everything: bool = False) -> loop_mod._Seen:
+        changed = self.changed
+        self.changed = (set(), set(), set())
+        return loop_mod._Seen(
+            workloads=dict(self.workloads),
+            policies=[],
+            clusters=[],
+            statuses={},
+            bindings=dict(self.bindings),
+            results=dict(self.results),
+            changed=(None, None, None) if everything else changed,
+        )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_views_kept_from_changed_keys_equal_views_built_afresh(seed: int) -> None:
+    mirrors = Mirrors(random.Random(seed))
+    views = loop_mod._Views()
+    assert views.update(mirrors.seen(), mirrors.written) is None  # a first build: all
+    for _ in range(300):
+        for _ in range(mirrors.rng.randint(1, 3)):
+            mirrors.step()
+        before = {
+            "entries": dict(views.entries),
+            "bindings": dict(views.bindings),
+            "phases": dict(views.phases),
+        }
+        written = dict(mirrors.written)
+        seen = mirrors.seen()
+        dirty = views.update(seen, mirrors.written)
+        fresh = loop_mod._Views()
+        fresh.update(dataclasses.replace(seen, changed=(None, None, None)), written)
+        after = {"entries": views.entries, "bindings": views.bindings, "phases": views.phases}
+        assert after == {
+            "entries": fresh.entries,
+            "bindings": fresh.bindings,
+            "phases": fresh.phases,
+        }
+        assert dirty is not None
+        moved = {
+            ref
+            for name, view in after.items()
+            for ref in set(view) | set(before[name])
+            if view.get(ref) != before[name].get(ref)
+        }
+        assert moved <= dirty  # every ref whose inputs changed is sorted again
