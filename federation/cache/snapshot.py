@@ -10,14 +10,21 @@ and every node flavor for each of ~100,000 jobs; a [cluster, flavor, resource] a
 that into a few vector operations. The models stay available (`clusters[i]`) for the
 per-cluster filters and for explanations. Column order of the resource axis is `RESOURCES`;
 amounts are Kubernetes milli-units, exact in int64.
+
+Why a `BuildCache`: the scheduling loop builds a snapshot every cycle, and between two
+cycles most Cluster and ClusterStatus objects are the very same objects. With the cache, a
+build recomputes only the clusters whose objects were replaced and assembles the fleet's
+arrays from per-cluster blocks in a few vector operations; the result is the same snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import itemgetter
 from types import MappingProxyType
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +37,17 @@ from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, Prices, 
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue, chip_resource
 
-__all__ = ["CPU", "DEVICES", "MEMORY", "PODS", "RESOURCES", "ClusterInfo", "Snapshot", "build"]
+__all__ = [
+    "CPU",
+    "DEVICES",
+    "MEMORY",
+    "PODS",
+    "RESOURCES",
+    "BuildCache",
+    "ClusterInfo",
+    "Snapshot",
+    "build",
+]
 
 RESOURCES: Final = ("cpu", "memory", "devices", "pods")
 CPU, MEMORY, DEVICES, PODS = 0, 1, 2, 3
@@ -141,6 +158,73 @@ def _price(table_value: object) -> float:
     return float(str(table_value)) if table_value is not None else float("nan")
 
 
+# Columns of a cluster's per-flavor integer block: three resource vectors, then scalars.
+_ALLOC, _FREE, _LARGEST = (slice(k * len(RESOURCES), (k + 1) * len(RESOURCES)) for k in range(3))
+_NODES, _CHIP, _ARCH = 3 * len(RESOURCES), 3 * len(RESOURCES) + 1, 3 * len(RESOURCES) + 2
+_COLUMNS = 3 * len(RESOURCES) + 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One cluster's share of a snapshot, computed from one (spec, status) pair of objects.
+
+    Chips and architectures are kept by name (distinct, in first-seen order; the block holds
+    each flavor's position in that list): their snapshot-wide indices depend on the clusters
+    sorted before this one, so they are assigned only when the parts are put together.
+    One block per kind keeps that assembly to a few array operations for the whole fleet.
+    """
+
+    cluster: Cluster
+    status: ClusterStatus | None
+    info: ClusterInfo
+    block: IntArray  # [F, _COLUMNS]; _CHIP is -1 where there is no accelerator
+    price_dev: FloatArray  # [F, 2]
+    price_base: FloatArray  # [1, 4]: cpu on-demand, cpu spot, memory on-demand, memory spot
+    chip_names: tuple[str, ...]
+    arch_names: tuple[str, ...]
+    resources: tuple[str | None, ...]
+    capacity: Mapping[str, int]
+    devices: frozenset[str]
+
+
+class _Arrays(NamedTuple):
+    """The snapshot's arrays and the names their chip and arch indices point into."""
+
+    alloc: IntArray
+    free: IntArray
+    largest: IntArray
+    nodes: IntArray
+    flavor_chip: IntArray
+    flavor_arch: IntArray
+    chips: tuple[str, ...]
+    arches: tuple[str, ...]
+    price_cpu: FloatArray
+    price_mem: FloatArray
+    price_dev: FloatArray
+    allocatable_total: IntArray
+
+
+class BuildCache:
+    """What `build` computed per cluster last time, for a caller that builds over and over.
+
+    The scheduling loop builds a snapshot every cycle from Cluster and ClusterStatus objects
+    that are mostly the very objects of the cycle before (the registry mirrors replace an
+    object only when it is written). A cluster's part is reused only while both objects are
+    the same by identity: comparing content would cost about as much as recomputing, and a
+    status rewritten with the same content is simply recomputed. Parts hold references to
+    their objects, so an id cannot be taken by a new object while it is remembered. Holds
+    the clusters of the last build only. Not thread-safe: one owner.
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: dict[str, _Part] = {}
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+
 def build(
     clusters: Sequence[Cluster],
     *,
@@ -148,95 +232,26 @@ def build(
     queues: Iterable[Queue] = (),
     quotas: Iterable[FederatedResourceQuota] = (),
     bindings: Iterable[Binding] | Mapping[str, Binding] = (),
+    cache: BuildCache | None = None,
 ) -> Snapshot:
     """A snapshot of `clusters` (sorted by name) with their statuses and the policies.
 
     `bindings` may come keyed by workload ref already (the scheduling loop keeps them so).
+    With a `cache`, only clusters whose spec or status object is not the one of the last
+    build with that cache are recomputed; the snapshot is the same as without it.
     """
-    ordered = sorted(clusters, key=lambda c: c.name)
-    joined = [
-        (c, (statuses or {}).get(c.name, c.status) if statuses is not None else c.status)
-        for c in ordered
-    ]
-    size = len(joined)
-    width = max([len(s.flavors) for _, s in joined if s is not None] + [1])
-    shape = (size, width, len(RESOURCES))
-    alloc, free, largest = (np.zeros(shape, np.int64) for _ in range(3))
-    nodes = np.zeros((size, width), np.int64)
-    flavor_chip = np.full((size, width), -2, np.int64)
-    flavor_arch = np.full((size, width), -1, np.int64)
-    price_cpu = np.full((size, 2), np.nan)
-    price_mem = np.full((size, 2), np.nan)
-    price_dev = np.full((size, width, 2), np.nan)
-    chips: dict[str, int] = {}
-    arches: dict[str, int] = {}
-    resources_of: list[tuple[str | None, ...]] = []
-    infos: list[ClusterInfo] = []
+    parts = _parts(clusters, statuses=statuses, cache=cache)
+    infos = tuple(p.info for p in parts)
+    arrays = _assemble(parts)
     capacity: dict[str, int] = {}
-    devices: set[str] = set()
-    for ci, (cluster, status) in enumerate(joined):
-        flavors = tuple(status.flavors) if status is not None else ()
-        names: list[str | None] = []
-        for fi, flavor in enumerate(flavors):
-            device = flavor.accelerator_resource
-            names.append(device)
-            per_node, free[ci, fi], largest[ci, fi] = _flavor_rows(flavor)
-            alloc[ci, fi] = per_node
-            nodes[ci, fi] = flavor.node_count
-            flavor_arch[ci, fi] = arches.setdefault(flavor.arch, len(arches))
-            model = flavor.accelerator_model
-            if model is not None and device:
-                devices.add(device)
-                flavor_chip[ci, fi] = chips.setdefault(model, len(chips))
-                total = per_node[DEVICES] * flavor.node_count
-                capacity[chip_resource(model)] = capacity.get(chip_resource(model), 0) + total
-                capacity[device] = capacity.get(device, 0) + total
-            else:
-                flavor_chip[ci, fi] = -1
-            for column, name in ((CPU, "cpu"), (MEMORY, "memory")):
-                capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
-        resources_of.append(tuple(names))
-        prices = cluster.spec.prices
-        _fill_prices(prices, flavors, row=ci, arrays=(price_cpu, price_mem, price_dev))
-        ready = status is not None and status.ready()
-        apis = frozenset(
-            (e.group_version, r.kind)
-            for e in (status.api_enablements if status is not None else [])
-            for r in e.resources
-        )
-        taints = (*cluster.spec.taints, *(status.taints if status is not None else []))
-        infos.append(
-            ClusterInfo(
-                index=ci,
-                name=cluster.name,
-                region=cluster.spec.region,
-                zone=cluster.spec.zone or "",
-                provider=cluster.spec.provider or "",
-                labels=MappingProxyType(dict(cluster.metadata.labels)),
-                taints=tuple(taints),
-                ready=ready,
-                apis=apis,
-                prices=prices,
-                flavors=flavors,
-            )
-        )
-    totals = (alloc * nodes[:, :, None]).sum(axis=1)
+    for part in parts:
+        for name, amount in part.capacity.items():
+            capacity[name] = capacity.get(name, 0) + amount
     return Snapshot(
-        clusters=tuple(infos),
+        clusters=infos,
         index=MappingProxyType({c.name: c.index for c in infos}),
-        alloc=_frozen(alloc),
-        nodes=_frozen(nodes),
-        free=_frozen(free),
-        largest=_frozen(largest),
-        flavor_chip=_frozen(flavor_chip),
-        flavor_arch=_frozen(flavor_arch),
-        chips=tuple(chips),
-        arches=tuple(arches),
-        flavor_resource=tuple(resources_of),
-        price_cpu=_frozen(price_cpu),
-        price_mem=_frozen(price_mem),
-        price_dev=_frozen(price_dev),
-        allocatable_total=_frozen(totals),
+        **arrays._asdict(),
+        flavor_resource=tuple(p.resources for p in parts),
         queues=MappingProxyType({q.name: q for q in queues}),
         quotas=MappingProxyType({q.metadata.namespace or "default": q for q in quotas}),
         bindings=MappingProxyType(
@@ -245,33 +260,180 @@ def build(
             else {_binding_key(b): b for b in bindings}
         ),
         capacity=ResourceList(capacity),
-        device_resources=frozenset(devices),
+        device_resources=frozenset().union(*(p.devices for p in parts)),
         soft_tainted=any(t.effect == "PreferNoSchedule" for c in infos for t in c.taints),
         tainted=any(t.effect != "PreferNoSchedule" for c in infos for t in c.taints),
         ready=np.array([c.ready for c in infos], dtype=bool),
     )
 
 
-def _fill_prices(
-    prices: Prices | None,
-    flavors: Sequence[NodeFlavor],
+def _parts(
+    clusters: Sequence[Cluster],
     *,
-    row: int,
-    arrays: tuple[FloatArray, FloatArray, FloatArray],
-) -> None:
+    statuses: Mapping[str, ClusterStatus] | None,
+    cache: BuildCache | None,
+) -> list[_Part]:
+    """Each cluster's part in name order: the cached one while its objects are the same."""
+    known = cache._parts if cache is not None else {}
+    parts: list[_Part] = []
+    named = sorted(((c.name, c) for c in clusters), key=itemgetter(0))
+    for ci, (name, cluster) in enumerate(named):
+        status = cluster.status if statuses is None else statuses.get(name, cluster.status)
+        part = known.get(name)
+        if part is None or part.cluster is not cluster or part.status is not status:
+            part = _part(cluster, status, index=ci)
+        elif part.info.index != ci:
+            part = replace(part, info=replace(part.info, index=ci))
+        parts.append(part)
+    if cache is not None:
+        cache._parts = {name: part for (name, _), part in zip(named, parts, strict=True)}
+    return parts
+
+
+def _assemble(parts: Sequence[_Part]) -> _Arrays:
+    """The [C, F, ...] arrays from the per-cluster blocks, padded to the widest cluster.
+
+    Every array returned is new and frozen: the parts' blocks are copied, never handed out,
+    so a snapshot shares no memory with the cache or with another snapshot.
+    """
+    size = len(parts)
+    counts = np.array([len(p.block) for p in parts], np.int64)
+    width = max([*counts.tolist(), 1])
+    present = np.arange(width)[None, :] < counts[:, None]  # row-major, as the parts in order
+    flat = _joined([p.block for p in parts], (_COLUMNS,), np.int64)
+    chips, flat[:, _CHIP] = _numbered(parts, counts, flat[:, _CHIP], chips=True)
+    arches, flat[:, _ARCH] = _numbered(parts, counts, flat[:, _ARCH], chips=False)
+    block = np.zeros((size, width, _COLUMNS), np.int64)
+    block[:, :, _CHIP], block[:, :, _ARCH] = -2, -1
+    block[present] = flat
+    price_dev = np.full((size, width, 2), np.nan)
+    price_dev[present] = _joined([p.price_dev for p in parts], (2,), np.float64)
+    base = _joined([p.price_base for p in parts], (4,), np.float64)
+    alloc, nodes = _copy(block[:, :, _ALLOC]), _copy(block[:, :, _NODES])
+    return _Arrays(
+        alloc=alloc,
+        free=_copy(block[:, :, _FREE]),
+        largest=_copy(block[:, :, _LARGEST]),
+        nodes=nodes,
+        flavor_chip=_copy(block[:, :, _CHIP]),
+        flavor_arch=_copy(block[:, :, _ARCH]),
+        chips=chips,
+        arches=arches,
+        price_cpu=_copy(base[:, 0:2]),
+        price_mem=_copy(base[:, 2:4]),
+        price_dev=_frozen(price_dev),
+        allocatable_total=_frozen(np.einsum("cfr,cf->cr", alloc, nodes)),
+    )
+
+
+def _copy(view: _A) -> _A:
+    return _frozen(np.ascontiguousarray(view))
+
+
+def _numbered(
+    parts: Sequence[_Part], counts: IntArray, local: IntArray, *, chips: bool
+) -> tuple[tuple[str, ...], IntArray]:
+    """Chip (or arch) names of the fleet in index order, and every flavor's index into them.
+
+    `local` holds each flavor's index into its own cluster's names. Flattened over the
+    clusters in order, each cluster's names are first seen in the same order as over its
+    flavors, so `dict.fromkeys` numbers them as a flavor-by-flavor walk of the fleet would.
+    """
+    own = [p.chip_names if chips else p.arch_names for p in parts]
+    flat = list(chain.from_iterable(own))
+    names = tuple(dict.fromkeys(flat))
+    index = {name: i for i, name in enumerate(names)}
+    lookup = np.array([*(index[name] for name in flat), -1], np.int64)  # last: none
+    lengths = np.array([len(names) for names in own], np.int64)
+    starts = np.repeat(np.cumsum(lengths) - lengths, counts)
+    return names, lookup[np.where(local >= 0, local + starts, len(flat))]
+
+
+def _joined(blocks: Sequence[_A], tail: tuple[int, ...], dtype: type) -> _A:
+    """The blocks one after another, in a new array (also when there are none)."""
+    if not blocks:
+        return np.zeros((0, *tail), dtype)
+    return np.concatenate(blocks)
+
+
+def _part(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> _Part:
+    flavors = tuple(status.flavors) if status is not None else ()
+    chips: dict[str, int] = {}
+    arches: dict[str, int] = {}
+    rows: list[list[int]] = []
+    capacity: dict[str, int] = {}
+    devices: set[str] = set()
+    for flavor in flavors:
+        per_node, free, largest = _flavor_rows(flavor)
+        device, model = flavor.accelerator_resource, flavor.accelerator_model
+        chip = -1
+        if model is not None and device:
+            chip = chips.setdefault(model, len(chips))
+            devices.add(device)
+            total = per_node[DEVICES] * flavor.node_count
+            capacity[chip_resource(model)] = capacity.get(chip_resource(model), 0) + total
+            capacity[device] = capacity.get(device, 0) + total
+        for column, name in ((CPU, "cpu"), (MEMORY, "memory")):
+            capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
+        arch = arches.setdefault(flavor.arch, len(arches))
+        rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
+    price_base, price_dev = _prices(cluster.spec.prices, flavors)
+    return _Part(
+        cluster=cluster,
+        status=status,
+        info=_info(cluster, status, flavors, index=index),
+        block=_frozen(np.array(rows, np.int64).reshape(-1, _COLUMNS)),
+        price_dev=_frozen(price_dev),
+        price_base=_frozen(price_base),
+        chip_names=tuple(chips),
+        arch_names=tuple(arches),
+        resources=tuple(f.accelerator_resource for f in flavors),
+        capacity=MappingProxyType(capacity),
+        devices=frozenset(devices),
+    )
+
+
+def _info(
+    cluster: Cluster,
+    status: ClusterStatus | None,
+    flavors: tuple[NodeFlavor, ...],
+    *,
+    index: int,
+) -> ClusterInfo:
+    apis = frozenset(
+        (e.group_version, r.kind)
+        for e in (status.api_enablements if status is not None else [])
+        for r in e.resources
+    )
+    taints = (*cluster.spec.taints, *(status.taints if status is not None else []))
+    return ClusterInfo(
+        index=index,
+        name=cluster.name,
+        region=cluster.spec.region,
+        zone=cluster.spec.zone or "",
+        provider=cluster.spec.provider or "",
+        labels=MappingProxyType(dict(cluster.metadata.labels)),
+        taints=tuple(taints),
+        ready=status is not None and status.ready(),
+        apis=apis,
+        prices=cluster.spec.prices,
+        flavors=flavors,
+    )
+
+
+def _prices(prices: Prices | None, flavors: Sequence[NodeFlavor]) -> tuple[FloatArray, FloatArray]:
+    """Per core-hour and GiB-hour (on-demand, spot each) and per each flavor's device-hour."""
+    base, per_device = np.full((1, 4), np.nan), np.full((len(flavors), 2), np.nan)
     if prices is None:
-        return
-    price_cpu, price_mem, price_dev = arrays
+        return base, per_device
     for column, table in enumerate((prices.on_demand, prices.spot)):
         if table is None:
             continue
-        price_cpu[row, column] = _price(table.cpu)
-        price_mem[row, column] = _price(table.memory)
+        base[0, column], base[0, 2 + column] = _price(table.cpu), _price(table.memory)
         for fi, flavor in enumerate(flavors):
             if flavor.accelerator_model is not None:
-                price_dev[row, fi, column] = _price(
-                    table.accelerators.get(flavor.accelerator_model)
-                )
+                per_device[fi, column] = _price(table.accelerators.get(flavor.accelerator_model))
+    return base, per_device
 
 
 def _binding_key(binding: Binding) -> str:

@@ -359,6 +359,7 @@ class SchedulerLoop:
         # phases by workload ref, and each stored key's ref.
         self._views = _Views()
         self._written: dict[str, tuple[int, Binding | None]] = {}
+        self._snapshots = snap.BuildCache()
         self._batch = settings.cycle_batch
         self._deciding = threading.Lock()
         self.cycles = 0
@@ -398,6 +399,7 @@ class SchedulerLoop:
             self._usage = accounting.Usage()
             self._ledger = reconcile.Ledger()
             self._views = _Views()
+            self._snapshots = snap.BuildCache()
         finally:
             self._deciding.release()
         guards = tuple(self.guards()) if self.guards is not None else ()
@@ -522,6 +524,7 @@ class SchedulerLoop:
             queues=[p for p in policies if isinstance(p, Queue)],
             quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
             bindings=views.bindings,
+            cache=self._snapshots,
         )
         ready = [c.name for c in snapshot.clusters if c.ready]
         ledger = self._ledger
