@@ -516,7 +516,6 @@ class SchedulerLoop:
                 statuses[c.name] = c.status
         policies = seen.policies
         views = self._views
-        redo = views.redo  # the refs this loop remembered a new fingerprint for
         dirty = views.update(seen, self._written)
         snapshot = snap.build(  # step 1
             clusters,
@@ -551,10 +550,10 @@ class SchedulerLoop:
         result = self.scheduler.run_cycle(  # step 3
             snapshot, pending, self._usage, now, batch=self._batch
         )
-        if changes is None:  # step 4
+        if changes is None or dirty is None:  # step 4
             self._fingerprints = ledger.fingerprints()
-        else:  # the admitted marks, where they may have changed
-            for key in (*changes, *redo):
+        else:  # the admitted marks, where the ledger sorted again
+            for key in dirty:
                 mark = ledger.marks.get(key) if key in ledger.admitted else None
                 if mark is None:
                     self._fingerprints.pop(key, None)

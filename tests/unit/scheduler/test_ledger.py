@@ -9,15 +9,17 @@ from typing import Any
 
 import pytest
 
+from federation import clock
 from federation.quota import accounting
 from federation.registry import codec, keys
+from federation.registry.memory import MemoryStore
 from federation.scheduler import loop as loop_mod
 from federation.scheduler import reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
-from tests.unit.scheduler.fleet import workload
+from tests.unit.scheduler.fleet import NOW, cluster, flavor, queue, workload
 from tests.unit.scheduler.test_loop import DUPLICATED, binding, key
 
 SETTINGS = SchedulerSettings()
@@ -308,3 +310,148 @@ def test_the_views_kept_from_changed_keys_equal_views_built_afresh(seed: int) ->
             if view.get(ref) != before[name].get(ref)
         }
         assert moved <= dirty  # every ref whose inputs changed is sorted again
+
+
+# -- whole cycles: reading changes only against re-reading everything
+
+
+class History:
+    """A registry as two loops' watches see it, changed at random between cycles: jobs
+    submitted, edited, finished and deleted, evictions and deletions by other writers, a
+    queue's capability edited, and the loops' own writes delivered late or at once."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.revision = 0
+        self.workloads: dict[str, codec.Stored[Any]] = {}
+        self.bindings: dict[str, codec.Stored[Binding]] = {}
+        self.results: dict[str, codec.Stored[WorkloadStatus]] = {}
+        self.queue = queue("qa", capability={"cpu": "24"})
+        self.clusters = [cluster("a", flavor(cpu="16", nodes=2)), cluster("b", flavor(cpu="8"))]
+        self.late: list[tuple[str, Binding | None, int]] = []
+        self.changed: set[str] = set()  # keys put or deleted since the loop looked
+
+    def _next(self) -> int:
+        self.revision += 1
+        return self.revision
+
+    def _put(self, store: dict[str, Any], key: str, obj: Any, created: int = 0) -> None:
+        store[key] = codec.Stored(key, obj, self._next(), created or self.revision)
+        self.changed.add(key)
+
+    def _drop(self, store: dict[str, Any], key: str) -> None:
+        if store.pop(key, None) is not None:
+            self.changed.add(key)
+
+    def step(self) -> None:
+        rng = self.rng
+        for _ in range(rng.randint(1, 4)):
+            w = workload(
+                f"j{rng.randrange(14)}",
+                cpu=rng.choice(["2", "4", "6"]),
+                replicas=rng.randint(1, 2),
+                queue=rng.choice(["qa", None]),
+                priority=rng.choice([0, 5]),
+            )
+            ref = reconcile.ref_of(w)
+            wkey, bkey = keys.workload_key(ref), keys.binding_key(ref)
+            action = rng.choice(["submit", "submit", "finish", "delete", "evict", "queue"])
+            if action == "submit":  # new, or an edit keeping its arrival
+                old = self.workloads.get(wkey)
+                self._put(self.workloads, wkey, w, old.create_revision if old else 0)
+            elif action == "finish" and wkey in self.workloads:
+                status = WorkloadStatus(
+                    workload=binding(w, {}).spec.workload, phase=rng.choice(["Succeeded", "Failed"])
+                )
+                self._put(self.results, keys.workload_status_key(ref), status)
+            elif action == "delete":
+                self._drop(self.workloads, wkey)
+                self._drop(self.results, keys.workload_status_key(ref))
+            elif action == "evict" and bkey in self.bindings:
+                held = self.bindings[bkey].obj
+                if held.status.phase == "Scheduled":
+                    evicted = held.model_copy(
+                        update={
+                            "status": held.status.model_copy(
+                                update={"phase": "Pending", "reason": "Evicted from a: NotReady"}
+                            )
+                        }
+                    )
+                    self._put(self.bindings, bkey, evicted)
+            elif action == "queue":
+                cpu = rng.choice(["12", "24", "40"])
+                self.queue = queue("qa", capability={"cpu": cpu})
+        self.deliver(everything=rng.random() < 0.5)
+
+    def write(self, result: Any, stale: list[str], loops: list[loop_mod.SchedulerLoop]) -> None:
+        """The first loop's writes: each loop remembers its own (same revision, as when
+        both are the same controller), the watch delivers them now or later."""
+        for b in result.bindings:
+            where = keys.binding_key(loop_mod.binder_mod.binding_ref(b))
+            revision = self._next()
+            for loop in loops:
+                loop._written[where] = (revision, b)
+            self.late.append((where, b, revision))
+        for where in stale:
+            revision = self._next()
+            for loop in loops:
+                loop._written[where] = (revision, None)
+            self.late.append((where, None, revision))
+        self.deliver(everything=self.rng.random() < 0.5)
+
+    def deliver(self, *, everything: bool) -> None:
+        keep = []
+        for where, b, revision in self.late:
+            if everything or self.rng.random() < 0.5:
+                if b is None:
+                    self._drop(self.bindings, where)
+                else:
+                    self.bindings[where] = codec.Stored(where, b, revision)
+                    self.changed.add(where)
+            else:
+                keep.append((where, b, revision))
+        self.late = keep
+
+    def seen(self, *, changed: bool) -> loop_mod._Seen:
+        taken = set(self.changed) if changed else None
+        return loop_mod._Seen(
+            workloads=dict(self.workloads),
+            policies=[self.queue],
+            clusters=list(self.clusters),
+            statuses={},
+            bindings=dict(self.bindings),
+            results=dict(self.results),
+            changed=(taken, taken, taken),
+        )
+
+
+def _decided(result: Any, stale: list[str]) -> dict[str, Any]:
+    return {
+        "bindings": sorted(
+            (b.metadata.name, b.status.phase, b.status.reason, str(b.spec.clusters))
+            for b in result.bindings
+        ),
+        "stale": sorted(stale),
+        "evicted": sorted(str(v.ref) for v, _ in result.evicted),
+    }
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cycles_reading_only_changes_decide_as_cycles_reading_everything(seed: int) -> None:
+    history = History(random.Random(seed))
+    store = MemoryStore()
+    settings = SchedulerSettings(cycle_batch=4, cycle_batch_max=4)
+    changes_only = loop_mod.SchedulerLoop(store, settings=settings, clock=clock.real)
+    everything = loop_mod.SchedulerLoop(store, settings=settings, clock=clock.real)
+    decided = 0
+    for _ in range(60):
+        history.step()
+        first = changes_only._steps(history.seen(changed=True), NOW)
+        second = everything._steps(history.seen(changed=False), NOW)
+        history.changed.clear()
+        assert _decided(*first) == _decided(*second)
+        assert changes_only._fingerprints == everything._fingerprints
+        assert sorted(changes_only._usage._admissions) == sorted(everything._usage._admissions)
+        decided += len(first[0].bindings)
+        history.write(*first, [changes_only, everything])
+    assert decided > 20  # the runs admitted, evicted and re-queued, not just waited
