@@ -211,6 +211,10 @@ class Usage:
     def get(self, ref: keys.WorkloadRef) -> Admission | None:
         return self._admissions.get(str(ref))
 
+    def by_ref(self) -> Mapping[str, Admission]:
+        """Every admission by `str(ref)`, read-only and without a copy (hot paths)."""
+        return self._admissions
+
     def admissions(self) -> list[Admission]:
         return list(self._admissions.values())
 

@@ -4,6 +4,8 @@ place the same room twice, and pods it already shows are never counted twice."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from federation.quota.accounting import Admission, Usage
 from federation.registry import keys
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
+from federation.scheduler import held as held_mod
 from federation.scheduler import reconcile
 from federation.settings import SchedulerSettings
 from policies.models.base import ObjectMeta
@@ -261,3 +264,29 @@ def test_a_change_to_the_admitted_set_is_seen_by_the_next_cycle_not_a_stale_grou
     usage.release(keys.WorkloadRef("team", "Job.batch", "v"))
     usage.release(keys.WorkloadRef("team", "Job.batch", "w"))
     assert fw.CycleState(s, usage, SETTINGS).free.tolist() == s.free.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_kept_tally_counts_what_a_fresh_one_counts_through_random_changes(seed: int) -> None:
+    rng = random.Random(seed)
+    s = snap.build([gpu_cluster(), cluster("b", CPU16), cluster("c", CPU16)])
+    pods = [POD, ONE_POD, gpu_pod(1), gpu_pod(4)]
+    usage = Usage()
+    for step in range(200):
+        name = f"w{rng.randrange(25)}"
+        if rng.random() < 0.3:
+            usage.release(keys.WorkloadRef("team", "Job.batch", name))
+        else:
+            pod = rng.choice(pods)
+            where = {c: rng.randint(0, 3) for c in rng.sample(["g", "b", "c", "gone"], 2)}
+            chips = {"g": "nvidia-a100-80gb"} if pod.amount(GPU) and "g" in where else None
+            usage.admit(held(name, where, pod=pod, chips=chips))
+        if step % 3:
+            continue  # several changes between two cycles, as a busy cycle makes
+        kept = held_mod._groups(s, usage)
+        fresh = held_mod._Tally(held_mod._TALLY[0].fleet, s.device_resources).groups(s, usage)
+        assert {k: v.tolist() for k, v in kept.items()} == {k: v.tolist() for k, v in fresh.items()}
+        assert all(v.any() for v in kept.values())  # a group nothing holds any more is gone
+    for ref in list(usage.by_ref()):
+        usage.release(usage.by_ref()[ref].ref)
+    assert held_mod._groups(s, usage) == {}
