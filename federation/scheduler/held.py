@@ -73,10 +73,12 @@ class _Tally:
     def __init__(self, fleet: tuple[str, ...], devices: frozenset[str]) -> None:
         self.fleet, self.devices = fleet, devices
         self.version = 0
-        self.held: dict[str, tuple[Admission, list[tuple[int, int, int]]]] = {}
-        """ref -> the admission counted and its (group, cluster row, pods) entries."""
+        self.held: dict[str, Admission] = {}
+        """ref -> the admission counted."""
         self.keys: dict[_Shape, int] = {}
         self.counts = np.zeros((0, len(fleet)), np.int64)
+        self.shapes: dict[ResourceList, _PodShape] = {}
+        """Pod shapes by value, for pods not met before by identity."""
 
     def groups(self, snapshot: snap.Snapshot, usage: Usage) -> dict[_Shape, snap.IntArray]:
         if self.version != usage.version:
@@ -87,39 +89,48 @@ class _Tally:
 
     def _update(self, snapshot: snap.Snapshot, usage: Usage) -> None:
         held, current = self.held, usage.by_ref()
-        changed: list[tuple[str, Admission | None]] = [
-            (k, a) for k, a in current.items() if (h := held.get(k)) is None or h[0] is not a
-        ]
-        if len(held) + sum(1 for k, _ in changed if k not in held) != len(current):
-            changed += [(k, None) for k in held if k not in current]
         index = dict(snapshot.index)
-        grow: list[tuple[int, int, int]] = []
-        for key, admission in changed:
-            was = held.pop(key, None)
+        flat: tuple[list[int], list[int], list[int]] = ([], [], [])  # group, row, pods
+        for key, admission in current.items():
+            was = held.get(key)
+            if was is admission:
+                continue
             if was is not None:
-                grow += [(g, row, -pods) for g, row, pods in was[1]]
-            if admission is not None:
-                entries = self._entries(admission, index)
-                held[key] = (admission, entries)
-                grow += entries
-        if not grow:
+                self._count(was, index, flat, -1)
+            self._count(admission, index, flat, 1)
+            held[key] = admission
+        if len(held) != len(current):
+            for key in [k for k in held if k not in current]:
+                self._count(held.pop(key), index, flat, -1)
+        if not flat[0]:
             return
         if len(self.keys) > len(self.counts):
             extra = np.zeros((len(self.keys) - len(self.counts), len(self.fleet)), np.int64)
             self.counts = np.concatenate([self.counts, extra])
-        groups, rows, pods = (np.array(column, np.int64) for column in zip(*grow, strict=True))
+        groups, rows, pods = (np.array(column, np.int64) for column in flat)
         np.add.at(self.counts, (groups, rows), pods)
 
-    def _entries(self, admission: Admission, index: dict[str, int]) -> list[tuple[int, int, int]]:
+    def _count(
+        self,
+        admission: Admission,
+        index: dict[str, int],
+        flat: tuple[list[int], list[int], list[int]],
+        sign: int,
+    ) -> None:
+        """Add (or take back) an admission's pods: the same entries both ways, since its
+        pod, placement and chips never change and a group keeps its number."""
         pod, known = admission.pod, self.devices
         hit = _POD_SHAPES.get(id(pod))
         if hit is None or hit[0] is not pod or (hit[1] is not known and hit[1] != known):
-            if len(_POD_SHAPES) > _POD_SHAPES_LIMIT:
+            found = self.shapes.get(pod)
+            if found is None:
+                found = self.shapes[pod] = _pod_shape(pod, known)
+            if len(_POD_SHAPES) > max(_POD_SHAPES_LIMIT, 2 * len(self.held)):
                 _POD_SHAPES.clear()
-            hit = _POD_SHAPES[id(pod)] = (pod, known, _pod_shape(pod, known))
+            hit = _POD_SHAPES[id(pod)] = (pod, known, found)
         vector, names = hit[2]
         chips = admission.chips
-        entries = []
+        groups, rows, pods = flat
         for cluster, replicas in admission.placement.items():
             row = index.get(cluster)
             if row is None or replicas <= 0:
@@ -128,8 +139,9 @@ class _Tally:
             group = self.keys.get(key)
             if group is None:
                 group = self.keys[key] = len(self.keys)
-            entries.append((group, row, replicas))
-        return entries
+            groups.append(group)
+            rows.append(row)
+            pods.append(sign * replicas)
 
 
 _TALLY: list[_Tally] = []
