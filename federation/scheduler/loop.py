@@ -248,9 +248,10 @@ class _Views:
             dirty.add(known[1])
         if item is None or not isinstance(item.obj, Workload):
             return
-        ref = str(reconcile.ref_of(item.obj))
+        identity = reconcile.ref_of(item.obj)
+        ref = str(identity)
         self._entry_of[key] = (item, ref)
-        self.entries[ref] = reconcile.Entry(item.obj, item.create_revision)
+        self.entries[ref] = reconcile.Entry(item.obj, item.create_revision, identity)
         dirty.add(ref)
 
     def _phase(self, key: str, item: codec.Stored[WorkloadStatus] | None, dirty: set[str]) -> None:

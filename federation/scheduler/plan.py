@@ -18,7 +18,7 @@ from federation import errors
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
-from federation.registry import objects
+from federation.registry import keys, objects
 from federation.scheduler import cycle, explain, offline
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
@@ -95,17 +95,22 @@ def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None
 
 
 def job_for(
-    workload: Workload, policy: AnyPolicy | None, *, settings: SchedulerSettings
+    workload: Workload,
+    policy: AnyPolicy | None,
+    *,
+    settings: SchedulerSettings,
+    seq: int = 1,
+    ref: keys.WorkloadRef | None = None,
 ) -> PendingJob:
-    """A pending entry for a workload under its claiming policy."""
-    ref = objects.workload_ref(workload)
+    """A pending entry for a workload under its claiming policy (`ref`: its registry
+    identity, when the caller has read it already)."""
     fedctl = getattr(policy.spec, "fedctl", None) if policy is not None else None
     return PendingJob(
-        ref=ref,
+        ref=ref if ref is not None else objects.workload_ref(workload),
         workload=workload,
         queue=workload.queue or settings.default_queue,
         priority=workload.priority or 0,
-        seq=1,
+        seq=seq,
         placement=policy.spec.placement if policy is not None else None,
         fedctl=fedctl,
     )

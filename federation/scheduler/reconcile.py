@@ -25,7 +25,6 @@ A Binding whose workload is gone is deleted.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +62,8 @@ class Entry:
 
     workload: Workload
     created: int
+    ref: keys.WorkloadRef | None = None
+    """Its registry identity, when the reader has it already (read from it otherwise)."""
 
 
 @dataclass
@@ -438,8 +439,8 @@ def _read(
     job: PendingJob | None = None
     mark = ""
     if claimed is not None or not entry.workload.is_opaque:  # else: a ConfigMap no policy
-        job = dataclasses.replace(  # claims stays in the federation only
-            plan.job_for(entry.workload, claimed, settings=settings), seq=max(entry.created, 1)
+        job = plan.job_for(  # else: claims stays in the federation only
+            entry.workload, claimed, settings=settings, seq=max(entry.created, 1), ref=entry.ref
         )
         mark = fingerprint(job, ready=ready)
     if jobs is not None:
