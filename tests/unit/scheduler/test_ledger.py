@@ -317,8 +317,8 @@ def test_the_views_kept_from_changed_keys_equal_views_built_afresh(seed: int) ->
 
 class History:
     """A registry as two loops' watches see it, changed at random between cycles: jobs
-    submitted, edited, finished and deleted, evictions and deletions by other writers, a
-    queue's capability edited, and the loops' own writes delivered late or at once."""
+    submitted, edited, finished and deleted, evictions and Bindings by other writers, a
+    queue's capability edited, and the loops' own writes delivered late, at once or lost."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -355,7 +355,7 @@ class History:
             )
             ref = reconcile.ref_of(w)
             wkey, bkey = keys.workload_key(ref), keys.binding_key(ref)
-            action = rng.choice(["submit", "submit", "finish", "delete", "evict", "queue"])
+            action = rng.choice(["submit", "submit", "finish", "delete", "evict", "queue", "adopt"])
             if action == "submit":  # new, or an edit keeping its arrival
                 old = self.workloads.get(wkey)
                 self._put(self.workloads, wkey, w, old.create_revision if old else 0)
@@ -378,6 +378,10 @@ class History:
                         }
                     )
                     self._put(self.bindings, bkey, evicted)
+            elif action == "adopt" and wkey in self.workloads:
+                # Placed by another writer, with no fingerprint stored on it (by hand, or
+                # before fingerprints were stored): adopted by whoever remembers one.
+                self._put(self.bindings, bkey, binding(self.workloads[wkey].obj, {"a": 1}))
             elif action == "queue":
                 cpu = rng.choice(["12", "24", "40"])
                 self.queue = queue("qa", capability={"cpu": cpu})
@@ -388,6 +392,8 @@ class History:
         both are the same controller), the watch delivers them now or later."""
         for b in result.bindings:
             where = keys.binding_key(loop_mod.binder_mod.binding_ref(b))
+            if self.rng.random() < 0.1:
+                continue  # lost: another writer moved the Binding first
             revision = self._next()
             for loop in loops:
                 loop._written[where] = (revision, b)
