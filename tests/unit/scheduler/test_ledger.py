@@ -3,6 +3,8 @@ full `reconcile` over the same inputs, through random runs of the changes a loop
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import random
 from typing import Any
@@ -11,7 +13,7 @@ import pytest
 
 from federation import clock
 from federation.quota import accounting
-from federation.registry import codec, keys
+from federation.registry import codec, keys, objects
 from federation.registry.memory import MemoryStore
 from federation.scheduler import loop as loop_mod
 from federation.scheduler import reconcile
@@ -21,6 +23,7 @@ from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, queue, workload
 from tests.unit.scheduler.test_loop import DUPLICATED, binding, key
+from tests.waiting import wait_for
 
 SETTINGS = SchedulerSettings()
 OWN = ("put", "put", "bind", "bind", "evict", "unbind", "phase", "delete", "remember")
@@ -461,3 +464,36 @@ def test_cycles_reading_only_changes_decide_as_cycles_reading_everything(seed: i
         decided += len(first[0].bindings)
         history.write(*first, [changes_only, everything])
     assert decided > 20  # the runs admitted, evicted and re-queued, not just waited
+
+
+async def test_a_mirror_names_the_keys_it_changed_and_everything_after_a_resync() -> None:
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    first, second = workload("first"), workload("second")
+    await objs.put(objects.key_for(first), first)
+    seen: list[object] = []
+    mirror = loop_mod._Mirror(objs, keys.prefix("workloads"), lambda old, new: seen.append(new))
+    await mirror.load()
+    assert mirror.changes() is None  # just listed: everything may be new to a reader
+    assert mirror.changes() == set()
+    watching = asyncio.create_task(mirror.run())
+    try:
+        await objs.put(objects.key_for(second), second)
+        await wait_for(lambda: _is(len(seen) == 1), message="put seen")
+        assert mirror.changes() == {objects.key_for(second)}
+        # The watch falls behind a compaction: it lists again, and every key may have moved.
+        watching.cancel()
+        await objs.delete(objects.key_for(first))
+        await store.compact(await store.current_revision())
+        watching = asyncio.create_task(mirror.run())
+        await wait_for(lambda: _is(len(seen) == 2), message="resync seen")
+        assert mirror.changes() is None
+        assert set(mirror.items) == {objects.key_for(second)}
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+
+
+async def _is(value: bool) -> bool:
+    return value
