@@ -13,8 +13,8 @@ admits twice, and jobs already placed are left alone unless their workload, poli
 clusters changed or failover evicted them. That reading is kept across cycles and redone
 only for the workloads whose own workload, Binding or status the watches changed (all of
 them when a policy, the clusters or the settings change), so a cycle with little to decide
-costs little however many workloads are admitted. Workloads finishing or deleted free their share
-and the cycle that follows at once reconsiders the jobs waiting behind them.
+costs little however many workloads are admitted. Workloads finishing or deleted free
+their share and the cycle that follows at once reconsiders the jobs waiting behind them.
 """
 
 from __future__ import annotations
