@@ -11,7 +11,9 @@ ARE the admissions. Rebuilding usage from them makes a restart (or a new leader)
 exactly what is bound - never admitting a job twice - and a finished or deleted workload
 releases its share simply by no longer being counted. For the same reason the fingerprint a
 workload was admitted under travels with its Binding (annotation `fedctl.io/fingerprint`):
-an edit made while no controller led still differs from it when a leader starts.
+an edit made while no controller led still differs from it when a leader starts. The
+loop keeps the result across cycles (`Ledger`) and redoes it only for the workloads whose
+entry, Binding or status changed: still read from the cache, never from its own decisions.
 
 The rules, per workload:
  - status phase Succeeded/Failed  -> finished: not pending, not counted.
