@@ -77,8 +77,11 @@ class _Tally:
         """ref -> the admission counted."""
         self.keys: dict[_Shape, int] = {}
         self.counts = np.zeros((0, len(fleet)), np.int64)
+        self.pods: dict[int, tuple[ResourceList, _PodShape]] = {}
+        """Pod shapes by pod object (the object kept alongside): admissions read apart
+        still share a few dozen pod objects, so this is nearly always the answer."""
         self.shapes: dict[ResourceList, _PodShape] = {}
-        """Pod shapes by value, for pods not met before by identity."""
+        """Pod shapes by value, for pod objects not met before."""
 
     def groups(self, snapshot: snap.Snapshot, usage: Usage) -> dict[_Shape, snap.IntArray]:
         if self.version != usage.version:
@@ -119,16 +122,16 @@ class _Tally:
     ) -> None:
         """Add (or take back) an admission's pods: the same entries both ways, since its
         pod, placement and chips never change and a group keeps its number."""
-        pod, known = admission.pod, self.devices
-        hit = _POD_SHAPES.get(id(pod))
-        if hit is None or hit[0] is not pod or (hit[1] is not known and hit[1] != known):
+        pod = admission.pod
+        hit = self.pods.get(id(pod))
+        if hit is None or hit[0] is not pod:
             found = self.shapes.get(pod)
             if found is None:
-                found = self.shapes[pod] = _pod_shape(pod, known)
-            if len(_POD_SHAPES) > max(_POD_SHAPES_LIMIT, 2 * len(self.held)):
-                _POD_SHAPES.clear()
-            hit = _POD_SHAPES[id(pod)] = (pod, known, found)
-        vector, names = hit[2]
+                found = self.shapes[pod] = _pod_shape(pod, self.devices)
+            if len(self.pods) > max(_PODS_LIMIT, 2 * len(self.held)):
+                self.pods.clear()
+            hit = self.pods[id(pod)] = (pod, found)
+        vector, names = hit[1]
         chips = admission.chips
         groups, rows, pods = flat
         for cluster, replicas in admission.placement.items():
@@ -151,12 +154,8 @@ _TALLY_LOCK = threading.Lock()
 
 
 _PodShape = tuple[tuple[int, ...], frozenset[str]]
-_POD_SHAPES: dict[int, tuple[ResourceList, frozenset[str], _PodShape]] = {}
-"""Per pod object (by identity, the object kept alongside) and the device resources it was
-read against: its vector and device names. The controller rebuilds usage every cycle from
-the same admission objects, so after its first cycle nearly every pod is found here, and
-comparing requests by value costs more than the rest of the grouping."""
-_POD_SHAPES_LIMIT = 4096
+"""One pod's vector and its device resource names."""
+_PODS_LIMIT = 4096
 
 
 def _groups(snapshot: snap.Snapshot, usage: Usage) -> dict[_Shape, snap.IntArray]:

@@ -542,7 +542,7 @@ class SchedulerLoop:
             settings=self.settings,
             device_resources=snapshot.device_resources,
         )
-        pending = PendingStore(list(ledger.pending.values()))
+        pending = PendingStore(ledger.pending.values())
         self._batch = cycle.batch_for(len(pending), self.settings)
         if changes is None:
             self._usage.sync(ledger.admitted.values(), ledger.admitted.keys())

@@ -189,50 +189,30 @@ def reconcile(
     the caller across cycles) saves re-reading the charge of a Binding that did not change;
     `prepared` (likewise) saves re-reading the pending entry and fingerprint of a workload.
     """
-    known = frozenset(clusters)
-    ready_now = sorted(ready)
-    jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
-    if prepared is not None and memo is not None:
-        prepared.trust(memo, known)
-    sort = _Sorter(
+    ledger = Ledger()
+    ledger.update(
+        None,
+        workloads=workloads,
         bindings=bindings,
         phases=phases,
         policies=policies,
-        known=known,
+        clusters=clusters,
         fingerprints=fingerprints,
-        ready=ready_now,
+        ready=ready,
         settings=settings,
-        devices=frozenset(device_resources),
+        device_resources=device_resources,
         memo=memo,
-        jobs=jobs,
-        trusted=prepared is not None and memo is not None,
+        prepared=prepared,
     )
-    work = Work()
-    for key, entry in workloads.items():
-        kind, job, mark, admitted = sort.one(key, entry)
-        if kind == _OPAQUE:
-            continue
-        if kind == _FINISHED:
-            work.finished.append(key)
-            continue
-        work.marks[key] = mark
-        if admitted is None:
-            assert job is not None
-            work.pending.append(job)
-            continue
-        work.admitted.append(admitted)
-        work.admitted_keys.append(key)
-        work.fingerprints[key] = mark
-    for key, binding in bindings.items():
-        if key not in workloads:
-            work.stale.append(_binding_key(binding))
-    if memo is not None and len(memo) > len(work.fingerprints):
-        for gone in set(memo) - set(work.fingerprints):
-            del memo[gone]
-    if jobs is not None and len(jobs) > len(workloads):
-        for gone in set(jobs) - set(workloads):
-            del jobs[gone]
-    return work
+    return Work(
+        pending=list(ledger.pending.values()),
+        admitted=list(ledger.admitted.values()),
+        finished=[key for key in workloads if key in ledger.finished],
+        stale=list(ledger.stale.values()),
+        fingerprints=ledger.fingerprints(),
+        admitted_keys=list(ledger.admitted),
+        marks=ledger.marks,
+    )
 
 
 _OPAQUE, _FINISHED, _PENDING, _ADMITTED = "opaque", "finished", "pending", "admitted"
@@ -247,7 +227,7 @@ def _binding_key(binding: Binding) -> str:
 
 @dataclass
 class _Sorter:
-    """One pass's inputs, shared by every workload it sorts (`reconcile` and `Ledger`)."""
+    """One `Ledger` pass's inputs, shared by every workload it sorts."""
 
     bindings: Mapping[str, Binding]
     phases: Mapping[str, str | None]
@@ -323,8 +303,8 @@ class Ledger:
     finished: set[str] = field(default_factory=set)
     stale: dict[str, str] = field(default_factory=dict)
     """ref -> Binding key, for each Binding whose workload is gone."""
-    _jobs: object = None
-    _shared: tuple[object, ...] = ()
+    _jobs: object = field(default=None, init=False, repr=False)
+    _shared: tuple[object, ...] = field(default=(), init=False, repr=False)
 
     def fingerprints(self) -> dict[str, str]:
         """ref -> fingerprint of every admitted workload (`Work.fingerprints`)."""
@@ -344,16 +324,18 @@ class Ledger:
         ready: Iterable[str] = (),
         settings: SchedulerSettings,
         device_resources: Iterable[str] = (),
-        memo: dict[str, tuple[Binding, str, accounting.Admission]],
-        prepared: Prepared,
+        memo: dict[str, tuple[Binding, str, accounting.Admission]] | None = None,
+        prepared: Prepared | None = None,
     ) -> dict[str, accounting.Admission | None] | None:
         """Sort the workloads named by `dirty` again (all of them when None or when what
-        they share changed); returns the admissions that changed (None: possibly all)."""
+        they share changed); returns the admissions that changed (None: possibly all).
+        `memo` and `prepared` as for `reconcile`; the loop always passes both."""
         known = frozenset(clusters)
         ready_now = sorted(ready)
         devices = frozenset(device_resources)
-        jobs = prepared.entries(policies, ready_now, settings)
-        prepared.trust(memo, known)
+        jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
+        if prepared is not None and memo is not None:
+            prepared.trust(memo, known)
         shared = (known, devices)
         if dirty is None or jobs is not self._jobs or shared != self._shared:
             self._jobs, self._shared = jobs, shared
@@ -372,7 +354,7 @@ class Ledger:
             devices=devices,
             memo=memo,
             jobs=jobs,
-            trusted=True,
+            trusted=prepared is not None and memo is not None,
         )
         changes: dict[str, accounting.Admission | None] = {}
         if dirty is None:
@@ -381,10 +363,12 @@ class Ledger:
         for key in dirty:
             self._sort(key, workloads.get(key), sort, changes)
         if everything:
-            for gone in set(memo) - set(self.admitted):
-                del memo[gone]
-            for gone in set(jobs) - set(workloads):
-                del jobs[gone]
+            if memo is not None and len(memo) > len(self.admitted):
+                for gone in set(memo) - set(self.admitted):
+                    del memo[gone]
+            if jobs is not None and len(jobs) > len(workloads):
+                for gone in set(jobs) - set(workloads):
+                    del jobs[gone]
             return None
         return changes
 

@@ -284,7 +284,8 @@ def test_the_kept_tally_counts_what_a_fresh_one_counts_through_random_changes(se
         if step % 3:
             continue  # several changes between two cycles, as a busy cycle makes
         kept = held_mod._groups(s, usage)
-        fresh = held_mod._Tally(held_mod._TALLY[0].fleet, s.device_resources).groups(s, usage)
+        fleet = tuple(c.name for c in s.clusters)
+        fresh = held_mod._Tally(fleet, s.device_resources).groups(s, usage)
         assert {k: v.tolist() for k, v in kept.items()} == {k: v.tolist() for k, v in fresh.items()}
         assert all(v.any() for v in kept.values())  # a group nothing holds any more is gone
     for ref in list(usage.by_ref()):

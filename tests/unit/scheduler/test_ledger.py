@@ -3,8 +3,6 @@ full `reconcile` over the same inputs, through random runs of the changes a loop
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import random
 from typing import Any
@@ -23,7 +21,7 @@ from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, queue, workload
 from tests.unit.scheduler.test_loop import DUPLICATED, binding, key
-from tests.waiting import wait_for
+from tests.waiting import background, wait_for
 
 SETTINGS = SchedulerSettings()
 OWN = ("put", "put", "bind", "bind", "evict", "unbind", "phase", "delete", "remember")
@@ -476,24 +474,14 @@ async def test_a_mirror_names_the_keys_it_changed_and_everything_after_a_resync(
     await mirror.load()
     assert mirror.changes() is None  # just listed: everything may be new to a reader
     assert mirror.changes() == set()
-    watching = asyncio.create_task(mirror.run())
-    try:
+    async with background(mirror.run()):
         await objs.put(objects.key_for(second), second)
-        await wait_for(lambda: _is(len(seen) == 1), message="put seen")
+        await wait_for(lambda: len(seen) == 1, message="put seen")
         assert mirror.changes() == {objects.key_for(second)}
-        # The watch falls behind a compaction: it lists again, and every key may have moved.
-        watching.cancel()
-        await objs.delete(objects.key_for(first))
-        await store.compact(await store.current_revision())
-        watching = asyncio.create_task(mirror.run())
-        await wait_for(lambda: _is(len(seen) == 2), message="resync seen")
+    # The watch falls behind a compaction: it lists again, and every key may have moved.
+    await objs.delete(objects.key_for(first))
+    await store.compact(await store.current_revision())
+    async with background(mirror.run()):
+        await wait_for(lambda: len(seen) == 2, message="resync seen")
         assert mirror.changes() is None
         assert set(mirror.items) == {objects.key_for(second)}
-    finally:
-        watching.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watching
-
-
-async def _is(value: bool) -> bool:
-    return value
