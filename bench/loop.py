@@ -434,6 +434,9 @@ async def measure_bursts(
         took.append(all_s)
         first.append(first_s)
         landed.append(got)
+        # The last Binding can be seen before the cycle that wrote it has returned (it
+        # counts itself after its writes): let it finish before counting.
+        await settle(loop, task, timeout=args.timeout)
         cycles.append(loop.cycles - before)
     return {
         "burst": args.burst,
@@ -474,6 +477,7 @@ async def measure_backlog(
         all_s, first_s, got = await burst(store, sweep, ns, timeout=args.timeout)
     finally:
         await stop(lag)
+    await settle(loop, task, timeout=args.timeout)  # the writing cycle counts itself last
     return {
         "backlog": args.backlog,
         "backlog_event_loop_lag_max_s": round(max(lags, default=0.0), 3),
