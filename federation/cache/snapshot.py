@@ -13,8 +13,9 @@ amounts are Kubernetes milli-units, exact in int64.
 
 Why a `BuildCache`: the scheduling loop builds a snapshot every cycle, and between two
 cycles most Cluster and ClusterStatus objects are the very same objects. With the cache, a
-build recomputes only the clusters whose objects were replaced and assembles the fleet's
-arrays from per-cluster blocks in a few vector operations; the result is the same snapshot.
+build recomputes only the clusters whose objects were replaced (their `parts`) and assembles
+the fleet's arrays from per-cluster blocks in a few vector operations; the result is the
+same snapshot.
 """
 
 from __future__ import annotations
@@ -27,15 +28,35 @@ from types import MappingProxyType
 from typing import Final, NamedTuple, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
+from federation.cache.parts import (
+    ALLOC,
+    ARCH,
+    CHIP,
+    COLUMNS,
+    CPU,
+    DEVICES,
+    FREE,
+    LARGEST,
+    MEMORY,
+    NODES,
+    PODS,
+    RESOURCES,
+    BoolArray,
+    ClusterInfo,
+    FloatArray,
+    IntArray,
+    Part,
+    compute,
+    frozen,
+)
 from federation.registry import keys
 from federation.resources import ResourceList
 from policies.models.accelerator import is_arch
 from policies.models.binding import Binding
-from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, Prices, Taint
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
-from policies.models.queue import Queue, chip_resource
+from policies.models.queue import Queue
 
 __all__ = [
     "CPU",
@@ -43,43 +64,17 @@ __all__ = [
     "MEMORY",
     "PODS",
     "RESOURCES",
+    "BoolArray",
     "BuildCache",
     "ClusterInfo",
+    "FloatArray",
+    "IntArray",
     "Snapshot",
     "build",
 ]
 
-RESOURCES: Final = ("cpu", "memory", "devices", "pods")
-CPU, MEMORY, DEVICES, PODS = 0, 1, 2, 3
-_DEFAULT_PODS: Final = 110 * 1000
 _GIB_MILLI: Final = 1000 * 1024**3
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 _A = TypeVar("_A", IntArray, FloatArray)
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    """One member as the scheduler sees it: spec and observed status joined."""
-
-    index: int
-    name: str
-    region: str
-    zone: str
-    provider: str
-    labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
-    ready: bool
-    apis: frozenset[tuple[str, str]]
-    prices: Prices | None
-    flavors: tuple[NodeFlavor, ...]
-
-
-def _frozen(array: _A) -> _A:
-    array.setflags(write=False)
-    return array
 
 
 @dataclass(frozen=True)
@@ -120,73 +115,6 @@ class Snapshot:
         return self.clusters[self.index[name]]
 
 
-def _vector(resources: ResourceList, device: str | None, *, pods_default: int) -> list[int]:
-    pods = resources.amount("pods") if "pods" in resources else pods_default
-    return [
-        resources.amount("cpu"),
-        resources.amount("memory"),
-        resources.amount(device) if device else 0,
-        pods,
-    ]
-
-
-_FLAVOR_ROWS: dict[int, tuple[NodeFlavor, tuple[list[int], list[int], list[int]]]] = {}
-"""Per node flavor object (by identity, the object kept alongside): its allocatable, free
-and emptiest-node vectors. The controller builds a snapshot every cycle from status objects
-that mostly did not change, and reading three ResourceLists per flavor was most of it."""
-_FLAVOR_ROWS_LIMIT = 65536
-
-
-def _flavor_rows(flavor: NodeFlavor) -> tuple[list[int], list[int], list[int]]:
-    hit = _FLAVOR_ROWS.get(id(flavor))
-    if hit is not None and hit[0] is flavor:
-        return hit[1]
-    device = flavor.accelerator_resource
-    per_node = _vector(flavor.allocatable, device, pods_default=_DEFAULT_PODS)
-    rows = (
-        per_node,
-        _vector(flavor.free, device, pods_default=per_node[PODS] * flavor.node_count),
-        _vector(flavor.largest_free, device, pods_default=per_node[PODS]),
-    )
-    if len(_FLAVOR_ROWS) >= _FLAVOR_ROWS_LIMIT:
-        _FLAVOR_ROWS.clear()
-    _FLAVOR_ROWS[id(flavor)] = (flavor, rows)
-    return rows
-
-
-def _price(table_value: object) -> float:
-    return float(str(table_value)) if table_value is not None else float("nan")
-
-
-# Columns of a cluster's per-flavor integer block: three resource vectors, then scalars.
-_ALLOC, _FREE, _LARGEST = (slice(k * len(RESOURCES), (k + 1) * len(RESOURCES)) for k in range(3))
-_NODES, _CHIP, _ARCH = 3 * len(RESOURCES), 3 * len(RESOURCES) + 1, 3 * len(RESOURCES) + 2
-_COLUMNS = 3 * len(RESOURCES) + 3
-
-
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """One cluster's share of a snapshot, computed from one (spec, status) pair of objects.
-
-    Chips and architectures are kept by name (distinct, in first-seen order; the block holds
-    each flavor's position in that list): their snapshot-wide indices depend on the clusters
-    sorted before this one, so they are assigned only when the parts are put together.
-    One block per kind keeps that assembly to a few array operations for the whole fleet.
-    """
-
-    cluster: Cluster
-    status: ClusterStatus | None
-    info: ClusterInfo
-    block: IntArray  # [F, _COLUMNS]; _CHIP is -1 where there is no accelerator
-    price_dev: FloatArray  # [F, 2]
-    price_base: FloatArray  # [1, 4]: cpu on-demand, cpu spot, memory on-demand, memory spot
-    chip_names: tuple[str, ...]
-    arch_names: tuple[str, ...]
-    resources: tuple[str | None, ...]
-    capacity: Mapping[str, int]
-    devices: frozenset[str]
-
-
 class _Arrays(NamedTuple):
     """The snapshot's arrays and the names their chip and arch indices point into."""
 
@@ -219,7 +147,7 @@ class BuildCache:
     __slots__ = ("_parts",)
 
     def __init__(self) -> None:
-        self._parts: dict[str, _Part] = {}
+        self._parts: dict[str, Part] = {}
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -272,16 +200,16 @@ def _parts(
     *,
     statuses: Mapping[str, ClusterStatus] | None,
     cache: BuildCache | None,
-) -> list[_Part]:
+) -> list[Part]:
     """Each cluster's part in name order: the cached one while its objects are the same."""
     known = cache._parts if cache is not None else {}
-    parts: list[_Part] = []
+    parts: list[Part] = []
     named = sorted(((c.name, c) for c in clusters), key=itemgetter(0))
     for ci, (name, cluster) in enumerate(named):
         status = cluster.status if statuses is None else statuses.get(name, cluster.status)
         part = known.get(name)
         if part is None or part.cluster is not cluster or part.status is not status:
-            part = _part(cluster, status, index=ci)
+            part = compute(cluster, status, index=ci)
         elif part.info.index != ci:
             part = replace(part, info=replace(part.info, index=ci))
         parts.append(part)
@@ -290,7 +218,7 @@ def _parts(
     return parts
 
 
-def _assemble(parts: Sequence[_Part]) -> _Arrays:
+def _assemble(parts: Sequence[Part]) -> _Arrays:
     """The [C, F, ...] arrays from the per-cluster blocks, padded to the widest cluster.
 
     Every array returned is new and frozen: the parts' blocks are copied, never handed out,
@@ -300,38 +228,38 @@ def _assemble(parts: Sequence[_Part]) -> _Arrays:
     counts = np.array([len(p.block) for p in parts], np.int64)
     width = max([*counts.tolist(), 1])
     present = np.arange(width)[None, :] < counts[:, None]  # row-major, as the parts in order
-    flat = _joined([p.block for p in parts], (_COLUMNS,), np.int64)
-    chips, flat[:, _CHIP] = _numbered(parts, counts, flat[:, _CHIP], chips=True)
-    arches, flat[:, _ARCH] = _numbered(parts, counts, flat[:, _ARCH], chips=False)
-    block = np.zeros((size, width, _COLUMNS), np.int64)
-    block[:, :, _CHIP], block[:, :, _ARCH] = -2, -1
+    flat = _joined([p.block for p in parts], (COLUMNS,), np.int64)
+    chips, flat[:, CHIP] = _numbered(parts, counts, flat[:, CHIP], chips=True)
+    arches, flat[:, ARCH] = _numbered(parts, counts, flat[:, ARCH], chips=False)
+    block = np.zeros((size, width, COLUMNS), np.int64)
+    block[:, :, CHIP], block[:, :, ARCH] = -2, -1
     block[present] = flat
     price_dev = np.full((size, width, 2), np.nan)
     price_dev[present] = _joined([p.price_dev for p in parts], (2,), np.float64)
     base = _joined([p.price_base for p in parts], (4,), np.float64)
-    alloc, nodes = _copy(block[:, :, _ALLOC]), _copy(block[:, :, _NODES])
+    alloc, nodes = _copy(block[:, :, ALLOC]), _copy(block[:, :, NODES])
     return _Arrays(
         alloc=alloc,
-        free=_copy(block[:, :, _FREE]),
-        largest=_copy(block[:, :, _LARGEST]),
+        free=_copy(block[:, :, FREE]),
+        largest=_copy(block[:, :, LARGEST]),
         nodes=nodes,
-        flavor_chip=_copy(block[:, :, _CHIP]),
-        flavor_arch=_copy(block[:, :, _ARCH]),
+        flavor_chip=_copy(block[:, :, CHIP]),
+        flavor_arch=_copy(block[:, :, ARCH]),
         chips=chips,
         arches=arches,
         price_cpu=_copy(base[:, 0:2]),
         price_mem=_copy(base[:, 2:4]),
-        price_dev=_frozen(price_dev),
-        allocatable_total=_frozen(np.einsum("cfr,cf->cr", alloc, nodes)),
+        price_dev=frozen(price_dev),
+        allocatable_total=frozen(np.einsum("cfr,cf->cr", alloc, nodes)),
     )
 
 
 def _copy(view: _A) -> _A:
-    return _frozen(np.ascontiguousarray(view))
+    return frozen(np.ascontiguousarray(view))
 
 
 def _numbered(
-    parts: Sequence[_Part], counts: IntArray, local: IntArray, *, chips: bool
+    parts: Sequence[Part], counts: IntArray, local: IntArray, *, chips: bool
 ) -> tuple[tuple[str, ...], IntArray]:
     """Chip (or arch) names of the fleet in index order, and every flavor's index into them.
 
@@ -354,86 +282,6 @@ def _joined(blocks: Sequence[_A], tail: tuple[int, ...], dtype: type) -> _A:
     if not blocks:
         return np.zeros((0, *tail), dtype)
     return np.concatenate(blocks)
-
-
-def _part(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> _Part:
-    flavors = tuple(status.flavors) if status is not None else ()
-    chips: dict[str, int] = {}
-    arches: dict[str, int] = {}
-    rows: list[list[int]] = []
-    capacity: dict[str, int] = {}
-    devices: set[str] = set()
-    for flavor in flavors:
-        per_node, free, largest = _flavor_rows(flavor)
-        device, model = flavor.accelerator_resource, flavor.accelerator_model
-        chip = -1
-        if model is not None and device:
-            chip = chips.setdefault(model, len(chips))
-            devices.add(device)
-            total = per_node[DEVICES] * flavor.node_count
-            capacity[chip_resource(model)] = capacity.get(chip_resource(model), 0) + total
-            capacity[device] = capacity.get(device, 0) + total
-        for column, name in ((CPU, "cpu"), (MEMORY, "memory")):
-            capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
-        arch = arches.setdefault(flavor.arch, len(arches))
-        rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
-    price_base, price_dev = _prices(cluster.spec.prices, flavors)
-    return _Part(
-        cluster=cluster,
-        status=status,
-        info=_info(cluster, status, flavors, index=index),
-        block=_frozen(np.array(rows, np.int64).reshape(-1, _COLUMNS)),
-        price_dev=_frozen(price_dev),
-        price_base=_frozen(price_base),
-        chip_names=tuple(chips),
-        arch_names=tuple(arches),
-        resources=tuple(f.accelerator_resource for f in flavors),
-        capacity=MappingProxyType(capacity),
-        devices=frozenset(devices),
-    )
-
-
-def _info(
-    cluster: Cluster,
-    status: ClusterStatus | None,
-    flavors: tuple[NodeFlavor, ...],
-    *,
-    index: int,
-) -> ClusterInfo:
-    apis = frozenset(
-        (e.group_version, r.kind)
-        for e in (status.api_enablements if status is not None else [])
-        for r in e.resources
-    )
-    taints = (*cluster.spec.taints, *(status.taints if status is not None else []))
-    return ClusterInfo(
-        index=index,
-        name=cluster.name,
-        region=cluster.spec.region,
-        zone=cluster.spec.zone or "",
-        provider=cluster.spec.provider or "",
-        labels=MappingProxyType(dict(cluster.metadata.labels)),
-        taints=tuple(taints),
-        ready=status is not None and status.ready(),
-        apis=apis,
-        prices=cluster.spec.prices,
-        flavors=flavors,
-    )
-
-
-def _prices(prices: Prices | None, flavors: Sequence[NodeFlavor]) -> tuple[FloatArray, FloatArray]:
-    """Per core-hour and GiB-hour (on-demand, spot each) and per each flavor's device-hour."""
-    base, per_device = np.full((1, 4), np.nan), np.full((len(flavors), 2), np.nan)
-    if prices is None:
-        return base, per_device
-    for column, table in enumerate((prices.on_demand, prices.spot)):
-        if table is None:
-            continue
-        base[0, column], base[0, 2 + column] = _price(table.cpu), _price(table.memory)
-        for fi, flavor in enumerate(flavors):
-            if flavor.accelerator_model is not None:
-                per_device[fi, column] = _price(table.accelerators.get(flavor.accelerator_model))
-    return base, per_device
 
 
 def _binding_key(binding: Binding) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from bench import scheduler as bench_scheduler
+from federation.cache import parts
 from federation.cache import snapshot as snap
 from policies.models.base import ObjectMeta
 from policies.models.cluster import Cluster, ClusterStatus, Condition, Taint
@@ -286,13 +287,13 @@ def test_only_changed_clusters_are_recomputed(monkeypatch: pytest.MonkeyPatch) -
     f, cache = Fleet(bench_scheduler.make_fleet(30, random.Random(4), flavors=5)), snap.BuildCache()
     f.build(cache)
     computed: list[str] = []
-    part = snap._part
+    part = parts.compute
 
     def counting(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> object:
         computed.append(cluster.name)
         return part(cluster, status, index=index)
 
-    monkeypatch.setattr(snap, "_part", counting)
+    monkeypatch.setattr(snap, "compute", counting)  # as `build` calls it
     f.build(cache)
     assert computed == []
     same_content_new_status(f, random.Random(1))

@@ -1,0 +1,225 @@
+"""One cluster's share of a snapshot: its models joined into a `ClusterInfo` and its node
+flavors as integer rows, computed from one (Cluster, ClusterStatus) pair of objects.
+
+Why apart from `snapshot`: a part depends on its own cluster only, so the `BuildCache` keeps
+parts across builds and recomputes a cluster's only when its objects were replaced; the
+snapshot then numbers chips and architectures fleet-wide and assembles the arrays. Column
+order of the resource axis is `RESOURCES`; amounts are Kubernetes milli-units, exact in int64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from federation.resources import ResourceList
+from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, Prices, Taint
+from policies.models.queue import chip_resource
+
+__all__ = [
+    "ALLOC",
+    "ARCH",
+    "CHIP",
+    "COLUMNS",
+    "CPU",
+    "DEVICES",
+    "FREE",
+    "LARGEST",
+    "MEMORY",
+    "NODES",
+    "PODS",
+    "RESOURCES",
+    "BoolArray",
+    "ClusterInfo",
+    "FloatArray",
+    "IntArray",
+    "Part",
+    "compute",
+    "frozen",
+]
+
+RESOURCES: Final = ("cpu", "memory", "devices", "pods")
+CPU, MEMORY, DEVICES, PODS = 0, 1, 2, 3
+_DEFAULT_PODS: Final = 110 * 1000
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+_A = TypeVar("_A", IntArray, FloatArray)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """One member as the scheduler sees it: spec and observed status joined."""
+
+    index: int
+    name: str
+    region: str
+    zone: str
+    provider: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    ready: bool
+    apis: frozenset[tuple[str, str]]
+    prices: Prices | None
+    flavors: tuple[NodeFlavor, ...]
+
+
+def frozen(array: _A) -> _A:
+    """`array`, read-only: parts and snapshots are shared, and a write would reach them all."""
+    array.setflags(write=False)
+    return array
+
+
+def _vector(resources: ResourceList, device: str | None, *, pods_default: int) -> list[int]:
+    pods = resources.amount("pods") if "pods" in resources else pods_default
+    return [
+        resources.amount("cpu"),
+        resources.amount("memory"),
+        resources.amount(device) if device else 0,
+        pods,
+    ]
+
+
+_FLAVOR_ROWS: dict[int, tuple[NodeFlavor, tuple[list[int], list[int], list[int]]]] = {}
+"""Per node flavor object (by identity, the object kept alongside): its allocatable, free
+and emptiest-node vectors. The controller builds a snapshot every cycle from status objects
+that mostly did not change, and reading three ResourceLists per flavor was most of it."""
+_FLAVOR_ROWS_LIMIT = 65536
+
+
+def _flavor_rows(flavor: NodeFlavor) -> tuple[list[int], list[int], list[int]]:
+    hit = _FLAVOR_ROWS.get(id(flavor))
+    if hit is not None and hit[0] is flavor:
+        return hit[1]
+    device = flavor.accelerator_resource
+    per_node = _vector(flavor.allocatable, device, pods_default=_DEFAULT_PODS)
+    rows = (
+        per_node,
+        _vector(flavor.free, device, pods_default=per_node[PODS] * flavor.node_count),
+        _vector(flavor.largest_free, device, pods_default=per_node[PODS]),
+    )
+    if len(_FLAVOR_ROWS) >= _FLAVOR_ROWS_LIMIT:
+        _FLAVOR_ROWS.clear()
+    _FLAVOR_ROWS[id(flavor)] = (flavor, rows)
+    return rows
+
+
+def _price(table_value: object) -> float:
+    return float(str(table_value)) if table_value is not None else float("nan")
+
+
+# Columns of a cluster's per-flavor integer block: three resource vectors, then scalars.
+ALLOC, FREE, LARGEST = (slice(k * len(RESOURCES), (k + 1) * len(RESOURCES)) for k in range(3))
+NODES, CHIP, ARCH = 3 * len(RESOURCES), 3 * len(RESOURCES) + 1, 3 * len(RESOURCES) + 2
+COLUMNS = 3 * len(RESOURCES) + 3
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One cluster's share of a snapshot, computed from one (spec, status) pair of objects.
+
+    Chips and architectures are kept by name (distinct, in first-seen order; the block holds
+    each flavor's position in that list): their snapshot-wide indices depend on the clusters
+    sorted before this one, so they are assigned only when the parts are put together.
+    One block per kind keeps that assembly to a few array operations for the whole fleet.
+    """
+
+    cluster: Cluster
+    status: ClusterStatus | None
+    info: ClusterInfo
+    block: IntArray  # [F, COLUMNS]; CHIP is -1 where there is no accelerator
+    price_dev: FloatArray  # [F, 2]
+    price_base: FloatArray  # [1, 4]: cpu on-demand, cpu spot, memory on-demand, memory spot
+    chip_names: tuple[str, ...]
+    arch_names: tuple[str, ...]
+    resources: tuple[str | None, ...]
+    capacity: Mapping[str, int]
+    devices: frozenset[str]
+
+
+def compute(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> Part:
+    """The part of `cluster` (at `index` in name order) with its observed `status`; what the
+    build cache keeps until either object is replaced."""
+    flavors = tuple(status.flavors) if status is not None else ()
+    chips: dict[str, int] = {}
+    arches: dict[str, int] = {}
+    rows: list[list[int]] = []
+    capacity: dict[str, int] = {}
+    devices: set[str] = set()
+    for flavor in flavors:
+        per_node, free, largest = _flavor_rows(flavor)
+        device, model = flavor.accelerator_resource, flavor.accelerator_model
+        chip = -1
+        if model is not None and device:
+            chip = chips.setdefault(model, len(chips))
+            devices.add(device)
+            total = per_node[DEVICES] * flavor.node_count
+            capacity[chip_resource(model)] = capacity.get(chip_resource(model), 0) + total
+            capacity[device] = capacity.get(device, 0) + total
+        for column, name in ((CPU, "cpu"), (MEMORY, "memory")):
+            capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
+        arch = arches.setdefault(flavor.arch, len(arches))
+        rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
+    price_base, price_dev = _prices(cluster.spec.prices, flavors)
+    return Part(
+        cluster=cluster,
+        status=status,
+        info=_info(cluster, status, flavors, index=index),
+        block=frozen(np.array(rows, np.int64).reshape(-1, COLUMNS)),
+        price_dev=frozen(price_dev),
+        price_base=frozen(price_base),
+        chip_names=tuple(chips),
+        arch_names=tuple(arches),
+        resources=tuple(f.accelerator_resource for f in flavors),
+        capacity=MappingProxyType(capacity),
+        devices=frozenset(devices),
+    )
+
+
+def _info(
+    cluster: Cluster,
+    status: ClusterStatus | None,
+    flavors: tuple[NodeFlavor, ...],
+    *,
+    index: int,
+) -> ClusterInfo:
+    apis = frozenset(
+        (e.group_version, r.kind)
+        for e in (status.api_enablements if status is not None else [])
+        for r in e.resources
+    )
+    taints = (*cluster.spec.taints, *(status.taints if status is not None else []))
+    return ClusterInfo(
+        index=index,
+        name=cluster.name,
+        region=cluster.spec.region,
+        zone=cluster.spec.zone or "",
+        provider=cluster.spec.provider or "",
+        labels=MappingProxyType(dict(cluster.metadata.labels)),
+        taints=tuple(taints),
+        ready=status is not None and status.ready(),
+        apis=apis,
+        prices=cluster.spec.prices,
+        flavors=flavors,
+    )
+
+
+def _prices(prices: Prices | None, flavors: Sequence[NodeFlavor]) -> tuple[FloatArray, FloatArray]:
+    """Per core-hour and GiB-hour (on-demand, spot each) and per each flavor's device-hour."""
+    base, per_device = np.full((1, 4), np.nan), np.full((len(flavors), 2), np.nan)
+    if prices is None:
+        return base, per_device
+    for column, table in enumerate((prices.on_demand, prices.spot)):
+        if table is None:
+            continue
+        base[0, column], base[0, 2 + column] = _price(table.cpu), _price(table.memory)
+        for fi, flavor in enumerate(flavors):
+            if flavor.accelerator_model is not None:
+                per_device[fi, column] = _price(table.accelerators.get(flavor.accelerator_model))
+    return base, per_device
