@@ -215,9 +215,25 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         return "no eligible cluster"
     pod = job.vector
     mask = chips.flavor_mask(job, state)[rows]
+    columns = [c for c in range(len(pod)) if pod[c] > 0]
+    # A pod larger than any eligible node even when empty waits for the fleet to change,
+    # not for work to finish: say so, or "best is X with 8" reads as a matter of time.
+    s = state.snapshot
+    whole = np.where((mask & (s.nodes[rows] > 0))[..., None], s.alloc[rows], -1)
+    never = [c for c in columns if whole[..., c].max() < pod[c]]
+    if never:
+        column = min(never, key=lambda c: whole[..., c].max() / pod[c])
+        per_cluster = whole[..., column].max(axis=1)
+        best = int(np.argmax(per_cluster))
+        label = _label(job, state, column)
+        return (
+            f"no eligible cluster has a node with {_amount(column, int(pod[column]))} {label}"
+            f" even when empty; the largest, on {s.clusters[int(rows[best])].name}, has"
+            f" {_amount(column, max(int(per_cluster[best]), 0))}: shrink the request or add"
+            " larger nodes"
+        )
     largest = np.where(mask[..., None], state.largest[rows], -1)
     # The scarcest resource: the one whose best single node is furthest below the pod.
-    columns = [c for c in range(len(pod)) if pod[c] > 0]
     ratios = {c: largest[..., c].max() / pod[c] for c in columns}
     column = min(columns, key=lambda c: ratios[c])
     if ratios[column] >= 1:
@@ -252,6 +268,7 @@ class Capacity:
         pod = job.vector.tolist()
         total = 0
         emptiest: list[int] = [0] * len(pod)
+        biggest: list[int] = [0] * len(pod)  # one node's allocatable, whatever runs there
         for fi, flavor in enumerate(cluster.flavors):
             model, resource = flavor.accelerator_model, flavor.accelerator_resource
             if not fw.accepts_chip(job, model, flavor.arch, resource if model else None):
@@ -260,6 +277,8 @@ class Capacity:
             free = state.free[cluster.index, fi].tolist()
             alloc = state.snapshot.alloc[cluster.index, fi].tolist()
             emptiest = [max(a, b) for a, b in zip(emptiest, largest, strict=True)]
+            if flavor.node_count > 0:
+                biggest = [max(a, b) for a, b in zip(biggest, alloc, strict=True)]
             if any(p > 0 and lf < p for p, lf in zip(pod, largest, strict=True)):
                 continue
             by_free = min(f // p for f, p in zip(free, pod, strict=True) if p > 0)
@@ -269,6 +288,13 @@ class Capacity:
         if total >= need:
             return fw.Verdict.success()
         if total == 0:
+            never = [c for c, p in enumerate(pod) if p > 0 and biggest[c] < p]
+            if never:
+                c = never[0]
+                return fw.Verdict.unschedulable(
+                    f"no node with {_amount(c, pod[c])} {_label(job, state, c)} even when empty"
+                    f" (largest has {_amount(c, biggest[c])})"
+                )
             short = [c for c, p in enumerate(pod) if p > 0 and emptiest[c] < p]
             if short:
                 c = short[0]

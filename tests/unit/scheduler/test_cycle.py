@@ -29,9 +29,15 @@ def a100(nodes: int = 1, **kw: Any) -> NodeFlavor:
     return flavor(chip="nvidia-a100-80gb", devices=8, cpu="96", memory="1Ti", nodes=nodes, **kw)
 
 
-def npu(nodes: int = 1, **kw: Any) -> NodeFlavor:
+def npu(nodes: int = 1, devices: int = 8, **kw: Any) -> NodeFlavor:
     return flavor(
-        arch="arm64", chip="ascend-910b", devices=8, cpu="192", memory="1Ti", nodes=nodes, **kw
+        arch="arm64",
+        chip="ascend-910b",
+        devices=devices,
+        cpu="192",
+        memory="1Ti",
+        nodes=nodes,
+        **kw,
     )
 
 
@@ -59,6 +65,26 @@ def test_pending_reason_names_the_closest_cluster() -> None:
     [binding] = result.bindings
     assert binding.status.phase == "Pending" and binding.status.reason.startswith("no eligible")
     assert result.pending.get(job(w).ref) is not None
+
+
+def test_pending_reason_says_when_no_node_is_large_enough_even_empty() -> None:
+    # Both clusters are full, but only the larger nodes could ever take the pod: the reason
+    # must not read as a matter of waiting. A pool with no nodes is no node at all.
+    fleet = [
+        cluster("bj-npu-1", npu(nodes=2, largest_devices=0, free_devices=0)),
+        cluster("bj-npu-2", npu(devices=4, nodes=3), npu(devices=16, nodes=0, largest_devices=0)),
+    ]
+    w = workload("big", gpus=12, resource="huawei.com/Ascend910", chips="ascend-910b")
+    result = run(fleet, [job(w)])
+    assert result.admitted == []
+    assert result.reasons["team/Job.batch/big"] == (
+        "no eligible cluster has a node with 12 ascend-910b even when empty; the largest,"
+        " on bj-npu-1, has 8: shrink the request or add larger nodes"
+    )
+    small = workload("small", gpus=8, resource="huawei.com/Ascend910", chips="ascend-910b")
+    assert run(fleet, [job(small)]).reasons["team/Job.batch/small"] == (
+        "no eligible cluster has a node with 8 free ascend-910b; best is bj-npu-2 with 4"
+    )
 
 
 def test_static_filters_are_summarised_when_no_cluster_is_eligible() -> None:

@@ -130,7 +130,8 @@ def test_plan_json_and_pending_exit_code(
     [entry] = doc
     assert entry["scheduled"] is False and entry["policy"] is None
     assert entry["reason"] == (
-        "no eligible cluster has a node with 16 free nvidia.com/gpu; best is us-a100 with 8"
+        "no eligible cluster has a node with 16 nvidia.com/gpu even when empty; the largest,"
+        " on us-a100, has 8: shrink the request or add larger nodes"
     )
     assert {c["cluster"]: c["plugin"] for c in entry["clusters"]}["us-a100"] == "capacity"
 

@@ -287,8 +287,24 @@ def test_chips(flavors: list[Any], w: Any, fedctl: Any, ok: bool) -> None:
         pytest.param(
             [X86],
             workload("w", memory="100Gi"),
-            "no node with 100Gi free memory (emptiest has 64Gi)",
+            "no node with 100Gi memory even when empty (largest has 64Gi)",
             id="memory per node, not in total",
+        ),
+        pytest.param(
+            [
+                flavor(
+                    chip="nvidia-a100-80gb", devices=8, nodes=2, free_devices=0, largest_devices=0
+                )
+            ],
+            workload("w", gpus=16),
+            "no node with 16 nvidia.com/gpu even when empty (largest has 8)",
+            id="a pod larger than any node is told so, even on a full cluster",
+        ),
+        pytest.param(
+            [flavor(memory="256Gi", nodes=0), X86],
+            workload("w", memory="100Gi"),
+            "no node with 100Gi memory even when empty (largest has 64Gi)",
+            id="a flavor without nodes has no node that large",
         ),
     ],
 )
