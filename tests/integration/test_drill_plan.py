@@ -119,7 +119,7 @@ async def test_drill_plan_predicts_targets_and_shortfall_and_writes_nothing(
     assert by_name["web"]["reason"] == "untolerated taint cluster.fedctl.io/unreachable:NoExecute"
     assert by_name["huge"]["action"] == "pending"
     assert by_name["huge"]["targets"] == []
-    assert "no eligible cluster has a node with 20 free cpu" in by_name["huge"]["reason"]
+    assert "no eligible cluster has a node with 20 cpu even when empty" in by_name["huge"]["reason"]
     assert (by_name["cache"]["action"], by_name["cache"]["reason"]) == (
         "stay",
         "tolerates the taint",
