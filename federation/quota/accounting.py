@@ -284,22 +284,24 @@ def _never(limit: str, name: str, needs: int, allowed: int) -> str:
 
 
 def capability_problem(
-    queue: Queue | None, used: Mapping[str, int], charge: ResourceList
+    queue: Queue | None, used: Mapping[str, int], charge: ResourceList, *, child: str = ""
 ) -> str | None:
     """Why `charge` would take `queue` over its capability, or None when it fits.
 
-    `used` may be a ResourceList or `Usage.queue_totals` (no list built per decision)."""
+    `used` may be a ResourceList or `Usage.queue_totals` (no list built per decision).
+    `child`: the queue the work is for, when `queue` is its ancestor (`hierarchy`)."""
     if queue is None or queue.spec.capability is None:
         return None
     cap = queue.spec.capability
+    who = f"queue {queue.name}" + (f" (parent of {child})" if child else "")
     for name in sorted(charge):
         if name not in cap or charge[name] <= 0:
             continue
         if charge[name] > cap[name]:
-            return _never(f"queue {queue.name} capability", name, charge[name], cap[name])
+            return _never(f"{who} capability", name, charge[name], cap[name])
         if used.get(name, 0) + charge[name] > cap[name]:
             return (
-                f"queue {queue.name} at capability for {_label(name)}:"
+                f"{who} at capability for {_label(name)}:"
                 f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}"
                 f" (needs {_show(name, charge[name])} more)"
             )
@@ -337,11 +339,17 @@ _GUARANTEES: list[tuple[Mapping[str, Queue], dict[str, dict[str, int]]]] = []
 
 def _guarantees(queues: Mapping[str, Queue]) -> dict[str, dict[str, int]]:
     """Guarantees by resource: lending asks for each admission, and most resources (memory,
-    pods) are guaranteed to nobody, which this answers without walking the queues."""
+    pods) are guaranteed to nobody, which this answers without walking the queues.
+
+    A parent's guarantee only bounds its children's (who hold the work and whose
+    guarantees are reserved), so counting it too would reserve the same capacity twice."""
     if _GUARANTEES and _GUARANTEES[0][0] is queues:
         return _GUARANTEES[0][1]
+    parents = {q.spec.parent for q in queues.values()}
     out: dict[str, dict[str, int]] = {}
     for name, queue in queues.items():
+        if name in parents:
+            continue
         for resource, amount in queue.spec.guarantee.items():
             if amount > 0:
                 out.setdefault(resource, {})[name] = amount
@@ -389,47 +397,55 @@ def lending_problem(
     return None
 
 
-def _fits_after(
-    victims: Sequence[Admission], *, used: ResourceList, charge: ResourceList, limit: ResourceList
-) -> bool:
+Limits = Sequence[tuple[ResourceList, ResourceList]]
+"""(used, limit) pairs that one set of victims must bring `charge` under, all at once."""
+
+
+def _fits_after(victims: Sequence[Admission], *, charge: ResourceList, limits: Limits) -> bool:
     freed = ResourceList()
     for victim in victims:
         freed = freed + victim.charge
-    return (used - freed + charge).fits_within(limit, unlisted_unlimited=True)
+    return all(
+        (used - freed + charge).fits_within(limit, unlisted_unlimited=True)
+        for used, limit in limits
+    )
 
 
 def preemption_victims(
-    queue: Queue, *, usage: Usage, charge: ResourceList, priority: int
+    queue: Queue, *, usage: Usage, charge: ResourceList, priority: int, above: Limits = ()
 ) -> list[Admission] | None:
     """Fewest lower-priority workloads of the same queue whose eviction makes room, or None.
 
-    Lowest priority goes first (latest arrival first among equals); then victims that turn out
-    not to be needed are spared, so the list is minimal for that order.
+    Room under the queue's capability and under `above`, the (subtree usage, capability) of
+    each capped ancestor (`hierarchy.ancestor_limits`): evicting the queue's own work frees
+    its share of every subtree it is in. Lowest priority goes first (latest arrival first
+    among equals); then victims that turn out not to be needed are spared, so the list is
+    minimal for that order.
     """
     cap = queue.spec.capability
-    if cap is None:
+    limits = [*above] if cap is None else [(usage.queue_used(queue.name), cap), *above]
+    if not limits:
         return None
-    used = usage.queue_used(queue.name)
     pool = sorted(
         (a for a in usage.in_queue(queue.name) if a.priority < priority),
         key=lambda a: (a.priority, -a.seq),
     )
-    return _minimal(pool, used=used, charge=charge, limit=cap)
+    return _minimal(pool, charge=charge, limits=limits)
 
 
 def _minimal(
-    pool: Sequence[Admission], *, used: ResourceList, charge: ResourceList, limit: ResourceList
+    pool: Sequence[Admission], *, charge: ResourceList, limits: Limits
 ) -> list[Admission] | None:
     chosen: list[Admission] = []
     for admission in pool:
-        if _fits_after(chosen, used=used, charge=charge, limit=limit):
+        if _fits_after(chosen, charge=charge, limits=limits):
             break
         chosen.append(admission)
-    if not _fits_after(chosen, used=used, charge=charge, limit=limit):
+    if not _fits_after(chosen, charge=charge, limits=limits):
         return None
     for admission in reversed(list(chosen)):
         trial = [a for a in chosen if a is not admission]
-        if _fits_after(trial, used=used, charge=charge, limit=limit):
+        if _fits_after(trial, charge=charge, limits=limits):
             chosen = trial
     return chosen
 
@@ -486,4 +502,4 @@ def reclaim_victims(
     )
     limit = ResourceList({r: capacity[r] for r in relevant})
     total = usage.total().only(relevant)
-    return _minimal(pool, used=total, charge=charge.only(relevant), limit=limit)
+    return _minimal(pool, charge=charge.only(relevant), limits=[(total, limit)])

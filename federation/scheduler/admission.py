@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from federation.queue.pending import PendingJob
-from federation.quota import accounting
+from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import binder, explain
 from federation.scheduler import framework as fw
@@ -114,6 +114,8 @@ class Admitter:
         if queue is not None and queue.spec.capability is not None:
             used = state.usage.queue_totals(job.queue)
             found = accounting.capability_problem(queue, used, charge)
+        if found is None and queue is not None and queue.spec.parent is not None:
+            found = hierarchy.ancestor_problem(queue.name, snapshot.queues, state.usage, charge)
         ns = job.ref.namespace
         frq = snapshot.quotas.get(ns)
         if found is None and frq is not None:
@@ -143,8 +145,13 @@ class Admitter:
             charge = quota.charge_for(request, request.chips[0] if request.chips else None)
             if queue is None:
                 return []
+            above = (
+                hierarchy.ancestor_limits(queue.name, self.state.snapshot.queues, usage)
+                if queue.spec.parent is not None
+                else ()
+            )
             victims = accounting.preemption_victims(
-                queue, usage=usage, charge=charge, priority=job.priority
+                queue, usage=usage, charge=charge, priority=job.priority, above=above
             )
             return victims or []
         if kind == "capacity" and (settings.preemption or settings.reclaim):

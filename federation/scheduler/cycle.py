@@ -9,6 +9,7 @@ watches) swaps the results in and hands the Bindings to the binder.
 The steps:
  1. heads      - queues ordered by weighted dominant-resource share; each yields its jobs
                  by priority then FIFO (a StrictFIFO queue stops at a head that fails).
+                 A job whose queue takes no work (not defined, or a parent) is held here.
  2. snapshot   - a `CycleState`: capacity and usage copied from the inputs.
  3. filter     - static plugins (cached per request signature), then capacity, cost cap and
                  quota over the survivors.
@@ -35,7 +36,7 @@ from federation import gcpause
 from federation.cache import snapshot as snap
 from federation.queue import fairshare
 from federation.queue.pending import PendingJob, PendingStore
-from federation.quota import accounting
+from federation.quota import accounting, hierarchy
 from federation.scheduler import admission, explain
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
@@ -196,7 +197,15 @@ class Scheduler:
                     break
                 budget -= 1
                 result.decisions += 1
-                outcome = self.placer.place(self.request(job, snapshot), admit.state)  # steps 3-5
+                request = self.request(job, snapshot)
+                refused = hierarchy.refusal(
+                    job.queue, snapshot.queues, default=self.settings.default_queue
+                )
+                outcome = (  # steps 3-5, for a job its queue can take
+                    self.placer.place(request, admit.state)
+                    if refused is None
+                    else pl.Failed(request, refused, "static")
+                )
                 if not admit.settle(job, outcome):  # steps 6-7
                     yield_back = result.reasons.get(str(job.ref), "")
                     result.pending.add(job.with_reason(yield_back))  # step 8

@@ -58,8 +58,9 @@ class QueueSpec(FrozenModel):
     )
     capability: ResourceList | None = Field(
         default=None,
-        description="Hard cap on what the queue may hold, borrowing included; a resource"
-        " without an entry is not capped. Keys: resource names or accelerator/<chip model>.",
+        description="Hard cap on what the queue may hold, borrowing included, and for a"
+        " parent on what its whole subtree holds; a resource without an entry is not capped."
+        " Keys: resource names or accelerator/<chip model>.",
     )
     guarantee: ResourceList = Field(
         default_factory=ResourceList,
@@ -76,7 +77,8 @@ class QueueSpec(FrozenModel):
     parent: str | None = Field(
         default=None,
         min_length=1,
-        description="Parent queue for a hierarchy; only queues without children take work.",
+        description="Parent queue for a hierarchy; only queues without children take work,"
+        " and every ancestor's capability caps them.",
     )
     dequeue_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
         default="BestEffortFIFO",

@@ -1,5 +1,5 @@
-"""Quota filter: the job's charge on this cluster's chip must fit its queue's capability and
-its namespace's FederatedResourceQuota overall.
+"""Quota filter: the job's charge on this cluster's chip must fit its queue's capability (and
+every ancestor queue's, `hierarchy`) and its namespace's FederatedResourceQuota overall.
 
 Fed by admitted usage (in the cycle state), the queue and quota objects in the snapshot and
 the chip the job would use on each cluster; feeds the runner. Per cluster because the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from federation.cache import snapshot as snap
-from federation.quota import accounting
+from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
@@ -40,8 +40,8 @@ def limited(job: fw.JobRequest, state: fw.CycleState) -> bool:
     """Whether this filter can turn a cluster down: the job's queue has a capability or its
     namespace a FederatedResourceQuota."""
     queue = state.snapshot.queues.get(job.job.queue)
-    if queue is not None and queue.spec.capability is not None:
-        return True
+    if queue is not None and (queue.spec.capability is not None or queue.spec.parent is not None):
+        return True  # a parent's capability caps its children too
     return job.job.ref.namespace in state.snapshot.quotas
 
 
@@ -89,8 +89,11 @@ def problem(
     namespace limit, or None."""
     if charge is None:
         charge = charge_for(job, chip)
-    queue = state.snapshot.queues.get(job.job.queue)
+    queues = state.snapshot.queues
+    queue = queues.get(job.job.queue)
     found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
+    if found is None and queue is not None and queue.spec.parent is not None:
+        found = hierarchy.ancestor_problem(queue.name, queues, state.usage, charge)
     if found:
         return found
     namespace = job.job.ref.namespace

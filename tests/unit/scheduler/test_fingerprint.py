@@ -28,7 +28,7 @@ from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.workload import Workload
-from tests.unit.scheduler.fleet import NOW, cluster, job, run, workload
+from tests.unit.scheduler.fleet import NOW, cluster, job, queue, run, workload
 from tests.unit.scheduler.test_loop import binding
 from tests.waiting import wait_for
 
@@ -81,7 +81,7 @@ def test_a_pending_binding_stays_pending_whatever_it_carries() -> None:
 def test_the_loop_stamps_scheduled_bindings_only_each_on_its_own_annotations() -> None:
     clusters = [cluster("a")]
     big = workload("big", cpu="999")
-    result = run(clusters, [job(JOB), job(big)])
+    result = run(clusters, [job(JOB), job(big)], queues=[queue("qa")])
     by_name = {b.metadata.name: b for b in result.bindings}
     assert by_name["train"].status.phase == "Scheduled"
     assert by_name["big"].status.phase == "Pending"
@@ -168,6 +168,8 @@ async def test_a_label_edit_while_stopped_rewrites_only_the_fingerprint_once() -
     await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
         keys.cluster_status_key("a"), member.status
     )
+    qa = queue("qa")
+    await objs.put(objects.key_for(qa), qa)
     await objs.put(objects.key_for(JOB), JOB)
 
     async def scheduled() -> codec.Stored[Binding] | None:

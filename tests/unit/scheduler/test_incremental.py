@@ -81,9 +81,11 @@ def _cycle(
     jobs: list[PendingJob],
     *,
     fast: bool,
-    queues: list[object] = (),  # type: ignore[assignment]
+    queues: list[object] | None = None,
     quotas: list[object] = (),  # type: ignore[assignment]
 ) -> cycle.CycleResult:
+    if queues is None:  # the two queues `_jobs` submits to, without limits
+        queues = [fleet.queue("a"), fleet.queue("b")]
     snapshot = snap.build(clusters, queues=queues, quotas=quotas)  # type: ignore[arg-type]
     scheduler = cycle.Scheduler(SchedulerSettings(cycle_batch=10_000))
     scheduler.placer.incremental.enabled = fast
@@ -124,6 +126,14 @@ LIMITS = {
         [],
     ),
     "namespace quota": ([fleet.queue("a"), fleet.queue("b")], [fleet.frq("team", cpu="90")]),
+    "parent capability": (
+        [
+            fleet.queue("org", capability={"nvidia.com/gpu": "12", "cpu": "60"}),
+            fleet.queue("a", parent="org"),
+            fleet.queue("b", parent="org", capability={"nvidia.com/gpu": "10"}),
+        ],
+        [],
+    ),
     "both": (
         [fleet.queue("a", capability={"nvidia.com/gpu": "12"}), fleet.queue("b")],
         [fleet.frq("team", **{"nvidia.com/gpu": "40"})],

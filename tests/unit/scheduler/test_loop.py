@@ -333,13 +333,13 @@ def test_which_status_events_wake_a_cycle_at_once(
 def test_an_evicted_workload_is_never_placed_back_on_the_cluster_it_leaves() -> None:
     clusters = [cluster("a", cpu_price="0.01"), cluster("b", cpu_price="0.09")]
     evicted = binding(JOB, {}, phase="Pending", reason="Evicted from a: NotReady", evicting=("a",))
-    snapshot = snap.build(clusters, bindings=[evicted])
+    snapshot = snap.build(clusters, bindings=[evicted], queues=[queue("qa")])
     result = run(clusters, [job(JOB)], snapshot=snapshot)
     assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": {"b": 2}}
     (written,) = result.bindings
     assert written.spec.filtered_summary == {"taints": 1}
     # Without the eviction task the cheaper cluster wins.
-    fresh = run(clusters, [job(JOB)])
+    fresh = run(clusters, [job(JOB)], queues=[queue("qa")])
     assert {a.ref.name: dict(a.placement) for a in fresh.admitted} == {"train": {"a": 2}}
 
 

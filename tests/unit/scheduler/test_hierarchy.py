@@ -1,0 +1,214 @@
+"""Queue hierarchy at admission: only leaves take work, and a parent's capability caps its
+whole subtree (the cycle over small fleets, and the tree itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.quota import accounting, hierarchy
+from federation.quota.accounting import Usage
+from federation.registry import keys
+from federation.resources import ResourceList
+from federation.scheduler.plugins import quota
+from policies.models.cluster import NodeFlavor
+from tests.unit.scheduler.fleet import cluster, flavor, job, placed, queue, run, workload
+from tests.unit.scheduler.test_plugins import verdict
+
+
+def a100(nodes: int) -> NodeFlavor:
+    return flavor(chip="nvidia-a100-80gb", devices=8, cpu="96", memory="1Ti", nodes=nodes)
+
+
+FLEET = [cluster("gpu", a100(nodes=4), flavor(nodes=4))]  # 32 GPUs, plenty of CPU
+
+
+def gpu_job(name: str, q: str, gpus: int, seq: int, **kw: Any) -> Any:
+    return job(workload(name, gpus=gpus, queue=q, **kw), seq=seq)
+
+
+def test_a_parent_capability_caps_what_its_children_hold_together() -> None:
+    queues = [
+        queue("org", capability={"nvidia.com/gpu": "8"}),
+        queue("a", parent="org", capability={"nvidia.com/gpu": "8"}),
+        queue("b", parent="org", capability={"nvidia.com/gpu": "8"}),
+    ]
+    jobs = [gpu_job("a1", "a", 4, 1), gpu_job("a2", "a", 4, 2), gpu_job("b1", "b", 4, 3)]
+    result = run(FLEET, jobs, queues=queues)
+    assert set(placed(result)) == {"a1", "b1"}  # fair share serves b1 before a2
+    assert result.reasons["team/Job.batch/a2"] == (
+        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4 more)"
+    )
+    # Without the links each child's own capability is all that applies.
+    flat = [
+        q.model_copy(update={"spec": q.spec.model_copy(update={"parent": None})}) for q in queues
+    ]
+    assert set(placed(run(FLEET, jobs, queues=flat))) == {"a1", "a2", "b1"}
+
+
+def test_every_ancestor_counts_and_the_nearest_refusal_is_named() -> None:
+    queues = [
+        queue("root", capability={"cpu": "10"}),
+        queue("mid", parent="root"),
+        queue("leaf", parent="mid"),
+    ]
+    jobs = [job(workload(f"j{i}", cpu="4", queue="leaf"), seq=i) for i in range(1, 4)]
+    result = run(FLEET, jobs, queues=queues)
+    assert set(placed(result)) == {"j1", "j2"}
+    assert result.reasons["team/Job.batch/j3"] == (
+        "queue root (parent of leaf) at capability for cpu: 8/10 (needs 4 more)"
+    )
+
+
+def test_work_a_parent_held_before_it_had_children_counts_against_its_cap() -> None:
+    queues = [queue("org", capability={"nvidia.com/gpu": "8"}), queue("a", parent="org")]
+    usage = Usage()
+    usage.admit(
+        accounting.Admission(
+            ref=keys.WorkloadRef("team", "Job.batch", "old"),
+            queue="org",
+            namespace="team",
+            priority=0,
+            seq=0,
+            charge=ResourceList.from_wire({"nvidia.com/gpu": "4"}),
+        )
+    )
+    result = run(FLEET, [gpu_job("new", "a", 8, 1)], queues=queues, usage=usage)
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/new"] == (
+        "queue org (parent of a) at capability for nvidia.com/gpu: 4/8 (needs 8 more)"
+    )
+
+
+def test_preemption_makes_room_under_a_parent_cap_from_its_own_queue_only() -> None:
+    queues = [
+        queue("org", capability={"nvidia.com/gpu": "16"}),
+        queue("a", parent="org"),
+        queue("b", parent="org"),
+    ]
+    usage = Usage()
+    for name, q, prio in [("a-low", "a", 0), ("a-mid", "a", 5), ("b-low", "b", 0)]:
+        usage.admit(held(name, q, prio, gpus=4))
+    usage.admit(held("a-old", "a", 1, gpus=4))
+    # org holds 16/16. a-high (priority 9) needs 8: a's two lowest-priority jobs go, b's
+    # job (lower still, but in another queue) stays, and so does a-mid.
+    result = run(FLEET, [gpu_job("a-high", "a", 8, 9, priority=9)], queues=queues, usage=usage)
+    assert set(placed(result)) == {"a-high"}
+    assert sorted(v.ref.name for v, _ in result.evicted) == ["a-low", "a-old"]
+    # b's job cannot make room by evicting a's: no preemption across queues.
+    result = run(FLEET, [gpu_job("b-high", "b", 8, 9, priority=9)], queues=queues, usage=usage)
+    assert placed(result) == {} and result.evicted == []
+    assert result.reasons["team/Job.batch/b-high"] == (
+        "queue org (parent of b) at capability for nvidia.com/gpu: 16/16 (needs 8 more)"
+    )
+
+
+def held(name: str, q: str, priority: int, *, gpus: int) -> accounting.Admission:
+    """An admission of `gpus` A100s on cluster `gpu`, as a stored Binding stands for."""
+    w = workload(name, gpus=gpus, queue=q, priority=priority)
+    charge = ResourceList.from_wire(
+        {
+            "cpu": "1",
+            "memory": "1Gi",
+            "nvidia.com/gpu": str(gpus),
+            "accelerator/nvidia-a100-80gb": str(gpus),
+        }
+    )
+    return accounting.Admission(
+        ref=keys.WorkloadRef("team", "Job.batch", name),
+        queue=q,
+        namespace="team",
+        priority=priority,
+        seq=0,
+        charge=charge,
+        placement={"gpu": 1},
+        pod=charge.only(["cpu", "memory", "nvidia.com/gpu"]),
+        chips={"gpu": "nvidia-a100-80gb"},
+        job=job(w),
+    )
+
+
+def test_the_quota_filter_turns_each_cluster_down_with_the_parents_numbers() -> None:
+    """What `fedctl plan` shows per cluster; admission checks the same again."""
+    queues = [queue("org", capability={"nvidia.com/gpu": "8"}), queue("a", parent="org")]
+    usage = Usage()
+    usage.admit(held("old", "a", 0, gpus=8))
+    w = workload("more", gpus=4, queue="a")
+    refused = verdict(quota.Quota(), FLEET[0], w, usage=usage, queues=queues)
+    assert refused.reasons == (
+        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4 more)",
+    )
+    assert verdict(quota.Quota(), FLEET[0], w, queues=queues).ok
+
+
+def test_a_request_over_a_parent_capability_is_told_it_can_never_be_admitted() -> None:
+    queues = [queue("org", capability={"nvidia.com/gpu": "8"}), queue("a", parent="org")]
+    result = run(FLEET, [gpu_job("big", "a", 8, 1, replicas=2)], queues=queues)
+    assert result.reasons["team/Job.batch/big"] == (
+        "queue org (parent of a) capability for nvidia.com/gpu is 8, this workload needs 16:"
+        " it can never be admitted (raise the limit or shrink the request)"
+    )
+
+
+def test_only_queues_without_children_take_work() -> None:
+    queues = [queue("org"), queue("b", parent="org"), queue("a", parent="org"), queue("web")]
+    jobs = [
+        job(workload("to-parent", queue="org"), seq=1),
+        job(workload("typo", queue="ogr"), seq=2),
+        job(workload("to-leaf", queue="a"), seq=3),
+        job(workload("unnamed"), seq=4),  # the default queue, not defined: no queue limit
+    ]
+    result = run(FLEET, jobs, queues=queues)
+    assert set(placed(result)) == {"to-leaf", "unnamed"}
+    assert result.reasons == {
+        "team/Job.batch/to-parent": (
+            "queue org has child queues (a, b) and takes no work itself: submit to one of them"
+        ),
+        "team/Job.batch/typo": (
+            "queue ogr is not defined (queues that take work: a, b, web): create it or correct"
+            " the workload's fedctl.io/queue"
+        ),
+    }
+    held = {b.metadata.name: b for b in result.bindings}
+    assert held["typo"].status.phase == "Pending"
+    assert held["typo"].spec.clusters == [] and held["typo"].spec.explanation == []
+    assert result.pending.get(jobs[0].ref) is not None  # held, not dropped
+
+
+def test_a_parent_guarantee_is_not_reserved_on_top_of_its_childrens() -> None:
+    # 32 GPUs; org guarantees 16 and its child a the same 16: 16 are reserved, not 32.
+    queues = [
+        queue("org", guarantee={"nvidia.com/gpu": "16"}),
+        queue("a", parent="org", guarantee={"nvidia.com/gpu": "16"}),
+        queue("x"),
+    ]
+    jobs = [gpu_job("x1", "x", 8, 1), gpu_job("x2", "x", 8, 2), gpu_job("x3", "x", 8, 3)]
+    result = run(FLEET, jobs, queues=queues, settings=None)
+    assert set(placed(result)) == {"x1", "x2"}
+    assert result.reasons["team/Job.batch/x3"].startswith(
+        "queue x cannot borrow nvidia.com/gpu: 16 in use and 16 guaranteed to other queues, of 32"
+    )
+
+
+def test_the_tree_ends_chains_at_undefined_parents_and_loops() -> None:
+    queues = {
+        q.name: q
+        for q in [
+            queue("root"),
+            queue("mid", parent="root"),
+            queue("leaf", parent="mid"),
+            queue("orphan", parent="gone"),
+            queue("p", parent="q"),
+            queue("q", parent="p"),
+        ]
+    }
+    tree = hierarchy.tree_of(queues)
+    assert tree.ancestors["leaf"] == ("mid", "root")
+    assert "orphan" not in tree.ancestors
+    assert tree.ancestors["p"] == ("q",) and tree.ancestors["q"] == ("p",)
+    assert tree.members["root"] == ("root", "leaf", "mid")
+    assert tree.children == {"mid": ("leaf",), "p": ("q",), "q": ("p",), "root": ("mid",)}
+    assert hierarchy.tree_of(queues) is tree  # kept for the same queue set
+    assert hierarchy.refusal("orphan", queues, default="default") is None
+    assert hierarchy.refusal("default", queues, default="default") is None
+    refused = hierarchy.refusal("default", {**queues}, default="other")
+    assert refused is not None and refused.startswith("queue default is not defined")
