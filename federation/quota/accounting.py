@@ -284,12 +284,18 @@ def _never(limit: str, name: str, needs: int, allowed: int) -> str:
 
 
 def capability_problem(
-    queue: Queue | None, used: Mapping[str, int], charge: ResourceList, *, child: str = ""
+    queue: Queue | None,
+    used: Mapping[str, int],
+    charge: ResourceList,
+    *,
+    child: str = "",
+    reserved: Mapping[str, int] | None = None,
 ) -> str | None:
     """Why `charge` would take `queue` over its capability, or None when it fits.
 
     `used` may be a ResourceList or `Usage.queue_totals` (no list built per decision).
-    `child`: the queue the work is for, when `queue` is its ancestor (`hierarchy`)."""
+    `child`: the queue the work is for, when `queue` is its ancestor (`hierarchy`), and
+    `reserved` what that ancestor keeps for its other children's unused guarantees."""
     if queue is None or queue.spec.capability is None:
         return None
     cap = queue.spec.capability
@@ -299,10 +305,12 @@ def capability_problem(
             continue
         if charge[name] > cap[name]:
             return _never(f"{who} capability", name, charge[name], cap[name])
-        if used.get(name, 0) + charge[name] > cap[name]:
+        kept = reserved.get(name, 0) if reserved else 0
+        if used.get(name, 0) + kept + charge[name] > cap[name]:
+            held = f" and {_show(name, kept)} guaranteed to its other queues" if kept else ""
             return (
                 f"{who} at capability for {_label(name)}:"
-                f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}"
+                f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}{held}"
                 f" (needs {_show(name, charge[name])} more)"
             )
     return None

@@ -15,8 +15,11 @@ The rules, as in Volcano's hierarchical queues:
    up to more than the parent's; the parent's cap is what binds then.
  - Fair share, borrowing and reclaim act between the queues that take work. A parent's
    guarantee bounds its children's guarantees (checked when applied); the children's
-   guarantees are what is reserved. Preemption inside a queue also makes room under its
-   ancestors' capabilities, from that queue's own lower-priority work only.
+   guarantees are what is reserved, in the federation and under every capped ancestor: a
+   sibling's unused guarantee is not room under the parent's cap either, so a child can
+   always reach its guarantee without reclaim across the subtree. Preemption inside a
+   queue also makes room under its ancestors' capabilities, from that queue's own
+   lower-priority work only.
 
 Why a tree object per queue set: a cycle asks for each decision, and the queue set changes
 only when a Queue is written, so the links are resolved once and kept with the set.
@@ -101,19 +104,28 @@ def refusal(name: str, queues: Mapping[str, Queue], *, default: str) -> str | No
 
 def _capped_above(
     name: str, queues: Mapping[str, Queue], usage: accounting.Usage
-) -> list[tuple[Queue, dict[str, int]]]:
-    """Each ancestor of `name` with a capability, nearest first, and what its subtree holds."""
+) -> list[tuple[Queue, dict[str, int], dict[str, int]]]:
+    """Each ancestor of `name` with a capability, nearest first, with what its subtree
+    holds and what it keeps for the guarantees of the other leaves below it."""
     tree = tree_of(queues)
-    out: list[tuple[Queue, dict[str, int]]] = []
+    out: list[tuple[Queue, dict[str, int], dict[str, int]]] = []
     for above in tree.ancestors.get(name, ()):
         parent = queues[above]
         if parent.spec.capability is None:
             continue
         used: dict[str, int] = {}
+        reserved: dict[str, int] = {}
         for member in tree.members[above]:
-            for resource, amount in usage.queue_totals(member).items():
+            totals = usage.queue_totals(member)
+            for resource, amount in totals.items():
                 used[resource] = used.get(resource, 0) + amount
-        out.append((parent, used))
+            if member == name or member in tree.children:
+                continue
+            for resource, amount in queues[member].spec.guarantee.items():
+                unused = amount - totals.get(resource, 0)
+                if unused > 0:
+                    reserved[resource] = reserved.get(resource, 0) + unused
+        out.append((parent, used, reserved))
     return out
 
 
@@ -121,8 +133,8 @@ def ancestor_problem(
     name: str, queues: Mapping[str, Queue], usage: accounting.Usage, charge: ResourceList
 ) -> str | None:
     """Why `charge` would take an ancestor of queue `name` over its capability, or None."""
-    for parent, used in _capped_above(name, queues, usage):
-        found = accounting.capability_problem(parent, used, charge, child=name)
+    for parent, used, reserved in _capped_above(name, queues, usage):
+        found = accounting.capability_problem(parent, used, charge, child=name, reserved=reserved)
         if found is not None:
             return found
     return None
@@ -131,10 +143,11 @@ def ancestor_problem(
 def ancestor_limits(
     name: str, queues: Mapping[str, Queue], usage: accounting.Usage
 ) -> list[tuple[ResourceList, ResourceList]]:
-    """(subtree usage, capability) of each capped ancestor: what preemption inside queue
-    `name` must also make room under (`accounting.preemption_victims`)."""
+    """(subtree usage with its siblings' unused guarantees, capability) of each capped
+    ancestor: what preemption inside queue `name` must also make room under
+    (`accounting.preemption_victims`)."""
     return [
-        (ResourceList(used), parent.spec.capability)
-        for parent, used in _capped_above(name, queues, usage)
+        (ResourceList(used) + ResourceList(reserved), parent.spec.capability)
+        for parent, used, reserved in _capped_above(name, queues, usage)
         if parent.spec.capability is not None
     ]

@@ -102,6 +102,32 @@ def test_preemption_makes_room_under_a_parent_cap_from_its_own_queue_only() -> N
     )
 
 
+def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
+    # org caps 16; a is guaranteed 8 and idle, so b may take only 8 of org's 16: a can
+    # always reach its guarantee, with nothing to reclaim from b.
+    queues = [
+        queue("org", capability={"nvidia.com/gpu": "16"}),
+        queue("a", parent="org", guarantee={"nvidia.com/gpu": "8"}),
+        queue("b", parent="org"),
+    ]
+    jobs = [gpu_job(f"b{i}", "b", 4, i) for i in range(1, 4)]
+    result = run(FLEET, jobs, queues=queues)
+    assert set(placed(result)) == {"b1", "b2"}
+    assert result.reasons["team/Job.batch/b3"] == (
+        "queue org (parent of b) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
+        " its other queues (needs 4 more)"
+    )
+    # What a itself uses of its guarantee is no longer kept for it.
+    usage = Usage()
+    usage.admit(held("a-old", "a", 0, gpus=4))
+    result = run(FLEET, jobs, queues=queues, usage=usage)
+    assert set(placed(result)) == {"b1", "b2"}
+    assert result.reasons["team/Job.batch/b3"] == (
+        "queue org (parent of b) at capability for nvidia.com/gpu: 12/16 and 4 guaranteed to"
+        " its other queues (needs 4 more)"
+    )
+
+
 def held(name: str, q: str, priority: int, *, gpus: int) -> accounting.Admission:
     """An admission of `gpus` A100s on cluster `gpu`, as a stored Binding stands for."""
     w = workload(name, gpus=gpus, queue=q, priority=priority)
