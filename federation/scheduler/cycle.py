@@ -7,8 +7,9 @@ controller run the very same code, and the caller (the controller loop, fed by r
 watches) swaps the results in and hands the Bindings to the binder.
 
 The steps:
- 1. heads      - queues ordered by weighted dominant-resource share; each yields its jobs
-                 by priority then FIFO (a StrictFIFO queue stops at a head that fails).
+ 1. heads      - queues ordered by weighted dominant-resource share (level by level under
+                 a queue hierarchy); each yields its jobs by priority then FIFO (a
+                 StrictFIFO queue stops at a head that fails).
                  A job whose queue takes no work (not defined, or a parent) is held here.
  2. snapshot   - a `CycleState`: capacity and usage copied from the inputs.
  3. filter     - static plugins (cached per request signature), then capacity, cost cap and
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ from federation.scheduler import placement as pl
 from federation.scheduler.plugins import default_registry
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
+from policies.models.queue import Queue
 
 __all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
 
@@ -241,6 +243,10 @@ class Scheduler:
             share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weights[name])
             return (-prio[name], share.approx, share, name)
 
+        tree = hierarchy.tree_of(snapshot.queues)
+        if any(q in tree.ancestors for q in iters):
+            yield from self._nested_heads(snapshot, result, iters, tree)
+            return
         heap = [key(q) for q in iters]
         heapq.heapify(heap)
         while heap:
@@ -253,6 +259,47 @@ class Scheduler:
             result.pending.remove(job.ref)
             yield job
             heapq.heappush(heap, key(name))
+
+    def _nested_heads(
+        self,
+        snapshot: snap.Snapshot,
+        result: CycleResult,
+        iters: dict[str, Iterator[PendingJob]],
+        tree: hierarchy.QueueTree,
+    ) -> Generator[PendingJob, None, None]:
+        """Step 1 under a queue hierarchy: fair share level by level, as Volcano's `hdrf`.
+
+        Queue priority still decides first, between the queues that take work. Then the
+        top-level subtrees are compared by what each holds as a whole (over its own weight),
+        then the children inside the winning subtree, and so on down: a parent's weight
+        splits the federation between departments, its children's weights split the
+        department's part. Every key is recomputed for each job, since one admission moves
+        the shares of all its ancestors; queue sets are small, so that is cheap.
+        """
+        queues = snapshot.queues
+        capacity = dict(snapshot.capacity.items())
+        paths = {q: (*reversed(tree.ancestors.get(q, ())), q) for q in iters}
+        live = set(iters)
+        while live:
+            nodes = {n for q in live for n in paths[q]}
+            shares = {n: _subtree_share(n, tree, queues, result.usage, capacity) for n in nodes}
+            keys = {
+                q: (
+                    -(queues[q].spec.priority if q in queues else 0),
+                    *((shares[n].approx, shares[n], n) for n in paths[q]),
+                )
+                for q in live
+                if q not in self._stopped
+            }
+            if not keys:
+                return
+            name = min(keys, key=keys.__getitem__)
+            job = next(iters[name], None)
+            if job is None:
+                live.discard(name)
+                continue
+            result.pending.remove(job.ref)
+            yield job
 
     def _strict_stop(self, job: PendingJob, snapshot: snap.Snapshot) -> None:
         queue = snapshot.queues.get(job.queue)
@@ -278,6 +325,22 @@ class Scheduler:
         request = self.request(job, state.snapshot)
         outcome = self.placer.place(request, state)
         return explain.plan(self.placer, request, state, outcome)
+
+
+def _subtree_share(
+    node: str,
+    tree: hierarchy.QueueTree,
+    queues: Mapping[str, Queue],
+    usage: accounting.Usage,
+    capacity: dict[str, int],
+) -> fairshare.ShareKey:
+    """The weighted dominant share of what queue `node` and everything below it hold."""
+    used: dict[str, int] = {}
+    for member in tree.members.get(node, (node,)):
+        for resource, amount in usage.queue_totals(member).items():
+            used[resource] = used.get(resource, 0) + amount
+    weight = queues[node].spec.weight if node in queues else 1
+    return fairshare.ShareKey(used, capacity, weight)
 
 
 def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleState:

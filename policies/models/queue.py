@@ -54,7 +54,10 @@ class QueueSpec(FrozenModel):
         default=1,
         ge=1,
         le=65535,
-        description="Relative share under weighted dominant-resource fair share (1-65535).",
+        description=(
+            "Relative share under weighted dominant-resource fair share (1-65535), against"
+            " its siblings: a parent's weight splits the fleet between subtrees."
+        ),
     )
     capability: ResourceList | None = Field(
         default=None,

@@ -128,6 +128,47 @@ def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
     )
 
 
+def test_fair_share_splits_the_fleet_between_subtrees_then_inside_each() -> None:
+    # 32 GPUs, 4 per job, far more asked than there is. Flat, a, b and x would hold a
+    # third each; level by level org (a and b together) and x hold half each.
+    def shares(org_weight: int) -> dict[str, int]:
+        queues = [
+            queue("org", weight=org_weight),
+            queue("a", parent="org"),
+            queue("b", parent="org"),
+            queue("x"),
+        ]
+        jobs = [
+            gpu_job(f"{q}{i}", q, 4, seq)
+            for seq, (i, q) in enumerate((i, q) for i in range(8) for q in ("a", "b", "x"))
+        ]
+        result = run(FLEET, jobs, queues=queues)
+        held: dict[str, int] = {}
+        for name in placed(result):
+            held[name[0]] = held.get(name[0], 0) + 4
+        return held
+
+    assert shares(1) == {"a": 8, "b": 8, "x": 16}
+    # The parent's weight splits the fleet between departments: org 3 to x's 1.
+    assert shares(3) == {"a": 12, "b": 12, "x": 8}
+
+
+def test_queue_priority_still_comes_before_the_subtrees_shares() -> None:
+    queues = [
+        queue("org"),
+        queue("a", parent="org", priority=10),
+        queue("b", parent="org"),
+        queue("x"),
+    ]
+    jobs = [
+        gpu_job(f"{q}{i}", q, 4, seq)
+        for seq, (i, q) in enumerate((i, q) for i in range(8) for q in ("b", "x", "a"))
+    ]
+    result = run(FLEET, jobs, queues=queues)
+    assert {n for n in placed(result) if n[0] == "a"} == {f"a{i}" for i in range(8)}
+    assert not any(n[0] in "bx" for n in placed(result))
+
+
 def held(name: str, q: str, priority: int, *, gpus: int) -> accounting.Admission:
     """An admission of `gpus` A100s on cluster `gpu`, as a stored Binding stands for."""
     w = workload(name, gpus=gpus, queue=q, priority=priority)
