@@ -178,6 +178,8 @@ async def _get(args: argparse.Namespace) -> int:
         print(render.dump(doc, args.output))
         return 0
     now = clock.real.now()
+    if res.plural == "queues":
+        return await _get_queues(args, listed["items"], now)
     show_ns = res.namespaced
     headers = ["NAMESPACE"] * show_ns + ["NAME"] + (["KIND"] if res.plural == "workloads" else [])
     headers += ["AGE"] + (["LABELS"] if args.output == "wide" else [])
@@ -194,6 +196,23 @@ async def _get(args: argparse.Namespace) -> int:
         print(f"No {res.plural} found.", file=sys.stderr)
         return 0
     print(render.table(headers, rows))
+    return 0
+
+
+async def _get_queues(args: argparse.Namespace, queues: list[Any], now: Any) -> int:
+    """The queue table (`queues_view`): every queue is read, since a parent's counts are
+    its subtree's, and only the named one is shown when a name is given."""
+    from federation.cli import queues_view, workloads_view
+
+    async with _client().ApiClient(args.server, token=args.token) as api:
+        views = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+    text = queues_view.table(
+        queues, views["items"], now=now, only=args.name, wide=args.output == "wide"
+    )
+    if text is None:
+        print("No queues found.", file=sys.stderr)
+        return 0
+    print(text)
     return 0
 
 

@@ -86,7 +86,9 @@ def test_get_diff_and_delete(controller: str, tmp_path: Path) -> None:
     assert fedctl("apply", "-f", str(EXAMPLES / "queues.yaml"), server=controller).returncode == 0
     listed = fedctl("get", "queues", server=controller)
     assert listed.returncode == 0 and "ml-research" in listed.stdout
-    assert listed.stdout.splitlines()[0].split()[:2] == ["NAME", "AGE"]
+    table = [line.split() for line in listed.stdout.splitlines()]
+    assert table[0] == ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "AGE"]
+    assert ["ml-research", "ml", "1", "0", "0", "0"] in [row[:6] for row in table]
     unchanged = fedctl("diff", "-f", str(EXAMPLES / "queues.yaml"), server=controller)
     assert unchanged.returncode == 0 and unchanged.stdout == ""
     edited = tmp_path / "queues.yaml"
