@@ -289,6 +289,54 @@ def bindings(stack: Stack) -> Iterator[codec.TypedStore[Binding]]:
 BINDING_KEY = keys.binding_key(keys.WorkloadRef("web", "Deployment.apps", "storefront"))
 
 
+def queued(name: str, queue: str, phase: str, reason: str = "") -> Binding:
+    """A Binding of workload team/`name` in `queue`, with no workload behind it."""
+    return Binding.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": {
+                "workload": {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "namespace": "team",
+                    "name": name,
+                },
+                "queue": queue,
+            },
+            "status": {"phase": phase, "reason": reason},
+        }
+    )
+
+
+def test_a_parent_queue_row_counts_its_subtree_and_an_undefined_queue_is_listed(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    typo = "queue mlprod is not defined (queues that take work: ml-prod, ml-research, web)"
+    written = {
+        "prod-a": queued("prod-a", "ml-prod", "Scheduled"),
+        "research-a": queued("research-a", "ml-research", "Pending", "waiting"),
+        "typo": queued("typo", "mlprod", "Pending", typo),
+    }
+    ref = {n: keys.binding_key(keys.WorkloadRef("team", "Job.batch", n)) for n in written}
+    for name, b in written.items():
+        stack.call(lambda k=ref[name], b=b: bindings.put(k, b))
+    try:
+        open_view(page, stack, "queues")
+        ml = page.locator('[data-queue="ml"]')
+        expect(ml.locator("[data-admitted]")).to_have_text("1")
+        expect(ml.locator("[data-depth]")).to_have_text("1")
+        expect(ml).to_contain_text("in its child queues")
+        research = page.locator('[data-queue="ml-research"]')
+        expect(research.locator("[data-depth]")).to_have_text("1")
+        expect(research.locator(".reasons")).to_contain_text("waiting")
+        missing = page.locator('[data-queue="mlprod"]')
+        expect(missing).to_contain_text("(not defined)")
+        expect(missing.locator(".reasons")).to_contain_text(typo)
+    finally:
+        for key in ref.values():
+            stack.call(lambda k=key: bindings.delete(k))
+
+
 def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
 ) -> None:

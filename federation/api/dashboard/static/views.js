@@ -141,32 +141,58 @@ export function renderQueues(state) {
       s.pending.push(b);
     }
   }
-  const totalCpu = [...stats.values()].reduce((n, s) => n + s.cpu, 0);
-  const queues = state.queues.slice().sort((a, b) => meta(a).name.localeCompare(meta(b).name));
+  // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
+  const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
+  const hasChildren = new Set([...parentOf.values()].filter(Boolean));
+  const rolled = new Map([...stats].map(([n, s]) => [n, { ...s, pending: [...s.pending] }]));
+  for (const [name, s] of stats) {
+    const seen = new Set([name]);
+    for (let p = parentOf.get(name); p && rolled.has(p) && !seen.has(p); p = parentOf.get(p)) {
+      const r = rolled.get(p);
+      r.pending.push(...s.pending);
+      r.admitted += s.admitted;
+      r.cpu += s.cpu;
+      seen.add(p);
+    }
+  }
+  // A queue that Bindings name but nobody defined is where a mistyped queue's work waits.
+  const undefinedQueues = [...stats.keys()].filter((n) => !parentOf.has(n) && n !== "default")
+    .map((n) => ({ metadata: { name: n }, spec: {}, undefinedQueue: true }));
+  const queues = state.queues.concat(undefinedQueues)
+    .sort((a, b) => meta(a).name.localeCompare(meta(b).name));
   if (!queues.length && !stats.size) {
     root.replaceChildren(h("p", { class: "empty" }, "No queues defined."));
     return;
   }
-  const siblingsWeight = (parent) => queues
-    .filter((q) => ((q.spec || {}).parent || null) === parent)
+  // Fair share goes level by level, so both bars compare a queue with its siblings.
+  const siblings = (parent) => queues.filter((q) => ((q.spec || {}).parent || null) === parent);
+  const siblingsWeight = (parent) => siblings(parent)
+    .filter((q) => !q.undefinedQueue)
     .reduce((n, q) => n + ((q.spec || {}).weight || 1), 0);
+  const siblingsCpu = (parent) => siblings(parent)
+    .reduce((n, q) => n + rolled.get(meta(q).name).cpu, 0);
   const rows = queues.map((q) => {
     const spec = q.spec || {};
-    const s = stats.get(meta(q).name);
+    const s = rolled.get(meta(q).name);
+    const parent = hasChildren.has(meta(q).name);
     const weightShare = (spec.weight || 1) / (siblingsWeight(spec.parent || null) || 1);
-    const share = totalCpu > 0 ? s.cpu / totalCpu : 0;
+    const around = siblingsCpu(spec.parent || null);
+    const share = around > 0 ? s.cpu / around : 0;
     return h("tr", { "data-queue": meta(q).name },
       h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
-        meta(q).name),
-      h("td", { class: "num" }, spec.weight || 1),
+        meta(q).name,
+        q.undefinedQueue ? h("span", { class: "muted" }, " (not defined)") : null),
+      h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
       h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
       h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
       h("td", {},
         bar(Math.round(share * 100), 100, "admitted share", { class: "bar-row small" },
           `${Math.round(share * 100)}%`),
-        bar(Math.round(weightShare * 100), 100, "weight share", { class: "bar-row small weight" },
-          `${Math.round(weightShare * 100)}%`)),
-      h("td", {}, s.pending.length
+        q.undefinedQueue ? null : bar(Math.round(weightShare * 100), 100, "weight share",
+          { class: "bar-row small weight" }, `${Math.round(weightShare * 100)}%`)),
+      h("td", {}, parent && s.pending.length
+        ? h("span", { class: "muted" }, "in its child queues")
+        : s.pending.length
         ? h("ul", { class: "reasons" }, s.pending.map((b) =>
             h("li", {}, h("b", {}, (b.spec.workload || {}).name || "?"), ": ",
               (b.status || {}).reason || "waiting for the scheduler")))
