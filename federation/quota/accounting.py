@@ -133,6 +133,7 @@ class Usage:
         self._namespaces: dict[str, dict[str, int]] = {}
         self._by_queue: dict[str, dict[str, Admission]] = {}
         self._lists: dict[tuple[str, str], ResourceList] = {}
+        self._queue_versions: dict[str, int] = {}
         for admission in admissions:
             self.admit(admission)
 
@@ -151,6 +152,7 @@ class Usage:
         self._admissions[key] = admission
         q, ns = admission.queue, admission.namespace
         self._by_queue.setdefault(q, {})[key] = admission
+        self._queue_versions[q] = self.version
         _add(self._queues.setdefault(q, {}), admission.charge, 1, physical=False)
         _add(self._total, admission.charge, 1, physical=False)
         _add(self._namespaces.setdefault(ns, {}), admission.charge, 1, physical=True)
@@ -165,6 +167,7 @@ class Usage:
         self.version = next(_VERSIONS)
         q, ns = admission.queue, admission.namespace
         self._by_queue[q].pop(str(ref), None)
+        self._queue_versions[q] = self.version
         _add(self._queues[q], admission.charge, -1, physical=False)
         _add(self._total, admission.charge, -1, physical=False)
         _add(self._namespaces[ns], admission.charge, -1, physical=True)
@@ -226,6 +229,11 @@ class Usage:
         """A queue's totals as a plain read-only map (for hot paths such as fair share)."""
         return self._queues.get(queue, {})
 
+    def queue_version(self, queue: str) -> int:
+        """Changes whenever the queue's totals do (0 for a queue never charged), and is
+        kept by a copy: what is derived from those totals can be kept while it stands."""
+        return self._queue_versions.get(queue, 0)
+
     def namespace_totals(self, namespace: str) -> Mapping[str, int]:
         """A namespace's physical totals as a plain read-only map (`queue_totals`' twin)."""
         return self._namespaces.get(namespace, {})
@@ -262,6 +270,7 @@ class Usage:
         other._namespaces = {n: dict(t) for n, t in self._namespaces.items()}
         other._by_queue = {q: dict(a) for q, a in self._by_queue.items()}
         other._lists = dict(self._lists)
+        other._queue_versions = dict(self._queue_versions)
         return other
 
 

@@ -273,16 +273,26 @@ class Scheduler:
         top-level subtrees are compared by what each holds as a whole (over its own weight),
         then the children inside the winning subtree, and so on down: a parent's weight
         splits the federation between departments, its children's weights split the
-        department's part. Every key is recomputed for each job, since one admission moves
-        the shares of all its ancestors; queue sets are small, so that is cheap.
+        department's part. Keys are compared afresh for each job, since one admission moves
+        the shares of all its ancestors; a share is recomputed only when the usage of a
+        queue it covers has changed (`Usage.queue_version`).
         """
         queues = snapshot.queues
         capacity = dict(snapshot.capacity.items())
         paths = {q: (*reversed(tree.ancestors.get(q, ())), q) for q in iters}
         live = set(iters)
+        kept: dict[str, tuple[tuple[int, ...], fairshare.ShareKey]] = {}
         while live:
-            nodes = {n for q in live for n in paths[q]}
-            shares = {n: _subtree_share(n, tree, queues, result.usage, capacity) for n in nodes}
+            usage = result.usage  # re-read: preemption may have swapped in its trial copy
+            shares: dict[str, fairshare.ShareKey] = {}
+            for node in {n for q in live for n in paths[q]}:
+                members = tree.members.get(node, (node,))
+                stamp = tuple(usage.queue_version(m) for m in members)
+                held = kept.get(node)
+                if held is None or held[0] != stamp:
+                    held = (stamp, _subtree_share(node, tree, queues, usage, capacity))
+                    kept[node] = held
+                shares[node] = held[1]
             keys = {
                 q: (
                     -(queues[q].spec.priority if q in queues else 0),
