@@ -279,3 +279,19 @@ def test_the_tree_ends_chains_at_undefined_parents_and_loops() -> None:
     assert hierarchy.refusal("default", queues, default="default") is None
     refused = hierarchy.refusal("default", {**queues}, default="other")
     assert refused is not None and refused.startswith("queue default is not defined")
+
+
+def test_a_queues_usage_version_moves_with_its_totals_and_a_copy_keeps_it() -> None:
+    """Nested fair share keeps a subtree's share while these stand."""
+    usage = Usage()
+    assert usage.queue_version("a") == 0
+    usage.admit(held("a1", "a", 0, gpus=4))
+    first, b = usage.queue_version("a"), usage.queue_version("b")
+    usage.admit(held("b1", "b", 0, gpus=4))
+    assert usage.queue_version("a") == first and usage.queue_version("b") != b
+    copy = usage.copy()
+    assert copy.queue_version("a") == first
+    copy.release(keys.WorkloadRef("team", "Job.batch", "a1"))
+    usage.admit(held("a2", "a", 0, gpus=4))
+    # Each changed its own way: neither may be mistaken for the other or for the start.
+    assert len({first, copy.queue_version("a"), usage.queue_version("a")}) == 3
