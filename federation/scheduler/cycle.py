@@ -41,12 +41,15 @@ from federation.quota import accounting, hierarchy
 from federation.scheduler import admission, explain
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
-from federation.scheduler.plugins import default_registry
+from federation.scheduler.plugins import default_registry, quota
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.queue import Queue
 
 __all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
+
+_WAITS = frozenset({"capacity", "division", "cost"})
+"""Placement failures that room or prices freeing up could end."""
 
 
 @dataclass
@@ -204,7 +207,7 @@ class Scheduler:
                     job.queue, snapshot.queues, default=self.settings.default_queue
                 )
                 outcome = (  # steps 3-5, for a job its queue can take
-                    self.placer.place(request, admit.state)
+                    self._place(request, admit.state)
                     if refused is None
                     else pl.Failed(request, refused, "static")
                 )
@@ -217,6 +220,15 @@ class Scheduler:
             }
             self._forget_stamps()
             return result
+
+    def _place(self, request: fw.JobRequest, state: fw.CycleState) -> pl.Placed | pl.Failed:
+        """Steps 3-5; a job that waits for room no limit would ever let it use is told so."""
+        outcome = self.placer.place(request, state)
+        if isinstance(outcome, pl.Failed) and outcome.kind in _WAITS:
+            never = quota.never(request, state)
+            if never is not None:
+                return pl.Failed(request, never, "static")
+        return outcome
 
     def _forget_stamps(self) -> None:
         self._stamps, self._stamps_by_id, self._contents = {}, {}, {}
@@ -333,7 +345,7 @@ class Scheduler:
         if own is not None:
             state = without(state, own)
         request = self.request(job, state.snapshot)
-        outcome = self.placer.place(request, state)
+        outcome = self._place(request, state)
         return explain.plan(self.placer, request, state, outcome)
 
 

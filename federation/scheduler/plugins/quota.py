@@ -18,7 +18,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 from policies.models.queue import chip_resource
 
-__all__ = ["Charges", "Quota", "charge_for", "charge_of", "charges", "limited"]
+__all__ = ["Charges", "Quota", "charge_for", "charge_of", "charges", "limited", "never"]
 
 
 def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
@@ -100,6 +100,40 @@ def problem(
     return accounting.overall_problem(
         state.snapshot.quotas.get(namespace), state.usage.namespace_totals(namespace), charge
     )
+
+
+def never(job: fw.JobRequest, state: fw.CycleState) -> str | None:
+    """Why no limit would ever let the job in, on any chip it may use, whatever else is
+    released (its charge alone exceeds its queue's, an ancestor's or its namespace's
+    limit), or None when some chip's charge fits an empty federation.
+
+    Asked when placement fails for room or price: a job that waits for capacity would
+    otherwise be told about the capacity and learn it can never run only once room frees.
+    A job that may use any chip is judged by its physical requests alone."""
+    if not limited(job, state):
+        return None
+    found = None
+    for chip in job.chips if job.devices and job.chips else (None,):
+        found = _over_on_its_own(job, state, chip)
+        if found is None:
+            return None
+    return found
+
+
+def _over_on_its_own(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> str | None:
+    charge = charge_for(job, chip)
+    queues = state.snapshot.queues
+    queue = queues.get(job.job.queue)
+    found = accounting.capability_problem(queue, {}, charge)
+    if found is None and queue is not None:
+        for above in hierarchy.tree_of(queues).ancestors.get(queue.name, ()):
+            found = accounting.capability_problem(queues[above], {}, charge, child=queue.name)
+            if found is not None:
+                break
+    if found is None:
+        quota = state.snapshot.quotas.get(job.job.ref.namespace)
+        found = accounting.overall_problem(quota, {}, charge)
+    return found
 
 
 def chip_on(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> list[str | None]:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from federation.cache import snapshot as snap
 from federation.quota import accounting, hierarchy
 from federation.quota.accounting import Usage
 from federation.registry import keys
 from federation.resources import ResourceList
+from federation.scheduler import cycle
 from federation.scheduler.plugins import quota
+from federation.settings import SchedulerSettings
 from policies.models.cluster import NodeFlavor
-from tests.unit.scheduler.fleet import cluster, flavor, job, placed, queue, run, workload
+from tests.unit.scheduler.fleet import cluster, flavor, frq, job, placed, queue, run, workload
 from tests.unit.scheduler.test_plugins import verdict
 
 
@@ -295,3 +298,49 @@ def test_a_queues_usage_version_moves_with_its_totals_and_a_copy_keeps_it() -> N
     usage.admit(held("a2", "a", 0, gpus=4))
     # Each changed its own way: neither may be mistaken for the other or for the start.
     assert len({first, copy.queue_version("a"), usage.queue_version("a")}) == 3
+
+
+def test_a_job_waiting_for_room_is_told_when_no_room_would_ever_let_it_in() -> None:
+    """The fleet is full, so placement fails for capacity; but the job is over a limit on
+    its own, and a user should not wait for capacity to learn that."""
+    queues = [
+        queue("org", capability={"nvidia.com/gpu": "12"}),
+        queue("r", parent="org", capability={"accelerator/nvidia-a100-80gb": "8"}),
+        queue("other"),
+    ]
+    usage = Usage()
+    for i in range(4):  # all 32 A100s
+        usage.admit(held(f"full{i}", "other", 0, gpus=8))
+    over_chip = gpu_job("big", "r", 8, 1, replicas=2, chips="nvidia-a100-80gb")
+    over_parent = gpu_job("bigger", "r", 8, 2, replicas=2)  # any chip: 16 GPUs > org's 12
+    fits = gpu_job("waits", "r", 4, 3)
+    result = run(FLEET, [over_chip, over_parent, fits], queues=queues, usage=usage)
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/big"] == (
+        "queue r capability for nvidia-a100-80gb is 8, this workload needs 16: it can never"
+        " be admitted (raise the limit or shrink the request)"
+    )
+    assert result.reasons["team/Job.batch/bigger"].startswith(
+        "queue org (parent of r) capability for nvidia.com/gpu is 12, this workload needs 16"
+    )
+    assert "can never" not in result.reasons["team/Job.batch/waits"]
+    assert "nvidia.com/gpu" in result.reasons["team/Job.batch/waits"]  # waits for room
+    # `fedctl plan` says the same.
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    snapshot = snap.build(FLEET, queues=queues)
+    assert scheduler.plan(over_chip, snapshot, usage).reason == result.reasons["team/Job.batch/big"]
+
+
+def test_a_namespace_quota_the_job_alone_exceeds_is_said_before_capacity() -> None:
+    usage = Usage()
+    for i in range(4):
+        usage.admit(held(f"full{i}", "other", 0, gpus=8))
+    job_ = gpu_job("big", "other", 8, 1, replicas=2)
+    result = run(
+        FLEET, [job_], queues=[queue("other")], quotas=[frq("team", **{"nvidia.com/gpu": "8"})],
+        usage=usage,
+    )  # fmt: skip
+    assert result.reasons["team/Job.batch/big"].startswith(
+        "namespace team FederatedResourceQuota quota overall for nvidia.com/gpu is 8,"
+        " this workload needs 16: it can never be admitted"
+    )
