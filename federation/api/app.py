@@ -26,7 +26,7 @@ from federation import clock as clock_mod
 from federation import errors, secrets
 from federation.api import audit as audit_mod
 from federation.api import auth as auth_mod
-from federation.api import dashboard, limits, objects, plan_routes, status
+from federation.api import dashboard, limits, objects, plan_routes, queue_status, status
 from federation.api import drills as drills_api
 from federation.api import metrics as metrics_mod
 from federation.api import workloads as workloads_api
@@ -96,6 +96,7 @@ def build_app(
             web.get("/openapi.json", openapi),
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store).routes(),
+            *queue_status.QueueStatusApi(store).routes(),
             *workloads_api.WorkloadsApi(store).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),

@@ -49,7 +49,7 @@ from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
 from policies.models.workload import Workload
 
-__all__ = ["PLAN_PATH", "PlanApi"]
+__all__ = ["PLAN_PATH", "LiveState", "PlanApi"]
 
 PLAN_PATH = "/apis/fedctl.io/v1alpha1/plan"
 _REDACTED = "<redacted>"
@@ -63,13 +63,15 @@ _POLICY_TYPES = (
 
 
 @dataclass
-class _State:
-    """User objects by registry key, the monitor's statuses by cluster name, and the
-    Scheduled Bindings by their workload's registry key."""
+class LiveState:
+    """User objects by registry key, the monitor's statuses by cluster name, the
+    Scheduled Bindings by their workload's registry key, and how many Pending Bindings
+    each queue has."""
 
     objects: dict[str, KubeObject]
     statuses: dict[str, ClusterStatus]
     bindings: dict[str, Binding] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [o for o in self.objects.values() if isinstance(o, kind)]
@@ -120,14 +122,19 @@ class PlanApi:
     def routes(self) -> list[web.RouteDef]:
         return [web.post(PLAN_PATH, self.plan)]
 
-    async def _live(self) -> _State:
+    async def live(self) -> LiveState:
+        """The registry as the scheduler would see it now (also read by `queue_status`)."""
         found: dict[str, KubeObject] = {}
         for kind in ("clusters", "policies", "workloads"):
             listed = await self.objects.list(keys.prefix(kind))
             found.update((item.key, item.obj) for item in listed.items)
         statuses = await self.statuses.list(keys.prefix("clusterstatus"))
         bindings = await self.bindings.list(keys.prefix("bindings"))
-        return _State(
+        pending: dict[str, int] = {}
+        for b in bindings.items:
+            if b.obj.status.phase != "Scheduled":
+                pending[b.obj.spec.queue] = pending.get(b.obj.spec.queue, 0) + 1
+        return LiveState(
             found,
             {keys.split(s.key)[-1]: s.obj for s in statuses.items},
             {
@@ -135,6 +142,7 @@ class PlanApi:
                 for b in bindings.items
                 if b.obj.status.phase == "Scheduled"
             },
+            pending,
         )
 
     async def plan(self, request: web.Request) -> web.Response:
@@ -144,8 +152,8 @@ class PlanApi:
         if failures:
             raise errors.Invalid("; ".join(failures), findings=failures)
         proposed = {objects.key_for(o.model): o.model for o in result.objects}
-        live = await self._live()
-        after = _State({**live.objects, **proposed}, live.statuses)
+        live = await self.live()
+        after = LiveState({**live.objects, **proposed}, live.statuses)
         scheduler = cycle.Scheduler(self.settings)
         plans = []
         live_snapshot = live.snapshot()
@@ -172,7 +180,7 @@ class PlanApi:
         self,
         scheduler: cycle.Scheduler,
         workload: Workload,
-        state: _State,
+        state: LiveState,
         cycle_state: fw.CycleState,
     ) -> dict[str, Any]:
         policy = planning.claim(workload, state.policies())
@@ -181,12 +189,12 @@ class PlanApi:
         return _plan_wire(planned, policy.metadata.name if policy else None)
 
 
-def _claims(state: _State, workload: Workload) -> str | None:
+def _claims(state: LiveState, workload: Workload) -> str | None:
     policy = planning.claim(workload, state.policies())
     return objects.key_for(policy) if policy is not None else None
 
 
-def _affected(live: _State, after: _State, proposed: dict[str, KubeObject]) -> list[str]:
+def _affected(live: LiveState, after: LiveState, proposed: dict[str, KubeObject]) -> list[str]:
     """Keys of workloads whose placement the proposed objects may change, sorted."""
     out = []
     for key, obj in after.objects.items():

@@ -179,7 +179,7 @@ async def _get(args: argparse.Namespace) -> int:
         return 0
     now = clock.real.now()
     if res.plural == "queues":
-        return await _get_queues(args, listed["items"], now)
+        return await _get_queues(args, now)
     show_ns = res.namespaced
     headers = ["NAMESPACE"] * show_ns + ["NAME"] + (["KIND"] if res.plural == "workloads" else [])
     headers += ["AGE"] + (["LABELS"] if args.output == "wide" else [])
@@ -199,16 +199,14 @@ async def _get(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _get_queues(args: argparse.Namespace, queues: list[Any], now: Any) -> int:
-    """The queue table (`queues_view`): every queue is read, since a parent's counts are
-    its subtree's, and only the named one is shown when a name is given."""
-    from federation.cli import queues_view, workloads_view
+async def _get_queues(args: argparse.Namespace, now: Any) -> int:
+    """The queue table (`queues_view`), from the queue status view: every queue is read,
+    since a parent's counts are its subtree's, and only the named one shown if named."""
+    from federation.cli import queues_view
 
     async with _client().ApiClient(args.server, token=args.token) as api:
-        views = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-    text = queues_view.table(
-        queues, views["items"], now=now, only=args.name, wide=args.output == "wide"
-    )
+        status = await api.request("GET", queues_view.PATH)
+    text = queues_view.table(status["items"], now=now, only=args.name, wide=args.output == "wide")
     if text is None:
         print("No queues found.", file=sys.stderr)
         return 0
@@ -245,6 +243,14 @@ async def _describe(args: argparse.Namespace) -> int:
         if item.get(section):
             print(f"{section.capitalize()}:")
             print("  " + render.dump(item[section], "yaml").replace("\n", "\n  "))
+    if res.plural == "queues":
+        from federation.cli import queues_view
+
+        async with _client().ApiClient(args.server, token=args.token) as api:
+            status = await api.request("GET", queues_view.PATH)
+        mine = [q for q in status["items"] if q["name"] == meta.get("name")]
+        if mine:
+            print(queues_view.usage(mine[0]))
     return 0
 
 

@@ -1,15 +1,13 @@
-"""`fedctl get queues`: each queue's place in the tree and what it holds and waits for.
+"""`fedctl get queues` and the usage part of `fedctl describe queue`.
 
-Fed by the stored Queues and the read-only workload views of the REST API (each with its
-Binding: queue and phase); feeds the terminal. Called from `objects_cmd` for the queues
-resource only.
+Fed by the queue status view of the REST API (`federation.api.queue_status`: per queue,
+its place in the tree, admitted and pending counts, usage against capability and
+guarantee, weighted dominant share); feeds the terminal. Called from `objects_cmd` for the
+queues resource only.
 
-Why a view of its own: the questions asked of a queue are "how much of my department's
-work is admitted, how much waits, and under which parent", which the Queue object alone
-does not answer. A parent takes no work itself, so its counts are its whole subtree's;
-a queue that Bindings name but nobody defined is listed too, since that is where a
-workload with a mistyped queue waits (the default queue, which works without a Queue
-object, is marked implicit instead).
+Why a view of its own: the questions asked of a queue are "how much of its capability is
+used, how many workloads wait, and under which parent", which the Queue object alone does
+not answer. A parent's counts and usage are its whole subtree's.
 """
 
 from __future__ import annotations
@@ -19,84 +17,76 @@ from typing import Any
 
 from federation.cli import render
 
-__all__ = ["table"]
+__all__ = ["HEADERS", "PATH", "table", "usage"]
 
-DEFAULT_QUEUE = "default"
-"""Where a workload naming no queue goes; it admits without a Queue object of its name."""
-
-HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "AGE"]
+PATH = "/apis/status.fedctl.io/v1alpha1/queues"
+HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
 
 
-def _counts(workloads: list[dict[str, Any]]) -> dict[str, list[int]]:
-    """Queue -> [admitted, pending] from each workload's Binding."""
-    out: dict[str, list[int]] = {}
-    for item in workloads:
-        binding = item.get("binding") or {}
-        queue = (binding.get("spec") or {}).get("queue") or "default"
-        if not binding:
-            continue
-        scheduled = (binding.get("status") or {}).get("phase") == "Scheduled"
-        out.setdefault(queue, [0, 0])[0 if scheduled else 1] += 1
-    return out
-
-
-def _subtrees(parents: dict[str, str | None]) -> dict[str, set[str]]:
-    """Queue -> itself and every queue below it (loops and unknown parents end a chain)."""
-    below: dict[str, set[str]] = {name: {name} for name in parents}
-    for name, first in parents.items():
-        seen = {name}
-        parent = first
-        while parent is not None and parent in parents and parent not in seen:
-            below[parent].add(name)
-            seen.add(parent)
-            parent = parents[parent]
-    return below
+def _age(item: dict[str, Any], now: dt.datetime) -> str:
+    if item["implicit"]:
+        return "<implicit>"
+    if not item["defined"]:
+        return "<not defined>"
+    return render.age(item.get("created"), now=now)
 
 
 def table(
-    queues: list[dict[str, Any]],
-    workloads: list[dict[str, Any]],
-    *,
-    now: dt.datetime,
-    only: str | None = None,
-    wide: bool = False,
+    items: list[dict[str, Any]], *, now: dt.datetime, only: str | None = None, wide: bool = False
 ) -> str | None:
-    """The queues in name order, with counts (parents count their subtree); with `only`,
-    that queue's row alone; `wide` adds capability and guarantee. None when there is no
-    row to show."""
-    specs = {q["metadata"]["name"]: (q.get("spec") or {}) for q in queues}
-    created = {q["metadata"]["name"]: q["metadata"].get("creationTimestamp") for q in queues}
-    counts = _counts(workloads)
-    below = _subtrees({name: spec.get("parent") for name, spec in specs.items()})
+    """The queues in name order; with `only`, that queue's row alone; `wide` adds what
+    each holds and its capability and guarantee. None when there is no row to show."""
     rows: list[list[object]] = []
-    for name in sorted(set(specs) | set(counts)):
-        if only is not None and name != only:
+    for item in items:
+        if only is not None and item["name"] != only:
             continue
-        if name not in specs:
-            admitted, pending = counts[name]
-            implicit = "<implicit>" if name == DEFAULT_QUEUE else "<not defined>"
-            rows.append([name, "-", "-", "-", admitted, pending, implicit])
-            rows[-1] += ["-", "-"] if wide else []
-            continue
-        spec = specs[name]
-        admitted = sum(counts.get(q, [0, 0])[0] for q in below[name])
-        pending = sum(counts.get(q, [0, 0])[1] for q in below[name])
-        rows.append(
-            [
-                name,
-                spec.get("parent") or "-",
-                spec.get("weight", 1),
-                spec.get("priority", 0),
-                admitted,
-                pending,
-                render.age(created[name], now=now),
-            ]
-        )
+        defined = item["defined"]
+        row: list[object] = [
+            item["name"],
+            item.get("parent") or "-",
+            item["weight"] if defined else "-",
+            item["priority"] if defined else "-",
+            item["admitted"],
+            item["pending"],
+            f"{item['share'] * 100:.1f}%",
+            _age(item, now),
+        ]
         if wide:
-            rows[-1] += [_amounts(spec.get("capability")), _amounts(spec.get("guarantee"))]
-    headers = HEADERS + (["CAPABILITY", "GUARANTEE"] if wide else [])
+            row += [
+                _amounts(item["used"]),
+                _amounts(item.get("capability")),
+                _amounts(item.get("guarantee")),
+            ]
+        rows.append(row)
+    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE"] if wide else [])
     return render.table(headers, rows) if rows else None
 
 
 def _amounts(resources: dict[str, Any] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((resources or {}).items())) or "-"
+
+
+def usage(item: dict[str, Any]) -> str:
+    """What one queue holds against its limits, resource by resource, as text."""
+    cap = item.get("capability") or {}
+    guarantee = item.get("guarantee") or {}
+    used = item.get("used") or {}
+    lines = [
+        f"Admitted:    {item['admitted']}",
+        f"Pending:     {item['pending']}",
+        f"Share:       {item['share'] * 100:.1f}% of the fleet's dominant resource,"
+        f" over weight {item['weight']}",
+    ]
+    if item["children"]:
+        lines.append(
+            f"Children:    {', '.join(item['children'])} (it takes no work; counts and usage"
+            " are theirs)"
+        )
+    names = sorted(set(cap) | set(guarantee) | set(used))
+    rows = [[n, used.get(n, "0"), guarantee.get(n, "-"), cap.get(n, "-")] for n in names]
+    if not rows:
+        lines.append("Usage:       <none>")
+    else:
+        body = render.table(["RESOURCE", "USED", "GUARANTEE", "CAPABILITY"], rows)
+        lines.append("Usage:\n  " + body.replace("\n", "\n  "))
+    return "\n".join(lines)

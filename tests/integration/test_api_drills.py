@@ -374,6 +374,9 @@ async def test_a_tenant_lists_only_workloads_in_its_own_namespaces(status_api: C
         pytest.param(f"{STATUS}/namespaces/web/workloads/Job.batch/train", ADMIN, 200,
                      id="an admin reading any workload"),
         pytest.param(f"{STATUS}/workloads", None, 401, id="no token"),
+        pytest.param(f"{STATUS}/queues", TENANT, 200,
+                     id="a tenant reading queue usage (aggregates, as it reads queues)"),
+        pytest.param(f"{STATUS}/queues", None, 401, id="queue usage needs a token"),
     ],
 )  # fmt: skip
 async def test_status_views_keep_tenants_in_their_namespaces(

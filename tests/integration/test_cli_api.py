@@ -87,7 +87,9 @@ def test_get_diff_and_delete(controller: str, tmp_path: Path) -> None:
     listed = fedctl("get", "queues", server=controller)
     assert listed.returncode == 0 and "ml-research" in listed.stdout
     table = [line.split() for line in listed.stdout.splitlines()]
-    assert table[0] == ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "AGE"]
+    assert table[0] == [
+        "NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"
+    ]  # fmt: skip
     assert ["ml-research", "ml", "1", "0", "0", "0"] in [row[:6] for row in table]
     unchanged = fedctl("diff", "-f", str(EXAMPLES / "queues.yaml"), server=controller)
     assert unchanged.returncode == 0 and unchanged.stdout == ""

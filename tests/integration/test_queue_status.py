@@ -1,0 +1,92 @@
+"""The queue status view (`GET /apis/status.fedctl.io/v1alpha1/queues`) and the CLI that
+reads it: usage charged as the controller charges it, parents counting their subtree."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+import pytest
+
+from federation.cache import snapshot as snap
+from federation.cli import main
+from federation.queue.pending import PendingStore
+from federation.quota.accounting import Usage
+from federation.registry import codec, keys, objects
+from federation.scheduler import cycle
+from federation.scheduler import plan as planning
+from policies.models.binding import Binding
+from tests.integration.test_scheduler_loop import api_server, registry_with_member
+from tests.unit.scheduler import fleet
+
+pytestmark = pytest.mark.integration
+
+
+async def test_usage_against_limits_per_queue_and_per_subtree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Cluster a has 32 cores. `held` (2 pods of 10 cores, queue qa) is admitted and its
+    Binding stored; `wait` (queue qb) and `typo` (queue qz, not defined) are Pending."""
+    store, member = await registry_with_member()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    queues = [
+        fleet.queue("org", capability={"cpu": "24"}, weight=2),
+        fleet.queue("qa", parent="org", guarantee={"cpu": "4"}),
+        fleet.queue("qb", parent="org"),
+    ]
+    for q in queues:
+        await objs.put(objects.key_for(q), q)
+    held = fleet.workload("held", cpu="10", replicas=2, queue="qa")
+    await objs.put(objects.key_for(held), held)
+    scheduler = cycle.Scheduler()
+    pending = PendingStore()
+    pending.add(planning.job_for(held, None, settings=scheduler.settings))
+    decided = scheduler.run_cycle(snap.build([member], queues=queues), pending, Usage(), fleet.NOW)
+    (admitted,) = decided.bindings
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    await bindings.put(keys.binding_key(objects.workload_ref(held)), admitted)
+    for name, queue in (("wait", "qb"), ("typo", "qz")):
+        w = fleet.workload(name, queue=queue)
+        await objs.put(objects.key_for(w), w)
+        waiting = admitted.model_copy(
+            update={
+                "metadata": admitted.metadata.model_copy(update={"name": name}),
+                "spec": admitted.spec.model_copy(update={"queue": queue, "clusters": []}),
+                "status": admitted.status.model_copy(update={"phase": "Pending"}),
+            }
+        )
+        await bindings.put(keys.binding_key(objects.workload_ref(w)), waiting)
+
+    async with api_server(store) as server:
+
+        def get() -> dict[str, dict[str, object]]:
+            with urllib.request.urlopen(server + "/apis/status.fedctl.io/v1alpha1/queues") as r:
+                return {q["name"]: q for q in json.loads(r.read())["items"]}
+
+        items = await asyncio.to_thread(get)
+        assert set(items) == {"org", "qa", "qb", "qz"}
+        assert items["qa"]["used"] == {"cpu": "20", "memory": "2Gi"}
+        assert (items["qa"]["admitted"], items["qa"]["pending"]) == (1, 0)
+        assert items["qa"]["guarantee"] == {"cpu": "4"}
+        assert items["org"]["used"] == items["qa"]["used"]  # the subtree's
+        assert (items["org"]["admitted"], items["org"]["pending"]) == (1, 1)
+        assert items["org"]["children"] == ["qa", "qb"]
+        assert items["org"]["share"] == pytest.approx(20 / 32 / 2, abs=1e-6)  # cpu, weight 2
+        assert items["qz"]["defined"] is False and items["qz"]["pending"] == 1
+
+        code = await asyncio.to_thread(main.main, ["get", "queues", "--server", server])
+        table = [line.split() for line in capsys.readouterr().out.splitlines()]
+        assert code == 0
+        rows = {row[0]: row[1:] for row in table[1:]}
+        assert rows["org"][:6] == ["-", "2", "0", "1", "1", "31.2%"]
+        assert rows["qa"][:5] == ["org", "1", "0", "1", "0"]
+        assert rows["qz"][-2:] == ["<not", "defined>"]
+
+        code = await asyncio.to_thread(main.main, ["describe", "queue", "org", "--server", server])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "Children:    qa, qb" in out
+        usage = {line.split()[0]: line.split()[1:] for line in out.splitlines()[-3:]}
+        assert usage["cpu"] == ["20", "-", "24"]
+        assert usage["memory"] == ["2Gi", "-", "-"]
