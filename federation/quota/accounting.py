@@ -360,8 +360,9 @@ def _guarantees(queues: Mapping[str, Queue]) -> dict[str, dict[str, int]]:
 
     A parent's guarantee only bounds its children's (who hold the work and whose
     guarantees are reserved), so counting it too would reserve the same capacity twice."""
-    if _GUARANTEES and _GUARANTEES[0][0] is queues:
-        return _GUARANTEES[0][1]
+    last = _GUARANTEES[0] if _GUARANTEES else None  # read once: another thread may replace it
+    if last is not None and last[0] is queues:
+        return last[1]
     parents = {q.spec.parent for q in queues.values()}
     out: dict[str, dict[str, int]] = {}
     for name, queue in queues.items():

@@ -56,8 +56,9 @@ _LAST: list[QueueTree] = []
 
 def tree_of(queues: Mapping[str, Queue]) -> QueueTree:
     """The tree of `queues`, kept while the same mapping object is asked about."""
-    if _LAST and _LAST[0].queues is queues:
-        return _LAST[0]
+    last = _LAST[0] if _LAST else None  # read once: another thread may replace it
+    if last is not None and last.queues is queues:
+        return last
     children: dict[str, list[str]] = {}
     ancestors: dict[str, tuple[str, ...]] = {}
     for name in sorted(queues):
