@@ -8,6 +8,14 @@ overwrite. Fed by the CLI and the dashboard; feeds the registry, which the contr
 
 Why `apply` is one request for many documents: every document is validated before any is
 stored, so a directory with one broken file changes nothing.
+
+Why queues are checked against the stored set: a file holds only part of the queue tree,
+so `fedctl validate` can only warn about a parent it does not see. Here the whole tree is
+known, and a write that would leave a queue under a parent nobody defined, in a loop, capped
+above its parent, or with children guaranteed more than the parent holds is refused with
+the queue and field named; so is deleting a queue that still has children. Only problems
+in the queues written, or new elsewhere, are refused, so a flaw stored before does not
+block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from policies import loading
 from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.cluster import ClusterStatus
+from policies.models.queue import Queue, hierarchy_problems
 
 __all__ = ["ObjectsApi"]
 
@@ -266,6 +275,7 @@ class ObjectsApi:
         obj = self._placed(request, models[0])
         if objects.resource_for_kind(obj) != res:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
+        await self._check_queue_tree([obj])
         obj = self._fresh(obj)
         stored = await self.objects.create(objects.key_for(obj), obj)
         return web.json_response(await self._present(stored), status=201)
@@ -283,6 +293,7 @@ class ObjectsApi:
         key = self._key(request, res)
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
+        await self._check_queue_tree([obj])
         stored = await self._write(key, obj, expected=obj.metadata.resource_version)
         return web.json_response(await self._present(stored))
 
@@ -304,6 +315,8 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
+        if res.plural == "queues":
+            await self._check_queue_tree([], removed=request.match_info["name"])
         since = request.query.get("resourceVersion")
         if not await self.objects.delete(key, revision=int(since) if since else None):
             raise errors.NotFound(key)
@@ -315,6 +328,7 @@ class ObjectsApi:
         if self.admit is not None:
             for obj in models:
                 self.admit(request, obj)  # every document is allowed before any is stored
+        await self._check_queue_tree(models)
         results = []
         for obj in models:
             key = objects.key_for(obj)
@@ -338,6 +352,32 @@ class ObjectsApi:
                 }
             )
         return web.json_response({"results": results})
+
+    async def _check_queue_tree(self, body: list[KubeObject], *, removed: str = "") -> None:
+        """Refuse a write that breaks the queue tree (module doc); a no-op without queues."""
+        incoming = {m.metadata.name: m for m in body if isinstance(m, Queue)}
+        if not incoming and not removed:
+            return
+        listed = await self.objects.list(keys.policy_prefix("Queue"))
+        stored = {i.obj.metadata.name: i.obj for i in listed.items if isinstance(i.obj, Queue)}
+        if removed:
+            children = sorted(n for n, q in stored.items() if q.spec.parent == removed)
+            if children:
+                raise errors.Invalid(
+                    f"queue {removed} has child queues ({', '.join(children)}): delete them"
+                    " or set their spec.parent elsewhere first"
+                )
+        after = {n: q for n, q in {**stored, **incoming}.items() if n != removed}
+        # A flaw at the same queue and field before this write is not the writer's, unless
+        # the write touches that queue (its message may differ: it lists the queues).
+        before = {(n, notice.path) for n, notice in hierarchy_problems(stored.values())}
+        found = [
+            f"Queue {name}: {'.'.join(str(p) for p in notice.path)}: {notice.message}"
+            for name, notice in hierarchy_problems(after.values())
+            if name in incoming or (name, notice.path) not in before
+        ]
+        if found:
+            raise errors.Invalid("; ".join(found), findings=found)
 
     async def validate(self, request: web.Request) -> web.Response:
         """Findings for a YAML or JSON body without storing anything (the policy editor)."""
