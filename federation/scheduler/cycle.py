@@ -340,12 +340,26 @@ class Scheduler:
         """`plan` against a given state, which many plans may share (placing reads a state
         and never charges it): building one per plan would redo the held-capacity accounting
         of every admitted workload each time. A job that is itself admitted is planned as
-        if it were not (`without`), so it does not compete with its own capacity."""
+        if it were not (`without`), so it does not compete with its own capacity.
+
+        A queue that takes no work (not defined, or a parent) is refused as the cycle does,
+        unless no queue is defined at all: an offline plan given no Queue files asks where
+        the work would go, not which queue takes it."""
         own = state.usage.get(job.ref)
         if own is not None:
             state = without(state, own)
         request = self.request(job, state.snapshot)
-        outcome = self._place(request, state)
+        queues = state.snapshot.queues
+        refused = (
+            hierarchy.refusal(job.queue, queues, default=self.settings.default_queue)
+            if queues
+            else None
+        )
+        outcome = (
+            self._place(request, state)
+            if refused is None
+            else pl.Failed(request, refused, "static")
+        )
         return explain.plan(self.placer, request, state, outcome)
 
 

@@ -136,6 +136,36 @@ def test_plan_json_and_pending_exit_code(
     assert {c["cluster"]: c["plugin"] for c in entry["clusters"]}["us-a100"] == "capacity"
 
 
+def test_plan_refuses_a_queue_that_takes_no_work_once_queues_are_given(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the cycle does; with no Queue file at all, where the work would go is still
+    answered (the job names no queue that exists there either)."""
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(JOB.replace("annotations: {", "annotations: {fedctl.io/queue: ml-prd, "))
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ml}\n---\n"
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ml-prod}\n"
+        "spec: {parent: ml}\n"
+    )
+    args = ["plan", "-f", str(typo), "--clusters", str(files["profile"]), "-o", "json"]
+    assert main.main(args) == 0
+    assert json.loads(capsys.readouterr().out)[0]["scheduled"] is True
+    assert main.main([*args, "-f", str(queues)]) == plan_cmd_pending()
+    [entry] = json.loads(capsys.readouterr().out)
+    assert entry["reason"] == (
+        "queue ml-prd is not defined (queues that take work: ml-prod): create it or correct"
+        " the workload's fedctl.io/queue"
+    )
+    assert {c["cluster"] for c in entry["clusters"]} == {
+        "us-a100",
+        "bj-npu-1",
+        "cpu-000",
+        "cpu-001",
+    }
+
+
 def plan_cmd_pending() -> int:
     from federation.cli import plan_cmd
 
