@@ -357,6 +357,11 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     stack.call(lambda: bindings.put(BINDING_KEY, binding("Scheduled")))
     expect(row.locator("[data-admitted]")).to_have_text("1")
     expect(row.locator("[data-depth]")).to_have_text("0")
+    # What it holds comes from the queue status view: web alone holds anything at the top.
+    expect(row.locator(".bar-row.small").first).to_contain_text("100%")
+    expect(row.locator("td[title]").first).to_have_attribute(
+        "title", re.compile(r"cpu \d+(\.\d+)?/400")
+    )
     page.locator('#nav a[data-view="workloads"]').click()
     expect(card.locator(".phase")).to_have_text("Scheduled")
     expect(card.locator(".placement [data-target]")).to_have_text(

@@ -8,7 +8,8 @@ import { loadDrills, renderDrillForm, setupDrills } from "./drills.js";
 import { setupEditor } from "./editor.js";
 import { renderClusters, renderQueues, renderWorkloads } from "./views.js";
 
-const state = { clusters: [], queues: [], workloads: [], bindings: [] };
+const state = { clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [] };
+const QUEUE_STATUS = "/apis/status.fedctl.io/v1alpha1/queues";
 
 async function load(kind) {
   try {
@@ -21,9 +22,38 @@ async function load(kind) {
   renderAll();
 }
 
+// At most one call per `ms`, and always one after the last request: unlike a debounce, a
+// steady stream of requests cannot put it off forever.
+function throttle(fn, ms) {
+  let last = 0;
+  let timer = null;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      last = Date.now();
+      fn();
+    }, Math.max(0, last + ms - Date.now()));
+  };
+}
+
+// What each queue holds is charged on the server over every admitted workload: asked at
+// most once a second, after the Bindings or queues it depends on change.
+const loadQueueStatus = throttle(async () => {
+  try {
+    state.queueStatus = (await call(QUEUE_STATUS)).items || [];
+  } catch (err) {
+    console.warn(`queue status: ${err.message}`);
+  }
+  renderAll();
+}, 1000);
+
 const reload = {};
 for (const kind of ["clusters", "queues", "workloads", "bindings"]) {
-  reload[kind] = debounce(() => load(kind), 150);
+  reload[kind] = debounce(() => {
+    load(kind);
+    if (kind !== "clusters") loadQueueStatus();
+  }, 150);
 }
 
 function refreshAll() {
@@ -54,6 +84,7 @@ function start() {
   setupDrills();
   window.addEventListener("hashchange", show);
   show();
+  loadQueueStatus();
   for (const kind of Object.keys(reload)) {
     load(kind);
     watch(kind, `${API}/${kind}`, (event) => {

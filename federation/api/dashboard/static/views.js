@@ -114,32 +114,18 @@ export function workloadOf(binding) {
   return workloadKey(w.namespace, w.apiVersion, w.kind, w.name);
 }
 
-function podCpu(workload) {
-  const spec = workload.spec || {};
-  const pod = (spec.template && spec.template.spec) || spec;
-  let total = 0;
-  for (const c of pod.containers || []) total += qty(((c.resources || {}).requests || {}).cpu);
-  return total;
-}
-
+// Counts and reasons come live from the Bindings; what each queue holds (its dominant share
+// and usage against its limits) from the queue status view, charged as the scheduler does.
 export function renderQueues(state) {
   const root = $("queues");
-  const byKey = new Map(state.workloads.map((w) =>
-    [workloadKey(meta(w).namespace || "default", w.apiVersion, w.kind, meta(w).name), w]));
-  const stats = new Map(state.queues.map((q) =>
-    [meta(q).name, { pending: [], admitted: 0, cpu: 0 }]));
+  const status = new Map((state.queueStatus || []).map((q) => [q.name, q]));
+  const stats = new Map(state.queues.map((q) => [meta(q).name, { pending: [], admitted: 0 }]));
   for (const b of state.bindings) {
     const q = (b.spec && b.spec.queue) || "default";
-    if (!stats.has(q)) stats.set(q, { pending: [], admitted: 0, cpu: 0, unknown: true });
+    if (!stats.has(q)) stats.set(q, { pending: [], admitted: 0, unknown: true });
     const s = stats.get(q);
-    if ((b.status || {}).phase === "Scheduled") {
-      s.admitted += 1;
-      const w = byKey.get(workloadOf(b));
-      const replicas = (b.spec.clusters || []).reduce((n, t) => n + (t.replicas || 0), 0);
-      if (w) s.cpu += podCpu(w) * replicas;
-    } else {
-      s.pending.push(b);
-    }
+    if ((b.status || {}).phase === "Scheduled") s.admitted += 1;
+    else s.pending.push(b);
   }
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
@@ -151,10 +137,14 @@ export function renderQueues(state) {
       const r = rolled.get(p);
       r.pending.push(...s.pending);
       r.admitted += s.admitted;
-      r.cpu += s.cpu;
       seen.add(p);
     }
   }
+  // The unweighted dominant share (a parent's is its subtree's, as the view reports it).
+  const dominant = (name) => {
+    const q = status.get(name);
+    return q ? q.share * q.weight : 0;
+  };
   // A queue that Bindings name but nobody defined is where a mistyped queue's work waits.
   const undefinedQueues = [...stats.keys()].filter((n) => !parentOf.has(n) && n !== "default")
     .map((n) => ({ metadata: { name: n }, spec: {}, undefinedQueue: true }));
@@ -169,15 +159,16 @@ export function renderQueues(state) {
   const siblingsWeight = (parent) => siblings(parent)
     .filter((q) => !q.undefinedQueue)
     .reduce((n, q) => n + ((q.spec || {}).weight || 1), 0);
-  const siblingsCpu = (parent) => siblings(parent)
-    .reduce((n, q) => n + rolled.get(meta(q).name).cpu, 0);
+  const siblingsDominant = (parent) => siblings(parent)
+    .reduce((n, q) => n + dominant(meta(q).name), 0);
   const rows = queues.map((q) => {
     const spec = q.spec || {};
     const s = rolled.get(meta(q).name);
     const parent = hasChildren.has(meta(q).name);
     const weightShare = (spec.weight || 1) / (siblingsWeight(spec.parent || null) || 1);
-    const around = siblingsCpu(spec.parent || null);
-    const share = around > 0 ? s.cpu / around : 0;
+    const around = siblingsDominant(spec.parent || null);
+    const share = around > 0 ? dominant(meta(q).name) / around : 0;
+    const held = status.get(meta(q).name);
     return h("tr", { "data-queue": meta(q).name },
       h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
         meta(q).name,
@@ -185,8 +176,8 @@ export function renderQueues(state) {
       h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
       h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
       h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
-      h("td", {},
-        bar(Math.round(share * 100), 100, "admitted share", { class: "bar-row small" },
+      h("td", { title: held ? usageText(held) : "" },
+        bar(Math.round(share * 100), 100, "held share", { class: "bar-row small" },
           `${Math.round(share * 100)}%`),
         q.undefinedQueue ? null : bar(Math.round(weightShare * 100), 100, "weight share",
           { class: "bar-row small weight" }, `${Math.round(weightShare * 100)}%`)),
@@ -202,6 +193,13 @@ export function renderQueues(state) {
     h("thead", {}, h("tr", {}, ["Queue", "Weight", "Depth", "Admitted",
       "Share vs weight", "Pending reasons"].map((t) => h("th", {}, t)))),
     h("tbody", {}, rows)));
+}
+
+// "nvidia.com/gpu 24/32, cpu 40/-": what a queue holds against its capability.
+function usageText(item) {
+  const cap = item.capability || {};
+  const names = [...new Set([...Object.keys(item.used || {}), ...Object.keys(cap)])].sort();
+  return names.map((n) => `${n} ${(item.used || {})[n] || "0"}/${cap[n] || "-"}`).join(", ");
 }
 
 export function verdictTable(verdicts) {
