@@ -8,9 +8,10 @@ stdout with one line per workload: moved (or would move) from -> to and why, or 
 
 Why straight to the registry like `fedctl drill`: a move is a Binding amendment of the kind
 failover itself makes, judged by the same pure rules, and the controller's API has no
-Binding writes. A Binding the scheduler or failover changed after the decision is left
-alone (reported as changed) rather than overwritten; running the command again decides it
-afresh.
+Binding writes. A Binding the scheduler or failover changed after the decision is never
+overwritten: it is read and decided again, up to `ATTEMPTS` times with backoff (the
+controller rewrites Bindings routinely, and one lost race should not fail the command);
+one still changing after that is reported as changed and left alone.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 EXIT_OK, EXIT_ERROR = 0, 1
+ATTEMPTS = 4
+"""Decisions per workload whose Binding keeps changing under it."""
 
 
 def register(sub: Any) -> None:
@@ -56,6 +59,8 @@ def _matches(ref: str, wanted: list[str]) -> bool:
 
 
 async def _rebalance(args: argparse.Namespace) -> int:
+    import tenacity
+
     from federation import clock
     from federation.failover import rebalance
     from federation.registry import codec
@@ -63,23 +68,49 @@ async def _rebalance(args: argparse.Namespace) -> int:
     from policies.models.binding import Binding
 
     store = await registry_cmd.connect(args)
-    try:
-        live = await whatif.load(store)
-        found = whatif.candidates(live)
-        if args.workload:
+    decided: dict[str, rebalance.Verdict] = {}  # the latest decision per workload
+    moved: list[str] = []
+    remaining: set[str] | None = None  # after the first round: the refs that changed
+
+    async def one_round() -> list[str]:
+        """Decide (and unless a dry run, write) every wanted workload; the refs whose
+        Binding changed under the decision."""
+        found = whatif.candidates(await whatif.load(store))
+        if remaining is not None:
+            found = [c for c in found if _ref(c) in remaining]
+        elif args.workload:
             found = [c for c in found if _matches(_ref(c), args.workload)]
             missing = [w for w in args.workload if not any(_matches(_ref(c), [w]) for c in found)]
             if missing:
                 raise errors.NotFound(f"placed workload {', '.join(missing)}")
         verdicts = [rebalance.decide(c) for c in found]
-        outcome = rebalance.Outcome()
-        if not args.dry_run:
-            typed = codec.TypedStore(store, codec.Codec(Binding))
-            outcome = await rebalance.apply(typed, verdicts, now=clock.real.now())
+        decided.update((v.ref, v) for v in verdicts)
+        if args.dry_run:
+            return []
+        typed = codec.TypedStore(store, codec.Codec(Binding))
+        outcome = await rebalance.apply(typed, verdicts, now=clock.real.now())
+        moved.extend(outcome.moved)
+        return outcome.changed
+
+    async def rounds() -> list[str]:
+        nonlocal remaining
+        changed = await one_round()
+        remaining = set(changed)
+        return changed
+
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_result(bool),
+        wait=tenacity.wait_exponential(multiplier=0.1, max=1.0),
+        stop=tenacity.stop_after_attempt(ATTEMPTS),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else [],
+    )
+    try:
+        changed: list[str] = await retrying(rounds)
     finally:
         await store.close()
-    _print(args, verdicts, outcome)
-    return EXIT_ERROR if outcome.changed else EXIT_OK
+    verdicts = list(decided.values())
+    _print(args, verdicts, rebalance.Outcome(moved=moved, changed=list(changed)))
+    return EXIT_ERROR if changed else EXIT_OK
 
 
 def _ref(candidate: rebalance.Candidate) -> str:

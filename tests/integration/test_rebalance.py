@@ -23,6 +23,7 @@ from federation.cli import main
 from federation.failover.controller import FailoverController
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys
+from federation.registry import store as st
 from federation.runtime import whatif
 from federation.scheduler import plan
 from federation.scheduler.loop import SchedulerLoop
@@ -217,3 +218,34 @@ async def test_failback_automatic_brings_work_home_once_the_member_recovers(
     home = await binding(fed, shop)
     assert home is not None and home.placement() == {HOME: 2}
     assert home.status.reason == "Rebalanced: affinity group fallback -> home"
+
+
+async def test_rebalance_decides_again_when_the_binding_changes_under_it(
+    fed: Federation, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller rewrites Bindings routinely: a move that loses the compare-and-swap
+    is read and decided again, not reported as a failure."""
+    shop = deployment("shop", 2)
+    await fed.put(home_first("web", ("apps/v1", "Deployment")))
+    real_load = whatif.load
+    loads: list[int] = []
+
+    async def load_then_touch(store: Any) -> whatif.Live:
+        live = await real_load(store)
+        loads.append(1)
+        if len(loads) == 1:  # a write lands between the first decision and its write
+            key = keys.binding_key(ref_of(shop))
+            kv = await store.get(key)
+            assert kv is not None
+            await store.commit([st.Put(key, kv.value)])
+        return live
+
+    async with running(fed):
+        await fail_over_and_back(fed, [shop])
+        monkeypatch.setattr(whatif, "load", load_then_touch)
+        code, done = await fedctl(fed, capsys, "rebalance", "--workload", "web/shop")
+        assert len(loads) == 2
+        assert code == 0 and [(v["workload"], v["result"]) for v in done] == [
+            (str(ref_of(shop)), "moved")
+        ]
+        await comes_home_gracefully(fed, shop)
