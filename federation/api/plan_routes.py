@@ -92,6 +92,8 @@ class LiveState:
         those whose workload still exists and whose every target is a known cluster (the
         controller places the others again rather than count them)."""
         usage = Usage()
+        shapes: dict[object, Any] = {}  # pod shapes and charges read once (`admission_of`)
+        charges: dict[Any, Any] = {}
         for key, binding in self.bindings.items():
             workload = self.objects.get(key)
             if not isinstance(workload, Workload) or not binding.spec.clusters:
@@ -105,7 +107,13 @@ class LiveState:
                 priority=binding.spec.priority,
             )
             usage.admit(
-                reconcile.admission_of(job, binding, device_resources=snapshot.device_resources)
+                reconcile.admission_of(
+                    job,
+                    binding,
+                    device_resources=snapshot.device_resources,
+                    shapes=shapes,
+                    charges=charges,
+                )
             )
         return usage
 
