@@ -47,6 +47,7 @@ from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
+from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = ["PLAN_PATH", "LiveState", "PlanApi"]
@@ -72,6 +73,8 @@ class LiveState:
     statuses: dict[str, ClusterStatus]
     bindings: dict[str, Binding] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    """Workload keys whose aggregated status is Succeeded or Failed: they hold nothing."""
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [o for o in self.objects.values() if isinstance(o, kind)]
@@ -89,14 +92,16 @@ class LiveState:
 
     def usage(self, snapshot: snap.Snapshot) -> Usage:
         """What the Scheduled Bindings hold, charged as the controller charges them: only
-        those whose workload still exists and whose every target is a known cluster (the
-        controller places the others again rather than count them)."""
+        those whose workload still exists, has not finished, and whose every target is a
+        known cluster (the controller places the others again rather than count them)."""
         usage = Usage()
         shapes: dict[object, Any] = {}  # pod shapes and charges read once (`admission_of`)
         charges: dict[Any, Any] = {}
         for key, binding in self.bindings.items():
             workload = self.objects.get(key)
             if not isinstance(workload, Workload) or not binding.spec.clusters:
+                continue
+            if key in self.finished:
                 continue
             if any(t.name not in snapshot.index for t in binding.spec.clusters):
                 continue
@@ -125,6 +130,7 @@ class PlanApi:
         self.objects = codec.TypedStore(store, objects.ObjectCodec())
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
         self.bindings = codec.TypedStore(store, codec.Codec(Binding))
+        self.results = codec.TypedStore(store, codec.Codec(WorkloadStatus))
         self.settings = settings or SchedulerSettings()
 
     def routes(self) -> list[web.RouteDef]:
@@ -138,6 +144,12 @@ class PlanApi:
             found.update((item.key, item.obj) for item in listed.items)
         statuses = await self.statuses.list(keys.prefix("clusterstatus"))
         bindings = await self.bindings.list(keys.prefix("bindings"))
+        results = await self.results.list(keys.prefix("workloadstatus"))
+        finished = {
+            keys.workload_key(keys.parse_workload_key(r.key))
+            for r in results.items
+            if r.obj.phase in reconcile.FINISHED
+        }
         pending: dict[str, int] = {}
         for b in bindings.items:
             if b.obj.status.phase != "Scheduled":
@@ -151,6 +163,7 @@ class PlanApi:
                 if b.obj.status.phase == "Scheduled"
             },
             pending,
+            finished,
         )
 
     async def plan(self, request: web.Request) -> web.Response:

@@ -17,6 +17,7 @@ from federation.registry import codec, keys, objects
 from federation.scheduler import cycle
 from federation.scheduler import plan as planning
 from policies.models.binding import Binding
+from policies.models.work import WorkloadStatus
 from tests.integration.test_scheduler_loop import api_server, registry_with_member
 from tests.unit.scheduler import fleet
 
@@ -27,7 +28,8 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Cluster a has 32 cores. `held` (2 pods of 10 cores, queue qa) is admitted and its
-    Binding stored; `wait` (queue qb) and `typo` (queue qz, not defined) are Pending."""
+    Binding stored; `done` (6 cores, qa) finished; `wait` (queue qb) and `typo` (queue qz,
+    not defined) are Pending."""
     store, member = await registry_with_member()
     objs = codec.TypedStore(store, objects.ObjectCodec())
     queues = [
@@ -46,6 +48,19 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
     (admitted,) = decided.bindings
     bindings = codec.TypedStore(store, codec.Codec(Binding))
     await bindings.put(keys.binding_key(objects.workload_ref(held)), admitted)
+    # A finished job's Binding stays Scheduled, but it holds nothing, as for the scheduler.
+    done = fleet.workload("done", cpu="6", queue="qa")
+    await objs.put(objects.key_for(done), done)
+    pending = PendingStore()
+    pending.add(planning.job_for(done, None, settings=scheduler.settings))
+    (finished,) = scheduler.run_cycle(
+        snap.build([member], queues=queues), pending, Usage(), fleet.NOW
+    ).bindings
+    await bindings.put(keys.binding_key(objects.workload_ref(done)), finished)
+    await codec.TypedStore(store, codec.Codec(WorkloadStatus)).put(
+        keys.workload_status_key(objects.workload_ref(done)),
+        WorkloadStatus(workload=finished.spec.workload, phase="Succeeded"),
+    )
     for name, queue in (("wait", "qb"), ("typo", "qz")):
         w = fleet.workload(name, queue=queue)
         await objs.put(objects.key_for(w), w)
