@@ -7,13 +7,17 @@ import asyncio
 import json
 import urllib.request
 
+import aiohttp
 import pytest
+from aiohttp import web
 
+from federation import clock
+from federation.api import queue_status
 from federation.cache import snapshot as snap
 from federation.cli import main
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
-from federation.registry import codec, keys, objects
+from federation.registry import codec, embedded, keys, objects
 from federation.scheduler import cycle
 from federation.scheduler import plan as planning
 from policies.models.binding import Binding
@@ -105,3 +109,42 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
         usage = {line.split()[0]: line.split()[1:] for line in out.splitlines()[-3:]}
         assert usage["cpu"] == ["20", "-", "24"]
         assert usage["memory"] == ["2Gi", "-", "-"]
+
+
+async def test_an_answer_is_kept_until_the_registry_changes_and_it_is_old() -> None:
+    """A dashboard polling a busy federation must not recompute every admitted workload's
+    charge on each call: a kept answer is served while nothing changed, or while it is
+    younger than the refresh period, and says how old it is."""
+    store, _ = await registry_with_member()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    await objs.put(objects.key_for(fleet.queue("qa")), fleet.queue("qa"))
+    fake = clock.FakeClock()
+    api = queue_status.QueueStatusApi(store, clock=fake, refresh=2.0)
+    app = web.Application()
+    app.add_routes(api.routes())
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def names() -> tuple[list[str], float, bool]:
+                async with session.get(f"http://127.0.0.1:{port}{queue_status.QUEUES_PATH}") as r:
+                    doc = await r.json()
+                return [q["name"] for q in doc["items"]], doc["ageSeconds"], doc["stale"]
+
+            assert await names() == (["qa"], 0.0, False)
+            await fake.advance(5)
+            assert await names() == (["qa"], 5.0, False)  # nothing changed: the same answer
+            assert api.computed == 1
+            await objs.put(objects.key_for(fleet.queue("qb")), fleet.queue("qb"))
+            assert await names() == (["qa", "qb"], 0.0, False)  # changed, and it was old
+            await objs.put(objects.key_for(fleet.queue("qc")), fleet.queue("qc"))
+            await fake.advance(1)
+            assert await names() == (["qa", "qb"], 1.0, True)  # changed, but only 1 s old
+            await fake.advance(1.5)
+            assert await names() == (["qa", "qb", "qc"], 0.0, False)
+            assert api.computed == 3
+    finally:
+        await runner.cleanup()

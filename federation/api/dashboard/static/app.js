@@ -39,9 +39,12 @@ function throttle(fn, ms) {
 
 // What each queue holds is charged on the server over every admitted workload: asked at
 // most once a second, after the Bindings or queues it depends on change.
+// A busy registry may be answered from a kept, slightly older answer ("stale"): ask again.
 const loadQueueStatus = throttle(async () => {
   try {
-    state.queueStatus = (await call(QUEUE_STATUS)).items || [];
+    const doc = await call(QUEUE_STATUS);
+    state.queueStatus = doc.items || [];
+    if (doc.stale) setTimeout(() => loadQueueStatus(), 1500);
   } catch (err) {
     console.warn(`queue status: ${err.message}`);
   }
