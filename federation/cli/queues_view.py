@@ -74,8 +74,8 @@ def usage(item: dict[str, Any]) -> str:
     lines = [
         f"Admitted:    {item['admitted']}",
         f"Pending:     {item['pending']}",
-        f"Share:       {item['share'] * 100:.1f}% of the fleet's dominant resource,"
-        f" over weight {item['weight']}",
+        f"Share:       {item['share'] * 100:.1f}% (its dominant share of the fleet divided"
+        f" by its weight, {item['weight']}: what fair share compares)",
     ]
     if item["children"]:
         lines.append(
