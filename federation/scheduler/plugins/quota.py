@@ -39,9 +39,14 @@ def charge_of(pod: ResourceList, devices: int, replicas: int, chip: str | None) 
 def limited(job: fw.JobRequest, state: fw.CycleState) -> bool:
     """Whether this filter can turn a cluster down: the job's queue has a capability or its
     namespace a FederatedResourceQuota."""
-    queue = state.snapshot.queues.get(job.job.queue)
-    if queue is not None and (queue.spec.capability is not None or queue.spec.parent is not None):
-        return True  # a parent's capability caps its children too
+    queues = state.snapshot.queues
+    queue = queues.get(job.job.queue)
+    if queue is not None and queue.spec.capability is not None:
+        return True
+    if queue is not None and queue.spec.parent is not None:  # an ancestor's cap binds too
+        above = hierarchy.tree_of(queues).ancestors.get(queue.name, ())
+        if any(queues[a].spec.capability is not None for a in above):
+            return True
     return job.job.ref.namespace in state.snapshot.quotas
 
 

@@ -11,6 +11,7 @@ from federation.quota.accounting import Usage
 from federation.registry import keys
 from federation.resources import ResourceList
 from federation.scheduler import cycle
+from federation.scheduler import framework as fw
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 from policies.models.cluster import NodeFlavor
@@ -344,3 +345,18 @@ def test_a_namespace_quota_the_job_alone_exceeds_is_said_before_capacity() -> No
         "namespace team FederatedResourceQuota quota overall for nvidia.com/gpu is 8,"
         " this workload needs 16: it can never be admitted"
     )
+
+
+def test_the_quota_filter_applies_under_a_capped_ancestor_only() -> None:
+    """Without any cap above (or on) the queue, the filter is skipped, as for a flat queue."""
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    for cap, expected in ((None, False), ({"cpu": "8"}, True)):
+        queues = [
+            queue("top", **({"capability": cap} if cap else {})),
+            queue("org", parent="top"),
+            queue("a", parent="org"),
+        ]
+        snapshot = snap.build(FLEET, queues=queues)
+        request = scheduler.request(job(workload("w", queue="a")), snapshot)
+        state = fw.CycleState(snapshot, Usage(), scheduler.settings)
+        assert quota.limited(request, state) is expected
