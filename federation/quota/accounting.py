@@ -350,27 +350,75 @@ def overall_problem(
     return None
 
 
-_GUARANTEES: list[tuple[Mapping[str, Queue], dict[str, dict[str, int]]]] = []
-"""The last queue set's guarantees by resource, then queue (nonzero only), with that set."""
+@dataclass(frozen=True, slots=True)
+class _Guarantees:
+    """One queue set's guarantees, arranged for lending (asked for each admission)."""
+
+    leaves: dict[str, dict[str, int]]
+    """Resource -> queue without children -> its guarantee (nonzero only)."""
+    nested: frozenset[str]
+    """Resources some parent guarantees: only for these does the tree matter."""
+    amounts: dict[str, dict[str, int]]
+    """Resource -> any queue -> its guarantee (nonzero only)."""
+    parent: dict[str, str]
+    """Queue -> its defined parent (a chain ends at an undefined parent or a loop)."""
+    children: dict[str | None, tuple[str, ...]]
+    """Queue (None: the top) -> the queues directly below it."""
+    members: dict[str, tuple[str, ...]]
+    """Parent -> itself and every queue below it."""
 
 
-def _guarantees(queues: Mapping[str, Queue]) -> dict[str, dict[str, int]]:
-    """Guarantees by resource: lending asks for each admission, and most resources (memory,
-    pods) are guaranteed to nobody, which this answers without walking the queues.
+_GUARANTEES: list[tuple[Mapping[str, Queue], _Guarantees]] = []
+"""The last queue set's arrangement, with that set."""
 
-    A parent's guarantee only bounds its children's (who hold the work and whose
-    guarantees are reserved), so counting it too would reserve the same capacity twice."""
+
+def _guarantees(queues: Mapping[str, Queue]) -> _Guarantees:
+    """Kept per queue set: most resources (memory, pods) are guaranteed to nobody, and a
+    flat queue set needs no tree, which this lets lending see without walking the queues."""
     last = _GUARANTEES[0] if _GUARANTEES else None  # read once: another thread may replace it
     if last is not None and last[0] is queues:
         return last[1]
-    parents = {q.spec.parent for q in queues.values()}
-    out: dict[str, dict[str, int]] = {}
+    parent: dict[str, str] = {}
     for name, queue in queues.items():
-        if name in parents:
-            continue
+        up = queue.spec.parent
+        if up is not None and up in queues and up != name:
+            parent[name] = up
+    for name in list(parent):  # cut loops (validation rejects them; a hand-written registry)
+        seen, node = {name}, parent.get(name)
+        while node is not None and node not in seen:
+            seen.add(node)
+            node = parent.get(node)
+        if node is not None:
+            parent.pop(name, None)
+    children: dict[str | None, list[str]] = {}
+    for name in sorted(queues):
+        children.setdefault(parent.get(name), []).append(name)
+    members: dict[str, list[str]] = {}
+    for name in queues:
+        node = parent.get(name)
+        while node is not None:
+            members.setdefault(node, [node]).append(name)
+            node = parent.get(node)
+    leaves: dict[str, dict[str, int]] = {}
+    amounts: dict[str, dict[str, int]] = {}
+    nested: set[str] = set()
+    for name, queue in queues.items():
         for resource, amount in queue.spec.guarantee.items():
-            if amount > 0:
-                out.setdefault(resource, {})[name] = amount
+            if amount <= 0:
+                continue
+            amounts.setdefault(resource, {})[name] = amount
+            if name in children:
+                nested.add(resource)
+            else:
+                leaves.setdefault(resource, {})[name] = amount
+    out = _Guarantees(
+        leaves=leaves,
+        nested=frozenset(nested),
+        amounts=amounts,
+        parent=parent,
+        children={k: tuple(v) for k, v in children.items()},
+        members={k: tuple(v) for k, v in members.items()},
+    )
     _GUARANTEES[:] = [(queues, out)]
     return out
 
@@ -378,12 +426,36 @@ def _guarantees(queues: Mapping[str, Queue]) -> dict[str, dict[str, int]]:
 def _reserved_for_others(
     name: str, resource: str, queues: Mapping[str, Queue], usage: Usage
 ) -> int:
-    reserved = 0
-    for other, guaranteed in _guarantees(queues).get(resource, {}).items():
-        if other == name:
-            continue
-        reserved += max(0, guaranteed - usage.queue_totals(other).get(resource, 0))
-    return reserved
+    """What `resource` is kept for guarantees that are not `name`'s to use.
+
+    Without a parent guaranteeing it: every other queue's unused guarantee. With one, the
+    tree decides: a queue's unused guarantee is the larger of its own guarantee minus what
+    its subtree holds and the sum of its children's unused guarantees (a parent's
+    guarantee covers its children's, and what it adds is kept for any of them); kept
+    against `name` is the unused guarantee of each sibling of `name` and of each of its
+    ancestors, since everything inside its own ancestors' guarantees is its to use too."""
+    g = _guarantees(queues)
+    if resource not in g.nested:
+        reserved = 0
+        for other, guaranteed in g.leaves.get(resource, {}).items():
+            if other == name:
+                continue
+            reserved += max(0, guaranteed - usage.queue_totals(other).get(resource, 0))
+        return reserved
+    own = g.amounts.get(resource, {})
+
+    def unused(node: str) -> int:
+        held = sum(usage.queue_totals(m).get(resource, 0) for m in g.members.get(node, (node,)))
+        below = sum(unused(child) for child in g.children.get(node, ()))
+        return max(own.get(node, 0) - held, below, 0)
+
+    reserved, node = 0, name
+    while True:
+        up = g.parent.get(node)
+        reserved += sum(unused(s) for s in g.children.get(up, ()) if s != node)
+        if up is None:
+            return reserved
+        node = up
 
 
 def lending_problem(

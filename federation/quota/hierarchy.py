@@ -14,10 +14,11 @@ The rules, as in Volcano's hierarchical queues:
    before it had children) and every descendant. The children's own capabilities may add
    up to more than the parent's; the parent's cap is what binds then.
  - Fair share, borrowing and reclaim act between the queues that take work. A parent's
-   guarantee bounds its children's guarantees (checked when applied); the children's
-   guarantees are what is reserved, in the federation and under every capped ancestor: a
-   sibling's unused guarantee is not room under the parent's cap either, so a child can
-   always reach its guarantee without reclaim across the subtree. Preemption inside a
+   guarantee covers its children's (checked when applied) and, in the federation, is kept
+   for its whole subtree (`accounting`: never lent outside it). Under every capped
+   ancestor the children's unused guarantees are kept too: a sibling's unused guarantee
+   is not room under the parent's cap either, so a child can always reach its guarantee
+   without reclaim across the subtree. Preemption inside a
    queue also makes room under its ancestors' capabilities, from that queue's own
    lower-priority work only.
 

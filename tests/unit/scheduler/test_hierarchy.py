@@ -360,3 +360,46 @@ def test_the_quota_filter_applies_under_a_capped_ancestor_only() -> None:
         request = scheduler.request(job(workload("w", queue="a")), snapshot)
         state = fw.CycleState(snapshot, Usage(), scheduler.settings)
         assert quota.limited(request, state) is expected
+
+
+def test_a_parent_guarantee_beyond_its_childrens_is_kept_for_the_whole_subtree() -> None:
+    # 32 GPUs; org is guaranteed 16 and its children nothing of their own: x, outside,
+    # may borrow only 16, and either child may use org's 16.
+    queues = [
+        queue("org", guarantee={"nvidia.com/gpu": "16"}),
+        queue("a", parent="org"),
+        queue("b", parent="org"),
+        queue("x"),
+    ]
+    jobs = [gpu_job(f"x{i}", "x", 8, i) for i in range(1, 4)]
+    result = run(FLEET, jobs, queues=queues, settings=None)
+    assert set(placed(result)) == {"x1", "x2"}
+    assert result.reasons["team/Job.batch/x3"].startswith(
+        "queue x cannot borrow nvidia.com/gpu: 16 in use and 16 guaranteed to other queues, of 32"
+    )
+    usage = Usage()
+    for name in ("x1", "x2"):
+        usage.admit(held(name, "x", 0, gpus=8))
+    inside = run(FLEET, [gpu_job("a1", "a", 8, 5), gpu_job("b1", "b", 8, 6)], queues=queues,
+                 usage=usage, settings=None)  # fmt: skip
+    assert set(placed(inside)) == {"a1", "b1"}
+
+
+def test_a_parent_guarantee_counts_what_its_whole_subtree_holds() -> None:
+    # org 16 over a 4 and b 4. a holds 10: org keeps 16 - 10 = 6 (more than b's unused 4,
+    # which is all a leaf-by-leaf count would keep), so x may take 32 - 10 - 6 = 16.
+    queues = [
+        queue("org", guarantee={"nvidia.com/gpu": "16"}),
+        queue("a", parent="org", guarantee={"nvidia.com/gpu": "4"}),
+        queue("b", parent="org", guarantee={"nvidia.com/gpu": "4"}),
+        queue("x"),
+    ]
+    usage = Usage()
+    usage.admit(held("a-1", "a", 0, gpus=8))
+    usage.admit(held("a-2", "a", 0, gpus=2))
+    jobs = [gpu_job(f"x{i}", "x", 2, i) for i in range(1, 11)]
+    result = run(FLEET, jobs, queues=queues, usage=usage, settings=None)
+    assert set(placed(result)) == {f"x{i}" for i in range(1, 9)}
+    assert result.reasons["team/Job.batch/x9"].startswith(
+        "queue x cannot borrow nvidia.com/gpu: 26 in use and 6 guaranteed to other queues, of 32"
+    )
