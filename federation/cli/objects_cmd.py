@@ -8,6 +8,7 @@ unless every document is valid.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
@@ -172,7 +173,7 @@ async def _get(args: argparse.Namespace) -> int:
     if args.name:
         items = [i for i in items if _matches(i, args.name)]
         if not items:
-            raise errors.NotFound(f'{res.plural} "{args.name}"')
+            raise errors.NotFound(await _missing(args, res.plural))
     if args.output in ("yaml", "json"):
         doc: Any = items[0] if args.name and len(items) == 1 else items
         print(render.dump(doc, args.output))
@@ -214,6 +215,26 @@ async def _get_queues(args: argparse.Namespace, now: Any) -> int:
     return 0
 
 
+async def _missing(args: argparse.Namespace, plural: str) -> str:
+    """What was not found; for a queue that workloads name but nobody defined, also how
+    many wait in it, since that is usually why someone asks for it."""
+    what = f'{plural} "{args.name}"'
+    if plural != "queues":
+        return what
+    from federation.cli import queues_view
+
+    with contextlib.suppress(errors.FedctlError):
+        async with _client().ApiClient(args.server, token=args.token) as api:
+            status = await api.request("GET", queues_view.PATH)
+        for item in status["items"]:
+            if item["name"] == args.name and item["pending"]:
+                return (
+                    f"{what}: not defined, and {item['pending']} workload(s) wait in it;"
+                    " create the queue or correct their fedctl.io/queue"
+                )
+    return what
+
+
 def _matches(item: dict[str, Any], name: str) -> bool:
     meta = item.get("metadata", {})
     ns, _, bare = name.rpartition("/")
@@ -231,7 +252,7 @@ async def _describe(args: argparse.Namespace) -> int:
         listed = await api.request("GET", path)
     found = [i for i in listed["items"] if _matches(i, args.name)]
     if not found:
-        raise errors.NotFound(f'{res.plural} "{args.name}"')
+        raise errors.NotFound(await _missing(args, res.plural))
     item = found[0]
     meta = item.get("metadata", {})
     print(f"Name:        {meta.get('name')}")

@@ -110,6 +110,10 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
         assert usage["cpu"] == ["20", "-", "24"]
         assert usage["memory"] == ["2Gi", "-", "-"]
 
+        code = await asyncio.to_thread(main.main, ["describe", "queue", "qz", "--server", server])
+        assert code == 1
+        assert 'queues "qz": not defined, and 1 workload(s) wait in it' in (capsys.readouterr().err)
+
 
 async def test_an_answer_is_kept_until_the_registry_changes_and_it_is_old() -> None:
     """A dashboard polling a busy federation must not recompute every admitted workload's
