@@ -426,7 +426,19 @@ def _guarantees(queues: Mapping[str, Queue]) -> _Guarantees:
 def _reserved_for_others(
     name: str, resource: str, queues: Mapping[str, Queue], usage: Usage
 ) -> int:
-    """What `resource` is kept for guarantees that are not `name`'s to use.
+    return reserved_against(name, resource, queues=queues, usage=usage)
+
+
+def reserved_against(
+    name: str,
+    resource: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    within: str | None = None,
+) -> int:
+    """What `resource` is kept for guarantees that are not `name`'s to use: in the whole
+    federation, or with `within` only under that ancestor of `name` (its capability).
 
     Without a parent guaranteeing it: every other queue's unused guarantee. With one, the
     tree decides: a queue's unused guarantee is the larger of its own guarantee minus what
@@ -436,9 +448,10 @@ def _reserved_for_others(
     ancestors, since everything inside its own ancestors' guarantees is its to use too."""
     g = _guarantees(queues)
     if resource not in g.nested:
+        scope = None if within is None else set(g.members.get(within, (within,)))
         reserved = 0
         for other, guaranteed in g.leaves.get(resource, {}).items():
-            if other == name:
+            if other == name or (scope is not None and other not in scope):
                 continue
             reserved += max(0, guaranteed - usage.queue_totals(other).get(resource, 0))
         return reserved
@@ -450,12 +463,13 @@ def _reserved_for_others(
         return max(own.get(node, 0) - held, below, 0)
 
     reserved, node = 0, name
-    while True:
+    while node != within:
         up = g.parent.get(node)
         reserved += sum(unused(s) for s in g.children.get(up, ()) if s != node)
         if up is None:
-            return reserved
+            break
         node = up
+    return reserved
 
 
 def lending_problem(

@@ -16,11 +16,10 @@ The rules, as in Volcano's hierarchical queues:
  - Fair share, borrowing and reclaim act between the queues that take work. A parent's
    guarantee covers its children's (checked when applied) and, in the federation, is kept
    for its whole subtree (`accounting`: never lent outside it). Under every capped
-   ancestor the children's unused guarantees are kept too: a sibling's unused guarantee
-   is not room under the parent's cap either, so a child can always reach its guarantee
-   without reclaim across the subtree. Preemption inside a
-   queue also makes room under its ancestors' capabilities, from that queue's own
-   lower-priority work only.
+   ancestor the same unused guarantees are kept: a sibling's unused guarantee is not
+   room under the parent's cap either, so a child can always reach its guarantee without
+   reclaim across the subtree. Preemption inside a queue also makes room under its
+   ancestors' capabilities, from that queue's own lower-priority work only.
 
 Why a tree object per queue set: a cycle asks for each decision, and the queue set changes
 only when a Queue is written, so the links are resolved once and kept with the set.
@@ -108,7 +107,7 @@ def _capped_above(
     name: str, queues: Mapping[str, Queue], usage: accounting.Usage
 ) -> list[tuple[Queue, dict[str, int], dict[str, int]]]:
     """Each ancestor of `name` with a capability, nearest first, with what its subtree
-    holds and what it keeps for the guarantees of the other leaves below it."""
+    holds and what it keeps for guarantees below it that are not `name`'s to use."""
     tree = tree_of(queues)
     out: list[tuple[Queue, dict[str, int], dict[str, int]]] = []
     for above in tree.ancestors.get(name, ()):
@@ -116,17 +115,21 @@ def _capped_above(
         if parent.spec.capability is None:
             continue
         used: dict[str, int] = {}
-        reserved: dict[str, int] = {}
+        guaranteed: set[str] = set()
         for member in tree.members[above]:
-            totals = usage.queue_totals(member)
-            for resource, amount in totals.items():
+            for resource, amount in usage.queue_totals(member).items():
                 used[resource] = used.get(resource, 0) + amount
-            if member == name or member in tree.children:
-                continue
-            for resource, amount in queues[member].spec.guarantee.items():
-                unused = amount - totals.get(resource, 0)
-                if unused > 0:
-                    reserved[resource] = reserved.get(resource, 0) + unused
+            guaranteed.update(r for r, a in queues[member].spec.guarantee.items() if a > 0)
+        reserved = {
+            resource: kept
+            for resource in sorted(guaranteed)
+            if (
+                kept := accounting.reserved_against(
+                    name, resource, queues=queues, usage=usage, within=above
+                )
+            )
+            > 0
+        }
         out.append((parent, used, reserved))
     return out
 

@@ -403,3 +403,25 @@ def test_a_parent_guarantee_counts_what_its_whole_subtree_holds() -> None:
     assert result.reasons["team/Job.batch/x9"].startswith(
         "queue x cannot borrow nvidia.com/gpu: 26 in use and 6 guaranteed to other queues, of 32"
     )
+
+
+def test_a_middle_parents_guarantee_is_kept_under_the_capped_top_too() -> None:
+    # top caps 16; mid (under top) is guaranteed 8 for a and b, which have none of their
+    # own. c, mid's sibling, may hold only 16 - 8 under top.
+    queues = [
+        queue("top", capability={"nvidia.com/gpu": "16"}),
+        queue("mid", parent="top", guarantee={"nvidia.com/gpu": "8"}),
+        queue("a", parent="mid"),
+        queue("b", parent="mid"),
+        queue("c", parent="top"),
+    ]
+    jobs = [gpu_job(f"c{i}", "c", 4, i) for i in range(1, 4)]
+    result = run(FLEET, jobs, queues=queues)
+    assert set(placed(result)) == {"c1", "c2"}
+    assert result.reasons["team/Job.batch/c3"] == (
+        "queue top (parent of c) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
+        " its other queues (needs 4 more)"
+    )
+    # Inside mid, its guarantee is a's and b's to use.
+    inside = run(FLEET, [gpu_job(f"a{i}", "a", 4, i) for i in range(1, 5)], queues=queues)
+    assert set(placed(inside)) == {"a1", "a2", "a3", "a4"}
