@@ -554,6 +554,43 @@ def _minimal(
     return chosen
 
 
+def _held(node: str, resource: str, g: _Guarantees, usage: Usage) -> int:
+    """What `node` and everything below it hold of `resource`."""
+    return sum(usage.queue_totals(m).get(resource, 0) for m in g.members.get(node, (node,)))
+
+
+def _entitled(
+    name: str, relevant: Sequence[str], g: _Guarantees, usage: Usage, charge: ResourceList
+) -> frozenset[str] | None:
+    """The queues whose guarantee entitles `name` to `charge` (itself, or the nearest
+    ancestor's subtree that stays within that ancestor's guarantee), or None."""
+    node: str | None = name
+    seen: set[str] = set()
+    while node is not None and node not in seen:
+        seen.add(node)
+        promised = g.amounts
+        if all(
+            _held(node, r, g, usage) + charge[r] <= promised.get(r, {}).get(node, 0)
+            for r in relevant
+        ):
+            return frozenset(g.members.get(node, (node,)))
+        node = g.parent.get(node)
+    return None
+
+
+def _over(queue: str, resource: str, g: _Guarantees, usage: Usage) -> bool:
+    """Whether `queue` holds `resource` beyond its guarantee and beyond each ancestor's."""
+    promised = g.amounts.get(resource, {})
+    node: str | None = queue
+    seen: set[str] = set()
+    while node is not None and node not in seen:
+        seen.add(node)
+        if _held(node, resource, g, usage) <= promised.get(node, 0):
+            return False
+        node = g.parent.get(node)
+    return True
+
+
 def reclaim_victims(
     name: str,
     *,
@@ -568,15 +605,16 @@ def reclaim_victims(
     With `clusters`, only workloads placed on one of them are candidates: when the job is
     short of room on the clusters it can use, evicting work elsewhere frees nothing for it.
 
-    Only when `name` stays within its own guarantee with `charge` (reclaim returns what was
-    promised; it is not a way to borrow). Victims come from reclaimable queues that hold more
-    than their guarantee, lowest queue priority first, then lowest workload priority, latest
-    arrival first. None when reclaim cannot make room.
+    Only when `name` stays within its own guarantee with `charge`, or its subtree within
+    an ancestor's (reclaim returns what was promised; it is not a way to borrow). Victims
+    come from reclaimable queues outside that subtree that hold more than their guarantee,
+    where what a queue holds within an ancestor's guarantee is not borrowed; lowest queue
+    priority first, then lowest workload priority, latest arrival first. None when reclaim
+    cannot make room.
     """
     own = queues.get(name)
     if own is None:
         return None
-    wanted = usage.queue_used(name) + charge
     total_used = usage.total()
     relevant = [  # the resources actually short; the others need no reclaim
         r
@@ -586,15 +624,18 @@ def reclaim_victims(
         and total_used.amount(r) + charge[r]
         > capacity[r] - _reserved_for_others(name, r, queues, usage)
     ]
-    if not relevant or any(wanted.amount(r) > own.spec.guarantee.amount(r) for r in relevant):
+    if not relevant:
+        return None
+    g = _guarantees(queues)
+    scope = _entitled(name, relevant, g, usage, charge)
+    if scope is None:
         return None
 
     def borrowing(a: Admission) -> bool:
         queue = queues.get(a.queue)
-        if a.queue == name or queue is None or not queue.spec.reclaimable:
+        if a.queue in scope or queue is None or not queue.spec.reclaimable:
             return False
-        used = usage.queue_used(a.queue)
-        return any(used.amount(r) > queue.spec.guarantee.amount(r) for r in relevant)
+        return any(_over(a.queue, r, g, usage) for r in relevant)
 
     pool = sorted(
         (

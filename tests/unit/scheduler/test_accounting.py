@@ -158,3 +158,37 @@ def test_sync_charges_only_the_difference_and_matches_a_fresh_usage() -> None:
     assert len(usage) == 1 and usage.get(c.ref) is c
     assert usage.queue_used("q").amount("cpu") == 0
     assert usage.in_queue("q") == [] and usage.in_queue("r") == [c]
+
+
+def test_reclaim_honours_a_parent_guarantee_for_its_subtree() -> None:
+    """org is guaranteed 16 GPUs; its children a and b have none of their own. x borrowed
+    the whole fleet before that guarantee was written."""
+    tree = {
+        "org": queue("org", guarantee={"nvidia.com/gpu": "16"}),
+        "a": queue("a", parent="org"),
+        "b": queue("b", parent="org"),
+        "x": queue("x"),
+    }
+    usage = Usage([adm(f"x{i}", "x", seq=i, **{"nvidia.com/gpu": "8"}) for i in range(1, 5)])
+    full = {"nvidia.com/gpu": 32000}
+    # a is within org's guarantee with 8 more: x's latest job goes.
+    victims = accounting.reclaim_victims(
+        "a", queues=tree, usage=usage, capacity=full, charge=gpus(8)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["x4"]
+    # Past org's guarantee (16), reclaim is not a way to borrow.
+    assert (
+        accounting.reclaim_victims("a", queues=tree, usage=usage, capacity=full, charge=gpus(24))
+        is None
+    )
+    # What b holds within org's guarantee is not borrowed: y (guaranteed 8) reclaims from x,
+    # never from b, though b's job is the latest.
+    tree = {**tree, "y": queue("y", guarantee={"nvidia.com/gpu": "8"})}  # a new queue set
+    usage = Usage(
+        [adm("x1", "x", seq=1, **{"nvidia.com/gpu": "16"}),
+         adm("b1", "b", seq=2, **{"nvidia.com/gpu": "16"})]
+    )  # fmt: skip
+    victims = accounting.reclaim_victims(
+        "y", queues=tree, usage=usage, capacity=full, charge=gpus(8)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["x1"]
