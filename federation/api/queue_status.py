@@ -117,9 +117,7 @@ def summarise(state: plan_routes.LiveState, *, default: str) -> list[dict[str, A
     items = []
     for name in sorted(names):
         members = tree.members.get(name, (name,))
-        used = ResourceList()
-        for member in members:
-            used = used + usage.queue_used(member)
+        used = ResourceList(usage.totals_of(members))
         queue = queues.get(name)
         spec = queue.spec if queue is not None else None
         weight = spec.weight if spec is not None else 1

@@ -229,6 +229,14 @@ class Usage:
         """A queue's totals as a plain read-only map (for hot paths such as fair share)."""
         return self._queues.get(queue, {})
 
+    def totals_of(self, queues: Iterable[str]) -> dict[str, int]:
+        """Several queues' totals summed (what a subtree holds), as a plain map."""
+        out: dict[str, int] = {}
+        for queue in queues:
+            for name, amount in self._queues.get(queue, {}).items():
+                out[name] = out.get(name, 0) + amount
+        return out
+
     def queue_version(self, queue: str) -> int:
         """Changes whenever the queue's totals do (0 for a queue never charged), and is
         kept by a copy: what is derived from those totals can be kept while it stands."""
@@ -423,12 +431,6 @@ def _guarantees(queues: Mapping[str, Queue]) -> _Guarantees:
     return out
 
 
-def _reserved_for_others(
-    name: str, resource: str, queues: Mapping[str, Queue], usage: Usage
-) -> int:
-    return reserved_against(name, resource, queues=queues, usage=usage)
-
-
 def reserved_against(
     name: str,
     resource: str,
@@ -458,9 +460,8 @@ def reserved_against(
     own = g.amounts.get(resource, {})
 
     def unused(node: str) -> int:
-        held = sum(usage.queue_totals(m).get(resource, 0) for m in g.members.get(node, (node,)))
         below = sum(unused(child) for child in g.children.get(node, ()))
-        return max(own.get(node, 0) - held, below, 0)
+        return max(own.get(node, 0) - _held(node, resource, g, usage), below, 0)
 
     reserved, node = 0, name
     while node != within:
@@ -490,7 +491,7 @@ def lending_problem(
         cap = capacity.get(resource, 0)
         if charge[resource] <= 0 or cap <= 0:
             continue
-        reserved = _reserved_for_others(name, resource, queues, usage)
+        reserved = reserved_against(name, resource, queues=queues, usage=usage)
         in_use = total.get(resource, 0)
         if in_use + charge[resource] > cap - reserved:
             return (
@@ -564,13 +565,10 @@ def _entitled(
 ) -> frozenset[str] | None:
     """The queues whose guarantee entitles `name` to `charge` (itself, or the nearest
     ancestor's subtree that stays within that ancestor's guarantee), or None."""
-    node: str | None = name
-    seen: set[str] = set()
-    while node is not None and node not in seen:
-        seen.add(node)
-        promised = g.amounts
+    node: str | None = name  # `g.parent` holds no loops: the walk ends
+    while node is not None:
         if all(
-            _held(node, r, g, usage) + charge[r] <= promised.get(r, {}).get(node, 0)
+            _held(node, r, g, usage) + charge[r] <= g.amounts.get(r, {}).get(node, 0)
             for r in relevant
         ):
             return frozenset(g.members.get(node, (node,)))
@@ -581,10 +579,8 @@ def _entitled(
 def _over(queue: str, resource: str, g: _Guarantees, usage: Usage) -> bool:
     """Whether `queue` holds `resource` beyond its guarantee and beyond each ancestor's."""
     promised = g.amounts.get(resource, {})
-    node: str | None = queue
-    seen: set[str] = set()
-    while node is not None and node not in seen:
-        seen.add(node)
+    node: str | None = queue  # `g.parent` holds no loops: the walk ends
+    while node is not None:
         if _held(node, resource, g, usage) <= promised.get(node, 0):
             return False
         node = g.parent.get(node)
@@ -622,7 +618,7 @@ def reclaim_victims(
         if charge[r] > 0
         and capacity.get(r, 0) > 0
         and total_used.amount(r) + charge[r]
-        > capacity[r] - _reserved_for_others(name, r, queues, usage)
+        > capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
     ]
     if not relevant:
         return None

@@ -114,12 +114,9 @@ def _capped_above(
         parent = queues[above]
         if parent.spec.capability is None:
             continue
-        used: dict[str, int] = {}
-        guaranteed: set[str] = set()
-        for member in tree.members[above]:
-            for resource, amount in usage.queue_totals(member).items():
-                used[resource] = used.get(resource, 0) + amount
-            guaranteed.update(r for r, a in queues[member].spec.guarantee.items() if a > 0)
+        members = tree.members[above]
+        used = usage.totals_of(members)
+        guaranteed = {r for m in members for r, a in queues[m].spec.guarantee.items() if a > 0}
         reserved = {
             resource: kept
             for resource in sorted(guaranteed)

@@ -371,10 +371,7 @@ def _subtree_share(
     capacity: dict[str, int],
 ) -> fairshare.ShareKey:
     """The weighted dominant share of what queue `node` and everything below it hold."""
-    used: dict[str, int] = {}
-    for member in tree.members.get(node, (node,)):
-        for resource, amount in usage.queue_totals(member).items():
-            used[resource] = used.get(resource, 0) + amount
+    used = usage.totals_of(tree.members.get(node, (node,)))
     weight = queues[node].spec.weight if node in queues else 1
     return fairshare.ShareKey(used, capacity, weight)
 
