@@ -32,6 +32,10 @@ stopped and a fresh loop measured:
   on their Bindings has seen every one Scheduled. Both run in a client process of their
   own, as users' clients do, not under the measured loop's interpreter lock. Bursts stay
   admitted, so later runs see slightly more workloads (admitted_at_end).
+- queue_status_from_loop_s / _from_registry_s: the queue status view (`fedctl get
+  queues`, the dashboard) answered from the loop's latest cycle, as the controller does,
+  and from a registry read, as a replica that does not lead does; each with the largest
+  event-loop lag meanwhile.
 - backlog_all_bound_s: a sweep of `--backlog` one-pod Jobs put at once (after the bursts,
   once); until every one is Scheduled, with backlog_jobs_per_s and the cycles it took, and
   how late a 10 ms timer fired on the event loop meanwhile (the API, the watches and the
@@ -62,13 +66,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+
 from bench.scheduler import make_fleet
 from federation import clock
+from federation.api import queue_status
 from federation.registry import codec, embedded, keys, objects
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.scheduler import binder as binder_mod
-from federation.scheduler import cycle
+from federation.scheduler import cycle, queue_view
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import EtcdSettings, SchedulerSettings
 from policies.models.binding import Binding
@@ -87,7 +95,13 @@ class TimedLoop(SchedulerLoop):
     """The controller's loop, each cycle timed, the binder `run()` made kept."""
 
     def __init__(self, store: st.Store, *, settings: SchedulerSettings, debounce: float) -> None:
-        super().__init__(store, settings=settings, clock=clock.real, debounce=debounce)
+        super().__init__(
+            store,
+            settings=settings,
+            clock=clock.real,
+            debounce=debounce,
+            queue_view=queue_view.Published(),  # as the controller runs it
+        )
         self.durations: list[float] = []
         self.busy = False
         self.ended = 0.0
@@ -519,6 +533,33 @@ async def measure_bursts(
     }
 
 
+async def measure_queue_status(
+    store: st.Store, loop: TimedLoop, task: asyncio.Task[None], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The queue status view (what `fedctl get queues` and the dashboard read), each of
+    `--repeats` calls to a fresh route so none is served from a kept answer: from the
+    leading loop's latest cycle, as the controller answers, and from a read of the
+    registry, as a replica that does not lead answers; with this event loop's lag meanwhile.
+    """
+    await settle(loop, task, timeout=args.timeout)
+    request = make_mocked_request("GET", queue_status.QUEUES_PATH)
+    report: dict[str, Any] = {}
+    for name, source in (("from_loop", loop.queue_view), ("from_registry", None)):
+        took, lags = [], []
+        for _ in range(args.repeats):
+            api = queue_status.QueueStatusApi(store, source=source)
+            lag = asyncio.create_task(_lag(lags))
+            began = time.perf_counter()
+            response = await api.list_queues(request)
+            took.append(time.perf_counter() - began)
+            await stop(lag)
+            assert isinstance(response, web.Response) and response.text is not None
+            assert json.loads(response.text)["source"] == ("scheduler" if source else "registry")
+        report[f"queue_status_{name}_s"] = summary(took)
+        report[f"queue_status_{name}_event_loop_lag_max_s"] = round(max(lags, default=0.0), 3)
+    return report
+
+
 async def _lag(lags: list[float], tick: float = 0.01) -> None:
     """How late a 10 ms timer fires on the controller's event loop, every tick: what the
     API, the watches and the lease renewal would wait meanwhile."""
@@ -585,6 +626,7 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, Any]:
             report |= await measure_status(store, loop, task, cluster, args)
             report |= await measure_submits(store, loop, task, args)
             report |= await measure_bursts(store, loop, task, args)
+            report |= await measure_queue_status(store, loop, task, args)
             report |= await measure_backlog(store, loop, task, args)
             await settle(loop, task, timeout=args.timeout)
             report["admitted_at_end"] = sum(

@@ -32,6 +32,7 @@ from federation.api import metrics as metrics_mod
 from federation.api import workloads as workloads_api
 from federation.registry import keys
 from federation.registry import store as st
+from federation.scheduler import queue_view as qv
 from federation.settings import ApiSettings
 
 __all__ = ["DRILLS", "METRICS", "OBJECTS_API", "build_app", "openapi_document"]
@@ -54,8 +55,10 @@ def build_app(
     cipher: secrets.Cipher | None = None,
     kubeconfig: str | None = None,
     leading: Callable[[], bool] | None = None,
+    queue_view: qv.Published | None = None,
 ) -> web.Application:
-    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills."""
+    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills;
+    `queue_view` is where this process's scheduling loop publishes while it leads."""
     settings = settings or ApiSettings()
     metrics = metrics or metrics_mod.Metrics()
     limiter = limits.RateLimiter(
@@ -96,7 +99,7 @@ def build_app(
             web.get("/openapi.json", openapi),
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store).routes(),
-            *queue_status.QueueStatusApi(store).routes(),
+            *queue_status.QueueStatusApi(store, source=queue_view).routes(),
             *workloads_api.WorkloadsApi(store).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),

@@ -21,6 +21,7 @@ offline plan against a profile (`fedctl plan --clusters`) has no admissions to c
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import io
 import json
@@ -127,6 +128,7 @@ class PlanApi:
     """The plan route bound to one Store."""
 
     def __init__(self, store: st.Store, *, settings: SchedulerSettings | None = None) -> None:
+        self.store = store
         self.objects = codec.TypedStore(store, objects.ObjectCodec())
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
         self.bindings = codec.TypedStore(store, codec.Codec(Binding))
@@ -137,14 +139,26 @@ class PlanApi:
         return [web.post(PLAN_PATH, self.plan)]
 
     async def live(self) -> LiveState:
-        """The registry as the scheduler would see it now (also read by `queue_status`)."""
+        """The registry as the scheduler would see it now (also read by `queue_status`):
+        listed on the event loop, decoded in a worker thread (seconds at tens of thousands
+        of workloads, while the event loop serves the API and the leader lease)."""
+        return await asyncio.to_thread(self.state_of, await self.read())
+
+    async def read(self) -> dict[str, st.ListResult]:
+        """What `live` decodes: each prefix it reads, listed but not decoded."""
+        prefixes = ("clusters", "policies", "workloads", "clusterstatus", "bindings")
+        return {
+            kind: await self.store.list(keys.prefix(kind)) for kind in (*prefixes, "workloadstatus")
+        }
+
+    def state_of(self, raw: dict[str, st.ListResult]) -> LiveState:
+        """`read`'s lists decoded (pure CPU work, safe in any thread)."""
         found: dict[str, KubeObject] = {}
         for kind in ("clusters", "policies", "workloads"):
-            listed = await self.objects.list(keys.prefix(kind))
-            found.update((item.key, item.obj) for item in listed.items)
-        statuses = await self.statuses.list(keys.prefix("clusterstatus"))
-        bindings = await self.bindings.list(keys.prefix("bindings"))
-        results = await self.results.list(keys.prefix("workloadstatus"))
+            found.update((item.key, item.obj) for item in self.objects.decoded(raw[kind]).items)
+        statuses = self.statuses.decoded(raw["clusterstatus"])
+        bindings = self.bindings.decoded(raw["bindings"])
+        results = self.results.decoded(raw["workloadstatus"])
         finished = {
             keys.workload_key(keys.parse_workload_key(r.key))
             for r in results.items

@@ -150,6 +150,17 @@ def _api_security(security: Security) -> dict[str, Any]:
     }
 
 
+def _settings(*, etcd: str, listen: str, lease_ttl: float | None) -> settings_mod.Settings:
+    """The environment's settings with the command line's endpoints, address and lease."""
+    overrides: dict[str, Any] = {
+        "etcd": {"endpoints": [e.strip() for e in etcd.split(",") if e.strip()]},
+        "api": {"listen": listen},
+    }
+    if lease_ttl is not None:
+        overrides["failover"] = {"lease_ttl": lease_ttl}
+    return settings_mod.from_env(None, **overrides)
+
+
 async def run_controller(
     *,
     etcd: str,
@@ -171,20 +182,14 @@ async def run_controller(
     from federation.runtime.election import Election
     from federation.runtime.supervisor import Supervisor
     from federation.runtime.whatif import failback
-    from federation.scheduler import plan
+    from federation.scheduler import plan, queue_view
     from federation.scheduler.loop import SchedulerLoop
 
     if kubeconfig:
         # Members whose connection names only a context are looked up in this file.
         os.environ["KUBECONFIG"] = kubeconfig
 
-    overrides: dict[str, Any] = {
-        "etcd": {"endpoints": [e.strip() for e in etcd.split(",") if e.strip()]},
-        "api": {"listen": listen},
-    }
-    if lease_ttl is not None:
-        overrides["failover"] = {"lease_ttl": lease_ttl}
-    settings = settings_mod.from_env(None, **overrides)
+    settings = _settings(etcd=etcd, listen=listen, lease_ttl=lease_ttl)
     store = EtcdStore(settings.etcd)
     await store.connect()
     host, port = split_listen(settings.api.listen)
@@ -192,12 +197,14 @@ async def run_controller(
     extras = _api_security(security or Security())
     ssl_context = extras.pop("ssl_context")
     metrics = metrics_mod.Metrics()
+    published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
     app = api_app.build_app(
         store,
         settings=settings.api,
         metrics=metrics,
         kubeconfig=kubeconfig,  # drills find a simulated member's fault API through it
         leading=lambda: election.is_leader,  # the election below; only its leader drills
+        queue_view=published,
         **extras,
     )
     supervisor.add("metrics-cache", lambda: metrics.cache.run(store))
@@ -261,6 +268,7 @@ async def run_controller(
                 clock=clock_mod.real,
                 guards=election.guards,
                 metrics=metrics,
+                queue_view=published,
             ).run
         ),
     )

@@ -150,6 +150,13 @@ class PendingStore:
         job = self._jobs.get(entry[2])
         return job is not None and (-job.priority, job.seq) == entry[:2]
 
+    def counts(self) -> dict[str, int]:
+        """How many workloads wait in each queue that has any."""
+        out: dict[str, int] = {}
+        for job in self._jobs.values():
+            out[job.queue] = out.get(job.queue, 0) + 1
+        return out
+
     def jobs(self) -> list[PendingJob]:
         """Every pending workload, in no particular order."""
         return list(self._jobs.values())

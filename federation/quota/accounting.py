@@ -225,6 +225,10 @@ class Usage:
         """The admitted workloads of one queue."""
         return list(self._by_queue.get(queue, {}).values())
 
+    def counts(self) -> dict[str, int]:
+        """How many workloads each queue has admitted (a queue once charged may have 0)."""
+        return {q: len(admitted) for q, admitted in self._by_queue.items()}
+
     def queue_totals(self, queue: str) -> Mapping[str, int]:
         """A queue's totals as a plain read-only map (for hot paths such as fair share)."""
         return self._queues.get(queue, {})

@@ -39,6 +39,7 @@ from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import binder as binder_mod
 from federation.scheduler import cycle, reconcile
+from federation.scheduler import queue_view as qv
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, WorkloadReference
 from policies.models.cluster import Cluster, ClusterStatus
@@ -81,6 +82,8 @@ class _Mirror(Generic[M]):
         self.typed, self.prefix, self._on_change = typed, prefix, on_change
         self.items: dict[str, codec.Stored[M]] = {}
         self._revision = 0
+        self.seen = 0
+        """The latest registry revision this mirror has read (listed or watched)."""
         self._changed: set[str] | None = None
         """Keys put or deleted since `changes()` was last asked (None: possibly all)."""
 
@@ -88,6 +91,7 @@ class _Mirror(Generic[M]):
         listed = await self.typed.list(self.prefix)
         self.items = {item.key: item for item in listed.items}
         self._revision = listed.revision + 1
+        self.seen = listed.revision
         self._changed = None
 
     def changes(self) -> set[str] | None:
@@ -100,14 +104,17 @@ class _Mirror(Generic[M]):
             if isinstance(event, codec.Put):
                 old = self.items.get(event.item.key)
                 self.items[event.item.key] = event.item
+                self.seen = max(self.seen, event.item.revision)
                 self._note(event.item.key)
                 self._on_change(old.obj if old else None, event.item.obj)
             elif isinstance(event, codec.Deleted):
                 gone = self.items.pop(event.key, None)
+                self.seen = max(self.seen, event.revision)
                 self._note(event.key)
                 self._on_change(gone.obj if gone else None, None)
             else:
                 self.items = {item.key: item for item in event.items}
+                self.seen = max(self.seen, event.revision)
                 self._changed = None
                 self._on_change(None, None)
 
@@ -184,6 +191,8 @@ class _Seen:
     changed: tuple[set[str] | None, set[str] | None, set[str] | None] = (None, None, None)
     """Keys of the workloads, Bindings and workload statuses changed since the last copy
     (None: possibly all)."""
+    revision: int = 0
+    """The latest registry revision the mirrors had read."""
 
 
 def _union(first: Iterable[str], then: Iterable[str]) -> dict[str, None]:
@@ -313,9 +322,14 @@ class SchedulerLoop:
         guards: Callable[[], Sequence[st.Guard]] | None = None,
         metrics: DecisionMetrics | None = None,
         debounce: float | None = None,
+        queue_view: qv.Published | None = None,
     ) -> None:
+        """`queue_view`: where each cycle publishes its queue tally for the status view."""
         self.store, self.settings, self.clock = store, settings, clock
         self.guards, self.metrics = guards, metrics
+        self.queue_view = queue_view
+        self._leading = False
+        self._tally: tuple[qv.Tally, int] | None = None
         self.debounce = settings.cycle_debounce if debounce is None else debounce
         self.scheduler = cycle.Scheduler(settings)
         obj = objects.ObjectCodec()
@@ -410,11 +424,15 @@ class SchedulerLoop:
         try:
             await self._load(binder)
             self._dirty.set()
+            self._leading = True
             async with asyncio.TaskGroup() as group:
                 for mirror in self._mirrors:
                     group.create_task(mirror.run(), name=f"scheduler-watch-{mirror.prefix}")
                 group.create_task(self._cycles(binder), name="scheduler-cycles")
         finally:
+            self._leading = False
+            if self.queue_view is not None:
+                self.queue_view.withdraw()  # the API reads the registry until a leader publishes
             gc.unfreeze()
 
     async def _load(self, binder: binder_mod.Binder) -> None:
@@ -468,6 +486,10 @@ class SchedulerLoop:
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, stale = await self._decide()
         await self._write(binder, result.bindings, stale)  # step 5
+        tally, self._tally = self._tally, None
+        if tally is not None and self.queue_view is not None and self._leading:
+            edition = qv.Edition(tally[0], tally[1], self.clock.monotonic())
+            self.queue_view.publish(edition, self._dirty.is_set)
         if result.admitted and result.decisions >= self._batch:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
@@ -498,6 +520,7 @@ class SchedulerLoop:
             bindings=dict(self.bindings.items),
             results=dict(self.results.items),
             changed=(self.workloads.changes(), self.bindings.changes(), self.results.changes()),
+            revision=max(m.seen for m in self._mirrors),
         )
         return await asyncio.to_thread(self._decide_seen, seen, self.clock.now())
 
@@ -570,6 +593,9 @@ class SchedulerLoop:
             self._fingerprints.pop(str(victim.ref), None)
             views.redo.add(str(victim.ref))
         _mark_fingerprints(result.bindings, self._fingerprints)
+        if self.queue_view is not None:  # published by `cycle_once` once written
+            tally = qv.tally(snapshot, result.usage, result.pending.counts())
+            self._tally = (tally, seen.revision)
         return result, list(ledger.stale.values())
 
     async def _write(

@@ -16,6 +16,8 @@ from bench import loop as bench_loop
 pytestmark = pytest.mark.integration
 
 TIMINGS = (
+    "queue_status_from_loop_s",
+    "queue_status_from_registry_s",
     "load_s",
     "first_cycle_s",
     "idle_cycle_s",

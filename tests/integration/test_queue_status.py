@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.request
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,12 +19,16 @@ from federation.cli import main
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
-from federation.scheduler import cycle
+from federation.scheduler import cycle, queue_view
 from federation.scheduler import plan as planning
-from policies.models.binding import Binding
+from federation.scheduler.loop import SchedulerLoop
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding, WorkloadReference
 from policies.models.work import WorkloadStatus
 from tests.integration.test_scheduler_loop import api_server, registry_with_member
 from tests.unit.scheduler import fleet
+from tests.waiting import stop as stop_tasks
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -151,4 +156,84 @@ async def test_an_answer_is_kept_until_the_registry_changes_and_it_is_old() -> N
             assert await names() == (["qa", "qb", "qc"], 0.0, False)
             assert api.computed == 3
     finally:
+        await runner.cleanup()
+
+
+async def test_the_leading_loop_answers_as_a_registry_read_would_without_charging_again() -> None:
+    """While this process's scheduling loop leads, the view answers from its latest cycle:
+    the very items a read of the registry gives (a capped parent, admitted and pending work,
+    a finished job, a queue nobody defined), without charging any workload again. When the
+    loop stops leading, the registry is read again."""
+    store, _ = await registry_with_member()  # cluster a: 32 cores
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    for q in (
+        fleet.queue("org", capability={"cpu": "24"}, weight=2),
+        fleet.queue("qa", parent="org", guarantee={"cpu": "4"}),
+        fleet.queue("qb", parent="org"),
+    ):
+        await objs.put(objects.key_for(q), q)
+    for w in (
+        fleet.workload("big-1", cpu="10", replicas=2, queue="qa"),
+        fleet.workload("big-2", cpu="10", queue="qb"),
+        fleet.workload("small", cpu="2", queue="qb"),
+        fleet.workload("typo", cpu="1", queue="qz"),
+        fleet.workload("done", cpu="1", queue="qa"),
+    ):
+        await objs.put(objects.key_for(w), w)
+    done = fleet.workload("done", cpu="1", queue="qa")
+    await codec.TypedStore(store, codec.Codec(WorkloadStatus)).put(
+        keys.workload_status_key(objects.workload_ref(done)),
+        WorkloadStatus(
+            workload=WorkloadReference(
+                api_version=done.api_version,
+                kind=done.kind,
+                namespace=done.metadata.namespace or "default",
+                name="done",
+            ),
+            phase="Succeeded",
+        ),
+    )
+    published = queue_view.Published()
+    api = queue_status.QueueStatusApi(store, source=published)
+    loop = SchedulerLoop(
+        store, settings=SchedulerSettings(), clock=clock.real, debounce=0.01, queue_view=published
+    )
+    app = web.Application()
+    app.add_routes(api.routes())
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    task = asyncio.create_task(loop.run())
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def doc() -> dict[str, Any]:
+                async with session.get(f"http://127.0.0.1:{port}{queue_status.QUEUES_PATH}") as r:
+                    return dict(await r.json())
+
+            def settled() -> bool:
+                latest = published.latest()
+                return latest is not None and not latest[1] and loop.last is not None
+
+            await wait_for(settled, message="a cycle published with nothing left waiting")
+            served = await doc()
+            registry = queue_status.summarise(await api.plan.live(), default="default")
+            assert served["source"] == "scheduler" and served["stale"] is False
+            assert served["items"] == registry
+            assert api.computed == 0  # nothing was read from the registry for it
+            items = {q["name"]: q for q in served["items"]}
+            assert set(items) == {"org", "qa", "qb", "qz"}
+            assert items["org"]["admitted"] == items["qa"]["admitted"] + items["qb"]["admitted"]
+            assert items["org"]["admitted"] >= 2 and items["org"]["pending"] == 1  # cap 24
+            assert items["qz"]["defined"] is False and items["qz"]["pending"] == 1
+            assert served["revision"] >= 1
+
+            await stop_tasks([task])
+            assert published.latest() is None  # withdrawn with the term
+            fallback = await doc()
+            assert fallback["source"] == "registry" and fallback["items"] == registry
+            assert api.computed == 1
+    finally:
+        await stop_tasks([task])
         await runner.cleanup()
