@@ -24,7 +24,7 @@ import datetime as dt
 import gc
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -37,6 +37,7 @@ from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
+from federation.scheduler import admission as admission_mod
 from federation.scheduler import binder as binder_mod
 from federation.scheduler import cycle, reconcile
 from federation.scheduler import queue_view as qv
@@ -154,6 +155,29 @@ def _status_changed(old: ClusterStatus | None, new: ClusterStatus | None) -> boo
 def _finished_changed(old: WorkloadStatus | None, new: WorkloadStatus | None) -> bool:
     was = old is not None and old.phase in reconcile.FINISHED
     return was != (new is not None and new.phase in reconcile.FINISHED)
+
+
+def _queued(result: cycle.CycleResult, bindings: Mapping[str, Binding]) -> list[Binding]:
+    """Pending Bindings, with a reason, for the workloads beyond a cycle's batch that have
+    none yet.
+
+    Why: a cycle considers at most a batch of the pending workloads, in queue order. While
+    the ones at the front cannot be admitted (their queue at capability, say), every cycle
+    takes those same ones again, so a deep backlog's tail was never reached: its workloads
+    had no Binding at all, indistinguishable from lost ones, and `fedctl describe` gave no
+    reason. Only a cycle that admitted nothing writes these, so a backlog that drains (a
+    sweep) pays no extra writes; a cycle that admits goes on at once to the next one.
+    """
+    decided = {str(binder_mod.binding_ref(b)) for b in result.bindings}
+    reason = (
+        "Queued behind earlier workloads: not considered yet (each cycle considers the "
+        f"first {result.decisions} pending workloads, in queue order)"
+    )
+    return [
+        admission_mod.binding_for(job, reason=reason)
+        for job in result.pending.jobs()
+        if (key := str(job.ref)) not in bindings and key not in decided
+    ]
 
 
 def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> None:
@@ -593,6 +617,8 @@ class SchedulerLoop:
             self._fingerprints.pop(str(victim.ref), None)
             views.redo.add(str(victim.ref))
         _mark_fingerprints(result.bindings, self._fingerprints)
+        if not result.admitted and result.decisions >= self._batch:
+            result.bindings.extend(_queued(result, views.bindings))
         if self.queue_view is not None:  # published by `cycle_once` once written
             tally = qv.tally(snapshot, result.usage, result.pending.counts())
             self._tally = (tally, seen.revision)

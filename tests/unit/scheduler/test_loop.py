@@ -469,3 +469,59 @@ async def test_a_leader_freezes_what_it_loaded_and_unfreezes_when_it_stops() -> 
         assert gc.get_freeze_count() > 0
         assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+async def test_workloads_beyond_a_stuck_batch_get_a_reason_not_silence() -> None:
+    """A cycle considers a batch of the pending workloads in queue order. While the front
+    of a queue at its capability cannot move, every cycle takes that same front, and the
+    tail never had a Binding at all: indistinguishable from lost work. Now a cycle that
+    admits nothing gives each workload it did not reach a Pending Binding that says so."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    member = cluster("a")
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    assert member.status is not None
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("a"), member.status
+    )
+    qa = queue("qa", capability={"cpu": "2"})
+    await objs.put(objects.key_for(qa), qa)
+    jobs = [workload(f"job-{i}", cpu="2", queue="qa") for i in range(6)]
+    for w in jobs:
+        await objs.put(objects.key_for(w), w)
+    settings = SchedulerSettings(cycle_batch=2, cycle_batch_max=2)
+    loop = loop_mod.SchedulerLoop(store, settings=settings, clock=clock.real, debounce=0.01)
+
+    async def reasons() -> dict[str, str]:
+        listed = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
+        return {
+            i.obj.metadata.name: "Scheduled"
+            if i.obj.status.phase == "Scheduled"
+            else i.obj.status.reason
+            for i in listed.items
+        }
+
+    async with running(loop):
+        got = await wait_for(
+            lambda: _all_bound(reasons(), len(jobs)), message="a Binding for every workload"
+        )
+        assert got["job-0"] == "Scheduled"
+        assert got["job-1"].startswith("queue qa at capability for cpu")
+        assert got["job-2"].startswith("queue qa at capability for cpu")
+        for name in ("job-3", "job-4", "job-5"):
+            assert got[name].startswith("Queued behind earlier workloads: not considered yet")
+        await objs.delete(objects.key_for(jobs[0]))  # the front moves: the next one is admitted
+        got = await wait_for(
+            lambda: _all_bound(reasons(), len(jobs) - 1, scheduled="job-1"),
+            message="job-1 admitted once job-0 is gone",
+        )
+        assert got["job-2"].startswith("queue qa at capability for cpu")
+
+
+async def _all_bound(
+    probe: Any, count: int, *, scheduled: str | None = None
+) -> dict[str, str] | None:
+    got: dict[str, str] = await probe
+    if len(got) != count or (scheduled is not None and got.get(scheduled) != "Scheduled"):
+        return None
+    return got
