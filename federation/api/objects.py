@@ -303,6 +303,7 @@ class ObjectsApi:
         current = await self.objects.get(key)
         if current is None:
             raise errors.NotFound(key)
+        _same_group(current.obj, obj)
         if expected is not None and str(current.revision) != expected:
             raise errors.Conflict(key, expected=int(expected), current=current.revision)
         new = self._successor(current.obj, obj)
@@ -329,6 +330,14 @@ class ObjectsApi:
             for obj in models:
                 self.admit(request, obj)  # every document is allowed before any is stored
         await self._check_queue_tree(models)
+        given: dict[str, KubeObject] = {}
+        for obj in models:  # every clash refused before anything is written
+            key = objects.key_for(obj)
+            earlier = given.setdefault(key, obj)
+            _same_group(earlier, obj)
+            current = await self.objects.get(key)
+            if current is not None:
+                _same_group(current.obj, obj)
         results = []
         for obj in models:
             key = objects.key_for(obj)
@@ -423,6 +432,26 @@ def _raw_wire(kv: st.KeyValue) -> dict[str, Any]:
         if isinstance(conn, dict) and conn.get("kubeconfig"):
             conn["kubeconfig"] = REDACTED
     return body if isinstance(body, dict) else {"value": body}
+
+
+def _same_group(existing: KubeObject, obj: KubeObject) -> None:
+    """Refuse `obj` where an object of the same kind and name but another API group is.
+
+    Karmada's and fedctl.io's PropagationPolicy (and OverridePolicy, and their cluster
+    forms) share a kind name and so a registry key: without this, applying one silently
+    replaced the other, and the workloads it claimed moved."""
+    have, want = _group(existing.api_version), _group(obj.api_version)
+    if have != want:
+        where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+        raise errors.Invalid(
+            f"{obj.kind} {where}{obj.metadata.name}: a {existing.api_version} {obj.kind} of "
+            f"that name exists, and a {obj.api_version} one would replace it (both share "
+            "one name per namespace): delete the other first, or choose another name"
+        )
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
 
 
 async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:

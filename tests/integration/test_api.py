@@ -287,3 +287,43 @@ async def test_a_flaw_stored_before_does_not_block_an_unrelated_queue_edit(
     assert code == 400
     assert "Queue x: spec.parent" in status["message"]
     assert "Queue stray" not in status["message"]
+
+
+def propagation(group: str, name: str = "storefront") -> dict[str, Any]:
+    return {
+        "apiVersion": f"{group}/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": name, "namespace": "web"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name}],
+            "placement": {"clusterAffinity": {"clusterNames": ["a"]}},
+        },
+    }
+
+
+async def test_a_policy_of_another_group_with_the_same_name_is_refused_not_replaced(
+    api: Api,
+) -> None:
+    """Karmada's and fedctl.io's PropagationPolicy share a kind name and so a stored name:
+    applying one where the other is used to replace it silently (and move its workloads)."""
+    karmada = propagation("policy.karmada.io")
+    code, first = await api.call("POST", f"{API}/apply", {"items": [karmada]})
+    assert code == 200, first
+
+    code, status = await api.call("POST", f"{API}/apply", {"items": [propagation("fedctl.io")]})
+    assert code == 400
+    assert "PropagationPolicy web/storefront: a policy.karmada.io/v1alpha1" in status["message"]
+    code, status = await api.call(
+        "POST", f"{API}/apply", {"items": [propagation("fedctl.io", "other"), {**karmada}]}
+    )
+    assert code == 200, status  # the same group again is an ordinary re-apply
+    code, status = await api.call(
+        "POST",
+        f"{API}/apply",
+        {"items": [propagation("fedctl.io", "both"), propagation("policy.karmada.io", "both")]},
+    )
+    assert code == 400 and "web/both" in status["message"]
+    _, stored = await api.call("GET", f"{API}/namespaces/web/propagationpolicies/storefront")
+    assert stored["apiVersion"] == "policy.karmada.io/v1alpha1"
+    code, _ = await api.call("GET", f"{API}/namespaces/web/propagationpolicies/both")
+    assert code == 404  # refused as a whole: neither was stored
