@@ -155,7 +155,8 @@ def _queue_tree(objects: list[Loaded]) -> list[Finding]:
     found: list[Finding] = []
     for name, notice in hierarchy_problems(queue for queue, _ in queues.values()):
         queue, obj = queues[name]
-        severity: Severity = "warning" if queue.spec.parent not in queues else "error"
+        unknown_parent = notice.path == ("spec", "parent") and queue.spec.parent not in queues
+        severity: Severity = "warning" if unknown_parent else "error"
         found.append(_at(obj.source, obj.file, notice.path, notice.message, severity=severity))
     return found
 

@@ -216,24 +216,32 @@ def _against_parent(queue: Queue, parent: Queue) -> list[tuple[str, Notice]]:
 
 
 def _guarantees_fit(parent: Queue, kids: list[Queue]) -> list[tuple[str, Notice]]:
+    """Children's guarantees together within the parent's guarantee, and within its
+    capability, each for the resources it lists: a guarantee that lists cpu only says
+    nothing of GPUs, but a capability of 8 GPUs still caps what the children can be given."""
     total = ResourceList()
     for kid in kids:
         total = total + kid.spec.guarantee
-    limit = parent.spec.guarantee if not parent.spec.guarantee.is_zero() else None
-    if limit is None:
-        limit = parent.spec.capability
-    if limit is None:
-        return []
-    over = total.exceeding(limit, unlisted_unlimited=True)
     names = ", ".join(sorted(k.name for k in kids))
-    return [
-        (
-            parent.name,
-            Notice(
-                ("spec", "guarantee" if limit is parent.spec.guarantee else "capability", name),
-                f"children ({names}) are guaranteed {_fmt(total, name)} of {name} in total,"
-                f" more than {_fmt(limit, name)}",
-            ),
-        )
-        for name in over
-    ]
+    found: list[tuple[str, Notice]] = []
+    seen: set[str] = set()
+    limits = [("guarantee", parent.spec.guarantee), ("capability", parent.spec.capability)]
+    for field, limit in limits:
+        if limit is None or limit.is_zero():
+            continue
+        for name in total.exceeding(limit, unlisted_unlimited=True):
+            if name in seen:
+                continue
+            seen.add(name)
+            what = "guarantee" if field == "guarantee" else "capability"
+            found.append(
+                (
+                    parent.name,
+                    Notice(
+                        ("spec", field, name),
+                        f"children ({names}) are guaranteed {_fmt(total, name)} of {name} in"
+                        f" total, more than the parent's {what} {_fmt(limit, name)}",
+                    ),
+                )
+            )
+    return found

@@ -420,3 +420,24 @@ def test_the_queue_tree_is_checked_across_documents() -> None:
         " (known queues: child, ml, orphan)",
     ]
     assert not result.ok
+
+
+def test_a_top_level_parent_guaranteeing_less_than_its_children_is_an_error() -> None:
+    """Only a parent nobody defined is a warning (the server may hold it); what the server
+    refuses on apply, `validate` must not call valid."""
+    text = (
+        QUEUE.replace("name: web", "name: dept-a")
+        + "  parent: dept\n  guarantee:\n    cpu: 40\n---\n"
+        + QUEUE.replace("name: web", "name: dept-b")
+        + "  parent: dept\n  guarantee:\n    cpu: 40\n---\n"
+        + QUEUE.replace("name: web", "name: dept")
+        + "  guarantee:\n    cpu: 50\n"
+    )
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [f.severity for f in result.findings] == ["error"]
+    assert "children (dept-a, dept-b) are guaranteed 80 of cpu in total" in str(
+        result.findings[0]
+    )
+    assert not result.ok

@@ -443,6 +443,28 @@ class TestQueue:
         ]
         assert hierarchy_problems(tree) == []
 
+    def test_children_guaranteed_past_the_parents_cap_of_a_resource_it_guarantees_not(
+        self,
+    ) -> None:
+        """A parent guaranteeing cpu only still caps GPUs: children guaranteed 12 GPUs
+        under a cap of 8 can never all have them."""
+        tree = [
+            queue("ml", capability={"nvidia.com/gpu": 8}, guarantee={"cpu": 10}),
+            queue("research", parent="ml", guarantee={"nvidia.com/gpu": 6}),
+            queue("prod", parent="ml", guarantee={"nvidia.com/gpu": 6, "cpu": 4}),
+        ]
+        found = [
+            (name, ".".join(map(str, n.path)), n.message) for name, n in hierarchy_problems(tree)
+        ]
+        assert found == [
+            (
+                "ml",
+                "spec.capability.nvidia.com/gpu",
+                "children (prod, research) are guaranteed 12 of nvidia.com/gpu in total,"
+                " more than the parent's capability 8",
+            )
+        ]
+
     def test_hierarchy_problems(self) -> None:
         tree = [
             queue("ml", capability={"nvidia.com/gpu": 32}, guarantee={"nvidia.com/gpu": 8}),
@@ -478,7 +500,7 @@ class TestQueue:
                 "ml",
                 "spec.guarantee.nvidia.com/gpu",
                 "children (prod, research) are guaranteed 12 of nvidia.com/gpu in total,"
-                " more than 8",
+                " more than the parent's guarantee 8",
             ),
         ]
 
