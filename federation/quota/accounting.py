@@ -329,12 +329,21 @@ def capability_problem(
         kept = reserved.get(name, 0) if reserved else 0
         if used.get(name, 0) + kept + charge[name] > cap[name]:
             held = f" and {_show(name, kept)} guaranteed to its other queues" if kept else ""
+            short = used.get(name, 0) + kept + charge[name] - cap[name]
             return (
                 f"{who} at capability for {_label(name)}:"
                 f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}{held}"
-                f" (needs {_show(name, charge[name])} more)"
+                f" {_shortfall(name, charge[name], short)}"
             )
     return None
+
+
+def _shortfall(name: str, need: int, short: int) -> str:
+    """`(needs 4)` when nothing is free, else `(needs 4; 2 more must be freed)`: so a
+    reason over a limit already exceeded (17/10) does not read as if one unit would do."""
+    if short >= need:
+        return f"(needs {_show(name, need)})"
+    return f"(needs {_show(name, need)}; {_show(name, short)} more must be freed)"
 
 
 def overall_problem(
@@ -354,10 +363,11 @@ def overall_problem(
             limit = f"namespace {ns} FederatedResourceQuota {quota.metadata.name} overall"
             return _never(limit, name, physical[name], overall[name])
         if used.get(name, 0) + physical[name] > overall[name]:
+            short = used.get(name, 0) + physical[name] - overall[name]
             return (
                 f"namespace {ns} at FederatedResourceQuota {quota.metadata.name} overall for"
                 f" {name}: {_show(name, used.get(name, 0))}/{_show(name, overall[name])}"
-                f" (needs {_show(name, physical[name])} more)"
+                f" {_shortfall(name, physical[name], short)}"
             )
     return None
 

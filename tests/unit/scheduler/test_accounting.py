@@ -42,13 +42,13 @@ def test_capability_and_overall_messages_name_the_limit_and_numbers() -> None:
     used = ResourceList.from_wire({"accelerator/nvidia-a100": "64"})
     charge = ResourceList.from_wire({"accelerator/nvidia-a100": "8"})
     assert accounting.capability_problem(q, used, charge) == (
-        "queue ml-research at capability for nvidia-a100: 64/64 (needs 8 more)"
+        "queue ml-research at capability for nvidia-a100: 64/64 (needs 8)"
     )
     assert accounting.capability_problem(q, ResourceList(), charge) is None
     quota = frq("team", cpu="10")
     assert accounting.overall_problem(
         quota, ResourceList.from_wire({"cpu": "8"}), ResourceList.from_wire({"cpu": "4"})
-    ) == ("namespace team at FederatedResourceQuota quota overall for cpu: 8/10 (needs 4 more)")
+    ) == ("namespace team at FederatedResourceQuota quota overall for cpu: 8/10 (needs 4; 2 more must be freed)")
 
 
 def test_a_request_larger_than_the_limit_itself_says_it_can_never_be_admitted() -> None:

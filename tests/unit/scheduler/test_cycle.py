@@ -102,7 +102,7 @@ def test_queue_at_capability_for_a_chip_stays_pending_with_the_numbers() -> None
     result = run(fleet, jobs, queues=[q])
     assert sorted(placed(result)) == ["j0", "j1"]
     assert result.reasons["team/Job.batch/j2"] == (
-        "queue ml-research at capability for nvidia-a100-80gb: 16/16 (needs 8 more)"
+        "queue ml-research at capability for nvidia-a100-80gb: 16/16 (needs 8)"
     )
 
 

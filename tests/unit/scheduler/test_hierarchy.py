@@ -40,7 +40,7 @@ def test_a_parent_capability_caps_what_its_children_hold_together() -> None:
     result = run(FLEET, jobs, queues=queues)
     assert set(placed(result)) == {"a1", "b1"}  # fair share serves b1 before a2
     assert result.reasons["team/Job.batch/a2"] == (
-        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4 more)"
+        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4)"
     )
     # Without the links each child's own capability is all that applies.
     flat = [
@@ -59,7 +59,7 @@ def test_every_ancestor_counts_and_the_nearest_refusal_is_named() -> None:
     result = run(FLEET, jobs, queues=queues)
     assert set(placed(result)) == {"j1", "j2"}
     assert result.reasons["team/Job.batch/j3"] == (
-        "queue root (parent of leaf) at capability for cpu: 8/10 (needs 4 more)"
+        "queue root (parent of leaf) at capability for cpu: 8/10 (needs 4; 2 more must be freed)"
     )
 
 
@@ -79,7 +79,7 @@ def test_work_a_parent_held_before_it_had_children_counts_against_its_cap() -> N
     result = run(FLEET, [gpu_job("new", "a", 8, 1)], queues=queues, usage=usage)
     assert placed(result) == {}
     assert result.reasons["team/Job.batch/new"] == (
-        "queue org (parent of a) at capability for nvidia.com/gpu: 4/8 (needs 8 more)"
+        "queue org (parent of a) at capability for nvidia.com/gpu: 4/8 (needs 8; 4 more must be freed)"
     )
 
 
@@ -102,7 +102,7 @@ def test_preemption_makes_room_under_a_parent_cap_from_its_own_queue_only() -> N
     result = run(FLEET, [gpu_job("b-high", "b", 8, 9, priority=9)], queues=queues, usage=usage)
     assert placed(result) == {} and result.evicted == []
     assert result.reasons["team/Job.batch/b-high"] == (
-        "queue org (parent of b) at capability for nvidia.com/gpu: 16/16 (needs 8 more)"
+        "queue org (parent of b) at capability for nvidia.com/gpu: 16/16 (needs 8)"
     )
 
 
@@ -119,7 +119,7 @@ def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
     assert set(placed(result)) == {"b1", "b2"}
     assert result.reasons["team/Job.batch/b3"] == (
         "queue org (parent of b) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
-        " its other queues (needs 4 more)"
+        " its other queues (needs 4)"
     )
     # What a itself uses of its guarantee is no longer kept for it.
     usage = Usage()
@@ -128,7 +128,7 @@ def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
     assert set(placed(result)) == {"b1", "b2"}
     assert result.reasons["team/Job.batch/b3"] == (
         "queue org (parent of b) at capability for nvidia.com/gpu: 12/16 and 4 guaranteed to"
-        " its other queues (needs 4 more)"
+        " its other queues (needs 4)"
     )
 
 
@@ -206,7 +206,7 @@ def test_the_quota_filter_turns_each_cluster_down_with_the_parents_numbers() -> 
     w = workload("more", gpus=4, queue="a")
     refused = verdict(quota.Quota(), FLEET[0], w, usage=usage, queues=queues)
     assert refused.reasons == (
-        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4 more)",
+        "queue org (parent of a) at capability for nvidia.com/gpu: 8/8 (needs 4)",
     )
     assert verdict(quota.Quota(), FLEET[0], w, queues=queues).ok
 
@@ -420,7 +420,7 @@ def test_a_middle_parents_guarantee_is_kept_under_the_capped_top_too() -> None:
     assert set(placed(result)) == {"c1", "c2"}
     assert result.reasons["team/Job.batch/c3"] == (
         "queue top (parent of c) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
-        " its other queues (needs 4 more)"
+        " its other queues (needs 4)"
     )
     # Inside mid, its guarantee is a's and b's to use.
     inside = run(FLEET, [gpu_job(f"a{i}", "a", 4, i) for i in range(1, 5)], queues=queues)

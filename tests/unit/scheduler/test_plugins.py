@@ -346,7 +346,7 @@ def _usage(queue_name: str, namespace: str, **charge: str) -> Usage:
             [queue("ml", capability={"accelerator/nvidia-a100-80gb": "64"})],
             [],
             _usage("ml", "team", **{"accelerator/nvidia-a100-80gb": "64"}),
-            "queue ml at capability for nvidia-a100-80gb: 64/64 (needs 8 more)",
+            "queue ml at capability for nvidia-a100-80gb: 64/64 (needs 8)",
             id="queue at its per-chip capability",
         ),
         pytest.param(
