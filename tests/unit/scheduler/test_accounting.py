@@ -48,7 +48,10 @@ def test_capability_and_overall_messages_name_the_limit_and_numbers() -> None:
     quota = frq("team", cpu="10")
     assert accounting.overall_problem(
         quota, ResourceList.from_wire({"cpu": "8"}), ResourceList.from_wire({"cpu": "4"})
-    ) == ("namespace team at FederatedResourceQuota quota overall for cpu: 8/10 (needs 4; 2 more must be freed)")
+    ) == (
+        "namespace team at FederatedResourceQuota quota overall for cpu: 8/10"
+        " (needs 4; 2 more must be freed)"
+    )
 
 
 def test_a_request_larger_than_the_limit_itself_says_it_can_never_be_admitted() -> None:

@@ -79,7 +79,8 @@ def test_work_a_parent_held_before_it_had_children_counts_against_its_cap() -> N
     result = run(FLEET, [gpu_job("new", "a", 8, 1)], queues=queues, usage=usage)
     assert placed(result) == {}
     assert result.reasons["team/Job.batch/new"] == (
-        "queue org (parent of a) at capability for nvidia.com/gpu: 4/8 (needs 8; 4 more must be freed)"
+        "queue org (parent of a) at capability for nvidia.com/gpu: 4/8"
+        " (needs 8; 4 more must be freed)"
     )
 
 
