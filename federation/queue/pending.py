@@ -44,6 +44,9 @@ class PendingJob:
     """The policy's `spec.fedctl` (a FedctlPlacement) when the policy is a fedctl.io one."""
     reason: str = ""
     attempts: int = 0
+    priority_class: str = ""
+    """The queue's named priority the workload asked for; `priority` is its value once the
+    cycle has looked it up in the queue (0 until then)."""
 
     def with_reason(self, reason: str) -> PendingJob:
         """The same job, noting why the last cycle left it pending."""

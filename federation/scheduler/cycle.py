@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from federation import gcpause
@@ -192,6 +192,7 @@ class Scheduler:
         """
         with gcpause.paused():
             result = CycleResult(pending=pending.copy(), usage=usage.copy(), timings=self.timings)
+            _name_priorities(result.pending, snapshot.queues)
             self._forget_stamps()  # specs are immutable, but only within a cycle is that relied on
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
@@ -205,7 +206,7 @@ class Scheduler:
                 request = self.request(job, snapshot)
                 refused = hierarchy.refusal(
                     job.queue, snapshot.queues, default=self.settings.default_queue
-                )
+                ) or _class_refusal(job, snapshot.queues)
                 outcome = (  # steps 3-5, for a job its queue can take
                     self._place(request, admit.state)
                     if refused is None
@@ -381,6 +382,34 @@ def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleSta
     trial = state.copy()
     admission.release(trial, admitted)
     return trial
+
+
+def _name_priorities(pending: PendingStore, queues: Mapping[str, Queue]) -> None:
+    """Give each workload that names a priority class its value in its queue, keeping its
+    arrival, so it is ordered by it like any other priority. Read afresh every cycle, so a
+    queue whose classes change re-orders what waits in it; an unknown class stays 0 and
+    `_class_refusal` holds the workload with a reason."""
+    for job in [j for j in pending.jobs() if j.priority_class]:
+        queue = queues.get(job.queue)
+        value = queue.priority_of(job.priority_class) if queue is not None else None
+        if value is not None and value != job.priority:
+            pending.add(replace(job, priority=value))
+
+
+def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
+    """Why a workload naming a priority class its queue does not define must wait."""
+    if not job.priority_class:
+        return None
+    queue = queues.get(job.queue)
+    classes = queue.spec.priority_classes if queue is not None else {}
+    if job.priority_class in classes:
+        return None
+    known = ", ".join(f"{n} ({v})" for n, v in sorted(classes.items(), key=lambda i: -i[1]))
+    return (
+        f"priority class {job.priority_class!r} is not defined in queue {job.queue}"
+        f" (its priorityClasses: {known or 'none'}): define it there or correct the"
+        " workload's fedctl.io/priority"
+    )
 
 
 def batch_for(backlog: int, settings: SchedulerSettings) -> int:

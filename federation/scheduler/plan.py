@@ -110,6 +110,7 @@ def job_for(
         workload=workload,
         queue=workload.queue or settings.default_queue,
         priority=workload.priority or 0,
+        priority_class=workload.priority_class or "",
         seq=seq,
         placement=policy.spec.placement if policy is not None else None,
         fedctl=fedctl,

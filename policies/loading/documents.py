@@ -121,9 +121,40 @@ def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Fi
 
 
 def cross_check(objects: Iterable[Loaded]) -> list[Finding]:
-    """Findings that need the whole set: duplicate objects, chips defined nowhere."""
+    """Findings that need the whole set: duplicate objects, chips defined nowhere, priority
+    classes their queue does not define."""
     objects = list(objects)
-    return _duplicates(objects) + _queue_tree(objects) + _undefined_chips(objects)
+    return (
+        _duplicates(objects)
+        + _queue_tree(objects)
+        + _undefined_chips(objects)
+        + _undefined_priority_classes(objects)
+    )
+
+
+def _undefined_priority_classes(objects: list[Loaded]) -> list[Finding]:
+    """A workload naming a priority class its queue, given alongside, does not define
+    (a queue not given may be stored on the server: nothing is said then)."""
+    queues = {o.model.metadata.name: o.model for o in objects if isinstance(o.model, Queue)}
+    found: list[Finding] = []
+    for obj in objects:
+        model = obj.model
+        if not isinstance(model, Workload):
+            continue
+        try:
+            name, queue = model.priority_class, queues.get(model.queue or "default")
+        except ValueError:
+            continue  # reported with the workload itself
+        if name is None or queue is None or name in queue.spec.priority_classes:
+            continue
+        known = sorted(queue.spec.priority_classes)
+        message = (
+            f"priority class {name!r} is not defined in queue {queue.name}"
+            f" (its priorityClasses: {', '.join(known) or 'none'}){suggest(name, known)}"
+        )
+        path = ("metadata", "annotations", "fedctl.io/priority")
+        found.append(_at(obj.source, obj.file, path, message))
+    return found
 
 
 def _identity(model: KubeObject) -> tuple[str, str, str, str]:

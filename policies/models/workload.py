@@ -18,6 +18,7 @@ of the offending value, so a typo fails at `fedctl apply` rather than in the sch
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -45,6 +46,9 @@ __all__ = [
 
 ANNOTATION_QUEUE = "fedctl.io/queue"
 ANNOTATION_PRIORITY = "fedctl.io/priority"
+_PRIORITY_CLASS = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+"""A priority class name as queues define them (lowercase, a DNS label starting with a
+letter, so it never reads as a number)."""
 ANNOTATION_CHIPS = "fedctl.io/chips"
 ANNOTATION_EXPECTED_DURATION = "fedctl.io/expected-duration"
 ANNOTATION_MIN_AVAILABLE = "fedctl.io/min-available"
@@ -183,17 +187,29 @@ class Workload(KubeObject):
 
     @_read_once
     def priority(self) -> int | None:
-        """`fedctl.io/priority` as an integer, or None."""
+        """`fedctl.io/priority` as an integer, or None (also when it names a class)."""
         raw = self._annotation(ANNOTATION_PRIORITY)
         if raw is None:
             return None
         try:
             return int(raw)
         except ValueError:
+            if _PRIORITY_CLASS.match(raw.strip()):
+                return None  # a name from the queue's priorityClasses: `priority_class`
             raise WorkloadError(
-                f"annotation {ANNOTATION_PRIORITY}: expected an integer, got {raw!r}",
+                f"annotation {ANNOTATION_PRIORITY}: expected an integer or the name of one of"
+                f" its queue's priorityClasses, got {raw!r}",
                 at=(*_ANNOTATIONS, ANNOTATION_PRIORITY),
             ) from None
+
+    @_read_once
+    def priority_class(self) -> str | None:
+        """`fedctl.io/priority` when it names one of the queue's `priorityClasses` rather
+        than giving a number; the scheduler resolves it against the queue."""
+        raw = self._annotation(ANNOTATION_PRIORITY)
+        if raw is None or self.priority is not None:
+            return None
+        return raw.strip()
 
     @_read_once
     def chips(self) -> tuple[str, ...]:

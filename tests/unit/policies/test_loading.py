@@ -437,7 +437,40 @@ def test_a_top_level_parent_guaranteeing_less_than_its_children_is_an_error() ->
     result = load_text(text, filename="q.yaml")
 
     assert [f.severity for f in result.findings] == ["error"]
-    assert "children (dept-a, dept-b) are guaranteed 80 of cpu in total" in str(
-        result.findings[0]
+    assert "children (dept-a, dept-b) are guaranteed 80 of cpu in total" in str(result.findings[0])
+    assert not result.ok
+
+
+def test_a_priority_class_the_queue_given_alongside_lacks_is_an_error() -> None:
+    job = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  annotations:
+    fedctl.io/queue: web
+    fedctl.io/priority: {priority}
+spec:
+  template:
+    spec:
+      containers:
+        - name: c
+          resources:
+            requests:
+              cpu: "1"
+"""
+    text = (
+        QUEUE
+        + "  priorityClasses:\n    high: 100\n    low: 0\n---\n"
+        + job.format(name="ok", priority="high")
+        + "---\n"
+        + job.format(name="typo", priority="hgih")
     )
+
+    result = load_text(text, filename="q.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "q.yaml:32:25: metadata.annotations[\"fedctl.io/priority\"]: priority class 'hgih'"
+        " is not defined in queue web (its priorityClasses: high, low) (did you mean 'high'?)"
+    ]
     assert not result.ok

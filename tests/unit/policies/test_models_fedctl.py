@@ -1023,12 +1023,13 @@ def with_spec(base: dict[str, Any], **spec: Any) -> dict[str, Any]:
     ("data", "expected"),
     [
         pytest.param(
-            workload("v1", "Pod", {}, priority="high"),
+            workload("v1", "Pod", {}, priority="High Priority!"),
             (
                 "metadata.annotations.fedctl.io/priority",
-                "annotation fedctl.io/priority: expected an integer, got 'high'",
+                "annotation fedctl.io/priority: expected an integer or the name of one of its"
+                " queue's priorityClasses, got 'High Priority!'",
             ),
-            id="priority that is not a number",
+            id="priority that is neither a number nor a class name",
         ),
         pytest.param(
             workload("v1", "Pod", {}, expected_duration="2 days"),

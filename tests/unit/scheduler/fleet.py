@@ -134,7 +134,7 @@ def workload(
     replicas: int = 1,
     chips: str = "",
     queue: str | None = None,
-    priority: int | None = None,
+    priority: int | str | None = None,
     duration: str | None = None,
     uid: str | None = None,
 ) -> Workload:
@@ -183,6 +183,7 @@ def job(
         workload=w,
         queue=w.queue or default_queue,
         priority=w.priority or 0,
+        priority_class=w.priority_class or "",
         seq=seq,
         placement=Placement.model_validate(placement) if placement is not None else None,
         fedctl=FedctlPlacement.model_validate(fedctl) if fedctl is not None else None,

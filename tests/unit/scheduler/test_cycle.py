@@ -143,6 +143,28 @@ def test_priority_then_fifo_decides_who_gets_the_last_slot() -> None:
     assert [a.ref.name for a in result.admitted] == ["late-high", "early-low"]
 
 
+def test_a_named_priority_takes_its_value_from_the_queue() -> None:
+    """`fedctl.io/priority: high` means the queue's `priorityClasses.high`: it orders and
+    is recorded like a number; a class the queue does not define holds the workload with a
+    reason naming the classes it does."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="4"))]
+    ml = queue("ml", priorityClasses={"high": 100, "low": 0})
+    jobs = [
+        job(workload("early-low", cpu="2", queue="ml", priority="low")),
+        job(workload("late-high", cpu="2", queue="ml", priority="high")),
+        job(workload("typo", cpu="2", queue="ml", priority="hihg")),
+        job(workload("late-number", cpu="2", queue="ml", priority=50)),
+    ]
+    result = run(fleet, jobs, queues=[ml])
+    assert [a.ref.name for a in result.admitted] == ["late-high", "late-number"]
+    high = next(b for b in result.bindings if b.metadata.name == "late-high")
+    assert high.spec.priority == 100
+    assert result.reasons["team/Job.batch/typo"] == (
+        "priority class 'hihg' is not defined in queue ml (its priorityClasses: high (100),"
+        " low (0)): define it there or correct the workload's fedctl.io/priority"
+    )
+
+
 def test_fair_share_alternates_between_equal_queues() -> None:
     fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
     jobs = [job(workload(f"a{i}", cpu="2", queue="a")) for i in range(4)]
