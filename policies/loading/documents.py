@@ -13,6 +13,7 @@ unknown chip in a file is suspicious, not necessarily wrong.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,7 +104,126 @@ def validate_document(
             err, model=model_cls, data=doc, source=source, filename=filename
         )
         return Checked(None, found)
-    return Checked(model, _warnings(model, source=source, filename=filename))
+    found = _warnings(model, source=source, filename=filename)
+    if isinstance(model, Workload):
+        found += _kubernetes_rules(model, doc, source=source, filename=filename)
+    return Checked(model, found)
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_NATIVE = ("cpu", "memory", "ephemeral-storage", "storage", "pods")
+
+
+def _kubernetes_rules(
+    model: Workload, doc: Mapping[str, Any], *, source: SourceMap, filename: str
+) -> list[Finding]:
+    """What every member's API server refuses, refused here first: a workload the members
+    cannot create would otherwise be admitted, hold its queue's quota and never run.
+    Checked on the document, not the model, so objects already stored still decode."""
+    found: list[Finding] = []
+    meta = model.metadata
+    namespaced = meta.namespace is not None
+    name_rule = _DNS_LABEL if model.kind == "Namespace" else _DNS_SUBDOMAIN
+    if meta.name and not name_rule.match(meta.name):
+        what = (
+            "a DNS label (lowercase letters, digits and '-', at most 63)"
+            if name_rule is _DNS_LABEL
+            else "a DNS subdomain (lowercase letters, digits, '-' and '.')"
+        )
+        message = f"name {meta.name!r} is not {what}: members refuse it"
+        found.append(_at(source, filename, ("metadata", "name"), message))
+    if namespaced and meta.namespace and not _DNS_LABEL.match(meta.namespace):
+        message = (
+            f"namespace {meta.namespace!r} is not a DNS label (lowercase letters, digits and"
+            " '-', at most 63): members refuse it"
+        )
+        found.append(_at(source, filename, ("metadata", "namespace"), message))
+    if model.is_opaque:
+        return found
+    for pod_set in model.pod_sets:
+        pod = _dig(doc, pod_set.template_path)
+        if not isinstance(pod, Mapping):
+            continue
+        for group in ("initContainers", "containers"):
+            for index, container in enumerate(pod.get(group) or ()):
+                at = (*pod_set.template_path, group, index, "resources")
+                found += _device_rules(container, at, source=source, filename=filename)
+    return found
+
+
+def _device_rules(
+    container: Any, at: tuple[str | int, ...], *, source: SourceMap, filename: str
+) -> list[Finding]:
+    """Devices (extended resources, e.g. nvidia.com/gpu) are whole and never overcommitted:
+    Kubernetes wants a whole number, and a limit equal to any request."""
+    resources = container.get("resources") if isinstance(container, Mapping) else None
+    if not isinstance(resources, Mapping):
+        return []
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
+        return []
+    found: list[Finding] = []
+    for kind, values in (("requests", requests), ("limits", limits)):
+        for name, raw in values.items():
+            if not _is_device(str(name)):
+                continue
+            amount = _whole(raw)
+            if amount is None:
+                message = f"{name}: {raw!r} is not a whole number: a device is never shared"
+                found.append(_at(source, filename, (*at, kind, name), message))
+    for name, raw in requests.items():
+        if not _is_device(str(name)):
+            continue
+        if name not in limits:
+            message = (
+                f"{name} is requested without a limit: Kubernetes members refuse a device"
+                f" that is not limited to the amount requested (add limits.{name}: {raw},"
+                " or give only the limit)"
+            )
+            found.append(
+                _at(source, filename, (*at, "requests", name), message, severity="warning")
+            )
+        elif _whole(raw) is not None and _whole(raw) != _whole(limits[name]):
+            message = (
+                f"{name} is requested as {raw} but limited to {limits[name]}: Kubernetes"
+                " wants the two equal for a device"
+            )
+            found.append(_at(source, filename, (*at, "requests", name), message))
+    return found
+
+
+def _is_device(name: str) -> bool:
+    if name in _NATIVE or name.startswith(("hugepages-", "requests.", "limits.")):
+        return False
+    domain = name.partition("/")[0] if "/" in name else ""
+    return bool(domain) and not domain.endswith("kubernetes.io")
+
+
+def _whole(raw: Any) -> int | None:
+    """A device count: a whole number (int, or a string of digits), else None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return None
+
+
+def _dig(doc: Mapping[str, Any], path: tuple[Any, ...]) -> Any:
+    node: Any = doc
+    for part in path:
+        if isinstance(node, Mapping):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Finding]:

@@ -42,6 +42,12 @@ class PlaintextOverrider(FrozenModel):
 
     @model_validator(mode="after")
     def _remove_has_no_value(self) -> PlaintextOverrider:
+        if not self.path.startswith("/"):
+            raise RuleError(
+                f"path {self.path!r} is not a JSON pointer: it starts with '/'"
+                f" (e.g. /{self.path.lstrip('./')})",
+                at=("path",),
+            )
         if self.operator == "remove" and self.value is not None:
             raise RuleError("operator remove takes no value", at=("value",))
         return self

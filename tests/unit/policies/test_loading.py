@@ -474,3 +474,49 @@ spec:
         " is not defined in queue web (its priorityClasses: high, low) (did you mean 'high'?)"
     ]
     assert not result.ok
+
+
+def test_what_members_would_refuse_is_refused_here_with_its_line() -> None:
+    """A workload no member's API server accepts would otherwise be admitted, hold its
+    queue's quota and never run: a name that is not a DNS name, a fraction of a device, a
+    device request and limit that differ. A device request without a limit is a warning."""
+    text = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: Bad_Job
+  namespace: Teams
+spec:
+  template:
+    spec:
+      containers:
+        - name: c
+          resources:
+            requests: {cpu: "1", nvidia.com/gpu: "0.5", example.com/fpga: "2"}
+            limits: {example.com/fpga: "4"}
+        - name: d
+          resources:
+            requests: {nvidia.com/gpu: 1}
+"""
+    result = load_text(text, filename="j.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "j.yaml:4:9: metadata.name: name 'Bad_Job' is not a DNS subdomain (lowercase letters,"
+        " digits, '-' and '.'): members refuse it",
+        "j.yaml:5:14: metadata.namespace: namespace 'Teams' is not a DNS label (lowercase"
+        " letters, digits and '-', at most 63): members refuse it",
+        'j.yaml:12:50: spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"]:'
+        " nvidia.com/gpu: '0.5' is not a whole number: a device is never shared",
+        'j.yaml:12:50: spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"]:'
+        " warning: nvidia.com/gpu is requested without a limit: Kubernetes members refuse a"
+        " device that is not limited to the amount requested (add limits.nvidia.com/gpu: 0.5,"
+        " or give only the limit)",
+        'j.yaml:12:75: spec.template.spec.containers[0].resources.requests["example.com/fpga"]:'
+        " example.com/fpga is requested as 2 but limited to 4: Kubernetes wants the two equal"
+        " for a device",
+        'j.yaml:16:40: spec.template.spec.containers[1].resources.requests["nvidia.com/gpu"]:'
+        " warning: nvidia.com/gpu is requested without a limit: Kubernetes members refuse a"
+        " device that is not limited to the amount requested (add limits.nvidia.com/gpu: 1,"
+        " or give only the limit)",
+    ]
+    assert not result.ok

@@ -553,6 +553,12 @@ def test_a_federated_resource_quota() -> None:
             id="a plaintext removal with a value",
         ),
         pytest.param(
+            OVERRIDE.replace("- path: /metadata/annotations", "- path: spec/replicas"),
+            "k.yaml:22:19: spec.overrideRules[0].overriders.plaintext[1].path: path"
+            " 'spec/replicas' is not a JSON pointer: it starts with '/' (e.g. /spec/replicas)",
+            id="a plaintext path that is not a JSON pointer",
+        ),
+        pytest.param(
             OVERRIDE.replace(
                 "  overrideRules:\n",
                 "  overriders:\n    labelsOverrider: [{operator: add, value: {a: b}}]\n"
