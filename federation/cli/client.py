@@ -87,6 +87,15 @@ class ApiClient:
                 payload = await resp.text()
                 if resp.status == 404 and allow_missing:
                     return None
+                if resp.status == 401:
+                    error = _api_error(resp.status, payload)
+                    hint = (
+                        "the token given was refused"
+                        if self._token
+                        else "no token given: pass --token or set FEDCTL_TOKEN (`fedctl up`"
+                        " prints an admin token and writes it to .fedctl/tokens.yaml)"
+                    )
+                    raise ApiError(401, error.reason, f"{error}; {hint}", error.details)
                 if resp.status >= 400:
                     raise _api_error(resp.status, payload)
                 return json.loads(payload) if payload else None

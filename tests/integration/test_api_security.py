@@ -3,6 +3,7 @@ sealed kubeconfigs, rate limits, client certificates over TLS, and `/metrics`.""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -21,6 +22,7 @@ from federation import secrets
 from federation.api import app as api_app
 from federation.api import audit, auth
 from federation.api import tls as tls_mod
+from federation.cli import main
 from federation.registry import embedded, keys
 from federation.registry import objects as reg_objects
 from federation.registry.etcd import EtcdStore
@@ -435,3 +437,17 @@ def write_pki(directory: Path, *, client_cn: str, client_org: str) -> dict[str, 
         paths[name] = directory / name
         paths[name].write_bytes(data)
     return paths
+
+
+async def test_the_cli_without_a_token_says_where_to_give_one(
+    api: Client, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("FEDCTL_TOKEN", raising=False)
+    code = await asyncio.to_thread(main.main, ["get", "clusters", "--server", api.base])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "no token given: pass --token or set FEDCTL_TOKEN" in err
+    code = await asyncio.to_thread(
+        main.main, ["get", "clusters", "--server", api.base, "--token", "guessed"]
+    )
+    assert code == 1 and "the token given was refused" in capsys.readouterr().err
