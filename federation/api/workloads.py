@@ -21,13 +21,22 @@ from federation import errors
 from federation.api import auth
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
+from federation.scheduler import plan
+from policies.models import propagation
 from policies.models.binding import Binding
 from policies.models.work import Event, Work, WorkloadStatus
+from policies.models.workload import Workload
 
 __all__ = ["PREFIX", "WorkloadsApi"]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
 _RECENT_EVENTS = 20
+_POLICY_TYPES = (
+    propagation.PropagationPolicy,
+    propagation.ClusterPropagationPolicy,
+    propagation.FedctlPropagationPolicy,
+    propagation.FedctlClusterPropagationPolicy,
+)
 
 
 def _wire(model: Any) -> dict[str, Any]:
@@ -71,21 +80,29 @@ class WorkloadsApi:
         statuses = await self.statuses.list(keys.prefix("workloadstatus") + tail)
         placed = {str(keys.parse_workload_key(b.key)): b.obj for b in bindings.items}
         ready = {str(keys.parse_workload_key(s.key)): s.obj for s in statuses.items}
+        policies: list[plan.AnyPolicy] | None = None
         items = []
         for item in templates.items:
             ref = keys.parse_workload_key(item.key)
             binding, status = placed.get(str(ref)), ready.get(str(ref))
-            items.append(
-                {
-                    "namespace": ref.namespace,
-                    "kind": ref.kind,
-                    "name": ref.name,
-                    "created": item.obj.metadata.creation_timestamp,
-                    "binding": _wire(binding) if binding else None,
-                    "status": _wire(status) if status else None,
-                }
-            )
+            entry = {
+                "namespace": ref.namespace,
+                "kind": ref.kind,
+                "name": ref.name,
+                "created": item.obj.metadata.creation_timestamp,
+                "binding": _wire(binding) if binding else None,
+                "status": _wire(status) if status else None,
+            }
+            if binding is None and isinstance(item.obj, Workload) and item.obj.is_opaque:
+                if policies is None:
+                    policies = await self._policies()
+                entry["federationOnly"] = plan.claim(item.obj, policies) is None
+            items.append(entry)
         return items
+
+    async def _policies(self) -> list[plan.AnyPolicy]:
+        listed = await self.objects.list(keys.prefix("policies"))
+        return [i.obj for i in listed.items if isinstance(i.obj, _POLICY_TYPES)]
 
     async def describe(self, request: web.Request) -> web.Response:
         info = request.match_info
@@ -95,6 +112,13 @@ class WorkloadsApi:
         if template is None and binding is None:
             raise errors.NotFound(keys.workload_key(ref))
         status = await self.statuses.get(keys.workload_status_key(ref))
+        federation_only = (
+            binding is None
+            and template is not None
+            and isinstance(template.obj, Workload)
+            and template.obj.is_opaque
+            and plan.claim(template.obj, await self._policies()) is None
+        )
         works = []
         clusters = await self.raw.list(keys.prefix("clusters"))
         for kv in clusters.items:
@@ -108,6 +132,7 @@ class WorkloadsApi:
                 "workload": template.obj.to_wire() if template else None,
                 "binding": _wire(binding.obj) if binding else None,
                 "bindingRevision": binding.revision if binding else None,
+                "federationOnly": federation_only,
                 "status": _wire(status.obj) if status else None,
                 "works": works,
                 "events": [_wire(e.obj) for e in events],

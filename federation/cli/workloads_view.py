@@ -19,6 +19,9 @@ __all__ = ["PREFIX", "describe", "pick", "placement_cell", "table"]
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
 
 
+_FEDERATION_ONLY = "- (no propagation policy selects it: kept in the federation only)"
+
+
 def _per_cluster(status: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {row["cluster"]: row for row in (status or {}).get("clusters", [])}
 
@@ -37,6 +40,8 @@ def placement_cell(item: dict[str, Any]) -> str:
     """`cluster ready/replicas` for each target, or why the workload is not placed."""
     binding = item.get("binding")
     rows = _per_cluster(item.get("status"))
+    if not binding and item.get("federationOnly"):
+        return _FEDERATION_ONLY
     if not binding or not binding["spec"].get("clusters"):
         reason = ((binding or {}).get("status") or {}).get("reason") or "not scheduled yet"
         return f"Pending: {reason}"
@@ -87,9 +92,10 @@ def describe(doc: dict[str, Any]) -> str:
     binding = doc.get("binding") or {}
     status = doc.get("status") or {}
     meta = workload.get("metadata") or {}
+    namespace = meta.get("namespace", binding.get("metadata", {}).get("namespace"))
     lines = [
         f"Name:        {meta.get('name', binding.get('metadata', {}).get('name'))}",
-        f"Namespace:   {meta.get('namespace', binding.get('metadata', {}).get('namespace'))}",
+        f"Namespace:   {namespace or '- (cluster-scoped)'}",
         f"Kind:        {workload.get('kind')} ({workload.get('apiVersion')})",
         f"Health:      {status.get('health', '-')}",
     ]
@@ -104,10 +110,14 @@ def describe(doc: dict[str, Any]) -> str:
         )
     spec = binding.get("spec") or {}
     state = binding.get("status") or {}
-    lines.append(
-        f"Binding:     {state.get('phase', 'none')} (revision {doc.get('bindingRevision')})"
-        + (f": {state['reason']}" if state.get("reason") else "")
-    )
+    if not binding:
+        why = _FEDERATION_ONLY[2:] if doc.get("federationOnly") else "(not scheduled yet)"
+        lines.append(f"Binding:     none {why}")
+    else:
+        lines.append(
+            f"Binding:     {state.get('phase', 'none')} (revision {doc.get('bindingRevision')})"
+            + (f": {state['reason']}" if state.get("reason") else "")
+        )
     lines.append(
         _section(
             "Placement",

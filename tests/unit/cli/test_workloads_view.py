@@ -43,3 +43,19 @@ def test_no_filtered_line_when_every_cluster_was_scored() -> None:
     spec = BINDING.spec.model_copy(update={"filtered_summary": {}})
     text = workloads_view.describe(doc(BINDING.model_copy(update={"spec": spec})))
     assert "Filtered:" not in text
+
+
+def test_an_object_kept_in_the_federation_says_so_and_has_no_namespace() -> None:
+    kept = {
+        "workload": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "teams"}},
+        "binding": None,
+        "status": None,
+        "bindingRevision": None,
+        "federationOnly": True,
+    }
+    text = workloads_view.describe(kept)
+    assert "Namespace:   - (cluster-scoped)" in text
+    assert "Binding:     none (no propagation policy selects it: kept in the federation" in text
+    assert "revision None" not in text
+    waiting = {**kept, "federationOnly": False}
+    assert "Binding:     none (not scheduled yet)" in workloads_view.describe(waiting)
