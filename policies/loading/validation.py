@@ -24,6 +24,7 @@ from pydantic_core import ErrorDetails
 
 from policies.loading.findings import Finding, PathPart, format_path, suggest
 from policies.loading.source import SourceMap
+from policies.models.common import RuleErrors
 
 __all__ = ["describe_value", "findings_from_error"]
 
@@ -82,11 +83,20 @@ def findings_from_error(
     source: SourceMap,
     filename: str,
 ) -> list[Finding]:
-    """One finding per pydantic error, in document order."""
-    found = [
-        _finding(err, model=model, data=data, source=source, filename=filename)
-        for err in exc.errors()
-    ]
+    """One finding per pydantic error (per rule, when a validator reports several), in
+    document order."""
+    found = []
+    for err in exc.errors():
+        ctx = err.get("ctx") or {}
+        several = ctx.get("error") if err["type"] == "value_error" else None
+        if isinstance(several, RuleErrors):
+            for one in several.errors:
+                single: Any = {**err, "msg": str(one), "ctx": {**ctx, "error": one}}
+                found.append(
+                    _finding(single, model=model, data=data, source=source, filename=filename)
+                )
+            continue
+        found.append(_finding(err, model=model, data=data, source=source, filename=filename))
     return sorted(set(found), key=lambda f: (f.line, f.col, f.path, f.message))
 
 

@@ -49,6 +49,15 @@ class RuleError(ValueError):
         self.at = at
 
 
+class RuleErrors(ValueError):
+    """Several independent rules failed at once: the loader reports each, so a document
+    with five bad values takes one round of fixes, not five."""
+
+    def __init__(self, errors: list[RuleError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
 @dataclass(frozen=True)
 class Notice:
     """A warning about a valid document: `path` is relative to the document root."""

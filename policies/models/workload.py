@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, model_validator
 from federation.resources import QuantityError, ResourceList, parse_quantity
 from policies.models.accelerator import _check_chip
 from policies.models.base import KubeObject
-from policies.models.common import PathPart, RuleError
+from policies.models.common import PathPart, RuleError, RuleErrors
 from policies.models.placement_ext import DurationError, parse_duration
 
 __all__ = [
@@ -141,8 +141,18 @@ class Workload(KubeObject):
 
     @model_validator(mode="after")
     def _readable(self) -> Workload:
-        # Read everything once so bad values fail validation, not the scheduler later.
-        _ = (self.queue, self.priority, self.chips, self.expected_duration, self.pod_sets)
+        # Read everything once so bad values fail validation, not the scheduler later; every
+        # unreadable value is reported at once.
+        problems: list[RuleError] = []
+        for name in ("queue", "priority", "chips", "expected_duration", "pod_sets"):
+            try:
+                getattr(self, name)
+            except RuleError as exc:
+                problems.append(exc)
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            raise RuleErrors(problems)
         minimum = self.min_available
         if minimum is not None and self.pod_sets and minimum > self.replicas:
             raise WorkloadError(

@@ -520,3 +520,30 @@ spec:
         " or give only the limit)",
     ]
     assert not result.ok
+
+
+def test_every_unreadable_workload_value_is_reported_at_once() -> None:
+    text = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sweep
+  annotations:
+    fedctl.io/priority: "High Priority!"
+    fedctl.io/expected-duration: 2 days
+spec:
+  template:
+    spec:
+      containers:
+        - name: c
+          resources:
+            requests: {cpu: lots}
+"""
+    result = load_text(text, filename="j.yaml")
+
+    assert [f.path for f in result.findings] == [
+        'metadata.annotations["fedctl.io/priority"]',
+        'metadata.annotations["fedctl.io/expected-duration"]',
+        'spec.template.spec.containers[0].resources.requests.cpu',
+    ]
+    assert not result.ok
