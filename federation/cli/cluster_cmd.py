@@ -61,6 +61,19 @@ def register(sub: Any) -> None:
         p.add_argument("name")
         _server(p)
         p.set_defaults(func=_unjoin if verb == "unjoin" else _describe)
+        if verb == "unjoin":
+            p.add_argument(
+                "--now",
+                action="store_true",
+                help="remove it at once, without moving its workloads away first (for a"
+                " member that is gone: what fedctl placed there keeps running on it)",
+            )
+            p.add_argument(
+                "--timeout",
+                type=float,
+                default=300.0,
+                help="seconds to wait for its workloads to move away (default 300)",
+            )
 
     listing = verbs.add_parser("list", help="members with chips, readiness, capacity, $/h")
     _server(listing)
@@ -204,11 +217,59 @@ async def _join(args: argparse.Namespace) -> int:
     return 0
 
 
+UNJOIN_KEY = "cluster.fedctl.io/unjoining"
+
+
 async def _unjoin(args: argparse.Namespace) -> int:
+    """Drain, then remove: a NoExecute taint makes failover move every workload away and
+    take its copy off the member; once nothing is placed there and no Work is left for
+    it, the Cluster is deleted.
+
+    Why not delete at once: the member's credentials go with the Cluster, so nothing could
+    take fedctl's copies off it afterwards. They kept running there while the scheduler
+    placed the same workloads elsewhere: 15 pods for 12 replicas."""
+    if not args.now:
+        await _edit_taints(args, [{"key": UNJOIN_KEY, "value": "", "effect": "NoExecute"}], set())
+        async with _client(args) as api:
+            await _drained(api, args.name, timeout=args.timeout)
     async with _client(args) as api:
         await api.request("DELETE", f"clusters/{args.name}")
     print(f"cluster {args.name} unjoined")
     return 0
+
+
+async def _drained(api: Any, name: str, *, timeout: float) -> None:
+    """Wait until no Binding targets `name` and no Work is left for it, saying what is left
+    as it changes; raise when `timeout` passes first."""
+    from federation import clock
+
+    deadline = clock.real.monotonic() + timeout
+    said = ""
+    while True:
+        bindings = (await api.request("GET", "bindings"))["items"]
+        works = (await api.request("GET", "works"))["items"]
+        placed = sorted(
+            f"{b['metadata'].get('namespace') or '-'}/{b['metadata']['name']}"
+            for b in bindings
+            if any(t.get("name") == name for t in b.get("spec", {}).get("clusters", []))
+        )
+        left = [w for w in works if w.get("spec", {}).get("cluster") == name]
+        if not placed and not left:
+            return
+        now = f"draining {name}: {len(placed)} workload(s) placed there, {len(left)} Work(s)"
+        if now != said:
+            print(now, file=sys.stderr)
+            said = now
+        if clock.real.monotonic() >= deadline:
+            shown = ", ".join(placed[:5]) + (", ..." if len(placed) > 5 else "")
+            raise errors.Invalid(
+                f"cluster {name} still holds {len(placed)} workload(s) after {timeout:g}s"
+                + (f" ({shown})" if shown else "")
+                + f": they may tolerate NoExecute taints, or the member may be unreachable."
+                f" It stays tainted {UNJOIN_KEY}:NoExecute; run `fedctl cluster unjoin {name}"
+                " --now` to remove it anyway, leaving them running there"
+            )
+        await clock.real.sleep(1.0)
 
 
 async def _fetch(args: argparse.Namespace, api: Any, name: str) -> tuple[Any, Any]:

@@ -169,3 +169,56 @@ def _yaml(path: Path) -> dict[str, object]:
 
     loaded: dict[str, object] = YAML(typ="safe").load(path.read_text())
     return loaded
+
+
+def _member_deployments(kubeconfig: Path, context: str) -> list[str]:
+    doc = _yaml(kubeconfig)
+    contexts = {c["name"]: c["context"] for c in doc["contexts"]}  # type: ignore[attr-defined]
+    servers = {c["name"]: c["cluster"]["server"] for c in doc["clusters"]}  # type: ignore[attr-defined]
+    url = f"{servers[contexts[context]['cluster']]}/apis/apps/v1/namespaces/default/deployments"
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return [d["metadata"]["name"] for d in json.loads(resp.read())["items"]]
+
+
+def _placed(server: str, name: str) -> list[str]:
+    got = fedctl("get", "binding", name, "-n", "default", "-o", "json", server=server)
+    if got.returncode != 0:
+        return []
+    doc = json.loads(got.stdout)
+    if doc.get("status", {}).get("phase") != "Scheduled":
+        return []
+    return [t["name"] for t in doc["spec"].get("clusters", [])]
+
+
+def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
+    stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Deleting the Cluster at once took its credentials with it, so fedctl's copies kept
+    running on the member while the same workloads were placed elsewhere. Unjoin drains
+    first: the workload moves, the member's copy goes, then the Cluster."""
+    server, kubeconfig = stack
+    for name, region in (("x86", "us-east"), ("gpu", "us-west")):
+        _join(server, kubeconfig, name, region)
+    web = tmp_path / "web.yaml"
+    web.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"
+        "spec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n"
+        "        - {name: c, image: nginx, resources: {requests: {cpu: 500m}}}\n"
+    )
+    assert fedctl("apply", "-f", str(web), server=server).returncode == 0
+    deadline = time.monotonic() + 30
+    while not (first := _placed(server, "web")) or "web" not in _member_deployments(
+        kubeconfig, first[0]
+    ):
+        assert time.monotonic() < deadline, "web never ran on a member"
+        time.sleep(0.3)
+    (gone,) = first
+    other = "gpu" if gone == "x86" else "x86"
+
+    result = fedctl("cluster", "unjoin", gone, "--timeout", "45", server=server)
+
+    assert result.returncode == 0, result.stderr
+    assert f"cluster {gone} unjoined" in result.stdout
+    assert _placed(server, "web") == [other]
+    assert "web" not in _member_deployments(kubeconfig, gone)
+    assert fedctl("get", "cluster", gone, server=server).returncode == 1
