@@ -253,6 +253,7 @@ def _plan_wire(plan: explain.Plan, policy: str | None) -> dict[str, Any]:
         "costs": {k: (str(v) if v is not None else None) for k, v in plan.costs.items()},
         "totalCost": str(total) if total is not None else None,
         "reason": plan.reason,
+        "preempts": plan.preempts,
         "verdicts": [
             v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in plan.verdicts
         ],

@@ -356,12 +356,42 @@ class Scheduler:
             if queues
             else None
         )
-        outcome = (
-            self._place(request, state)
-            if refused is None
-            else pl.Failed(request, refused, "static")
+        if refused is not None:
+            return explain.plan(self.placer, request, state, pl.Failed(request, refused, "static"))
+        return self._settled(job, request, state, self._place(request, state))
+
+    def _settled(
+        self,
+        job: PendingJob,
+        request: fw.JobRequest,
+        state: fw.CycleState,
+        outcome: pl.Placed | pl.Failed,
+    ) -> explain.Plan:
+        """The plan as the cycle would settle it, on a copy of `state`: admission's checks
+        (a placement the queue cannot lend to waits), and preemption or reclaim when the
+        job fits only once lower-priority work goes. Without this a plan said "pending" for
+        a job the controller then admitted by preempting, or placed one it left waiting."""
+        result = CycleResult(pending=PendingStore(), usage=state.usage.copy())
+        admit = admission.Admitter(self, state.copy(), result, now=_PLAN_TIME)
+        if not admit.settle(job, outcome):
+            if isinstance(outcome, pl.Placed):
+                reason = result.reasons.get(str(job.ref), "")
+                outcome = pl.Failed(outcome.request, reason, "quota")
+            return explain.plan(self.placer, request, state, outcome)
+        planned = explain.plan(self.placer, request, state, outcome)
+        if not result.evicted:
+            return planned
+        mine = next(
+            b
+            for b in reversed(result.bindings)
+            if b.status.phase == "Scheduled" and b.spec.workload.name == job.ref.name
         )
-        return explain.plan(self.placer, request, state, outcome)
+        planned.reason = ""
+        planned.placement = {t.name: t.replicas for t in mine.spec.clusters}
+        planned.chips = {t.name: t.chip for t in mine.spec.clusters}
+        planned.costs = {t.name: t.hourly_cost for t in mine.spec.clusters}
+        planned.preempts = [f"{victim.ref}: {reason}" for victim, reason in result.evicted]
+        return planned
 
 
 def _subtree_share(
@@ -382,6 +412,10 @@ def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleSta
     trial = state.copy()
     admission.release(trial, admitted)
     return trial
+
+
+_PLAN_TIME = dt.datetime.fromtimestamp(0, dt.UTC)
+"""The time a plan's trial admission stamps on Bindings that are never written."""
 
 
 def _name_priorities(pending: PendingStore, queues: Mapping[str, Queue]) -> None:

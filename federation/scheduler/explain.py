@@ -115,6 +115,8 @@ class Plan:
     chips: dict[str, str | None] = field(default_factory=dict)
     costs: dict[str, Decimal | None] = field(default_factory=dict)
     reason: str = ""
+    preempts: list[str] = field(default_factory=list)
+    """Admitted work the placement would evict first (preemption or reclaim), with why."""
 
     @property
     def total_cost(self) -> Decimal | None:
@@ -136,6 +138,7 @@ class Plan:
             "chips": self.chips,
             "hourlyCost": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
             "totalHourlyCost": str(total) if total is not None else None,
+            "preempts": self.preempts,
         }
 
 

@@ -10,6 +10,7 @@ from federation.cache import snapshot as snap
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
+from federation.scheduler import framework as fw
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, NodeFlavor
 from tests.unit.scheduler.fleet import (
@@ -510,3 +511,29 @@ def test_a_cycle_decides_at_most_its_batch_and_leaves_the_rest_pending() -> None
     result = cycle.Scheduler().run_cycle(snapshot, pending, Usage(), NOW, batch=3)
     assert [str(a.ref.name) for a in result.admitted] == ["j0", "j1", "j2"]
     assert sorted(j.ref.name for j in result.pending.jobs()) == ["j3", "j4"]
+
+
+def test_a_plan_shows_what_the_cycle_would_preempt_to_place_it() -> None:
+    """`fedctl plan --live` said "pending: queue team at capability" for a job the
+    controller then admitted at once by preempting lower-priority work of its queue."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="16"))]
+    team = queue("team", capability={"cpu": "4"})
+    low = job(workload("low", cpu="4", queue="team", priority=0))
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    snapshot = snap.build(fleet, queues=[team])
+    admitted = scheduler.run_cycle(snapshot, PendingStore([low]), Usage(), NOW)
+    assert [a.ref.name for a in admitted.admitted] == ["low"]
+    state = fw.CycleState(snapshot, admitted.usage, scheduler.settings)
+
+    urgent = job(workload("urgent", cpu="4", queue="team", priority=100))
+    planned = scheduler.plan_in(urgent, state)
+
+    assert planned.placement == {"cpu": 1} and planned.reason == ""
+    assert planned.preempts == [
+        "team/Job.batch/low: preempted by team/Job.batch/urgent (priority 100, queue team)"
+    ]
+    assert len(state.usage) == 1  # planning changed nothing
+    off = cycle.Scheduler(SchedulerSettings(preemption=False))
+    refused = off.plan_in(urgent, fw.CycleState(snapshot, admitted.usage, off.settings))
+    assert refused.placement == {} and refused.preempts == []
+    assert refused.reason.startswith("queue team at capability for cpu: 4/4")
