@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from federation.resources import ResourceList
 from policies.models.base import FrozenModel, KubeObject
-from policies.models.common import RuleError
+from policies.models.common import RuleError, RuleErrors
 
 __all__ = ["FederatedResourceQuota", "FederatedResourceQuotaSpec", "StaticClusterAssignment"]
 
@@ -42,32 +42,44 @@ class FederatedResourceQuotaSpec(FrozenModel):
 
     @model_validator(mode="after")
     def _assignments_fit(self) -> FederatedResourceQuotaSpec:
+        """Every broken rule, reported together (the loader gives each its own line)."""
+        problems: list[RuleError] = []
         seen: dict[str, int] = {}
         for index, assignment in enumerate(self.static_assignments):
             if assignment.cluster_name in seen:
-                raise RuleError(
-                    f"cluster {assignment.cluster_name!r} is assigned twice"
-                    f" (also staticAssignments[{seen[assignment.cluster_name]}])",
-                    at=("staticAssignments", index, "clusterName"),
-                )
-            seen[assignment.cluster_name] = index
-            for name in assignment.hard:
-                if name not in self.overall:
-                    raise RuleError(
-                        f"resource {name!r} is assigned but not present in overall",
-                        at=("staticAssignments", index, "hard", name),
+                problems.append(
+                    RuleError(
+                        f"cluster {assignment.cluster_name!r} is assigned twice"
+                        f" (also staticAssignments[{seen[assignment.cluster_name]}])",
+                        at=("staticAssignments", index, "clusterName"),
                     )
+                )
+            seen.setdefault(assignment.cluster_name, index)
+            problems.extend(
+                RuleError(
+                    f"resource {name!r} is assigned but not present in overall",
+                    at=("staticAssignments", index, "hard", name),
+                )
+                for name in assignment.hard
+                if name not in self.overall
+            )
         total = ResourceList()
         for assignment in self.static_assignments:
             total = total + assignment.hard
         for name, amount in total.items():
             limit = self.overall.amount(name)
-            if amount > limit:
-                raise RuleError(
-                    f"static assignments of {name!r} add up to"
-                    f" {_show(name, amount)}, more than overall {_show(name, limit)}",
-                    at=("overall", name),
+            if name in self.overall and amount > limit:
+                problems.append(
+                    RuleError(
+                        f"static assignments of {name!r} add up to"
+                        f" {_show(name, amount)}, more than overall {_show(name, limit)}",
+                        at=("overall", name),
+                    )
                 )
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            raise RuleErrors(problems)
         return self
 
 

@@ -773,3 +773,17 @@ def test_a_queue_capping_an_unknown_chip_is_a_warning() -> None:
         " 'nvidia-h100' is not defined by any AcceleratorProfile or Cluster in the loaded"
         " documents (did you mean 'nvidia-a100-80gb'?)"
     ]
+
+
+def test_every_broken_quota_rule_is_reported_at_once() -> None:
+    broken = FRQ.replace("clusterName: member2", "clusterName: member1").replace(
+        "        cpu: 80\n", "        cpu: 81\n        pods: 3\n"
+    )
+    assert lines(load(broken)) == [
+        "k.yaml:8:10: spec.overall.cpu: static assignments of 'cpu' add up to 101,"
+        " more than overall 100",
+        "k.yaml:16:20: spec.staticAssignments[1].clusterName: cluster 'member1' is"
+        " assigned twice (also staticAssignments[0])",
+        "k.yaml:19:15: spec.staticAssignments[1].hard.pods: resource 'pods' is assigned but"
+        " not present in overall",
+    ]
