@@ -34,6 +34,7 @@ from federation.registry import store as st
 from policies import loading
 from policies.models import kinds
 from policies.models.base import KubeObject
+from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.queue import Queue, hierarchy_problems
 
@@ -316,12 +317,35 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
+        warning = None
         if res.plural == "queues":
             await self._check_queue_tree([], removed=request.match_info["name"])
+            warning = await self._queue_in_use(request.match_info["name"])
         since = request.query.get("resourceVersion")
         if not await self.objects.delete(key, revision=int(since) if since else None):
             raise errors.NotFound(key)
-        return web.json_response({"apiVersion": "v1", "kind": "Status", "status": "Success"})
+        headers = {"Warning": f'299 - "{warning}"'} if warning else None
+        return web.json_response(
+            {"apiVersion": "v1", "kind": "Status", "status": "Success"}, headers=headers
+        )
+
+    async def _queue_in_use(self, name: str) -> str | None:
+        """What deleting queue `name` leaves behind, as a warning (Kubernetes' `Warning`
+        header, which the CLI prints): its admitted work keeps running, and what waits in
+        it stays pending until the queue is defined again."""
+        listed = await codec.TypedStore(self.raw, codec.Codec(Binding)).list(
+            keys.prefix("bindings")
+        )
+        mine = [b.obj for b in listed.items if b.obj.spec.queue == name]
+        admitted = sum(1 for b in mine if b.status.phase == "Scheduled")
+        waiting = len(mine) - admitted
+        if not mine:
+            return None
+        return (
+            f"queue {name} still has {admitted} admitted and {waiting} pending workload(s):"
+            " the admitted keep running, the pending wait until a queue of that name exists"
+            " again (or move them with their fedctl.io/queue annotation)"
+        )
 
     async def apply(self, request: web.Request) -> web.Response:
         """Create or update every document; report created / configured / unchanged each."""

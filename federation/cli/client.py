@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import sys
 from typing import Any
 
 import aiohttp
@@ -85,6 +86,8 @@ class ApiClient:
                 method, url, data=data, params=params, headers={"Content-Type": content_type}
             ) as resp:
                 payload = await resp.text()
+                for warning in resp.headers.getall("Warning", []):
+                    print(f"Warning: {_warning_text(warning)}", file=sys.stderr)
                 if resp.status == 404 and allow_missing:
                     return None
                 if resp.status == 401:
@@ -109,6 +112,15 @@ class ApiClient:
             raise errors.Unavailable(
                 f"fedctl controller at {self.server} did not answer in time", endpoint=self.server
             ) from exc
+
+
+def _warning_text(header: str) -> str:
+    """The text of a `Warning: 299 - "text"` header, as kubectl prints it."""
+    code, _, rest = header.partition(" ")
+    agent, _, text = rest.partition(" ")
+    if code.isdigit() and agent and text.startswith('"') and text.endswith('"'):
+        return text[1:-1]
+    return header
 
 
 def _api_error(code: int, payload: str) -> ApiError:

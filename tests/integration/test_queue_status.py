@@ -19,7 +19,7 @@ from federation.cli import main
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
-from federation.scheduler import cycle, queue_view
+from federation.scheduler import binder, cycle, queue_view
 from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import SchedulerSettings
@@ -237,3 +237,41 @@ async def test_the_leading_loop_answers_as_a_registry_read_would_without_chargin
     finally:
         await stop_tasks([task])
         await runner.cleanup()
+
+
+async def test_deleting_a_queue_that_work_still_names_warns_what_it_leaves(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store, _ = await registry_with_member()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    for name in ("qa", "qb"):
+        await objs.put(objects.key_for(fleet.queue(name)), fleet.queue(name))
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    for name, phase in (("running", "Scheduled"), ("waiting", "Pending")):
+        binding = Binding.model_validate(
+            {
+                "metadata": {"name": name, "namespace": "team"},
+                "spec": {
+                    "workload": {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "namespace": "team",
+                        "name": name,
+                    },
+                    "queue": "qa",
+                    "clusters": [{"name": "a", "replicas": 1}] if phase == "Scheduled" else [],
+                },
+                "status": {"phase": phase},
+            }
+        )
+        await bindings.put(keys.binding_key(binder.binding_ref(binding)), binding)
+    async with api_server(store) as server:
+        code = await asyncio.to_thread(main.main, ["delete", "queue", "qa", "--server", server])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert (
+            "Warning: queue qa still has 1 admitted and 1 pending workload(s): the admitted"
+            " keep running" in captured.err
+        )
+        code = await asyncio.to_thread(main.main, ["delete", "queue", "qb", "--server", server])
+        assert code == 0 and "Warning" not in capsys.readouterr().err
