@@ -544,6 +544,6 @@ spec:
     assert [f.path for f in result.findings] == [
         'metadata.annotations["fedctl.io/priority"]',
         'metadata.annotations["fedctl.io/expected-duration"]',
-        'spec.template.spec.containers[0].resources.requests.cpu',
+        "spec.template.spec.containers[0].resources.requests.cpu",
     ]
     assert not result.ok
