@@ -3,7 +3,8 @@
 Every command module exposes `register(subparsers)` which adds its parser and sets
 `func` to a coroutine or plain function taking the parsed namespace and returning an exit
 code. Errors from our own tree become one line on stderr and a non-zero exit, never a
-traceback (unless `--log-level debug`).
+traceback (unless `--log-level debug`); bad input (`errors.Invalid`) lists its findings,
+`FILE:LINE:COL: field: problem`, one a line before it.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except errors.FedctlError as exc:
         if args.log_level == "debug":
             raise
-        print(f"fedctl: {exc}", file=sys.stderr)
+        _print_error(exc)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
@@ -146,6 +147,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_ERROR
+
+
+def _print_error(exc: errors.FedctlError) -> None:
+    """The findings of bad input first, one a line (each names its file, line and field,
+    so an editor can jump there), then the error itself as the last line. A finding the
+    message already says (`Invalid(text)` alone, or findings joined into it) is not
+    repeated."""
+    message = str(exc)
+    findings = exc.findings if isinstance(exc, errors.Invalid) else []
+    for finding in findings:
+        if finding not in message:
+            print(finding, file=sys.stderr)
+    print(f"fedctl: {message}", file=sys.stderr)
 
 
 async def _run(awaitable: Any) -> Any:

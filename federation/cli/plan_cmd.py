@@ -20,9 +20,13 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
+from federation import errors
+
 __all__ = ["register"]
 
 EXIT_OK, EXIT_PENDING = 0, 3
+NO_WORKLOAD = "no workload with pods in the given files (Deployment, Job, ...)"
+"""As the offline plan says it (`scheduler.plan.plan_files`)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +65,8 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     from federation.scheduler import plan
 
     if args.live:
-        return _plan_live(args)
+        text, filename = _live_body(args.paths)
+        return _plan_live(args, text=text, filename=filename)
     planned = plan.plan_files(args.paths, profile=args.clusters)
     if args.output == "json":
         doc = [dict(p.plan.to_json(), policy=p.policy) for p in planned]
@@ -72,27 +77,45 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     return EXIT_OK if all(p.plan.placement for p in planned) else EXIT_PENDING
 
 
-def _files(paths: list[str]) -> list[Path]:
-    out: list[Path] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")))
-        else:
-            out.append(path)
-    return out
+def _live_body(paths: list[str]) -> tuple[str, str]:
+    """The files `paths` name, joined into one body for the plan route, and its name.
+
+    Each file is checked first, under its own name, by the loader `fedctl validate` uses:
+    every finding then points at its real file and line, which in the joined body it
+    would not, and nothing is sent while one is wrong.
+    """
+    from policies import loading
+
+    if "-" in paths:
+        raise errors.Invalid("plan --live reads files, not standard input: save it to a file")
+    loaded = loading.load_paths(paths)
+    if not loaded.ok:
+        raise errors.Invalid(
+            f"{len(loaded.errors)} error(s) in the input; nothing was planned",
+            findings=[str(f) for f in loaded.errors],
+        )
+    text = "\n---\n".join(Path(f).read_text(encoding="utf-8-sig") for f in loaded.files)
+    name = loaded.files[0] if len(loaded.files) == 1 else f"<{len(loaded.files)} files joined>"
+    return text, name
 
 
-async def _plan_live(args: argparse.Namespace) -> int:
-    """POST the files to the controller's plan route; print the `after` plan of each."""
+async def _plan_live(args: argparse.Namespace, *, text: str, filename: str) -> int:
+    """POST the (checked) files, joined in `text`, to the controller's plan route; print
+    the `after` plan of each workload it planned."""
     from federation.cli import client
 
-    text = "\n---\n".join(p.read_text(encoding="utf-8") for p in _files(args.paths))
     async with client.ApiClient(args.server, token=args.token) as api:
         answer = await api.request(
-            "POST", "/apis/fedctl.io/v1alpha1/plan", text=text, content_type="application/yaml"
+            "POST",
+            "/apis/fedctl.io/v1alpha1/plan",
+            text=text,
+            content_type="application/yaml",
+            params={"filename": filename},
         )
     plans = [entry["after"] for entry in answer.get("plans", [])]
+    if not plans:
+        # The controller plans the files' workloads and those their policies claim: none.
+        raise errors.Invalid(NO_WORKLOAD)
     if args.output == "json":
         json.dump(plans, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -102,7 +125,7 @@ async def _plan_live(args: argparse.Namespace) -> int:
             f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"
         )
         sys.stdout.write("\n\n".join(_render_wire(p) for p in plans) + "\n")
-    return EXIT_OK if plans and all(p.get("placement") for p in plans) else EXIT_PENDING
+    return EXIT_OK if all(p.get("placement") for p in plans) else EXIT_PENDING
 
 
 def _render_wire(plan: dict[str, Any]) -> str:

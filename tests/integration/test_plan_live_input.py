@@ -1,0 +1,126 @@
+"""`fedctl plan --live` with bad or empty input: the files are checked here, each under its
+own name, before anything is sent, so every finding names the real file and line; files
+with nothing to plan say so, as the offline plan does. The controller is the real API over
+an in-memory registry holding cluster a."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from federation.cli import main
+from federation.registry import codec, objects
+from tests.integration.test_scheduler_loop import api_server, registry_with_member
+from tests.unit.scheduler import fleet
+
+pytestmark = pytest.mark.integration
+
+DEMO = Path(__file__).resolve().parents[2] / "clusters" / "sim" / "profiles" / "demo.yaml"
+
+BAD_CHIP = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: team
+  annotations:
+    fedctl.io/expected-duration: 2h
+    fedctl.io/chips: "Nvidia_A100"
+spec:
+  template:
+    spec:
+      containers:
+        - {name: t, image: trainer, resources: {requests: {cpu: "8"}}}
+"""
+CHIP_FINDING = (
+    ':8:22: metadata.annotations["fedctl.io/chips"]: annotation fedctl.io/chips: invalid chip'
+    " model 'Nvidia_A100': use lower-case letters, digits, '-' and '.', e.g."
+    " nvidia-a100-80gb, ascend-910b, arm64"
+)
+QUEUE_ONLY = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ops}\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+async def plan(*args: str) -> int:
+    return await asyncio.to_thread(main.main, ["plan", *args])
+
+
+async def test_a_finding_names_its_own_file_and_line_not_the_joined_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit: `-f huge.yaml -f unkchip.yaml` reported `<editor>:32:22`."""
+    huge = write(tmp_path / "huge.yaml", json.dumps(fleet.workload("huge").to_wire(), indent=2))
+    bad = write(tmp_path / "unkchip.yaml", BAD_CHIP)
+    store, _ = await registry_with_member()
+    async with api_server(store) as server:
+        code = await plan("--live", "-f", str(huge), "-f", str(bad), "--server", server)
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{bad}{CHIP_FINDING}",
+        "fedctl: 1 error(s) in the input; nothing was planned",
+    ]
+
+
+async def test_a_directory_reports_every_file_s_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Joined, the first file's YAML error hid everything after it."""
+    broken = write(tmp_path / "jobs" / "a.yaml", "kind: Job\n  metadata: {name: x}\n")
+    bad = write(tmp_path / "jobs" / "b.yaml", BAD_CHIP)
+    store, _ = await registry_with_member()
+    async with api_server(store) as server:
+        code = await plan("--live", "-f", str(tmp_path / "jobs"), "--server", server)
+    assert code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in err[:-1]] == [str(broken), str(bad)]
+    assert err[0].startswith(f"{broken}:2:11: invalid YAML:")
+    assert err[1] == f"{bad}{CHIP_FINDING}"
+    assert err[-1] == "fedctl: 2 error(s) in the input; nothing was planned"
+
+
+@pytest.mark.parametrize("where", ["--live", "--clusters"])
+async def test_files_without_a_workload_say_so_live_as_offline(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Live printed a blank plan and exit 3; offline says there is nothing to plan."""
+    ops = write(tmp_path / "op.yaml", QUEUE_ONLY)
+    store, _ = await registry_with_member()
+    async with api_server(store) as server:
+        fleet_args = ["--live", "--server", server] if where == "--live" else [where, str(DEMO)]
+        code = await plan("-f", str(ops), *fleet_args)
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "workload" not in captured.out
+    assert captured.err.splitlines()[-1] == (
+        "fedctl: no workload with pods in the given files (Deployment, Job, ...)"
+    )
+
+
+async def test_a_policy_alone_still_plans_the_registry_workloads_it_claims(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No workload in the files is not always nothing to plan: the controller plans the
+    workloads a proposed policy would claim."""
+    small = fleet.workload("small", cpu="2")
+    store, _ = await registry_with_member()
+    await codec.TypedStore(store, objects.ObjectCodec()).put(objects.key_for(small), small)
+    policy = write(
+        tmp_path / "policy.yaml",
+        "apiVersion: fedctl.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: small, namespace: team}\n"
+        "spec:\n  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: small}]\n",
+    )
+    async with api_server(store) as server:
+        code = await plan("--live", "-f", str(policy), "--server", server)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "workload team/Job.batch/small  policy: small" in out
+    assert "place 1 replica(s) on a" in out
