@@ -147,6 +147,8 @@ def _render_wire(plan: dict[str, Any]) -> str:
     if not plan.get("placement"):
         lines.append(f"  pending: {plan.get('reason', '')}")
         return "\n".join(lines)
+    for victim in plan.get("preempts") or ():
+        lines.append(f"  first evicts {victim}")
     costs = plan.get("costs") or {}
     for name, replicas in plan["placement"].items():
         cost = costs.get(name)

@@ -435,3 +435,34 @@ async def test_work_bound_before_the_status_shows_it_is_not_placed_twice(
         assert small.placement() == {"us-east-cpu": 1}
         still = (await bindings(fed))["third"]
         assert still.status.phase == "Pending"
+
+
+async def test_plan_live_says_what_it_would_preempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`low` holds all of queue qa's 10 cores; `urgent` (priority 100) would preempt it, as
+    the controller does at once: the plan says where it goes and whom it evicts first."""
+    store, member = await registry_with_member()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    qa = fleet.queue("qa", capability={"cpu": "10"})
+    await objs.put(objects.key_for(qa), qa)
+    low = fleet.workload("low", cpu="10", queue="qa", priority=0)
+    await objs.put(objects.key_for(low), low)
+    scheduler = cycle.Scheduler()
+    pending = PendingStore()
+    pending.add(planning.job_for(low, None, settings=scheduler.settings))
+    decided = scheduler.run_cycle(snap.build([member], queues=[qa]), pending, Usage(), fleet.NOW)
+    (binding,) = decided.bindings
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(low)), binding
+    )
+    urgent = fleet.workload("urgent", cpu="10", queue="qa", priority=100)
+    (tmp_path / "urgent.yaml").write_text(json.dumps(urgent.to_wire()))
+    async with api_server(store) as server:
+        code = await asyncio.to_thread(
+            main.main, ["plan", "-f", str(tmp_path / "urgent.yaml"), "--live", "--server", server]
+        )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "first evicts team/Job.batch/low: preempted by team/Job.batch/urgent" in out
+    assert "place 1 replica(s) on a" in out
