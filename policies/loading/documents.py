@@ -24,7 +24,7 @@ from policies.loading.findings import Finding, Severity, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
 from policies.models import kinds
-from policies.models.accelerator import AcceleratorProfile
+from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
@@ -143,6 +143,16 @@ def _kubernetes_rules(
         found.append(_at(source, filename, ("metadata", "namespace"), message))
     if model.is_opaque:
         return found
+    models = [c for c in model.chips if not is_arch(c)]
+    asks = {name for pod_set in model.pod_sets for name in pod_set.requests}
+    if models and len(models) == len(model.chips) and not any(_is_device(n) for n in asks):
+        message = (
+            f"fedctl.io/chips lists accelerator models ({', '.join(models)}) but no pod"
+            " requests a device, and a pod without one never runs on accelerator nodes:"
+            " the list is ignored (request the device, e.g. nvidia.com/gpu, or list an arch)"
+        )
+        path = ("metadata", "annotations", "fedctl.io/chips")
+        found.append(_at(source, filename, path, message, severity="warning"))
     for pod_set in model.pod_sets:
         pod = _dig(doc, pod_set.template_path)
         if not isinstance(pod, Mapping):

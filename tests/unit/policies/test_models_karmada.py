@@ -740,7 +740,7 @@ def test_a_workload_naming_an_unknown_chip_is_a_warning() -> None:
         spec:
           template:
             spec:
-              containers: [{name: a, image: x}]
+              containers: [{name: a, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
         """
     )
 
@@ -749,6 +749,32 @@ def test_a_workload_naming_an_unknown_chip_is_a_warning() -> None:
         " 'nvidia-a100-80gb' is not defined by any AcceleratorProfile or Cluster in the loaded"
         " documents"
     ]
+
+
+def test_accelerator_chips_on_a_pod_that_requests_no_device_is_a_warning() -> None:
+    """A CPU-only pod never runs on accelerator nodes, so `chips: nvidia-a100-80gb` alone
+    was ignored without a word, and the job ran on a CPU cluster."""
+    result = load(
+        """\
+        apiVersion: batch/v1
+        kind: Job
+        metadata:
+          name: train
+          annotations:
+            fedctl.io/chips: nvidia-a100-80gb
+        spec:
+          template:
+            spec:
+              containers: [{name: a, image: x, resources: {requests: {cpu: 1}}}]
+        """
+    )
+
+    assert lines(result)[0] == (
+        'k.yaml:6:22: metadata.annotations["fedctl.io/chips"]: warning: fedctl.io/chips lists'
+        " accelerator models (nvidia-a100-80gb) but no pod requests a device, and a pod without"
+        " one never runs on accelerator nodes: the list is ignored (request the device, e.g."
+        " nvidia.com/gpu, or list an arch)"
+    )
 
 
 def test_a_queue_capping_an_unknown_chip_is_a_warning() -> None:
