@@ -12,10 +12,18 @@ registry write by the worker that next converges it (STYLE.md §7), which keeps 
 writes proportional to real change, not to member chatter. A watch that fails is re-opened
 after a capped backoff; `follow` re-lists on 410 and the re-list marks objects that
 vanished meanwhile as gone, so a deleted copy is re-applied.
+
+Why a watch is restarted when its member's connector is dropped (`Members.on_retire`):
+closing a connector does not end a stream already open on it, so a watch left reading it
+would wait forever and `ensure` would keep believing it runs; status from that member
+would freeze. The fresh watch re-lists through the new connector, or ends at once when the
+member left. A watch that ends for any reason gives up its slot, so the next `ensure`
+starts it again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -36,6 +44,8 @@ __all__ = ["Seen", "StatusWatches", "aggregate", "quota_item", "workload_item"]
 log = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], None]
+WatchKey = tuple[str, str, str]
+"""(cluster, apiVersion, kind)"""
 
 
 def workload_item(ref: keys.WorkloadRef) -> str:
@@ -53,6 +63,17 @@ class Seen:
     observed: Observed
     resource_version: str = ""
     gone: bool = False
+
+
+@dataclass
+class _Watch:
+    """One started watch; `task` is known once it runs (`Spawn` hands back no task)."""
+
+    task: asyncio.Task[Any] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.task is None or not self.task.done()
 
 
 def _ref_of(obj: Mapping[str, Any]) -> keys.WorkloadRef | None:
@@ -84,19 +105,37 @@ class StatusWatches:
         self._spawn = spawn
         self._clock = clock
         self._backoff_max = backoff_max
-        self._watching: set[tuple[str, str, str]] = set()
+        self._watches: dict[WatchKey, _Watch] = {}
         self.seen: dict[tuple[str, str], Seen] = {}
         self.quotas: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self._synced: set[tuple[str, str, str]] = set()
+        self._synced: set[WatchKey] = set()
         self._owners: dict[tuple[str, str, str, str, str], str | None] = {}
+        members.on_retire(self._retired)
 
     def ensure(self, cluster: str, api_version: str, kind: str) -> None:
-        """Start watching `kind` in `cluster` unless already watching."""
+        """Start watching `kind` in `cluster` unless a watch of it is running."""
         key = (cluster, api_version, kind)
-        if key in self._watching:
-            return
-        self._watching.add(key)
-        self._spawn(self._follow(cluster, api_version, kind), f"status-{cluster}-{kind}")
+        watch = self._watches.get(key)
+        if watch is None or not watch.alive:
+            self._start(key)
+
+    def _start(self, key: WatchKey) -> None:
+        watch = self._watches[key] = _Watch()
+        self._synced.discard(key)
+        self._spawn(self._follow(key, watch), f"status-{key[0]}-{key[2]}")
+
+    def _retired(self, cluster: str) -> None:
+        """`cluster`'s connector was dropped: restart every watch that may still read it.
+
+        Spared: a watch not running yet (it will get the new connector), and the one whose
+        own `Members.get` is replacing the connector right now (it gets the new one too).
+        """
+        current = asyncio.current_task()
+        for key, watch in list(self._watches.items()):
+            if key[0] != cluster or watch.task is None or watch.task is current:
+                continue
+            watch.task.cancel()
+            self._start(key)
 
     def forget(self, cluster: str, ref: keys.WorkloadRef) -> None:
         self.seen.pop((cluster, str(ref)), None)
@@ -186,12 +225,20 @@ class StatusWatches:
                 self.seen[(name, ref_text)] = Seen(Observed(), gone=True)
                 self._notify(f"w|{ref_text}")
 
-    async def _follow(self, cluster: str, api_version: str, kind: str) -> None:
+    async def _follow(self, key: WatchKey, watch: _Watch) -> None:
+        watch.task = asyncio.current_task()
+        try:
+            await self._read(*key)
+        finally:
+            if self._watches.get(key) is watch:  # not already replaced by a fresh watch
+                del self._watches[key]
+                self._synced.discard(key)
+
+    async def _read(self, cluster: str, api_version: str, kind: str) -> None:
         delay = 0.1
         while True:
             spec = self._cluster(cluster)
             if spec is None:
-                self._watching.discard((cluster, api_version, kind))
                 return
             try:
                 conn = await self._members.get(spec)
@@ -205,7 +252,6 @@ class StatusWatches:
                         self.record(cluster, event.object, api_version=api_version, kind=kind)
             except member_mod.MemberNotFound as exc:
                 log.warning("%s %s is not served by %s: %s", api_version, kind, cluster, exc)
-                self._watching.discard((cluster, api_version, kind))
                 return
             except errors.FedctlError as exc:
                 self._synced.discard((cluster, api_version, kind))
