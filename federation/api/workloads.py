@@ -85,7 +85,7 @@ class WorkloadsApi:
         for item in templates.items:
             ref = keys.parse_workload_key(item.key)
             binding, status = placed.get(str(ref)), ready.get(str(ref))
-            entry = {
+            entry: dict[str, Any] = {
                 "namespace": ref.namespace,
                 "kind": ref.kind,
                 "name": ref.name,
