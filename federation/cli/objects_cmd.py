@@ -3,6 +3,12 @@
 `apply` and `diff` read files with the same loader as `fedctl validate`, so a broken file is
 reported with FILE:LINE:COL before anything reaches the controller, and nothing is stored
 unless every document is valid.
+
+A workload is addressed as NAME, NS/NAME, KIND/NAME or NS/KIND/NAME (`workloads_view.pick`)
+because one name can belong to a Job and a Deployment at once, and a cluster-scoped one
+(a Namespace) has no namespace to give. A name that fits several is refused with the
+address of each, never resolved by list order: `delete` would remove whichever came first.
+Errors name objects as the user does, never by registry key.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import json
 import os
 import sys
 from typing import Any
@@ -22,6 +29,7 @@ from federation.cli import render
 
 __all__ = ["register"]
 
+_NAME_HELP = "NAME, or NS/NAME for namespaced kinds; a workload also KIND/NAME or NS/KIND/NAME"
 _TYPE_GROUP = {"fedctl.io/v1alpha1": "fedctl.io", "policy.karmada.io/v1alpha1": "policy.karmada.io"}
 
 
@@ -56,14 +64,14 @@ def register(sub: Any) -> None:
 
     describe = sub.add_parser("describe", help="show one object in detail")
     describe.add_argument("kind")
-    describe.add_argument("name", help="NAME, or NAMESPACE/NAME for namespaced kinds")
+    describe.add_argument("name", help=_NAME_HELP)
     describe.add_argument("-n", "--namespace", default=None)
     _server_option(describe)
     describe.set_defaults(func=_describe)
 
     delete = sub.add_parser("delete", help="delete objects named in files, or KIND NAME")
     delete.add_argument("kind", nargs="?")
-    delete.add_argument("name", nargs="?")
+    delete.add_argument("name", nargs="?", help=_NAME_HELP)
     delete.add_argument("-f", "--filename", action="append", metavar="FILE|DIR")
     delete.add_argument("-n", "--namespace", default=None)
     _server_option(delete)
@@ -105,19 +113,22 @@ async def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def _path(res_plural: str, namespaced: bool, obj: Any) -> str:
-    from federation.registry import keys
+def _path(res: Any, obj: Any) -> str:
+    """The API path of a file's object; a workload's namespace segment is the registry's
+    (`_` for a cluster-scoped kind), from the same `workload_ref` the API stores it by."""
+    from federation.registry import objects
 
-    name = obj.metadata.name
-    if res_plural == "workloads":
-        kind = keys.kind_segment(obj.api_version, obj.kind)
-        return f"namespaces/{obj.metadata.namespace or 'default'}/workloads/{kind}/{name}"
-    if namespaced:
-        return f"namespaces/{obj.metadata.namespace or 'default'}/{res_plural}/{name}"
-    return f"{res_plural}/{name}"
+    if res.plural == "workloads":
+        ref = objects.workload_ref(obj)
+        return f"namespaces/{ref.namespace}/workloads/{ref.kind}/{ref.name}"
+    if res.namespaced:
+        return f"namespaces/{obj.metadata.namespace or 'default'}/{res.plural}/{obj.metadata.name}"
+    return f"{res.plural}/{obj.metadata.name}"
 
 
 def _comparable(doc: dict[str, Any] | None) -> str:
+    """The user's part of `doc` as YAML, keys sorted at every level: the API returns
+    stored objects with sorted keys, and key order is no change."""
     if doc is None:
         return ""
     doc = dict(doc)
@@ -128,7 +139,18 @@ def _comparable(doc: dict[str, Any] | None) -> str:
     }
     doc["metadata"] = meta
     doc.pop("status", None)
-    return render.dump(doc, "yaml") + "\n"
+    return render.dump(json.loads(json.dumps(doc, sort_keys=True)), "yaml") + "\n"
+
+
+def _as_stored(res: Any, model: Any) -> dict[str, Any]:
+    """`model` as the API stores it: a namespaced object without one goes to `default`."""
+    from policies.models import kinds
+
+    wire: dict[str, Any] = model.to_wire()
+    meta = wire.setdefault("metadata", {})
+    if res.namespaced and kinds.is_namespaced(model.kind) and not meta.get("namespace"):
+        meta["namespace"] = "default"
+    return wire
 
 
 async def _diff(args: argparse.Namespace) -> int:
@@ -139,9 +161,8 @@ async def _diff(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         for model in models:
             res = objects.resource_for_kind(model)
-            path = _path(res.plural, res.namespaced, model)
-            live = await api.request("GET", path, allow_missing=True)
-            want = _comparable(model.to_wire())
+            live = await api.request("GET", _path(res, model), allow_missing=True)
+            want = _comparable(_as_stored(res, model))
             have = _comparable(live)
             if want == have:
                 continue
@@ -280,10 +301,11 @@ async def _get_workloads(args: argparse.Namespace) -> int:
 
     params = {"namespace": args.namespace} if args.namespace and not args.all_namespaces else {}
     async with _client().ApiClient(args.server, token=args.token) as api:
-        listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads", params=params)
-    items = listed["items"]
-    if args.name:
-        items = [workloads_view.pick(items, args.name, args.namespace)]
+        if args.name:
+            items = [await _find_workload(api, args)]
+        else:
+            path = f"{workloads_view.PREFIX}/workloads"
+            items = (await api.request("GET", path, params=params))["items"]
     if not items:
         print("No workloads found.", file=sys.stderr)
         return 0
@@ -291,14 +313,24 @@ async def _get_workloads(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _find_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The status-view item of the one workload `args.name` (and `-n`) address."""
+    from federation.cli import workloads_view
+
+    listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+    return workloads_view.pick(listed["items"], name=args.name, namespace=args.namespace)
+
+
+def _workload_path(item: dict[str, Any]) -> str:
+    return f"namespaces/{item['namespace']}/workloads/{item['kind']}/{item['name']}"
+
+
 async def _describe_workload(args: argparse.Namespace) -> int:
     from federation.cli import workloads_view
 
     async with _client().ApiClient(args.server, token=args.token) as api:
-        listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-        item = workloads_view.pick(listed["items"], args.name, args.namespace)
-        path = f"namespaces/{item['namespace']}/workloads/{item['kind']}/{item['name']}"
-        doc = await api.request("GET", f"{workloads_view.PREFIX}/{path}")
+        item = await _find_workload(api, args)
+        doc = await api.request("GET", f"{workloads_view.PREFIX}/{_workload_path(item)}")
     print(workloads_view.describe(doc))
     return 0
 
@@ -309,26 +341,41 @@ async def _delete(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             for model in _load(args.filename):
-                res = objects.resource_for_kind(model)
-                await api.request("DELETE", _path(res.plural, res.namespaced, model))
-                print(f"{_label(model.kind, model.api_version, model.metadata.name)} deleted")
+                label = _label(model.kind, model.api_version, model.metadata.name)
+                await _delete_at(api, _path(objects.resource_for_kind(model), model), label)
+                print(f"{label} deleted")
             return 0
         if not (args.kind and args.name):
             print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
             return 2
         res = objects.resource_named(args.kind)
-        ns = args.namespace or "default"
+        ns, _, name = args.name.rpartition("/")
+        ns = ns or args.namespace or "default"
         if res.plural == "workloads":
-            listed = await api.request("GET", f"namespaces/{ns}/workloads")
-            found = [i for i in listed["items"] if _matches(i, args.name)]
-            if not found:
-                raise errors.NotFound(f'workloads "{args.name}"')
-            kind = f"{found[0]['kind']}.{found[0]['apiVersion'].rpartition('/')[0]}".rstrip(".")
-            path = f"namespaces/{ns}/workloads/{kind}/{found[0]['metadata']['name']}"
+            from federation.cli import workloads_view
+
+            item = await _find_workload(api, args)
+            path, shown = _workload_path(item), workloads_view.address(item)
+            label = f"{item['kind'].lower()}/{item['name']}"
         elif res.namespaced:
-            path = f"namespaces/{ns}/{res.plural}/{args.name}"
+            path, shown = f"namespaces/{ns}/{res.plural}/{name}", f"{ns}/{name}"
+            label = f"{res.singular} {shown}"
+        elif "/" in args.name:
+            raise errors.Invalid(f"{res.plural} are cluster-scoped: give NAME, not NS/NAME")
         else:
-            path = f"{res.plural}/{args.name}"
-        await api.request("DELETE", path)
-        print(f"{res.singular} {args.name} deleted")
+            path, shown, label = f"{res.plural}/{name}", name, f"{res.singular} {name}"
+        await _delete_at(api, path, f'{res.plural} "{shown}"')
+        print(f"{label} deleted")
     return 0
+
+
+async def _delete_at(api: Any, path: str, what: str) -> None:
+    """DELETE `path`; a missing object is reported as `what`, never by its registry key."""
+    from federation.cli import client
+
+    try:
+        await api.request("DELETE", path)
+    except client.ApiError as exc:
+        if exc.code != 404:
+            raise
+        raise errors.NotFound(what) from exc

@@ -13,8 +13,9 @@ from typing import Any
 
 from federation import errors
 from federation.cli import render
+from federation.registry import keys
 
-__all__ = ["PREFIX", "describe", "pick", "placement_cell", "table"]
+__all__ = ["PREFIX", "address", "describe", "pick", "placement_cell", "table"]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
 
@@ -184,14 +185,41 @@ def _works(works: list[dict[str, Any]]) -> str:
     return _section("Works", ["CLUSTER", "APPLIED", "HEALTH", "READY", "REVISION", "ERROR"], rows)
 
 
-def pick(items: list[dict[str, Any]], name: str, namespace: str | None) -> dict[str, Any]:
-    """The workload named `NS/NAME` (or NAME in `namespace`); refuses an ambiguous name."""
-    ns, _, bare = name.rpartition("/")
-    ns = ns or namespace or "default"
-    found = [i for i in items if i["name"] == bare and i["namespace"] == ns]
+def pick(items: list[dict[str, Any]], *, name: str, namespace: str | None) -> dict[str, Any]:
+    """NAME is looked for in -n NS, or without -n in `default` and among cluster-scoped
+    workloads; NS/NAME in NS; KIND/NAME as NAME is, and among cluster-scoped workloads;
+    NS/KIND/NAME exactly. KIND is `Kind.group` as the KIND column prints it, or the kind
+    alone (`job`), in any case."""
+    parts = name.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise errors.Invalid(f"workload {name!r}: give NAME, NS/NAME, KIND/NAME or NS/KIND/NAME")
+    scopes = {namespace} if namespace else {"default", keys.CLUSTER_SCOPE}
+    found = [i for i in items if i["name"] == parts[-1] and _fits(i, parts[:-1], scopes)]
+    shown = f"{namespace}/{name}" if namespace and len(parts) == 1 else name
     if not found:
-        raise errors.NotFound(f'workloads "{ns}/{bare}"')
+        raise errors.NotFound(f'workloads "{shown}"')
     if len(found) > 1:
+        found.sort(key=lambda i: (i["kind"], i["namespace"]))
         kinds = ", ".join(i["kind"] for i in found)
-        raise errors.Invalid(f"{ns}/{bare} names several workloads: {kinds}")
+        addresses = " or ".join(address(i) for i in found)
+        raise errors.Invalid(f"{shown} names several workloads: {kinds}; name one as {addresses}")
     return found[0]
+
+
+def _fits(item: dict[str, Any], qualifiers: list[str], scopes: set[str]) -> bool:
+    """Whether a workload of the wanted name fits the NS and KIND parts given before it."""
+    ns, kind = item["namespace"], item["kind"]
+    wanted = qualifiers[-1].lower() if qualifiers else None
+    is_kind = wanted in (kind.lower(), kind.partition(".")[0].lower())
+    if len(qualifiers) == 2:
+        return ns == qualifiers[0] and is_kind
+    if len(qualifiers) == 1:
+        return ns == qualifiers[0] or (is_kind and (ns in scopes or ns == keys.CLUSTER_SCOPE))
+    return ns in scopes
+
+
+def address(item: dict[str, Any]) -> str:
+    """The form `pick` takes for exactly this workload."""
+    if item["namespace"] == keys.CLUSTER_SCOPE:
+        return f"{item['kind']}/{item['name']}"
+    return f"{item['namespace']}/{item['kind']}/{item['name']}"

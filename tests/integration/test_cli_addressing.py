@@ -1,0 +1,236 @@
+"""How `fedctl get | describe | delete | diff` address one object, from a user audit:
+
+- a workload name shared by several kinds is refused (with the address of each), never
+  resolved by list order, and a delete says which kind it removed;
+- a cluster-scoped workload (a Namespace) is named without a namespace, and a missing one
+  is reported by its name, never by its registry key;
+- a file `diff`s as unchanged right after `apply`, whatever the key order the API returns;
+- namespaced policies take NS/NAME in `delete` as in `describe`.
+
+The controller is the real API over an in-memory registry; the CLI is `main.main`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from federation.cli import main
+from federation.registry import keys
+from federation.registry.memory import MemoryStore
+from tests.integration.test_scheduler_loop import api_server
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+
+DUP = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: dup, namespace: teams}
+spec:
+  template:
+    spec:
+      containers:
+        - {name: t, image: busybox, resources: {requests: {cpu: "1"}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: dup, namespace: teams}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: dup}}
+  template:
+    metadata: {labels: {app: dup}}
+    spec:
+      containers:
+        - {name: t, image: busybox, resources: {requests: {cpu: "1"}}}
+"""
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: teams2}\n"
+JOB_KEY = keys.workload_key(keys.WorkloadRef("teams", "Job.batch", "dup"))
+DEPLOYMENT_KEY = keys.workload_key(keys.WorkloadRef("teams", "Deployment.apps", "dup"))
+NAMESPACE_KEY = keys.workload_key(keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "teams2"))
+
+
+async def fedctl(server: str, *args: str) -> int:
+    return await asyncio.to_thread(main.main, [*args, "--server", server])
+
+
+async def stored(store: MemoryStore, *wanted: str) -> list[str]:
+    """Which of the `wanted` keys the registry holds."""
+    return [key for key in wanted if await store.get(key) is not None]
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        pytest.param(["dup", "-n", "teams"], id="NAME with -n"),
+        pytest.param(["teams/dup"], id="NS/NAME"),
+    ],
+)
+async def test_deleting_an_ambiguous_workload_name_deletes_nothing_and_says_how_to_pick(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: list[str]
+) -> None:
+    """The audit: this printed `workload dup deleted` and removed the Deployment."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "dup.yaml", DUP)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "workload", *address) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            "fedctl: teams/dup names several workloads: Deployment.apps, Job.batch;"
+            " name one as teams/Deployment.apps/dup or teams/Job.batch/dup"
+        ]
+        assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == [JOB_KEY, DEPLOYMENT_KEY]
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        pytest.param(["teams/Job.batch/dup"], "Job.batch", id="NS/KIND/NAME"),
+        pytest.param(["Deployment.apps/dup", "-n", "teams"], "Deployment.apps", id="KIND/NAME -n"),
+        pytest.param(["teams/job/dup"], "Job.batch", id="the kind without its group"),
+    ],
+)
+async def test_a_workload_named_with_its_kind_is_deleted_alone_and_the_kind_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: list[str], kind: str
+) -> None:
+    (chosen,) = [key for key in (JOB_KEY, DEPLOYMENT_KEY) if f"/{kind}/" in key]
+    (other,) = {JOB_KEY, DEPLOYMENT_KEY} - {chosen}
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "dup.yaml", DUP)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "describe", "workload", *address) == 0
+        assert f"Kind:        {kind.partition('.')[0]} (" in capsys.readouterr().out
+        assert await fedctl(server, "delete", "workload", *address) == 0
+        assert capsys.readouterr().out == f"{kind.lower()}/dup deleted\n"
+        assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == [other]
+        # Now unambiguous, the bare name deletes the other, and names its kind.
+        assert await fedctl(server, "delete", "workload", "dup", "-n", "teams") == 0
+        assert capsys.readouterr().out.endswith("/dup deleted\n")
+        assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == []
+
+
+async def test_a_cluster_scoped_workload_is_addressed_without_a_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit: `describe workload teams2` said `workloads "default/teams2"` not found,
+    and `delete -f ns.yaml` failed with `not found: /fedctl/workloads/default/...`."""
+    store = MemoryStore()
+    ns_file = write(tmp_path / "ns.yaml", NAMESPACE)
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", ns_file) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "get", "workload", "teams2") == 0
+        assert "Namespace" in capsys.readouterr().out
+        assert await fedctl(server, "describe", "workload", "teams2") == 0
+        out = capsys.readouterr().out
+        assert "Name:        teams2" in out and "Kind:        Namespace (v1)" in out
+        for address in ("Namespace/teams2", "_/teams2"):  # by kind; the `_` of its key
+            assert await fedctl(server, "describe", "workload", address) == 0
+        capsys.readouterr()
+
+        assert await fedctl(server, "delete", "-f", ns_file) == 0
+        assert capsys.readouterr().out == "namespace/teams2 deleted\n"
+        assert await stored(store, NAMESPACE_KEY) == []
+
+        assert await fedctl(server, "delete", "-f", ns_file) == 1
+        assert capsys.readouterr().err == "fedctl: not found: namespace/teams2\n"
+        assert await fedctl(server, "apply", "-f", ns_file) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "workload", "teams2") == 0
+        assert capsys.readouterr().out == "namespace/teams2 deleted\n"
+        assert await stored(store, NAMESPACE_KEY) == []
+
+
+@pytest.mark.parametrize(
+    ("example", "edit", "changed"),
+    [
+        pytest.param(
+            "web.yaml",
+            ("replicas: 12", "replicas: 13"),
+            ["-  replicas: 12", "+  replicas: 13"],
+            id="a Deployment",
+        ),
+        pytest.param(
+            "namespaces.yaml",
+            ("  name: web\n", "  name: web\n  labels: {tier: a}\n"),
+            ["-  labels: {}", "+  labels:", "+    tier: a"],
+            id="a Namespace",
+        ),
+    ],
+)
+async def test_a_file_diffs_as_unchanged_right_after_apply_and_a_real_change_still_shows(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    example: str,
+    edit: tuple[str, str],
+    changed: list[str],
+) -> None:
+    """The audit: the live object came back with sorted keys and every container field
+    was reported as changed; every Namespace showed as entirely new."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", str(EXAMPLES / example)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "diff", "-f", str(EXAMPLES / example)) == 0
+        assert capsys.readouterr().out == ""
+
+        edited = tmp_path / example
+        shutil.copy(EXAMPLES / example, edited)
+        text = edited.read_text()
+        edited.write_text(text.replace(*edit, 1))
+        assert edited.read_text() != text, f"the example should contain {edit[0]!r}"
+        assert await fedctl(server, "diff", "-f", str(edited)) == 1
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        assert [line for line in lines if line[:1] in "+-" and line[:3] not in ("+++", "---")] == (
+            changed
+        ), out
+
+
+async def test_a_file_without_a_namespace_diffs_against_the_default_one_it_was_stored_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_only = DUP.partition("---")[0].replace(", namespace: teams", "")
+    job = write(tmp_path / "job.yaml", job_only)
+    async with api_server(MemoryStore()) as server:
+        assert await fedctl(server, "apply", "-f", job) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "diff", "-f", job) == 0
+        assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        pytest.param(["web/storefront"], id="NS/NAME"),
+        pytest.param(["storefront", "-n", "web"], id="NAME with -n"),
+    ],
+)
+async def test_a_namespaced_policy_is_deleted_by_ns_slash_name_as_describe_takes_it(
+    capsys: pytest.CaptureFixture[str], address: list[str]
+) -> None:
+    """The audit: `delete pp web/storefront` gave `no route .../namespaces/default/...`."""
+    store = MemoryStore()
+    key = keys.policy_key("PropagationPolicy", "web", "storefront")
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", str(EXAMPLES / "web.yaml")) == 0
+        assert await fedctl(server, "describe", "pp", "web/storefront") == 0
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "pp", *address) == 0
+        assert capsys.readouterr().out == "propagationpolicy web/storefront deleted\n"
+        assert await stored(store, key) == []
+        assert await fedctl(server, "delete", "pp", *address) == 1
+        assert capsys.readouterr().err == (
+            'fedctl: not found: propagationpolicies "web/storefront"\n'
+        )
