@@ -5,6 +5,12 @@ simulated members, `--kubeconfig` (whose fleet state file names the admin URLs);
 `federation.failover.faults` (breaking and mending the member, shared with the
 controller's drill API), `federation.failover.drills` (sampling and judging) and the
 report files.
+
+Why only `down` and `blackhole` may fall back to the drill taint when the member's fault
+API cannot be found: they rehearse a dead member, whose untolerated work failover moves
+away, which is what the NoExecute taint does. `slow` and `errors` rehearse a degraded
+member that stays Ready and keeps its work; a taint in their place would evict the very
+work the drill means to show staying, so `run` refuses before it touches anything.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from federation import errors
 from federation.cli import registry_cmd
 from federation.failover import faults
 
 __all__ = ["register"]
 
 _FAULTS = faults.FAULTS
+_TAINT_LIKE = frozenset({"down", "blackhole", "taint"})
+"""Faults whose effect the drill taint reproduces (the member is lost, its work moves)."""
 
 
 def register(sub: Any) -> None:
@@ -28,14 +37,20 @@ def register(sub: Any) -> None:
     verbs = cmd.add_subparsers(dest="verb", metavar="VERB", required=True)
     run = verbs.add_parser("run", help="inject a fault, watch recovery, write the report")
     run.add_argument("--cluster", required=True)
-    run.add_argument("--fault", choices=_FAULTS, default="down")
+    run.add_argument(
+        "--fault",
+        choices=_FAULTS,
+        default="down",
+        help="all but taint need a simulated member's fault API (see --kubeconfig)",
+    )
     run.add_argument("--duration", default="60s", help="how long the fault lasts (e.g. 60s)")
     run.add_argument("--settle", default="60s", help="how long to watch after healing")
     run.add_argument("--report", type=Path, help="directory for report.json/.md/.svg")
     run.add_argument(
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG"),
-        help="kubeconfig of a simulated fleet (its .fleet.json names the admin URLs)",
+        help="kubeconfig of a simulated fleet (its .fleet.json names the fault APIs;"
+        " env KUBECONFIG)",
     )
     run.set_defaults(func=_run)
     plan = verbs.add_parser("plan", help="what would move if the member went, touching nothing")
@@ -55,13 +70,21 @@ async def _run(args: argparse.Namespace) -> int:
 
     duration = drills.seconds("--duration", args.duration, minimum=0.001)
     settle = drills.seconds("--settle", args.settle)
+    missing = _no_fault_api(cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig)
+    if missing and args.fault not in _TAINT_LIKE:
+        raise errors.Invalid(
+            f"--fault {args.fault}: {missing}. A {args.fault} member stays Ready and keeps its"
+            " work, and the drill taint would evict it instead, so no drill was started. Pass"
+            " the simulated fleet's kubeconfig with --kubeconfig FILE (`fedctl up` writes"
+            " <data-dir>/fleet.kubeconfig), or use --fault taint to rehearse losing the member"
+        )
     store = await registry_cmd.connect(args)
     try:
         injector = faults.injector(
             store, cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig
         )
         if injector.fell_back:
-            print(f"fedctl drill: {args.cluster} is not simulated; using a NoExecute taint")
+            print(f"fedctl drill: {missing or 'no fault API'}; using a NoExecute taint instead")
         now = clock.real.now()
         report = drills.Report(
             id=drills.new_id(now, args.cluster),
@@ -87,6 +110,27 @@ async def _run(args: argparse.Namespace) -> int:
         (args.report / "report.md").write_text(text)
         (args.report / "timeline.svg").write_text(drills.svg(report))
     return 0 if report.lost == 0 and report.double_runs == 0 else 1
+
+
+def _no_fault_api(*, cluster: str, fault: str, kubeconfig: str | None) -> str:
+    """Why the simulator's fault API of `cluster` cannot be reached, or '' when it can (or
+    the fault is the taint, which needs none)."""
+    if fault == "taint":
+        return ""
+    if not kubeconfig:
+        return (
+            f"no kubeconfig was given (--kubeconfig or KUBECONFIG), so the fault API"
+            f" of {cluster} is unknown"
+        )
+    state_file = f"{kubeconfig}.fleet.json"
+    if not Path(state_file).exists():
+        return (
+            f"there is no fleet state file {state_file} beside the kubeconfig, so the"
+            f" fault API of {cluster} is unknown"
+        )
+    if faults.admin_url(kubeconfig, cluster) is None:
+        return f"{cluster} is not simulated ({state_file} names no fault API for it)"
+    return ""
 
 
 async def _plan(args: argparse.Namespace) -> int:

@@ -14,6 +14,9 @@ samples so its rules are tested with made-up timelines:
     detect      first failover taint on the member (or Ready=False), from the fault
     re-place    the last affected Binding no longer targeting the member
     RTO         the last affected workload healthy on all of its new targets
+    affected    workloads on the member at the start that left it, or were lost or left
+                Pending; work that stayed there (it tolerates the fault, or the member was
+                never NoExecute) or had finished is listed with that outcome, not counted
     lost        affected workloads with no Binding at the end, or neither healthy
                 anywhere nor Pending with a reason (must be 0)
     double-run  a batch workload running in two members in the same sample (must be 0)
@@ -34,8 +37,8 @@ from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.binding import Binding
-from policies.models.cluster import ClusterStatus
-from policies.models.work import WorkloadStatus
+from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = [
     "Progress",
@@ -64,7 +67,10 @@ class WorkloadState:
     healthy: tuple[str, ...] = ()
     running: tuple[str, ...] = ()
     phase: str = "Pending"
+    """The Binding's phase (`Pending` with `reason` when the scheduler found no room)."""
     reason: str = ""
+    finished: bool = False
+    """The workload itself has ended (a Succeeded or Failed job): nothing runs to move."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,14 +80,32 @@ class Sample:
     t: float
     member_down: bool
     workloads: Mapping[str, WorkloadState]
+    no_execute: bool = False
+    """The member carried a NoExecute taint (failover's or the drill's): work that does not
+    tolerate it was due to leave."""
+
+
+_RECOVERED = "recovered"
+_PENDING = "pending"
+_STAYED = "stayed (tolerates the fault)"
+_NOT_EVICTED = "stayed (no eviction during the drill)"
+_FINISHED = "finished (not moved)"
+_RETURNED = "back on the member, not healthy yet"
+_LOST_BINDING = "lost: Binding gone"
+_LOST_HEALTH = "lost: healthy nowhere"
+_UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED})
+"""Outcomes of work the fault did not touch: listed in the report, not counted as affected."""
 
 
 @dataclass
 class WorkloadTimeline:
+    """One workload that was on the member when the drill began; `outcome` is set by
+    `summarise` from what the samples show (one of the constants above)."""
+
     workload: str
     replaced: float | None = None
     ready: float | None = None
-    outcome: str = "recovered"
+    outcome: str = ""
 
 
 @dataclass
@@ -158,14 +182,14 @@ def summarise(
         return report
     cluster = report.cluster
     first, last = samples[0], samples[-1]
-    affected = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
-    report.affected = len(affected)
+    on_member = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
     report.healed_at = None if healed_at is None else healed_at - fault_at
     report.detect = next(
         (s.t - fault_at for s in samples if s.member_down and s.t >= fault_at), None
     )
-    lines = {w: WorkloadTimeline(w) for w in affected}
+    lines = {w: WorkloadTimeline(w) for w in on_member}
     doubled: set[str] = set()
+    evicting = any(s.no_execute for s in samples if s.t >= fault_at)
     for sample in samples:
         for name, line in lines.items():
             state = sample.workloads.get(name)
@@ -183,15 +207,10 @@ def summarise(
     report.double_runs = len(doubled)
     for name, line in lines.items():
         end = last.workloads.get(name)
-        if end is None:
-            line.outcome = "lost: Binding gone"
-        elif end.phase == "Pending" and end.reason and not end.targets:
-            line.outcome = "pending"
-            report.shortfall[name] = end.reason
-        elif not end.healthy and cluster in end.targets:
-            line.outcome = "stayed (tolerates the fault)"
-        elif not end.healthy:
-            line.outcome = "lost: healthy nowhere"
+        line.outcome = _outcome(line, end=end, cluster=cluster, evicting=evicting)
+        if line.outcome == _PENDING:
+            report.shortfall[name] = last.workloads[name].reason
+    report.affected = sum(1 for line in lines.values() if line.outcome not in _UNAFFECTED)
     report.lost = sum(1 for line in lines.values() if line.outcome.startswith("lost"))
     report.workloads = list(lines.values())
     replaced = [line.replaced for line in lines.values() if line.replaced is not None]
@@ -200,6 +219,30 @@ def summarise(
     if moved and all(line.ready is not None for line in moved):
         report.rto = max(line.ready for line in moved if line.ready is not None)
     return report
+
+
+def _outcome(
+    line: WorkloadTimeline, *, end: WorkloadState | None, cluster: str, evicting: bool
+) -> str:
+    """What happened to one workload that was on the member, judged at the last sample.
+
+    Work that never left the member was not moved by the fault: a finished job (moving it
+    would only run it again), work that tolerates the fault (it stayed while the member was
+    NoExecute, `evicting`), or work nothing asked to leave (the member never became
+    NoExecute: degraded but Ready, or healed within the eviction grace). Only work that
+    left, or should have and could not, is recovered, pending or lost; work targeting the
+    member again at the end (failed back) is not lost, only not healthy yet."""
+    if end is None:
+        return _LOST_BINDING
+    if end.phase == "Pending" and end.reason and not end.targets:
+        return _PENDING
+    if line.replaced is None and end.finished:
+        return _FINISHED
+    if line.replaced is None and cluster in end.targets:
+        return _STAYED if evicting else _NOT_EVICTED
+    if end.healthy:
+        return _RECOVERED
+    return _RETURNED if cluster in end.targets else _LOST_HEALTH
 
 
 def seconds(name: str, value: Any, *, minimum: float = 0.0) -> float:
@@ -234,6 +277,11 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
         not status.obj.ready()
         or any(x.key.startswith("cluster.fedctl.io/") for x in status.obj.taints)
     )
+    member = await codec.TypedStore(store, codec.Codec(Cluster)).get(keys.cluster_key(cluster))
+    taints = [
+        *(member.obj.spec.taints if member is not None else []),
+        *(status.obj.taints if status is not None else []),
+    ]
     bindings = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
     ws = await codec.TypedStore(store, codec.Codec(WorkloadStatus)).list(
         keys.prefix("workloadstatus")
@@ -250,8 +298,9 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
             running=tuple(c.cluster for c in cl if c.running > 0),
             phase=b.status.phase,
             reason=b.status.reason,
+            finished=w is not None and w.phase in FINISHED_PHASES,
         )
-    return Sample(t, down, out)
+    return Sample(t, down, out, no_execute=any(x.effect == "NoExecute" for x in taints))
 
 
 async def run(

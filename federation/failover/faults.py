@@ -109,11 +109,22 @@ class Injector:
             await _post(f"{self.url}/heal", {})
 
 
+TAINT_LIKE = frozenset({"down", "blackhole", "taint"})
+"""Faults the drill taint may stand in for: the member is lost and its work moves away."""
+
+
 def injector(store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None) -> Injector:
     """The injector for `fault` on `cluster`: the simulator's fault API when the fleet state
     file names the member, else the NoExecute taint."""
     if fault not in FAULTS:
         raise errors.Invalid(f"fault: {fault!r} is not one of {', '.join(FAULTS)}")
     url = admin_url(kubeconfig, cluster) if kubeconfig else None
+    if url is None and fault not in TAINT_LIKE:
+        raise errors.Invalid(
+            f"fault: {fault} needs the simulator's fault API of {cluster}, and none was found"
+            " (no fleet kubeconfig names it). A member that is only degraded keeps its work;"
+            " the drill taint would evict it instead, so no drill was started: use fault taint"
+            " to rehearse losing the member"
+        )
     actual = fault if fault == "taint" or url is not None else "taint"
     return Injector(store, cluster, actual, fault, url)

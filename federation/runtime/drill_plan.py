@@ -3,7 +3,9 @@
 Fed by the live registry (`whatif.load`) and the member's name; feeds `fedctl drill plan`
 with one `Prediction` per workload placed there: it stays (it tolerates the taint), or it
 moves - with the clusters, replicas, chip and hourly cost the scheduler would give it - or
-it would not fit, with the scheduler's reason.
+it would not fit, with the scheduler's reason. A finished job (Succeeded or Failed) is
+`finished`: failover skips finished work, since moving it would only run it again, so it
+neither moves nor counts as something that would not fit.
 
 Why a whole scheduling cycle and not one plan per workload: the workloads leaving a member
 compete for the same spare capacity elsewhere, so each must be charged before the next is
@@ -30,14 +32,18 @@ from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, TargetCluster
 from policies.models.cluster import ClusterStatus, Taint
+from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
 
 __all__ = ["Prediction", "predict", "table", "to_json"]
 
+_ACTIONS = ("move", "stay", "pending", "finished")
+
 
 @dataclass(frozen=True)
 class Prediction:
-    """One workload on the member: `stay`, `move` (to `targets`) or `pending` (would not fit)."""
+    """One workload on the member: `stay`, `move` (to `targets`), `pending` (would not fit)
+    or `finished` (its job has ended; failover leaves it where it ran)."""
 
     workload: str
     replicas: int
@@ -79,6 +85,10 @@ def predict(
         replicas = b.placement().get(cluster)
         workload = live.workload(stored.key)
         if replicas is None or workload is None:
+            continue
+        phase = live.phases.get(ref)
+        if phase in FINISHED_PHASES:
+            out.append(Prediction(ref, replicas, "finished", reason=str(phase)))
             continue
         policy = planning.claim(workload, policies)
         tolerations = policy.spec.placement.cluster_tolerations if policy is not None else []
@@ -182,6 +192,9 @@ def table(cluster: str, predictions: list[Prediction]) -> str:
                 rows.append((*first, f"{t.name}:{t.replicas}", t.chip or "-", cost))
         elif p.action == "stay":
             rows.append((p.workload, cluster, str(p.replicas), f"stays: {p.reason}", "-", "-"))
+        elif p.action == "finished":
+            shown = f"finished ({p.reason}): not moved"
+            rows.append((p.workload, cluster, str(p.replicas), shown, "-", "-"))
         else:
             shown = f"would not fit: {p.reason}"
             rows.append((p.workload, cluster, str(p.replicas), shown, "-", "-"))
@@ -190,9 +203,10 @@ def table(cluster: str, predictions: list[Prediction]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in [header, *rows]
     ]
-    counts = {a: sum(p.action == a for p in predictions) for a in ("move", "stay", "pending")}
+    counts = {a: sum(p.action == a for p in predictions) for a in _ACTIONS}
+    finished = f", {counts['finished']} finished" if counts["finished"] else ""
     lines.append(
         f"If {cluster} went down now: {counts['move']} would move, {counts['stay']} stay,"
-        f" {counts['pending']} would not fit."
+        f" {counts['pending']} would not fit{finished}."
     )
     return "\n".join(lines)

@@ -276,6 +276,9 @@ async def test_a_fault_api_that_does_not_answer_fails_the_drill_and_says_why(
         pytest.param({}, "cluster", id="no cluster"),
         pytest.param({"cluster": "../leader"}, "cluster", id="a cluster name climbing up"),
         pytest.param({"cluster": VICTIM, "fault": "meteor"}, "fault", id="an unknown fault"),
+        pytest.param(
+            {"cluster": REAL, "fault": "slow"}, "fault", id="a degraded member with no fault API"
+        ),
         pytest.param({"cluster": VICTIM, "duration": "soon"}, "duration", id="not a duration"),
         pytest.param({"cluster": VICTIM, "duration": 0}, "duration", id="a zero-length fault"),
         pytest.param({"cluster": VICTIM, "settle": "-1s"}, "settle", id="a negative settle"),

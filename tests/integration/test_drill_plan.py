@@ -20,6 +20,7 @@ from federation.registry.etcd import EtcdStore
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.propagation import PropagationPolicy
+from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 from tests.conftest import etcd_settings
 from tests.unit.scheduler import fleet
@@ -73,16 +74,22 @@ TOLERANT = PropagationPolicy.model_validate(
 )
 
 
-async def seed(store: EtcdStore) -> list[Workload]:
-    """Three members (one cheap, one dear) and three workloads on the victim."""
+async def join_members(store: EtcdStore) -> None:
+    """Three members (one cheap, one dear), with the statuses the monitor would write."""
     typed = codec.TypedStore(store, objects.ObjectCodec())
     statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
-    bindings = codec.TypedStore(store, codec.Codec(Binding))
     for name, price in ((VICTIM, "0.05"), ("eu-cheap", "0.02"), ("ap-dear", "0.09")):
         c = fleet.cluster(name, fleet.flavor(cpu="16", nodes=2), cpu_price=price, apis=APIS)
         assert c.status is not None
         await typed.put(keys.cluster_key(name), c.model_copy(update={"status": None}))
         await statuses.put(keys.cluster_status_key(name), c.status)
+
+
+async def seed(store: EtcdStore) -> list[Workload]:
+    """The three members and three workloads on the victim."""
+    await join_members(store)
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
     web = fleet.workload("web", kind="Deployment", cpu="2", replicas=3)
     huge = fleet.workload("huge", kind="Job", cpu="20")  # no node anywhere has 20 cores
     cache = fleet.workload("cache", kind="Deployment", cpu="1")
@@ -93,7 +100,7 @@ async def seed(store: EtcdStore) -> list[Workload]:
     return [web, huge, cache]
 
 
-async def drill_plan(store: EtcdStore, *args: str) -> tuple[int, str]:
+async def drill_plan(store: EtcdStore, *args: str) -> int:
     return await asyncio.to_thread(
         main.main, ["--etcd", store.endpoint, "drill", "plan", "--cluster", VICTIM, *args]
     )
@@ -154,3 +161,41 @@ async def test_drill_plan_of_an_unknown_cluster_says_so(
     )
     assert code == 1
     assert "no cluster 'nope'" in capsys.readouterr().out
+
+
+async def test_finished_jobs_on_the_member_are_listed_as_finished_and_do_not_fail_the_plan(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failover never moves a job that has ended (it would only run again), so the plan
+    lists it as finished - not as work that would not fit - and exits 0 when the rest fits:
+    a CI gate on `drill plan` must pass on a fleet whose jobs have finished."""
+    await join_members(registry)
+    typed = codec.TypedStore(registry, objects.ObjectCodec())
+    bindings = codec.TypedStore(registry, codec.Codec(Binding))
+    results = codec.TypedStore(registry, codec.Codec(WorkloadStatus))
+    web = fleet.workload("web", kind="Deployment", cpu="2", replicas=3)
+    done = fleet.workload("done", kind="Job", cpu="1")
+    broke = fleet.workload("broke", kind="Job", cpu="1")
+    for w, replicas in ((web, 3), (done, 1), (broke, 1)):
+        await typed.put(objects.key_for(w), w)
+        await bindings.put(keys.binding_key(objects.workload_ref(w)), bound(w, VICTIM, replicas))
+    for w, phase in ((done, "Succeeded"), (broke, "Failed")):
+        ref = {"apiVersion": w.api_version, "kind": w.kind, "namespace": w.namespace}
+        status = {"workload": {**ref, "name": w.metadata.name}, "phase": phase}
+        key = keys.workload_status_key(objects.workload_ref(w))
+        await results.put(key, WorkloadStatus.model_validate(status))
+
+    code = await drill_plan(registry)
+    out = capsys.readouterr().out.splitlines()
+    json_code = await drill_plan(registry, "-o", "json")
+    doc = json.loads(capsys.readouterr().out)
+
+    assert (code, json_code) == (0, 0), out
+    rows = {line.split()[0]: line for line in out[1:-1] if line.strip()}
+    assert "finished (Succeeded): not moved" in rows["team/Job.batch/done"]
+    assert "finished (Failed): not moved" in rows["team/Job.batch/broke"]
+    assert (
+        out[-1] == f"If {VICTIM} went down now: 1 would move, 0 stay, 0 would not fit, 2 finished."
+    )
+    actions = {w["workload"].rpartition("/")[2]: w["action"] for w in doc["workloads"]}
+    assert actions == {"web": "move", "done": "finished", "broke": "finished"}

@@ -94,3 +94,72 @@ def test_a_cut_off_member_s_last_report_is_not_a_double_run_but_two_observed_one
     assert (r.double_runs, r.lost) == (0, 0)
     back = [*partitioned[:3], Sample(9, False, {"job": moved}), Sample(10, False, {"job": moved})]
     assert drills.summarise(back, report=report(), fault_at=1, healed_at=8).double_runs == 1
+
+
+def test_work_that_never_left_the_member_is_listed_with_why_and_not_counted_as_affected() -> None:
+    """Only work the fault moved (or failed to move) is affected. A namespace that tolerates
+    the NoExecute taint and a job that had already finished stay where they are, healthy or
+    not: the report says so instead of calling them recovered, and leaves them out of the
+    count."""
+    done = W(("a",), ("a",), phase="Scheduled", finished=True)
+    ns = W(("a", "b"), ("a", "b"), phase="Scheduled")
+    samples = [
+        Sample(0, False, {"web": W(("a",), ("a",), phase="Scheduled"), "ns": ns, "done": done}),
+        Sample(2, True, {"web": W(("a",), (), phase="Scheduled"), "ns": ns, "done": done}),
+        Sample(
+            4,
+            True,
+            {"web": W(("b",), ("b",), phase="Scheduled"), "ns": ns, "done": done},
+            no_execute=True,
+        ),
+        Sample(9, False, {"web": W(("b",), ("b",), phase="Scheduled"), "ns": ns, "done": done}),
+    ]
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert [(w.workload, w.replaced, w.ready, w.outcome) for w in r.workloads] == [
+        ("done", None, None, "finished (not moved)"),
+        ("ns", None, None, "stayed (tolerates the fault)"),
+        ("web", 3, 3, "recovered"),
+    ]
+    assert (r.affected, r.lost, r.rto) == (1, 0, 3)
+    assert "| workloads affected | 1 |" in drills.markdown(r)
+
+
+ON_A = W(("a",), ("a",), phase="Scheduled")
+
+
+@pytest.mark.parametrize(
+    ("middle", "end", "outcome"),
+    [
+        pytest.param(
+            Sample(2, True, {"web": ON_A}, no_execute=True),
+            W(("a",), (), phase="Scheduled"),
+            "stayed (tolerates the fault)",
+            id="still on the NoExecute member, down at the end: stayed, not lost",
+        ),
+        pytest.param(
+            Sample(2, True, {"web": ON_A}),
+            ON_A,
+            "stayed (no eviction during the drill)",
+            id="the member was never NoExecute: nothing was asked to leave",
+        ),
+        pytest.param(
+            Sample(2, True, {"web": ON_A}, no_execute=True),
+            W(("a",), (), phase="Scheduled", finished=True),
+            "finished (not moved)",
+            id="a failed job is finished, not lost",
+        ),
+        pytest.param(
+            Sample(2, True, {"web": ON_A}, no_execute=True),
+            W(("b",), (), phase="Scheduled", finished=True),
+            "lost: healthy nowhere",
+            id="moved off the member and healthy nowhere: lost, finished or not",
+        ),
+    ],
+)
+def test_the_outcome_of_one_workload_says_what_happened_to_it(
+    middle: Sample, end: WorkloadState, outcome: str
+) -> None:
+    samples = [Sample(0, False, {"web": ON_A}), middle, Sample(9, False, {"web": end})]
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert [w.outcome for w in r.workloads] == [outcome]
+    assert r.affected == (0 if outcome.startswith(("stayed", "finished")) else 1)
