@@ -355,17 +355,20 @@ class ObjectsApi:
                 self.admit(request, obj)  # every document is allowed before any is stored
         await self._check_queue_tree(models)
         given: dict[str, KubeObject] = {}
+        read: dict[str, codec.Stored[KubeObject] | None] = {}
         for obj in models:  # every clash refused before anything is written
             key = objects.key_for(obj)
-            earlier = given.setdefault(key, obj)
-            _same_group(earlier, obj)
-            current = await self.objects.get(key)
+            _same_group(given.setdefault(key, obj), obj)
+            if key not in read:
+                read[key] = await self.objects.get(key)
+            current = read[key]
             if current is not None:
                 _same_group(current.obj, obj)
         results = []
         for obj in models:
             key = objects.key_for(obj)
-            current = await self.objects.get(key)
+            # Read once above; a key given twice is read again, after its first write.
+            current = read.pop(key) if key in read else await self.objects.get(key)
             if current is None:
                 await self.objects.create(key, self._fresh(obj))
                 outcome = "created"

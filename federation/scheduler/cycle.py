@@ -423,6 +423,8 @@ def _name_priorities(pending: PendingStore, queues: Mapping[str, Queue]) -> None
     arrival, so it is ordered by it like any other priority. Read afresh every cycle, so a
     queue whose classes change re-orders what waits in it; an unknown class stays 0 and
     `_class_refusal` holds the workload with a reason."""
+    if not any(q.spec.priority_classes for q in queues.values()):
+        return  # nothing to look up (an unknown class is held by `_class_refusal`)
     for job in [j for j in pending.jobs() if j.priority_class]:
         queue = queues.get(job.queue)
         value = queue.priority_of(job.priority_class) if queue is not None else None
