@@ -37,7 +37,7 @@ from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import cycle, explain, reconcile
+from federation.scheduler import cycle, reconcile
 from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
@@ -221,7 +221,7 @@ class PlanApi:
         policy = planning.claim(workload, state.policies())
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
-        return _plan_wire(planned, policy.metadata.name if policy else None)
+        return planned.to_json(policy.metadata.name if policy else None)
 
 
 def _claims(state: LiveState, workload: Workload) -> str | None:
@@ -241,23 +241,6 @@ def _affected(live: LiveState, after: LiveState, proposed: dict[str, KubeObject]
         if key in proposed or claimed in proposed or claimed != was:
             out.append(key)
     return sorted(out)
-
-
-def _plan_wire(plan: explain.Plan, policy: str | None) -> dict[str, Any]:
-    total = plan.total_cost
-    return {
-        "workload": plan.workload,
-        "policy": policy,
-        "placement": plan.placement,
-        "chips": plan.chips,
-        "costs": {k: (str(v) if v is not None else None) for k, v in plan.costs.items()},
-        "totalCost": str(total) if total is not None else None,
-        "reason": plan.reason,
-        "preempts": plan.preempts,
-        "verdicts": [
-            v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in plan.verdicts
-        ],
-    }
 
 
 def _comparable(obj: KubeObject | None) -> list[str]:

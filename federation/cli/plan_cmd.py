@@ -69,7 +69,7 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
         return _plan_live(args, text=text, filename=filename)
     planned = plan.plan_files(args.paths, profile=args.clusters)
     if args.output == "json":
-        doc = [dict(p.plan.to_json(), policy=p.policy) for p in planned]
+        doc = [p.plan.to_json(p.policy) for p in planned]
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

@@ -125,20 +125,23 @@ class Plan:
             return None
         return sum((v for v in values if v is not None), Decimal(0))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, policy: str | None = None) -> dict[str, Any]:
+        """The one wire form of a plan: the plan API, the dashboard and both modes of
+        `fedctl plan -o json` give it, so a script reads an offline and a live plan alike."""
         total = self.total_cost
         return {
             "workload": self.workload,
+            "policy": policy,
             "scheduled": bool(self.placement),
-            "reason": self.reason,
-            "clusters": [
-                v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in self.verdicts
-            ],
             "placement": self.placement,
             "chips": self.chips,
-            "hourlyCost": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
-            "totalHourlyCost": str(total) if total is not None else None,
+            "costs": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
+            "totalCost": str(total) if total is not None else None,
+            "reason": self.reason,
             "preempts": self.preempts,
+            "verdicts": [
+                v.model_dump(mode="json", by_alias=True, exclude_none=True) for v in self.verdicts
+            ],
         }
 
 

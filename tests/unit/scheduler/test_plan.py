@@ -129,11 +129,24 @@ def test_plan_json_and_pending_exit_code(
     assert code == plan_cmd_pending()
     [entry] = doc
     assert entry["scheduled"] is False and entry["policy"] is None
+    # The plan API's wire form (tests/e2e/test_plan_api.py), so scripts read both modes alike.
+    assert set(entry) == {
+        "workload",
+        "policy",
+        "scheduled",
+        "placement",
+        "chips",
+        "costs",
+        "totalCost",
+        "reason",
+        "preempts",
+        "verdicts",
+    }
     assert entry["reason"] == (
         "no eligible cluster has a node with 16 nvidia.com/gpu even when empty; the largest,"
         " on us-a100, has 8: shrink the request or add larger nodes"
     )
-    assert {c["cluster"]: c["plugin"] for c in entry["clusters"]}["us-a100"] == "capacity"
+    assert {c["cluster"]: c["plugin"] for c in entry["verdicts"]}["us-a100"] == "capacity"
 
 
 def test_plan_refuses_a_queue_that_takes_no_work_once_queues_are_given(
@@ -158,7 +171,7 @@ def test_plan_refuses_a_queue_that_takes_no_work_once_queues_are_given(
         "queue ml-prd is not defined (queues that take work: ml-prod): create it or correct"
         " the workload's fedctl.io/queue"
     )
-    assert {c["cluster"] for c in entry["clusters"]} == {
+    assert {c["cluster"] for c in entry["verdicts"]} == {
         "us-a100",
         "bj-npu-1",
         "cpu-000",
@@ -234,5 +247,5 @@ def test_offline_plan_of_the_examples_against_the_demo_profile_finds_their_apis_
     doc = json.loads(capsys.readouterr().out)
     assert doc, "the examples hold workloads to plan"
     for entry in doc:
-        for verdict in entry["clusters"]:
+        for verdict in entry["verdicts"]:
             assert verdict.get("plugin") != "api-enablement", (entry["workload"], verdict)
