@@ -318,7 +318,14 @@ def _queue_tree(objects: list[Loaded]) -> list[Finding]:
         queue, obj = queues[name]
         unknown_parent = notice.path == ("spec", "parent") and queue.spec.parent not in queues
         severity: Severity = "warning" if unknown_parent else "error"
-        found.append(_at(obj.source, obj.file, notice.path, notice.message, severity=severity))
+        message = notice.message
+        if unknown_parent:
+            message = (
+                f"parent queue {queue.spec.parent!r} is not in these files: apply refuses this"
+                f" queue unless the server already holds it (fedctl get queues"
+                f" {queue.spec.parent})"
+            )
+        found.append(_at(obj.source, obj.file, notice.path, message, severity=severity))
     return found
 
 

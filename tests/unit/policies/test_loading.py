@@ -416,8 +416,9 @@ def test_the_queue_tree_is_checked_across_documents() -> None:
 
     assert [str(f) for f in result.findings] == [
         "q.yaml:8:10: spec.capability.cpu: capability of cpu (10) exceeds parent 'ml' (5)",
-        "q.yaml:15:11: spec.parent: warning: parent queue 'elsewhere' is not defined"
-        " (known queues: child, ml, orphan)",
+        "q.yaml:15:11: spec.parent: warning: parent queue 'elsewhere' is not in these files:"
+        " apply refuses this queue unless the server already holds it (fedctl get queues"
+        " elsewhere)",
     ]
     assert not result.ok
 
