@@ -76,8 +76,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if err.retry_after is not None:
             resp.headers["Retry-After"] = str(err.retry_after)
         return resp
-    except web.HTTPException:
-        raise
+    except (web.HTTPException, ConnectionError):
+        raise  # a client that went away gets no answer; aiohttp drops the connection
     except Exception as err:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return _json(status_body(500, "InternalError", f"Internal error occurred: {err}"), 500)
