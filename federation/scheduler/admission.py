@@ -81,6 +81,10 @@ class Admitter:
         self._pending(job, reason)
         return False
 
+    def hold(self, job: PendingJob, reason: str) -> None:
+        """Leave the job pending with `reason`, found for an identical job this cycle."""
+        self._pending(job, reason)
+
     # -- checks
 
     def _charge(

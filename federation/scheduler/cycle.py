@@ -23,6 +23,12 @@ The steps:
                  switched off), victims re-queued, never lost.
  7. bindings   - Scheduled Bindings for admitted jobs, Pending ones with the reason.
  8. requeue    - everything not admitted stays pending with its reason.
+
+A job that asks exactly what an earlier job of this cycle asked (same queue, namespace,
+priority and request) after that one was refused, with no eviction since, is refused
+with the same reason at a sixteenth of a decision's share of the batch (`_REPEAT_COST`):
+a deep backlog of identical jobs waiting for their queue's quota no longer keeps the
+cycle from reaching the smaller jobs behind it.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ __all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
 
 _WAITS = frozenset({"capacity", "division", "cost"})
 """Placement failures that room or prices freeing up could end."""
+_REPEAT_COST = 1 / 16
+"""A repeated refusal's share of the batch: it costs a lookup, not a placement."""
 
 
 @dataclass
@@ -64,6 +72,14 @@ class CycleResult:
     usage: accounting.Usage = field(default_factory=accounting.Usage)
     timings: fw.Timings = field(default_factory=fw.Timings)
     decisions: int = 0
+    repeated: int = 0
+    """Jobs refused as an identical earlier one was, without placing them again."""
+    exhausted: bool = False
+    """The batch ran out with jobs left that this cycle did not consider."""
+
+    @property
+    def considered(self) -> int:
+        return self.decisions + self.repeated
 
 
 class Scheduler:
@@ -196,14 +212,28 @@ class Scheduler:
             self._forget_stamps()  # specs are immutable, but only within a cycle is that relied on
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
-            budget = self.settings.cycle_batch if batch is None else batch
+            budget = float(self.settings.cycle_batch if batch is None else batch)
+            refusals: dict[tuple[object, ...], str] = {}  # valid while nothing is evicted
+            evictions = 0
             for job in self._heads(snapshot, result):  # step 1
                 if budget <= 0:
                     result.pending.add(job)  # untouched: next cycle
+                    result.exhausted = True
                     break
+                request = self.request(job, snapshot)
+                if len(result.evicted) != evictions:  # room freed: a refusal may not hold
+                    refusals.clear()
+                    evictions = len(result.evicted)
+                same = _refusal_key(job, request)
+                known = refusals.get(same) if same is not None else None
+                if known is not None:
+                    budget -= _REPEAT_COST
+                    result.repeated += 1
+                    admit.hold(job, known)
+                    result.pending.add(job.with_reason(known))
+                    continue
                 budget -= 1
                 result.decisions += 1
-                request = self.request(job, snapshot)
                 refused = hierarchy.refusal(
                     job.queue, snapshot.queues, default=self.settings.default_queue
                 ) or _class_refusal(job, snapshot.queues)
@@ -216,6 +246,8 @@ class Scheduler:
                     yield_back = result.reasons.get(str(job.ref), "")
                     result.pending.add(job.with_reason(yield_back))  # step 8
                     self._strict_stop(job, snapshot)
+                    if same is not None and yield_back and len(result.evicted) == evictions:
+                        refusals[same] = yield_back
             self._requests = {
                 k: v for k, v in self._requests.items() if v.job.ref in result.pending
             }
@@ -445,6 +477,28 @@ def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
         f"priority class {job.priority_class!r} is not defined in queue {job.queue}"
         f" (its priorityClasses: {known or 'none'}): define it there or correct the"
         " workload's fedctl.io/priority"
+    )
+
+
+def _refusal_key(job: PendingJob, request: fw.JobRequest) -> tuple[object, ...] | None:
+    """What decides whether a job is admitted and why not, when it is the same for another
+    job; None for a job whose answer also depends on where it runs now (re-placement).
+
+    Within one cycle room only shrinks, except by an eviction (the caller drops its memo
+    then), so a job asking what a refused one asked is refused too. The request signature
+    covers the pods, chips, arches, tolerations, affinity, strategy and price cap; spread
+    and static weights are not in it, so they are added.
+    """
+    if request.previous:
+        return None
+    return (
+        job.queue,
+        job.ref.namespace,
+        job.priority,
+        job.priority_class,
+        request.signature,
+        tuple(c.model_dump_json() for c in request.spread),
+        tuple((a.model_dump_json(), w) for a, w in request.static_weights),
     )
 
 

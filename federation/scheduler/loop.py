@@ -171,7 +171,7 @@ def _queued(result: cycle.CycleResult, bindings: Mapping[str, Binding]) -> list[
     decided = {str(binder_mod.binding_ref(b)) for b in result.bindings}
     reason = (
         "Queued behind earlier workloads: not considered yet (each cycle considers the "
-        f"first {result.decisions} pending workloads, in queue order)"
+        f"first {result.considered} pending workloads, in queue order)"
     )
     return [
         admission_mod.binding_for(job, reason=reason)
@@ -514,7 +514,7 @@ class SchedulerLoop:
         if tally is not None and self.queue_view is not None and self._leading:
             edition = qv.Edition(tally[0], tally[1], self.clock.monotonic())
             self.queue_view.publish(edition, self._dirty.is_set)
-        if result.admitted and result.decisions >= self._batch:
+        if result.admitted and result.exhausted:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
         self.last = result
@@ -617,7 +617,7 @@ class SchedulerLoop:
             self._fingerprints.pop(str(victim.ref), None)
             views.redo.add(str(victim.ref))
         _mark_fingerprints(result.bindings, self._fingerprints)
-        if not result.admitted and result.decisions >= self._batch:
+        if not result.admitted and result.exhausted:
             result.bindings.extend(_queued(result, views.bindings))
         if self.queue_view is not None:  # published by `cycle_once` once written
             tally = qv.tally(snapshot, result.usage, result.pending.counts())

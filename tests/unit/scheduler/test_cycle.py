@@ -513,6 +513,28 @@ def test_a_cycle_decides_at_most_its_batch_and_leaves_the_rest_pending() -> None
     assert sorted(j.ref.name for j in result.pending.jobs()) == ["j3", "j4"]
 
 
+def test_identical_refused_jobs_do_not_use_up_the_batch_before_a_job_that_fits() -> None:
+    """A queue's GPU capability is full and 40 identical GPU jobs wait in it, more than the
+    batch of 8: the CPU job behind them is still reached and admitted in this cycle, and
+    each GPU job keeps the reason the first one got."""
+    fleet = [cluster("gpu", a100(nodes=4)), cluster("cpu", flavor(nodes=1))]
+    q = queue("ml", capability={"accelerator/nvidia-a100-80gb": "8"})
+    first = run(fleet, [job(workload("running", gpus=8, queue="ml"))], queues=[q])
+    assert placed(first) == {"running": {"gpu": 1}}
+    pending = PendingStore()
+    for i in range(40):
+        pending.add(job(workload(f"gpu-{i:02d}", gpus=8, queue="ml"), seq=i + 1))
+    pending.add(job(workload("cpu-job", cpu="2", queue="ml"), seq=100))
+    snapshot = snap.build(fleet, queues=[q])
+    settings = SchedulerSettings(cycle_batch=8)
+    result = cycle.Scheduler(settings).run_cycle(snapshot, pending, first.usage, NOW)
+    assert placed(result) == {"cpu-job": {"cpu": 1}}
+    assert (result.decisions, result.repeated, result.exhausted) == (2, 39, False)
+    reason = "queue ml at capability for nvidia-a100-80gb: 8/8 (needs 8)"
+    assert {j.reason for j in result.pending.jobs()} == {reason}
+    assert len({b.metadata.name for b in result.bindings if b.status.reason == reason}) == 40
+
+
 def test_a_plan_shows_what_the_cycle_would_preempt_to_place_it() -> None:
     """`fedctl plan --live` said "pending: queue team at capability" for a job the
     controller then admitted at once by preempting lower-priority work of its queue."""

@@ -486,7 +486,9 @@ async def test_workloads_beyond_a_stuck_batch_get_a_reason_not_silence() -> None
     )
     qa = queue("qa", capability={"cpu": "2"})
     await objs.put(objects.key_for(qa), qa)
-    jobs = [workload(f"job-{i}", cpu="2", queue="qa") for i in range(6)]
+    # Each asks for different memory: identical jobs would be refused at a fraction of the
+    # batch each (`cycle._REPEAT_COST`), and all reached.
+    jobs = [workload(f"job-{i}", cpu="2", memory=f"{i + 1}Gi", queue="qa") for i in range(6)]
     for w in jobs:
         await objs.put(objects.key_for(w), w)
     settings = SchedulerSettings(cycle_batch=2, cycle_batch_max=2)
