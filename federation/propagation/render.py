@@ -9,11 +9,17 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
     3. translate it for the chip chosen there (AcceleratorProfile): device resource name
        in requests and limits, node selector, image rewrite, and the arch node selector
     4. apply override rules in Karmada's order (overrides.py) — the user has the last word
-    5. label it as ours: managed-by, workload, binding-revision
+    5. give a device request with no limit its limit, equal to the request
+    6. label it as ours: managed-by, workload, binding-revision
 
 Why the chip comes before overrides: a profile says what a chip needs in general
 (`huawei.com/Ascend910`, the CANN image); an OverridePolicy is the user's explicit word for
-one workload and must be able to correct it.
+one workload and must be able to correct it. Why the device limit is filled in: Kubernetes
+never overcommits an extended resource, so every member's API server refuses a container
+that requests one (`nvidia.com/gpu`) without a limit equal to the request, and a request
+alone can only mean that amount. The limit is added only where it is missing, after the
+overrides so a request they add is covered too; a limit that is there is left alone, and
+CPU and memory, which may overcommit, are never touched.
 """
 
 from __future__ import annotations
@@ -151,6 +157,30 @@ def _translate(
         pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **wanted}
 
 
+def _is_extended(name: str) -> bool:
+    """Kubernetes' extended resources: a domain-qualified name outside kubernetes.io."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not (
+        domain == "kubernetes.io"
+        or domain.endswith(".kubernetes.io")
+        or name.startswith("requests.")
+    )
+
+
+def _limit_devices(obj: dict[str, Any]) -> None:
+    for container in overrides.containers(obj):
+        resources = container.get("resources")
+        requests = resources.get("requests") if isinstance(resources, dict) else None
+        if not isinstance(resources, dict) or not isinstance(requests, dict):
+            continue
+        limits = resources.get("limits") or {}
+        if not isinstance(limits, dict):
+            continue
+        missing = {n: q for n, q in requests.items() if _is_extended(str(n)) and n not in limits}
+        if missing:
+            resources["limits"] = {**limits, **missing}
+
+
 def render(
     *,
     template: Mapping[str, Any],
@@ -176,6 +206,7 @@ def render(
         for rule in policy.spec.effective_rules():
             if overrides.affinity_matches(rule.target_cluster, cluster):
                 overrides.apply_overriders(obj, rule.overriders)
+    _limit_devices(obj)
     meta = obj.setdefault("metadata", {})
     if ref.namespace != keys.CLUSTER_SCOPE:
         meta["namespace"] = ref.namespace

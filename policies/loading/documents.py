@@ -188,16 +188,9 @@ def _device_rules(
     for name, raw in requests.items():
         if not _is_device(str(name)):
             continue
-        if name not in limits:
-            message = (
-                f"{name} is requested without a limit: Kubernetes members refuse a device"
-                f" that is not limited to the amount requested (add limits.{name}: {raw},"
-                " or give only the limit)"
-            )
-            found.append(
-                _at(source, filename, (*at, "requests", name), message, severity="warning")
-            )
-        elif _whole(raw) is not None and _whole(raw) != _whole(limits[name]):
+        # A request without a limit is fine: the members get the limit filled in, equal to
+        # the request (`propagation.render`), as Kubernetes requires for a device.
+        if name in limits and _whole(raw) is not None and _whole(raw) != _whole(limits[name]):
             message = (
                 f"{name} is requested as {raw} but limited to {limits[name]}: Kubernetes"
                 " wants the two equal for a device"

@@ -136,7 +136,9 @@ class AcceleratorProfileSpec(FrozenModel):
         default=None,
         min_length=1,
         description="Extended resource a pod requests for one device, e.g. `nvidia.com/gpu`,"
-        " `huawei.com/Ascend910`. Required for accelerators; absent for a plain arch.",
+        " `huawei.com/Ascend910`. Required for accelerators; absent for a plain arch. A"
+        " container that requests a device without a limit reaches the members with a limit"
+        " equal to the request, as Kubernetes requires for a device.",
     )
     vendor: str | None = Field(default=None, description="Chip vendor, e.g. nvidia, huawei.")
     device_memory: Quantity | None = Field(

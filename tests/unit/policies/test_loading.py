@@ -508,17 +508,9 @@ spec:
         " letters, digits and '-', at most 63): members refuse it",
         'j.yaml:12:50: spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"]:'
         " nvidia.com/gpu: '0.5' is not a whole number: a device is never shared",
-        'j.yaml:12:50: spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"]:'
-        " warning: nvidia.com/gpu is requested without a limit: Kubernetes members refuse a"
-        " device that is not limited to the amount requested (add limits.nvidia.com/gpu: 0.5,"
-        " or give only the limit)",
         'j.yaml:12:75: spec.template.spec.containers[0].resources.requests["example.com/fpga"]:'
         " example.com/fpga is requested as 2 but limited to 4: Kubernetes wants the two equal"
         " for a device",
-        'j.yaml:16:40: spec.template.spec.containers[1].resources.requests["nvidia.com/gpu"]:'
-        " warning: nvidia.com/gpu is requested without a limit: Kubernetes members refuse a"
-        " device that is not limited to the amount requested (add limits.nvidia.com/gpu: 1,"
-        " or give only the limit)",
     ]
     assert not result.ok
 
