@@ -10,6 +10,12 @@ resource and its scope, cached per group-version and refreshed on a miss, and re
 through `transport.Transport` (kubernetes_asyncio's ApiClient with a timeout and the retry
 policy). Watches carry `timeoutSeconds` so a quiet stream ends and is re-opened from the
 last resourceVersion; `follow` lists, watches, and lists again whenever a watch gets 410.
+
+Why `close()` ends the watch streams open on it: closing the client's session does not
+wake a read already waiting on a stream, so a watch would go quiet (no event, no error, no
+end) until its idle timeout, and whoever reads it would believe it still runs. `close()`
+closes each open stream first: `watch` and `follow` then end, as a watch the server ends
+does, and one started after `close()` ends at once without a request.
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ class KubeConnector:
         self._tx = tx
         self._field_manager = field_manager
         self._resources: dict[str, dict[str, member.ResourceInfo]] = {}
+        self._streams: set[aiohttp.ClientResponse] = set()
+        self._closing = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -72,6 +80,11 @@ class KubeConnector:
         return self._tx.host
 
     async def close(self) -> None:
+        """End the watch streams open on this connector, then release its connections."""
+        self._closing.set()
+        for resp in list(self._streams):
+            resp.close()  # a read waiting on it raises ClientConnectionError at once
+        self._streams.clear()
         await self._tx.close()
 
     async def __aenter__(self) -> KubeConnector:
@@ -168,6 +181,8 @@ class KubeConnector:
         resource_version: str,
         namespace: str | None = None,
     ) -> AsyncIterator[member.WatchEvent]:
+        if self._closing.is_set():
+            return
         res = await self.resource(api_version, kind)
         path = discovery.path(api_version, res, namespace=namespace)
         window = self._tx.settings.watch_timeout
@@ -177,15 +192,29 @@ class KubeConnector:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(max(1, int(window))),
         }
-        async with self._tx.stream(
-            path, query=query, idle_timeout=window + self._tx.settings.request_timeout
-        ) as resp:
-            try:
-                async for line in resp.content:
-                    if line.strip():
-                        yield self._event(line)
-            except (TimeoutError, OSError, aiohttp.ClientError) as exc:
-                raise self._tx.unavailable(exc, timeout=window) from exc
+        if self._closing.is_set():  # closed while the kind was looked up
+            return
+        try:
+            async with self._tx.stream(
+                path, query=query, idle_timeout=window + self._tx.settings.request_timeout
+            ) as resp:
+                self._streams.add(resp)
+                try:
+                    async for line in resp.content:
+                        if self._closing.is_set():
+                            return
+                        if line.strip():
+                            yield self._event(line)
+                finally:
+                    self._streams.discard(resp)
+        except (TimeoutError, OSError, aiohttp.ClientError) as exc:
+            if self._closing.is_set():
+                return
+            raise self._tx.unavailable(exc, timeout=window) from exc
+        except member.MemberUnavailable:
+            if self._closing.is_set():  # closed while the stream was opening
+                return
+            raise
 
     def _event(self, line: bytes) -> member.WatchEvent:
         try:
@@ -211,7 +240,7 @@ class KubeConnector:
     ) -> AsyncIterator[member.Relisted | member.Changed]:
         rv = ""
         idle = 0  # watches in a row that ended without a single event
-        while True:
+        while not self._closing.is_set():
             if not rv:
                 listed = await self.list(api_version, kind, namespace=namespace)
                 rv = listed.resource_version
@@ -228,6 +257,8 @@ class KubeConnector:
             except member.WatchExpired:
                 rv = ""
                 continue
+            if self._closing.is_set():
+                return
             idle = 0 if events else idle + 1
             if idle >= _EMPTY_WATCHES:
                 # A member that closes every watch at once would make this loop spin.
