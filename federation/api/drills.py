@@ -15,7 +15,9 @@ through the same election (a follower answers 503). The drill is a task owned by
 object, not a bare one: the app's cleanup cancels it, which heals the member before the
 partial report is stored. A running drill lives in memory (its samples so far, judged on
 every read); its report reaches the registry when it ends, so a follower or `fedctl drill
-list` sees it then. Authorization (admins only) is in `auth.py`.
+list` sees it then. A drill or member that does not exist is a 404 Status naming it as
+kubectl would (`drill "ID" not found`) with how to list the real ones, never the registry
+key behind it. Authorization (admins only) is in `auth.py`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from aiohttp import web
 
 from federation import clock as clock_mod
 from federation import errors
-from federation.api import status
+from federation.api import objects, status
 from federation.failover import drills, faults
 from federation.registry import keys
 from federation.registry import store as st
@@ -43,6 +45,17 @@ DRILLS_PATH = "/apis/fedctl.io/v1alpha1/drills"
 _FIELDS = ("cluster", "fault", "duration", "settle")
 _DEFAULTS = {"fault": "down", "duration": "60s", "settle": "60s"}
 _FORMATS = ("json", "svg", "markdown")
+_CLUSTERS_PATH = objects.API_PREFIX + "/clusters"
+
+
+def _not_found(kind: str, name: str, *, listing: str) -> web.Response:
+    """A 404 Status naming what is missing and where to find what exists."""
+    return status.status_response(
+        404,
+        "NotFound",
+        f'{kind} "{name}" not found; {listing}',
+        details={"name": name, "group": "fedctl.io", "kind": f"{kind}s"},
+    )
 
 
 @dataclass
@@ -164,7 +177,11 @@ class DrillsApi:
         else:
             kv = await self.store.get(key)
             if kv is None:
-                return status.status_response(404, "NotFound", f"no drill {drill_id!r}")
+                return _not_found(
+                    "drill",
+                    drill_id,
+                    listing=f"GET {DRILLS_PATH} (or fedctl drill list) lists drills",
+                )
             report = drills.decode(kv.value)
             doc = _doc(report, phase=_phase(report), full=True)
         if fmt == "svg":
@@ -186,8 +203,10 @@ class DrillsApi:
                     409, "Conflict", f"drill {busy} is running; one drill at a time"
                 )
             if await self.store.get(keys.cluster_key(cluster)) is None:
-                return status.status_response(
-                    404, "NotFound", f"cluster: no cluster {cluster!r} is registered"
+                return _not_found(
+                    "cluster",
+                    cluster,
+                    listing=f"GET {_CLUSTERS_PATH} (or fedctl cluster list) lists members",
                 )
             injector = faults.injector(
                 self.store, cluster=cluster, fault=fault, kubeconfig=self.kubeconfig
@@ -236,6 +255,8 @@ class DrillsApi:
         except asyncio.CancelledError:
             error = "stopped: the controller shut down during the drill"
             raise
+        except errors.NotFound:  # its message is a registry key; say what went missing
+            error = f'cluster "{running.report.cluster}" not found: removed during the drill'
         except errors.FedctlError as exc:
             error = str(exc)
         except Exception:  # no supervisor owns a drill: say so in its report, and the log

@@ -1,0 +1,259 @@
+"""Drill reports: what a drill saw, and the pure judgement of it.
+
+Fed by the samples `drills.run` takes of the registry (one `Sample` per poll, each workload
+that has a Binding as a `WorkloadState`); feeds the `Report` that `drills` stores at
+`keys.drill_key(id)` and renders, and the live `curve` the drill API shows while a drill
+runs. Kept apart from the running so the rules can be read, and tested with made-up
+timelines, without a registry or a clock:
+
+    detect      first failover taint on the member (or Ready=False), from the fault
+    re-place    the last affected Binding no longer targeting the member
+    RTO         the last affected workload healthy on all of its new targets
+    affected    workloads on the member at the start that left it, or were lost or left
+                Pending; work that stayed there (it tolerates the fault, or the member was
+                never NoExecute) or had finished is listed with that outcome, not counted
+    lost        affected workloads with no Binding at the end, or neither healthy
+                anywhere nor Pending with a reason (must be 0)
+    double-run  a batch workload running in two members in the same sample (must be 0)
+    shortfall   affected workloads still Pending at the end, with the scheduler's reason
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "Progress",
+    "Report",
+    "Sample",
+    "WorkloadState",
+    "WorkloadTimeline",
+    "curve",
+    "decode",
+    "encode",
+    "new_id",
+    "summarise",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """One workload in one sample."""
+
+    targets: tuple[str, ...] = ()
+    healthy: tuple[str, ...] = ()
+    running: tuple[str, ...] = ()
+    phase: str = "Pending"
+    """The Binding's phase (`Pending` with `reason` when the scheduler found no room)."""
+    reason: str = ""
+    finished: bool = False
+    """The workload itself has ended (a Succeeded or Failed job): nothing runs to move."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The registry at `t` seconds into the drill."""
+
+    t: float
+    member_down: bool
+    workloads: Mapping[str, WorkloadState]
+    no_execute: bool = False
+    """The member carried a NoExecute taint (failover's or the drill's): work that does not
+    tolerate it was due to leave."""
+
+
+_RECOVERED = "recovered"
+_PENDING = "pending"
+_STAYED = "stayed (tolerates the fault)"
+_NOT_EVICTED = "stayed (no eviction during the drill)"
+_FINISHED = "finished (not moved)"
+_RETURNED = "back on the member, not healthy yet"
+_LOST_BINDING = "lost: Binding gone"
+_LOST_HEALTH = "lost: healthy nowhere"
+_UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED})
+"""Outcomes of work the fault did not touch: listed in the report, not counted as affected."""
+
+
+@dataclass
+class WorkloadTimeline:
+    """One workload that was on the member when the drill began; `outcome` is set by
+    `summarise` from what the samples show (one of the constants above)."""
+
+    workload: str
+    replaced: float | None = None
+    ready: float | None = None
+    outcome: str = ""
+
+
+@dataclass
+class Report:
+    """What a drill measured; times in seconds from the fault."""
+
+    id: str
+    cluster: str
+    fault: str
+    started: str
+    duration: float
+    detect: float | None = None
+    replace: float | None = None
+    rto: float | None = None
+    affected: int = 0
+    lost: int = 0
+    double_runs: int = 0
+    shortfall: dict[str, str] = field(default_factory=dict)
+    healed_at: float | None = None
+    workloads: list[WorkloadTimeline] = field(default_factory=list)
+    error: str = ""
+    """Why the drill stopped early (the fault could not be injected, say); empty if not."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Report:
+        data = dict(doc)
+        data["workloads"] = [WorkloadTimeline(**w) for w in data.get("workloads", [])]
+        return cls(**data)
+
+    def blank(self) -> Report:
+        """The same drill before judgement: what `summarise` starts from."""
+        return Report(self.id, self.cluster, self.fault, self.started, self.duration)
+
+
+@dataclass
+class Progress:
+    """What a running drill has seen so far, for a caller that shows it while it runs.
+
+    `run` appends every sample as it is taken and stamps the fault and heal times, so
+    `summarise(progress.samples, ...)` gives the partial report at any moment.
+    """
+
+    samples: list[Sample] = field(default_factory=list)
+    fault_at: float | None = None
+    healed_at: float | None = None
+    stage: str = "starting"
+    """starting → fault (held) → settling (healed, watching recovery) → done."""
+
+    def partial(self, report: Report) -> Report:
+        return summarise(
+            self.samples,
+            report=report.blank(),
+            fault_at=self.fault_at or 0.0,
+            healed_at=self.healed_at,
+        )
+
+
+def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
+    return (
+        bool(state.targets)
+        and cluster not in state.targets
+        and all(t in state.healthy for t in state.targets)
+    )
+
+
+def summarise(
+    samples: list[Sample], *, report: Report, fault_at: float, healed_at: float | None
+) -> Report:
+    """Fill `report` from the samples (pure)."""
+    if not samples:
+        return report
+    cluster = report.cluster
+    first, last = samples[0], samples[-1]
+    on_member = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
+    report.healed_at = None if healed_at is None else healed_at - fault_at
+    report.detect = next(
+        (s.t - fault_at for s in samples if s.member_down and s.t >= fault_at), None
+    )
+    lines = {w: WorkloadTimeline(w) for w in on_member}
+    doubled: set[str] = set()
+    evicting = any(s.no_execute for s in samples if s.t >= fault_at)
+    for sample in samples:
+        for name, line in lines.items():
+            state = sample.workloads.get(name)
+            if state is None:
+                continue
+            if line.replaced is None and state.targets and cluster not in state.targets:
+                line.replaced = sample.t - fault_at
+            if line.ready is None and _healthy_elsewhere(state, cluster):
+                line.ready = sample.t - fault_at
+        # While the member is cut off its last report is all we have: its copies may or may
+        # not still run and nothing can stop them until it returns (then they are purged
+        # before it takes new work). A double run is one seen in two observable members.
+        unseen = {cluster} if sample.member_down else set()
+        doubled.update(n for n, s in sample.workloads.items() if len(set(s.running) - unseen) > 1)
+    report.double_runs = len(doubled)
+    for name, line in lines.items():
+        end = last.workloads.get(name)
+        line.outcome = _outcome(line, end=end, cluster=cluster, evicting=evicting)
+        if line.outcome == _PENDING:
+            report.shortfall[name] = last.workloads[name].reason
+    report.affected = sum(1 for line in lines.values() if line.outcome not in _UNAFFECTED)
+    report.lost = sum(1 for line in lines.values() if line.outcome.startswith("lost"))
+    report.workloads = list(lines.values())
+    replaced = [line.replaced for line in lines.values() if line.replaced is not None]
+    moved = [line for line in lines.values() if line.replaced is not None]
+    report.replace = max(replaced) if replaced else None
+    if moved and all(line.ready is not None for line in moved):
+        report.rto = max(line.ready for line in moved if line.ready is not None)
+    return report
+
+
+def _outcome(
+    line: WorkloadTimeline, *, end: WorkloadState | None, cluster: str, evicting: bool
+) -> str:
+    """What happened to one workload that was on the member, judged at the last sample.
+
+    Work that never left the member was not moved by the fault: a finished job (moving it
+    would only run it again), work that tolerates the fault (it stayed while the member was
+    NoExecute, `evicting`), or work nothing asked to leave (the member never became
+    NoExecute: degraded but Ready, or healed within the eviction grace). Only work that
+    left, or should have and could not, is recovered, pending or lost; work targeting the
+    member again at the end (failed back) is not lost, only not healthy yet."""
+    if end is None:
+        return _LOST_BINDING
+    if end.phase == "Pending" and end.reason and not end.targets:
+        return _PENDING
+    if line.replaced is None and end.finished:
+        return _FINISHED
+    if line.replaced is None and cluster in end.targets:
+        return _STAYED if evicting else _NOT_EVICTED
+    if end.healthy:
+        return _RECOVERED
+    return _RETURNED if cluster in end.targets else _LOST_HEALTH
+
+
+def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[str, Any]]:
+    """Per sample, how many affected workloads have left the member and how many are ready
+    elsewhere: the live view of a drill before it is judged. `t` is from the fault."""
+    if not samples:
+        return []
+    affected = [w for w, s in samples[0].workloads.items() if cluster in s.targets]
+    out = []
+    for s in samples:
+        states = [s.workloads.get(w) for w in affected]
+        out.append(
+            {
+                "t": round(s.t - fault_at, 3),
+                "memberDown": s.member_down,
+                "affected": len(affected),
+                "moved": sum(1 for x in states if x and x.targets and cluster not in x.targets),
+                "ready": sum(1 for x in states if x and _healthy_elsewhere(x, cluster)),
+            }
+        )
+    return out
+
+
+def encode(report: Report) -> bytes:
+    return json.dumps({"schemaVersion": 1, "object": report.to_json()}).encode()
+
+
+def decode(data: bytes) -> Report:
+    return Report.from_json(json.loads(data)["object"])
+
+
+def new_id(now: dt.datetime, cluster: str) -> str:
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{cluster}"
