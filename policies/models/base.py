@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = ["FrozenModel", "KubeObject", "ObjectMeta", "OwnedMeta"]
@@ -65,3 +65,13 @@ class KubeObject(FrozenModel):
     api_version: str
     kind: str
     metadata: ObjectMeta
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_is_read_only(cls, data: Any) -> Any:
+        """A `status` on a kind that keeps none of its own is dropped, not refused: what
+        `fedctl get -o yaml` prints (a Queue with its admitted and pending counts) must
+        apply again as it stands, as with kubectl, where the server ignores status."""
+        if isinstance(data, dict) and "status" in data and "status" not in cls.model_fields:
+            return {k: v for k, v in data.items() if k != "status"}
+        return data

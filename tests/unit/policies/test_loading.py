@@ -540,3 +540,17 @@ spec:
         "spec.template.spec.containers[0].resources.requests.cpu",
     ]
     assert not result.ok
+
+
+def test_a_status_printed_by_get_applies_again_and_is_dropped() -> None:
+    """`fedctl get queue X -o yaml` prints a status; applying that output must work, as with
+    kubectl, and store no status the kind does not keep."""
+    text = (
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ml}\n"
+        "spec: {weight: 2}\nstatus: {admitted: 3, pending: 1}\n"
+    )
+    result = load_text(text, filename="q.yaml")
+    assert result.ok, [str(f) for f in result.findings]
+    [loaded] = result.objects
+    assert "status" not in loaded.model.to_wire()
+    assert loaded.model.spec.weight == 2
