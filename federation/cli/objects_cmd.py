@@ -19,10 +19,13 @@ import difflib
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federation import clock, errors
 from federation.cli import render
+
+if TYPE_CHECKING:
+    from policies.loading import Loaded
 
 # The HTTP client pulls in aiohttp; it is imported when a command runs, so that offline
 # commands such as `fedctl validate` start fast.
@@ -86,6 +89,11 @@ def _client() -> Any:
 
 def _load(paths: list[str]) -> list[Any]:
     """Valid models from files; print every finding and refuse if any is an error."""
+    return [o.model for o in _loaded(paths)]
+
+
+def _loaded(paths: list[str]) -> list[Loaded]:
+    """`_load`, keeping each object's file and the place of each of its fields."""
     from policies import loading
 
     result = loading.load_paths(paths)
@@ -93,7 +101,7 @@ def _load(paths: list[str]) -> list[Any]:
         print(str(finding), file=sys.stderr)
     if result.errors:
         raise errors.Invalid(f"{len(result.errors)} error(s) in the input; nothing was applied")
-    return [o.model for o in result.objects]
+    return list(result.objects)
 
 
 def _label(kind: str, api_version: str, name: str) -> str:
@@ -102,12 +110,24 @@ def _label(kind: str, api_version: str, name: str) -> str:
 
 
 async def _apply(args: argparse.Namespace) -> int:
-    models = _load(args.filename)
-    if not models:
+    from federation.cli import client
+
+    loaded = _loaded(args.filename)
+    if not loaded:
         print("no objects found", file=sys.stderr)
         return 1
+    body = {"items": [o.model.to_wire() for o in loaded]}
     async with _client().ApiClient(args.server, token=args.token) as api:
-        answer = await api.request("POST", "apply", body={"items": [m.to_wire() for m in models]})
+        try:
+            answer = await api.request("POST", "apply", body=body)
+        except client.ApiError as exc:
+            if exc.code != 400:
+                raise
+            found = [render.placed(f, loaded) for f in exc.details.get("findings") or [str(exc)]]
+            raise errors.Invalid(
+                f"{len(found)} error(s) found by the controller; nothing was applied",
+                findings=found,
+            ) from exc
     for item in answer["results"]:
         print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}")
     return 0
@@ -186,49 +206,58 @@ async def _get(args: argparse.Namespace) -> int:
     from federation.registry import objects
 
     res = objects.resource_named(args.kind)
-    if res.plural == "workloads" and args.output in ("table", "wide"):
+    if res.plural == "workloads":
         return await _get_workloads(args)
+    if res.plural == "queues":
+        return await _get_queues(args)
     async with _client().ApiClient(args.server, token=args.token) as api:
         listed = await api.request("GET", _list_path(res, args))
     items = listed["items"]
+    if res.plural == "works" and args.namespace and not args.all_namespaces:
+        items = [i for i in items if i.get("metadata", {}).get("namespace") == args.namespace]
     if args.name:
         items = [i for i in items if _matches(i, args.name)]
         if not items:
-            raise errors.NotFound(await _missing(args, res.plural))
+            raise errors.NotFound(f'{res.plural} "{args.name}"')
     if args.output in ("yaml", "json"):
         doc: Any = items[0] if args.name and len(items) == 1 else items
         print(render.dump(doc, args.output))
         return 0
-    now = clock.real.now()
-    if res.plural == "queues":
-        return await _get_queues(args, now)
-    show_ns = res.namespaced
-    headers = ["NAMESPACE"] * show_ns + ["NAME"] + (["KIND"] if res.plural == "workloads" else [])
-    headers += ["AGE"] + (["LABELS"] if args.output == "wide" else [])
-    rows = []
-    for item in items:
-        meta = item.get("metadata", {})
-        row = [meta.get("namespace", "")] * show_ns + [meta.get("name", "")]
-        row += [item.get("kind", "")] if res.plural == "workloads" else []
-        row += [render.age(meta.get("creationTimestamp"), now=now)]
-        if args.output == "wide":
-            row.append(",".join(f"{k}={v}" for k, v in sorted(meta.get("labels", {}).items())))
-        rows.append(row)
-    if not rows:
+    now, wide = clock.real.now(), args.output == "wide"
+    if res.plural == "clusters":
+        text = render.clusters(items, now=now, wide=wide)
+    elif res.plural == "works":
+        from federation.cli import workloads_view
+
+        text = workloads_view.works_table(items, now=now, wide=wide)
+    else:
+        text = render.objects(items, namespaced=res.namespaced, now=now, wide=wide)
+    if text is None:
         print(f"No {res.plural} found.", file=sys.stderr)
         return 0
-    print(render.table(headers, rows))
+    print(text)
     return 0
 
 
-async def _get_queues(args: argparse.Namespace, now: Any) -> int:
-    """The queue table (`queues_view`), from the queue status view: every queue is read,
-    since a parent's counts are its subtree's, and only the named one shown if named."""
+async def _get_queues(args: argparse.Namespace) -> int:
+    """The queue table (`queues_view`), from the queue status view and the stored queues:
+    every queue is read, since a parent's counts are its subtree's, and only the named one
+    shown if named. The implicit default queue, and one only workloads name, are found by
+    name as the table lists them."""
     from federation.cli import queues_view
 
     async with _client().ApiClient(args.server, token=args.token) as api:
         status = await api.request("GET", queues_view.PATH)
-    text = queues_view.table(status["items"], now=now, only=args.name, wide=args.output == "wide")
+        stored = (await api.request("GET", "queues"))["items"]
+    items = queues_view.merge(status["items"], stored)
+    if args.name and not any(item["name"] == args.name for item in items):
+        raise errors.NotFound(f'queues "{args.name}"')
+    if args.output in ("yaml", "json"):
+        docs = queues_view.documents(items, stored, only=args.name)
+        print(render.dump(docs[0] if args.name else docs, args.output))
+        return 0
+    now = clock.real.now()
+    text = queues_view.table(items, now=now, only=args.name, wide=args.output == "wide")
     if text is None:
         print("No queues found.", file=sys.stderr)
         return 0
@@ -297,6 +326,8 @@ async def _describe(args: argparse.Namespace) -> int:
 
 
 async def _get_workloads(args: argparse.Namespace) -> int:
+    """The workload table, or for `-o json|yaml` the templates, each with the table's
+    answer as its `status` (`workloads_view.status`)."""
     from federation.cli import workloads_view
 
     params = {"namespace": args.namespace} if args.namespace and not args.all_namespaces else {}
@@ -306,6 +337,16 @@ async def _get_workloads(args: argparse.Namespace) -> int:
         else:
             path = f"{workloads_view.PREFIX}/workloads"
             items = (await api.request("GET", path, params=params))["items"]
+        templates = []
+        if args.output in ("yaml", "json") and args.name:
+            templates = [await api.request("GET", _workload_path(items[0]))]
+        elif args.output in ("yaml", "json"):
+            path = f"namespaces/{params['namespace']}/workloads" if params else "workloads"
+            templates = (await api.request("GET", path))["items"]
+    if args.output in ("yaml", "json"):
+        docs = workloads_view.documents(items, templates)
+        print(render.dump(docs[0] if args.name and docs else docs, args.output))
+        return 0
     if not items:
         print("No workloads found.", file=sys.stderr)
         return 0

@@ -17,10 +17,72 @@ from typing import Any
 
 from federation.cli import render
 
-__all__ = ["HEADERS", "PATH", "table", "usage"]
+__all__ = ["HEADERS", "PATH", "documents", "merge", "table", "usage"]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
+API_VERSION = "fedctl.io/v1alpha1"
 HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
+
+
+def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """View items, in name order, for the stored queues (their spec as stored, counts and
+    usage from the view, none yet for one it has not seen) and for the undefined queues the
+    view lists; a queue the view still shows as defined but no longer stored is left out."""
+    seen = {item["name"]: item for item in view}
+    specs = {q["metadata"]["name"]: q for q in stored}
+    children: dict[str, list[str]] = {}
+    for name, queue in specs.items():
+        parent = (queue.get("spec") or {}).get("parent")
+        if parent:
+            children.setdefault(parent, []).append(name)
+    items = [item for item in view if not item["defined"] and item["name"] not in specs]
+    for name, queue in specs.items():
+        spec = queue.get("spec") or {}
+        counted = seen.get(name) or {"admitted": 0, "pending": 0, "used": {}, "share": 0.0}
+        items.append(
+            {
+                **counted,
+                "name": name,
+                "defined": True,
+                "implicit": False,
+                "created": (queue.get("metadata") or {}).get("creationTimestamp"),
+                "parent": spec.get("parent"),
+                "children": sorted(children.get(name, [])),
+                "weight": spec.get("weight", 1),
+                "priority": spec.get("priority", 0),
+                "capability": spec.get("capability"),
+                "guarantee": spec.get("guarantee") or {},
+            }
+        )
+    return sorted(items, key=lambda i: str(i["name"]))
+
+
+def documents(
+    items: list[dict[str, Any]], stored: list[dict[str, Any]], *, only: str | None = None
+) -> list[dict[str, Any]]:
+    """The rows of `table` as Queue objects for `-o json|yaml`: a stored queue as stored,
+    one nobody defined as a bare object of its name, each with the table's counts as its
+    `status` (always the same keys)."""
+    objects = {q["metadata"]["name"]: q for q in stored}
+    docs = []
+    for item in items:
+        if only is not None and item["name"] != only:
+            continue
+        doc = dict(
+            objects.get(item["name"])
+            or {"apiVersion": API_VERSION, "kind": "Queue", "metadata": {"name": item["name"]}}
+        )
+        doc["status"] = {
+            "defined": item["defined"],
+            "implicit": item["implicit"],
+            "admitted": item["admitted"],
+            "pending": item["pending"],
+            "share": item["share"],
+            "used": item["used"],
+            "children": item["children"],
+        }
+        docs.append(doc)
+    return docs
 
 
 def _age(item: dict[str, Any], now: dt.datetime) -> str:

@@ -1,20 +1,35 @@
-"""Output for people and scripts: aligned tables, YAML and JSON, ages.
+"""Output for people and scripts: aligned tables, YAML and JSON, ages, the `fedctl get`
+table of every kind without a view of its own (clusters, policies, bindings), and a
+controller's refusal put back where it is in the user's files.
 
-Why one module: every command prints the same way, so `-o json` and `-o yaml` behave the
-same everywhere and tables line up like kubectl's.
+Fed by the REST API's object lists (a Cluster comes with its observed status, which
+`federation.monitor.summary` reads the same way for `fedctl cluster list`) and its error
+findings, with the documents the CLI loaded (`policies.loading.Loaded`: file, line, and
+the place of every field); feeds every command that prints. Why one module: every command
+prints the same way, so `-o json` and `-o yaml` behave the same everywhere, tables line up
+like kubectl's, and every finding reads `FILE:LINE:COL: path: message` wherever it was
+found.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import io
 import json
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
 
-__all__ = ["age", "dump", "table"]
+if TYPE_CHECKING:
+    from policies.loading import Loaded
+
+__all__ = ["CLUSTER_HEADERS", "age", "clusters", "dump", "objects", "placed", "table"]
+
+CLUSTER_HEADERS = ["NAME", "READY", "REGION", "CHIPS", "CPU", "ACCELERATORS", "TAINTS", "AGE"]
+"""CPU and ACCELERATORS read free/total, as in `fedctl cluster list`."""
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -52,3 +67,162 @@ def age(timestamp: str | None, *, now: dt.datetime) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def objects(
+    items: Sequence[dict[str, Any]], *, namespaced: bool, now: dt.datetime, wide: bool
+) -> str | None:
+    """NAMESPACE (of a namespaced kind), NAME and AGE; `wide` adds LABELS. None when there
+    is no row to show."""
+    headers = ["NAMESPACE"] * namespaced + ["NAME", "AGE"] + ["LABELS"] * wide
+    rows = []
+    for item in items:
+        meta = item.get("metadata", {})
+        row = [meta.get("namespace", "")] * namespaced + [meta.get("name", "")]
+        row.append(age(meta.get("creationTimestamp"), now=now))
+        if wide:
+            row.append(_pairs(meta.get("labels")))
+        rows.append(row)
+    return table(headers, rows) if rows else None
+
+
+def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -> str | None:
+    """One row per member in name order: whether it is Ready, where it is, its chips, what
+    is free of its capacity, and the taints that keep work off it (the user's and those
+    failover applied). `wide` adds why it is (not) Ready, zone, memory, $/h and labels.
+    None when there is no row to show."""
+    from federation.monitor import summary
+    from federation.resources import format_quantity
+    from policies.models.cluster import Cluster
+
+    def pair(amount: summary.Amount) -> str:
+        free, total = (format_quantity(a, binary=False) for a in (amount.free, amount.total))
+        return f"{free}/{total}"
+
+    rows = []
+    for item in sorted(items, key=lambda i: str(i.get("metadata", {}).get("name", ""))):
+        cluster = Cluster.model_validate(item)
+        line = summary.row(cluster, cluster.status)
+        taints = ",".join(
+            f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"
+            for t in cluster.effective_taints()
+        )
+        accelerators = ",".join(f"{m}={pair(a)}" for m, a in line.accelerators.items())
+        row = [
+            line.name,
+            line.ready,
+            line.region,
+            ",".join(f"{model}:{count}" for model, count in line.chips.items()) or "-",
+            pair(line.cpu) if line.observed else "-",
+            (accelerators or "-") if line.observed else "-",
+            taints or "-",
+            age(item.get("metadata", {}).get("creationTimestamp"), now=now),
+        ]
+        if wide:
+            memory = f"{format_quantity(line.memory.free, binary=True)}/" + format_quantity(
+                line.memory.total, binary=True
+            )
+            price = "-" if line.price_per_hour is None else f"{line.price_per_hour:.2f}"
+            row += [
+                line.reason or "-",
+                cluster.spec.zone or "-",
+                memory if line.observed else "-",
+                price,
+                _pairs(item.get("metadata", {}).get("labels")),
+            ]
+        rows.append(row)
+    headers = CLUSTER_HEADERS + (["REASON", "ZONE", "MEMORY", "$/H", "LABELS"] if wide else [])
+    return table(headers, rows) if rows else None
+
+
+def _pairs(mapping: dict[str, Any] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((mapping or {}).items()))
+
+
+# What the controller alone can check (the queue tree against the stored queues, a
+# same-name object of another API group, a field an older controller does not know) comes
+# back as text naming the object (`Queue NAME: PATH: message`, `Kind NS/NAME: message`) or,
+# for a field of an unnamed document, `<request>: PATH: message`. The client still holds
+# the files, so it puts each back where the user would edit it.
+_NAMED = re.compile(r"(?P<kind>[A-Z][A-Za-z0-9]*) (?:(?P<ns>[^\s/:]+)/)?(?P<name>[^\s/:]+): ")
+_FIELD = re.compile(r'(?P<path>[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\]|\["[^"]*"\])*): ')
+_PART = re.compile(r'\.?(?P<key>[A-Za-z_][\w-]*)|\[(?P<index>\d+)\]|\[(?P<quoted>"[^"]*")\]')
+_REQUEST = "<request>: "
+_UNKNOWN = re.compile(
+    r"(?:parent queue|unknown field) '(?P<word>[^']+)'.*?known (?:queues|fields): (?P<known>[^)]*)"
+)
+
+
+def placed(finding: str, loaded: Sequence[Loaded]) -> str:
+    """A server finding prefixed with `FILE:LINE:` of the document it names, or
+    `FILE:LINE:COL:` of the field it names; with a did-you-mean where it lists the names
+    it knows but suggests none. Unchanged but for the hint when no document fits."""
+    text, doc = finding, None
+    named = _NAMED.match(finding)
+    if named:
+        rest = finding[named.end() :]
+        doc = _named(loaded, named["kind"], named["ns"], named["name"])
+        if doc is None:  # e.g. a stored parent whose children's guarantees no longer fit
+            rest, doc = "", _mentioned(loaded, named["kind"], finding[named.end() :])
+    elif finding.startswith(_REQUEST):
+        text = rest = finding.removeprefix(_REQUEST)
+    else:
+        return finding + _hint(finding)
+    field = _FIELD.match(rest)
+    parts = _parts(field["path"]) if field else ()
+    if doc is None and not named:
+        holding = [o for o in loaded if parts in o.source.keys or parts in o.source.values]
+        doc = holding[0] if len(holding) == 1 else loaded[0] if len(loaded) == 1 else None
+    text += _hint(finding)
+    if doc is None:
+        return text
+    line, col = doc.source.locate(parts) if parts else (0, 0)
+    return f"{doc.file}:{line}:{col}: {text}" if line else f"{doc.file}:{doc.line}: {text}"
+
+
+def _named(loaded: Sequence[Loaded], kind: str, ns: str | None, name: str) -> Loaded | None:
+    """The document of that kind and name (and namespace, if given); the last of several,
+    since a clash inside the files is reported at the later one."""
+    found = None
+    for obj in loaded:
+        meta = obj.model.metadata
+        if (
+            obj.model.kind == kind
+            and meta.name == name
+            and ns in (None, meta.namespace or "default")
+        ):
+            found = obj
+    return found
+
+
+def _mentioned(loaded: Sequence[Loaded], kind: str, text: str) -> Loaded | None:
+    """The first document of `kind` that `text` names, or None."""
+    for obj in loaded:
+        name = re.escape(obj.model.metadata.name)
+        if obj.model.kind == kind and re.search(rf"(?<![\w.-]){name}(?![\w-])", text):
+            return obj
+    return None
+
+
+def _parts(path: str) -> tuple[str | int, ...]:
+    """`spec.capability["nvidia.com/gpu"]` -> ("spec", "capability", "nvidia.com/gpu")."""
+    parts: list[str | int] = []
+    for m in _PART.finditer(path):
+        if m["key"] is not None:
+            parts.append(m["key"])
+        elif m["index"] is not None:
+            parts.append(int(m["index"]))
+        else:
+            parts.append(str(json.loads(m["quoted"])))
+    return tuple(parts)
+
+
+def _hint(finding: str) -> str:
+    """` (did you mean 'x'?)` for a name the server says it does not know, from the names
+    it lists, as the loader words it; empty when the server suggested one already."""
+    unknown = _UNKNOWN.search(finding)
+    if unknown is None or "did you mean" in finding:
+        return ""
+    known = [k.strip() for k in unknown["known"].split(",") if k.strip() != unknown["word"]]
+    close = difflib.get_close_matches(unknown["word"], known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

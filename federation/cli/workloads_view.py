@@ -1,23 +1,38 @@
-"""`fedctl get workloads` and `fedctl describe workload`: placement and readiness per cluster.
+"""`fedctl get workloads`, `fedctl describe workload` and `fedctl get works`: placement and
+readiness per cluster.
 
 Fed by the read-only workload views of the REST API (`federation.api.workloads`: template,
-Binding, aggregated status, Works, recent events); feeds the terminal. Called from
-`objects_cmd` for the workloads resource only; every other kind keeps the generic output.
-Why a view of its own: the question a user asks of a workload is "where is it and is it
-ready there", which no single stored object answers.
+Binding, aggregated status, Works, recent events) and its Work list; feeds the terminal.
+Called from `objects_cmd` for the workloads and works resources only. Why a view of its
+own: the question a user asks of a workload is "where is it and is it ready there", which
+no single stored object answers. `status` gives that answer as data, so `-o json` says
+what the table says.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from federation import errors
 from federation.cli import render
 from federation.registry import keys
 
-__all__ = ["PREFIX", "address", "describe", "pick", "placement_cell", "table"]
+__all__ = [
+    "PREFIX",
+    "WORK_HEADERS",
+    "address",
+    "describe",
+    "documents",
+    "pick",
+    "placement_cell",
+    "status",
+    "table",
+    "works_table",
+]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
+WORK_HEADERS = ["NAMESPACE", "NAME", "KIND", "CLUSTER", "APPLIED", "HEALTH", "READY", "AGE"]
 
 
 _FEDERATION_ONLY = "- (no propagation policy selects it: kept in the federation only)"
@@ -171,18 +186,119 @@ def _works(works: list[dict[str, Any]]) -> str:
     for work in works:
         st = work.get("status") or {}
         seen = st.get("observed") or {}
-        ready = seen.get("phase") or f"{seen.get('readyReplicas') or 0}/{seen.get('replicas') or 0}"
         rows.append(
             [
                 work["spec"]["cluster"],
                 "yes" if st.get("applied") else "no",
                 seen.get("health", "Unknown"),
-                ready,
+                _ready(seen),
                 work["spec"].get("bindingRevision"),
                 st.get("error") or "",
             ]
         )
     return _section("Works", ["CLUSTER", "APPLIED", "HEALTH", "READY", "REVISION", "ERROR"], rows)
+
+
+def _ready(seen: dict[str, Any]) -> str:
+    return str(seen.get("phase") or f"{seen.get('readyReplicas') or 0}/{seen.get('replicas') or 0}")
+
+
+def works_table(works: list[dict[str, Any]], *, now: dt.datetime, wide: bool) -> str | None:
+    """One row per Work (a workload's manifest for one member): whether the member took
+    it, and what it reports of it. `wide` adds the Binding revision it renders and the
+    apply error. None when there is no row.
+
+    AGE is the time since the Work's Applied condition last changed: a Work has no
+    creation time of its own (the propagator writes it, not the API), and the propagator
+    keeps that time while the outcome stays the same, so an applied Work's AGE is how long
+    it has been applied."""
+    rows = []
+    for work in works:
+        meta, spec = work.get("metadata") or {}, work.get("spec") or {}
+        st = work.get("status") or {}
+        seen = st.get("observed") or {}
+        target = spec.get("workload") or {}
+        since = meta.get("creationTimestamp") or min(
+            (
+                c["lastTransitionTime"]
+                for c in st.get("conditions", [])
+                if c.get("lastTransitionTime")
+            ),
+            default=None,
+        )
+        row: list[object] = [
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            _kind(target),
+            spec.get("cluster", ""),
+            "yes" if st.get("applied") else "no",
+            seen.get("health", "Unknown"),
+            _ready(seen),
+            render.age(since, now=now),
+        ]
+        if wide:
+            row += [spec.get("bindingRevision", "-"), st.get("error") or "-"]
+        rows.append(row)
+    rows.sort(key=lambda r: [str(c) for c in r[:4]])
+    headers = WORK_HEADERS + (["REVISION", "ERROR"] if wide else [])
+    return render.table(headers, rows) if rows else None
+
+
+def status(item: dict[str, Any]) -> dict[str, Any]:
+    """What the table says of one workload (an item of the workload view), as data for
+    `-o json|yaml`. Every key is always there, null when not known yet: health, phase and
+    ready counts across members; the queue it waits in or was admitted from; the
+    scheduler's verdict (`scheduling`: Scheduled or Pending, and why); whether no policy
+    propagates it; and per target cluster its replicas, chip and what that member reports."""
+    own = item.get("status") or {}
+    binding = item.get("binding") or {}
+    spec, verdict = binding.get("spec") or {}, binding.get("status") or {}
+    reports = _per_cluster(own)
+    clusters = []
+    for target in spec.get("clusters", []):
+        row = reports.get(target["name"]) or {}
+        clusters.append(
+            {
+                "name": target["name"],
+                "replicas": target.get("replicas"),
+                "chip": target.get("chip"),
+                "applied": bool(row.get("applied")),
+                "health": row.get("health"),
+                "phase": row.get("phase"),
+                "readyReplicas": row.get("readyReplicas"),
+                "error": row.get("error") or None,
+            }
+        )
+    return {
+        "health": own.get("health"),
+        "phase": own.get("phase"),
+        "replicas": own.get("replicas"),
+        "readyReplicas": own.get("readyReplicas"),
+        "queue": spec.get("queue"),
+        "scheduling": {"phase": verdict.get("phase"), "reason": verdict.get("reason") or None},
+        "federationOnly": bool(item.get("federationOnly")),
+        "clusters": clusters,
+    }
+
+
+def documents(items: list[dict[str, Any]], templates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The templates (as the API returns them) that `items` of the workload view list, in
+    template order, each with `status` of its item as its status."""
+    answers = {(i["namespace"], i["kind"], i["name"]): i for i in items}
+    return [{**t, "status": status(answers[_ref(t)])} for t in templates if _ref(t) in answers]
+
+
+def _ref(doc: dict[str, Any]) -> tuple[str, str, str]:
+    """(namespace, Kind.group, name) of a template, the triple the workload view names it
+    by: a cluster-scoped one's namespace is `_`."""
+    meta = doc.get("metadata") or {}
+    return (meta.get("namespace") or keys.CLUSTER_SCOPE, _kind(doc), str(meta.get("name", "")))
+
+
+def _kind(doc: dict[str, Any]) -> str:
+    """`Kind.group` (`Kind` for the core group), as the KIND column prints it."""
+    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+    return f"{doc.get('kind', '')}.{group}" if group else str(doc.get("kind", ""))
 
 
 def pick(items: list[dict[str, Any]], *, name: str, namespace: str | None) -> dict[str, Any]:

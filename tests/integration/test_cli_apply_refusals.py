@@ -1,0 +1,236 @@
+"""Where `fedctl apply` puts what only the controller can check, from a user audit: a queue
+under a parent nobody defined, a child capped above its stored parent, a same-name object
+of another API group. These were printed as the bare server message, with no file or line
+to go to and no did-you-mean for a mistyped parent. Each is now printed at `FILE:LINE:COL`
+of the field the controller names, or `FILE:LINE` of the document, with its message kept.
+
+The API is the real one over a real etcd; the CLI is `main.main`. The last case is a
+controller older than the client, which refuses a field it does not know yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from federation.api import app as api_app
+from federation.cli import main
+from federation.registry import embedded
+from federation.registry.etcd import EtcdStore
+from tests.conftest import etcd_settings
+from tests.integration.test_api import wipe
+
+pytestmark = pytest.mark.integration
+
+REFUSED = "fedctl: 1 error(s) found by the controller; nothing was applied"
+
+STORED = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: ml}
+spec:
+  capability: {cpu: "64"}
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: ml-research}
+spec:
+  parent: ml
+  guarantee: {cpu: "40"}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: storefront, namespace: web}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: storefront}
+"""
+
+FINE = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata:
+  name: fine
+spec:
+  weight: 1
+---
+"""
+
+ORPHAN = (
+    FINE
+    + """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata:
+  name: orphan
+spec:
+  weight: 1
+  parent: ml-reserch
+"""
+)
+
+TOO_BIG = (
+    FINE
+    + """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata:
+  name: big
+spec:
+  parent: ml
+  capability:
+    cpu: "100"
+"""
+)
+
+OVER_GUARANTEED = (
+    FINE
+    + """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata:
+  name: greedy
+spec:
+  parent: ml
+  guarantee:
+    cpu: "30"
+"""
+)
+
+OTHER_GROUP = (
+    FINE
+    + """\
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: storefront
+  namespace: web
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: storefront}
+"""
+)
+
+
+@pytest.fixture
+async def server(etcd_server: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[str]:
+    """The controller's API over a wiped etcd holding `STORED`."""
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    await wipe(store)
+    async with serving(api_app.build_app(store)) as url:
+        stored = tmp_path / "stored.yaml"
+        stored.write_text(STORED)
+        assert await fedctl(url, "apply", "-f", str(stored)) == 0
+        yield url
+    await wipe(store)
+    await store.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    port = embedded.free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def fedctl(server: str, *args: str) -> int:
+    return await asyncio.to_thread(main.main, [*args, "--server", server])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            ORPHAN,
+            lambda f: (
+                f"{f}:14:11: Queue orphan: spec.parent: parent queue 'ml-reserch' is not"
+                " defined (known queues: fine, ml, ml-research, orphan) (did you mean"
+                " 'ml-research'?)"
+            ),
+            id="an unknown parent, at spec.parent, with the stored queue it resembles",
+        ),
+        pytest.param(
+            TOO_BIG,
+            lambda f: (
+                f"{f}:15:10: Queue big: spec.capability.cpu: capability of cpu (100)"
+                " exceeds parent 'ml' (64)"
+            ),
+            id="a capability above the stored parent's, at the amount",
+        ),
+        pytest.param(
+            OVER_GUARANTEED,
+            lambda f: (
+                f"{f}:8: Queue ml: spec.capability.cpu: children (greedy, ml-research)"
+                " are guaranteed 70 of cpu in total, more than the parent's capability 64"
+            ),
+            id="a stored parent overcommitted, at the child in the file that does it",
+        ),
+        pytest.param(
+            OTHER_GROUP,
+            lambda f: (
+                f"{f}:8: PropagationPolicy web/storefront: a policy.karmada.io/v1alpha1"
+                " PropagationPolicy of that name exists, and a fedctl.io/v1alpha1 one would"
+                " replace it (both share one name per namespace): delete the other first, or"
+                " choose another name"
+            ),
+            id="a same-name object of another API group, at its document",
+        ),
+    ],
+)
+async def test_a_refusal_only_the_controller_finds_is_printed_where_it_is_in_the_file(
+    server: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    expected: Callable[[Path], str],
+) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    capsys.readouterr()
+    assert await fedctl(server, "apply", "-f", str(path)) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [expected(path), REFUSED], err
+    assert await fedctl(server, "get", "queue", "fine") == 1  # nothing was applied
+    assert capsys.readouterr().err == 'fedctl: not found: queues "fine"\n'
+
+
+async def test_a_field_an_older_controller_does_not_know_is_placed_in_the_document_holding_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its loader names no document (`<request>: PATH: message`), so the one document of
+    the files that holds that field is the one meant."""
+    finding = "<request>: spec.weight: unknown field 'weight'; known fields: capability, parent"
+
+    async def refuse(_: web.Request) -> web.Response:
+        body = {
+            "kind": "Status",
+            "code": 400,
+            "reason": "Invalid",
+            "message": finding,
+            "details": {"findings": [finding]},
+        }
+        return web.json_response(body, status=400)
+
+    app = web.Application()
+    app.router.add_post("/apis/fedctl.io/v1alpha1/apply", refuse)
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: plain}\n---\n" + FINE
+    )
+    async with serving(app) as url:
+        assert await fedctl(url, "apply", "-f", str(path)) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:10:11: spec.weight: unknown field 'weight'; known fields: capability, parent",
+        REFUSED,
+    ]
