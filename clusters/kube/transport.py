@@ -105,9 +105,14 @@ def retry_wait(settings: MemberSettings) -> Any:
     return wait
 
 
+_CLOSED = "ConnectionClosed"
+
+
 def _retryable(policy: Retry) -> Any:
     def check(exc: BaseException) -> bool:
         if not isinstance(exc, member.MemberUnavailable) or policy == "none":
+            return False
+        if exc.reason == _CLOSED:  # for good: no retry brings this client back
             return False
         return policy == "all" or exc.code is not None
 
@@ -129,13 +134,29 @@ class Transport:
         self.cluster = cluster
         self.settings = settings
         self._clock = clock
+        self._closed = False
 
     @property
     def host(self) -> str:
         return str(self._api.configuration.host)
 
     async def close(self) -> None:
+        self._closed = True
         await self._api.close()
+
+    def _refuse_if_closed(self) -> None:
+        """A call on a closed client would raise aiohttp's bare RuntimeError, which no
+        caller expects from a member: say instead that this connection is gone (the member
+        was removed, or its connection replaced) and let the caller's retry find the new one.
+        """
+        if self._closed:
+            raise member.MemberUnavailable(
+                f"the connection to {self.host} was closed (the member was removed or its"
+                " connection changed)",
+                cluster=self.cluster,
+                reason=_CLOSED,
+                endpoint=self.host,
+            )
 
     async def request(
         self,
@@ -175,6 +196,7 @@ class Transport:
         timeout: float | None,
     ) -> Response:
         seconds = timeout or self.settings.request_timeout
+        self._refuse_if_closed()
         try:
             resp = await self._call(
                 method,
@@ -224,6 +246,7 @@ class Transport:
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """An open streaming GET (a watch): headers within the request timeout, then any
         silence longer than `idle_timeout` counts as a lost connection."""
+        self._refuse_if_closed()
         connect = self.settings.request_timeout
         timeout = aiohttp.ClientTimeout(
             connect=connect, sock_connect=connect, sock_read=idle_timeout

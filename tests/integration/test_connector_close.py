@@ -126,3 +126,13 @@ async def test_a_watch_started_after_close_ends_at_once(conn: KubeConnector) -> 
         await drain(conn.watch("v1", "ConfigMap", resource_version=listed.resource_version), got)
         await drain(conn.follow("v1", "ConfigMap"), got)
     assert got == []
+
+
+async def test_a_call_on_a_closed_connector_is_a_member_error_at_once(conn: KubeConnector) -> None:
+    """Not aiohttp's bare RuntimeError ("Session is closed"), which no caller of a member
+    expects, and not after retrying for the whole retry deadline."""
+    await conn.close()
+    async with asyncio.timeout(PROMPT):
+        with pytest.raises(member.MemberUnavailable, match="was closed") as caught:
+            await conn.list("v1", "ConfigMap", namespace="default")
+    assert caught.value.reason == "ConnectionClosed"
