@@ -301,6 +301,8 @@ async def _describe(args: argparse.Namespace) -> int:
         path = res.plural if not args.namespace else f"namespaces/{args.namespace}/{res.plural}"
         listed = await api.request("GET", path)
     found = [i for i in listed["items"] if _matches(i, args.name)]
+    if not found and res.plural == "queues" and await _describe_implicit_queue(args):
+        return 0
     if not found:
         raise errors.NotFound(await _missing(args, res.plural))
     item = found[0]
@@ -323,6 +325,26 @@ async def _describe(args: argparse.Namespace) -> int:
         if mine:
             print(queues_view.usage(mine[0]))
     return 0
+
+
+async def _describe_implicit_queue(args: argparse.Namespace) -> bool:
+    """The default queue works with no Queue object, so `get queues` lists it; describe
+    answers for it too: what it is, how to give it limits, and what it holds."""
+    from federation.cli import queues_view
+
+    async with _client().ApiClient(args.server, token=args.token) as api:
+        status = await api.request("GET", queues_view.PATH)
+    mine = [q for q in status["items"] if q["name"] == args.name and q.get("implicit")]
+    if not mine:
+        return False
+    print(f"Name:        {args.name}")
+    print("Kind:        Queue (implicit: no Queue object is stored)")
+    print(
+        "Spec:        weight 1, priority 0, no capability or guarantee; apply a Queue named"
+        f" {args.name} to set them"
+    )
+    print(queues_view.usage(mine[0]))
+    return True
 
 
 async def _get_workloads(args: argparse.Namespace) -> int:

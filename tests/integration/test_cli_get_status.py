@@ -330,6 +330,11 @@ async def test_the_implicit_default_queue_is_found_by_name_as_the_table_lists_it
         doc = json.loads(capsys.readouterr().out)
         assert doc["metadata"] == {"name": "default"} and doc["status"]["defined"] is False
 
+        assert await fedctl(server, "describe", "queue", "default") == 0
+        described = capsys.readouterr().out
+        assert "Queue (implicit: no Queue object is stored)" in described
+        assert "apply a Queue named default" in described
+
         assert await fedctl(server, "get", "queue", "nowhere") == 1
         assert capsys.readouterr().err == 'fedctl: not found: queues "nowhere"\n'
         # Stored queues answer as stored, whatever the queue view (kept up to 2 s) holds.
