@@ -19,6 +19,12 @@ Invariants, sampled from the registry and the members every few hundred millisec
              with a reason
   double     no batch Job is active in two members in one sample; members under a fault or
              still carrying failover taints (not yet recovered) are not sampled
+  finished   a job once seen finished (Succeeded or Failed) is never seen unfinished again:
+             it would run twice, and count against its queue again
+
+A broken quota invariant is reported with the jobs it counted and their phases, so that a
+failure seen once is explained by its own output. FEDCTL_CHAOS_ETCD_EVERY restarts etcd
+every that many seconds instead of once.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from tests.integration.test_propagation_support import NAMES, Federation, starte
 from tests.waiting import background, wait_for
 
 SECONDS = float(os.environ.get("FEDCTL_CHAOS_SECONDS", "45"))
+ETCD_EVERY = float(os.environ.get("FEDCTL_CHAOS_ETCD_EVERY", "0")) or None
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
@@ -143,6 +150,8 @@ class Checker:
         self.last = time.monotonic()
         self.recovering: set[str] = set()
         self.doubled: dict[str, int] = {}
+        self.finished: dict[str, str] = {}
+        """Jobs seen finished: their phase, then."""
 
     async def run(self) -> None:
         while True:
@@ -169,37 +178,57 @@ class Checker:
         for replica in self.group.crashed():
             tail = self.group.tail(replica, lines=12).replace("\n", " | ")
             self.world.violate("crash", str(replica.index), f"controller {replica.index}: {tail}")
-        finished = {
-            f"{r.obj.workload.namespace}/{r.obj.workload.name}"
-            for r in results.items
-            if r.obj.phase in reconcile.FINISHED
+        phases = {
+            f"{r.obj.workload.namespace}/{r.obj.workload.name}": r.obj.phase for r in results.items
         }
-        self._quota(bindings.items, finished)
+        finished = {job for job, phase in phases.items() if phase in reconcile.FINISHED}
+        for job, phase in phases.items():
+            if job in self.finished and job not in finished:
+                was = self.finished[job]
+                self.world.violate("finished", job, f"{job} was {was}, now {phase}")
+        self.finished.update({job: phases[job] for job in finished})
+        self._quota(bindings.items, finished, phases)
         self._noexecute(bindings.items, clusters.items, finished, now)
         if self.world.samples % 2 == 0:  # members every other sample: they run the jobs too
             await self._double()
 
-    def _quota(self, items: list[codec.Stored[Binding]], finished: set[str]) -> None:
+    def _quota(
+        self,
+        items: list[codec.Stored[Binding]],
+        finished: set[str],
+        phases: dict[str, str | None],
+    ) -> None:
         per_queue: dict[str, int] = {}
         per_ns: dict[str, int] = {}
+        counted: dict[str, list[str]] = {}
         for item in items:
             b = item.obj
             ns = b.spec.workload.namespace
-            if b.status.phase != "Scheduled" or f"{ns}/{b.spec.workload.name}" in finished:
+            job = f"{ns}/{b.spec.workload.name}"
+            if b.status.phase != "Scheduled" or job in finished:
                 continue
             cpus = sum(b.placement().values())
             per_queue[b.spec.queue] = per_queue.get(b.spec.queue, 0) + cpus
             per_ns[ns] = per_ns.get(ns, 0) + cpus
+            seen = f"{job}@{','.join(b.placement())} rev {item.revision} ({phases.get(job)})"
+            counted.setdefault(b.spec.queue, []).append(seen)
+            counted.setdefault(f"ns/{ns}", []).append(seen)
         for name, used in per_queue.items():
             self.world.peak[name] = max(self.world.peak.get(name, 0), used)
             if used > QUEUES.get(name, 0):
                 self.world.violate(
-                    "quota", f"queue {name}", f"queue {name}: {used} CPU > {QUEUES.get(name)}"
+                    "quota",
+                    f"queue {name}",
+                    f"queue {name}: {used} CPU > {QUEUES.get(name)}: {counted[name]}",
                 )
         ns, cap = NAMESPACE_QUOTA
         self.world.peak[f"ns/{ns}"] = max(self.world.peak.get(f"ns/{ns}", 0), per_ns.get(ns, 0))
         if per_ns.get(ns, 0) > cap:
-            self.world.violate("quota", f"ns {ns}", f"namespace {ns}: {per_ns[ns]} CPU > {cap}")
+            self.world.violate(
+                "quota",
+                f"ns {ns}",
+                f"namespace {ns}: {per_ns[ns]} CPU > {cap}: {counted[f'ns/{ns}']}",
+            )
 
     def _noexecute(
         self,
@@ -341,8 +370,9 @@ class Driver:
         etcd_at = self.rng.uniform(0.3, 0.6) * seconds
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            if not self.etcd_restarted and time.monotonic() - self.world.started >= etcd_at:
+            if time.monotonic() - self.world.started >= etcd_at:
                 await self.restart_etcd()
+                etcd_at = etcd_at + ETCD_EVERY if ETCD_EVERY else float("inf")
             roll = self.rng.random()
             if roll < 0.55:
                 await self.fault()
