@@ -10,8 +10,6 @@ controller older than the client, which refuses a field it does not know yet.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -19,11 +17,11 @@ import pytest
 from aiohttp import web
 
 from federation.api import app as api_app
-from federation.cli import main
 from federation.registry import embedded
 from federation.registry.etcd import EtcdStore
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
+from tests.serving import fedctl, serving
 
 pytestmark = pytest.mark.integration
 
@@ -130,22 +128,6 @@ async def server(etcd_server: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIte
         yield url
     await wipe(store)
     await store.close()
-
-
-@contextlib.asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app, handler_cancellation=True)
-    await runner.setup()
-    port = embedded.free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
-async def fedctl(server: str, *args: str) -> int:
-    return await asyncio.to_thread(main.main, [*args, "--server", server])
 
 
 @pytest.mark.parametrize(

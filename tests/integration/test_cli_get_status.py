@@ -16,8 +16,6 @@ real one over it, and the CLI is `main.main`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import json
 from collections.abc import AsyncIterator
@@ -25,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from federation.api import app as api_app
 from federation.cache import snapshot as snap
-from federation.cli import main, queues_view, render, workloads_view
+from federation.cli import queues_view, render, workloads_view
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
@@ -51,6 +48,7 @@ from policies.models.work import (
 )
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
+from tests.serving import fedctl, serving
 from tests.unit.scheduler import fleet
 
 pytestmark = pytest.mark.integration
@@ -67,23 +65,6 @@ async def registry(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[EtcdStor
     yield store
     await wipe(store)
     await store.close()
-
-
-@contextlib.asynccontextmanager
-async def serving(store: EtcdStore) -> AsyncIterator[str]:
-    """The controller's API over `store` on a free loopback port; yields its URL."""
-    runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
-    await runner.setup()
-    port = embedded.free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
-async def fedctl(server: str, *args: str) -> int:
-    return await asyncio.to_thread(main.main, [*args, "--server", server])
 
 
 def created(obj: KubeObject) -> KubeObject:
@@ -197,7 +178,7 @@ async def test_get_clusters_shows_readiness_place_chips_free_capacity_and_taints
     registry: EtcdStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await fleet_registry(registry)
-    async with serving(registry) as server:
+    async with serving(api_app.build_app(registry)) as server:
         assert await fedctl(server, "get", "clusters") == 0
         table = rows(capsys.readouterr().out)
         assert table[0] == render.CLUSTER_HEADERS
@@ -229,7 +210,7 @@ async def test_get_works_shows_each_members_copy_and_how_it_is_there(
     registry: EtcdStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await fleet_registry(registry)
-    async with serving(registry) as server:
+    async with serving(api_app.build_app(registry)) as server:
         assert await fedctl(server, "get", "works") == 0
         table = rows(capsys.readouterr().out)
         assert table[0] == workloads_view.WORK_HEADERS
@@ -259,7 +240,7 @@ async def test_json_says_what_the_queue_and_workload_tables_say(
     registry: EtcdStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     await fleet_registry(registry)
-    async with serving(registry) as server:
+    async with serving(api_app.build_app(registry)) as server:
         assert await fedctl(server, "get", "queues", "-o", "json") == 0
         queues = {q["metadata"]["name"]: q for q in json.loads(capsys.readouterr().out)}
         assert set(queues) == {"default", "qa"}
@@ -318,7 +299,7 @@ async def test_the_implicit_default_queue_is_found_by_name_as_the_table_lists_it
     registry: EtcdStore, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     await fleet_registry(registry)
-    async with serving(registry) as server:
+    async with serving(api_app.build_app(registry)) as server:
         assert await fedctl(server, "get", "queues") == 0
         listed = {row[0]: row for row in rows(capsys.readouterr().out)[1:]}
         assert listed["default"][-1] == "<implicit>"

@@ -9,14 +9,12 @@ stored Bindings, the only record of what was admitted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from federation import clock
 from federation.api import app as api_app
@@ -41,6 +39,7 @@ from tests.integration.test_propagation_support import (
     load,
     started_federation,
 )
+from tests.serving import serving
 from tests.unit.scheduler import fleet
 from tests.waiting import background, wait_for
 
@@ -277,19 +276,6 @@ async def registry_with_member() -> tuple[MemoryStore, Cluster]:
     return store, member
 
 
-@contextlib.asynccontextmanager
-async def api_server(store: MemoryStore) -> AsyncIterator[str]:
-    """The controller's API over `store` on a free loopback port; yields its URL."""
-    runner = web.AppRunner(api_app.build_app(store), handler_cancellation=True)
-    await runner.setup()
-    port = embedded.free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
 async def test_plan_live_plans_files_against_the_controllers_registry(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -297,7 +283,7 @@ async def test_plan_live_plans_files_against_the_controllers_registry(
     small, huge = fleet.workload("small", cpu="2"), fleet.workload("huge", cpu="999")
     for w in (small, huge):
         (tmp_path / f"{w.metadata.name}.yaml").write_text(json.dumps(w.to_wire()))
-    async with api_server(store) as server:
+    async with serving(api_app.build_app(store)) as server:
         code = await asyncio.to_thread(
             main.main, ["plan", "-f", str(tmp_path / "small.yaml"), "--live", "--server", server]
         )
@@ -346,7 +332,7 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
     }
     for name, w in files.items():
         (tmp_path / f"{name}.yaml").write_text(json.dumps(w.to_wire()))
-    async with api_server(store) as server:
+    async with serving(api_app.build_app(store)) as server:
         code = await asyncio.to_thread(
             main.main, ["plan", "-f", str(tmp_path), "--live", "--server", server, "-o", "json"]
         )
@@ -458,7 +444,7 @@ async def test_plan_live_says_what_it_would_preempt(
     )
     urgent = fleet.workload("urgent", cpu="10", queue="qa", priority=100)
     (tmp_path / "urgent.yaml").write_text(json.dumps(urgent.to_wire()))
-    async with api_server(store) as server:
+    async with serving(api_app.build_app(store)) as server:
         code = await asyncio.to_thread(
             main.main, ["plan", "-f", str(tmp_path / "urgent.yaml"), "--live", "--server", server]
         )
