@@ -110,7 +110,9 @@ class Scheduler:
         if cached is not None and cached.job is job:
             return cached
         previous = snapshot.bindings.get(str(job.ref)) if snapshot.bindings else None
-        if previous is None:
+        if previous is None or not (previous.spec.clusters or previous.spec.eviction_tasks):
+            # No placement to keep or leave (a Pending Binding: a job that waits, cycle
+            # after cycle): the same request as a job never bound, so it is shared too.
             request = self._stamped(job, snapshot)
         else:
             request = fw.request_for(
