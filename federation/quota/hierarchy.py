@@ -94,11 +94,15 @@ def refusal(name: str, queues: Mapping[str, Queue], *, default: str) -> str | No
             f"queue {name} is not defined (queues that take work: {known or 'none'}):"
             " create it or correct the workload's fedctl.io/queue"
         )
-    below = tree_of(queues).children.get(name)
+    tree = tree_of(queues)
+    below = tree.children.get(name)
     if below:
+        # The queues below it that take work (leaves): a child that is a parent too would
+        # refuse the workload in turn.
+        leaves = [m for m in tree.members[name] if m != name and m not in tree.children]
         return (
             f"queue {name} has child queues ({', '.join(below)}) and takes no work itself:"
-            " submit to one of them"
+            f" submit to one that takes work ({', '.join(sorted(leaves)) or 'none'})"
         )
     return None
 

@@ -222,7 +222,14 @@ def test_a_request_over_a_parent_capability_is_told_it_can_never_be_admitted() -
 
 
 def test_only_queues_without_children_take_work() -> None:
-    queues = [queue("org"), queue("b", parent="org"), queue("a", parent="org"), queue("web")]
+    queues = [
+        queue("org"),
+        queue("b", parent="org"),
+        queue("a", parent="org"),
+        queue("web"),
+        queue("b1", parent="b"),
+        queue("b2", parent="b"),
+    ]
     jobs = [
         job(workload("to-parent", queue="org"), seq=1),
         job(workload("typo", queue="ogr"), seq=2),
@@ -233,10 +240,12 @@ def test_only_queues_without_children_take_work() -> None:
     assert set(placed(result)) == {"to-leaf", "unnamed"}
     assert result.reasons == {
         "team/Job.batch/to-parent": (
-            "queue org has child queues (a, b) and takes no work itself: submit to one of them"
+            "queue org has child queues (a, b) and takes no work itself: submit to one that"
+            " takes work (a, b1, b2)"
         ),
         "team/Job.batch/typo": (
-            "queue ogr is not defined (queues that take work: a, b, web): create it or correct"
+            "queue ogr is not defined (queues that take work: a, b1, b2, web): create it or"
+            " correct"
             " the workload's fedctl.io/queue"
         ),
     }
