@@ -25,8 +25,8 @@ The steps:
  8. requeue    - everything not admitted stays pending with its reason.
 
 A job that asks exactly what an earlier job of this cycle asked (same queue, namespace,
-priority and request) after that one was refused, with no eviction since, is refused
-with the same reason at a sixteenth of a decision's share of the batch (`_REPEAT_COST`):
+priority and request) after that one was refused, with no admission or eviction since, is
+refused with the same reason at a sixteenth of a decision's share of the batch (`_REPEAT_COST`):
 a deep backlog of identical jobs waiting for their queue's quota no longer keeps the
 cycle from reaching the smaller jobs behind it.
 """
@@ -215,17 +215,19 @@ class Scheduler:
             state = fw.CycleState(snapshot, result.usage, self.settings)  # step 2
             admit = admission.Admitter(self, state, result, now=now)
             budget = float(self.settings.cycle_batch if batch is None else batch)
-            refusals: dict[tuple[object, ...], str] = {}  # valid while nothing is evicted
-            evictions = 0
+            refusals: dict[tuple[object, ...], str] = {}  # valid while nothing changes
+            changes = (0, 0)
             for job in self._heads(snapshot, result):  # step 1
                 if budget <= 0:
                     result.pending.add(job)  # untouched: next cycle
                     result.exhausted = True
                     break
                 request = self.request(job, snapshot)
-                if len(result.evicted) != evictions:  # room freed: a refusal may not hold
+                if (len(result.evicted), len(result.admitted)) != changes:
+                    # Room freed (an eviction): a refusal may no longer hold; room taken (an
+                    # admission): it holds, but the numbers in its reason are out of date.
                     refusals.clear()
-                    evictions = len(result.evicted)
+                    changes = (len(result.evicted), len(result.admitted))
                 same = _refusal_key(job, request)
                 known = refusals.get(same) if same is not None else None
                 if known is not None:
@@ -248,7 +250,8 @@ class Scheduler:
                     yield_back = result.reasons.get(str(job.ref), "")
                     result.pending.add(job.with_reason(yield_back))  # step 8
                     self._strict_stop(job, snapshot)
-                    if same is not None and yield_back and len(result.evicted) == evictions:
+                    unchanged = (len(result.evicted), len(result.admitted)) == changes
+                    if same is not None and yield_back and unchanged:
                         refusals[same] = yield_back
             self._requests = {
                 k: v for k, v in self._requests.items() if v.job.ref in result.pending
@@ -383,10 +386,16 @@ class Scheduler:
         own = state.usage.get(job.ref)
         if own is not None:
             state = without(state, own)
-        request = self.request(job, state.snapshot)
         queues = state.snapshot.queues
+        if job.priority_class:  # as `_name_priorities` gives it in a cycle
+            queue = queues.get(job.queue)
+            value = queue.priority_of(job.priority_class) if queue is not None else None
+            if value is not None:
+                job = replace(job, priority=value)
+        request = self.request(job, state.snapshot)
         refused = (
             hierarchy.refusal(job.queue, queues, default=self.settings.default_queue)
+            or _class_refusal(job, queues)
             if queues
             else None
         )

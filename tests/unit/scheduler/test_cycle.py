@@ -559,3 +559,40 @@ def test_a_plan_shows_what_the_cycle_would_preempt_to_place_it() -> None:
     refused = off.plan_in(urgent, fw.CycleState(snapshot, admitted.usage, off.settings))
     assert refused.placement == {} and refused.preempts == []
     assert refused.reason.startswith("queue team at capability for cpu: 4/4")
+
+
+def test_a_plan_reads_named_priorities_as_the_cycle_does() -> None:
+    """A job naming class `high` (100) preempts in the cycle, so its plan says so; a class
+    its queue does not define holds it in the cycle, so the plan does not place it."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
+    queues = [queue("q", priorityClasses={"high": 100}), queue("other")]
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    snapshot = snap.build(fleet, queues=queues)
+    low = job(workload("low", cpu="8", queue="q", priority=1))
+    admitted = scheduler.run_cycle(snapshot, PendingStore([low]), Usage(), NOW)
+    state = fw.CycleState(snapshot, admitted.usage, scheduler.settings)
+
+    urgent = scheduler.plan_in(job(workload("urgent", cpu="8", queue="q", priority="high")), state)
+    assert urgent.placement == {"cpu": 1}
+    assert urgent.preempts == [
+        "team/Job.batch/low: preempted by team/Job.batch/urgent (priority 100, queue q)"
+    ]
+    stray = scheduler.plan_in(
+        job(workload("stray", cpu="1", queue="other", priority="high")), state
+    )
+    assert stray.placement == {}
+    assert stray.reason.startswith("priority class 'high' is not defined in queue other")
+
+
+def test_a_repeated_refusal_after_an_admission_gives_the_numbers_as_they_are_now() -> None:
+    fleet = [cluster("c", flavor(nodes=2, cpu="16"))]
+    jobs = [
+        job(workload("x", cpu="5", queue="q"), seq=1),
+        job(workload("j1", cpu="4", queue="q"), seq=2),
+        job(workload("s", cpu="3", queue="q"), seq=3),
+        job(workload("j2", cpu="4", queue="q"), seq=4),
+    ]
+    result = run(fleet, jobs, queues=[queue("q", capability={"cpu": "8"})])
+    assert sorted(placed(result)) == ["s", "x"]
+    assert result.reasons["team/Job.batch/j1"].endswith("5/8 (needs 4; 1 more must be freed)")
+    assert result.reasons["team/Job.batch/j2"].endswith("8/8 (needs 4)")
