@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from federation.api import app as api_app
 from federation.cli import main
 from federation.registry import embedded
+from federation.registry import store as st
 
 
 @contextlib.asynccontextmanager
@@ -24,6 +26,11 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+def api_server(store: st.Store) -> contextlib.AbstractAsyncContextManager[str]:
+    """The controller's API over `store`, served as `serving` does."""
+    return serving(api_app.build_app(store))
 
 
 async def fedctl(server: str, *args: str) -> int:

@@ -21,7 +21,7 @@ import pytest
 from federation.cli import main
 from federation.registry import keys
 from federation.registry.memory import MemoryStore
-from tests.integration.test_scheduler_loop import api_server
+from tests.serving import api_server
 
 pytestmark = pytest.mark.integration
 

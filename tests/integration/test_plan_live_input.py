@@ -13,7 +13,8 @@ import pytest
 
 from federation.cli import main
 from federation.registry import codec, objects
-from tests.integration.test_scheduler_loop import api_server, registry_with_member
+from tests.integration.test_scheduler_loop import registry_with_member
+from tests.serving import api_server
 from tests.unit.scheduler import fleet
 
 pytestmark = pytest.mark.integration

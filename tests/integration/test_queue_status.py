@@ -25,7 +25,8 @@ from federation.scheduler.loop import SchedulerLoop
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, WorkloadReference
 from policies.models.work import WorkloadStatus
-from tests.integration.test_scheduler_loop import api_server, registry_with_member
+from tests.integration.test_scheduler_loop import registry_with_member
+from tests.serving import api_server
 from tests.unit.scheduler import fleet
 from tests.waiting import stop as stop_tasks
 from tests.waiting import wait_for

@@ -15,7 +15,7 @@ from federation.registry import codec, objects
 from federation.registry.memory import MemoryStore
 from policies.models.propagation import ClusterPropagationPolicy
 from policies.models.workload import Workload
-from tests.integration.test_scheduler_loop import api_server
+from tests.serving import api_server
 
 pytestmark = pytest.mark.integration
 
