@@ -139,11 +139,13 @@ _REQUEST_VALUES: Any = operator.attrgetter(*(f.name for f in dataclasses.fields(
 
 
 def _strategy(job: PendingJob) -> tuple[str, bool]:
+    """The division strategy, and whether the workload goes whole to one cluster.
+
+    Only a workload no policy claims goes to the single best cluster. A policy's placement,
+    even one that names no clusters and no replica scheduling, means what Karmada makes of
+    it: every cluster its (empty) affinity lets through, each with all replicas."""
     placement = job.placement
-    if placement is None or (
-        placement.replica_scheduling is None
-        and not (placement.cluster_affinity or placement.cluster_affinities)
-    ):
+    if placement is None:
         return "aggregated", True
     rs = placement.scheduling
     if rs.replica_scheduling_type == "Duplicated":

@@ -349,6 +349,34 @@ def test_duplicated_policy_runs_everything_everywhere() -> None:
     assert placed(result) == {"web": {"a": 2, "b": 2}}
 
 
+@pytest.mark.parametrize(
+    "placement",
+    [
+        pytest.param({}, id="empty placement"),
+        pytest.param(
+            {"clusterTolerations": [{"key": "x", "operator": "Exists"}]}, id="only tolerations"
+        ),
+    ],
+)
+def test_a_policy_naming_no_clusters_and_no_division_duplicates_everywhere(
+    placement: dict[str, Any],
+) -> None:
+    """Karmada: no affinity lets every cluster through, no replicaScheduling duplicates.
+    Such a policy used to be read as no policy at all: one cluster."""
+    fleet = [cluster("a"), cluster("b"), cluster("c")]
+    result = run(fleet, [job(workload("web", kind="Deployment", replicas=2), placement=placement)])
+    assert placed(result) == {"web": {"a": 2, "b": 2, "c": 2}}
+
+
+def test_a_spread_constraint_holds_without_affinity_or_division() -> None:
+    fleet = [cluster(n) for n in ("a", "b", "c", "d")]
+    placement = {
+        "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 3, "maxGroups": 3}]
+    }
+    result = run(fleet, [job(workload("web", kind="Deployment", replicas=2), placement=placement)])
+    assert len(placed(result)["web"]) == 3
+
+
 def test_a_gang_is_not_split_even_when_only_the_sum_would_fit() -> None:
     fleet = [cluster("a", flavor(nodes=1)), cluster("b", flavor(nodes=1))]
     placement = {
