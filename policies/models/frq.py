@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from federation.resources import ResourceList
 from policies.models.base import FrozenModel, KubeObject
-from policies.models.common import RuleError, RuleErrors
+from policies.models.common import Notice, RuleError, RuleErrors
 
 __all__ = ["FederatedResourceQuota", "FederatedResourceQuotaSpec", "StaticClusterAssignment"]
 
@@ -87,9 +87,39 @@ def _show(name: str, milli: int) -> str:
     return ResourceList({name: milli}).to_wire()[name]
 
 
+def counted_at_admission(name: str) -> bool:
+    """Whether admission can hold `overall.<name>`: it charges what pods request (cpu,
+    memory, ephemeral storage, hugepages, devices), not object counts or limits."""
+    if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-"):
+        return True
+    return "/" in name and not name.startswith(("count/", "limits."))
+
+
 class FederatedResourceQuota(KubeObject):
     """Namespaced quota across the federation."""
 
     api_version: Literal["policy.karmada.io/v1alpha1"] = "policy.karmada.io/v1alpha1"
     kind: Literal["FederatedResourceQuota"] = "FederatedResourceQuota"
     spec: FederatedResourceQuotaSpec
+
+    def warnings(self) -> list[Notice]:
+        """`overall` entries admission does not count: silently unenforced otherwise (a
+        `pods: 2` let four pods in)."""
+        assigned = {n for a in self.spec.static_assignments for n in a.hard}
+        out = []
+        for name in sorted(self.spec.overall):
+            if counted_at_admission(name):
+                continue
+            members = (
+                "; each member still enforces its staticAssignments share"
+                if name in assigned
+                else "; give it in staticAssignments to have members enforce it"
+            )
+            out.append(
+                Notice(
+                    ("spec", "overall", name),
+                    f"{name} is not counted at admission (fedctl counts what pods request:"
+                    f" cpu, memory, ephemeral-storage, hugepages and devices){members}",
+                )
+            )
+        return out

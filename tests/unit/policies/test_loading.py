@@ -554,3 +554,21 @@ def test_a_status_printed_by_get_applies_again_and_is_dropped() -> None:
     [loaded] = result.objects
     assert "status" not in loaded.model.to_wire()
     assert loaded.model.spec.weight == 2
+
+
+def test_quota_entries_admission_does_not_count_are_warned_about() -> None:
+    """`pods: 2` let four pods in without a word: admission charges what pods request."""
+    text = (
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: FederatedResourceQuota\n"
+        "metadata: {name: q, namespace: team}\nspec:\n  overall:\n"
+        '    cpu: "4"\n    pods: "2"\n    limits.cpu: "8"\n    nvidia.com/gpu: "2"\n'
+        "  staticAssignments:\n    - clusterName: a\n      hard: {pods: 1}\n"
+    )
+    result = load_text(text, filename="q.yaml")
+    assert result.ok
+    assert [(f.path, f.severity) for f in result.findings] == [
+        ('spec.overall["limits.cpu"]', "warning"),
+        ("spec.overall.pods", "warning"),
+    ]
+    assert "give it in staticAssignments" in result.findings[0].message
+    assert "each member still enforces its staticAssignments share" in result.findings[1].message
