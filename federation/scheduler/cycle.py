@@ -299,6 +299,7 @@ class Scheduler:
             return
         heap = [key(q) for q in iters]
         heapq.heapify(heap)
+        evicted = len(result.evicted)
         while heap:
             name = heapq.heappop(heap)[3]
             if name in self._stopped:
@@ -309,6 +310,13 @@ class Scheduler:
             result.pending.remove(job.ref)
             yield job
             heapq.heappush(heap, key(name))
+            if len(result.evicted) != evicted:
+                # Preemption or reclaim took work from queues whose keys wait in the heap
+                # as they were: key them all afresh, or a queue that lost its work would
+                # still be served after one that holds more.
+                evicted = len(result.evicted)
+                heap = [key(entry[3]) for entry in heap]
+                heapq.heapify(heap)
 
     def _nested_heads(
         self,

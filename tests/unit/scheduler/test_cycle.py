@@ -624,3 +624,26 @@ def test_a_repeated_refusal_after_an_admission_gives_the_numbers_as_they_are_now
     assert sorted(placed(result)) == ["s", "x"]
     assert result.reasons["team/Job.batch/j1"].endswith("5/8 (needs 4; 1 more must be freed)")
     assert result.reasons["team/Job.batch/j2"].endswith("8/8 (needs 4)")
+
+
+def test_after_a_reclaim_the_queue_that_lost_work_is_served_by_its_new_share() -> None:
+    """x reclaims 8 cpu from y; y then holds 8/32 and z 10/32, so y's next job goes before
+    z's. With the heap keyed from before the reclaim, z took the last room."""
+    fleet = [cluster("c", flavor(nodes=1, cpu="32", memory="256Gi"))]
+    flat = [queue("x"), queue("y"), queue("z")]
+    jobs = [job(workload(f"z{i}", cpu="2", queue="z"), seq=1 + i) for i in range(5)]
+    jobs += [job(workload(f"y{i}", cpu="8", queue="y"), seq=10 + i) for i in range(2)]
+    first = run(fleet, jobs, queues=flat)
+    assert len(first.admitted) == 7
+    queues = [queue("x", guarantee={"cpu": "8"}), queue("y"), queue("z")]
+    snapshot = snap.build(fleet, queues=queues, bindings=first.bindings)
+    pending = PendingStore(
+        [
+            job(workload("x1", cpu="8", queue="x"), seq=20),
+            job(workload("y-new", cpu="4", queue="y"), seq=21),
+            job(workload("z-new", cpu="4", queue="z"), seq=22),
+        ]
+    )
+    result = cycle.Scheduler().run_cycle(snapshot, pending, first.usage, NOW)
+    assert [v.ref.name for v, _ in result.evicted] == ["y1"]
+    assert [a.ref.name for a in result.admitted] == ["x1", "y-new"]
