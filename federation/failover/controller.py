@@ -10,8 +10,8 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md �
     c/<cluster>   Ready condition + time → taints (taints.desired); a member back from
                   unreachable keeps its taints until stale copies are purged (purge.py)
     b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
-                  (eviction.py); eviction tasks + new placement readiness → tasks dropped
-                  (graceful.py)
+                  (eviction.py); eviction tasks + new placement readiness + copies the
+                  propagator removed → tasks dropped (graceful.py)
     f/            a member recovered (our taints lifted): workloads whose policy says
                   `failback: Automatic` move back to where it prefers now (rebalance.py,
                   through the injected `failback`, which plans with the scheduler's code)
@@ -332,8 +332,9 @@ class FailoverController:
         stored = self.bindings.items.get(key)
         if stored is None:
             return
-        binding = self._evict_due(key, stored.obj, self.terms(stored.obj))
-        binding = self._end_tasks(key, binding)
+        terms = self.terms(stored.obj)
+        binding = self._evict_due(key, stored.obj, terms)
+        binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
             await self.bindings.typed.update(
                 key, binding, revision=stored.revision, guards=self._guards()
@@ -368,18 +369,29 @@ class FailoverController:
             )
         return binding
 
-    def _end_tasks(self, key: str, binding: Binding) -> Binding:
+    def _end_tasks(self, key: str, binding: Binding, terms: Terms, *, revision: int) -> Binding:
         tasks = binding.spec.eviction_tasks
         if not tasks:
             return binding
         placed = binding.status.phase == "Scheduled"
         targets = [t.name for t in binding.spec.clusters if t.replicas > 0] if placed else []
+        now = self.clock.now()
+        status = self.workload_status.get(keys.workload_status_key(_ref(binding)))
+        gone = graceful.gone(tasks, status, revision=revision)
+        effective = self._taints() if gone else {}
+        evicting = {
+            name
+            for name in gone
+            if eviction.evicts(effective.get(name, ()), terms.tolerations, now=now)
+        }
         outcome = graceful.judge(
             tasks,
             targets=targets,
             ready=self._ready(_ref(binding)),
-            now=self.clock.now(),
+            now=now,
             timeout=self.settings.graceful_timeout,
+            gone=gone,
+            evicting=evicting,
         )
         if outcome.recheck_after is not None:
             self.queue.add_after("b" + key, outcome.recheck_after + 0.01)

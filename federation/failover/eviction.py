@@ -28,6 +28,7 @@ __all__ = [
     "Decision",
     "RateLimiter",
     "evict",
+    "evicts",
     "judge",
     "normalise_purge_mode",
 ]
@@ -66,6 +67,11 @@ def _deadline(
         if best is None or candidate[0] < best[0]:
             best = candidate
     return best
+
+
+def evicts(taints: Sequence[Taint], tolerations: Sequence[Toleration], *, now: dt.datetime) -> bool:
+    """Whether a cluster with `taints` evicts a workload with `tolerations`, now or later."""
+    return _deadline(taints, tolerations, now=now) is not None
 
 
 def judge(

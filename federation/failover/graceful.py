@@ -1,15 +1,18 @@
 """Graceful eviction: when an evicted copy may go, as a pure function of (tasks, now, status).
 
 Fed by a Binding's eviction tasks, the clusters of its new placement with whether the
-workload is ready in each, the graceful timeout and `now`; feeds the failover controller,
-which drops the tasks this returns from the Binding, and the purge step, which deletes the
-old copies it names (STYLE.md §12; Karmada `gracefuleviction/evictiontask.go`).
+workload is ready in each, the clusters that hold no copy any more (the propagator's
+workload status) and those whose NoExecute taints evict it, the graceful timeout and
+`now`; feeds the failover controller, which drops the tasks this returns from the
+Binding, and the purge step, which deletes the old copies it names (STYLE.md §12; Karmada
+`gracefuleviction/evictiontask.go`).
 
 The purge modes, as in Karmada (old spellings accepted):
 
     Directly   (Immediately)  the old copy goes at once; the task stays only as the record
                               that keeps the scheduler off the leaving cluster until the
-                              new placement is ready (or the timeout)
+                              copy there is gone and no NoExecute taint evicts the workload
+                              from it, or the new placement is ready, or the timeout
     Gracefully (Graciously)   the old copy stays until every cluster of the new placement
                               reports the workload ready, or until the timeout
     Never                     the old copy is never deleted by failover; the task is dropped
@@ -18,17 +21,26 @@ The purge modes, as in Karmada (old spellings accepted):
 Why "every cluster ready" and not "some": a workload split 2:1:1 that lost one cluster is
 only whole again when all of its new targets run it; dropping the old copy earlier would
 open the very capacity gap graceful eviction exists to close.
+
+Why a Directly task may end before either: it keeps nothing running, so all it guards is
+the scheduler placing the workload back where it is leaving. While the old copy is still
+there, that would run the workload twice on one member (or let the stale copy pass for the
+new one); while a NoExecute taint would evict it, failover would only evict it again. Past
+both, the bar guards nothing. A preempted or reclaimed job (the scheduler evicts it Directly
+from a healthy cluster) would otherwise be kept off the cluster it fits best, even an
+empty one, until the timeout.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from policies.models.binding import EvictionTask
+from policies.models.work import WorkloadStatus
 
-__all__ = ["Outcome", "judge", "purges_at_once"]
+__all__ = ["Outcome", "gone", "judge", "purges_at_once"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +58,22 @@ def purges_at_once(task: EvictionTask) -> bool:
     return task.purge_mode in ("Directly", "Immediately")
 
 
+def gone(
+    tasks: Sequence[EvictionTask], status: WorkloadStatus | None, *, revision: int
+) -> set[str]:
+    """The clusters of Directly tasks that hold no copy of the workload any more.
+
+    Read from the propagator's workload status, which lists a cluster for as long as a Work
+    (so a copy) is there, and only from a status written for this revision of the Binding
+    (`revision`) or a later one: an older status may predate a copy that a pass still in
+    flight for an older Binding puts there.
+    """
+    if status is None or status.binding_revision < revision:
+        return set()
+    present = {c.cluster for c in status.clusters}
+    return {t.cluster for t in tasks if purges_at_once(t)} - present
+
+
 def _never(task: EvictionTask) -> bool:
     return task.purge_mode == "Never"
 
@@ -57,8 +85,16 @@ def judge(
     ready: Mapping[str, bool],
     now: dt.datetime,
     timeout: float,
+    gone: Collection[str] = (),
+    evicting: Collection[str] = (),
 ) -> Outcome:
-    """Decide every task of one Binding."""
+    """Decide every task of one Binding.
+
+    `gone`: clusters known to hold no copy of the workload any more; `evicting`: clusters
+    whose NoExecute taints evict the workload, now or once its toleration runs out. A
+    Directly task on a cluster that is gone and not evicting has done its work: it is
+    dropped, with nothing left there to purge.
+    """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
     drop: list[EvictionTask] = []
@@ -71,6 +107,9 @@ def judge(
             drop.append(task)
             if not _never(task):
                 purge.append(task.cluster)
+            continue
+        if purges_at_once(task) and task.cluster in gone and task.cluster not in evicting:
+            drop.append(task)
             continue
         keep.append(task)
         if purges_at_once(task):
