@@ -132,10 +132,16 @@ def _ref(w: WorkloadReference) -> keys.WorkloadRef:
 
 
 def _binding_changed(old: Binding | None, new: Binding | None) -> bool:
-    """Only what others do to Bindings matters: failover's evictions and deletions."""
+    """Only what others do to Bindings matters: failover's evictions and deletions, and
+    failover ending an eviction task of a waiting workload (a preemption victim's copy is
+    gone from its member), which lets it back onto that cluster."""
     if new is None:
         return True
-    return new.status.phase == "Pending" and new.status.reason.startswith("Evicted from")
+    if new.status.phase != "Pending":
+        return False
+    if new.status.reason.startswith("Evicted from"):
+        return True
+    return old is not None and len(new.spec.eviction_tasks) < len(old.spec.eviction_tasks)
 
 
 def _status_changed(old: ClusterStatus | None, new: ClusterStatus | None) -> bool:
@@ -195,6 +201,28 @@ def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> No
         mark = marks.get(str(binder_mod.binding_ref(binding)))
         if mark is not None:
             binding.metadata.annotations[binder_mod.FINGERPRINT] = mark
+
+
+def _mark_claims(bindings: Sequence[Binding], claims: Mapping[str, str]) -> None:
+    """Record on each Binding the policy claiming its workload (`binder.CLAIMED_BY`), so the
+    claim stands across policy changes and leaders as Karmada's does (`plan.claimant`).
+
+    Pending ones too: Karmada claims a template before scheduling it. Set in place, as
+    `_mark_fingerprints`; a workload no policy claims gets none.
+    """
+    if not claims:
+        return
+    for binding in bindings:
+        claim = claims.get(str(binder_mod.binding_ref(binding)))
+        if claim:
+            binding.metadata.annotations[binder_mod.CLAIMED_BY] = claim
+
+
+def _amended(amends: Mapping[str, Binding], decided: Sequence[Binding]) -> list[Binding]:
+    """The Bindings amended to say their policy is gone (`reconcile.orphaned`), but those
+    the cycle just decided anew: one write per Binding."""
+    taken = {str(binder_mod.binding_ref(b)) for b in decided}
+    return [b for key, b in amends.items() if key not in taken]
 
 
 _Decided = tuple[cycle.CycleResult, list[str]]
@@ -389,6 +417,7 @@ class SchedulerLoop:
         self._dirty = asyncio.Event()
         self._urgent = False
         self._fingerprints: dict[str, str] = {}
+        self._claims: dict[str, str] = {}
         self._memo: dict[str, tuple[Binding, str, accounting.Admission]] = {}
         self._prepared = reconcile.Prepared()
         self._usage = accounting.Usage()
@@ -433,6 +462,7 @@ class SchedulerLoop:
         try:
             self._written.clear()
             self._fingerprints.clear()
+            self._claims.clear()
             self._memo.clear()
             self._prepared = reconcile.Prepared()
             self._usage = accounting.Usage()
@@ -503,7 +533,8 @@ class SchedulerLoop:
         1. snapshot  - clusters joined with the monitor's statuses, queues, quotas, Bindings.
         2. reconcile - pending jobs and the admitted usage, read from the Bindings.
         3. decide    - `Scheduler.run_cycle` (pure).
-        4. remember  - fingerprints of what is admitted now, also on its Binding.
+        4. remember  - fingerprints of what is admitted now and the claiming policies,
+                       also on their Bindings.
         5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
         """
         started = self.clock.monotonic()
@@ -583,6 +614,7 @@ class SchedulerLoop:
             policies=[p for p in policies if isinstance(p, _POLICY_TYPES)],
             clusters=[c.name for c in clusters],
             fingerprints=self._fingerprints,
+            claims=self._claims,
             ready=ready,
             memo=self._memo,
             prepared=self._prepared,
@@ -600,13 +632,19 @@ class SchedulerLoop:
         )
         if changes is None or dirty is None:  # step 4
             self._fingerprints = ledger.fingerprints()
-        else:  # the admitted marks, where the ledger sorted again
+            self._claims = dict(ledger.claims)
+        else:  # the admitted marks and the claims, where the ledger sorted again
             for key in dirty:
                 mark = ledger.marks.get(key) if key in ledger.admitted else None
                 if mark is None:
                     self._fingerprints.pop(key, None)
                 else:
                     self._fingerprints[key] = mark
+                claim = ledger.claims.get(key)
+                if claim is None:
+                    self._claims.pop(key, None)
+                else:
+                    self._claims[key] = claim
         for admission in result.admitted:
             if isinstance(admission.job, PendingJob):
                 key = str(admission.ref)
@@ -619,6 +657,9 @@ class SchedulerLoop:
         _mark_fingerprints(result.bindings, self._fingerprints)
         if not result.admitted and result.exhausted:
             result.bindings.extend(_queued(result, views.bindings))
+        _mark_claims(result.bindings, ledger.claims)
+        if ledger.amends:  # workloads kept where the policy they lost placed them
+            result.bindings.extend(_amended(ledger.amends, result.bindings))
         if self.queue_view is not None:  # published by `cycle_once` once written
             tally = qv.tally(snapshot, result.usage, result.pending.counts())
             self._tally = (tally, seen.revision)

@@ -306,6 +306,18 @@ def _status(phase: str | None) -> WorkloadStatus:
         ),
         pytest.param(binding(JOB, {"a": 2}), None, True, id="Binding deleted"),
         pytest.param(None, binding(JOB, {}, phase="Pending", reason="no room"), False, id="ours"),
+        pytest.param(
+            binding(JOB, {}, phase="Pending", reason="preempted by x", evicting=("a",)),
+            binding(JOB, {}, phase="Pending", reason="preempted by x"),
+            True,
+            id="a victim's eviction task ended: it may go back",
+        ),
+        pytest.param(
+            binding(JOB, {}, phase="Pending", reason="preempted by x"),
+            binding(JOB, {}, phase="Pending", reason="no room"),
+            False,
+            id="our own reason for a victim",
+        ),
     ],
 )
 def test_which_binding_events_wake_a_cycle(
