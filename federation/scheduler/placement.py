@@ -304,6 +304,13 @@ def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:
     return max(matching, default=0)
 
 
+_WAITING = {"eviction": "waiting for an evicted copy to be removed"}
+"""Filters that do not judge the cluster, said as what the workload waits for."""
+
+
 def _summary(total: int, counts: dict[str, int]) -> str:
-    parts = ", ".join(f"{n} filtered by {name}" for name, n in sorted(counts.items()))
+    parts = ", ".join(
+        f"{n} {_WAITING[name]}" if name in _WAITING else f"{n} filtered by {name}"
+        for name, n in sorted(counts.items())
+    )
     return f"0/{total} clusters are available: {parts}" if parts else f"0/{total} clusters"

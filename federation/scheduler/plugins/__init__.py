@@ -15,6 +15,7 @@ from federation.scheduler.plugins import (
     capacity,
     chips,
     cost,
+    eviction,
     health,
     locality,
     preference,
@@ -28,6 +29,7 @@ __all__ = ["default_registry"]
 def default_registry() -> fw.Registry:
     """Every built-in plugin: filters in the order they run, then scores."""
     registry = fw.Registry()
+    registry.register("eviction", eviction.Eviction)
     registry.register("health", health.Health)
     registry.register("taints", taints.Taints)
     registry.register("affinity", affinity.Affinity)

@@ -6,11 +6,8 @@ Fed by the cluster's taints (user's spec and those failover applied) and the pol
 that already hosts the workload keeps it under a NoSchedule taint (eviction is failover's
 job under NoExecute); PreferNoSchedule only lowers the affinity score.
 
-A cluster the workload holds an eviction task for is refused too, whatever its taints: the
-evicted copy is still there (or failover still evicts the workload from it), and placing
-the workload back would run it twice on one member. Failover ends the task once that
-copy is gone (`federation.failover.graceful`); the verdict says what the job waits for,
-not a taint it does not have.
+A cluster the workload holds an eviction task for is refused by the eviction filter
+(`eviction`), which runs first.
 """
 
 from __future__ import annotations
@@ -33,10 +30,6 @@ class Taints:
     def filter(
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
-        if cluster.name in job.evicting:
-            return fw.Verdict.unschedulable(
-                f"waiting for its evicted copy to be removed from {cluster.name}"
-            )
         hosting = cluster.name in job.previous
         for taint in cluster.taints:
             if taint.effect == "PreferNoSchedule" or taint.tolerated_by(job.tolerations):
@@ -48,7 +41,7 @@ class Taints:
         return fw.Verdict.success()
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
-        if not state.snapshot.tainted and not job.evicting:
+        if not state.snapshot.tainted:
             return np.ones(len(rows), dtype=bool)
         clusters = state.snapshot.clusters
         return np.array(

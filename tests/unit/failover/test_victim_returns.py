@@ -16,7 +16,7 @@ from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
 from federation.scheduler import framework as fw
-from federation.scheduler.plugins import taints
+from federation.scheduler.plugins import eviction
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster
@@ -96,7 +96,7 @@ def test_while_its_copy_is_there_the_cluster_says_what_the_victim_waits_for(
     snapshot = fleet.snapshot()
     request = fleet.scheduler.request(fleet.pending.get(LOW.ref) or LOW, snapshot)
     state = fw.CycleState(snapshot, fleet.usage, fleet.scheduler.settings)
-    verdict = taints.Taints().filter(request, snapshot.clusters[0], state)
+    verdict = eviction.Eviction().filter(request, snapshot.clusters[0], state)
     assert not verdict.ok
     assert verdict.reasons == ("waiting for its evicted copy to be removed from c",)
     assert not any("taint" in reason for reason in verdict.reasons)
@@ -116,13 +116,8 @@ def test_while_its_copy_is_there_it_does_not_go_back(fleet: Fleet) -> None:
     assert placed(result) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cycle's summary names the plugin (taints) that holds the eviction bar: "
-    "federation/scheduler/placement.py `_summary` must say what the job waits for",
-)
 def test_the_pending_reason_never_blames_taints_for_the_eviction_bar(fleet: Fleet) -> None:
     fleet.finish("high")
     reason = fleet.step().reasons[str(LOW.ref)]
     assert "taint" not in reason
-    assert "waiting for its evicted copy to be removed from c" in reason
+    assert reason == "0/1 clusters are available: 1 waiting for an evicted copy to be removed"

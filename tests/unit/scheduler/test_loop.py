@@ -349,7 +349,7 @@ def test_an_evicted_workload_is_never_placed_back_on_the_cluster_it_leaves() -> 
     result = run(clusters, [job(JOB)], snapshot=snapshot)
     assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": {"b": 2}}
     (written,) = result.bindings
-    assert written.spec.filtered_summary == {"taints": 1}
+    assert written.spec.filtered_summary == {"eviction": 1}
     # Without the eviction task the cheaper cluster wins.
     fresh = run(clusters, [job(JOB)], queues=[queue("qa")])
     assert {a.ref.name: dict(a.placement) for a in fresh.admitted} == {"train": {"a": 2}}

@@ -443,7 +443,7 @@ def test_registry_refuses_duplicates_and_builds_every_plugin() -> None:
     with pytest.raises(ValueError, match="already registered"):
         registry.register("health", health.Health)
     built = registry.build(SETTINGS)
-    assert [p.name for p in built][:3] == ["health", "taints", "affinity"]
+    assert [p.name for p in built][:4] == ["eviction", "health", "taints", "affinity"]
     assert all(isinstance(p, fw.FilterPlugin | fw.ScorePlugin) for p in built)
 
 
