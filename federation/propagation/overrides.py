@@ -10,6 +10,13 @@ args, labels, annotations, then plaintext, as Karmada's `applyPolicyOverriders` 
 Why pure: rendering must be reproducible from the registry alone so a restarted
 controller renders exactly what it rendered before and touches no member needlessly.
 A path that does not exist in the manifest is an error naming the policy, not a crash.
+
+Why Karmada's quirks are kept: a policy must render the same manifest under both systems.
+A namespaced OverridePolicy never edits a cluster-scoped object; an image edit without a
+predicate touches `containers`, not `initContainers`; a Tag value that ends up neither a
+tag nor a digest leaves the image alone. One deliberate difference: an image pinned by
+both tag and digest keeps the digest unless a Tag add or replace sets a new tag, where
+Karmada's parser drops it on any edit and the member runs whatever the tag points to now.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation import errors
+from policies.models import kinds
+from policies.models import override as override_model
 from policies.models.cluster import Cluster
 from policies.models.common import ClusterAffinity, LabelSelector, ResourceSelector
 from policies.models.override import (
@@ -84,11 +93,20 @@ def affinity_matches(affinity: ClusterAffinity | None, cluster: Cluster) -> bool
     return True
 
 
+def _namespace(template: Mapping[str, Any]) -> str | None:
+    """The template's namespace; a namespaced kind without one is in `default` (as kubectl
+    and the API server assume), a cluster-scoped kind has none."""
+    named = (template.get("metadata") or {}).get("namespace")
+    if named:
+        return str(named)
+    return "default" if kinds.is_namespaced(str(template.get("kind"))) else None
+
+
 def _specificity(sel: ResourceSelector, template: Mapping[str, Any]) -> int | None:
     meta = template.get("metadata") or {}
     if (sel.api_version, sel.kind) != (template.get("apiVersion"), template.get("kind")):
         return None
-    if sel.namespace and sel.namespace != (meta.get("namespace") or "default"):
+    if sel.namespace and sel.namespace != _namespace(template):
         return None
     if sel.name:
         return 2 if sel.name == meta.get("name") else None
@@ -99,8 +117,8 @@ def _specificity(sel: ResourceSelector, template: Mapping[str, Any]) -> int | No
 
 def _match_level(policy: AnyOverride, template: Mapping[str, Any]) -> int | None:
     if isinstance(policy, OverridePolicy):
-        namespace = (template.get("metadata") or {}).get("namespace") or "default"
-        if (policy.metadata.namespace or "default") != namespace:
+        namespace = _namespace(template)
+        if namespace is None or (policy.metadata.namespace or "default") != namespace:
             return None
     if not policy.spec.resource_selectors:
         return 0
@@ -160,40 +178,54 @@ def containers(obj: Obj, *, init: bool = True) -> list[Obj]:
 # --------------------------------------------------------------------------- images
 
 
+def _parse_image(image: str) -> tuple[str, str, str, str]:
+    """(registry, repository, tag, digest) of `[registry/]repository[:tag][@digest]`."""
+    registry, rest = "", image
+    first, slash, after = image.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        registry, rest = first, after
+    rest, _, digest = rest.partition("@")
+    tag = ""
+    if ":" in rest:
+        rest, _, tag = rest.rpartition(":")
+    return registry, rest, tag, digest
+
+
 def split_image(image: str) -> tuple[str, str, str, str]:
-    """(registry, repository, separator, tag-or-digest) of `[registry/]repository[:tag]`."""
-    registry, repository = "", image
-    first, _, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        registry, repository = first, rest
-    if "@" in repository:
-        repository, _, digest = repository.partition("@")
-        return registry, repository, "@", digest
-    if ":" in repository:
-        repository, _, tag = repository.rpartition(":")
+    """(registry, repository, separator, tag-or-digest) of `[registry/]repository[:tag]`;
+    the tag wins when both are given, as in Karmada's `TagOrDigest`."""
+    registry, repository, tag, digest = _parse_image(image)
+    if tag:
         return registry, repository, ":", tag
-    return registry, repository, "", ""
+    return registry, repository, ("@" if digest else ""), digest
 
 
-def _join_image(registry: str, repository: str, sep: str, tag: str) -> str:
+def _join_image(registry: str, repository: str, tag: str, digest: str) -> str:
     head = f"{registry}/{repository}" if registry else repository
-    return f"{head}{sep}{tag}" if tag else head
+    return head + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
 
 
 def _edit_image(image: str, rule: ImageOverrider) -> str:
-    registry, repository, sep, tag = split_image(image)
+    """Karmada's `overrideImage`, so one policy yields one image under both systems: `add`
+    appends the value as is (to the tag, or to the digest when there is no tag), and a Tag
+    value is written as `:tag` or `@digest` by its form."""
+    registry, repository, tag, digest = _parse_image(image)
+    value, operator = rule.value, rule.operator
     if rule.component == "Registry":
-        registry = {"add": registry + rule.value, "replace": rule.value, "remove": ""}[
-            rule.operator
-        ]
+        registry = {"add": registry + value, "replace": value, "remove": ""}[operator]
     elif rule.component == "Repository":
-        repository = {"add": repository + rule.value, "replace": rule.value, "remove": ""}[
-            rule.operator
-        ]
+        repository = {"add": repository + value, "replace": value, "remove": ""}[operator]
+    elif operator == "remove" and tag:
+        tag = ""
+    elif operator == "remove":
+        digest = ""
     else:
-        tag = "" if rule.operator == "remove" else rule.value
-        sep = "" if not tag else (sep if sep == "@" and rule.operator == "add" else ":")
-    return _join_image(registry, repository, sep, tag)
+        wanted = (tag or digest) + value if operator == "add" else value
+        if override_model.IMAGE_TAG.fullmatch(wanted):
+            tag, digest = wanted, ""
+        elif override_model.IMAGE_DIGEST.fullmatch(wanted):
+            tag, digest = "", wanted
+    return _join_image(registry, repository, tag, digest)
 
 
 def _apply_image(obj: Obj, rule: ImageOverrider) -> None:
@@ -202,7 +234,7 @@ def _apply_image(obj: Obj, rule: ImageOverrider) -> None:
         current = parent[last] if isinstance(parent, dict) else parent[int(last)]
         _set(parent, last, _edit_image(str(current), rule))
         return
-    for container in containers(obj):
+    for container in containers(obj, init=False):
         if isinstance(container.get("image"), str):
             container["image"] = _edit_image(container["image"], rule)
 
@@ -235,7 +267,7 @@ def _apply_meta(obj: Obj, rule: LabelAnnotationOverrider, field: str) -> None:
 
 def _tokens(path: str) -> list[str]:
     if not path.startswith("/"):
-        raise errors.Invalid(f"plaintext path {path!r} must start with '/'")
+        raise errors.Invalid(f"path {path!r} is not a JSON pointer: it must start with '/'")
     return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
 
 

@@ -14,8 +14,10 @@ lets the loader point at the offending field rather than at the whole mapping.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,9 +35,13 @@ __all__ = [
     "ReplicaSchedulingStrategy",
     "ResourceSelector",
     "RuleError",
+    "RuleErrors",
     "SpreadConstraint",
     "StaticClusterWeight",
     "Toleration",
+    "label_value_problem",
+    "qualified_name_problem",
+    "raise_all",
 ]
 
 PathPart = str | int
@@ -56,6 +62,55 @@ class RuleErrors(ValueError):
     def __init__(self, errors: list[RuleError]) -> None:
         super().__init__("; ".join(str(e) for e in errors))
         self.errors = errors
+
+
+def raise_all(problems: Sequence[RuleError]) -> None:
+    """Raise the one problem as is, several as `RuleErrors`, none not at all."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise RuleErrors(list(problems))
+
+
+# Kubernetes' own spelling rules (apimachinery `IsQualifiedName`, `IsValidLabelValue`): a
+# member refuses a label that breaks them, and Karmada's webhook refuses the policy first.
+_NAME_PART: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN: Final = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+_NAME_RULE: Final = "letters, digits, '-', '_' or '.', beginning and ending with a letter or digit"
+
+
+def qualified_name_problem(value: str) -> str | None:
+    """Why `value` is not a Kubernetes qualified name (`[dns.prefix/]name`), or None."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return "it has more than one '/'"
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "its prefix before '/' is empty"
+        if len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
+            return (
+                f"its prefix {prefix!r} is not a DNS subdomain"
+                " (lowercase letters, digits, '-' and '.')"
+            )
+    if not name:
+        return "its name part is empty"
+    if len(name) > 63:
+        return f"its name part is {len(name)} characters long, more than 63"
+    if not _NAME_PART.fullmatch(name):
+        return f"its name part must be {_NAME_RULE}"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is not a valid Kubernetes label value (empty is valid), or None."""
+    if len(value) > 63:
+        return f"it is {len(value)} characters long, more than 63"
+    if value and not _NAME_PART.fullmatch(value):
+        return f"it must be empty or {_NAME_RULE}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -133,6 +188,16 @@ class ClusterAffinityTerm(ClusterAffinity):
 
     affinity_name: str = Field(min_length=1, max_length=32)
 
+    @model_validator(mode="after")
+    def _qualified_name(self) -> ClusterAffinityTerm:
+        problem = qualified_name_problem(self.affinity_name)
+        if problem:
+            raise RuleError(
+                f"affinityName {self.affinity_name!r} is not a qualified name: {problem}",
+                at=("affinityName",),
+            )
+        return self
+
 
 class Toleration(FrozenModel):
     """Kubernetes `corev1.Toleration`, matched against cluster taints."""
@@ -166,15 +231,21 @@ class SpreadConstraint(FrozenModel):
 
     @model_validator(mode="after")
     def _one_grouping(self) -> SpreadConstraint:
+        problems: list[RuleError] = []
         if self.spread_by_field and self.spread_by_label:
-            raise RuleError(
-                "spreadByField and spreadByLabel cannot both be set", at=("spreadByLabel",)
+            problems.append(
+                RuleError(
+                    "spreadByField and spreadByLabel cannot both be set", at=("spreadByLabel",)
+                )
             )
         if self.max_groups and self.min_groups > self.max_groups:
-            raise RuleError(
-                f"minGroups ({self.min_groups}) must not exceed maxGroups ({self.max_groups})",
-                at=("minGroups",),
+            problems.append(
+                RuleError(
+                    f"minGroups ({self.min_groups}) must not exceed maxGroups ({self.max_groups})",
+                    at=("minGroups",),
+                )
             )
+        raise_all(problems)
         return self
 
     @property

@@ -11,18 +11,24 @@ propagator should see one shape, and Karmada forbids mixing them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from policies.models import common
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import ClusterAffinity, Notice, ResourceSelector, RuleError
 
 __all__ = [
+    "IMAGE_DIGEST",
+    "IMAGE_TAG",
+    "AnnotationsOverrider",
     "ClusterOverridePolicy",
     "CommandArgsOverrider",
     "ImageOverrider",
     "LabelAnnotationOverrider",
+    "LabelsOverrider",
     "OverridePolicy",
     "OverrideSpec",
     "Overriders",
@@ -32,25 +38,33 @@ __all__ = [
 
 Operator = Literal["add", "remove", "replace"]
 
+# Docker's tag and digest grammars, as Karmada's image parser holds them: a Tag value that
+# is neither leaves the image as it was.
+IMAGE_TAG: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+IMAGE_DIGEST: Final = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}"
+)
+_ANNOTATIONS_MAX_BYTES: Final = 256 * 1024
+
+
+def _json_pointer(path: str) -> str:
+    """A path that is not a JSON pointer fails at render time, on every member, with a
+    message about the manifest; refused here it names the policy field instead."""
+    if not path.startswith("/"):
+        raise RuleError(
+            f"path {path!r} is not a JSON pointer: it starts with '/' (e.g. /{path.lstrip('./')})"
+        )
+    return path
+
 
 class PlaintextOverrider(FrozenModel):
-    """A JSON-patch style edit: `path`, `operator`, `value`."""
+    """A JSON-patch style edit: `path`, `operator`, `value` (a `remove` ignores its value)."""
 
     path: str = Field(min_length=1)
     operator: Operator
     value: Any = None
 
-    @model_validator(mode="after")
-    def _remove_has_no_value(self) -> PlaintextOverrider:
-        if not self.path.startswith("/"):
-            raise RuleError(
-                f"path {self.path!r} is not a JSON pointer: it starts with '/'"
-                f" (e.g. /{self.path.lstrip('./')})",
-                at=("path",),
-            )
-        if self.operator == "remove" and self.value is not None:
-            raise RuleError("operator remove takes no value", at=("value",))
-        return self
+    _path_is_pointer = field_validator("path")(_json_pointer)
 
 
 class ImagePredicate(FrozenModel):
@@ -58,9 +72,13 @@ class ImagePredicate(FrozenModel):
 
     path: str = Field(min_length=1)
 
+    _path_is_pointer = field_validator("path")(_json_pointer)
+
 
 class ImageOverrider(FrozenModel):
-    """Edit the Registry, Repository or Tag part of `[registry/]repository[:tag]`."""
+    """Edit the Registry, Repository or Tag part of `[registry/]repository[:tag|@digest]`:
+    of the image at `predicate.path`, else of every container (init containers are left
+    alone, as Karmada does)."""
 
     predicate: ImagePredicate | None = None
     component: Literal["Registry", "Repository", "Tag"]
@@ -89,12 +107,61 @@ class LabelAnnotationOverrider(FrozenModel):
     value: dict[str, str] = Field(default_factory=dict)
 
 
+class LabelsOverrider(LabelAnnotationOverrider):
+    """Add, remove or replace metadata labels; keys and values follow Kubernetes' rules."""
+
+    @model_validator(mode="after")
+    def _kubernetes_labels(self) -> LabelsOverrider:
+        problems: list[RuleError] = []
+        for key, value in self.value.items():
+            problem = common.qualified_name_problem(key)
+            if problem:
+                message = f"label key {key!r} is not a qualified name: {problem}"
+                problems.append(RuleError(message, at=("value", key)))
+            problem = common.label_value_problem(value)
+            if problem:
+                message = f"label value {value!r} of {key!r} is not valid: {problem}"
+                problems.append(RuleError(message, at=("value", key)))
+        common.raise_all(problems)
+        return self
+
+
+class AnnotationsOverrider(LabelAnnotationOverrider):
+    """Add, remove or replace metadata annotations; keys follow Kubernetes' rules."""
+
+    @model_validator(mode="after")
+    def _kubernetes_annotations(self) -> AnnotationsOverrider:
+        problems: list[RuleError] = []
+        for key in self.value:
+            # Kubernetes checks annotation keys in lower case: only the letters' case is free.
+            problem = common.qualified_name_problem(key.lower())
+            if problem:
+                message = f"annotation key {key!r} is not a qualified name: {problem}"
+                problems.append(RuleError(message, at=("value", key)))
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in self.value.items())
+        if size > _ANNOTATIONS_MAX_BYTES:
+            message = f"annotations add up to {size} bytes, more than Kubernetes' 256 KiB"
+            problems.append(RuleError(message, at=("value",)))
+        common.raise_all(problems)
+        return self
+
+
 class PatchOperation(FrozenModel):
     """One edit inside a JSON or YAML document held in a string field."""
 
     sub_path: str = Field(min_length=1)
     operator: Operator
     value: Any = None
+
+    _sub_path_is_pointer = field_validator("sub_path")(_json_pointer)
+
+    @model_validator(mode="after")
+    def _value_matches_operator(self) -> PatchOperation:
+        if self.operator == "remove" and self.value is not None:
+            raise RuleError("operator remove takes no value", at=("value",))
+        if self.operator != "remove" and self.value is None:
+            raise RuleError(f"operator {self.operator} needs a value", at=("value",))
+        return self
 
 
 class FieldOverrider(FrozenModel):
@@ -104,6 +171,14 @@ class FieldOverrider(FrozenModel):
     json_: list[PatchOperation] = Field(default_factory=list, alias="json")
     yaml: list[PatchOperation] = Field(default_factory=list)
 
+    _field_path_is_pointer = field_validator("field_path")(_json_pointer)
+
+    @model_validator(mode="after")
+    def _one_format(self) -> FieldOverrider:
+        if self.json_ and self.yaml:
+            raise RuleError("json and yaml cannot both be set", at=("yaml",))
+        return self
+
 
 class Overriders(FrozenModel):
     """Every kind of edit; Karmada applies image edits before plaintext ones."""
@@ -112,8 +187,8 @@ class Overriders(FrozenModel):
     image_overrider: list[ImageOverrider] = Field(default_factory=list)
     command_overrider: list[CommandArgsOverrider] = Field(default_factory=list)
     args_overrider: list[CommandArgsOverrider] = Field(default_factory=list)
-    labels_overrider: list[LabelAnnotationOverrider] = Field(default_factory=list)
-    annotations_overrider: list[LabelAnnotationOverrider] = Field(default_factory=list)
+    labels_overrider: list[LabelsOverrider] = Field(default_factory=list)
+    annotations_overrider: list[AnnotationsOverrider] = Field(default_factory=list)
     field_overrider: list[FieldOverrider] = Field(default_factory=list)
 
     def is_empty(self) -> bool:
@@ -171,16 +246,43 @@ def _override_notices(spec: OverrideSpec) -> list[Notice]:
             Notice(("spec", where), "deprecated since Karmada v1.0: use overrideRules instead")
         )
     for index, rule in enumerate(spec.effective_rules()):
-        if rule.overriders.field_overrider:
-            base: tuple[str | int, ...] = (
-                ("spec", "overrideRules", index) if spec.override_rules else ("spec",)
-            )
+        base: tuple[str | int, ...] = (
+            ("spec", "overrideRules", index) if spec.override_rules else ("spec",)
+        )
+        found.extend(_overrider_notices(rule.overriders, base=(*base, "overriders")))
+    return found
+
+
+def _overrider_notices(overriders: Overriders, *, base: tuple[str | int, ...]) -> list[Notice]:
+    """Edits that load but do nothing, named so a user does not wait for them to work."""
+    found: list[Notice] = []
+    for index, plain in enumerate(overriders.plaintext):
+        if plain.operator == "remove" and plain.value is not None:
             found.append(
                 Notice(
-                    (*base, "overriders", "fieldOverrider"),
-                    "fieldOverrider is accepted but not acted on: not implemented yet",
+                    (*base, "plaintext", index, "value"),
+                    "ignored: operator remove takes no value (Karmada ignores it as well)",
                 )
             )
+    for index, image in enumerate(overriders.image_overrider):
+        value = image.value
+        if image.component != "Tag" or image.operator != "replace":
+            continue
+        if not (IMAGE_TAG.fullmatch(value) or IMAGE_DIGEST.fullmatch(value)):
+            found.append(
+                Notice(
+                    (*base, "imageOverrider", index, "value"),
+                    f"{value!r} is neither a tag nor a digest (sha256:<hex>): as in"
+                    " Karmada, the image is left unchanged",
+                )
+            )
+    if overriders.field_overrider:
+        found.append(
+            Notice(
+                (*base, "fieldOverrider"),
+                "fieldOverrider is accepted but not acted on: not implemented yet",
+            )
+        )
     return found
 
 

@@ -544,15 +544,6 @@ def test_a_federated_resource_quota() -> None:
             id="an image replacement without a value",
         ),
         pytest.param(
-            OVERRIDE.replace(
-                "            operator: remove\n        imageOverrider",
-                "            operator: remove\n            value: x\n        imageOverrider",
-            ),
-            "k.yaml:28:20: spec.overrideRules[0].overriders.plaintext[2].value: operator remove"
-            " takes no value",
-            id="a plaintext removal with a value",
-        ),
-        pytest.param(
             OVERRIDE.replace("- path: /metadata/annotations", "- path: spec/replicas"),
             "k.yaml:22:19: spec.overrideRules[0].overriders.plaintext[1].path: path"
             " 'spec/replicas' is not a JSON pointer: it starts with '/' (e.g. /spec/replicas)",
@@ -580,12 +571,6 @@ def test_cross_field_rules(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("spec_tail", "expected"),
     [
-        pytest.param(
-            "preemption: Always\n",
-            "k.yaml:11:15: spec.preemption: warning: preemption is accepted but not acted on:"
-            " policy preemption is not implemented yet",
-            id="preemption",
-        ),
         pytest.param(
             "dependentOverrides: [op-a]\n",
             "k.yaml:11:3: spec.dependentOverrides: warning: dependentOverrides is accepted but"
