@@ -16,7 +16,7 @@ naming the limit and the numbers ("queue ml-research at capability for nvidia-a1
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.registry import keys
@@ -43,7 +43,10 @@ class Admission:
     `charge` is the queue charge (requests of every pod plus `accelerator/<model>`);
     `placement` maps cluster -> replicas; `pod` is one pod's requests; `job` is kept so a
     victim can be re-queued exactly as it was (typed loosely to keep this layer free of the
-    pending store).
+    pending store). `flavors`: (cluster, node flavor index, pods) as the admitting cycle
+    took them, so a victim evicted in that same cycle gives its room back where it was
+    taken; empty when read back from a Binding, which does not say (and a later cycle's
+    snapshot may number flavors differently anyway).
     """
 
     ref: keys.WorkloadRef
@@ -56,6 +59,7 @@ class Admission:
     pod: ResourceList = field(default_factory=ResourceList)
     chips: Mapping[str, str] = field(default_factory=dict)
     job: object = None
+    flavors: tuple[tuple[str, int, int], ...] = field(default=(), compare=False)
 
 
 _ADMISSION_SLOTS = tuple(Admission.__dict__[name] for name in Admission.__dataclass_fields__)
@@ -73,11 +77,12 @@ def admission(
     pod: ResourceList,
     chips: Mapping[str, str],
     job: object,
+    flavors: tuple[tuple[str, int, int], ...] = (),
 ) -> Admission:
     """An `Admission` from values given for every field, built through its slots (the
     cycle makes one per decision, and the frozen dataclass's checks cost more than that)."""
     made = object.__new__(Admission)
-    values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job)
+    values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job, flavors)
     for slot, value in zip(_ADMISSION_SLOTS, values, strict=True):
         slot.__set__(made, value)
     return made
@@ -553,12 +558,22 @@ def preemption_victims(
 
 
 def _minimal(
-    pool: Sequence[Admission], *, charge: ResourceList, limits: Limits
+    pool: Sequence[Admission],
+    *,
+    charge: ResourceList,
+    limits: Limits,
+    allowed: Callable[[Sequence[Admission]], bool] | None = None,
 ) -> list[Admission] | None:
+    """Victims from `pool`, taken in its order until `charge` fits `limits`, then each one
+    found not needed after all spared (latest taken first). `allowed` rules out a set of
+    victims (and so every larger one): a candidate it refuses is passed over. Sparing a
+    victim only shrinks the set, so what `allowed` accepted stays accepted."""
     chosen: list[Admission] = []
     for admission in pool:
         if _fits_after(chosen, charge=charge, limits=limits):
             break
+        if allowed is not None and not allowed([*chosen, admission]):
+            continue
         chosen.append(admission)
     if not _fits_after(chosen, charge=charge, limits=limits):
         return None
@@ -618,24 +633,28 @@ def reclaim_victims(
     Only when `name` stays within its own guarantee with `charge`, or its subtree within
     an ancestor's (reclaim returns what was promised; it is not a way to borrow). Victims
     come from reclaimable queues outside that subtree that hold more than their guarantee,
-    where what a queue holds within an ancestor's guarantee is not borrowed; lowest queue
-    priority first, then lowest workload priority, latest arrival first. None when reclaim
-    cannot make room.
+    where what a queue holds within an ancestor's guarantee is not borrowed; a queue with no
+    Queue object (the implicit default queue) is guaranteed nothing, so all it holds is
+    borrowed. Lowest queue priority first, then lowest workload priority, latest arrival
+    first, passing over any workload whose eviction would take its queue (or an ancestor)
+    below its guarantee: only borrowed capacity is taken back. The room counted is what
+    lending counts (`lending_problem`), so other queues' unused guarantees stay kept and
+    the victims found are enough for the job to pass it. None when reclaim cannot make room.
     """
     own = queues.get(name)
     if own is None:
         return None
-    total_used = usage.total()
-    relevant = [  # the resources actually short; the others need no reclaim
-        r
-        for r in charge
-        if charge[r] > 0
-        and capacity.get(r, 0) > 0
-        and total_used.amount(r) + charge[r]
-        > capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
-    ]
-    if not relevant:
+    total_used = usage.total_amounts()
+    room: dict[str, int] = {}  # the resources actually short, with what may be lent of them
+    for r in charge:
+        if charge[r] <= 0 or capacity.get(r, 0) <= 0:
+            continue
+        lendable = capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
+        if total_used.get(r, 0) + charge[r] > lendable:
+            room[r] = lendable
+    if not room:
         return None
+    relevant = sorted(room)
     g = _guarantees(queues)
     scope = _entitled(name, relevant, g, usage, charge)
     if scope is None:
@@ -643,9 +662,14 @@ def reclaim_victims(
 
     def borrowing(a: Admission) -> bool:
         queue = queues.get(a.queue)
-        if a.queue in scope or queue is None or not queue.spec.reclaimable:
+        if a.queue in scope or (queue is not None and not queue.spec.reclaimable):
             return False
         return any(_over(a.queue, r, g, usage) for r in relevant)
+
+    def keeps_guarantees(victims: Sequence[Admission]) -> bool:
+        return _keeps_guarantees(
+            victims, name=name, relevant=relevant, g=g, usage=usage, charge=charge
+        )
 
     pool = sorted(
         (
@@ -653,8 +677,49 @@ def reclaim_victims(
             for a in usage.admissions()
             if borrowing(a) and (clusters is None or not set(a.placement).isdisjoint(clusters))
         ),
-        key=lambda a: (queues[a.queue].spec.priority, a.priority, -a.seq),
+        key=lambda a: (_queue_priority(queues, a.queue), a.priority, -a.seq),
     )
-    limit = ResourceList({r: capacity[r] for r in relevant})
     total = usage.total().only(relevant)
-    return _minimal(pool, charge=charge.only(relevant), limits=[(total, limit)])
+    return _minimal(
+        pool,
+        charge=charge.only(relevant),
+        limits=[(total, ResourceList(room))],
+        allowed=keeps_guarantees,
+    )
+
+
+def _queue_priority(queues: Mapping[str, Queue], name: str) -> int:
+    """A queue's priority; 0 for one without a Queue object (the implicit default queue)."""
+    queue = queues.get(name)
+    return queue.spec.priority if queue is not None else 0
+
+
+def _keeps_guarantees(
+    victims: Sequence[Admission],
+    *,
+    name: str,
+    relevant: Sequence[str],
+    g: _Guarantees,
+    usage: Usage,
+    charge: ResourceList,
+) -> bool:
+    """Whether evicting `victims` for `charge` of queue `name` leaves each of their queues,
+    and each ancestor of those, holding at least its guarantee of the `relevant` resources.
+
+    An ancestor that also holds `name` gets `charge` back, so reclaim inside its subtree
+    does not count as taking its guarantee."""
+    freed: dict[tuple[str, str], int] = {}
+    for victim in victims:
+        node: str | None = victim.queue  # `g.parent` holds no loops: the walk ends
+        while node is not None:
+            for r in relevant:
+                freed[node, r] = freed.get((node, r), 0) + victim.charge.amount(r)
+            node = g.parent.get(node)
+    for (node, r), amount in freed.items():
+        promised = g.amounts.get(r, {}).get(node, 0)
+        if promised <= 0 or amount <= 0:
+            continue
+        back = charge.amount(r) if name in g.members.get(node, (node,)) else 0
+        if _held(node, r, g, usage) - amount + back < promised:
+            return False
+    return True

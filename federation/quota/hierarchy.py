@@ -8,8 +8,9 @@ the tree caps the whole subtree below it).
 The rules, as in Volcano's hierarchical queues:
  - Only a queue without children takes work. A workload naming a parent stays Pending and
    says which children to use; so does one naming a queue that is not defined, except the
-   default queue, which without a Queue object of its name admits with no queue limit
-   (a fresh federation works before anyone writes a Queue; namespace quota still applies).
+   default queue, which without a Queue object of its name admits with no capability and
+   no guarantee (a fresh federation works before anyone writes a Queue; it borrows only
+   what no queue is guaranteed, and namespace quota still applies).
  - A queue's capability caps what its whole subtree holds: the queue itself (work admitted
    before it had children) and every descendant. The children's own capabilities may add
    up to more than the parent's; the parent's cap is what binds then.

@@ -195,3 +195,97 @@ def test_reclaim_honours_a_parent_guarantee_for_its_subtree() -> None:
         "y", queues=tree, usage=usage, capacity=full, charge=gpus(8)
     )
     assert victims is not None and [v.ref.name for v in victims] == ["x1"]
+
+
+def test_a_queue_without_a_queue_object_is_guaranteed_nothing() -> None:
+    """The implicit default queue: everything it holds is borrowed, so reclaimable, and
+    another queue's unused guarantee is not lent to it."""
+    guaranteed = {"a": queue("a", guarantee={"nvidia.com/gpu": "8"})}
+    usage = Usage([adm(f"d{i}", "default", seq=i, **{"nvidia.com/gpu": "8"}) for i in (1, 2)])
+    victims = accounting.reclaim_victims(
+        "a", queues=guaranteed, usage=usage, capacity=CAPACITY, charge=gpus(8)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["d2"]
+    assert accounting.lending_problem(
+        "default", queues=guaranteed, usage=Usage(), capacity=CAPACITY, charge=gpus(12)
+    ) == (
+        "queue default cannot borrow nvidia.com/gpu: 0 in use and 8 guaranteed to other"
+        " queues, of 16 (needs 12)"
+    )
+
+
+def test_reclaim_keeps_the_unused_guarantees_of_uninvolved_queues() -> None:
+    """b borrowed all 24 before a and c were guaranteed 8 each; c is idle. Evicting one of
+    b's jobs would free room on the fleet, but not past c's 8: two go."""
+    queues = {
+        "a": queue("a", guarantee={"nvidia.com/gpu": "8"}),
+        "b": queue("b"),
+        "c": queue("c", guarantee={"nvidia.com/gpu": "8"}),
+    }
+    usage = Usage([adm(f"b{i}", "b", seq=i, **{"nvidia.com/gpu": "8"}) for i in (1, 2, 3)])
+    capacity = {"nvidia.com/gpu": 24000}
+    victims = accounting.reclaim_victims(
+        "a", queues=queues, usage=usage, capacity=capacity, charge=gpus(8)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["b3", "b2"]
+    for victim in victims:
+        usage.release(victim.ref)
+    assert (
+        accounting.lending_problem(
+            "a", queues=queues, usage=usage, capacity=capacity, charge=gpus(8)
+        )
+        is None
+    )
+
+
+def test_reclaim_never_takes_a_victim_queue_below_its_guarantee() -> None:
+    """b is guaranteed 8 and holds all 12 GPUs: 4 are borrowed. Its latest job (8) would
+    take it to 4, so the earlier 4-GPU job goes; when no victim keeps b at 8, none does."""
+    queues = {
+        "a": queue("a", guarantee={"nvidia.com/gpu": "4"}),
+        "b": queue("b", guarantee={"nvidia.com/gpu": "8"}),
+    }
+    usage = Usage(
+        [
+            adm("b-small", "b", seq=1, **{"nvidia.com/gpu": "4"}),
+            adm("b-big", "b", seq=2, **{"nvidia.com/gpu": "8"}),
+        ]
+    )
+    twelve = {"nvidia.com/gpu": 12000}
+    victims = accounting.reclaim_victims(
+        "a", queues=queues, usage=usage, capacity=twelve, charge=gpus(4)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["b-small"]
+    only_big = Usage([adm("b-big", "b", seq=2, **{"nvidia.com/gpu": "12"})])
+    assert (
+        accounting.reclaim_victims(
+            "a", queues=queues, usage=only_big, capacity=twelve, charge=gpus(4)
+        )
+        is None
+    )
+
+
+def test_reclaim_keeps_a_victims_parent_at_its_guarantee() -> None:
+    """org (guaranteed 12) holds all 16 GPUs through x and y, each guaranteed nothing of
+    its own: only 4 are borrowed, so a gets 4 back but not 8."""
+    tree = {
+        "org": queue("org", guarantee={"nvidia.com/gpu": "12"}),
+        "x": queue("x", parent="org"),
+        "y": queue("y", parent="org"),
+        "a": queue("a", guarantee={"nvidia.com/gpu": "8"}),
+    }
+    usage = Usage(
+        [
+            adm("x1", "x", seq=1, **{"nvidia.com/gpu": "8"}),
+            adm("y1", "y", seq=2, **{"nvidia.com/gpu": "4"}),
+            adm("y2", "y", seq=3, **{"nvidia.com/gpu": "4"}),
+        ]
+    )
+    victims = accounting.reclaim_victims(
+        "a", queues=tree, usage=usage, capacity=CAPACITY, charge=gpus(4)
+    )
+    assert victims is not None and [v.ref.name for v in victims] == ["y2"]
+    assert (
+        accounting.reclaim_victims("a", queues=tree, usage=usage, capacity=CAPACITY, charge=gpus(8))
+        is None
+    )
