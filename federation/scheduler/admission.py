@@ -2,35 +2,30 @@
 make room by preemption or reclaim, or leave the job pending with the reason.
 
 Fed by the cycle with each job's placement outcome and the cycle state; feeds the cycle
-result (admissions, victims, reasons, Bindings to write). Victims are released from usage,
-their capacity given back, and they are re-queued with their original arrival, so a
-preempted job is never lost and never pushed to the back of its queue.
-
-Why what-if on a copy: whether evicting a victim really lets the preemptor in depends on
-capacity and quota together; the cycle tries on a copy of the state and keeps the copy
-only when the preemptor is admitted.
+result (admissions, victims, reasons, Bindings to write). Which victims make room is
+`room`'s to find, on a copy of the state; admission keeps that copy and evicts them only
+once the job passes its checks there. Victims are released from usage, their capacity
+given back, and they are re-queued with their original arrival, so a preempted job is
+never lost and never pushed to the back of its queue.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel
 
-from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
-from federation.scheduler import binder, explain
+from federation.scheduler import binder, explain, room
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
 from federation.scheduler.plugins import capacity, quota
-from federation.scheduler.plugins import chips as chip_plugin
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
     Binding,
@@ -47,7 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Admitter", "binding_for", "release"]
 
-_MAX_VICTIMS = 32
+release = room.release
+"""`room.release`, also here for callers that release admitted work for a what-if."""
 
 _Taken = tuple[tuple[str, int, int], ...]
 """(cluster, flavor, pods) an admission took (`accounting.Admission.flavors`)."""
@@ -82,12 +78,10 @@ class Admitter:
             reason, kind = problem
         else:
             reason, kind = outcome.reason, outcome.kind
-        tried: set[tuple[str, ...]] = set()
-        for pool in self._pools(job, kind, outcome.request):
-            key = tuple(str(a.ref) for a in pool[:_MAX_VICTIMS])
-            if key in tried:
-                continue  # another chip's charge chose the same victims
-            tried.add(key)
+        settings, placer = self.scheduler.settings, self.scheduler.placer
+        for pool in room.pools(
+            job, kind, outcome.request, state=self.state, settings=settings, placer=placer
+        ):
             if self._make_room(job, outcome.request, pool):
                 return True
         self._pending(job, reason)
@@ -149,103 +143,20 @@ class Admitter:
         )
         return (lend, "lend") if lend else None
 
-    # -- preemption and reclaim
-
-    def _pools(
-        self, job: PendingJob, kind: str, request: fw.JobRequest
-    ) -> Iterator[list[accounting.Admission]]:
-        """Sets of victims to try in turn, each in the order they are given up, found only
-        when the one before could not make room: preemption inside the job's queue first,
-        then reclaim from queues borrowing beyond their guarantee."""
-        settings = self.scheduler.settings
-        usage = self.state.usage
-        if kind == "quota" and settings.preemption:
-            queue = self.state.snapshot.queues.get(job.queue)
-            if queue is None:
-                return
-            above = (
-                hierarchy.ancestor_limits(queue.name, self.state.snapshot.queues, usage)
-                if queue.spec.parent is not None
-                else ()
-            )
-            for charge in self._charges(request):
-                victims = accounting.preemption_victims(
-                    queue, usage=usage, charge=charge, priority=job.priority, above=above
-                )
-                if victims:  # none needed on this chip: the limit is not what stops it there
-                    yield victims
-        elif kind == "capacity" and (settings.preemption or settings.reclaim):
-            # Only victims on clusters the job could use at all can make room for it.
-            rows, _ = self.scheduler.placer.static_rows(request, self.state)
-            names = {self.state.snapshot.clusters[r].name for r in rows.tolist()}
-            if settings.preemption:
-                own = sorted(
-                    (
-                        a
-                        for a in usage.in_queue(job.queue)
-                        if a.priority < job.priority and names.intersection(a.placement)
-                    ),
-                    key=lambda a: (a.priority, -a.seq),
-                )
-                if own:
-                    yield own
-            # A fleet full of borrowed work fails on capacity, not on lending: a queue under
-            # its guarantee reclaims there too, also when its own lower-priority work alone
-            # cannot make room.
-            yield from self._reclaim(job, request, clusters=names)
-        elif kind == "lend":
-            yield from self._reclaim(job, request)
-
-    def _reclaim(
-        self, job: PendingJob, request: fw.JobRequest, clusters: set[str] | None = None
-    ) -> Iterator[list[accounting.Admission]]:
-        if not self.scheduler.settings.reclaim:
-            return
-        snapshot = self.state.snapshot
-        for charge in self._charges(request):
-            victims = accounting.reclaim_victims(
-                job.queue,
-                queues=snapshot.queues,
-                usage=self.state.usage,
-                capacity=snapshot.capacity,
-                charge=charge,
-                clusters=clusters,
-            )
-            if victims:
-                yield victims
-
-    def _charges(self, request: fw.JobRequest) -> list[ResourceList]:
-        """What admitting the job charges on each chip it may land on, most preferred
-        first: a queue capped on one model must make room on the chip the job can get,
-        which need not be its first choice."""
-        if not request.devices:
-            return [quota.charge_for(request, None)]
-        s = self.state.snapshot
-        kinds = np.unique(s.flavor_chip[chip_plugin.flavor_mask(request, self.state)])
-        found = [s.chips[int(i)] for i in kinds.tolist() if i >= 0]
-        found.sort(key=lambda c: fw.chip_rank(request, c))  # stable: the fleet's order next
-        if not found:
-            return [quota.charge_for(request, request.chips[0] if request.chips else None)]
-        return list(dict.fromkeys(quota.charge_for(request, chip) for chip in found))
+    # -- making room
 
     def _make_room(
         self, job: PendingJob, request: fw.JobRequest, pool: list[accounting.Admission]
     ) -> bool:
-        trial = self.state.copy()
-        victims: list[accounting.Admission] = []
-        for victim in pool[:_MAX_VICTIMS]:
-            release(trial, victim)
-            victims.append(victim)
-            outcome = self._admissible(request, trial)
-            if outcome is not None:
-                victims, trial, outcome = self._fewest(request, victims, trial, outcome)
-                self.state = trial
-                self.result.usage = trial.usage
-                for gone in victims:
-                    self._evicted(gone, by=job)
-                self._commit(outcome, trial)
-                return True
-        return False
+        made = room.make(request, pool, state=self.state, admissible=self._admissible)
+        if made is None:
+            return False
+        self.state = made.state
+        self.result.usage = made.state.usage
+        for gone in made.victims:
+            self._evicted(gone, by=job)
+        self._commit(made.placed, made.state)
+        return True
 
     def _admissible(self, request: fw.JobRequest, state: fw.CycleState) -> pl.Placed | None:
         """Where the job goes in `state` when it is placed and passes every limit there."""
@@ -253,32 +164,6 @@ class Admitter:
         if isinstance(outcome, pl.Placed) and self._problem(outcome, state) is None:
             return outcome
         return None
-
-    def _fewest(
-        self,
-        request: fw.JobRequest,
-        victims: list[accounting.Admission],
-        trial: fw.CycleState,
-        placed: pl.Placed,
-    ) -> tuple[list[accounting.Admission], fw.CycleState, pl.Placed]:
-        """Spare each victim the job turns out not to need, so it evicts no more than it
-        must: those on clusters it does not land on first (they free nothing it uses),
-        then the latest taken. Each smaller set is tried afresh, placement and limits."""
-        if len(victims) < 2:  # the job did not fit before its one victim went
-            return victims, trial, placed
-        landed = set(placed.placement)
-        order = sorted(reversed(victims), key=lambda v: not landed.isdisjoint(v.placement))
-        for spare in order:
-            rest = [v for v in victims if v is not spare]
-            if not rest:
-                break
-            retry = self.state.copy()
-            for victim in rest:
-                release(retry, victim)
-            again = self._admissible(request, retry)
-            if again is not None:
-                victims, trial, placed = rest, retry, again
-        return victims, trial, placed
 
     def _evicted(self, victim: accounting.Admission, *, by: PendingJob) -> None:
         reason = f"preempted by {by.ref} (priority {by.priority}, queue {by.queue})"
@@ -447,79 +332,6 @@ def _take(
         state.take(row, first, left, request.vector)
         taken.append((first, left))
     return tuple(taken)
-
-
-def release(state: fw.CycleState, victim: accounting.Admission) -> None:
-    """Un-charge an admission and give its capacity back where it was taken: what a
-    preemption trial and a what-if of an admitted workload both start from."""
-    state.usage.release(victim.ref)
-    s = state.snapshot
-    devices = sum(victim.pod.amount(n) for n in victim.pod if n in s.device_resources)
-    vector = np.array(
-        [victim.pod.amount("cpu"), victim.pod.amount("memory"), devices, 1000], dtype=np.int64
-    )
-    for name in victim.placement:
-        row = s.index.get(name)
-        if row is None:
-            continue
-        for flavor, pods in _held_on(state, victim, name=name, row=row, vector=vector):
-            state.give_back(row, flavor, pods, vector)
-
-
-def _held_on(
-    state: fw.CycleState,
-    victim: accounting.Admission,
-    *,
-    name: str,
-    row: int,
-    vector: npt.NDArray[np.int64],
-) -> list[tuple[int, int]]:
-    """(flavor, pods) the victim's pods on one cluster hold in `state`.
-
-    Only flavors of the chip it was charged to (none for CPU work) whose node can hold one
-    of its pods. Where the admitting cycle recorded its flavors they are used while `state`
-    still shows that much in use there. Otherwise, as `held` charges admitted work when a
-    cycle starts, the pods go first where `state` shows room in use for them (most first),
-    the rest to the largest such flavor: giving a big pod back to a flavor of small nodes
-    would free room nothing can use, and a trial would then miss that the job fits.
-    """
-    s = state.snapshot
-    replicas = victim.placement[name]
-    chip = victim.chips.get(name)
-    kind = s.chips.index(chip) if chip in s.chips else -1
-    same = s.flavor_chip[row] == kind
-    need = vector > 0
-    fits = same & np.all(s.alloc[row][:, need] >= vector[need], axis=-1)
-    if not fits.any():  # no node of its chip holds its pod now: the first of the chip
-        flavors = np.flatnonzero(same)
-        return [(int(flavors[0]), replicas)] if flavors.size else []
-    total = s.alloc[row] * s.nodes[row][:, None]
-    in_use = np.maximum(total - state.free[row], 0)
-    seen = need.copy()
-    if need.sum() > 1:
-        seen[snap.PODS] = False  # as in `held`: a member may not report pod slots as used
-    holds = np.where(fits, np.min(in_use[:, seen] // vector[seen], axis=-1), 0)
-    wanted: dict[int, int] = {}
-    for cluster, flavor, pods in victim.flavors:
-        if cluster == name:
-            wanted[flavor] = wanted.get(flavor, 0) + pods
-    recorded = wanted and sum(wanted.values()) == replicas
-    if recorded and all(
-        0 <= f < fits.size and fits[f] and holds[f] >= n for f, n in wanted.items()
-    ):
-        return list(wanted.items())
-    out: list[tuple[int, int]] = []
-    left = replicas
-    for flavor in np.argsort(-holds, kind="stable").tolist():
-        if left <= 0 or holds[flavor] <= 0:
-            break
-        n = min(left, int(holds[flavor]))
-        out.append((int(flavor), n))
-        left -= n
-    if left > 0:
-        room = np.where(fits, np.min(total[:, need] // vector[need], axis=-1), -1)
-        out.append((int(np.argmax(room)), left))
-    return out
 
 
 def binding_for(

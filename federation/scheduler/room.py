@@ -1,0 +1,274 @@
+"""Making room: which admitted work a job that does not fit may evict, and the fewest
+victims that let it in - preemption inside its queue, then reclaim across queues.
+
+Fed by admission with a job that failed on capacity, quota or lending, the cycle state and
+a check of whether the job is admissible in a given state; feeds admission the victims to
+evict, the state without them and where the job then goes, for admission to commit. Also
+feeds `release` to the cycle's what-if of an admitted workload.
+
+Why what-if on a copy: whether evicting a victim really lets the preemptor in depends on
+capacity and quota together, so each trial releases victims on a copy of the state, and
+admission keeps the copy only when the job is admitted there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob
+from federation.quota import accounting, hierarchy
+from federation.resources import ResourceList
+from federation.scheduler import framework as fw
+from federation.scheduler import placement as pl
+from federation.scheduler.plugins import chips as chip_plugin
+from federation.scheduler.plugins import quota
+from federation.settings import SchedulerSettings
+
+__all__ = ["Admissible", "Room", "make", "pools", "release"]
+
+_MAX_VICTIMS = 32
+
+Admissible = Callable[[fw.JobRequest, fw.CycleState], pl.Placed | None]
+"""Where a job goes in a state when it is placed there and passes every limit, else None."""
+
+
+class Room(NamedTuple):
+    """Room made for a job: who goes, the state without them, and where the job lands."""
+
+    victims: list[accounting.Admission]
+    state: fw.CycleState
+    placed: pl.Placed
+
+
+def pools(
+    job: PendingJob,
+    kind: str,
+    request: fw.JobRequest,
+    *,
+    state: fw.CycleState,
+    settings: SchedulerSettings,
+    placer: pl.Placer,
+) -> Iterator[list[accounting.Admission]]:
+    """Distinct sets of victims, at most the number one job may evict, for `make` to try
+    in turn: one chip's charge often picks the same victims as another's."""
+    tried: set[tuple[str, ...]] = set()
+    for found in _pools(job, kind, request, state=state, settings=settings, placer=placer):
+        pool = found[:_MAX_VICTIMS]
+        key = tuple(str(a.ref) for a in pool)
+        if key not in tried:
+            tried.add(key)
+            yield pool
+
+
+def _pools(
+    job: PendingJob,
+    kind: str,
+    request: fw.JobRequest,
+    *,
+    state: fw.CycleState,
+    settings: SchedulerSettings,
+    placer: pl.Placer,
+) -> Iterator[list[accounting.Admission]]:
+    """Sets of victims to try in turn, each in the order they are given up, found only
+    when the one before could not make room: preemption inside the job's queue first,
+    then reclaim from queues borrowing beyond their guarantee."""
+    usage = state.usage
+    if kind == "quota" and settings.preemption:
+        queue = state.snapshot.queues.get(job.queue)
+        if queue is None:
+            return
+        above = (
+            hierarchy.ancestor_limits(queue.name, state.snapshot.queues, usage)
+            if queue.spec.parent is not None
+            else ()
+        )
+        for charge in _charges(request, state):
+            victims = accounting.preemption_victims(
+                queue, usage=usage, charge=charge, priority=job.priority, above=above
+            )
+            if victims:  # none needed on this chip: the limit is not what stops it there
+                yield victims
+    elif kind == "capacity" and (settings.preemption or settings.reclaim):
+        # Only victims on clusters the job could use at all can make room for it.
+        rows, _ = placer.static_rows(request, state)
+        names = {state.snapshot.clusters[r].name for r in rows.tolist()}
+        if settings.preemption:
+            own = sorted(
+                (
+                    a
+                    for a in usage.in_queue(job.queue)
+                    if a.priority < job.priority and names.intersection(a.placement)
+                ),
+                key=lambda a: (a.priority, -a.seq),
+            )
+            if own:
+                yield own
+        # A fleet full of borrowed work fails on capacity, not on lending: a queue under
+        # its guarantee reclaims there too, also when its own lower-priority work alone
+        # cannot make room.
+        yield from _reclaim(job, request, state=state, settings=settings, clusters=names)
+    elif kind == "lend":
+        yield from _reclaim(job, request, state=state, settings=settings)
+
+
+def _reclaim(
+    job: PendingJob,
+    request: fw.JobRequest,
+    *,
+    state: fw.CycleState,
+    settings: SchedulerSettings,
+    clusters: set[str] | None = None,
+) -> Iterator[list[accounting.Admission]]:
+    if not settings.reclaim:
+        return
+    snapshot = state.snapshot
+    for charge in _charges(request, state):
+        victims = accounting.reclaim_victims(
+            job.queue,
+            queues=snapshot.queues,
+            usage=state.usage,
+            capacity=snapshot.capacity,
+            charge=charge,
+            clusters=clusters,
+        )
+        if victims:
+            yield victims
+
+
+def _charges(request: fw.JobRequest, state: fw.CycleState) -> list[ResourceList]:
+    """What admitting the job charges on each chip it may land on, most preferred
+    first: a queue capped on one model must make room on the chip the job can get,
+    which need not be its first choice."""
+    if not request.devices:
+        return [quota.charge_for(request, None)]
+    s = state.snapshot
+    kinds = np.unique(s.flavor_chip[chip_plugin.flavor_mask(request, state)])
+    found = [s.chips[int(i)] for i in kinds.tolist() if i >= 0]
+    found.sort(key=lambda c: fw.chip_rank(request, c))  # stable: the fleet's order next
+    if not found:
+        return [quota.charge_for(request, request.chips[0] if request.chips else None)]
+    return list(dict.fromkeys(quota.charge_for(request, chip) for chip in found))
+
+
+def make(
+    request: fw.JobRequest,
+    pool: list[accounting.Admission],
+    *,
+    state: fw.CycleState,
+    admissible: Admissible,
+) -> Room | None:
+    """Release the pool's victims in order on a copy of `state` until the job is
+    admissible there, then spare those it turns out not to need; None when even the
+    whole pool does not let it in. `state` itself is left as it was."""
+    trial = state.copy()
+    victims: list[accounting.Admission] = []
+    for victim in pool[:_MAX_VICTIMS]:
+        release(trial, victim)
+        victims.append(victim)
+        placed = admissible(request, trial)
+        if placed is not None:
+            return _fewest(
+                request, Room(victims, trial, placed), state=state, admissible=admissible
+            )
+    return None
+
+
+def _fewest(
+    request: fw.JobRequest, made: Room, *, state: fw.CycleState, admissible: Admissible
+) -> Room:
+    """Spare each victim the job turns out not to need, so it evicts no more than it
+    must: those on clusters it does not land on first (they free nothing it uses),
+    then the latest taken. Each smaller set is tried afresh, placement and limits."""
+    if len(made.victims) < 2:  # the job did not fit before its one victim went
+        return made
+    landed = set(made.placed.placement)
+    order = sorted(reversed(made.victims), key=lambda v: not landed.isdisjoint(v.placement))
+    for spare in order:
+        rest = [v for v in made.victims if v is not spare]
+        if not rest:
+            break
+        retry = state.copy()
+        for victim in rest:
+            release(retry, victim)
+        again = admissible(request, retry)
+        if again is not None:
+            made = Room(rest, retry, again)
+    return made
+
+
+def release(state: fw.CycleState, victim: accounting.Admission) -> None:
+    """Un-charge an admission and give its capacity back where it was taken: what a
+    preemption trial and a what-if of an admitted workload both start from."""
+    state.usage.release(victim.ref)
+    s = state.snapshot
+    devices = sum(victim.pod.amount(n) for n in victim.pod if n in s.device_resources)
+    vector = np.array(
+        [victim.pod.amount("cpu"), victim.pod.amount("memory"), devices, 1000], dtype=np.int64
+    )
+    for name in victim.placement:
+        row = s.index.get(name)
+        if row is None:
+            continue
+        for flavor, pods in _held_on(state, victim, name=name, row=row, vector=vector):
+            state.give_back(row, flavor, pods, vector)
+
+
+def _held_on(
+    state: fw.CycleState,
+    victim: accounting.Admission,
+    *,
+    name: str,
+    row: int,
+    vector: npt.NDArray[np.int64],
+) -> list[tuple[int, int]]:
+    """(flavor, pods) the victim's pods on one cluster hold in `state`.
+
+    Only flavors of the chip it was charged to (none for CPU work) whose node can hold one
+    of its pods. Where the admitting cycle recorded its flavors they are used while `state`
+    still shows that much in use there. Otherwise, as `held` charges admitted work when a
+    cycle starts, the pods go first where `state` shows room in use for them (most first),
+    the rest to the largest such flavor: giving a big pod back to a flavor of small nodes
+    would free room nothing can use, and a trial would then miss that the job fits.
+    """
+    s = state.snapshot
+    replicas = victim.placement[name]
+    chip = victim.chips.get(name)
+    kind = s.chips.index(chip) if chip in s.chips else -1
+    same = s.flavor_chip[row] == kind
+    need = vector > 0
+    fits = same & np.all(s.alloc[row][:, need] >= vector[need], axis=-1)
+    if not fits.any():  # no node of its chip holds its pod now: the first of the chip
+        flavors = np.flatnonzero(same)
+        return [(int(flavors[0]), replicas)] if flavors.size else []
+    total = s.alloc[row] * s.nodes[row][:, None]
+    in_use = np.maximum(total - state.free[row], 0)
+    seen = need.copy()
+    if need.sum() > 1:
+        seen[snap.PODS] = False  # as in `held`: a member may not report pod slots as used
+    holds = np.where(fits, np.min(in_use[:, seen] // vector[seen], axis=-1), 0)
+    wanted: dict[int, int] = {}
+    for cluster, flavor, pods in victim.flavors:
+        if cluster == name:
+            wanted[flavor] = wanted.get(flavor, 0) + pods
+    recorded = wanted and sum(wanted.values()) == replicas
+    if recorded and all(
+        0 <= f < fits.size and fits[f] and holds[f] >= n for f, n in wanted.items()
+    ):
+        return list(wanted.items())
+    out: list[tuple[int, int]] = []
+    left = replicas
+    for flavor in np.argsort(-holds, kind="stable").tolist():
+        if left <= 0 or holds[flavor] <= 0:
+            break
+        n = min(left, int(holds[flavor]))
+        out.append((int(flavor), n))
+        left -= n
+    if left > 0:
+        room = np.where(fits, np.min(total[:, need] // vector[need], axis=-1), -1)
+        out.append((int(np.argmax(room)), left))
+    return out
