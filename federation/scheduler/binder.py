@@ -24,12 +24,17 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.binding import Binding
 
-__all__ = ["FINGERPRINT", "Binder", "WriteReport", "binding_ref", "same"]
+__all__ = ["CLAIMED_BY", "FINGERPRINT", "Binder", "WriteReport", "binding_ref", "same"]
 
 CODEC = codec.Codec(Binding)
 FINGERPRINT = "fedctl.io/fingerprint"
 """Annotation of a Scheduled Binding: the workload and policy digest it was admitted under
 (`reconcile.fingerprint`), so a new leader sees an edit made while none led."""
+CLAIMED_BY = "fedctl.io/policy"
+"""Annotation of a Binding: the policy that claimed its workload (`plan.policy_id`), which
+keeps it as in Karmada while it exists and selects it (`plan.claimant`). Empty: the policy
+that claimed an admitted workload is gone and none has claimed it since; it stays where it
+is. Absent: claimed by none, or written before claims were recorded."""
 
 
 def binding_ref(binding: Binding) -> keys.WorkloadRef:
@@ -192,26 +197,31 @@ class Binder:
 
 
 def same(old: Binding, new: Binding) -> bool:
-    """Equal placement, outcome and admitted fingerprint (the time of scheduling alone is
-    not a change; a new fingerprint is, even on the same placement, or a restart would
-    read the old one and place the workload again)."""
+    """Equal placement, outcome, admitted fingerprint and claiming policy (the time of
+    scheduling alone is not a change; a new fingerprint or claimant is, even on the same
+    placement, or a restart would read the old one and place the workload again)."""
+    old_notes, new_notes = old.metadata.annotations, new.metadata.annotations
     return (
         old.spec == new.spec
         and (old.status.phase, old.status.reason) == (new.status.phase, new.status.reason)
-        and old.metadata.annotations.get(FINGERPRINT) == new.metadata.annotations.get(FINGERPRINT)
+        and old_notes.get(FINGERPRINT) == new_notes.get(FINGERPRINT)
+        and old_notes.get(CLAIMED_BY) == new_notes.get(CLAIMED_BY)
     )
 
 
 def _merged(stored: Binding, new: Binding) -> Binding:
     """Eviction tasks belong to failover: keep the stored ones when the new Binding has none.
 
-    And a placement decided again where the workload already is keeps the stored status:
-    its reason (say, which fail-back brought it there) and time still tell the last move.
+    And a placement decided again where the workload already is, under the same policy,
+    keeps the stored status: its reason (say, which fail-back brought it there) and time
+    still tell the last move. A change of claimant is news (a policy took the workload
+    over, or the one that claimed it was deleted), so its reason is written.
     """
     if (
         new.status.phase == stored.status.phase == "Scheduled"
         and new.status.reason != stored.status.reason
         and new.spec.clusters == stored.spec.clusters
+        and new.metadata.annotations.get(CLAIMED_BY) == stored.metadata.annotations.get(CLAIMED_BY)
     ):
         new = new.model_copy(update={"status": stored.status})
     if new.spec.eviction_tasks or not stored.spec.eviction_tasks:

@@ -632,7 +632,7 @@ class SchedulerLoop:
         )
         if changes is None or dirty is None:  # step 4
             self._fingerprints = ledger.fingerprints()
-            self._claims = dict(ledger.claims)
+            self._claims = ledger.held()
         else:  # the admitted marks and the claims, where the ledger sorted again
             for key in dirty:
                 mark = ledger.marks.get(key) if key in ledger.admitted else None
@@ -640,7 +640,7 @@ class SchedulerLoop:
                     self._fingerprints.pop(key, None)
                 else:
                     self._fingerprints[key] = mark
-                claim = ledger.claims.get(key)
+                claim = ledger.held_by(key)
                 if claim is None:
                     self._claims.pop(key, None)
                 else:

@@ -5,7 +5,10 @@ Fed by YAML files (workloads, PropagationPolicies, Queues, FederatedResourceQuot
 `policies.loading`) and a profile (`offline.load`); feeds the CLI, which prints the result.
 The policy that claims each workload is chosen as Karmada does: a namespaced
 PropagationPolicy before a ClusterPropagationPolicy, then higher `priority`, then the
-most specific selector (name over label over kind), then the policy name.
+most specific selector (name over label over kind), then the policy name. A plan has no
+Bindings, so nothing here has claimed a workload before: `claim` is that first choice.
+The scheduler also has the policy a workload's Binding records (`claimant`): as in
+Karmada, that one keeps it unless a policy allowed to preempt it takes over.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from policies.models.propagation import (
 from policies.models.queue import Queue
 from policies.models.workload import Workload
 
-__all__ = ["Planned", "claim", "job_for", "plan_files"]
+__all__ = ["Planned", "claim", "claimant", "job_for", "plan_files", "policy_id"]
 
 AnyPolicy = (
     PropagationPolicy
@@ -77,11 +80,19 @@ def _labels(workload: Workload) -> dict[str, str]:
     return dict(workload.metadata.labels)
 
 
-def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None:
-    """The policy that claims `workload`, Karmada's order; None when none matches."""
+def _namespaced(policy: AnyPolicy) -> bool:
+    return isinstance(policy, PropagationPolicy | FedctlPropagationPolicy)
+
+
+def _ranked(workload: Workload, policies: Sequence[AnyPolicy]) -> list[AnyPolicy]:
+    """The policies that match `workload`, in Karmada's order of claim.
+
+    A namespaced policy only selects in its own namespace, so never a cluster-scoped
+    object (whose namespace is empty).
+    """
     ranked = []
     for policy in policies:
-        namespaced = isinstance(policy, PropagationPolicy | FedctlPropagationPolicy)
+        namespaced = _namespaced(policy)
         if namespaced and (policy.metadata.namespace or "default") != workload.namespace:
             continue
         level = _specificity(policy, workload)
@@ -91,7 +102,54 @@ def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None
             ((0 if namespaced else 1, -policy.spec.priority, -level, policy.metadata.name), policy)
         )
     ranked.sort(key=lambda pair: pair[0])
-    return ranked[0][1] if ranked else None
+    return [policy for _, policy in ranked]
+
+
+def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None:
+    """The policy that claims `workload`, Karmada's order; None when none matches."""
+    ranked = _ranked(workload, policies)
+    return ranked[0] if ranked else None
+
+
+def policy_id(policy: AnyPolicy) -> str:
+    """How a Binding records its claiming policy: `PropagationPolicy/<namespace>/<name>` or
+    `ClusterPropagationPolicy/<name>` (the registry holds one per kind, namespace and name,
+    whichever API group it came in)."""
+    if _namespaced(policy):
+        return f"{policy.kind}/{policy.metadata.namespace or 'default'}/{policy.metadata.name}"
+    return f"{policy.kind}/{policy.metadata.name}"
+
+
+def claimant(
+    workload: Workload, policies: Sequence[AnyPolicy], *, recorded: str | None
+) -> AnyPolicy | None:
+    """The policy that claims `workload` now that `recorded` (a `policy_id`) claimed it.
+
+    Karmada's rule (`spec.preemption`, `Never` by default): a claimed template stays with
+    its policy while that policy exists and still selects it, unless a matching policy
+    with `preemption: Always` outranks it - a PropagationPolicy of higher priority, or any
+    PropagationPolicy over a ClusterPropagationPolicy. A ClusterPropagationPolicy never
+    takes a template from a PropagationPolicy. With nothing recorded, or the recorded
+    policy gone or no longer selecting the workload, the first choice (`claim`) claims it.
+    """
+    ranked = _ranked(workload, policies)
+    if recorded:
+        for policy in ranked:
+            if policy_id(policy) != recorded:
+                continue
+            for other in ranked:  # in rank order: the first that may preempt it wins
+                if other is policy or (
+                    other.spec.preemption == "Always" and _preempts(other, policy)
+                ):
+                    return other
+    return ranked[0] if ranked else None
+
+
+def _preempts(policy: AnyPolicy, held: AnyPolicy) -> bool:
+    """Whether `policy` may take a template `held` claims (its `preemption` aside)."""
+    if _namespaced(policy) != _namespaced(held):
+        return _namespaced(policy)
+    return policy.spec.priority > held.spec.priority
 
 
 def job_for(

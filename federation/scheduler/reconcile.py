@@ -11,17 +11,25 @@ ARE the admissions. Rebuilding usage from them makes a restart (or a new leader)
 exactly what is bound - never admitting a job twice - and a finished or deleted workload
 releases its share simply by no longer being counted. For the same reason the fingerprint a
 workload was admitted under travels with its Binding (annotation `fedctl.io/fingerprint`):
-an edit made while no controller led still differs from it when a leader starts. The
-loop keeps the result across cycles (`Ledger`) and redoes it only for the workloads whose
+an edit made while no controller led still differs from it when a leader starts. So does
+the policy that claimed it (annotation `fedctl.io/policy`): as in Karmada, a claimed
+workload stays with its policy rather than going to whichever policy would claim it first
+(`plan.claimant`), and a workload whose policy was deleted keeps its placement. The loop
+keeps the result across cycles (`Ledger`) and redoes it only for the workloads whose
 entry, Binding or status changed: still read from the cache, never from its own decisions.
 
 The rules, per workload:
  - status phase Succeeded/Failed  -> finished: not pending, not counted.
- - Scheduled Binding, same workload and policy as when admitted (and, for a divided
-   service, the same Ready clusters), every cluster still known
+ - Scheduled Binding whose claiming policy is gone (deleted, or no longer selecting it)
+   and no other policy claims it, every cluster still known
+                                   -> admitted where it is (Karmada keeps the binding and
+                                      the copies), its Binding amended to say so.
+ - Scheduled Binding, same workload and claiming policy as when admitted (and, for a
+   divided service, the same Ready clusters), every cluster still known
                                    -> admitted: counted in usage, left alone.
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
-   policy change, a cluster gone)  -> pending: the cycle places it (again).
+   policy change, another policy claiming it, a cluster gone)
+                                   -> pending: the cycle places it (again).
 A Binding whose workload is gone is deleted.
 """
 
@@ -36,7 +44,7 @@ from federation.quota import accounting
 from federation.registry import keys, objects
 from federation.resources import ResourceList, device_names
 from federation.scheduler import plan
-from federation.scheduler.binder import FINGERPRINT
+from federation.scheduler.binder import CLAIMED_BY, FINGERPRINT
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
@@ -50,7 +58,9 @@ __all__ = [
     "Prepared",
     "Work",
     "admitted_as",
+    "claimed_as",
     "fingerprint",
+    "orphaned",
     "reconcile",
     "ref_of",
 ]
@@ -83,6 +93,12 @@ class Work:
     """The key of each of `admitted`, in order."""
     marks: dict[str, str] = field(default_factory=dict)
     """ref -> current fingerprint of every workload neither finished nor opaque."""
+    claims: dict[str, str] = field(default_factory=dict)
+    """ref -> the policy claiming each workload a policy claims (`Ledger.claims`)."""
+    held: dict[str, str] = field(default_factory=dict)
+    """ref -> the claim each workload's Binding stands for (`Ledger.held`)."""
+    amends: list[Binding] = field(default_factory=list)
+    """Bindings to write as they are but for the claim: their policy is gone (`orphaned`)."""
 
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
@@ -177,6 +193,7 @@ def reconcile(
     policies: Sequence[plan.AnyPolicy],
     clusters: Iterable[str],
     fingerprints: Mapping[str, str],
+    claims: Mapping[str, str] | None = None,
     ready: Iterable[str] = (),
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
@@ -185,8 +202,10 @@ def reconcile(
 ) -> Work:
     """Sort every workload into finished, admitted or pending (rules in the module doc).
 
-    `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`. `memo` (kept by
-    the caller across cycles) saves re-reading the charge of a Binding that did not change;
+    `workloads`, `bindings` and `phases` are keyed by `str(WorkloadRef)`. `fingerprints`
+    and `claims` are what the caller remembers each was admitted under and claimed by, for
+    Bindings that do not record it (`admitted_as`, `claimed_as`). `memo` (kept by the
+    caller across cycles) saves re-reading the charge of a Binding that did not change;
     `prepared` (likewise) saves re-reading the pending entry and fingerprint of a workload.
     """
     ledger = Ledger()
@@ -198,6 +217,7 @@ def reconcile(
         policies=policies,
         clusters=clusters,
         fingerprints=fingerprints,
+        claims=claims,
         ready=ready,
         settings=settings,
         device_resources=device_resources,
@@ -212,10 +232,25 @@ def reconcile(
         fingerprints=ledger.fingerprints(),
         admitted_keys=list(ledger.admitted),
         marks=ledger.marks,
+        claims=ledger.claims,
+        held=ledger.held(),
+        amends=list(ledger.amends.values()),
     )
 
 
 _OPAQUE, _FINISHED, _PENDING, _ADMITTED = "opaque", "finished", "pending", "admitted"
+
+_Read = tuple[Workload, int, PendingJob | None, str, str | None, str, Binding | None, str | None]
+"""What `_read` read of a workload: the object and its creation revision it read, its
+pending entry and fingerprint, the claim it was read under and the policy claiming it, and
+the Binding and remembered claim it took that claim from."""
+_Sorted = tuple[
+    str, PendingJob | None, str, accounting.Admission | None, str, str | None, Binding | None
+]
+"""A workload's kind, its pending entry, fingerprint, admission (when admitted), claiming
+policy ("": none), the claim its Binding stands for (`Ledger.held`) and its Binding amended
+to say its policy is gone (`orphaned`), when that must be written."""
+_GONE: _Sorted = (_OPAQUE, None, "", None, "", None, None)
 
 
 def _binding_key(binding: Binding) -> str:
@@ -234,29 +269,41 @@ class _Sorter:
     policies: Sequence[plan.AnyPolicy]
     known: frozenset[str]
     fingerprints: Mapping[str, str]
+    claims: Mapping[str, str]
     ready: Sequence[str]
     settings: SchedulerSettings
     devices: frozenset[str]
     memo: dict[str, tuple[Binding, str, accounting.Admission]] | None
-    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] | None
+    jobs: dict[str, _Read] | None
     trusted: bool
     shapes: _Shapes = field(default_factory=dict)
     charges: _Charges = field(default_factory=dict)
+    _ids: frozenset[str] | None = None
 
-    def one(
-        self, key: str, entry: Entry
-    ) -> tuple[str, PendingJob | None, str, accounting.Admission | None]:
-        """A workload's kind, its pending entry, fingerprint and (admitted) admission."""
-        job, mark = _read(
-            self.jobs, key, entry, policies=self.policies, settings=self.settings, ready=self.ready
-        )
-        if job is None:
-            return _OPAQUE, None, "", None
-        if self.phases.get(key) in FINISHED:
-            return _FINISHED, job, mark, None
+    def one(self, key: str, entry: Entry) -> _Sorted:
+        """A workload's kind, pending entry, fingerprint, admission, claim and amendment."""
         binding = self.bindings.get(key)
-        if binding is None:
-            return _PENDING, job, mark, None
+        job, mark, record, claimed = _read(
+            self.jobs,
+            key,
+            entry,
+            binding=binding,
+            remembered=self.claims.get(key),
+            policies=self.policies,
+            settings=self.settings,
+            ready=self.ready,
+        )
+        orphan = record is not None and not claimed  # its policy is gone, none claims it
+        # The claim its Binding stands for: the one read until a Binding records another.
+        held = record if record and claimed != record else (claimed or None)
+        if job is None:  # an object without pods no policy claims: it stays as it is
+            stays = orphan and binding is not None and _stands(binding, self.known)
+            amend = self._amend(binding, record) if stays else None
+            return _OPAQUE, None, "", None, "", held, amend
+        if self.phases.get(key) in FINISHED:
+            return _FINISHED, job, mark, None, claimed, held, None
+        if binding is None or (record is not None and claimed and claimed != record):
+            return _PENDING, job, mark, None, claimed, held, None  # unbound, or taken over
         memo = self.memo
         cached = memo.get(key) if memo is not None else None
         fresh = (
@@ -264,10 +311,11 @@ class _Sorter:
             if cached and cached[0] is binding and cached[1] == mark and cached[2].seq == job.seq
             else None
         )  # the mark covers all an admission reads from the workload but its arrival
-        if not (fresh is not None and self.trusted) and not _holds(
-            binding, self.known, admitted_as(binding, self.fingerprints.get(key), mark), mark
-        ):
-            return _PENDING, job, mark, None
+        if not (fresh is not None and self.trusted) and not (
+            _stands(binding, self.known)
+            and (orphan or admitted_as(binding, self.fingerprints.get(key), mark) == mark)
+        ):  # kept where its deleted policy placed it, whatever that policy's fingerprint
+            return _PENDING, job, mark, None, claimed, held, None
         admitted = fresh
         if admitted is None:
             admitted = admission_of(
@@ -279,7 +327,17 @@ class _Sorter:
             )
             if memo is not None:
                 memo[key] = (binding, mark, admitted)
-        return _ADMITTED, job, mark, admitted
+        amend = self._amend(binding, record) if orphan else None
+        return _ADMITTED, job, mark, admitted, claimed, held, amend
+
+    def _amend(self, binding: Binding | None, record: str | None) -> Binding | None:
+        """The Binding to write for a workload kept where its policy `record` placed it:
+        none once it says so (`record` empty: read from a Binding already amended)."""
+        if binding is None or not record:
+            return None
+        if self._ids is None:
+            self._ids = frozenset(plan.policy_id(p) for p in self.policies)
+        return orphaned(binding, record, deleted=record not in self._ids)
 
 
 @dataclass
@@ -300,6 +358,14 @@ class Ledger:
     admitted: dict[str, accounting.Admission] = field(default_factory=dict)
     marks: dict[str, str] = field(default_factory=dict)
     """ref -> current fingerprint of every workload neither finished nor opaque."""
+    claims: dict[str, str] = field(default_factory=dict)
+    """ref -> the policy claiming each workload a policy claims (`plan.policy_id`): what
+    the loop records on the Bindings it writes."""
+    kept: dict[str, str] = field(default_factory=dict)
+    """ref -> the claim a workload's Binding stands for, where not its claiming policy's:
+    one taken over until its Binding records the new one, one whose policy is gone."""
+    amends: dict[str, Binding] = field(default_factory=dict)
+    """ref -> its Binding amended to say its policy is gone (`orphaned`), until re-sorted."""
     finished: set[str] = field(default_factory=set)
     stale: dict[str, str] = field(default_factory=dict)
     """ref -> Binding key, for each Binding whose workload is gone."""
@@ -311,6 +377,15 @@ class Ledger:
         marks = self.marks
         return {key: marks[key] for key in self.admitted}
 
+    def held(self) -> dict[str, str]:
+        """ref -> the claim each workload's Binding stands for: what the loop remembers
+        for Bindings that record none (`claimed_as`)."""
+        return {**self.claims, **self.kept}
+
+    def held_by(self, key: str) -> str | None:
+        """`held()` of one workload."""
+        return self.kept.get(key) or self.claims.get(key)
+
     def update(
         self,
         dirty: Iterable[str] | None,
@@ -321,6 +396,7 @@ class Ledger:
         policies: Sequence[plan.AnyPolicy],
         clusters: Iterable[str],
         fingerprints: Mapping[str, str],
+        claims: Mapping[str, str] | None = None,
         ready: Iterable[str] = (),
         settings: SchedulerSettings,
         device_resources: Iterable[str] = (),
@@ -329,7 +405,12 @@ class Ledger:
     ) -> dict[str, accounting.Admission | None] | None:
         """Sort the workloads named by `dirty` again (all of them when None or when what
         they share changed); returns the admissions that changed (None: possibly all).
-        `memo` and `prepared` as for `reconcile`; the loop always passes both."""
+        `claims`, `memo` and `prepared` as for `reconcile`; the loop always passes them.
+
+        What the caller remembers of claims is what this ledger kept last (`held`), and
+        reading a workload again under the claim kept yields the same again (`plan.claimant`
+        keeps the policy recorded, and a claim taken over stays held until a Binding
+        records the new one), so remembering one is no change to sort again for."""
         known = frozenset(clusters)
         ready_now = sorted(ready)
         devices = frozenset(device_resources)
@@ -340,6 +421,7 @@ class Ledger:
         if dirty is None or jobs is not self._jobs or shared != self._shared:
             self._jobs, self._shared = jobs, shared
             self.pending, self.admitted, self.marks = {}, {}, {}
+            self.claims, self.kept, self.amends = {}, {}, {}
             self.finished, self.stale = set(), {}
             dirty = None
         everything = False
@@ -349,6 +431,7 @@ class Ledger:
             policies=policies,
             known=known,
             fingerprints=fingerprints,
+            claims=claims if claims is not None else {},
             ready=ready_now,
             settings=settings,
             devices=devices,
@@ -382,6 +465,11 @@ class Ledger:
         was = self.admitted.pop(key, None)
         self.pending.pop(key, None)
         self.marks.pop(key, None)
+        self.claims.pop(key, None)
+        if self.kept:
+            self.kept.pop(key, None)
+        if self.amends:
+            self.amends.pop(key, None)
         self.finished.discard(key)
         self.stale.pop(key, None)
         if entry is None:  # deleted: its Binding, if any, goes too
@@ -390,9 +478,15 @@ class Ledger:
                 self.stale[key] = _binding_key(binding)
             if sort.jobs is not None:
                 sort.jobs.pop(key, None)
-            kind, job, mark, admitted = _OPAQUE, None, "", None
+            kind, job, mark, admitted, claimed, held, amend = _GONE
         else:
-            kind, job, mark, admitted = sort.one(key, entry)
+            kind, job, mark, admitted, claimed, held, amend = sort.one(key, entry)
+        if claimed:
+            self.claims[key] = claimed
+        if held and held != claimed:
+            self.kept[key] = held
+        if amend is not None:
+            self.amends[key] = amend
         if kind == _FINISHED:
             self.finished.add(key)
         elif kind != _OPAQUE:
@@ -409,29 +503,46 @@ class Ledger:
 
 
 def _read(
-    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] | None,
+    jobs: dict[str, _Read] | None,
     key: str,
     entry: Entry,
     *,
+    binding: Binding | None,
+    remembered: str | None,
     policies: Sequence[plan.AnyPolicy],
     settings: SchedulerSettings,
     ready: Sequence[str],
-) -> tuple[PendingJob | None, str]:
-    """A workload's pending entry and fingerprint (None: opaque and unclaimed)."""
+) -> tuple[PendingJob | None, str, str | None, str]:
+    """A workload's pending entry (None: opaque and unclaimed), fingerprint, the claim
+    read from its Binding or memory (`claimed_as`) and the policy claiming it ("": none).
+
+    Read again only when the workload or the claim changed: a Binding written with the
+    claim it was read under (the usual next step) reads the same claim again. The claim
+    is not even read from a Binding already read: reading each stored Binding's
+    annotations, spread over memory, cost a pass over every workload half its time.
+    """
     hit = jobs.get(key) if jobs is not None else None
     if hit is not None and hit[0] is entry.workload and hit[1] == entry.created:
-        return hit[2], hit[3]
-    claimed = plan.claim(entry.workload, policies)
+        if hit[6] is binding and hit[7] == remembered:
+            return hit[2], hit[3], hit[4], hit[5]
+        record = claimed_as(binding, remembered)
+        if jobs is not None and (record == hit[4] or record == hit[5]):
+            jobs[key] = (*hit[:4], record, hit[5], binding, remembered)
+            return hit[2], hit[3], record, hit[5]
+    else:
+        record = claimed_as(binding, remembered)
+    policy = plan.claimant(entry.workload, policies, recorded=record)
+    claimed = plan.policy_id(policy) if policy is not None else ""
     job: PendingJob | None = None
     mark = ""
-    if claimed is not None or not entry.workload.is_opaque:  # else: a ConfigMap no policy
+    if policy is not None or not entry.workload.is_opaque:  # else: a ConfigMap no policy
         job = plan.job_for(  # else: claims stays in the federation only
-            entry.workload, claimed, settings=settings, seq=max(entry.created, 1), ref=entry.ref
+            entry.workload, policy, settings=settings, seq=max(entry.created, 1), ref=entry.ref
         )
         mark = fingerprint(job, ready=ready)
     if jobs is not None:
-        jobs[key] = (entry.workload, entry.created, job, mark)
-    return job, mark
+        jobs[key] = (entry.workload, entry.created, job, mark, record, claimed, binding, remembered)
+    return job, mark, record, claimed
 
 
 @dataclass
@@ -450,7 +561,7 @@ class Prepared:
     known: frozenset[str] = frozenset()
     """The clusters the admissions memo was made against (see `reconcile`)."""
     settings: SchedulerSettings | None = None
-    jobs: dict[str, tuple[Workload, int, PendingJob | None, str]] = field(default_factory=dict)
+    jobs: dict[str, _Read] = field(default_factory=dict)
 
     def trust(
         self, memo: dict[str, tuple[Binding, str, accounting.Admission]], known: frozenset[str]
@@ -465,7 +576,7 @@ class Prepared:
 
     def entries(
         self, policies: Sequence[object], ready: Sequence[str], settings: SchedulerSettings
-    ) -> dict[str, tuple[Workload, int, PendingJob | None, str]]:
+    ) -> dict[str, _Read]:
         same = (
             len(policies) == len(self.policies)
             and all(a is b for a, b in zip(policies, self.policies, strict=True))
@@ -492,11 +603,48 @@ def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:
     return binding.metadata.annotations.get(FINGERPRINT) or remembered or now
 
 
-def _holds(binding: Binding, known: frozenset[str], admitted_as: str, now: str) -> bool:
-    """Whether a stored Binding still stands as an admission."""
+def claimed_as(binding: Binding | None, remembered: str | None) -> str | None:
+    """The policy (`plan.policy_id`) that claimed a workload: the one its Binding records,
+    else the one the loop remembers claiming it, else None (no claim to keep).
+
+    Recorded first for the reasons `admitted_as` gives. A Binding records "" once its
+    policy is gone and it stays where it is (`orphaned`); one without a record (claimed by
+    none, or written before claims were recorded) falls back to the loop's memory, which
+    holds what the ledger kept last (`Ledger.held`).
+    """
+    if binding is not None:
+        recorded = binding.metadata.annotations.get(CLAIMED_BY)
+        if recorded is not None:
+            return recorded
+    return remembered
+
+
+def orphaned(binding: Binding, claimant: str, *, deleted: bool) -> Binding:
+    """`binding` kept where it is though `claimant`, the policy that claimed it, is gone
+    and no other claims it: recorded as claimed by none, with a reason that says so.
+
+    Why keep it: Karmada keeps the ResourceBinding and the copies in the members when the
+    claiming policy is deleted, until another policy claims the template; placing it
+    again through the no-policy path would delete its copies in all members but one.
+    """
+    gone = "was deleted" if deleted else "no longer selects it"
+    reason = (
+        f"Kept where it is: its policy {claimant} {gone} and no other policy claims it;"
+        " it stays until one does"
+    )
+    notes = {**binding.metadata.annotations, CLAIMED_BY: ""}
+    return binding.model_copy(
+        update={
+            "metadata": binding.metadata.model_copy(update={"annotations": notes}),
+            "status": binding.status.model_copy(update={"reason": reason}),
+        }
+    )
+
+
+def _stands(binding: Binding, known: frozenset[str]) -> bool:
+    """Whether a stored Binding is a placement still there to count (fingerprint aside)."""
     return (
         binding.status.phase == "Scheduled"
-        and admitted_as == now
         and bool(binding.spec.clusters)
         and all(t.name in known for t in binding.spec.clusters)
     )

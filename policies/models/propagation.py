@@ -28,6 +28,7 @@ from policies.models.common import (
     RuleError,
     SpreadConstraint,
     Toleration,
+    raise_all,
 )
 from policies.models.placement_ext import FedctlPlacement
 
@@ -51,7 +52,6 @@ FEDCTL_API: Final = "fedctl.io/v1alpha1"
 # with the reason shown to the user. Remove an entry when a controller implements it.
 NOT_ACTED_ON: dict[tuple[str, ...], str] = {
     ("association",): "deprecated in Karmada in favour of propagateDeps",
-    ("preemption",): "policy preemption is not implemented yet",
     ("dependentOverrides",): "fedctl does not wait for dependent overrides yet",
     ("schedulerName",): "fedctl has a single scheduler",
     ("activationPreference",): "lazy activation is not implemented yet",
@@ -166,7 +166,12 @@ class Placement(FrozenModel):
         default_factory=list, description="Cluster taints this workload tolerates."
     )
     spread_constraints: list[SpreadConstraint] = Field(
-        default_factory=list, description="Spread over clusters, regions, zones or providers."
+        default_factory=list,
+        description=(
+            "Spread over clusters, regions, zones, providers or a label, one constraint per"
+            " field. A group spread with no `spreadByField: cluster` beside it is a fedctl"
+            " extension: Karmada refuses it."
+        ),
     )
     replica_scheduling: ReplicaSchedulingStrategy | None = Field(
         default=None, description="How replicas are shared (absent: every cluster gets all)."
@@ -176,20 +181,27 @@ class Placement(FrozenModel):
     )
 
     @model_validator(mode="after")
-    def _affinity_rules(self) -> Placement:
+    def _placement_rules(self) -> Placement:
+        problems: list[RuleError] = []
         if self.cluster_affinity is not None and self.cluster_affinities:
-            raise RuleError(
-                "clusterAffinity and clusterAffinities cannot both be set",
-                at=("clusterAffinities",),
+            problems.append(
+                RuleError(
+                    "clusterAffinity and clusterAffinities cannot both be set",
+                    at=("clusterAffinities",),
+                )
             )
         seen: set[str] = set()
         for index, term in enumerate(self.cluster_affinities):
             if term.affinity_name in seen:
-                raise RuleError(
-                    f"duplicate affinityName {term.affinity_name!r}",
-                    at=("clusterAffinities", index, "affinityName"),
+                problems.append(
+                    RuleError(
+                        f"duplicate affinityName {term.affinity_name!r}",
+                        at=("clusterAffinities", index, "affinityName"),
+                    )
                 )
             seen.add(term.affinity_name)
+        problems.extend(_repeated_spread_fields(self.spread_constraints))
+        raise_all(problems)
         return self
 
     @property
@@ -205,6 +217,32 @@ class Placement(FrozenModel):
         if self.cluster_affinities:
             return list(self.cluster_affinities)
         return [self.cluster_affinity or ClusterAffinity()]
+
+
+def _repeated_spread_fields(constraints: list[SpreadConstraint]) -> list[RuleError]:
+    """Karmada's webhook allows one constraint per spreadByField (one with neither field
+    nor label counts as `cluster`, its default); fedctl's scheduler would otherwise refuse
+    the policy at plan time, long after validation said it was fine."""
+    first: dict[str, int] = {}
+    problems: list[RuleError] = []
+    for index, constraint in enumerate(constraints):
+        if constraint.spread_by_label:
+            continue
+        by = constraint.spread_by_field or "cluster"
+        if by not in first:
+            first[by] = index
+            continue
+        where: tuple[str | int, ...] = ("spreadConstraints", index)
+        if constraint.spread_by_field:
+            where = (*where, "spreadByField")
+        problems.append(
+            RuleError(
+                f"a second spread constraint by {by} (the first is spreadConstraints"
+                f"[{first[by]}]): only one constraint per spreadByField is allowed",
+                at=where,
+            )
+        )
+    return problems
 
 
 class PropagationSpec(FrozenModel):
@@ -270,7 +308,6 @@ class FedctlPropagationSpec(PropagationSpec):
 
 _DEFAULTS: dict[str, Any] = {
     "association": False,
-    "preemption": "Never",
     "dependentOverrides": [],
     "schedulerName": "default-scheduler",
 }

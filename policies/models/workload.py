@@ -171,7 +171,13 @@ class Workload(KubeObject):
 
     @property
     def namespace(self) -> str:
-        """metadata.namespace, `default` when unset (as kubectl assumes)."""
+        """metadata.namespace, `default` when unset (as kubectl assumes); empty for a
+        cluster-scoped kind (a ClusterRole, a Namespace), as Kubernetes reports it, so that
+        no namespace's policy ever selects one."""
+        from policies.models import kinds  # kinds imports this module
+
+        if not kinds.is_namespaced(self.kind):
+            return ""
         return self.metadata.namespace or "default"
 
     @property

@@ -33,7 +33,7 @@ spec:
   resourceSelectors:
     - apiVersion: apps/v1
       kind: Deployment
-  preemption: Always
+  dependentOverrides: [op-a]
 """
 
 
@@ -70,8 +70,8 @@ def test_warnings_are_printed_but_the_files_are_valid(
 
     assert code == 0
     assert out.splitlines() == [
-        f"{policy}:9:15: spec.preemption: warning: preemption is accepted but not acted on:"
-        " policy preemption is not implemented yet",
+        f"{policy}:9:3: spec.dependentOverrides: warning: dependentOverrides is accepted but"
+        " not acted on: fedctl does not wait for dependent overrides yet",
         "valid: 1 valid object in 1 file, 1 warning",
     ]
 
