@@ -44,7 +44,7 @@ from federation.settings import SchedulerSettings
 from policies import loading
 from policies.models import propagation
 from policies.models.base import KubeObject
-from policies.models.binding import Binding
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
@@ -82,6 +82,14 @@ class LiveState:
 
     def policies(self) -> list[planning.AnyPolicy]:
         return [o for o in self.objects.values() if isinstance(o, _POLICY_TYPES)]
+
+    def claim(self, workload: Workload) -> planning.AnyPolicy | None:
+        """The policy claiming `workload` as the controller sees it: the one its Binding
+        records keeps it (`planning.claimant`), so a plan never shows a policy set to
+        `preemption: Never` taking over a workload another policy holds."""
+        binding = self.bindings.get(objects.key_for(workload))
+        recorded = binding.metadata.annotations.get(CLAIMED_BY) if binding else None
+        return planning.claim(workload, self.policies(), recorded=recorded)
 
     def snapshot(self) -> snap.Snapshot:
         return snap.build(
@@ -218,14 +226,14 @@ class PlanApi:
         state: LiveState,
         cycle_state: fw.CycleState,
     ) -> dict[str, Any]:
-        policy = planning.claim(workload, state.policies())
+        policy = state.claim(workload)
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
         return planned.to_json(policy.metadata.name if policy else None)
 
 
 def _claims(state: LiveState, workload: Workload) -> str | None:
-    policy = planning.claim(workload, state.policies())
+    policy = state.claim(workload)
     return objects.key_for(policy) if policy is not None else None
 
 

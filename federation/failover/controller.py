@@ -41,7 +41,7 @@ from federation.registry import store as st
 from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
-from policies.models.binding import Binding
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus, Taint
 from policies.models.common import Toleration
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
@@ -51,7 +51,8 @@ __all__ = ["Claim", "Connect", "Failback", "FailoverController", "Mark", "Terms"
 
 log = logging.getLogger(__name__)
 
-Claim = Callable[[Workload, Sequence[Any]], Any]
+Claim = Callable[..., Any]
+"""`(workload, candidate policies, *, recorded=None)`: `scheduler.plan.claim`."""
 """Picks the PropagationPolicy claiming a workload (the scheduler's rule, passed in)."""
 Connect = Callable[[Cluster], Awaitable[member_mod.Member]]
 Guards = Callable[[], tuple[st.Guard, ...]]
@@ -295,7 +296,8 @@ class FailoverController:
         candidates = [
             s.obj for s in self.policies.items.values() if s.obj.kind.endswith("PropagationPolicy")
         ]
-        policy = self._claim(workload, candidates)
+        recorded = binding.metadata.annotations.get(CLAIMED_BY)
+        policy = self._claim(workload, candidates, recorded=recorded)
         spec = getattr(policy, "spec", None)
         placement = getattr(spec, "placement", None)
         tolerations = tuple(getattr(placement, "cluster_tolerations", ()) or ())

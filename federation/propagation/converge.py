@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from federation import errors
@@ -35,7 +35,7 @@ from federation.propagation.applier import Applier
 from federation.registry import codec, keys
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
-from policies.models.binding import Binding, TargetCluster
+from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
 from policies.models.cluster import Cluster
 from policies.models.override import ClusterOverridePolicy, OverridePolicy
 from policies.models.work import (
@@ -51,7 +51,8 @@ __all__ = ["Claim", "WorkloadSync"]
 
 log = logging.getLogger(__name__)
 
-Claim = Callable[[Workload, Sequence[Any]], Any]
+Claim = Callable[..., Any]
+"""`(workload, candidate policies, *, recorded=None)`: `scheduler.plan.claim`."""
 """Picks the PropagationPolicy that claims a workload (the scheduler's rule, passed in)."""
 
 _RETRY = 2.0
@@ -107,11 +108,12 @@ class WorkloadSync:
             p.metadata.name: p for p in self._policy_objects() if isinstance(p, AcceleratorProfile)
         }
 
-    def _overwrite(self, workload: Workload) -> bool:
+    def _overwrite(self, workload: Workload, binding: Binding) -> bool:
         if self.claim is None:
             return False
         candidates = [p for p in self._policy_objects() if p.kind.endswith("PropagationPolicy")]
-        policy = self.claim(workload, candidates)
+        recorded = binding.metadata.annotations.get(CLAIMED_BY)
+        policy = self.claim(workload, candidates, recorded=recorded)
         spec = getattr(policy, "spec", None)
         return getattr(spec, "conflict_resolution", "Abort") == "Overwrite"
 
@@ -150,7 +152,7 @@ class WorkloadSync:
                 "template": workload.to_wire(),
                 "policies": self._overrides(),
                 "profiles": self._profiles(),
-                "overwrite": self._overwrite(workload),
+                "overwrite": self._overwrite(workload, stored.obj),
                 "total": sum(t.replicas for t in stored.obj.spec.clusters),
                 "revision": stored.revision,
                 "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),

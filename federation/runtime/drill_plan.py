@@ -30,7 +30,7 @@ from federation.runtime import whatif
 from federation.scheduler import cycle, reconcile
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
-from policies.models.binding import Binding, TargetCluster
+from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
 from policies.models.cluster import ClusterStatus, Taint
 from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
@@ -90,7 +90,7 @@ def predict(
         if phase in FINISHED_PHASES:
             out.append(Prediction(ref, replicas, "finished", reason=str(phase)))
             continue
-        policy = planning.claim(workload, policies)
+        policy = planning.claim(workload, policies, recorded=b.metadata.annotations.get(CLAIMED_BY))
         tolerations = policy.spec.placement.cluster_tolerations if policy is not None else []
         decisions = eviction.judge(b, {cluster: [taint]}, tolerations, now=now)
         if not decisions:

@@ -39,7 +39,7 @@ from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
 from policies.models import propagation
 from policies.models.base import KubeObject
-from policies.models.binding import Binding
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
@@ -204,7 +204,8 @@ def candidates(
             continue
         if live.phases.get(ref) in ("Succeeded", "Failed"):
             continue
-        policy = planning.claim(workload, policies)
+        recorded = stored.obj.metadata.annotations.get(CLAIMED_BY)
+        policy = planning.claim(workload, policies, recorded=recorded)
         if automatic_only and failback_of(policy) != "Automatic":
             continue
         job = planning.job_for(workload, policy, settings=settings)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
+from policies.models import binding as binding_model
 from policies.models.binding import Binding
 
 __all__ = ["CLAIMED_BY", "FINGERPRINT", "Binder", "WriteReport", "binding_ref", "same"]
@@ -30,11 +31,7 @@ CODEC = codec.Codec(Binding)
 FINGERPRINT = "fedctl.io/fingerprint"
 """Annotation of a Scheduled Binding: the workload and policy digest it was admitted under
 (`reconcile.fingerprint`), so a new leader sees an edit made while none led."""
-CLAIMED_BY = "fedctl.io/policy"
-"""Annotation of a Binding: the policy that claimed its workload (`plan.policy_id`), which
-keeps it as in Karmada while it exists and selects it (`plan.claimant`). Empty: the policy
-that claimed an admitted workload is gone and none has claimed it since; it stays where it
-is. Absent: claimed by none, or written before claims were recorded."""
+CLAIMED_BY = binding_model.CLAIMED_BY
 
 
 def binding_ref(binding: Binding) -> keys.WorkloadRef:

@@ -105,8 +105,16 @@ def _ranked(workload: Workload, policies: Sequence[AnyPolicy]) -> list[AnyPolicy
     return [policy for _, policy in ranked]
 
 
-def claim(workload: Workload, policies: Sequence[AnyPolicy]) -> AnyPolicy | None:
-    """The policy that claims `workload`, Karmada's order; None when none matches."""
+def claim(
+    workload: Workload, policies: Sequence[AnyPolicy], *, recorded: str | None = None
+) -> AnyPolicy | None:
+    """The policy that claims `workload`, Karmada's order; None when none matches.
+
+    `recorded`: the claimant its Binding records (`binder.CLAIMED_BY`), when the caller
+    has the Binding: failover and the propagator read a workload's tolerations, purge mode
+    and conflict resolution from the policy that really claims it (`claimant`)."""
+    if recorded is not None:
+        return claimant(workload, policies, recorded=recorded)
     ranked = _ranked(workload, policies)
     return ranked[0] if ranked else None
 

@@ -21,6 +21,7 @@ from pydantic import AwareDatetime, Field
 from policies.models.base import FrozenModel, KubeObject
 
 __all__ = [
+    "CLAIMED_BY",
     "Binding",
     "BindingSpec",
     "BindingStatus",
@@ -29,6 +30,13 @@ __all__ = [
     "TargetCluster",
     "WorkloadReference",
 ]
+
+CLAIMED_BY = "fedctl.io/policy"
+"""Annotation of a Binding: the policy that claimed its workload (`scheduler.plan.policy_id`),
+which keeps it as in Karmada while it exists and selects it (`scheduler.plan.claimant`);
+failover and the propagator read the policy's terms from it too. Empty: the policy that
+claimed an admitted workload is gone and none has claimed it since; it stays where it is.
+Absent: claimed by none, or written before claims were recorded."""
 
 
 class WorkloadReference(FrozenModel):

@@ -16,11 +16,15 @@ from typing import Any
 
 import pytest
 
+from federation.failover.controller import FailoverController
+from federation.registry import codec, objects
+from federation.registry.memory import MemoryStore
 from federation.scheduler import binder as binder_mod
 from federation.scheduler import plan, reconcile
 from federation.settings import SchedulerSettings
 from policies.loading import load_text
 from policies.models.binding import Binding
+from policies.models.common import Toleration
 from policies.models.propagation import ClusterPropagationPolicy, PropagationPolicy
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import workload
@@ -296,3 +300,29 @@ def test_preemption_is_acted_on_so_validate_no_longer_warns_about_it() -> None:
         filename="p.yaml",
     )
     assert loaded.ok and not loaded.warnings
+
+
+def _tolerating(policy: PropagationPolicy, key: str) -> PropagationPolicy:
+    placement = policy.spec.placement.model_copy(
+        update={"cluster_tolerations": [Toleration(key=key, operator="Exists")]}
+    )
+    return policy.model_copy(
+        update={"spec": policy.spec.model_copy(update={"placement": placement})}
+    )
+
+
+async def test_failover_reads_its_terms_from_the_policy_the_binding_records() -> None:
+    """`high` (priority 10, Never) matches `web` but `low` claimed it: failover must take
+    `low`'s tolerations, not those of the policy a stateless claim would pick."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    low, high = _tolerating(LOW, "from-low"), _tolerating(HIGH, "from-high")
+    for obj in (WEB, low, high):
+        await objs.put(objects.key_for(obj), obj)
+    controller = FailoverController(store, claim=plan.claim)
+    await controller.workloads.load()
+    await controller.policies.load()
+    kept = claimed(binding(WEB, {"a": 2}), plan.policy_id(low))
+    assert [t.key for t in controller.terms(kept).tolerations] == ["from-low"]
+    unrecorded = binding(WEB, {"a": 2})
+    assert [t.key for t in controller.terms(unrecorded).tolerations] == ["from-high"]
