@@ -652,10 +652,23 @@ def reclaim_victims(
         lendable = capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
         if total_used.get(r, 0) + charge[r] > lendable:
             room[r] = lendable
+    # Short only on the clusters the job can use (`clusters`), with room elsewhere in the
+    # fleet: no fleet total bounds the victims there, so every candidate is offered in
+    # order and the caller's trial, which releases them one by one until the job fits,
+    # finds how many it needs (`scheduler.room.make`).
+    # Only the resources the queue (or an ancestor) is guaranteed count there: reclaim
+    # returns what was promised.
+    g = _guarantees(queues)
+    local = not room and clusters is not None
+    if local:
+        room = {
+            r: capacity[r]
+            for r in charge
+            if charge[r] > 0 and capacity.get(r, 0) > 0 and _promised(name, r, g)
+        }
     if not room:
         return None
     relevant = sorted(room)
-    g = _guarantees(queues)
     scope = _entitled(name, relevant, g, usage, charge)
     if scope is None:
         return None
@@ -679,6 +692,12 @@ def reclaim_victims(
         ),
         key=lambda a: (_queue_priority(queues, a.queue), a.priority, -a.seq),
     )
+    if local:
+        chosen: list[Admission] = []
+        for a in pool:
+            if keeps_guarantees([*chosen, a]):
+                chosen.append(a)
+        return chosen or None
     total = usage.total().only(relevant)
     return _minimal(
         pool,
@@ -686,6 +705,16 @@ def reclaim_victims(
         limits=[(total, ResourceList(room))],
         allowed=keeps_guarantees,
     )
+
+
+def _promised(name: str, resource: str, g: _Guarantees) -> bool:
+    """Whether queue `name` or one of its ancestors is guaranteed some of `resource`."""
+    node: str | None = name
+    while node is not None:
+        if g.amounts.get(resource, {}).get(node, 0) > 0:
+            return True
+        node = g.parent.get(node)
+    return False
 
 
 def _queue_priority(queues: Mapping[str, Queue], name: str) -> int:

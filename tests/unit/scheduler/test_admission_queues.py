@@ -206,3 +206,21 @@ def test_preemption_for_room_spares_work_on_clusters_the_job_does_not_land_on() 
     result = run(fleet, [high], usage=first.usage, snapshot=_later(fleet, first, [queue("q")]))
     assert placed(result) == {"high": {"y": 1}}
     assert _evicted(result) == ["low1"]  # evicting low0 frees 2 on x, where high cannot fit
+
+
+def test_a_queue_reclaims_on_the_clusters_it_can_use_while_others_have_room() -> None:
+    """q (guaranteed 8 cpu) may only use cluster a, full of r's borrowed work, while b is
+    empty. Reclaim used to ask whether the whole fleet was short, found it was not, and
+    never started: q waited behind work it is owed room for."""
+    fleet = [cluster("a", flavor(nodes=1, cpu="8")), cluster("b", flavor(nodes=1, cpu="8"))]
+    only_a = {"clusterAffinity": {"clusterNames": ["a"]}}
+    queues = [queue("q", guarantee={"cpu": "8"}), queue("r")]
+    borrowed = [
+        job(workload(f"r{i}", cpu="4", queue="r"), placement=only_a, seq=i + 1) for i in range(2)
+    ]
+    first = run(fleet, borrowed, queues=queues)
+    assert placed(first) == {"r0": {"a": 1}, "r1": {"a": 1}}
+    mine = job(workload("q1", cpu="4", queue="q"), placement=only_a, seq=10)
+    result = run(fleet, [mine], usage=first.usage, snapshot=_later(fleet, first, queues))
+    assert placed(result) == {"q1": {"a": 1}}
+    assert _evicted(result) == ["r1"]  # the latest arrival, and only what q1 needs
