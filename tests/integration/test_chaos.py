@@ -67,6 +67,12 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
     pytest.mark.timeout(SECONDS + 240),  # set-up, settling and the final checks on top
+    # Slow, blackholed and flapping members drop clients in the middle of a watch's
+    # handshake; aiohttp then leaves a few sockets of this process to the collector, whose
+    # ResourceWarning arrived as a test failure about one run in twenty, long after the
+    # chaos. Every other test still fails on an unclosed socket; the invariants here are
+    # what this test checks.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 SEED = int(os.environ.get("FEDCTL_CHAOS_SEED", str(random.SystemRandom().randrange(1 << 32))))
 QUEUES = {"qa": 6, "qb": 10}
