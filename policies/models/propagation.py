@@ -115,7 +115,8 @@ class ClusterFailoverBehavior(FrozenModel):
 
 
 class FailoverBehavior(FrozenModel):
-    """Application- and cluster-level failover; absent means failover is off."""
+    """Application- and cluster-level failover. Absent, cluster failover still evicts
+    from a NoExecute-tainted cluster with purge mode Gracefully, as Karmada does."""
 
     application: ApplicationFailoverBehavior | None = None
     cluster: ClusterFailoverBehavior | None = None
