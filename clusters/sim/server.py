@@ -76,8 +76,12 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         if err.retry_after is not None:
             resp.headers["Retry-After"] = str(err.retry_after)
         return resp
-    except (web.HTTPException, ConnectionError):
-        raise  # a client that went away gets no answer; aiohttp drops the connection
+    except web.HTTPException:
+        raise
+    except ConnectionError:
+        # The client went away mid-answer. Raised on, aiohttp would log it as a handler
+        # error; an answer it cannot send ends the connection quietly instead.
+        return web.Response(status=499)
     except Exception as err:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return _json(status_body(500, "InternalError", f"Internal error occurred: {err}"), 500)
