@@ -13,7 +13,7 @@ eventually; this makes it happen first, and checks the member itself (objects we
 registry, so a copy whose Work record was lost is found too.
 
 A copy is kept when its workload's Binding still targets the member, or keeps it under a
-graceful eviction task (purge mode Gracefully or Never). Everything else of ours goes:
+graceful eviction task (purge mode Gracefully). Everything else of ours goes:
 moved away, evicted Directly, or the workload was deleted. Objects without our workload
 annotation are never touched (we cannot tell whose they are).
 """

@@ -129,7 +129,7 @@ class WorkloadSync:
         plugin = interpreter.for_kind(workload.api_version, workload.kind)
         divisible = plugin.replicas(workload.to_wire()) is not None
         targets = {t.name: t for t in binding.spec.clusters if t.replicas > 0 or not divisible}
-        # Directly-purged copies go at once; graceful and Never tasks keep theirs meanwhile.
+        # Directly-purged copies go at once; graceful tasks keep theirs meanwhile.
         evicting = {
             task.cluster
             for task in binding.spec.eviction_tasks

@@ -57,7 +57,9 @@ NOT_ACTED_ON: dict[tuple[str, ...], str] = {
     ("activationPreference",): "lazy activation is not implemented yet",
     ("schedulePriority",): "use a queue or the fedctl.io/priority annotation instead",
     ("placement", "workloadAffinity"): "workload affinity is not implemented yet",
-    ("failover", "application", "statePreservation"): "state preservation is not implemented",
+    ("failover", "application"): "application failover is not implemented yet; fedctl fails"
+    " work over when its cluster is tainted NoExecute (failover.cluster)",
+    ("preserveResourcesOnDeletion",): "member copies are deleted with their template",
     ("failover", "cluster", "statePreservation"): "state preservation is not implemented",
 }
 
@@ -108,10 +110,27 @@ class ApplicationFailoverBehavior(FrozenModel):
 
 
 class ClusterFailoverBehavior(FrozenModel):
-    """How copies on a failed cluster are purged once the workload moved."""
+    """How copies on a failed cluster are purged once the workload moved.
+
+    Why `Never` is refused: a cluster failover that never removes the old copy would leave
+    it running beside the new one for good (or, for a job, run it twice), and the copy
+    could not be told apart from stale work when the member returns. Karmada's API refuses
+    it here too; it exists only for application failover.
+    """
 
     purge_mode: PurgeMode = "Gracefully"
     state_preservation: StatePreservation | None = None
+
+    @model_validator(mode="after")
+    def _never_is_for_applications(self) -> ClusterFailoverBehavior:
+        if self.purge_mode == "Never":
+            raise RuleError(
+                "purgeMode Never applies only to application failover; a cluster failover"
+                " purges the old copy Directly (at once) or Gracefully (once the workload is"
+                " ready elsewhere)",
+                at=("purgeMode",),
+            )
+        return self
 
 
 class FailoverBehavior(FrozenModel):
@@ -270,7 +289,9 @@ class PropagationSpec(FrozenModel):
     )
     scheduler_name: str = Field(default="default-scheduler", description="Scheduler to use.")
     failover: FailoverBehavior | None = Field(
-        default=None, description="Application and cluster failover (absent: off)."
+        default=None,
+        description="How work leaves a failed cluster (absent: evicted from a NoExecute"
+        " cluster, purge mode Gracefully).",
     )
     conflict_resolution: Literal["Abort", "Overwrite"] = Field(
         default="Abort",
@@ -311,6 +332,7 @@ _DEFAULTS: dict[str, Any] = {
     "association": False,
     "dependentOverrides": [],
     "schedulerName": "default-scheduler",
+    "preserveResourcesOnDeletion": False,
 }
 
 

@@ -168,29 +168,20 @@ KARMADA_STYLE = [
         propagateDeps: true
         priority: 10
         conflictResolution: Overwrite
-        preserveResourcesOnDeletion: true
         suspension:
           dispatchingOnClusters:
             clusterNames: [member2]
         failover:
-          application:
-            decisionConditions:
-              tolerationSeconds: 120
+          cluster:
             purgeMode: Graciously
-            gracePeriodSeconds: 600
         """,
-        id="priority, conflict resolution, suspension and application failover",
+        id="priority, conflict resolution, suspension and the old purge mode spelling",
     ),
     pytest.param(
         """
-        propagateDeps: true
         failover:
-          application:
-            decisionConditions:
-              tolerationSeconds: 60
-            purgeMode: Directly
           cluster:
-            purgeMode: Gracefully
+            purgeMode: Directly
         """,
         id="the newer purge mode spellings and cluster failover",
     ),
@@ -464,6 +455,13 @@ def test_a_federated_resource_quota() -> None:
             id="suspend everywhere and on some clusters",
         ),
         pytest.param(
+            pp("failover:\n  cluster:\n    purgeMode: Never\n"),
+            "k.yaml:13:18: spec.failover.cluster.purgeMode: purgeMode Never applies only to"
+            " application failover; a cluster failover purges the old copy Directly (at once)"
+            " or Gracefully (once the workload is ready elsewhere)",
+            id="never purging after a cluster failover",
+        ),
+        pytest.param(
             pp("failover:\n  application:\n    purgeMode: Never\n"),
             "k.yaml:6:1: spec.propagateDeps: failover.application is set, so propagateDeps"
             " must be true",
@@ -605,10 +603,25 @@ def test_cross_field_rules(text: str, expected: str) -> None:
         pytest.param(
             "propagateDeps: true\nfailover:\n  application:\n    statePreservation:\n"
             "      rules:\n        - {aliasLabelName: ckpt, jsonPath: '{.checkpoint}'}\n",
-            "k.yaml:14:7: spec.failover.application.statePreservation: warning:"
-            " failover.application.statePreservation is accepted but not acted on:"
+            "k.yaml:13:5: spec.failover.application: warning: failover.application is accepted"
+            " but not acted on: application failover is not implemented yet; fedctl fails work"
+            " over when its cluster is tainted NoExecute (failover.cluster)",
+            id="application failover",
+        ),
+        pytest.param(
+            "failover:\n  cluster:\n    statePreservation:\n"
+            "      rules:\n        - {aliasLabelName: ckpt, jsonPath: '{.checkpoint}'}\n",
+            "k.yaml:13:7: spec.failover.cluster.statePreservation: warning:"
+            " failover.cluster.statePreservation is accepted but not acted on:"
             " state preservation is not implemented",
             id="state preservation",
+        ),
+        pytest.param(
+            "preserveResourcesOnDeletion: true\n",
+            "k.yaml:11:32: spec.preserveResourcesOnDeletion: warning:"
+            " preserveResourcesOnDeletion is accepted but not acted on: member copies are"
+            " deleted with their template",
+            id="keeping member copies when the template is deleted",
         ),
         pytest.param(
             "placement:\n  replicaScheduling:\n    replicaSchedulingType: Duplicated\n"
