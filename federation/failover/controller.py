@@ -320,9 +320,13 @@ class FailoverController:
             sick += status is None or not status.ready()
         self.limiter.set_health(unhealthy=sick, total=len(names))
 
-    def _ready(self, ref: keys.WorkloadRef) -> dict[str, bool]:
+    def _ready(self, ref: keys.WorkloadRef, *, revision: int) -> dict[str, bool]:
+        """Readiness per cluster, from a status the propagator wrote for this revision of
+        the Binding or a later one. An older status describes the placement before the
+        scheduler re-divided it: a cluster that ran 2 of 2 replicas there reads ready while
+        its share grew to 3, and the evicted copy would go before the new replicas run."""
         status = self.workload_status.get(keys.workload_status_key(ref))
-        if status is None:
+        if status is None or status.binding_revision < revision:
             return {}
         return {c.cluster: c.up for c in status.clusters}
 
@@ -389,7 +393,7 @@ class FailoverController:
         outcome = graceful.judge(
             tasks,
             targets=targets,
-            ready=self._ready(_ref(binding)),
+            ready=self._ready(_ref(binding), revision=revision),
             now=now,
             timeout=self.settings.graceful_timeout,
             gone=gone,

@@ -166,16 +166,22 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
     )
     stored = await h.bindings.get(keys.binding_key(WEB))
     assert stored is not None
-    await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
+    rewritten = await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
     await h.settle()
     assert len((await h.binding(WEB)).spec.eviction_tasks) == 1
+    statuses = codec.TypedStore(h.store, codec.Codec(WorkloadStatus))
     status = WorkloadStatus(
         workload=web.spec.workload,
+        binding_revision=rewritten.revision - 1,
         clusters=[ClusterWorkloadStatus(cluster="b", health="Healthy")],
     )
-    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
-        keys.workload_status_key(WEB), status
+    created = await statuses.create(keys.workload_status_key(WEB), status)
+    await h.settle()
+    assert len((await h.binding(WEB)).spec.eviction_tasks) == 1, (
+        "readiness reported for the Binding before it was re-placed ends nothing"
     )
+    current = status.model_copy(update={"binding_revision": rewritten.revision})
+    await statuses.update(keys.workload_status_key(WEB), current, revision=created.revision)
     await h.settle()
     assert (await h.binding(WEB)).spec.eviction_tasks == []
 
@@ -299,9 +305,10 @@ async def test_a_running_batch_job_s_new_copy_ends_the_old_copy_s_task(h: Harnes
     )
     stored = await h.bindings.get(keys.binding_key(WEB))
     assert stored is not None
-    await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
+    rewritten = await h.bindings.update(keys.binding_key(WEB), placed, revision=stored.revision)
     running = WorkloadStatus(
         workload=web.spec.workload,
+        binding_revision=rewritten.revision,
         phase="Running",
         clusters=[ClusterWorkloadStatus(cluster="b", health="Progressing", running=1)],
     )
