@@ -15,8 +15,13 @@ The purge modes, as in Karmada (old spellings accepted):
                               from it, or the new placement is ready, or the timeout
     Gracefully (Graciously)   the old copy stays until every cluster of the new placement
                               reports the workload ready, or until the timeout
-    Never                     the old copy is never deleted by failover; the task is dropped
-                              on the same terms as Gracefully, leaving the copy to the user
+
+Policies may not say `Never` for cluster failover (Karmada refuses it too); a task recorded
+with it ends as a Gracefully one does.
+
+A graceful task whose cluster is among the targets again (the member recovered before the
+workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
+there is the new placement's, not a leftover.
 
 Why "every cluster ready" and not "some": a workload split 2:1:1 that lost one cluster is
 only whole again when all of its new targets run it; dropping the old copy earlier would
@@ -74,10 +79,6 @@ def gone(
     return {t.cluster for t in tasks if purges_at_once(t)} - present
 
 
-def _never(task: EvictionTask) -> bool:
-    return task.purge_mode == "Never"
-
-
 def judge(
     tasks: Sequence[EvictionTask],
     *,
@@ -103,10 +104,12 @@ def judge(
     for task in tasks:
         waited = (now - task.creation_time).total_seconds()
         expired = waited >= timeout
+        if task.cluster in targets:
+            drop.append(task)  # placed back: the copy there is the placement's own
+            continue
         if healthy or expired:
             drop.append(task)
-            if not _never(task):
-                purge.append(task.cluster)
+            purge.append(task.cluster)
             continue
         if purges_at_once(task) and task.cluster in gone and task.cluster not in evicting:
             drop.append(task)

@@ -120,7 +120,7 @@ class Scheduler:
                 settings=self.settings,
                 device_resources=snapshot.device_resources,
                 previous=previous.placement(),
-                evicting=[t.cluster for t in previous.spec.eviction_tasks],
+                evicting=_barred(previous, snapshot, job),
             )
         self._requests[id(job)] = request
         return request
@@ -443,6 +443,32 @@ class Scheduler:
         planned.costs = {t.name: t.hourly_cost for t in mine.spec.clusters}
         planned.preempts = [f"{victim.ref}: {reason}" for victim, reason in result.evicted]
         return planned
+
+
+_AT_ONCE = ("Directly", "Immediately")
+
+
+def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list[str]:
+    """The clusters the workload is leaving that it may not be placed back on yet.
+
+    A Directly task bars its cluster until failover ends it (the copy there is gone). A
+    graceful task's copy still runs, so its cluster bars the workload only while a NoExecute
+    taint there still evicts it: once the member recovered (or the user lifted the taint)
+    before the workload found room elsewhere, placing it back adopts the running copy. Kept
+    barred, a workload every cluster of which failed at once stayed Pending until the
+    graceful timeout, then lost its copy and started again.
+    """
+    tolerations = job.placement.cluster_tolerations if job.placement is not None else ()
+    out = []
+    for task in previous.spec.eviction_tasks:
+        row = snapshot.index.get(task.cluster)
+        if (
+            task.purge_mode in _AT_ONCE
+            or row is None
+            or any(t.evicts(tolerations) for t in snapshot.clusters[row].taints)
+        ):
+            out.append(task.cluster)
+    return out
 
 
 def _subtree_share(

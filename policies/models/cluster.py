@@ -79,6 +79,15 @@ class Taint(FrozenModel):
                 return tol
         return None
 
+    def evicts(self, tolerations: Sequence[Toleration]) -> bool:
+        """Whether this taint evicts a workload with `tolerations`, now or once its
+        tolerationSeconds run out: failover evicts by it, and the scheduler keeps a leaving
+        workload off a cluster only while it holds."""
+        if self.effect != "NoExecute":
+            return False
+        tol = self.tolerated_by(tolerations)
+        return tol is None or tol.toleration_seconds is not None
+
 
 class Chip(FrozenModel):
     """One chip model the cluster carries, with how many: the unit placement matches on."""

@@ -52,8 +52,8 @@ TIMEOUT = 600.0
             "Never",
             {"b": True},
             10,
-            (False, [], None),
-            id="never: task dropped, the copy is left to the user",
+            (False, ["a"], None),
+            id="a task recorded as Never (refused in policies now) ends as Gracefully",
         ),
         pytest.param(
             "Gracefully",
@@ -96,3 +96,17 @@ def test_no_new_placement_yet_keeps_the_old_copy_until_the_timeout() -> None:
     assert out.drop == [old] and out.keep == [new]
     assert out.purge == ["a"]
     assert out.recheck_after == pytest.approx(500)
+
+
+def test_a_task_whose_cluster_is_a_target_again_ends_at_once_without_a_purge() -> None:
+    """The member recovered before the workload found room elsewhere and the scheduler put
+    it back: the copy there is the new placement's, so nothing of it may be purged, and the
+    other cluster's task still waits for the new placement to be ready."""
+    back, other = task("a", created=0), task("b", created=0)
+    out = graceful.judge(
+        [back, other], targets=["a"], ready={"a": False}, now=at(1), timeout=TIMEOUT
+    )
+    assert out.drop == [back] and out.keep == [other]
+    assert out.purge == []
+    ready = graceful.judge([other], targets=["a"], ready={"a": True}, now=at(2), timeout=TIMEOUT)
+    assert ready.drop == [other] and ready.purge == ["b"]

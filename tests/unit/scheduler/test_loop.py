@@ -45,6 +45,7 @@ def binding(
     phase: str = "Scheduled",
     reason: str = "",
     evicting: tuple[str, ...] = (),
+    purge_mode: str = "Gracefully",
 ) -> Binding:
     return Binding(
         metadata=ObjectMeta(name=w.metadata.name, namespace=w.namespace),
@@ -55,7 +56,12 @@ def binding(
             queue=w.queue or "default",
             clusters=[TargetCluster(name=n, replicas=r, chip="amd64") for n, r in clusters.items()],
             eviction_tasks=[
-                EvictionTask(cluster=c, reason="Evicted from " + c, creation_time=NOW)
+                EvictionTask(
+                    cluster=c,
+                    reason="Evicted from " + c,
+                    creation_time=NOW,
+                    purge_mode=purge_mode,  # type: ignore[arg-type]
+                )
                 for c in evicting
             ],
         ),
@@ -342,16 +348,36 @@ def test_which_status_events_wake_a_cycle_at_once(
     assert loop_mod._finished_changed(old, new) is wakes
 
 
-def test_an_evicted_workload_is_never_placed_back_on_the_cluster_it_leaves() -> None:
-    clusters = [cluster("a", cpu_price="0.01"), cluster("b", cpu_price="0.09")]
-    evicted = binding(JOB, {}, phase="Pending", reason="Evicted from a: NotReady", evicting=("a",))
+_DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_added=NOW)
+
+
+@pytest.mark.parametrize(
+    ("mode", "taints", "placed"),
+    [
+        pytest.param("Gracefully", [_DOWN], {"b": 2}, id="graceful, still evicting: barred"),
+        pytest.param("Directly", [_DOWN], {"b": 2}, id="directly, still evicting: barred"),
+        pytest.param("Directly", [], {"b": 2}, id="directly, recovered: barred until copy gone"),
+        pytest.param("Gracefully", [], {"a": 2}, id="graceful, recovered: back onto its copy"),
+    ],
+)
+def test_an_evicted_workload_goes_back_only_where_its_copy_may_be_adopted(
+    mode: str, taints: list[Taint], placed: dict[str, int]
+) -> None:
+    """A Directly task bars its cluster until failover ends it (its copy is gone then); a
+    graceful one only while a NoExecute taint there still evicts the workload, so a member
+    that recovers before the workload found room elsewhere gets it back, copy and all."""
+    clusters = [cluster("a", cpu_price="0.01", taints=taints), cluster("b", cpu_price="0.09")]
+    evicted = binding(
+        JOB, {}, phase="Pending", reason="Evicted from a", evicting=("a",), purge_mode=mode
+    )
     snapshot = snap.build(clusters, bindings=[evicted], queues=[queue("qa")])
     result = run(clusters, [job(JOB)], snapshot=snapshot)
-    assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": {"b": 2}}
+    assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": placed}
     (written,) = result.bindings
-    assert written.spec.filtered_summary == {"eviction": 1}
-    # Without the eviction task the cheaper cluster wins.
-    fresh = run(clusters, [job(JOB)], queues=[queue("qa")])
+    barred = placed == {"b": 2}
+    assert written.spec.filtered_summary == ({"eviction": 1} if barred else {})
+    # Without the eviction task (and the taint) the cheaper cluster wins.
+    fresh = run([cluster("a", cpu_price="0.01"), clusters[1]], [job(JOB)], queues=[queue("qa")])
     assert {a.ref.name: dict(a.placement) for a in fresh.admitted} == {"train": {"a": 2}}
 
 
