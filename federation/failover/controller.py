@@ -10,8 +10,9 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md �
     c/<cluster>   Ready condition + time → taints (taints.desired); a member back from
                   unreachable keeps its taints until stale copies are purged (purge.py)
     b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
-                  (eviction.py); eviction tasks + new placement readiness + copies the
-                  propagator removed → tasks dropped (graceful.py)
+                  (eviction.py); a copy Unhealthy past the policy's application failover
+                  toleration → evicted (application.py); eviction tasks + new placement
+                  readiness + copies the propagator removed → tasks dropped (graceful.py)
     f/            a member recovered (our taints lifted): workloads whose policy says
                   `failback: Automatic` move back to where it prefers now (rebalance.py,
                   through the injected `failback`, which plans with the scheduler's code)
@@ -34,7 +35,7 @@ from clusters import member as member_mod
 from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
-from federation.failover import eviction, graceful, purge, rebalance, taints
+from federation.failover import application, eviction, graceful, purge, rebalance, taints
 from federation.failover.mirror import Mirror
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -44,6 +45,7 @@ from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus, Taint
 from policies.models.common import Toleration
+from policies.models.propagation import ApplicationFailoverBehavior
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
@@ -71,6 +73,7 @@ class Terms:
     tolerations: tuple[Toleration, ...] = ()
     purge_mode: str = "Gracefully"
     batch: bool = False
+    application: ApplicationFailoverBehavior | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +128,8 @@ class FailoverController:
             burst=self.settings.eviction_burst,
         )
         self.timeline: collections.deque[Mark] = collections.deque(maxlen=100_000)
+        self._unhealthy: dict[str, dict[str, dt.datetime]] = {}
+        """Binding key → target → when its copy was first seen Unhealthy (application.py)."""
         obj_codec = objects.ObjectCodec()
         self.clusters = Mirror(
             codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"),
@@ -303,7 +308,8 @@ class FailoverController:
         tolerations = tuple(getattr(placement, "cluster_tolerations", ()) or ())
         failover = getattr(spec, "failover", None)
         mode = failover.cluster.purge_mode if failover and failover.cluster else "Gracefully"
-        return Terms(tolerations=tolerations, purge_mode=mode, batch=batch)
+        app = failover.application if failover else None
+        return Terms(tolerations=tolerations, purge_mode=mode, batch=batch, application=app)
 
     def _taints(self) -> dict[str, list[Taint]]:
         out: dict[str, list[Taint]] = {}
@@ -337,9 +343,11 @@ class FailoverController:
     async def converge_binding(self, key: str) -> None:
         stored = self.bindings.items.get(key)
         if stored is None:
+            self._unhealthy.pop(key, None)
             return
         terms = self.terms(stored.obj)
         binding = self._evict_due(key, stored.obj, terms)
+        binding = self._evict_unhealthy(key, binding, terms)
         binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
             await self.bindings.typed.update(
@@ -373,6 +381,45 @@ class FailoverController:
             binding = eviction.evict(
                 binding, decision.cluster, now=now, reason=decision.reason, purge_mode=mode
             )
+        return binding
+
+    def _evict_unhealthy(self, key: str, binding: Binding, terms: Terms) -> Binding:
+        """Application failover (application.py): when the policy asks for it, a target
+        whose copy stayed Unhealthy for the toleration leaves it.
+
+        When each target turned unhealthy is kept here only, as Karmada keeps it: a new
+        leader counts from when it first sees the copy unhealthy, so a failover takes at
+        most one toleration longer across a leader change, never less.
+        """
+        app = terms.application
+        if app is None or self._finished(_ref(binding)):
+            self._unhealthy.pop(key, None)
+            return binding
+        now = self.clock.now()
+        toleration = app.decision_conditions.toleration_seconds
+        verdict = application.judge(
+            [t.name for t in binding.spec.clusters],
+            self.workload_status.get(keys.workload_status_key(_ref(binding))),
+            self._unhealthy.get(key, {}),
+            now=now,
+            toleration=application.DEFAULT_TOLERATION if toleration is None else toleration,
+        )
+        self._unhealthy[key] = verdict.since
+        if verdict.recheck_after is not None:
+            self.queue.add_after("b" + key, verdict.recheck_after + 0.01)
+        mode = "Directly" if terms.batch else eviction.normalise_purge_mode(app.purge_mode)
+        grace = app.grace_period_seconds if mode == "Gracefully" else None
+        for cluster, reason in verdict.due:
+            binding = eviction.evict(
+                binding,
+                cluster,
+                now=now,
+                reason=reason,
+                purge_mode=mode,
+                application=True,
+                grace_period_seconds=grace,
+            )
+            del self._unhealthy[key][cluster]
         return binding
 
     def _end_tasks(self, key: str, binding: Binding, terms: Terms, *, revision: int) -> Binding:

@@ -107,6 +107,8 @@ def evict(
     now: dt.datetime,
     reason: str,
     purge_mode: str = "Gracefully",
+    application: bool = False,
+    grace_period_seconds: int | None = None,
 ) -> Binding:
     """`binding` with `cluster` moved from its targets into an eviction task.
 
@@ -123,6 +125,8 @@ def evict(
         creation_time=now,
         replicas=target.replicas,
         purge_mode=normalise_purge_mode(purge_mode),
+        producer="ApplicationFailover" if application else "",
+        grace_period_seconds=grace_period_seconds,
     )
     tasks = [t for t in binding.spec.eviction_tasks if t.cluster != cluster]
     spec = binding.spec.model_copy(

@@ -16,6 +16,9 @@ The purge modes, as in Karmada (old spellings accepted):
     Gracefully (Graciously)   the old copy stays until every cluster of the new placement
                               reports the workload ready, or until the timeout
 
+The timeout is the task's own `grace_period_seconds` when it has one (application
+failover's `gracePeriodSeconds`), else the global graceful timeout.
+
 Policies may not say `Never` for cluster failover (Karmada refuses it too); a task recorded
 with it ends as a Gracefully one does.
 
@@ -33,7 +36,9 @@ there, that would run the workload twice on one member (or let the stale copy pa
 new one); while a NoExecute taint would evict it, failover would only evict it again. Past
 both, the bar guards nothing. A preempted or reclaimed job (the scheduler evicts it Directly
 from a healthy cluster) would otherwise be kept off the cluster it fits best, even an
-empty one, until the timeout.
+empty one, until the timeout. An application failover's task is the exception: it left a
+member where the workload failed, and ending it early would let the scheduler put it back
+there to fail again.
 """
 
 from __future__ import annotations
@@ -103,7 +108,8 @@ def judge(
     recheck: float | None = None
     for task in tasks:
         waited = (now - task.creation_time).total_seconds()
-        expired = waited >= timeout
+        limit = task.grace_period_seconds or timeout
+        expired = waited >= limit
         if task.cluster in targets:
             drop.append(task)  # placed back: the copy there is the placement's own
             continue
@@ -111,12 +117,17 @@ def judge(
             drop.append(task)
             purge.append(task.cluster)
             continue
-        if purges_at_once(task) and task.cluster in gone and task.cluster not in evicting:
+        if (
+            purges_at_once(task)
+            and task.producer != "ApplicationFailover"  # its bar is on the member, not the copy
+            and task.cluster in gone
+            and task.cluster not in evicting
+        ):
             drop.append(task)
             continue
         keep.append(task)
         if purges_at_once(task):
             purge.append(task.cluster)
-        left = timeout - waited
+        left = limit - waited
         recheck = left if recheck is None else min(recheck, left)
     return Outcome(keep=keep, drop=drop, purge=purge, recheck_after=recheck)

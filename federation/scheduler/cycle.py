@@ -451,7 +451,8 @@ _AT_ONCE = ("Directly", "Immediately")
 def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list[str]:
     """The clusters the workload is leaving that it may not be placed back on yet.
 
-    A Directly task bars its cluster until failover ends it (the copy there is gone). A
+    A Directly task bars its cluster until failover ends it (the copy there is gone), and an
+    application failover's task for as long as it lasts (the workload failed there). A
     graceful task's copy still runs, so its cluster bars the workload only while a NoExecute
     taint there still evicts it: once the member recovered (or the user lifted the taint)
     before the workload found room elsewhere, placing it back adopts the running copy. Kept
@@ -464,6 +465,7 @@ def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list
         row = snapshot.index.get(task.cluster)
         if (
             task.purge_mode in _AT_ONCE
+            or task.producer == "ApplicationFailover"
             or row is None
             or any(t.evicts(tolerations) for t in snapshot.clusters[row].taints)
         ):

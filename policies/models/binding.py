@@ -82,6 +82,15 @@ class EvictionTask(FrozenModel):
     purge_mode: Literal["Immediately", "Graciously", "Gracefully", "Directly", "Never"] = (
         "Gracefully"
     )
+    producer: Literal["", "ApplicationFailover"] = Field(
+        default="",
+        description="ApplicationFailover: the workload was unhealthy there, so the scheduler"
+        " keeps off the cluster for as long as the task lasts; empty: a taint, preemption or"
+        " fail-back evicted it.",
+    )
+    grace_period_seconds: int | None = Field(
+        default=None, gt=0, description="How long the old copy may wait (else the global timeout)."
+    )
 
 
 class BindingSpec(FrozenModel):

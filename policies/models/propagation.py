@@ -57,8 +57,7 @@ NOT_ACTED_ON: dict[tuple[str, ...], str] = {
     ("activationPreference",): "lazy activation is not implemented yet",
     ("schedulePriority",): "use a queue or the fedctl.io/priority annotation instead",
     ("placement", "workloadAffinity"): "workload affinity is not implemented yet",
-    ("failover", "application"): "application failover is not implemented yet; fedctl fails"
-    " work over when its cluster is tainted NoExecute (failover.cluster)",
+    ("failover", "application", "statePreservation"): "state preservation is not implemented",
     ("preserveResourcesOnDeletion",): "member copies are deleted with their template",
     ("failover", "cluster", "statePreservation"): "state preservation is not implemented",
 }
@@ -87,19 +86,31 @@ PurgeMode = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefull
 
 
 class ApplicationFailoverBehavior(FrozenModel):
-    """Move an application away from a member where it stays unhealthy.
+    """Move an application away from a member where it stays Unhealthy for
+    `decisionConditions.tolerationSeconds` (default 300).
 
     Karmada renamed the purge modes (Immediately/Graciously became Directly/Gracefully);
-    both spellings are accepted.
+    both spellings are accepted. Batch jobs are always purged Directly.
     """
 
     decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
     purge_mode: PurgeMode = "Graciously"
-    grace_period_seconds: int | None = Field(default=None, gt=0)
+    grace_period_seconds: int | None = Field(
+        default=None,
+        gt=0,
+        description="How long the old copy waits for the new placement to be ready"
+        " (Gracefully only; default: the controller's graceful timeout, 600 s).",
+    )
     state_preservation: StatePreservation | None = None
 
     @model_validator(mode="after")
     def _grace_only_when_graceful(self) -> ApplicationFailoverBehavior:
+        if self.purge_mode == "Never":
+            raise RuleError(
+                "purgeMode Never is not supported yet: fedctl would have to keep the old copy"
+                " until someone confirms its deletion; use Gracefully with gracePeriodSeconds",
+                at=("purgeMode",),
+            )
         graceful = self.purge_mode in ("Graciously", "Gracefully")
         if self.grace_period_seconds is not None and not graceful:
             raise RuleError(

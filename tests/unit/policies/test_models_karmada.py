@@ -172,16 +172,24 @@ KARMADA_STYLE = [
           dispatchingOnClusters:
             clusterNames: [member2]
         failover:
-          cluster:
+          application:
+            decisionConditions:
+              tolerationSeconds: 120
             purgeMode: Graciously
+            gracePeriodSeconds: 600
         """,
-        id="priority, conflict resolution, suspension and the old purge mode spelling",
+        id="priority, conflict resolution, suspension and application failover",
     ),
     pytest.param(
         """
+        propagateDeps: true
         failover:
-          cluster:
+          application:
+            decisionConditions:
+              tolerationSeconds: 60
             purgeMode: Directly
+          cluster:
+            purgeMode: Gracefully
         """,
         id="the newer purge mode spellings and cluster failover",
     ),
@@ -462,7 +470,14 @@ def test_a_federated_resource_quota() -> None:
             id="never purging after a cluster failover",
         ),
         pytest.param(
-            pp("failover:\n  application:\n    purgeMode: Never\n"),
+            pp("propagateDeps: true\nfailover:\n  application:\n    purgeMode: Never\n"),
+            "k.yaml:14:18: spec.failover.application.purgeMode: purgeMode Never is not"
+            " supported yet: fedctl would have to keep the old copy until someone confirms its"
+            " deletion; use Gracefully with gracePeriodSeconds",
+            id="never purging after an application failover",
+        ),
+        pytest.param(
+            pp("failover:\n  application:\n    purgeMode: Directly\n"),
             "k.yaml:6:1: spec.propagateDeps: failover.application is set, so propagateDeps"
             " must be true",
             id="application failover without its dependencies",
@@ -603,10 +618,10 @@ def test_cross_field_rules(text: str, expected: str) -> None:
         pytest.param(
             "propagateDeps: true\nfailover:\n  application:\n    statePreservation:\n"
             "      rules:\n        - {aliasLabelName: ckpt, jsonPath: '{.checkpoint}'}\n",
-            "k.yaml:13:5: spec.failover.application: warning: failover.application is accepted"
-            " but not acted on: application failover is not implemented yet; fedctl fails work"
-            " over when its cluster is tainted NoExecute (failover.cluster)",
-            id="application failover",
+            "k.yaml:14:7: spec.failover.application.statePreservation: warning:"
+            " failover.application.statePreservation is accepted but not acted on:"
+            " state preservation is not implemented",
+            id="application state preservation",
         ),
         pytest.param(
             "failover:\n  cluster:\n    statePreservation:\n"

@@ -46,6 +46,7 @@ def binding(
     reason: str = "",
     evicting: tuple[str, ...] = (),
     purge_mode: str = "Gracefully",
+    producer: str = "",
 ) -> Binding:
     return Binding(
         metadata=ObjectMeta(name=w.metadata.name, namespace=w.namespace),
@@ -61,6 +62,7 @@ def binding(
                     reason="Evicted from " + c,
                     creation_time=NOW,
                     purge_mode=purge_mode,  # type: ignore[arg-type]
+                    producer=producer,  # type: ignore[arg-type]
                 )
                 for c in evicting
             ],
@@ -352,23 +354,39 @@ _DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_adde
 
 
 @pytest.mark.parametrize(
-    ("mode", "taints", "placed"),
+    ("mode", "producer", "taints", "placed"),
     [
-        pytest.param("Gracefully", [_DOWN], {"b": 2}, id="graceful, still evicting: barred"),
-        pytest.param("Directly", [_DOWN], {"b": 2}, id="directly, still evicting: barred"),
-        pytest.param("Directly", [], {"b": 2}, id="directly, recovered: barred until copy gone"),
-        pytest.param("Gracefully", [], {"a": 2}, id="graceful, recovered: back onto its copy"),
+        pytest.param("Gracefully", "", [_DOWN], {"b": 2}, id="graceful, still evicting: barred"),
+        pytest.param("Directly", "", [_DOWN], {"b": 2}, id="directly, still evicting: barred"),
+        pytest.param(
+            "Directly", "", [], {"b": 2}, id="directly, recovered: barred until copy gone"
+        ),
+        pytest.param("Gracefully", "", [], {"a": 2}, id="graceful, recovered: back onto its copy"),
+        pytest.param(
+            "Gracefully",
+            "ApplicationFailover",
+            [],
+            {"b": 2},
+            id="left by application failover: barred while the task lasts",
+        ),
     ],
 )
 def test_an_evicted_workload_goes_back_only_where_its_copy_may_be_adopted(
-    mode: str, taints: list[Taint], placed: dict[str, int]
+    mode: str, producer: str, taints: list[Taint], placed: dict[str, int]
 ) -> None:
     """A Directly task bars its cluster until failover ends it (its copy is gone then); a
     graceful one only while a NoExecute taint there still evicts the workload, so a member
-    that recovers before the workload found room elsewhere gets it back, copy and all."""
+    that recovers before the workload found room elsewhere gets it back, copy and all. A
+    member the workload failed on stays barred for as long as its task lasts."""
     clusters = [cluster("a", cpu_price="0.01", taints=taints), cluster("b", cpu_price="0.09")]
     evicted = binding(
-        JOB, {}, phase="Pending", reason="Evicted from a", evicting=("a",), purge_mode=mode
+        JOB,
+        {},
+        phase="Pending",
+        reason="Evicted from a",
+        evicting=("a",),
+        purge_mode=mode,
+        producer=producer,
     )
     snapshot = snap.build(clusters, bindings=[evicted], queues=[queue("qa")])
     result = run(clusters, [job(JOB)], snapshot=snapshot)
