@@ -144,6 +144,24 @@ def describe(doc: dict[str, Any]) -> str:
             ],
         )
     )
+    if spec.get("evictionTasks"):
+        lines.append(
+            _section(
+                "Leaving",
+                ["CLUSTER", "REPLICAS", "PURGE", "SINCE", "REASON"],
+                [
+                    [
+                        t["cluster"],
+                        t.get("replicas", 0),
+                        t.get("purgeMode", "Gracefully")
+                        + (f" ({t['gracePeriodSeconds']}s)" if t.get("gracePeriodSeconds") else ""),
+                        t.get("creationTime", "-"),
+                        t.get("reason") or "-",
+                    ]
+                    for t in spec["evictionTasks"]
+                ],
+            )
+        )
     lines.append(
         _section(
             "Explanation",

@@ -59,3 +59,24 @@ def test_an_object_kept_in_the_federation_says_so_and_has_no_namespace() -> None
     assert "revision None" not in text
     waiting = {**kept, "federationOnly": False}
     assert "Binding:     none (not scheduled yet)" in workloads_view.describe(waiting)
+
+
+def test_describe_lists_the_clusters_a_workload_is_leaving_and_why() -> None:
+    task = {
+        "cluster": "eu-a100",
+        "replicas": 1,
+        "creationTime": "2026-01-01T00:00:00Z",
+        "purgeMode": "Gracefully",
+        "gracePeriodSeconds": 90,
+        "producer": "ApplicationFailover",
+        "reason": "application unhealthy for 60s: pods refused",
+    }
+    spec = BINDING.spec.model_validate(
+        {**BINDING.spec.model_dump(by_alias=True), "evictionTasks": [task]}
+    )
+    text = workloads_view.describe(doc(BINDING.model_copy(update={"spec": spec})))
+    assert "Leaving:" in text
+    leaving = text.split("Leaving:")[1].split("Explanation:")[0]
+    (row,) = [line for line in leaving.splitlines() if line.strip().startswith("eu-a100")]
+    assert "Gracefully (90s)" in row and "application unhealthy for 60s: pods refused" in row
+    assert "Leaving:" not in workloads_view.describe(doc(BINDING))
