@@ -136,6 +136,10 @@ class Usage:
         """The sum of every queue's totals, kept as they change: lending reads it for every
         admission, where summing the queues each time cost more than the check."""
         self._namespaces: dict[str, dict[str, int]] = {}
+        self._placed: dict[tuple[str, str], dict[str, int]] = {}
+        """(namespace, cluster) → what the admitted pods there request, `pods` counted too:
+        what a member's ResourceQuota from a FederatedResourceQuota's staticAssignments
+        holds them to."""
         self._by_queue: dict[str, dict[str, Admission]] = {}
         self._lists: dict[tuple[str, str], ResourceList] = {}
         self._queue_versions: dict[str, int] = {}
@@ -161,8 +165,22 @@ class Usage:
         _add(self._queues.setdefault(q, {}), admission.charge, 1, physical=False)
         _add(self._total, admission.charge, 1, physical=False)
         _add(self._namespaces.setdefault(ns, {}), admission.charge, 1, physical=True)
+        if admission.placement:
+            self._place(admission, 1)
         self._lists.pop(("q", q), None)
         self._lists.pop(("ns", ns), None)
+
+    def _place(self, admission: Admission, sign: int) -> None:
+        pod = _amounts(admission.pod, physical=True)
+        ns = admission.namespace
+        for cluster, replicas in admission.placement.items():
+            totals = self._placed.get((ns, cluster))
+            if totals is None:
+                totals = self._placed[(ns, cluster)] = {}
+            n = sign * replicas
+            for name, amount in pod:
+                totals[name] = totals.get(name, 0) + n * amount
+            totals["pods"] = totals.get("pods", 0) + n * 1000
 
     def release(self, ref: keys.WorkloadRef) -> Admission | None:
         """Un-charge a finished, deleted or evicted workload; returns what it held."""
@@ -176,6 +194,8 @@ class Usage:
         _add(self._queues[q], admission.charge, -1, physical=False)
         _add(self._total, admission.charge, -1, physical=False)
         _add(self._namespaces[ns], admission.charge, -1, physical=True)
+        if admission.placement:
+            self._place(admission, -1)
         self._lists.pop(("q", q), None)
         self._lists.pop(("ns", ns), None)
         return admission
@@ -255,6 +275,11 @@ class Usage:
         """A namespace's physical totals as a plain read-only map (`queue_totals`' twin)."""
         return self._namespaces.get(namespace, {})
 
+    def placed_totals(self, namespace: str, cluster: str) -> Mapping[str, int]:
+        """What the namespace's admitted pods on `cluster` request, with `pods` their count
+        (milli, as every amount), as a plain read-only map."""
+        return self._placed.get((namespace, cluster), {})
+
     def _list(self, kind: str, name: str, totals: dict[str, dict[str, int]]) -> ResourceList:
         cached = self._lists.get((kind, name))
         if cached is None:
@@ -285,6 +310,7 @@ class Usage:
         other._queues = {q: dict(t) for q, t in self._queues.items()}
         other._total = dict(self._total)
         other._namespaces = {n: dict(t) for n, t in self._namespaces.items()}
+        other._placed = {k: dict(t) for k, t in self._placed.items()}
         other._by_queue = {q: dict(a) for q, a in self._by_queue.items()}
         other._lists = dict(self._lists)
         other._queue_versions = dict(self._queue_versions)

@@ -101,6 +101,8 @@ def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> boo
     incremental decision is the general path's. Checked afresh each decision: admitted
     usage grows with every admission.
     """
+    if quota.static_hard(state, job.job.ref.namespace):
+        return False  # a member's share removes clusters one by one: the general path decides
     cycle_charges = quota.charges(state)
     for chip in shape.chips:
         charge = cycle_charges.of(job.pod, job.devices, job.replicas, chip)

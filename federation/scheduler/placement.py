@@ -23,7 +23,7 @@ from federation import clock
 from federation.cache import snapshot as snap
 from federation.scheduler import division, incremental, spread
 from federation.scheduler import framework as fw
-from federation.scheduler.plugins import affinity, capacity
+from federation.scheduler.plugins import affinity, capacity, quota
 from policies.models.binding import ClusterVerdict
 
 __all__ = ["Failed", "Placed", "Placer", "Scored"]
@@ -165,6 +165,9 @@ class Placer:
             weight_sum += weight
         final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
         available = capacity.cluster_available(job, state, rows)
+        room = quota.static_room(job, state, rows)
+        if room is not None:  # the namespace's share on a member caps what division gives it
+            available = np.minimum(available, room)
         return Scored(rows, final, parts, available)
 
     # -- the whole decision

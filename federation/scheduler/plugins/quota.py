@@ -1,13 +1,22 @@
 """Quota filter: the job's charge on this cluster's chip must fit its queue's capability (and
-every ancestor queue's, `hierarchy`) and its namespace's FederatedResourceQuota overall.
+every ancestor queue's, `hierarchy`) and its namespace's FederatedResourceQuota overall; and
+the pods it would put on this cluster must fit the namespace's share there
+(`staticAssignments`, which the propagator writes as a ResourceQuota into that member).
 
 Fed by admitted usage (in the cycle state), the queue and quota objects in the snapshot and
 the chip the job would use on each cluster; feeds the runner. Per cluster because the
 charge depends on the chip: a queue capped at `accelerator/nvidia-h100: 8` may still run on
 A100s. Borrowing, reclaim and preemption are decided at admission, after placement.
+
+Why the static share is checked here and not left to the member: the member's ResourceQuota
+refuses pods beyond it, so a job placed there would wait for pods it can never create
+while other members have room. Its room also caps how many replicas division may give that
+member (`static_room`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -16,9 +25,22 @@ from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
+from policies.models.frq import counted_at_admission
 from policies.models.queue import chip_resource
 
-__all__ = ["Charges", "Quota", "charge_for", "charge_of", "charges", "limited", "never"]
+__all__ = [
+    "Charges",
+    "Quota",
+    "charge_for",
+    "charge_of",
+    "charges",
+    "limited",
+    "never",
+    "static_hard",
+    "static_room",
+]
+
+_UNLIMITED = np.iinfo(np.int64).max // 2
 
 
 def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
@@ -149,6 +171,78 @@ def chip_on(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> li
     return [state.snapshot.chips[i] if i >= 0 else None for i in index.tolist()]
 
 
+def static_hard(state: fw.CycleState, namespace: str) -> Mapping[str, ResourceList]:
+    """Cluster → the namespace's static share there (the hard limits its member
+    ResourceQuota holds), counting only what a pod's requests and number can exceed."""
+    key = ("static-hard", namespace)
+    found = state.memo.get(key)
+    if found is None:
+        frq = state.snapshot.quotas.get(namespace)
+        found = {
+            a.cluster_name: ResourceList(
+                {n: v for n, v in a.hard.items() if n == "pods" or counted_at_admission(n)}
+            )
+            for a in (frq.spec.static_assignments if frq is not None else ())
+        }
+        state.memo[key] = found
+    return found  # type: ignore[return-value]
+
+
+def static_room(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+) -> snap.IntArray | None:
+    """Per row: how many more pods of `job` its namespace's static share on that cluster
+    admits (a large number where it has none); None when the namespace has no share
+    anywhere, which is the common case and costs one lookup."""
+    namespace = job.job.ref.namespace
+    hard = static_hard(state, namespace)
+    if not hard:
+        return None
+    clusters = state.snapshot.clusters
+    out = np.full(len(rows), _UNLIMITED, dtype=np.int64)
+    for i, row in enumerate(rows.tolist()):
+        limits = hard.get(clusters[row].name)
+        if limits:
+            out[i] = _room(job, limits, state.usage.placed_totals(namespace, clusters[row].name))
+    return out
+
+
+def _room(job: fw.JobRequest, limits: ResourceList, used: Mapping[str, int]) -> int:
+    room = int(_UNLIMITED)
+    for name, limit in limits.items():
+        per_pod = 1000 if name == "pods" else job.pod.amount(name)
+        if per_pod > 0:
+            room = min(room, max(0, (limit - used.get(name, 0)) // per_pod))
+    return room
+
+
+def static_problem(job: fw.JobRequest, state: fw.CycleState, cluster: str) -> str | None:
+    """Why the namespace's static share on `cluster` cannot take the pods the job needs
+    there (all of them for a gang or a duplicate, else one), or None."""
+    namespace = job.job.ref.namespace
+    limits = static_hard(state, namespace).get(cluster)
+    if not limits:
+        return None
+    used = state.usage.placed_totals(namespace, cluster)
+    need = capacity.needed_here(job)
+    if _room(job, limits, used) >= need:
+        return None
+    for name, limit in limits.items():
+        per_pod = 1000 if name == "pods" else job.pod.amount(name)
+        if per_pod > 0 and used.get(name, 0) + need * per_pod > limit:
+            shown, held = _show(name, limit), _show(name, used.get(name, 0))
+            return (
+                f"namespace {namespace} may use {shown} {name} on {cluster}"
+                f" (FederatedResourceQuota staticAssignments), {held} in use;"
+                f" {need} more pod(s) would exceed it"
+            )
+    return None
+
+
+def _show(name: str, milli: int) -> str:
+    return str(ResourceList({name: milli}).to_wire().get(name, "0"))
+
+
 class Quota:
     name = "quota"
     static = False
@@ -160,7 +254,7 @@ class Quota:
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
         chip = chip_on(job, state, np.array([cluster.index]))[0]
-        found = problem(job, state, chip)
+        found = problem(job, state, chip) or static_problem(job, state, cluster.name)
         return fw.Verdict.unschedulable(found) if found else fw.Verdict.success()
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
@@ -168,4 +262,8 @@ class Quota:
             return np.ones(len(rows), dtype=bool)
         chips = chip_on(job, state, rows)
         verdicts = {chip: problem(job, state, chip) is None for chip in set(chips)}
-        return np.array([verdicts[c] for c in chips], dtype=bool)
+        keep = np.array([verdicts[c] for c in chips], dtype=bool)
+        room = static_room(job, state, rows)
+        if room is not None:
+            keep &= room >= capacity.needed_here(job)
+        return keep
