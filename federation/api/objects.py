@@ -20,6 +20,7 @@ block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from collections.abc import Callable
@@ -277,7 +278,7 @@ class ObjectsApi:
         if objects.resource_for_kind(obj) != res:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
         await self._check_queue_tree([obj])
-        obj = self._fresh(obj)
+        obj = self._fresh(_stamp_taints(None, obj, self.clock.now()))
         stored = await self.objects.create(objects.key_for(obj), obj)
         return web.json_response(await self._present(stored), status=201)
 
@@ -307,7 +308,7 @@ class ObjectsApi:
         _same_group(current.obj, obj)
         if expected is not None and str(current.revision) != expected:
             raise errors.Conflict(key, expected=int(expected), current=current.revision)
-        new = self._successor(current.obj, obj)
+        new = self._successor(current.obj, _stamp_taints(current.obj, obj, self.clock.now()))
         return await self.objects.update(key, new, revision=current.revision)
 
     async def delete(self, request: web.Request) -> web.Response:
@@ -365,10 +366,11 @@ class ObjectsApi:
             if current is not None:
                 _same_group(current.obj, obj)
         results = []
-        for obj in models:
-            key = objects.key_for(obj)
+        for given_obj in models:
+            key = objects.key_for(given_obj)
             # Read once above; a key given twice is read again, after its first write.
             current = read.pop(key) if key in read else await self.objects.get(key)
+            obj = _stamp_taints(current.obj if current else None, given_obj, self.clock.now())
             if current is None:
                 await self.objects.create(key, self._fresh(obj))
                 outcome = "created"
@@ -429,6 +431,36 @@ class ObjectsApi:
                 ],
             }
         )
+
+
+def _stamp_taints(old: KubeObject | None, new: KubeObject, now: dt.datetime) -> KubeObject:
+    """A Cluster's NoExecute taints with their `timeAdded`, as the Kubernetes API server
+    stamps a Node's: kept from the stored taint (same key, value and effect) when it had
+    one, else now; one given explicitly stays as given.
+
+    Why here: a workload tolerating a NoExecute taint for tolerationSeconds is evicted that
+    long after the taint's timeAdded. Without one (`fedctl cluster taint`, `unjoin`, an
+    applied YAML) failover counted from "now" on every pass, and the toleration never ran
+    out. The writer of the user's spec is the one place every such taint passes.
+    """
+    spec = getattr(new, "spec", None)
+    listed = getattr(spec, "taints", None)
+    if new.kind != "Cluster" or spec is None or not listed:
+        return new
+    before = {
+        (t.key, t.value, t.effect): t.time_added
+        for t in getattr(getattr(old, "spec", None), "taints", None) or ()
+        if t.time_added is not None
+    }
+    stamped = [
+        t.model_copy(update={"time_added": before.get((t.key, t.value, t.effect), now)})
+        if t.effect == "NoExecute" and t.time_added is None
+        else t
+        for t in listed
+    ]
+    if stamped == listed:
+        return new
+    return new.model_copy(update={"spec": spec.model_copy(update={"taints": stamped})})
 
 
 def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:
