@@ -78,13 +78,23 @@ def reconcile(
     """The stored taint list: foreign taints kept in place, ours replaced by `wanted`.
 
     A taint that stays (same key and effect) keeps its `time_added`, so tolerationSeconds
-    count from when it first appeared; a new one is stamped `now`.
+    count from when it first appeared; a new one is stamped `now`. A NoExecute taint that
+    replaces another of ours (the member is still down, but its failure reason moved it
+    from `unreachable` to `not-ready` or back) keeps the earliest of their times: the member
+    has been evicting work since then, and a reason that changes every few minutes would
+    otherwise put off a toleration's end for good.
     """
     kept = [t for t in current if not t.key.startswith(MANAGED_PREFIX)]
     before = {(t.key, t.effect): t for t in current if t.key.startswith(MANAGED_PREFIX)}
+    executing = [t.time_added for t in before.values() if t.effect == "NoExecute" and t.time_added]
     ours = []
     for taint in wanted:
         old = before.get((taint.key, taint.effect))
-        added = old.time_added if old is not None and old.time_added else now
+        if old is not None and old.time_added:
+            added = old.time_added
+        elif taint.effect == "NoExecute" and executing:
+            added = min(executing)
+        else:
+            added = now
         ours.append(taint.model_copy(update={"time_added": added}))
     return [*kept, *ours]

@@ -114,6 +114,18 @@ def test_a_per_cluster_grace_overrides_the_global_one() -> None:
             [(taints.NOT_READY, "NoExecute", 50)],
             id="escalation to NoExecute is a new taint with its own time",
         ),
+        pytest.param(
+            [taint(taints.UNREACHABLE, "NoExecute", added=20)],
+            [Taint(key=taints.NOT_READY, effect="NoExecute")],
+            [(taints.NOT_READY, "NoExecute", 20)],
+            id="a reason that flips while the member stays down keeps the NoExecute time",
+        ),
+        pytest.param(
+            [taint(taints.UNREACHABLE, "NoSchedule", added=20)],
+            [Taint(key=taints.NOT_READY, effect="NoExecute")],
+            [(taints.NOT_READY, "NoExecute", 50)],
+            id="a first NoExecute after a flip of NoSchedule taints is stamped now",
+        ),
     ],
 )
 def test_reconcile(
