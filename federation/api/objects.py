@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
@@ -153,17 +154,21 @@ class ObjectsApi:
             raw = await self.raw.list(prefix)
             items = [_raw_wire(kv) for kv in raw.items]
             revision = raw.revision
-        else:
+        headers = CIMultiDict[str]()
+        if not res.readonly:
             listed = await self.objects.list(prefix)
             items = [await self._present(i) for i in listed.items]
             revision = listed.revision
+            for skipped in listed.skipped:
+                headers.add("Warning", _unreadable(skipped))
         return web.json_response(
             {
                 "apiVersion": "fedctl.io/v1alpha1",
                 "kind": f"{res.kind}List",
                 "metadata": {"resourceVersion": str(revision)},
                 "items": items,
-            }
+            },
+            headers=headers,
         )
 
     async def get(self, request: web.Request) -> web.Response:
@@ -431,6 +436,17 @@ class ObjectsApi:
                 ],
             }
         )
+
+
+def _unreadable(skipped: codec.Skipped) -> str:
+    """A `Warning` header for a stored object the list leaves out because it no longer
+    reads (a hand edit, or a rule this release added): a list that silently shrank would
+    hide, say, the policy whose workloads now stay where they are for want of it."""
+    text = " ".join(
+        f"{skipped.key} is stored but cannot be read, so it is left out:"
+        f" {skipped.error}; apply a corrected version or delete it".split()
+    )
+    return '299 - "' + text.replace('"', "'") + '"'
 
 
 def _stamp_taints(old: KubeObject | None, new: KubeObject, now: dt.datetime) -> KubeObject:
