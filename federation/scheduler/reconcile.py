@@ -249,7 +249,8 @@ _Sorted = tuple[
 ]
 """A workload's kind, its pending entry, fingerprint, admission (when admitted), claiming
 policy ("": none), the claim its Binding stands for (`Ledger.held`) and its Binding amended
-to say its policy is gone (`orphaned`), when that must be written."""
+to say its policy is gone (`orphaned`) or, written before claims were recorded, who claims
+it (`with_claim`), when that must be written."""
 _GONE: _Sorted = (_OPAQUE, None, "", None, "", None, None)
 
 
@@ -327,7 +328,12 @@ class _Sorter:
             )
             if memo is not None:
                 memo[key] = (binding, mark, admitted)
-        amend = self._amend(binding, record) if orphan else None
+        if orphan:
+            amend = self._amend(binding, record)
+        elif claimed and CLAIMED_BY not in binding.metadata.annotations:
+            amend = with_claim(binding, claimed)
+        else:
+            amend = None
         return _ADMITTED, job, mark, admitted, claimed, held, amend
 
     def _amend(self, binding: Binding | None, record: str | None) -> Binding | None:
@@ -365,7 +371,8 @@ class Ledger:
     """ref -> the claim a workload's Binding stands for, where not its claiming policy's:
     one taken over until its Binding records the new one, one whose policy is gone."""
     amends: dict[str, Binding] = field(default_factory=dict)
-    """ref -> its Binding amended to say its policy is gone (`orphaned`), until re-sorted."""
+    """ref -> its Binding amended to say its policy is gone (`orphaned`) or who claims it
+    (`with_claim`), until re-sorted."""
     finished: set[str] = field(default_factory=set)
     stale: dict[str, str] = field(default_factory=dict)
     """ref -> Binding key, for each Binding whose workload is gone."""
@@ -638,6 +645,19 @@ def orphaned(binding: Binding, claimant: str, *, deleted: bool) -> Binding:
             "metadata": binding.metadata.model_copy(update={"annotations": notes}),
             "status": binding.status.model_copy(update={"reason": reason}),
         }
+    )
+
+
+def with_claim(binding: Binding, claimant: str) -> Binding:
+    """`binding` recording `claimant`, the policy that claims it now.
+
+    For a Binding written before claims were recorded: the loop remembered its claim only
+    in memory, so a new leader, or a restart, after its policy was deleted re-placed it
+    through the no-policy path instead of keeping it where it is (`orphaned`).
+    """
+    notes = {**binding.metadata.annotations, CLAIMED_BY: claimant}
+    return binding.model_copy(
+        update={"metadata": binding.metadata.model_copy(update={"annotations": notes})}
     )
 
 

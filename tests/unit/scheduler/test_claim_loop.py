@@ -141,3 +141,29 @@ async def test_a_new_leader_keeps_the_claims_the_bindings_record() -> None:
     async with leading(fleet) as loop:
         await fleet.settled(loop)
         assert await fleet.placed(EVERYWHERE, "")
+
+
+async def test_a_binding_written_before_claims_were_recorded_gets_its_claim() -> None:
+    """Its claim lived only in a leader's memory: deleting the policy while no scheduler led
+    re-placed the workload on one member instead of keeping it on every member."""
+    fleet = Fleet()
+    await fleet.start()
+    async with leading(fleet):
+        await wait_for(lambda: fleet.placed(EVERYWHERE, LOW_ID), message="web under low")
+    stored = await fleet.bindings.get(keys.binding_key(reconcile.ref_of(WEB)))
+    assert stored is not None
+    notes = dict(stored.obj.metadata.annotations)
+    del notes[binder_mod.CLAIMED_BY]  # as an older release wrote it
+    legacy = stored.obj.model_copy(
+        update={"metadata": stored.obj.metadata.model_copy(update={"annotations": notes})}
+    )
+    await fleet.bindings.update(stored.key, legacy, revision=stored.revision)
+
+    async with leading(fleet):
+        await wait_for(lambda: fleet.placed(EVERYWHERE, LOW_ID), message="the claim recorded")
+
+    await fleet.delete(LOW)  # while no scheduler leads
+    async with leading(fleet) as loop:
+        await wait_for(lambda: fleet.placed(EVERYWHERE, ""), message="web kept everywhere")
+        await fleet.settled(loop)
+        assert await fleet.placed(EVERYWHERE, "")
