@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from federation import clock as clock_mod
 from federation import errors
 
 if TYPE_CHECKING:
@@ -62,7 +63,9 @@ async def _post(url: str, body: dict[str, Any]) -> None:
         raise errors.Unavailable(f"{url} did not answer: {exc!r}", endpoint=url) from exc
 
 
-async def set_taint(store: st.Store, cluster: str, *, on: bool) -> None:
+async def set_taint(
+    store: st.Store, cluster: str, *, on: bool, clock: clock_mod.Clock = clock_mod.real
+) -> None:
     """Add (or remove) the drill's NoExecute taint on the member's Cluster object."""
     from federation.registry import codec, keys, objects
     from policies.models.cluster import Cluster, Taint
@@ -74,8 +77,8 @@ async def set_taint(store: st.Store, cluster: str, *, on: bool) -> None:
         if not isinstance(current, Cluster):
             raise errors.NotFound(key)
         kept = [t for t in current.spec.taints if t.key != DRILL_TAINT]
-        if on:
-            kept.append(Taint(key=DRILL_TAINT, effect="NoExecute"))
+        if on:  # with its time, or a toleration's tolerationSeconds would never run out
+            kept.append(Taint(key=DRILL_TAINT, effect="NoExecute", time_added=clock.now()))
         return current.model_copy(update={"spec": current.spec.model_copy(update={"taints": kept})})
 
     await typed.mutate(key, change)
