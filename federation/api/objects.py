@@ -283,7 +283,7 @@ class ObjectsApi:
         if objects.resource_for_kind(obj) != res:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
         await self._check_queue_tree([obj])
-        obj = self._fresh(_stamp_taints(None, obj, self.clock.now()))
+        obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
         stored = await self.objects.create(objects.key_for(obj), obj)
         return web.json_response(await self._present(stored), status=201)
 
@@ -313,7 +313,7 @@ class ObjectsApi:
         _same_group(current.obj, obj)
         if expected is not None and str(current.revision) != expected:
             raise errors.Conflict(key, expected=int(expected), current=current.revision)
-        new = self._successor(current.obj, _stamp_taints(current.obj, obj, self.clock.now()))
+        new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
         return await self.objects.update(key, new, revision=current.revision)
 
     async def delete(self, request: web.Request) -> web.Response:
@@ -375,7 +375,7 @@ class ObjectsApi:
             key = objects.key_for(given_obj)
             # Read once above; a key given twice is read again, after its first write.
             current = read.pop(key) if key in read else await self.objects.get(key)
-            obj = _stamp_taints(current.obj if current else None, given_obj, self.clock.now())
+            obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
             if current is None:
                 await self.objects.create(key, self._fresh(obj))
                 outcome = "created"
@@ -449,7 +449,7 @@ def _unreadable(skipped: codec.Skipped) -> str:
     return '299 - "' + text.replace('"', "'") + '"'
 
 
-def _stamp_taints(old: KubeObject | None, new: KubeObject, now: dt.datetime) -> KubeObject:
+def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) -> KubeObject:
     """A Cluster's NoExecute taints with their `timeAdded`, as the Kubernetes API server
     stamps a Node's: kept from the stored taint (same key, value and effect) when it had
     one, else now; one given explicitly stays as given.

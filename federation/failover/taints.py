@@ -13,7 +13,9 @@ controller noticed: a controller that restarts mid-outage does not restart the c
 Why two keys: a member that refuses connections or times out is `unreachable` (its copies
 may still be running, so their return must be purged before new work is sent); one that
 answers "not ready" is `not-ready`. An Unknown condition (no probe has finished) gets
-NoSchedule only: there is no evidence to move work on.
+NoSchedule only: there is no evidence to move work on. A member whose reason flips between
+the two while it stays down swaps keys but not its NoExecute time: tolerationSeconds count
+from when it first began to evict, not from the latest flip.
 """
 
 from __future__ import annotations

@@ -133,3 +133,22 @@ def test_reconcile(
 ) -> None:
     got = taints.reconcile(current, wanted, now=at(50))
     assert [(t.key, t.effect, t.time_added) for t in got] == [(k, e, at(s)) for k, e, s in expected]
+
+
+def test_a_reason_that_flips_back_and_forth_keeps_the_first_noexecute_time() -> None:
+    stored = [taint(taints.UNREACHABLE, "NoExecute", added=20)]
+    for now, key in [(50, taints.NOT_READY), (80, taints.UNREACHABLE), (110, taints.NOT_READY)]:
+        stored = taints.reconcile(stored, [Taint(key=key, effect="NoExecute")], now=at(now))
+        assert [(t.key, t.time_added) for t in stored] == [(key, at(20))]
+
+
+def test_a_foreign_noexecute_taint_lends_no_time_to_ours() -> None:
+    got = taints.reconcile(
+        [taint("team.example/drain", added=3), taint(taints.UNREACHABLE, "NoSchedule", added=20)],
+        [Taint(key=taints.NOT_READY, effect="NoExecute")],
+        now=at(50),
+    )
+    assert [(t.key, t.time_added) for t in got] == [
+        ("team.example/drain", at(3)),
+        (taints.NOT_READY, at(50)),
+    ]
