@@ -37,7 +37,7 @@ from policies import loading
 from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
-from policies.models.cluster import ClusterStatus
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.queue import Queue, hierarchy_problems
 
 __all__ = ["ObjectsApi"]
@@ -459,13 +459,12 @@ def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) 
     applied YAML) failover counted from "now" on every pass, and the toleration never ran
     out. The writer of the user's spec is the one place every such taint passes.
     """
-    spec = getattr(new, "spec", None)
-    listed = getattr(spec, "taints", None)
-    if new.kind != "Cluster" or spec is None or not listed:
+    if not isinstance(new, Cluster) or not new.spec.taints:
         return new
+    listed = new.spec.taints
     before = {
         (t.key, t.value, t.effect): t.time_added
-        for t in getattr(getattr(old, "spec", None), "taints", None) or ()
+        for t in (old.spec.taints if isinstance(old, Cluster) else ())
         if t.time_added is not None
     }
     stamped = [
@@ -476,7 +475,7 @@ def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) 
     ]
     if stamped == listed:
         return new
-    return new.model_copy(update={"spec": spec.model_copy(update={"taints": stamped})})
+    return new.model_copy(update={"spec": new.spec.model_copy(update={"taints": stamped})})
 
 
 def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:

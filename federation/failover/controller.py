@@ -433,9 +433,7 @@ class FailoverController:
         gone = graceful.gone(tasks, status, revision=revision)
         effective = self._taints() if gone else {}
         evicting = {
-            name
-            for name in gone
-            if eviction.evicts(effective.get(name, ()), terms.tolerations, now=now)
+            name for name in gone if eviction.evicts(effective.get(name, ()), terms.tolerations)
         }
         outcome = graceful.judge(
             tasks,

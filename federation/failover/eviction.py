@@ -69,9 +69,8 @@ def _deadline(
     return best
 
 
-def evicts(taints: Sequence[Taint], tolerations: Sequence[Toleration], *, now: dt.datetime) -> bool:
+def evicts(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
     """Whether a cluster with `taints` evicts a workload with `tolerations`, now or later."""
-    del now  # whether, not when
     return any(t.evicts(tolerations) for t in taints)
 
 

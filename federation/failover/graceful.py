@@ -65,7 +65,7 @@ class Outcome:
 
 
 def purges_at_once(task: EvictionTask) -> bool:
-    return task.purge_mode in ("Directly", "Immediately")
+    return task.at_once
 
 
 def gone(
@@ -119,7 +119,7 @@ def judge(
             continue
         if (
             purges_at_once(task)
-            and task.producer != "ApplicationFailover"  # its bar is on the member, not the copy
+            and not task.from_application  # its bar is on the member, not the copy
             and task.cluster in gone
             and task.cluster not in evicting
         ):

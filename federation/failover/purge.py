@@ -45,7 +45,6 @@ LABEL_MANAGED_BY = "fedctl.io/managed-by"
 MANAGED_BY = "fedctl"
 REF_ANNOTATION = "fedctl.io/workload-ref"
 
-_DIRECT = ("Directly", "Immediately")
 _PARALLEL_DELETES = 16
 
 
@@ -65,9 +64,7 @@ def wanted_here(binding: Binding | None, cluster: str) -> bool:
         return False
     if any(t.name == cluster for t in binding.spec.clusters):
         return True
-    return any(
-        t.cluster == cluster and t.purge_mode not in _DIRECT for t in binding.spec.eviction_tasks
-    )
+    return any(t.cluster == cluster and not t.at_once for t in binding.spec.eviction_tasks)
 
 
 def _ref_of(obj: Mapping[str, Any]) -> str | None:

@@ -130,11 +130,9 @@ class WorkloadSync:
         divisible = plugin.replicas(workload.to_wire()) is not None
         targets = {t.name: t for t in binding.spec.clusters if t.replicas > 0 or not divisible}
         # Directly-purged copies go at once; graceful tasks keep theirs meanwhile.
-        evicting = {
-            task.cluster
-            for task in binding.spec.eviction_tasks
-            if task.purge_mode not in ("Directly", "Immediately")
-        } - set(targets)
+        evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
+            targets
+        )
         return workload, stored, targets, evicting
 
     # -- one pass ----------------------------------------------------------------------------

@@ -445,9 +445,6 @@ class Scheduler:
         return planned
 
 
-_AT_ONCE = ("Directly", "Immediately")
-
-
 def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list[str]:
     """The clusters the workload is leaving that it may not be placed back on yet.
 
@@ -464,8 +461,8 @@ def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list
     for task in previous.spec.eviction_tasks:
         row = snapshot.index.get(task.cluster)
         if (
-            task.purge_mode in _AT_ONCE
-            or task.producer == "ApplicationFailover"
+            task.at_once
+            or task.from_application
             or row is None
             or any(t.evicts(tolerations) for t in snapshot.clusters[row].taints)
         ):

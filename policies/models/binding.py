@@ -92,6 +92,17 @@ class EvictionTask(FrozenModel):
         default=None, gt=0, description="How long the old copy may wait (else the global timeout)."
     )
 
+    @property
+    def at_once(self) -> bool:
+        """Purge mode Directly (or its old spelling): the old copy goes at once. Failover,
+        the propagator and the scheduler's eviction bar all judge a task by it."""
+        return self.purge_mode in ("Directly", "Immediately")
+
+    @property
+    def from_application(self) -> bool:
+        """Left by application failover: the workload failed on that member."""
+        return self.producer == "ApplicationFailover"
+
 
 class BindingSpec(FrozenModel):
     """The placement decision."""

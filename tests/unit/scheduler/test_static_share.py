@@ -6,8 +6,6 @@ other members have room. So the scheduler counts the share like capacity."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
 from policies.models.frq import FederatedResourceQuota
@@ -83,10 +81,9 @@ def test_a_job_no_share_can_hold_waits_with_the_share_as_its_reason() -> None:
 
 
 def test_other_namespaces_and_unassigned_members_are_not_held() -> None:
-    other: dict[str, Any] = {"namespace": "elsewhere"}
     jobs = [
         job(workload("mine", replicas=3, cpu="1")),
-        job(workload("theirs", replicas=3, cpu="1", **other), seq=1),
+        job(workload("theirs", replicas=3, cpu="1", namespace="elsewhere"), seq=1),
     ]
     result: cycle.CycleResult = run(FLEET, jobs, quotas=[shared(dear={"cpu": "1"})])
     assert placed(result) == {"mine": {"cheap": 3}, "theirs": {"cheap": 3}}
