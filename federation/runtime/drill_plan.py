@@ -142,7 +142,9 @@ def _replace(
             pending.add(job)
     budget = max(settings.cycle_batch, len(moving))
     scheduler = cycle.Scheduler(settings.model_copy(update={"cycle_batch": budget}))
-    result = scheduler.run_cycle(snapshot, pending, accounting.Usage(work.admitted), now)
+    result = scheduler.run_cycle(
+        snapshot, pending, accounting.Usage([*work.admitted, *work.waiting]), now
+    )
     placed = {str(_ref(b)): b for b in result.bindings}
     out = []
     for ref, (replicas, why) in moving.items():

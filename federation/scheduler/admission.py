@@ -66,6 +66,8 @@ class Admitter:
         self._status = BindingStatus.model_construct(
             phase="Scheduled", reason="", last_scheduled_time=now
         )
+        self.evicted_refs: set[str] = set()
+        """`str(ref)` of every victim evicted this cycle."""
 
     def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
         """Admit the job (True) or record why not (False)."""
@@ -170,6 +172,7 @@ class Admitter:
         if victim.queue != by.queue:
             reason = f"reclaimed by queue {by.queue} for {by.ref}"
         self.result.evicted.append((victim, reason))
+        self.evicted_refs.add(str(victim.ref))
         original = victim.job
         if isinstance(original, PendingJob):
             self.result.pending.add(original.with_reason(reason))
@@ -179,6 +182,7 @@ class Admitter:
             )
             for c, n in sorted(victim.placement.items())
         ]
+        tasks += self._leaving(victim, skip={t.cluster for t in tasks})
         if isinstance(original, PendingJob):
             self._emit(binding_for(original, reason=reason, tasks=tasks))
         self.result.reasons[str(victim.ref)] = reason
@@ -282,9 +286,45 @@ class Admitter:
         self._costs_by_pod[quick] = (pod, self._costs[key])
         return self._costs[key]
 
+    def _leaving(self, victim: accounting.Admission, *, skip: set[str]) -> list[EvictionTask]:
+        """The eviction tasks the victim's stored Binding already has, on other clusters.
+
+        Written alone, the preemption's tasks replaced them: the copy a graceful task was
+        waiting to purge was never purged, and a cluster application failover barred the
+        workload from was open to it again.
+        """
+        stored = self._stored(victim.ref)
+        if stored is None:
+            return []
+        return [t for t in stored.spec.eviction_tasks if t.cluster not in skip]
+
+    def _stored(self, ref: object) -> Binding | None:
+        bindings = self.state.snapshot.bindings
+        return bindings.get(str(ref)) if bindings else None
+
     def _pending(self, job: PendingJob, reason: str) -> None:
+        """Leave the job pending; where copies of it run already, they stay.
+
+        As in Karmada, a placement that fails keeps the last one: a workload being placed
+        again (failover evicted it from one member, its replicas or policy changed) keeps
+        its copies on the members it still has until it can be placed. Written with no
+        clusters, the propagator removed healthy copies from members that never failed.
+        """
         self.result.reasons[str(job.ref)] = reason
-        self._emit(binding_for(job, reason=reason))
+        stored = self._stored(job.ref)
+        kept = [] if stored is None else stored.spec.clusters
+        if kept:
+            index = self.state.snapshot.index
+            kept = [t for t in kept if t.name in index]  # a member gone keeps nothing
+        if not kept:
+            self._emit(binding_for(job, reason=reason))
+            return
+        assert stored is not None
+        cost = stored.spec.hourly_cost if len(kept) == len(stored.spec.clusters) else None
+        names = ", ".join(t.name for t in kept)
+        self._emit(
+            binding_for(job, reason=f"{reason} (still running on {names})", targets=kept, cost=cost)
+        )
 
     def _emit(self, binding: Binding) -> None:
         stored = self.state.snapshot.bindings

@@ -236,17 +236,27 @@ class Scheduler:
                     admit.hold(job, known)
                     result.pending.add(job.with_reason(known))
                     continue
+                if admit.evicted_refs and str(job.ref) in admit.evicted_refs:
+                    # Its running copies were a victim earlier this cycle: it waits again,
+                    # and its Binding this cycle is the eviction's.
+                    result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
+                    continue
                 budget -= 1
                 result.decisions += 1
                 refused = hierarchy.refusal(
                     job.queue, snapshot.queues, default=self.settings.default_queue
                 ) or _class_refusal(job, snapshot.queues)
+                # A job waiting with copies still running (`reconcile`) is placed without
+                # their charge, so it does not compete with itself; they keep it if it fails.
+                own = admit.state.usage.release(job.ref) if request.previous else None
                 outcome = (  # steps 3-5, for a job its queue can take
                     self._place(request, admit.state)
                     if refused is None
                     else pl.Failed(request, refused, "static")
                 )
                 if not admit.settle(job, outcome):  # steps 6-7
+                    if own is not None:
+                        admit.state.usage.admit(own)
                     yield_back = result.reasons.get(str(job.ref), "")
                     result.pending.add(job.with_reason(yield_back))  # step 8
                     self._strict_stop(job, snapshot)

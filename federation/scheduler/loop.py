@@ -186,6 +186,22 @@ def _queued(result: cycle.CycleResult, bindings: Mapping[str, Binding]) -> list[
     ]
 
 
+def _charge(
+    usage: accounting.Usage,
+    ledger: reconcile.Ledger,
+    changes: Mapping[str, accounting.Admission | None] | None,
+) -> None:
+    """Bring the loop's usage to the ledger's: what is admitted, and what the running
+    copies of workloads waiting to be placed again hold."""
+    if changes is not None:
+        usage.apply(changes)
+        return
+    held = ledger.admitted
+    if ledger.waiting:
+        held = {**held, **ledger.waiting}
+    usage.sync(held.values(), held.keys())
+
+
 def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> None:
     """Store on each Scheduled Binding the fingerprint it was admitted under, so the next
     leader tells an edit made meanwhile from an unchanged workload (`reconcile.admitted_as`).
@@ -623,10 +639,7 @@ class SchedulerLoop:
         )
         pending = PendingStore(ledger.pending.values())
         self._batch = cycle.batch_for(len(pending), self.settings)
-        if changes is None:
-            self._usage.sync(ledger.admitted.values(), ledger.admitted.keys())
-        else:
-            self._usage.apply(changes)
+        _charge(self._usage, ledger, changes)
         result = self.scheduler.run_cycle(  # step 3
             snapshot, pending, self._usage, now, batch=self._batch
         )

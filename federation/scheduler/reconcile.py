@@ -30,6 +30,11 @@ The rules, per workload:
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
    policy change, another policy claiming it, a cluster gone)
                                    -> pending: the cycle places it (again).
+ - of those, a Pending Binding that still names clusters (every one known): copies that
+   run while the workload waits to be placed again (the members failover did not evict
+   it from, or the placement it had when placing it again failed)
+                                   -> also waiting: its copies are counted in usage, as
+                                      they hold quota and capacity, until it is placed.
 A Binding whose workload is gone is deleted.
 """
 
@@ -99,6 +104,9 @@ class Work:
     """ref -> the claim each workload's Binding stands for (`Ledger.held`)."""
     amends: list[Binding] = field(default_factory=list)
     """Bindings to write as they are but for the claim: their policy is gone (`orphaned`)."""
+    waiting: list[accounting.Admission] = field(default_factory=list)
+    """What the copies of pending workloads that still run somewhere hold (`Ledger.waiting`):
+    counted in usage alongside `admitted`."""
 
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
@@ -235,10 +243,13 @@ def reconcile(
         claims=ledger.claims,
         held=ledger.held(),
         amends=list(ledger.amends.values()),
+        waiting=list(ledger.waiting.values()),
     )
 
 
 _OPAQUE, _FINISHED, _PENDING, _ADMITTED = "opaque", "finished", "pending", "admitted"
+_WAITING = "waiting"
+"""Pending, with copies still running where its Binding names (their admission kept)."""
 
 _Read = tuple[Workload, int, PendingJob | None, str, str | None, str, Binding | None, str | None]
 """What `_read` read of a workload: the object and its creation revision it read, its
@@ -303,8 +314,11 @@ class _Sorter:
             return _OPAQUE, None, "", None, "", held, amend
         if self.phases.get(key) in FINISHED:
             return _FINISHED, job, mark, None, claimed, held, None
-        if binding is None or (record is not None and claimed and claimed != record):
-            return _PENDING, job, mark, None, claimed, held, None  # unbound, or taken over
+        if binding is None:
+            return _PENDING, job, mark, None, claimed, held, None  # unbound
+        if record is not None and claimed and claimed != record:  # taken over
+            waiting = self._waiting(job, binding)
+            return _WAITING if waiting else _PENDING, job, mark, waiting, claimed, held, None
         memo = self.memo
         cached = memo.get(key) if memo is not None else None
         fresh = (
@@ -316,7 +330,8 @@ class _Sorter:
             _stands(binding, self.known)
             and (orphan or admitted_as(binding, self.fingerprints.get(key), mark) == mark)
         ):  # kept where its deleted policy placed it, whatever that policy's fingerprint
-            return _PENDING, job, mark, None, claimed, held, None
+            waiting = self._waiting(job, binding)
+            return _WAITING if waiting else _PENDING, job, mark, waiting, claimed, held, None
         admitted = fresh
         if admitted is None:
             admitted = admission_of(
@@ -335,6 +350,21 @@ class _Sorter:
         else:
             amend = None
         return _ADMITTED, job, mark, admitted, claimed, held, amend
+
+    def _waiting(self, job: PendingJob, binding: Binding) -> accounting.Admission | None:
+        """What the copies a Pending Binding still names hold (None: it names none).
+
+        Why counted: those copies hold quota and capacity whatever the Binding's phase.
+        Left out, the queue read as having room, another job took it, and the waiting
+        workload's copies ran beyond the queue's capability.
+        """
+        if binding.status.phase != "Pending" or not binding.spec.clusters:
+            return None
+        if not all(t.name in self.known for t in binding.spec.clusters):
+            return None
+        return admission_of(
+            job, binding, device_resources=self.devices, shapes=self.shapes, charges=self.charges
+        )
 
     def _amend(self, binding: Binding | None, record: str | None) -> Binding | None:
         """The Binding to write for a workload kept where its policy `record` placed it:
@@ -362,6 +392,9 @@ class Ledger:
 
     pending: dict[str, PendingJob] = field(default_factory=dict)
     admitted: dict[str, accounting.Admission] = field(default_factory=dict)
+    waiting: dict[str, accounting.Admission] = field(default_factory=dict)
+    """ref -> what the running copies of a pending workload hold (`_WAITING`); its entry
+    is in `pending` too."""
     marks: dict[str, str] = field(default_factory=dict)
     """ref -> current fingerprint of every workload neither finished nor opaque."""
     claims: dict[str, str] = field(default_factory=dict)
@@ -427,7 +460,7 @@ class Ledger:
         shared = (known, devices)
         if dirty is None or jobs is not self._jobs or shared != self._shared:
             self._jobs, self._shared = jobs, shared
-            self.pending, self.admitted, self.marks = {}, {}, {}
+            self.pending, self.admitted, self.marks, self.waiting = {}, {}, {}, {}
             self.claims, self.kept, self.amends = {}, {}, {}
             self.finished, self.stale = set(), {}
             dirty = None
@@ -470,6 +503,8 @@ class Ledger:
         changes: dict[str, accounting.Admission | None],
     ) -> None:
         was = self.admitted.pop(key, None)
+        if self.waiting and was is None:
+            was = self.waiting.pop(key, None)
         self.pending.pop(key, None)
         self.marks.pop(key, None)
         self.claims.pop(key, None)
@@ -494,19 +529,32 @@ class Ledger:
             self.kept[key] = held
         if amend is not None:
             self.amends[key] = amend
+        self._record(key, kind, job, mark, admitted)
+        if kind != _ADMITTED and sort.memo is not None:
+            sort.memo.pop(key, None)
+        if admitted is not was:
+            changes[key] = admitted
+
+    def _record(
+        self,
+        key: str,
+        kind: str,
+        job: PendingJob | None,
+        mark: str,
+        admitted: accounting.Admission | None,
+    ) -> None:
         if kind == _FINISHED:
             self.finished.add(key)
         elif kind != _OPAQUE:
             self.marks[key] = mark
-            if admitted is not None:
+            if kind == _ADMITTED:
+                assert admitted is not None
                 self.admitted[key] = admitted
             else:
                 assert job is not None
                 self.pending[key] = job
-        if admitted is None and sort.memo is not None:
-            sort.memo.pop(key, None)
-        if admitted is not was:
-            changes[key] = admitted
+                if admitted is not None:
+                    self.waiting[key] = admitted
 
 
 def _read(

@@ -35,6 +35,7 @@ __all__ = [
     "needed_here",
     "one_flavor_available",
     "pod_hour_cost",
+    "running",
     "shape_arrays",
     "shortage",
     "view",
@@ -285,6 +286,7 @@ class Capacity:
             per_node = min(a // p for a, p in zip(alloc, pod, strict=True) if p > 0)
             total += max(0, min(by_free, per_node * flavor.node_count))
         need = needed_here(job)
+        total += job.previous.get(cluster.name, 0)  # its own pods there: room it holds
         if total >= need:
             return fw.Verdict.success()
         if total == 0:
@@ -305,4 +307,25 @@ class Capacity:
         return fw.Verdict.unschedulable(f"room for {total} of {need} replicas")
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
-        return cluster_available(job, state, rows) >= needed_here(job)
+        available = cluster_available(job, state, rows)
+        if job.previous:
+            available = available + running(job, state, rows)
+        return available >= needed_here(job)
+
+
+def running(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.IntArray:
+    """Per row: the replicas the job's current placement has there.
+
+    A cluster passes the capacity filter with them: they are room the job holds already.
+    Filtered on free room alone, a full member lost every replica it ran when the job was
+    scaled (down as well as up) or placed again after a failover, where Karmada's Steady
+    mode keeps them.
+    """
+    index = state.snapshot.index
+    where = {row: i for i, row in enumerate(rows.tolist())}
+    out = np.zeros(len(rows), dtype=np.int64)
+    for name, replicas in job.previous.items():
+        i = where.get(index.get(name, -1))
+        if i is not None:
+            out[i] = replicas
+    return out

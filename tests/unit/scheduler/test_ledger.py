@@ -39,6 +39,7 @@ def _view(work: reconcile.Work) -> dict[str, Any]:
         "finished": sorted(work.finished),
         "stale": sorted(work.stale),
         "fingerprints": dict(sorted(work.fingerprints.items())),
+        "waiting": sorted(_admission(a) for a in work.waiting),
     }
 
 
@@ -50,6 +51,7 @@ def _ledger_view(ledger: reconcile.Ledger) -> dict[str, Any]:
         "finished": sorted(ledger.finished),
         "stale": sorted(ledger.stale.values()),
         "fingerprints": dict(sorted(ledger.fingerprints().items())),
+        "waiting": sorted(_admission(a) for a in ledger.waiting.values()),
     }
 
 
@@ -170,13 +172,14 @@ def test_the_ledger_redone_for_changed_workloads_equals_a_full_reconcile(seed: i
         changes = ledger.update(dirty, **world.inputs(), memo=memo, prepared=prepared)
         full = reconcile.reconcile(**world.inputs(), memo=full_memo, prepared=full_prepared)
         assert _ledger_view(ledger) == _view(full)
+        held = {**ledger.admitted, **ledger.waiting}
         if changes is None:
-            usage.sync(ledger.admitted.values(), ledger.admitted.keys())
+            usage.sync(held.values(), held.keys())
         else:
             incremental += 1
             usage.apply(changes)
-        assert {str(a.ref): a for a in usage.admissions()} == ledger.admitted
-        assert _totals(usage) == _totals(accounting.Usage(full.admitted))
+        assert {str(a.ref): a for a in usage.admissions()} == held
+        assert _totals(usage) == _totals(accounting.Usage([*full.admitted, *full.waiting]))
         assert set(memo) <= set(ledger.admitted)
         marks = dict(ledger.marks)
     assert incremental > 50  # most steps were redone per workload, not in full

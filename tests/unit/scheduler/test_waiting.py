@@ -1,0 +1,233 @@
+"""A workload being placed again keeps the copies it has until it is placed.
+
+Its Binding stays Pending with the clusters it still runs on, those copies count in usage
+(`reconcile` sorts them as waiting), and the cycle places it without their charge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from federation.failover import eviction
+from federation.quota.accounting import Admission, Usage
+from federation.scheduler import binder, reconcile
+from federation.settings import SchedulerSettings
+from policies.models.binding import Binding, EvictionTask
+from policies.models.cluster import Cluster, Taint
+from tests.unit.scheduler.fleet import (
+    NOW,
+    cluster,
+    flavor,
+    job,
+    placed,
+    queue,
+    run,
+    workload,
+)
+
+DOWN = Taint(key="cluster.fedctl.io/not-ready", effect="NoExecute", time_added=NOW)
+WEIGHTED = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+}
+
+
+def _snapshot(fleet: list[Cluster], bindings: list[Binding], **kw: Any) -> Any:
+    from federation.cache import snapshot as snap
+
+    return snap.build(fleet, bindings=bindings, **kw)
+
+
+def _waiting(web: Any, stored: Binding, fleet: list[Cluster]) -> list[Admission]:
+    """What reconcile counts for `stored` (a Pending Binding naming clusters)."""
+    key = str(web.ref)
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(web.workload, 1)},
+        bindings={key: stored},
+        phases={},
+        policies=[],
+        clusters=[c.name for c in fleet],
+        fingerprints={},
+        settings=SchedulerSettings(),
+    )
+    assert [str(j.ref) for j in work.pending] == [key]
+    assert work.admitted == []
+    return work.waiting
+
+
+def test_a_failed_re_placement_keeps_the_copies_on_members_never_evicted() -> None:
+    spread = {**WEIGHTED, "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 2}]}
+    web = job(workload("web", kind="Deployment", replicas=4), placement=spread)
+    first = run([cluster("a"), cluster("b")], [web])
+    assert placed(first) == {"web": {"a": 2, "b": 2}}
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Gracefully"
+    )
+    down = [cluster("a", taints=[DOWN]), cluster("b")]
+
+    again = run(down, [web], snapshot=_snapshot(down, [evicted]))
+
+    (out,) = again.bindings
+    written = binder._merged(evicted, out)
+    assert written.status.phase == "Pending"
+    assert written.placement() == {"b": 2}  # written with none, b's copy was removed
+    assert "minGroups" in written.status.reason or "at least 2" in written.status.reason
+    assert written.status.reason.endswith("(still running on b)")
+    assert [t.cluster for t in written.spec.eviction_tasks] == ["a"]
+
+
+def test_a_scale_up_with_no_room_keeps_the_running_replicas() -> None:
+    small = [cluster("a", flavor(cpu="2", nodes=1))]
+    web = job(workload("web", kind="Deployment", replicas=2), placement=WEIGHTED)
+    first = run(small, [web])
+    (stored,) = first.bindings
+    bigger = job(workload("web", kind="Deployment", replicas=8), placement=WEIGHTED)
+    full = [cluster("a", flavor(cpu="0", nodes=1))]  # the member counts the 2 running pods
+
+    again = run(full, [bigger], snapshot=_snapshot(full, [stored]))
+
+    assert again.admitted == []
+    (out,) = again.bindings
+    assert out.status.phase == "Pending"
+    assert out.placement() == {"a": 2}
+
+
+def test_the_copies_of_a_waiting_workload_hold_their_queue_share() -> None:
+    """web (4 CPUs) lost a; its 2 copies on b still run. Queue capability 4 CPUs: a job
+    asking 3 CPUs must wait, although the queue's usage without those copies reads 0."""
+    capped = queue("team", capability={"cpu": "4"})
+    only_b = {**WEIGHTED, "clusterAffinity": {"clusterNames": ["a", "b"]}}
+    web = job(workload("web", kind="Deployment", replicas=4, queue="team"), placement=only_b)
+    fleet = [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))]
+    first = run(fleet, [web], queues=[capped])
+    assert placed(first) == {"web": {"a": 2, "b": 2}}
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    down = [
+        cluster("a", flavor(cpu="2", nodes=1), taints=[DOWN]),
+        fleet[1],
+        cluster("c", flavor(cpu="8", nodes=1)),
+    ]
+    waiting = _waiting(web, evicted, down)
+    assert [dict(a.placement) for a in waiting] == [{"b": 2}]
+    other = job(
+        workload("other", kind="Deployment", replicas=3, queue="team"),
+        placement={"clusterAffinity": {"clusterNames": ["c"]}},
+        seq=5,
+    )
+
+    both = run(
+        down,
+        [web, other],
+        queues=[capped],
+        usage=Usage(waiting),
+        snapshot=_snapshot(down, [evicted], queues=[capped]),
+    )
+
+    assert placed(both) == {}
+    assert "capability" in both.reasons[str(other.ref)]
+    assert [dict(a.placement) for a in both.usage.admissions()] == [{"b": 2}]
+
+
+def test_a_waiting_workload_is_placed_without_competing_with_its_own_copies() -> None:
+    capped = queue("team", capability={"cpu": "4"})
+    web = job(workload("web", kind="Deployment", replicas=4, queue="team"), placement=WEIGHTED)
+    fleet = [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))]
+    first = run(fleet, [web], queues=[capped])
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    # a is gone for good; c has room for the 2 replicas a held.
+    moved = [fleet[1], cluster("c", flavor(cpu="8", nodes=1))]
+    waiting = _waiting(web, evicted, moved)
+
+    again = run(
+        moved,
+        [web],
+        queues=[capped],
+        usage=Usage(waiting),
+        snapshot=_snapshot(moved, [evicted], queues=[capped]),
+    )
+
+    assert placed(again) == {"web": {"b": 2, "c": 2}}  # 4 of 4 CPUs: its own 2 not twice
+
+
+def test_a_waiting_workload_preempted_gets_one_binding_in_the_cycle() -> None:
+    """Its copies on b are a victim before its own turn comes: the cycle writes the
+    eviction's Binding for it and does not place it again (two writes to one key)."""
+    only_b = {**WEIGHTED, "clusterAffinity": {"clusterNames": ["a", "b"]}}
+    low = job(workload("low", kind="Deployment", replicas=4, priority=1), placement=only_b)
+    fleet = [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))]
+    first = run(fleet, [low])
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    down = [cluster("a", flavor(cpu="2", nodes=1), taints=[DOWN]), fleet[1]]
+    waiting = _waiting(low, evicted, down)
+    high = job(
+        workload("high", kind="Deployment", replicas=2, priority=9),
+        placement={"clusterAffinity": {"clusterNames": ["b"]}},
+        seq=9,
+    )
+
+    result = run(down, [low, high], usage=Usage(waiting), snapshot=_snapshot(down, [evicted]))
+
+    assert placed(result) == {"high": {"b": 2}}
+    assert [v.ref.name for v, _ in result.evicted] == ["low"]
+    names = Counter(b.spec.workload.name for b in result.bindings)
+    assert names == {"high": 1, "low": 1}
+    (mine,) = [b for b in result.bindings if b.spec.workload.name == "low"]
+    assert mine.placement() == {}
+    assert {t.cluster for t in mine.spec.eviction_tasks} == {"a", "b"}  # a's task kept
+    assert low.ref in result.pending
+
+
+def test_preemption_keeps_the_victims_other_eviction_tasks() -> None:
+    """An application failover's task bars the member where the workload failed; the
+    preemption's own tasks used to replace it, opening that member to the workload again."""
+    only_b = {"clusterAffinity": {"clusterNames": ["b"]}}
+    fleet = [cluster("a"), cluster("b", flavor(cpu="4", nodes=1))]
+    web = job(workload("web", kind="Deployment", replicas=4), placement=only_b)
+    first = run(fleet, [web])
+    failed_there = EvictionTask(
+        cluster="a",
+        reason="application unhealthy",
+        creation_time=NOW,
+        replicas=4,
+        purge_mode="Gracefully",
+        producer="ApplicationFailover",
+        grace_period_seconds=600,
+    )
+    spec = first.bindings[0].spec.model_copy(update={"eviction_tasks": [failed_there]})
+    stored = first.bindings[0].model_copy(update={"spec": spec})
+    high = job(workload("hi", kind="Deployment", replicas=4, priority=10), placement=only_b, seq=1)
+
+    second = run(fleet, [high], usage=Usage(first.admitted), snapshot=_snapshot(fleet, [stored]))
+
+    victim = next(b for b in second.bindings if b.spec.workload.name == "web")
+    tasks = {(t.cluster, t.producer, t.purge_mode) for t in victim.spec.eviction_tasks}
+    assert tasks == {("a", "ApplicationFailover", "Gracefully"), ("b", "", "Directly")}
+
+
+def test_a_scale_down_on_full_members_keeps_its_members() -> None:
+    """Members with no free room still hold the replicas running there: filtered on free
+    room alone, the service moved wholesale to the one member with room."""
+    web = job(workload("web", kind="Deployment", replicas=4), placement=WEIGHTED)
+    fleet = [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))]
+    first = run(fleet, [web])
+    assert placed(first) == {"web": {"a": 2, "b": 2}}
+    fewer = job(workload("web", kind="Deployment", replicas=2), placement=WEIGHTED)
+    full = [
+        cluster("a", flavor(cpu="0", nodes=1)),
+        cluster("b", flavor(cpu="0", nodes=1)),
+        cluster("c", flavor(cpu="8", nodes=1)),
+    ]
+
+    again = run(full, [fewer], snapshot=_snapshot(full, first.bindings))
+
+    assert placed(again) == {"web": {"a": 1, "b": 1}}
