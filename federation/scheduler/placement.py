@@ -167,6 +167,8 @@ class Placer:
         available = capacity.cluster_available(job, state, rows)
         room = quota.static_room(job, state, rows)
         if room is not None:  # the namespace's share on a member caps what division gives it
+            if job.previous:  # Steady division keeps those, then adds up to `available`
+                room = np.maximum(room - capacity.running(job, state, rows), 0)
             available = np.minimum(available, room)
         return Scored(rows, final, parts, available)
 
@@ -218,6 +220,10 @@ class Placer:
             return Failed(job, str(exc), "division")
         except ValueError as exc:
             return Failed(job, f"invalid placement policy: {exc}", "division")
+        if not job.single_cluster:
+            excess = quota.share_excess(job, state, placement)
+            if excess is not None:
+                return Failed(job, excess, "quota")
         return Placed(job, placement, scored)
 
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:

@@ -30,9 +30,9 @@ The rules, per workload:
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
    policy change, another policy claiming it, a cluster gone)
                                    -> pending: the cycle places it (again).
- - of those, a Pending Binding that still names clusters (every one known): copies that
-   run while the workload waits to be placed again (the members failover did not evict
-   it from, or the placement it had when placing it again failed)
+ - of those, a Binding that still names clusters (every one known): copies that run
+   while the workload waits to be placed again (the placement it had before an edit, the
+   members failover did not evict it from, or what it kept when placing it again failed)
                                    -> also waiting: its copies are counted in usage, as
                                       they hold quota and capacity, until it is placed.
 A Binding whose workload is gone is deleted.
@@ -352,13 +352,14 @@ class _Sorter:
         return _ADMITTED, job, mark, admitted, claimed, held, amend
 
     def _waiting(self, job: PendingJob, binding: Binding) -> accounting.Admission | None:
-        """What the copies a Pending Binding still names hold (None: it names none).
+        """What the copies the Binding of a workload to place again still names hold
+        (None: it names none).
 
         Why counted: those copies hold quota and capacity whatever the Binding's phase.
-        Left out, the queue read as having room, another job took it, and the waiting
-        workload's copies ran beyond the queue's capability.
+        Left out, the queue read as having room, another job took it (a namespace's static
+        share on a member too), and the waiting workload's copies ran beyond the limit.
         """
-        if binding.status.phase != "Pending" or not binding.spec.clusters:
+        if not binding.spec.clusters:
             return None
         if not all(t.name in self.known for t in binding.spec.clusters):
             return None

@@ -36,6 +36,7 @@ __all__ = [
     "charges",
     "limited",
     "never",
+    "share_excess",
     "static_hard",
     "static_room",
 ]
@@ -235,6 +236,35 @@ def static_problem(job: fw.JobRequest, state: fw.CycleState, cluster: str) -> st
                 f"namespace {namespace} may use {shown} {name} on {cluster}"
                 f" (FederatedResourceQuota staticAssignments), {held} in use;"
                 f" {need} more pod(s) would exceed it"
+            )
+    return None
+
+
+def share_excess(
+    job: fw.JobRequest, state: fw.CycleState, placement: Mapping[str, int]
+) -> str | None:
+    """Why a divided placement gives a member more pods than the namespace's static share
+    there holds, or None.
+
+    Division is capped by the share (`Placer.score`), but static weights ignore capacity
+    and a Steady result keeps the replicas a member already has: a share lowered since,
+    or one another job took meanwhile, still ends here rather than in a member
+    ResourceQuota that refuses the pods.
+    """
+    namespace = job.job.ref.namespace
+    hard = static_hard(state, namespace)
+    if not hard:
+        return None
+    for cluster, pods in sorted(placement.items()):
+        limits = hard.get(cluster)
+        if not limits:
+            continue
+        used = state.usage.placed_totals(namespace, cluster)
+        room = _room(job, limits, used)
+        if pods > room:
+            return (
+                f"{pods} replica(s) on {cluster} exceed namespace {namespace}'s static share"
+                f" there (FederatedResourceQuota staticAssignments), which holds {room} more"
             )
     return None
 

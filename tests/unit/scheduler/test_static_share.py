@@ -6,10 +6,11 @@ other members have room. So the scheduler counts the share like capacity."""
 
 from __future__ import annotations
 
+from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
-from federation.scheduler import cycle
+from federation.scheduler import cycle, reconcile
 from policies.models.frq import FederatedResourceQuota
-from tests.unit.scheduler.fleet import cluster, job, placed, run, workload
+from tests.unit.scheduler.fleet import cluster, flavor, job, placed, run, workload
 
 
 def shared(**assignments: dict[str, str]) -> FederatedResourceQuota:
@@ -87,3 +88,60 @@ def test_other_namespaces_and_unassigned_members_are_not_held() -> None:
     ]
     result: cycle.CycleResult = run(FLEET, jobs, quotas=[shared(dear={"cpu": "1"})])
     assert placed(result) == {"mine": {"cheap": 3}, "theirs": {"cheap": 3}}
+
+
+AGGREGATED = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Aggregated",
+    }
+}
+SMALL_DEAR = [cluster("cheap", cpu_price="0.01"), cluster("dear", flavor(cpu="2", nodes=1))]
+
+
+def test_static_weights_past_a_share_wait_with_the_share_as_their_reason() -> None:
+    """Static weights ignore capacity, as in Karmada; they do not get past the member's
+    ResourceQuota either, so the job waits rather than leave pods the member refuses."""
+    weighted = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+        }
+    }
+    web = job(workload("web", kind="Deployment", replicas=8, cpu="1"), placement=weighted)
+    assert placed(run(FLEET, [web])) == {"web": {"cheap": 4, "dear": 4}}
+    result = run(FLEET, [web], quotas=[shared(cheap={"cpu": "2"})])
+    assert placed(result) == {}
+    reason = result.reasons[str(web.ref)]
+    assert "4 replica(s) on cheap exceed namespace team's static share" in reason, reason
+
+
+def test_a_steady_scale_up_adds_no_replicas_past_the_share() -> None:
+    quotas = [shared(cheap={"cpu": "4"})]
+    web = job(workload("web", kind="Deployment", replicas=4), placement=AGGREGATED)
+    first = run(SMALL_DEAR, [web], quotas=quotas)
+    assert placed(first) == {"web": {"cheap": 4}}
+    bigger = job(workload("web", kind="Deployment", replicas=6), placement=AGGREGATED)
+    snapshot = snap.build(SMALL_DEAR, quotas=quotas, bindings=first.bindings)
+
+    again = run(SMALL_DEAR, [bigger], snapshot=snapshot)
+
+    assert placed(again) == {"web": {"cheap": 4, "dear": 2}}  # kept 4, added 2 on top before
+
+
+def test_a_workload_placed_again_keeps_its_share_from_jobs_placed_before_it() -> None:
+    """web runs 4 pods on cheap (its namespace's whole share there) and is placed again
+    after an edit. An earlier job in the same cycle must not take that share: web keeps
+    its 4 there, and the member's ResourceQuota would refuse the other job's pods."""
+    quotas = [shared(cheap={"cpu": "4"})]
+    web = job(workload("web", kind="Deployment", replicas=4), placement=AGGREGATED, seq=5)
+    first = run(SMALL_DEAR, [web], quotas=quotas)
+    assert placed(first) == {"web": {"cheap": 4}}
+    (stored,) = first.bindings
+    running = reconcile.admission_of(web, stored, device_resources=())
+    other = job(workload("other", replicas=2), seq=1)
+    snapshot = snap.build(SMALL_DEAR, quotas=quotas, bindings=[stored])
+
+    again = run(SMALL_DEAR, [other, web], snapshot=snapshot, usage=Usage([running]))
+
+    assert placed(again) == {"other": {"dear": 2}, "web": {"cheap": 4}}

@@ -231,3 +231,23 @@ def test_a_scale_down_on_full_members_keeps_its_members() -> None:
     again = run(full, [fewer], snapshot=_snapshot(full, first.bindings))
 
     assert placed(again) == {"web": {"a": 1, "b": 1}}
+
+
+def test_a_placed_workload_edited_counts_its_running_copies_until_placed_again() -> None:
+    web = job(workload("web", kind="Deployment", replicas=4), placement=WEIGHTED)
+    fleet = [cluster("a"), cluster("b")]
+    (stored,) = run(fleet, [web]).bindings
+    key = str(web.ref)
+
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(web.workload, 1)},
+        bindings={key: stored},
+        phases={},
+        policies=[],
+        clusters=["a", "b"],
+        fingerprints={key: "admitted under an older spec"},
+        settings=SchedulerSettings(),
+    )
+
+    assert [str(j.ref) for j in work.pending] == [key] and work.admitted == []
+    assert [dict(a.placement) for a in work.waiting] == [{"a": 2, "b": 2}]
