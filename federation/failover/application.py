@@ -15,6 +15,12 @@ ReplicaFailure such as a quota refusal, or Progressing=False past the Deployment
 progressDeadlineSeconds). Moving a workload that is merely slow to start would trade a
 late start for a cold one elsewhere.
 
+Why a workload unhealthy on every one of two or more members is left where it is: the
+same failure everywhere says the workload is at fault (a bad rollout), not the members.
+Evicting it from all of them at once took every copy down, and with nowhere better to go it
+came back and failed again, in a loop. A workload on a single member is still moved: that
+member may be all that is wrong.
+
 Why the scheduler keeps off the cluster for as long as the task lasts, unlike a taint
 eviction's graceful task: nothing about the member says it got better, and placing the
 workload back would only fail the same way.
@@ -42,6 +48,8 @@ class Verdict:
     due: list[tuple[str, str]] = field(default_factory=list)
     since: dict[str, dt.datetime] = field(default_factory=dict)
     recheck_after: float | None = None
+    everywhere: bool = False
+    """Every target (two or more) is unhealthy: none is due, whatever its time."""
 
 
 def judge(
@@ -69,4 +77,6 @@ def judge(
         else:
             left = toleration - waited
             recheck = left if recheck is None else min(recheck, left)
+    if len(targets) > 1 and len(seen) == len(targets):
+        return Verdict(since=seen, recheck_after=recheck, everywhere=True)
     return Verdict(due=due, since=seen, recheck_after=recheck)

@@ -410,6 +410,10 @@ class FailoverController:
         mode = "Directly" if terms.batch else eviction.normalise_purge_mode(app.purge_mode)
         grace = app.grace_period_seconds if mode == "Gracefully" else None
         for cluster, reason in verdict.due:
+            mono = self.clock.monotonic()
+            if not self.limiter.try_acquire(mono):  # the same brake as a taint's evictions
+                self.queue.add_after("b" + key, self.limiter.wait_time(mono))
+                continue
             binding = eviction.evict(
                 binding,
                 cluster,
@@ -419,7 +423,9 @@ class FailoverController:
                 application=True,
                 grace_period_seconds=grace,
             )
-            del self._unhealthy[key][cluster]
+            # Its first-unhealthy time stays until the write lands: the cluster is no
+            # longer a target then, and the next judgement drops it. Forgotten here, a
+            # lost compare-and-swap started the whole toleration again.
         return binding
 
     def _end_tasks(self, key: str, binding: Binding, terms: Terms, *, revision: int) -> Binding:

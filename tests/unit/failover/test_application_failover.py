@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from federation import errors
 from federation.clock import FakeClock
 from federation.failover import application, graceful
 from federation.failover.controller import FailoverController
@@ -73,6 +74,21 @@ def test_anything_but_an_applied_unhealthy_copy_starts_the_count_again(
 def test_a_cluster_no_longer_targeted_is_forgotten() -> None:
     out = application.judge(["b"], health(a="Unhealthy"), {"a": at(0)}, now=at(600), toleration=60)
     assert out.due == [] and out.since == {}
+
+
+def test_a_workload_unhealthy_on_every_member_is_left_where_it_is() -> None:
+    """The same failure everywhere is the workload's own (a bad rollout): evicted from
+    every member at once, it had no copy left and nowhere better to go."""
+    both = health(a="Unhealthy", b="Unhealthy")
+    since = {"a": at(0), "b": at(0)}
+    out = application.judge(["a", "b"], both, since, now=at(600), toleration=60)
+    assert out.due == [] and out.everywhere and out.since == since
+    alone = application.judge(["a"], health(a="Unhealthy"), {"a": at(0)}, now=at(60), toleration=60)
+    assert [c for c, _ in alone.due] == ["a"]  # one member: it may be all that is wrong
+    one_recovers = application.judge(
+        ["a", "b"], health(a="Unhealthy", b="Healthy"), since, now=at(600), toleration=60
+    )
+    assert [c for c, _ in one_recovers.due] == ["a"]  # counted from its first time
 
 
 def test_a_task_s_own_grace_period_replaces_the_global_timeout() -> None:
@@ -253,3 +269,32 @@ async def test_a_policy_without_application_failover_leaves_an_unhealthy_copy_al
         await w.report(health(a="Unhealthy", b="Healthy"))
         await w.advance(3600)
         assert (await w.binding()).placement() == {"a": 1, "b": 1}
+
+
+async def test_a_lost_compare_and_swap_does_not_start_the_toleration_again() -> None:
+    async with world(policy(decisionConditions={"tolerationSeconds": 60})) as w:
+        real = w.controller.bindings.typed.update
+        lost: list[str] = []
+
+        async def update(key: str, obj: Binding, *, revision: int, guards: Any = ()) -> Any:
+            if obj.spec.eviction_tasks and not lost:
+                lost.append(key)  # another writer got there first (the scheduler, say)
+                raise errors.Conflict(key, expected=revision, current=revision + 1)
+            return await real(key, obj, revision=revision, guards=guards)
+
+        w.controller.bindings.typed.update = update  # type: ignore[method-assign]
+        await w.report(health(a="Unhealthy", b="Healthy"))
+        await w.advance(61)
+        await w.advance(5)
+        assert lost
+        assert (await w.binding()).placement() == {"b": 1}  # not a whole toleration later
+
+
+async def test_copies_unhealthy_everywhere_stay_until_one_recovers() -> None:
+    pp = policy(decisionConditions={"tolerationSeconds": 60}, purgeMode="Directly")
+    async with world(pp) as w:
+        await w.report(health(a="Unhealthy", b="Unhealthy"))
+        await w.advance(600)
+        assert (await w.binding()).placement() == {"a": 1, "b": 1}
+        await w.report(health(a="Unhealthy", b="Healthy"))
+        assert (await w.binding()).placement() == {"b": 1}
