@@ -80,19 +80,19 @@ def _pools(
     usage = state.usage
     if kind == "quota" and settings.preemption:
         queue = state.snapshot.queues.get(job.queue)
-        if queue is None:
-            return
-        above = (
-            hierarchy.ancestor_limits(queue.name, state.snapshot.queues, usage)
-            if queue.spec.parent is not None
-            else ()
-        )
-        for charge in _charges(request, state):
-            victims = accounting.preemption_victims(
-                queue, usage=usage, charge=charge, priority=job.priority, above=above
+        if queue is not None:
+            above = (
+                hierarchy.ancestor_limits(queue.name, state.snapshot.queues, usage)
+                if queue.spec.parent is not None
+                else ()
             )
-            if victims:  # none needed on this chip: the limit is not what stops it there
-                yield victims
+            for charge in _charges(request, state):
+                victims = accounting.preemption_victims(
+                    queue, usage=usage, charge=charge, priority=job.priority, above=above
+                )
+                if victims:  # none needed on this chip: the limit is not what stops it there
+                    yield victims
+        yield from _share_victims(job, request, state=state, placer=placer)
     elif kind == "capacity" and (settings.preemption or settings.reclaim):
         # Only victims on clusters the job could use at all can make room for it.
         rows, _ = placer.static_rows(request, state)
@@ -114,6 +114,32 @@ def _pools(
         yield from _reclaim(job, request, state=state, settings=settings, clusters=names)
     elif kind == "lend":
         yield from _reclaim(job, request, state=state, settings=settings)
+
+
+def _share_victims(
+    job: PendingJob, request: fw.JobRequest, *, state: fw.CycleState, placer: pl.Placer
+) -> Iterator[list[accounting.Admission]]:
+    """Lower-priority work of the job's queue and namespace holding the namespace's static
+    share on a member the job may use: a job that only a share keeps out preempts there as
+    one that capacity keeps out does (queue limits are not what stops it)."""
+    namespace = job.ref.namespace
+    hard = quota.static_hard(state, namespace)
+    if not hard:
+        return
+    rows, _ = placer.static_rows(request, state)
+    names = {state.snapshot.clusters[r].name for r in rows.tolist()}.intersection(hard)
+    own = sorted(
+        (
+            a
+            for a in state.usage.in_queue(job.queue)
+            if a.namespace == namespace
+            and a.priority < job.priority
+            and names.intersection(a.placement)
+        ),
+        key=lambda a: (a.priority, -a.seq),
+    )
+    if own:
+        yield own
 
 
 def _reclaim(

@@ -145,3 +145,34 @@ def test_a_workload_placed_again_keeps_its_share_from_jobs_placed_before_it() ->
     again = run(SMALL_DEAR, [other, web], snapshot=snapshot, usage=Usage([running]))
 
     assert placed(again) == {"other": {"dear": 2}, "web": {"cheap": 4}}
+
+
+ONLY_CHEAP = {"clusterAffinity": {"clusterNames": ["cheap"]}}
+
+
+def test_a_job_only_a_share_keeps_out_preempts_lower_priority_work_holding_it() -> None:
+    quotas = [shared(cheap={"cpu": "4"})]
+    low = job(workload("low", replicas=4, priority=0), placement=ONLY_CHEAP)
+    first = run(FLEET, [low], quotas=quotas)
+    assert placed(first) == {"low": {"cheap": 4}}
+    high = job(workload("high", replicas=4, priority=100), placement=ONLY_CHEAP, seq=1)
+
+    second = run(FLEET, [high], quotas=quotas, usage=Usage(first.admitted))
+
+    assert placed(second) == {"high": {"cheap": 4}}
+    assert [v.ref.name for v, _ in second.evicted] == ["low"]
+    assert str(low.ref) in second.reasons and "preempted by" in second.reasons[str(low.ref)]
+
+
+def test_work_of_another_namespace_is_not_preempted_for_a_share() -> None:
+    """Shares are a namespace's own: another namespace's pods do not count against it, so
+    evicting them would make no room."""
+    quotas = [shared(cheap={"cpu": "4"})]
+    theirs = workload("theirs", replicas=4, priority=0, namespace="other")
+    first = run(FLEET, [job(theirs, placement=ONLY_CHEAP)], quotas=quotas)
+    mine = job(workload("mine", replicas=5, priority=100), placement=ONLY_CHEAP, seq=1)
+
+    second = run(FLEET, [mine], quotas=quotas, usage=Usage(first.admitted))
+
+    assert placed(second) == {} and second.evicted == []
+    assert "staticAssignments" in second.reasons[str(mine.ref)]
