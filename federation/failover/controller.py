@@ -130,6 +130,8 @@ class FailoverController:
         self.timeline: collections.deque[Mark] = collections.deque(maxlen=100_000)
         self._unhealthy: dict[str, dict[str, dt.datetime]] = {}
         """Binding key → target → when its copy was first seen Unhealthy (application.py)."""
+        self._untimed: dict[tuple[str, str, str | None], dt.datetime] = {}
+        """(cluster, key, value) → when an untimed NoExecute taint was first seen."""
         obj_codec = objects.ObjectCodec()
         self.clusters = Mirror(
             codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"),
@@ -313,10 +315,27 @@ class FailoverController:
 
     def _taints(self) -> dict[str, list[Taint]]:
         out: dict[str, list[Taint]] = {}
+        seen: dict[tuple[str, str, str | None], dt.datetime] = {}
         for stored in self.clusters.items.values():
             status = self.statuses.get(keys.cluster_status_key(stored.obj.name))
-            out[stored.obj.name] = stored.obj.with_status(status).effective_taints()
+            found = stored.obj.with_status(status).effective_taints()
+            if any(t.effect == "NoExecute" and t.time_added is None for t in found):
+                found = [self._timed(stored.obj.name, t, seen) for t in found]
+            out[stored.obj.name] = found
+        self._untimed = seen
         return out
+
+    def _timed(
+        self, cluster: str, taint: Taint, seen: dict[tuple[str, str, str | None], dt.datetime]
+    ) -> Taint:
+        """A NoExecute taint stored without `timeAdded` (written before the API stamped
+        them) counts from when this controller first saw it. Timed afresh on every pass,
+        its toleration never ran out."""
+        if taint.effect != "NoExecute" or taint.time_added is not None:
+            return taint
+        key = (cluster, taint.key, taint.value)
+        seen[key] = self._untimed.get(key) or self.clock.now()
+        return taint.model_copy(update={"time_added": seen[key]})
 
     def _health(self) -> None:
         names = [s.obj.name for s in self.clusters.items.values()]
