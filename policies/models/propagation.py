@@ -90,7 +90,12 @@ class ApplicationFailoverBehavior(FrozenModel):
     `decisionConditions.tolerationSeconds` (default 300).
 
     Karmada renamed the purge modes (Immediately/Graciously became Directly/Gracefully);
-    both spellings are accepted. Batch jobs are always purged Directly.
+    both spellings are accepted.
+
+    Only services are moved: batch work (Job, Volcano Job, PyTorchJob) reports Running,
+    Succeeded or Failed, never Unhealthy, and a failed job is its outcome, not a member's.
+    A workload Unhealthy on every one of two or more members stays where it is: the same
+    failure everywhere is the workload's own.
     """
 
     decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
