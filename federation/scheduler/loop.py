@@ -674,7 +674,11 @@ class SchedulerLoop:
         if ledger.amends:  # workloads kept where the policy they lost placed them
             result.bindings.extend(_amended(ledger.amends, result.bindings))
         if self.queue_view is not None:  # published by `cycle_once` once written
-            tally = qv.tally(snapshot, result.usage, result.pending.counts())
+            waiting: dict[str, int] = {}
+            for key, held in ledger.waiting.items():
+                if key in result.usage and held.ref in result.pending:
+                    waiting[held.queue] = waiting.get(held.queue, 0) + 1
+            tally = qv.tally(snapshot, result.usage, result.pending.counts(), waiting)
             self._tally = (tally, seen.revision)
         return result, list(ledger.stale.values())
 

@@ -42,9 +42,21 @@ class Tally:
     pending: Mapping[str, int]
 
 
-def tally(snapshot: snap.Snapshot, usage: Usage, pending: Mapping[str, int]) -> Tally:
-    """A tally of `usage` (what is admitted) and `pending` (how many wait, by queue)."""
+def tally(
+    snapshot: snap.Snapshot,
+    usage: Usage,
+    pending: Mapping[str, int],
+    waiting: Mapping[str, int] | None = None,
+) -> Tally:
+    """A tally of `usage` (what is admitted) and `pending` (how many wait, by queue).
+
+    `waiting`: per queue, how many of the pending still hold what their running copies use
+    (`reconcile.Ledger.waiting`): in `usage`, but counted as waiting, not admitted.
+    """
     counts = usage.counts()
+    for queue, n in (waiting or {}).items():
+        if queue in counts:
+            counts[queue] = max(0, counts[queue] - n)
     return Tally(
         queues=dict(snapshot.queues),
         capacity=dict(snapshot.capacity.items()),

@@ -11,7 +11,7 @@ from typing import Any
 
 from federation.failover import eviction
 from federation.quota.accounting import Admission, Usage
-from federation.scheduler import binder, reconcile
+from federation.scheduler import binder, queue_view, reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, EvictionTask
 from policies.models.cluster import Cluster, Taint
@@ -251,3 +251,19 @@ def test_a_placed_workload_edited_counts_its_running_copies_until_placed_again()
 
     assert [str(j.ref) for j in work.pending] == [key] and work.admitted == []
     assert [dict(a.placement) for a in work.waiting] == [{"a": 2, "b": 2}]
+
+
+def test_the_queue_view_counts_a_waiting_workload_as_waiting_with_its_usage() -> None:
+    web = job(workload("web", kind="Deployment", replicas=4), placement=WEIGHTED)
+    fleet = [cluster("a"), cluster("b")]
+    first = run(fleet, [web])
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    usage = Usage(_waiting(web, evicted, fleet))
+
+    t = queue_view.tally(_snapshot(fleet, [evicted]), usage, {"default": 1}, {"default": 1})
+
+    (row,) = queue_view.items(t, default="default")
+    assert (row["admitted"], row["pending"]) == (0, 1)
+    assert t.used["default"]["cpu"] == 2000  # its 2 running copies, 1 CPU each
