@@ -12,11 +12,12 @@ Why here and not in the scheduler: the scheduler is pure over a snapshot; readin
 registry and speaking HTTP belong to the API layer.
 
 Why it counts what is admitted: a live plan answers "where would this go now". The
-Scheduled Bindings hold capacity the members may not show yet, and fill queues and
-namespace quotas; a plan that ignored them would place a job where the controller then
-leaves it pending (and `fedctl describe` sends users here for the reason). A workload that
-is itself admitted is planned without its own admission, as a re-placement would be. An
-offline plan against a profile (`fedctl plan --clusters`) has no admissions to count.
+Bindings (Scheduled, or Pending with copies still running) hold capacity the members may
+not show yet, and fill queues and namespace quotas; a plan that ignored them would place a
+job where the controller then leaves it pending (and `fedctl describe` sends users here for
+the reason). A workload that is itself admitted is planned without its own admission, as a
+re-placement would be. An offline plan against a profile (`fedctl plan --clusters`) has no
+admissions to count.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ _POLICY_TYPES = (
 @dataclass
 class LiveState:
     """User objects by registry key, the monitor's statuses by cluster name, the
-    Scheduled Bindings by their workload's registry key, and how many Pending Bindings
-    each queue has."""
+    Bindings naming clusters by their workload's registry key (Scheduled, or Pending with
+    copies still running), and how many Pending Bindings each queue has."""
 
     objects: dict[str, KubeObject]
     statuses: dict[str, ClusterStatus]
@@ -76,6 +77,14 @@ class LiveState:
     pending: dict[str, int] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
     """Workload keys whose aggregated status is Succeeded or Failed: they hold nothing."""
+
+    def waiting(self) -> dict[str, int]:
+        """Per queue, the Pending Bindings whose running copies `usage` counts."""
+        out: dict[str, int] = {}
+        for key, b in self.bindings.items():
+            if b.status.phase != "Scheduled" and key not in self.finished:
+                out[b.spec.queue] = out.get(b.spec.queue, 0) + 1
+        return out
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [o for o in self.objects.values() if isinstance(o, kind)]
@@ -100,7 +109,7 @@ class LiveState:
         )
 
     def usage(self, snapshot: snap.Snapshot) -> Usage:
-        """What the Scheduled Bindings hold, charged as the controller charges them: only
+        """What the Bindings naming clusters hold, charged as the controller charges them: only
         those whose workload still exists, has not finished, and whose every target is a
         known cluster (the controller places the others again rather than count them)."""
         usage = Usage()
@@ -182,7 +191,9 @@ class PlanApi:
             {
                 keys.workload_key(keys.parse_workload_key(b.key)): b.obj
                 for b in bindings.items
-                if b.obj.status.phase == "Scheduled"
+                # Pending ones that name clusters: copies running while the workload
+                # waits to be placed again, which the controller counts too.
+                if b.obj.status.phase == "Scheduled" or b.obj.spec.clusters
             },
             pending,
             finished,

@@ -143,4 +143,5 @@ def summarise(state: plan_routes.LiveState, *, default: str) -> list[dict[str, A
     """One item per queue, defined or named by a Binding, in name order."""
     snapshot = state.snapshot()
     usage = state.usage(snapshot)
-    return queue_view.items(queue_view.tally(snapshot, usage, state.pending), default=default)
+    tally = queue_view.tally(snapshot, usage, state.pending, state.waiting())
+    return queue_view.items(tally, default=default)

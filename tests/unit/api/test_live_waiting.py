@@ -1,0 +1,42 @@
+"""The registry's view of queues and a live plan count a workload waiting to be placed
+again with its running copies as the controller does: their usage held, the workload
+waiting, not admitted."""
+
+from __future__ import annotations
+
+from federation.api import queue_status
+from federation.api.plan_routes import LiveState
+from federation.registry import keys, objects
+from policies.models.binding import BindingStatus
+from tests.unit.failover.builders import binding
+from tests.unit.scheduler.fleet import cluster, workload
+
+WEB = workload("web", kind="Deployment", namespace="default", replicas=4, cpu="1")
+
+
+def state(phase: str) -> LiveState:
+    b = binding("web", clusters={"b": 2})
+    b = b.model_copy(update={"status": BindingStatus(phase=phase, reason="waiting")})
+    fleet = [cluster("a"), cluster("b")]
+    found = {keys.cluster_key(c.name): c for c in fleet}
+    found[objects.key_for(WEB)] = WEB
+    pending = {"default": 1} if phase == "Pending" else {}
+    return LiveState(
+        found,
+        {c.name: c.status for c in fleet if c.status is not None},
+        {objects.key_for(WEB): b},
+        pending,
+    )
+
+
+def test_a_waiting_workload_s_copies_hold_their_usage_and_it_counts_as_waiting() -> None:
+    live = state("Pending")
+    usage = live.usage(live.snapshot())
+    assert [dict(a.placement) for a in usage.admissions()] == [{"b": 2}]
+    (row,) = queue_status.summarise(live, default="default")
+    assert (row["admitted"], row["pending"]) == (0, 1)
+
+
+def test_a_scheduled_workload_counts_as_admitted() -> None:
+    (row,) = queue_status.summarise(state("Scheduled"), default="default")
+    assert (row["admitted"], row["pending"]) == (1, 0)
