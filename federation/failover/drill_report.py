@@ -148,8 +148,12 @@ class Progress:
 
 
 def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
+    """Placed away from `cluster` and healthy on every target. Only a Scheduled Binding
+    counts: a Pending one names the copies left while the rest waits to be placed, which
+    is not a recovery however healthy those copies are."""
     return (
-        bool(state.targets)
+        state.phase == "Scheduled"
+        and bool(state.targets)
         and cluster not in state.targets
         and all(t in state.healthy for t in state.targets)
     )
@@ -215,7 +219,7 @@ def _outcome(
     member again at the end (failed back) is not lost, only not healthy yet."""
     if end is None:
         return _LOST_BINDING
-    if end.phase == "Pending" and end.reason and not end.targets:
+    if end.phase == "Pending" and end.reason:  # with targets: the copies it still has
         return _PENDING
     if line.replaced is None and end.finished:
         return _FINISHED

@@ -54,6 +54,18 @@ def test_a_clean_failover_measures_detect_replace_and_rto() -> None:
             id="re-placed but never ready: no RTO",
         ),
         pytest.param(
+            {"web": W(("b",), ("b",), phase="Pending", reason="no room for 2 more (kept b)")},
+            "shortfall",
+            {"web": "no room for 2 more (kept b)"},
+            id="pending with the copies it kept, healthy there: shortfall, not recovered",
+        ),
+        pytest.param(
+            {"web": W(("b",), ("b",), phase="Pending", reason="no room for 2 more (kept b)")},
+            "rto",
+            None,
+            id="healthy copies kept while the rest waits are no recovery: no RTO",
+        ),
+        pytest.param(
             {"web": W(("b",), ("b",), running=("a", "b"), phase="Scheduled")},
             "double_runs",
             1,
