@@ -68,6 +68,8 @@ class Admitter:
         )
         self.evicted_refs: set[str] = set()
         """`str(ref)` of every victim evicted this cycle."""
+        self._emitted: dict[tuple[str, str, str, str], int] = {}
+        """Where in `result.bindings` each workload's Binding of this cycle is."""
 
     def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
         """Admit the job (True) or record why not (False)."""
@@ -327,12 +329,26 @@ class Admitter:
         )
 
     def _emit(self, binding: Binding) -> None:
+        """Add the workload's Binding to the cycle's, replacing one it emitted earlier.
+
+        A workload can be settled twice in a cycle: pending (keeping its copies) or
+        admitted on its turn, then evicted by a later job. Its last Binding is the one that
+        holds; two for one key made etcd refuse the whole transaction, every cycle.
+        """
+        w = binding.spec.workload
+        key = (w.api_version, w.kind, w.namespace, w.name)
+        earlier = self._emitted.get(key)
+        bindings = self.result.bindings
+        if earlier is not None:
+            bindings[earlier] = binding  # written even when equal to the stored one
+            return
         stored = self.state.snapshot.bindings
         if stored:  # nothing to compare with in a first cycle
             previous = stored.get(str(binder.binding_ref(binding)))
             if previous is not None and binder.same(previous, binding):
                 return
-        self.result.bindings.append(binding)
+        self._emitted[key] = len(bindings)
+        bindings.append(binding)
 
 
 def _arch(state: fw.CycleState, name: str) -> str | None:

@@ -121,10 +121,14 @@ class Binder:
         return report
 
     def _ops(self, bindings: Sequence[Binding], report: WriteReport) -> list[_Op]:
-        """A create or CAS update per Binding that differs from the one last seen."""
+        """A create or CAS update per Binding that differs from the one last seen.
+
+        Of two Bindings given for one key the later holds: etcd refuses a transaction that
+        names a key twice, and every Binding in it would be refused with it.
+        """
+        last = {keys.binding_key(binding_ref(b)): b for b in bindings}
         ops: list[_Op] = []
-        for given in bindings:
-            key = keys.binding_key(binding_ref(given))
+        for key, given in last.items():
             entry = self._known.get(key)
             if entry is None:
                 ops.append((key, given, None, given, self.typed.create_op(key, given)))

@@ -100,6 +100,25 @@ async def test_a_lost_race_is_reread_and_keeps_failovers_eviction_tasks(
     assert stored.obj.spec.eviction_tasks == [task]
 
 
+async def test_two_bindings_for_one_key_write_the_later(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """etcd refuses a transaction naming a key twice, and with it every other Binding."""
+    writer = binder.Binder(etcd_store)
+    given = [
+        binding(namespace, "job"),
+        binding(namespace, "other"),
+        binding(namespace, "job", cluster="b"),
+    ]
+
+    report = await writer.write(given)
+
+    assert report.written == 2
+    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
+    stored = await codec.TypedStore(etcd_store, binder.CODEC).get(key)
+    assert stored is not None and stored.obj.spec.clusters[0].name == "b"
+
+
 async def test_load_learns_existing_revisions(etcd_store: EtcdStore, namespace: str) -> None:
     await binder.Binder(etcd_store).write([binding(namespace, "job")])
     fresh = binder.Binder(etcd_store)

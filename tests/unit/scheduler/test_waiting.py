@@ -187,6 +187,41 @@ def test_a_waiting_workload_preempted_gets_one_binding_in_the_cycle() -> None:
     assert low.ref in result.pending
 
 
+def test_a_waiting_workload_reclaimed_after_its_turn_gets_one_binding() -> None:
+    """Its turn comes first (it fails and keeps its copy on b), then a job of another queue
+    reclaims that copy: the eviction's Binding replaces the kept one, not joins it."""
+    spread = {
+        **WEIGHTED,
+        "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 2}],
+        "clusterAffinity": {"clusterNames": ["a", "b"]},
+    }
+    queues = [queue("q1", priority=5), queue("q2", guarantee={"cpu": "4"})]
+    w = job(workload("w", kind="Deployment", replicas=4, queue="q1"), placement=spread, seq=1)
+    fleet = [cluster("a", flavor(cpu="4", nodes=1)), cluster("b", flavor(cpu="4", nodes=1))]
+    first = run(fleet, [w], queues=queues)
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    down = [cluster("a", flavor(cpu="4", nodes=1), taints=[DOWN]), fleet[1]]
+    j = job(
+        workload("j", kind="Deployment", replicas=4, queue="q2"),
+        placement={"clusterAffinity": {"clusterNames": ["b"]}},
+        seq=2,
+    )
+    snapshot = _snapshot(down, [evicted], queues=queues)
+
+    result = run(
+        down, [w, j], queues=queues, usage=Usage(_waiting(w, evicted, down)), snapshot=snapshot
+    )
+
+    assert placed(result) == {"j": {"b": 4}}
+    assert [v.ref.name for v, _ in result.evicted] == ["w"]
+    assert Counter(b.spec.workload.name for b in result.bindings) == {"w": 1, "j": 1}
+    (mine,) = [b for b in result.bindings if b.spec.workload.name == "w"]
+    assert mine.placement() == {}
+    assert {t.cluster for t in mine.spec.eviction_tasks} == {"a", "b"}
+
+
 def test_preemption_keeps_the_victims_other_eviction_tasks() -> None:
     """An application failover's task bars the member where the workload failed; the
     preemption's own tasks used to replace it, opening that member to the workload again."""
