@@ -250,14 +250,18 @@ def share_excess(
     and a Steady result keeps the replicas a member already has: a share lowered since,
     or one another job took meanwhile, still ends here rather than in a member
     ResourceQuota that refuses the pods.
+
+    Only growth is checked: a member keeping or shedding replicas it runs already is
+    never refused, so a scale-down under a share lowered since still applies.
     """
     namespace = job.job.ref.namespace
     hard = static_hard(state, namespace)
     if not hard:
         return None
+    previous = job.previous
     for cluster, pods in sorted(placement.items()):
         limits = hard.get(cluster)
-        if not limits:
+        if not limits or pods <= previous.get(cluster, 0):
             continue
         used = state.usage.placed_totals(namespace, cluster)
         room = _room(job, limits, used)

@@ -147,6 +147,22 @@ def test_a_workload_placed_again_keeps_its_share_from_jobs_placed_before_it() ->
     assert placed(again) == {"other": {"dear": 2}, "web": {"cheap": 4}}
 
 
+def test_a_scale_down_under_a_share_lowered_since_still_applies() -> None:
+    """web runs 4 pods on cheap; the share there is lowered to 2 CPU and web scaled to 3.
+    Fewer pods than it runs are never refused: refused, it kept all 4."""
+    only_cheap = {**AGGREGATED, "clusterAffinity": {"clusterNames": ["cheap"]}}
+    web = job(workload("web", kind="Deployment", replicas=4), placement=only_cheap)
+    first = run(FLEET, [web])
+    assert placed(first) == {"web": {"cheap": 4}}
+    quotas = [shared(cheap={"cpu": "2"})]
+    fewer = job(workload("web", kind="Deployment", replicas=3), placement=only_cheap)
+    snapshot = snap.build(FLEET, quotas=quotas, bindings=first.bindings)
+
+    again = run(FLEET, [fewer], quotas=quotas, snapshot=snapshot)
+
+    assert placed(again) == {"web": {"cheap": 3}}
+
+
 ONLY_CHEAP = {"clusterAffinity": {"clusterNames": ["cheap"]}}
 
 
