@@ -68,6 +68,7 @@ class Admitter:
         )
         self.evicted_refs: set[str] = set()
         """`str(ref)` of every victim evicted this cycle."""
+        self._wires: dict[ResourceList, dict[str, str]] = {}
         self._emitted: dict[tuple[str, str, str, str], int] = {}
         """Where in `result.bindings` each workload's Binding of this cycle is."""
 
@@ -251,8 +252,16 @@ class Admitter:
             verdicts=verdicts,
             summary=summary,
             status=self._status,
+            pod=self._wire(request.pod),
         )
         self._emit(binding)
+
+    def _wire(self, pod: ResourceList) -> dict[str, str]:
+        """`pod.to_wire()`, once per pod shape in a cycle (never mutated once written)."""
+        wire = self._wires.get(pod)
+        if wire is None:
+            wire = self._wires[pod] = pod.to_wire()
+        return wire
 
     def _target(
         self, name: str, replicas: int, chip: str | None, cost: Decimal | None
@@ -325,7 +334,13 @@ class Admitter:
         cost = stored.spec.hourly_cost if len(kept) == len(stored.spec.clusters) else None
         names = ", ".join(t.name for t in kept)
         self._emit(
-            binding_for(job, reason=f"{reason} (still running on {names})", targets=kept, cost=cost)
+            binding_for(
+                job,
+                reason=f"{reason} (still running on {names})",
+                targets=kept,
+                cost=cost,
+                pod=stored.spec.pod_requests,
+            )
         )
 
     def _emit(self, binding: Binding) -> None:
@@ -400,6 +415,7 @@ def binding_for(
     summary: dict[str, int] | None = None,
     tasks: list[EvictionTask] | None = None,
     status: BindingStatus | None = None,
+    pod: dict[str, str] | None = None,
 ) -> Binding:
     """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
 
@@ -424,6 +440,7 @@ def binding_for(
         explanation=list(verdicts or []),
         filtered_summary=summary or {},
         eviction_tasks=tasks or [],
+        pod_requests=pod or {},
     )
     return _built(
         Binding,

@@ -158,6 +158,24 @@ def _strategy(job: PendingJob) -> tuple[str, bool]:
     return "static_weight", False
 
 
+def _fitting(previous: Mapping[str, int], held: ResourceList, pod: ResourceList) -> dict[str, int]:
+    """Per cluster, how many of the resized pods the room its running copies hold takes.
+
+    A copy's room is counted as room the workload holds, so that a full member keeps the
+    replicas it runs (Karmada's Steady division). Counted in copies after the pods grew,
+    it was room for more than the member has: four 1-CPU copies on a 4-CPU member kept four
+    2-CPU replicas there, half of which could never start.
+    """
+    out = {}
+    for name, copies in previous.items():
+        fit = min(
+            [copies] + [held.amount(r) * copies // amount for r, amount in pod.items() if amount]
+        )
+        if fit > 0:
+            out[name] = fit
+    return out
+
+
 def request_for(
     job: PendingJob,
     *,
@@ -165,10 +183,16 @@ def request_for(
     device_resources: Iterable[str] = (),
     previous: Mapping[str, int] | None = None,
     evicting: Iterable[str] = (),
+    held_pod: ResourceList | None = None,
 ) -> JobRequest:
-    """Read a pending workload into a `JobRequest` (done once per workload and policy)."""
+    """Read a pending workload into a `JobRequest` (done once per workload and policy).
+
+    `held_pod` is one running copy's requests when placed (`previous` counts copies of it).
+    """
     workload = job.workload
     pod = workload.pod_requests()
+    if previous and held_pod is not None and held_pod != pod:
+        previous = _fitting(previous, held_pod, pod)
     known = set(device_resources)
     devices = device_names(pod, known)
     vector = np.array(

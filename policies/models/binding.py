@@ -117,6 +117,11 @@ class BindingSpec(FrozenModel):
         default_factory=dict, description="Clusters filtered out, counted by plugin."
     )
     eviction_tasks: list[EvictionTask] = Field(default_factory=list)
+    pod_requests: dict[str, str] = Field(
+        default_factory=dict,
+        description="One replica's requests when it was placed: the room each copy it runs"
+        " holds, for placing it again after its pods are resized (empty: not recorded).",
+    )
 
 
 class BindingStatus(FrozenModel):

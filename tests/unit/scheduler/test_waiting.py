@@ -78,6 +78,7 @@ def test_a_failed_re_placement_keeps_the_copies_on_members_never_evicted() -> No
     assert "minGroups" in written.status.reason or "at least 2" in written.status.reason
     assert written.status.reason.endswith("(still running on b)")
     assert [t.cluster for t in written.spec.eviction_tasks] == ["a"]
+    assert written.spec.pod_requests == {"cpu": "1", "memory": "1Gi"}  # what b's copy holds
 
 
 def test_a_scale_up_with_no_room_keeps_the_running_replicas() -> None:
@@ -266,6 +267,32 @@ def test_a_scale_down_on_full_members_keeps_its_members() -> None:
     again = run(full, [fewer], snapshot=_snapshot(full, first.bindings))
 
     assert placed(again) == {"web": {"a": 1, "b": 1}}
+
+
+def test_pods_resized_on_a_full_member_keep_only_what_their_copies_room_holds() -> None:
+    """Four 1-CPU copies fill a 4-CPU member; the pods grow to 2 CPU. The room the copies
+    hold takes two of the new pods: the other two go where there is room. Counted as four
+    replicas' room, the member was given 8 CPU of pods on 4."""
+    small = job(workload("web", kind="Deployment", replicas=4, cpu="1"), placement=WEIGHTED)
+    first = run([cluster("a", flavor(cpu="4", nodes=1))], [small])
+    (stored,) = first.bindings
+    assert stored.spec.pod_requests == {"cpu": "1", "memory": "1Gi"}
+    big = job(workload("web", kind="Deployment", replicas=4, cpu="2"), placement=WEIGHTED)
+    full = [cluster("a", flavor(cpu="0", nodes=1)), cluster("b", flavor(cpu="16", nodes=1))]
+    key = str(big.ref)
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(big.workload, 1)},
+        bindings={key: stored},
+        phases={},
+        policies=[],
+        clusters=["a", "b"],
+        fingerprints={key: "admitted under an older spec"},
+        settings=SchedulerSettings(),
+    )
+
+    again = run(full, [big], usage=Usage(work.waiting), snapshot=_snapshot(full, [stored]))
+
+    assert placed(again) == {"web": {"a": 2, "b": 2}}
 
 
 def test_a_placed_workload_edited_counts_its_running_copies_until_placed_again() -> None:
