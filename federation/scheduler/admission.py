@@ -203,11 +203,19 @@ class Admitter:
         job = request.job
         charge, chips = charged or self._charge(placed, state)
         hints = placed.flavors or {}
+        # Replicas it runs there already hold their room (`capacity.running`): only the
+        # added ones take more, or a later job found their room taken twice.
+        kept = request.previous
         taken = tuple(
             (name, flavor, pods)
             for name, replicas in placed.placement.items()
+            if replicas > kept.get(name, 0)
             for flavor, pods in _take(
-                state, request, state.snapshot.index[name], replicas, hints.get(name)
+                state,
+                request,
+                state.snapshot.index[name],
+                replicas - kept.get(name, 0),
+                hints.get(name),
             )
         )
         taken = self._flavors.setdefault(taken, taken)  # a cycle repeats a few of them

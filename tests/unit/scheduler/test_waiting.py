@@ -295,6 +295,35 @@ def test_pods_resized_on_a_full_member_keep_only_what_their_copies_room_holds() 
     assert placed(again) == {"web": {"a": 2, "b": 2}}
 
 
+def test_the_replicas_a_workload_keeps_leave_the_rest_of_the_member_to_others() -> None:
+    """w keeps its 2 copies on b (held since the cycle began) and adds 2 on c; x, later in
+    the cycle, fits in b's other 2 CPUs. Charged again for the kept copies, b read as full."""
+    only = {**WEIGHTED, "clusterAffinity": {"clusterNames": ["a", "b", "c"]}}
+    w = job(workload("w", kind="Deployment", replicas=4), placement=only, seq=1)
+    first = run(
+        [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))], [w]
+    )
+    assert placed(first) == {"w": {"a": 2, "b": 2}}
+    evicted = eviction.evict(
+        first.bindings[0], "a", now=NOW, reason="cluster not ready", purge_mode="Directly"
+    )
+    down = [
+        cluster("a", flavor(cpu="2", nodes=1), taints=[DOWN]),
+        cluster("b", flavor(cpu="4", nodes=1)),  # its copies not yet counted by the monitor
+        cluster("c", flavor(cpu="8", nodes=1)),
+    ]
+    x = job(
+        workload("x", kind="Deployment", replicas=2),
+        placement={"clusterAffinity": {"clusterNames": ["b"]}},
+        seq=2,
+    )
+    usage = Usage(_waiting(w, evicted, down))
+
+    result = run(down, [w, x], usage=usage, snapshot=_snapshot(down, [evicted]))
+
+    assert placed(result) == {"w": {"b": 2, "c": 2}, "x": {"b": 2}}
+
+
 def test_a_placed_workload_edited_counts_its_running_copies_until_placed_again() -> None:
     web = job(workload("web", kind="Deployment", replicas=4), placement=WEIGHTED)
     fleet = [cluster("a"), cluster("b")]
