@@ -78,14 +78,6 @@ class LiveState:
     finished: set[str] = field(default_factory=set)
     """Workload keys whose aggregated status is Succeeded or Failed: they hold nothing."""
 
-    def waiting(self) -> dict[str, int]:
-        """Per queue, the Pending Bindings whose running copies `usage` counts."""
-        out: dict[str, int] = {}
-        for key, b in self.bindings.items():
-            if b.status.phase != "Scheduled" and key not in self.finished:
-                out[b.spec.queue] = out.get(b.spec.queue, 0) + 1
-        return out
-
     def of(self, kind: type[Any]) -> list[Any]:
         return [o for o in self.objects.values() if isinstance(o, kind)]
 
@@ -112,7 +104,15 @@ class LiveState:
         """What the Bindings naming clusters hold, charged as the controller charges them: only
         those whose workload still exists, has not finished, and whose every target is a
         known cluster (the controller places the others again rather than count them)."""
+        return self.charged(snapshot)[0]
+
+    def charged(self, snapshot: snap.Snapshot) -> tuple[Usage, dict[str, int]]:
+        """`usage`, and per queue how many of the Bindings it charged are Pending: workloads
+        waiting to be placed again, whose running copies hold that usage. Counted apart
+        from the charge, a Binding it skipped (a cluster gone, a workload finished) was
+        taken off a queue's admitted count it never added to."""
         usage = Usage()
+        waiting: dict[str, int] = {}
         shapes: dict[object, Any] = {}  # pod shapes and charges read once (`admission_of`)
         charges: dict[Any, Any] = {}
         for key, binding in self.bindings.items():
@@ -138,7 +138,10 @@ class LiveState:
                     charges=charges,
                 )
             )
-        return usage
+            if binding.status.phase != "Scheduled":
+                queue = binding.spec.queue
+                waiting[queue] = waiting.get(queue, 0) + 1
+        return usage, waiting
 
 
 class PlanApi:

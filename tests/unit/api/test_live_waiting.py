@@ -40,3 +40,17 @@ def test_a_waiting_workload_s_copies_hold_their_usage_and_it_counts_as_waiting()
 def test_a_scheduled_workload_counts_as_admitted() -> None:
     (row,) = queue_status.summarise(state("Scheduled"), default="default")
     assert (row["admitted"], row["pending"]) == (1, 0)
+
+
+def test_a_waiting_binding_on_a_cluster_gone_is_not_taken_off_the_admitted() -> None:
+    """Its copies' cluster left the fleet: its usage is not charged, so the one workload
+    admitted stays counted as admitted."""
+    live = state("Pending")
+    other = workload("batch", kind="Deployment", namespace="default", replicas=1, cpu="1")
+    live.objects[objects.key_for(other)] = other
+    live.bindings[objects.key_for(other)] = binding("batch", clusters={"a": 1})
+    del live.objects[keys.cluster_key("b")]
+
+    (row,) = queue_status.summarise(live, default="default")
+
+    assert (row["admitted"], row["pending"]) == (1, 1)
