@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policies.models.binding import Binding, EvictionTask
+from policies.models.binding import Binding, EvictionTask, hourly_total
 from policies.models.cluster import Taint
 from policies.models.common import Toleration
 
@@ -128,10 +128,12 @@ def evict(
         grace_period_seconds=grace_period_seconds,
     )
     tasks = [t for t in binding.spec.eviction_tasks if t.cluster != cluster]
+    left = [t for t in binding.spec.clusters if t.name != cluster]
     spec = binding.spec.model_copy(
         update={
-            "clusters": [t for t in binding.spec.clusters if t.name != cluster],
+            "clusters": left,
             "eviction_tasks": [*tasks, task],
+            "hourly_cost": hourly_total(left),
         }
     )
     status = binding.status.model_copy(

@@ -35,6 +35,7 @@ from policies.models.binding import (
     EvictionTask,
     TargetCluster,
     WorkloadReference,
+    hourly_total,
 )
 
 if TYPE_CHECKING:
@@ -245,12 +246,7 @@ class Admitter:
             )
             for name, replicas in sorted(placed.placement.items())
         ]
-        costs = [t.hourly_cost for t in targets]
-        if len(costs) == 1:
-            total_cost = costs[0]
-        else:
-            total = sum((c for c in costs if c is not None), Decimal(0))
-            total_cost = total if all(c is not None for c in costs) else None
+        total_cost = hourly_total(targets)
         verdicts, summary = explain.summary(self.scheduler.placer, request, state, placed)
         binding = binding_for(
             job,
@@ -339,7 +335,7 @@ class Admitter:
             self._emit(binding_for(job, reason=reason))
             return
         assert stored is not None
-        cost = stored.spec.hourly_cost if len(kept) == len(stored.spec.clusters) else None
+        cost = hourly_total(kept)
         names = ", ".join(t.name for t in kept)
         self._emit(
             binding_for(

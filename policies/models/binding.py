@@ -13,6 +13,7 @@ Why one document with an explanation inside: a user asking "why is my job on bj-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "EvictionTask",
     "TargetCluster",
     "WorkloadReference",
+    "hourly_total",
 ]
 
 CLAIMED_BY = "fedctl.io/policy"
@@ -143,3 +145,17 @@ class Binding(KubeObject):
     def placement(self) -> dict[str, int]:
         """Cluster name -> replicas."""
         return {t.name: t.replicas for t in self.spec.clusters}
+
+
+def hourly_total(targets: Sequence[TargetCluster]) -> Decimal | None:
+    """What the targets cost together per hour; unknown when any one's cost is.
+
+    Recomputed whenever targets are dropped (an eviction, copies kept while the workload
+    is placed again): the total copied from the Binding went on counting the cluster left.
+    """
+    if len(targets) == 1:
+        return targets[0].hourly_cost
+    costs = [t.hourly_cost for t in targets]
+    if not costs or any(c is None for c in costs):
+        return None
+    return sum((c for c in costs if c is not None), Decimal(0))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from federation.failover import eviction
+from policies.models.binding import TargetCluster
 from policies.models.cluster import Taint
 from policies.models.common import Toleration
 from tests.unit.failover.builders import at, binding, taint
@@ -102,6 +105,23 @@ def test_evict_moves_the_cluster_into_a_task_and_asks_for_re_placement(
     assert (t.cluster, t.replicas, t.purge_mode, t.creation_time) == ("a", 2, stored, at(5))
     assert out.status.phase == "Pending" and "Evicted from a" in out.status.reason
     assert eviction.evict(out, "a", now=at(6), reason="again") == out  # idempotent
+
+
+def test_evict_leaves_the_cost_of_the_targets_left() -> None:
+    b = binding(clusters={})
+    targets = [
+        TargetCluster(name="a", replicas=2, hourly_cost=Decimal("0.20")),
+        TargetCluster(name="b", replicas=1, hourly_cost=Decimal("0.05")),
+    ]
+    b = b.model_copy(
+        update={
+            "spec": b.spec.model_copy(update={"clusters": targets, "hourly_cost": Decimal("0.25")})
+        }
+    )
+
+    out = eviction.evict(b, "a", now=at(5), reason="untolerated taint")
+
+    assert out.spec.hourly_cost == Decimal("0.05")
 
 
 class TestRateLimiter:

@@ -79,6 +79,8 @@ def test_a_failed_re_placement_keeps_the_copies_on_members_never_evicted() -> No
     assert written.status.reason.endswith("(still running on b)")
     assert [t.cluster for t in written.spec.eviction_tasks] == ["a"]
     assert written.spec.pod_requests == {"cpu": "1", "memory": "1Gi"}  # what b's copy holds
+    (b,) = written.spec.clusters
+    assert b.hourly_cost is not None and written.spec.hourly_cost == b.hourly_cost
 
 
 def test_a_scale_up_with_no_room_keeps_the_running_replicas() -> None:
