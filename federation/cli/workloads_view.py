@@ -12,6 +12,7 @@ what the table says.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from federation import errors
@@ -35,6 +36,8 @@ PREFIX = "/apis/status.fedctl.io/v1alpha1"
 WORK_HEADERS = ["NAMESPACE", "NAME", "KIND", "CLUSTER", "APPLIED", "HEALTH", "READY", "AGE"]
 
 
+_STILL_RUNNING = re.compile(r" \(still running on [^()]*\)$")
+"""The suffix a waiting Binding's reason names its kept copies with; the cell shows them."""
 _FEDERATION_ONLY = "- (no propagation policy selects it: kept in the federation only)"
 
 
@@ -64,7 +67,13 @@ def placement_cell(item: dict[str, Any]) -> str:
     cells = []
     for target in binding["spec"]["clusters"]:
         cells.append(f"{target['name']} {_readiness(rows.get(target['name']))}")
-    return ", ".join(cells)
+    placed = ", ".join(cells)
+    status = binding.get("status") or {}
+    if status.get("phase", "Scheduled") == "Scheduled":
+        return placed
+    # Copies kept while it waits to be placed again: shown as running, and as waiting.
+    reason = _STILL_RUNNING.sub("", status.get("reason") or "") or "not placed again yet"
+    return f"{placed}; Pending: {reason}"
 
 
 def table(items: list[dict[str, Any]], *, wide: bool) -> str:

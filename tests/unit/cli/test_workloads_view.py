@@ -80,3 +80,24 @@ def test_describe_lists_the_clusters_a_workload_is_leaving_and_why() -> None:
     (row,) = [line for line in leaving.splitlines() if line.strip().startswith("eu-a100")]
     assert "Gracefully (90s)" in row and "application unhealthy for 60s: pods refused" in row
     assert "Leaving:" not in workloads_view.describe(doc(BINDING))
+
+
+def _listed(phase: str, reason: str) -> dict[str, Any]:
+    return {
+        "namespace": "team",
+        "name": "web",
+        "kind": "Deployment",
+        "binding": {
+            "spec": {"clusters": [{"name": "b", "replicas": 2}]},
+            "status": {"phase": phase, "reason": reason},
+        },
+        "status": {"clusters": [{"cluster": "b", "readyReplicas": 2, "replicas": 2}]},
+    }
+
+
+def test_a_workload_waiting_with_copies_shows_them_and_that_it_waits() -> None:
+    waiting = _listed("Pending", "spread needs 2 clusters, only 1 is feasible (still running on b)")
+    assert workloads_view.placement_cell(waiting) == (
+        "b 2/2; Pending: spread needs 2 clusters, only 1 is feasible"
+    )
+    assert workloads_view.placement_cell(_listed("Scheduled", "")) == "b 2/2"
