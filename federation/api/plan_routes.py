@@ -136,6 +136,7 @@ class LiveState:
                     device_resources=snapshot.device_resources,
                     shapes=shapes,
                     charges=charges,
+                    as_placed=binding.status.phase != "Scheduled",
                 )
             )
             if binding.status.phase != "Scheduled":

@@ -145,8 +145,13 @@ def admission_of(
     device_resources: Collection[str],
     shapes: _Shapes | None = None,
     charges: _Charges | None = None,
+    as_placed: bool = False,
 ) -> accounting.Admission:
     """The usage a Scheduled Binding stands for (the same charge the cycle computed).
+
+    `as_placed`: charge the pods the Binding recorded when it was placed (`podRequests`),
+    not the workload's: the copies a workload waiting to be placed again still runs are
+    the old pods until it is, and a resize in between had them charged at the new size.
 
     Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
     admitted workload before its first cycle, and that read is its take-over time. Tens of
@@ -155,6 +160,11 @@ def admission_of(
     once; the admissions then share those objects, which later readers key by identity.
     """
     pod, devices = _pod_of(job.workload, device_resources, shapes)
+    if as_placed and binding.spec.pod_requests:
+        pod, devices = _placed_pod(binding.spec.pod_requests, device_resources, shapes) or (
+            pod,
+            devices,
+        )
     targets = binding.spec.clusters
     split = tuple((t.replicas, t.chip if devices else None) for t in targets)
     charge = charges.get((pod, split)) if charges is not None else None
@@ -187,6 +197,23 @@ def _pod_of(
     hit = shapes.get(key) if shapes is not None else None
     if hit is None:
         pod = workload.pod_requests()
+        hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
+        if shapes is not None:
+            shapes[key] = hit
+    return hit
+
+
+def _placed_pod(
+    wire: dict[str, str], device_resources: Collection[str], shapes: _Shapes | None
+) -> tuple[ResourceList, int] | None:
+    """`_pod_of` for requests a Binding recorded; None when they do not parse."""
+    key = ("placed", *sorted(wire.items()))
+    hit = shapes.get(key) if shapes is not None else None
+    if hit is None:
+        try:
+            pod = ResourceList.from_wire(wire)
+        except ValueError:  # edited by hand: the workload's own pods are charged
+            return None
         hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
         if shapes is not None:
             shapes[key] = hit
@@ -364,7 +391,12 @@ class _Sorter:
         if not all(t.name in self.known for t in binding.spec.clusters):
             return None
         return admission_of(
-            job, binding, device_resources=self.devices, shapes=self.shapes, charges=self.charges
+            job,
+            binding,
+            device_resources=self.devices,
+            shapes=self.shapes,
+            charges=self.charges,
+            as_placed=True,
         )
 
     def _amend(self, binding: Binding | None, record: str | None) -> Binding | None:

@@ -291,6 +291,8 @@ def test_pods_resized_on_a_full_member_keep_only_what_their_copies_room_holds() 
         fingerprints={key: "admitted under an older spec"},
         settings=SchedulerSettings(),
     )
+    (copies,) = work.waiting
+    assert copies.charge.amount("cpu") == 4000  # what its four 1-CPU copies hold
 
     again = run(full, [big], usage=Usage(work.waiting), snapshot=_snapshot(full, [stored]))
 
