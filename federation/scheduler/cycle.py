@@ -250,7 +250,7 @@ class Scheduler:
                 ) or _class_refusal(job, snapshot.queues)
                 # A job waiting with copies still running (`reconcile`) is placed without
                 # their charge, so it does not compete with itself; they keep it if it fails.
-                own = admit.state.usage.release(job.ref) if request.previous else None
+                own = admit.state.usage.release(job.ref) if request.holding else None
                 outcome = (  # steps 3-5, for a job its queue can take
                     self._place(request, admit.state)
                     if refused is None
@@ -556,7 +556,7 @@ def _refusal_key(job: PendingJob, request: fw.JobRequest) -> tuple[object, ...] 
     covers the pods, chips, arches, tolerations, affinity, strategy and price cap; spread
     and static weights are not in it, so they are added.
     """
-    if request.previous:
+    if request.holding:
         return None
     return (
         job.queue,

@@ -107,6 +107,9 @@ class JobRequest:
     that differ only in replicas, duration or affinity share their per-cluster capacity view."""
     evicting: frozenset[str] = frozenset()
     """Clusters the workload is being evicted from (the Binding's eviction tasks): refused."""
+    holding: bool = False
+    """It runs copies already (its Binding names clusters), even where `previous`, counted
+    in resized pods, keeps none: the cycle places it without their charge."""
 
     @property
     def affinity(self) -> ClusterAffinity:
@@ -191,6 +194,7 @@ def request_for(
     """
     workload = job.workload
     pod = workload.pod_requests()
+    holding = bool(previous)
     if previous and held_pod is not None and held_pod != pod:
         previous = _fitting(previous, held_pod, pod)
     known = set(device_resources)
@@ -265,6 +269,7 @@ def request_for(
         signature=signature,
         shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
         evicting=frozenset(evicting),
+        holding=holding,
     )
 
 

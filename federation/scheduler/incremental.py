@@ -86,7 +86,7 @@ def standard(placer: pl.Placer) -> bool:
 
 def eligible(job: fw.JobRequest) -> bool:
     """A whole-to-one-cluster request with nothing that depends on more than one cluster."""
-    if not job.single_cluster or job.previous or job.evicting or job.max_hourly_cost is not None:
+    if not job.single_cluster or job.holding or job.evicting or job.max_hourly_cost is not None:
         return False
     return len(job.terms) == 1
 

@@ -19,6 +19,7 @@ from tests.unit.scheduler.fleet import (
     NOW,
     cluster,
     flavor,
+    frq,
     job,
     placed,
     queue,
@@ -297,6 +298,33 @@ def test_pods_resized_on_a_full_member_keep_only_what_their_copies_room_holds() 
     again = run(full, [big], usage=Usage(work.waiting), snapshot=_snapshot(full, [stored]))
 
     assert placed(again) == {"web": {"a": 2, "b": 2}}
+
+
+def test_pods_grown_past_what_their_copies_hold_do_not_compete_with_those_copies() -> None:
+    """web's one 1-CPU copy holds no room for its new 8-CPU pod, so it keeps no replica
+    where it runs; its namespace's quota (8 CPU) must still not count that copy against
+    the pod replacing it, or the resize waits forever at 9/8."""
+    web = job(workload("web", kind="Deployment", replicas=1, cpu="1"), placement=WEIGHTED)
+    first = run([cluster("a", flavor(cpu="2", nodes=1))], [web])
+    (stored,) = first.bindings
+    big = job(workload("web", kind="Deployment", replicas=1, cpu="8"), placement=WEIGHTED)
+    fleet = [cluster("a", flavor(cpu="1", nodes=1)), cluster("b", flavor(cpu="16", nodes=1))]
+    quotas = [frq("team", cpu="8")]
+    key = str(big.ref)
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(big.workload, 1)},
+        bindings={key: stored},
+        phases={},
+        policies=[],
+        clusters=["a", "b"],
+        fingerprints={key: "admitted under an older spec"},
+        settings=SchedulerSettings(),
+    )
+    snapshot = _snapshot(fleet, [stored], quotas=quotas)
+
+    again = run(fleet, [big], usage=Usage(work.waiting), snapshot=snapshot)
+
+    assert placed(again) == {"web": {"b": 1}}
 
 
 def test_the_replicas_a_workload_keeps_leave_the_rest_of_the_member_to_others() -> None:
