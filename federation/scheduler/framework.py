@@ -107,9 +107,16 @@ class JobRequest:
     that differ only in replicas, duration or affinity share their per-cluster capacity view."""
     evicting: frozenset[str] = frozenset()
     """Clusters the workload is being evicted from (the Binding's eviction tasks): refused."""
-    holding: bool = False
-    """It runs copies already (its Binding names clusters), even where `previous`, counted
-    in resized pods, keeps none: the cycle places it without their charge."""
+    copies: Mapping[str, int] = field(default_factory=dict)
+    """Copies it runs per cluster, as its Binding names them: `previous` counted in the old
+    pods. Where it runs is read from here (taints, health and API filters, locality, the
+    observed affinity group), since resized pods may keep none of them in `previous`."""
+
+    @property
+    def holding(self) -> bool:
+        """It runs copies already, even where `previous`, counted in resized pods, keeps
+        none: the cycle places it without their charge."""
+        return bool(self.copies)
 
     @property
     def affinity(self) -> ClusterAffinity:
@@ -194,9 +201,11 @@ def request_for(
     """
     workload = job.workload
     pod = workload.pod_requests()
-    holding = bool(previous)
-    if previous and held_pod is not None and held_pod != pod:
-        previous = _fitting(previous, held_pod, pod)
+    copies = dict(previous or {})
+    if copies and held_pod is not None and held_pod != pod:
+        previous = _fitting(copies, held_pod, pod)
+    else:
+        previous = copies
     known = set(device_resources)
     devices = device_names(pod, known)
     vector = np.array(
@@ -242,7 +251,7 @@ def request_for(
         hours,
         strategy,
         single,
-        bool(previous),
+        bool(copies),
         tuple(sorted(set(evicting))),
         0,
     )
@@ -265,11 +274,11 @@ def request_for(
         single_cluster=single,
         spread=spread,
         static_weights=weights,
-        previous=dict(previous or {}),
+        previous=previous,
         signature=signature,
         shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
         evicting=frozenset(evicting),
-        holding=holding,
+        copies=copies,
     )
 
 

@@ -13,6 +13,7 @@ what the cycle already placed and run vectorised over the surviving clusters.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -91,7 +92,7 @@ class Placer:
         """Clusters passing every static filter, and how many each filter turned down."""
         key = ("static", job.signature)
         cached = state.memo.get(key)
-        if cached is not None and not job.previous:
+        if cached is not None and not job.holding:
             return cached  # type: ignore[return-value]
         counts: dict[str, int] = {}
         rows = np.arange(state.snapshot.size, dtype=np.int64)
@@ -110,7 +111,7 @@ class Placer:
                 counts[plugin.name] = dropped
                 rows = rows[keep]
         result = (rows, counts)
-        if not job.previous:
+        if not job.holding:
             state.memo[key] = result
         return result
 
@@ -245,12 +246,15 @@ class Placer:
                 scored.rows.tolist(), scored.total.tolist(), scored.available.tolist(), strict=True
             )
         ]
+        previous = job.previous
+        if job.copies is not previous:
+            ranked, previous = _resized_kept(job, ranked)
         constraints = [
             spread.Constraint(by=c.grouping, min_groups=c.min_groups, max_groups=c.max_groups)
             for c in job.spread
         ]
         chosen = spread.select(
-            ranked, constraints, strategy=job.strategy, replicas=job.replicas, previous=job.previous
+            ranked, constraints, strategy=job.strategy, replicas=job.replicas, previous=previous
         )
         by_name = {c.name: c for c in ranked}
         candidates = [
@@ -267,12 +271,33 @@ class Placer:
             job.strategy,
             job.replicas,
             candidates,
-            previous=job.previous or None,
+            previous=previous or None,
             tie_seed=job.job.workload.metadata.uid or "",
         )
 
 
 _PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)
+
+
+def _resized_kept(
+    job: fw.JobRequest, ranked: list[spread.ScoredCluster]
+) -> tuple[list[spread.ScoredCluster], dict[str, int]]:
+    """After a resize, the replicas each member keeps: those its copies' room holds
+    (`previous`), plus as many more of its copies as its free room takes.
+
+    `previous` alone counts only the copies' room, so a member with room to spare kept
+    half of four copies grown from 1 to 2 CPU and Steady division sent the rest elsewhere,
+    splitting a workload that fits where it runs. Free room the kept copies take is no
+    longer free for the replicas division adds.
+    """
+    previous = dict(job.previous)
+    out = []
+    for c in ranked:
+        extra = min(job.copies.get(c.name, 0) - previous.get(c.name, 0), c.available)
+        if extra > 0:
+            previous[c.name] = previous.get(c.name, 0) + extra
+        out.append(dataclasses.replace(c, available=c.available - extra) if extra > 0 else c)
+    return out, previous
 
 
 def _placed(*values: object) -> Placed:
@@ -294,10 +319,10 @@ def observed_group(job: fw.JobRequest, state: fw.CycleState) -> int:
     (`spec.fedctl.failback`, `fedctl rebalance`), which hands over gracefully; here it would
     delete the running copy before the new one is ready.
     """
-    if len(job.terms) < 2 or not job.previous:
+    if len(job.terms) < 2 or not job.copies:
         return 0
     index = state.snapshot.index
-    running = [state.snapshot.clusters[index[n]] for n in job.previous if n in index]
+    running = [state.snapshot.clusters[index[n]] for n in job.copies if n in index]
     if not running:
         return 0
     for i, term in enumerate(job.terms):

@@ -27,7 +27,7 @@ class ApiEnablement:
     def filter(
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
-        if not cluster.apis or job.api in cluster.apis or cluster.name in job.previous:
+        if not cluster.apis or job.api in cluster.apis or cluster.name in job.copies:
             return fw.Verdict.success()
         version, kind = job.api
         return fw.Verdict.unschedulable(f"API {version} {kind} is not served")
@@ -41,12 +41,12 @@ class ApiEnablement:
             )
             state.memo[key] = served
         result: snap.BoolArray = served[rows]  # type: ignore[index]
-        if job.previous:
+        if job.copies:
             index = state.snapshot.index
             hosts = [
                 i
                 for i, r in enumerate(rows.tolist())
-                if state.snapshot.clusters[r].name in job.previous
+                if state.snapshot.clusters[r].name in job.copies
             ]
             result = result.copy()
             result[hosts] = True

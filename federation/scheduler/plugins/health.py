@@ -28,14 +28,14 @@ class Health:
     def filter(
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
-        if cluster.ready or cluster.name in job.previous:
+        if cluster.ready or cluster.name in job.copies:
             return fw.Verdict.success()
         return fw.Verdict.unschedulable("cluster is not Ready")
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
         ready = state.snapshot.ready[rows]
-        if not job.previous:
+        if not job.copies:
             return ready
         index = state.snapshot.index
-        hosting = np.isin(rows, [index[name] for name in job.previous if name in index])
+        hosting = np.isin(rows, [index[name] for name in job.copies if name in index])
         return ready | hosting

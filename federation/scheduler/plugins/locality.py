@@ -23,13 +23,13 @@ class Locality:
         del settings
 
     def raw(self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState) -> float:
-        return 100.0 if job.previous.get(cluster.name, 0) > 0 else 0.0
+        return 100.0 if job.copies.get(cluster.name, 0) > 0 else 0.0
 
     def raw_all(
         self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
     ) -> snap.FloatArray:
-        if not job.previous:
+        if not job.copies:
             return np.zeros(len(rows))
         index = state.snapshot.index
-        hosts = {index[n] for n, r in job.previous.items() if r > 0 and n in index}
+        hosts = {index[n] for n, r in job.copies.items() if r > 0 and n in index}
         return np.array([100.0 if r in hosts else 0.0 for r in rows.tolist()])

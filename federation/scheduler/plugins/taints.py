@@ -30,7 +30,7 @@ class Taints:
     def filter(
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
-        hosting = cluster.name in job.previous
+        hosting = cluster.name in job.copies
         for taint in cluster.taints:
             if taint.effect == "PreferNoSchedule" or taint.tolerated_by(job.tolerations):
                 continue

@@ -60,6 +60,22 @@ def _waiting(web: Any, stored: Binding, fleet: list[Cluster]) -> list[Admission]
     return work.waiting
 
 
+def _resized(new: Any, stored: Binding, clusters: list[str]) -> reconcile.Work:
+    """What reconcile makes of `stored` once its workload changed to `new`'s spec."""
+    key = str(new.ref)
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(new.workload, 1)},
+        bindings={key: stored},
+        phases={},
+        policies=[],
+        clusters=clusters,
+        fingerprints={key: "admitted under an older spec"},
+        settings=SchedulerSettings(),
+    )
+    assert [str(j.ref) for j in work.pending] == [key]
+    return work
+
+
 def test_a_failed_re_placement_keeps_the_copies_on_members_never_evicted() -> None:
     spread = {**WEIGHTED, "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 2}]}
     web = job(workload("web", kind="Deployment", replicas=4), placement=spread)
@@ -282,16 +298,7 @@ def test_pods_resized_on_a_full_member_keep_only_what_their_copies_room_holds() 
     assert stored.spec.pod_requests == {"cpu": "1", "memory": "1Gi"}
     big = job(workload("web", kind="Deployment", replicas=4, cpu="2"), placement=WEIGHTED)
     full = [cluster("a", flavor(cpu="0", nodes=1)), cluster("b", flavor(cpu="16", nodes=1))]
-    key = str(big.ref)
-    work = reconcile.reconcile(
-        workloads={key: reconcile.Entry(big.workload, 1)},
-        bindings={key: stored},
-        phases={},
-        policies=[],
-        clusters=["a", "b"],
-        fingerprints={key: "admitted under an older spec"},
-        settings=SchedulerSettings(),
-    )
+    work = _resized(big, stored, ["a", "b"])
     (copies,) = work.waiting
     assert copies.charge.amount("cpu") == 4000  # what its four 1-CPU copies hold
 
@@ -310,21 +317,67 @@ def test_pods_grown_past_what_their_copies_hold_do_not_compete_with_those_copies
     big = job(workload("web", kind="Deployment", replicas=1, cpu="8"), placement=WEIGHTED)
     fleet = [cluster("a", flavor(cpu="1", nodes=1)), cluster("b", flavor(cpu="16", nodes=1))]
     quotas = [frq("team", cpu="8")]
-    key = str(big.ref)
-    work = reconcile.reconcile(
-        workloads={key: reconcile.Entry(big.workload, 1)},
-        bindings={key: stored},
-        phases={},
-        policies=[],
-        clusters=["a", "b"],
-        fingerprints={key: "admitted under an older spec"},
-        settings=SchedulerSettings(),
-    )
+    work = _resized(big, stored, ["a", "b"])
     snapshot = _snapshot(fleet, [stored], quotas=quotas)
 
     again = run(fleet, [big], usage=Usage(work.waiting), snapshot=snapshot)
 
     assert placed(again) == {"web": {"b": 1}}
+
+
+def test_pods_resized_on_a_member_with_room_stay_where_they_run() -> None:
+    """Four copies grow from 1 to 2 CPU on a 16-CPU member: it holds all four, so Steady
+    division keeps them there. Counting only the copies' old room kept two, and the other
+    two were sent to another member, splitting a workload that fits where it runs."""
+    small = job(workload("web", kind="Deployment", replicas=4, cpu="1"), placement=WEIGHTED)
+    (stored,) = run([cluster("a", flavor(cpu="16", nodes=1))], [small]).bindings
+    big = job(workload("web", kind="Deployment", replicas=4, cpu="2"), placement=WEIGHTED)
+    fleet = [cluster("a", flavor(cpu="12", nodes=1)), cluster("b", flavor(cpu="16", nodes=1))]
+    work = _resized(big, stored, ["a", "b"])
+
+    again = run(fleet, [big], usage=Usage(work.waiting), snapshot=_snapshot(fleet, [stored]))
+
+    assert placed(again) == {"web": {"a": 4}}
+
+
+def test_pods_resized_past_their_copies_room_still_run_where_the_member_is_cordoned() -> None:
+    """A NoSchedule taint turns away new workloads, not the ones running there. A 1-CPU
+    copy grown to 4 CPU keeps no replica in its old room, yet it still runs on a: it
+    stays, and is not moved to b because a was cordoned after it came."""
+    only = {**WEIGHTED, "clusterAffinity": {"clusterNames": ["a", "b"]}}
+    small = job(workload("web", kind="Deployment", replicas=1, cpu="1"), placement=only)
+    (stored,) = run([cluster("a")], [small]).bindings
+    big = job(workload("web", kind="Deployment", replicas=1, cpu="4"), placement=only)
+    cordon = Taint(key="maintenance", effect="NoSchedule", time_added=NOW)
+    fleet = [cluster("a", taints=[cordon]), cluster("b", cpu_price="0.01")]
+    work = _resized(big, stored, ["a", "b"])
+
+    again = run(fleet, [big], usage=Usage(work.waiting), snapshot=_snapshot(fleet, [stored]))
+
+    assert placed(again) == {"web": {"a": 1}}
+
+
+def test_pods_resized_past_their_copies_room_stay_in_the_affinity_group_they_fell_back_to() -> None:
+    """Placed in its "dr" group while "main" was down, the workload is resized: it stays in
+    "dr" (going home is fail-back's graceful move), though its grown pod keeps no replica
+    in its copy's old room."""
+    groups = {
+        "clusterAffinities": [
+            {"affinityName": "main", "clusterNames": ["primary"]},
+            {"affinityName": "dr", "clusterNames": ["backup"]},
+        ]
+    }
+    small = job(workload("web", kind="Deployment", replicas=1, cpu="1"), placement=groups)
+    down = [cluster("primary", ready=False), cluster("backup")]
+    (stored,) = run(down, [small]).bindings
+    assert list(stored.placement()) == ["backup"]
+    big = job(workload("web", kind="Deployment", replicas=1, cpu="4"), placement=groups)
+    fleet = [cluster("primary"), cluster("backup")]
+    work = _resized(big, stored, ["primary", "backup"])
+
+    again = run(fleet, [big], usage=Usage(work.waiting), snapshot=_snapshot(fleet, [stored]))
+
+    assert placed(again) == {"web": {"backup": 1}}
 
 
 def test_the_replicas_a_workload_keeps_leave_the_rest_of_the_member_to_others() -> None:
