@@ -112,6 +112,11 @@ class JobRequest:
     pods. Where it runs is read from here (taints, health and API filters, locality, the
     observed affinity group), since resized pods may keep none of them in `previous`."""
 
+    previous_sized: bool = True
+    """`previous` is counted in the current pods: its Binding recorded the pods its copies
+    run (or it runs none). A Binding written before `podRequests` existed did not, and its
+    copies may be smaller than the pods now asked for."""
+
     @property
     def holding(self) -> bool:
         """It runs copies already, even where `previous`, counted in resized pods, keeps
@@ -279,6 +284,7 @@ def request_for(
         shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
         evicting=frozenset(evicting),
         copies=copies,
+        previous_sized=held_pod is not None or not copies,
     )
 
 

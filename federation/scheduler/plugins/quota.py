@@ -252,13 +252,15 @@ def share_excess(
     ResourceQuota that refuses the pods.
 
     Only growth is checked: a member keeping or shedding replicas it runs already is
-    never refused, so a scale-down under a share lowered since still applies.
+    never refused, so a scale-down under a share lowered since still applies. Replicas
+    whose pods may have grown since they were placed (a Binding that did not record them)
+    are growth too.
     """
     namespace = job.job.ref.namespace
     hard = static_hard(state, namespace)
     if not hard:
         return None
-    previous = job.previous
+    previous = job.previous if job.previous_sized else {}
     for cluster, pods in sorted(placement.items()):
         limits = hard.get(cluster)
         if not limits or pods <= previous.get(cluster, 0):

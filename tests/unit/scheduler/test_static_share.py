@@ -163,6 +163,26 @@ def test_a_scale_down_under_a_share_lowered_since_still_applies() -> None:
     assert placed(again) == {"web": {"cheap": 3}}
 
 
+def test_copies_whose_pods_were_not_recorded_are_checked_against_the_share() -> None:
+    """A Binding written before it recorded its pods (`podRequests`) cannot say whether
+    its copies are as large as the pods now asked for: 4 pods grown from 1 to 2 CPU were
+    kept on cheap as "no growth", 8 CPU on a 4-CPU share the member's quota refuses."""
+    only_cheap = {**AGGREGATED, "clusterAffinity": {"clusterNames": ["cheap"]}}
+    quotas = [shared(cheap={"cpu": "4"})]
+    web = job(workload("web", kind="Deployment", replicas=4, cpu="1"), placement=only_cheap)
+    (stored,) = run(FLEET, [web], quotas=quotas).bindings
+    unrecorded = stored.model_copy(
+        update={"spec": stored.spec.model_copy(update={"pod_requests": {}})}
+    )
+    bigger = job(workload("web", kind="Deployment", replicas=4, cpu="2"), placement=only_cheap)
+    snapshot = snap.build(FLEET, quotas=quotas, bindings=[unrecorded])
+
+    again = run(FLEET, [bigger], quotas=quotas, snapshot=snapshot)
+
+    assert placed(again) == {}
+    assert "static share" in again.reasons[str(bigger.ref)]
+
+
 ONLY_CHEAP = {"clusterAffinity": {"clusterNames": ["cheap"]}}
 
 
