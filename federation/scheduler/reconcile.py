@@ -30,11 +30,12 @@ The rules, per workload:
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
    policy change, another policy claiming it, a cluster gone)
                                    -> pending: the cycle places it (again).
- - of those, a Binding that still names clusters (every one known): copies that run
-   while the workload waits to be placed again (the placement it had before an edit, the
-   members failover did not evict it from, or what it kept when placing it again failed)
-                                   -> also waiting: its copies are counted in usage, as
-                                      they hold quota and capacity, until it is placed.
+ - of those, a Binding that still names known clusters: copies that run while the
+   workload waits to be placed again (the placement it had before an edit, the members
+   failover did not evict it from, or what it kept when placing it again failed)
+                                   -> also waiting: its copies on known clusters are
+                                      counted in usage, in the pods they run, as they hold
+                                      quota and capacity, until it is placed.
 A Binding whose workload is gone is deleted.
 """
 
@@ -65,9 +66,11 @@ __all__ = [
     "admitted_as",
     "claimed_as",
     "fingerprint",
+    "on_known",
     "orphaned",
     "reconcile",
     "ref_of",
+    "resized",
 ]
 
 FINISHED = FINISHED_PHASES
@@ -201,6 +204,39 @@ def _pod_of(
         if shapes is not None:
             shapes[key] = hit
     return hit
+
+
+def on_known(binding: Binding, known: Collection[str]) -> Binding | None:
+    """The Binding with only its targets on clusters still known (None: no such target).
+
+    Why: copies on a member that was deleted are gone, but those on the members left still
+    run and hold their room. Charged nothing because one target was gone, their room read
+    as free and a later job was placed into it, beyond what the member holds.
+    """
+    targets = binding.spec.clusters
+    if not targets:
+        return None
+    kept = [t for t in targets if t.name in known]
+    if len(kept) == len(targets):
+        return binding
+    if not kept:
+        return None
+    return binding.model_copy(update={"spec": binding.spec.model_copy(update={"clusters": kept})})
+
+
+def resized(
+    workload: Workload,
+    binding: Binding,
+    *,
+    device_resources: Collection[str],
+    shapes: _Shapes | None = None,
+) -> bool:
+    """Whether the workload's pods differ from those its Binding recorded when placed: the
+    controller places it again, and its copies are the old pods until it does."""
+    if not binding.spec.pod_requests:
+        return False
+    placed = _placed_pod(binding.spec.pod_requests, device_resources, shapes)
+    return placed is not None and placed[0] != _pod_of(workload, device_resources, shapes)[0]
 
 
 def _placed_pod(
@@ -386,13 +422,12 @@ class _Sorter:
         Left out, the queue read as having room, another job took it (a namespace's static
         share on a member too), and the waiting workload's copies ran beyond the limit.
         """
-        if not binding.spec.clusters:
-            return None
-        if not all(t.name in self.known for t in binding.spec.clusters):
+        running = on_known(binding, self.known)
+        if running is None:
             return None
         return admission_of(
             job,
-            binding,
+            running,
             device_resources=self.devices,
             shapes=self.shapes,
             charges=self.charges,

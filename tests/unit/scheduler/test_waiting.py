@@ -443,3 +443,28 @@ def test_the_queue_view_counts_a_waiting_workload_as_waiting_with_its_usage() ->
     (row,) = queue_view.items(t, default="default")
     assert (row["admitted"], row["pending"]) == (0, 1)
     assert t.used["default"]["cpu"] == 2000  # its 2 running copies, 1 CPU each
+
+
+def test_copies_on_the_members_left_hold_their_room_when_another_member_is_gone() -> None:
+    """w ran 2 copies on a and 2 on z; z was deleted. The copies on a still run: charged
+    nothing because z was gone, a read as empty and x was given its whole 4 CPUs, six
+    1-CPU pods on a 4-CPU member (the monitor had not counted w's copies yet)."""
+    w = job(workload("w", kind="Deployment", replicas=4), placement=WEIGHTED, seq=1)
+    first = run(
+        [cluster("a", flavor(cpu="2", nodes=1)), cluster("z", flavor(cpu="2", nodes=1))], [w]
+    )
+    (stored,) = first.bindings
+    assert placed(first) == {"w": {"a": 2, "z": 2}}
+    fleet = [cluster("a", flavor(cpu="4", nodes=1)), cluster("c", flavor(cpu="8", nodes=1))]
+    x = job(
+        workload("x", kind="Deployment", replicas=4),
+        placement={"clusterAffinity": {"clusterNames": ["a"]}},
+        seq=2,
+    )
+    (copies,) = _waiting(w, stored, fleet)
+    assert dict(copies.placement) == {"a": 2}
+
+    again = run(fleet, [w, x], usage=Usage([copies]), snapshot=_snapshot(fleet, [stored]))
+
+    assert placed(again) == {"w": {"a": 2, "c": 2}}
+    assert "best is a with 2" in again.reasons[str(x.ref)]
