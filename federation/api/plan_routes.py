@@ -102,17 +102,22 @@ class LiveState:
 
     def usage(self, snapshot: snap.Snapshot) -> Usage:
         """What the Bindings naming clusters hold, charged as the controller charges them: only
-        those whose workload still exists, has not finished, and whose every target is a
-        known cluster (the controller places the others again rather than count them)."""
+        those whose workload still exists and has not finished, on the clusters still known;
+        one the controller places again (a target gone, its pods resized, not Scheduled)
+        in the pods its copies run."""
         return self.charged(snapshot)[0]
 
-    def charged(self, snapshot: snap.Snapshot) -> tuple[Usage, dict[str, int]]:
-        """`usage`, and per queue how many of the Bindings it charged are Pending: workloads
-        waiting to be placed again, whose running copies hold that usage. Counted apart
-        from the charge, a Binding it skipped (a cluster gone, a workload finished) was
-        taken off a queue's admitted count it never added to."""
+    def charged(self, snapshot: snap.Snapshot) -> tuple[Usage, dict[str, int], dict[str, int]]:
+        """`usage`; per queue how many of the Bindings it charged wait to be placed again,
+        their running copies holding that usage; and per queue how many wait in all.
+
+        Counted apart from the charge, a Binding it skipped (a workload finished) was taken
+        off a queue's admitted count it never added to. A Scheduled Binding the controller
+        places again (a target gone, its pods resized) waits as well as a Pending one.
+        """
         usage = Usage()
         waiting: dict[str, int] = {}
+        pending = dict(self.pending)
         shapes: dict[object, Any] = {}  # pod shapes and charges read once (`admission_of`)
         charges: dict[Any, Any] = {}
         for key, binding in self.bindings.items():
@@ -121,8 +126,20 @@ class LiveState:
                 continue
             if key in self.finished:
                 continue
-            if any(t.name not in snapshot.index for t in binding.spec.clusters):
+            running = reconcile.on_known(binding, snapshot.index)
+            if running is None:  # every copy gone with its member: placed again from none
+                if binding.status.phase == "Scheduled":
+                    pending[binding.spec.queue] = pending.get(binding.spec.queue, 0) + 1
                 continue
+            # Placed again by the controller: a target gone, or its pods resized. Its copies
+            # are charged as they run until then, and it waits.
+            moving = (
+                running is not binding
+                or binding.status.phase != "Scheduled"
+                or reconcile.resized(
+                    workload, binding, device_resources=snapshot.device_resources, shapes=shapes
+                )
+            )
             job = PendingJob(
                 ref=keys.parse_workload_key(key),
                 workload=workload,
@@ -132,17 +149,19 @@ class LiveState:
             usage.admit(
                 reconcile.admission_of(
                     job,
-                    binding,
+                    running,
                     device_resources=snapshot.device_resources,
                     shapes=shapes,
                     charges=charges,
-                    as_placed=binding.status.phase != "Scheduled",
+                    as_placed=moving,
                 )
             )
-            if binding.status.phase != "Scheduled":
+            if moving:
                 queue = binding.spec.queue
                 waiting[queue] = waiting.get(queue, 0) + 1
-        return usage, waiting
+                if binding.status.phase == "Scheduled":
+                    pending[queue] = pending.get(queue, 0) + 1
+        return usage, waiting, pending
 
 
 class PlanApi:

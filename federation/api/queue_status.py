@@ -142,6 +142,6 @@ class QueueStatusApi:
 def summarise(state: plan_routes.LiveState, *, default: str) -> list[dict[str, Any]]:
     """One item per queue, defined or named by a Binding, in name order."""
     snapshot = state.snapshot()
-    usage, waiting = state.charged(snapshot)
-    tally = queue_view.tally(snapshot, usage, state.pending, waiting)
+    usage, waiting, pending = state.charged(snapshot)
+    tally = queue_view.tally(snapshot, usage, pending, waiting)
     return queue_view.items(tally, default=default)

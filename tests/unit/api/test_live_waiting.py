@@ -9,7 +9,7 @@ from federation.api.plan_routes import LiveState
 from federation.registry import keys, objects
 from policies.models.binding import BindingStatus
 from tests.unit.failover.builders import binding
-from tests.unit.scheduler.fleet import cluster, workload
+from tests.unit.scheduler.fleet import cluster, job, run, workload
 
 WEB = workload("web", kind="Deployment", namespace="default", replicas=4, cpu="1")
 
@@ -54,3 +54,32 @@ def test_a_waiting_binding_on_a_cluster_gone_is_not_taken_off_the_admitted() -> 
     (row,) = queue_status.summarise(live, default="default")
 
     assert (row["admitted"], row["pending"]) == (1, 1)
+
+
+def test_a_scheduled_workload_whose_pods_were_resized_waits_with_its_copies_as_they_run() -> None:
+    """The controller places it again and charges its copies in the pods they run (the
+    Binding's `podRequests`); counted at the new size here, the queue read 8 CPU used by
+    a workload running 4."""
+    (placed,) = run([cluster("a")], [job(WEB)]).bindings
+    bigger = workload("web", kind="Deployment", namespace="default", replicas=4, cpu="2")
+    found = {keys.cluster_key("a"): cluster("a"), objects.key_for(bigger): bigger}
+    live = LiveState(found, {"a": cluster("a").status}, {objects.key_for(bigger): placed}, {})
+
+    (row,) = queue_status.summarise(live, default="default")
+
+    assert (row["admitted"], row["pending"]) == (0, 1)
+    assert row["used"]["cpu"] == "4"
+
+
+def test_a_binding_with_a_target_gone_charges_the_copies_left_and_waits() -> None:
+    """Its copies on b went with b; those on a still run and hold a's room, which a
+    later job must not be given as free."""
+    live = state("Scheduled")
+    live.bindings[objects.key_for(WEB)] = binding("web", clusters={"a": 1, "b": 2})
+    del live.objects[keys.cluster_key("b")]
+
+    usage = live.usage(live.snapshot())
+
+    assert [dict(a.placement) for a in usage.admissions()] == [{"a": 1}]
+    (row,) = queue_status.summarise(live, default="default")
+    assert (row["admitted"], row["pending"]) == (0, 1)
