@@ -452,7 +452,7 @@ class FailoverController:
         if not tasks:
             return binding
         placed = binding.status.phase == "Scheduled"
-        targets = [t.name for t in binding.spec.clusters if t.replicas > 0] if placed else []
+        targets = [t.name for t in binding.spec.clusters] if placed else []
         now = self.clock.now()
         status = self.workload_status.get(keys.workload_status_key(_ref(binding)))
         gone = graceful.gone(tasks, status, revision=revision)

@@ -112,7 +112,7 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
         b, w = item.obj, by_ref.get(ref)
         cl = w.clusters if w is not None else []
         out[ref] = WorkloadState(
-            targets=tuple(t.name for t in b.spec.clusters if t.replicas > 0),
+            targets=tuple(t.name for t in b.spec.clusters),
             healthy=tuple(c.cluster for c in cl if c.up),
             running=tuple(c.cluster for c in cl if c.running > 0),
             phase=b.status.phase,

@@ -8,7 +8,8 @@ the propagator, fenced by the leader's `guards`). Level-based: every pass recomp
 wanted state from scratch, so a pass interrupted by a crash is finished by the next one
 after a restart.
 
-    wanted = Binding targets (replicas > 0, or any target for kinds without replicas)
+    wanted = Binding targets (one with 0 replicas too: a workload scaled to zero keeps
+             its copy in each member, running no pods, as with Karmada)
            + clusters still under a graceful-eviction task (left untouched)
     each wanted cluster:  render → unchanged digest and still present?  nothing to do
                                    otherwise apply (Abort/Overwrite), record the outcome
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from federation import errors
-from federation.propagation import events, informer, interpreter, overrides, render
+from federation.propagation import events, informer, overrides, render
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
@@ -126,9 +127,7 @@ class WorkloadSync:
         if not isinstance(workload, Workload) or stored is None:
             return None, stored, {}, set()
         binding = stored.obj
-        plugin = interpreter.for_kind(workload.api_version, workload.kind)
-        divisible = plugin.replicas(workload.to_wire()) is not None
-        targets = {t.name: t for t in binding.spec.clusters if t.replicas > 0 or not divisible}
+        targets = {t.name: t for t in binding.spec.clusters}
         # Directly-purged copies go at once; graceful tasks keep theirs meanwhile.
         evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
             targets

@@ -241,7 +241,7 @@ def request_for(
         )
     cap_type = ext.capacity_type if ext else "on-demand"
     max_cost = float(ext.max_hourly_cost) if ext and ext.max_hourly_cost is not None else None
-    replicas = max(workload.replicas, 1) if workload.pod_sets else 1
+    replicas = workload.replicas if workload.pod_sets else 1
     api = (workload.api_version, workload.kind)
     signature = (
         tuple(vector.tolist()),

@@ -256,6 +256,8 @@ class Placer:
         chosen = spread.select(
             ranked, constraints, strategy=job.strategy, replicas=job.replicas, previous=previous
         )
+        if job.replicas == 0:  # as Karmada: no replicas to divide, each cluster runs none
+            return dict.fromkeys(chosen, 0)
         by_name = {c.name: c for c in ranked}
         candidates = [
             division.Candidate(

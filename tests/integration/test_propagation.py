@@ -120,6 +120,24 @@ async def test_static_weights_2_1_1_land_4_2_2_become_ready_and_rescale_to_12(
     )
     await wait_for(lambda: ready(12), timeout=20, message="12 ready replicas")
 
+    # Scaled to zero (as the scheduler binds it): each member keeps its copy, running no
+    # pods, instead of losing it and what it carries there.
+    await fed.put(storefront(0))
+    await fed.bind(
+        web,
+        {
+            "us-east-cpu": (0, "amd64"),
+            "eu-west-arm": (0, "arm64"),
+            "ap-southeast-cpu": (0, "amd64"),
+        },
+    )
+    await wait_for(
+        lambda: shares({"us-east-cpu": 0, "eu-west-arm": 0, "ap-southeast-cpu": 0}),
+        timeout=15,
+        message="0:0:0 after scaling to zero",
+    )
+    await wait_for(lambda: ready(0), timeout=20, message="healthy at zero replicas")
+
 
 async def test_override_policy_rewrites_the_image_registry_per_region(fed: Federation) -> None:
     for policy in load("web.yaml", kinds=("OverridePolicy",)):

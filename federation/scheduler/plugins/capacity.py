@@ -195,8 +195,10 @@ def best_flavor(
 
 
 def needed_here(job: fw.JobRequest) -> int:
-    """Replicas one cluster must hold to pass: all of them for a gang or duplicate, else one."""
-    return job.replicas if job.single_cluster or job.strategy == "duplicated" else 1
+    """Replicas one cluster must hold to pass: all of them for a gang or duplicate, else one
+    (none for a workload scaled to zero)."""
+    whole = job.single_cluster or job.strategy == "duplicated"
+    return job.replicas if whole else min(job.replicas, 1)
 
 
 def _label(job: fw.JobRequest, state: fw.CycleState, column: int) -> str:
