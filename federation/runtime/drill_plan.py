@@ -132,7 +132,7 @@ def _replace(
         policies=live.claiming(),
         clusters=[c.name for c in live.clusters],
         fingerprints={},
-        ready=[c.name for c in snapshot.clusters if c.ready],
+        ready=reconcile.placeable(snapshot.clusters),
         settings=settings,
         device_resources=snapshot.device_resources,
     )

@@ -620,7 +620,7 @@ class SchedulerLoop:
             bindings=views.bindings,
             cache=self._snapshots,
         )
-        ready = [c.name for c in snapshot.clusters if c.ready]
+        ready = reconcile.placeable(snapshot.clusters)
         ledger = self._ledger
         changes = ledger.update(  # step 2
             dirty,

@@ -45,6 +45,7 @@ import hashlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.registry import keys, objects
@@ -68,6 +69,7 @@ __all__ = [
     "fingerprint",
     "on_known",
     "orphaned",
+    "placeable",
     "reconcile",
     "ref_of",
     "resized",
@@ -116,11 +118,34 @@ def ref_of(workload: Workload) -> keys.WorkloadRef:
     return objects.workload_ref(workload)
 
 
+def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
+    """The Ready clusters as a service's placement depends on them (`fingerprint`): each
+    name with the taints that keep work off it.
+
+    Why the taints: a member that came back Ready is tainted until its stale copies are
+    purged; a Duplicated service placed in that window skipped it, and with the Ready set
+    unchanged when the taint went, it never got its copy there (Karmada schedules a
+    Duplicated binding again on every cluster change).
+    """
+    out = []
+    for c in clusters:
+        if not c.ready:
+            continue
+        marks = sorted(
+            f"{t.key}={t.value or ''}:{t.effect}"
+            for t in c.taints
+            if t.effect != "PreferNoSchedule"
+        )
+        out.append(f"{c.name}|{','.join(marks)}" if marks else c.name)
+    return out
+
+
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     """What a placement depends on from the workload and its policy (not its metadata).
 
-    A divided service (not a batch gang) also depends on which clusters are Ready, as in
-    Karmada: a member joining or recovering gets its share, a lost one's share moves.
+    A service (not a batch gang) also depends on which clusters are Ready and untainted
+    (`placeable`), as in Karmada: a member joining or recovering gets its copy or share,
+    a lost one's share moves.
     """
     w = job.workload
     fleet = sorted(ready) if job.placement is not None and not w.is_batch else []

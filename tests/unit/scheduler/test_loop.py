@@ -458,6 +458,42 @@ async def _equal(probe: Any, expected: Any) -> bool:
     return bool(await probe == expected)
 
 
+async def _placements(store: MemoryStore) -> dict[str, dict[str, int]]:
+    listed = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    return {i.obj.metadata.name: i.obj.placement() for i in listed.items}
+
+
+async def test_a_duplicated_service_gets_its_copy_on_a_member_once_its_taint_is_gone() -> None:
+    """a is Ready but tainted (as a member that came back is, until its stale copies are
+    purged) when web is placed. With the Ready clusters unchanged when the taint went,
+    web stayed on b alone; Karmada places a Duplicated binding again on any change."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    recovering = Taint(key="cluster.fedctl.io/recovering", effect="NoSchedule", time_added=NOW)
+    for member in (cluster("a"), cluster("b")):
+        assert member.status is not None
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+        taints = [recovering] if member.name == "a" else []  # failover writes it on the status
+        status = member.status.model_copy(update={"taints": taints})
+        await statuses.put(keys.cluster_status_key(member.name), status)
+    await objs.put(objects.key_for(DUPLICATED), DUPLICATED)
+    await objs.put(objects.key_for(WEB), WEB)
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    async with running(loop):
+        await wait_for(
+            lambda: _equal(_placements(store), {"web": {"b": 4}}), message="web on b only"
+        )
+        stored = await statuses.get(keys.cluster_status_key("a"))
+        assert stored is not None
+        untainted = stored.obj.model_copy(update={"taints": []})
+        await statuses.update(keys.cluster_status_key("a"), untainted, revision=stored.revision)
+        await wait_for(
+            lambda: _equal(_placements(store), {"web": {"a": 4, "b": 4}}),
+            message="web copied to a once its taint is gone",
+        )
+
+
 def test_the_memo_reuses_an_unchanged_bindings_charge_and_forgets_the_rest() -> None:
     bound = binding(JOB, {"a": 2})
     memo: dict[str, Any] = {}
