@@ -428,6 +428,11 @@ class FailoverController:
             self.queue.add_after("b" + key, verdict.recheck_after + 0.01)
         mode = "Directly" if terms.batch else eviction.normalise_purge_mode(app.purge_mode)
         grace = app.grace_period_seconds if mode == "Gracefully" else None
+        if verdict.due:
+            # The rate for the fleet's health now: set only by a taint eviction otherwise,
+            # a blip long over kept application failover at the slow rate (or stopped, at
+            # a secondary rate of 0).
+            self._health()
         for cluster, reason in verdict.due:
             mono = self.clock.monotonic()
             if not self.limiter.try_acquire(mono):  # the same brake as a taint's evictions

@@ -298,3 +298,16 @@ async def test_copies_unhealthy_everywhere_stay_until_one_recovers() -> None:
         assert (await w.binding()).placement() == {"a": 1, "b": 1}
         await w.report(health(a="Unhealthy", b="Healthy"))
         assert (await w.binding()).placement() == {"b": 1}
+
+
+async def test_the_eviction_rate_follows_the_fleet_s_health_now_not_at_the_last_blip() -> None:
+    """Most of the fleet looked down a while ago (the limiter slowed, here to a stop, and
+    its token was spent); it is all Ready now. Reading the rate left from then, the copy
+    was never moved."""
+    async with world(policy(decisionConditions={"tolerationSeconds": 60})) as w:
+        w.controller.limiter.secondary_rate = 0
+        w.controller.limiter.set_health(unhealthy=3, total=3)
+        assert w.controller.limiter.try_acquire(w.clock.monotonic())
+        await w.report(health(a="Unhealthy", b="Healthy"))
+        await w.advance(60.1)
+        assert (await w.binding()).placement() == {"b": 1}
