@@ -3,8 +3,11 @@ tolerate them.
 
 Fed by the cluster's taints (user's spec and those failover applied) and the policy's
 `clusterTolerations`; feeds the runner. As in Karmada's TaintToleration plugin, a cluster
-that already hosts the workload keeps it under a NoSchedule taint (eviction is failover's
-job under NoExecute); PreferNoSchedule only lowers the affinity score.
+that already hosts the workload keeps it under any taint: moving it off a NoExecute one is
+failover's job, which honours the toleration's `tolerationSeconds` and the graceful purge
+and then bars the cluster with an eviction task. Refused here, a workload placed again for
+any other reason (a replica change, another member joining) left at once, its copy deleted
+before its toleration ran out. PreferNoSchedule only lowers the affinity score.
 
 A cluster the workload holds an eviction task for is refused by the eviction filter
 (`eviction`), which runs first.
@@ -34,7 +37,7 @@ class Taints:
         for taint in cluster.taints:
             if taint.effect == "PreferNoSchedule" or taint.tolerated_by(job.tolerations):
                 continue
-            if taint.effect == "NoSchedule" and hosting:
+            if hosting:
                 continue
             shown = f"{taint.key}={taint.value}" if taint.value else taint.key
             return fw.Verdict.unschedulable(f"untolerated taint {shown}:{taint.effect}")

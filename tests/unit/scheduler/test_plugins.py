@@ -123,7 +123,10 @@ PREFER = Taint(key="busy", effect="PreferNoSchedule")
         pytest.param(
             NO_SCHEDULE, [], {"c": 2}, True, id="NoSchedule keeps a cluster already hosting it"
         ),
-        pytest.param(NO_EXECUTE, [], {"c": 2}, False, id="NoExecute does not, failover moves it"),
+        pytest.param(
+            NO_EXECUTE, [], {"c": 2}, True, id="NoExecute too: failover moves it, in its time"
+        ),
+        pytest.param(NO_EXECUTE, [], None, False, id="NoExecute keeps new work out"),
         pytest.param(PREFER, [], None, True, id="PreferNoSchedule only lowers the score"),
     ],
 )

@@ -468,3 +468,24 @@ def test_copies_on_the_members_left_hold_their_room_when_another_member_is_gone(
 
     assert placed(again) == {"w": {"a": 2, "c": 2}}
     assert "best is a with 2" in again.reasons[str(x.ref)]
+
+
+def test_a_service_placed_again_under_a_new_noexecute_taint_waits_for_failover_to_move_it() -> None:
+    """a's NoExecute taint changes the fingerprint, so web is placed again, possibly before
+    failover judges it. Refused by the scheduler, web left a at once and its copy was
+    deleted outright; failover evicts it with the policy's graceful purge (and tolerations'
+    seconds), so the scheduler keeps it where it runs until then."""
+    web = job(workload("web", kind="Deployment", replicas=4), placement=WEIGHTED)
+    fleet = [cluster("a", flavor(cpu="2", nodes=1)), cluster("b", flavor(cpu="2", nodes=1))]
+    first = run(fleet, [web])
+    assert placed(first) == {"web": {"a": 2, "b": 2}}
+    leaving = Taint(key="example.com/retire", effect="NoExecute", time_added=NOW)
+    tainted = [
+        cluster("a", flavor(cpu="2", nodes=1), taints=[leaving]),
+        cluster("b", flavor(cpu="2", nodes=1)),
+        cluster("c", flavor(cpu="8", nodes=1)),
+    ]
+
+    again = run(tainted, [web], snapshot=_snapshot(tainted, first.bindings))
+
+    assert placed(again) == {"web": {"a": 2, "b": 2}}
