@@ -143,12 +143,17 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     """What a placement depends on from the workload and its policy (not its metadata).
 
-    A service (not a batch gang) also depends on which clusters are Ready and untainted
-    (`placeable`), as in Karmada: a member joining or recovering gets its copy or share,
-    a lost one's share moves.
+    A service (not a batch gang) also depends on which clusters are Ready, as in Karmada:
+    a member joining or recovering gets its share, a lost one's share moves. One that goes
+    to every cluster (Duplicated, or scaled to zero) depends on their taints too
+    (`placeable`): a member losing its taint gets its copy. A divided service does not, so
+    a cordon or a taint leaves divided work alone: Steady division would place it as it is.
     """
     w = job.workload
-    fleet = sorted(ready) if job.placement is not None and not w.is_batch else []
+    fleet = ""
+    if job.placement is not None and not w.is_batch:
+        everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
+        fleet = _fleet(ready, tainted=everywhere or (bool(w.pod_sets) and w.replicas == 0))
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
@@ -157,9 +162,26 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
         getattr(job.fedctl, "model_dump_json", lambda: "")(),
         job.queue,
         str(job.priority),
-        ",".join(fleet),
+        fleet,
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+_last_fleet: tuple[object, str, str] = ((), "", "")
+"""The last `ready` given to `fingerprint`, joined with its taints and without: a pass
+gives every workload the same list, and joining it per workload cost as much as the rest
+of the digest at hundreds of clusters. Replaced whole, so a reader in another thread sees
+one consistent entry."""
+
+
+def _fleet(ready: Iterable[str], *, tainted: bool) -> str:
+    global _last_fleet
+    last = _last_fleet
+    if last[0] is not ready:
+        names = sorted(ready)
+        bare = sorted(n.partition("|")[0] for n in names)
+        last = _last_fleet = (ready, ",".join(names), ",".join(bare))
+    return last[1] if tainted else last[2]
 
 
 _Shapes = dict[object, tuple[ResourceList, int]]

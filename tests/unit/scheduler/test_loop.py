@@ -199,6 +199,36 @@ def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> Non
     assert [a.ref.name for a in gang.admitted] == ["train"]
 
 
+def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_taint_changes() -> (
+    None
+):
+    """A Duplicated service (or one scaled to zero) gets a copy on a member that loses its
+    taint. A divided one would be placed just as it is (Steady division), so a cordon does
+    not send every divided service through a cycle."""
+    recovering = Taint(key="cluster.fedctl.io/recovering", effect="NoSchedule", time_added=NOW)
+    before = reconcile.placeable(
+        snap.build([cluster("a", taints=[recovering]), cluster("b")]).clusters
+    )
+    after = reconcile.placeable(snap.build([cluster("a"), cluster("b")]).clusters)
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    divided = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Aggregated",
+        }
+    }
+    paused = workload("web", kind="Deployment", replicas=0)
+
+    def changed(w: Workload, placement: dict[str, Any]) -> bool:
+        request = job(w, placement=placement)
+        marks = {reconcile.fingerprint(request, ready=ready) for ready in (before, after)}
+        return len(marks) == 2
+
+    assert changed(WEB, duplicated)
+    assert not changed(WEB, divided)
+    assert changed(paused, divided)
+
+
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
     web, policy = WEB, DUPLICATED
     prepared = reconcile.Prepared()
