@@ -126,13 +126,10 @@ class LiveState:
                 continue
             if key in self.finished:
                 continue
+            queue = binding.spec.queue
             running = reconcile.on_known(binding, snapshot.index)
-            if running is None:  # every copy gone with its member: placed again from none
-                if binding.status.phase == "Scheduled":
-                    pending[binding.spec.queue] = pending.get(binding.spec.queue, 0) + 1
-                continue
             # Placed again by the controller: a target gone, or its pods resized. Its copies
-            # are charged as they run until then, and it waits.
+            # (None: all gone with their members) are charged as they run until then.
             moving = (
                 running is not binding
                 or binding.status.phase != "Scheduled"
@@ -140,6 +137,10 @@ class LiveState:
                     workload, binding, device_resources=snapshot.device_resources, shapes=shapes
                 )
             )
+            if moving and binding.status.phase == "Scheduled":
+                pending[queue] = pending.get(queue, 0) + 1
+            if running is None:
+                continue
             job = PendingJob(
                 ref=keys.parse_workload_key(key),
                 workload=workload,
@@ -157,10 +158,7 @@ class LiveState:
                 )
             )
             if moving:
-                queue = binding.spec.queue
                 waiting[queue] = waiting.get(queue, 0) + 1
-                if binding.status.phase == "Scheduled":
-                    pending[queue] = pending.get(queue, 0) + 1
         return usage, waiting, pending
 
 

@@ -44,7 +44,6 @@ from federation.cache import snapshot as snap
 from federation.queue import fairshare
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting, hierarchy
-from federation.resources import ResourceList
 from federation.scheduler import admission, explain
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
@@ -122,7 +121,7 @@ class Scheduler:
                 device_resources=snapshot.device_resources,
                 previous=previous.placement(),
                 evicting=_barred(previous, snapshot, job),
-                held_pod=_held_pod(previous),
+                held_pod=previous.spec.placed_pod(),
             )
         self._requests[id(job)] = request
         return request
@@ -455,17 +454,6 @@ class Scheduler:
         planned.costs = {t.name: t.hourly_cost for t in mine.spec.clusters}
         planned.preempts = [f"{victim.ref}: {reason}" for victim, reason in result.evicted]
         return planned
-
-
-def _held_pod(previous: Binding) -> ResourceList | None:
-    """One running copy's requests, as the Binding recorded them when it was placed."""
-    wire = previous.spec.pod_requests
-    if not wire:
-        return None
-    try:
-        return ResourceList.from_wire(wire)
-    except ValueError:  # written by hand: the copies are taken as the workload's pods
-        return None
 
 
 def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list[str]:

@@ -247,7 +247,7 @@ class Placer:
             )
         ]
         previous = job.previous
-        if job.copies is not previous:
+        if job.copies is not previous:  # resized: `previous` counts only the copies' room
             ranked, previous = _resized_kept(job, ranked)
         constraints = [
             spread.Constraint(by=c.grouping, min_groups=c.min_groups, max_groups=c.max_groups)

@@ -210,11 +210,8 @@ def admission_of(
     once; the admissions then share those objects, which later readers key by identity.
     """
     pod, devices = _pod_of(job.workload, device_resources, shapes)
-    if as_placed and binding.spec.pod_requests:
-        pod, devices = _placed_pod(binding.spec.pod_requests, device_resources, shapes) or (
-            pod,
-            devices,
-        )
+    if as_placed:
+        pod, devices = _placed_pod(binding, device_resources, shapes) or (pod, devices)
     targets = binding.spec.clusters
     split = tuple((t.replicas, t.chip if devices else None) for t in targets)
     charge = charges.get((pod, split)) if charges is not None else None
@@ -280,22 +277,22 @@ def resized(
 ) -> bool:
     """Whether the workload's pods differ from those its Binding recorded when placed: the
     controller places it again, and its copies are the old pods until it does."""
-    if not binding.spec.pod_requests:
-        return False
-    placed = _placed_pod(binding.spec.pod_requests, device_resources, shapes)
+    placed = _placed_pod(binding, device_resources, shapes)
     return placed is not None and placed[0] != _pod_of(workload, device_resources, shapes)[0]
 
 
 def _placed_pod(
-    wire: dict[str, str], device_resources: Collection[str], shapes: _Shapes | None
+    binding: Binding, device_resources: Collection[str], shapes: _Shapes | None
 ) -> tuple[ResourceList, int] | None:
-    """`_pod_of` for requests a Binding recorded; None when they do not parse."""
+    """`_pod_of` for the pod a Binding recorded (`BindingSpec.placed_pod`); None without one."""
+    wire = binding.spec.pod_requests
+    if not wire:
+        return None
     key = ("placed", *sorted(wire.items()))
     hit = shapes.get(key) if shapes is not None else None
     if hit is None:
-        try:
-            pod = ResourceList.from_wire(wire)
-        except ValueError:  # edited by hand: the workload's own pods are charged
+        pod = binding.spec.placed_pod()
+        if pod is None:
             return None
         hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
         if shapes is not None:

@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field
 
+from federation.resources import ResourceList
 from policies.models.base import FrozenModel, KubeObject
 
 __all__ = [
@@ -124,6 +125,16 @@ class BindingSpec(FrozenModel):
         description="One replica's requests when it was placed: the room each copy it runs"
         " holds, for placing it again after its pods are resized (empty: not recorded).",
     )
+
+    def placed_pod(self) -> ResourceList | None:
+        """`pod_requests` read, or None when not recorded or not readable (written by hand):
+        the copies are then taken as the workload's current pods."""
+        if not self.pod_requests:
+            return None
+        try:
+            return ResourceList.from_wire(self.pod_requests)
+        except ValueError:
+            return None
 
 
 class BindingStatus(FrozenModel):

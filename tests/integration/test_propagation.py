@@ -104,38 +104,22 @@ async def test_static_weights_2_1_1_land_4_2_2_become_ready_and_rescale_to_12(
     assert labels["fedctl.io/workload"] == "storefront"
     assert int(labels["fedctl.io/binding-revision"]) > 0
 
-    await fed.put(storefront(12))
-    await fed.bind(
-        web,
-        {
-            "us-east-cpu": (6, "amd64"),
-            "eu-west-arm": (3, "arm64"),
-            "ap-southeast-cpu": (3, "amd64"),
-        },
-    )
-    await wait_for(
-        lambda: shares({"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}),
-        timeout=15,
-        message="6:3:3 after scaling to 12",
-    )
+    async def rescale(east: int, rest: int) -> None:
+        """Bound as the scheduler binds a 2:1:1 rescale; wait for the members' shares."""
+        await fed.put(storefront(east + 2 * rest))
+        split = {"us-east-cpu": east, "eu-west-arm": rest, "ap-southeast-cpu": rest}
+        chips = {"us-east-cpu": "amd64", "eu-west-arm": "arm64", "ap-southeast-cpu": "amd64"}
+        await fed.bind(web, {name: (n, chips[name]) for name, n in split.items()})
+        await wait_for(
+            lambda: shares(split), timeout=15, message=f"{east}:{rest}:{rest} in the members"
+        )
+
+    await rescale(6, 3)
     await wait_for(lambda: ready(12), timeout=20, message="12 ready replicas")
 
     # Scaled to zero (as the scheduler binds it): each member keeps its copy, running no
     # pods, instead of losing it and what it carries there.
-    await fed.put(storefront(0))
-    await fed.bind(
-        web,
-        {
-            "us-east-cpu": (0, "amd64"),
-            "eu-west-arm": (0, "arm64"),
-            "ap-southeast-cpu": (0, "amd64"),
-        },
-    )
-    await wait_for(
-        lambda: shares({"us-east-cpu": 0, "eu-west-arm": 0, "ap-southeast-cpu": 0}),
-        timeout=15,
-        message="0:0:0 after scaling to zero",
-    )
+    await rescale(0, 0)
     await wait_for(lambda: ready(0), timeout=20, message="healthy at zero replicas")
 
 

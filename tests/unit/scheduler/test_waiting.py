@@ -43,37 +43,34 @@ def _snapshot(fleet: list[Cluster], bindings: list[Binding], **kw: Any) -> Any:
     return snap.build(fleet, bindings=bindings, **kw)
 
 
-def _waiting(web: Any, stored: Binding, fleet: list[Cluster]) -> list[Admission]:
-    """What reconcile counts for `stored` (a Pending Binding naming clusters)."""
+def _reconciled(
+    web: Any, stored: Binding, clusters: list[str], *, edited: bool = False
+) -> reconcile.Work:
+    """What reconcile makes of `stored` for `web` (`edited`: its spec changed since)."""
     key = str(web.ref)
     work = reconcile.reconcile(
         workloads={key: reconcile.Entry(web.workload, 1)},
         bindings={key: stored},
         phases={},
         policies=[],
-        clusters=[c.name for c in fleet],
-        fingerprints={},
+        clusters=clusters,
+        fingerprints={key: "admitted under an older spec"} if edited else {},
         settings=SchedulerSettings(),
     )
     assert [str(j.ref) for j in work.pending] == [key]
+    return work
+
+
+def _waiting(web: Any, stored: Binding, fleet: list[Cluster]) -> list[Admission]:
+    """What reconcile counts for `stored` (a Pending Binding naming clusters)."""
+    work = _reconciled(web, stored, [c.name for c in fleet])
     assert work.admitted == []
     return work.waiting
 
 
 def _resized(new: Any, stored: Binding, clusters: list[str]) -> reconcile.Work:
     """What reconcile makes of `stored` once its workload changed to `new`'s spec."""
-    key = str(new.ref)
-    work = reconcile.reconcile(
-        workloads={key: reconcile.Entry(new.workload, 1)},
-        bindings={key: stored},
-        phases={},
-        policies=[],
-        clusters=clusters,
-        fingerprints={key: "admitted under an older spec"},
-        settings=SchedulerSettings(),
-    )
-    assert [str(j.ref) for j in work.pending] == [key]
-    return work
+    return _reconciled(new, stored, clusters, edited=True)
 
 
 def test_a_failed_re_placement_keeps_the_copies_on_members_never_evicted() -> None:
