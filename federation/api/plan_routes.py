@@ -38,7 +38,7 @@ from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import cycle, reconcile
+from federation.scheduler import bound_usage, cycle, reconcile
 from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
@@ -127,13 +127,13 @@ class LiveState:
             if key in self.finished:
                 continue
             queue = binding.spec.queue
-            running = reconcile.on_known(binding, snapshot.index)
+            running = bound_usage.on_known(binding, snapshot.index)
             # Placed again by the controller: a target gone, or its pods resized. Its copies
             # (None: all gone with their members) are charged as they run until then.
             moving = (
                 running is not binding
                 or binding.status.phase != "Scheduled"
-                or reconcile.resized(
+                or bound_usage.resized(
                     workload, binding, device_resources=snapshot.device_resources, shapes=shapes
                 )
             )
@@ -148,7 +148,7 @@ class LiveState:
                 priority=binding.spec.priority,
             )
             usage.admit(
-                reconcile.admission_of(
+                bound_usage.admission_of(
                     job,
                     running,
                     device_resources=snapshot.device_resources,

@@ -27,7 +27,7 @@ from federation.queue.pending import PendingStore
 from federation.quota import accounting
 from federation.registry import keys
 from federation.runtime import whatif
-from federation.scheduler import cycle, reconcile
+from federation.scheduler import cycle, fingerprint, reconcile
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
 from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
@@ -132,7 +132,7 @@ def _replace(
         policies=live.claiming(),
         clusters=[c.name for c in live.clusters],
         fingerprints={},
-        ready=reconcile.placeable(snapshot.clusters),
+        ready=fingerprint.placeable(snapshot.clusters),
         settings=settings,
         device_resources=snapshot.device_resources,
     )

@@ -30,7 +30,7 @@ __all__ = ["CLAIMED_BY", "FINGERPRINT", "Binder", "WriteReport", "binding_ref", 
 CODEC = codec.Codec(Binding)
 FINGERPRINT = "fedctl.io/fingerprint"
 """Annotation of a Scheduled Binding: the workload and policy digest it was admitted under
-(`reconcile.fingerprint`), so a new leader sees an edit made while none led."""
+(`fingerprint.fingerprint`), so a new leader sees an edit made while none led."""
 CLAIMED_BY = binding_model.CLAIMED_BY
 
 

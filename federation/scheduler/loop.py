@@ -39,7 +39,7 @@ from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import admission as admission_mod
 from federation.scheduler import binder as binder_mod
-from federation.scheduler import cycle, reconcile
+from federation.scheduler import cycle, fingerprint, reconcile
 from federation.scheduler import queue_view as qv
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, WorkloadReference
@@ -204,7 +204,7 @@ def _charge(
 
 def _mark_fingerprints(bindings: Sequence[Binding], marks: dict[str, str]) -> None:
     """Store on each Scheduled Binding the fingerprint it was admitted under, so the next
-    leader tells an edit made meanwhile from an unchanged workload (`reconcile.admitted_as`).
+    leader tells an edit made meanwhile from an unchanged workload (`recorded.admitted_as`).
 
     Set in place, not copied: the cycle builds every Binding (and its annotations dict)
     afresh per decision and nothing has seen it before this write, while a copy would cost
@@ -235,7 +235,7 @@ def _mark_claims(bindings: Sequence[Binding], claims: Mapping[str, str]) -> None
 
 
 def _amended(amends: Mapping[str, Binding], decided: Sequence[Binding]) -> list[Binding]:
-    """The Bindings amended to say their policy is gone (`reconcile.orphaned`), but those
+    """The Bindings amended to say their policy is gone (`recorded.orphaned`), but those
     the cycle just decided anew: one write per Binding."""
     taken = {str(binder_mod.binding_ref(b)) for b in decided}
     return [b for key, b in amends.items() if key not in taken]
@@ -620,7 +620,7 @@ class SchedulerLoop:
             bindings=views.bindings,
             cache=self._snapshots,
         )
-        ready = reconcile.placeable(snapshot.clusters)
+        ready = fingerprint.placeable(snapshot.clusters)
         ledger = self._ledger
         changes = ledger.update(  # step 2
             dirty,

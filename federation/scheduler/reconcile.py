@@ -41,39 +41,23 @@ A Binding whose workload is gone is deleted.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.registry import keys, objects
-from federation.resources import ResourceList, device_names
 from federation.scheduler import plan
-from federation.scheduler.binder import CLAIMED_BY, FINGERPRINT
-from federation.scheduler.plugins import quota
+from federation.scheduler.binder import CLAIMED_BY
+from federation.scheduler.bound_usage import Charges, Shapes, admission_of, on_known
+from federation.scheduler.fingerprint import fingerprint
+from federation.scheduler.recorded import admitted_as, claimed_as, orphaned, with_claim
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
 
-__all__ = [
-    "FINISHED",
-    "Entry",
-    "Ledger",
-    "Prepared",
-    "Work",
-    "admitted_as",
-    "claimed_as",
-    "fingerprint",
-    "on_known",
-    "orphaned",
-    "placeable",
-    "reconcile",
-    "ref_of",
-    "resized",
-]
+__all__ = ["FINISHED", "Entry", "Ledger", "Prepared", "Work", "reconcile", "ref_of"]
 
 FINISHED = FINISHED_PHASES
 
@@ -116,188 +100,6 @@ class Work:
 
 def ref_of(workload: Workload) -> keys.WorkloadRef:
     return objects.workload_ref(workload)
-
-
-def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
-    """The Ready clusters as a service's placement depends on them (`fingerprint`): each
-    name with the taints that keep work off it.
-
-    Why the taints: a member that came back Ready is tainted until its stale copies are
-    purged; a Duplicated service placed in that window skipped it, and with the Ready set
-    unchanged when the taint went, it never got its copy there (Karmada schedules a
-    Duplicated binding again on every cluster change).
-    """
-    out = []
-    for c in clusters:
-        if not c.ready:
-            continue
-        marks = sorted(
-            f"{t.key}={t.value or ''}:{t.effect}"
-            for t in c.taints
-            if t.effect != "PreferNoSchedule"
-        )
-        out.append(f"{c.name}|{','.join(marks)}" if marks else c.name)
-    return out
-
-
-def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
-    """What a placement depends on from the workload and its policy (not its metadata).
-
-    A service (not a batch gang) also depends on which clusters are Ready, as in Karmada:
-    a member joining or recovering gets its share, a lost one's share moves. One that goes
-    to every cluster (Duplicated, or scaled to zero) depends on their taints too
-    (`placeable`): a member losing its taint gets its copy. A divided service does not, so
-    a cordon or a taint leaves divided work alone: Steady division would place it as it is.
-    """
-    w = job.workload
-    fleet = ""
-    if job.placement is not None and not w.is_batch:
-        everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
-        fleet = _fleet(ready, tainted=everywhere or (bool(w.pod_sets) and w.replicas == 0))
-    parts = [
-        w.model_dump_json(exclude={"metadata", "status"}),
-        repr(sorted(w.metadata.labels.items())),
-        repr(sorted(w.metadata.annotations.items())),
-        job.placement.model_dump_json() if job.placement is not None else "",
-        getattr(job.fedctl, "model_dump_json", lambda: "")(),
-        job.queue,
-        str(job.priority),
-        fleet,
-    ]
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
-
-
-_last_fleet: tuple[object, str, str] = ((), "", "")
-"""The last `ready` given to `fingerprint`, joined with its taints and without: a pass
-gives every workload the same list, and joining it per workload cost as much as the rest
-of the digest at hundreds of clusters. Replaced whole, so a reader in another thread sees
-one consistent entry."""
-
-
-def _fleet(ready: Iterable[str], *, tainted: bool) -> str:
-    global _last_fleet
-    last = _last_fleet
-    if last[0] is not ready:
-        names = sorted(ready)
-        bare = sorted(n.partition("|")[0] for n in names)
-        last = _last_fleet = (ready, ",".join(names), ",".join(bare))
-    return last[1] if tainted else last[2]
-
-
-_Shapes = dict[object, tuple[ResourceList, int]]
-_Charges = dict[tuple[ResourceList, tuple[tuple[int, str | None], ...]], ResourceList]
-
-
-def admission_of(
-    job: PendingJob,
-    binding: Binding,
-    *,
-    device_resources: Collection[str],
-    shapes: _Shapes | None = None,
-    charges: _Charges | None = None,
-    as_placed: bool = False,
-) -> accounting.Admission:
-    """The usage a Scheduled Binding stands for (the same charge the cycle computed).
-
-    `as_placed`: charge the pods the Binding recorded when it was placed (`podRequests`),
-    not the workload's: the copies a workload waiting to be placed again still runs are
-    the old pods until it is, and a resize in between had them charged at the new size.
-
-    Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
-    admitted workload before its first cycle, and that read is its take-over time. Tens of
-    thousands of admissions come in a few dozen pod shapes and placements, so `shapes` and
-    `charges` (kept by the caller for one `device_resources`) read each shape and charge
-    once; the admissions then share those objects, which later readers key by identity.
-    """
-    pod, devices = _pod_of(job.workload, device_resources, shapes)
-    if as_placed:
-        pod, devices = _placed_pod(binding, device_resources, shapes) or (pod, devices)
-    targets = binding.spec.clusters
-    split = tuple((t.replicas, t.chip if devices else None) for t in targets)
-    charge = charges.get((pod, split)) if charges is not None else None
-    if charge is None:
-        charge = ResourceList()
-        for replicas, chip in split:
-            charge = charge + quota.charge_of(pod, devices, replicas, chip)
-        if charges is not None:
-            charges[(pod, split)] = charge
-    chips = {t.name: t.chip for t in targets if t.chip} if devices else {}
-    return accounting.admission(
-        ref=job.ref,
-        queue=job.queue,
-        namespace=job.ref.namespace,
-        priority=job.priority,
-        seq=job.seq,
-        charge=charge,
-        placement=binding.placement(),
-        pod=pod,
-        chips=chips,
-        job=job,
-    )
-
-
-def _pod_of(
-    workload: Workload, device_resources: Collection[str], shapes: _Shapes | None
-) -> tuple[ResourceList, int]:
-    """One pod's requests and its accelerator count, one object per distinct shape."""
-    key = tuple(s.requests for s in workload.pod_sets)
-    hit = shapes.get(key) if shapes is not None else None
-    if hit is None:
-        pod = workload.pod_requests()
-        hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
-        if shapes is not None:
-            shapes[key] = hit
-    return hit
-
-
-def on_known(binding: Binding, known: Collection[str]) -> Binding | None:
-    """The Binding with only its targets on clusters still known (None: no such target).
-
-    Why: copies on a member that was deleted are gone, but those on the members left still
-    run and hold their room. Charged nothing because one target was gone, their room read
-    as free and a later job was placed into it, beyond what the member holds.
-    """
-    targets = binding.spec.clusters
-    if not targets:
-        return None
-    kept = [t for t in targets if t.name in known]
-    if len(kept) == len(targets):
-        return binding
-    if not kept:
-        return None
-    return binding.model_copy(update={"spec": binding.spec.model_copy(update={"clusters": kept})})
-
-
-def resized(
-    workload: Workload,
-    binding: Binding,
-    *,
-    device_resources: Collection[str],
-    shapes: _Shapes | None = None,
-) -> bool:
-    """Whether the workload's pods differ from those its Binding recorded when placed: the
-    controller places it again, and its copies are the old pods until it does."""
-    placed = _placed_pod(binding, device_resources, shapes)
-    return placed is not None and placed[0] != _pod_of(workload, device_resources, shapes)[0]
-
-
-def _placed_pod(
-    binding: Binding, device_resources: Collection[str], shapes: _Shapes | None
-) -> tuple[ResourceList, int] | None:
-    """`_pod_of` for the pod a Binding recorded (`BindingSpec.placed_pod`); None without one."""
-    wire = binding.spec.pod_requests
-    if not wire:
-        return None
-    key = ("placed", *sorted(wire.items()))
-    hit = shapes.get(key) if shapes is not None else None
-    if hit is None:
-        pod = binding.spec.placed_pod()
-        if pod is None:
-            return None
-        hit = (pod, sum(pod.amount(n) for n in device_names(pod, device_resources)))
-        if shapes is not None:
-            shapes[key] = hit
-    return hit
 
 
 def reconcile(
@@ -395,8 +197,8 @@ class _Sorter:
     memo: dict[str, tuple[Binding, str, accounting.Admission]] | None
     jobs: dict[str, _Read] | None
     trusted: bool
-    shapes: _Shapes = field(default_factory=dict)
-    charges: _Charges = field(default_factory=dict)
+    shapes: Shapes = field(default_factory=dict)
+    charges: Charges = field(default_factory=dict)
     _ids: frozenset[str] | None = None
 
     def one(self, key: str, entry: Entry) -> _Sorted:
@@ -754,71 +556,6 @@ class Prepared:
             self.policies, self.ready, self.settings = tuple(policies), tuple(ready), settings
             self.jobs = {}
         return self.jobs
-
-
-def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:
-    """The fingerprint `binding` was admitted under: the one stored on it, else the one the
-    loop remembers, else `now`.
-
-    Stored first because it is the record of the placement actually in the registry: it
-    survives a restart or a change of leader, and a write that never landed leaves the old
-    one there, so the workload is placed again rather than counted on a stale placement.
-    Failover and rebalance rewrite a Binding from the stored one, keeping it. A Binding
-    without one (written before fingerprints were stored, or by hand) falls back to the
-    loop's memory, then to `now`: adopted as it stands, as a restart always did.
-    """
-    return binding.metadata.annotations.get(FINGERPRINT) or remembered or now
-
-
-def claimed_as(binding: Binding | None, remembered: str | None) -> str | None:
-    """The policy (`plan.policy_id`) that claimed a workload: the one its Binding records,
-    else the one the loop remembers claiming it, else None (no claim to keep).
-
-    Recorded first for the reasons `admitted_as` gives. A Binding records "" once its
-    policy is gone and it stays where it is (`orphaned`); one without a record (claimed by
-    none, or written before claims were recorded) falls back to the loop's memory, which
-    holds what the ledger kept last (`Ledger.held`).
-    """
-    if binding is not None:
-        recorded = binding.metadata.annotations.get(CLAIMED_BY)
-        if recorded is not None:
-            return recorded
-    return remembered
-
-
-def orphaned(binding: Binding, claimant: str, *, deleted: bool) -> Binding:
-    """`binding` kept where it is though `claimant`, the policy that claimed it, is gone
-    and no other claims it: recorded as claimed by none, with a reason that says so.
-
-    Why keep it: Karmada keeps the ResourceBinding and the copies in the members when the
-    claiming policy is deleted, until another policy claims the template; placing it
-    again through the no-policy path would delete its copies in all members but one.
-    """
-    gone = "was deleted" if deleted else "no longer selects it"
-    reason = (
-        f"Kept where it is: its policy {claimant} {gone} and no other policy claims it;"
-        " it stays until one does"
-    )
-    notes = {**binding.metadata.annotations, CLAIMED_BY: ""}
-    return binding.model_copy(
-        update={
-            "metadata": binding.metadata.model_copy(update={"annotations": notes}),
-            "status": binding.status.model_copy(update={"reason": reason}),
-        }
-    )
-
-
-def with_claim(binding: Binding, claimant: str) -> Binding:
-    """`binding` recording `claimant`, the policy that claims it now.
-
-    For a Binding written before claims were recorded: the loop remembered its claim only
-    in memory, so a new leader, or a restart, after its policy was deleted re-placed it
-    through the no-policy path instead of keeping it where it is (`orphaned`).
-    """
-    notes = {**binding.metadata.annotations, CLAIMED_BY: claimant}
-    return binding.model_copy(
-        update={"metadata": binding.metadata.model_copy(update={"annotations": notes})}
-    )
 
 
 def _stands(binding: Binding, known: frozenset[str]) -> bool:

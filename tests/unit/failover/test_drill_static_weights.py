@@ -19,7 +19,7 @@ import pytest
 
 from federation.cache import snapshot as snap
 from federation.failover import eviction, taints
-from federation.scheduler import reconcile
+from federation.scheduler import fingerprint
 from policies.models.cluster import Cluster, Condition
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, placed, run, workload
 
@@ -80,7 +80,7 @@ def test_a_service_on_a_dead_member_moves_at_the_eviction_grace_not_at_detection
     detected, _ = down_for(1.0)
     status = detected[0].status
     assert status is not None and [t.effect for t in status.taints] == ["NoSchedule"]
-    assert reconcile.fingerprint(web, ready=["a", "b", "c"]) != reconcile.fingerprint(
+    assert fingerprint.fingerprint(web, ready=["a", "b", "c"]) != fingerprint.fingerprint(
         web, ready=["b", "c"]
     ), "detection does make the scheduler reconsider it"
     again = run(detected, [web], snapshot=snap.build(detected, bindings=[bound]))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from federation.scheduler import binder as binder_mod
-from federation.scheduler import plan, reconcile
+from federation.scheduler import plan, reconcile, recorded
 from policies.models.binding import Binding
 from tests.unit.scheduler import test_ledger as base
 from tests.unit.scheduler.fleet import workload
@@ -122,7 +122,7 @@ def test_the_ledger_with_recorded_claims_equals_a_full_reconcile(seed: int) -> N
         seen["incremental"] += changes is not None
         seen["amended"] += bool(ledger.amends)
         seen["kept"] += sum(  # admitted, though no policy claims what its Binding stands for
-            reconcile.claimed_as(world.bindings[k], world.claims.get(k)) is not None
+            recorded.claimed_as(world.bindings[k], world.claims.get(k)) is not None
             for k in set(ledger.admitted) - set(ledger.claims)
         )
         world.remember(ledger, None if changes is None else dirty)

@@ -20,7 +20,7 @@ from federation.failover.controller import FailoverController
 from federation.registry import codec, objects
 from federation.registry.memory import MemoryStore
 from federation.scheduler import binder as binder_mod
-from federation.scheduler import plan, reconcile
+from federation.scheduler import fingerprint, plan, reconcile, recorded
 from federation.settings import SchedulerSettings
 from policies.loading import load_text
 from policies.models.binding import Binding
@@ -172,7 +172,7 @@ def admitted_under(policy: Any, placement: dict[str, int]) -> Binding:
     """Web's Binding as the loop writes it: the fingerprint and claim it was admitted under."""
     job = plan.job_for(WEB, policy, settings=SETTINGS, seq=7)
     b = claimed(binding(WEB, placement), plan.policy_id(policy))
-    notes = {**b.metadata.annotations, binder_mod.FINGERPRINT: reconcile.fingerprint(job)}
+    notes = {**b.metadata.annotations, binder_mod.FINGERPRINT: fingerprint.fingerprint(job)}
     return b.model_copy(update={"metadata": b.metadata.model_copy(update={"annotations": notes})})
 
 
@@ -281,7 +281,7 @@ def test_an_object_without_pods_whose_policy_is_gone_keeps_its_copies_and_says_s
 
 def test_a_new_claimant_is_a_change_to_write_and_shows_its_reason() -> None:
     stored = admitted_under(LOW, {"a": 2, "b": 2})
-    amended = reconcile.orphaned(stored, LOW_ID, deleted=True)
+    amended = recorded.orphaned(stored, LOW_ID, deleted=True)
     assert binder_mod.same(stored, stored)
     assert not binder_mod.same(stored, amended)
     assert binder_mod._merged(stored, amended).status.reason.startswith("Kept where it is")

@@ -22,8 +22,8 @@ from federation.failover import eviction, rebalance
 from federation.registry import codec, keys, objects
 from federation.registry.memory import MemoryStore
 from federation.scheduler import binder as binder_mod
+from federation.scheduler import fingerprint, reconcile, recorded
 from federation.scheduler import loop as loop_mod
-from federation.scheduler import reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
@@ -35,8 +35,8 @@ from tests.waiting import wait_for
 SETTINGS = SchedulerSettings()
 JOB = workload("train", cpu="2", replicas=2, queue="qa")
 SCALED = workload("train", cpu="2", replicas=3, queue="qa")
-FP = reconcile.fingerprint(job(JOB))
-OLD = reconcile.fingerprint(job(SCALED))
+FP = fingerprint.fingerprint(job(JOB))
+OLD = fingerprint.fingerprint(job(SCALED))
 KEY = str(reconcile.ref_of(JOB))
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -70,7 +70,7 @@ def test_the_stored_fingerprint_decides_before_memory_and_memory_before_adoption
     # A Binding without one (written before they were stored): memory, then adoption.
     assert sort(bound, remembered=OLD) == "pending"
     assert sort(bound) == "admitted"
-    assert reconcile.admitted_as(bound, None, "now") == "now"
+    assert recorded.admitted_as(bound, None, "now") == "now"
 
 
 def test_a_pending_binding_stays_pending_whatever_it_carries() -> None:
@@ -126,15 +126,15 @@ def test_the_fingerprint_is_the_same_in_another_process() -> None:
     code = (
         "from tests.unit.scheduler.test_fingerprint import JOB\n"
         "from tests.unit.scheduler.fleet import job\n"
-        "from federation.scheduler import reconcile\n"
-        "print(reconcile.fingerprint(job(JOB), ready=['b', 'a']))\n"
+        "from federation.scheduler import fingerprint\n"
+        "print(fingerprint.fingerprint(job(JOB), ready=['b', 'a']))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == reconcile.fingerprint(job(JOB), ready=["a", "b"])
+    assert out.stdout.strip() == fingerprint.fingerprint(job(JOB), ready=["a", "b"])
 
 
 # -- a restarted loop over a memory store
@@ -183,7 +183,7 @@ async def test_a_label_edit_while_stopped_rewrites_only_the_fingerprint_once() -
     meta = JOB.metadata.model_copy(update={"labels": {"team": "vision"}})
     labelled = JOB.model_copy(update={"metadata": meta})
     await objs.put(objects.key_for(labelled), labelled)
-    mark = reconcile.fingerprint(job(labelled))
+    mark = fingerprint.fingerprint(job(labelled))
     assert mark != FP
 
     async def restamped() -> codec.Stored[Binding] | None:

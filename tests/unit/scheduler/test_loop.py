@@ -16,8 +16,8 @@ from federation import clock
 from federation.cache import snapshot as snap
 from federation.registry import codec, keys, objects
 from federation.registry.memory import MemoryStore
+from federation.scheduler import bound_usage, fingerprint, reconcile
 from federation.scheduler import loop as loop_mod
-from federation.scheduler import reconcile
 from federation.settings import SchedulerSettings
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
@@ -99,7 +99,7 @@ def sort(
 
 JOB = workload("train", cpu="2", replicas=2, queue="qa")
 SCALED = workload("train", cpu="2", replicas=3, queue="qa")
-FP = reconcile.fingerprint(job(JOB))
+FP = fingerprint.fingerprint(job(JOB))
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_usage_rebuilt_from_a_binding_charges_its_queue_like_the_cycle_did() -> 
 
 
 def test_a_replica_change_makes_a_new_fingerprint_and_a_new_placement() -> None:
-    assert reconcile.fingerprint(job(SCALED)) != FP
+    assert fingerprint.fingerprint(job(SCALED)) != FP
     work = sort(SCALED, bound=binding(JOB, {"a": 2}), admitted_as=FP)
     assert [j.ref.name for j in work.pending] == ["train"]
 
@@ -206,10 +206,10 @@ def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_t
     taint. A divided one would be placed just as it is (Steady division), so a cordon does
     not send every divided service through a cycle."""
     recovering = Taint(key="cluster.fedctl.io/recovering", effect="NoSchedule", time_added=NOW)
-    before = reconcile.placeable(
+    before = fingerprint.placeable(
         snap.build([cluster("a", taints=[recovering]), cluster("b")]).clusters
     )
-    after = reconcile.placeable(snap.build([cluster("a"), cluster("b")]).clusters)
+    after = fingerprint.placeable(snap.build([cluster("a"), cluster("b")]).clusters)
     duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
     divided = {
         "replicaScheduling": {
@@ -221,7 +221,7 @@ def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_t
 
     def changed(w: Workload, placement: dict[str, Any]) -> bool:
         request = job(w, placement=placement)
-        marks = {reconcile.fingerprint(request, ready=ready) for ready in (before, after)}
+        marks = {fingerprint.fingerprint(request, ready=ready) for ready in (before, after)}
         return len(marks) == 2
 
     assert changed(WEB, duplicated)
@@ -565,7 +565,7 @@ def test_admissions_of_the_same_shape_share_their_pod_and_charge_and_equal_one_r
     assert len(work.admitted) == 4
     assert len({id(a.pod) for a in work.admitted}) == 1
     assert len({id(a.charge) for a in work.admitted}) == 1
-    alone = reconcile.admission_of(
+    alone = bound_usage.admission_of(
         job(gpu, seq=7), bound[key(gpu)], device_resources=("nvidia.com/gpu",)
     )
     first = work.admitted[0]
