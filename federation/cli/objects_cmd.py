@@ -25,7 +25,7 @@ from federation import clock, errors
 from federation.cli import render
 
 if TYPE_CHECKING:
-    from policies.loading import Loaded
+    from policies.loading import Loaded, LoadResult
 
 # The HTTP client pulls in aiohttp; it is imported when a command runs, so that offline
 # commands such as `fedctl validate` start fast.
@@ -96,7 +96,11 @@ def _loaded(paths: list[str]) -> list[Loaded]:
     """`_load`, keeping each object's file and the place of each of its fields."""
     from policies import loading
 
-    result = loading.load_paths(paths)
+    return _reported(loading.load_paths(paths))
+
+
+def _reported(result: LoadResult) -> list[Loaded]:
+    """The objects loaded, once every finding is printed; refused if any is an error."""
     for finding in result.findings:
         print(str(finding), file=sys.stderr)
     if result.errors:
@@ -109,15 +113,40 @@ def _label(kind: str, api_version: str, name: str) -> str:
     return f"{kind.lower()}.{group}/{name}" if group else f"{kind.lower()}/{name}"
 
 
-async def _apply(args: argparse.Namespace) -> int:
+async def _server_chips(api: Any) -> set[str] | None:
+    """The chips the server's clusters and AcceleratorProfiles define (None: unreadable)."""
     from federation.cli import client
 
-    loaded = _loaded(args.filename)
-    if not loaded:
-        print("no objects found", file=sys.stderr)
-        return 1
-    body = {"items": [o.model.to_wire() for o in loaded]}
+    chips: set[str] = set()
+    try:
+        for item in (await api.request("GET", "acceleratorprofiles"))["items"]:
+            chips.add(item["metadata"]["name"])
+        for item in (await api.request("GET", "clusters"))["items"]:
+            for chip in (item.get("spec") or {}).get("chips") or ():
+                chips.update(v for v in (chip.get("model"), chip.get("arch")) if v)
+    except client.ApiError:
+        return None
+    return chips
+
+
+async def _apply(args: argparse.Namespace) -> int:
+    from federation.cli import client
+    from policies import loading
+
+    result = loading.load_paths(args.filename)
+    if not result.ok:
+        _reported(result)  # raises: nothing is sent while the input is wrong
     async with _client().ApiClient(args.server, token=args.token) as api:
+        if result.names_undefined_chips:
+            # Chips the fleet defines are not named in a file of workloads alone.
+            known = await _server_chips(api)
+            if known is not None:
+                result = result.with_known_chips(known)
+        loaded = _reported(result)
+        if not loaded:
+            print("no objects found", file=sys.stderr)
+            return 1
+        body = {"items": [o.model.to_wire() for o in loaded]}
         try:
             answer = await api.request("POST", "apply", body=body)
         except client.ApiError as exc:

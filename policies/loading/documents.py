@@ -14,7 +14,7 @@ unknown chip in a file is suspicious, not necessarily wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPr
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
 from policies.models.workload import Workload
 
-__all__ = ["Checked", "Loaded", "cross_check", "validate_document"]
+__all__ = ["Checked", "Loaded", "cross_check", "undefined_chips", "validate_document"]
 
 _ALL_KIND_NAMES = sorted({k for _, k in kinds.known_kinds()})
 
@@ -250,7 +250,7 @@ def cross_check(objects: Iterable[Loaded]) -> list[Finding]:
     return (
         _duplicates(objects)
         + _queue_tree(objects)
-        + _undefined_chips(objects)
+        + undefined_chips(objects)
         + _undefined_priority_classes(objects)
     )
 
@@ -358,8 +358,20 @@ def _defined_chips(objects: list[Loaded]) -> set[str]:
     return defined
 
 
-def _undefined_chips(objects: list[Loaded]) -> list[Finding]:
-    defined = _defined_chips(objects)
+def undefined_chips(
+    objects: Iterable[Loaded], *, known: Collection[str] | None = None
+) -> list[Finding]:
+    """A warning for each chip named that no AcceleratorProfile or Cluster defines.
+
+    `known`: the chips a server defines (its clusters' and profiles'), for input about to
+    be applied there; without it only the documents loaded together count, so applying a
+    workload alone warned about every chip of the fleet it was going to.
+    """
+    objects = list(objects)
+    defined = _defined_chips(objects) | set(known or ())
+    where = (
+        "in the loaded documents" if known is None else "in the loaded documents or on the server"
+    )
     found: list[Finding] = []
     for obj in objects:
         for path, chip in _chip_references(obj):
@@ -367,7 +379,7 @@ def _undefined_chips(objects: list[Loaded]) -> list[Finding]:
                 continue
             message = (
                 f"chip {chip!r} is not defined by any AcceleratorProfile or Cluster"
-                f" in the loaded documents{suggest(chip, sorted(defined))}"
+                f" {where}{suggest(chip, sorted(defined))}"
             )
             found.append(_at(obj.source, obj.file, path, message, severity="warning"))
     return found

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policies.loading.documents import Loaded, cross_check, validate_document
+from policies.loading.documents import Loaded, cross_check, undefined_chips, validate_document
 from policies.loading.findings import Finding
 from policies.loading.source import parse_documents
 
@@ -50,6 +50,25 @@ class LoadResult:
     def ok(self) -> bool:
         """True when nothing is wrong (warnings allowed)."""
         return not self.errors
+
+    @property
+    def names_undefined_chips(self) -> bool:
+        """Whether a chip named here is defined by nothing loaded with it."""
+        return bool(undefined_chips(self.objects))
+
+    def with_known_chips(self, known: Collection[str]) -> LoadResult:
+        """The result with chips `known` elsewhere (a server's) counted as defined: the
+        undefined-chip warnings are those of the documents and the server together."""
+        stale = set(undefined_chips(self.objects))
+        fresh = undefined_chips(self.objects, known=known)
+        findings: list[Finding] = []
+        for finding in self.findings:
+            if finding not in stale:
+                findings.append(finding)
+            elif fresh:  # in the first stale one's place, so the order stays the loader's
+                findings.extend(fresh)
+                fresh = []
+        return LoadResult(objects=self.objects, findings=findings, files=self.files)
 
 
 def load_text(text: str, *, filename: str = "<input>") -> LoadResult:

@@ -128,3 +128,40 @@ def test_missing_controller_is_one_clear_line() -> None:
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0
     assert f"no fedctl controller at http://127.0.0.1:{port}" in result.stderr
+
+
+def test_apply_counts_the_chips_the_server_defines(controller: str, tmp_path: Path) -> None:
+    """A file of workloads alone names the fleet's chips: the server's AcceleratorProfiles
+    and clusters define them, so applying it there says nothing of them."""
+    job = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: ml
+  annotations:
+    fedctl.io/chips: {chip}
+spec:
+  template:
+    spec:
+      containers: [{{name: a, image: x, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]
+"""
+    known, unknown = tmp_path / "known.yaml", tmp_path / "unknown.yaml"
+    known.write_text(job.format(name="known", chip="nvidia-l4"))
+    unknown.write_text(job.format(name="unknown", chip="nvidia-l40"))
+    offline = fedctl("validate", "-f", str(known))
+    assert "chip 'nvidia-l4' is not defined" in offline.stdout + offline.stderr
+
+    accelerators = str(EXAMPLES / "accelerators.yaml")
+    assert fedctl("apply", "-f", accelerators, server=controller).returncode == 0
+    quiet = fedctl("apply", "-f", str(known), server=controller)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "job.batch/known created" in quiet.stdout
+    assert "nvidia-l4" not in quiet.stderr
+    loud = fedctl("apply", "-f", str(unknown), server=controller)
+    assert loud.returncode == 0, loud.stderr
+    assert (
+        f"{unknown}:7:22: metadata.annotations[\"fedctl.io/chips\"]: warning: chip 'nvidia-l40'"
+        " is not defined by any AcceleratorProfile or Cluster in the loaded documents or on"
+        " the server (did you mean 'nvidia-l4'?)"
+    ) in loud.stderr

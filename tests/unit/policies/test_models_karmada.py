@@ -764,6 +764,33 @@ def test_a_workload_naming_an_unknown_chip_is_a_warning() -> None:
     ]
 
 
+def test_chips_a_server_defines_are_not_warned_about() -> None:
+    """What `fedctl apply` checks against the server it applies to: only the chips
+    neither the documents nor the server define are named."""
+    result = load(
+        """\
+        apiVersion: fedctl.io/v1alpha1
+        kind: Queue
+        metadata:
+          name: research
+        spec:
+          capability:
+            accelerator/nvidia-h100-80gb: 4
+            accelerator/ascend-910c: 4
+        """
+    )
+    assert len(result.warnings) == 2
+
+    checked = result.with_known_chips({"nvidia-h100-80gb", "ascend-910b"})
+
+    assert lines(checked) == [
+        'k.yaml:8:30: spec.capability["accelerator/ascend-910c"]: warning: chip'
+        " 'ascend-910c' is not defined by any AcceleratorProfile or Cluster in the loaded"
+        " documents or on the server (did you mean 'ascend-910b'?)"
+    ]
+    assert not load(PROFILE).with_known_chips(()).names_undefined_chips
+
+
 def test_accelerator_chips_on_a_pod_that_requests_no_device_is_a_warning() -> None:
     """A CPU-only pod never runs on accelerator nodes, so `chips: nvidia-a100-80gb` alone
     was ignored without a word, and the job ran on a CPU cluster."""
