@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from federation.registry import keys
 from federation.resources import ResourceList, format_quantity
@@ -26,6 +27,7 @@ from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
 
 __all__ = [
     "Admission",
+    "NamespaceLimit",
     "Usage",
     "admission",
     "capability_problem",
@@ -551,36 +553,74 @@ Limits = Sequence[tuple[ResourceList, ResourceList]]
 """(used, limit) pairs that one set of victims must bring `charge` under, all at once."""
 
 
-def _fits_after(victims: Sequence[Admission], *, charge: ResourceList, limits: Limits) -> bool:
+class NamespaceLimit(NamedTuple):
+    """A namespace's FederatedResourceQuota `overall` and what the namespace uses of it:
+    unlike a queue's limits, only victims of that namespace free any of it."""
+
+    namespace: str
+    used: ResourceList
+    overall: ResourceList
+
+
+def _fits_after(
+    victims: Sequence[Admission],
+    *,
+    charge: ResourceList,
+    limits: Limits,
+    namespace: NamespaceLimit | None = None,
+) -> bool:
     freed = ResourceList()
     for victim in victims:
         freed = freed + victim.charge
-    return all(
+    if not all(
         (used - freed + charge).fits_within(limit, unlisted_unlimited=True)
         for used, limit in limits
-    )
+    ):
+        return False
+    if namespace is None:
+        return True
+    own = ResourceList()
+    for victim in victims:
+        if victim.namespace == namespace.namespace:
+            own = own + victim.charge
+    after = namespace.used - _physical(own) + _physical(charge)
+    return after.fits_within(namespace.overall, unlisted_unlimited=True)
 
 
 def preemption_victims(
-    queue: Queue, *, usage: Usage, charge: ResourceList, priority: int, above: Limits = ()
+    queue: Queue | str,
+    *,
+    usage: Usage,
+    charge: ResourceList,
+    priority: int,
+    above: Limits = (),
+    namespace: NamespaceLimit | None = None,
 ) -> list[Admission] | None:
     """Fewest lower-priority workloads of the same queue whose eviction makes room, or None.
 
-    Room under the queue's capability and under `above`, the (subtree usage, capability) of
-    each capped ancestor (`hierarchy.ancestor_limits`): evicting the queue's own work frees
-    its share of every subtree it is in. Lowest priority goes first (latest arrival first
-    among equals); then victims that turn out not to be needed are spared, so the list is
-    minimal for that order.
+    Room under the queue's capability (`queue` given by name: a queue without a Queue
+    object, capped by nothing), under `above`, the (subtree usage, capability) of each
+    capped ancestor (`hierarchy.ancestor_limits`): evicting the queue's own work frees its
+    share of every subtree it is in; and under `namespace`, the job's namespace quota,
+    which only the queue's work of that namespace frees. Lowest priority goes first (latest
+    arrival first among equals); then victims that turn out not to be needed are spared,
+    so the list is minimal for that order.
     """
-    cap = queue.spec.capability
-    limits = [*above] if cap is None else [(usage.queue_used(queue.name), cap), *above]
-    if not limits:
+    name = queue if isinstance(queue, str) else queue.name
+    cap = None if isinstance(queue, str) else queue.spec.capability
+    limits = [*above] if cap is None else [(usage.queue_used(name), cap), *above]
+    if not limits and namespace is None:
         return None
     pool = sorted(
-        (a for a in usage.in_queue(queue.name) if a.priority < priority),
+        (
+            a
+            for a in usage.in_queue(name)
+            if a.priority < priority
+            and (limits or namespace is None or a.namespace == namespace.namespace)
+        ),
         key=lambda a: (a.priority, -a.seq),
     )
-    return _minimal(pool, charge=charge, limits=limits)
+    return _minimal(pool, charge=charge, limits=limits, namespace=namespace)
 
 
 def _minimal(
@@ -589,6 +629,7 @@ def _minimal(
     charge: ResourceList,
     limits: Limits,
     allowed: Callable[[Sequence[Admission]], bool] | None = None,
+    namespace: NamespaceLimit | None = None,
 ) -> list[Admission] | None:
     """Victims from `pool`, taken in its order until `charge` fits `limits`, then each one
     found not needed after all spared (latest taken first). `allowed` rules out a set of
@@ -596,16 +637,16 @@ def _minimal(
     victim only shrinks the set, so what `allowed` accepted stays accepted."""
     chosen: list[Admission] = []
     for admission in pool:
-        if _fits_after(chosen, charge=charge, limits=limits):
+        if _fits_after(chosen, charge=charge, limits=limits, namespace=namespace):
             break
         if allowed is not None and not allowed([*chosen, admission]):
             continue
         chosen.append(admission)
-    if not _fits_after(chosen, charge=charge, limits=limits):
+    if not _fits_after(chosen, charge=charge, limits=limits, namespace=namespace):
         return None
     for admission in reversed(list(chosen)):
         trial = [a for a in chosen if a is not admission]
-        if _fits_after(trial, charge=charge, limits=limits):
+        if _fits_after(trial, charge=charge, limits=limits, namespace=namespace):
             chosen = trial
     return chosen
 

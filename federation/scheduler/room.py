@@ -80,15 +80,21 @@ def _pools(
     usage = state.usage
     if kind == "quota" and settings.preemption:
         queue = state.snapshot.queues.get(job.queue)
-        if queue is not None:
-            above = (
-                hierarchy.ancestor_limits(queue.name, state.snapshot.queues, usage)
-                if queue.spec.parent is not None
-                else ()
-            )
+        above = (
+            hierarchy.ancestor_limits(queue.name, state.snapshot.queues, usage)
+            if queue is not None and queue.spec.parent is not None
+            else ()
+        )
+        namespace = _namespace_limit(job, state)
+        if queue is not None or namespace is not None:
             for charge in _charges(request, state):
                 victims = accounting.preemption_victims(
-                    queue, usage=usage, charge=charge, priority=job.priority, above=above
+                    queue if queue is not None else job.queue,
+                    usage=usage,
+                    charge=charge,
+                    priority=job.priority,
+                    above=above,
+                    namespace=namespace,
                 )
                 if victims:  # none needed on this chip: the limit is not what stops it there
                     yield victims
@@ -114,6 +120,17 @@ def _pools(
         yield from _reclaim(job, request, state=state, settings=settings, clusters=names)
     elif kind == "lend":
         yield from _reclaim(job, request, state=state, settings=settings)
+
+
+def _namespace_limit(job: PendingJob, state: fw.CycleState) -> accounting.NamespaceLimit | None:
+    """The job's namespace quota as a limit preemption inside its queue can make room
+    under (None: the namespace has no FederatedResourceQuota)."""
+    namespace = job.ref.namespace
+    frq = state.snapshot.quotas.get(namespace)
+    if frq is None:
+        return None
+    used = state.usage.namespace_used(namespace)
+    return accounting.NamespaceLimit(namespace, used, frq.spec.overall)
 
 
 def _share_victims(

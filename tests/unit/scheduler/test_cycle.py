@@ -486,6 +486,41 @@ def test_preemption_makes_room_under_the_queue_capability() -> None:
     assert [v.ref.name for v, _ in result.evicted] == ["low-a"]  # the lowest, and only one
 
 
+@pytest.mark.parametrize("queue_object", [True, False], ids=["a Queue", "no Queue object"])
+def test_preemption_makes_room_under_the_namespace_quota(queue_object: bool) -> None:
+    """Lower-priority work of the job's queue and namespace holding the namespace's
+    FederatedResourceQuota is preempted as work holding the queue's capability is: the
+    job otherwise waited while the quota stayed with the lower priority, and room freed
+    later in the cycle went to whichever lower-priority job came next."""
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    name = "q" if queue_object else None  # the default queue needs no Queue object
+    queues = [queue("q", capability={"cpu": "64"})] if queue_object else []
+    quotas = [frq("team", cpu="8")]
+    lows = [
+        job(workload("low-a", cpu="4", queue=name, priority=1)),
+        job(workload("low-b", cpu="4", queue=name, priority=2)),
+        job(workload("other", namespace="elsewhere", cpu="4", queue=name, priority=0)),
+    ]
+    first = run(fleet, lows, queues=queues, quotas=quotas)
+    assert sorted(placed(first)) == ["low-a", "low-b", "other"]
+    snapshot = snap.build(fleet, queues=queues, quotas=quotas, bindings=first.bindings)
+    high = job(workload("high", cpu="4", queue=name, priority=9))
+    result = run(fleet, [high], usage=first.usage, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == ["high"]
+    # the lowest of its own namespace, and only one: another namespace's frees nothing
+    [(victim, reason)] = result.evicted
+    assert victim.ref.name == "low-a"
+    assert reason == f"preempted by team/Job.batch/high (priority 9, queue {name or 'default'})"
+    disabled = run(
+        fleet,
+        [high],
+        usage=first.usage,
+        snapshot=snapshot,
+        settings=SchedulerSettings(preemption=False),
+    )
+    assert disabled.evicted == [] and disabled.admitted == []
+
+
 def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
     fleet = [cluster("cpu", flavor(nodes=4))]
     jobs = [job(workload(f"j{i}")) for i in range(5)]
