@@ -69,6 +69,10 @@ class Admitter:
         )
         self.evicted_refs: set[str] = set()
         """`str(ref)` of every victim evicted this cycle."""
+        self._victims: dict[str, list[accounting.Admission]] = {}
+        """Per queue, the workloads evicted from it this cycle."""
+        self._fits_again: dict[str, tuple[tuple[int, int], bool]] = {}
+        """Per victim: whether it fits again, as of (evictions, admissions) so far."""
         self._wires: dict[ResourceList, dict[str, str]] = {}
         self._emitted: dict[tuple[str, str, str, str], int] = {}
         """Where in `result.bindings` each workload's Binding of this cycle is."""
@@ -85,13 +89,56 @@ class Admitter:
         else:
             reason, kind = outcome.reason, outcome.kind
         settings, placer = self.scheduler.settings, self.scheduler.placer
-        for pool in room.pools(
-            job, kind, outcome.request, state=self.state, settings=settings, placer=placer
-        ):
-            if self._make_room(job, outcome.request, pool):
-                return True
+        if not self._behind_any_victim(job):
+            for pool in room.pools(
+                job, kind, outcome.request, state=self.state, settings=settings, placer=placer
+            ):
+                if self._make_room(job, outcome.request, pool):
+                    return True
         self._pending(job, reason)
         return False
+
+    def behind_victim(self, job: PendingJob) -> str | None:
+        """Why the job waits for the next cycle (None: it need not): its queue ranks a
+        workload evicted this cycle ahead of it, and that workload fits again.
+
+        Why: a victim waits for the next cycle to be placed again, so the room it left
+        beyond what its preemptor took went, in the same cycle, to the next job of its
+        queue, which might be its identical twin that arrived after it. A victim that no
+        longer fits holds back no one, as a head that does not fit does not.
+        """
+        rank = (job.priority, -job.seq)
+        for victim in self._victims.get(job.queue, ()):
+            if rank < (victim.priority, -victim.seq) and self._fits(victim):
+                return (
+                    f"waits behind {victim.ref} (priority {victim.priority}) in queue"
+                    f" {job.queue}: evicted this cycle, it fits again and is placed first"
+                    " next cycle"
+                )
+        return None
+
+    def _behind_any_victim(self, job: PendingJob) -> bool:
+        """Whether its queue ranks a workload evicted this cycle ahead of the job: then the
+        job evicts no one this cycle, since that workload, placed again next cycle, may
+        make room as well and goes first."""
+        rank = (job.priority, -job.seq)
+        victims = self._victims.get(job.queue, ()) if self._victims else ()
+        return any(rank < (v.priority, -v.seq) for v in victims)
+
+    def _fits(self, victim: accounting.Admission) -> bool:
+        """Whether an evicted workload would be admitted now, were it considered."""
+        now = (len(self.result.evicted), len(self.result.admitted))
+        key = str(victim.ref)
+        known = self._fits_again.get(key)
+        if known is not None and known[0] == now:
+            return known[1]
+        original = victim.job
+        fits = False
+        if isinstance(original, PendingJob):
+            request = self.scheduler.request(original, self.state.snapshot)
+            fits = self._admissible(request, self.state) is not None
+        self._fits_again[key] = (now, fits)
+        return fits
 
     def hold(self, job: PendingJob, reason: str) -> None:
         """Leave the job pending with `reason`, found for an identical job this cycle."""
@@ -177,6 +224,7 @@ class Admitter:
             reason = f"reclaimed by queue {by.queue} for {by.ref}"
         self.result.evicted.append((victim, reason))
         self.evicted_refs.add(str(victim.ref))
+        self._victims.setdefault(victim.queue, []).append(victim)
         original = victim.job
         if isinstance(original, PendingJob):
             self.result.pending.add(original.with_reason(reason))

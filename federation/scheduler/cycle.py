@@ -242,6 +242,10 @@ class Scheduler:
                     # and its Binding this cycle is the eviction's.
                     result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
                     continue
+                behind = admit.behind_victim(job) if admit.evicted_refs else None
+                if behind is not None:  # the victim goes first, next cycle
+                    result.pending.add(job.with_reason(behind))
+                    continue
                 budget -= 1
                 result.decisions += 1
                 refused = hierarchy.refusal(

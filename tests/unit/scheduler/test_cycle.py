@@ -521,6 +521,74 @@ def test_preemption_makes_room_under_the_namespace_quota(queue_object: bool) -> 
     assert disabled.evicted == [] and disabled.admitted == []
 
 
+def test_room_a_victim_leaves_does_not_go_to_work_its_queue_ranks_after_it() -> None:
+    """A victim waits for the next cycle to be placed again. Here the second preemptor
+    frees more than it needs, enough for the first victim again; that room went, in the
+    same cycle, to the victim's twin that arrived after it. The twin now waits a cycle,
+    and the victim gets its place back first."""
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    q = queue("q", capability={"cpu": "4"})
+    first = run(
+        fleet,
+        [
+            job(workload("big", cpu="3", queue="q", priority=1), seq=1),
+            job(workload("small", cpu="1", queue="q", priority=1), seq=2),
+            job(workload("twin", cpu="1", queue="q", priority=1), seq=3),
+        ],
+        queues=[q],
+    )
+    assert sorted(placed(first)) == ["big", "small"]
+    snapshot = snap.build(fleet, queues=[q], bindings=first.bindings)
+    [twin] = first.pending.jobs()
+    arriving = [
+        job(workload("h1", cpu="1", queue="q", priority=9), seq=4),
+        job(workload("h2", cpu="2", queue="q", priority=8), seq=5),
+    ]
+    result = run(fleet, [*arriving, twin], usage=first.usage, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == ["h1", "h2"]
+    assert [v.ref.name for v, _ in result.evicted] == ["small", "big"]
+    waiting = result.pending.get(twin.ref)
+    assert waiting is not None and waiting.reason == (
+        "waits behind team/Job.batch/small (priority 1) in queue q: evicted this cycle, it"
+        " fits again and is placed first next cycle"
+    )
+    again = run(fleet, result.pending.jobs(), usage=result.usage, snapshot=snapshot, queues=[q])
+    assert [a.ref.name for a in again.admitted] == ["small"]
+
+
+def test_work_ranked_after_a_victim_evicts_no_one_in_that_cycle() -> None:
+    """`victim` left c1 for `pinned`; the lower-priority `next` then evicted `low` to take
+    c0, where `victim` would have gone by evicting `low` itself next cycle. Now `next`
+    waits a cycle and `victim`, ranked ahead of it, makes that room first."""
+    fleet = [
+        cluster("c0", flavor(cpu="4", nodes=1)),
+        cluster("c1", flavor(cpu="4", nodes=1), cpu_price="0.01"),
+    ]
+    first = run(
+        fleet,
+        [
+            job(workload("victim", cpu="4", priority=2), seq=1),
+            job(workload("low", cpu="4", priority=0), seq=2),
+        ],
+    )
+    assert placed(first) == {"victim": {"c1": 1}, "low": {"c0": 1}}
+    snapshot = snap.build(fleet, bindings=first.bindings)
+    pinned = job(
+        workload("pinned", cpu="2", priority=9),
+        placement={"clusterAffinity": {"clusterNames": ["c1"]}},
+        seq=3,
+    )
+    later = job(workload("next", cpu="4", priority=1), seq=4)
+    result = run(fleet, [pinned, later], usage=first.usage, snapshot=snapshot)
+    assert [a.ref.name for a in result.admitted] == ["pinned"]
+    assert [v.ref.name for v, _ in result.evicted] == ["victim"]
+    latest = {b.metadata.name: b for b in [*first.bindings, *result.bindings]}
+    snapshot = snap.build(fleet, bindings=list(latest.values()))
+    again = run(fleet, result.pending.jobs(), usage=result.usage, snapshot=snapshot)
+    assert placed(again) == {"victim": {"c0": 1}}
+    assert [v.ref.name for v, _ in again.evicted] == ["low"]
+
+
 def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
     fleet = [cluster("cpu", flavor(nodes=4))]
     jobs = [job(workload(f"j{i}")) for i in range(5)]

@@ -1,0 +1,198 @@
+"""What no cycle may ever do, over random fleets, queues, quotas and jobs: place pods
+beyond a node flavor's room, charge a queue past its capability or a namespace past its
+quota, lose a job, or admit a job ahead of an identical one its queue ranks first.
+
+Each seed runs three cycles against one snapshot whose status never catches up (as when
+members report slowly): the first admits, the second brings higher-priority work that
+preempts and reclaims, the third sees some jobs finish and the victims come back.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+
+from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob, PendingStore
+from federation.quota.accounting import Admission, Usage
+from federation.resources import ResourceList
+from federation.scheduler import cycle
+from federation.settings import SchedulerSettings
+from policies.models.cluster import Cluster
+from policies.models.frq import FederatedResourceQuota
+from policies.models.queue import Queue
+from tests.unit.scheduler.fleet import NOW, cluster, flavor, frq, job, queue, workload
+
+A100 = "nvidia-a100-80gb"
+QUEUES = ("ml", "web", "batch")
+NAMESPACES = ("team-a", "team-b")
+
+
+def _fleet(rng: random.Random) -> list[Cluster]:
+    fleet = []
+    for i in range(rng.randint(2, 5)):
+        flavors = [flavor(cpu=str(rng.choice([8, 16])), nodes=rng.randint(1, 3))]
+        if rng.random() < 0.5:
+            flavors.append(
+                flavor(chip=A100, devices=rng.choice([4, 8]), cpu="64", nodes=rng.randint(1, 2))
+            )
+        fleet.append(
+            cluster(
+                f"c{i}",
+                *flavors,
+                region=rng.choice(["us", "eu"]),
+                cpu_price=str(rng.choice(["0.04", "0.05", "0.06"])),
+                gpu_prices={A100: rng.choice(["2", "3"])},
+            )
+        )
+    return fleet
+
+
+def _queues(rng: random.Random) -> list[Queue]:
+    out = []
+    for name in QUEUES:
+        spec: dict[str, object] = {"weight": rng.randint(1, 3)}
+        if rng.random() < 0.7:
+            spec["capability"] = {"cpu": str(rng.randint(10, 40))}
+            if rng.random() < 0.5:
+                spec["capability"][f"accelerator/{A100}"] = str(rng.randint(2, 8))  # type: ignore[index]
+        if rng.random() < 0.6:
+            spec["guarantee"] = {"cpu": str(rng.randint(2, 10))}
+        out.append(queue(name, **spec))
+    return out
+
+
+def _quotas(rng: random.Random) -> list[FederatedResourceQuota]:
+    return [frq(ns, cpu=str(rng.randint(8, 40))) for ns in NAMESPACES if rng.random() < 0.5]
+
+
+# A few shapes, so identical twins (same shape, queue and namespace) are common.
+SHAPES = [
+    {"cpu": "1", "replicas": 1},
+    {"cpu": "2", "replicas": 2},
+    {"cpu": "4", "replicas": 1},
+    {"cpu": "2", "gpus": 2, "replicas": 1, "chips": A100},
+    {"cpu": "1", "replicas": 3, "kind": "Deployment"},
+]
+
+
+def _jobs(rng: random.Random, count: int, first: int, *, priorities: range) -> list[PendingJob]:
+    out = []
+    for i in range(first, first + count):
+        shape = rng.randrange(len(SHAPES))
+        q, ns = rng.choice(QUEUES), rng.choice(NAMESPACES)
+        spec = dict(SHAPES[shape])
+        w = workload(
+            f"j{i}-s{shape}",
+            namespace=ns,
+            queue=q,
+            priority=rng.choice(priorities),
+            **spec,  # type: ignore[arg-type]
+        )
+        out.append(job(w, seq=i))
+    return out
+
+
+def _check(
+    result: cycle.CycleResult,
+    snapshot: snap.Snapshot,
+    *,
+    jobs: dict[str, PendingJob],
+    queues: list[Queue],
+    quotas: list[FederatedResourceQuota],
+    before: set[str],
+) -> None:
+    admitted = result.usage.admissions()
+    refs = [str(a.ref) for a in admitted]
+    waiting = {str(j.ref) for j in result.pending.jobs()}
+    assert len(refs) == len(set(refs)), "a job admitted twice"
+    assert not set(refs) & waiting, "a job both admitted and pending"
+    assert set(refs) | waiting == set(jobs), "a job lost"
+    _check_room(admitted, snapshot)
+    _check_limits(admitted, queues, quotas)
+    new = [jobs[str(a.ref)] for a in admitted if str(a.ref) not in before]
+    _check_order(new, result.pending.jobs())
+
+
+def _check_room(admitted: list[Admission], snapshot: snap.Snapshot) -> None:
+    """The pods each admission took on a node flavor fit that flavor."""
+    taken: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for a in admitted:
+        assert sum(p for _, _, p in a.flavors) == sum(a.placement.values()), str(a.ref)
+        for name, index, pods in a.flavors:
+            one = snapshot.cluster(name).flavors[index]
+            for resource, amount in a.pod.items():
+                assert amount <= one.allocatable.amount(resource), f"{a.ref} fits no node"
+                taken[(name, index)][resource] += amount * pods
+    for (name, index), used in taken.items():
+        free = snapshot.cluster(name).flavors[index].free
+        for resource, amount in used.items():
+            assert amount <= free.amount(resource), f"{name} flavor {index} over {resource}"
+
+
+def _check_limits(
+    admitted: list[Admission], queues: list[Queue], quotas: list[FederatedResourceQuota]
+) -> None:
+    """No queue past its capability, no namespace past its quota."""
+    by_queue: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_ns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for a in admitted:
+        for resource, amount in a.charge.items():
+            by_queue[a.queue][resource] += amount
+            by_ns[a.namespace][resource] += amount
+    for q in queues:
+        capability = q.spec.capability or ResourceList()
+        for resource, amount in by_queue[q.name].items():
+            if resource in capability:
+                assert amount <= capability.amount(resource), f"queue {q.name} over {resource}"
+    for quota in quotas:
+        ns, overall = quota.metadata.namespace, quota.spec.overall
+        for resource, amount in by_ns[ns].items():
+            if resource in overall:
+                assert amount <= overall.amount(resource), f"{ns} over {resource}"
+
+
+def _check_order(new: list[PendingJob], waiting: list[PendingJob]) -> None:
+    """A job admitted this cycle never passes an identical twin its queue ranks first."""
+    for ahead in waiting:
+        for other in new:
+            if (
+                other.ref.name.rpartition("-")[2] == ahead.ref.name.rpartition("-")[2]
+                and other.queue == ahead.queue
+                and other.ref.namespace == ahead.ref.namespace
+                and (ahead.priority, -ahead.seq) > (other.priority, -other.seq)
+            ):
+                raise AssertionError(
+                    f"{other.ref} (priority {other.priority}) admitted ahead of {ahead.ref}"
+                    f" (priority {ahead.priority}), waiting with: {ahead.reason}"
+                )
+
+
+@pytest.mark.parametrize("seed", range(250))
+def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
+    rng = random.Random(seed)
+    queues, quotas = _queues(rng), _quotas(rng)
+    snapshot = snap.build(_fleet(rng), queues=queues, quotas=quotas)
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    usage, pending = Usage(), PendingStore()
+    jobs: dict[str, PendingJob] = {}
+    rounds = [
+        _jobs(rng, rng.randint(10, 30), 1, priorities=range(0, 2)),
+        _jobs(rng, rng.randint(5, 15), 100, priorities=range(1, 4)),
+        [],
+    ]
+    for number, arriving in enumerate(rounds):
+        if number == 2:  # some finish: their usage is released, waiting jobs take it
+            for a in usage.admissions():
+                if rng.random() < 0.4:
+                    usage.release(a.ref)
+                    del jobs[str(a.ref)]
+        for j in arriving:
+            jobs[str(j.ref)] = j
+            pending.add(j)
+        before = {str(a.ref) for a in usage.admissions()}
+        result = scheduler.run_cycle(snapshot, pending, usage, NOW)
+        _check(result, snapshot, jobs=jobs, queues=queues, quotas=quotas, before=before)
+        usage, pending = result.usage, result.pending
