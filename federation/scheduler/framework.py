@@ -327,7 +327,9 @@ class CycleState:
         self.snapshot = snapshot
         self.usage = usage
         self.settings = settings
-        self.free, self.largest = held.effective_capacity(snapshot, usage)
+        self.free, self.largest, self.debt = held.effective_capacity(snapshot, usage)
+        """`debt`: per flavor, admitted work beyond its room when the cycle began (None:
+        none), which room a victim gives back pays first."""
         self.version = np.zeros(snapshot.size, np.int64)
         self.free_total = self.free.sum(axis=1)
         self.memo: dict[tuple[object, ...], object] = {}
@@ -347,6 +349,7 @@ class CycleState:
         other.snapshot, other.settings = self.snapshot, self.settings
         other.usage = self.usage.copy()
         other.free, other.largest = self.free.copy(), self.largest.copy()
+        other.debt = self.debt.copy() if self.debt is not None else None
         other.version = self.version.copy()
         other.free_total = self.free_total.copy()
         other.memo = self.memo
@@ -370,8 +373,15 @@ class CycleState:
         self.touched_rows.append(cluster)
 
     def give_back(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
-        """Return capacity released by a victim (bounded by the flavor's allocatable)."""
+        """Return capacity released by a victim (bounded by the flavor's allocatable),
+        less what work beyond the flavor's room owed when the cycle began (`debt`)."""
         back = vector * pods
+        if self.debt is not None:
+            owed = self.debt[cluster, flavor]  # a view, paid off in place
+            paid = np.minimum(back, owed)
+            if paid.any():
+                np.subtract(owed, paid, out=owed)
+                back = back - paid
         total = self.snapshot.alloc[cluster, flavor] * self.snapshot.nodes[cluster, flavor]
         before = self.free[cluster, flavor].copy()
         self.free[cluster, flavor] = np.minimum(self.free[cluster, flavor] + back, total)

@@ -33,7 +33,7 @@ _Shape = tuple[tuple[int, ...], frozenset[str], str | None]
 
 def effective_capacity(
     snapshot: snap.Snapshot, usage: Usage
-) -> tuple[snap.IntArray, snap.IntArray]:
+) -> tuple[snap.IntArray, snap.IntArray, snap.IntArray | None]:
     """Free and emptiest-node amounts [C, F, R] a cycle starts from: the monitor's, less
     what admitted workloads hold that the monitor does not show yet.
 
@@ -44,19 +44,29 @@ def effective_capacity(
     and pods the federation did not place stay visible through the monitor's term. The
     emptiest node is bounded by what is left, as after a placement (`CycleState.take`).
     With nothing admitted the snapshot's arrays are returned as they are (copied).
+
+    The third array is what the clip at 0 hides: admitted work beyond a flavor's room
+    (static weights ignore capacity). Releasing such work first pays that back
+    (`CycleState.give_back`), or a victim gave back room it never had. None: no debt.
     """
     free, largest = snapshot.free.copy(), snapshot.largest.copy()
     groups = _groups(snapshot, usage) if len(usage) else {}
     if not groups:
-        return free, largest
+        return free, largest, None
     total = snapshot.alloc * snapshot.nodes[:, :, None]
     held = np.zeros_like(total)
     unseen = np.maximum(total - free, 0)  # in use by the monitor, not yet matched to ours
     for shape in sorted(groups, key=_group_order):
         _spread_held(snapshot, shape, groups[shape], held=held, unseen=unseen)
     holding = (held > 0).any(axis=-1, keepdims=True)
-    effective = np.where(holding, np.maximum(np.minimum(free, total - held), 0), free)
-    return effective, np.where(holding, np.minimum(largest, effective), largest)
+    left = np.minimum(free, total - held)
+    effective = np.where(holding, np.maximum(left, 0), free)
+    debt = np.where(holding, np.maximum(-left, 0), 0)
+    return (
+        effective,
+        np.where(holding, np.minimum(largest, effective), largest),
+        debt if debt.any() else None,
+    )
 
 
 class _Tally:

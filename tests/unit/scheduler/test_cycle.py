@@ -589,6 +589,38 @@ def test_work_ranked_after_a_victim_evicts_no_one_in_that_cycle() -> None:
     assert [v.ref.name for v, _ in again.evicted] == ["low"]
 
 
+def test_a_victim_over_its_members_room_gives_back_only_the_room_it_held() -> None:
+    """Static weights ignore capacity: `static` runs 8 CPU on c0 where only 4 were left.
+    Evicted, it gave back all 8 (a cycle starts from free room clipped at 0), and two
+    more 4-CPU jobs went to c0, where only one fits."""
+    fleet = [cluster("c0", flavor(cpu="16", nodes=1)), cluster("c1", flavor(cpu="16", nodes=1))]
+    on_c0 = {"clusterAffinity": {"clusterNames": ["c0"]}}
+    weights = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [{"targetCluster": {"clusterNames": ["c0"]}, "weight": 1}]
+            },
+        }
+    }
+    first = run(
+        fleet,
+        [
+            job(workload("fill", cpu="12", priority=9), placement=on_c0, seq=1),
+            job(workload("static", kind="Deployment", cpu="4", replicas=2), placement=weights),
+        ],
+    )
+    assert placed(first) == {"fill": {"c0": 1}, "static": {"c0": 2}}
+    snapshot = snap.build(fleet, bindings=first.bindings)
+    arriving = [
+        job(workload(f"j{i}", cpu="4", priority=9), placement=on_c0, seq=3 + i) for i in range(2)
+    ]
+    result = run(fleet, arriving, usage=first.usage, snapshot=snapshot)
+    assert [v.ref.name for v, _ in result.evicted] == ["static"]
+    assert [a.ref.name for a in result.admitted] == ["j0"]
+
+
 def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
     fleet = [cluster("cpu", flavor(nodes=4))]
     jobs = [job(workload(f"j{i}")) for i in range(5)]

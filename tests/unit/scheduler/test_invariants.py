@@ -4,7 +4,10 @@ quota, lose a job, or admit a job ahead of an identical one its queue ranks firs
 
 Each seed runs three cycles against one snapshot whose status never catches up (as when
 members report slowly): the first admits, the second brings higher-priority work that
-preempts and reclaims, the third sees some jobs finish and the victims come back.
+preempts and reclaims, the third sees some jobs finish and the victims come back. A
+second test places services under random Karmada policies (divided, aggregated,
+duplicated, static weights, affinity, spread) on fleets with a tainted and a down member,
+and checks each placement keeps to its policy.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from federation.quota.accounting import Admission, Usage
 from federation.resources import ResourceList
 from federation.scheduler import cycle
 from federation.settings import SchedulerSettings
-from policies.models.cluster import Cluster
+from policies.models.cluster import Cluster, Taint
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, frq, job, queue, workload
@@ -117,7 +120,8 @@ def _check(
 
 
 def _check_room(admitted: list[Admission], snapshot: snap.Snapshot) -> None:
-    """The pods each admission took on a node flavor fit that flavor."""
+    """The pods each admission took on a node flavor fit that flavor (static weights
+    ignore capacity, as in Karmada: leave those out)."""
     taken: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for a in admitted:
         assert sum(p for _, _, p in a.flavors) == sum(a.placement.values()), str(a.ref)
@@ -195,4 +199,115 @@ def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
         before = {str(a.ref) for a in usage.admissions()}
         result = scheduler.run_cycle(snapshot, pending, usage, NOW)
         _check(result, snapshot, jobs=jobs, queues=queues, quotas=quotas, before=before)
+        usage, pending = result.usage, result.pending
+
+
+# -- placement rules, over policies that divide, duplicate, pin and spread
+
+DIVIDED = {
+    "dynamic": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    },
+    "aggregated": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Aggregated",
+    },
+    "duplicated": {"replicaSchedulingType": "Duplicated"},
+}
+
+
+def _policy(rng: random.Random, names: list[str]) -> tuple[dict[str, object] | None, str]:
+    """A random Karmada placement and how it spreads replicas ("single": one cluster;
+    "static": divided by static weights, which spread constraints do not bound)."""
+    if rng.random() < 0.25:
+        return None, "single"
+    placement: dict[str, object] = {}
+    kind = rng.choice([*DIVIDED, "static"])
+    if kind == "static":
+        chosen = rng.sample(names, rng.randint(1, len(names)))
+        placement["replicaScheduling"] = {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": [n]}, "weight": rng.randint(1, 3)}
+                    for n in chosen
+                ]
+            },
+        }
+    else:
+        placement["replicaScheduling"] = DIVIDED[kind]
+    if rng.random() < 0.4:
+        allowed = rng.sample(names, rng.randint(1, len(names)))
+        placement["clusterAffinity"] = {"clusterNames": sorted(allowed)}
+    if rng.random() < 0.3:
+        low = rng.randint(1, 2)
+        placement["spreadConstraints"] = [
+            {"spreadByField": "cluster", "minGroups": low, "maxGroups": low + rng.randint(0, 1)}
+        ]
+    return placement, {"duplicated": "duplicated", "static": "static"}.get(kind, "divided")
+
+
+def _check_rules(
+    result: cycle.CycleResult, jobs: dict[str, tuple[PendingJob, str]], unusable: set[str]
+) -> None:
+    for a in result.admitted:
+        pending, spread = jobs[str(a.ref)]
+        where, replicas = dict(a.placement), pending.workload.replicas
+        assert where and all(n > 0 for n in where.values()), f"{a.ref}: {where}"
+        assert not set(where) & unusable, f"{a.ref} placed on a tainted or down cluster"
+        if spread == "single":
+            assert len(where) == 1 and sum(where.values()) == replicas, f"{a.ref}: {where}"
+        elif spread == "duplicated":
+            assert set(where.values()) == {replicas}, f"{a.ref}: {where}"
+        else:
+            assert sum(where.values()) == replicas, f"{a.ref}: {where}"
+        placement = pending.placement
+        if placement is None:
+            continue
+        affinity = placement.cluster_affinity
+        if affinity is not None and affinity.cluster_names:
+            assert set(where) <= set(affinity.cluster_names), f"{a.ref}: {where}"
+        for constraint in placement.spread_constraints:
+            if constraint.spread_by_field == "cluster" and spread != "static":
+                assert len(where) <= constraint.max_groups, f"{a.ref}: {where}"
+                if spread == "duplicated":  # divided, a cluster given 0 replicas drops out
+                    assert len(where) >= constraint.min_groups, f"{a.ref}: {where}"
+
+
+@pytest.mark.parametrize("seed", range(250))
+def test_no_cycle_breaks_placement_rules(seed: int) -> None:
+    rng = random.Random(seed)
+    fleet = [
+        *_fleet(rng),
+        cluster("tainted", flavor(nodes=4), taints=[Taint(key="k", effect="NoSchedule")]),
+        cluster("down", flavor(nodes=4), ready=False),
+    ]
+    names = [c.metadata.name for c in fleet]
+    queues = _queues(rng)
+    snapshot = snap.build(fleet, queues=queues, quotas=_quotas(rng))
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    usage, pending = Usage(), PendingStore()
+    jobs: dict[str, tuple[PendingJob, str]] = {}
+    for number in range(2):
+        for i in range(rng.randint(5, 20)):
+            placement, spread = _policy(rng, names)
+            w = workload(
+                f"s{number}-{i}",
+                kind="Deployment",
+                namespace=rng.choice(NAMESPACES),
+                queue=rng.choice(QUEUES),
+                priority=rng.randint(0, 3),
+                cpu=rng.choice(["1", "2"]),
+                replicas=rng.randint(1, 6),
+            )
+            j = job(w, placement=placement, seq=100 * number + i + 1)
+            jobs[str(j.ref)] = (j, spread)
+            pending.add(j)
+        result = scheduler.run_cycle(snapshot, pending, usage, NOW)
+        _check_rules(result, jobs, {"tainted", "down"})
+        statics = {key for key, (_, spread) in jobs.items() if spread == "static"}
+        _check_room([a for a in result.usage.admissions() if str(a.ref) not in statics], snapshot)
         usage, pending = result.usage, result.pending
