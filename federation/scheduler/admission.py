@@ -105,16 +105,25 @@ class Admitter:
         Why: a victim waits for the next cycle to be placed again, so the room it left
         beyond what its preemptor took went, in the same cycle, to the next job of its
         queue, which might be its identical twin that arrived after it. A victim that no
-        longer fits holds back no one, as a head that does not fit does not.
+        longer fits holds back no one, as a head that does not fit does not, but in a
+        strict FIFO queue, which waits for its head.
         """
         rank = (job.priority, -job.seq)
+        queue = self.state.snapshot.queues.get(job.queue)
+        strict = queue is not None and queue.spec.dequeue_strategy == "StrictFIFO"
         for victim in self._victims.get(job.queue, ()):
-            if rank < (victim.priority, -victim.seq) and self._fits(victim):
-                return (
-                    f"waits behind {victim.ref} (priority {victim.priority}) in queue"
-                    f" {job.queue}: evicted this cycle, it fits again and is placed first"
-                    " next cycle"
-                )
+            if rank > (victim.priority, -victim.seq):
+                continue
+            if strict:  # a strict queue waits for its head, fitting or not
+                why = "the queue is strict FIFO"
+            elif self._fits(victim):
+                why = "it fits again and is placed first next cycle"
+            else:
+                continue
+            return (
+                f"waits behind {victim.ref} (priority {victim.priority}) in queue"
+                f" {job.queue}: evicted this cycle, {why}"
+            )
         return None
 
     def _behind_any_victim(self, job: PendingJob) -> bool:

@@ -244,6 +244,7 @@ class Scheduler:
                     continue
                 behind = admit.behind_victim(job) if admit.evicted_refs else None
                 if behind is not None:  # the victim goes first, next cycle
+                    budget -= _REPEAT_COST
                     result.pending.add(job.with_reason(behind))
                     continue
                 budget -= 1
@@ -293,20 +294,19 @@ class Scheduler:
     ) -> Generator[PendingJob, None, None]:
         self._stopped: set[str] = set()
         # Each queue's order as it stood when the cycle began, pulled as needed: a job put
-        # back meanwhile (not admitted, or a victim) waits for the next cycle.
+        # back meanwhile (not admitted, or a victim) waits for the next cycle, unless an
+        # eviction frees room (`_restart`).
         iters = {q: result.pending.ordered(q) for q in result.pending.queues()}
-        weights = {
-            q: (snapshot.queues[q].spec.weight if q in snapshot.queues else 1) for q in iters
-        }
-        prio = {q: (snapshot.queues[q].spec.priority if q in snapshot.queues else 0) for q in iters}
         capacity = dict(snapshot.capacity.items())
 
         def key(name: str) -> tuple[int, float, fairshare.ShareKey, str]:
             # `result.usage` is re-read: preemption may have swapped in its trial copy. The
             # share's float goes first so that the heap compares floats natively; only when
             # two tie does the exact share decide, as it would on its own.
-            share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weights[name])
-            return (-prio[name], share.approx, share, name)
+            q = snapshot.queues.get(name)
+            weight, prio = (q.spec.weight, q.spec.priority) if q is not None else (1, 0)
+            share = fairshare.ShareKey(result.usage.queue_totals(name), capacity, weight)
+            return (-prio, share.approx, share, name)
 
         tree = hierarchy.tree_of(snapshot.queues)
         if any(q in tree.ancestors for q in iters):
@@ -330,7 +330,8 @@ class Scheduler:
                 # as they were: key them all afresh, or a queue that lost its work would
                 # still be served after one that holds more.
                 evicted = len(result.evicted)
-                heap = [key(entry[3]) for entry in heap]
+                iters = self._restart(result)
+                heap = [key(q) for q in iters]
                 heapq.heapify(heap)
 
     def _nested_heads(
@@ -355,7 +356,14 @@ class Scheduler:
         paths = {q: (*reversed(tree.ancestors.get(q, ())), q) for q in iters}
         live = set(iters)
         kept: dict[str, tuple[tuple[int, ...], fairshare.ShareKey]] = {}
+        evicted = len(result.evicted)
         while live:
+            if len(result.evicted) != evicted:
+                evicted = len(result.evicted)
+                iters = self._restart(result)
+                paths = {q: (*reversed(tree.ancestors.get(q, ())), q) for q in iters}
+                live = set(iters)
+                continue
             usage = result.usage  # re-read: preemption may have swapped in its trial copy
             shares: dict[str, fairshare.ShareKey] = {}
             for node in {n for q in live for n in paths[q]}:
@@ -383,6 +391,18 @@ class Scheduler:
                 continue
             result.pending.remove(job.ref)
             yield job
+
+    def _restart(self, result: CycleResult) -> dict[str, Iterator[PendingJob]]:
+        """Every queue's order afresh, after an eviction freed room.
+
+        Why: a job refused earlier in the cycle was not met again, so room a later
+        preemption or reclaim freed went to whichever job its queue ranked next, down to
+        lower-priority work admitted ahead of a refused higher-priority job. Jobs refused
+        before are tried again, in order (each at a decision's or a repeat's cost, so the
+        batch still bounds the cycle), and a strict queue's head gets its chance again.
+        """
+        self._stopped.clear()
+        return {q: result.pending.ordered(q) for q in result.pending.queues()}
 
     def _strict_stop(self, job: PendingJob, snapshot: snap.Snapshot) -> None:
         queue = snapshot.queues.get(job.queue)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from federation.cache import snapshot as snap
-from federation.queue.pending import PendingStore
+from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
 from federation.scheduler import framework as fw
@@ -619,6 +619,31 @@ def test_a_victim_over_its_members_room_gives_back_only_the_room_it_held() -> No
     result = run(fleet, arriving, usage=first.usage, snapshot=snapshot)
     assert [v.ref.name for v, _ in result.evicted] == ["static"]
     assert [a.ref.name for a in result.admitted] == ["j0"]
+
+
+def test_room_an_eviction_frees_goes_first_to_jobs_refused_earlier_in_the_cycle() -> None:
+    """`high` was refused while c0 was full; queue r's `urgent` then preempted `old` on c0,
+    and the room left went to `low`, ranked after `high` in the same queue, which was not
+    tried again. Jobs refused before an eviction are now tried again, in order."""
+    fleet = [cluster("c0", flavor(cpu="4", nodes=1)), cluster("c1", flavor(cpu="4", nodes=1))]
+    queues = [queue("q"), queue("r", weight=10)]
+
+    def on(name: str, where: str, cpu: str, *, priority: int, q: str, seq: int) -> PendingJob:
+        w = workload(name, cpu=cpu, priority=priority, queue=q)
+        return job(w, placement={"clusterAffinity": {"clusterNames": [where]}}, seq=seq)
+
+    first = run(fleet, [on("old", "c0", "4", priority=0, q="r", seq=1)], queues=queues)
+    assert placed(first) == {"old": {"c0": 1}}
+    snapshot = snap.build(fleet, queues=queues, bindings=first.bindings)
+    arriving = [
+        on("high", "c0", "2", priority=5, q="q", seq=2),
+        on("middle", "c1", "2", priority=3, q="q", seq=3),  # raises q's share: r goes next
+        on("low", "c0", "2", priority=1, q="q", seq=4),
+        on("urgent", "c0", "2", priority=9, q="r", seq=5),
+    ]
+    result = run(fleet, arriving, usage=first.usage, snapshot=snapshot, queues=queues)
+    assert [v.ref.name for v, _ in result.evicted] == ["old"]
+    assert placed(result) == {"middle": {"c1": 1}, "urgent": {"c0": 1}, "high": {"c0": 1}}
 
 
 def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:

@@ -54,21 +54,42 @@ def _fleet(rng: random.Random) -> list[Cluster]:
 
 
 def _queues(rng: random.Random) -> list[Queue]:
+    """The three queues, sometimes strict FIFO, sometimes ml and web under a capped parent."""
     out = []
+    nested = rng.random() < 0.3
     for name in QUEUES:
         spec: dict[str, object] = {"weight": rng.randint(1, 3)}
         if rng.random() < 0.7:
             spec["capability"] = {"cpu": str(rng.randint(10, 40))}
             if rng.random() < 0.5:
                 spec["capability"][f"accelerator/{A100}"] = str(rng.randint(2, 8))  # type: ignore[index]
-        if rng.random() < 0.6:
+        if rng.random() < 0.6 and not (nested and name != "batch"):
             spec["guarantee"] = {"cpu": str(rng.randint(2, 10))}
+        if rng.random() < 0.2:
+            spec["dequeueStrategy"] = "StrictFIFO"
+        if nested and name != "batch":
+            spec["parent"] = "dept"
         out.append(queue(name, **spec))
+    if nested:
+        out.append(queue("dept", capability={"cpu": str(rng.randint(10, 30))}))
     return out
 
 
-def _quotas(rng: random.Random) -> list[FederatedResourceQuota]:
-    return [frq(ns, cpu=str(rng.randint(8, 40))) for ns in NAMESPACES if rng.random() < 0.5]
+def _quotas(rng: random.Random, clusters: list[str]) -> list[FederatedResourceQuota]:
+    out = []
+    for ns in NAMESPACES:
+        if rng.random() < 0.5:
+            continue
+        quota = frq(ns, cpu=str(rng.randint(8, 40)))
+        if rng.random() < 0.4:  # a static share on one member
+            share = {"clusterName": rng.choice(clusters), "hard": {"cpu": str(rng.randint(2, 8))}}
+            spec = quota.spec.model_dump(by_alias=True, mode="json")
+            spec["staticAssignments"] = [share]
+            quota = FederatedResourceQuota.model_validate(
+                {"metadata": {"name": "quota", "namespace": ns}, "spec": spec}
+            )
+        out.append(quota)
+    return out
 
 
 # A few shapes, so identical twins (same shape, queue and namespace) are common.
@@ -117,6 +138,31 @@ def _check(
     _check_limits(admitted, queues, quotas)
     new = [jobs[str(a.ref)] for a in admitted if str(a.ref) not in before]
     _check_order(new, result.pending.jobs())
+    strict = {q.name for q in queues if q.spec.dequeue_strategy == "StrictFIFO"}
+    for ahead in result.pending.jobs():
+        if ahead.queue not in strict:
+            continue
+        for other in new:  # a strict queue admits nothing behind a job that waits
+            assert other.queue != ahead.queue or (other.priority, -other.seq) > (
+                ahead.priority,
+                -ahead.seq,
+            ), f"strict FIFO: {other.ref} admitted behind {ahead.ref} ({ahead.reason})"
+
+
+def _check_reclaim(
+    result: cycle.CycleResult, queues: list[Queue], held: dict[str, ResourceList]
+) -> None:
+    """Reclaim takes only what a queue borrows: one that lost work to reclaim alone (no
+    preemption inside it) still holds its guarantee, or all it held when under it."""
+    reclaimed = {v.queue for v, why in result.evicted if why.startswith("reclaimed by")}
+    preempted = {v.queue for v, why in result.evicted if why.startswith("preempted by")}
+    for q in queues:
+        if q.name not in reclaimed or q.name in preempted or q.spec.guarantee is None:
+            continue
+        now = result.usage.queue_used(q.name)
+        for resource, guaranteed in q.spec.guarantee.items():
+            floor = min(guaranteed, held[q.name].amount(resource))
+            assert now.amount(resource) >= floor, f"reclaim took {q.name} below its guarantee"
 
 
 def _check_room(admitted: list[Admission], snapshot: snap.Snapshot) -> None:
@@ -147,6 +193,10 @@ def _check_limits(
             by_queue[a.queue][resource] += amount
             by_ns[a.namespace][resource] += amount
     for q in queues:
+        children = [c.name for c in queues if c.spec.parent == q.name]
+        for child in children:  # a parent's capability caps its subtree
+            for resource, amount in by_queue[child].items():
+                by_queue[q.name][resource] += amount
         capability = q.spec.capability or ResourceList()
         for resource, amount in by_queue[q.name].items():
             if resource in capability:
@@ -156,6 +206,21 @@ def _check_limits(
         for resource, amount in by_ns[ns].items():
             if resource in overall:
                 assert amount <= overall.amount(resource), f"{ns} over {resource}"
+    _check_shares(admitted, quotas)
+
+
+def _check_shares(admitted: list[Admission], quotas: list[FederatedResourceQuota]) -> None:
+    """A namespace's static share on a member holds all its pods there."""
+    for quota in quotas:
+        for share in quota.spec.static_assignments:
+            here: dict[str, int] = defaultdict(int)
+            for a in admitted:
+                replicas = a.placement.get(share.cluster_name, 0)
+                if a.namespace == quota.metadata.namespace and replicas:
+                    for resource, amount in a.pod.items():
+                        here[resource] += amount * replicas
+            for resource, hard in share.hard.items():
+                assert here[resource] <= hard, f"{quota.metadata.namespace} share over {resource}"
 
 
 def _check_order(new: list[PendingJob], waiting: list[PendingJob]) -> None:
@@ -177,8 +242,9 @@ def _check_order(new: list[PendingJob], waiting: list[PendingJob]) -> None:
 @pytest.mark.parametrize("seed", range(250))
 def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
     rng = random.Random(seed)
-    queues, quotas = _queues(rng), _quotas(rng)
-    snapshot = snap.build(_fleet(rng), queues=queues, quotas=quotas)
+    fleet = _fleet(rng)
+    queues, quotas = _queues(rng), _quotas(rng, [c.metadata.name for c in fleet])
+    snapshot = snap.build(fleet, queues=queues, quotas=quotas)
     scheduler = cycle.Scheduler(SchedulerSettings())
     usage, pending = Usage(), PendingStore()
     jobs: dict[str, PendingJob] = {}
@@ -197,8 +263,10 @@ def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
             jobs[str(j.ref)] = j
             pending.add(j)
         before = {str(a.ref) for a in usage.admissions()}
+        held = {q.name: usage.queue_used(q.name) for q in queues}
         result = scheduler.run_cycle(snapshot, pending, usage, NOW)
         _check(result, snapshot, jobs=jobs, queues=queues, quotas=quotas, before=before)
+        _check_reclaim(result, queues, held)
         usage, pending = result.usage, result.pending
 
 
@@ -287,7 +355,7 @@ def test_no_cycle_breaks_placement_rules(seed: int) -> None:
     ]
     names = [c.metadata.name for c in fleet]
     queues = _queues(rng)
-    snapshot = snap.build(fleet, queues=queues, quotas=_quotas(rng))
+    snapshot = snap.build(fleet, queues=queues, quotas=_quotas(rng, names))
     scheduler = cycle.Scheduler(SchedulerSettings())
     usage, pending = Usage(), PendingStore()
     jobs: dict[str, tuple[PendingJob, str]] = {}
