@@ -153,7 +153,7 @@ def _render_wire(plan: dict[str, Any]) -> str:
     for name, replicas in plan["placement"].items():
         cost = costs.get(name)
         shown = f"{cost}/h" if cost is not None else "unpriced"
-        chip = (plan.get("chips") or {}).get(name)
+        chip = (plan.get("chips") or {}).get(name) or "any"
         lines.append(f"  place {replicas} replica(s) on {name}  chip {chip}  cost {shown}")
     total = plan.get("totalCost")
     lines.append(f"  total cost {total}/h" if total is not None else "  total cost: unknown")

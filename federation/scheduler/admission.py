@@ -277,6 +277,16 @@ class Admitter:
             )
         )
         taken = self._flavors.setdefault(taken, taken)  # a cycle repeats a few of them
+        kinds = chips  # the chip each cluster's pods are charged for (CPU pods: none)
+        if not request.devices:  # CPU pods: the arch they run on, where there is one
+            kinds = {
+                name: fw.pod_arch(
+                    request,
+                    state.snapshot.cluster(name),
+                    [f for n, f, _ in taken if n == name],
+                )
+                for name in placed.placement
+            }
         admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
@@ -286,7 +296,7 @@ class Admitter:
             charge=charge,
             placement=dict(placed.placement),
             pod=request.pod,
-            chips={k: v for k, v in chips.items() if v},
+            chips={k: v for k, v in kinds.items() if v},
             job=job,
             flavors=taken,
         )
@@ -298,7 +308,7 @@ class Admitter:
             self._target(
                 name,
                 replicas,
-                chips[name] or _arch(state, name),
+                kinds[name],
                 self._cost(request, state, name, chips[name], replicas),
             )
             for name, replicas in sorted(placed.placement.items())
@@ -425,11 +435,6 @@ class Admitter:
                 return
         self._emitted[key] = len(bindings)
         bindings.append(binding)
-
-
-def _arch(state: fw.CycleState, name: str) -> str | None:
-    flavors = state.snapshot.cluster(name).flavors
-    return flavors[0].arch if flavors else None
 
 
 def _take(

@@ -58,7 +58,7 @@ def admission_of(
             charge = charge + quota.charge_of(pod, devices, replicas, chip)
         if charges is not None:
             charges[(pod, split)] = charge
-    chips = {t.name: t.chip for t in targets if t.chip} if devices else {}
+    chips = {t.name: t.chip for t in targets if t.chip}  # CPU pods: the arch pinned
     return accounting.admission(
         ref=job.ref,
         queue=job.queue,

@@ -180,6 +180,9 @@ def plan(
     chips = quota.chip_on(request, state, rows)
     for (name, replicas), chip in zip(result.placement.items(), chips, strict=True):
         cluster = state.snapshot.cluster(name)
-        result.chips[name] = chip or (cluster.flavors[0].arch if cluster.flavors else None)
+        hint = (outcome.flavors or {}).get(name)
+        result.chips[name] = chip or (
+            None if request.devices else fw.pod_arch(request, cluster, [hint[0]] if hint else ())
+        )
         result.costs[name] = hourly_cost(request, cluster, chip, replicas)
     return result

@@ -293,6 +293,26 @@ def chip_rank(job: JobRequest, chip: str) -> int:
     return job.chips.index(chip) if chip in job.chips else len(job.chips)
 
 
+def pod_arch(job: JobRequest, cluster: snap.ClusterInfo, taken: Iterable[int] = ()) -> str | None:
+    """The arch a CPU-only job's pods run on in `cluster`, as its Binding records it (the
+    propagator pins them to it through that arch's AcceleratorProfile): that of the node
+    flavors they took there, else that of every CPU flavor the job may use there; None
+    when that is more than one arch.
+
+    Why not simply the cluster's first flavor: pods that took its Arm nodes were pinned to
+    amd64 and stayed Pending in the member; pods over both arches cannot be pinned to one.
+    """
+    flavors = cluster.flavors
+    arches = {flavors[f].arch for f in taken if 0 <= f < len(flavors)}
+    if not arches:
+        arches = {
+            f.arch
+            for f in flavors
+            if f.accelerator_model is None and accepts_chip(job, None, f.arch)
+        }
+    return next(iter(arches)) if len(arches) == 1 else None
+
+
 def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | None = None) -> bool:
     """Whether a node flavor with accelerator `chip` (None: none) on `arch` suits the job.
 

@@ -245,7 +245,8 @@ def render(planned: Planned) -> str:
         cost = plan.costs.get(name)
         shown = f"{cost:.4f}/h" if cost is not None else "unpriced"
         lines.append(
-            f"  place {replicas} replica(s) on {name}  chip {plan.chips.get(name)}  cost {shown}"
+            f"  place {replicas} replica(s) on {name}  chip {plan.chips.get(name) or 'any'}"
+            f"  cost {shown}"
         )
     total = plan.total_cost
     lines.append(f"  total cost {total:.4f}/h" if total is not None else "  total cost: unknown")

@@ -9,7 +9,7 @@ import pytest
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
-from federation.scheduler import cycle
+from federation.scheduler import bound_usage, cycle
 from federation.scheduler import framework as fw
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, NodeFlavor
@@ -644,6 +644,32 @@ def test_room_an_eviction_frees_goes_first_to_jobs_refused_earlier_in_the_cycle(
     result = run(fleet, arriving, usage=first.usage, snapshot=snapshot, queues=queues)
     assert [v.ref.name for v, _ in result.evicted] == ["old"]
     assert placed(result) == {"middle": {"c1": 1}, "urgent": {"c0": 1}, "high": {"c0": 1}}
+
+
+@pytest.mark.parametrize(
+    ("cpu", "replicas", "arch"),
+    [
+        pytest.param("8", 1, "arm64", id="only the Arm nodes hold the pod"),
+        pytest.param("1", 2, "amd64", id="the x86 nodes hold them all"),
+        pytest.param("1", 6, None, id="over both arches: not pinned to one"),
+    ],
+)
+def test_cpu_pods_are_recorded_on_the_arch_of_the_nodes_they_took(
+    cpu: str, replicas: int, arch: str | None
+) -> None:
+    """The Binding's chip for CPU pods is the arch the propagator pins them to (through
+    that arch's AcceleratorProfile). It was the cluster's first flavor's arch: an 8-CPU
+    pod only Arm nodes could hold was pinned to amd64 and stayed Pending in the member."""
+    fleet = [cluster("c0", flavor(cpu="4", nodes=1), flavor(arch="arm64", cpu="32", nodes=1))]
+    w = workload("svc", kind="Deployment", cpu=cpu, replicas=replicas)
+    result = run(fleet, [job(w)])
+    [binding] = result.bindings
+    assert [(t.name, t.replicas, t.chip) for t in binding.spec.clusters] == [("c0", replicas, arch)]
+    [admitted] = result.admitted
+    assert admitted.chips == ({"c0": arch} if arch else {})
+    # read back from the Binding (a restart, a new leader): the same arch holds the pods
+    again = bound_usage.admission_of(job(w), binding, device_resources=())
+    assert again.chips == admitted.chips
 
 
 def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:

@@ -26,9 +26,9 @@ from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, Taint
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
-from tests.unit.scheduler.fleet import NOW, cluster, flavor, frq, job, queue, workload
+from tests.unit.scheduler.fleet import GPU, NOW, cluster, flavor, frq, job, queue, workload
 
-A100 = "nvidia-a100-80gb"
+A100, H100 = "nvidia-a100-80gb", "nvidia-h100-80gb"
 QUEUES = ("ml", "web", "batch")
 NAMESPACES = ("team-a", "team-b")
 
@@ -36,18 +36,24 @@ NAMESPACES = ("team-a", "team-b")
 def _fleet(rng: random.Random) -> list[Cluster]:
     fleet = []
     for i in range(rng.randint(2, 5)):
-        flavors = [flavor(cpu=str(rng.choice([8, 16])), nodes=rng.randint(1, 3))]
+        # One CPU arch per cluster: on a cluster of both, room a victim not pinned to one
+        # arch gives back is a guess of which nodes its pods held, which can differ from
+        # the guess the cycle started from.
+        arch = "arm64" if rng.random() < 0.3 else "amd64"
+        flavors = [flavor(arch=arch, cpu=str(rng.choice([8, 16])), nodes=rng.randint(1, 3))]
         if rng.random() < 0.5:
             flavors.append(
                 flavor(chip=A100, devices=rng.choice([4, 8]), cpu="64", nodes=rng.randint(1, 2))
             )
+        if rng.random() < 0.3:
+            flavors.append(flavor(chip=H100, devices=8, cpu="96", nodes=1))
         fleet.append(
             cluster(
                 f"c{i}",
                 *flavors,
                 region=rng.choice(["us", "eu"]),
                 cpu_price=str(rng.choice(["0.04", "0.05", "0.06"])),
-                gpu_prices={A100: rng.choice(["2", "3"])},
+                gpu_prices={A100: rng.choice(["2", "3"]), H100: rng.choice(["4", "5"])},
             )
         )
     return fleet
@@ -99,6 +105,8 @@ SHAPES = [
     {"cpu": "4", "replicas": 1},
     {"cpu": "2", "gpus": 2, "replicas": 1, "chips": A100},
     {"cpu": "1", "replicas": 3, "kind": "Deployment"},
+    {"cpu": "2", "gpus": 1, "replicas": 1, "chips": f"{H100},{A100}"},
+    {"cpu": "1", "replicas": 2, "chips": "arm64"},
 ]
 
 
@@ -137,16 +145,27 @@ def _check(
     _check_room(admitted, snapshot)
     _check_limits(admitted, queues, quotas)
     new = [jobs[str(a.ref)] for a in admitted if str(a.ref) not in before]
-    _check_order(new, result.pending.jobs())
+    # A victim of this cycle was running until evicted: work admitted before that is no
+    # one passing it. The cycle's Bindings are in the order it first wrote them (for a
+    # victim that ran before the cycle, its eviction); one admitted in the cycle too ran
+    # alongside whatever was admitted after it.
+    order = {b.spec.workload.name: i for i, b in enumerate(result.bindings)}
+    victims = {str(v.ref) for v, _ in result.evicted}
+    order.update({v.ref.name: len(order) for v, _ in result.evicted if str(v.ref) not in before})
+    pairs = [
+        (ahead, other)
+        for ahead in result.pending.jobs()
+        for other in new
+        if other.queue == ahead.queue
+        and (ahead.priority, -ahead.seq) > (other.priority, -other.seq)
+        and (str(ahead.ref) not in victims or order[other.ref.name] > order[ahead.ref.name])
+    ]
+    _check_order(pairs)
     strict = {q.name for q in queues if q.spec.dequeue_strategy == "StrictFIFO"}
-    for ahead in result.pending.jobs():
-        if ahead.queue not in strict:
-            continue
-        for other in new:  # a strict queue admits nothing behind a job that waits
-            assert other.queue != ahead.queue or (other.priority, -other.seq) > (
-                ahead.priority,
-                -ahead.seq,
-            ), f"strict FIFO: {other.ref} admitted behind {ahead.ref} ({ahead.reason})"
+    for ahead, other in pairs:  # a strict queue admits nothing behind a job that waits
+        assert ahead.queue not in strict, (
+            f"strict FIFO: {other.ref} admitted behind {ahead.ref} ({ahead.reason})"
+        )
 
 
 def _check_reclaim(
@@ -166,20 +185,50 @@ def _check_reclaim(
 
 
 def _check_room(admitted: list[Admission], snapshot: snap.Snapshot) -> None:
-    """The pods each admission took on a node flavor fit that flavor (static weights
-    ignore capacity, as in Karmada: leave those out)."""
+    """The pods each admission took fit (static weights ignore capacity, as in Karmada:
+    leave those out), on flavors carrying the chip or arch the workload asks for (a CPU
+    pod never takes an accelerator node). Device pods are tied to the flavors they took.
+    CPU pods are tied only to the arch their Binding pins them to, if any: a member's own
+    scheduler puts them on any node of it, so they must fit that arch's flavors together,
+    and all of them the cluster's CPU flavors together."""
     taken: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    pinned: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    loose: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for a in admitted:
         assert sum(p for _, _, p in a.flavors) == sum(a.placement.values()), str(a.ref)
+        asked = a.job.workload.chips if isinstance(a.job, PendingJob) else ()
         for name, index, pods in a.flavors:
             one = snapshot.cluster(name).flavors[index]
             for resource, amount in a.pod.items():
                 assert amount <= one.allocatable.amount(resource), f"{a.ref} fits no node"
-                taken[(name, index)][resource] += amount * pods
+            if a.pod.amount(GPU):
+                assert one.accelerator_model == a.chips.get(name), f"{a.ref}: {one}"
+                assert not asked or one.accelerator_model in asked, f"{a.ref}: {one}"
+                for resource, amount in a.pod.items():
+                    taken[(name, index)][resource] += amount * pods
+                continue
+            assert one.accelerator_model is None, f"{a.ref} on accelerator nodes"
+            assert not asked or one.arch in asked, f"{a.ref}: {one.arch}"
+            arch = a.chips.get(name)
+            assert arch is None or one.arch == arch, f"{a.ref} pinned to {arch} took {one.arch}"
+            for resource, amount in a.pod.items():
+                if arch is not None:
+                    pinned[(name, arch)][resource] += amount * pods
+                loose[name][resource] += amount * pods
     for (name, index), used in taken.items():
         free = snapshot.cluster(name).flavors[index].free
         for resource, amount in used.items():
             assert amount <= free.amount(resource), f"{name} flavor {index} over {resource}"
+    for (name, arch), used in pinned.items():
+        cpu = [f for f in snapshot.cluster(name).flavors if f.accelerator_model is None]
+        room = [f.free for f in cpu if f.arch == arch]
+        for resource, amount in used.items():
+            here = sum(f.amount(resource) for f in room)
+            assert amount <= here, f"{name} {arch} over {resource}"
+    for name, used in loose.items():
+        room = [f.free for f in snapshot.cluster(name).flavors if f.accelerator_model is None]
+        for resource, amount in used.items():
+            assert amount <= sum(f.amount(resource) for f in room), f"{name} over {resource}"
 
 
 def _check_limits(
@@ -223,20 +272,17 @@ def _check_shares(admitted: list[Admission], quotas: list[FederatedResourceQuota
                 assert here[resource] <= hard, f"{quota.metadata.namespace} share over {resource}"
 
 
-def _check_order(new: list[PendingJob], waiting: list[PendingJob]) -> None:
+def _check_order(pairs: list[tuple[PendingJob, PendingJob]]) -> None:
     """A job admitted this cycle never passes an identical twin its queue ranks first."""
-    for ahead in waiting:
-        for other in new:
-            if (
-                other.ref.name.rpartition("-")[2] == ahead.ref.name.rpartition("-")[2]
-                and other.queue == ahead.queue
-                and other.ref.namespace == ahead.ref.namespace
-                and (ahead.priority, -ahead.seq) > (other.priority, -other.seq)
-            ):
-                raise AssertionError(
-                    f"{other.ref} (priority {other.priority}) admitted ahead of {ahead.ref}"
-                    f" (priority {ahead.priority}), waiting with: {ahead.reason}"
-                )
+    for ahead, other in pairs:
+        if (
+            other.ref.name.rpartition("-")[2] == ahead.ref.name.rpartition("-")[2]
+            and other.ref.namespace == ahead.ref.namespace
+        ):
+            raise AssertionError(
+                f"{other.ref} (priority {other.priority}) admitted ahead of {ahead.ref}"
+                f" (priority {ahead.priority}), waiting with: {ahead.reason}"
+            )
 
 
 @pytest.mark.parametrize("seed", range(250))
