@@ -74,6 +74,7 @@ class Admitter:
         self._fits_again: dict[str, tuple[tuple[int, int], bool]] = {}
         """Per victim: whether it fits again, as of (evictions, admissions) so far."""
         self._wires: dict[ResourceList, dict[str, str]] = {}
+        self._arches: dict[tuple[object, ...], str | None] = {}
         self._emitted: dict[tuple[str, str, str, str], int] = {}
         """Where in `result.bindings` each workload's Binding of this cycle is."""
 
@@ -279,14 +280,7 @@ class Admitter:
         taken = self._flavors.setdefault(taken, taken)  # a cycle repeats a few of them
         kinds = chips  # the chip each cluster's pods are charged for (CPU pods: none)
         if not request.devices:  # CPU pods: the arch they run on, where there is one
-            kinds = {
-                name: fw.pod_arch(
-                    request,
-                    state.snapshot.cluster(name),
-                    [f for n, f, _ in taken if n == name],
-                )
-                for name in placed.placement
-            }
+            kinds = {name: self._arch(request, name, taken) for name in placed.placement}
         admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
@@ -333,6 +327,18 @@ class Admitter:
         if wire is None:
             wire = self._wires[pod] = pod.to_wire()
         return wire
+
+    def _arch(
+        self, request: fw.JobRequest, name: str, taken: tuple[tuple[str, int, int], ...]
+    ) -> str | None:
+        """`fw.pod_arch` of the pods on one cluster, once per cycle for each answer's inputs
+        (a cycle places thousands of pods on the same few flavors)."""
+        flavors = tuple(f for n, f, _ in taken if n == name)
+        key = (name, flavors, request.chips, request.arches)
+        if key not in self._arches:
+            cluster = self.state.snapshot.cluster(name)
+            self._arches[key] = fw.pod_arch(request, cluster, flavors)
+        return self._arches[key]
 
     def _target(
         self, name: str, replicas: int, chip: str | None, cost: Decimal | None
