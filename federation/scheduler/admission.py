@@ -295,6 +295,7 @@ class Admitter:
             flavors=taken,
         )
         state.usage.admit(admission)
+        state.fresh.add(id(admission))
         self.result.admitted.append(admission)
         if self.result.reasons:
             self.result.reasons.pop(str(job.ref), None)

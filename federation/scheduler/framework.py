@@ -347,7 +347,15 @@ class CycleState:
         self.snapshot = snapshot
         self.usage = usage
         self.settings = settings
-        self.free, self.largest, self.debt = held.effective_capacity(snapshot, usage)
+        self.attribution: held.Attribution = {}
+        """Where the cycle began by counting each group of admitted pods (`held`): a
+        victim from an earlier cycle gives its room back there (`room.release`)."""
+        self.fresh: set[int] = set()
+        """`id` of each admission made against this state or its copies (shared): their
+        pods are where they took them (`Admission.flavors`)."""
+        self.free, self.largest, self.debt = held.effective_capacity(
+            snapshot, usage, attribution=self.attribution
+        )
         """`debt`: per flavor, admitted work beyond its room when the cycle began (None:
         none), which room a victim gives back pays first."""
         self.version = np.zeros(snapshot.size, np.int64)
@@ -377,6 +385,8 @@ class CycleState:
         other.incremental = {}
         other.touched = []
         other.touched_rows = []
+        other.attribution = dict(self.attribution)  # arrays replaced, never written
+        other.fresh = self.fresh
         return other
 
     def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:

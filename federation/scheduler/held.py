@@ -24,15 +24,28 @@ from federation.quota.accounting import Admission, Usage
 from federation.resources import ResourceList, device_names
 from policies.models.accelerator import is_arch
 
-__all__ = ["effective_capacity"]
+__all__ = ["Attribution", "effective_capacity", "group_of"]
 
 
 _Shape = tuple[tuple[int, ...], frozenset[str], str | None]
 """A group of held pods: one pod's [R] vector, its device resource names, its chip there."""
 
 
+Attribution = dict[tuple[tuple[int, ...], frozenset[str], str | None], snap.IntArray]
+"""Per group of held pods (`group_of`): how many of them `effective_capacity` counted on
+each flavor of each cluster, [C, F]."""
+
+
+def group_of(
+    snapshot: snap.Snapshot, admission: Admission, cluster: str
+) -> tuple[tuple[int, ...], frozenset[str], str | None]:
+    """The group an admission's pods on one cluster are held in (`Attribution`)."""
+    vector, names = _pod_shape(admission.pod, snapshot.device_resources)
+    return vector, names, admission.chips.get(cluster) if admission.chips else None
+
+
 def effective_capacity(
-    snapshot: snap.Snapshot, usage: Usage
+    snapshot: snap.Snapshot, usage: Usage, *, attribution: Attribution | None = None
 ) -> tuple[snap.IntArray, snap.IntArray, snap.IntArray | None]:
     """Free and emptiest-node amounts [C, F, R] a cycle starts from: the monitor's, less
     what admitted workloads hold that the monitor does not show yet.
@@ -48,6 +61,9 @@ def effective_capacity(
     The third array is what the clip at 0 hides: admitted work beyond a flavor's room
     (static weights ignore capacity). Releasing such work first pays that back
     (`CycleState.give_back`), or a victim gave back room it never had. None: no debt.
+
+    `attribution`, when given, is filled with where each group's pods were counted, so a
+    victim gives its room back where the cycle began by counting it (`room.release`).
     """
     free, largest = snapshot.free.copy(), snapshot.largest.copy()
     groups = _groups(snapshot, usage) if len(usage) else {}
@@ -57,7 +73,9 @@ def effective_capacity(
     held = np.zeros_like(total)
     unseen = np.maximum(total - free, 0)  # in use by the monitor, not yet matched to ours
     for shape in sorted(groups, key=_group_order):
-        _spread_held(snapshot, shape, groups[shape], held=held, unseen=unseen)
+        counted = _spread_held(snapshot, shape, groups[shape], held=held, unseen=unseen)
+        if attribution is not None and counted is not None:
+            attribution[shape] = counted
     holding = (held > 0).any(axis=-1, keepdims=True)
     left = np.minimum(free, total - held)
     effective = np.where(holding, np.maximum(left, 0), free)
@@ -233,8 +251,9 @@ def _spread_held(
     *,
     held: snap.IntArray,
     unseen: snap.IntArray,
-) -> None:
-    """Put one group's held pods on flavors, adding them to `held` (in place).
+) -> snap.IntArray | None:
+    """Put one group's held pods on flavors, adding them to `held` (in place); returns how
+    many went on each flavor of each cluster, [C, F] (None: none anywhere).
 
     Which flavor a member's own scheduler chose is not known, so first each cluster's
     pods are matched to usage the monitor already shows on the candidate flavors (most of
@@ -247,7 +266,8 @@ def _spread_held(
     candidates = _held_flavors(snapshot, shape)
     rows = np.flatnonzero((count > 0) & candidates.any(axis=1))
     if rows.size == 0:
-        return
+        return None
+    counted = np.zeros(candidates.shape, np.int64)
     pod = np.asarray(shape[0], np.int64)
     need = pod > 0
     seen_by = need.copy()
@@ -260,8 +280,9 @@ def _spread_held(
     left = left - matched.sum(axis=1)
     unseen[rows] = np.maximum(unseen[rows] - matched[..., None] * pod, 0)
     held[rows] += matched[..., None] * pod
+    counted[rows] += matched
     if not left.any():
-        return
+        return counted
     total = snapshot.alloc[rows] * snapshot.nodes[rows][..., None]
     room = np.maximum(np.minimum(snapshot.free[rows], total - held[rows]), 0)
     fresh = _fill(left, np.where(mask, np.min(room[..., need] // pod[need], axis=-1), 0))
@@ -269,6 +290,8 @@ def _spread_held(
     capacity = np.where(mask, np.min(total[..., need] // pod[need], axis=-1), -1)
     fresh[np.arange(rows.size), np.argmax(capacity, axis=1)] += left
     held[rows] += fresh[..., None] * pod
+    counted[rows] += fresh
+    return counted
 
 
 def _fill(left: snap.IntArray, room: snap.IntArray) -> snap.IntArray:

@@ -24,6 +24,7 @@ from federation.queue.pending import PendingJob
 from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
+from federation.scheduler import held
 from federation.scheduler import placement as pl
 from federation.scheduler.plugins import chips as chip_plugin
 from federation.scheduler.plugins import quota
@@ -261,6 +262,35 @@ def release(state: fw.CycleState, victim: accounting.Admission) -> None:
             state.give_back(row, flavor, pods, vector)
 
 
+def _counted_on(
+    state: fw.CycleState, victim: accounting.Admission, *, name: str, row: int, replicas: int
+) -> list[tuple[int, int]]:
+    """(flavor, pods) of the victim's pods on one cluster taken from where the cycle began
+    by counting pods like them (`CycleState.attribution`), most first, and no longer
+    counted there. Why: given back anywhere else, on a cluster of two arches its room went
+    to the other arch's nodes, and a pod pinned to this one was placed into room it lacks.
+    """
+    key = held.group_of(state.snapshot, victim, name)
+    counted = state.attribution.get(key)
+    if counted is None or not counted[row].any():
+        return []
+    here = counted[row]
+    out: list[tuple[int, int]] = []
+    left = replicas
+    for flavor in np.argsort(-here, kind="stable").tolist():
+        if left <= 0 or here[flavor] <= 0:
+            break
+        n = min(left, int(here[flavor]))
+        out.append((int(flavor), n))
+        left -= n
+    if out:
+        counted = counted.copy()  # shared with the state's copies: replaced, not written
+        for flavor, n in out:
+            counted[row, flavor] -= n
+        state.attribution[key] = counted
+    return out
+
+
 def _held_on(
     state: fw.CycleState,
     victim: accounting.Admission,
@@ -272,11 +302,13 @@ def _held_on(
     """(flavor, pods) the victim's pods on one cluster hold in `state`.
 
     Only flavors of the chip it was charged to (none for CPU work) whose node can hold one
-    of its pods. Where the admitting cycle recorded its flavors they are used while `state`
-    still shows that much in use there. Otherwise, as `held` charges admitted work when a
-    cycle starts, the pods go first where `state` shows room in use for them (most first),
-    the rest to the largest such flavor: giving a big pod back to a flavor of small nodes
-    would free room nothing can use, and a trial would then miss that the job fits.
+    of its pods. Where this cycle admitted it, the flavors it took are used while `state`
+    still shows that much in use there; where an earlier one did, the flavors this cycle
+    began by counting pods like its own on (`_counted_on`). Otherwise, as `held` charges
+    admitted work when a cycle starts, the pods go first where `state` shows room in use
+    for them (most first), the rest to the largest such flavor: giving a big pod back to a
+    flavor of small nodes would free room nothing can use, and a trial would then miss that
+    the job fits.
     """
     s = state.snapshot
     replicas = victim.placement[name]
@@ -298,13 +330,15 @@ def _held_on(
     for cluster, flavor, pods in victim.flavors:
         if cluster == name:
             wanted[flavor] = wanted.get(flavor, 0) + pods
-    recorded = wanted and sum(wanted.values()) == replicas
+    recorded = wanted and sum(wanted.values()) == replicas and id(victim) in state.fresh
     if recorded and all(
         0 <= f < fits.size and fits[f] and holds[f] >= n for f, n in wanted.items()
     ):
         return list(wanted.items())
-    out: list[tuple[int, int]] = []
-    left = replicas
+    out = _counted_on(state, victim, name=name, row=row, replicas=replicas)
+    left = replicas - sum(n for _, n in out)
+    if left <= 0:
+        return out
     for flavor in np.argsort(-holds, kind="stable").tolist():
         if left <= 0 or holds[flavor] <= 0:
             break

@@ -36,11 +36,10 @@ NAMESPACES = ("team-a", "team-b")
 def _fleet(rng: random.Random) -> list[Cluster]:
     fleet = []
     for i in range(rng.randint(2, 5)):
-        # One CPU arch per cluster: on a cluster of both, room a victim not pinned to one
-        # arch gives back is a guess of which nodes its pods held, which can differ from
-        # the guess the cycle started from.
         arch = "arm64" if rng.random() < 0.3 else "amd64"
         flavors = [flavor(arch=arch, cpu=str(rng.choice([8, 16])), nodes=rng.randint(1, 3))]
+        if arch == "amd64" and rng.random() < 0.3:  # a cluster of both arches
+            flavors.append(flavor(arch="arm64", cpu="32", nodes=rng.randint(1, 2)))
         if rng.random() < 0.5:
             flavors.append(
                 flavor(chip=A100, devices=rng.choice([4, 8]), cpu="64", nodes=rng.randint(1, 2))
