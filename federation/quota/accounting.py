@@ -611,12 +611,13 @@ def preemption_victims(
     limits = [*above] if cap is None else [(usage.queue_used(name), cap), *above]
     if not limits and namespace is None:
         return None
+    # Held back by its namespace quota alone, only that namespace's work frees anything.
+    only = namespace.namespace if namespace is not None and not limits else None
     pool = sorted(
         (
             a
             for a in usage.in_queue(name)
-            if a.priority < priority
-            and (limits or namespace is None or a.namespace == namespace.namespace)
+            if a.priority < priority and (only is None or a.namespace == only)
         ),
         key=lambda a: (a.priority, -a.seq),
     )

@@ -90,7 +90,9 @@ class Admitter:
         else:
             reason, kind = outcome.reason, outcome.kind
         settings, placer = self.scheduler.settings, self.scheduler.placer
-        if not self._behind_any_victim(job):
+        # Behind a victim, the job evicts no one this cycle: placed again next cycle, that
+        # workload may make room as well, and it goes first.
+        if not self._victims_ahead(job):
             for pool in room.pools(
                 job, kind, outcome.request, state=self.state, settings=settings, placer=placer
             ):
@@ -109,12 +111,9 @@ class Admitter:
         longer fits holds back no one, as a head that does not fit does not, but in a
         strict FIFO queue, which waits for its head.
         """
-        rank = (job.priority, -job.seq)
         queue = self.state.snapshot.queues.get(job.queue)
         strict = queue is not None and queue.spec.dequeue_strategy == "StrictFIFO"
-        for victim in self._victims.get(job.queue, ()):
-            if rank > (victim.priority, -victim.seq):
-                continue
+        for victim in self._victims_ahead(job):
             if strict:  # a strict queue waits for its head, fitting or not
                 why = "the queue is strict FIFO"
             elif self._fits(victim):
@@ -127,13 +126,11 @@ class Admitter:
             )
         return None
 
-    def _behind_any_victim(self, job: PendingJob) -> bool:
-        """Whether its queue ranks a workload evicted this cycle ahead of the job: then the
-        job evicts no one this cycle, since that workload, placed again next cycle, may
-        make room as well and goes first."""
+    def _victims_ahead(self, job: PendingJob) -> list[accounting.Admission]:
+        """The workloads evicted this cycle that the job's queue ranks ahead of it."""
         rank = (job.priority, -job.seq)
         victims = self._victims.get(job.queue, ()) if self._victims else ()
-        return any(rank < (v.priority, -v.seq) for v in victims)
+        return [v for v in victims if rank < (v.priority, -v.seq)]
 
     def _fits(self, victim: accounting.Admission) -> bool:
         """Whether an evicted workload would be admitted now, were it considered."""

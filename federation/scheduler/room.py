@@ -262,6 +262,20 @@ def release(state: fw.CycleState, victim: accounting.Admission) -> None:
             state.give_back(row, flavor, pods, vector)
 
 
+def _most_first(room: npt.NDArray[np.int64], pods: int) -> list[tuple[int, int]]:
+    """(flavor, pods): `pods` poured into the flavors with the most `room` first, each up
+    to its room; what does not fit is left out."""
+    out: list[tuple[int, int]] = []
+    left = pods
+    for flavor in np.argsort(-room, kind="stable").tolist():
+        if left <= 0 or room[flavor] <= 0:
+            break
+        n = min(left, int(room[flavor]))
+        out.append((int(flavor), n))
+        left -= n
+    return out
+
+
 def _counted_on(
     state: fw.CycleState, victim: accounting.Admission, *, name: str, row: int, replicas: int
 ) -> list[tuple[int, int]]:
@@ -274,15 +288,7 @@ def _counted_on(
     counted = state.attribution.get(key)
     if counted is None or not counted[row].any():
         return []
-    here = counted[row]
-    out: list[tuple[int, int]] = []
-    left = replicas
-    for flavor in np.argsort(-here, kind="stable").tolist():
-        if left <= 0 or here[flavor] <= 0:
-            break
-        n = min(left, int(here[flavor]))
-        out.append((int(flavor), n))
-        left -= n
+    out = _most_first(counted[row], replicas)
     if out:
         counted = counted.copy()  # shared with the state's copies: replaced, not written
         for flavor, n in out:
@@ -339,12 +345,9 @@ def _held_on(
     left = replicas - sum(n for _, n in out)
     if left <= 0:
         return out
-    for flavor in np.argsort(-holds, kind="stable").tolist():
-        if left <= 0 or holds[flavor] <= 0:
-            break
-        n = min(left, int(holds[flavor]))
-        out.append((int(flavor), n))
-        left -= n
+    poured = _most_first(holds, left)
+    out += poured
+    left -= sum(n for _, n in poured)
     if left > 0:
         room = np.where(fits, np.min(total[:, need] // vector[need], axis=-1), -1)
         out.append((int(np.argmax(room)), left))
