@@ -203,11 +203,16 @@ def _pod_shape(pod: ResourceList, known: frozenset[str]) -> _PodShape:
     return (pod.amount("cpu"), pod.amount("memory"), devices, 1000), names
 
 
-def _group_order(shape: _Shape) -> tuple[int, int, int, str, str]:
-    """Most constrained first: device pods (tied to their chip's flavors), then larger pods."""
+def _group_order(shape: _Shape) -> tuple[int, bool, int, int, str, str]:
+    """Most constrained first: device pods (tied to their chip's flavors), pods pinned to
+    a chip or arch before those that may sit on any of the kind's flavors, then larger
+    pods. An unpinned group counted first took the room of the flavors a pinned one must
+    use on a cluster of both arches, which then read as in debt while the other arch's
+    room it could have used read as free."""
     vector, names, chip = shape
     return (
         -vector[snap.DEVICES],
+        chip is None,
         -vector[snap.CPU],
         -vector[snap.MEMORY],
         chip or "",

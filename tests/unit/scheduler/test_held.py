@@ -151,6 +151,22 @@ def test_a_recorded_arch_keeps_cpu_pods_on_that_arch() -> None:
     assert state.free[0, 1 - arm_index, CPU] == 16 * CORE
 
 
+def test_unpinned_cpu_pods_are_held_in_the_room_pinned_ones_leave() -> None:
+    """On a cluster of both arches, pods pinned to an arch can be on its nodes only; pods
+    that took both arches (no arch recorded) can be on either, so they are counted in
+    what the pinned ones leave, not first where the most room is."""
+    amd, arm = flavor(nodes=1), flavor(arch="arm64", cpu="32", nodes=1)
+    s, state = start(
+        [cluster("a", amd, arm)],
+        held("loose", {"a": 4}, pod=POD),
+        held("pinned", {"a": 6}, pod=POD, chips={"a": "arm64"}),
+    )
+    arm_index = int(np.flatnonzero(s.flavor_arch[0] == s.arches.index("arm64"))[0])
+    assert state.free[0, arm_index, CPU] == 8 * CORE  # 32 less the six pinned pods
+    assert state.free[0, 1 - arm_index, CPU] == 0  # the four loose pods
+    assert state.debt is None  # nothing counted beyond a flavor's room
+
+
 def test_two_cycles_against_a_status_that_lags_never_place_the_same_room_twice() -> None:
     fleet = [cluster("a", flavor(nodes=2, cpu="8"))]
     first = run(fleet, [job(workload(f"j{i}", cpu="6")) for i in range(2)])
