@@ -52,11 +52,14 @@ def effective_capacity(
 
     The monitor writes a status only on a meaningful change or at its heartbeat, and pods
     reach a member only after propagation, so work bound in an earlier cycle can still
-    read as free. Per flavor, free is min(monitor free, allocatable - held) clipped at 0:
-    our own pods the monitor already counts are in both terms and are not counted twice,
-    and pods the federation did not place stay visible through the monitor's term. The
-    emptiest node is bounded by what is left, as after a placement (`CycleState.take`).
-    With nothing admitted the snapshot's arrays are returned as they are (copied).
+    read as free. Per flavor, free is the monitor's free less the held pods it does not
+    show yet, clipped at 0: held pods are first matched to usage the monitor shows
+    (`_spread_held`), those are in its free already and are not counted twice, and pods
+    the federation did not place stay visible through its free. (Bounding by allocatable
+    less everything held instead let others' pods hide ours: 5 of 8 cores used by others
+    and 3 of ours not shown yet read as 3 free.) The emptiest node is bounded by what is
+    left, as after a placement (`CycleState.take`). With nothing admitted the snapshot's
+    arrays are returned as they are (copied).
 
     The third array is what the clip at 0 hides: admitted work beyond a flavor's room
     (static weights ignore capacity). Releasing such work first pays that back
@@ -70,14 +73,14 @@ def effective_capacity(
     if not groups:
         return free, largest, None
     total = snapshot.alloc * snapshot.nodes[:, :, None]
-    held = np.zeros_like(total)
+    fresh = np.zeros_like(total)
     unseen = np.maximum(total - free, 0)  # in use by the monitor, not yet matched to ours
     for shape in sorted(groups, key=_group_order):
-        counted = _spread_held(snapshot, shape, groups[shape], held=held, unseen=unseen)
+        counted = _spread_held(snapshot, shape, groups[shape], fresh=fresh, unseen=unseen)
         if attribution is not None and counted is not None:
             attribution[shape] = counted
-    holding = (held > 0).any(axis=-1, keepdims=True)
-    left = np.minimum(free, total - held)
+    holding = (fresh > 0).any(axis=-1, keepdims=True)
+    left = free - fresh
     effective = np.where(holding, np.maximum(left, 0), free)
     debt = np.where(holding, np.maximum(-left, 0), 0)
     return (
@@ -254,11 +257,12 @@ def _spread_held(
     shape: _Shape,
     count: snap.IntArray,
     *,
-    held: snap.IntArray,
+    fresh: snap.IntArray,
     unseen: snap.IntArray,
 ) -> snap.IntArray | None:
-    """Put one group's held pods on flavors, adding them to `held` (in place); returns how
-    many went on each flavor of each cluster, [C, F] (None: none anywhere).
+    """Put one group's held pods on flavors, adding those the monitor does not show yet to
+    `fresh` (in place); returns how many went on each flavor of each cluster, [C, F]
+    (None: none anywhere).
 
     Which flavor a member's own scheduler chose is not known, so first each cluster's
     pods are matched to usage the monitor already shows on the candidate flavors (most of
@@ -267,6 +271,11 @@ def _spread_held(
     scheduler spreads by default) and any remainder to the largest flavor, so all of it is
     subtracted somewhere. A cluster without any candidate flavor for the group (its flavor
     is gone) holds nothing of it.
+
+    Which shown usage is ours is not known either: others' pods that look like ours (or
+    add up to them) are taken for ours while some of ours are not shown yet, so room can
+    then read high by up to others' usage, never beyond allocatable less all we hold.
+    Taking shown usage for others' instead would count every running pod of ours twice.
     """
     candidates = _held_flavors(snapshot, shape)
     rows = np.flatnonzero((count > 0) & candidates.any(axis=1))
@@ -284,18 +293,17 @@ def _spread_held(
     matched = _fill(left, np.where(mask, np.maximum(shown, 0), 0))
     left = left - matched.sum(axis=1)
     unseen[rows] = np.maximum(unseen[rows] - matched[..., None] * pod, 0)
-    held[rows] += matched[..., None] * pod
     counted[rows] += matched
     if not left.any():
         return counted
     total = snapshot.alloc[rows] * snapshot.nodes[rows][..., None]
-    room = np.maximum(np.minimum(snapshot.free[rows], total - held[rows]), 0)
-    fresh = _fill(left, np.where(mask, np.min(room[..., need] // pod[need], axis=-1), 0))
-    left = left - fresh.sum(axis=1)
+    room = np.maximum(snapshot.free[rows] - fresh[rows], 0)
+    placed = _fill(left, np.where(mask, np.min(room[..., need] // pod[need], axis=-1), 0))
+    left = left - placed.sum(axis=1)
     capacity = np.where(mask, np.min(total[..., need] // pod[need], axis=-1), -1)
-    fresh[np.arange(rows.size), np.argmax(capacity, axis=1)] += left
-    held[rows] += fresh[..., None] * pod
-    counted[rows] += fresh
+    placed[np.arange(rows.size), np.argmax(capacity, axis=1)] += left
+    fresh[rows] += placed[..., None] * pod
+    counted[rows] += placed
     return counted
 
 

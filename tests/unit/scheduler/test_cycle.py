@@ -192,13 +192,11 @@ def _full_cluster_with(low_priority: int) -> tuple[list[Cluster], Usage, snap.Sn
     )
     assert placed(first) == {"low": {"cpu": 1}}
     snapshot = snap.build(fleet, queues=[queue("q")], bindings=first.bindings)
-    # the monitor now reports the cluster full
-    busy = snapshot.free.copy()
-    busy[0, 0, 0] = 0
-    object.__setattr__(snapshot, "free", busy)
-    largest = snapshot.largest.copy()
-    largest[0, 0, 0] = 0
-    object.__setattr__(snapshot, "largest", largest)
+    # the monitor now reports the cluster full: the pod's cpu, memory and slot in use
+    pod = first.admitted[0].pod
+    used = [pod.amount("cpu"), pod.amount("memory"), 0, 1000]
+    object.__setattr__(snapshot, "free", snapshot.free - used)
+    object.__setattr__(snapshot, "largest", snapshot.largest - used)
     return fleet, first.usage, snapshot
 
 

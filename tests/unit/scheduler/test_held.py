@@ -96,6 +96,17 @@ def test_pods_the_status_already_shows_are_not_counted_twice(
     assert state.free[0, 0, CPU] == cores_free * CORE
 
 
+def test_others_usage_unlike_ours_does_not_hide_pods_not_shown_yet() -> None:
+    """20 cores used by others' pods (no memory: not pods of ours), three pods of ours (12
+    cores) not shown yet: 32 - 20 - 12 leaves nothing, though allocatable less ours
+    alone would leave 20."""
+    others = showing(CPU16, rl(cpu="20", pods="1"))
+    _, state = start([cluster("a", others)], held("w", {"a": 3}, pod=POD))
+    assert state.free[0, 0, CPU] == 0
+    _, two = start([cluster("a", others)], held("w", {"a": 2}, pod=POD))
+    assert two.free[0, 0, CPU] == 4 * CORE
+
+
 def gpu_cluster() -> Cluster:
     return cluster(
         "g",

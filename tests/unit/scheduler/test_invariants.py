@@ -7,7 +7,9 @@ members report slowly): the first admits, the second brings higher-priority work
 preempts and reclaims, the third sees some jobs finish and the victims come back. A
 second test places services under random Karmada policies (divided, aggregated,
 duplicated, static weights, affinity, spread) on fleets with a tainted and a down member,
-and checks each placement keeps to its policy.
+and checks each placement keeps to its policy. A third runs five cycles against members
+that run what was admitted on nodes of their own choosing and report it, some pods at
+once, some late, with others' pods beside them on some members.
 """
 
 from __future__ import annotations
@@ -423,4 +425,120 @@ def test_no_cycle_breaks_placement_rules(seed: int) -> None:
         _check_rules(result, jobs, {"tainted", "down"})
         statics = {key for key, (_, spread) in jobs.items() if spread == "static"}
         _check_room([a for a in result.usage.admissions() if str(a.ref) not in statics], snapshot)
+        usage, pending = result.usage, result.pending
+
+
+# -- a status that catches up: members run the pods and report them, some late
+
+
+class _Member:
+    """A member's nodes and the pods it runs: our pods placed by its own scheduler (the
+    most free node among those the pod may use), others' pods already there when
+    `others`. Reports per-flavor free and emptiest node as the monitor does."""
+
+    def __init__(self, spec: Cluster, rng: random.Random, *, others: bool) -> None:
+        self.spec = spec
+        self.flavors = list(spec.status.flavors)
+        self.nodes = [[f.allocatable for _ in range(f.node_count)] for f in self.flavors]
+        self.ours: dict[str, list[tuple[int, int, ResourceList]]] = {}
+        """ref -> where each of its pods runs here (flavor, node, requests)."""
+        for index, f in enumerate(self.flavors):  # others' pods, the same every cycle
+            if others and f.accelerator_model is None and rng.random() < 0.5:
+                node = rng.randrange(f.node_count)
+                foreign = ResourceList.from_wire({"cpu": str(rng.randint(1, 6)), "pods": "1"})
+                self.nodes[index][node] = (self.nodes[index][node] - foreign).nonnegative()
+
+    def report(self) -> Cluster:
+        flavors = []
+        for f, nodes in zip(self.flavors, self.nodes, strict=True):
+            free = ResourceList()
+            for node in nodes:
+                free = free + node
+            emptiest = max(nodes, key=lambda n: (n.amount(GPU), n.amount("cpu")))
+            flavors.append(f.model_copy(update={"free": free, "largest_free": emptiest}))
+        status = self.spec.status.model_copy(update={"flavors": flavors})
+        return self.spec.model_copy(update={"status": status})
+
+    def run(self, a: Admission, pods: int) -> None:
+        """Start up to `pods` more of an admission's pods here (those that fit)."""
+        name = self.spec.metadata.name
+        mine = self.ours.setdefault(str(a.ref), [])
+        device = a.pod.amount(GPU) > 0
+        taken = {index for cluster, index, _ in a.flavors if cluster == name}
+        arch = None if device else a.chips.get(name)
+        for _ in range(pods):
+            best: tuple[int, int] | None = None
+            for index, f in enumerate(self.flavors):
+                if device and index not in taken:
+                    continue
+                if not device and (f.accelerator_model is not None or arch not in (None, f.arch)):
+                    continue
+                for node, free in enumerate(self.nodes[index]):
+                    if a.pod.fits_within(free) and (
+                        best is None
+                        or free.amount("cpu") > self.nodes[best[0]][best[1]].amount("cpu")
+                    ):
+                        best = (index, node)
+            if best is None:
+                return  # Pending here: the member has no node for it
+            self.nodes[best[0]][best[1]] = self.nodes[best[0]][best[1]] - a.pod
+            mine.append((*best, a.pod))
+
+    def stop(self, ref: str) -> None:
+        for index, node, pod in self.ours.pop(ref, []):
+            self.nodes[index][node] = self.nodes[index][node] + pod
+
+    def running(self, ref: str) -> int:
+        return len(self.ours.get(ref, []))
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_no_cycle_overfills_a_member_whose_status_catches_up(seed: int) -> None:
+    """Members run what was admitted, some at once, some a few pods at a time, some not
+    before the next cycle, on nodes of their own choosing. Every cycle, everything
+    admitted must fit the members' room.
+
+    With others' pods on the members too, a status that shows only part of ours cannot
+    say which usage is ours: pods of ours not shown yet may be taken for others' usage
+    that looks like them, so the bound is then the nodes' whole room (held work never
+    goes beyond allocatable less what it holds)."""
+    rng = random.Random(seed)
+    others = seed % 2 == 1
+    fleet = _fleet(rng)
+    members = {c.metadata.name: _Member(c, rng, others=others) for c in fleet}
+    names = list(members)
+    queues, quotas = _queues(rng), _quotas(rng, names)
+    base = snap.build(fleet, queues=queues, quotas=quotas)
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    usage, pending = Usage(), PendingStore()
+    jobs: dict[str, PendingJob] = {}
+    for number in range(5):
+        if number >= 2:  # some finish
+            for a in usage.admissions():
+                if rng.random() < 0.2:
+                    usage.release(a.ref)
+                    del jobs[str(a.ref)]
+        if number < 4:
+            first = 100 * number + 1
+            for j in _jobs(rng, rng.randint(5, 15), first, priorities=range(number, number + 2)):
+                jobs[str(j.ref)] = j
+                pending.add(j)
+        admitted = {str(a.ref): a for a in usage.admissions()}
+        for m in members.values():  # gone: finished or evicted
+            for ref in [r for r in m.ours if r not in admitted]:
+                m.stop(ref)
+        for a in admitted.values():  # the members catch up, some of the way
+            for name, replicas in a.placement.items():
+                lag = rng.random()
+                if lag < 0.4:
+                    continue
+                m = members[name]
+                want = replicas if lag > 0.7 else rng.randint(0, replicas)
+                m.run(a, want - m.running(str(a.ref)))
+        snapshot = snap.build([m.report() for m in members.values()], queues=queues, quotas=quotas)
+        before = set(admitted)
+        held = {q.name: usage.queue_used(q.name) for q in queues}
+        result = scheduler.run_cycle(snapshot, pending, usage, NOW)
+        _check(result, base, jobs=jobs, queues=queues, quotas=quotas, before=before)
+        _check_reclaim(result, queues, held)
         usage, pending = result.usage, result.pending
