@@ -26,6 +26,7 @@ from federation.scheduler import binder, explain, room
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
 from federation.scheduler.plugins import capacity, quota
+from policies.models.accelerator import is_arch
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
     Binding,
@@ -278,6 +279,8 @@ class Admitter:
         kinds = chips  # the chip each cluster's pods are charged for (CPU pods: none)
         if not request.devices:  # CPU pods: the arch they run on, where there is one
             kinds = {name: self._arch(request, name, taken) for name in placed.placement}
+            if request.copies_chips and kept:
+                kinds = _with_kept_arches(kinds, request, taken)
         admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
@@ -473,6 +476,26 @@ def _take(
         state.take(row, first, left, request.vector)
         taken.append((first, left))
     return tuple(taken)
+
+
+def _with_kept_arches(
+    kinds: dict[str, str | None], request: fw.JobRequest, taken: _Taken
+) -> dict[str, str | None]:
+    """The arch CPU pods are pinned to where a placement keeps replicas it runs: the one
+    their Binding records (where the copies were counted, `held`), and where more were
+    added, that one only when the added pods took its nodes too, else none (either).
+
+    Why: scaling up keeps the running replicas where they are and places only the added
+    ones, and one arch recorded for all of them from the added pods alone pinned the kept
+    replicas, counted on the other arch's nodes (or on either), to nodes without room.
+    """
+    grew = {name for name, _, _ in taken}
+    out = dict(kinds)
+    for name, was in request.copies_chips.items():
+        if name not in out or not request.previous.get(name) or (was and not is_arch(was)):
+            continue
+        out[name] = (was if out[name] == was else None) if name in grew else was
+    return out
 
 
 def binding_for(

@@ -122,6 +122,7 @@ class Scheduler:
                 previous=previous.placement(),
                 evicting=_barred(previous, snapshot, job),
                 held_pod=previous.spec.placed_pod(),
+                held_chips={t.name: t.chip for t in previous.spec.clusters},
             )
         self._requests[id(job)] = request
         return request

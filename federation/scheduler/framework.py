@@ -117,6 +117,10 @@ class JobRequest:
     run (or it runs none). A Binding written before `podRequests` existed did not, and its
     copies may be smaller than the pods now asked for."""
 
+    copies_chips: Mapping[str, str | None] = field(default_factory=dict)
+    """The chip or arch its Binding records per cluster where it runs copies: the arch
+    copies of CPU pods are pinned to (none: either), which replicas it keeps there keep."""
+
     @property
     def holding(self) -> bool:
         """It runs copies already, even where `previous`, counted in resized pods, keeps
@@ -199,10 +203,12 @@ def request_for(
     previous: Mapping[str, int] | None = None,
     evicting: Iterable[str] = (),
     held_pod: ResourceList | None = None,
+    held_chips: Mapping[str, str | None] | None = None,
 ) -> JobRequest:
     """Read a pending workload into a `JobRequest` (done once per workload and policy).
 
-    `held_pod` is one running copy's requests when placed (`previous` counts copies of it).
+    `held_pod` is one running copy's requests when placed (`previous` counts copies of it);
+    `held_chips` the chip or arch the copies' Binding records per cluster.
     """
     workload = job.workload
     pod = workload.pod_requests()
@@ -284,6 +290,7 @@ def request_for(
         shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
         evicting=frozenset(evicting),
         copies=copies,
+        copies_chips=dict(held_chips or {}),
         previous_sized=held_pod is not None or not copies,
     )
 

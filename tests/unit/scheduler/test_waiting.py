@@ -23,6 +23,7 @@ from tests.unit.scheduler.fleet import (
     job,
     placed,
     queue,
+    rl,
     run,
     workload,
 )
@@ -486,3 +487,33 @@ def test_a_service_placed_again_under_a_new_noexecute_taint_waits_for_failover_t
     again = run(tainted, [web], snapshot=_snapshot(tainted, first.bindings))
 
     assert placed(again) == {"web": {"a": 2, "b": 2}}
+
+
+def test_replicas_kept_on_a_scale_up_keep_the_arch_their_pods_run_on() -> None:
+    """web's 2 replicas run on c's Arm nodes (its Binding pins them to arm64); scaled to 3,
+    the added one only fits c's x86 node. Recording the added pod's arch for all three
+    pinned the running two to a node without room for them: the Binding now records no
+    arch (either) on c."""
+    amd, arm = flavor(cpu="2", nodes=1), flavor(arch="arm64", cpu="4", nodes=1)
+    web = job(workload("web", kind="Deployment", cpu="2", replicas=2), placement=WEIGHTED)
+    taken = rl(cpu="2", pods="1")  # others' pod on the x86 node, gone by the scale-up
+    busy = amd.model_copy(update={"free": amd.free - taken, "largest_free": amd.free - taken})
+    first = run([cluster("c", busy, arm)], [web])
+    (stored,) = first.bindings
+    assert [(t.name, t.replicas, t.chip) for t in stored.spec.clusters] == [("c", 2, "arm64")]
+    running = rl(cpu="4", memory="2Gi", pods="2")
+    arm = arm.model_copy(update={"free": arm.free - running, "largest_free": arm.free - running})
+    fleet = [cluster("c", amd, arm)]
+    bigger = job(workload("web", kind="Deployment", cpu="2", replicas=3), placement=WEIGHTED)
+
+    again = run(fleet, [bigger], snapshot=_snapshot(fleet, [stored]))
+
+    (out,) = again.bindings
+    assert [(t.name, t.replicas, t.chip) for t in out.spec.clusters] == [("c", 3, None)]
+    (admitted,) = again.admitted
+    assert admitted.chips == {}
+
+    smaller = job(workload("web", kind="Deployment", cpu="2", replicas=1), placement=WEIGHTED)
+    down = run(fleet, [smaller], snapshot=_snapshot(fleet, [stored]))
+    (out,) = down.bindings  # scaled down, the one kept still runs on arm64
+    assert [(t.name, t.replicas, t.chip) for t in out.spec.clusters] == [("c", 1, "arm64")]
