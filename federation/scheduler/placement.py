@@ -14,7 +14,7 @@ what the cycle already placed and run vectorised over the surviving clusters.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -269,16 +269,53 @@ class Placer:
         ]
         if job.strategy == "static_weight" and all(c.weight == 0 for c in candidates):
             candidates = [division.Candidate(c.name, 1, c.available) for c in candidates]
-        return division.divide(
+        divided = division.divide(
             job.strategy,
             job.replicas,
             candidates,
             previous=previous or None,
             tie_seed=job.job.workload.metadata.uid or "",
         )
+        if job.strategy in ("dynamic_weight", "aggregated"):
+            room = {c.name: c.available + (previous or {}).get(c.name, 0) for c in candidates}
+            return within_room(divided, room, chosen)
+        return divided
 
 
 _PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)
+
+
+def within_room(
+    divided: dict[str, int], room: Mapping[str, int], order: Sequence[str]
+) -> dict[str, int]:
+    """Karmada's division, with replicas a cluster got beyond its room (those it runs
+    plus its free replicas) moved to chosen clusters with room to spare: most spare
+    first, those already given replicas before others, so an aggregated workload spreads
+    no wider than it must.
+
+    Why: on scale-up Karmada's Steady division seats the added replicas over the ones each
+    cluster runs, and checks only the total against free room, so a cluster holding few
+    can win more than it has room for (1 running there and 1 free elsewhere: both added
+    replicas can go to the other cluster). Karmada leaves those pods Pending on the
+    member; fedctl places only what fits a member's nodes. Where nothing is over, the
+    result is Karmada's unchanged.
+    """
+    over = sum(max(n - room.get(name, n), 0) for name, n in divided.items())
+    if over <= 0:
+        return divided
+    out = {name: min(n, room.get(name, n)) for name, n in divided.items()}
+    ranked = sorted(
+        order, key=lambda name: (out.get(name, 0) == 0, -(room.get(name, 0) - out.get(name, 0)))
+    )
+    for name in ranked:
+        spare = room.get(name, 0) - out.get(name, 0)
+        if spare > 0 and over > 0:
+            moved = min(spare, over)
+            out[name] = out.get(name, 0) + moved
+            over -= moved
+    if over > 0:  # the total did not fit after all (not from `divide`): as divided
+        return divided
+    return {name: n for name, n in out.items() if n > 0}
 
 
 def _resized_kept(

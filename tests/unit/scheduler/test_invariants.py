@@ -459,30 +459,30 @@ class _Member:
         status = self.spec.status.model_copy(update={"flavors": flavors})
         return self.spec.model_copy(update={"status": status})
 
-    def run(self, a: Admission, pods: int) -> None:
-        """Start up to `pods` more of an admission's pods here (those that fit)."""
-        name = self.spec.metadata.name
-        mine = self.ours.setdefault(str(a.ref), [])
-        device = a.pod.amount(GPU) > 0
-        taken = {index for cluster, index, _ in a.flavors if cluster == name}
-        arch = None if device else a.chips.get(name)
+    def run(self, ref: str, pod: ResourceList, chip: str | None, pods: int) -> None:
+        """Start up to `pods` more pods of `ref` here (those that fit): a device pod on its
+        chip's nodes, a CPU pod on CPU nodes (of `chip`, an arch, when it is pinned)."""
+        mine = self.ours.setdefault(ref, [])
+        device = pod.amount(GPU) > 0
+        usable = [
+            index
+            for index, f in enumerate(self.flavors)
+            if (f.accelerator_model == chip if device else f.accelerator_model is None)
+            and (device or chip in (None, f.arch))
+        ]
         for _ in range(pods):
             best: tuple[int, int] | None = None
-            for index, f in enumerate(self.flavors):
-                if device and index not in taken:
-                    continue
-                if not device and (f.accelerator_model is not None or arch not in (None, f.arch)):
-                    continue
+            for index in usable:
                 for node, free in enumerate(self.nodes[index]):
-                    if a.pod.fits_within(free) and (
+                    if pod.fits_within(free) and (
                         best is None
                         or free.amount("cpu") > self.nodes[best[0]][best[1]].amount("cpu")
                     ):
                         best = (index, node)
             if best is None:
                 return  # Pending here: the member has no node for it
-            self.nodes[best[0]][best[1]] = self.nodes[best[0]][best[1]] - a.pod
-            mine.append((*best, a.pod))
+            self.nodes[best[0]][best[1]] = self.nodes[best[0]][best[1]] - pod
+            mine.append((*best, pod))
 
     def stop(self, ref: str) -> None:
         for index, node, pod in self.ours.pop(ref, []):
@@ -532,9 +532,9 @@ def test_no_cycle_overfills_a_member_whose_status_catches_up(seed: int) -> None:
                 lag = rng.random()
                 if lag < 0.4:
                     continue
-                m = members[name]
+                m, ref = members[name], str(a.ref)
                 want = replicas if lag > 0.7 else rng.randint(0, replicas)
-                m.run(a, want - m.running(str(a.ref)))
+                m.run(ref, a.pod, a.chips.get(name), want - m.running(ref))
         snapshot = snap.build([m.report() for m in members.values()], queues=queues, quotas=quotas)
         before = set(admitted)
         held = {q.name: usage.queue_used(q.name) for q in queues}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from federation.failover import eviction
 from federation.quota.accounting import Admission, Usage
 from federation.scheduler import binder, queue_view, reconcile
@@ -487,6 +489,34 @@ def test_a_service_placed_again_under_a_new_noexecute_taint_waits_for_failover_t
     again = run(tainted, [web], snapshot=_snapshot(tainted, first.bindings))
 
     assert placed(again) == {"web": {"a": 2, "b": 2}}
+
+
+AGGREGATED = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Aggregated",
+    }
+}
+
+
+@pytest.mark.parametrize("policy", [WEIGHTED, AGGREGATED], ids=["dynamic", "aggregated"])
+def test_a_scale_up_gives_no_member_more_replicas_than_its_room(policy: dict[str, Any]) -> None:
+    """web runs 1 replica on b; scaled to 3, a and b each have room for one more. Karmada's
+    Steady division seats the 2 added ones over the running one and checks only the total,
+    giving a both (a holds none yet); fedctl moves the one a has no room for to b."""
+    web = job(workload("web", kind="Deployment", replicas=1), placement=policy)
+    b = flavor(cpu="2", nodes=1)
+    first = run([cluster("a", flavor(cpu="0", nodes=1)), cluster("b", b)], [web])
+    assert placed(first) == {"web": {"b": 1}}
+    (stored,) = first.bindings
+    running = rl(cpu="1", memory="1Gi", pods="1")  # b's status shows the running replica
+    b = b.model_copy(update={"free": b.free - running, "largest_free": b.largest_free - running})
+    fleet = [cluster("a", flavor(cpu="1", nodes=1)), cluster("b", b)]
+    bigger = job(workload("web", kind="Deployment", replicas=3), placement=policy)
+
+    again = run(fleet, [bigger], snapshot=_snapshot(fleet, [stored]))
+
+    assert placed(again) == {"web": {"a": 1, "b": 2}}
 
 
 def test_replicas_kept_on_a_scale_up_keep_the_arch_their_pods_run_on() -> None:
