@@ -163,6 +163,8 @@ class Admitter:
             names = list(placed.placement)
             rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
             chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
+        if request.devices and request.copies_chips:
+            chips = _with_kept_chips(chips, request, state)
         charge: ResourceList | None = None
         cycle_charges = quota.charges(state)
         for name, replicas in placed.placement.items():
@@ -456,11 +458,19 @@ def _take(
         state.take(row, hint[0], replicas, request.vector)
         return ((hint[0], replicas),)
     rows = np.array([row], dtype=np.int64)
+    kept = capacity.kept_chip(request, state, state.snapshot.clusters[row].name)
     first = capacity.chosen_flavor(request, state, row)
-    if capacity.one_flavor_available(request, state, row, first) >= replicas:
+    if kept is None and capacity.one_flavor_available(request, state, row, first) >= replicas:
         state.take(row, first, replicas, request.vector)  # the common case: one flavor
         return ((first, replicas),)
     avail = capacity.flavor_available(request, state, rows)[0]
+    if request.devices:  # all on one chip: the kept replicas' or the chosen flavor's
+        chip_of = state.snapshot.flavor_chip[row]
+        chip = chip_of[first] if kept is None else kept
+        avail = np.where(chip_of == chip, avail, 0)
+        if kept is not None and chip_of[first] != kept:
+            ranked = [int(f) for f in np.argsort(-avail, kind="stable")]
+            first = next((f for f in ranked if chip_of[f] == kept), first)
     order = [first] + [int(f) for f in np.argsort(-avail) if int(f) != first]
     left = replicas
     taken: list[tuple[int, int]] = []
@@ -476,6 +486,21 @@ def _take(
         state.take(row, first, left, request.vector)
         taken.append((first, left))
     return tuple(taken)
+
+
+def _with_kept_chips(
+    chips: dict[str, str | None], request: fw.JobRequest, state: fw.CycleState
+) -> dict[str, str | None]:
+    """Device pods where a placement keeps replicas it runs: on the chip those run on (the
+    added ones join them, `_take`), not the chip a fresh pod would get there, which names
+    none when the cluster has no room left for one."""
+    out = dict(chips)
+    names = state.snapshot.chips
+    for name in out:
+        kept = capacity.kept_chip(request, state, name)
+        if kept is not None:
+            out[name] = names[kept]
+    return out
 
 
 def _with_kept_arches(

@@ -198,6 +198,7 @@ class _Shape:
         "logpos",
         "mask",
         "need",
+        "one_chip",
         "order",
         "pod_cost",
         "total",
@@ -219,6 +220,8 @@ class _Shape:
             self.chips = tuple(
                 sorted({names[i] if i >= 0 else None for i in chip_of.tolist()}, key=str)
             )
+        self.one_chip = bool(job.devices) and len(self.chips) > 1
+        """Free replicas count on the chosen flavor's chip only (`capacity.view`)."""
         self.favail: list[list[int]] = []
         self.total: list[int] = []
         self.flavor: list[int] = []
@@ -249,6 +252,7 @@ class _Shape:
             self._rebuild(job, state, rows)
             return
         need = self.need
+        moved: set[int] = set()
         for c, f in touched:
             if not self.mask[c][f]:
                 continue
@@ -267,6 +271,7 @@ class _Shape:
                 continue
             self.total[c] += avail - was
             row[f] = avail
+            moved.add(c)
             order = self.order[c]
             best = self.flavor[c]
             if best != f and row[best] > 0 and order[best] < math.inf:
@@ -282,6 +287,13 @@ class _Shape:
                 if a > 0 and k < best_key:
                     best, best_key = i, k
             self.flavor[c] = best
+        if self.one_chip:
+            for c in moved:
+                chip_of = self.chip[c]
+                chosen = chip_of[self.flavor[c]]
+                self.total[c] = sum(
+                    a for a, ch in zip(self.favail[c], chip_of, strict=True) if ch == chosen
+                )
 
 
 class Incremental:

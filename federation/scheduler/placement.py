@@ -166,6 +166,7 @@ class Placer:
             weight_sum += weight
         final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
         available = capacity.cluster_available(job, state, rows)
+        available = capacity.on_kept_chips(job, state, rows, available)
         room = quota.static_room(job, state, rows)
         if room is not None:  # the namespace's share on a member caps what division gives it
             if job.previous:  # Steady division keeps those, then adds up to `available`

@@ -65,6 +65,10 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
     """Per cluster, cached per request signature: [C, 3] ints (free replicas, flavor to use,
     its chip index) and [C] one pod's hourly cost there.
 
+    Device pods count free replicas on the chosen flavor's chip only: a Binding records
+    one chip per cluster and the propagator pins every pod there to it, so pods counted
+    on a second chip's nodes were pinned to the first chip's, which had no room for them.
+
     Only clusters whose capacity changed since the cached answer (their version moved) are
     recomputed, so identical requests across a cycle share the work.
     """
@@ -87,9 +91,13 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
         by_free = np.min(state.free[stale][..., need] // wanted, axis=-1)
         avail = np.where(fits, np.maximum(np.minimum(by_free, held[stale]), 0), 0)
         flavors = np.argmin(np.where(avail > 0, order[stale], np.inf), axis=1)
+        chip_of = state.snapshot.flavor_chip[stale]
+        chosen = chip_of[np.arange(stale.size), flavors]
+        if job.devices:  # one chip per cluster: its Binding target records one
+            avail = np.where(chip_of == chosen[:, None], avail, 0)
         ints[stale, AVAIL] = avail.sum(axis=1)
         ints[stale, FLAVOR] = flavors
-        ints[stale, CHIP] = state.snapshot.flavor_chip[stale, flavors]
+        ints[stale, CHIP] = chosen
         cost[stale] = pod_cost[stale, flavors]
         versions[stale] = state.version[stale]
     return ints, cost
@@ -140,6 +148,34 @@ def one_flavor_available(job: fw.JobRequest, state: fw.CycleState, row: int, fla
     by_free = int((state.free[row, flavor][need] // wanted).min())
     per_node = int((state.snapshot.alloc[row, flavor][need] // wanted).min())
     return max(0, min(by_free, per_node * int(state.snapshot.nodes[row, flavor])))
+
+
+def kept_chip(job: fw.JobRequest, state: fw.CycleState, name: str) -> int | None:
+    """Index (into `snapshot.chips`) of the chip a device workload's replicas kept on a
+    cluster run on, as its Binding records it; None: not a device workload, nothing kept
+    there, or a chip the fleet no longer has."""
+    if not job.devices or not job.previous.get(name):
+        return None
+    chip = job.copies_chips.get(name)
+    chips = state.snapshot.chips
+    return chips.index(chip) if chip in chips else None
+
+
+def on_kept_chips(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray, available: snap.IntArray
+) -> snap.IntArray:
+    """`available`, but where a device workload keeps replicas: free replicas on their chip
+    alone, which the replicas added there join (`admission._take`)."""
+    if not job.devices or not job.copies_chips:
+        return available
+    names = state.snapshot.clusters
+    out = available.copy()
+    for i, row in enumerate(rows.tolist()):
+        kept = kept_chip(job, state, names[row].name)
+        if kept is not None:
+            per_flavor = flavor_available(job, state, rows[i : i + 1])[0]
+            out[i] = int(per_flavor[state.snapshot.flavor_chip[row] == kept].sum())
+    return out
 
 
 def cluster_available(
@@ -240,7 +276,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
     ratios = {c: largest[..., c].max() / pod[c] for c in columns}
     column = min(columns, key=lambda c: ratios[c])
     if ratios[column] >= 1:
-        avail = flavor_available(job, state, rows).sum(axis=1)
+        avail = on_kept_chips(job, state, rows, cluster_available(job, state, rows))
         best = int(np.argmax(avail))
         name = state.snapshot.clusters[int(rows[best])].name
         return (
@@ -270,6 +306,7 @@ class Capacity:
         """Plain per-flavor loop (the reference the vector path is checked against)."""
         pod = job.vector.tolist()
         total = 0
+        room: list[tuple[int, str | None, int]] = []  # (free replicas, chip, flavor)
         emptiest: list[int] = [0] * len(pod)
         biggest: list[int] = [0] * len(pod)  # one node's allocatable, whatever runs there
         for fi, flavor in enumerate(cluster.flavors):
@@ -286,7 +323,20 @@ class Capacity:
                 continue
             by_free = min(f // p for f, p in zip(free, pod, strict=True) if p > 0)
             per_node = min(a // p for a, p in zip(alloc, pod, strict=True) if p > 0)
-            total += max(0, min(by_free, per_node * flavor.node_count))
+            room.append((max(0, min(by_free, per_node * flavor.node_count)), model, fi))
+        total = sum(n for n, _, _ in room)
+        if job.devices and room:  # one chip per cluster: the kept one, else the chosen one
+            kept = kept_chip(job, state, cluster.name)
+            order = shape_arrays(job, state)[4][cluster.index]
+            usable = [(float(order[fi]), fi, chip) for n, chip, fi in room if n > 0]
+            chip = (
+                state.snapshot.chips[kept]
+                if kept is not None
+                else min(usable)[2]
+                if usable
+                else None
+            )
+            total = sum(n for n, c, _ in room if c == chip)
         need = needed_here(job)
         total += job.previous.get(cluster.name, 0)  # its own pods there: room it holds
         if total >= need:
@@ -309,7 +359,7 @@ class Capacity:
         return fw.Verdict.unschedulable(f"room for {total} of {need} replicas")
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
-        available = cluster_available(job, state, rows)
+        available = on_kept_chips(job, state, rows, cluster_available(job, state, rows))
         if job.previous:
             available = available + running(job, state, rows)
         return available >= needed_here(job)

@@ -831,3 +831,60 @@ def test_after_a_reclaim_the_queue_that_lost_work_is_served_by_its_new_share() -
     result = cycle.Scheduler().run_cycle(snapshot, pending, first.usage, NOW)
     assert [v.ref.name for v, _ in result.evicted] == ["y1"]
     assert [a.ref.name for a in result.admitted] == ["x1", "y-new"]
+
+
+H100_A100 = "nvidia-h100-80gb,nvidia-a100-80gb"
+
+
+def test_a_gangs_device_pods_share_one_chip_on_a_cluster() -> None:
+    """Two 1-GPU pods that take either chip; mixed has one free H100 and one free A100,
+    a100 two free A100s. The Binding records one chip per cluster and the propagator pins
+    every pod there to it, so mixed cannot hold the pair: it goes to a100."""
+    mixed = cluster(
+        "mixed",
+        flavor(chip="nvidia-h100-80gb", devices=1, cpu="16", nodes=1),
+        flavor(chip="nvidia-a100-80gb", devices=1, cpu="16", nodes=1),
+    )
+    a100 = cluster("z-a100", flavor(chip="nvidia-a100-80gb", devices=2, cpu="16", nodes=1))
+    busy = cluster(  # H100s in use: the federation has more than the pair asks for
+        "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
+    )
+    pair = job(workload("pair", gpus=1, replicas=2, chips=H100_A100))
+
+    result = run([mixed, a100, busy], [pair])
+
+    assert placed(result) == {"pair": {"z-a100": 2}}
+    (admitted,) = result.admitted
+    assert admitted.chips == {"z-a100": "nvidia-a100-80gb"}
+
+    alone = run([mixed, busy], [pair])
+    assert alone.admitted == []
+    assert alone.reasons["team/Job.batch/pair"].endswith("best is mixed with 1")
+
+
+def test_a_services_device_pods_share_one_chip_on_a_cluster() -> None:
+    """Divided over one mixed member with a free H100 and a free A100, a 2-replica GPU
+    service gets the replica the preferred chip holds; the other waits for room."""
+    mixed = cluster(
+        "mixed",
+        flavor(chip="nvidia-h100-80gb", devices=1, cpu="16", nodes=1),
+        flavor(chip="nvidia-a100-80gb", devices=1, cpu="16", nodes=1),
+    )
+    divided = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+        }
+    }
+    web = job(
+        workload("web", kind="Deployment", gpus=1, replicas=2, chips=H100_A100),
+        placement=divided,
+    )
+
+    busy = cluster(
+        "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
+    )
+    result = run([mixed, busy], [web])
+
+    assert result.admitted == []  # 1 free replica on one chip: 2 do not fit

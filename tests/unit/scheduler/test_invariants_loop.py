@@ -27,6 +27,8 @@ from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import GPU, NOW, workload
 from tests.unit.scheduler.test_invariants import (
+    A100,
+    H100,
     NAMESPACES,
     QUEUES,
     SHAPES,
@@ -66,8 +68,12 @@ def _policy(namespace: str, kind: str) -> PropagationPolicy:
 
 def _new(rng: random.Random, number: int) -> Workload:
     spec = dict(SHAPES[rng.randrange(len(SHAPES))])
-    if rng.random() < 0.3:  # more services, so policies have work to divide
+    roll = rng.random()
+    if roll < 0.3:  # more services, so policies have work to divide
         spec = {"cpu": rng.choice(["1", "2"]), "replicas": rng.randint(1, 4)}
+        spec["kind"] = "Deployment"
+    elif roll < 0.4:  # a GPU service that takes either chip
+        spec = {"cpu": "2", "gpus": 1, "replicas": rng.randint(1, 3), "chips": f"{H100},{A100}"}
         spec["kind"] = "Deployment"
     return workload(
         f"w{number}",
