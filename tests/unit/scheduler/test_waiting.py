@@ -13,11 +13,13 @@ import pytest
 
 from federation.failover import eviction
 from federation.quota.accounting import Admission, Usage
+from federation.resources import ResourceList
 from federation.scheduler import binder, queue_view, reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, EvictionTask
 from policies.models.cluster import Cluster, Taint
 from tests.unit.scheduler.fleet import (
+    GPU,
     NOW,
     cluster,
     flavor,
@@ -547,3 +549,42 @@ def test_replicas_kept_on_a_scale_up_keep_the_arch_their_pods_run_on() -> None:
     down = run(fleet, [smaller], snapshot=_snapshot(fleet, [stored]))
     (out,) = down.bindings  # scaled down, the one kept still runs on arm64
     assert [(t.name, t.replicas, t.chip) for t in out.spec.clusters] == [("c", 1, "arm64")]
+
+
+def test_gpu_replicas_kept_on_a_scale_keep_their_chip() -> None:
+    """web (1 GPU a replica, H100 preferred, A100 taken) runs on c's A100s because its
+    H100s were busy. Scaled up once the H100s are free, the added replica joins the running
+    one on A100: the Binding pins every replica there to one chip. Scaled down on a full
+    member, the one kept still records A100 (it recorded none: no chip had room left)."""
+    a100 = flavor(chip="nvidia-a100-80gb", devices=2, cpu="16", nodes=1)
+    h100 = flavor(chip="nvidia-h100-80gb", devices=2, cpu="16", nodes=1)
+    chips = "nvidia-h100-80gb,nvidia-a100-80gb"
+    busy = h100.model_copy(update={"free": h100.free - ResourceList({GPU: 2000})})
+    busy = busy.model_copy(update={"largest_free": busy.free})
+    one = job(workload("web", kind="Deployment", gpus=1, chips=chips), placement=WEIGHTED)
+    first = run([cluster("c", a100, busy)], [one])
+    (stored,) = first.bindings
+    assert [(t.replicas, t.chip) for t in stored.spec.clusters] == [(1, "nvidia-a100-80gb")]
+    used = rl(cpu="1", memory="1Gi", pods="1") + ResourceList({GPU: 1000})
+    running = a100.model_copy(update={"free": a100.free - used, "largest_free": a100.free - used})
+    fleet = [cluster("c", running, h100)]
+    two = job(
+        workload("web", kind="Deployment", gpus=1, replicas=2, chips=chips), placement=WEIGHTED
+    )
+
+    up = run(fleet, [two], snapshot=_snapshot(fleet, [stored]))
+
+    (out,) = up.bindings
+    assert [(t.replicas, t.chip) for t in out.spec.clusters] == [(2, "nvidia-a100-80gb")]
+    (admitted,) = up.admitted
+    assert {f for _, f, _ in admitted.flavors} == {0}  # the A100 flavor
+    assert admitted.charge.amount("accelerator/nvidia-a100-80gb") == 2000
+
+    full = [
+        cluster(
+            "c", *(f.model_copy(update={"free": rl(), "largest_free": rl()}) for f in (a100, h100))
+        )
+    ]
+    down = run(full, [one], snapshot=_snapshot(full, [out]))
+    (kept,) = down.bindings
+    assert [(t.replicas, t.chip) for t in kept.spec.clusters] == [(1, "nvidia-a100-80gb")]
