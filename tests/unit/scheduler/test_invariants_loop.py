@@ -1,9 +1,11 @@
 """What no cycle may do, through the scheduling loop's round trip: workloads and their
 Bindings sorted by `reconcile` into pending and admitted, a cycle, its Bindings stored and
 read back next time, while members run what the Bindings name (some pods late), services
-are scaled, jobs finish, workloads are deleted and a namespace's propagation policy is
-edited or deleted. Every cycle: the copies the Bindings name fit the members, no queue or
-namespace goes past its limit, and every workload is either bound or waiting.
+are scaled, jobs finish, workloads are deleted, a namespace's propagation policy is
+edited or deleted, and in some runs a member goes down and failover evicts its copies.
+Every cycle: the copies the Bindings name fit the members, no queue or namespace goes
+past its limit, nothing is placed on a member that is down, and every workload is either
+bound or waiting.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import defaultdict
 import pytest
 
 from federation.cache import snapshot as snap
+from federation.failover import eviction
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import keys
@@ -23,6 +26,7 @@ from federation.scheduler.binder import binding_ref
 from federation.scheduler.loop import _amended, _mark_claims, _mark_fingerprints
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
+from policies.models.cluster import Condition, Taint
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import GPU, NOW, workload
@@ -145,6 +149,7 @@ class _World:
         self.fingerprints: dict[str, str] = {}
         self.claims: dict[str, str] = {}
         self.made = 0
+        self.down: str | None = None
 
     def change(self, number: int) -> None:
         """Arrivals, scaling, finished and deleted work, a namespace's policy edited or
@@ -166,6 +171,26 @@ class _World:
                     del self.workloads[key]
         if number == 3:
             self.kinds[rng.choice(NAMESPACES)] = rng.choice([None, *REPLICATION])
+        if number == 2 and len(self.members) > 2 and rng.random() < 0.5:
+            self._fail(rng.choice(list(self.members)))
+
+    def _fail(self, name: str) -> None:
+        """A member goes down: it reports NotReady, is tainted NoExecute, its pods are
+        gone and failover evicts every copy its Bindings name there."""
+        self.down = name
+        m = self.members[name]
+        for ref in list(m.ours):
+            m.stop(ref)
+        taint = Taint(key="cluster.fedctl.io/not-ready", effect="NoExecute", time_added=NOW)
+        ready = Condition(type="Ready", status="False", last_transition_time=NOW)
+        status = m.spec.status.model_copy(update={"conditions": [ready]})
+        spec = m.spec.spec.model_copy(update={"taints": [taint]})
+        m.spec = m.spec.model_copy(update={"spec": spec, "status": status})
+        for key, b in list(self.bindings.items()):
+            if any(t.name == name for t in b.spec.clusters):
+                self.bindings[key] = eviction.evict(
+                    b, name, now=NOW, reason="cluster not ready", purge_mode="Directly"
+                )
 
     def run_members(self) -> None:
         """The members run what the Bindings name, some of it late."""
@@ -175,7 +200,7 @@ class _World:
             for ref in [r for r in m.ours if (r, name) not in named]:
                 m.stop(ref)
         for key, name, chip, pod, replicas in copies:
-            if self.rng.random() < 0.4:
+            if self.rng.random() < 0.4 or name == self.down:
                 continue
             m = self.members[name]
             if m.running(key) > replicas:
@@ -237,5 +262,6 @@ def test_no_round_trip_through_the_registry_overfills_loses_or_breaks_limits(see
         waiting = {str(j.ref) for j in result.pending.jobs()}
         assert live <= bound | waiting, f"lost: {sorted(live - bound - waiting)}"
         running = [c for c in _copies(world.bindings) if c[0] in live]
+        assert all(c[1] != world.down for c in running), "placed on a member that is down"
         _check_copies_fit(running, clean)
         _check_limits(result.usage.admissions(), world.queues, world.quotas)
