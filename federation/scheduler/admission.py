@@ -25,8 +25,8 @@ from federation.resources import ResourceList
 from federation.scheduler import binder, explain, room
 from federation.scheduler import framework as fw
 from federation.scheduler import placement as pl
-from federation.scheduler.plugins import capacity, quota
-from policies.models.accelerator import is_arch
+from federation.scheduler import taken as taken_mod
+from federation.scheduler.plugins import quota
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
     Binding,
@@ -47,9 +47,6 @@ __all__ = ["Admitter", "binding_for", "release"]
 release = room.release
 """`room.release`, also here for callers that release admitted work for a what-if."""
 
-_Taken = tuple[tuple[str, int, int], ...]
-"""(cluster, flavor, pods) an admission took (`accounting.Admission.flavors`)."""
-
 
 class Admitter:
     """Settles each job of a cycle; holds the (replaceable) cycle state."""
@@ -63,7 +60,7 @@ class Admitter:
         self.now = now
         self._costs: dict[tuple[object, ...], Decimal | None] = {}
         self._targets: dict[tuple[object, ...], TargetCluster] = {}
-        self._flavors: dict[_Taken, _Taken] = {}
+        self._flavors: dict[taken_mod.Taken, taken_mod.Taken] = {}
         self._costs_by_pod: dict[tuple[object, ...], tuple[ResourceList, Decimal | None]] = {}
         self._status = BindingStatus.model_construct(
             phase="Scheduled", reason="", last_scheduled_time=now
@@ -164,7 +161,7 @@ class Admitter:
             rows = np.array([state.snapshot.index[n] for n in names], dtype=np.int64)
             chips = dict(zip(names, quota.chip_on(request, state, rows), strict=True))
         if request.devices and request.copies_chips:
-            chips = _with_kept_chips(chips, request, state)
+            chips = taken_mod.kept_chips(chips, request, state)
         charge: ResourceList | None = None
         cycle_charges = quota.charges(state)
         for name, replicas in placed.placement.items():
@@ -269,7 +266,7 @@ class Admitter:
             (name, flavor, pods)
             for name, replicas in placed.placement.items()
             if replicas > kept.get(name, 0)
-            for flavor, pods in _take(
+            for flavor, pods in taken_mod.take(
                 state,
                 request,
                 state.snapshot.index[name],
@@ -282,7 +279,7 @@ class Admitter:
         if not request.devices:  # CPU pods: the arch they run on, where there is one
             kinds = {name: self._arch(request, name, taken) for name in placed.placement}
             if request.copies_chips and kept:
-                kinds = _with_kept_arches(kinds, request, taken)
+                kinds = taken_mod.kept_arches(kinds, request, taken)
         admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
@@ -444,83 +441,6 @@ class Admitter:
                 return
         self._emitted[key] = len(bindings)
         bindings.append(binding)
-
-
-def _take(
-    state: fw.CycleState,
-    request: fw.JobRequest,
-    row: int,
-    replicas: int,
-    hint: tuple[int, int] | None = None,
-) -> tuple[tuple[int, int], ...]:
-    """Charge the job's pods on one cluster to its flavors; returns (flavor, pods) taken."""
-    if hint is not None and hint[1] >= replicas:  # the flavor and its room, known already
-        state.take(row, hint[0], replicas, request.vector)
-        return ((hint[0], replicas),)
-    rows = np.array([row], dtype=np.int64)
-    kept = capacity.kept_chip(request, state, state.snapshot.clusters[row].name)
-    first = capacity.chosen_flavor(request, state, row)
-    if kept is None and capacity.one_flavor_available(request, state, row, first) >= replicas:
-        state.take(row, first, replicas, request.vector)  # the common case: one flavor
-        return ((first, replicas),)
-    avail = capacity.flavor_available(request, state, rows)[0]
-    if request.devices:  # all on one chip: the kept replicas' or the chosen flavor's
-        chip_of = state.snapshot.flavor_chip[row]
-        chip = chip_of[first] if kept is None else kept
-        avail = np.where(chip_of == chip, avail, 0)
-        if kept is not None and chip_of[first] != kept:
-            ranked = [int(f) for f in np.argsort(-avail, kind="stable")]
-            first = next((f for f in ranked if chip_of[f] == kept), first)
-    order = [first] + [int(f) for f in np.argsort(-avail) if int(f) != first]
-    left = replicas
-    taken: list[tuple[int, int]] = []
-    for flavor in order:
-        if left <= 0:
-            break
-        n = min(left, int(avail[flavor])) if avail[flavor] > 0 else 0
-        if n:
-            state.take(row, flavor, n, request.vector)
-            taken.append((flavor, n))
-            left -= n
-    if left > 0:  # duplicated or over-estimated: charge the rest to the first flavor
-        state.take(row, first, left, request.vector)
-        taken.append((first, left))
-    return tuple(taken)
-
-
-def _with_kept_chips(
-    chips: dict[str, str | None], request: fw.JobRequest, state: fw.CycleState
-) -> dict[str, str | None]:
-    """Device pods where a placement keeps replicas it runs: on the chip those run on (the
-    added ones join them, `_take`), not the chip a fresh pod would get there, which names
-    none when the cluster has no room left for one."""
-    out = dict(chips)
-    names = state.snapshot.chips
-    for name in out:
-        kept = capacity.kept_chip(request, state, name)
-        if kept is not None:
-            out[name] = names[kept]
-    return out
-
-
-def _with_kept_arches(
-    kinds: dict[str, str | None], request: fw.JobRequest, taken: _Taken
-) -> dict[str, str | None]:
-    """The arch CPU pods are pinned to where a placement keeps replicas it runs: the one
-    their Binding records (where the copies were counted, `held`), and where more were
-    added, that one only when the added pods took its nodes too, else none (either).
-
-    Why: scaling up keeps the running replicas where they are and places only the added
-    ones, and one arch recorded for all of them from the added pods alone pinned the kept
-    replicas, counted on the other arch's nodes (or on either), to nodes without room.
-    """
-    grew = {name for name, _, _ in taken}
-    out = dict(kinds)
-    for name, was in request.copies_chips.items():
-        if name not in out or not request.previous.get(name) or (was and not is_arch(was)):
-            continue
-        out[name] = (was if out[name] == was else None) if name in grew else was
-    return out
 
 
 def binding_for(

@@ -165,7 +165,7 @@ def on_kept_chips(
     job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray, available: snap.IntArray
 ) -> snap.IntArray:
     """`available`, but where a device workload keeps replicas: free replicas on their chip
-    alone, which the replicas added there join (`admission._take`)."""
+    alone, which the replicas added there join (`taken.take`)."""
     if not job.devices or not job.copies_chips:
         return available
     names = state.snapshot.clusters
