@@ -326,3 +326,24 @@ async def test_failover_reads_its_terms_from_the_policy_the_binding_records() ->
     assert [t.key for t in controller.terms(kept).tolerations] == ["from-low"]
     unrecorded = binding(WEB, {"a": 2})
     assert [t.key for t in controller.terms(unrecorded).tolerations] == ["from-high"]
+
+
+def test_a_kept_workload_whose_pods_were_resized_is_placed_again() -> None:
+    """Kept where its deleted policy placed it, web is resized. The propagator renders the
+    current template onto the kept targets, so the larger pods ran there without the
+    queue or the quota admitting them: it is placed again, its copies held meanwhile."""
+    bound = admitted_under(LOW, {"a": 2, "b": 2})
+    pods = WEB.pod_requests().to_wire()
+    bound = bound.model_copy(update={"spec": bound.spec.model_copy(update={"pod_requests": pods})})
+    assert placements(sort(WEB, bound, [])) == {
+        "admitted": {"web": {"a": 2, "b": 2}},
+        "pending": {},
+    }
+
+    bigger = workload("web", kind="Deployment", replicas=2, cpu="2")
+    resized = sort(bigger, bound, [])
+
+    assert placements(resized) == {"admitted": {}, "pending": {"web": False}}
+    (waiting,) = resized.waiting
+    assert waiting.pod == WEB.pod_requests()  # the copies run the old pods until then
+    assert dict(waiting.placement) == {"a": 2, "b": 2}

@@ -1,7 +1,7 @@
 """What no cycle may do, through the scheduling loop's round trip: workloads and their
 Bindings sorted by `reconcile` into pending and admitted, a cycle, its Bindings stored and
 read back next time, while members run what the Bindings name (some pods late), services
-are scaled, jobs finish, workloads are deleted, a namespace's propagation policy is
+are scaled and resized, jobs finish, workloads are deleted, a namespace's propagation policy is
 edited or deleted, and in some runs a member goes down and failover evicts its copies.
 Every cycle: the copies the Bindings name fit the members, no queue or namespace goes
 past its limit, nothing is placed on a member that is down, and every workload is either
@@ -88,9 +88,14 @@ def _new(rng: random.Random, number: int) -> Workload:
     )
 
 
-def _scaled(w: Workload, replicas: int) -> Workload:
+def _scaled(w: Workload, replicas: int, cpu: str | None = None) -> Workload:
+    """`w` with `replicas`, and each pod asking for `cpu` when given (a resize)."""
     wire = w.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return Workload.model_validate({**wire, "spec": {**wire["spec"], "replicas": replicas}})
+    spec = {**wire["spec"], "replicas": replicas}
+    if cpu is not None:
+        (container,) = spec["template"]["spec"]["containers"]
+        container["resources"]["requests"]["cpu"] = cpu
+    return Workload.model_validate({**wire, "spec": spec})
 
 
 def _copies(bindings: dict[str, Binding]) -> list[tuple[str, str, str | None, ResourceList, int]]:
@@ -162,7 +167,8 @@ class _World:
         for key, entry in list(self.workloads.items()):
             w, roll = entry.workload, rng.random()
             if number and w.kind == "Deployment" and roll < 0.15:
-                scaled = _scaled(w, rng.randint(1, 5))
+                cpu = rng.choice(["1", "2", "3"]) if rng.random() < 0.3 else None
+                scaled = _scaled(w, rng.randint(1, 5), cpu)
                 self.workloads[key] = reconcile.Entry(scaled, entry.created)
             elif number and key in self.bindings and roll > 0.93:
                 if w.kind == "Job":
@@ -203,8 +209,8 @@ class _World:
             if self.rng.random() < 0.4 or name == self.down:
                 continue
             m = self.members[name]
-            if m.running(key) > replicas:
-                m.stop(key)
+            if m.running(key) > replicas or any(p != pod for *_, p in m.ours.get(key, [])):
+                m.stop(key)  # scaled down, or resized: the pods are replaced
             m.run(key, pod, chip, replicas - m.running(key))
 
     def cycle(self) -> cycle.CycleResult:
