@@ -417,6 +417,7 @@ class Admitter:
                 targets=kept,
                 cost=cost,
                 pod=stored.spec.pod_requests,
+                queue=stored.spec.queue,  # the copies stay charged where they were admitted
             )
         )
 
@@ -454,8 +455,10 @@ def binding_for(
     tasks: list[EvictionTask] | None = None,
     status: BindingStatus | None = None,
     pod: dict[str, str] | None = None,
+    queue: str | None = None,
 ) -> Binding:
     """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
+    `pod` and `queue`: those its targets' copies were admitted with (default: the job's).
 
     Built without re-validation: every part comes from validated models or from the
     scheduler itself, and a cycle builds one per decision.
@@ -471,7 +474,7 @@ def binding_for(
             name=w.metadata.name,
             uid=w.metadata.uid,
         ),
-        queue=job.queue,
+        queue=queue or job.queue,
         priority=job.priority,
         clusters=targets or [],
         hourly_cost=cost,

@@ -37,8 +37,10 @@ def admission_of(
     """The usage a Scheduled Binding stands for (the same charge the cycle computed).
 
     `as_placed`: charge the pods the Binding recorded when it was placed (`podRequests`),
-    not the workload's: the copies a workload waiting to be placed again still runs are
-    the old pods until it is, and a resize in between had them charged at the new size.
+    not the workload's, to the queue that admitted them (its `queue`): the copies a
+    workload waiting to be placed again still runs are the old pods until it is, and a
+    resize in between had them charged at the new size; moved to another queue in between,
+    they were charged to a queue that never admitted them, past its capability.
 
     Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
     admitted workload before its first cycle, and that read is its take-over time. Tens of
@@ -61,7 +63,7 @@ def admission_of(
     chips = {t.name: t.chip for t in targets if t.chip}  # CPU pods: the arch pinned
     return accounting.admission(
         ref=job.ref,
-        queue=job.queue,
+        queue=binding.spec.queue if as_placed else job.queue,
         namespace=job.ref.namespace,
         priority=job.priority,
         seq=job.seq,

@@ -21,7 +21,8 @@ entry, Binding or status changed: still read from the cache, never from its own 
 The rules, per workload:
  - status phase Succeeded/Failed  -> finished: not pending, not counted.
  - Scheduled Binding whose claiming policy is gone (deleted, or no longer selecting it)
-   and no other policy claims it, every cluster still known, pods not resized since
+   and no other policy claims it, every cluster still known, not resized nor moved to
+   another queue since
                                    -> admitted where it is (Karmada keeps the binding and
                                       the copies), its Binding amended to say so.
  - Scheduled Binding, same workload and claiming policy as when admitted (and, for a
@@ -238,11 +239,11 @@ class _Sorter:
         if not (fresh is not None and self.trusted) and not (
             _stands(binding, self.known)
             and (
-                (orphan and not _resized(binding, job))
+                (orphan and not _changed(binding, job))
                 or admitted_as(binding, self.fingerprints.get(key), mark) == mark
             )
         ):  # kept where its deleted policy placed it, whatever that policy's fingerprint,
-            # unless its pods were resized since: the queue admits the new size
+            # unless resized or moved to another queue since: that queue admits it
             waiting = self._waiting(job, binding)
             return _WAITING if waiting else _PENDING, job, mark, waiting, claimed, held, None
         admitted = fresh
@@ -562,14 +563,17 @@ class Prepared:
         return self.jobs
 
 
-def _resized(binding: Binding, job: PendingJob) -> bool:
+def _changed(binding: Binding, job: PendingJob) -> bool:
     """Whether the workload's pods ask for other amounts than its Binding recorded when it
-    was placed (not recorded: taken as the same).
+    was placed (not recorded: taken as the same), or it moved to another queue.
 
     Why it matters for a workload kept where its deleted policy placed it: the propagator
     renders the current template onto the kept targets, so resized pods ran there without
-    admission, past the queue's capability or the namespace's quota.
+    admission, past the queue's capability or the namespace's quota; and one moved to
+    another queue was charged to that queue, which never admitted it.
     """
+    if binding.spec.queue != job.queue:
+        return True
     placed = binding.spec.placed_pod()
     return placed is not None and placed != job.workload.pod_requests()
 

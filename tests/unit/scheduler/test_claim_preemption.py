@@ -347,3 +347,16 @@ def test_a_kept_workload_whose_pods_were_resized_is_placed_again() -> None:
     (waiting,) = resized.waiting
     assert waiting.pod == WEB.pod_requests()  # the copies run the old pods until then
     assert dict(waiting.placement) == {"a": 2, "b": 2}
+
+
+def test_a_kept_workload_moved_to_another_queue_is_placed_again() -> None:
+    """Kept where its deleted policy placed it, web moves to queue ml: ml must admit it
+    (it was charged to ml without ever being admitted there)."""
+    bound = admitted_under(LOW, {"a": 2, "b": 2})
+    moved = workload("web", kind="Deployment", replicas=2, queue="ml")
+
+    work = sort(moved, bound, [])
+
+    assert placements(work) == {"admitted": {}, "pending": {"web": False}}
+    (waiting,) = work.waiting
+    assert waiting.queue == "default"  # where the copies were admitted, until ml admits it

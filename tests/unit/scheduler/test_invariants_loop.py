@@ -98,6 +98,17 @@ def _scaled(w: Workload, replicas: int, cpu: str | None = None) -> Workload:
     return Workload.model_validate({**wire, "spec": spec})
 
 
+def _annotated(w: Workload, rng: random.Random) -> Workload:
+    """`w` moved to another queue or given another priority."""
+    notes = dict(w.metadata.annotations)
+    if rng.random() < 0.5:
+        notes["fedctl.io/queue"] = rng.choice(QUEUES)
+    else:
+        notes["fedctl.io/priority"] = str(rng.randint(0, 4))
+    wire = w.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return Workload.model_validate({**wire, "metadata": {**wire["metadata"], "annotations": notes}})
+
+
 def _copies(bindings: dict[str, Binding]) -> list[tuple[str, str, str | None, ResourceList, int]]:
     """(workload, cluster, chip, pod, replicas) for every copy a Binding names: what the
     propagator keeps on the members, Scheduled or waiting to be placed again."""
@@ -170,6 +181,9 @@ class _World:
                 cpu = rng.choice(["1", "2", "3"]) if rng.random() < 0.3 else None
                 scaled = _scaled(w, rng.randint(1, 5), cpu)
                 self.workloads[key] = reconcile.Entry(scaled, entry.created)
+            elif number and 0.88 < roll <= 0.93:
+                edited = _annotated(w, rng)
+                self.workloads[key] = reconcile.Entry(edited, entry.created)
             elif number and key in self.bindings and roll > 0.93:
                 if w.kind == "Job":
                     self.phases[key] = "Succeeded"

@@ -588,3 +588,32 @@ def test_gpu_replicas_kept_on_a_scale_keep_their_chip() -> None:
     down = run(full, [one], snapshot=_snapshot(full, [out]))
     (kept,) = down.bindings
     assert [(t.replicas, t.chip) for t in kept.spec.clusters] == [(1, "nvidia-a100-80gb")]
+
+
+def test_copies_of_a_workload_moved_to_another_queue_stay_charged_where_admitted() -> None:
+    """web runs 2 copies admitted by queue a, then is moved to queue b, capped below what
+    it asks: b must admit it before its copies count there. Until then they hold a's share
+    (charged to b, b ran past its capability with copies it never admitted)."""
+    fleet = [cluster("c")]
+    queues = [queue("a"), queue("b", capability={"cpu": "1"})]
+    web = job(workload("web", kind="Deployment", replicas=2, queue="a"), placement=WEIGHTED)
+    first = run(fleet, [web], queues=queues)
+    (stored,) = first.bindings
+    moved = job(workload("web", kind="Deployment", replicas=2, queue="b"), placement=WEIGHTED)
+
+    work = _reconciled(moved, stored, ["c"], edited=True)
+    (copies,) = work.waiting
+    assert copies.queue == "a" and copies.charge.amount("cpu") == 2000
+
+    again = run(
+        fleet,
+        work.pending,
+        queues=queues,
+        usage=Usage(work.waiting),
+        snapshot=_snapshot(fleet, [stored], queues=queues),
+    )
+    assert again.admitted == []
+    assert again.usage.queue_used("b").amount("cpu") == 0
+    (pending,) = again.bindings
+    assert pending.spec.queue == "a" and pending.placement() == {"c": 2}
+    assert _waiting(moved, pending, fleet)[0].queue == "a"  # and so the cycle after
