@@ -31,14 +31,12 @@ _Shape = tuple[tuple[int, ...], frozenset[str], str | None]
 """A group of held pods: one pod's [R] vector, its device resource names, its chip there."""
 
 
-Attribution = dict[tuple[tuple[int, ...], frozenset[str], str | None], snap.IntArray]
+Attribution = dict[_Shape, snap.IntArray]
 """Per group of held pods (`group_of`): how many of them `effective_capacity` counted on
 each flavor of each cluster, [C, F]."""
 
 
-def group_of(
-    snapshot: snap.Snapshot, admission: Admission, cluster: str
-) -> tuple[tuple[int, ...], frozenset[str], str | None]:
+def group_of(snapshot: snap.Snapshot, admission: Admission, cluster: str) -> _Shape:
     """The group an admission's pods on one cluster are held in (`Attribution`)."""
     vector, names = _pod_shape(admission.pod, snapshot.device_resources)
     return vector, names, admission.chips.get(cluster) if admission.chips else None

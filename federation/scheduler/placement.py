@@ -165,8 +165,9 @@ class Placer:
             total += weight * parts[plugin.name]
             weight_sum += weight
         final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
-        available = capacity.cluster_available(job, state, rows)
-        available = capacity.on_kept_chips(job, state, rows, available)
+        available = capacity.on_kept_chips(
+            job, state, rows, capacity.cluster_available(job, state, rows)
+        )
         room = quota.static_room(job, state, rows)
         if room is not None:  # the namespace's share on a member caps what division gives it
             if job.previous:  # Steady division keeps those, then adds up to `available`

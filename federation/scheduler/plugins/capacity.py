@@ -169,12 +169,17 @@ def on_kept_chips(
     if not job.devices or not job.copies_chips:
         return available
     names = state.snapshot.clusters
+    kept = {
+        i: chip
+        for i, row in enumerate(rows.tolist())
+        if (chip := kept_chip(job, state, names[row].name)) is not None
+    }
+    if not kept:
+        return available
+    per_flavor = flavor_available(job, state, rows)
     out = available.copy()
-    for i, row in enumerate(rows.tolist()):
-        kept = kept_chip(job, state, names[row].name)
-        if kept is not None:
-            per_flavor = flavor_available(job, state, rows[i : i + 1])[0]
-            out[i] = int(per_flavor[state.snapshot.flavor_chip[row] == kept].sum())
+    for i, chip in kept.items():
+        out[i] = int(per_flavor[i][state.snapshot.flavor_chip[rows[i]] == chip].sum())
     return out
 
 
@@ -326,17 +331,7 @@ class Capacity:
             room.append((max(0, min(by_free, per_node * flavor.node_count)), model, fi))
         total = sum(n for n, _, _ in room)
         if job.devices and room:  # one chip per cluster: the kept one, else the chosen one
-            kept = kept_chip(job, state, cluster.name)
-            order = shape_arrays(job, state)[4][cluster.index]
-            usable = [(float(order[fi]), fi, chip) for n, chip, fi in room if n > 0]
-            chip = (
-                state.snapshot.chips[kept]
-                if kept is not None
-                else min(usable)[2]
-                if usable
-                else None
-            )
-            total = sum(n for n, c, _ in room if c == chip)
+            total = sum(n for n, c, _ in room if c == self._one_chip(job, cluster, state, room))
         need = needed_here(job)
         total += job.previous.get(cluster.name, 0)  # its own pods there: room it holds
         if total >= need:
@@ -357,6 +352,22 @@ class Capacity:
                     f" (emptiest has {_amount(c, max(emptiest[c], 0))})"
                 )
         return fw.Verdict.unschedulable(f"room for {total} of {need} replicas")
+
+    @staticmethod
+    def _one_chip(
+        job: fw.JobRequest,
+        cluster: snap.ClusterInfo,
+        state: fw.CycleState,
+        room: list[tuple[int, str | None, int]],
+    ) -> str | None:
+        """The chip a device job's pods there share: the one its kept replicas run on,
+        else that of the flavor `view` would choose (most preferred, then cheapest)."""
+        kept = kept_chip(job, state, cluster.name)
+        if kept is not None:
+            return state.snapshot.chips[kept]
+        _, _, _, _, order, _ = shape_arrays(job, state)
+        usable = [(float(order[cluster.index, fi]), fi, chip) for n, chip, fi in room if n > 0]
+        return min(usable)[2] if usable else None
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
         available = on_kept_chips(job, state, rows, cluster_available(job, state, rows))

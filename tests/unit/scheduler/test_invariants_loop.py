@@ -32,6 +32,7 @@ from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import GPU, NOW, workload
 from tests.unit.scheduler.test_invariants import (
     A100,
+    DIVIDED,
     H100,
     NAMESPACES,
     QUEUES,
@@ -43,19 +44,6 @@ from tests.unit.scheduler.test_invariants import (
     _quotas,
 )
 
-REPLICATION = {
-    "dynamic": {
-        "replicaSchedulingType": "Divided",
-        "replicaDivisionPreference": "Weighted",
-        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-    },
-    "aggregated": {
-        "replicaSchedulingType": "Divided",
-        "replicaDivisionPreference": "Aggregated",
-    },
-    "duplicated": {"replicaSchedulingType": "Duplicated"},
-}
-
 
 def _policy(namespace: str, kind: str) -> PropagationPolicy:
     """Every Deployment of a namespace, replicated as `kind` says."""
@@ -64,7 +52,7 @@ def _policy(namespace: str, kind: str) -> PropagationPolicy:
             "metadata": {"name": "services", "namespace": namespace},
             "spec": {
                 "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                "placement": {"replicaScheduling": REPLICATION[kind]},
+                "placement": {"replicaScheduling": DIVIDED[kind]},
             },
         }
     )
@@ -157,7 +145,7 @@ class _World:
         self.fleet = _fleet(rng)
         self.members = {c.metadata.name: _Member(c, rng, others=False) for c in self.fleet}
         self.queues, self.quotas = _queues(rng), _quotas(rng, list(self.members))
-        self.kinds = {ns: rng.choice([None, *REPLICATION]) for ns in NAMESPACES}
+        self.kinds = {ns: rng.choice([None, *DIVIDED]) for ns in NAMESPACES}
         self.scheduler = cycle.Scheduler(SchedulerSettings())
         self.workloads: dict[str, reconcile.Entry] = {}
         self.bindings: dict[str, Binding] = {}
@@ -190,7 +178,7 @@ class _World:
                 else:
                     del self.workloads[key]
         if number == 3:
-            self.kinds[rng.choice(NAMESPACES)] = rng.choice([None, *REPLICATION])
+            self.kinds[rng.choice(NAMESPACES)] = rng.choice([None, *DIVIDED])
         if number == 2 and len(self.members) > 2 and rng.random() < 0.5:
             self._fail(rng.choice(list(self.members)))
 
