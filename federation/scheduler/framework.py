@@ -103,8 +103,9 @@ class JobRequest:
     previous: Mapping[str, int]
     signature: tuple[object, ...]
     shape: tuple[object, ...]
-    """What capacity and price per pod depend on (pod, chips, arches, capacity type): jobs
-    that differ only in replicas, duration or affinity share their per-cluster capacity view."""
+    """What capacity and price per pod depend on (pod, chips, arches, capacity type, and
+    `chip_need`): jobs that differ only in duration or affinity, or in replicas when not a
+    device gang, share their per-cluster capacity view."""
     evicting: frozenset[str] = frozenset()
     """Clusters the workload is being evicted from (the Binding's eviction tasks): refused."""
     copies: Mapping[str, int] = field(default_factory=dict)
@@ -120,6 +121,11 @@ class JobRequest:
     copies_chips: Mapping[str, str | None] = field(default_factory=dict)
     """The chip or arch its Binding records per cluster where it runs copies: the arch
     copies of CPU pods are pinned to (none: either), which replicas it keeps there keep."""
+
+    chip_need: int = 1
+    """Device pods one cluster must hold on one chip for the job to pass there: all of them
+    for a gang or a duplicate, else one. A cluster's chip is the most preferred that holds
+    this many, so a gang the preferred chip cannot hold takes another chip it fits on."""
 
     @property
     def holding(self) -> bool:
@@ -249,6 +255,8 @@ def request_for(
     max_cost = float(ext.max_hourly_cost) if ext and ext.max_hourly_cost is not None else None
     replicas = workload.replicas if workload.pod_sets else 1
     api = (workload.api_version, workload.kind)
+    whole = single or strategy == "duplicated"
+    chip_need = replicas if devices and whole and replicas > 1 else 1
     signature = (
         tuple(vector.tolist()),
         replicas,
@@ -287,11 +295,12 @@ def request_for(
         static_weights=weights,
         previous=previous,
         signature=signature,
-        shape=(tuple(vector.tolist()), chips, arches, devices, cap_type),
+        shape=(tuple(vector.tolist()), chips, arches, devices, cap_type, chip_need),
         evicting=frozenset(evicting),
         copies=copies,
         copies_chips=dict(held_chips or {}),
         previous_sized=held_pod is not None or not copies,
+        chip_need=chip_need,
     )
 
 

@@ -191,6 +191,7 @@ class _Shape:
 
     __slots__ = (
         "chip",
+        "chip_need",
         "chips",
         "favail",
         "flavor",
@@ -222,6 +223,7 @@ class _Shape:
             )
         self.one_chip = bool(job.devices) and len(self.chips) > 1
         """Free replicas count on the chosen flavor's chip only (`capacity.view`)."""
+        self.chip_need = job.chip_need
         self.favail: list[list[int]] = []
         self.total: list[int] = []
         self.flavor: list[int] = []
@@ -288,12 +290,34 @@ class _Shape:
                     best, best_key = i, k
             self.flavor[c] = best
         if self.one_chip:
-            for c in moved:
-                chip_of = self.chip[c]
-                chosen = chip_of[self.flavor[c]]
-                self.total[c] = sum(
-                    a for a, ch in zip(self.favail[c], chip_of, strict=True) if ch == chosen
+            self._on_one_chip(moved)
+
+    def _on_one_chip(self, moved: set[int]) -> None:
+        """Recount moved clusters on one chip, chosen again when pods must share it."""
+        for c in moved:
+            chip_of = self.chip[c]
+            if self.chip_need > 1:
+                self.flavor[c] = _whole_chip_flavor(
+                    self.favail[c], self.order[c], chip_of, self.chip_need
                 )
+            chosen = chip_of[self.flavor[c]]
+            self.total[c] = sum(
+                a for a, ch in zip(self.favail[c], chip_of, strict=True) if ch == chosen
+            )
+
+
+def _whole_chip_flavor(avail: list[int], order: list[float], chip_of: list[int], need: int) -> int:
+    """`capacity._choose` for one cluster: the first best-ordered flavor with room, among
+    those whose chip holds `need` pods, or the most when none does (0: none has room)."""
+    room: dict[int, int] = {}
+    for a, chip in zip(avail, chip_of, strict=True):
+        room[chip] = room.get(chip, 0) + a
+    enough = min(max(room.values()), need)
+    best, best_key = 0, math.inf
+    for i, (a, key, chip) in enumerate(zip(avail, order, chip_of, strict=True)):
+        if a > 0 and room[chip] >= enough and key < best_key:
+            best, best_key = i, key
+    return best
 
 
 class Incremental:

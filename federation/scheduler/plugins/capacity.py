@@ -90,8 +90,8 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
         fits = np.all(state.largest[stale][..., need] >= wanted, axis=-1) & mask[stale]
         by_free = np.min(state.free[stale][..., need] // wanted, axis=-1)
         avail = np.where(fits, np.maximum(np.minimum(by_free, held[stale]), 0), 0)
-        flavors = np.argmin(np.where(avail > 0, order[stale], np.inf), axis=1)
         chip_of = state.snapshot.flavor_chip[stale]
+        flavors = _choose(avail, order[stale], chip_of, job.chip_need)
         chosen = chip_of[np.arange(stale.size), flavors]
         if job.devices:  # one chip per cluster: its Binding target records one
             avail = np.where(chip_of == chosen[:, None], avail, 0)
@@ -101,6 +101,25 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
         cost[stale] = pod_cost[stale, flavors]
         versions[stale] = state.version[stale]
     return ints, cost
+
+
+def _choose(
+    avail: snap.IntArray, order: snap.FloatArray, chip_of: snap.IntArray, need: int
+) -> snap.IntArray:
+    """Per row, the flavor to use: the most preferred chip, then cheapest, among flavors
+    with room. Device pods that must share a chip (`chip_need`) choose among the chips
+    that hold them all, or when none does among those holding the most (the room the
+    shortage names)."""
+    key = np.where(avail > 0, order, np.inf)
+    if need > 1:
+        room = np.zeros_like(avail)
+        for chip in np.unique(chip_of).tolist():
+            on = chip_of == chip
+            room += np.where(on, np.where(on, avail, 0).sum(axis=1, keepdims=True), 0)
+        enough = np.minimum(room.max(axis=1, keepdims=True), need)
+        key = np.where(room >= enough, key, np.inf)
+    chosen: snap.IntArray = np.argmin(key, axis=1)
+    return chosen
 
 
 def shape_arrays(
@@ -361,13 +380,21 @@ class Capacity:
         room: list[tuple[int, str | None, int]],
     ) -> str | None:
         """The chip a device job's pods there share: the one its kept replicas run on,
-        else that of the flavor `view` would choose (most preferred, then cheapest)."""
+        else that of the flavor `view` would choose (`_choose`)."""
         kept = kept_chip(job, state, cluster.name)
         if kept is not None:
             return state.snapshot.chips[kept]
         _, _, _, _, order, _ = shape_arrays(job, state)
-        usable = [(float(order[cluster.index, fi]), fi, chip) for n, chip, fi in room if n > 0]
-        return min(usable)[2] if usable else None
+        on_chip: dict[str | None, int] = {}
+        for n, chip, _ in room:
+            on_chip[chip] = on_chip.get(chip, 0) + n
+        enough = min(max(on_chip.values()), job.chip_need)
+        usable = [
+            (on_chip[chip] < enough, float(order[cluster.index, fi]), fi, chip)
+            for n, chip, fi in room
+            if n > 0
+        ]
+        return min(usable)[3] if usable else None
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
         available = on_kept_chips(job, state, rows, cluster_available(job, state, rows))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from federation.cache import snapshot as snap
@@ -11,6 +12,7 @@ from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage, cycle
 from federation.scheduler import framework as fw
+from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, NodeFlavor
 from tests.unit.scheduler.fleet import (
@@ -888,3 +890,65 @@ def test_a_services_device_pods_share_one_chip_on_a_cluster() -> None:
     result = run([mixed, busy], [web])
 
     assert result.admitted == []  # 1 free replica on one chip: 2 do not fit
+
+
+def test_a_gang_takes_the_chip_that_holds_all_of_it_when_the_preferred_one_cannot() -> None:
+    """Three 1-GPU pods that take either chip, H100 preferred; the only member with free
+    GPUs has one free H100 and five free A100s. The preferred chip cannot hold the gang,
+    the other can: it goes there on A100, not Pending for want of H100 room."""
+    mixed = cluster(
+        "mixed",
+        flavor(chip="nvidia-h100-80gb", devices=1, cpu="16", nodes=1),
+        flavor(chip="nvidia-a100-80gb", devices=5, cpu="48", nodes=1),
+    )
+    busy = cluster(
+        "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
+    )
+    gang = job(workload("gang", gpus=1, replicas=3, chips=H100_A100))
+    single = job(workload("single", gpus=1, replicas=1, chips=H100_A100))
+
+    result = run([mixed, busy], [gang, single])
+
+    assert placed(result) == {"gang": {"mixed": 3}, "single": {"mixed": 1}}
+    chips = {a.ref.name: a.chips for a in result.admitted}
+    assert chips["gang"] == {"mixed": "nvidia-a100-80gb"}
+    assert chips["single"] == {"mixed": "nvidia-h100-80gb"}  # one pod: the preferred chip
+
+    s = snap.build([mixed, busy])
+    settings = SchedulerSettings()
+    state = fw.CycleState(s, Usage(), settings)
+    request = fw.request_for(gang, settings=settings, device_resources=s.device_resources)
+    row = s.index["mixed"]
+    assert capacity.Capacity().filter(request, s.clusters[row], state).ok  # plain reference
+    assert capacity.cluster_chip(request, state, np.array([row])).tolist() == [
+        s.chips.index("nvidia-a100-80gb")
+    ]
+
+
+def test_gangs_placed_one_after_another_move_to_the_chip_that_still_holds_them() -> None:
+    """Within one cycle: the first gang of three takes three of four free H100s on mixed;
+    the next no longer fits the preferred chip there and takes its A100s, cheaper than
+    the A100s of pricey; the third fits mixed on neither chip and goes to pricey."""
+    mixed = cluster(
+        "mixed",
+        flavor(chip="nvidia-h100-80gb", devices=4, cpu="64", nodes=1),
+        flavor(chip="nvidia-a100-80gb", devices=5, cpu="64", nodes=1),
+        gpu_prices={"nvidia-h100-80gb": "2.0", "nvidia-a100-80gb": "1.0"},
+    )
+    pricey = cluster(
+        "pricey",
+        flavor(chip="nvidia-a100-80gb", devices=3, cpu="64", nodes=1),
+        gpu_prices={"nvidia-a100-80gb": "9.0"},
+    )
+    busy = cluster(
+        "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
+    )
+    gangs = [job(workload(f"g{i}", gpus=1, replicas=3, chips=H100_A100)) for i in range(4)]
+
+    result = run([mixed, pricey, busy], gangs)
+
+    assert placed(result) == {"g0": {"mixed": 3}, "g1": {"mixed": 3}, "g2": {"pricey": 3}}
+    chips = {a.ref.name: a.chips for a in result.admitted}
+    assert chips["g0"] == {"mixed": "nvidia-h100-80gb"}
+    assert chips["g1"] == {"mixed": "nvidia-a100-80gb"}
+    assert result.reasons["team/Job.batch/g3"].endswith("best is mixed with 2")

@@ -42,6 +42,12 @@ def _fleet(rng: random.Random) -> list[object]:
                 )
             )
             prices[chip] = str(rng.choice([2, 3, 4]))
+            if i % 4 == 0:  # both chips: a gang's pods share one, whichever holds them all
+                other = H100 if chip == A100 else A100
+                flavors.append(
+                    fleet.flavor(chip=other, cpu="32", memory="256Gi", devices=4, nodes=1)
+                )
+                prices[other] = str(rng.choice([2, 3, 4]))
         clusters.append(
             fleet.cluster(
                 f"c{i:02d}",
@@ -62,6 +68,7 @@ def _jobs(rng: random.Random, count: int) -> list[PendingJob]:
         {"kind": "Job", "cpu": "4", "gpus": 2, "chips": A100, "duration": "2h"},
         {"kind": "Job", "cpu": "8", "gpus": 4, "chips": f"{H100},{A100}", "duration": "5h"},
         {"kind": "Job", "cpu": "4", "gpus": 8, "chips": H100},
+        {"kind": "Job", "cpu": "2", "gpus": 1, "replicas": 3, "chips": f"{H100},{A100}"},
     ]
     jobs = []
     for i in range(count):

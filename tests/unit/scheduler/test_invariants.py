@@ -108,6 +108,7 @@ SHAPES = [
     {"cpu": "1", "replicas": 3, "kind": "Deployment"},
     {"cpu": "2", "gpus": 1, "replicas": 1, "chips": f"{H100},{A100}"},
     {"cpu": "1", "replicas": 2, "chips": "arm64"},
+    {"cpu": "1", "gpus": 1, "replicas": 3, "chips": f"{H100},{A100}"},
 ]
 
 
