@@ -35,6 +35,7 @@ import numpy as np
 
 from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
+from federation.scheduler.free_replicas import REPLAY_LIMIT, Shape
 from federation.scheduler.plugins import binpack, capacity, cost, locality, preference, quota
 from policies.models.binding import ClusterVerdict
 
@@ -53,8 +54,6 @@ __all__ = [
 _RUNNERS_UP = 3
 _BY_ID = ("by-id",)
 _PACKS = ("binpack-parts",)
-_REPLAY_LIMIT = 32
-"""Touched clusters beyond which a vectorised refresh is cheaper than replaying them."""
 _SCORES = {
     "cost": cost.Cost,
     "binpack": binpack.Binpack,
@@ -91,7 +90,7 @@ def eligible(job: fw.JobRequest) -> bool:
     return len(job.terms) == 1
 
 
-def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: _Shape) -> bool:
+def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: Shape) -> bool:
     """Whether the quota filter passes every cluster, whatever chip the job gets there.
 
     The filter asks per chip (the charge names the chip), so when some chip is refused
@@ -184,142 +183,6 @@ class _Signature:
         """What the replay needs that the signature alone decides, worked out once."""
 
 
-class _Shape:
-    """Per request shape: free replicas on every flavor of every cluster, the flavor the job
-    would use and its totals, kept current by replaying the cycle's log of touched flavors
-    with the very arithmetic of `capacity.view` (one flavor changes per charge)."""
-
-    __slots__ = (
-        "chip",
-        "chip_need",
-        "chips",
-        "favail",
-        "flavor",
-        "held",
-        "logpos",
-        "mask",
-        "need",
-        "one_chip",
-        "order",
-        "pod_cost",
-        "total",
-    )
-
-    def __init__(self, job: fw.JobRequest, state: fw.CycleState) -> None:
-        need, wanted, mask, held, order, pod_cost = capacity.shape_arrays(job, state)
-        self.pod_cost: list[list[float]] = pod_cost.tolist()
-        self.chip: list[list[int]] = state.snapshot.flavor_chip.tolist()
-        self.need = list(zip(np.flatnonzero(need).tolist(), wanted.tolist(), strict=True))
-        self.mask: list[list[bool]] = mask.tolist()
-        self.held: list[list[int]] = held.tolist()
-        self.order: list[list[float]] = order.tolist()
-        chip_of = state.snapshot.flavor_chip[mask]
-        self.chips: tuple[str | None, ...] = (None,)
-        """Every chip a job of this shape can be charged on (None: CPU-only work)."""
-        if job.devices:
-            names = state.snapshot.chips
-            self.chips = tuple(
-                sorted({names[i] if i >= 0 else None for i in chip_of.tolist()}, key=str)
-            )
-        self.one_chip = bool(job.devices) and len(self.chips) > 1
-        """Free replicas count on the chosen flavor's chip only (`capacity.view`)."""
-        self.chip_need = job.chip_need
-        self.favail: list[list[int]] = []
-        self.total: list[int] = []
-        self.flavor: list[int] = []
-        self.logpos = len(state.touched)
-        self._rebuild(job, state, np.arange(state.snapshot.size, dtype=np.int64))
-
-    def _rebuild(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> None:
-        ints, _ = capacity.view(job, state)
-        favail = capacity.flavor_available(job, state, rows).tolist()
-        if not self.favail:
-            self.favail = favail
-            self.total = ints[:, capacity.AVAIL].tolist()
-            self.flavor = ints[:, capacity.FLAVOR].tolist()
-            return
-        for i, row in enumerate(rows.tolist()):
-            self.favail[row] = favail[i]
-            self.total[row] = int(ints[row, capacity.AVAIL])
-            self.flavor[row] = int(ints[row, capacity.FLAVOR])
-
-    def sync(self, job: fw.JobRequest, state: fw.CycleState) -> None:
-        log = state.touched
-        if self.logpos == len(log):
-            return
-        touched = set(log[self.logpos :])
-        self.logpos = len(log)
-        if len(touched) > _REPLAY_LIMIT:
-            rows = np.array(sorted({c for c, _ in touched}), dtype=np.int64)
-            self._rebuild(job, state, rows)
-            return
-        need = self.need
-        moved: set[int] = set()
-        for c, f in touched:
-            if not self.mask[c][f]:
-                continue
-            largest = state.largest[c, f].tolist()
-            avail = 0
-            for r, w in need:
-                if largest[r] < w:
-                    break
-            else:
-                free = state.free[c, f].tolist()
-                by_free = min([free[r] // w for r, w in need])
-                avail = max(min(by_free, self.held[c][f]), 0)
-            row = self.favail[c]
-            was = row[f]
-            if was == avail:
-                continue
-            self.total[c] += avail - was
-            row[f] = avail
-            moved.add(c)
-            order = self.order[c]
-            best = self.flavor[c]
-            if best != f and row[best] > 0 and order[best] < math.inf:
-                # The best flavor stands and only `f` moved: `f` takes over only if it now
-                # holds replicas and comes first (as the first minimum below would find).
-                if was == 0 and (order[f] < order[best] or (order[f] == order[best] and f < best)):
-                    self.flavor[c] = f
-                continue
-            if best == f and avail > 0 and order[f] < math.inf:
-                continue  # still the best: its key did not change and it still holds some
-            best, best_key = 0, math.inf  # numpy's argmin: first minimum, 0 when none
-            for i, (a, k) in enumerate(zip(row, order, strict=True)):
-                if a > 0 and k < best_key:
-                    best, best_key = i, k
-            self.flavor[c] = best
-        if self.one_chip:
-            self._on_one_chip(moved)
-
-    def _on_one_chip(self, moved: set[int]) -> None:
-        """Recount moved clusters on one chip, chosen again when pods must share it."""
-        for c in moved:
-            chip_of = self.chip[c]
-            if self.chip_need > 1:
-                self.flavor[c] = _whole_chip_flavor(
-                    self.favail[c], self.order[c], chip_of, self.chip_need
-                )
-            chosen = chip_of[self.flavor[c]]
-            self.total[c] = sum(
-                a for a, ch in zip(self.favail[c], chip_of, strict=True) if ch == chosen
-            )
-
-
-def _whole_chip_flavor(avail: list[int], order: list[float], chip_of: list[int], need: int) -> int:
-    """`capacity._choose` for one cluster: the first best-ordered flavor with room, among
-    those whose chip holds `need` pods, or the most when none does (0: none has room)."""
-    room: dict[int, int] = {}
-    for a, chip in zip(avail, chip_of, strict=True):
-        room[chip] = room.get(chip, 0) + a
-    enough = min(max(room.values()), need)
-    best, best_key = 0, math.inf
-    for i, (a, key, chip) in enumerate(zip(avail, order, chip_of, strict=True)):
-        if a > 0 and room[chip] >= enough and key < best_key:
-            best, best_key = i, key
-    return best
-
-
 class Incremental:
     """The incremental decision for one placer; its per-signature data lives in the state."""
 
@@ -359,11 +222,11 @@ class Incremental:
         else:
             shape = state.incremental.get(("shape", job.shape))
             if shape is None:
-                shape = state.incremental[("shape", job.shape)] = _Shape(job, state)
+                shape = state.incremental[("shape", job.shape)] = Shape(job, state)
             sig = state.incremental.get(job.signature)
             if sig is not None:
                 by_id[id(job.signature)] = (job.signature, job.shape, shape, sig)
-        assert isinstance(shape, _Shape)
+        assert isinstance(shape, Shape)
         shape.sync(job, state)
         if sig is None:
             rows, counts = self.placer.static_rows(job, state)
@@ -427,7 +290,7 @@ class Incremental:
     # -- replaying a few touched clusters in plain Python
 
     def _replay(
-        self, sig: _Signature, shape: _Shape, job: fw.JobRequest, state: fw.CycleState
+        self, sig: _Signature, shape: Shape, job: fw.JobRequest, state: fw.CycleState
     ) -> bool:
         """Re-score the clusters touched since the signature last looked, one by one, with
         the vector path's arithmetic; False when too many changed (or a PreferNoSchedule
@@ -436,7 +299,7 @@ class Incremental:
         if sig.logpos == len(log):
             return True
         touched = set(log[sig.logpos :])
-        if len(touched) > _REPLAY_LIMIT or state.snapshot.soft_tainted:
+        if len(touched) > REPLAY_LIMIT or state.snapshot.soft_tainted:
             return False
         if sig.consts is None:
             sig.consts = _constants(job, state)
