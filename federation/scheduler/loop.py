@@ -24,11 +24,8 @@ import datetime as dt
 import gc
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
-
-from pydantic import BaseModel
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from federation import clock as clock_mod
 from federation import errors, gcpause
@@ -41,8 +38,9 @@ from federation.scheduler import admission as admission_mod
 from federation.scheduler import binder as binder_mod
 from federation.scheduler import cycle, fingerprint, reconcile
 from federation.scheduler import queue_view as qv
+from federation.scheduler.mirrors import Mirror, Seen, Views
 from federation.settings import SchedulerSettings
-from policies.models.binding import Binding, WorkloadReference
+from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import (
@@ -53,12 +51,10 @@ from policies.models.propagation import (
 )
 from policies.models.queue import Queue
 from policies.models.work import WorkloadStatus
-from policies.models.workload import Workload
 
 __all__ = ["SchedulerLoop"]
 
 log = logging.getLogger(__name__)
-M = TypeVar("M", bound=BaseModel)
 _POLICY_TYPES = (
     PropagationPolicy,
     ClusterPropagationPolicy,
@@ -69,66 +65,6 @@ _POLICY_TYPES = (
 
 class DecisionMetrics(Protocol):
     def observe_decision(self, seconds: float) -> None: ...
-
-
-class _Mirror(Generic[M]):
-    """Objects under `prefix` by key; `on_change(old, new)` after every change."""
-
-    def __init__(
-        self,
-        typed: codec.TypedStore[M],
-        prefix: str,
-        on_change: Callable[[M | None, M | None], None],
-    ) -> None:
-        self.typed, self.prefix, self._on_change = typed, prefix, on_change
-        self.items: dict[str, codec.Stored[M]] = {}
-        self._revision = 0
-        self.seen = 0
-        """The latest registry revision this mirror has read (listed or watched)."""
-        self._changed: set[str] | None = None
-        """Keys put or deleted since `changes()` was last asked (None: possibly all)."""
-
-    async def load(self) -> None:
-        listed = await self.typed.list(self.prefix)
-        self.items = {item.key: item for item in listed.items}
-        self._revision = listed.revision + 1
-        self.seen = listed.revision
-        self._changed = None
-
-    def changes(self) -> set[str] | None:
-        """The keys changed since the last call (None: the whole mirror may have)."""
-        changed, self._changed = self._changed, set()
-        return changed
-
-    async def run(self) -> None:
-        async for event in self.typed.watch(self.prefix, start_revision=self._revision):
-            if isinstance(event, codec.Put):
-                old = self.items.get(event.item.key)
-                self.items[event.item.key] = event.item
-                self.seen = max(self.seen, event.item.revision)
-                self._note(event.item.key)
-                self._on_change(old.obj if old else None, event.item.obj)
-            elif isinstance(event, codec.Deleted):
-                gone = self.items.pop(event.key, None)
-                self.seen = max(self.seen, event.revision)
-                self._note(event.key)
-                self._on_change(gone.obj if gone else None, None)
-            else:
-                self.items = {item.key: item for item in event.items}
-                self.seen = max(self.seen, event.revision)
-                self._changed = None
-                self._on_change(None, None)
-
-    def _note(self, key: str) -> None:
-        if self._changed is not None:
-            self._changed.add(key)
-
-    def objects(self) -> list[M]:
-        return [item.obj for item in self.items.values()]
-
-
-def _ref(w: WorkloadReference) -> keys.WorkloadRef:
-    return keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
 
 
 def _binding_changed(old: Binding | None, new: Binding | None) -> bool:
@@ -245,139 +181,6 @@ _Decided = tuple[cycle.CycleResult, list[str]]
 """A cycle's decisions and the keys of the Bindings whose workload is gone."""
 
 
-@dataclass(frozen=True)
-class _Seen:
-    """The mirrors as they stood when a cycle began (shallow copies, taken on the event
-    loop), for the cycle's worker thread to read while the watches go on changing them."""
-
-    workloads: dict[str, codec.Stored[Any]]
-    policies: list[Any]
-    clusters: list[Cluster]
-    statuses: dict[str, codec.Stored[ClusterStatus]]
-    bindings: dict[str, codec.Stored[Binding]]
-    results: dict[str, codec.Stored[WorkloadStatus]]
-    changed: tuple[set[str] | None, set[str] | None, set[str] | None] = (None, None, None)
-    """Keys of the workloads, Bindings and workload statuses changed since the last copy
-    (None: possibly all)."""
-    revision: int = 0
-    """The latest registry revision the mirrors had read."""
-
-
-def _union(first: Iterable[str], then: Iterable[str]) -> dict[str, None]:
-    """The keys of both, in order, each once."""
-    return dict.fromkeys([*first, *then])
-
-
-class _Views:
-    """Workloads, Bindings and workload phases by workload ref, as the cycles read them,
-    kept across cycles and changed only at the keys a mirror changed since the last cycle
-    (and the Bindings this loop wrote that its watch has not delivered yet).
-
-    Why: rebuilding them from the whole mirrors walked every stored workload, Binding and
-    status each cycle, most of a cycle that had little to decide once tens of thousands
-    were admitted. `update` also names the refs whose view changed, which is what the
-    ledger sorts again. Built afresh (every key) for a new term, after a mirror was listed
-    again, and after a cycle that failed (the changes it took are gone).
-    """
-
-    def __init__(self) -> None:
-        self.entries: dict[str, reconcile.Entry] = {}
-        self.bindings: dict[str, Binding] = {}
-        self.phases: dict[str, str | None] = {}
-        self.redo: set[str] = set()
-        """Refs to sort again next cycle though nothing stored changed: the loop's own
-        memory of their fingerprint did (an admission or an eviction it decided)."""
-        self._entry_of: dict[str, tuple[object, str]] = {}
-        self._phase_of: dict[str, tuple[object, str]] = {}
-        self._binding_of: dict[str, str] = {}
-        self._built = False
-
-    def update(
-        self, seen: _Seen, written: dict[str, tuple[int, Binding | None]]
-    ) -> set[str] | None:
-        """Bring the views up to `seen`; the refs whose inputs changed (None: all may)."""
-        changed = seen.changed
-        dirty, self.redo = self.redo, set()
-        everything = not self._built or None in changed
-        workloads: Iterable[str] = changed[0] or ()
-        bindings: Iterable[str] = changed[1] or ()
-        results: Iterable[str] = changed[2] or ()
-        if everything:  # in the mirrors' order, then whatever they no longer hold
-            workloads = _union(seen.workloads, self._entry_of)
-            bindings = _union(seen.bindings, self._binding_of)
-            results = _union(seen.results, self._phase_of)
-            self._built = True
-        for key in workloads:
-            self._workload(key, seen.workloads.get(key), dirty)
-        for key in results:
-            self._phase(key, seen.results.get(key), dirty)
-        for key in _union(bindings, written):
-            self._binding(key, seen.bindings.get(key), written, dirty)
-        return None if everything else dirty
-
-    def _workload(self, key: str, item: codec.Stored[Any] | None, dirty: set[str]) -> None:
-        known = self._entry_of.get(key)
-        if known is not None and known[0] is item:
-            return
-        if known is not None:
-            del self._entry_of[key]
-            self.entries.pop(known[1], None)
-            dirty.add(known[1])
-        if item is None or not isinstance(item.obj, Workload):
-            return
-        identity = reconcile.ref_of(item.obj)
-        ref = str(identity)
-        self._entry_of[key] = (item, ref)
-        self.entries[ref] = reconcile.Entry(item.obj, item.create_revision, identity)
-        dirty.add(ref)
-
-    def _phase(self, key: str, item: codec.Stored[WorkloadStatus] | None, dirty: set[str]) -> None:
-        known = self._phase_of.get(key)
-        if known is not None and known[0] is item:
-            return
-        if known is not None:
-            del self._phase_of[key]
-            self.phases.pop(known[1], None)
-            dirty.add(known[1])
-        if item is None:
-            return
-        ref = str(_ref(item.obj.workload))
-        self._phase_of[key] = (item, ref)
-        self.phases[ref] = item.obj.phase
-        dirty.add(ref)
-
-    def _binding(
-        self,
-        key: str,
-        item: codec.Stored[Binding] | None,
-        written: dict[str, tuple[int, Binding | None]],
-        dirty: set[str],
-    ) -> None:
-        """The mirror's Binding, overlaid with this loop's write until the watch has it."""
-        binding = item.obj if item is not None else None
-        mine = written.get(key)
-        if mine is not None:
-            if item is not None and item.revision >= mine[0]:
-                del written[key]  # the watch caught up
-            elif item is None and mine[1] is None:
-                del written[key]  # deleted, and the mirror agrees
-            else:
-                binding = mine[1]
-        ref = self._binding_of.get(key)
-        if ref is not None and self.bindings.get(ref) is binding:
-            return
-        if ref is not None:
-            del self._binding_of[key]
-            self.bindings.pop(ref, None)
-            dirty.add(ref)
-        if binding is None:
-            return
-        ref = str(binder_mod.binding_ref(binding))
-        self._binding_of[key] = ref
-        self.bindings[ref] = binding
-        dirty.add(ref)
-
-
 class SchedulerLoop:
     """Runs cycles while leading; `run()` is started and cancelled by the election."""
 
@@ -401,28 +204,28 @@ class SchedulerLoop:
         self.debounce = settings.cycle_debounce if debounce is None else debounce
         self.scheduler = cycle.Scheduler(settings)
         obj = objects.ObjectCodec()
-        self.workloads = _Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
-        self.policies = _Mirror(codec.TypedStore(store, obj), keys.prefix("policies"), self._any)
-        self.clusters = _Mirror(
+        self.workloads = Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
+        self.policies = Mirror(codec.TypedStore(store, obj), keys.prefix("policies"), self._any)
+        self.clusters = Mirror(
             codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"), self._any
         )
-        self.statuses = _Mirror(
+        self.statuses = Mirror(
             codec.TypedStore(store, codec.Codec(ClusterStatus)),
             keys.prefix("clusterstatus"),
             self._status,
         )
         self._echoes: codec.Echoes[Binding] = codec.Echoes()
-        self.bindings = _Mirror(
+        self.bindings = Mirror(
             codec.TypedStore(store, codec.Codec(Binding), echoes=self._echoes),
             keys.prefix("bindings"),
             self._evicted,
         )
-        self.results = _Mirror(
+        self.results = Mirror(
             codec.TypedStore(store, codec.Codec(WorkloadStatus)),
             keys.prefix("workloadstatus"),
             self._finished,
         )
-        self._mirrors: tuple[_Mirror[Any], ...] = (
+        self._mirrors: tuple[Mirror[Any], ...] = (
             self.workloads,
             self.policies,
             self.clusters,
@@ -441,7 +244,7 @@ class SchedulerLoop:
         # What the cycles derive from the mirrors, kept across cycles and changed only where
         # a mirror did (or a write of this loop not yet seen): workloads, Bindings and
         # phases by workload ref, and each stored key's ref.
-        self._views = _Views()
+        self._views = Views()
         self._written: dict[str, tuple[int, Binding | None]] = {}
         self._snapshots = snap.BuildCache()
         self._batch = settings.cycle_batch
@@ -483,7 +286,7 @@ class SchedulerLoop:
             self._prepared = reconcile.Prepared()
             self._usage = accounting.Usage()
             self._ledger = reconcile.Ledger()
-            self._views = _Views()
+            self._views = Views()
             self._snapshots = snap.BuildCache()
         finally:
             self._deciding.release()
@@ -583,7 +386,7 @@ class SchedulerLoop:
         changes, after this returns); `_deciding` keeps a cycle left running by a lost
         leadership from overlapping the next leader term's first one.
         """
-        seen = _Seen(
+        seen = Seen(
             workloads=dict(self.workloads.items),
             policies=self.policies.objects(),
             clusters=[i.obj for i in self.clusters.items.values()],
@@ -595,15 +398,15 @@ class SchedulerLoop:
         )
         return await asyncio.to_thread(self._decide_seen, seen, self.clock.now())
 
-    def _decide_seen(self, seen: _Seen, now: dt.datetime) -> _Decided:
+    def _decide_seen(self, seen: Seen, now: dt.datetime) -> _Decided:
         with self._deciding:
             try:
                 return self._steps(seen, now)
             except BaseException:
-                self._views = _Views()  # the changes this cycle took are lost with it
+                self._views = Views()  # the changes this cycle took are lost with it
                 raise
 
-    def _steps(self, seen: _Seen, now: dt.datetime) -> _Decided:
+    def _steps(self, seen: Seen, now: dt.datetime) -> _Decided:
         clusters = seen.clusters
         statuses = {key.rpartition("/")[2]: i.obj for key, i in seen.statuses.items()}
         for c in clusters:

@@ -14,6 +14,7 @@ from federation.quota import accounting
 from federation.registry import codec, keys, objects
 from federation.registry.memory import MemoryStore
 from federation.scheduler import loop as loop_mod
+from federation.scheduler import mirrors as mirrors_mod
 from federation.scheduler import reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
@@ -268,10 +269,10 @@ class Mirrors:
                     self.bindings[bkey] = codec.Stored(bkey, written, revision)
                     self.changed[1].add(bkey)
 
-    def seen(self, *, everything: bool = False) -> loop_mod._Seen:
+    def seen(self, *, everything: bool = False) -> mirrors_mod.Seen:
         changed = self.changed
         self.changed = (set(), set(), set())
-        return loop_mod._Seen(
+        return mirrors_mod.Seen(
             workloads=dict(self.workloads),
             policies=[],
             clusters=[],
@@ -285,7 +286,7 @@ class Mirrors:
 @pytest.mark.parametrize("seed", range(6))
 def test_the_views_kept_from_changed_keys_equal_views_built_afresh(seed: int) -> None:
     mirrors = Mirrors(random.Random(seed))
-    views = loop_mod._Views()
+    views = mirrors_mod.Views()
     assert views.update(mirrors.seen(), mirrors.written) is None  # a first build: all
     for _ in range(300):
         for _ in range(mirrors.rng.randint(1, 3)):
@@ -298,7 +299,7 @@ def test_the_views_kept_from_changed_keys_equal_views_built_afresh(seed: int) ->
         written = dict(mirrors.written)
         seen = mirrors.seen()
         dirty = views.update(seen, mirrors.written)
-        fresh = loop_mod._Views()
+        fresh = mirrors_mod.Views()
         fresh.update(dataclasses.replace(seen, changed=(None, None, None)), written)
         after = {"entries": views.entries, "bindings": views.bindings, "phases": views.phases}
         assert after == {
@@ -422,9 +423,9 @@ class History:
                 keep.append((where, b, revision))
         self.late = keep
 
-    def seen(self, *, changed: bool) -> loop_mod._Seen:
+    def seen(self, *, changed: bool) -> mirrors_mod.Seen:
         taken = set(self.changed) if changed else None
-        return loop_mod._Seen(
+        return mirrors_mod.Seen(
             workloads=dict(self.workloads),
             policies=[self.queue],
             clusters=list(self.clusters),
@@ -473,7 +474,7 @@ async def test_a_mirror_names_the_keys_it_changed_and_everything_after_a_resync(
     first, second = workload("first"), workload("second")
     await objs.put(objects.key_for(first), first)
     seen: list[object] = []
-    mirror = loop_mod._Mirror(objs, keys.prefix("workloads"), lambda old, new: seen.append(new))
+    mirror = mirrors_mod.Mirror(objs, keys.prefix("workloads"), lambda old, new: seen.append(new))
     await mirror.load()
     assert mirror.changes() is None  # just listed: everything may be new to a reader
     assert mirror.changes() == set()
