@@ -240,6 +240,50 @@ class Placement(FrozenModel):
         raise_all(problems)
         return self
 
+    def notices(self) -> list[Notice]:
+        """Spread constraints that load but will not do what they say, said at apply time
+        rather than found later on a Pending workload or an unexpected placement."""
+        constraints = self.spread_constraints
+        if not constraints:
+            return []
+        scheduling = self.scheduling
+        weights = scheduling.weight_preference
+        if (
+            scheduling.replica_scheduling_type == "Divided"
+            and scheduling.division == "Weighted"
+            and not (weights is not None and weights.dynamic_weight)
+        ):
+            return [
+                Notice(
+                    ("spreadConstraints",),
+                    "ignored: replicas are divided by static weights, which spread"
+                    " constraints do not bound (as in Karmada)",
+                )
+            ]
+        groups = [i for i, c in enumerate(constraints) if c.grouping != "cluster"]
+        found = [
+            Notice(
+                ("spreadConstraints", i),
+                "workloads this policy places stay Pending: fedctl spreads by one of region,"
+                f" zone, provider or a label at a time, and spreadConstraints[{groups[0]}]"
+                f" spreads by {_spread_words(constraints[groups[0]].grouping)[0]}",
+            )
+            for i in groups[1:]
+        ]
+        by_cluster = [i for i, c in enumerate(constraints) if c.grouping == "cluster"]
+        if groups and by_cluster:
+            group, cap = constraints[groups[0]], constraints[by_cluster[0]].max_groups
+            if cap and group.min_groups > cap:
+                found.append(
+                    Notice(
+                        ("spreadConstraints", by_cluster[0], "maxGroups"),
+                        f"exceeded: as in Karmada, the best cluster of each of at least"
+                        f" {group.min_groups} {_spread_words(group.grouping)[1]}"
+                        f" (spreadConstraints[{groups[0]}]) is taken, more than {cap}",
+                    )
+                )
+        return found
+
     @property
     def scheduling(self) -> ReplicaSchedulingStrategy:
         """The effective strategy: Karmada duplicates replicas when none is given."""
@@ -253,6 +297,14 @@ class Placement(FrozenModel):
         if self.cluster_affinities:
             return list(self.cluster_affinities)
         return [self.cluster_affinity or ClusterAffinity()]
+
+
+def _spread_words(grouping: str) -> tuple[str, str]:
+    """How a grouping reads: ("region", "regions"), ("label rack", "values of label rack")."""
+    if grouping.startswith("label:"):
+        key = grouping.removeprefix("label:")
+        return f"label {key}", f"values of label {key}"
+    return grouping, f"{grouping}s"
 
 
 def _repeated_spread_fields(constraints: list[SpreadConstraint]) -> list[RuleError]:
@@ -363,6 +415,9 @@ def _spec_notices(spec: PropagationSpec) -> list[Notice]:
             continue
         field = ".".join(path)
         found.append(Notice(("spec", *path), f"{field} is accepted but not acted on: {reason}"))
+    found.extend(
+        Notice(("spec", "placement", *n.path), n.message) for n in spec.placement.notices()
+    )
     scheduling = spec.placement.replica_scheduling
     if scheduling is not None:
         found.extend(

@@ -272,8 +272,12 @@ def test_what_karmada_refuses_is_refused_at_its_field(text: str, expected: list[
                   - {spreadByField: cluster}
                 """
             ),
-            [],
-            id="label constraints are not counted per field, as in Karmada",
+            [
+                "k.yaml:10:9: spec.placement.spreadConstraints[1]: warning: workloads this"
+                " policy places stay Pending: fedctl spreads by one of region, zone, provider"
+                " or a label at a time, and spreadConstraints[0] spreads by label rack"
+            ],
+            id="label constraints are not counted per field, as in Karmada (a warning)",
         ),
     ],
 )

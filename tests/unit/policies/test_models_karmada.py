@@ -109,10 +109,8 @@ KARMADA_STYLE = [
             - spreadByField: cluster
               maxGroups: 2
               minGroups: 2
-            - spreadByLabel: topology.example.com/rack
-              minGroups: 1
         """,
-        id="spread constraints by region, cluster and label",
+        id="spread constraints by region and cluster",
     ),
     pytest.param(
         """
@@ -652,6 +650,30 @@ def test_cross_field_rules(text: str, expected: str) -> None:
             "k.yaml:15:9: spec.placement.replicaScheduling.weightPreference.staticWeightList:"
             " warning: ignored: dynamicWeight is set, so the static weight list has no effect",
             id="a static weight list next to a dynamic weight",
+        ),
+        pytest.param(
+            "placement:\n  spreadConstraints:\n    - {spreadByField: region, minGroups: 2}\n"
+            "    - {spreadByField: cluster, maxGroups: 2}\n"
+            "    - {spreadByLabel: topology.example.com/rack}\n",
+            "k.yaml:15:9: spec.placement.spreadConstraints[2]: warning: workloads this policy"
+            " places stay Pending: fedctl spreads by one of region, zone, provider or a label at"
+            " a time, and spreadConstraints[0] spreads by region",
+            id="spread by region and by a label",
+        ),
+        pytest.param(
+            "placement:\n  spreadConstraints:\n    - {spreadByField: zone, minGroups: 3}\n"
+            "    - {spreadByField: cluster, maxGroups: 2}\n",
+            "k.yaml:14:45: spec.placement.spreadConstraints[1].maxGroups: warning: exceeded: as"
+            " in Karmada, the best cluster of each of at least 3 zones (spreadConstraints[0]) is"
+            " taken, more than 2",
+            id="more zones than clusters",
+        ),
+        pytest.param(
+            "placement:\n  replicaScheduling:\n    replicaSchedulingType: Divided\n"
+            "  spreadConstraints:\n    - {spreadByField: cluster, maxGroups: 2}\n",
+            "k.yaml:14:5: spec.placement.spreadConstraints: warning: ignored: replicas are"
+            " divided by static weights, which spread constraints do not bound (as in Karmada)",
+            id="spread under static weights",
         ),
     ],
 )
