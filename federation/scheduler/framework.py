@@ -150,6 +150,10 @@ class JobRequest:
         _JOB_SLOT.__set__(other, job)
         return other
 
+    def with_chip_need(self, need: int) -> JobRequest:
+        """The same request choosing each cluster's chip for `need` pods (`chip_need`)."""
+        return dataclasses.replace(self, chip_need=need, shape=(*self.shape[:-1], need))
+
     def with_term(self, term: int) -> JobRequest:
         """The same request under another `clusterAffinities` group."""
         return dataclasses.replace(self, term=term, signature=(*self.signature[:-1], term))

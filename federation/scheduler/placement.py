@@ -64,6 +64,31 @@ class Failed:
     kind: Kind
 
 
+_INVALID = "invalid placement policy: "
+
+
+def _roomier_chips(failed: Failed) -> bool:
+    """Whether a divided device workload the preferred chips could not hold is worth
+    placing again on each cluster's roomier chip.
+
+    Its pods on a cluster share one chip, the most preferred with room, so a member with
+    one free H100 and five free A100s counts one replica for an H100-first service. When
+    the fleet cannot hold the replicas that way, each cluster's chip is chosen again for
+    all of them (`chip_need`): the preferred one where it holds them all, else the one
+    holding the most.
+    """
+    job = failed.request
+    return (
+        failed.kind == "division"
+        and not failed.reason.startswith(_INVALID)
+        and bool(job.devices)
+        and not job.single_cluster
+        and job.strategy in ("dynamic_weight", "aggregated")
+        and job.chip_need < job.replicas
+        and len(job.chips) != 1
+    )
+
+
 class Placer:
     """Runs the plugins for one job; built once per scheduler from the registry."""
 
@@ -201,6 +226,9 @@ class Placer:
         for term in range(observed_group(job, state), len(job.terms)):
             request = job.with_term(term) if term else job
             outcome = self._place_in_term(request, state)
+            if isinstance(outcome, Failed) and _roomier_chips(outcome):
+                roomier = self._place_in_term(request.with_chip_need(request.replicas), state)
+                outcome = roomier if isinstance(roomier, Placed) else outcome
             if isinstance(outcome, Placed):
                 return outcome
             failure = failure or outcome
@@ -222,7 +250,7 @@ class Placer:
         except division.Unschedulable as exc:
             return Failed(job, str(exc), "division")
         except ValueError as exc:
-            return Failed(job, f"invalid placement policy: {exc}", "division")
+            return Failed(job, f"{_INVALID}{exc}", "division")
         if not job.single_cluster:
             excess = quota.share_excess(job, state, placement)
             if excess is not None:

@@ -952,3 +952,38 @@ def test_gangs_placed_one_after_another_move_to_the_chip_that_still_holds_them()
     assert chips["g0"] == {"mixed": "nvidia-h100-80gb"}
     assert chips["g1"] == {"mixed": "nvidia-a100-80gb"}
     assert result.reasons["team/Job.batch/g3"].endswith("best is mixed with 2")
+
+
+def test_a_divided_service_takes_the_roomier_chip_when_the_preferred_ones_cannot_hold_it() -> None:
+    """Four 1-GPU replicas divided by free room, H100 preferred: the only member with free
+    GPUs has one free H100 and five free A100s. On the preferred chips the fleet holds one
+    replica of four; on the roomier chip of each member it holds all four, so they go there."""
+    mixed = cluster(
+        "mixed",
+        flavor(chip="nvidia-h100-80gb", devices=1, cpu="16", nodes=1),
+        flavor(chip="nvidia-a100-80gb", devices=5, cpu="48", nodes=1),
+    )
+    busy = cluster(
+        "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
+    )
+    dynamic = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+        }
+    }
+    web = job(
+        workload("web", kind="Deployment", gpus=1, replicas=4, chips=H100_A100), placement=dynamic
+    )
+    small = job(
+        workload("small", kind="Deployment", gpus=1, replicas=1, chips=H100_A100),
+        placement=dynamic,
+    )
+
+    result = run([mixed, busy], [web, small])
+
+    assert placed(result) == {"web": {"mixed": 4}, "small": {"mixed": 1}}
+    chips = {a.ref.name: a.chips for a in result.admitted}
+    assert chips["web"] == {"mixed": "nvidia-a100-80gb"}
+    assert chips["small"] == {"mixed": "nvidia-h100-80gb"}  # the preferred chip holds it
