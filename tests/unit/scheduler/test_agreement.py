@@ -67,10 +67,12 @@ WORKLOADS = [
     workload("any-gpu", gpus=4),
     workload("npu", gpus=2, resource="huawei.com/Ascend910"),
     workload("npu-named", gpus=8, chips="ascend-910b"),
+    workload("gang", gpus=2, replicas=5, chips="nvidia-h100-80gb,nvidia-a100-80gb"),
+    workload("any-gang", gpus=1, replicas=9),
 ]
 
 
-@pytest.mark.parametrize("seed", [pytest.param(s, id=f"random fleet {s}") for s in range(4)])
+@pytest.mark.parametrize("seed", [pytest.param(s, id=f"random fleet {s}") for s in range(8)])
 def test_every_filter_and_score_agrees_on_both_paths(seed: int) -> None:
     rng = random.Random(seed)
     s = snap.build(random_fleet(rng, 30))
@@ -92,6 +94,8 @@ def test_every_filter_and_score_agrees_on_both_paths(seed: int) -> None:
         request = fw.request_for(
             job(w, placement=placement), settings=SETTINGS, device_resources=s.device_resources
         )
+        if w.metadata.name == "any-gang" and seed % 2:  # its pods' chip, chosen for 12
+            request = request.with_chip_need(12)
         for _ in range(2):  # before and after some capacity is taken
             for plugin in plugins:
                 if isinstance(plugin, fw.FilterPlugin) and hasattr(plugin, "mask"):
