@@ -15,6 +15,7 @@ once, some late, with others' pods beside them on some members.
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 
 import pytest
@@ -186,6 +187,23 @@ def _check_reclaim(
             assert now.amount(resource) >= floor, f"reclaim took {q.name} below its guarantee"
 
 
+def _check_victims(result: cycle.CycleResult) -> None:
+    """Each eviction let its preemptor in (admitted this cycle); a preemption took only
+    lower-priority work of the preemptor's own queue, a reclaim only another queue's."""
+    admitted = {str(a.ref): a for a in result.admitted}
+    for victim, why in result.evicted:
+        preempted = re.fullmatch(r"preempted by (\S+) \(priority (-?\d+), queue (\S+)\)", why)
+        reclaimed = re.fullmatch(r"reclaimed by queue (\S+) for (\S+)", why)
+        assert preempted or reclaimed, f"{victim.ref} evicted: {why}"
+        by = admitted.get(preempted[1] if preempted else reclaimed[2])  # type: ignore[index]
+        assert by is not None, f"{victim.ref} evicted for a job not admitted: {why}"
+        if preempted:
+            assert by.queue == victim.queue, f"{victim.ref} preempted across queues: {why}"
+            assert victim.priority < by.priority, f"{victim.ref} not below its preemptor: {why}"
+        else:
+            assert by.queue != victim.queue, f"{victim.ref} reclaimed by its own queue: {why}"
+
+
 def _check_room(admitted: list[Admission], snapshot: snap.Snapshot) -> None:
     """The pods each admission took fit (static weights ignore capacity, as in Karmada:
     leave those out), on flavors carrying the chip or arch the workload asks for (a CPU
@@ -315,6 +333,7 @@ def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
         result = scheduler.run_cycle(snapshot, pending, usage, NOW)
         _check(result, snapshot, jobs=jobs, queues=queues, quotas=quotas, before=before)
         _check_reclaim(result, queues, held)
+        _check_victims(result)
         usage, pending = result.usage, result.pending
 
 
@@ -542,4 +561,5 @@ def test_no_cycle_overfills_a_member_whose_status_catches_up(seed: int) -> None:
         result = scheduler.run_cycle(snapshot, pending, usage, NOW)
         _check(result, base, jobs=jobs, queues=queues, quotas=quotas, before=before)
         _check_reclaim(result, queues, held)
+        _check_victims(result)
         usage, pending = result.usage, result.pending

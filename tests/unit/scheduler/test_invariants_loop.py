@@ -38,6 +38,7 @@ from tests.unit.scheduler.test_invariants import (
     QUEUES,
     SHAPES,
     _check_limits,
+    _check_victims,
     _fleet,
     _Member,
     _queues,
@@ -240,6 +241,7 @@ class _World:
         self.fingerprints, self.claims = dict(work.fingerprints), dict(work.held)
         for a in result.admitted:
             self.fingerprints[str(a.ref)] = work.marks[str(a.ref)]
+        _check_victims(result)
         for victim, _ in result.evicted:
             self.fingerprints.pop(str(victim.ref), None)
         _mark_fingerprints(result.bindings, self.fingerprints)
