@@ -34,6 +34,7 @@ __all__ = [
     "lending_problem",
     "overall_problem",
     "preemption_victims",
+    "reclaim_pools",
     "reclaim_victims",
 ]
 
@@ -99,6 +100,9 @@ _SPLITS: dict[int, tuple[ResourceList, list[tuple[str, int]], list[tuple[str, in
 without `accelerator/<model>`. A cycle charges thousands of admissions with a few dozen
 distinct charge objects, and walking a ResourceList as a Mapping costs more than the sums."""
 _SPLITS_LIMIT = 4096
+_RECLAIM_CLUSTERS = 8
+"""Clusters, those holding the most borrowed work first, whose candidates reclaim offers
+apart (`reclaim_pools`): each set costs the caller one trial."""
 
 
 def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
@@ -693,7 +697,25 @@ def reclaim_victims(
     charge: ResourceList,
     clusters: Collection[str] | None = None,
 ) -> list[Admission] | None:
-    """Workloads of queues borrowing beyond their guarantee whose eviction gives `name` room.
+    """Workloads of queues borrowing beyond their guarantee whose eviction gives `name` room:
+    the first of `reclaim_pools`, None when reclaim cannot make room."""
+    pools = reclaim_pools(
+        name, queues=queues, usage=usage, capacity=capacity, charge=charge, clusters=clusters
+    )
+    return pools[0] if pools else None
+
+
+def reclaim_pools(
+    name: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    capacity: Mapping[str, int],
+    charge: ResourceList,
+    clusters: Collection[str] | None = None,
+) -> list[list[Admission]]:
+    """Sets of workloads of queues borrowing beyond their guarantee whose eviction may give
+    `name` room, for the caller's trial (`scheduler.room.make`) to try in turn.
 
     With `clusters`, only workloads placed on one of them are candidates: when the job is
     short of room on the clusters it can use, evicting work elsewhere frees nothing for it.
@@ -707,25 +729,22 @@ def reclaim_victims(
     first, passing over any workload whose eviction would take its queue (or an ancestor)
     below its guarantee: only borrowed capacity is taken back. The room counted is what
     lending counts (`lending_problem`), so other queues' unused guarantees stay kept and
-    the victims found are enough for the job to pass it. None when reclaim cannot make room.
+    the victims found are enough for the job to pass it.
+
+    The sets, in order: the fewest that free enough across the fleet; then every candidate
+    in order, which the trial releases one by one until the job fits (the fewest may free
+    one core on each of two clusters for a job needing two on one); then every candidate
+    on one cluster, for the clusters holding the most borrowed work (those before may
+    reach a queue's guarantee with small victims spread over clusters, when one large
+    victim on one cluster would have done).
     """
-    own = queues.get(name)
-    if own is None:
-        return None
-    total_used = usage.total_amounts()
-    room: dict[str, int] = {}  # the resources actually short, with what may be lent of them
-    for r in charge:
-        if charge[r] <= 0 or capacity.get(r, 0) <= 0:
-            continue
-        lendable = capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
-        if total_used.get(r, 0) + charge[r] > lendable:
-            room[r] = lendable
+    if queues.get(name) is None:
+        return []
+    room = _short(name, queues=queues, usage=usage, capacity=capacity, charge=charge)
     # Short only on the clusters the job can use (`clusters`), with room elsewhere in the
-    # fleet: no fleet total bounds the victims there, so every candidate is offered in
-    # order and the caller's trial, which releases them one by one until the job fits,
-    # finds how many it needs (`scheduler.room.make`).
-    # Only the resources the queue (or an ancestor) is guaranteed count there: reclaim
-    # returns what was promised.
+    # fleet: no fleet total bounds the victims there, so only candidates in order are
+    # offered. Only the resources the queue (or an ancestor) is guaranteed count there:
+    # reclaim returns what was promised.
     g = _guarantees(queues)
     local = not room and clusters is not None
     if local:
@@ -735,11 +754,11 @@ def reclaim_victims(
             if charge[r] > 0 and capacity.get(r, 0) > 0 and _promised(name, r, g)
         }
     if not room:
-        return None
+        return []
     relevant = sorted(room)
     scope = _entitled(name, relevant, g, usage, charge)
     if scope is None:
-        return None
+        return []
 
     def borrowing(a: Admission) -> bool:
         queue = queues.get(a.queue)
@@ -752,6 +771,13 @@ def reclaim_victims(
             victims, name=name, relevant=relevant, g=g, usage=usage, charge=charge
         )
 
+    def in_order(candidates: Iterable[Admission]) -> list[Admission]:
+        chosen: list[Admission] = []
+        for a in candidates:
+            if keeps_guarantees([*chosen, a]):
+                chosen.append(a)
+        return chosen
+
     pool = sorted(
         (
             a
@@ -760,19 +786,60 @@ def reclaim_victims(
         ),
         key=lambda a: (_queue_priority(queues, a.queue), a.priority, -a.seq),
     )
-    if local:
-        chosen: list[Admission] = []
-        for a in pool:
-            if keeps_guarantees([*chosen, a]):
-                chosen.append(a)
-        return chosen or None
-    total = usage.total().only(relevant)
-    return _minimal(
-        pool,
-        charge=charge.only(relevant),
-        limits=[(total, ResourceList(room))],
-        allowed=keeps_guarantees,
-    )
+    pools: list[list[Admission]] = []
+    if not local:
+        total = usage.total().only(relevant)
+        fewest = _minimal(
+            pool,
+            charge=charge.only(relevant),
+            limits=[(total, ResourceList(room))],
+            allowed=keeps_guarantees,
+        )
+        if not fewest:  # no set that keeps the guarantees frees enough in the fleet
+            return []
+        pools.append(fewest)
+    pools.append(in_order(pool))
+    for cluster in _most_borrowed(pool, relevant, capacity, clusters):
+        pools.append(in_order(a for a in pool if cluster in a.placement))
+    return [p for p in pools if p]
+
+
+def _short(
+    name: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    capacity: Mapping[str, int],
+    charge: ResourceList,
+) -> dict[str, int]:
+    """The resources the federation cannot lend `charge` of to `name`, with what it may
+    lend of each (`lending_problem`'s arithmetic)."""
+    total_used = usage.total_amounts()
+    room: dict[str, int] = {}
+    for r in charge:
+        if charge[r] <= 0 or capacity.get(r, 0) <= 0:
+            continue
+        lendable = capacity[r] - reserved_against(name, r, queues=queues, usage=usage)
+        if total_used.get(r, 0) + charge[r] > lendable:
+            room[r] = lendable
+    return room
+
+
+def _most_borrowed(
+    pool: Sequence[Admission],
+    relevant: Sequence[str],
+    capacity: Mapping[str, int],
+    clusters: Collection[str] | None,
+) -> list[str]:
+    """The clusters (of `clusters`) holding the most of `pool`'s work, as shares of the
+    fleet's capacity, at most `_RECLAIM_CLUSTERS` of them."""
+    held: dict[str, float] = {}
+    for a in pool:
+        share = sum(a.charge.amount(r) / capacity[r] for r in relevant)
+        for cluster in a.placement:
+            if clusters is None or cluster in clusters:
+                held[cluster] = held.get(cluster, 0.0) + share
+    return sorted(held, key=lambda c: (-held[c], c))[:_RECLAIM_CLUSTERS]
 
 
 def _promised(name: str, resource: str, g: _Guarantees) -> bool:

@@ -172,7 +172,7 @@ def _reclaim(
         return
     snapshot = state.snapshot
     for charge in _charges(request, state):
-        victims = accounting.reclaim_victims(
+        yield from accounting.reclaim_pools(
             job.queue,
             queues=snapshot.queues,
             usage=state.usage,
@@ -180,8 +180,6 @@ def _reclaim(
             charge=charge,
             clusters=clusters,
         )
-        if victims:
-            yield victims
 
 
 def _charges(request: fw.JobRequest, state: fw.CycleState) -> list[ResourceList]:

@@ -987,3 +987,32 @@ def test_a_divided_service_takes_the_roomier_chip_when_the_preferred_ones_cannot
     chips = {a.ref.name: a.chips for a in result.admitted}
     assert chips["web"] == {"mixed": "nvidia-a100-80gb"}
     assert chips["small"] == {"mixed": "nvidia-h100-80gb"}  # the preferred chip holds it
+
+
+def test_reclaim_takes_victims_where_the_job_fits_not_only_the_latest_fleet_wide() -> None:
+    """Eight 1-CPU borrowed jobs fill two 4-CPU clusters, alternating. The latest two
+    arrivals free 2 CPUs in total but one on each cluster, where a 2-CPU job fits neither:
+    reclaim goes on down the list until it fits, and spares the victim on the other cluster."""
+    fleet = [cluster("x", flavor(nodes=1, cpu="4")), cluster("y", flavor(nodes=1, cpu="4"))]
+    loose = [queue("lender"), queue("borrower", guarantee={"cpu": "2"})]
+    jobs = [
+        job(
+            workload(f"b{i}", cpu="1", queue="borrower"),
+            placement={"clusterAffinity": {"clusterNames": ["xy"[i % 2]]}},
+            seq=i + 1,
+        )
+        for i in range(8)
+    ]
+    first = run(fleet, jobs, queues=loose)
+    on = {name: next(iter(where)) for name, where in placed(first).items()}
+    assert on == {f"b{i}": "xy"[i % 2] for i in range(8)}
+    queues = [queue("lender", guarantee={"cpu": "4"}), queue("borrower", guarantee={"cpu": "2"})]
+    snapshot = snap.build(fleet, queues=queues, bindings=first.bindings)
+    mine = job(workload("mine", cpu="2", queue="lender"), seq=100)
+
+    result = run(fleet, [mine], usage=first.usage, snapshot=snapshot)
+
+    assert list(placed(result)) == ["mine"]
+    (where,) = placed(result)["mine"]
+    victims = sorted(v.ref.name for v, _ in result.evicted)
+    assert {on[v] for v in victims} == {where} and len(victims) == 2, victims
