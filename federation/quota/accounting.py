@@ -16,7 +16,7 @@ naming the limit and the numbers ("queue ml-research at capability for nvidia-a1
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -103,6 +103,8 @@ _SPLITS_LIMIT = 4096
 _RECLAIM_CLUSTERS = 8
 """Clusters, those holding the most borrowed work first, whose candidates reclaim offers
 apart (`reclaim_pools`): each set costs the caller one trial."""
+_RECLAIM_SET = 32
+"""Victims one set offered in order holds at most: the caller's trial tries no more."""
 
 
 def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
@@ -702,7 +704,7 @@ def reclaim_victims(
     pools = reclaim_pools(
         name, queues=queues, usage=usage, capacity=capacity, charge=charge, clusters=clusters
     )
-    return pools[0] if pools else None
+    return next(pools, None)
 
 
 def reclaim_pools(
@@ -713,9 +715,10 @@ def reclaim_pools(
     capacity: Mapping[str, int],
     charge: ResourceList,
     clusters: Collection[str] | None = None,
-) -> list[list[Admission]]:
+) -> Iterator[list[Admission]]:
     """Sets of workloads of queues borrowing beyond their guarantee whose eviction may give
-    `name` room, for the caller's trial (`scheduler.room.make`) to try in turn.
+    `name` room, for the caller's trial (`scheduler.room.make`) to try in turn; each found
+    only when the caller asks for the next (most reclaims end with the first).
 
     With `clusters`, only workloads placed on one of them are candidates: when the job is
     short of room on the clusters it can use, evicting work elsewhere frees nothing for it.
@@ -739,32 +742,28 @@ def reclaim_pools(
     victim on one cluster would have done).
     """
     if queues.get(name) is None:
-        return []
-    room = _short(name, queues=queues, usage=usage, capacity=capacity, charge=charge)
-    # Short only on the clusters the job can use (`clusters`), with room elsewhere in the
-    # fleet: no fleet total bounds the victims there, so only candidates in order are
-    # offered. Only the resources the queue (or an ancestor) is guaranteed count there:
-    # reclaim returns what was promised.
+        return
     g = _guarantees(queues)
-    local = not room and clusters is not None
-    if local:
-        room = {
-            r: capacity[r]
-            for r in charge
-            if charge[r] > 0 and capacity.get(r, 0) > 0 and _promised(name, r, g)
-        }
+    room, local = _reclaim_room(
+        name, queues=queues, usage=usage, capacity=capacity, charge=charge, g=g, clusters=clusters
+    )
     if not room:
-        return []
+        return
     relevant = sorted(room)
     scope = _entitled(name, relevant, g, usage, charge)
     if scope is None:
-        return []
+        return
+
+    lends: dict[str, bool] = {}  # per queue: whether its work may be reclaimed
 
     def borrowing(a: Admission) -> bool:
-        queue = queues.get(a.queue)
-        if a.queue in scope or (queue is not None and not queue.spec.reclaimable):
-            return False
-        return any(_over(a.queue, r, g, usage) for r in relevant)
+        hit = lends.get(a.queue)
+        if hit is None:
+            queue = queues.get(a.queue)
+            hit = lends[a.queue] = not (
+                a.queue in scope or (queue is not None and not queue.spec.reclaimable)
+            ) and any(_over(a.queue, r, g, usage) for r in relevant)
+        return hit
 
     def keeps_guarantees(victims: Sequence[Admission]) -> bool:
         return _keeps_guarantees(
@@ -772,10 +771,13 @@ def reclaim_pools(
         )
 
     def in_order(candidates: Iterable[Admission]) -> list[Admission]:
+        floors = _Floors(name=name, relevant=relevant, g=g, usage=usage, charge=charge)
         chosen: list[Admission] = []
         for a in candidates:
-            if keeps_guarantees([*chosen, a]):
+            if floors.take(a):
                 chosen.append(a)
+                if len(chosen) == _RECLAIM_SET:
+                    break
         return chosen
 
     pool = sorted(
@@ -786,7 +788,6 @@ def reclaim_pools(
         ),
         key=lambda a: (_queue_priority(queues, a.queue), a.priority, -a.seq),
     )
-    pools: list[list[Admission]] = []
     if not local:
         total = usage.total().only(relevant)
         fewest = _minimal(
@@ -796,12 +797,48 @@ def reclaim_pools(
             allowed=keeps_guarantees,
         )
         if not fewest:  # no set that keeps the guarantees frees enough in the fleet
-            return []
-        pools.append(fewest)
-    pools.append(in_order(pool))
-    for cluster in _most_borrowed(pool, relevant, capacity, clusters):
-        pools.append(in_order(a for a in pool if cluster in a.placement))
-    return [p for p in pools if p]
+            return
+        yield fewest
+    for candidates in (pool, *_on_each(pool, _most_borrowed(pool, relevant, capacity, clusters))):
+        chosen = in_order(candidates)
+        if chosen:
+            yield chosen
+
+
+def _on_each(pool: Sequence[Admission], clusters: Sequence[str]) -> list[list[Admission]]:
+    """Per cluster of `clusters`, in their order, the admissions of `pool` placed there."""
+    on: dict[str, list[Admission]] = {cluster: [] for cluster in clusters}
+    for a in pool:
+        for cluster in a.placement:
+            if cluster in on:
+                on[cluster].append(a)
+    return [on[cluster] for cluster in clusters]
+
+
+def _reclaim_room(
+    name: str,
+    *,
+    queues: Mapping[str, Queue],
+    usage: Usage,
+    capacity: Mapping[str, int],
+    charge: ResourceList,
+    g: _Guarantees,
+    clusters: Collection[str] | None,
+) -> tuple[dict[str, int], bool]:
+    """The resources reclaim must free for `charge`, with the room that bounds them, and
+    whether the job is short only on the clusters it can use (`clusters`) with room
+    elsewhere in the fleet: then no fleet total bounds the victims, so only candidates in
+    order are offered, and only the resources the queue (or an ancestor) is guaranteed
+    count (reclaim returns what was promised)."""
+    room = _short(name, queues=queues, usage=usage, capacity=capacity, charge=charge)
+    if room or clusters is None:
+        return room, False
+    promised = {
+        r: capacity[r]
+        for r in charge
+        if charge[r] > 0 and capacity.get(r, 0) > 0 and _promised(name, r, g)
+    }
+    return promised, True
 
 
 def _short(
@@ -834,8 +871,11 @@ def _most_borrowed(
     """The clusters (of `clusters`) holding the most of `pool`'s work, as shares of the
     fleet's capacity, at most `_RECLAIM_CLUSTERS` of them."""
     held: dict[str, float] = {}
+    shares: dict[int, float] = {}  # per charge object: a cycle shares a few dozen of them
     for a in pool:
-        share = sum(a.charge.amount(r) / capacity[r] for r in relevant)
+        share = shares.get(id(a.charge))
+        if share is None:
+            share = shares[id(a.charge)] = sum(a.charge.amount(r) / capacity[r] for r in relevant)
         for cluster in a.placement:
             if clusters is None or cluster in clusters:
                 held[cluster] = held.get(cluster, 0.0) + share
@@ -868,22 +908,64 @@ def _keeps_guarantees(
     charge: ResourceList,
 ) -> bool:
     """Whether evicting `victims` for `charge` of queue `name` leaves each of their queues,
-    and each ancestor of those, holding at least its guarantee of the `relevant` resources.
+    and each ancestor of those, holding at least its guarantee of the `relevant` resources
+    (`_Floors`)."""
+    floors = _Floors(name=name, relevant=relevant, g=g, usage=usage, charge=charge)
+    return all(floors.take(victim) for victim in victims)
+
+
+class _Floors:
+    """Victims taken one at a time while each queue they leave, and each ancestor of it,
+    still holds its guarantee of the `relevant` resources.
 
     An ancestor that also holds `name` gets `charge` back, so reclaim inside its subtree
-    does not count as taking its guarantee."""
-    freed: dict[tuple[str, str], int] = {}
-    for victim in victims:
+    does not count as taking its guarantee. What is freed only grows, so a set passes
+    exactly when each victim passed as it was taken: checking one more victim costs its
+    queue's depth, not the whole set again (a reclaim offers thousands of candidates)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        relevant: Sequence[str],
+        g: _Guarantees,
+        usage: Usage,
+        charge: ResourceList,
+    ) -> None:
+        self.name, self.relevant, self.g, self.usage, self.charge = (
+            name,
+            relevant,
+            g,
+            usage,
+            charge,
+        )
+        self.freed: dict[tuple[str, str], int] = {}
+        self._floor: dict[tuple[str, str], int | None] = {}
+
+    def _most(self, node: str, r: str) -> int | None:
+        """How much of `r` may be freed under `node` (None: no guarantee to keep)."""
+        key = (node, r)
+        if key not in self._floor:
+            promised = self.g.amounts.get(r, {}).get(node, 0)
+            if promised <= 0:
+                self._floor[key] = None
+            else:
+                members = self.g.members.get(node, (node,))
+                back = self.charge.amount(r) if self.name in members else 0
+                self._floor[key] = _held(node, r, self.g, self.usage) + back - promised
+        return self._floor[key]
+
+    def take(self, victim: Admission) -> bool:
+        """Take `victim` when the guarantees still hold with it; whether it was taken."""
+        after: list[tuple[tuple[str, str], int]] = []
         node: str | None = victim.queue  # `g.parent` holds no loops: the walk ends
         while node is not None:
-            for r in relevant:
-                freed[node, r] = freed.get((node, r), 0) + victim.charge.amount(r)
-            node = g.parent.get(node)
-    for (node, r), amount in freed.items():
-        promised = g.amounts.get(r, {}).get(node, 0)
-        if promised <= 0 or amount <= 0:
-            continue
-        back = charge.amount(r) if name in g.members.get(node, (node,)) else 0
-        if _held(node, r, g, usage) - amount + back < promised:
-            return False
-    return True
+            for r in self.relevant:
+                total = self.freed.get((node, r), 0) + victim.charge.amount(r)
+                most = self._most(node, r)
+                if most is not None and total > 0 and total > most:
+                    return False
+                after.append(((node, r), total))
+            node = self.g.parent.get(node)
+        self.freed.update(after)
+        return True

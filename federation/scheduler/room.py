@@ -229,6 +229,7 @@ def _fewest(
     if len(made.victims) < 2:  # the job did not fit before its one victim went
         return made
     landed = set(made.placed.placement)
+    made = _spare_elsewhere(request, made, landed, state=state, admissible=admissible)
     order = sorted(reversed(made.victims), key=lambda v: not landed.isdisjoint(v.placement))
     for spare in order:
         rest = [v for v in made.victims if v is not spare]
@@ -241,6 +242,29 @@ def _fewest(
         if again is not None:
             made = Room(rest, retry, again)
     return made
+
+
+def _spare_elsewhere(
+    request: fw.JobRequest,
+    made: Room,
+    landed: set[str],
+    *,
+    state: fw.CycleState,
+    admissible: Admissible,
+) -> Room:
+    """Spare at once every victim on clusters the job does not land on, when the job is
+    still admitted without them; else `made` unchanged, for `_fewest` to spare them one by
+    one (they may free what a fleet-wide limit counts). Why: a reclaim that released
+    candidates in order until the job fit may hold dozens of them spread over the fleet,
+    and sparing each in turn costs a placement apiece."""
+    rest = [v for v in made.victims if not landed.isdisjoint(v.placement)]
+    if not rest or len(rest) == len(made.victims) or len(made.victims) - len(rest) < 2:
+        return made
+    retry = state.copy()
+    for victim in rest:
+        release(retry, victim)
+    again = admissible(request, retry)
+    return made if again is None else Room(rest, retry, again)
 
 
 def release(state: fw.CycleState, victim: accounting.Admission) -> None:
