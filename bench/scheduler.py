@@ -30,8 +30,14 @@ answer as the optimum.
 Part 4, Bindings written per second to a real etcd (started here on a free loopback port),
 batched in transactions of 100.
 
+Part 5, reclaim: 1,000 single-node members of 8 cores, filled by 8,000 one-core jobs of a
+queue that borrows them all; then another queue is guaranteed 500 cores and asks for 200
+jobs of 2-3 cores, which fit only where reclaim frees cores on one member. One cycle: its
+time, the jobs admitted by reclaim, the victims, milliseconds per reclaim.
+
 `python bench/scheduler.py [--clusters N --jobs N --sample N --quality-clusters N
---quality-jobs N --quality-priority-cost]`; defaults are the issue's.
+--quality-jobs N --quality-priority-cost --reclaim-members N --reclaim-jobs N]`; defaults
+are the issue's.
 """
 
 from __future__ import annotations
@@ -722,6 +728,56 @@ def etcd_writes(bindings: list[Any]) -> dict[str, Any]:
         server.cleanup()
 
 
+def reclaim(members: int, jobs: int) -> dict[str, Any]:
+    """Part 5 (see the module docstring)."""
+    ready = [Condition(type="Ready", status="True", last_transition_time=NOW)]
+    fleet = [
+        Cluster(
+            metadata=ObjectMeta(name=f"m-{i:04d}"),
+            spec=ClusterSpec(region=REGIONS[i % len(REGIONS)], provider="sim"),
+            status=ClusterStatus(conditions=ready, flavors=[_flavor("amd64", 8, 32, 1)]),
+        )
+        for i in range(members)
+    ]
+    cores, owed = 8 * members, members // 2
+
+    def queues(owner: int) -> list[Queue]:
+        spec = {"lender": {"guarantee": {"cpu": str(cores - owed)}}, "owner": {}}
+        if owner:
+            spec["owner"] = {"guarantee": {"cpu": str(owner)}}
+        return [Queue.model_validate({"metadata": {"name": n}, "spec": v}) for n, v in spec.items()]
+
+    def job(i: int, queue: str, cpu: str, rng: random.Random) -> PendingJob:
+        w = _template(
+            f"{queue}-{i:05d}", kind="Job", replicas=1, cpu=cpu, mem="1Gi", extra={}, annotations={}
+        )
+        ref = keys.WorkloadRef("bench", keys.kind_segment(w.api_version, w.kind), w.metadata.name)
+        return PendingJob(ref=ref, workload=w, queue=queue, priority=rng.randint(0, 3), seq=i + 1)
+
+    rng = random.Random(11)
+    scheduler = cycle.Scheduler(SchedulerSettings(cycle_batch=cores + jobs))
+    pending = PendingStore(job(i, "lender", "1", rng) for i in range(cores))
+    first = scheduler.run_cycle(snap.build(fleet, queues=queues(0)), pending, Usage(), NOW)
+    for i in range(jobs):
+        first.pending.add(job(cores + i, "owner", rng.choice(["2", "3"]), rng))
+    snapshot = snap.build(fleet, queues=queues(owed))
+    began = time.perf_counter()
+    result = scheduler.run_cycle(snapshot, first.pending, first.usage, NOW)
+    seconds = time.perf_counter() - began
+    reclaimed = [a for a in result.admitted if a.queue == "owner"]
+    return {
+        "members": members,
+        "borrowed_jobs": len(first.admitted),
+        "owner_jobs": jobs,
+        "owed_cores": owed,
+        "cycle_s": round(seconds, 2),
+        "admitted_by_reclaim": len(reclaimed),
+        "cores_reclaimed": sum(a.pod.amount("cpu") for a in reclaimed) // 1000,
+        "victims": len(result.evicted),
+        "ms_per_reclaim": round(1000 * seconds / max(len(reclaimed), 1), 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=1000)
@@ -731,6 +787,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quality-clusters", type=int, default=20)
     parser.add_argument("--quality-jobs", type=int, default=500)
+    parser.add_argument("--reclaim-members", type=int, default=1000)
+    parser.add_argument("--reclaim-jobs", type=int, default=200)
     parser.add_argument(
         "--quality-time-limit",
         type=float,
@@ -762,6 +820,7 @@ def main() -> None:
             priority_cost=args.quality_priority_cost,
         ),
         "etcd": etcd_writes(result.bindings[: args.writes]) | {"goal_bindings_per_s": 2000},
+        "reclaim": reclaim(args.reclaim_members, args.reclaim_jobs),
     }
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")
