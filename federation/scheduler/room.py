@@ -33,6 +33,9 @@ from federation.settings import SchedulerSettings
 __all__ = ["Admissible", "Room", "make", "pools", "release"]
 
 _MAX_VICTIMS = 32
+_MEMBERS = 8
+"""Members whose victims preemption offers apart when its pool is longer than a trial
+(`_member_by_member`): each costs one trial."""
 
 Admissible = Callable[[fw.JobRequest, fw.CycleState], pl.Placed | None]
 """Where a job goes in a state when it is placed there and passes every limit, else None."""
@@ -115,12 +118,28 @@ def _pools(
             )
             if own:
                 yield own
+                yield from _member_by_member(own)
         # A fleet full of borrowed work fails on capacity, not on lending: a queue under
         # its guarantee reclaims there too, also when its own lower-priority work alone
         # cannot make room.
         yield from _reclaim(job, request, state=state, settings=settings, clusters=names)
     elif kind == "lend":
         yield from _reclaim(job, request, state=state, settings=settings)
+
+
+def _member_by_member(victims: list[accounting.Admission]) -> Iterator[list[accounting.Admission]]:
+    """The victims on one member at a time, in their order, for the members holding the
+    most of them, when there are more than one trial releases: the first `_MAX_VICTIMS`
+    in order may sit one per member, each freeing too little for a job that needs more on
+    one (within those, the trial already releases every victim a member holds)."""
+    if len(victims) <= _MAX_VICTIMS:
+        return
+    on: dict[str, list[accounting.Admission]] = {}
+    for victim in victims:
+        for name in victim.placement:
+            on.setdefault(name, []).append(victim)
+    for name in sorted(on, key=lambda n: (-len(on[n]), n))[:_MEMBERS]:
+        yield on[name]
 
 
 def _namespace_limit(job: PendingJob, state: fw.CycleState) -> accounting.NamespaceLimit | None:

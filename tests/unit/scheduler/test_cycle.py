@@ -1016,3 +1016,31 @@ def test_reclaim_takes_victims_where_the_job_fits_not_only_the_latest_fleet_wide
     (where,) = placed(result)["mine"]
     victims = sorted(v.ref.name for v, _ in result.evicted)
     assert {on[v] for v in victims} == {where} and len(victims) == 2, victims
+
+
+def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread() -> None:
+    """Forty single-node members full of priority-0 one-core jobs, placed round the fleet
+    so that the latest arrivals sit one per member. A priority-5 job of two cores fits
+    only where two of them go from one member: more than the victims one trial releases
+    in order (the latest 32, on 32 members) before it looks member by member."""
+    names = [f"m{i:02d}" for i in range(40)]
+    fleet = [cluster(name, flavor(nodes=1, cpu="4")) for name in names]
+    low = [
+        job(
+            workload(f"low{i:03d}", cpu="1", priority=0),
+            placement={"clusterAffinity": {"clusterNames": [names[i % 40]]}},
+            seq=i + 1,
+        )
+        for i in range(160)
+    ]
+    first = run(fleet, low, settings=SchedulerSettings(cycle_batch=200))
+    assert len(first.admitted) == 160  # every core taken
+    high = job(workload("high", cpu="2", priority=5), seq=1000)
+
+    result = run(fleet, [high], usage=first.usage)
+
+    assert list(placed(result)) == ["high"]
+    (where,) = placed(result)["high"]
+    victims = [v for v, _ in result.evicted]
+    assert len(victims) == 2 and all(set(v.placement) == {where} for v in victims)
+    assert all(v.priority == 0 for v in victims)
