@@ -204,8 +204,9 @@ class Placement(FrozenModel):
     spread_constraints: list[SpreadConstraint] = Field(
         default_factory=list,
         description=(
-            "Spread over clusters, regions, zones, providers or a label, one constraint per"
-            " field. A group spread with no `spreadByField: cluster` beside it is a fedctl"
+            "Spread over clusters, regions, zones, providers or a label: a cluster"
+            " constraint and at most one other (more warn, and leave workloads Pending)."
+            " A group spread with no `spreadByField: cluster` beside it is a fedctl"
             " extension: Karmada refuses it."
         ),
     )
