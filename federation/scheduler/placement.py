@@ -27,7 +27,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import affinity, capacity, quota
 from policies.models.binding import ClusterVerdict
 
-__all__ = ["Failed", "Placed", "Placer", "Scored"]
+__all__ = ["INVALID_POLICY", "Failed", "Placed", "Placer", "Scored"]
 
 Kind = Literal["static", "capacity", "quota", "cost", "division"]
 
@@ -64,7 +64,8 @@ class Failed:
     kind: Kind
 
 
-_INVALID = "invalid placement policy: "
+INVALID_POLICY = "invalid placement policy: "
+"""How a placement a policy cannot describe fails (kind `division`): no room made helps."""
 
 
 def _roomier_chips(failed: Failed) -> bool:
@@ -80,7 +81,7 @@ def _roomier_chips(failed: Failed) -> bool:
     job = failed.request
     return (
         failed.kind == "division"
-        and not failed.reason.startswith(_INVALID)
+        and not failed.reason.startswith(INVALID_POLICY)
         and bool(job.devices)
         and not job.single_cluster
         and job.strategy in ("dynamic_weight", "aggregated")
@@ -250,7 +251,7 @@ class Placer:
         except division.Unschedulable as exc:
             return Failed(job, str(exc), "division")
         except ValueError as exc:
-            return Failed(job, f"{_INVALID}{exc}", "division")
+            return Failed(job, f"{INVALID_POLICY}{exc}", "division")
         if not job.single_cluster:
             excess = quota.share_excess(job, state, placement)
             if excess is not None:

@@ -128,17 +128,24 @@ def _pools(
 
 
 def _member_by_member(victims: list[accounting.Admission]) -> Iterator[list[accounting.Admission]]:
-    """The victims on one member at a time, in their order, for the members holding the
-    most of them, when there are more than one trial releases: the first `_MAX_VICTIMS`
-    in order may sit one per member, each freeing too little for a job that needs more on
-    one (within those, the trial already releases every victim a member holds)."""
+    """The victims grouped by member, when there are more than one trial releases: the
+    first `_MAX_VICTIMS` in order may sit one per member, each freeing too little for a
+    job that needs more on one (within those, the trial already releases every victim a
+    member holds). First all of them member after member, the members holding the most
+    first (a divided job needing room on several members finds it there), then each of
+    those members' own, for the (up to `_MEMBERS`) members a trial of the first set does
+    not reach."""
     if len(victims) <= _MAX_VICTIMS:
         return
     on: dict[str, list[accounting.Admission]] = {}
     for victim in victims:
         for name in victim.placement:
             on.setdefault(name, []).append(victim)
-    for name in sorted(on, key=lambda n: (-len(on[n]), n))[:_MEMBERS]:
+    members = sorted(on, key=lambda n: (-len(on[n]), n))
+    grouped = list({id(v): v for name in members for v in on[name]}.values())
+    yield grouped
+    reached = {name for v in grouped[:_MAX_VICTIMS] for name in v.placement}
+    for name in [n for n in members if n not in reached][:_MEMBERS]:
         yield on[name]
 
 

@@ -1044,3 +1044,75 @@ def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread(
     victims = [v for v, _ in result.evicted]
     assert len(victims) == 2 and all(set(v.placement) == {where} for v in victims)
     assert all(v.priority == 0 for v in victims)
+
+
+def test_a_divided_service_preempts_on_several_members_when_the_victims_are_spread() -> None:
+    """As above, but a priority-5 service of four 2-core replicas divided by free room:
+    no one member can hold it, two can, each once two of its victims go."""
+    names = [f"m{i:02d}" for i in range(40)]
+    fleet = [cluster(name, flavor(nodes=1, cpu="4")) for name in names]
+    low = [
+        job(
+            workload(f"low{i:03d}", cpu="1", priority=0),
+            placement={"clusterAffinity": {"clusterNames": [names[i % 40]]}},
+            seq=i + 1,
+        )
+        for i in range(160)
+    ]
+    first = run(fleet, low, settings=SchedulerSettings(cycle_batch=200))
+    dynamic = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+        }
+    }
+    web = job(
+        workload("web", kind="Deployment", cpu="2", replicas=4, priority=5),
+        placement=dynamic,
+        seq=1000,
+    )
+
+    result = run(fleet, [web], usage=first.usage)
+
+    assert list(placed(result)) == ["web"]
+    where = placed(result)["web"]
+    assert sum(where.values()) == 4 and all(n <= 2 for n in where.values())
+    victims = [v for v, _ in result.evicted]
+    assert len(victims) == 8 and all(set(v.placement) <= set(where) for v in victims)
+
+
+def test_a_divided_service_short_of_room_across_members_preempts() -> None:
+    """Two 4-core members: m0 runs two priority-0 one-core jobs (two cores free), m1 four.
+    A priority-5 service of three 2-core replicas passes the capacity filter on m0 (room
+    for one) but cannot be divided: short of room across members, it preempts as a job
+    no member could hold does."""
+    fleet = [cluster("m0", flavor(nodes=1, cpu="4")), cluster("m1", flavor(nodes=1, cpu="4"))]
+    low = [
+        job(
+            workload(f"low{i}", cpu="1", priority=0),
+            placement={"clusterAffinity": {"clusterNames": ["m0" if i < 2 else "m1"]}},
+            seq=i + 1,
+        )
+        for i in range(6)
+    ]
+    first = run(fleet, low)
+    assert len(first.admitted) == 6
+    dynamic = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+        }
+    }
+    web = job(
+        workload("web", kind="Deployment", cpu="2", replicas=3, priority=5),
+        placement=dynamic,
+        seq=100,
+    )
+
+    result = run(fleet, [web], usage=first.usage)
+
+    assert sum(placed(result)["web"].values()) == 3
+    assert all(why.startswith("preempted by team/Deployment.apps/web") for _, why in result.evicted)
+    assert len(result.evicted) == 4  # two cores more for each of the two replicas added

@@ -82,6 +82,15 @@ def test_a_queue_under_its_guarantee_gets_it_back_wherever_a_member_can_make_roo
             )
 
 
+DYNAMIC = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+    }
+}
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_a_higher_priority_job_preempts_wherever_a_member_can_make_room(seed: int) -> None:
     rng = random.Random(seed)
@@ -105,6 +114,18 @@ def test_a_higher_priority_job_preempts_wherever_a_member_can_make_room(seed: in
             workload(f"high{i}", cpu=str(rng.randint(1, 3)), priority=rng.randint(1, 3)),
             seq=1000 + i,
         )
+        if rng.random() < 0.6
+        else job(  # a service divided by free room: replicas on as many members as it takes
+            workload(
+                f"web{i}",
+                kind="Deployment",
+                cpu=str(rng.randint(1, 2)),
+                replicas=rng.randint(2, 4),
+                priority=rng.randint(1, 3),
+            ),
+            placement=DYNAMIC,
+            seq=1000 + i,
+        )
         for i in range(rng.randint(1, 6))
     ]
     for j in high:
@@ -119,11 +140,19 @@ def test_a_higher_priority_job_preempts_wherever_a_member_can_make_room(seed: in
         if str(j.ref) in admitted:
             continue
         size = j.workload.pod_requests().amount("cpu") // 1000
+        room = {}  # per member: replicas its free and lower-priority cores would hold
         for name, n in cores.items():
             on = [a for a in result.usage.admissions() if name in a.placement]
-            free = n - sum(a.pod.amount("cpu") // 1000 for a in on)
-            lower = sum(a.pod.amount("cpu") // 1000 for a in on if a.priority < j.priority)
-            assert free + lower < size, (
-                f"{j.ref} waits, but {name} has {free} free and {lower} cores of lower"
-                f" priority: {result.reasons.get(str(j.ref))}"
+            free = n - sum(a.pod.amount("cpu") * a.placement[name] // 1000 for a in on)
+            lower = sum(
+                a.pod.amount("cpu") * a.placement[name] // 1000
+                for a in on
+                if a.priority < j.priority
             )
+            room[name] = (free + lower) // size
+        replicas = j.workload.replicas
+        whole = j.placement is None  # a Job: all its replicas on one member
+        could = max(room.values()) >= replicas if whole else sum(room.values()) >= replicas
+        assert not could, (
+            f"{j.ref} waits, though members hold {room}: {result.reasons.get(str(j.ref))}"
+        )
