@@ -26,6 +26,7 @@ from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
 
 __all__ = [
+    "MAX_VICTIMS",
     "Admission",
     "NamespaceLimit",
     "Usage",
@@ -103,8 +104,9 @@ _SPLITS_LIMIT = 4096
 _RECLAIM_CLUSTERS = 8
 """Clusters, those holding the most borrowed work first, whose candidates reclaim offers
 apart (`reclaim_pools`): each set costs the caller one trial."""
-_RECLAIM_SET = 32
-"""Victims one set offered in order holds at most: the caller's trial tries no more."""
+MAX_VICTIMS = 32
+"""Victims one job may evict: a trial (`scheduler.room.make`) releases no more, so a set
+offered in order (`reclaim_pools`) holds no more either."""
 
 
 def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
@@ -776,7 +778,7 @@ def reclaim_pools(
         for a in candidates:
             if floors.take(a):
                 chosen.append(a)
-                if len(chosen) == _RECLAIM_SET:
+                if len(chosen) == MAX_VICTIMS:
                     break
         return chosen
 
@@ -932,13 +934,11 @@ class _Floors:
         usage: Usage,
         charge: ResourceList,
     ) -> None:
-        self.name, self.relevant, self.g, self.usage, self.charge = (
-            name,
-            relevant,
-            g,
-            usage,
-            charge,
-        )
+        self.name = name
+        self.relevant = relevant
+        self.g = g
+        self.usage = usage
+        self.charge = charge
         self.freed: dict[tuple[str, str], int] = {}
         self._floor: dict[tuple[str, str], int | None] = {}
 

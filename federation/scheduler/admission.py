@@ -87,9 +87,7 @@ class Admitter:
             reason, kind = problem
         else:
             reason, kind = outcome.reason, outcome.kind
-            if kind == "division" and not reason.startswith(pl.INVALID_POLICY):
-                # Every member it may use passed, but together they hold too few replicas
-                # (or too few members do for its spread): short of room, as on capacity.
+            if outcome.undivided:  # short of room across members: made as on capacity
                 kind = "capacity"
         settings, placer = self.scheduler.settings, self.scheduler.placer
         # Behind a victim, the job evicts no one this cycle: placed again next cycle, that

@@ -138,24 +138,10 @@ class Shape:
         for c in moved:
             chip_of = self.chip[c]
             if self.chip_need > 1:
-                self.flavor[c] = _whole_chip_flavor(
+                self.flavor[c] = capacity.chip_flavor(
                     self.favail[c], self.order[c], chip_of, self.chip_need
                 )
             chosen = chip_of[self.flavor[c]]
             self.total[c] = sum(
                 a for a, ch in zip(self.favail[c], chip_of, strict=True) if ch == chosen
             )
-
-
-def _whole_chip_flavor(avail: list[int], order: list[float], chip_of: list[int], need: int) -> int:
-    """`capacity._choose` for one cluster: the first best-ordered flavor with room, among
-    those whose chip holds `need` pods, or the most when none does (0: none has room)."""
-    room: dict[int, int] = {}
-    for a, chip in zip(avail, chip_of, strict=True):
-        room[chip] = room.get(chip, 0) + a
-    enough = min(max(room.values()), need)
-    best, best_key = 0, math.inf
-    for i, (a, key, chip) in enumerate(zip(avail, order, chip_of, strict=True)):
-        if a > 0 and room[chip] >= enough and key < best_key:
-            best, best_key = i, key
-    return best

@@ -27,7 +27,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import affinity, capacity, quota
 from policies.models.binding import ClusterVerdict
 
-__all__ = ["INVALID_POLICY", "Failed", "Placed", "Placer", "Scored"]
+__all__ = ["Failed", "Placed", "Placer", "Scored"]
 
 Kind = Literal["static", "capacity", "quota", "cost", "division"]
 
@@ -63,9 +63,16 @@ class Failed:
     reason: str
     kind: Kind
 
+    @property
+    def undivided(self) -> bool:
+        """Every cluster it may use passed, but together they hold too few replicas (or
+        too few of them do for its spread): short of room across clusters, unlike a
+        placement its policy cannot describe (`_INVALID_POLICY`), which no room helps."""
+        return self.kind == "division" and not self.reason.startswith(_INVALID_POLICY)
 
-INVALID_POLICY = "invalid placement policy: "
-"""How a placement a policy cannot describe fails (kind `division`): no room made helps."""
+
+_INVALID_POLICY = "invalid placement policy: "
+"""How a placement a policy cannot describe fails (kind `division`)."""
 
 
 def _roomier_chips(failed: Failed) -> bool:
@@ -80,8 +87,7 @@ def _roomier_chips(failed: Failed) -> bool:
     """
     job = failed.request
     return (
-        failed.kind == "division"
-        and not failed.reason.startswith(INVALID_POLICY)
+        failed.undivided
         and bool(job.devices)
         and not job.single_cluster
         and job.strategy in ("dynamic_weight", "aggregated")
@@ -251,7 +257,7 @@ class Placer:
         except division.Unschedulable as exc:
             return Failed(job, str(exc), "division")
         except ValueError as exc:
-            return Failed(job, f"{INVALID_POLICY}{exc}", "division")
+            return Failed(job, f"{_INVALID_POLICY}{exc}", "division")
         if not job.single_cluster:
             excess = quota.share_excess(job, state, placement)
             if excess is not None:

@@ -32,7 +32,6 @@ from federation.settings import SchedulerSettings
 
 __all__ = ["Admissible", "Room", "make", "pools", "release"]
 
-_MAX_VICTIMS = 32
 _MEMBERS = 8
 """Members whose victims preemption offers apart when its pool is longer than a trial
 (`_member_by_member`): each costs one trial."""
@@ -62,7 +61,7 @@ def pools(
     in turn: one chip's charge often picks the same victims as another's."""
     tried: set[tuple[str, ...]] = set()
     for found in _pools(job, kind, request, state=state, settings=settings, placer=placer):
-        pool = found[:_MAX_VICTIMS]
+        pool = found[: accounting.MAX_VICTIMS]
         key = tuple(str(a.ref) for a in pool)
         if key not in tried:
             tried.add(key)
@@ -129,13 +128,13 @@ def _pools(
 
 def _member_by_member(victims: list[accounting.Admission]) -> Iterator[list[accounting.Admission]]:
     """The victims grouped by member, when there are more than one trial releases: the
-    first `_MAX_VICTIMS` in order may sit one per member, each freeing too little for a
+    first `MAX_VICTIMS` in order may sit one per member, each freeing too little for a
     job that needs more on one (within those, the trial already releases every victim a
     member holds). First all of them member after member, the members holding the most
-    first (a divided job needing room on several members finds it there), then each of
-    those members' own, for the (up to `_MEMBERS`) members a trial of the first set does
-    not reach."""
-    if len(victims) <= _MAX_VICTIMS:
+    first (a divided job needing room on several members finds it there); then, one
+    member at a time, the victims of the (up to `_MEMBERS`) members a trial of the first
+    set does not reach."""
+    if len(victims) <= accounting.MAX_VICTIMS:
         return
     on: dict[str, list[accounting.Admission]] = {}
     for victim in victims:
@@ -144,7 +143,7 @@ def _member_by_member(victims: list[accounting.Admission]) -> Iterator[list[acco
     members = sorted(on, key=lambda n: (-len(on[n]), n))
     grouped = list({id(v): v for name in members for v in on[name]}.values())
     yield grouped
-    reached = {name for v in grouped[:_MAX_VICTIMS] for name in v.placement}
+    reached = {name for v in grouped[: accounting.MAX_VICTIMS] for name in v.placement}
     for name in [n for n in members if n not in reached][:_MEMBERS]:
         yield on[name]
 
@@ -235,7 +234,7 @@ def make(
     whole pool does not let it in. `state` itself is left as it was."""
     trial = state.copy()
     victims: list[accounting.Admission] = []
-    for victim in pool[:_MAX_VICTIMS]:
+    for victim in pool[: accounting.MAX_VICTIMS]:
         release(trial, victim)
         victims.append(victim)
         placed = admissible(request, trial)

@@ -14,6 +14,9 @@ never over-commits totals, since per-node amounts are summarised away.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Hashable, Sequence
+
 import numpy as np
 
 from federation.cache import snapshot as snap
@@ -27,12 +30,15 @@ __all__ = [
     "FLAVOR",
     "Capacity",
     "best_flavor",
+    "chip_flavor",
     "chosen_flavor",
     "cluster_available",
     "cluster_chip",
     "cluster_pod_cost",
     "flavor_available",
+    "kept_chip",
     "needed_here",
+    "on_kept_chips",
     "one_flavor_available",
     "pod_hour_cost",
     "running",
@@ -120,6 +126,23 @@ def _choose(
         key = np.where(room >= enough, key, np.inf)
     chosen: snap.IntArray = np.argmin(key, axis=1)
     return chosen
+
+
+def chip_flavor(
+    avail: Sequence[int], order: Sequence[float], chip_of: Sequence[Hashable], need: int
+) -> int:
+    """`_choose` for one cluster in plain Python, over its flavors' free replicas, keys and
+    chips: the first best-ordered flavor with room, among those whose chip holds `need`
+    pods, or the most when none does (0: none has room)."""
+    room: dict[Hashable, int] = {}
+    for a, chip in zip(avail, chip_of, strict=True):
+        room[chip] = room.get(chip, 0) + a
+    enough = min(max(room.values()), need)
+    best, best_key = 0, math.inf
+    for i, (a, key, chip) in enumerate(zip(avail, order, chip_of, strict=True)):
+        if a > 0 and room[chip] >= enough and key < best_key:
+            best, best_key = i, key
+    return best
 
 
 def shape_arrays(
@@ -329,7 +352,6 @@ class Capacity:
     ) -> fw.Verdict:
         """Plain per-flavor loop (the reference the vector path is checked against)."""
         pod = job.vector.tolist()
-        total = 0
         room: list[tuple[int, str | None, int]] = []  # (free replicas, chip, flavor)
         emptiest: list[int] = [0] * len(pod)
         biggest: list[int] = [0] * len(pod)  # one node's allocatable, whatever runs there
@@ -384,17 +406,12 @@ class Capacity:
         kept = kept_chip(job, state, cluster.name)
         if kept is not None:
             return state.snapshot.chips[kept]
+        if not any(n > 0 for n, _, _ in room):
+            return None
         _, _, _, _, order, _ = shape_arrays(job, state)
-        on_chip: dict[str | None, int] = {}
-        for n, chip, _ in room:
-            on_chip[chip] = on_chip.get(chip, 0) + n
-        enough = min(max(on_chip.values()), job.chip_need)
-        usable = [
-            (on_chip[chip] < enough, float(order[cluster.index, fi]), fi, chip)
-            for n, chip, fi in room
-            if n > 0
-        ]
-        return min(usable)[3] if usable else None
+        keys = [float(order[cluster.index, fi]) for _, _, fi in room]
+        best = chip_flavor([n for n, _, _ in room], keys, [c for _, c, _ in room], job.chip_need)
+        return room[best][1]
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
         available = on_kept_chips(job, state, rows, cluster_available(job, state, rows))

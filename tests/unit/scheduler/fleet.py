@@ -203,6 +203,14 @@ def frq(namespace: str, **overall: str) -> FederatedResourceQuota:
     )
 
 
+DYNAMIC_WEIGHT = {
+    "replicaSchedulingType": "Divided",
+    "replicaDivisionPreference": "Weighted",
+    "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+}
+"""Karmada's replica scheduling that divides replicas by free room."""
+
+
 def run(
     clusters: list[Cluster],
     jobs: list[PendingJob],

@@ -16,6 +16,7 @@ from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, NodeFlavor
 from tests.unit.scheduler.fleet import (
+    DYNAMIC_WEIGHT,
     NOW,
     cluster,
     flavor,
@@ -872,13 +873,7 @@ def test_a_services_device_pods_share_one_chip_on_a_cluster() -> None:
         flavor(chip="nvidia-h100-80gb", devices=1, cpu="16", nodes=1),
         flavor(chip="nvidia-a100-80gb", devices=1, cpu="16", nodes=1),
     )
-    divided = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-        }
-    }
+    divided = {"replicaScheduling": DYNAMIC_WEIGHT}
     web = job(
         workload("web", kind="Deployment", gpus=1, replicas=2, chips=H100_A100),
         placement=divided,
@@ -966,13 +961,7 @@ def test_a_divided_service_takes_the_roomier_chip_when_the_preferred_ones_cannot
     busy = cluster(
         "busy", flavor(chip="nvidia-h100-80gb", devices=8, cpu="96", nodes=1, free_devices=0)
     )
-    dynamic = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-        }
-    }
+    dynamic = {"replicaScheduling": DYNAMIC_WEIGHT}
     web = job(
         workload("web", kind="Deployment", gpus=1, replicas=4, chips=H100_A100), placement=dynamic
     )
@@ -1018,11 +1007,9 @@ def test_reclaim_takes_victims_where_the_job_fits_not_only_the_latest_fleet_wide
     assert {on[v] for v in victims} == {where} and len(victims) == 2, victims
 
 
-def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread() -> None:
-    """Forty single-node members full of priority-0 one-core jobs, placed round the fleet
-    so that the latest arrivals sit one per member. A priority-5 job of two cores fits
-    only where two of them go from one member: more than the victims one trial releases
-    in order (the latest 32, on 32 members) before it looks member by member."""
+def _full_of_spread_low_priority_work() -> tuple[list[Cluster], cycle.CycleResult]:
+    """Forty single-node 4-core members, each running four priority-0 one-core jobs placed
+    round the fleet, so that the latest arrivals sit one per member."""
     names = [f"m{i:02d}" for i in range(40)]
     fleet = [cluster(name, flavor(nodes=1, cpu="4")) for name in names]
     low = [
@@ -1033,7 +1020,15 @@ def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread(
         )
         for i in range(160)
     ]
-    first = run(fleet, low, settings=SchedulerSettings(cycle_batch=200))
+    return fleet, run(fleet, low, settings=SchedulerSettings(cycle_batch=200))
+
+
+def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread() -> None:
+    """Forty single-node members full of priority-0 one-core jobs, placed round the fleet
+    so that the latest arrivals sit one per member. A priority-5 job of two cores fits
+    only where two of them go from one member: more than the victims one trial releases
+    in order (the latest 32, on 32 members) before it looks member by member."""
+    fleet, first = _full_of_spread_low_priority_work()
     assert len(first.admitted) == 160  # every core taken
     high = job(workload("high", cpu="2", priority=5), seq=1000)
 
@@ -1049,24 +1044,8 @@ def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread(
 def test_a_divided_service_preempts_on_several_members_when_the_victims_are_spread() -> None:
     """As above, but a priority-5 service of four 2-core replicas divided by free room:
     no one member can hold it, two can, each once two of its victims go."""
-    names = [f"m{i:02d}" for i in range(40)]
-    fleet = [cluster(name, flavor(nodes=1, cpu="4")) for name in names]
-    low = [
-        job(
-            workload(f"low{i:03d}", cpu="1", priority=0),
-            placement={"clusterAffinity": {"clusterNames": [names[i % 40]]}},
-            seq=i + 1,
-        )
-        for i in range(160)
-    ]
-    first = run(fleet, low, settings=SchedulerSettings(cycle_batch=200))
-    dynamic = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-        }
-    }
+    fleet, first = _full_of_spread_low_priority_work()
+    dynamic = {"replicaScheduling": DYNAMIC_WEIGHT}
     web = job(
         workload("web", kind="Deployment", cpu="2", replicas=4, priority=5),
         placement=dynamic,
@@ -1098,13 +1077,7 @@ def test_a_divided_service_short_of_room_across_members_preempts() -> None:
     ]
     first = run(fleet, low)
     assert len(first.admitted) == 6
-    dynamic = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-        }
-    }
+    dynamic = {"replicaScheduling": DYNAMIC_WEIGHT}
     web = job(
         workload("web", kind="Deployment", cpu="2", replicas=3, priority=5),
         placement=dynamic,

@@ -29,7 +29,17 @@ from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, Taint
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue
-from tests.unit.scheduler.fleet import GPU, NOW, cluster, flavor, frq, job, queue, workload
+from tests.unit.scheduler.fleet import (
+    DYNAMIC_WEIGHT,
+    GPU,
+    NOW,
+    cluster,
+    flavor,
+    frq,
+    job,
+    queue,
+    workload,
+)
 
 A100, H100 = "nvidia-a100-80gb", "nvidia-h100-80gb"
 QUEUES = ("ml", "web", "batch")
@@ -340,11 +350,7 @@ def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
 # -- placement rules, over policies that divide, duplicate, pin and spread
 
 DIVIDED = {
-    "dynamic": {
-        "replicaSchedulingType": "Divided",
-        "replicaDivisionPreference": "Weighted",
-        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-    },
+    "dynamic": DYNAMIC_WEIGHT,
     "aggregated": {
         "replicaSchedulingType": "Divided",
         "replicaDivisionPreference": "Aggregated",
@@ -353,27 +359,32 @@ DIVIDED = {
 }
 
 
+def replica_scheduling(rng: random.Random, names: list[str]) -> tuple[str, dict[str, object]]:
+    """A random replica scheduling: its key in `DIVIDED`, or "static" (weights 1-3 on some
+    of `names`), and the policy's `replicaScheduling`."""
+    kind = rng.choice([*DIVIDED, "static"])
+    if kind != "static":
+        return kind, DIVIDED[kind]
+    chosen = rng.sample(names, rng.randint(1, len(names)))
+    return kind, {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": [n]}, "weight": rng.randint(1, 3)}
+                for n in chosen
+            ]
+        },
+    }
+
+
 def _policy(rng: random.Random, names: list[str]) -> tuple[dict[str, object] | None, str]:
     """A random Karmada placement and how it spreads replicas ("single": one cluster;
     "static": divided by static weights, which spread constraints do not bound)."""
     if rng.random() < 0.25:
         return None, "single"
-    placement: dict[str, object] = {}
-    kind = rng.choice([*DIVIDED, "static"])
-    if kind == "static":
-        chosen = rng.sample(names, rng.randint(1, len(names)))
-        placement["replicaScheduling"] = {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": [n]}, "weight": rng.randint(1, 3)}
-                    for n in chosen
-                ]
-            },
-        }
-    else:
-        placement["replicaScheduling"] = DIVIDED[kind]
+    kind, scheduling = replica_scheduling(rng, names)
+    placement: dict[str, object] = {"replicaScheduling": scheduling}
     if rng.random() < 0.4:
         allowed = rng.sample(names, rng.randint(1, len(names)))
         placement["clusterAffinity"] = {"clusterNames": sorted(allowed)}

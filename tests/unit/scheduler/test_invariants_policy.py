@@ -22,7 +22,7 @@ from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, Taint
 from policies.models.common import ClusterAffinity, Toleration
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, workload
-from tests.unit.scheduler.test_invariants import A100, DIVIDED, H100, _check_room
+from tests.unit.scheduler.test_invariants import A100, H100, _check_room, replica_scheduling
 
 REGIONS = ("us", "eu", "ap")
 ZONES = ("a", "b")
@@ -88,24 +88,10 @@ def _affinity(rng: random.Random, names: list[str]) -> dict[str, object]:
 
 
 def _policy(rng: random.Random, names: list[str]) -> tuple[dict[str, object], str]:
-    """A random placement and its replica scheduling (a key of `DIVIDED`, or "static":
-    static weights, which neither capacity nor spread constraints bound, as in Karmada)."""
-    placement: dict[str, object] = {}
-    kind = rng.choice([*DIVIDED, "static"])
-    if kind == "static":
-        chosen = rng.sample(names, rng.randint(1, len(names)))
-        placement["replicaScheduling"] = {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": [n]}, "weight": rng.randint(1, 3)}
-                    for n in chosen
-                ]
-            },
-        }
-    else:
-        placement["replicaScheduling"] = DIVIDED[kind]
+    """A random placement and its replica scheduling's kind (`replica_scheduling`; under
+    "static" weights neither capacity nor spread constraints bound it, as in Karmada)."""
+    kind, scheduling = replica_scheduling(rng, names)
+    placement: dict[str, object] = {"replicaScheduling": scheduling}
     roll = rng.random()
     if roll < 0.4:
         placement["clusterAffinity"] = _affinity(rng, names)

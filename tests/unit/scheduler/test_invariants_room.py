@@ -26,7 +26,7 @@ from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
 from federation.settings import SchedulerSettings
-from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, queue, workload
+from tests.unit.scheduler.fleet import DYNAMIC_WEIGHT, NOW, cluster, flavor, job, queue, workload
 from tests.unit.scheduler.test_invariants import _check_reclaim, _check_victims
 
 
@@ -82,15 +82,6 @@ def test_a_queue_under_its_guarantee_gets_it_back_wherever_a_member_can_make_roo
             )
 
 
-DYNAMIC = {
-    "replicaScheduling": {
-        "replicaSchedulingType": "Divided",
-        "replicaDivisionPreference": "Weighted",
-        "weightPreference": {"dynamicWeight": "AvailableReplicas"},
-    }
-}
-
-
 @pytest.mark.parametrize("seed", range(100))
 def test_a_higher_priority_job_preempts_wherever_a_member_can_make_room(seed: int) -> None:
     rng = random.Random(seed)
@@ -123,7 +114,7 @@ def test_a_higher_priority_job_preempts_wherever_a_member_can_make_room(seed: in
                 replicas=rng.randint(2, 4),
                 priority=rng.randint(1, 3),
             ),
-            placement=DYNAMIC,
+            placement={"replicaScheduling": DYNAMIC_WEIGHT},
             seq=1000 + i,
         )
         for i in range(rng.randint(1, 6))
