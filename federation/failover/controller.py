@@ -43,7 +43,7 @@ from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
-from policies.models.cluster import Cluster, ClusterStatus, Taint
+from policies.models.cluster import RECOVERING_TAINT, Cluster, ClusterStatus, Taint
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
@@ -61,7 +61,7 @@ Guards = Callable[[], tuple[st.Guard, ...]]
 Failback = Callable[[], Awaitable[rebalance.Outcome]]
 """Decides and applies automatic fail-back over the whole registry (`runtime.whatif`)."""
 
-RECOVERING = "cluster.fedctl.io/recovering"
+RECOVERING = RECOVERING_TAINT
 _FAILBACK = "f/"
 _RETRY = 1.0
 

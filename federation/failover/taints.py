@@ -24,7 +24,13 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policies.models.cluster import Cluster, ClusterStatus, Taint
+from policies.models.cluster import (
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    Cluster,
+    ClusterStatus,
+    Taint,
+)
 
 __all__ = [
     "MANAGED_PREFIX",
@@ -38,8 +44,8 @@ __all__ = [
 ]
 
 MANAGED_PREFIX = "cluster.fedctl.io/"
-NOT_READY = "cluster.fedctl.io/not-ready"
-UNREACHABLE = "cluster.fedctl.io/unreachable"
+NOT_READY = NOT_READY_TAINT
+UNREACHABLE = UNREACHABLE_TAINT
 UNREACHABLE_REASONS = frozenset(
     {"ConnectionRefused", "Timeout", "ConnectionLost", "ProbeTimeout", "ClusterNotReachable"}
 )

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
+from policies.models.cluster import HEALTH_TAINTS
 
 __all__ = ["fingerprint", "placeable"]
 
@@ -28,7 +29,9 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     Why the taints: a member that came back Ready is tainted until its stale copies are
     purged; a Duplicated service placed in that window skipped it, and with the Ready set
     unchanged when the taint went, it never got its copy there (Karmada schedules a
-    Duplicated binding again on every cluster change).
+    Duplicated binding again on every cluster change). A member that joins is Ready a
+    moment before failover lifts its `not-ready` taint; a divided service placed then
+    missed its share there the same way.
     """
     out = []
     for c in clusters:
@@ -49,14 +52,16 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     A service (not a batch gang) also depends on which clusters are Ready, as in Karmada:
     a member joining or recovering gets its share, a lost one's share moves. One that goes
     to every cluster (Duplicated, or scaled to zero) depends on their taints too
-    (`placeable`): a member losing its taint gets its copy. A divided service does not, so
-    a cordon or a taint leaves divided work alone: Steady division would place it as it is.
+    (`placeable`): a member losing its taint gets its copy. A divided service depends only
+    on failover's health taints (`HEALTH_TAINTS`): a Ready member carrying one is not back
+    yet, and it gets its share when the taint goes. A user's cordon or taint leaves divided
+    work alone: Steady division would place it as it is.
     """
     w = job.workload
     fleet = ""
     if job.placement is not None and not w.is_batch:
         everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
-        fleet = _fleet(ready, tainted=everywhere or (bool(w.pod_sets) and w.replicas == 0))
+        fleet = _fleet(ready, everywhere=everywhere or (bool(w.pod_sets) and w.replicas == 0))
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
@@ -71,17 +76,23 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
 
 
 _last_fleet: tuple[object, str, str] = ((), "", "")
-"""The last `ready` given to `fingerprint`, joined with its taints and without: a pass
-gives every workload the same list, and joining it per workload cost as much as the rest
-of the digest at hundreds of clusters. Replaced whole, so a reader in another thread sees
-one consistent entry."""
+"""The last `ready` given to `fingerprint`, joined with its taints, and the names of its
+members without a health taint: a pass gives every workload the same list, and joining it
+per workload cost as much as the rest of the digest at hundreds of clusters. Replaced
+whole, so a reader in another thread sees one consistent entry."""
 
 
-def _fleet(ready: Iterable[str], *, tainted: bool) -> str:
+def _fleet(ready: Iterable[str], *, everywhere: bool) -> str:
     global _last_fleet
     last = _last_fleet
     if last[0] is not ready:
         names = sorted(ready)
-        bare = sorted(n.partition("|")[0] for n in names)
-        last = _last_fleet = (ready, ",".join(names), ",".join(bare))
-    return last[1] if tainted else last[2]
+        entries = (n.partition("|") for n in names)
+        healthy = sorted(name for name, _, marks in entries if not _sick(marks))
+        last = _last_fleet = (ready, ",".join(names), ",".join(healthy))
+    return last[1] if everywhere else last[2]
+
+
+def _sick(marks: str) -> bool:
+    """Whether a `placeable` entry's taints include one of failover's health taints."""
+    return bool(marks) and any(m.partition("=")[0] in HEALTH_TAINTS for m in marks.split(","))

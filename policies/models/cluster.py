@@ -28,6 +28,10 @@ from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import RuleError, Toleration
 
 __all__ = [
+    "HEALTH_TAINTS",
+    "NOT_READY_TAINT",
+    "RECOVERING_TAINT",
+    "UNREACHABLE_TAINT",
     "APIEnablement",
     "APIResource",
     "Chip",
@@ -47,6 +51,16 @@ TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 CapacityType = Literal["on-demand", "spot"]
 _GIB_MILLI = 1000 * 1024**3  # milli-units of memory in one GiB
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+NOT_READY_TAINT = "cluster.fedctl.io/not-ready"
+UNREACHABLE_TAINT = "cluster.fedctl.io/unreachable"
+RECOVERING_TAINT = "cluster.fedctl.io/recovering"
+HEALTH_TAINTS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT, RECOVERING_TAINT})
+"""The taint keys failover writes from a member's health, as against a user's cordon.
+
+Here because failover writes them and the scheduler reads them, and neither may import
+the other: a Ready member still carrying one is not back yet for divided services, which
+take their share there only once failover lifts it."""
 
 
 class Taint(FrozenModel):

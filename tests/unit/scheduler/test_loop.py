@@ -28,7 +28,13 @@ from policies.models.binding import (
     TargetCluster,
     WorkloadReference,
 )
-from policies.models.cluster import ClusterStatus, Taint
+from policies.models.cluster import (
+    HEALTH_TAINTS,
+    NOT_READY_TAINT,
+    RECOVERING_TAINT,
+    ClusterStatus,
+    Taint,
+)
 from policies.models.propagation import PropagationPolicy
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
@@ -202,14 +208,11 @@ def test_a_divided_service_is_re_divided_when_the_ready_clusters_change() -> Non
 def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_taint_changes() -> (
     None
 ):
-    """A Duplicated service (or one scaled to zero) gets a copy on a member that loses its
+    """A Duplicated service (or one scaled to zero) gets a copy on a member that loses any
     taint. A divided one would be placed just as it is (Steady division), so a cordon does
-    not send every divided service through a cycle."""
-    recovering = Taint(key="cluster.fedctl.io/recovering", effect="NoSchedule", time_added=NOW)
-    before = fingerprint.placeable(
-        snap.build([cluster("a", taints=[recovering]), cluster("b")]).clusters
-    )
-    after = fingerprint.placeable(snap.build([cluster("a"), cluster("b")]).clusters)
+    not send every divided service through a cycle; but a member losing failover's health
+    taint is one coming back, and it gets its share."""
+    cordon = Taint(key="cluster.fedctl.io/cordoned", effect="NoSchedule")
     duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
     divided = {
         "replicaScheduling": {
@@ -218,15 +221,26 @@ def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_t
         }
     }
     paused = workload("web", kind="Deployment", replicas=0)
+    after = fingerprint.placeable(snap.build([cluster("a"), cluster("b")]).clusters)
 
-    def changed(w: Workload, placement: dict[str, Any]) -> bool:
+    def changed(w: Workload, placement: dict[str, Any], taint: Taint) -> bool:
+        before = fingerprint.placeable(
+            snap.build([cluster("a", taints=[taint]), cluster("b")]).clusters
+        )
         request = job(w, placement=placement)
         marks = {fingerprint.fingerprint(request, ready=ready) for ready in (before, after)}
         return len(marks) == 2
 
-    assert changed(WEB, duplicated)
-    assert not changed(WEB, divided)
-    assert changed(paused, divided)
+    assert changed(WEB, duplicated, cordon)
+    assert not changed(WEB, divided, cordon)
+    assert changed(paused, divided, cordon)
+    for key in sorted(HEALTH_TAINTS):
+        health = Taint(key=key, effect="NoSchedule", time_added=NOW)
+        assert changed(WEB, duplicated, health), key
+        assert changed(WEB, divided, health), key
+    # The same user key with any other prefix is a cordon too.
+    lookalike = Taint(key="example.com/not-ready", effect="NoSchedule")
+    assert not changed(WEB, divided, lookalike)
 
 
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
@@ -493,35 +507,75 @@ async def _placements(store: MemoryStore) -> dict[str, dict[str, int]]:
     return {i.obj.metadata.name: i.obj.placement() for i in listed.items}
 
 
-async def test_a_duplicated_service_gets_its_copy_on_a_member_once_its_taint_is_gone() -> None:
-    """a is Ready but tainted (as a member that came back is, until its stale copies are
-    purged) when web is placed. With the Ready clusters unchanged when the taint went,
-    web stayed on b alone; Karmada places a Duplicated binding again on any change."""
+async def _placed_as_a_taint_lifts(
+    policy: PropagationPolicy, taint: Taint, before: dict[str, int], after: dict[str, int]
+) -> None:
+    """web placed by `policy` while the Ready member a carries `taint` (failover writes it
+    on the status), then once it is gone."""
     store = MemoryStore()
     objs = codec.TypedStore(store, objects.ObjectCodec())
     statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
-    recovering = Taint(key="cluster.fedctl.io/recovering", effect="NoSchedule", time_added=NOW)
     for member in (cluster("a"), cluster("b")):
         assert member.status is not None
         await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
-        taints = [recovering] if member.name == "a" else []  # failover writes it on the status
+        taints = [taint] if member.name == "a" else []
         status = member.status.model_copy(update={"taints": taints})
         await statuses.put(keys.cluster_status_key(member.name), status)
-    await objs.put(objects.key_for(DUPLICATED), DUPLICATED)
+    await objs.put(objects.key_for(policy), policy)
     await objs.put(objects.key_for(WEB), WEB)
     loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
     async with running(loop):
         await wait_for(
-            lambda: _equal(_placements(store), {"web": {"b": 4}}), message="web on b only"
+            lambda: _equal(_placements(store), {"web": before}), message=f"web on {before}"
         )
         stored = await statuses.get(keys.cluster_status_key("a"))
         assert stored is not None
         untainted = stored.obj.model_copy(update={"taints": []})
         await statuses.update(keys.cluster_status_key("a"), untainted, revision=stored.revision)
         await wait_for(
-            lambda: _equal(_placements(store), {"web": {"a": 4, "b": 4}}),
-            message="web copied to a once its taint is gone",
+            lambda: _equal(_placements(store), {"web": after}),
+            message=f"web on {after} once a's taint is gone",
         )
+
+
+async def test_a_duplicated_service_gets_its_copy_on_a_member_once_its_taint_is_gone() -> None:
+    """a is Ready but tainted (as a member that came back is, until its stale copies are
+    purged) when web is placed. With the Ready clusters unchanged when the taint went,
+    web stayed on b alone; Karmada places a Duplicated binding again on any change."""
+    recovering = Taint(key=RECOVERING_TAINT, effect="NoSchedule", time_added=NOW)
+    await _placed_as_a_taint_lifts(DUPLICATED, recovering, {"b": 4}, {"a": 4, "b": 4})
+
+
+STATIC = PropagationPolicy.model_validate(
+    {
+        "metadata": {"name": "web", "namespace": "team"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+            "placement": {
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
+                            {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
+                        ]
+                    },
+                }
+            },
+        },
+    }
+)
+
+
+async def test_a_divided_service_gets_its_share_on_a_joining_member_once_its_taint_is_gone() -> (
+    None
+):
+    """a has just joined: the monitor has written Ready, failover has not yet lifted its
+    `not-ready` taint, and web (two equal static weights) is divided then, all on b. With
+    the Ready clusters unchanged when the taint went, web stayed all on b."""
+    joining = Taint(key=NOT_READY_TAINT, effect="NoSchedule")
+    await _placed_as_a_taint_lifts(STATIC, joining, {"b": 4}, {"a": 2, "b": 2})
 
 
 def test_the_memo_reuses_an_unchanged_bindings_charge_and_forgets_the_rest() -> None:
