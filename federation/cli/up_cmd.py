@@ -3,13 +3,14 @@
 Role: what `make demo` runs and what a platform engineer uses to rehearse. It starts an
 embedded etcd (data under `.fedctl/`), the simulated members from a profile (as a child
 `fedctl sim up` process, so the controller reaches them only over HTTP, exactly like real
-clusters), and the controller with its API; then applies `policies/examples/` and prints
-where to look. Ctrl-C stops everything it started, in reverse order, leaving no process.
-With `--tour` (what `make demo` runs) the scripted tour of `federation.cli.tour` follows.
-With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members instead.
-The API requires a token even here: an admin token is generated once into
-`.fedctl/tokens.yaml` (mode 0600) and printed, and member kubeconfigs are sealed in etcd
-with a key generated into `.fedctl/encryption.key`, so the demo runs as production would.
+clusters), and the controller with its API; then applies `policies/examples/` (its members
+first, the rest once they are Ready: `--join-timeout`) and prints where to look. Ctrl-C
+stops everything it started, in reverse order, leaving no process. With `--tour` (what
+`make demo` runs) the scripted tour of `federation.cli.tour` follows. With `--etcd URL
+--kubeconfig FILE` it uses an existing etcd and real members instead. The API requires a
+token even here: an admin token is generated once into `.fedctl/tokens.yaml` (mode 0600)
+and printed, and member kubeconfigs are sealed in etcd with a key generated into
+`.fedctl/encryption.key`, so the demo runs as production would.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ def register(sub: Any) -> None:
         dest="use_etcd",
         default=None,
         help="use this etcd URL instead of starting one",
+    )
+    up.add_argument(
+        "--join-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the members to be Ready before applying the rest"
+        " (default %(default)s)",
     )
     up.add_argument("--fresh", action="store_true", help="wipe the data directory first")
     up.add_argument(
@@ -103,20 +111,20 @@ async def _up(args: argparse.Namespace) -> int:
     try:
         if args.use_etcd:
             etcd_url = args.use_etcd
-            _step(1, 4, f"using etcd at {etcd_url}")
+            _step(1, 5, f"using etcd at {etcd_url}")
         else:
-            _step(1, 4, "starting etcd")
+            _step(1, 5, "starting etcd")
             etcd = embedded.EmbeddedEtcd(data_dir=data / "etcd")
             etcd.start()
             etcd_url = etcd.url
         if args.kubeconfig:
             kubeconfig = Path(args.kubeconfig).resolve()
-            _step(2, 4, f"using members from {kubeconfig}")
+            _step(2, 5, f"using members from {kubeconfig}")
         else:
             kubeconfig = data / "fleet.kubeconfig"
             state = kubeconfig.with_name(kubeconfig.name + ".fleet.json")
             state.unlink(missing_ok=True)
-            _step(2, 4, f"starting the simulated fleet from {args.profile}")
+            _step(2, 5, f"starting the simulated fleet from {args.profile}")
             fleet = subprocess.Popen(
                 [sys.executable, "-m", "federation.cli.main", "sim", "up",
                  "--profile", args.profile, "--kubeconfig", str(kubeconfig),
@@ -200,10 +208,9 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     if controller.done():
         waiter.cancel()
         return controller.result()
-    _step(3, 4, f"controller up at http://{args.listen}")
+    _step(3, 5, f"controller up at http://{args.listen}")
     server = f"http://{args.listen}"
-    _step(4, 4, f"applying {args.examples}")
-    await _apply_examples(server, args.examples, token=token)
+    await _apply_examples(server, args.examples, token=token, join_timeout=args.join_timeout)
     await _dump(etcd_url)
     print(
         f"\nfedctl is up.\n"
@@ -258,21 +265,84 @@ async def _with_tour(
     return await controller
 
 
-async def _apply_examples(server: str, examples: str, *, token: str) -> None:
+async def _apply_examples(server: str, examples: str, *, token: str, join_timeout: float) -> None:
+    """Apply the members first and the rest once they are Ready and failover has lifted
+    their joining taints, so the first placement sees the whole fleet. Work applied
+    earlier would get a late member's share only when that member's taint goes; a member
+    that is not ready in time is named and the rest applied anyway."""
     from federation.cli import client
     from policies import loading
 
     result = loading.load_paths([examples])
     for finding in result.errors:
         print(str(finding), file=sys.stderr)
+    members = [o.model for o in result.objects if o.model.kind == "Cluster"]
+    rest = [o.model for o in result.objects if o.model.kind != "Cluster"]
     async with client.ApiClient(server, token=token) as api:
-        answer = await api.request(
-            "POST", "apply", body={"items": [o.model.to_wire() for o in result.objects]}
-        )
+        if members:
+            plural = "s" if len(members) != 1 else ""
+            _step(4, 5, f"joining {len(members)} member{plural} from {examples}")
+            await _apply(api, members)
+            await _await_members(api, [m.metadata.name for m in members], timeout=join_timeout)
+        _step(5, 5, f"applying the rest of {examples}")
+        await _apply(api, rest)
+
+
+async def _apply(api: Any, objects: list[Any]) -> None:
+    answer = await api.request("POST", "apply", body={"items": [o.to_wire() for o in objects]})
     outcomes: dict[str, int] = {}
     for item in answer["results"]:
         outcomes[item["result"]] = outcomes.get(item["result"], 0) + 1
     print("      " + ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())), flush=True)
+
+
+async def _await_members(api: Any, names: list[str], *, timeout: float) -> None:
+    """Wait, bounded, until every named member is Ready without a health taint, printing
+    each change in the count."""
+    from federation import clock
+
+    waiting = await _not_ready(api, names)
+    start = clock.real.monotonic()
+    deadline = start + timeout
+    shown = -1
+    while waiting and clock.real.monotonic() < deadline:
+        if len(waiting) != shown:
+            shown = len(waiting)
+            print(f"      {len(names) - shown}/{len(names)} members ready", flush=True)
+        await clock.real.sleep(0.5)
+        waiting = await _not_ready(api, names)
+    if not waiting:
+        took = clock.real.monotonic() - start
+        print(f"      {len(names)}/{len(names)} members ready ({took:.1f}s)", flush=True)
+        return
+    print(
+        f"      not ready after {timeout:g}s: "
+        + "; ".join(f"{name} ({why})" for name, why in sorted(waiting.items()))
+        + ". Applying the rest: those members get their share once ready.",
+        flush=True,
+    )
+
+
+async def _not_ready(api: Any, names: list[str]) -> dict[str, str]:
+    """Each named member not yet ready for work, with why."""
+    from policies.models.cluster import HEALTH_TAINTS, ClusterStatus
+
+    listed = await api.request("GET", "clusters")
+    statuses = {doc["metadata"]["name"]: doc.get("status") for doc in listed["items"]}
+    out: dict[str, str] = {}
+    for name in names:
+        raw = statuses.get(name)
+        status = ClusterStatus.model_validate(raw) if raw else None
+        if status is None:
+            out[name] = "no status yet"
+        elif not status.ready():
+            cond = status.condition("Ready")
+            out[name] = f"Ready={cond.status}: {cond.reason}" if cond else "no Ready condition"
+        elif any(t.key in HEALTH_TAINTS for t in status.taints):
+            out[name] = "tainted " + ",".join(
+                t.key for t in status.taints if t.key in HEALTH_TAINTS
+            )
+    return out
 
 
 async def _dump(etcd_url: str) -> None:

@@ -118,12 +118,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     running = Up(proc=proc, server=server, data=work / ".fedctl", log=log)
     yield running
     if proc.poll() is None:  # a failed test left it up: stop it, its children with it
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _interrupt(proc)
 
 
 async def _started(up: Up) -> None:
@@ -165,6 +160,9 @@ async def test_the_examples_reach_ready_across_the_fleet(up: Up) -> None:
         return items if done else None
 
     items = await wait_for(settled, timeout=90, interval=1, message="the examples to settle")
+    # The members were Ready before the workloads were applied, so they were placed once.
+    text = up.output()
+    assert text.index("8/8 members ready") < text.index("[5/5] applying the rest"), text
 
     storefront = items["web/storefront"]["status"]
     assert (storefront["readyReplicas"], storefront["replicas"]) == (12, 12)
@@ -244,3 +242,69 @@ def test_up_with_an_existing_etcd_that_does_not_answer_says_so_and_leaves_nothin
     assert done.returncode == 1, done.stderr
     assert f"etcd at {dead} did not answer" in done.stderr
     assert "starting etcd" not in done.stdout and "simulated" not in done.stdout
+
+
+def _interrupt(proc: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C, as a person stops it; SIGKILL to the whole group if that does not end it."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _start(log: Path, *args: str) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "federation.cli.main", "up", *args],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
+GHOST = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata: {name: ghost}
+spec:
+  region: nowhere
+  prices: {onDemand: {cpu: "0.05", memory: "0.01"}}
+  connection: {context: ghost}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+"""
+
+
+async def test_up_names_a_member_not_ready_in_time_and_applies_the_rest(
+    own_etcd: embedded.EmbeddedEtcd, tmp_path: Path
+) -> None:
+    """A member whose API never answers: `fedctl up` waits `--join-timeout`, says which
+    member and why, and applies the rest anyway rather than hang or give up."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "fleet.yaml").write_text(GHOST)
+    dead = f"https://127.0.0.1:{embedded.free_port()}"
+    (tmp_path / "members.kubeconfig").write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: ghost\n"
+        f"clusters: [{{name: ghost, cluster: {{server: '{dead}'}}}}]\n"
+        "users: [{name: ghost, user: {token: t}}]\n"
+        "contexts: [{name: ghost, context: {cluster: ghost, user: ghost}}]\n"
+    )
+    log = tmp_path / "up.log"
+    proc = _start(
+        log, "--etcd", own_etcd.url, "--kubeconfig", str(tmp_path / "members.kubeconfig"),
+        "--listen", f"127.0.0.1:{embedded.free_port()}", "--examples", str(tmp_path / "examples"),
+        "--join-timeout", "2", "--data-dir", str(tmp_path / "d"),
+    )  # fmt: skip
+    try:
+        text = await wait_for(
+            lambda: "fedctl is up." in log.read_text() and log.read_text(),
+            timeout=START_SECONDS, interval=0.5, message="fedctl up to finish applying",
+        )  # fmt: skip
+    finally:
+        _interrupt(proc)
+    assert "[4/5] joining 1 member from" in text, text
+    assert "not ready after 2s: ghost (Ready=" in text, text
+    assert "Applying the rest" in text and "[5/5] applying the rest" in text, text
+    assert text.index("not ready after") < text.index("[5/5]"), text
