@@ -201,6 +201,9 @@ class _World:
                     b, name, now=NOW, reason="cluster not ready", purge_mode="Directly"
                 )
 
+    def policies(self) -> list[PropagationPolicy]:
+        return [_policy(ns, kind) for ns, kind in self.kinds.items() if kind is not None]
+
     def run_members(self) -> None:
         """The members run what the Bindings name, some of it late."""
         copies = [c for c in _copies(self.bindings) if not self.phases.get(c[0])]
@@ -228,7 +231,7 @@ class _World:
             workloads=self.workloads,
             bindings=self.bindings,
             phases=self.phases,
-            policies=[_policy(ns, kind) for ns, kind in self.kinds.items() if kind is not None],
+            policies=self.policies(),
             clusters=list(self.members),
             fingerprints=self.fingerprints,
             claims=self.claims,

@@ -1,0 +1,136 @@
+"""Members joining and coming back, in any order and with cycles at any moment between,
+leave services placed as if the fleet had been whole from the start.
+
+A member goes through the states failover and the monitor give it: down (NotReady, with
+failover's `not-ready` taint), or not probed yet; then Ready but still tainted (`not-ready`
+until failover's next pass, `recovering` until its stale copies are purged); then Ready
+and untainted. Services are divided by static weights or Duplicated, whose placement does
+not depend on the previous one, so once every member is Ready and untainted the loop must
+come to the placement a fleet whole from the start gets. A service placed in a window
+where a member was Ready but tainted, and not placed again when the taint went, would
+stay without that member's share.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from federation.scheduler import reconcile
+from policies.models.binding import Binding
+from policies.models.cluster import (
+    NOT_READY_TAINT,
+    RECOVERING_TAINT,
+    ClusterStatus,
+    Condition,
+    Taint,
+)
+from policies.models.propagation import PropagationPolicy
+from tests.unit.scheduler.fleet import NOW, cluster, flavor, workload
+from tests.unit.scheduler.test_invariants import _Member, replica_scheduling
+from tests.unit.scheduler.test_invariants_loop import _World
+
+_NEXT = {"down": ("joining", "recovering"), "unprobed": ("joining",), "joining": ("ready",)}
+_NEXT["recovering"] = ("ready",)
+"""How a member's state moves on: never back, so every run ends with the fleet whole."""
+
+
+def _status(state: str, base: ClusterStatus) -> ClusterStatus:
+    """A member's status in `state`, as the monitor and failover would have written it."""
+    ready = {"down": "False", "unprobed": "Unknown"}.get(state, "True")
+    taint = {"recovering": RECOVERING_TAINT, "ready": None}.get(state, NOT_READY_TAINT)
+    condition = Condition(type="Ready", status=ready, last_transition_time=NOW)
+    taints = [] if taint is None else [Taint(key=taint, effect="NoSchedule")]
+    return base.model_copy(update={"conditions": [condition], "taints": taints})
+
+
+class _Joining(_World):
+    """A fleet of CPU members with room for everything, each in a random state, and one to
+    four services, each in its own namespace under static weights or Duplicated."""
+
+    def __init__(self, rng: random.Random, *, whole: bool = False) -> None:
+        super().__init__(rng)
+        names = [f"c{i}" for i in range(rng.randint(2, 5))]
+        self.fleet = [cluster(n, flavor(cpu="16", nodes=3)) for n in names]
+        self.members = {c.metadata.name: _Member(c, rng, others=False) for c in self.fleet}
+        self.queues, self.quotas = [], []
+        self.workloads, self.scheduling = {}, {}
+        for i in range(rng.randint(1, 4)):
+            kind = "static" if rng.random() < 0.7 else "duplicated"
+            self.scheduling[f"svc-{i}"] = replica_scheduling_of(rng, names, kind)
+            w = workload(
+                f"web{i}", namespace=f"svc-{i}", kind="Deployment", replicas=rng.randint(1, 6)
+            )
+            self.workloads[str(reconcile.ref_of(w))] = reconcile.Entry(w, i + 1)
+        states = ["ready"] if whole else [*_NEXT, "ready"]
+        self.state = {n: rng.choice(states) for n in names}
+        self._apply()
+
+    def policies(self) -> list[PropagationPolicy]:
+        return [
+            PropagationPolicy.model_validate(
+                {
+                    "metadata": {"name": "services", "namespace": ns},
+                    "spec": {
+                        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                        "placement": {"replicaScheduling": scheduling},
+                    },
+                }
+            )
+            for ns, scheduling in self.scheduling.items()
+        ]
+
+    def step(self) -> bool:
+        """Move one member on; False once the fleet is whole."""
+        moving = [n for n, state in self.state.items() if state != "ready"]
+        if not moving:
+            return False
+        name = self.rng.choice(moving)
+        self.state[name] = self.rng.choice(_NEXT[self.state[name]])
+        self._apply()
+        return True
+
+    def _apply(self) -> None:
+        for name, m in self.members.items():
+            assert m.spec.status is not None
+            status = _status(self.state[name], m.spec.status)
+            m.spec = m.spec.model_copy(update={"status": status})
+
+    def settle(self) -> dict[str, dict[str, int]]:
+        """Cycles until the Bindings stop changing (at most four)."""
+        for _ in range(4):
+            before = _placements(self.bindings)
+            self.run_members()
+            self.cycle()
+            if _placements(self.bindings) == before:
+                break
+        return _placements(self.bindings)
+
+
+def replica_scheduling_of(rng: random.Random, names: list[str], kind: str) -> dict[str, object]:
+    """A random replica scheduling of `kind` ("static" or "duplicated")."""
+    while True:
+        drawn, scheduling = replica_scheduling(rng, names)
+        if drawn == kind:
+            return scheduling
+
+
+def _placements(bindings: dict[str, Binding]) -> dict[str, dict[str, int]]:
+    return {k: b.placement() for k, b in bindings.items() if b.status.phase == "Scheduled"}
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_services_end_placed_as_on_a_fleet_whole_from_the_start(seed: int) -> None:
+    world = _Joining(random.Random(seed))
+    while True:
+        for _ in range(world.rng.randint(0, 2)):
+            world.run_members()
+            world.cycle()
+        if not world.step():
+            break
+    got = world.settle()
+    whole = _Joining(random.Random(seed), whole=True)
+    assert whole.scheduling == world.scheduling
+    assert len(got) == len(world.workloads), "every service placed"
+    assert got == whole.settle(), world.scheduling
