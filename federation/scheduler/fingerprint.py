@@ -13,25 +13,36 @@ restart or a change of leader, so it travels on the Binding; and a workload's me
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
+from federation.scheduler.plugins import affinity
 from policies.models.cluster import HEALTH_TAINTS
+from policies.models.propagation import Placement
 
 __all__ = ["fingerprint", "placeable"]
+
+_ATTRS = "\x1e"
+"""Between a `placeable` entry's name and taints and its labels and fields (JSON escapes
+this character, so the entry splits back unambiguously)."""
 
 
 def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     """The Ready clusters as a service's placement depends on them (`fingerprint`): each
-    name with the taints that keep work off it.
+    name with the taints that keep work off it, its labels and its region, zone and
+    provider.
 
     Why the taints: a member that came back Ready is tainted until its stale copies are
     purged; a Duplicated service placed in that window skipped it, and with the Ready set
     unchanged when the taint went, it never got its copy there (Karmada schedules a
     Duplicated binding again on every cluster change). A member that joins is Ready a
     moment before failover lifts its `not-ready` taint; a divided service placed then
-    missed its share there the same way.
+    missed its share there the same way. Why the labels and fields: a member relabelled
+    into a service's cluster affinity gets its share, one relabelled out of it loses it
+    (Karmada schedules again the bindings a cluster's label or spec change concerns).
     """
     out = []
     for c in clusters:
@@ -42,31 +53,38 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
             for t in c.taints
             if t.effect != "PreferNoSchedule"
         )
-        out.append(f"{c.name}|{','.join(marks)}" if marks else c.name)
+        attrs = json.dumps(
+            [c.region, c.zone, c.provider, sorted(c.labels.items())], separators=(",", ":")
+        )
+        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}")
     return out
 
 
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     """What a placement depends on from the workload and its policy (not its metadata).
 
-    A service (not a batch gang) also depends on which clusters are Ready, as in Karmada:
-    a member joining or recovering gets its share, a lost one's share moves. One that goes
-    to every cluster (Duplicated, or scaled to zero) depends on their taints too
-    (`placeable`): a member losing its taint gets its copy. A divided service depends only
-    on failover's health taints (`HEALTH_TAINTS`): a Ready member carrying one is not back
-    yet, and it gets its share when the taint goes. A user's cordon or taint leaves divided
-    work alone: Steady division would place it as it is.
+    A service (not a batch gang) also depends on the Ready clusters its cluster affinity
+    takes in (any of its ordered groups), as in Karmada: a member joining, recovering or
+    relabelled into it gets its share, a lost one's share moves, and a change to a
+    cluster outside it moves nothing. One that goes to every cluster (Duplicated, or
+    scaled to zero) depends on their taints too (`placeable`): a member losing its taint
+    gets its copy. A divided service depends only on failover's health taints
+    (`HEALTH_TAINTS`): a Ready member carrying one is not back yet, and it gets its share
+    when the taint goes. A user's cordon or taint leaves divided work alone: Steady
+    division would place it as it is.
     """
     w = job.workload
+    placement = job.placement.model_dump_json() if job.placement is not None else ""
     fleet = ""
     if job.placement is not None and not w.is_batch:
         everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
-        fleet = _fleet(ready, everywhere=everywhere or (bool(w.pod_sets) and w.replicas == 0))
+        scaled_out = bool(w.pod_sets) and w.replicas == 0
+        fleet = _fleet(ready, job.placement, placement, everywhere=everywhere or scaled_out)
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
         repr(sorted(w.metadata.annotations.items())),
-        job.placement.model_dump_json() if job.placement is not None else "",
+        placement,
         getattr(job.fedctl, "model_dump_json", lambda: "")(),
         job.queue,
         str(job.priority),
@@ -75,24 +93,68 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
-_last_fleet: tuple[object, str, str] = ((), "", "")
-"""The last `ready` given to `fingerprint`, joined with its taints, and the names of its
-members without a health taint: a pass gives every workload the same list, and joining it
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """A `placeable` entry read back: what cluster affinity matches on, and the entry with
+    its taints (`marked`) and without (`bare`)."""
+
+    name: str
+    region: str
+    zone: str
+    provider: str
+    labels: Mapping[str, str]
+    known: bool
+    """False for an entry that is a bare name (its labels and fields not given): it is
+    taken to be in every affinity."""
+    sick: bool
+    marked: str
+    bare: str
+
+
+def _site(entry: str) -> _Site:
+    head, _, attrs = entry.partition(_ATTRS)
+    name, _, marks = head.partition("|")
+    sick = bool(marks) and any(m.partition("=")[0] in HEALTH_TAINTS for m in marks.split(","))
+    bare = f"{name}{_ATTRS}{attrs}" if attrs else name
+    if not attrs:
+        return _Site(name, "", "", "", {}, False, sick, entry, bare)
+    region, zone, provider, labels = json.loads(attrs)
+    return _Site(name, region, zone, provider, dict(labels), True, sick, entry, bare)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fleet:
+    ready: object
+    sites: list[_Site]
+    by_placement: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Per placement (its JSON): the sites its affinity takes in, joined with their taints
+    and without those carrying a health taint."""
+
+
+_last_fleet = _Fleet((), [])
+"""The last `ready` given to `fingerprint`, read back, and what each placement takes of
+it: a pass gives every workload the same list and a few placements, and working this out
 per workload cost as much as the rest of the digest at hundreds of clusters. Replaced
 whole, so a reader in another thread sees one consistent entry."""
+_PLACEMENTS_LIMIT = 4096
 
 
-def _fleet(ready: Iterable[str], *, everywhere: bool) -> str:
+def _fleet(ready: Iterable[str], placement: Placement, key: str, *, everywhere: bool) -> str:
     global _last_fleet
     last = _last_fleet
-    if last[0] is not ready:
-        names = sorted(ready)
-        entries = (n.partition("|") for n in names)
-        healthy = sorted(name for name, _, marks in entries if not _sick(marks))
-        last = _last_fleet = (ready, ",".join(names), ",".join(healthy))
-    return last[1] if everywhere else last[2]
-
-
-def _sick(marks: str) -> bool:
-    """Whether a `placeable` entry's taints include one of failover's health taints."""
-    return bool(marks) and any(m.partition("=")[0] in HEALTH_TAINTS for m in marks.split(","))
+    if last.ready is not ready or len(last.by_placement) >= _PLACEMENTS_LIMIT:
+        last = _last_fleet = _Fleet(ready, [_site(e) for e in sorted(ready)])
+    hit = last.by_placement.get(key)
+    if hit is None:
+        terms = placement.affinity_terms
+        taken = [
+            s
+            for s in last.sites
+            if not s.known or any(affinity.matches(t, s) is None for t in terms)
+        ]
+        hit = (
+            ",".join(s.marked for s in taken),
+            ",".join(s.bare for s in taken if not s.sick),
+        )
+        last.by_placement[key] = hit
+    return hit[0] if everywhere else hit[1]

@@ -9,6 +9,7 @@ every part that is set must match, and `exclude` always wins.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -16,7 +17,23 @@ from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
 from policies.models.common import ClusterAffinity, LabelSelector
 
-__all__ = ["Affinity", "matches", "selector_matches"]
+__all__ = ["Affinity", "Located", "matches", "selector_matches"]
+
+
+class Located(Protocol):
+    """What cluster affinity matches on: a snapshot's cluster, or one the fingerprint read
+    back from its `placeable` entry."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def zone(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
 
 
 def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
@@ -37,7 +54,7 @@ def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool
     return True
 
 
-def matches(affinity: ClusterAffinity, cluster: snap.ClusterInfo) -> str | None:
+def matches(affinity: ClusterAffinity, cluster: Located) -> str | None:
     """None when `cluster` matches; otherwise the part of the affinity it fails."""
     if cluster.name in affinity.exclude:
         return "excluded by name"

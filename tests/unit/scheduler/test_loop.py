@@ -32,6 +32,7 @@ from policies.models.cluster import (
     HEALTH_TAINTS,
     NOT_READY_TAINT,
     RECOVERING_TAINT,
+    Cluster,
     ClusterStatus,
     Taint,
 )
@@ -241,6 +242,36 @@ def test_only_services_on_every_cluster_are_placed_again_when_a_ready_member_s_t
     # The same user key with any other prefix is a cordon too.
     lookalike = Taint(key="example.com/not-ready", effect="NoSchedule")
     assert not changed(WEB, divided, lookalike)
+
+
+def test_a_service_is_placed_again_when_a_cluster_moves_in_or_out_of_its_affinity() -> None:
+    """As Karmada schedules again the bindings a cluster's label or spec change concerns: a
+    member relabelled into a service's affinity gets its share, one relabelled out (or
+    moved to another region) loses it. A change to a cluster outside the affinity, or to
+    any cluster for a batch job, moves nothing."""
+    web = {"tier": "web"}
+    within = {"clusterAffinity": {"labelSelector": {"matchLabels": web}}}
+
+    def mark(w: Workload, placement: dict[str, Any], *clusters: Cluster) -> str:
+        ready = fingerprint.placeable(snap.build(list(clusters)).clusters)
+        return fingerprint.fingerprint(job(w, placement=placement), ready=ready)
+
+    a, b = cluster("a", labels=web), cluster("b")
+    now = mark(WEB, within, a, b)
+    assert mark(WEB, within, a, cluster("b", labels=web)) != now  # b moves in
+    assert mark(WEB, within, cluster("a"), b) != now  # a moves out
+    assert mark(WEB, within, cluster("a", labels=web, region="eu"), b) != now
+    assert mark(WEB, within, a, cluster("b", labels={"tier": "batch"})) == now
+    assert mark(WEB, within, a, cluster("b", region="eu")) == now
+    assert mark(JOB, within, a, cluster("b", labels=web)) == mark(JOB, within, a, b)
+    # Ordered groups: a cluster entering any group concerns the service.
+    groups = {
+        "clusterAffinities": [
+            {"affinityName": "first", "clusterNames": ["a"]},
+            {"affinityName": "then", "labelSelector": {"matchLabels": web}},
+        ]
+    }
+    assert mark(WEB, groups, a, cluster("b", labels=web)) != mark(WEB, groups, a, b)
 
 
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
@@ -576,6 +607,48 @@ async def test_a_divided_service_gets_its_share_on_a_joining_member_once_its_tai
     the Ready clusters unchanged when the taint went, web stayed all on b."""
     joining = Taint(key=NOT_READY_TAINT, effect="NoSchedule")
     await _placed_as_a_taint_lifts(STATIC, joining, {"b": 4}, {"a": 2, "b": 2})
+
+
+async def test_a_service_follows_its_label_affinity_as_members_are_relabelled() -> None:
+    """web goes to every cluster labelled tier=web. b is labelled: it gets a copy; a loses
+    the label: its copy goes. Before, web stayed where it was first placed."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    web = {"tier": "web"}
+    for member in (cluster("a", labels=web), cluster("b"), cluster("c", labels=web)):
+        assert member.status is not None
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+        await statuses.put(keys.cluster_status_key(member.name), member.status)
+    spec = DUPLICATED.spec.model_dump(by_alias=True, exclude_none=True)
+    spec["placement"]["clusterAffinity"] = {"labelSelector": {"matchLabels": web}}
+    policy = DUPLICATED.model_copy(update={"spec": type(DUPLICATED.spec).model_validate(spec)})
+    await objs.put(objects.key_for(policy), policy)
+    await objs.put(objects.key_for(WEB), WEB)
+
+    async def relabel(name: str, labels: dict[str, str]) -> None:
+        stored = await objs.get(keys.cluster_key(name))
+        assert stored is not None
+        meta = stored.obj.metadata.model_copy(update={"labels": labels})
+        await objs.update(
+            keys.cluster_key(name),
+            stored.obj.model_copy(update={"metadata": meta}),
+            revision=stored.revision,
+        )
+
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    async with running(loop):
+        for step, want in (
+            (None, {"a": 4, "c": 4}),
+            (("b", web), {"a": 4, "b": 4, "c": 4}),
+            (("a", {}), {"b": 4, "c": 4}),
+        ):
+            if step is not None:
+                await relabel(*step)
+            await wait_for(
+                lambda want=want: _equal(_placements(store), {"web": want}),  # type: ignore[misc]
+                message=f"web on {want}",
+            )
 
 
 def test_the_memo_reuses_an_unchanged_bindings_charge_and_forgets_the_rest() -> None:
