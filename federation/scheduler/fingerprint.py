@@ -21,6 +21,7 @@ from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
 from federation.scheduler.plugins import affinity
 from policies.models.cluster import HEALTH_TAINTS
+from policies.models.common import ClusterAffinity
 from policies.models.propagation import Placement
 
 __all__ = ["fingerprint", "placeable"]
@@ -109,6 +110,8 @@ class _Site:
     sick: bool
     marked: str
     bare: str
+    marked_name: str
+    """`marked` without the labels and fields, for a placement that does not read them."""
 
 
 def _site(entry: str) -> _Site:
@@ -116,10 +119,11 @@ def _site(entry: str) -> _Site:
     name, _, marks = head.partition("|")
     sick = bool(marks) and any(m.partition("=")[0] in HEALTH_TAINTS for m in marks.split(","))
     bare = f"{name}{_ATTRS}{attrs}" if attrs else name
+    marked_name = head if marks else name
     if not attrs:
-        return _Site(name, "", "", "", {}, False, sick, entry, bare)
+        return _Site(name, "", "", "", {}, False, sick, entry, bare, marked_name)
     region, zone, provider, labels = json.loads(attrs)
-    return _Site(name, region, zone, provider, dict(labels), True, sick, entry, bare)
+    return _Site(name, region, zone, provider, dict(labels), True, sick, entry, bare, marked_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +147,8 @@ def _fleet(ready: Iterable[str], placement: Placement, key: str, *, everywhere: 
     global _last_fleet
     last = _last_fleet
     if last.ready is not ready or len(last.by_placement) >= _PLACEMENTS_LIMIT:
-        last = _last_fleet = _Fleet(ready, [_site(e) for e in sorted(ready)])
+        sites = sorted((_site(e) for e in ready), key=lambda s: s.name)
+        last = _last_fleet = _Fleet(ready, sites)
     hit = last.by_placement.get(key)
     if hit is None:
         terms = placement.affinity_terms
@@ -152,9 +157,30 @@ def _fleet(ready: Iterable[str], placement: Placement, key: str, *, everywhere: 
             for s in last.sites
             if not s.known or any(affinity.matches(t, s) is None for t in terms)
         ]
-        hit = (
-            ",".join(s.marked for s in taken),
-            ",".join(s.bare for s in taken if not s.sick),
-        )
+        if _reads_places(placement):
+            hit = (
+                ",".join(s.marked for s in taken),
+                ",".join(s.bare for s in taken if not s.sick),
+            )
+        else:  # names alone: a relabelled member concerns it only by entering or leaving
+            hit = (
+                ",".join(s.marked_name for s in taken),
+                ",".join(s.name for s in taken if not s.sick),
+            )
         last.by_placement[key] = hit
     return hit[0] if everywhere else hit[1]
+
+
+def _reads_places(placement: Placement) -> bool:
+    """Whether any part of the placement matches or groups clusters by their labels or
+    fields (affinity, static weight targets, spread by region, zone, provider or label)."""
+    terms: list[ClusterAffinity] = list(placement.affinity_terms)
+    scheduling = placement.replica_scheduling
+    if scheduling is not None and scheduling.weight_preference is not None:
+        terms += [w.target_cluster for w in scheduling.weight_preference.static_weight_list]
+    if any(t.label_selector is not None or t.field_selector is not None for t in terms):
+        return True
+    return any(
+        c.spread_by_label or c.spread_by_field not in (None, "cluster")
+        for c in placement.spread_constraints
+    )

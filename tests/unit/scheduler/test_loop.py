@@ -272,6 +272,18 @@ def test_a_service_is_placed_again_when_a_cluster_moves_in_or_out_of_its_affinit
         ]
     }
     assert mark(WEB, groups, a, cluster("b", labels=web)) != mark(WEB, groups, a, b)
+    # A placement by names alone is concerned by a cluster entering or leaving, not by its
+    # labels, and its fingerprint is the one stored before clusters' labels were read.
+    named = {"clusterAffinity": {"clusterNames": ["a", "b"]}}
+    assert mark(WEB, named, a, cluster("b", labels=web, region="eu")) == mark(WEB, named, a, b)
+    assert mark(WEB, named, a, b) == fingerprint.fingerprint(
+        job(WEB, placement=named), ready=["a", "b"]
+    )
+    assert mark(WEB, named, a, b, cluster("c")) == mark(WEB, named, a, b)
+    prefixed = {"clusterAffinity": {"clusterNames": ["a", "a-b"]}}
+    assert mark(WEB, prefixed, a, cluster("a-b")) == fingerprint.fingerprint(
+        job(WEB, placement=prefixed), ready=["a", "a-b"]
+    )
 
 
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
