@@ -284,6 +284,8 @@ async def _apply_examples(server: str, examples: str, *, token: str, join_timeou
             _step(4, 5, f"joining {len(members)} member{plural} from {examples}")
             await _apply(api, members)
             await _await_members(api, [m.metadata.name for m in members], timeout=join_timeout)
+        else:
+            _step(4, 5, f"no Cluster in {examples}: members join with `fedctl cluster join`")
         _step(5, 5, f"applying the rest of {examples}")
         await _apply(api, rest)
 

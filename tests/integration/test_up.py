@@ -277,13 +277,16 @@ metadata: {name: team}
 """
 
 
+@pytest.mark.parametrize("members", [True, False], ids=["a-member-never-ready", "no-members"])
 async def test_up_names_a_member_not_ready_in_time_and_applies_the_rest(
-    own_etcd: embedded.EmbeddedEtcd, tmp_path: Path
+    own_etcd: embedded.EmbeddedEtcd, tmp_path: Path, members: bool
 ) -> None:
     """A member whose API never answers: `fedctl up` waits `--join-timeout`, says which
-    member and why, and applies the rest anyway rather than hang or give up."""
+    member and why, and applies the rest anyway rather than hang or give up. With no
+    Cluster among the objects there is nothing to wait for, and it says so."""
     (tmp_path / "examples").mkdir()
-    (tmp_path / "examples" / "fleet.yaml").write_text(GHOST)
+    text = GHOST if members else GHOST.partition("---\n")[2]
+    (tmp_path / "examples" / "fleet.yaml").write_text(text)
     dead = f"https://127.0.0.1:{embedded.free_port()}"
     (tmp_path / "members.kubeconfig").write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: ghost\n"
@@ -298,13 +301,17 @@ async def test_up_names_a_member_not_ready_in_time_and_applies_the_rest(
         "--join-timeout", "2", "--data-dir", str(tmp_path / "d"),
     )  # fmt: skip
     try:
-        text = await wait_for(
+        out = await wait_for(
             lambda: "fedctl is up." in log.read_text() and log.read_text(),
             timeout=START_SECONDS, interval=0.5, message="fedctl up to finish applying",
         )  # fmt: skip
     finally:
         _interrupt(proc)
-    assert "[4/5] joining 1 member from" in text, text
-    assert "not ready after 2s: ghost (Ready=" in text, text
-    assert "Applying the rest" in text and "[5/5] applying the rest" in text, text
-    assert text.index("not ready after") < text.index("[5/5]"), text
+    assert "[5/5] applying the rest" in out and "      1 created" in out, out
+    if not members:
+        assert "[4/5] no Cluster in" in out and "not ready" not in out, out
+        return
+    assert "[4/5] joining 1 member from" in out, out
+    assert "not ready after 2s: ghost (Ready=" in out, out
+    assert "Applying the rest" in out, out
+    assert out.index("not ready after") < out.index("[5/5]"), out
