@@ -23,7 +23,11 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from federation.cli.client import ApiClient
+    from policies.models.base import KubeObject
 
 __all__ = ["register"]
 
@@ -290,7 +294,7 @@ async def _apply_examples(server: str, examples: str, *, token: str, join_timeou
         await _apply(api, rest)
 
 
-async def _apply(api: Any, objects: list[Any]) -> None:
+async def _apply(api: ApiClient, objects: list[KubeObject]) -> None:
     answer = await api.request("POST", "apply", body={"items": [o.to_wire() for o in objects]})
     outcomes: dict[str, int] = {}
     for item in answer["results"]:
@@ -298,7 +302,7 @@ async def _apply(api: Any, objects: list[Any]) -> None:
     print("      " + ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())), flush=True)
 
 
-async def _await_members(api: Any, names: list[str], *, timeout: float) -> None:
+async def _await_members(api: ApiClient, names: list[str], *, timeout: float) -> None:
     """Wait, bounded, until every named member is Ready without a health taint, printing
     each change in the count."""
     from federation import clock
@@ -325,7 +329,7 @@ async def _await_members(api: Any, names: list[str], *, timeout: float) -> None:
     )
 
 
-async def _not_ready(api: Any, names: list[str]) -> dict[str, str]:
+async def _not_ready(api: ApiClient, names: list[str]) -> dict[str, str]:
     """Each named member not yet ready for work, with why."""
     from policies.models.cluster import HEALTH_TAINTS, ClusterStatus
 
