@@ -29,6 +29,9 @@ __all__ = ["fingerprint", "placeable"]
 _ATTRS = "\x1e"
 """Between a `placeable` entry's name and taints and its labels and fields (JSON escapes
 this character, so the entry splits back unambiguously)."""
+_APIS = "\x1f"
+"""Before a `placeable` entry's digest of the APIs the cluster serves (none: not reported)."""
+_LIMIT = 4096
 
 
 def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
@@ -57,22 +60,47 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
         attrs = json.dumps(
             [c.region, c.zone, c.provider, sorted(c.labels.items())], separators=(",", ":")
         )
-        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}")
+        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}{_APIS}{_digest(c.apis)}")
     return out
+
+
+_digests: dict[int, tuple[frozenset[tuple[str, str]], str]] = {}
+"""Per API set (by identity, the set kept alongside): its digest. A cluster's set is
+rebuilt only when its status changes, and hashing hundreds of APIs per cluster per cycle
+would cost more than the rest of `placeable`."""
+_served: dict[str, frozenset[tuple[str, str]]] = {}
+"""Per digest: the APIs, for `_site` to read an entry's back."""
+
+
+def _digest(apis: frozenset[tuple[str, str]]) -> str:
+    if not apis:
+        return ""
+    hit = _digests.get(id(apis))
+    if hit is not None and hit[0] is apis:
+        return hit[1]
+    text = "\n".join(sorted(f"{version} {kind}" for version, kind in apis))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    if len(_digests) >= _LIMIT:
+        _digests.clear()
+        _served.clear()
+    _digests[id(apis)] = (apis, digest)
+    _served[digest] = apis
+    return digest
 
 
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     """What a placement depends on from the workload and its policy (not its metadata).
 
     A service (not a batch gang) also depends on the Ready clusters its cluster affinity
-    takes in (any of its ordered groups), as in Karmada: a member joining, recovering or
-    relabelled into it gets its share, a lost one's share moves, and a change to a
-    cluster outside it moves nothing. One that goes to every cluster (Duplicated, or
-    scaled to zero) depends on their taints too (`placeable`): a member losing its taint
-    gets its copy. A divided service depends only on failover's health taints
-    (`HEALTH_TAINTS`): a Ready member carrying one is not back yet, and it gets its share
-    when the taint goes. A user's cordon or taint leaves divided work alone: Steady
-    division would place it as it is.
+    takes in (any of its ordered groups) that serve its kind: as in Karmada, a member
+    joining, recovering or relabelled into it gets its share and a lost one's share
+    moves; beyond Karmada, so does a member that starts serving its kind (a CRD installed
+    after the service was placed). A change to a cluster outside it moves nothing. One
+    that goes to every cluster (Duplicated, or scaled to zero) depends on their taints too
+    (`placeable`): a member losing its taint gets its copy. A divided service depends
+    only on failover's health taints (`HEALTH_TAINTS`): a Ready member carrying one is not
+    back yet, and it gets its share when the taint goes. A user's cordon or taint leaves
+    divided work alone: Steady division would place it as it is.
     """
     w = job.workload
     placement = job.placement.model_dump_json() if job.placement is not None else ""
@@ -80,7 +108,8 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     if job.placement is not None and not w.is_batch:
         everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
         scaled_out = bool(w.pod_sets) and w.replicas == 0
-        fleet = _fleet(ready, job.placement, placement, everywhere=everywhere or scaled_out)
+        api = (w.api_version, w.kind)
+        fleet = _fleet(ready, job.placement, placement, api, everywhere=everywhere or scaled_out)
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
@@ -112,27 +141,35 @@ class _Site:
     bare: str
     marked_name: str
     """`marked` without the labels and fields, for a placement that does not read them."""
+    apis: frozenset[tuple[str, str]] | None
+    """What it serves; None when not reported (taken to serve every kind, as the API
+    enablement filter does)."""
 
 
 def _site(entry: str) -> _Site:
-    head, _, attrs = entry.partition(_ATTRS)
+    rest, _, digest = entry.partition(_APIS)
+    head, _, attrs = rest.partition(_ATTRS)
     name, _, marks = head.partition("|")
     sick = bool(marks) and any(m.partition("=")[0] in HEALTH_TAINTS for m in marks.split(","))
     bare = f"{name}{_ATTRS}{attrs}" if attrs else name
+    marked = f"{head}{_ATTRS}{attrs}" if attrs else head
     marked_name = head if marks else name
+    apis = _served.get(digest) if digest else None
     if not attrs:
-        return _Site(name, "", "", "", {}, False, sick, entry, bare, marked_name)
+        return _Site(name, "", "", "", {}, False, sick, marked, bare, marked_name, apis)
     region, zone, provider, labels = json.loads(attrs)
-    return _Site(name, region, zone, provider, dict(labels), True, sick, entry, bare, marked_name)
+    return _Site(
+        name, region, zone, provider, dict(labels), True, sick, marked, bare, marked_name, apis
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class _Fleet:
     ready: object
     sites: list[_Site]
-    by_placement: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Per placement (its JSON): the sites its affinity takes in, joined with their taints
-    and without those carrying a health taint."""
+    by_placement: dict[tuple[str, tuple[str, str]], tuple[str, str]] = field(default_factory=dict)
+    """Per placement (its JSON) and kind: the sites its affinity takes in that serve the
+    kind, joined with their taints and without those carrying a health taint."""
 
 
 _last_fleet = _Fleet((), [])
@@ -140,22 +177,29 @@ _last_fleet = _Fleet((), [])
 it: a pass gives every workload the same list and a few placements, and working this out
 per workload cost as much as the rest of the digest at hundreds of clusters. Replaced
 whole, so a reader in another thread sees one consistent entry."""
-_PLACEMENTS_LIMIT = 4096
 
 
-def _fleet(ready: Iterable[str], placement: Placement, key: str, *, everywhere: bool) -> str:
+def _fleet(
+    ready: Iterable[str],
+    placement: Placement,
+    key: str,
+    api: tuple[str, str],
+    *,
+    everywhere: bool,
+) -> str:
     global _last_fleet
     last = _last_fleet
-    if last.ready is not ready or len(last.by_placement) >= _PLACEMENTS_LIMIT:
+    if last.ready is not ready or len(last.by_placement) >= _LIMIT:
         sites = sorted((_site(e) for e in ready), key=lambda s: s.name)
         last = _last_fleet = _Fleet(ready, sites)
-    hit = last.by_placement.get(key)
+    hit = last.by_placement.get((key, api))
     if hit is None:
         terms = placement.affinity_terms
         taken = [
             s
             for s in last.sites
-            if not s.known or any(affinity.matches(t, s) is None for t in terms)
+            if (s.apis is None or api in s.apis)
+            and (not s.known or any(affinity.matches(t, s) is None for t in terms))
         ]
         if _reads_places(placement):
             hit = (
@@ -167,7 +211,7 @@ def _fleet(ready: Iterable[str], placement: Placement, key: str, *, everywhere: 
                 ",".join(s.marked_name for s in taken),
                 ",".join(s.name for s in taken if not s.sick),
             )
-        last.by_placement[key] = hit
+        last.by_placement[key, api] = hit
     return hit[0] if everywhere else hit[1]
 
 

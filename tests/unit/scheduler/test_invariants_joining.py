@@ -1,17 +1,19 @@
-"""Members joining, coming back and relabelled, in any order and with cycles at any moment
-between, leave services placed as if the fleet had been whole, and labelled as it ends,
-from the start.
+"""Members joining, coming back, relabelled and starting to serve a kind, in any order and
+with cycles at any moment between, leave services placed as if the fleet had been whole,
+and labelled as it ends, from the start.
 
 A member goes through the states failover and the monitor give it: down (NotReady, with
 failover's `not-ready` taint), or not probed yet; then Ready but still tainted (`not-ready`
 until failover's next pass, `recovering` until its stale copies are purged); then Ready
-and untainted. Members' labels and regions change too, in and out of services' cluster
-affinities. Services are divided by static weights or Duplicated, whose placement does
-not depend on the previous one, so once every member is Ready and untainted the loop must
-come to the placement a fleet whole from the start gets. A service placed in a window
-where a member was Ready but tainted, and not placed again when the taint went, would
-stay without that member's share; one not placed again when a member was relabelled into
-its affinity would never get a share there, nor lose it when one was relabelled out.
+and untainted. Or it is Ready without Deployments among the APIs it reports (a CRD not
+installed yet), then with them. Members' labels and regions change too, in and out of
+services' cluster affinities. Services are divided by static weights or Duplicated, whose
+placement does not depend on the previous one, so once every member is Ready, untainted
+and serving Deployments the loop must come to the placement a fleet whole from the start
+gets. A service placed in a window where a member was Ready but tainted (or did not serve
+its kind), and not placed again when that ended, would stay without that member's share;
+one not placed again when a member was relabelled into its affinity would never get a
+share there, nor lose it when one was relabelled out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from policies.models.binding import Binding
 from policies.models.cluster import (
     NOT_READY_TAINT,
     RECOVERING_TAINT,
+    APIEnablement,
+    APIResource,
     ClusterStatus,
     Condition,
     Taint,
@@ -35,17 +39,26 @@ from tests.unit.scheduler.test_invariants import _Member, replica_scheduling
 from tests.unit.scheduler.test_invariants_loop import _World
 
 _NEXT = {"down": ("joining", "recovering"), "unprobed": ("joining",), "joining": ("ready",)}
-_NEXT["recovering"] = ("ready",)
-"""How a member's state moves on: never back, so every run ends with the fleet whole."""
+_NEXT["recovering"] = _NEXT["no-api"] = ("ready",)
+"""How a member's state moves on: never back, so every run ends with the fleet whole.
+`no-api`: Ready, but Deployments are not among the APIs it reports yet."""
+_APIS = [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
 
 
 def _status(state: str, base: ClusterStatus) -> ClusterStatus:
     """A member's status in `state`, as the monitor and failover would have written it."""
     ready = {"down": "False", "unprobed": "Unknown"}.get(state, "True")
     taint = {"recovering": RECOVERING_TAINT, "ready": None}.get(state, NOT_READY_TAINT)
+    taint = None if state == "no-api" else taint
     condition = Condition(type="Ready", status=ready, last_transition_time=NOW)
     taints = [] if taint is None else [Taint(key=taint, effect="NoSchedule")]
-    return base.model_copy(update={"conditions": [condition], "taints": taints})
+    served = _APIS[:1] if state == "no-api" else _APIS
+    apis = [
+        APIEnablement(group_version=gv, resources=[APIResource(name=k.lower() + "s", kind=k)])
+        for gv, k in served
+    ]
+    update = {"conditions": [condition], "taints": taints, "api_enablements": apis}
+    return base.model_copy(update=update)
 
 
 AFFINITIES: list[dict[str, object] | None] = [

@@ -286,6 +286,26 @@ def test_a_service_is_placed_again_when_a_cluster_moves_in_or_out_of_its_affinit
     )
 
 
+def test_a_service_is_placed_again_when_a_member_starts_serving_its_kind() -> None:
+    """A member whose APIs lack Deployments (a CRD not installed yet) is filtered out; once
+    it serves them, the service is placed again and gets its copy there. Other APIs
+    changing, or a member reporting none (taken to serve everything), move nothing."""
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    without = [("v1", "ConfigMap")]
+    served = [*without, ("apps/v1", "Deployment")]
+
+    def mark(*clusters: Cluster) -> str:
+        ready = fingerprint.placeable(snap.build(list(clusters)).clusters)
+        return fingerprint.fingerprint(job(WEB, placement=duplicated), ready=ready)
+
+    a = cluster("a", apis=served)
+    now = mark(a, cluster("b", apis=served))
+    assert mark(a, cluster("b", apis=without)) != now
+    assert mark(a, cluster("b", apis=[*served, ("batch/v1", "Job")])) == now
+    assert mark(a, cluster("b")) == now
+    assert now == fingerprint.fingerprint(job(WEB, placement=duplicated), ready=["a", "b"])
+
+
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
     web, policy = WEB, DUPLICATED
     prepared = reconcile.Prepared()
