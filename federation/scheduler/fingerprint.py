@@ -49,9 +49,13 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     (Karmada schedules again the bindings a cluster's label or spec change concerns).
     """
     out = []
+    served: dict[str, frozenset[tuple[str, str]]] = {}
     for c in clusters:
         if not c.ready:
             continue
+        digest = _digest(c.apis)
+        if digest:
+            served[digest] = c.apis
         marks = sorted(
             f"{t.key}={t.value or ''}:{t.effect}"
             for t in c.taints
@@ -60,7 +64,8 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
         attrs = json.dumps(
             [c.region, c.zone, c.provider, sorted(c.labels.items())], separators=(",", ":")
         )
-        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}{_APIS}{_digest(c.apis)}")
+        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}{_APIS}{digest}")
+    _remember(served)
     return out
 
 
@@ -69,7 +74,8 @@ _digests: dict[int, tuple[frozenset[tuple[str, str]], str]] = {}
 rebuilt only when its status changes, and hashing hundreds of APIs per cluster per cycle
 would cost more than the rest of `placeable`."""
 _served: dict[str, frozenset[tuple[str, str]]] = {}
-"""Per digest: the APIs, for `_site` to read an entry's back."""
+"""Per digest: the APIs, for `_site` to read an entry's back. Holds at least every digest
+of the latest `placeable` (see `_remember`)."""
 
 
 def _digest(apis: frozenset[tuple[str, str]]) -> str:
@@ -82,10 +88,19 @@ def _digest(apis: frozenset[tuple[str, str]]) -> str:
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     if len(_digests) >= _LIMIT:
         _digests.clear()
-        _served.clear()
     _digests[id(apis)] = (apis, digest)
-    _served[digest] = apis
     return digest
+
+
+def _remember(served: dict[str, frozenset[tuple[str, str]]]) -> None:
+    """Add a pass's digests to `_served`; past the limit, replace it whole by them, so
+    the entries `placeable` just returned always read back (an older list may not: its
+    clusters are then taken to serve every kind, as when they report none)."""
+    global _served
+    if len(_served) + len(served) > _LIMIT:
+        _served = dict(served)
+    else:
+        _served.update(served)
 
 
 def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
