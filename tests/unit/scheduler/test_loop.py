@@ -306,6 +306,30 @@ def test_a_service_is_placed_again_when_a_member_starts_serving_its_kind() -> No
     assert now == fingerprint.fingerprint(job(WEB, placement=duplicated), ready=["a", "b"])
 
 
+def test_api_digests_past_the_limit_still_read_back_for_the_latest_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for two API sets, a pass over three still reads each of its own back: b,
+    which lacks Deployments, is not taken for a member serving every kind."""
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    base = [("v1", "ConfigMap")]
+    fleet = [
+        cluster("a", apis=[*base, ("apps/v1", "Deployment")]),
+        cluster("b", apis=base),
+        cluster("c", apis=[*base, ("apps/v1", "Deployment"), ("batch/v1", "Job")]),
+    ]
+    request = job(WEB, placement=duplicated)
+    roomy = fingerprint.fingerprint(
+        request, ready=fingerprint.placeable(snap.build(fleet).clusters)
+    )
+    monkeypatch.setattr(fingerprint, "_LIMIT", 2)
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    monkeypatch.setattr(fingerprint, "_served", {})
+    ready = fingerprint.placeable(snap.build(fleet).clusters)
+    assert fingerprint.fingerprint(request, ready=ready) == roomy
+    assert roomy == fingerprint.fingerprint(request, ready=["a", "c"])
+
+
 def test_prepared_entries_stand_only_while_what_they_were_read_from_stands() -> None:
     web, policy = WEB, DUPLICATED
     prepared = reconcile.Prepared()
