@@ -32,12 +32,13 @@ this character, so the entry splits back unambiguously)."""
 _APIS = "\x1f"
 """Before a `placeable` entry's digest of the APIs the cluster serves (none: not reported)."""
 _LIMIT = 4096
+"""Entries kept per cache below: API sets by object, digests read back, placements."""
 
 
 def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     """The Ready clusters as a service's placement depends on them (`fingerprint`): each
-    name with the taints that keep work off it, its labels and its region, zone and
-    provider.
+    name with the taints that keep work off it, its labels, its region, zone and provider,
+    and a digest of the APIs it serves.
 
     Why the taints: a member that came back Ready is tainted until its stale copies are
     purged; a Duplicated service placed in that window skipped it, and with the Ready set
@@ -46,7 +47,9 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     moment before failover lifts its `not-ready` taint; a divided service placed then
     missed its share there the same way. Why the labels and fields: a member relabelled
     into a service's cluster affinity gets its share, one relabelled out of it loses it
-    (Karmada schedules again the bindings a cluster's label or spec change concerns).
+    (Karmada schedules again the bindings a cluster's label or spec change concerns). Why
+    the APIs: a member that starts serving a kind (a CRD installed after the service was
+    placed) gets its copy.
     """
     out = []
     served: dict[str, frozenset[tuple[str, str]]] = {}
