@@ -32,7 +32,9 @@ def _server(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    cluster = sub.add_parser("cluster", help="join, inspect, taint and cordon member clusters")
+    cluster = sub.add_parser(
+        "cluster", help="join, inspect, label, taint and cordon member clusters"
+    )
     verbs = cluster.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     join = verbs.add_parser("join", help="register a member (connects to it first)")
@@ -84,6 +86,18 @@ def register(sub: Any) -> None:
     taint.add_argument("taints", nargs="+")
     _server(taint)
     taint.set_defaults(func=_taint)
+
+    label = verbs.add_parser(
+        "label",
+        help="set K=V or remove K- (services whose affinity it enters or leaves follow)",
+    )
+    label.add_argument("name")
+    label.add_argument("labels", nargs="+", metavar="K=V|K-")
+    label.add_argument(
+        "--overwrite", action="store_true", help="let K=V replace a value K already has"
+    )
+    _server(label)
+    label.set_defaults(func=_label)
 
     for verb in ("cordon", "uncordon"):
         what = (
@@ -341,6 +355,49 @@ async def _taint(args: argparse.Namespace) -> int:
             add.append(parse_taint(text))
     await _edit_taints(args, add, drop)
     print(f"cluster {args.name} tainted")
+    return 0
+
+
+def parse_labels(texts: list[str]) -> tuple[dict[str, str], set[str]]:
+    """`K=V` to set and `K-` to remove, as kubectl label takes them; raises Invalid naming
+    the bad argument."""
+    put: dict[str, str] = {}
+    drop: set[str] = set()
+    for text in texts:
+        if text.endswith("-") and "=" not in text:
+            drop.add(text[:-1])
+            continue
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise errors.Invalid(f"label {text!r}: expected KEY=VALUE to set or KEY- to remove")
+        put[key] = value
+    both = sorted(put.keys() & drop)
+    if both:
+        raise errors.Invalid(f"label {both[0]!r} is both set and removed")
+    return put, drop
+
+
+async def _label(args: argparse.Namespace) -> int:
+    put, drop = parse_labels(args.labels)
+    async with _client(args) as api:
+        doc = await api.request("GET", f"clusters/{args.name}")
+        doc.pop("status", None)
+        labels: dict[str, str] = doc.setdefault("metadata", {}).setdefault("labels", {}) or {}
+        for key, value in put.items():
+            if key in labels and labels[key] != value and not args.overwrite:
+                raise errors.Invalid(
+                    f"cluster {args.name}: label {key!r} already has a value ({labels[key]}),"
+                    " and --overwrite is not given"
+                )
+        for key in sorted(drop - labels.keys()):
+            print(f"label {key!r} not found on cluster {args.name}", file=sys.stderr)
+        changed = {**{k: v for k, v in labels.items() if k not in drop}, **put}
+        if changed == labels:
+            print(f"cluster {args.name} not labeled (no change)")
+            return 0
+        doc["metadata"]["labels"] = changed
+        await api.request("PUT", f"clusters/{args.name}", body=doc)
+    print(f"cluster {args.name} labeled")
     return 0
 
 

@@ -164,6 +164,30 @@ def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     assert fedctl("get", "cluster", "x86", server=server).returncode == 1
 
 
+def test_label_sets_refuses_to_overwrite_unasked_and_removes(stack: tuple[str, Path]) -> None:
+    """As `kubectl label`: K=V sets, an existing value is replaced only with --overwrite,
+    K- removes (a missing one is named, not an error), and a bad argument is named."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--no-verify", "--label", "tier=web")
+
+    def labels() -> dict[str, str]:
+        got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+        return dict(got["metadata"].get("labels") or {})
+
+    assert fedctl("cluster", "label", "x86", "gpu=none", server=server).returncode == 0
+    assert labels() == {"tier": "web", "gpu": "none"}
+    refused = fedctl("cluster", "label", "x86", "tier=batch", server=server)
+    assert refused.returncode == 1 and "--overwrite" in refused.stderr, refused.stderr
+    assert labels()["tier"] == "web"
+    done = fedctl("cluster", "label", "x86", "tier=batch", "gpu-", "--overwrite", server=server)
+    assert done.returncode == 0 and "labeled" in done.stdout, done
+    assert labels() == {"tier": "batch"}
+    missing = fedctl("cluster", "label", "x86", "gpu-", server=server)
+    assert missing.returncode == 0 and "not found" in missing.stderr, missing
+    bad = fedctl("cluster", "label", "x86", "tier", server=server)
+    assert bad.returncode == 1 and "KEY=VALUE" in bad.stderr, bad.stderr
+
+
 def _yaml(path: Path) -> dict[str, object]:
     from ruamel.yaml import YAML
 
