@@ -1041,16 +1041,20 @@ def test_preemption_makes_room_on_one_member_when_the_latest_victims_are_spread(
     assert all(v.priority == 0 for v in victims)
 
 
+def _priority_5_service(*, replicas: int, seq: int) -> PendingJob:
+    """web: a priority-5 service of 2-core replicas divided by free room."""
+    return job(
+        workload("web", kind="Deployment", cpu="2", replicas=replicas, priority=5),
+        placement={"replicaScheduling": DYNAMIC_WEIGHT},
+        seq=seq,
+    )
+
+
 def test_a_divided_service_preempts_on_several_members_when_the_victims_are_spread() -> None:
     """As above, but a priority-5 service of four 2-core replicas divided by free room:
     no one member can hold it, two can, each once two of its victims go."""
     fleet, first = _full_of_spread_low_priority_work()
-    dynamic = {"replicaScheduling": DYNAMIC_WEIGHT}
-    web = job(
-        workload("web", kind="Deployment", cpu="2", replicas=4, priority=5),
-        placement=dynamic,
-        seq=1000,
-    )
+    web = _priority_5_service(replicas=4, seq=1000)
 
     result = run(fleet, [web], usage=first.usage)
 
@@ -1077,12 +1081,7 @@ def test_a_divided_service_short_of_room_across_members_preempts() -> None:
     ]
     first = run(fleet, low)
     assert len(first.admitted) == 6
-    dynamic = {"replicaScheduling": DYNAMIC_WEIGHT}
-    web = job(
-        workload("web", kind="Deployment", cpu="2", replicas=3, priority=5),
-        placement=dynamic,
-        seq=100,
-    )
+    web = _priority_5_service(replicas=3, seq=100)
 
     result = run(fleet, [web], usage=first.usage)
 
