@@ -21,6 +21,13 @@ Invariants, sampled from the registry and the members every few hundred millisec
              still carrying failover taints (not yet recovered) are not sampled
   finished   a job once seen finished (Succeeded or Failed) is never seen unfinished again:
              it would run twice, and count against its queue again
+  gang       a Scheduled two-pod job's Binding names one cluster with both pods
+  replicas   a Scheduled service's Binding holds its replicas: the static-weight one all of
+             them across its clusters, the duplicated one one copy on each
+  converge   once everything is healed, each service is back where the whole fleet put it
+             before the chaos (its Binding), and every member runs the copy it is bound to
+             with the bound replicas (members that were down, blackholed or recovering get
+             their share back; no member keeps a stale count)
 
 A broken quota invariant is reported with the jobs it counted and their phases, so that a
 failure seen once is explained by its own output. FEDCTL_CHAOS_ETCD_EVERY restarts etcd
@@ -48,6 +55,7 @@ from federation.settings import FailoverSettings
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.frq import FederatedResourceQuota
+from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_ha import (
     TTL,
@@ -58,7 +66,13 @@ from tests.integration.test_ha import (
     leader_kv,
     submit,
 )
-from tests.integration.test_propagation_support import NAMES, Federation, started_federation
+from tests.integration.test_propagation_support import (
+    NAMES,
+    Federation,
+    deployment,
+    ref_of,
+    started_federation,
+)
 from tests.waiting import background, wait_for
 
 SECONDS = float(os.environ.get("FEDCTL_CHAOS_SECONDS", "45"))
@@ -96,6 +110,40 @@ def frq(namespace: str, cpu: int) -> FederatedResourceQuota:
     )
 
 
+GANGS = 0.3
+"""The share of jobs that run two pods at once (one CPU each): a gang, placed whole."""
+SERVICES = {"spread": 6, "everywhere": 1}
+"""Deployments in namespace web (default queue) → replicas: `spread` divided by equal static
+weights over the CPU members, `everywhere` duplicated to every member that can run it (CPU
+pods never go to accelerator nodes: the CPU members too)."""
+CPU_MEMBERS = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
+
+
+def service_policy(name: str) -> PropagationPolicy:
+    if name == "spread":
+        weights = [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in CPU_MEMBERS]
+        scheduling: dict[str, object] = {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"staticWeightList": weights},
+        }
+    else:
+        scheduling = {"replicaSchedulingType": "Duplicated"}
+    return PropagationPolicy.model_validate(
+        {
+            "apiVersion": "policy.karmada.io/v1alpha1",
+            "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": "web"},
+            "spec": {
+                "resourceSelectors": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+                ],
+                "placement": {"replicaScheduling": scheduling},
+            },
+        }
+    )
+
+
 def chaos_job(rng: random.Random, n: int) -> Workload:
     queue = rng.choice(sorted(QUEUES))
     duration = f"{rng.randint(30, 240)}s"  # simulated; the fleet runs 50x faster than wall time
@@ -103,6 +151,10 @@ def chaos_job(rng: random.Random, n: int) -> Workload:
     if queue == "qb" and rng.random() < 0.7:
         meta = job.metadata.model_copy(update={"namespace": NAMESPACE_QUOTA[0]})
         job = job.model_copy(update={"metadata": meta})
+    if rng.random() < GANGS:
+        wire = job.to_wire()
+        wire["spec"].update(parallelism=2, completions=2)
+        job = Workload.model_validate(wire)
     return job
 
 
@@ -158,6 +210,8 @@ class Checker:
         self.doubled: dict[str, int] = {}
         self.finished: dict[str, str] = {}
         """Jobs seen finished: their phase, then."""
+        self.services: dict[str, dict[str, int]] = {}
+        """Each service's placement last sampled."""
 
     async def run(self) -> None:
         while True:
@@ -194,6 +248,8 @@ class Checker:
                 self.world.violate("finished", job, f"{job} was {was}, now {phase}")
         self.finished.update({job: phases[job] for job in finished})
         self._quota(bindings.items, finished, phases)
+        self._replicas(bindings.items)
+        self._gangs(bindings.items, finished)
         self._noexecute(bindings.items, clusters.items, finished, now)
         if self.world.samples % 2 == 0:  # members every other sample: they run the jobs too
             await self._double()
@@ -211,8 +267,8 @@ class Checker:
             b = item.obj
             ns = b.spec.workload.namespace
             job = f"{ns}/{b.spec.workload.name}"
-            if b.status.phase != "Scheduled" or job in finished:
-                continue
+            if b.status.phase != "Scheduled" or job in finished or ns == "web":
+                continue  # the services are in the default queue, without a capability
             cpus = sum(b.placement().values())
             per_queue[b.spec.queue] = per_queue.get(b.spec.queue, 0) + cpus
             per_ns[ns] = per_ns.get(ns, 0) + cpus
@@ -235,6 +291,38 @@ class Checker:
                 f"ns {ns}",
                 f"namespace {ns}: {per_ns[ns]} CPU > {cap}: {counted[f'ns/{ns}']}",
             )
+
+    def _gangs(self, items: list[codec.Stored[Binding]], finished: set[str]) -> None:
+        for item in items:
+            b = item.obj
+            job = f"{b.spec.workload.namespace}/{b.spec.workload.name}"
+            if b.spec.workload.kind != "Job" or b.status.phase != "Scheduled" or job in finished:
+                continue
+            accepted = self.world.accepted.get(job)  # None for a moment after its submission
+            if accepted is None:
+                continue
+            pods = int(accepted.spec.get("parallelism", 1))
+            if list(b.placement().values()) != [pods]:
+                self.world.violate("gang", job, f"{job} ({pods} pods) on {b.placement()}")
+
+    def _replicas(self, items: list[codec.Stored[Binding]]) -> None:
+        for item in items:
+            b = item.obj
+            name = b.spec.workload.name
+            if b.spec.workload.namespace != "web" or b.status.phase != "Scheduled":
+                continue
+            placement = b.placement()
+            if self.services.get(name) != placement:
+                self.services[name] = placement
+                self.world.note(f"checker: service {name} on {placement}")
+            if name == "spread":
+                held = sum(placement.values()) == SERVICES[name]
+            else:
+                held = bool(placement) and set(placement.values()) == {SERVICES[name]}
+            if not held:
+                self.world.violate(
+                    "replicas", f"{name} rev {item.revision}", f"service {name}: {placement}"
+                )
 
     def _noexecute(
         self,
@@ -402,6 +490,36 @@ class Driver:
         self.world.note("settled: members healed, controllers up")
 
 
+async def service_state(fed: Federation) -> dict[str, object]:
+    """Each service's Scheduled placement (None when not Scheduled), and the replicas of the
+    copy each member runs (None: no copy; "?" when the member does not answer)."""
+    state: dict[str, object] = {}
+    for name in SERVICES:
+        stored = await fed.bindings.get(keys.binding_key(ref_of(deployment(name, 1))))
+        bound = stored is not None and stored.obj.status.phase == "Scheduled"
+        state[name] = stored.obj.placement() if stored is not None and bound else None
+        copies: dict[str, object] = {}
+        for cluster in NAMES:
+            try:
+                async with asyncio.timeout(3):
+                    obj = await fed.member_object(cluster, "apps/v1", "Deployment", "web", name)
+            except (errors.FedctlError, TimeoutError):
+                copies[cluster] = "?"
+                continue
+            copies[cluster] = obj["spec"]["replicas"] if obj is not None else None
+        state[f"{name}@members"] = copies
+    return state
+
+
+def converged(state: dict[str, object], baseline: dict[str, dict[str, int]]) -> bool:
+    """Every service bound where the whole fleet put it, every member running that."""
+    for name, placement in baseline.items():
+        members = {c: placement.get(c) for c in NAMES}
+        if state[name] != placement or state[f"{name}@members"] != members:
+            return False
+    return True
+
+
 async def submitter(group: Controllers, world: World, rng: random.Random) -> None:
     """Jobs through the API, a few at a time, to any live replica; a refused batch is retried
     (apply is idempotent), and only accepted jobs count."""
@@ -438,8 +556,29 @@ async def test_chaos_keeps_quota_toleration_nothing_lost_and_no_double_run(
     for name, cpu in QUEUES.items():
         await fed.put(cpu_queue(name, cpu))
     await fed.put(frq(*NAMESPACE_QUOTA))
+    for name, replicas in SERVICES.items():
+        await fed.put(service_policy(name))
+        await fed.put(deployment(name, replicas))
     world = World()
     async with controllers(own_etcd.url, tmp_path, 3) as group:
+        state: dict[str, object] = {}
+
+        async def placed_everywhere() -> bool:
+            state.update(await service_state(fed))
+            spread, everywhere = state["spread"], state["everywhere"]
+            return (
+                isinstance(spread, dict)
+                and isinstance(everywhere, dict)
+                and sorted(spread) == sorted(everywhere) == sorted(CPU_MEMBERS)
+                and converged(state, {"spread": spread, "everywhere": everywhere})
+            )
+
+        try:
+            await wait_for(placed_everywhere, timeout=60, interval=0.5, message="services")
+        except AssertionError as exc:
+            raise AssertionError(f"services not placed before the chaos: {state}") from exc
+        baseline = {name: dict(state[name]) for name in SERVICES}  # type: ignore[call-overload]
+        world.note(f"services before the chaos: {baseline}")
         checker = Checker(fed, world, group)
         driver = Driver(fed, own_etcd, group, world, rng)
         async with background(checker.run(), submitter(group, world, random.Random(SEED + 1))):
@@ -474,6 +613,16 @@ async def test_chaos_keeps_quota_toleration_nothing_lost_and_no_double_run(
             missing = await nothing_lost()
             if missing:
                 world.violate("lost", "", f"{len(missing)} jobs without a Binding: {missing[:10]}")
+
+            async def back() -> bool:
+                state.update(await service_state(fed))
+                return converged(state, baseline)
+
+            try:
+                await wait_for(back, timeout=TTL + 60, interval=0.5, message="services back")
+                world.note("services back where they were, every member running its share")
+            except AssertionError:
+                world.violate("converge", "", f"services after the chaos: {state}")
             # A last stretch of sampling with everything healed (double runs after recovery).
             samples = world.samples
             await wait_for(lambda: world.samples >= samples + 8, timeout=30, message="samples")
