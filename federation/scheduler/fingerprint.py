@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
+from federation.resources import device_names
+from federation.scheduler import framework as fw
 from federation.scheduler.plugins import affinity
 from policies.models.cluster import HEALTH_TAINTS
 from policies.models.common import ClusterAffinity
+from policies.models.placement_ext import FedctlPlacement
 from policies.models.propagation import Placement
 
 __all__ = ["fingerprint", "placeable"]
@@ -31,6 +34,9 @@ _ATTRS = "\x1e"
 this character, so the entry splits back unambiguously)."""
 _APIS = "\x1f"
 """Before a `placeable` entry's digest of the APIs the cluster serves (none: not reported)."""
+_NODES = "\x1d"
+"""Before a `placeable` entry's kinds of node, as JSON: [arch, chip, device resource] of
+each node flavor (none at all: no node counts, all NotReady or cordoned)."""
 _LIMIT = 4096
 """Entries kept per cache below: API sets by object, digests read back, placements."""
 
@@ -49,7 +55,9 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
     into a service's cluster affinity gets its share, one relabelled out of it loses it
     (Karmada schedules again the bindings a cluster's label or spec change concerns). Why
     the APIs: a member that starts serving a kind (a CRD installed after the service was
-    placed) gets its copy.
+    placed) gets its copy. Why the kinds of node: a member whose nodes were all NotReady
+    (or whose Arm or GPU nodes were) when a service was placed has its share once they
+    are back, though it stayed Ready and untainted all along.
     """
     out = []
     served: dict[str, frozenset[tuple[str, str]]] = {}
@@ -64,30 +72,33 @@ def placeable(clusters: Iterable[snap.ClusterInfo]) -> list[str]:
             for t in c.taints
             if t.effect != "PreferNoSchedule"
         )
-        attrs = _attrs_of(c)
-        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}{_APIS}{digest}")
+        attrs, nodes = _attrs_of(c)
+        out.append(f"{c.name}|{','.join(marks)}{_ATTRS}{attrs}{_APIS}{digest}{_NODES}{nodes}")
     _remember(served)
     return out
 
 
-_attrs: dict[int, tuple[snap.ClusterInfo, str]] = {}
-"""Per cluster (by identity, the object kept alongside): its labels and fields as JSON. A
-snapshot keeps the very object while the cluster's spec and status stand, and writing
-the JSON anew for every cluster made `placeable` ten times as slow."""
+_attrs: dict[int, tuple[snap.ClusterInfo, str, str]] = {}
+"""Per cluster (by identity, the object kept alongside): its labels and fields, and its
+kinds of node, as JSON. A snapshot keeps the very object while the cluster's spec and
+status stand, and writing the JSON anew for every cluster made `placeable` ten times as
+slow."""
 _ATTRS_LIMIT = 65536
 
 
-def _attrs_of(c: snap.ClusterInfo) -> str:
+def _attrs_of(c: snap.ClusterInfo) -> tuple[str, str]:
     hit = _attrs.get(id(c))
     if hit is not None and hit[0] is c:
-        return hit[1]
+        return hit[1], hit[2]
     text = json.dumps(
         [c.region, c.zone, c.provider, sorted(c.labels.items())], separators=(",", ":")
     )
+    kinds = {(f.arch, f.accelerator_model, f.accelerator_resource) for f in c.flavors}
+    nodes = json.dumps(sorted(kinds, key=repr), separators=(",", ":"))
     if len(_attrs) >= _ATTRS_LIMIT:
         _attrs.clear()
-    _attrs[id(c)] = (c, text)
-    return text
+    _attrs[id(c)] = (c, text, nodes)
+    return text, nodes
 
 
 _digests: dict[int, tuple[frozenset[tuple[str, str]], str]] = {}
@@ -136,7 +147,9 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
     (`placeable`): a member losing its taint gets its copy. A divided service depends
     only on failover's health taints (`HEALTH_TAINTS`): a Ready member carrying one is not
     back yet, and it gets its share when the taint goes. A user's cordon or taint leaves
-    divided work alone: Steady division would place it as it is.
+    divided work alone: Steady division would place it as it is. Clusters with no kind of
+    node its pods may use (none Ready, or none of its chip or arch) are left out, as the
+    chip filter leaves them out: one whose nodes come back gets its share.
     """
     w = job.workload
     placement = job.placement.model_dump_json() if job.placement is not None else ""
@@ -145,7 +158,9 @@ def fingerprint(job: PendingJob, *, ready: Iterable[str] = ()) -> str:
         everywhere = job.placement.scheduling.replica_scheduling_type == "Duplicated"
         scaled_out = bool(w.pod_sets) and w.replicas == 0
         api = (w.api_version, w.kind)
-        fleet = _fleet(ready, job.placement, placement, api, everywhere=everywhere or scaled_out)
+        fleet = _fleet(
+            ready, job.placement, placement, api, _need(job), everywhere=everywhere or scaled_out
+        )
     parts = [
         w.model_dump_json(exclude={"metadata", "status"}),
         repr(sorted(w.metadata.labels.items())),
@@ -180,9 +195,45 @@ class _Site:
     apis: frozenset[tuple[str, str]] | None
     """What it serves; None when not reported (taken to serve every kind, as the API
     enablement filter does)."""
+    nodes: tuple[tuple[str, str | None, str | None], ...] | None = None
+    """Its kinds of node (arch, chip, device resource); None when the entry does not say
+    (taken to host every workload)."""
+
+
+_Need = tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]
+"""What the chip filter reads of a workload: its chips and arches, the names of all its
+pods request, and of what they request a positive amount of (`_need`)."""
+
+
+def _need(job: PendingJob) -> _Need:
+    """As `framework.request_for` reads them (device resources sorted out per fleet)."""
+    w = job.workload
+    ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
+    chips = tuple(w.chips) or (tuple(ext.chips) if ext else ())
+    arches = tuple(ext.arches) if ext else ()
+    pod = w.pod_requests()
+    return chips, arches, frozenset(pod), frozenset(n for n in pod if pod.amount(n) > 0)
+
+
+def _hosting(need: _Need, known: frozenset[str]) -> Callable[[_Site], bool]:
+    """Whether some kind of node a site has suits the workload (the chip filter's rule);
+    a site that does not say is taken to host it."""
+    chips, arches, names, asked = need
+    devices = device_names(names, known)
+    accelerated = bool(device_names(asked, known))
+
+    def hosts(site: _Site) -> bool:
+        return site.nodes is None or any(
+            fw.chip_suits(chips, arches, accelerated, devices, chip=c, arch=a, resource=r)
+            for a, c, r in site.nodes
+        )
+
+    return hosts
 
 
 def _site(entry: str) -> _Site:
+    entry, kinds, nodes_text = entry.partition(_NODES)
+    nodes = tuple((a, c, r) for a, c, r in json.loads(nodes_text)) if kinds else None
     rest, _, digest = entry.partition(_APIS)
     head, _, attrs = rest.partition(_ATTRS)
     name, _, marks = head.partition("|")
@@ -192,10 +243,21 @@ def _site(entry: str) -> _Site:
     marked_name = head if marks else name
     apis = _served.get(digest) if digest else None
     if not attrs:
-        return _Site(name, "", "", "", {}, False, sick, marked, bare, marked_name, apis)
+        return _Site(name, "", "", "", {}, False, sick, marked, bare, marked_name, apis, nodes)
     region, zone, provider, labels = json.loads(attrs)
     return _Site(
-        name, region, zone, provider, dict(labels), True, sick, marked, bare, marked_name, apis
+        name,
+        region,
+        zone,
+        provider,
+        dict(labels),
+        True,
+        sick,
+        marked,
+        bare,
+        marked_name,
+        apis,
+        nodes,
     )
 
 
@@ -203,9 +265,14 @@ def _site(entry: str) -> _Site:
 class _Fleet:
     ready: object
     sites: list[_Site]
-    by_placement: dict[tuple[str, tuple[str, str]], tuple[str, str]] = field(default_factory=dict)
-    """Per placement (its JSON) and kind: the sites its affinity takes in that serve the
-    kind, joined with their taints and without those carrying a health taint."""
+    by_placement: dict[tuple[str, tuple[str, str], _Need], tuple[str, str]] = field(
+        default_factory=dict
+    )
+    """Per placement (its JSON), kind and need: the sites its affinity takes in that serve
+    the kind and have nodes for it, joined with their taints and without those carrying a
+    health taint."""
+    known: frozenset[str] = frozenset()
+    """The device resources the sites' nodes expose (the snapshot's `device_resources`)."""
 
 
 _last_fleet = _Fleet((), [])
@@ -220,6 +287,7 @@ def _fleet(
     placement: Placement,
     key: str,
     api: tuple[str, str],
+    need: _Need,
     *,
     everywhere: bool,
 ) -> str:
@@ -227,15 +295,18 @@ def _fleet(
     last = _last_fleet
     if last.ready is not ready or len(last.by_placement) >= _LIMIT:
         sites = sorted((_site(e) for e in ready), key=lambda s: s.name)
-        last = _last_fleet = _Fleet(ready, sites)
-    hit = last.by_placement.get((key, api))
+        known = frozenset(r for s in sites for _, _, r in s.nodes or () if r)
+        last = _last_fleet = _Fleet(ready, sites, known=known)
+    hit = last.by_placement.get((key, api, need))
     if hit is None:
         terms = placement.affinity_terms
+        hosts = _hosting(need, last.known)
         taken = [
             s
             for s in last.sites
             if (s.apis is None or api in s.apis)
             and (not s.known or any(affinity.matches(t, s) is None for t in terms))
+            and hosts(s)
         ]
         if _reads_places(placement):
             hit = (
@@ -247,7 +318,7 @@ def _fleet(
                 ",".join(s.marked_name for s in taken),
                 ",".join(s.name for s in taken if not s.sick),
             )
-        last.by_placement[key, api] = hit
+        last.by_placement[key, api, need] = hit
     return hit[0] if everywhere else hit[1]
 
 

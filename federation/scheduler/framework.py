@@ -45,6 +45,8 @@ __all__ = [
     "VectorFilter",
     "VectorScore",
     "Verdict",
+    "accepts_chip",
+    "chip_suits",
     "request_for",
 ]
 
@@ -339,18 +341,42 @@ def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | N
     Without listed chip models, an accelerator job takes only flavors exposing the device
     resource it requests (`resource`; None skips that check, for callers that do it).
     """
-    arch_ok = not job.arches or arch in job.arches
-    listed_arches = [c for c in job.chips if is_arch(c)]
-    models = [c for c in job.chips if not is_arch(c)]
-    if job.devices > 0:
+    return chip_suits(
+        job.chips,
+        job.arches,
+        job.devices > 0,
+        job.device_names,
+        chip=chip,
+        arch=arch,
+        resource=resource,
+    )
+
+
+def chip_suits(
+    chips: tuple[str, ...],
+    arches: tuple[str, ...],
+    accelerated: bool,
+    devices: frozenset[str],
+    *,
+    chip: str | None,
+    arch: str,
+    resource: str | None = None,
+) -> bool:
+    """`accepts_chip` from what it reads of a job (its chips and arches, whether its pods
+    ask for devices and which), for readers that have the workload but no `JobRequest`
+    (the fingerprint)."""
+    arch_ok = not arches or arch in arches
+    listed_arches = [c for c in chips if is_arch(c)]
+    models = [c for c in chips if not is_arch(c)]
+    if accelerated:
         if chip is None:
             return False
         if models:
             return chip in models
-        return arch_ok and (resource is None or resource in job.device_names)
+        return arch_ok and (resource is None or resource in devices)
     if chip is not None:
         return False  # CPU-only pods are not placed on accelerator nodes
-    if job.chips:
+    if chips:
         return arch in listed_arches or (not listed_arches and arch_ok)
     return arch_ok
 

@@ -6,19 +6,21 @@ A member goes through the states failover and the monitor give it: down (NotRead
 failover's `not-ready` taint), or not probed yet; then Ready but still tainted (`not-ready`
 until failover's next pass, `recovering` until its stale copies are purged); then Ready
 and untainted. Or it is Ready without Deployments among the APIs it reports (a CRD not
-installed yet), then with them. Members' labels and regions change too, in and out of
-services' cluster affinities. Services are divided by static weights or Duplicated, whose
+installed yet), then with them; or Ready without a node that counts (all NotReady), then
+with its nodes back. Members' labels and regions change too, in and out of services'
+cluster affinities. Services are divided by static weights or Duplicated, whose
 placement does not depend on the previous one, so once every member is Ready, untainted
 and serving Deployments the loop must come to the placement a fleet whole from the start
 gets. A service placed in a window where a member was Ready but tainted (or did not serve
-its kind), and not placed again when that ended, would stay without that member's share;
-one not placed again when a member was relabelled into its affinity would never get a
-share there, nor lose it when one was relabelled out.
+its kind, or had no node), and not placed again when that ended, would stay without that
+member's share; one not placed again when a member was relabelled into its affinity would
+never get a share there, nor lose it when one was relabelled out.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -39,9 +41,10 @@ from tests.unit.scheduler.test_invariants import _Member, replica_scheduling
 from tests.unit.scheduler.test_invariants_loop import _World
 
 _NEXT = {"down": ("joining", "recovering"), "unprobed": ("joining",), "joining": ("ready",)}
-_NEXT["recovering"] = _NEXT["no-api"] = ("ready",)
+_NEXT["recovering"] = _NEXT["no-api"] = _NEXT["nodeless"] = ("ready",)
 """How a member's state moves on: never back, so every run ends with the fleet whole.
-`no-api`: Ready, but Deployments are not among the APIs it reports yet."""
+`no-api`: Ready, but Deployments are not among the APIs it reports yet. `nodeless`:
+Ready and untainted, but none of its nodes counts (all NotReady or cordoned)."""
 _APIS = [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
 
 
@@ -49,7 +52,7 @@ def _status(state: str, base: ClusterStatus) -> ClusterStatus:
     """A member's status in `state`, as the monitor and failover would have written it."""
     ready = {"down": "False", "unprobed": "Unknown"}.get(state, "True")
     taint = {"recovering": RECOVERING_TAINT, "ready": None}.get(state, NOT_READY_TAINT)
-    taint = None if state == "no-api" else taint
+    taint = None if state in ("no-api", "nodeless") else taint
     condition = Condition(type="Ready", status=ready, last_transition_time=NOW)
     taints = [] if taint is None else [Taint(key=taint, effect="NoSchedule")]
     served = _APIS[:1] if state == "no-api" else _APIS
@@ -111,6 +114,8 @@ class _Joining(_World):
         self.where = {n: _where(rng) for n in names}
         self.state["c0"], self.where["c0"] = "ready", ("us", {"tier": "web"})
         self.moves = rng.randint(0, 4)
+        self.nodes: dict[str, tuple[list[Any], list[Any]]] = {}
+        """Each member's node flavors and nodes, kept while it is `nodeless`."""
         if whole is not None:
             self.state, self.where, self.moves = dict.fromkeys(names, "ready"), whole, 0
         self._apply()
@@ -149,6 +154,8 @@ class _Joining(_World):
 
     def _apply(self) -> None:
         for name, m in self.members.items():
+            nodes = self.nodes.setdefault(name, (m.flavors, m.nodes))
+            m.flavors, m.nodes = ([], []) if self.state[name] == "nodeless" else nodes
             assert m.spec.status is not None
             status = _status(self.state[name], m.spec.status)
             region, labels = self.where[name]

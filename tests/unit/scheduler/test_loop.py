@@ -306,6 +306,39 @@ def test_a_service_is_placed_again_when_a_member_starts_serving_its_kind() -> No
     assert now == fingerprint.fingerprint(job(WEB, placement=duplicated), ready=["a", "b"])
 
 
+def nodeless(member: Cluster) -> Cluster:
+    """`member` with every node NotReady or cordoned: Ready, but no node flavor counts."""
+    assert member.status is not None
+    return member.model_copy(update={"status": member.status.model_copy(update={"flavors": []})})
+
+
+def test_a_service_is_placed_again_when_a_member_s_nodes_for_it_come_back() -> None:
+    """The chip filter leaves out a member with no node the pods may use (all NotReady, or
+    none of the arch or chip they need) although it is Ready and untainted; once such nodes
+    are back, the service is placed again and gets its share there. Nodes it could not use
+    coming or going move nothing, and where every member hosts it the digest is the one
+    made before the nodes were read."""
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    amd, arm = flavor(), flavor(arch="arm64")
+    gpu = flavor(chip="nvidia-a100-80gb", devices=8)
+
+    def mark(*clusters: Cluster, fedctl: dict[str, Any] | None = None) -> str:
+        ready = fingerprint.placeable(snap.build(list(clusters)).clusters)
+        return fingerprint.fingerprint(job(WEB, placement=duplicated, fedctl=fedctl), ready=ready)
+
+    a = cluster("a", amd)
+    now = mark(a, cluster("b", amd))
+    assert mark(a, nodeless(cluster("b", amd))) != now
+    assert mark(a, cluster("b", amd, gpu)) == now  # CPU pods never go to GPU nodes
+    assert mark(a, cluster("b", gpu)) == mark(a, nodeless(cluster("b")))
+    assert mark(a, cluster("b", arm)) == now  # no arch asked: Arm hosts it as well
+    amd_only = {"arches": ["amd64"]}
+    assert mark(a, cluster("b", arm), fedctl=amd_only) != mark(
+        a, cluster("b", amd), fedctl=amd_only
+    )
+    assert now == fingerprint.fingerprint(job(WEB, placement=duplicated), ready=["a", "b"])
+
+
 def test_api_digests_past_the_limit_still_read_back_for_the_latest_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -663,6 +696,32 @@ async def test_a_divided_service_gets_its_share_on_a_joining_member_once_its_tai
     the Ready clusters unchanged when the taint went, web stayed all on b."""
     joining = Taint(key=NOT_READY_TAINT, effect="NoSchedule")
     await _placed_as_a_taint_lifts(STATIC, joining, {"b": 4}, {"a": 2, "b": 2})
+
+
+async def test_a_divided_service_gets_its_share_on_a_member_once_its_nodes_are_back() -> None:
+    """All of a's nodes are NotReady (a itself stays Ready, untainted) when web (two equal
+    static weights) is divided: the chip filter leaves a out, so all goes to b. Before, a's
+    nodes coming back changed nothing web's placement had read, and it stayed all on b."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    for member in (nodeless(cluster("a")), cluster("b")):
+        assert member.status is not None
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+        await statuses.put(keys.cluster_status_key(member.name), member.status)
+    await objs.put(objects.key_for(STATIC), STATIC)
+    await objs.put(objects.key_for(WEB), WEB)
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    async with running(loop):
+        await wait_for(lambda: _equal(_placements(store), {"web": {"b": 4}}), message="web on b")
+        stored = await statuses.get(keys.cluster_status_key("a"))
+        back = cluster("a").status
+        assert stored is not None and back is not None
+        await statuses.update(keys.cluster_status_key("a"), back, revision=stored.revision)
+        await wait_for(
+            lambda: _equal(_placements(store), {"web": {"a": 2, "b": 2}}),
+            message="web divided over a and b once a's nodes are back",
+        )
 
 
 async def test_a_service_follows_its_label_affinity_as_members_are_relabelled() -> None:
