@@ -246,6 +246,8 @@ class SchedulerLoop:
         # phases by workload ref, and each stored key's ref.
         self._views = Views()
         self._written: dict[str, tuple[int, Binding | None]] = {}
+        self._results_seen = 0
+        """The workload statuses' revision the cycle running read (`_unfinished`)."""
         self._snapshots = snap.BuildCache()
         self._batch = settings.cycle_batch
         self._deciding = threading.Lock()
@@ -359,6 +361,7 @@ class SchedulerLoop:
         started = self.clock.monotonic()
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, stale = await self._decide()
+        result.bindings = self._unfinished(result.bindings)
         await self._write(binder, result.bindings, stale)  # step 5
         tally, self._tally = self._tally, None
         if tally is not None and self.queue_view is not None and self._leading:
@@ -386,6 +389,7 @@ class SchedulerLoop:
         changes, after this returns); `_deciding` keeps a cycle left running by a lost
         leadership from overlapping the next leader term's first one.
         """
+        self._results_seen = self.results.seen
         seen = Seen(
             workloads=dict(self.workloads.items),
             policies=self.policies.objects(),
@@ -484,6 +488,34 @@ class SchedulerLoop:
             tally = qv.tally(snapshot, result.usage, result.pending.counts(), waiting)
             self._tally = (tally, seen.revision)
         return result, list(ledger.stale.values())
+
+    def _unfinished(self, bindings: list[Binding]) -> list[Binding]:
+        """The Bindings decided for workloads that did not finish while the cycle ran.
+
+        A job's Succeeded status can arrive after the cycle copied the mirrors and before
+        its decisions are written: picked as a preemption or reclaim victim then (or placed
+        again), its Binding went Pending, the propagator dropped its Work and with it the
+        finished status, and the job was placed and ran a second time. Its decision is
+        dropped instead; the next cycle reads it finished (its share is free by then, so a
+        preemptor admitted in its place still fits).
+        """
+        if self.results.seen == self._results_seen or not bindings:
+            return bindings
+        decided, live = self._views.phases, self.results.items
+        kept = []
+        for b in bindings:
+            ref = binder_mod.binding_ref(b)
+            status = live.get(keys.workload_status_key(ref))
+            if (
+                status is not None
+                and status.obj.phase in reconcile.FINISHED
+                and decided.get(str(ref)) not in reconcile.FINISHED
+            ):
+                log.info("scheduler: %s finished while the cycle ran; its decision dropped", ref)
+                self._dirty.set()
+                continue
+            kept.append(b)
+        return kept
 
     async def _write(
         self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]

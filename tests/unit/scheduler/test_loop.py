@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -616,6 +616,64 @@ async def test_a_finished_job_frees_its_share_and_a_deleted_one_loses_its_bindin
             lambda: _equal(_phases(store), {"first": "Scheduled"}), message="Binding deleted"
         )
     assert loop.last is not None and not loop.last.admitted
+
+
+class _FinishingMidCycle(loop_mod.SchedulerLoop):
+    """Runs `meanwhile` once, after a cycle that evicts something has decided and before
+    it writes: what a status arriving while a cycle runs in its thread looks like."""
+
+    meanwhile: Callable[[], Awaitable[None]] | None = None
+
+    async def _decide(self) -> Any:
+        decided = await super()._decide()
+        if decided[0].evicted and self.meanwhile is not None:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            await meanwhile()
+        return decided
+
+
+async def test_a_job_that_finishes_while_a_cycle_preempts_it_keeps_its_binding() -> None:
+    """low (priority 0) holds qa's whole capability; high (priority 10) arrives and the
+    cycle picks low as its victim, and low's Succeeded status arrives before the write.
+    Before, low's Binding went Pending ("preempted"), the propagator dropped its Work and
+    the finished status with it, and low ran again; now the eviction is dropped, low stays
+    finished where it ran, and high, which fits in the share low freed, is admitted."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
+    member = cluster("a")
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    assert member.status is not None
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("a"), member.status
+    )
+    qa = queue("qa", capability={"cpu": "4"})
+    await objs.put(objects.key_for(qa), qa)
+    low = workload("low", cpu="4", queue="qa")
+    high = workload("high", cpu="4", queue="qa", priority=10)
+    await objs.put(objects.key_for(low), low)
+    loop = _FinishingMidCycle(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    done = _status("Succeeded").model_copy(update={"workload": binding(low, {}).spec.workload})
+
+    async def low_finishes() -> None:
+        key = keys.workload_status_key(reconcile.ref_of(low))
+        await statuses.put(key, done)
+        await wait_for(lambda: key in loop.results.items, message="the loop reads it")
+
+    loop.meanwhile = low_finishes
+    async with running(loop):
+        await wait_for(lambda: _equal(_phases(store), {"low": "Scheduled"}), message="low runs")
+        await objs.put(objects.key_for(high), high)
+        await wait_for(
+            lambda: _equal(_phases(store), {"low": "Scheduled", "high": "Scheduled"}),
+            message="high admitted, low left finished where it ran",
+        )
+    assert loop.meanwhile is None, "the cycle picked low as a victim"
+    stored = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    assert {i.obj.metadata.name: i.obj.placement() for i in stored.items} == {
+        "low": {"a": 1},
+        "high": {"a": 1},
+    }
 
 
 async def _equal(probe: Any, expected: Any) -> bool:
