@@ -491,18 +491,27 @@ def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list
     before the workload found room elsewhere, placing it back adopts the running copy. Kept
     barred, a workload every cluster of which failed at once stayed Pending until the
     graceful timeout, then lost its copy and started again.
+
+    A batch job evicted Directly from a Ready member no taint evicts it from (preempted or
+    reclaimed there) waits for that copy to go before it runs anywhere: placed on another
+    member at once, it ran on both while the old copy's deletion was on its way (seconds on
+    a slow member). Failover ends such a task as soon as the copy is gone. A member that is
+    down or tainted cannot be waited for (nothing there can be confirmed gone): the job
+    leaves it without waiting, as before.
     """
     tolerations = job.placement.cluster_tolerations if job.placement is not None else ()
     out = []
+    waits = False
     for task in previous.spec.eviction_tasks:
         row = snapshot.index.get(task.cluster)
-        if (
-            task.at_once
-            or task.from_application
-            or row is None
-            or any(t.evicts(tolerations) for t in snapshot.clusters[row].taints)
-        ):
+        cluster = snapshot.clusters[row] if row is not None else None
+        tainted = cluster is not None and any(t.evicts(tolerations) for t in cluster.taints)
+        if task.at_once or task.from_application or cluster is None or tainted:
             out.append(task.cluster)
+        if task.at_once and not task.from_application and cluster is not None:
+            waits = waits or (cluster.ready and not tainted)
+    if waits and job.workload.is_batch:
+        return [c.name for c in snapshot.clusters]
     return out
 
 

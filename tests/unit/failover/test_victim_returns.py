@@ -12,14 +12,14 @@ import pytest
 
 from federation.cache import snapshot as snap
 from federation.failover import graceful
-from federation.queue.pending import PendingStore
+from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
 from federation.scheduler import cycle
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import eviction
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
-from policies.models.cluster import Cluster
+from policies.models.cluster import Cluster, Taint
 from policies.models.work import WorkloadStatus
 from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, placed, queue, workload
 
@@ -121,3 +121,61 @@ def test_the_pending_reason_never_blames_taints_for_the_eviction_bar(fleet: Flee
     reason = fleet.step().reasons[str(LOW.ref)]
     assert "taint" not in reason
     assert reason == "0/1 clusters are available: 1 waiting for an evicted copy to be removed"
+
+
+FILL = job(workload("fill", cpu="6", queue="q", priority=5), seq=3)
+SERVICE = job(workload("web", kind="Deployment", cpu="6", queue="q", priority=0), seq=1)
+
+
+def _two_members(victim: PendingJob) -> Fleet:
+    """c and d with room for one job each: `victim` on c, fill on d, then high preempts
+    the victim on c; fill finishes, so d has room the victim could take."""
+    f = Fleet()
+    f.clusters = [cluster("c", flavor(nodes=1, cpu="8")), cluster("d", flavor(nodes=1, cpu="8"))]
+    f.pending.add(victim)
+    assert placed(f.step()) == {victim.ref.name: {"c": 1}}
+    f.pending.add(FILL)
+    assert placed(f.step()) == {"fill": {"d": 1}}
+    f.pending.add(HIGH)
+    preempting = f.step()
+    assert placed(preempting) == {"high": {"c": 1}}
+    assert [v.ref.name for v, _ in preempting.evicted] == [victim.ref.name]
+    f.usage = cycle.release(f.usage, [FILL.ref])
+    f.bindings.pop("fill")
+    return f
+
+
+def test_a_preempted_job_runs_nowhere_until_its_copy_is_gone() -> None:
+    """Placed on d at once, the job ran on c and d together while its copy on c was being
+    deleted (seconds on a slow member). It waits, saying why, until failover ends the
+    task, then takes d."""
+    fleet = _two_members(LOW)
+    waiting = fleet.step()
+    assert placed(waiting) == {}
+    assert waiting.reasons[str(LOW.ref)].endswith("2 waiting for an evicted copy to be removed")
+    snapshot = fleet.snapshot()
+    request = fleet.scheduler.request(fleet.pending.get(LOW.ref) or LOW, snapshot)
+    state = fw.CycleState(snapshot, fleet.usage, fleet.scheduler.settings)
+    verdicts = [eviction.Eviction().filter(request, c, state) for c in snapshot.clusters]
+    assert [v.reasons for v in verdicts] == [("waiting for its evicted copy to be removed",)] * 2
+    fleet.end_tasks("low", gone={"c"})
+    assert placed(fleet.step()) == {"low": {"d": 1}}
+
+
+def test_a_preempted_service_takes_other_members_at_once() -> None:
+    """Replicas of a service may overlap while its copy goes: only c, where it is leaving,
+    waits for the copy."""
+    fleet = _two_members(SERVICE)
+    assert placed(fleet.step()) == {"web": {"d": 1}}
+
+
+def test_a_job_evicted_from_a_tainted_member_does_not_wait_for_it() -> None:
+    """A member whose NoExecute taint evicts the job may be unreachable: nothing there can
+    be confirmed gone, so the job goes elsewhere at once (failover's semantics)."""
+    fleet = _two_members(LOW)
+    c = fleet.clusters[0]
+    spec = c.spec.model_copy(
+        update={"taints": [Taint(key="example.com/maintenance", effect="NoExecute")]}
+    )
+    fleet.clusters[0] = c.model_copy(update={"spec": spec})
+    assert placed(fleet.step()) == {"low": {"d": 1}}

@@ -584,6 +584,9 @@ def test_work_ranked_after_a_victim_evicts_no_one_in_that_cycle() -> None:
     assert [a.ref.name for a in result.admitted] == ["pinned"]
     assert [v.ref.name for v, _ in result.evicted] == ["victim"]
     latest = {b.metadata.name: b for b in [*first.bindings, *result.bindings]}
+    evicted = latest["victim"]  # failover ended its task: the copy on c1 is gone
+    spec = evicted.spec.model_copy(update={"eviction_tasks": []})
+    latest["victim"] = evicted.model_copy(update={"spec": spec})
     snapshot = snap.build(fleet, bindings=list(latest.values()))
     again = run(fleet, result.pending.jobs(), usage=result.usage, snapshot=snapshot)
     assert placed(again) == {"victim": {"c0": 1}}

@@ -523,7 +523,7 @@ _DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_adde
         pytest.param("Gracefully", "", [_DOWN], {"b": 2}, id="graceful, still evicting: barred"),
         pytest.param("Directly", "", [_DOWN], {"b": 2}, id="directly, still evicting: barred"),
         pytest.param(
-            "Directly", "", [], {"b": 2}, id="directly, recovered: barred until copy gone"
+            "Directly", "", [], None, id="directly, recovered: a job waits until copy gone"
         ),
         pytest.param("Gracefully", "", [], {"a": 2}, id="graceful, recovered: back onto its copy"),
         pytest.param(
@@ -536,12 +536,14 @@ _DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_adde
     ],
 )
 def test_an_evicted_workload_goes_back_only_where_its_copy_may_be_adopted(
-    mode: str, producer: str, taints: list[Taint], placed: dict[str, int]
+    mode: str, producer: str, taints: list[Taint], placed: dict[str, int] | None
 ) -> None:
     """A Directly task bars its cluster until failover ends it (its copy is gone then); a
     graceful one only while a NoExecute taint there still evicts the workload, so a member
     that recovers before the workload found room elsewhere gets it back, copy and all. A
-    member the workload failed on stays barred for as long as its task lasts."""
+    member the workload failed on stays barred for as long as its task lasts. A batch job
+    (None) whose member recovered before its Directly-evicted copy was gone runs nowhere
+    until it is: started on b at once, it ran on a and b together."""
     clusters = [cluster("a", cpu_price="0.01", taints=taints), cluster("b", cpu_price="0.09")]
     evicted = binding(
         JOB,
@@ -554,6 +556,11 @@ def test_an_evicted_workload_goes_back_only_where_its_copy_may_be_adopted(
     )
     snapshot = snap.build(clusters, bindings=[evicted], queues=[queue("qa")])
     result = run(clusters, [job(JOB)], snapshot=snapshot)
+    if placed is None:
+        assert not result.admitted
+        (written,) = result.bindings
+        assert written.status.reason.endswith("2 waiting for an evicted copy to be removed")
+        return
     assert {a.ref.name: dict(a.placement) for a in result.admitted} == {"train": placed}
     (written,) = result.bindings
     barred = placed == {"b": 2}
