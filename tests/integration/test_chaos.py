@@ -5,7 +5,9 @@ Real pieces: a private etcd (SIGKILLed and restarted once on the same data dir a
 `fedctl controller` processes (SIGKILLed at random and started again), simulated members
 faulted through their `/_sim` fault API. Randomness is seeded: the seed is printed and
 FEDCTL_CHAOS_SEED replays a run; FEDCTL_CHAOS_SECONDS sets how long the chaos lasts (the
-default keeps the test near 90 s; `make chaos` runs it for 15 minutes).
+default keeps the test near 90 s; `make chaos` runs it for 15 minutes). Some jobs run two
+pods (a gang) and some carry a higher priority (they preempt at a full queue); two services
+are placed before the chaos starts.
 
 Invariants, sampled from the registry and the members every few hundred milliseconds:
   quota      the jobs Scheduled in their Bindings and not finished never exceed a queue's
@@ -112,6 +114,8 @@ def frq(namespace: str, cpu: int) -> FederatedResourceQuota:
 
 GANGS = 0.3
 """The share of jobs that run two pods at once (one CPU each): a gang, placed whole."""
+URGENT = 0.2
+"""The share of jobs at priority 10 (the rest 0): arriving at a full queue, they preempt."""
 SERVICES = {"spread": 6, "everywhere": 1}
 """Deployments in namespace web (default queue) → replicas: `spread` divided by equal static
 weights over the CPU members, `everywhere` duplicated to every member that can run it (CPU
@@ -151,9 +155,13 @@ def chaos_job(rng: random.Random, n: int) -> Workload:
     if queue == "qb" and rng.random() < 0.7:
         meta = job.metadata.model_copy(update={"namespace": NAMESPACE_QUOTA[0]})
         job = job.model_copy(update={"metadata": meta})
-    if rng.random() < GANGS:
+    gang, urgent = rng.random() < GANGS, rng.random() < URGENT
+    if gang or urgent:
         wire = job.to_wire()
-        wire["spec"].update(parallelism=2, completions=2)
+        if gang:
+            wire["spec"].update(parallelism=2, completions=2)
+        if urgent:
+            wire["metadata"]["annotations"]["fedctl.io/priority"] = "10"
         job = Workload.model_validate(wire)
     return job
 
@@ -245,7 +253,23 @@ class Checker:
         for job, phase in phases.items():
             if job in self.finished and job not in finished:
                 was = self.finished[job]
-                self.world.violate("finished", job, f"{job} was {was}, now {phase}")
+                bound = {
+                    f"{b.obj.spec.workload.namespace}/{b.obj.spec.workload.name}": b
+                    for b in bindings.items
+                }.get(job)
+                seen = (
+                    f"Binding {bound.obj.status.phase} on {bound.obj.placement()}"
+                    f" rev {bound.revision}, reason {bound.obj.status.reason!r},"
+                    f" evicted from {[t.cluster for t in bound.obj.spec.eviction_tasks]}"
+                    if bound is not None
+                    else "no Binding"
+                )
+                now = next(
+                    r.obj.model_dump_json(exclude_none=True)[:600]
+                    for r in results.items
+                    if f"{r.obj.workload.namespace}/{r.obj.workload.name}" == job
+                )
+                self.world.violate("finished", job, f"{job} was {was}, now {phase} ({seen}): {now}")
         self.finished.update({job: phases[job] for job in finished})
         self._quota(bindings.items, finished, phases)
         self._replicas(bindings.items)
@@ -372,19 +396,31 @@ class Checker:
         for name in NAMES:
             if name in self.world.faulted or name in self.recovering:
                 continue
+            began = time.monotonic() - self.world.started
             try:
                 async with asyncio.timeout(3):
                     jobs = await self.fed.ours(name, "batch/v1", "Job")
             except (errors.FedctlError, TimeoutError):
                 continue
+            read = f"{name} read {began:.2f}-{time.monotonic() - self.world.started:.2f}s"
             self.world.member_samples += 1
             for job_name, obj in jobs.items():
                 if int((obj.get("status") or {}).get("active") or 0) > 0:
                     ns = obj["metadata"].get("namespace", "")
-                    active.setdefault(f"{ns}/{job_name}", []).append(name)
+                    active.setdefault(f"{ns}/{job_name}", []).append(read)
         for job_name, where in active.items():
             if len(where) > 1:
-                self.world.violate("double", job_name, f"{job_name} active in {where}")
+                ns, _, name = job_name.partition("/")
+                stored = await self.fed.bindings.get(
+                    keys.binding_key(keys.WorkloadRef(ns, "Job.batch", name))
+                )
+                seen = (
+                    f"Binding {stored.obj.status.phase} on {stored.obj.placement()}, reason"
+                    f" {stored.obj.status.reason!r}, tasks {stored.obj.spec.eviction_tasks}"
+                    if stored is not None
+                    else "no Binding"
+                )
+                self.world.violate("double", job_name, f"{job_name} active in {where}: {seen}")
 
 
 @dataclass
@@ -622,7 +658,16 @@ async def test_chaos_keeps_quota_toleration_nothing_lost_and_no_double_run(
                 await wait_for(back, timeout=TTL + 60, interval=0.5, message="services back")
                 world.note("services back where they were, every member running its share")
             except AssertionError:
-                world.violate("converge", "", f"services after the chaos: {state}")
+                listed = await checker.statuses.list(keys.prefix("clusterstatus"))
+                members = {
+                    i.key.rpartition("/")[2]: (
+                        "Ready" if i.obj.ready() else "not Ready",
+                        [t.key for t in i.obj.taints],
+                        f"{sum(f.node_count for f in i.obj.flavors)} nodes",
+                    )
+                    for i in listed.items
+                }
+                world.violate("converge", "", f"services after the chaos: {state}; {members}")
             # A last stretch of sampling with everything healed (double runs after recovery).
             samples = world.samples
             await wait_for(lambda: world.samples >= samples + 8, timeout=30, message="samples")
