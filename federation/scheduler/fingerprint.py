@@ -24,7 +24,6 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import affinity
 from policies.models.cluster import HEALTH_TAINTS
 from policies.models.common import ClusterAffinity
-from policies.models.placement_ext import FedctlPlacement
 from policies.models.propagation import Placement
 
 __all__ = ["fingerprint", "placeable"]
@@ -207,11 +206,8 @@ pods request, and of what they request a positive amount of (`_need`)."""
 
 def _need(job: PendingJob) -> _Need:
     """As `framework.request_for` reads them (device resources sorted out per fleet)."""
-    w = job.workload
-    ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
-    chips = tuple(w.chips) or (tuple(ext.chips) if ext else ())
-    arches = tuple(ext.arches) if ext else ()
-    pod = w.pod_requests()
+    chips, arches = fw.accepted_chips(job)
+    pod = job.workload.pod_requests()
     return chips, arches, frozenset(pod), frozenset(n for n in pod if pod.amount(n) > 0)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "VectorFilter",
     "VectorScore",
     "Verdict",
+    "accepted_chips",
     "accepts_chip",
     "chip_suits",
     "request_for",
@@ -236,8 +237,7 @@ def request_for(
         dtype=np.int64,
     )
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
-    chips = tuple(workload.chips) or (tuple(ext.chips) if ext else ())
-    arches = tuple(ext.arches) if ext else ()
+    chips, arches = accepted_chips(job)
     placement = job.placement
     strategy, single = _strategy(job)
     if workload.is_batch and strategy not in ("static_weight", "dynamic_weight"):
@@ -333,6 +333,14 @@ def pod_arch(job: JobRequest, cluster: snap.ClusterInfo, taken: Iterable[int] = 
             if f.accelerator_model is None and accepts_chip(job, None, f.arch)
         }
     return next(iter(arches)) if len(arches) == 1 else None
+
+
+def accepted_chips(job: PendingJob) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The chips and arches a job accepts: the workload's `fedctl.io/chips`, else its
+    policy's `spec.fedctl.chips`; arches from the policy alone."""
+    ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
+    chips = tuple(job.workload.chips) or (tuple(ext.chips) if ext else ())
+    return chips, tuple(ext.arches) if ext else ()
 
 
 def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | None = None) -> bool:

@@ -414,7 +414,9 @@ class Checker:
             if len(where) > 1:
                 ns, _, name = job_name.partition("/")
                 stored = await self.fed.bindings.get(
-                    keys.binding_key(keys.WorkloadRef(ns, "Job.batch", name))
+                    keys.binding_key(
+                        keys.WorkloadRef(ns, keys.kind_segment("batch/v1", "Job"), name)
+                    )
                 )
                 seen = (
                     f"Binding {stored.obj.status.phase} on {stored.obj.placement()}, reason"

@@ -584,20 +584,28 @@ async def running(loop: loop_mod.SchedulerLoop) -> AsyncIterator[None]:
             await task
 
 
+async def _joined(
+    *members: Cluster,
+) -> tuple[MemoryStore, codec.TypedStore[Any], codec.TypedStore[ClusterStatus]]:
+    """A memory store with `members` joined: each Cluster, and the status its monitor
+    wrote; with the object and status stores over it."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    for member in members:
+        assert member.status is not None
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+        await statuses.put(keys.cluster_status_key(member.name), member.status)
+    return store, objs, statuses
+
+
 async def _phases(store: MemoryStore) -> dict[str, str]:
     listed = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
     return {i.obj.metadata.name: i.obj.status.phase for i in listed.items}
 
 
 async def test_a_finished_job_frees_its_share_and_a_deleted_one_loses_its_binding() -> None:
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
-    member = cluster("a")
-    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
-    assert member.status is not None
-    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
-        keys.cluster_status_key("a"), member.status
-    )
+    store, objs, _ = await _joined(cluster("a"))
     qa = queue("qa", capability={"cpu": "4"})
     await objs.put(objects.key_for(qa), qa)
     first, second = workload("first", cpu="4", queue="qa"), workload("second", cpu="4", queue="qa")
@@ -645,15 +653,8 @@ async def test_a_job_that_finishes_while_a_cycle_preempts_it_keeps_its_binding()
     Before, low's Binding went Pending ("preempted"), the propagator dropped its Work and
     the finished status with it, and low ran again; now the eviction is dropped, low stays
     finished where it ran, and high, which fits in the share low freed, is admitted."""
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
+    store, objs, _ = await _joined(cluster("a"))
     statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
-    member = cluster("a")
-    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
-    assert member.status is not None
-    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
-        keys.cluster_status_key("a"), member.status
-    )
     qa = queue("qa", capability={"cpu": "4"})
     await objs.put(objects.key_for(qa), qa)
     low = workload("low", cpu="4", queue="qa")
@@ -697,15 +698,10 @@ async def _placed_as_a_taint_lifts(
 ) -> None:
     """web placed by `policy` while the Ready member a carries `taint` (failover writes it
     on the status), then once it is gone."""
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
-    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
-    for member in (cluster("a"), cluster("b")):
-        assert member.status is not None
-        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
-        taints = [taint] if member.name == "a" else []
-        status = member.status.model_copy(update={"taints": taints})
-        await statuses.put(keys.cluster_status_key(member.name), status)
+    a = cluster("a")
+    assert a.status is not None
+    a = a.model_copy(update={"status": a.status.model_copy(update={"taints": [taint]})})
+    store, objs, statuses = await _joined(a, cluster("b"))
     await objs.put(objects.key_for(policy), policy)
     await objs.put(objects.key_for(WEB), WEB)
     loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
@@ -767,13 +763,7 @@ async def test_a_divided_service_gets_its_share_on_a_member_once_its_nodes_are_b
     """All of a's nodes are NotReady (a itself stays Ready, untainted) when web (two equal
     static weights) is divided: the chip filter leaves a out, so all goes to b. Before, a's
     nodes coming back changed nothing web's placement had read, and it stayed all on b."""
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
-    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
-    for member in (nodeless(cluster("a")), cluster("b")):
-        assert member.status is not None
-        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
-        await statuses.put(keys.cluster_status_key(member.name), member.status)
+    store, objs, statuses = await _joined(nodeless(cluster("a")), cluster("b"))
     await objs.put(objects.key_for(STATIC), STATIC)
     await objs.put(objects.key_for(WEB), WEB)
     loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
@@ -792,14 +782,8 @@ async def test_a_divided_service_gets_its_share_on_a_member_once_its_nodes_are_b
 async def test_a_service_follows_its_label_affinity_as_members_are_relabelled() -> None:
     """web goes to every cluster labelled tier=web. b is labelled: it gets a copy; a loses
     the label: its copy goes. Before, web stayed where it was first placed."""
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
-    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
     web = {"tier": "web"}
-    for member in (cluster("a", labels=web), cluster("b"), cluster("c", labels=web)):
-        assert member.status is not None
-        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
-        await statuses.put(keys.cluster_status_key(member.name), member.status)
+    store, objs, _ = await _joined(cluster("a", labels=web), cluster("b"), cluster("c", labels=web))
     spec = DUPLICATED.spec.model_dump(by_alias=True, exclude_none=True)
     spec["placement"]["clusterAffinity"] = {"labelSelector": {"matchLabels": web}}
     policy = DUPLICATED.model_copy(update={"spec": type(DUPLICATED.spec).model_validate(spec)})
@@ -905,14 +889,7 @@ async def test_workloads_beyond_a_stuck_batch_get_a_reason_not_silence() -> None
     of a queue at its capability cannot move, every cycle takes that same front, and the
     tail never had a Binding at all: indistinguishable from lost work. Now a cycle that
     admits nothing gives each workload it did not reach a Pending Binding that says so."""
-    store = MemoryStore()
-    objs = codec.TypedStore(store, objects.ObjectCodec())
-    member = cluster("a")
-    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
-    assert member.status is not None
-    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
-        keys.cluster_status_key("a"), member.status
-    )
+    store, objs, _ = await _joined(cluster("a"))
     qa = queue("qa", capability={"cpu": "2"})
     await objs.put(objects.key_for(qa), qa)
     # Each asks for different memory: identical jobs would be refused at a fraction of the
