@@ -10,14 +10,17 @@ Why batches: one etcd transaction of ~100 puts costs about as much as one put, s
 that admits thousands of jobs writes them in tens of round trips, not thousands. Why a few
 in flight at once: each transaction then waits mostly for its round trip and etcd's commit,
 and etcd commits concurrent proposals together; the batches touch distinct keys, so their
-order does not matter.
+order does not matter - except where a cycle made room: a preemption or reclaim victim's
+eviction is committed before any placement, and a placement decided after a victim whose
+eviction did not land is held back (see `write`), so a queue never holds a victim and the
+job admitted in its place at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from federation import errors
 from federation.registry import codec, keys
@@ -51,6 +54,10 @@ class WriteReport:
     retried: int = 0
     superseded: int = 0
     """Decisions dropped because another writer moved the workload since they were made."""
+    dropped: list[str] = field(default_factory=list)
+    """The keys of those decisions."""
+    held_back: list[str] = field(default_factory=list)
+    """Placements not written because room they were decided into was not freed."""
 
 
 class Binder:
@@ -101,9 +108,47 @@ class Binder:
         entry = self._known.get(keys.binding_key(binding_ref(binding)))
         return entry[1] if entry else None
 
-    async def write(self, bindings: Sequence[Binding]) -> WriteReport:
-        """Write the Bindings that differ from what is stored; CAS, in batched transactions."""
+    async def write(
+        self,
+        bindings: Sequence[Binding],
+        *,
+        freeing: Collection[str] = (),
+        placing: Collection[str] = (),
+    ) -> WriteReport:
+        """Write the Bindings that differ from what is stored; CAS, in batched transactions.
+
+        `bindings` come in the order they were decided. `freeing`: keys of evictions whose
+        room later decisions may use (preemption and reclaim victims); `placing`: keys of
+        admissions. The evictions are committed first, on their own: the batches of one
+        write run concurrently, so a victim's batch could otherwise fail (etcd restarting,
+        the leadership lost) after its preemptor's committed, and a victim another writer
+        moved meanwhile is dropped as superseded while its preemptor's admission stands;
+        either way the queue would hold both, over its capability. So when an eviction
+        raises, nothing else is written; when one is superseded, every admission decided
+        after it is held back (`WriteReport.held_back`) for the next cycle to decide again.
+        """
         report = WriteReport()
+        if freeing:
+            first = [b for b in bindings if keys.binding_key(binding_ref(b)) in freeing]
+            if first:
+                await self._write(first, report)
+            lost = set(report.dropped) & set(freeing)
+            rest: list[Binding] = []
+            cut: int | None = None
+            for i, b in enumerate(bindings):
+                key = keys.binding_key(binding_ref(b))
+                if key in freeing:
+                    if key in lost and cut is None:
+                        cut = i
+                elif cut is not None and key in placing:
+                    report.held_back.append(key)
+                else:
+                    rest.append(b)
+            bindings = rest
+        await self._write(bindings, report)
+        return report
+
+    async def _write(self, bindings: Sequence[Binding], report: WriteReport) -> None:
         ops = self._ops(bindings, report)
         chunks = [ops[i : i + self.batch] for i in range(0, len(ops), self.batch)]
         slots = asyncio.Semaphore(self.in_flight)
@@ -118,7 +163,6 @@ class Binder:
             for outcome in outcomes:
                 if isinstance(outcome, BaseException):
                     raise outcome
-        return report
 
     def _ops(self, bindings: Sequence[Binding], report: WriteReport) -> list[_Op]:
         """A create or CAS update per Binding that differs from the one last seen.
@@ -193,6 +237,7 @@ class Binder:
             self._known[key] = (stored.revision, stored.obj)
             if superseded:
                 report.superseded += 1
+                report.dropped.append(key)
             else:
                 report.written += 1
 

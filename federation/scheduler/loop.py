@@ -362,7 +362,7 @@ class SchedulerLoop:
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, stale = await self._decide()
         result.bindings = self._unfinished(result.bindings)
-        await self._write(binder, result.bindings, stale)  # step 5
+        await self._write(binder, result, stale)  # step 5
         tally, self._tally = self._tally, None
         if tally is not None and self.queue_view is not None and self._leading:
             edition = qv.Edition(tally[0], tally[1], self.clock.monotonic())
@@ -518,17 +518,29 @@ class SchedulerLoop:
         return kept
 
     async def _write(
-        self, binder: binder_mod.Binder, bindings: Sequence[Binding], stale: Sequence[str]
+        self, binder: binder_mod.Binder, result: cycle.CycleResult, stale: Sequence[str]
     ) -> None:
+        bindings = result.bindings
         if bindings:
-            report = await binder.write(bindings)
+            # Victims' evictions first; an admission decided after one that another writer
+            # superseded is held back (`Binder.write`), so no queue holds both.
+            freeing = {keys.binding_key(victim.ref) for victim, _ in result.evicted}
+            placing = {keys.binding_key(a.ref) for a in result.admitted} if freeing else set()
+            report = await binder.write(bindings, freeing=freeing, placing=placing)
             for b in bindings:
                 key = keys.binding_key(binder_mod.binding_ref(b))
                 entry = binder.stored(key)  # the revision the write got
                 if entry is not None:
                     self._written[key] = entry
             log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
-            if report.superseded:
+            if report.held_back:  # placed again next cycle, as a write that never landed
+                held = set(report.held_back)
+                for b in bindings:
+                    ref = str(binder_mod.binding_ref(b))
+                    if keys.binding_key(binder_mod.binding_ref(b)) in held:
+                        self._fingerprints.pop(ref, None)
+                        self._views.redo.add(ref)
+            if report.superseded or report.held_back:
                 self._dirty.set()  # moved by another writer meanwhile: decide again from there
         for key in stale:
             try:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from typing import Any, cast
 
 import pytest
 
+from federation import errors
 from federation.registry import codec, keys
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.scheduler import binder
 from policies.models.base import ObjectMeta
@@ -207,6 +211,113 @@ async def test_a_decision_on_a_placement_moved_meanwhile_is_dropped(
     stored = await typed.get(key)
     assert stored is not None and stored.obj.placement() == {"home": 1}
     assert writer.stored(key) == (stored.revision, stored.obj)  # the next cycle starts there
+
+
+class _Restarting:
+    """The etcd store, but the transaction that names `key` fails as if etcd restarted
+    just then (every other one goes through)."""
+
+    def __init__(self, store: EtcdStore, key: str) -> None:
+        self.store, self.key, self.refused = store, key, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def commit(self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()) -> Any:
+        if any(op.key == self.key for op in ops):
+            self.refused += 1
+            raise errors.Unavailable("etcd restarting")
+        return await self.store.commit(ops, guards=guards)
+
+
+async def test_an_eviction_that_fails_to_commit_writes_no_placement(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """One Binding per transaction, several at once: the victim's eviction is decided
+    before its preemptor's admission but would be sent alongside it, and a preemptor
+    committed without its victim's eviction leaves the queue holding both. Evictions go
+    first and alone, so when theirs fails nothing else is written."""
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    victim = binding(namespace, "victim")
+    await binder.Binder(etcd_store).write([victim])
+    evicted = victim.model_copy(
+        update={
+            "spec": victim.spec.model_copy(update={"clusters": []}),
+            "status": BindingStatus(phase="Pending", reason="preempted by team/urgent"),
+        }
+    )
+    urgent, other = binding(namespace, "urgent"), binding(namespace, "other", cluster="b")
+    victim_key = keys.binding_key(binder.binding_ref(victim))
+    flaky = _Restarting(etcd_store, victim_key)
+    writer = binder.Binder(cast(st.Store, flaky), batch=1, in_flight=4)
+    await writer.load()
+    refs = [keys.binding_key(binder.binding_ref(b)) for b in (evicted, urgent, other)]
+    with pytest.raises(errors.Unavailable):
+        await writer.write([other, evicted, urgent], freeing={refs[0]}, placing={refs[1], refs[2]})
+    assert flaky.refused == 1
+    listed = await typed.list(keys.prefix("bindings") + namespace + "/")
+    assert {i.obj.metadata.name: i.obj.status.phase for i in listed.items} == {
+        "victim": "Scheduled"
+    }
+    flaky.key = ""  # etcd is back: the next cycle's write goes through, eviction first
+    report = await writer.write(
+        [other, evicted, urgent], freeing={refs[0]}, placing={refs[1], refs[2]}
+    )
+    assert (report.written, report.held_back) == (3, [])
+    listed = await typed.list(keys.prefix("bindings") + namespace + "/")
+    assert {i.obj.metadata.name: i.obj.placement() for i in listed.items} == {
+        "victim": {},
+        "urgent": {"a": 1},
+        "other": {"b": 1},
+    }
+
+
+async def test_placements_decided_after_a_superseded_eviction_are_held_back(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """The victim was moved by another writer before its eviction was written: the
+    eviction is dropped, and so is every admission decided after it (they may use its
+    room); one decided before it is written, as is a Pending Binding."""
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    victim = binding(namespace, "victim", cluster="a")
+    writer = binder.Binder(etcd_store)
+    await writer.write([victim])
+    key = keys.binding_key(binder.binding_ref(victim))
+    await typed.mutate(
+        key,
+        lambda b: (
+            b and b.model_copy(update={"spec": binding(namespace, "victim", cluster="b").spec})
+        ),
+    )
+    evicted = victim.model_copy(
+        update={
+            "spec": victim.spec.model_copy(update={"clusters": []}),
+            "status": BindingStatus(phase="Pending", reason="preempted by team/urgent"),
+        }
+    )
+    before, urgent = binding(namespace, "before"), binding(namespace, "urgent")
+    queued = evicted.model_copy(
+        update={
+            "metadata": ObjectMeta(name="queued", namespace=namespace),
+            "spec": evicted.spec.model_copy(
+                update={"workload": binding(namespace, "queued").spec.workload}
+            ),
+            "status": BindingStatus(phase="Pending", reason="queue qa at capability"),
+        }
+    )
+    ref = {b.metadata.name: keys.binding_key(binder.binding_ref(b)) for b in (before, urgent)}
+    report = await writer.write(
+        [before, evicted, urgent, queued],
+        freeing={key},
+        placing={ref["before"], ref["urgent"]},
+    )
+    assert (report.superseded, report.dropped, report.held_back) == (1, [key], [ref["urgent"]])
+    listed = await typed.list(keys.prefix("bindings") + namespace + "/")
+    assert {i.obj.metadata.name: (i.obj.status.phase, i.obj.placement()) for i in listed.items} == {
+        "victim": ("Scheduled", {"b": 1}),
+        "before": ("Scheduled", {"a": 1}),
+        "queued": ("Pending", {}),
+    }
 
 
 async def test_a_watch_takes_back_its_own_writes_and_decodes_everyone_elses(

@@ -684,6 +684,70 @@ async def test_a_job_that_finishes_while_a_cycle_preempts_it_keeps_its_binding()
     }
 
 
+class _Sampled(_FinishingMidCycle):
+    """Also keeps the Bindings' placements and phases after every write of its own."""
+
+    samples: list[dict[str, tuple[str, dict[str, int]]]]
+
+    async def _write(self, *args: Any) -> None:
+        await super()._write(*args)
+        listed = await codec.TypedStore(self.store, codec.Codec(Binding)).list(
+            keys.prefix("bindings")
+        )
+        self.samples.append(
+            {i.obj.metadata.name: (i.obj.status.phase, i.obj.placement()) for i in listed.items}
+        )
+
+
+async def test_a_preemptor_waits_when_its_victim_was_moved_before_its_eviction_landed() -> None:
+    """low (one 4-CPU replica) holds qa's whole capability on a; high (priority 10) arrives
+    and the cycle evicts low for it, while fail-back moves low to b (another writer). The
+    eviction, decided on low's placement on a, is dropped as superseded. Before, high's
+    admission was written anyway and qa held 8 CPU of 4; now it is held back, and the next
+    cycle evicts low from b and admits high then, with qa never over its capability."""
+    store, objs, _ = await _joined(cluster("a"), cluster("b"))
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    qa = queue("qa", capability={"cpu": "4"})
+    await objs.put(objects.key_for(qa), qa)
+    low = workload("low", kind="Deployment", cpu="4", queue="qa")
+    high = workload("high", kind="Deployment", cpu="4", queue="qa", priority=10)
+    await objs.put(objects.key_for(low), low)
+    loop = _Sampled(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    loop.samples = []
+    key = keys.binding_key(reconcile.ref_of(low))
+    moves: list[str] = []
+
+    async def fail_back() -> None:
+        def move(current: Binding | None) -> Binding:
+            assert current is not None
+            (there,) = current.placement()
+            moves.append(there)
+            away = binding(low, {"b" if there == "a" else "a": 1})
+            return current.model_copy(update={"spec": away.spec})
+
+        moved = await bindings.mutate(key, move)
+        assert moved is not None
+        await wait_for(
+            lambda: loop.bindings.items[key].revision == moved.revision, message="the loop sees"
+        )
+
+    async with running(loop):
+        await wait_for(lambda: _equal(_phases(store), {"low": "Scheduled"}), message="low runs")
+        loop.meanwhile = fail_back
+        await objs.put(objects.key_for(high), high)
+        await wait_for(
+            lambda: _equal(_phases(store), {"low": "Pending", "high": "Scheduled"}),
+            message="high admitted once low is evicted from where it was moved",
+        )
+    assert moves, "the cycle picked low as a victim"
+    over = [s for s in loop.samples if sum(p == "Scheduled" for p, _ in s.values()) > 1]
+    assert not over, f"qa held both at once: {over}"
+    stored = await bindings.get(key)
+    assert stored is not None and {t.cluster for t in stored.obj.spec.eviction_tasks} == {
+        "b" if moves[0] == "a" else "a"
+    }
+
+
 async def _equal(probe: Any, expected: Any) -> bool:
     return bool(await probe == expected)
 
