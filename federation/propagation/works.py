@@ -26,7 +26,7 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.base import ObjectMeta
 from policies.models.binding import Binding, WorkloadReference
-from policies.models.work import Work, WorkloadStatus, WorkSpec, WorkStatus
+from policies.models.work import FINISHED_PHASES, Work, WorkloadStatus, WorkSpec, WorkStatus
 from policies.models.workload import Workload
 
 __all__ = ["Guards", "WorkRecords", "Write", "new_work", "unfenced"]
@@ -168,7 +168,15 @@ class WorkRecords:
         stored: codec.Stored[Binding] | None,
         writes: list[Write],
     ) -> WorkloadStatus | None:
-        """The aggregated status after `writes`; None when the workload is gone everywhere."""
+        """The aggregated status after `writes`; None when the workload is gone everywhere.
+
+        A finished job stays finished once its copies are removed. Its Binding can go
+        Pending after it finished - preempted, reclaimed or evicted by a decision made a
+        moment before its status arrived - and with no copy left the aggregate would
+        have no phase: the scheduler would read the job as unfinished and run it again.
+        Kept only for the same object (uid): a job deleted and created again under its
+        name starts afresh.
+        """
         works = {c: w.obj for c, w in self.works.get(str(ref), {}).items()}
         works.update({cluster: work for cluster, _, work in writes})
         if workload is None and not works:
@@ -179,7 +187,17 @@ class WorkRecords:
                 kind=workload.kind,
                 namespace=ref.namespace,
                 name=ref.name,
+                uid=workload.metadata.uid,
             )
+            old = self.written.get(str(ref))
+            if (
+                not works
+                and old is not None
+                and old.obj.phase in FINISHED_PHASES
+                and reference.uid is not None
+                and old.obj.workload.uid == reference.uid
+            ):
+                return old.obj
         else:
             reference = next(iter(works.values())).spec.workload
         return status_mod.aggregate(

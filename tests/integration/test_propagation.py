@@ -10,6 +10,7 @@ workload goes.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -21,7 +22,9 @@ from aiohttp import web as web_server
 
 from clusters import member
 from federation.api import app as api_app
-from federation.registry import embedded, keys
+from federation.propagation import events
+from federation.registry import codec, embedded, keys
+from policies.models.binding import BindingStatus, EvictionTask
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -202,6 +205,86 @@ async def test_training_job_gets_the_device_and_image_of_the_chip_it_lands_on(
     await wait_for(
         lambda: _absent(trainer("us-east-a100")), timeout=15, message="A100 copy removed"
     )
+
+
+def _report(uid: str) -> Workload:
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "report", "namespace": "web", "uid": uid},
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"sim.fedctl.io/duration": "200ms"}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "resources": {"requests": {"cpu": "100m"}},
+                            }
+                        ],
+                    },
+                }
+            },
+        }
+    )
+
+
+async def test_a_finished_job_stays_finished_when_an_eviction_removes_its_copy(
+    fed: Federation,
+) -> None:
+    """A job preempted a moment after it finished (the decision was made before its status
+    arrived): its Binding goes Pending and its copy is purged at once. Its status must
+    still say Succeeded, or the scheduler would read it unfinished and run it again; a job
+    created again under the same name starts afresh."""
+    job = _report("first")
+    await fed.put(job)
+    await fed.bind(job, {"us-east-cpu": (1, None)})
+    fed.start()
+    await wait_for(lambda: _phase(fed, job, {"Succeeded"}), timeout=20, message="job done")
+    key = keys.binding_key(ref_of(job))
+    stored = await fed.bindings.get(key)
+    assert stored is not None
+    reason = "preempted by web/urgent (priority 10, queue default)"
+    task = EvictionTask(
+        cluster="us-east-cpu",
+        reason=reason,
+        creation_time=stored.obj.status.last_scheduled_time or dt.datetime.now(dt.UTC),
+        replicas=1,
+        purge_mode="Directly",
+    )
+    evicted = stored.obj.model_copy(
+        update={
+            "spec": stored.obj.spec.model_copy(update={"clusters": [], "eviction_tasks": [task]}),
+            "status": BindingStatus(phase="Pending", reason=reason),
+        }
+    )
+    await fed.bindings.update(key, evicted, revision=stored.revision)
+    prefix = events.event_prefix(ref_of(job))
+
+    async def removed() -> bool:  # written with the status, in the pass's one transaction
+        listed = await codec.TypedStore(fed.store, events.EVENTS).list(prefix)
+        return any(e.obj.reason == "Removed" for e in listed.items)
+
+    await wait_for(removed, timeout=15, message="the copy removed from us-east-cpu")
+    status = await fed.status(job)
+    assert status is not None and status.phase == "Succeeded"
+    assert [r.cluster for r in status.clusters] == ["us-east-cpu"]  # where it ran
+
+    again = _report("second")  # deleted and created again: not finished
+    await fed.put(again)
+    await wait_for(
+        lambda: _equal(_uid_and_phase(fed, again), ("second", None)),
+        timeout=15,
+        message="a fresh status for the new job",
+    )
+
+
+async def _uid_and_phase(fed: Federation, job: Workload) -> tuple[str | None, str | None] | None:
+    status = await fed.status(job)
+    return (status.workload.uid, status.phase) if status is not None else None
 
 
 async def _absent(probe: Any) -> bool:
