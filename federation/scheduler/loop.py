@@ -494,10 +494,11 @@ class SchedulerLoop:
 
         A job's Succeeded status can arrive after the cycle copied the mirrors and before
         its decisions are written: picked as a preemption or reclaim victim then (or placed
-        again), its Binding went Pending, the propagator dropped its Work and with it the
-        finished status, and the job was placed and ran a second time. Its decision is
-        dropped instead; the next cycle reads it finished (its share is free by then, so a
-        preemptor admitted in its place still fits).
+        again), its Binding would go Pending and its finished copy be purged for nothing.
+        Its decision is dropped instead; the next cycle reads it finished (its share is
+        free by then, so a preemptor admitted in its place still fits). A status landing
+        after this check is still safe: the propagator keeps a finished job's status when
+        its copy goes (`WorkRecords.status`), so it is never queued to run again.
         """
         if self.results.seen == self._results_seen or not bindings:
             return bindings

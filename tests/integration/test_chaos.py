@@ -6,8 +6,8 @@ Real pieces: a private etcd (SIGKILLed and restarted once on the same data dir a
 faulted through their `/_sim` fault API. Randomness is seeded: the seed is printed and
 FEDCTL_CHAOS_SEED replays a run; FEDCTL_CHAOS_SECONDS sets how long the chaos lasts (the
 default keeps the test near 90 s; `make chaos` runs it for 15 minutes). Some jobs run two
-pods (a gang), and two services are placed before the chaos starts; FEDCTL_CHAOS_URGENT
-gives that share of the jobs a higher priority, so they preempt at a full queue.
+pods (a gang), some carry a higher priority (they preempt at a full queue; the share is
+FEDCTL_CHAOS_URGENT, 0.2 by default), and two services are placed before the chaos starts.
 
 Invariants, sampled from the registry and the members every few hundred milliseconds:
   quota      the jobs Scheduled in their Bindings and not finished never exceed a queue's
@@ -21,8 +21,8 @@ Invariants, sampled from the registry and the members every few hundred millisec
              with a reason
   double     no batch Job is active in two members in one sample; members under a fault or
              still carrying failover taints (not yet recovered) are not sampled
-  finished   a job once seen finished (Succeeded or Failed) is never seen unfinished again:
-             it would run twice, and count against its queue again
+  finished   a job once seen finished (Succeeded or Failed) is never seen unfinished, or
+             without a status, again: it would run twice, and count against its queue again
   gang       a Scheduled two-pod job's Binding names one cluster with both pods
   replicas   a Scheduled service's Binding holds its replicas: the static-weight one all of
              them across its clusters, the duplicated one one copy on each
@@ -114,10 +114,9 @@ def frq(namespace: str, cpu: int) -> FederatedResourceQuota:
 
 GANGS = 0.3
 """The share of jobs that run two pods at once (one CPU each): a gang, placed whole."""
-URGENT = float(os.environ.get("FEDCTL_CHAOS_URGENT", "0"))
-"""The share of jobs at priority 10 (the rest 0): arriving at a full queue, they preempt.
-Off by default: with it, a run of 600 s once bound 11 CPU in a queue of 10 (seed
-1478432252, at 460 s); until that is explained it would make this test flaky."""
+URGENT = float(os.environ.get("FEDCTL_CHAOS_URGENT", "0.2"))
+"""The share of jobs at priority 10 (the rest 0): arriving at a full queue, they preempt
+(0 turns preemption off)."""
 SERVICES = {"spread": 6, "everywhere": 1}
 """Deployments in namespace web (default queue) → replicas: `spread` divided by equal static
 weights over the CPU members, `everywhere` duplicated to every member that can run it (CPU
@@ -191,6 +190,8 @@ class World:
     noexecute: int = 0
     """NoExecute taint episodes seen (each one puts the toleration invariant to work)."""
     evicted: set[str] = field(default_factory=set)
+    preempted: set[str] = field(default_factory=set)
+    """Jobs seen preempted or reclaimed (the priority share at work)."""
 
     def note(self, what: str) -> None:
         line = f"{time.monotonic() - self.started:7.2f}s {what}"
@@ -272,6 +273,8 @@ class Checker:
                     if f"{r.obj.workload.namespace}/{r.obj.workload.name}" == job
                 )
                 self.world.violate("finished", job, f"{job} was {was}, now {phase} ({seen}): {now}")
+        for job in self.finished.keys() - phases.keys():  # no job is ever deleted here
+            self.world.violate("finished", job, f"{job} was {self.finished[job]}, now no status")
         self.finished.update({job: phases[job] for job in finished})
         self._quota(bindings.items, finished, phases)
         self._replicas(bindings.items)
@@ -381,6 +384,9 @@ class Checker:
             b = item.obj
             if b.spec.eviction_tasks:
                 self.world.evicted.add(b.metadata.name)
+            reasons = [b.status.reason, *(t.reason for t in b.spec.eviction_tasks)]
+            if any(r.startswith(("preempted by", "reclaimed by")) for r in reasons):
+                self.world.preempted.add(b.metadata.name)
             job = f"{b.spec.workload.namespace}/{b.spec.workload.name}"
             if b.status.phase != "Scheduled" or job in finished:
                 continue  # no policy gives these jobs clusterTolerations: none tolerated
@@ -679,6 +685,7 @@ async def test_chaos_keeps_quota_toleration_nothing_lost_and_no_double_run(
         f"chaos: seed {SEED}: {len(world.accepted)} jobs accepted, {world.samples} registry"
         f" samples, {world.member_samples} member samples, peaks {world.peak},"
         f" {world.noexecute} NoExecute episodes, {len(world.evicted)} jobs evicted"
+        f" ({len(world.preempted)} preempted)"
     )
     assert driver.etcd_restarted
     assert world.samples > 20 and world.member_samples > 20
