@@ -537,10 +537,10 @@ class SchedulerLoop:
             if report.held_back:  # placed again next cycle, as a write that never landed
                 held = set(report.held_back)
                 for b in bindings:
-                    ref = str(binder_mod.binding_ref(b))
-                    if keys.binding_key(binder_mod.binding_ref(b)) in held:
-                        self._fingerprints.pop(ref, None)
-                        self._views.redo.add(ref)
+                    ref = binder_mod.binding_ref(b)
+                    if keys.binding_key(ref) in held:
+                        self._fingerprints.pop(str(ref), None)
+                        self._views.redo.add(str(ref))
             if report.superseded or report.held_back:
                 self._dirty.set()  # moved by another writer meanwhile: decide again from there
         for key in stale:
