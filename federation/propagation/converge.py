@@ -57,6 +57,20 @@ Claim = Callable[..., Any]
 """Picks the PropagationPolicy that claims a workload (the scheduler's rule, passed in)."""
 
 _RETRY = 2.0
+_AGAIN = 0.05
+"""Seconds before creating the new object's copy where an earlier object's was removed."""
+
+
+def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[str]:
+    """The clusters whose Work is a copy of another object of the same name (both uids
+    known and different; Works written before they recorded one are taken as this one's)."""
+    if uid is None:
+        return set()
+    return {
+        name
+        for name, work in existing.items()
+        if work.obj.spec.workload.uid is not None and work.obj.spec.workload.uid != uid
+    }
 
 
 class WorkloadSync:
@@ -127,6 +141,11 @@ class WorkloadSync:
         if not isinstance(workload, Workload) or stored is None:
             return None, stored, {}, set()
         binding = stored.obj
+        placed, uid = binding.spec.workload.uid, workload.metadata.uid
+        if placed is not None and uid is not None and placed != uid:
+            # The Binding places an earlier object of this name (deleted and created again
+            # since): nothing of it runs on, and this one waits for its own placement.
+            return workload, stored, {}, set()
         targets = {t.name: t for t in binding.spec.clusters}
         # Directly-purged copies go at once; graceful tasks keep theirs meanwhile.
         evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
@@ -154,7 +173,18 @@ class WorkloadSync:
                 "revision": stored.revision,
                 "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
                 "events": said,
+                "uid": workload.metadata.uid,
             }
+            for name in sorted(targets.keys() & _others(existing, workload.metadata.uid)):
+                # A copy of an object deleted and created again under this name (a Job
+                # is immutable and finished there: applying over it would run nothing):
+                # removed first, the new object's copy created on the next pass.
+                delay = await self._remove(ref, name, existing)
+                delays.append(delay if delay is not None else _AGAIN)
+                if delay is None:
+                    why = f"removed from {name}: a copy of an earlier object of this name"
+                    said.append(self._event(ref, "Removed", why, cluster=name))
+                targets = {n: t for n, t in targets.items() if n != name}
             results = await asyncio.gather(
                 *(self._sync_one(ref, t, existing.get(t.name), shared) for t in targets.values())
             )
@@ -228,6 +258,7 @@ class WorkloadSync:
                 manifest=manifest,
                 revision=shared["revision"],
                 status=status,
+                uid=shared["uid"],
             ), None
         status, delay = await self._apply_if_needed(
             ref=ref,
@@ -244,6 +275,7 @@ class WorkloadSync:
             manifest=manifest,
             revision=shared["revision"],
             status=status,
+            uid=shared["uid"],
         ), delay
 
     async def _apply_if_needed(

@@ -44,7 +44,9 @@ Write = tuple[str, "codec.Stored[Work] | None", Work]
 """(cluster, the Work stored before or None, the Work wanted now)."""
 
 
-def _spec(ref: keys.WorkloadRef, target: str, manifest: dict[str, Any], revision: int) -> WorkSpec:
+def _spec(
+    ref: keys.WorkloadRef, target: str, manifest: dict[str, Any], revision: int, uid: str | None
+) -> WorkSpec:
     return WorkSpec(
         cluster=target,
         workload=WorkloadReference(
@@ -52,6 +54,7 @@ def _spec(ref: keys.WorkloadRef, target: str, manifest: dict[str, Any], revision
             kind=str(manifest.get("kind")),
             namespace=ref.namespace,
             name=ref.name,
+            uid=uid,
         ),
         binding_revision=revision,
         manifest=manifest,
@@ -66,8 +69,11 @@ def new_work(
     manifest: dict[str, Any],
     revision: int,
     status: WorkStatus,
+    uid: str | None = None,
 ) -> Work:
-    """The Work for one cluster; an unchanged condition keeps its transition time."""
+    """The Work for one cluster; an unchanged condition keeps its transition time. `uid`:
+    the template object's, so a copy of an object deleted and created again under its
+    name is told apart (`WorkloadSync.sync` removes it before applying the new one)."""
     if old is not None and old.obj.status.conditions and status.conditions:
         same = old.obj.status.conditions[0].model_copy(
             update={"last_transition_time": status.conditions[0].last_transition_time}
@@ -76,7 +82,7 @@ def new_work(
             status = status.model_copy(update={"conditions": old.obj.status.conditions})
     return Work(
         metadata=ObjectMeta(name=ref.name, namespace=ref.namespace),
-        spec=_spec(ref, cluster, manifest, revision),
+        spec=_spec(ref, cluster, manifest, revision, uid),
         status=status,
     )
 

@@ -29,7 +29,8 @@ The rules, per workload:
    divided service, the same Ready clusters), every cluster still known
                                    -> admitted: counted in usage, left alone.
  - anything else (no Binding, Pending - including "Evicted from ..." - a spec, replica or
-   policy change, another policy claiming it, a cluster gone)
+   policy change, another policy claiming it, a cluster gone, a Binding of an earlier
+   object of the same name)
                                    -> pending: the cycle places it (again).
  - of those, a Binding that still names known clusters: copies that run while the
    workload waits to be placed again (the placement it had before an edit, the members
@@ -226,6 +227,12 @@ class _Sorter:
             return _FINISHED, job, mark, None, claimed, held, None
         if binding is None:
             return _PENDING, job, mark, None, claimed, held, None  # unbound
+        placed, uid = binding.spec.workload.uid, entry.workload.metadata.uid
+        if placed is not None and uid is not None and placed != uid:
+            # Its Binding placed an earlier object of this name (deleted and created again
+            # since): admitted afresh, its quota checked; the propagator removes the copies.
+            waiting = self._waiting(job, binding)
+            return _WAITING if waiting else _PENDING, job, mark, waiting, claimed, held, None
         if record is not None and claimed and claimed != record:  # taken over
             waiting = self._waiting(job, binding)
             return _WAITING if waiting else _PENDING, job, mark, waiting, claimed, held, None

@@ -282,6 +282,33 @@ async def test_a_finished_job_stays_finished_when_an_eviction_removes_its_copy(
     )
 
 
+async def test_a_copy_of_an_earlier_object_of_the_same_name_is_replaced_not_applied_over(
+    fed: Federation,
+) -> None:
+    """A Job finished on us-east-cpu is deleted and created again under its name while
+    its Binding stays: applying the new Job over the finished one would run nothing (its
+    template cannot change). The earlier copy is removed first, then the new one created."""
+    first = _report("first")
+    await fed.put(first)
+    await fed.bind(first, {"us-east-cpu": (1, None)})
+    fed.start()
+    await wait_for(lambda: _phase(fed, first, {"Succeeded"}), timeout=20, message="first done")
+    ran = await fed.member_object("us-east-cpu", "batch/v1", "Job", "web", "report")
+    assert ran is not None
+    await fed.put(_report("second"))
+
+    async def new_copy() -> dict[str, Any] | None:
+        obj = await fed.member_object("us-east-cpu", "batch/v1", "Job", "web", "report")
+        return obj if obj and obj["metadata"]["uid"] != ran["metadata"]["uid"] else None
+
+    await wait_for(new_copy, timeout=15, message="a new copy on us-east-cpu")
+    await wait_for(
+        lambda: _equal(_uid_and_phase(fed, first), ("second", "Succeeded")),
+        timeout=20,
+        message="the second object ran",
+    )
+
+
 async def _uid_and_phase(fed: Federation, job: Workload) -> tuple[str | None, str | None] | None:
     status = await fed.status(job)
     return (status.workload.uid, status.phase) if status is not None else None

@@ -423,6 +423,52 @@ async def test_work_bound_before_the_status_shows_it_is_not_placed_twice(
         assert still.status.phase == "Pending"
 
 
+async def test_a_job_deleted_and_created_again_under_its_name_runs_again(fed: Federation) -> None:
+    """`kubectl replace --force` on a Job that finished: the new object (a new uid) lands
+    before the old one's Binding and copy are gone. Before, the new Job reused the old
+    Binding, its copy was applied over the finished one on the member (a Job's template
+    cannot change) and its status read Succeeded at once: it never ran. Now its Binding's
+    earlier object loses its copy, the new one is admitted afresh (in a queue of one
+    core, which the earlier copy must not keep it out of) and runs."""
+    await fed.put(queue("qa", 1))
+    first = _with_uid(job("again", "qa", duration="300ms"), "uid-first")
+    await fed.put(first)
+    fed.start()
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+
+    async def status() -> tuple[str | None, str | None] | None:
+        found = await fed.status(first)
+        return (found.workload.uid, found.phase) if found is not None else None
+
+    async def member_copy() -> dict[str, Any] | None:
+        for name in CPU_MEMBERS:
+            obj = await fed.member_object(name, "batch/v1", "Job", "batch", "again")
+            if obj is not None:
+                return obj
+        return None
+
+    async with background(monitor.run(), scheduler_loop(fed).run()):
+        await wait_for(
+            lambda: _is(status(), ("uid-first", "Succeeded")), timeout=20, message="first run"
+        )
+        ran = await member_copy()
+        assert ran is not None
+        await fed.put(_with_uid(job("again", "qa", duration="300ms"), "uid-second"))
+        await wait_for(
+            lambda: _is(status(), ("uid-second", "Succeeded")), timeout=20, message="second run"
+        )
+        again = await member_copy()
+        assert again is not None and again["metadata"]["uid"] != ran["metadata"]["uid"]
+        bound = (await bindings(fed))["again"]
+        assert (bound.status.phase, bound.spec.workload.uid) == ("Scheduled", "uid-second")
+
+
+def _with_uid(workload: Workload, uid: str) -> Workload:
+    return workload.model_copy(
+        update={"metadata": workload.metadata.model_copy(update={"uid": uid})}
+    )
+
+
 async def test_plan_live_says_what_it_would_preempt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

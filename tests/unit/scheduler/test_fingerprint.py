@@ -73,6 +73,33 @@ def test_the_stored_fingerprint_decides_before_memory_and_memory_before_adoption
     assert recorded.admitted_as(bound, None, "now") == "now"
 
 
+def test_a_binding_of_an_earlier_object_of_the_same_name_is_not_its_admission() -> None:
+    """Deleted and created again under its name (a new uid) before the old Binding went:
+    the new object is admitted afresh, its quota checked, whatever the fingerprint says.
+    A Binding or object without a uid (written before they were recorded) is its own."""
+
+    def sort_uids(placed: str | None, now: str | None) -> str:
+        bound = stamped(binding(JOB, {"a": 2}), FP)
+        ref = bound.spec.workload.model_copy(update={"uid": placed})
+        bound = bound.model_copy(update={"spec": bound.spec.model_copy(update={"workload": ref})})
+        meta = JOB.metadata.model_copy(update={"uid": now})
+        work = reconcile.reconcile(
+            workloads={KEY: reconcile.Entry(JOB.model_copy(update={"metadata": meta}), 7)},
+            bindings={KEY: bound},
+            phases={},
+            policies=[],
+            clusters=("a", "b"),
+            fingerprints={},
+            settings=SETTINGS,
+        )
+        return "admitted" if work.admitted else "pending"
+
+    assert sort_uids("first", "second") == "pending"
+    assert sort_uids("first", "first") == "admitted"
+    assert sort_uids(None, "second") == "admitted"
+    assert sort_uids("first", None) == "admitted"
+
+
 def test_a_pending_binding_stays_pending_whatever_it_carries() -> None:
     evicted = binding(JOB, {"b": 2}, phase="Pending", reason="Evicted from a: NotReady")
     assert sort(stamped(evicted, FP), remembered=FP) == "pending"
