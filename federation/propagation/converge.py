@@ -162,6 +162,7 @@ class WorkloadSync:
         delays: list[float | None] = []
         writes: list[tuple[str, codec.Stored[Work] | None, Work]] = []
         said: list[Callable[[], Event]] = []
+        replaced: set[str] = set()
         if workload is not None and stored is not None:
             wl_key = keys.workload_key(ref)
             shared = {
@@ -175,7 +176,8 @@ class WorkloadSync:
                 "events": said,
                 "uid": workload.metadata.uid,
             }
-            for name in sorted(targets.keys() & _others(existing, workload.metadata.uid)):
+            replaced = targets.keys() & _others(existing, workload.metadata.uid)
+            for name in sorted(replaced):
                 # A copy of an object deleted and created again under this name (a Job
                 # is immutable and finished there: applying over it would run nothing):
                 # removed first, the new object's copy created on the next pass.
@@ -184,7 +186,7 @@ class WorkloadSync:
                 if delay is None:
                     why = f"removed from {name}: a copy of an earlier object of this name"
                     said.append(self._event(ref, "Removed", why, cluster=name))
-                targets = {n: t for n, t in targets.items() if n != name}
+            targets = {n: t for n, t in targets.items() if n not in replaced}
             results = await asyncio.gather(
                 *(self._sync_one(ref, t, existing.get(t.name), shared) for t in targets.values())
             )
@@ -193,7 +195,7 @@ class WorkloadSync:
                 old = existing.get(target.name)
                 if work is not None and (old is None or old.obj != work):
                     writes.append((target.name, old, work))
-        for name in sorted(set(existing) - set(targets) - evicting):
+        for name in sorted(set(existing) - set(targets) - evicting - replaced):
             delay = await self._remove(ref, name, existing)
             delays.append(delay)
             if delay is None:
