@@ -181,7 +181,8 @@ class WorkRecords:
         moment before its status arrived - and with no copy left the aggregate would
         have no phase: the scheduler would read the job as unfinished and run it again.
         Kept only for the same object (uid): a job deleted and created again under its
-        name starts afresh.
+        name starts afresh. What it keeps is the outcome; the clusters (none now) and the
+        Binding revision are current, so failover sees the copy gone and ends the task.
         """
         works = {c: w.obj for c, w in self.works.get(str(ref), {}).items()}
         works.update({cluster: work for cluster, _, work in writes})
@@ -195,17 +196,16 @@ class WorkRecords:
                 name=ref.name,
                 uid=workload.metadata.uid,
             )
-            old = self.written.get(str(ref))
-            if (
-                not works
-                and old is not None
-                and old.obj.phase in FINISHED_PHASES
-                and reference.uid is not None
-                and old.obj.workload.uid == reference.uid
-            ):
-                return old.obj
         else:
             reference = next(iter(works.values())).spec.workload
-        return status_mod.aggregate(
-            ref, reference, works.values(), binding_revision=stored.revision if stored else 0
-        )
+        revision = stored.revision if stored else 0
+        old = self.written.get(str(ref))
+        if (
+            not works
+            and old is not None
+            and old.obj.phase in FINISHED_PHASES
+            and reference.uid is not None
+            and old.obj.workload.uid == reference.uid
+        ):
+            return old.obj.model_copy(update={"binding_revision": revision, "clusters": []})
+        return status_mod.aggregate(ref, reference, works.values(), binding_revision=revision)

@@ -271,7 +271,9 @@ async def test_a_finished_job_stays_finished_when_an_eviction_removes_its_copy(
     await wait_for(removed, timeout=15, message="the copy removed from us-east-cpu")
     status = await fed.status(job)
     assert status is not None and status.phase == "Succeeded"
-    assert [r.cluster for r in status.clusters] == ["us-east-cpu"]  # where it ran
+    now = await fed.bindings.get(key)
+    assert now is not None  # no copy left, for this revision: failover ends the task
+    assert (status.clusters, status.binding_revision) == ([], now.revision)
 
     again = _report("second")  # deleted and created again: not finished
     await fed.put(again)
