@@ -69,7 +69,7 @@ def new_work(
     manifest: dict[str, Any],
     revision: int,
     status: WorkStatus,
-    uid: str | None = None,
+    uid: str | None,
 ) -> Work:
     """The Work for one cluster; an unchanged condition keeps its transition time. `uid`:
     the template object's, so a copy of an object deleted and created again under its

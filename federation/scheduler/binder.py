@@ -129,18 +129,17 @@ class Binder:
         """
         report = WriteReport()
         if freeing:
-            first = [b for b in bindings if keys.binding_key(binding_ref(b)) in freeing]
+            keyed = [(keys.binding_key(binding_ref(b)), b) for b in bindings]
+            first = [b for key, b in keyed if key in freeing]
             if first:
                 await self._write(first, report)
-            lost = set(report.dropped) & set(freeing)
+            lost = set(report.dropped)  # all of them evictions: nothing else was written yet
             rest: list[Binding] = []
-            cut: int | None = None
-            for i, b in enumerate(bindings):
-                key = keys.binding_key(binding_ref(b))
+            cut = False
+            for key, b in keyed:
                 if key in freeing:
-                    if key in lost and cut is None:
-                        cut = i
-                elif cut is not None and key in placing:
+                    cut = cut or key in lost
+                elif cut and key in placing:
                     report.held_back.append(key)
                 else:
                     rest.append(b)

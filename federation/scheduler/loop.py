@@ -534,13 +534,10 @@ class SchedulerLoop:
                 if entry is not None:
                     self._written[key] = entry
             log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
-            if report.held_back:  # placed again next cycle, as a write that never landed
-                held = set(report.held_back)
-                for b in bindings:
-                    ref = binder_mod.binding_ref(b)
-                    if keys.binding_key(ref) in held:
-                        self._fingerprints.pop(str(ref), None)
-                        self._views.redo.add(str(ref))
+            for key in report.held_back:  # placed again next cycle, as a write never landed
+                ref = str(keys.parse_workload_key(key))
+                self._fingerprints.pop(ref, None)
+                self._views.redo.add(ref)
             if report.superseded or report.held_back:
                 self._dirty.set()  # moved by another writer meanwhile: decide again from there
         for key in stale:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -13,30 +12,11 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.scheduler import binder
-from policies.models.base import ObjectMeta
-from policies.models.binding import (
-    Binding,
-    BindingSpec,
-    BindingStatus,
-    TargetCluster,
-    WorkloadReference,
-)
-from tests.unit.scheduler.fleet import NOW
+from policies.models.binding import Binding, BindingStatus
+from tests.unit.scheduler.fleet import NOW, FailingCommits, evicted
+from tests.unit.scheduler.fleet import bound as binding
 
 pytestmark = pytest.mark.integration
-
-
-def binding(namespace: str, name: str, *, cluster: str = "a", replicas: int = 1) -> Binding:
-    return Binding(
-        metadata=ObjectMeta(name=name, namespace=namespace),
-        spec=BindingSpec(
-            workload=WorkloadReference(
-                api_version="batch/v1", kind="Job", namespace=namespace, name=name
-            ),
-            clusters=[TargetCluster(name=cluster, replicas=replicas)],
-        ),
-        status=BindingStatus(phase="Scheduled", last_scheduled_time=NOW),
-    )
 
 
 @pytest.fixture
@@ -213,23 +193,6 @@ async def test_a_decision_on_a_placement_moved_meanwhile_is_dropped(
     assert writer.stored(key) == (stored.revision, stored.obj)  # the next cycle starts there
 
 
-class _Restarting:
-    """The etcd store, but the transaction that names `key` fails as if etcd restarted
-    just then (every other one goes through)."""
-
-    def __init__(self, store: EtcdStore, key: str) -> None:
-        self.store, self.key, self.refused = store, key, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-    async def commit(self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()) -> Any:
-        if any(op.key == self.key for op in ops):
-            self.refused += 1
-            raise errors.Unavailable("etcd restarting")
-        return await self.store.commit(ops, guards=guards)
-
-
 async def test_an_eviction_that_fails_to_commit_writes_no_placement(
     etcd_store: EtcdStore, namespace: str
 ) -> None:
@@ -240,28 +203,22 @@ async def test_an_eviction_that_fails_to_commit_writes_no_placement(
     typed = codec.TypedStore(etcd_store, binder.CODEC)
     victim = binding(namespace, "victim")
     await binder.Binder(etcd_store).write([victim])
-    evicted = victim.model_copy(
-        update={
-            "spec": victim.spec.model_copy(update={"clusters": []}),
-            "status": BindingStatus(phase="Pending", reason="preempted by team/urgent"),
-        }
-    )
+    eviction = evicted(victim)
     urgent, other = binding(namespace, "urgent"), binding(namespace, "other", cluster="b")
-    victim_key = keys.binding_key(binder.binding_ref(victim))
-    flaky = _Restarting(etcd_store, victim_key)
+    refs = [keys.binding_key(binder.binding_ref(b)) for b in (eviction, urgent, other)]
+    flaky = FailingCommits(etcd_store, lambda ops: any(op.key == refs[0] for op in ops))
     writer = binder.Binder(cast(st.Store, flaky), batch=1, in_flight=4)
     await writer.load()
-    refs = [keys.binding_key(binder.binding_ref(b)) for b in (evicted, urgent, other)]
     with pytest.raises(errors.Unavailable):
-        await writer.write([other, evicted, urgent], freeing={refs[0]}, placing={refs[1], refs[2]})
+        await writer.write([other, eviction, urgent], freeing={refs[0]}, placing={refs[1], refs[2]})
     assert flaky.refused == 1
     listed = await typed.list(keys.prefix("bindings") + namespace + "/")
     assert {i.obj.metadata.name: i.obj.status.phase for i in listed.items} == {
         "victim": "Scheduled"
     }
-    flaky.key = ""  # etcd is back: the next cycle's write goes through, eviction first
+    flaky.fails = lambda _: False  # etcd is back: the next cycle's write goes through
     report = await writer.write(
-        [other, evicted, urgent], freeing={refs[0]}, placing={refs[1], refs[2]}
+        [other, eviction, urgent], freeing={refs[0]}, placing={refs[1], refs[2]}
     )
     assert (report.written, report.held_back) == (3, [])
     listed = await typed.list(keys.prefix("bindings") + namespace + "/")
@@ -289,25 +246,11 @@ async def test_placements_decided_after_a_superseded_eviction_are_held_back(
             b and b.model_copy(update={"spec": binding(namespace, "victim", cluster="b").spec})
         ),
     )
-    evicted = victim.model_copy(
-        update={
-            "spec": victim.spec.model_copy(update={"clusters": []}),
-            "status": BindingStatus(phase="Pending", reason="preempted by team/urgent"),
-        }
-    )
     before, urgent = binding(namespace, "before"), binding(namespace, "urgent")
-    queued = evicted.model_copy(
-        update={
-            "metadata": ObjectMeta(name="queued", namespace=namespace),
-            "spec": evicted.spec.model_copy(
-                update={"workload": binding(namespace, "queued").spec.workload}
-            ),
-            "status": BindingStatus(phase="Pending", reason="queue qa at capability"),
-        }
-    )
+    queued = evicted(binding(namespace, "queued"), reason="queue qa at capability")
     ref = {b.metadata.name: keys.binding_key(binder.binding_ref(b)) for b in (before, urgent)}
     report = await writer.write(
-        [before, evicted, urgent, queued],
+        [before, evicted(victim), urgent, queued],
         freeing={key},
         placing={ref["before"], ref["urgent"]},
     )

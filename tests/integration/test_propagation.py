@@ -10,7 +10,6 @@ workload goes.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -24,7 +23,6 @@ from clusters import member
 from federation.api import app as api_app
 from federation.propagation import events
 from federation.registry import codec, embedded, keys
-from policies.models.binding import BindingStatus, EvictionTask
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -35,6 +33,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
+from tests.unit.scheduler.fleet import evicted
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -247,21 +246,7 @@ async def test_a_finished_job_stays_finished_when_an_eviction_removes_its_copy(
     key = keys.binding_key(ref_of(job))
     stored = await fed.bindings.get(key)
     assert stored is not None
-    reason = "preempted by web/urgent (priority 10, queue default)"
-    task = EvictionTask(
-        cluster="us-east-cpu",
-        reason=reason,
-        creation_time=stored.obj.status.last_scheduled_time or dt.datetime.now(dt.UTC),
-        replicas=1,
-        purge_mode="Directly",
-    )
-    evicted = stored.obj.model_copy(
-        update={
-            "spec": stored.obj.spec.model_copy(update={"clusters": [], "eviction_tasks": [task]}),
-            "status": BindingStatus(phase="Pending", reason=reason),
-        }
-    )
-    await fed.bindings.update(key, evicted, revision=stored.revision)
+    await fed.bindings.update(key, evicted(stored.obj), revision=stored.revision)
     prefix = events.event_prefix(ref_of(job))
 
     async def removed() -> bool:  # written with the status, in the pass's one transaction

@@ -1,19 +1,31 @@
-"""Builders for scheduler tests: clusters with node flavors, workloads, queues, pending jobs."""
+"""Builders for scheduler tests: clusters with node flavors, workloads, queues, pending jobs,
+Bindings, and a store whose transactions fail on cue."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from federation import errors
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import keys
+from federation.registry import store as st
 from federation.resources import ResourceList
 from federation.scheduler import cycle
 from federation.settings import SchedulerSettings
 from policies.models.base import ObjectMeta
+from policies.models.binding import (
+    Binding,
+    BindingSpec,
+    BindingStatus,
+    EvictionTask,
+    TargetCluster,
+    WorkloadReference,
+)
 from policies.models.cluster import (
     APIEnablement,
     APIResource,
@@ -231,3 +243,56 @@ def run(
 
 def placed(result: cycle.CycleResult) -> dict[str, dict[str, int]]:
     return {a.ref.name: dict(a.placement) for a in result.admitted}
+
+
+def bound(namespace: str, name: str, *, cluster: str = "a", replicas: int = 1) -> Binding:
+    """A Job's Binding, Scheduled on `cluster`."""
+    return Binding(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=BindingSpec(
+            workload=WorkloadReference(
+                api_version="batch/v1", kind="Job", namespace=namespace, name=name
+            ),
+            clusters=[TargetCluster(name=cluster, replicas=replicas)],
+        ),
+        status=BindingStatus(phase="Scheduled", last_scheduled_time=NOW),
+    )
+
+
+def evicted(
+    binding: Binding, reason: str = "preempted by team/urgent (priority 10, queue qa)"
+) -> Binding:
+    """`binding` as a preemption leaves it: Pending, each cluster's copy purged at once."""
+    tasks = [
+        EvictionTask(
+            cluster=t.name,
+            reason=reason,
+            creation_time=NOW,
+            replicas=t.replicas,
+            purge_mode="Directly",
+        )
+        for t in binding.spec.clusters
+    ]
+    return binding.model_copy(
+        update={
+            "spec": binding.spec.model_copy(update={"clusters": [], "eviction_tasks": tasks}),
+            "status": BindingStatus(phase="Pending", reason=reason),
+        }
+    )
+
+
+class FailingCommits:
+    """A store whose transactions fail before they apply, as while etcd restarts, wherever
+    `fails` says so (it gets the operations); every other call goes to `store`."""
+
+    def __init__(self, store: Any, fails: Callable[[Sequence[st.Op]], bool]) -> None:
+        self.store, self.fails, self.refused = store, fails, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def commit(self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()) -> Any:
+        if self.fails(ops):
+            self.refused += 1
+            raise errors.Unavailable("etcd restarting")
+        return await self.store.commit(ops, guards=guards)
