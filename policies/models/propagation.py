@@ -31,6 +31,7 @@ from policies.models.common import (
     raise_all,
 )
 from policies.models.placement_ext import FedctlPlacement
+from policies.models.workload import BATCH_KINDS
 
 __all__ = [
     "KARMADA_POLICY_API",
@@ -419,6 +420,7 @@ def _spec_notices(spec: PropagationSpec) -> list[Notice]:
     found.extend(
         Notice(("spec", "placement", *n.path), n.message) for n in spec.placement.notices()
     )
+    found.extend(_gang_spread_notices(spec))
     scheduling = spec.placement.replica_scheduling
     if scheduling is not None:
         found.extend(
@@ -464,3 +466,26 @@ class FedctlClusterPropagationPolicy(_PropagationBase):
     api_version: Literal["fedctl.io/v1alpha1"] = FEDCTL_API
     kind: Literal["ClusterPropagationPolicy"] = "ClusterPropagationPolicy"
     spec: FedctlPropagationSpec
+
+
+def _gang_spread_notices(spec: PropagationSpec) -> list[Notice]:
+    """A `minGroups` above 1 on a policy that selects a batch kind by name and does not
+    divide it by weight: such a job goes whole to one cluster (a gang), so the constraint
+    cannot hold for it and is passed over, which a user reading the policy would not
+    guess. Said at apply time; the policy's other workloads still spread."""
+    batch = [s.kind for s in spec.resource_selectors if (s.api_version, s.kind) in BATCH_KINDS]
+    scheduling = spec.placement.scheduling
+    if not batch or (
+        scheduling.replica_scheduling_type == "Divided" and scheduling.division == "Weighted"
+    ):
+        return []
+    return [
+        Notice(
+            ("spec", "placement", "spreadConstraints", i, "minGroups"),
+            f"not applied to the {batch[0]}s this policy selects: a job goes whole to one"
+            f" cluster unless its replicas are divided by weight, so it runs in one"
+            f" {_spread_words(c.grouping)[0]}, not {c.min_groups}",
+        )
+        for i, c in enumerate(spec.placement.spread_constraints)
+        if c.min_groups > 1
+    ]

@@ -59,6 +59,9 @@ _POD = ("v1", "Pod")
 _VOLCANO_JOB = ("batch.volcano.sh/v1alpha1", "Job")
 _PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
 
+BATCH_KINDS: frozenset[tuple[str, str]] = frozenset({_BATCH_JOB, _VOLCANO_JOB, _PYTORCH_JOB})
+"""(apiVersion, kind) pairs that run to completion and are placed as a gang (`is_batch`)."""
+
 WORKLOAD_KINDS: frozenset[tuple[str, str]] = frozenset(
     {*_REPLICATED, _BATCH_JOB, _POD, _VOLCANO_JOB, _PYTORCH_JOB}
 )
@@ -285,9 +288,7 @@ class Workload(KubeObject):
     @property
     def is_batch(self) -> bool:
         """Runs to completion and is placed as a gang: Jobs of any flavour, or a set gang size."""
-        return self.type_key in (_BATCH_JOB, _VOLCANO_JOB, _PYTORCH_JOB) or (
-            self.min_available is not None
-        )
+        return self.type_key in BATCH_KINDS or self.min_available is not None
 
     # -- pods
 

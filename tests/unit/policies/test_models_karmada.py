@@ -685,6 +685,60 @@ def test_fields_not_acted_on_are_named_in_a_warning(spec_tail: str, expected: st
     assert len(result.objects) == 1
 
 
+JOBS = PP.replace(
+    "apiVersion: apps/v1\n      kind: Deployment\n      name: nginx\n",
+    "apiVersion: batch/v1\n      kind: Job\n",
+)
+SPREAD = "  spreadConstraints:\n    - {spreadByField: region, minGroups: 2}\n"
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "at"),
+    [
+        pytest.param("", "12:44", id="duplicated by default"),
+        pytest.param(
+            "  replicaScheduling:\n    replicaSchedulingType: Divided\n"
+            "    replicaDivisionPreference: Aggregated\n",
+            "15:44",
+            id="aggregated",
+        ),
+    ],
+)
+def test_groups_a_whole_job_cannot_span_are_warned_about(scheduling: str, at: str) -> None:
+    """A Job goes whole to one cluster unless divided by weight (`plan` places it so,
+    passing over the constraint): said at apply, where the policy is edited."""
+    result = load(JOBS + "  placement:\n" + textwrap.indent(scheduling + SPREAD, "  "))
+
+    assert lines(result) == [
+        f"k.yaml:{at}: spec.placement.spreadConstraints[0].minGroups:"
+        " warning: not applied to the Jobs this policy selects: a job goes whole to one"
+        " cluster unless its replicas are divided by weight, so it runs in one region, not 2"
+    ]
+    assert result.ok
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(pp("placement:\n" + SPREAD), id="a Deployment spreads"),
+        pytest.param(
+            JOBS + "  placement:\n    replicaScheduling:\n      replicaSchedulingType: Divided\n"
+            "      weightPreference: {dynamicWeight: AvailableReplicas}\n"
+            + textwrap.indent(SPREAD, "  "),
+            id="a Job divided by free capacity spreads",
+        ),
+        pytest.param(
+            JOBS
+            + "  placement:\n    spreadConstraints:\n"
+            + "      - {spreadByField: region, minGroups: 1}\n",
+            id="one group",
+        ),
+    ],
+)
+def test_groups_a_job_can_span_are_not_warned_about(text: str) -> None:
+    assert lines(load(text)) == []
+
+
 def test_defaults_do_not_warn() -> None:
     result = load(pp("preemption: Never\nschedulerName: default-scheduler\nassociation: false\n"))
 
