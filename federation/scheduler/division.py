@@ -17,7 +17,9 @@ Karmada's `pkg/scheduler/core/assignment.go` and `division_algorithm.go` on top 
   the direction follows the low bit of FNV-32a(tie_seed) (odd means descending), as Karmada
   does with the binding UID, so equal-weight remainders do not always land on the same
   cluster across many workloads. Priorities are float64 quotients compared for equality,
-  as in Karmada, so even near-ties resolve the same way.
+  as in Karmada, so even near-ties resolve the same way. Unlike Karmada's loop, a large
+  split hands most seats out at once, to the state the rounds reach (`_bulk`): Kubernetes
+  allows 2^31 - 1 replicas, and a round per replica would hold a scheduling cycle for hours.
 * ``duplicated``: every candidate runs all replicas. Like Karmada, division does not check
   capacity here (Karmada's spread selection ignores free capacity for Duplicated as well);
   capacity for duplicated work is the capacity filter's job.
@@ -247,8 +249,15 @@ def _webster(
     only when no party has votes (then ties decide).
 
     The heap key is (-priority, seats held, name rank): the largest priority first, then the
-    party holding fewer seats, then name order in the seeded direction.
+    party holding fewer seats, then name order in the seeded direction. Many seats are
+    first handed out in bulk (`_bulk`), to the very state the one-by-one rounds pass
+    through, so the result is the same and a Deployment of a billion replicas is divided
+    in microseconds rather than hours.
     """
+    if seats > _BULK_FROM * (len(votes) + 1):
+        given = _bulk(seats, votes, initial)
+        seats -= sum(given.values()) - sum(initial.values())
+        initial = given
     names = sorted(dict.fromkeys([*initial, *votes]), reverse=descending)
     heap = [
         (-_priority(votes.get(name, 0), seats_held), seats_held, rank, name)
@@ -266,3 +275,60 @@ def _webster(
 def _priority(votes: int, seats: int) -> float:
     # float64 quotients, compared for equality exactly as Karmada's Go code does.
     return float(votes) / float(2 * seats + 1)
+
+
+_BULK_FROM: Final = 64
+"""Seats per party above which `_webster` hands most of them out in bulk."""
+
+
+def _bulk(seats: int, votes: Mapping[str, int], initial: Mapping[str, int]) -> dict[str, int]:
+    """Each party's seats once every seat of priority above a threshold is handed out,
+    for the largest such count that is still at most `seats` (beyond `initial`).
+
+    Why this is a state the one-by-one rounds reach: each round takes the largest of the
+    parties' next priorities, and a party's priorities only fall as it wins seats, so the
+    rounds hand out seats in falling priority order; every seat above the threshold comes
+    before any at or below it, whatever the ties. The threshold is found by bisection over
+    floats; the seats left (those at the threshold, at most about one per party) go one by
+    one, ties decided as before.
+    """
+
+    def held(threshold: float) -> dict[str, int]:
+        return {
+            name: max(initial.get(name, 0), _seats_above(votes.get(name, 0), threshold))
+            for name in dict.fromkeys([*initial, *votes])
+        }
+
+    def given(threshold: float) -> int:
+        return sum(held(threshold).values()) - sum(initial.values())
+
+    high = max(
+        (_priority(v, initial.get(name, 0)) for name, v in votes.items() if v > 0), default=0.0
+    )
+    if high <= 0.0:
+        return dict(initial)
+    low = high
+    while given(low) <= seats:
+        high, low = low, low / 2
+    for _ in range(200):  # given(high) <= seats < given(low)
+        middle = (low + high) / 2
+        if middle in (low, high):
+            break
+        if given(middle) <= seats:
+            high = middle
+        else:
+            low = middle
+    return held(high)
+
+
+def _seats_above(votes: int, threshold: float) -> int:
+    """How many seats, counted from zero, a party of `votes` wins at priorities above
+    `threshold`: the first k whose priority is not above it (priorities fall with k)."""
+    if votes <= 0:
+        return 0
+    k = max(0, int((votes / threshold - 1) / 2))
+    while k > 0 and _priority(votes, k - 1) <= threshold:
+        k -= 1
+    while _priority(votes, k) > threshold:
+        k += 1
+    return k

@@ -493,3 +493,75 @@ def test_random_dynamic_scale_ups_never_move_existing_replicas() -> None:
             assert all(after.get(name, 0) >= count for name, count in placed.items())
             assert sum(after.values()) == total
             placed = after
+
+
+def _one_by_one(
+    seats: int, votes: dict[str, int], initial: dict[str, int], *, descending: bool
+) -> dict[str, int]:
+    """Webster's rounds as Karmada runs them, one seat per round: the reference the bulk
+    step must reach exactly."""
+    names = sorted(dict.fromkeys([*initial, *votes]), reverse=descending)
+    held = {name: initial.get(name, 0) for name in names}
+    for _ in range(seats):
+        best = min(
+            names,
+            key=lambda n: (
+                -(float(votes.get(n, 0)) / float(2 * held[n] + 1)),
+                held[n],
+                names.index(n),
+            ),
+        )
+        held[best] += 1
+    return held
+
+
+def test_many_seats_are_handed_out_as_one_by_one_rounds_would() -> None:
+    """Above 64 seats per cluster the division hands most out in bulk; the result must be
+    the rounds' own, ties and float quotients included: equal and multiple votes make
+    ties at the threshold, previous seats start some clusters ahead of it."""
+    rng = random.Random(1206)
+    bulk = 0
+    for _ in range(300):
+        names = [f"c{i}" for i in range(rng.randint(1, 5))]
+        base = rng.choice([1, 3, 7, 1000])
+        votes = {n: base * rng.choice([0, 1, 1, 2, 3, rng.randint(1, 50)]) for n in names}
+        if not any(votes.values()):
+            votes[names[0]] = base
+        initial = {n: rng.randint(0, 400) for n in rng.sample(names, rng.randint(0, len(names)))}
+        seats = rng.randint(0, 1500)
+        descending = rng.random() < 0.5
+        bulk += seats > 64 * (len(votes) + 1)
+        expected = _one_by_one(seats, votes, initial, descending=descending)
+        assert division._webster(seats, votes, initial, descending=descending) == expected
+    assert bulk > 100  # the bulk step was exercised, not only the rounds
+
+
+@pytest.mark.parametrize("strategy", ["static_weight", "dynamic_weight", "aggregated"])
+def test_a_billion_replicas_are_divided_at_once(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kubernetes allows up to 2^31 - 1 replicas; one round per replica took hours, and a
+    scheduling cycle (or `fedctl plan`) dividing such a Deployment froze with it. Counted
+    in priorities computed (a round computes one), so a return to rounds fails at once."""
+    candidates = [
+        C("a", weight=1, available=10**9),
+        C("b", weight=3, available=2 * 10**9),
+        C("c", weight=3, available=2 * 10**9),
+    ]
+    priority, computed = division._priority, [0]
+
+    def counted(votes: int, seats: int) -> float:
+        computed[0] += 1
+        if computed[0] > 100_000:
+            raise AssertionError("more than 100,000 priorities for one division")
+        return priority(votes, seats)
+
+    monkeypatch.setattr(division, "_priority", counted)
+
+    result = division.divide(strategy, 10**9, candidates, previous={"c": 5})
+
+    assert sum(result.values()) == 10**9
+    if strategy == "static_weight":
+        # 1:3:3 of 10^9 rounds to one seat too many; b and c tie for the last, and name
+        # order (ascending without a seed) gives it to b.
+        assert result == {"a": 142_857_143, "b": 428_571_429, "c": 428_571_428}
