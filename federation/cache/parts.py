@@ -9,6 +9,7 @@ order of the resource axis is `RESOURCES`; amounts are Kubernetes milli-units, e
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -33,6 +34,7 @@ __all__ = [
     "MEMORY",
     "NODES",
     "PODS",
+    "REQUEST_CAP",
     "RESOURCES",
     "BoolArray",
     "ClusterInfo",
@@ -41,11 +43,22 @@ __all__ = [
     "Part",
     "compute",
     "frozen",
+    "request_amount",
 ]
+
+log = logging.getLogger(__name__)
 
 RESOURCES: Final = ("cpu", "memory", "devices", "pods")
 CPU, MEMORY, DEVICES, PODS = 0, 1, 2, 3
 _DEFAULT_PODS: Final = 110 * 1000
+
+REQUEST_CAP: Final = 2**62
+"""The largest amount a pod's vector holds. Quantities parse up to 10^27 milli-units, past
+int64; a request that large fits no node, so it is read as this cap (`request_amount`): a
+typo such as `64Ei` leaves its job Pending with a reason instead of failing every cycle."""
+_SUM_CAP: Final = 2**62
+"""The most a cluster's amounts of one resource may add up to over its flavors, which the
+cycle sums in int64 (`CycleState.free_total`); see `_bounded`."""
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -74,6 +87,36 @@ def frozen(array: _A) -> _A:
     """`array`, read-only: parts and snapshots are shared, and a write would reach them all."""
     array.setflags(write=False)
     return array
+
+
+def request_amount(milli: int) -> int:
+    """One resource of a pod's request as its vector holds it: capped at `REQUEST_CAP`."""
+    return milli if milli < REQUEST_CAP else REQUEST_CAP
+
+
+def _bounded(rows: list[list[int]], name: str) -> list[list[int]]:
+    """`rows` with each resource's amounts cut so that none of the three vectors adds up
+    past `_SUM_CAP` over the flavors; unchanged unless one would.
+
+    Amounts are milli-units, so a member of tens of thousands of terabyte nodes reports
+    more memory than int64 holds: unbounded, its snapshot part failed to build and no
+    cycle ran at all. Cut, such a member reads as holding the most int64 can say, which is
+    still more than any workload asks of it.
+    """
+    width = len(RESOURCES)
+    cut: list[tuple[int, int]] = []
+    for start in (0, width, 2 * width):
+        for r in range(width):
+            if sum(row[start + r] for row in rows) > _SUM_CAP:
+                cut.append((start + r, _SUM_CAP // len(rows)))
+    if not cut:
+        return rows
+    log.warning("cluster %s reports amounts past int64 in milli-units; read as %s", name, cut)
+    out = [list(row) for row in rows]
+    for column, most in cut:
+        for row in out:
+            row[column] = min(row[column], most)
+    return out
 
 
 def _vector(resources: ResourceList, device: str | None, *, pods_default: int) -> list[int]:
@@ -171,7 +214,7 @@ def compute(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> Pa
         cluster=cluster,
         status=status,
         info=_info(cluster, status, flavors, index=index),
-        block=frozen(np.array(rows, np.int64).reshape(-1, COLUMNS)),
+        block=frozen(np.array(_bounded(rows, cluster.name), np.int64).reshape(-1, COLUMNS)),
         price_dev=frozen(price_dev),
         price_base=frozen(price_base),
         chip_names=tuple(chips),

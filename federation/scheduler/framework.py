@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from federation.cache import snapshot as snap
+from federation.cache.parts import request_amount
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.resources import ResourceList, device_names
@@ -233,7 +234,12 @@ def request_for(
     known = set(device_resources)
     devices = device_names(pod, known)
     vector = np.array(
-        [pod.amount("cpu"), pod.amount("memory"), sum(pod.amount(n) for n in devices), 1000],
+        [
+            request_amount(pod.amount("cpu")),
+            request_amount(pod.amount("memory")),
+            request_amount(sum(pod.amount(n) for n in devices)),
+            1000,
+        ],
         dtype=np.int64,
     )
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None

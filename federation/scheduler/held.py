@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from federation.cache import snapshot as snap
+from federation.cache.parts import request_amount
 from federation.quota.accounting import Admission, Usage
 from federation.resources import ResourceList, device_names
 from policies.models.accelerator import is_arch
@@ -201,7 +202,8 @@ def _pod_shape(pod: ResourceList, known: frozenset[str]) -> _PodShape:
     """One pod's vector and device names, read as `request_for` reads them."""
     names = device_names(pod, known)
     devices = sum(pod.amount(n) for n in names)
-    return (pod.amount("cpu"), pod.amount("memory"), devices, 1000), names
+    amounts = (pod.amount("cpu"), pod.amount("memory"), devices)
+    return (*(request_amount(a) for a in amounts), 1000), names
 
 
 def _group_order(shape: _Shape) -> tuple[int, bool, int, int, str, str]:

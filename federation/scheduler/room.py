@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from federation.cache import snapshot as snap
+from federation.cache.parts import request_amount
 from federation.queue.pending import PendingJob
 from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
@@ -298,9 +299,8 @@ def release(state: fw.CycleState, victim: accounting.Admission) -> None:
     state.usage.release(victim.ref)
     s = state.snapshot
     devices = sum(victim.pod.amount(n) for n in victim.pod if n in s.device_resources)
-    vector = np.array(
-        [victim.pod.amount("cpu"), victim.pod.amount("memory"), devices, 1000], dtype=np.int64
-    )
+    amounts = (victim.pod.amount("cpu"), victim.pod.amount("memory"), devices)
+    vector = np.array([*(request_amount(a) for a in amounts), 1000], dtype=np.int64)
     for name in victim.placement:
         row = s.index.get(name)
         if row is None:

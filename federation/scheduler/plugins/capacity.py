@@ -291,6 +291,18 @@ def _label(job: fw.JobRequest, state: fw.CycleState, column: int) -> str:
     return snap.RESOURCES[column]
 
 
+def _request(job: fw.JobRequest, column: int) -> int:
+    """One pod's request in `column` as written: the vector caps what no node could hold
+    (`parts.REQUEST_CAP`), which a reason must not show in its place."""
+    if column == snap.CPU:
+        return job.pod.amount("cpu")
+    if column == snap.MEMORY:
+        return job.pod.amount("memory")
+    if column == snap.DEVICES:
+        return sum(job.pod.amount(n) for n in job.device_names)
+    return int(job.vector[column])
+
+
 def _amount(column: int, milli: int) -> str:
     return format_quantity(int(milli), binary=column == snap.MEMORY)
 
@@ -313,7 +325,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         best = int(np.argmax(per_cluster))
         label = _label(job, state, column)
         return (
-            f"no eligible cluster has a node with {_amount(column, int(pod[column]))} {label}"
+            f"no eligible cluster has a node with {_amount(column, _request(job, column))} {label}"
             f" even when empty; the largest, on {s.clusters[int(rows[best])].name}, has"
             f" {_amount(column, max(int(per_cluster[best]), 0))}: shrink the request or add"
             " larger nodes"
@@ -333,9 +345,9 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
     per_cluster = largest[..., column].max(axis=1)
     best = int(np.argmax(per_cluster))
     name = state.snapshot.clusters[int(rows[best])].name
-    label = _label(job, state, column)
+    wanted = _amount(column, _request(job, column))
     return (
-        f"no eligible cluster has a node with {_amount(column, int(pod[column]))} free {label};"
+        f"no eligible cluster has a node with {wanted} free {_label(job, state, column)};"
         f" best is {name} with {_amount(column, max(int(per_cluster[best]), 0))}"
     )
 
@@ -382,14 +394,14 @@ class Capacity:
             if never:
                 c = never[0]
                 return fw.Verdict.unschedulable(
-                    f"no node with {_amount(c, pod[c])} {_label(job, state, c)} even when empty"
-                    f" (largest has {_amount(c, biggest[c])})"
+                    f"no node with {_amount(c, _request(job, c))} {_label(job, state, c)}"
+                    f" even when empty (largest has {_amount(c, biggest[c])})"
                 )
             short = [c for c, p in enumerate(pod) if p > 0 and emptiest[c] < p]
             if short:
                 c = short[0]
                 return fw.Verdict.unschedulable(
-                    f"no node with {_amount(c, pod[c])} free {_label(job, state, c)}"
+                    f"no node with {_amount(c, _request(job, c))} free {_label(job, state, c)}"
                     f" (emptiest has {_amount(c, max(emptiest[c], 0))})"
                 )
         return fw.Verdict.unschedulable(f"room for {total} of {need} replicas")

@@ -91,6 +91,45 @@ def test_pending_reason_says_when_no_node_is_large_enough_even_empty() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("request_", "shown"),
+    [
+        pytest.param({"cpu": "1e16"}, "10P cpu", id="cpu past int64 in milli-units"),
+        pytest.param({"memory": "64Ei"}, "64Ei memory", id="memory past int64"),
+        pytest.param({"cpu": "1e24"}, "1000000E cpu", id="the largest quantity parsed"),
+    ],
+)
+def test_a_request_no_node_can_hold_waits_with_a_reason_and_blocks_no_one(
+    request_: dict[str, str], shown: str
+) -> None:
+    """Quantities parse up to 10^24; in milli-units most of that is past int64, and
+    building the pod's vector raised OverflowError: one typo failed every cycle, for every
+    job in the federation. The request now waits, named as written."""
+    fleet = [cluster("a", flavor(cpu="16", memory="64Gi", nodes=2))]
+    huge = workload("huge", cpu=request_.get("cpu", "1"), memory=request_.get("memory", "1Gi"))
+    result = run(fleet, [job(huge, seq=1), job(workload("small", cpu="1"), seq=2)])
+
+    assert [a.ref.name for a in result.admitted] == ["small"]
+    assert result.reasons["team/Job.batch/huge"].startswith(
+        f"no eligible cluster has a node with {shown} even when empty"
+    )
+
+
+def test_a_member_reporting_more_than_int64_milli_units_is_still_scheduled_on() -> None:
+    """70,000 nodes of 1 TiB: 7.7e19 milli-bytes of memory, past int64. The snapshot part
+    failed to build and no cycle ran; the member now reads as the most int64 holds."""
+    fleet = [
+        cluster("huge", flavor(cpu="96", memory="1Ti", nodes=70_000)),
+        cluster("small", flavor(cpu="16", memory="64Gi", nodes=1)),
+    ]
+    w = workload("wide", cpu="64", memory="512Gi")
+    result = run(fleet, [job(w)])
+
+    assert [a.placement for a in result.admitted] == [{"huge": 1}]
+    s = snap.build(fleet)
+    assert 0 < s.free[s.index["huge"], 0, snap.MEMORY] <= 2**62
+
+
 def test_static_filters_are_summarised_when_no_cluster_is_eligible() -> None:
     fleet = [cluster("down", ready=False), cluster("cpu")]
     result = run(fleet, [job(workload("gpu", gpus=1))])
