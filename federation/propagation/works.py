@@ -110,31 +110,55 @@ class WorkRecords:
         status: WorkloadStatus | None,
         extra: list[st.Op],
     ) -> None:
-        """Works, the workload status and events in one transaction (one etcd round trip)."""
-        ops: list[st.Op] = []
-        for cluster, old, work in writes:
-            key = keys.work_key(cluster, ref)
+        """Works, the workload status and events, in as few transactions as etcd takes.
+
+        Usually one round trip. But each Work carries the whole manifest, so a ConfigMap of
+        a few hundred KiB going to every member made one transaction of megabytes, past
+        etcd's request limit (1.5 MiB by default): refused on every pass, the Works were
+        never recorded and every member was applied to again and again. So the writes go
+        in transactions of at most `_TXN_BYTES` (and `_TXN_OPS` operations), the status
+        and events last. Each is whole; a pass cut off between two is finished by the next
+        (a copy applied without its Work is applied again, as after a crash).
+        """
+        ops: list[tuple[st.Op, Write | None]] = []
+        for write in writes:
+            key = keys.work_key(write[0], ref)
+            old, work = write[1], write[2]
             ops.append(
-                self.works_store.create_op(key, work)
-                if old is None
-                else self.works_store.update_op(key, work, revision=old.revision)
+                (
+                    self.works_store.create_op(key, work)
+                    if old is None
+                    else self.works_store.update_op(key, work, revision=old.revision),
+                    write,
+                )
             )
         status_key = keys.workload_status_key(ref)
         old_status = self.written.get(str(ref))
+        last: list[st.Op] = []
         if status is not None and (old_status is None or old_status.obj != status):
-            ops.append(self.status_store.put_op(status_key, status))
+            last.append(self.status_store.put_op(status_key, status))
         elif status is None and old_status is not None:
-            ops.append(st.Delete(status_key))
-        if not ops and not extra:
+            last.append(st.Delete(status_key))
+        if not ops and not last and not extra:
             return
-        try:
-            result = await self.works_store.store.commit(ops + extra, guards=self.guards())
-        except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
-            await self._commit_slowly(ref, writes, status)
-            return
+        ops.extend((op, None) for op in [*last, *extra])
         per_ref = self.works.setdefault(str(ref), {})
-        for cluster, _, work in writes:
-            per_ref[cluster] = codec.Stored(keys.work_key(cluster, ref), work, result.revision)
+        done = 0
+        for chunk in _chunks(ops):
+            try:
+                result = await self.works_store.store.commit(
+                    [op for op, _ in chunk], guards=self.guards()
+                )
+            except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
+                await self._commit_slowly(ref, writes[done:], status)
+                return
+            for _, written in chunk:
+                if written is not None:
+                    cluster, work = written[0], written[2]
+                    per_ref[cluster] = codec.Stored(
+                        keys.work_key(cluster, ref), work, result.revision
+                    )
+                    done += 1
         if status is None:
             self.written.pop(str(ref), None)
         else:
@@ -209,3 +233,25 @@ class WorkRecords:
         ):
             return old.obj.model_copy(update={"binding_revision": revision, "clusters": []})
         return status_mod.aggregate(ref, reference, works.values(), binding_revision=revision)
+
+
+_TXN_BYTES = 1024 * 1024
+"""Value bytes per transaction of `WorkRecords.commit`: under etcd's default request limit
+(1.5 MiB) with room for keys and framing."""
+_TXN_OPS = 100
+"""Operations per transaction: under etcd's default `--max-txn-ops` (128)."""
+
+
+def _chunks(ops: list[tuple[st.Op, Write | None]]) -> list[list[tuple[st.Op, Write | None]]]:
+    """`ops` in order, cut where a transaction would pass `_TXN_BYTES` or `_TXN_OPS`; an
+    operation larger than the budget goes alone (etcd judges it)."""
+    chunks: list[list[tuple[st.Op, Write | None]]] = [[]]
+    size = 0
+    for op, write in ops:
+        weight = len(op.key) + len(getattr(op, "value", b""))
+        if chunks[-1] and (size + weight > _TXN_BYTES or len(chunks[-1]) >= _TXN_OPS):
+            chunks.append([])
+            size = 0
+        chunks[-1].append((op, write))
+        size += weight
+    return chunks

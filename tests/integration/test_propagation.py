@@ -26,6 +26,7 @@ from federation.registry import codec, embedded, keys
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
+    NAMES,
     Federation,
     deployment,
     frq_for_test,
@@ -384,6 +385,40 @@ async def test_deleting_the_workload_removes_it_from_every_member(fed: Federatio
     )
     await wait_for(lambda: _no_status(fed, web), timeout=10, message="status removed")
     assert (await fed.works.list(keys.prefix("works"))).items == []
+
+
+async def test_a_large_config_map_reaches_every_member_and_is_recorded(fed: Federation) -> None:
+    """A 600 KiB ConfigMap (Kubernetes takes up to 1 MiB) on five members: five Works of
+    600 KiB each. Written in one transaction (3 MB) they passed etcd's request limit, so
+    no Work or status was ever recorded and every pass applied the object to every member
+    again. Now the Works go in transactions etcd takes."""
+    blob = "x" * (600 * 1024)
+    config = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "bundle", "namespace": "web"},
+            "data": {"ca.pem": blob},
+        }
+    )
+    await fed.put(config)
+    await fed.bind(config, {c: (0, None) for c in NAMES})
+    fed.start()
+
+    async def everywhere() -> bool:
+        for name in NAMES:
+            copy = await fed.member_object(name, "v1", "ConfigMap", "web", "bundle")
+            if copy is None or copy.get("data", {}).get("ca.pem") != blob:
+                return False
+        return True
+
+    async def recorded() -> bool:
+        works = (await fed.works.list(keys.prefix("works"))).items
+        status = await fed.status(config)
+        return len(works) == len(NAMES) and status is not None
+
+    await wait_for(everywhere, timeout=20, message="the ConfigMap on every member")
+    await wait_for(recorded, timeout=20, message="its Works and status in the registry")
 
 
 async def _counts(fed: Federation, name: str, expected: dict[str, int | None]) -> bool:
