@@ -8,6 +8,7 @@
         ├── AlreadyExists
         ├── Conflict            a compare-and-swap lost: carries the current revision
         ├── Invalid             input failed validation: carries findings
+        ├── TooLarge            etcd refused a write past its request size limit
         ├── Compacted           a watch asked for history etcd no longer keeps
         └── Fenced              a write was refused because this process is no longer leader
 
@@ -26,6 +27,7 @@ __all__ = [
     "NotFound",
     "PermanentError",
     "RetryableError",
+    "TooLarge",
     "Unavailable",
 ]
 
@@ -85,6 +87,11 @@ class Invalid(PermanentError):
     def __init__(self, message: str, *, findings: list[str] | None = None) -> None:
         super().__init__(message)
         self.findings = findings or [message]
+
+
+class TooLarge(PermanentError):
+    """etcd refused a write larger than it takes in one request (`--max-request-bytes`,
+    1.5 MiB by default): the object, or the transaction carrying it, must shrink."""
 
 
 class Compacted(PermanentError):

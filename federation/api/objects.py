@@ -20,10 +20,11 @@ block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiohttp import web
@@ -284,7 +285,8 @@ class ObjectsApi:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
         await self._check_queue_tree([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
-        stored = await self.objects.create(objects.key_for(obj), obj)
+        with _naming(obj):
+            stored = await self.objects.create(objects.key_for(obj), obj)
         return web.json_response(await self._present(stored), status=201)
 
     async def update(self, request: web.Request) -> web.Response:
@@ -314,7 +316,8 @@ class ObjectsApi:
         if expected is not None and str(current.revision) != expected:
             raise errors.Conflict(key, expected=int(expected), current=current.revision)
         new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
-        return await self.objects.update(key, new, revision=current.revision)
+        with _naming(obj):
+            return await self.objects.update(key, new, revision=current.revision)
 
     async def delete(self, request: web.Request) -> web.Response:
         res = self._resource(request)
@@ -377,13 +380,15 @@ class ObjectsApi:
             current = read.pop(key) if key in read else await self.objects.get(key)
             obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
             if current is None:
-                await self.objects.create(key, self._fresh(obj))
+                with _naming(obj):
+                    await self.objects.create(key, self._fresh(obj))
                 outcome = "created"
             elif _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
                 outcome = "unchanged"
             else:
                 new = self._successor(current.obj, obj)
-                await self.objects.update(key, new, revision=current.revision)
+                with _naming(obj):
+                    await self.objects.update(key, new, revision=current.revision)
                 outcome = "configured"
             results.append(
                 {
@@ -534,3 +539,17 @@ async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> Non
 
 def _flag(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "yes")
+
+
+@contextlib.contextmanager
+def _naming(obj: KubeObject) -> Iterator[None]:
+    """Say which object etcd found too large, and how large it is: its own message names
+    neither, and an apply of many documents fails on one of them."""
+    try:
+        yield
+    except errors.TooLarge as exc:
+        size = len(json.dumps(obj.to_wire()).encode())
+        where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+        raise errors.TooLarge(
+            f"{obj.kind} {where}{obj.metadata.name} is {size / 1024 / 1024:.1f} MiB: {exc}"
+        ) from exc

@@ -5,6 +5,7 @@ a code, a reason and a message they recognise.
     errors.NotFound       → 404 NotFound
     errors.AlreadyExists  → 409 AlreadyExists
     errors.Conflict       → 409 Conflict (stale resourceVersion)
+    errors.TooLarge       → 413 RequestEntityTooLarge (past etcd's request size limit)
     errors.Fenced         → 503 ServiceUnavailable (this replica is not the leader)
     errors.Unavailable    → 503 ServiceUnavailable (etcd unreachable)
 """
@@ -54,6 +55,8 @@ def _translate(exc: errors.FedctlError) -> web.Response:
         return status_response(
             409, "Conflict", f"{exc}; re-read the object and apply your change again"
         )
+    if isinstance(exc, errors.TooLarge):
+        return status_response(413, "RequestEntityTooLarge", str(exc))
     if isinstance(exc, errors.Fenced | errors.Unavailable):
         return status_response(503, "ServiceUnavailable", str(exc))
     return status_response(500, "InternalError", str(exc))

@@ -8,6 +8,7 @@ store, or against the CA file in `FEDCTL_CA_FILE` (a controller's own CA).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import ssl
@@ -81,9 +82,12 @@ class ApiClient:
         assert self._session is not None, "use ApiClient as an async context manager"
         url = self.server + (path if path.startswith("/") else f"{API}/{path}")
         data = text if text is not None else (json.dumps(body) if body is not None else None)
+        # As a stream: aiohttp writes a large str or bytes body in one go, blocking the
+        # event loop (and warns so) for an apply of a ConfigMap of a megabyte or more.
+        stream = io.BytesIO(data.encode()) if data is not None else None
         try:
             async with self._session.request(
-                method, url, data=data, params=params, headers={"Content-Type": content_type}
+                method, url, data=stream, params=params, headers={"Content-Type": content_type}
             ) as resp:
                 payload = await resp.text()
                 for warning in resp.headers.getall("Warning", []):

@@ -13,6 +13,7 @@ capped backoff and resume from the last delivered revision + 1: a revision's eve
 arrive in one response, so nothing is lost or repeated across an etcd restart.
 
     grpc.aio.AioRpcError ──► errors.Unavailable (retryable)   UNAVAILABLE, DEADLINE_EXCEEDED
+                         ├─► errors.TooLarge (permanent)      past etcd's request size limit
                          └─► errors.FedctlError (permanent)   anything else, with etcd's words
 """
 
@@ -130,6 +131,13 @@ class EtcdStore:
             return errors.Unavailable(
                 f"etcd at {self._endpoint}: {code.name.lower()}: {exc.details()}",
                 endpoint=self._endpoint,
+            )
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED or "request is too large" in (
+            exc.details() or ""
+        ):
+            return errors.TooLarge(
+                f"etcd at {self._endpoint} refused the write as too large for one request"
+                f" (its --max-request-bytes, 1.5 MiB by default): {exc.details()}"
             )
         return errors.FedctlError(f"etcd at {self._endpoint}: {code.name}: {exc.details()}")
 

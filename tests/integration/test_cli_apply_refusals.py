@@ -216,3 +216,29 @@ async def test_a_field_an_older_controller_does_not_know_is_placed_in_the_docume
         f"{path}:10:11: spec.weight: unknown field 'weight'; known fields: capability, parent",
         REFUSED,
     ]
+
+
+@pytest.mark.parametrize(
+    "kib",
+    [
+        pytest.param(1700, id="past etcd's request limit (1.5 MiB)"),
+        pytest.param(2100, id="past its gRPC message limit (2 MiB)"),
+    ],
+)
+async def test_an_object_too_large_for_etcd_is_refused_by_name_as_too_large(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], kib: int
+) -> None:
+    """etcd refuses a write past its request size; the API answered 500 InternalError
+    with etcd's words alone, naming no object. Now 413, naming the object and its size."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge, namespace: web}\n"
+        f"data:\n  blob: {'x' * (kib * 1024)}\n"
+    )
+    capsys.readouterr()
+    assert await fedctl(server, "apply", "-f", str(path)) == 1
+    err = capsys.readouterr().err
+    assert f"ConfigMap web/huge is {kib / 1024:.1f} MiB: etcd at " in err, err
+    assert "refused the write as too large for one request" in err, err
+    assert await fedctl(server, "get", "workloads", "-n", "web") == 0
+    assert "huge" not in capsys.readouterr().out  # nothing was stored
