@@ -201,9 +201,46 @@ def _container_errors(path: str, container: dict[str, Any]) -> list[tuple[str, s
     return errors
 
 
-def validate_spec(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """422 for extended resources whose request differs from the limit or is fractional."""
+_COUNTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("replicas",),
+    ("apps", "StatefulSet"): ("replicas",),
+    ("apps", "ReplicaSet"): ("replicas",),
+    ("batch", "Job"): ("parallelism", "completions", "backoffLimit"),
+}
+"""The int32 counts of a spec that decoding and validation check (`_counts`)."""
+
+
+def _counts(rt: ResourceType, obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """A count that is no integer is a decode error (400), as the apiserver's JSON decoder
+    gives for a string in an int32 field (an override writing `value: "3"` does that); a
+    negative one is invalid (422)."""
+    spec = obj.get("spec")
     errors: list[tuple[str, str]] = []
+    for field in _COUNTS.get((rt.group, rt.kind), ()):
+        value = spec.get(field) if isinstance(spec, dict) else None
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value >= 2**31:
+            kind = type(value).__name__ if not isinstance(value, int) else "number"
+            shown = {"str": "string", "float": "number", "bool": "bool"}.get(kind, kind)
+            raise ApiError(
+                400,
+                "BadRequest",
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
+                f" json: cannot unmarshal {shown} into Go struct field {rt.kind}Spec.spec"
+                f".{field} of type int32",
+            )
+        if value < 0:
+            errors.append(
+                (f"spec.{field}", f"Invalid value: {value}: must be greater than or equal to 0")
+            )
+    return errors
+
+
+def validate_spec(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """400 for a count that is no integer; 422 for a negative one, and for extended
+    resources whose request differs from the limit or is fractional."""
+    errors: list[tuple[str, str]] = _counts(rt, obj)
     for prefix, spec in _pod_specs(rt, obj):
         for field in ("initContainers", "containers"):
             for i, container in enumerate(spec.get(field) or ()):

@@ -221,6 +221,37 @@ async def test_extended_resources_are_validated_like_kubernetes(
     assert message.replace('"', '\\"') in err.value.body
 
 
+@pytest.mark.parametrize(
+    ("replicas", "status", "message"),
+    [
+        pytest.param(
+            "3",
+            400,
+            'Deployment in version "v1" cannot be handled as a Deployment: json: cannot'
+            " unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+            id="a string, as an override writing value: '3' gives",
+        ),
+        pytest.param(
+            -1,
+            422,
+            'Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must be'
+            " greater than or equal to 0",
+            id="negative",
+        ),
+    ],
+)
+async def test_replicas_that_are_no_count_are_refused_like_kubernetes(
+    sim_server: SimServer, replicas: object, status: int, message: str
+) -> None:
+    """Stored as given, `replicas: "3"` made the Deployment's controller read a string and
+    a federation over the simulator show a copy a real member would have refused."""
+    deployment = {"metadata": {"name": "web"}, "spec": {**SELECTED, "replicas": replicas}}
+    with pytest.raises(ApiException) as err:
+        await sim_server.apps.create_namespaced_deployment("default", deployment)
+    assert err.value.status == status
+    assert message.replace('"', '\\"') in err.value.body
+
+
 async def test_a_gpu_limit_alone_defaults_the_request(sim_server: SimServer) -> None:
     pod = {
         "metadata": {"name": "gpu"},
