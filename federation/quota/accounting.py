@@ -104,9 +104,11 @@ _SPLITS_LIMIT = 4096
 _RECLAIM_CLUSTERS = 8
 """Clusters, those holding the most borrowed work first, whose candidates reclaim offers
 apart (`reclaim_pools`): each set costs the caller one trial."""
-MAX_VICTIMS = 32
+MAX_VICTIMS = 1024
 """Victims one job may evict: a trial (`scheduler.room.make`) releases no more, so a set
-offered in order (`reclaim_pools`) holds no more either."""
+offered in order (`reclaim_pools`) holds no more either. A 1,000-GPU job of high priority
+may need that many one-GPU jobs gone; a trial past the first few dozen goes in doubling
+steps, so its cost grows with the log of the victims."""
 
 
 def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
@@ -570,31 +572,6 @@ class NamespaceLimit(NamedTuple):
     overall: ResourceList
 
 
-def _fits_after(
-    victims: Sequence[Admission],
-    *,
-    charge: ResourceList,
-    limits: Limits,
-    namespace: NamespaceLimit | None = None,
-) -> bool:
-    freed = ResourceList()
-    for victim in victims:
-        freed = freed + victim.charge
-    if not all(
-        (used - freed + charge).fits_within(limit, unlisted_unlimited=True)
-        for used, limit in limits
-    ):
-        return False
-    if namespace is None:
-        return True
-    own = ResourceList()
-    for victim in victims:
-        if victim.namespace == namespace.namespace:
-            own = own + victim.charge
-    after = namespace.used - _physical(own) + _physical(charge)
-    return after.fits_within(namespace.overall, unlisted_unlimited=True)
-
-
 def preemption_victims(
     queue: Queue | str,
     *,
@@ -643,21 +620,59 @@ def _minimal(
     """Victims from `pool`, taken in its order until `charge` fits `limits`, then each one
     found not needed after all spared (latest taken first). `allowed` rules out a set of
     victims (and so every larger one): a candidate it refuses is passed over. Sparing a
-    victim only shrinks the set, so what `allowed` accepted stays accepted."""
+    victim only shrinks the set, so what `allowed` accepted stays accepted.
+
+    What the victims free is kept as a running sum, so taking or sparing one costs one
+    addition, not a sum over the set: a job may need hundreds of victims."""
     chosen: list[Admission] = []
+    freed = _Freed(namespace)
     for admission in pool:
-        if _fits_after(chosen, charge=charge, limits=limits, namespace=namespace):
+        if _fits_freed(freed, charge=charge, limits=limits, namespace=namespace):
             break
         if allowed is not None and not allowed([*chosen, admission]):
             continue
         chosen.append(admission)
-    if not _fits_after(chosen, charge=charge, limits=limits, namespace=namespace):
+        freed.add(admission, 1)
+    if not _fits_freed(freed, charge=charge, limits=limits, namespace=namespace):
         return None
     for admission in reversed(list(chosen)):
-        trial = [a for a in chosen if a is not admission]
-        if _fits_after(trial, charge=charge, limits=limits, namespace=namespace):
-            chosen = trial
+        freed.add(admission, -1)
+        if _fits_freed(freed, charge=charge, limits=limits, namespace=namespace):
+            chosen = [a for a in chosen if a is not admission]
+        else:
+            freed.add(admission, 1)
     return chosen
+
+
+class _Freed:
+    """What a set of victims frees: all of it, and its share in one namespace."""
+
+    def __init__(self, namespace: NamespaceLimit | None) -> None:
+        self.all: dict[str, int] = {}
+        self.own: dict[str, int] = {}
+        self.namespace = namespace.namespace if namespace is not None else None
+
+    def add(self, victim: Admission, sign: int) -> None:
+        _add(self.all, victim.charge, sign, physical=False)
+        if victim.namespace == self.namespace:
+            _add(self.own, victim.charge, sign, physical=False)
+
+
+def _fits_freed(
+    freed: _Freed, *, charge: ResourceList, limits: Limits, namespace: NamespaceLimit | None
+) -> bool:
+    """Whether `charge` fits every limit, and the namespace quota, once the victims
+    summed in `freed` are gone."""
+    gone = ResourceList({k: v for k, v in freed.all.items() if v})
+    if not all(
+        (used - gone + charge).fits_within(limit, unlisted_unlimited=True) for used, limit in limits
+    ):
+        return False
+    if namespace is None:
+        return True
+    own = ResourceList({k: v for k, v in freed.own.items() if v})
+    after = namespace.used - _physical(own) + _physical(charge)
+    return after.fits_within(namespace.overall, unlisted_unlimited=True)
 
 
 def _held(node: str, resource: str, g: _Guarantees, usage: Usage) -> int:

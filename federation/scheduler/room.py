@@ -36,6 +36,9 @@ __all__ = ["Admissible", "Room", "make", "pools", "release"]
 _MEMBERS = 8
 """Members whose victims preemption offers apart when its pool is longer than a trial
 (`_member_by_member`): each costs one trial."""
+_ONE_BY_ONE = 32
+"""Victims a trial releases one at a time, with a placement after each (`make`), and the
+most that `_fewest` spares one by one."""
 
 Admissible = Callable[[fw.JobRequest, fw.CycleState], pl.Placed | None]
 """Where a job goes in a state when it is placed there and passes every limit, else None."""
@@ -232,10 +235,16 @@ def make(
 ) -> Room | None:
     """Release the pool's victims in order on a copy of `state` until the job is
     admissible there, then spare those it turns out not to need; None when even the
-    whole pool does not let it in. `state` itself is left as it was."""
+    whole pool does not let it in. `state` itself is left as it was.
+
+    The first `_ONE_BY_ONE` go one at a time, a placement after each. Past them (a job of
+    hundreds of replicas may need hundreds of one-pod jobs gone) they go in doubling steps,
+    and once a step lets the job in, the shortest start of the pool that does is found by
+    bisection: a placement per step rather than per victim, so even a pool that cannot
+    make room costs a few placements more than the first few dozen."""
     trial = state.copy()
     victims: list[accounting.Admission] = []
-    for victim in pool[: accounting.MAX_VICTIMS]:
+    for victim in pool[:_ONE_BY_ONE]:
         release(trial, victim)
         victims.append(victim)
         placed = admissible(request, trial)
@@ -243,7 +252,42 @@ def make(
             return _fewest(
                 request, Room(victims, trial, placed), state=state, admissible=admissible
             )
+    rest = pool[_ONE_BY_ONE : accounting.MAX_VICTIMS]
+    step, failed = _ONE_BY_ONE, len(victims)
+    while rest:
+        for victim in rest[:step]:
+            release(trial, victim)
+            victims.append(victim)
+        rest = rest[step:]
+        placed = admissible(request, trial)
+        if placed is not None:
+            made = _shortest(request, Room(victims, trial, placed), failed, state, admissible)
+            return _fewest(request, made, state=state, admissible=admissible)
+        failed, step = len(victims), step * 2
     return None
+
+
+def _shortest(
+    request: fw.JobRequest,
+    made: Room,
+    failed: int,
+    state: fw.CycleState,
+    admissible: Admissible,
+) -> Room:
+    """The shortest start of `made.victims` that lets the job in, by bisection between
+    `failed` victims (which did not) and all of them (which did)."""
+    low, high = failed, len(made.victims)
+    while high - low > 1:
+        middle = (low + high) // 2
+        trial = state.copy()
+        for victim in made.victims[:middle]:
+            release(trial, victim)
+        placed = admissible(request, trial)
+        if placed is None:
+            low = middle
+        else:
+            high, made = middle, Room(made.victims[:middle], trial, placed)
+    return made
 
 
 def _fewest(
@@ -251,11 +295,15 @@ def _fewest(
 ) -> Room:
     """Spare each victim the job turns out not to need, so it evicts no more than it
     must: those on clusters it does not land on first (they free nothing it uses),
-    then the latest taken. Each smaller set is tried afresh, placement and limits."""
+    then the latest taken. Each smaller set is tried afresh, placement and limits; past
+    `_ONE_BY_ONE` victims that would cost a placement per victim, each releasing all the
+    others, so a larger set (the shortest start of the pool that lets the job in) stays."""
     if len(made.victims) < 2:  # the job did not fit before its one victim went
         return made
     landed = set(made.placed.placement)
     made = _spare_elsewhere(request, made, landed, state=state, admissible=admissible)
+    if len(made.victims) > _ONE_BY_ONE:
+        return made
     order = sorted(reversed(made.victims), key=lambda v: not landed.isdisjoint(v.placement))
     for spare in order:
         rest = [v for v in made.victims if v is not spare]

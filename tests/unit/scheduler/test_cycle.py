@@ -1107,6 +1107,30 @@ def test_a_divided_service_preempts_on_several_members_when_the_victims_are_spre
     assert len(victims) == 8 and all(set(v.placement) <= set(where) for v in victims)
 
 
+def test_a_job_needing_more_victims_than_one_trial_step_preempts_them_all() -> None:
+    """A queue of 300 cores full of one-core priority-0 jobs; a priority-5 service of 150
+    one-core replicas needs 150 of them gone. A trial released at most 32 victims, so the
+    higher-priority job waited for ever behind lower-priority work. Now a trial goes on in
+    doubling steps, and the shortest start of the victims in order that lets it in goes:
+    the 150 lowest ranked, no more."""
+    fleet = [cluster(f"m{i}", flavor(nodes=1, cpu="100", memory="400Gi")) for i in range(3)]
+    qa = queue("qa", capability={"cpu": "300"})
+    low = [job(workload(f"low{i}", cpu="1", queue="qa"), seq=i + 1) for i in range(300)]
+    first = run(fleet, low, queues=[qa], settings=SchedulerSettings(cycle_batch=400))
+    assert len(first.admitted) == 300
+    big = job(
+        workload("big", kind="Deployment", cpu="1", replicas=150, queue="qa", priority=5),
+        placement={"replicaScheduling": DYNAMIC_WEIGHT},
+        seq=1000,
+    )
+
+    result = run(fleet, [big], queues=[qa], usage=first.usage)
+
+    assert sum(placed(result)["big"].values()) == 150
+    victims = sorted(int(v.ref.name.removeprefix("low")) for v, _ in result.evicted)
+    assert victims == list(range(150, 300))  # the latest arrivals, as many as needed
+
+
 def test_a_divided_service_short_of_room_across_members_preempts() -> None:
     """Two 4-core members: m0 runs two priority-0 one-core jobs (two cores free), m1 four.
     A priority-5 service of three 2-core replicas passes the capacity filter on m0 (room
