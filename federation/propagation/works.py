@@ -18,6 +18,7 @@ wrote, so each transaction is fenced on the leader key and fails with `errors.Fe
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from federation import errors
@@ -116,7 +117,7 @@ class WorkRecords:
         a few hundred KiB going to every member made one transaction of megabytes, past
         etcd's request limit (1.5 MiB by default): refused on every pass, the Works were
         never recorded and every member was applied to again and again. So the writes go
-        in transactions of at most `_TXN_BYTES` (and `_TXN_OPS` operations), the status
+        in transactions of at most `st.TXN_BYTES` (and `_TXN_OPS` operations), the status
         and events last. Each is whole; a pass cut off between two is finished by the next
         (a copy applied without its Work is applied again, as after a crash).
         """
@@ -144,7 +145,7 @@ class WorkRecords:
         ops.extend((op, None) for op in [*last, *extra])
         per_ref = self.works.setdefault(str(ref), {})
         done = 0
-        for chunk in _chunks(ops):
+        for chunk in st.batches(ops, itemgetter(0), most=_TXN_OPS):
             try:
                 result = await self.works_store.store.commit(
                     [op for op, _ in chunk], guards=self.guards()
@@ -235,23 +236,5 @@ class WorkRecords:
         return status_mod.aggregate(ref, reference, works.values(), binding_revision=revision)
 
 
-_TXN_BYTES = 1024 * 1024
-"""Value bytes per transaction of `WorkRecords.commit`: under etcd's default request limit
-(1.5 MiB) with room for keys and framing."""
 _TXN_OPS = 100
 """Operations per transaction: under etcd's default `--max-txn-ops` (128)."""
-
-
-def _chunks(ops: list[tuple[st.Op, Write | None]]) -> list[list[tuple[st.Op, Write | None]]]:
-    """`ops` in order, cut where a transaction would pass `_TXN_BYTES` or `_TXN_OPS`; an
-    operation larger than the budget goes alone (etcd judges it)."""
-    chunks: list[list[tuple[st.Op, Write | None]]] = [[]]
-    size = 0
-    for op, write in ops:
-        weight = len(op.key) + len(getattr(op, "value", b""))
-        if chunks[-1] and (size + weight > _TXN_BYTES or len(chunks[-1]) >= _TXN_OPS):
-            chunks.append([])
-            size = 0
-        chunks[-1].append((op, write))
-        size += weight
-    return chunks

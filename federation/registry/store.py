@@ -19,11 +19,14 @@ that was compacted raises `errors.Compacted` so the caller re-lists.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
+
+_T = TypeVar("_T")
 
 __all__ = [
+    "TXN_BYTES",
     "CommitResult",
     "Create",
     "Delete",
@@ -36,6 +39,7 @@ __all__ = [
     "Store",
     "Update",
     "WatchEvent",
+    "batches",
     "create",
     "delete",
     "prefix_end",
@@ -181,6 +185,33 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections; watches end."""
         ...
+
+
+TXN_BYTES = 1024 * 1024
+"""Value bytes one transaction of many writes carries at most (`batches`): under etcd's
+default request limit (`--max-request-bytes`, 1.5 MiB), with room for keys and framing."""
+
+
+def batches(
+    items: Sequence[_T], op_of: Callable[[_T], Op], *, most: int, size: int = TXN_BYTES
+) -> list[list[_T]]:
+    """`items` in order, cut into runs of at most `most` whose operations carry at most
+    `size` bytes of keys and values; an item larger than `size` goes alone (etcd judges it).
+
+    Why by size as well as by count: etcd refuses a request past its limit whole, and a
+    writer that retries the same transaction is refused for ever. A Binding of a service
+    duplicated on 200 members is some 50 KB, a Work carries its whole manifest."""
+    out: list[list[_T]] = []
+    used = 0
+    for item in items:
+        op = op_of(item)
+        weight = len(op.key) + len(getattr(op, "value", b""))
+        if not out or len(out[-1]) >= most or used + weight > size:
+            out.append([])
+            used = 0
+        out[-1].append(item)
+        used += weight
+    return out
 
 
 def prefix_end(prefix: str) -> str:

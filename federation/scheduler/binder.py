@@ -7,7 +7,9 @@ overwritten blindly: a batch that loses a race is re-read and retried key by key
 the eviction tasks failover added.
 
 Why batches: one etcd transaction of ~100 puts costs about as much as one put, so a cycle
-that admits thousands of jobs writes them in tens of round trips, not thousands. Why a few
+that admits thousands of jobs writes them in tens of round trips, not thousands. A batch
+also stays under etcd's request limit (`store.batches`): a Binding of a service on
+hundreds of members runs to tens of KB. Why a few
 in flight at once: each transaction then waits mostly for its round trip and etcd's commit,
 and etcd commits concurrent proposals together; the batches touch distinct keys, so their
 order does not matter - except where a cycle made room: a preemption or reclaim victim's
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from federation import errors
 from federation.registry import codec, keys
@@ -149,7 +152,7 @@ class Binder:
 
     async def _write(self, bindings: Sequence[Binding], report: WriteReport) -> None:
         ops = self._ops(bindings, report)
-        chunks = [ops[i : i + self.batch] for i in range(0, len(ops), self.batch)]
+        chunks = st.batches(ops, itemgetter(4), most=self.batch)
         slots = asyncio.Semaphore(self.in_flight)
         if len(chunks) == 1:
             await self._commit(chunks[0], report, slots)

@@ -12,7 +12,7 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.scheduler import binder
-from policies.models.binding import Binding, BindingStatus
+from policies.models.binding import Binding, BindingStatus, ClusterVerdict, TargetCluster
 from tests.unit.scheduler.fleet import NOW, FailingCommits, evicted
 from tests.unit.scheduler.fleet import bound as binding
 
@@ -34,6 +34,33 @@ async def test_many_bindings_are_written_in_few_transactions(
     listed = await typed.list(keys.prefix("bindings") + namespace + "/")
     assert len(listed.items) == 250
     assert listed.items[0].obj.spec.clusters[0].name == "a"
+
+
+async def test_bindings_of_services_on_hundreds_of_members_fit_etcds_request_limit(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """A service duplicated on 200 members has a Binding of some 37 KB (a target and a
+    verdict per member). Sixty of them in one transaction of 100 Bindings passed etcd's
+    1.5 MiB request limit: the write was refused whole, and so was every cycle after."""
+    members = [TargetCluster(name=f"member-{i:04d}", replicas=2) for i in range(200)]
+    scores = {"cost": 40, "binpack": 10, "locality": 100, "affinity": 100}
+    verdicts = [
+        ClusterVerdict(cluster=m.name, verdict="ok", score=63, scores=scores, selected=True)
+        for m in members
+    ]
+    wide = []
+    for i in range(60):
+        one = binding(namespace, f"agent-{i}")
+        spec = one.spec.model_copy(update={"clusters": members, "explanation": verdicts})
+        wide.append(one.model_copy(update={"spec": spec}))
+    writer = binder.Binder(etcd_store, batch=100)
+
+    report = await writer.write(wide)
+
+    assert report.written == 60 and report.transactions > 1
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    listed = await typed.list(keys.prefix("bindings") + namespace + "/")
+    assert len(listed.items) == 60 and len(listed.items[0].obj.spec.clusters) == 200
 
 
 async def test_only_changed_bindings_are_rewritten(etcd_store: EtcdStore, namespace: str) -> None:
