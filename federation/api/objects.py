@@ -20,11 +20,13 @@ block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from aiohttp import web
@@ -49,6 +51,12 @@ REDACTED = "<redacted>"
 
 Admit = Callable[[web.Request, KubeObject], None]
 """Raises (e.g. 403) unless the caller may write the object; checked per apply document."""
+
+
+_READS = 64
+"""Registry reads an apply has in flight at once."""
+_WRITES = 100
+"""Objects per transaction of an apply: under etcd's default `--max-txn-ops` (128)."""
 
 
 def _strip(obj: KubeObject) -> dict[str, Any]:
@@ -357,49 +365,103 @@ class ObjectsApi:
         )
 
     async def apply(self, request: web.Request) -> web.Response:
-        """Create or update every document; report created / configured / unchanged each."""
+        """Create or update every document; report created / configured / unchanged each.
+
+        The documents are read at once and written in batched transactions (`_write_all`):
+        one at a time, read then write, a sweep of 10,000 Jobs ran past the request's 30 s
+        with a quarter of them stored, and the client could not tell which."""
         models = [self._placed(request, m) for m in await self._body(request)]
         if self.admit is not None:
             for obj in models:
                 self.admit(request, obj)  # every document is allowed before any is stored
         await self._check_queue_tree(models)
         given: dict[str, KubeObject] = {}
-        read: dict[str, codec.Stored[KubeObject] | None] = {}
         for obj in models:  # every clash refused before anything is written
-            key = objects.key_for(obj)
-            _same_group(given.setdefault(key, obj), obj)
-            if key not in read:
-                read[key] = await self.objects.get(key)
-            current = read[key]
+            _same_group(given.setdefault(objects.key_for(obj), obj), obj)
+        once = len(given) == len(models)
+        read = await self._read_all(list(given)) if once else {}
+        for key, current in read.items():
             if current is not None:
-                _same_group(current.obj, obj)
-        results = []
-        for given_obj in models:
+                _same_group(current.obj, given[key])
+        if once:
+            outcomes = await self._write_all(models, read)
+        else:  # a key given twice: each write reads what the one before it left
+            outcomes = [await self._write_one(obj) for obj in models]
+        results = [
+            {
+                "kind": obj.kind,
+                "apiVersion": obj.api_version,
+                "namespace": obj.metadata.namespace,
+                "name": obj.metadata.name,
+                "result": outcome,
+            }
+            for obj, outcome in zip(models, outcomes, strict=True)
+        ]
+        return web.json_response({"results": results})
+
+    async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
+        """Every key's stored object, read concurrently (at most `_READS` at a time)."""
+        slots = asyncio.Semaphore(_READS)
+
+        async def one(key: str) -> codec.Stored[KubeObject] | None:
+            async with slots:
+                return await self.objects.get(key)
+
+        return dict(zip(keys_, await asyncio.gather(*(one(k) for k in keys_)), strict=True))
+
+    async def _write_all(
+        self, models: list[KubeObject], read: dict[str, codec.Stored[KubeObject] | None]
+    ) -> list[str]:
+        """Each document's outcome, its create or update written with others in
+        transactions of at most 100 operations and 1 MiB (`store.batches`). A transaction
+        that loses a race (another writer changed one of its objects since it was read)
+        is written again object by object, so each object's outcome is its own."""
+        outcomes: list[str] = []
+        writes: list[tuple[int, KubeObject, st.Op]] = []
+        for index, given_obj in enumerate(models):
             key = objects.key_for(given_obj)
-            # Read once above; a key given twice is read again, after its first write.
-            current = read.pop(key) if key in read else await self.objects.get(key)
+            current = read[key]
             obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
             if current is None:
-                with _naming(obj):
-                    await self.objects.create(key, self._fresh(obj))
-                outcome = "created"
+                outcomes.append("created")
+                writes.append((index, obj, self.objects.create_op(key, self._fresh(obj))))
             elif _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
-                outcome = "unchanged"
+                outcomes.append("unchanged")
             else:
+                outcomes.append("configured")
                 new = self._successor(current.obj, obj)
-                with _naming(obj):
-                    await self.objects.update(key, new, revision=current.revision)
-                outcome = "configured"
-            results.append(
-                {
-                    "kind": obj.kind,
-                    "apiVersion": obj.api_version,
-                    "namespace": obj.metadata.namespace,
-                    "name": obj.metadata.name,
-                    "result": outcome,
-                }
-            )
-        return web.json_response({"results": results})
+                writes.append(
+                    (index, obj, self.objects.update_op(key, new, revision=current.revision))
+                )
+        for batch in st.batches(writes, itemgetter(2), most=_WRITES):
+            try:
+                if len(batch) == 1:
+                    with _naming(batch[0][1]):
+                        await self.objects.store.commit([batch[0][2]])
+                else:
+                    await self.objects.store.commit([op for _, _, op in batch])
+            except (errors.Conflict, errors.AlreadyExists, errors.NotFound, errors.TooLarge):
+                for index, _, _ in batch:
+                    outcomes[index] = await self._write_one(models[index])
+        return outcomes
+
+    async def _write_one(self, given_obj: KubeObject) -> str:
+        """One document read and written on its own; its outcome."""
+        key = objects.key_for(given_obj)
+        current = await self.objects.get(key)
+        if current is not None:
+            _same_group(current.obj, given_obj)
+        obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
+        if current is None:
+            with _naming(obj):
+                await self.objects.create(key, self._fresh(obj))
+            return "created"
+        if _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
+            return "unchanged"
+        new = self._successor(current.obj, obj)
+        with _naming(obj):
+            await self.objects.update(key, new, revision=current.revision)
+        return "configured"
 
     async def _check_queue_tree(self, body: list[KubeObject], *, removed: str = "") -> None:
         """Refuse a write that breaks the queue tree (module doc); a no-op without queues."""
