@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import aiohttp
+import tenacity
 
 from federation import errors
 
@@ -82,6 +83,38 @@ class ApiClient:
         assert self._session is not None, "use ApiClient as an async context manager"
         url = self.server + (path if path.startswith("/") else f"{API}/{path}")
         data = text if text is not None else (json.dumps(body) if body is not None else None)
+        # A refusal for the client's rate (429) is waited out as the server says
+        # (`Retry-After`): `delete -f` of a sweep sends requests several at a time.
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(_Throttled),
+            wait=_retry_after,
+            stop=tenacity.stop_after_delay(_THROTTLED_FOR),
+            reraise=True,
+        )
+        answer: Any = None
+        async for attempt in retrying:
+            with attempt:
+                answer = await self._once(
+                    method,
+                    url,
+                    data=data,
+                    params=params,
+                    content_type=content_type,
+                    allow_missing=allow_missing,
+                )
+        return answer
+
+    async def _once(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: str | None,
+        params: dict[str, str] | None,
+        content_type: str,
+        allow_missing: bool,
+    ) -> Any:
+        assert self._session is not None
         # As a stream: aiohttp writes a large str or bytes body in one go, blocking the
         # event loop (and warns so) for an apply of a ConfigMap of a megabyte or more.
         stream = io.BytesIO(data.encode()) if data is not None else None
@@ -103,6 +136,16 @@ class ApiClient:
                         " prints an admin token and writes it to .fedctl/tokens.yaml)"
                     )
                     raise ApiError(401, error.reason, f"{error}; {hint}", error.details)
+                if resp.status == 429:
+                    error = _api_error(resp.status, payload)
+                    wait = resp.headers.get("Retry-After", "")
+                    raise _Throttled(
+                        error.code,
+                        error.reason,
+                        str(error),
+                        error.details,
+                        retry_after=float(wait) if wait.isdigit() else 1.0,
+                    )
                 if resp.status >= 400:
                     raise _api_error(resp.status, payload)
                 return json.loads(payload) if payload else None
@@ -116,6 +159,31 @@ class ApiClient:
             raise errors.Unavailable(
                 f"fedctl controller at {self.server} did not answer in time", endpoint=self.server
             ) from exc
+
+
+_THROTTLED_FOR = 60.0
+"""Seconds a request refused for the client's rate (429) is tried again for."""
+
+
+class _Throttled(ApiError):
+    """429: the server asks the client to slow down for `retry_after` seconds."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any],
+        *,
+        retry_after: float,
+    ) -> None:
+        super().__init__(code, reason, message, details)
+        self.retry_after = retry_after
+
+
+def _retry_after(state: tenacity.RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return min(exc.retry_after, 10.0) if isinstance(exc, _Throttled) else 1.0
 
 
 def _warning_text(header: str) -> str:

@@ -14,6 +14,7 @@ Errors name objects as the user does, never by registry key.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import difflib
 import json
@@ -432,11 +433,7 @@ async def _delete(args: argparse.Namespace) -> int:
 
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
-            for model in _load(args.filename):
-                label = _label(model.kind, model.api_version, model.metadata.name)
-                await _delete_at(api, _path(objects.resource_for_kind(model), model), label)
-                print(f"{label} deleted")
-            return 0
+            return await _delete_all(api, _load(args.filename))
         if not (args.kind and args.name):
             print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
             return 2
@@ -459,6 +456,45 @@ async def _delete(args: argparse.Namespace) -> int:
         await _delete_at(api, path, f'{res.plural} "{shown}"')
         print(f"{label} deleted")
     return 0
+
+
+_DELETES = 16
+"""DELETE requests `delete -f` has in flight at once."""
+
+
+async def _delete_all(api: Any, models: list[Any]) -> int:
+    """Delete every object of the files, `_DELETES` requests at a time, reported in file
+    order as they finish. One at a time, a sweep of 10,000 Jobs took three minutes. One not
+    found is reported and the rest still deleted (exit status 1), as kubectl does; any
+    other refusal stops the rest."""
+    from federation.registry import objects
+
+    slots = asyncio.Semaphore(_DELETES)
+
+    async def one(model: Any) -> tuple[str, errors.NotFound | None]:
+        label = _label(model.kind, model.api_version, model.metadata.name)
+        async with slots:
+            try:
+                await _delete_at(api, _path(objects.resource_for_kind(model), model), label)
+            except errors.NotFound as exc:
+                return label, exc
+        return label, None
+
+    tasks = [asyncio.ensure_future(one(m)) for m in models]
+    missing = 0
+    try:
+        for task in tasks:
+            label, exc = await task
+            if exc is None:
+                print(f"{label} deleted")
+            else:
+                print(f"fedctl: {exc}", file=sys.stderr)
+                missing += 1
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return 1 if missing else 0
 
 
 async def _delete_at(api: Any, path: str, what: str) -> None:
