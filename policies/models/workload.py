@@ -480,7 +480,16 @@ def _typed(value: Any, expected: type, at: tuple[PathPart, ...]) -> Any:
     return value
 
 
+_INT32_MAX = 2**31 - 1
+"""Kubernetes counts (replicas, parallelism, completions) are int32: an apiserver refuses
+more, and past 2^53 the scheduler's float arithmetic could not tell two counts apart."""
+
+
 def _count(value: Any, at: tuple[PathPart, ...], *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise WorkloadError(f"expected an integer of at least {minimum}, got {value!r}", at=at)
+    if value > _INT32_MAX:
+        raise WorkloadError(
+            f"expected at most {_INT32_MAX} (Kubernetes counts are int32), got {value}", at=at
+        )
     return value

@@ -1071,6 +1071,15 @@ def with_spec(base: dict[str, Any], **spec: Any) -> dict[str, Any]:
             id="replicas as a word",
         ),
         pytest.param(
+            with_spec(DEPLOYMENT, replicas=10**23),
+            (
+                "spec.replicas",
+                "expected at most 2147483647 (Kubernetes counts are int32), got"
+                " 100000000000000000000000",
+            ),
+            id="replicas past int32 (the division's float arithmetic ran for ever)",
+        ),
+        pytest.param(
             with_spec(DEPLOYMENT, template=pod_template(container({"memory": "12GB"}))),
             (
                 "spec.template.spec.containers.0.resources.requests.memory",
