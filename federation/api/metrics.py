@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+import tenacity
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -34,6 +35,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.binding import Binding
@@ -60,6 +62,26 @@ class RegistryCache:
             tasks.create_task(self._follow(store, "bindings"))
 
     async def _follow(self, store: st.Store, kind: str) -> None:
+        """List and watch `kind`, again after the registry was away.
+
+        Every replica runs this from its start, leading or not: a replica started while
+        etcd restarts found the list refused past the store's own retries, and the error
+        stopped the whole process. The watch itself rides out an etcd restart."""
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(errors.RetryableError),
+            wait=tenacity.wait_random_exponential(multiplier=0.2, max=5.0),
+            before_sleep=lambda state: log.warning(
+                "metrics: %s not followed yet: %s",
+                kind,
+                state.outcome and state.outcome.exception(),
+            ),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await self._list_and_watch(store, kind)
+
+    async def _list_and_watch(self, store: st.Store, kind: str) -> None:
         model: Any = ClusterStatus if kind == "clusterstatus" else Binding
         typed: codec.TypedStore[Any] = codec.TypedStore(store, codec.Codec(model))
         prefix = keys.prefix(kind)

@@ -8,8 +8,10 @@ import datetime as dt
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from federation import errors
 from federation.api import metrics as metrics_mod
 from federation.registry import codec, keys
+from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.resources import ResourceList
 from policies.models.base import ObjectMeta
@@ -120,3 +122,33 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
         cache.cancel()
         with pytest.raises(asyncio.CancelledError):
             await cache
+
+
+class _Away(MemoryStore):
+    """A registry whose first `failures` lists fail as an etcd restart makes them fail."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def list(self, prefix: str) -> st.ListResult:
+        if self.failures > 0:
+            self.failures -= 1
+            raise errors.Unavailable("etcd at test: unavailable: connection refused")
+        return await super().list(prefix)
+
+
+async def test_the_cache_lists_again_when_the_registry_was_away_at_start() -> None:
+    """A replica started while etcd restarted: the first lists fail. Before, the error
+    ended the cache and the supervisor stopped the whole controller; now it lists again."""
+    store = _Away(failures=3)
+    await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+        keys.cluster_status_key("eu"), status(ready=True)
+    )
+    m = metrics_mod.Metrics()
+    cache = asyncio.create_task(m.cache.run(store))
+    try:
+        await wait_for(lambda: "eu" in m.cache.statuses, timeout=20, message="listed again")
+        assert store.failures == 0 and not cache.done()
+    finally:
+        cache.cancel()
