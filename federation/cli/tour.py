@@ -283,6 +283,10 @@ class Tour:
         self.heading(n, "Submit a burst of jobs to two department queues")
         await self.wait("every member cluster Ready", self._clusters_ready, timeout=60)
         await self._forget_previous_tour()
+        # The examples were just applied: until the scheduler has decided them, the queue
+        # reads empty even though llm-finetune is about to take its GPUs.
+        research = [r for r in await self.workloads() if r.startswith("ml-research/")]
+        await self.wait("the examples in ml-research decided", self._decided(research), timeout=60)
         if not await self._research_gpus_free():
             self.note(
                 "the example llm-finetune still holds ml-research's GPUs; waiting for it to"
