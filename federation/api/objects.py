@@ -378,12 +378,11 @@ class ObjectsApi:
         given: dict[str, KubeObject] = {}
         for obj in models:  # every clash refused before anything is written
             _same_group(given.setdefault(objects.key_for(obj), obj), obj)
-        once = len(given) == len(models)
-        read = await self._read_all(list(given)) if once else {}
+        read = await self._read_all(list(given))
         for key, current in read.items():
             if current is not None:
                 _same_group(current.obj, given[key])
-        if once:
+        if len(given) == len(models):
             outcomes = await self._write_all(models, read)
         else:  # a key given twice: each write reads what the one before it left
             outcomes = [await self._write_one(obj) for obj in models]
@@ -414,54 +413,42 @@ class ObjectsApi:
     ) -> list[str]:
         """Each document's outcome, its create or update written with others in
         transactions of at most 100 operations and 1 MiB (`store.batches`). A transaction
-        that loses a race (another writer changed one of its objects since it was read)
-        is written again object by object, so each object's outcome is its own."""
-        outcomes: list[str] = []
-        writes: list[tuple[int, KubeObject, st.Op]] = []
-        for index, given_obj in enumerate(models):
-            key = objects.key_for(given_obj)
-            current = read[key]
-            obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
-            if current is None:
-                outcomes.append("created")
-                writes.append((index, obj, self.objects.create_op(key, self._fresh(obj))))
-            elif _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
-                outcomes.append("unchanged")
-            else:
-                outcomes.append("configured")
-                new = self._successor(current.obj, obj)
-                writes.append(
-                    (index, obj, self.objects.update_op(key, new, revision=current.revision))
-                )
-        for batch in st.batches(writes, itemgetter(2), most=_WRITES):
+        refused (another writer changed one of its objects since it was read, or one of
+        them is too large) is written again object by object, so each outcome, and each
+        error, is its own object's."""
+        decided = [self._decide(obj, read[objects.key_for(obj)]) for obj in models]
+        outcomes = [outcome for outcome, _ in decided]
+        writes = [(i, op) for i, (_, op) in enumerate(decided) if op is not None]
+        for batch in st.batches(writes, itemgetter(1), most=_WRITES):
             try:
-                if len(batch) == 1:
-                    with _naming(batch[0][1]):
-                        await self.objects.store.commit([batch[0][2]])
-                else:
-                    await self.objects.store.commit([op for _, _, op in batch])
+                await self.objects.store.commit([op for _, op in batch])
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound, errors.TooLarge):
-                for index, _, _ in batch:
+                for index, _ in batch:
                     outcomes[index] = await self._write_one(models[index])
         return outcomes
 
     async def _write_one(self, given_obj: KubeObject) -> str:
         """One document read and written on its own; its outcome."""
+        current = await self.objects.get(objects.key_for(given_obj))
+        outcome, op = self._decide(given_obj, current)
+        if op is not None:
+            with _naming(given_obj):
+                await self.objects.store.commit([op])
+        return outcome
+
+    def _decide(
+        self, given_obj: KubeObject, current: codec.Stored[KubeObject] | None
+    ) -> tuple[str, st.Op | None]:
+        """What applying one document over what is stored does: its outcome and the
+        write (None when unchanged)."""
         key = objects.key_for(given_obj)
-        current = await self.objects.get(key)
-        if current is not None:
-            _same_group(current.obj, given_obj)
         obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
         if current is None:
-            with _naming(obj):
-                await self.objects.create(key, self._fresh(obj))
-            return "created"
+            return "created", self.objects.create_op(key, self._fresh(obj))
         if _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
-            return "unchanged"
+            return "unchanged", None
         new = self._successor(current.obj, obj)
-        with _naming(obj):
-            await self.objects.update(key, new, revision=current.revision)
-        return "configured"
+        return "configured", self.objects.update_op(key, new, revision=current.revision)
 
     async def _check_queue_tree(self, body: list[KubeObject], *, removed: str = "") -> None:
         """Refuse a write that breaks the queue tree (module doc); a no-op without queues."""
