@@ -42,6 +42,7 @@ from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.queue import Queue, hierarchy_problems
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = ["ObjectsApi"]
 
@@ -353,7 +354,19 @@ class ObjectsApi:
         listed = await codec.TypedStore(self.raw, codec.Codec(Binding)).list(
             keys.prefix("bindings")
         )
-        mine = [b.obj for b in listed.items if b.obj.spec.queue == name]
+        results = await codec.TypedStore(self.raw, codec.Codec(WorkloadStatus)).list(
+            keys.prefix("workloadstatus")
+        )
+        # A finished Job keeps its Scheduled Binding but holds nothing any more; the
+        # queue listing does not count it, nor may this warning.
+        finished = {
+            keys.parse_workload_key(r.key) for r in results.items if r.obj.phase in FINISHED_PHASES
+        }
+        mine = [
+            b.obj
+            for b in listed.items
+            if b.obj.spec.queue == name and keys.parse_workload_key(b.key) not in finished
+        ]
         admitted = sum(1 for b in mine if b.status.phase == "Scheduled")
         waiting = len(mine) - admitted
         if not mine:

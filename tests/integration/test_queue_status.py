@@ -248,7 +248,7 @@ async def test_deleting_a_queue_that_work_still_names_warns_what_it_leaves(
     for name in ("qa", "qb"):
         await objs.put(objects.key_for(fleet.queue(name)), fleet.queue(name))
     bindings = codec.TypedStore(store, codec.Codec(Binding))
-    for name, phase in (("running", "Scheduled"), ("waiting", "Pending")):
+    for name, phase in (("running", "Scheduled"), ("waiting", "Pending"), ("done", "Scheduled")):
         binding = Binding.model_validate(
             {
                 "metadata": {"name": name, "namespace": "team"},
@@ -266,6 +266,11 @@ async def test_deleting_a_queue_that_work_still_names_warns_what_it_leaves(
             }
         )
         await bindings.put(keys.binding_key(binder.binding_ref(binding)), binding)
+    # A finished Job keeps its Scheduled Binding, but holds nothing: not "admitted".
+    done = WorkloadStatus(workload=binding.spec.workload, phase="Succeeded", succeeded=1)
+    await codec.TypedStore(store, codec.Codec(WorkloadStatus)).put(
+        keys.workload_status_key(binder.binding_ref(binding)), done
+    )
     async with api_server(store) as server:
         code = await asyncio.to_thread(main.main, ["delete", "queue", "qa", "--server", server])
         captured = capsys.readouterr()
