@@ -11,6 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from federation import errors
 from federation.registry import keys
 from federation.settings import EtcdSettings
 
@@ -35,15 +36,31 @@ def endpoints(args: argparse.Namespace) -> EtcdSettings:
 
 
 async def connect(args: argparse.Namespace) -> EtcdStore:
-    """A connected store for the commands that write the registry directly (drill,
-    rebalance): the global `--etcd` endpoints, the rest (TLS, timeouts) from FEDCTL_ETCD__*."""
+    """A connected store for the commands that use the registry directly (drill,
+    rebalance, registry dump): the global `--etcd` endpoints, the rest (TLS, timeouts)
+    from FEDCTL_ETCD__*."""
     from federation import settings as settings_mod
     from federation.registry.etcd import EtcdStore  # grpc is slow to import; only when used
 
     settings = settings_mod.from_env(etcd={"endpoints": list(endpoints(args).endpoints)})
     store = EtcdStore(settings.etcd)
-    await store.connect()
+    await _connect(store)
     return store
+
+
+async def _connect(store: EtcdStore) -> None:
+    """Connect, saying where the URL comes from when etcd does not answer: after `fedctl
+    up` a user has FEDCTL_SERVER set, which these commands do not use, and met only
+    "etcd at http://127.0.0.1:2379 did not answer"."""
+    try:
+        await store.connect()
+    except errors.Unavailable as exc:
+        await store.close()
+        raise errors.Unavailable(
+            f"{exc}: this command reads the registry directly, not through the API;"
+            " point --etcd or FEDCTL_ETCD at it (fedctl up prints its URL)",
+            endpoint=exc.endpoint,
+        ) from exc
 
 
 def _decode(value: bytes) -> Any:
@@ -54,11 +71,8 @@ def _decode(value: bytes) -> Any:
 
 
 async def _dump(args: argparse.Namespace) -> int:
-    from federation.registry.etcd import EtcdStore  # grpc is slow to import; only when used
-
-    store = EtcdStore(endpoints(args))
+    store = await connect(args)
     try:
-        await store.connect()
         result = await store.list(args.prefix)
     finally:
         await store.close()

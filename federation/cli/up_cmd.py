@@ -225,6 +225,7 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
         f"\nTry:\n"
         f"  export FEDCTL_SERVER={server}\n"
         f"  export FEDCTL_TOKEN={token}\n"
+        f"  export FEDCTL_ETCD={etcd_url} KUBECONFIG={kubeconfig}  # drill, registry\n"
         f"  fedctl get clusters\n"
         f"  fedctl get queues\n"
         f"  kubectl --kubeconfig {kubeconfig} get nodes --context us-east-a100\n"
