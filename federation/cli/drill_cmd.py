@@ -43,7 +43,11 @@ def register(sub: Any) -> None:
         default="down",
         help="all but taint need a simulated member's fault API (see --kubeconfig)",
     )
-    run.add_argument("--duration", default="60s", help="how long the fault lasts (e.g. 60s)")
+    # 90 s: with the default settings a dead member is NotReady after 30-40 s and its work
+    # moves 30 s later, so a 60 s fault often healed just before anything moved.
+    run.add_argument(
+        "--duration", default="90s", help="how long the fault lasts (default %(default)s)"
+    )
     run.add_argument("--settle", default="60s", help="how long to watch after healing")
     run.add_argument("--report", type=Path, help="directory for report.json/.md/.svg")
     run.add_argument(

@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 Action = Callable[[], Awaitable[None]]
+_LOSES_MEMBER = frozenset({"down", "blackhole"})
+"""Faults the controller must notice by itself; the taint is its own detection."""
 _MAX_SECONDS = 3600.0
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -222,6 +224,7 @@ def markdown(report: Report) -> str:
         f"{_s(report.healed_at)}.",
         "",
         *([f"**Stopped early:** {report.error}", ""] if report.error else []),
+        *_undetected(report),
         "| measure | value |",
         "|---|---|",
         f"| time to detect | {_s(report.detect)} |",
@@ -243,6 +246,23 @@ def markdown(report: Report) -> str:
         lines += ["", "## Not placed", ""]
         lines += [f"- {name}: {reason}" for name, reason in sorted(report.shortfall.items())]
     return "\n".join(lines) + "\n"
+
+
+def _undetected(report: Report) -> list[str]:
+    """Why a dead member's drill measured nothing, when the fault ended before the
+    controller could notice: a `down` drill of 30 s reports only dashes otherwise, which
+    reads like failover not working."""
+    if report.detect is not None or report.error or report.fault not in _LOSES_MEMBER:
+        return []
+    return [
+        f"**Not detected:** the controller never marked `{report.cluster}` NotReady while"
+        f" the fault lasted ({report.duration:g}s). It does so after"
+        " FEDCTL_MONITOR__FAILURE_THRESHOLD seconds of uninterrupted failure (30 by"
+        " default, plus up to a probe period) and moves work after a further"
+        " FEDCTL_FAILOVER__EVICTION_GRACE (30): hold the fault longer than both, for"
+        " example `--duration 90s`.",
+        "",
+    ]
 
 
 def svg(report: Report, *, width: int = 800, row: int = 14) -> str:

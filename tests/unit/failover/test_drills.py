@@ -175,3 +175,24 @@ def test_the_outcome_of_one_workload_says_what_happened_to_it(
     r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
     assert [w.outcome for w in r.workloads] == [outcome]
     assert r.affected == (0 if outcome.startswith(("stayed", "finished")) else 1)
+
+
+@pytest.mark.parametrize(
+    ("fault", "noted"), [("down", True), ("blackhole", True), ("taint", False)]
+)
+def test_a_fault_over_before_the_controller_noticed_says_why_nothing_was_measured(
+    fault: str, noted: bool
+) -> None:
+    """A 20 s `down` ends before the 30 s failure threshold: the report explains its dashes
+    and names the settings, instead of reading like a failover that never came."""
+    quiet = timeline((0, False, {"web": ON_A}), (5, False, {"web": ON_A}))
+    r = drills.Report(id="d1", cluster="a", fault=fault, started="t", duration=20)
+    r = drills.summarise(quiet, report=r, fault_at=1, healed_at=21)
+    md = drills.markdown(r)
+    assert r.detect is None
+    assert ("**Not detected:**" in md) is noted
+    if noted:
+        assert "never marked `a` NotReady while the fault lasted (20s)" in md
+        assert "FEDCTL_MONITOR__FAILURE_THRESHOLD" in md and "--duration 90s" in md
+    detected = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11)
+    assert "Not detected" not in drills.markdown(detected)
