@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -373,6 +374,37 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     expect(card.locator('[data-verdict-cluster="us-east-a100"]')).to_contain_text(
         "ClusterAffinity: not in clusterNames"
     )
+
+
+def test_workloads_follow_a_binding_while_others_change_without_pause(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    """A sweep keeps the scheduler writing Bindings without a pause. The view re-lists at
+    most a few times a second while that lasts, instead of waiting for a quiet moment that
+    never comes (each event used to put the re-list off again)."""
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="web/storefront"]')
+    expect(card.locator(".phase")).to_have_text("not scheduled")
+    busy = keys.binding_key(keys.WorkloadRef("team", "Job.batch", "busy"))
+    stop = threading.Event()
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            stack.call(lambda n=n: bindings.put(busy, queued("busy", "web", "Pending", f"{n}")))
+            stop.wait(0.04)
+
+    writer = threading.Thread(target=churn, daemon=True)
+    writer.start()
+    try:
+        stack.call(lambda: bindings.put(BINDING_KEY, binding("Pending", reason="mid-sweep")))
+        expect(card.locator(".reason")).to_have_text("mid-sweep", timeout=4000)
+        assert writer.is_alive(), "the writes stopped before the view was checked"
+    finally:
+        stop.set()
+        writer.join(10)
+        stack.call(lambda: bindings.delete(busy))
 
 
 @pytest.fixture
