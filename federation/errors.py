@@ -94,6 +94,13 @@ class TooLarge(PermanentError):
     1.5 MiB by default): the object, or the transaction carrying it, must shrink."""
 
 
+class RegistryFull(PermanentError):
+    """etcd is past its storage quota (`--quota-backend-bytes`) and refuses every write
+    until its history is compacted and defragmented and its NOSPACE alarm disarmed. Not
+    `TooLarge`, though etcd answers both with RESOURCE_EXHAUSTED: no object is too big,
+    and shrinking one would not help."""
+
+
 class Compacted(PermanentError):
     """A watch asked to start before the oldest revision etcd still keeps."""
 

@@ -6,6 +6,7 @@ a code, a reason and a message they recognise.
     errors.AlreadyExists  → 409 AlreadyExists
     errors.Conflict       → 409 Conflict (stale resourceVersion)
     errors.TooLarge       → 413 RequestEntityTooLarge (past etcd's request size limit)
+    errors.RegistryFull   → 507 InsufficientStorage (etcd past its storage quota)
     errors.Fenced         → 503 ServiceUnavailable (this replica is not the leader)
     errors.Unavailable    → 503 ServiceUnavailable (etcd unreachable)
 """
@@ -57,6 +58,8 @@ def _translate(exc: errors.FedctlError) -> web.Response:
         )
     if isinstance(exc, errors.TooLarge):
         return status_response(413, "RequestEntityTooLarge", str(exc))
+    if isinstance(exc, errors.RegistryFull):
+        return status_response(507, "InsufficientStorage", str(exc))
     if isinstance(exc, errors.Fenced | errors.Unavailable):
         return status_response(503, "ServiceUnavailable", str(exc))
     return status_response(500, "InternalError", str(exc))

@@ -8,7 +8,10 @@ an etcd restart with nothing lost.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
+import logging
 import os
 import shutil
 import signal
@@ -17,10 +20,13 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from federation import clock, errors
 
 __all__ = ["EmbeddedEtcd", "etcd_binary", "free_port"]
+
+log = logging.getLogger(__name__)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -49,6 +55,8 @@ class EmbeddedEtcd:
     peer_port: int = 0
     host: str = "127.0.0.1"
     max_txn_ops: int = 1024
+    quota_backend_bytes: int = 0
+    """etcd's storage quota; 0 keeps its default (2 GiB)."""
     log_file: Path | None = None
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _own_dir: bool = field(default=False, init=False, repr=False)
@@ -81,15 +89,61 @@ class EmbeddedEtcd:
             "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"fedctl={peer}",
             "--max-txn-ops", str(self.max_txn_ops),
+            # History older than an hour is dropped, as in the deploy overlays: a `fedctl
+            # up` left running keeps every revision otherwise (about 12 KiB per Job run),
+            # and past the quota etcd refuses every write.
+            "--auto-compaction-mode", "periodic",
+            "--auto-compaction-retention", "1h",
             "--log-level", "warn",
             "--logger", "zap",
         ]  # fmt: skip
+        if self.quota_backend_bytes:
+            args += ["--quota-backend-bytes", str(self.quota_backend_bytes)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD")}
         with log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
         self._wait_ready(timeout)
+        self._free_space()
+
+    def _free_space(self) -> None:
+        """Make a data directory an earlier run left past the quota writable again.
+
+        etcd then refuses every write (NOSPACE) until its history is compacted and
+        defragmented and the alarm disarmed; `fedctl up` on such a directory came up with
+        a registry that took nothing. Only old revisions go: every key keeps its value."""
+        alarms = self._gateway("/v3/maintenance/alarm", {"action": "GET"}).get("alarms", [])
+        full = [a for a in alarms if a.get("alarm") == "NOSPACE"]
+        if not full:
+            return
+        everything = base64.b64encode(b"\0").decode()
+        header = self._gateway("/v3/kv/range", {"key": everything, "count_only": True})["header"]
+        with contextlib.suppress(OSError):  # already compacted up to here: nothing to drop
+            self._gateway("/v3/kv/compaction", {"revision": header["revision"], "physical": True})
+        self._gateway("/v3/maintenance/defragment", {})
+        for alarm in full:
+            self._gateway(
+                "/v3/maintenance/alarm",
+                {"action": "DEACTIVATE", "memberID": alarm["memberID"], "alarm": "NOSPACE"},
+            )
+        log.warning(
+            "etcd at %s was past its storage quota (NOSPACE): compacted its history up to"
+            " revision %s and defragmented it; every key kept its value",
+            self.url,
+            header["revision"],
+        )
+
+    def _gateway(self, path: str, body: dict[str, object]) -> dict[str, Any]:
+        """One call to etcd's JSON gateway (no gRPC client before an event loop runs)."""
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            answer: dict[str, Any] = json.loads(resp.read())
+        return answer
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = clock.real.monotonic() + timeout
@@ -113,7 +167,9 @@ class EmbeddedEtcd:
         import urllib.request
 
         try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=1) as resp:
+            # A full etcd (NOSPACE) is unhealthy to /health but serves reads, and start()
+            # then frees it: ready all the same.
+            with urllib.request.urlopen(f"{self.url}/health?exclude=NOSPACE", timeout=1) as resp:
                 return b'"health":"true"' in resp.read()
         except OSError:
             return False

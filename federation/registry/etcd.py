@@ -13,6 +13,7 @@ capped backoff and resume from the last delivered revision + 1: a revision's eve
 arrive in one response, so nothing is lost or repeated across an etcd restart.
 
     grpc.aio.AioRpcError ──► errors.Unavailable (retryable)   UNAVAILABLE, DEADLINE_EXCEEDED
+                         ├─► errors.RegistryFull (permanent)  past etcd's storage quota
                          ├─► errors.TooLarge (permanent)      past etcd's request size limit
                          └─► errors.FedctlError (permanent)   anything else, with etcd's words
 """
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _PAGE = 1000
+_NO_SPACE = "database space exceeded"
+"""etcd's words (ErrGRPCNoSpace) for a write refused because it is past its quota."""
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
     ("grpc.max_send_message_length", 16 * 1024 * 1024),
@@ -131,6 +134,13 @@ class EtcdStore:
             return errors.Unavailable(
                 f"etcd at {self._endpoint}: {code.name.lower()}: {exc.details()}",
                 endpoint=self._endpoint,
+            )
+        if _NO_SPACE in (exc.details() or ""):
+            return errors.RegistryFull(
+                f"etcd at {self._endpoint} is out of space ({exc.details()}): it takes no"
+                " writes until its history is compacted and defragmented and its NOSPACE"
+                " alarm disarmed (etcdctl compact, defrag, alarm disarm), or its"
+                " --quota-backend-bytes raised"
             )
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED or "request is too large" in (
             exc.details() or ""

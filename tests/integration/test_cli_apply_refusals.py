@@ -10,14 +10,17 @@ controller older than the client, which refuses a field it does not know yet.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from federation import errors
 from federation.api import app as api_app
-from federation.registry import embedded
+from federation.registry import embedded, keys
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
@@ -242,3 +245,40 @@ async def test_an_object_too_large_for_etcd_is_refused_by_name_as_too_large(
     assert "refused the write as too large for one request" in err, err
     assert await fedctl(server, "get", "workloads", "-n", "web") == 0
     assert "huge" not in capsys.readouterr().out  # nothing was stored
+
+
+async def test_a_full_registry_is_reported_as_out_of_space_not_as_a_large_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """etcd past its storage quota answers every write with RESOURCE_EXHAUSTED, as it
+    answers a request past its size limit. A one-line ConfigMap was refused as "too large
+    for one request", which sends the user to shrink the wrong thing. Now 507, saying the
+    registry is out of space and what frees it."""
+    server = embedded.EmbeddedEtcd(quota_backend_bytes=16 * 1024 * 1024)
+    server.start()
+    store = EtcdStore(etcd_settings(server.url))
+    try:
+        await store.connect()
+        with pytest.raises(errors.RegistryFull):
+            for i in range(200):  # 100 MB over ten keys: history outgrows 16 MiB
+                await st.put(store, f"{keys.ROOT}/filler/{i % 10}", b"x" * 500_000)
+        path = tmp_path / "small.yaml"
+        path.write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small, namespace: web}\n"
+            "data:\n  a: b\n"
+        )
+        async with serving(api_app.build_app(store)) as url:
+            capsys.readouterr()
+            assert await fedctl(url, "apply", "-f", str(path)) == 1
+            err = capsys.readouterr().err
+            assert "is out of space (etcdserver: mvcc: database space exceeded)" in err, err
+            assert "alarm disarm" in err and "too large" not in err, err
+            # The embedded etcd (fedctl up's) frees itself when started on a full
+            # directory: history compacted and defragmented, the alarm disarmed.
+            await asyncio.to_thread(server.restart)
+            assert await fedctl(url, "apply", "-f", str(path)) == 0, capsys.readouterr().err
+        kept = await store.get(f"{keys.ROOT}/filler/3")
+        assert kept is not None and kept.value == b"x" * 500_000  # values survive
+    finally:
+        await store.close()
+        server.cleanup()
