@@ -231,7 +231,7 @@ async def _join(args: argparse.Namespace) -> int:
     return 0
 
 
-UNJOIN_KEY = "cluster.fedctl.io/unjoining"
+UNJOIN_KEY = "cluster.fedctl.io/unjoining"  # UNJOINING_TAINT; models load only when used
 
 
 async def _unjoin(args: argparse.Namespace) -> int:

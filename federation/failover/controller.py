@@ -43,7 +43,13 @@ from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
-from policies.models.cluster import RECOVERING_TAINT, Cluster, ClusterStatus, Taint
+from policies.models.cluster import (
+    RECOVERING_TAINT,
+    UNJOINING_TAINT,
+    Cluster,
+    ClusterStatus,
+    Taint,
+)
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
@@ -382,7 +388,8 @@ class FailoverController:
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
         if self._finished(_ref(binding)):
-            return binding  # nothing runs any more: moving it would only run it again
+            # Nothing runs any more: moving it would only run it again.
+            return self._off_leaving(binding)
         decisions = eviction.judge(binding, self._taints(), terms.tolerations, now=self.clock.now())
         if not decisions:
             return binding
@@ -401,6 +408,25 @@ class FailoverController:
                 binding, decision.cluster, now=now, reason=decision.reason, purge_mode=mode
             )
         return binding
+
+    def _off_leaving(self, binding: Binding) -> Binding:
+        """A finished job's targets that are being unjoined, dropped (not moved), so the
+        propagator takes its copy off them. Kept there, its Binding named the member for
+        good and `fedctl cluster unjoin` waited out its timeout behind every Job that had
+        ever completed there. Its status stays Succeeded or Failed: the scheduler never
+        places a finished job again."""
+        kept = [t for t in binding.spec.clusters if not self._unjoining(t.name)]
+        if len(kept) == len(binding.spec.clusters):
+            return binding
+        return binding.model_copy(
+            update={"spec": binding.spec.model_copy(update={"clusters": kept})}
+        )
+
+    def _unjoining(self, cluster: str) -> bool:
+        stored = self.clusters.items.get(keys.cluster_key(cluster))
+        return stored is not None and any(
+            t.key == UNJOINING_TAINT and t.effect == "NoExecute" for t in stored.obj.spec.taints
+        )
 
     def _evict_unhealthy(self, key: str, binding: Binding, terms: Terms) -> Binding:
         """Application failover (application.py): when the policy asks for it, a target

@@ -55,6 +55,9 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 NOT_READY_TAINT = "cluster.fedctl.io/not-ready"
 UNREACHABLE_TAINT = "cluster.fedctl.io/unreachable"
 RECOVERING_TAINT = "cluster.fedctl.io/recovering"
+UNJOINING_TAINT = "cluster.fedctl.io/unjoining"
+"""`fedctl cluster unjoin` drains with this NoExecute taint: work moves away, and failover
+also takes finished Jobs' copies off the member (elsewhere they stay where they ran)."""
 HEALTH_TAINTS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT, RECOVERING_TAINT})
 """The taint keys failover writes from a member's health, as against a user's cordon.
 

@@ -246,3 +246,48 @@ def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
     assert _placed(server, "web") == [other]
     assert "web" not in _member_deployments(kubeconfig, gone)
     assert fedctl("get", "cluster", gone, server=server).returncode == 1
+
+
+def _member_jobs(kubeconfig: Path, context: str) -> list[str]:
+    doc = _yaml(kubeconfig)
+    contexts = {c["name"]: c["context"] for c in doc["contexts"]}  # type: ignore[attr-defined]
+    servers = {c["name"]: c["cluster"]["server"] for c in doc["clusters"]}  # type: ignore[attr-defined]
+    url = f"{servers[contexts[context]['cluster']]}/apis/batch/v1/namespaces/default/jobs"
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return [d["metadata"]["name"] for d in json.loads(resp.read())["items"]]
+
+
+def test_unjoin_is_not_held_up_by_a_job_that_finished_on_the_member(
+    stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A finished Job is never moved (that would run it again), so its Binding named the
+    member for good and unjoin waited out its whole timeout, then failed. Its copy is now
+    taken off the member, and its status kept."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east")
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, namespace: default}\n"
+        "spec:\n  template:\n    metadata:\n      annotations: {sim.fedctl.io/duration: 1s}\n"
+        "    spec:\n      restartPolicy: Never\n      containers:\n"
+        "        - {name: c, image: busybox, resources: {requests: {cpu: 100m}}}\n"
+    )
+    assert fedctl("apply", "-f", str(job), server=server).returncode == 0
+
+    def phase() -> str:
+        got = fedctl("get", "workload", "once", "-n", "default", "-o", "json", server=server)
+        return str(json.loads(got.stdout).get("status", {}).get("phase")) if got.stdout else ""
+
+    deadline = time.monotonic() + 30
+    while phase() != "Succeeded":
+        assert time.monotonic() < deadline, "the Job never finished"
+        time.sleep(0.3)
+    assert _member_jobs(kubeconfig, "x86") == ["once"]
+
+    began = time.monotonic()
+    result = fedctl("cluster", "unjoin", "x86", "--timeout", "30", server=server)
+
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - began < 20, "unjoin waited on the finished Job"
+    assert _member_jobs(kubeconfig, "x86") == [], "its copy was left on the member"
+    assert phase() == "Succeeded"

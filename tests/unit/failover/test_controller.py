@@ -20,7 +20,7 @@ from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
 from federation.settings import FailoverSettings
 from policies.models.binding import Binding, BindingStatus, TargetCluster
-from policies.models.cluster import Cluster, ClusterStatus, Condition, Taint
+from policies.models.cluster import UNJOINING_TAINT, Cluster, ClusterStatus, Condition, Taint
 from policies.models.common import Toleration
 from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
 from tests.unit.failover.builders import binding
@@ -267,6 +267,45 @@ async def test_a_finished_workload_stays_bound_to_its_dead_member(h: Harness) ->
     assert (await h.binding(API)).placement() == {}, "the running one moves"
     web = await h.binding(WEB)
     assert web.placement() == {"a": 1} and web.spec.eviction_tasks == []
+
+
+@pytest.mark.parametrize(
+    ("taint", "dropped"),
+    [(UNJOINING_TAINT, True), ("maintenance", False)],
+    ids=["unjoining: its copy is taken off", "another NoExecute taint: it stays"],
+)
+async def test_a_finished_job_leaves_a_member_being_unjoined_without_moving(
+    h: Harness, taint: str, dropped: bool
+) -> None:
+    """`fedctl cluster unjoin` waits until no Binding names the member. A Job that had
+    finished there was never moved (that would run it again), so its Binding named the
+    member for good and unjoin waited out its timeout behind every Job ever completed
+    there. Failover now drops that target alone, with no eviction task: the propagator
+    takes the copy off and the scheduler, which never places a finished job, leaves it."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1, "b": 1}))
+    done = WorkloadStatus(
+        workload=(await h.binding(WEB)).spec.workload,
+        phase="Succeeded",
+        clusters=[ClusterWorkloadStatus(cluster="a", health="Completed")],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(WEB), done
+    )
+    await h.settle()
+    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
+        keys.cluster_key("a"),
+        lambda cur: cur.model_copy(
+            update={
+                "spec": cur.spec.model_copy(
+                    update={"taints": [Taint(key=taint, effect="NoExecute")]}
+                )
+            }
+        ),
+    )
+    await h.settle()
+    web = await h.binding(WEB)
+    assert web.placement() == ({"b": 1} if dropped else {"a": 1, "b": 1})
+    assert web.spec.eviction_tasks == [] and web.status.phase == "Scheduled"
 
 
 async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write(
