@@ -354,7 +354,7 @@ async def _taint(args: argparse.Namespace) -> int:
         else:
             add.append(parse_taint(text))
     await _edit_taints(args, add, drop)
-    print(f"cluster {args.name} tainted")
+    print(f"cluster {args.name} {'tainted' if add else 'untainted'}")  # as kubectl says
     return 0
 
 

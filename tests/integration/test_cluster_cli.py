@@ -149,13 +149,15 @@ def test_join_refuses_an_unreachable_member_with_the_reason(
 def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     server, kubeconfig = stack
     _join(server, kubeconfig, "x86", "us-east", "--no-verify")
-    assert fedctl("cluster", "taint", "x86", "gpu=none:NoSchedule", server=server).returncode == 0
+    added = fedctl("cluster", "taint", "x86", "gpu=none:NoSchedule", server=server)
+    assert added.returncode == 0 and added.stdout == "cluster x86 tainted\n", added
     assert fedctl("cluster", "cordon", "x86", server=server).returncode == 0
     got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
     keys = {(t["key"], t["effect"]) for t in got["spec"]["taints"]}
     assert keys == {("gpu", "NoSchedule"), ("cluster.fedctl.io/cordoned", "NoSchedule")}
     assert fedctl("cluster", "uncordon", "x86", server=server).returncode == 0
-    assert fedctl("cluster", "taint", "x86", "gpu-", server=server).returncode == 0
+    removed = fedctl("cluster", "taint", "x86", "gpu-", server=server)
+    assert removed.returncode == 0 and removed.stdout == "cluster x86 untainted\n", removed
     got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
     assert got["spec"].get("taints", []) == []
     bad = fedctl("cluster", "taint", "x86", "oops:Sometimes", server=server)
