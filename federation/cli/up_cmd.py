@@ -5,12 +5,13 @@ embedded etcd (data under `.fedctl/`), the simulated members from a profile (as 
 `fedctl sim up` process, so the controller reaches them only over HTTP, exactly like real
 clusters), and the controller with its API; then applies `policies/examples/` (its members
 first, the rest once they are Ready: `--join-timeout`) and prints where to look. Ctrl-C
-stops everything it started, in reverse order, leaving no process. With `--tour` (what
-`make demo` runs) the scripted tour of `federation.cli.tour` follows. With `--etcd URL
---kubeconfig FILE` it uses an existing etcd and real members instead. The API requires a
-token even here: an admin token is generated once into `.fedctl/tokens.yaml` (mode 0600)
-and printed, and member kubeconfigs are sealed in etcd with a key generated into
-`.fedctl/encryption.key`, so the demo runs as production would.
+stops everything it started, in reverse order, leaving no process. An etcd that dies is
+started again with its data; a simulated fleet that dies ends the run (exit 1), saying
+so. With `--tour` (what `make demo` runs) the scripted tour of `federation.cli.tour`
+follows. With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members
+instead. The API requires a token even here: an admin token is generated once into
+`.fedctl/tokens.yaml` (mode 0600) and printed, and member kubeconfigs are sealed in etcd
+with a key generated into `.fedctl/encryption.key`, so the demo runs as production would.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from federation.cli.client import ApiClient
+    from federation.registry import embedded
     from policies.models.base import KubeObject
 
 __all__ = ["register"]
@@ -96,6 +98,36 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.wait(timeout=10)
 
 
+async def _keep(
+    etcd: embedded.EmbeddedEtcd | None, fleet: subprocess.Popen[bytes] | None, *, data: Path
+) -> str:
+    """Start etcd again whenever it exits; return why once the simulated fleet has exited.
+
+    Before, an etcd killed (by the OOM killer, or a user's `kill`) left every command
+    failing and the log repeating watch reconnects until Ctrl-C. Its data directory holds
+    everything, so a restart on the same port loses nothing and the controller reconnects
+    by itself. The fleet keeps its members in memory, and a new one would be empty members
+    under the old names: that ends `fedctl up`, saying so."""
+    from federation import clock
+
+    while True:
+        await clock.real.sleep(1.0)
+        code = etcd.exit_code() if etcd is not None else None
+        if etcd is not None and code is not None:
+            print(
+                f"fedctl up: etcd exited with code {code}; starting it again at {etcd.url}"
+                f" (its data is kept; log: {data / 'etcd' / 'etcd.log'})",
+                flush=True,
+            )
+            await asyncio.to_thread(etcd.start)
+            print("fedctl up: etcd is back", flush=True)
+        if fleet is not None and fleet.poll() is not None:
+            return (
+                f"the simulated fleet exited with code {fleet.returncode}"
+                f" (see {data / 'fleet.log'}); stopping"
+            )
+
+
 async def _up(args: argparse.Namespace) -> int:
     import shutil
 
@@ -137,12 +169,29 @@ async def _up(args: argparse.Namespace) -> int:
                 start_new_session=True,
             )  # fmt: skip
             await _wait_file(state, fleet, timeout=60)
-        return await _run_controller(args, etcd_url=etcd_url, kubeconfig=kubeconfig)
+        keeper = asyncio.create_task(_keep(etcd, fleet, data=data))
+        keeper.add_done_callback(_stop_on_loss)
+        try:
+            code = await _run_controller(args, etcd_url=etcd_url, kubeconfig=kubeconfig)
+        finally:
+            keeper.cancel()
+        lost = keeper.done() and not keeper.cancelled()  # then it said why, and stopped us
+        return 1 if lost else code
     finally:
         _stop(fleet)
         if etcd is not None:
             etcd.stop()
         print("fedctl up: stopped everything it started", flush=True)
+
+
+def _stop_on_loss(keeper: asyncio.Task[str]) -> None:
+    """A lost fleet, or an etcd that will not start again, stops everything as Ctrl-C
+    does (through the controller's signal handler)."""
+    if keeper.cancelled():
+        return
+    failed = keeper.exception()  # etcd would not start again, say
+    print(f"fedctl up: {failed if failed is not None else keeper.result()}", flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _admin_token(data: Path) -> tuple[Path, str]:

@@ -174,6 +174,10 @@ class EmbeddedEtcd:
         except OSError:
             return False
 
+    def exit_code(self) -> int | None:
+        """The code the process exited with, or None while it runs (or never ran)."""
+        return None if self._process is None else self._process.poll()
+
     def stop(self, *, kill: bool = False) -> None:
         """Stop the process (SIGTERM, or SIGKILL with `kill`); the data directory stays."""
         proc, self._process = self._process, None
