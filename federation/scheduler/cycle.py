@@ -466,16 +466,19 @@ class Scheduler:
                 outcome = pl.Failed(outcome.request, reason, "quota")
             return explain.plan(self.placer, request, state, outcome)
         planned = explain.plan(self.placer, request, state, outcome)
-        if not result.evicted:
-            return planned
         mine = next(
             b
             for b in reversed(result.bindings)
             if b.status.phase == "Scheduled" and b.spec.workload.name == job.ref.name
-        )
+        )  # settle() admitted it: its Binding is there
+        # The chip each cluster's pods run on is the Binding's, from the node flavors they
+        # took: a CPU service on a member with x86 and Arm nodes showed "chip any" here and
+        # amd64 in the Binding the controller wrote.
+        planned.chips = {t.name: t.chip for t in mine.spec.clusters}
+        if not result.evicted:
+            return planned
         planned.reason = ""
         planned.placement = {t.name: t.replicas for t in mine.spec.clusters}
-        planned.chips = {t.name: t.chip for t in mine.spec.clusters}
         planned.costs = {t.name: t.hourly_cost for t in mine.spec.clusters}
         planned.preempts = [f"{victim.ref}: {reason}" for victim, reason in result.evicted]
         return planned

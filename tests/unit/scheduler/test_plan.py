@@ -249,3 +249,37 @@ def test_offline_plan_of_the_examples_against_the_demo_profile_finds_their_apis_
     for entry in doc:
         for verdict in entry["verdicts"]:
             assert verdict.get("plugin") != "api-enablement", (entry["workload"], verdict)
+
+
+def test_plan_names_the_chip_the_binding_records_on_a_member_of_two_arches() -> None:
+    """A CPU service on a member with x86 and Arm nodes runs on the arch of the nodes its
+    pods took, which its Binding records (and the propagator pins). `fedctl plan` said
+    "chip any" for it while the controller wrote amd64."""
+    from federation.cache import snapshot as snap
+    from federation.quota.accounting import Usage
+    from federation.scheduler import cycle
+    from federation.settings import SchedulerSettings
+    from tests.unit.scheduler import fleet
+
+    mixed = fleet.cluster("mixed", fleet.flavor(arch="amd64"), fleet.flavor(arch="arm64"))
+    other = fleet.cluster("other", fleet.flavor(arch="amd64"))
+    weighted = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": [name]}, "weight": 1}
+                    for name in ("mixed", "other")
+                ]
+            },
+        }
+    }
+    web = fleet.job(fleet.workload("web", kind="Deployment", replicas=4), placement=weighted)
+    result = fleet.run([mixed, other], [web])
+    (binding,) = [b for b in result.bindings if b.spec.workload.name == "web"]
+    written = {t.name: t.chip for t in binding.spec.clusters}
+    assert written["mixed"] in {"amd64", "arm64"}
+    scheduler = cycle.Scheduler(SchedulerSettings())
+    planned = scheduler.plan(web, snap.build([mixed, other]), Usage())
+    assert planned.chips == written
