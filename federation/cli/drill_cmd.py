@@ -16,8 +16,10 @@ work the drill means to show staying, so `run` refuses before it touches anythin
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +99,21 @@ async def _run(args: argparse.Namespace) -> int:
             started=now.isoformat(),
             duration=duration,
         )
-        report = await drills.run(
-            store,
-            report=report,
-            inject=injector.inject,
-            heal=injector.heal,
-            settle=settle,
-        )
+        progress = drills.Progress()
+        narrator = drills.Narrator(report, settle=settle)
+        telling = asyncio.create_task(_tell(narrator, progress))
+        try:
+            report = await drills.run(
+                store,
+                report=report,
+                inject=injector.inject,
+                heal=injector.heal,
+                settle=settle,
+                progress=progress,
+            )
+        finally:
+            telling.cancel()
+        _say(narrator.lines(progress))
     finally:
         await store.close()
     text = drills.markdown(report)
@@ -114,6 +124,20 @@ async def _run(args: argparse.Namespace) -> int:
         (args.report / "report.md").write_text(text)
         (args.report / "timeline.svg").write_text(drills.svg(report))
     return 0 if report.lost == 0 and report.double_runs == 0 else 1
+
+
+async def _tell(narrator: Any, progress: Any) -> None:
+    """Say what the drill sees as it goes, on stderr (stdout is the report)."""
+    from federation import clock
+
+    while True:
+        _say(narrator.lines(progress))
+        await clock.real.sleep(1.0)
+
+
+def _say(lines: list[str]) -> None:
+    for line in lines:
+        print(f"fedctl drill: {line}", file=sys.stderr, flush=True)
 
 
 def _no_fault_api(*, cluster: str, fault: str, kubeconfig: str | None) -> str:

@@ -387,8 +387,9 @@ class FailoverController:
                 self._mark("task-ended", cluster, ref)
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
-        if self._finished(_ref(binding)):
-            # Nothing runs any more: moving it would only run it again.
+        if self._finished(_ref(binding)) or eviction.never_evicted(binding):
+            # Nothing runs any more: moving it would only run it again. Or a namespace,
+            # whose deletion would delete all in it.
             return self._off_leaving(binding)
         decisions = eviction.judge(binding, self._taints(), terms.tolerations, now=self.clock.now())
         if not decisions:
@@ -410,11 +411,11 @@ class FailoverController:
         return binding
 
     def _off_leaving(self, binding: Binding) -> Binding:
-        """A finished job's targets that are being unjoined, dropped (not moved), so the
-        propagator takes its copy off them. Kept there, its Binding named the member for
-        good and `fedctl cluster unjoin` waited out its timeout behind every Job that had
-        ever completed there. Its status stays Succeeded or Failed: the scheduler never
-        places a finished job again."""
+        """A finished job's (or a namespace's) targets that are being unjoined, dropped
+        (not moved), so the propagator takes its copy off them. Kept there, its Binding
+        named the member for good and `fedctl cluster unjoin` waited out its timeout behind
+        every Job that had ever completed there. Its status stays Succeeded or Failed: the
+        scheduler never places a finished job again."""
         kept = [t for t in binding.spec.clusters if not self._unjoining(t.name)]
         if len(kept) == len(binding.spec.clusters):
             return binding

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
+    "Narrator",
     "Progress",
     "Report",
     "Sample",
@@ -145,6 +146,56 @@ class Progress:
             fault_at=self.fault_at or 0.0,
             healed_at=self.healed_at,
         )
+
+
+class Narrator:
+    """What a running drill has seen since it last said, as lines for a terminal.
+
+    A drill holds its fault for 90 s by default and then watches as long again: the CLI
+    was silent all that time, then printed the report. These lines say when the fault
+    went in, when the controller noticed, each workload re-placed and ready elsewhere,
+    and the heal, each once, stamped with the time from the start."""
+
+    def __init__(self, report: Report, *, settle: float) -> None:
+        self.report = report
+        self.settle = settle
+        self._stage = "starting"
+        self._detected = False
+        self._replaced: set[str] = set()
+        self._ready: set[str] = set()
+
+    def lines(self, progress: Progress) -> list[str]:
+        if not progress.samples:
+            return []
+        now = progress.samples[-1].t
+        out: list[str] = []
+        r = self.report
+        if progress.fault_at is not None and self._stage == "starting":
+            self._stage = "fault"
+            out.append(f"fault in: {r.fault} on {r.cluster}, held {r.duration:g}s")
+        partial = progress.partial(r) if progress.fault_at is not None else None
+        if partial is not None:
+            if partial.detect is not None and not self._detected:
+                self._detected = True
+                out.append(f"detected: {r.cluster} marked down after {partial.detect:.1f}s")
+            on_member = len(partial.workloads)
+            for line in partial.workloads:
+                if line.replaced is not None and line.workload not in self._replaced:
+                    self._replaced.add(line.workload)
+                    out.append(
+                        f"re-placed {len(self._replaced)}/{on_member}: {line.workload}"
+                        f" after {line.replaced:.1f}s"
+                    )
+                if line.ready is not None and line.workload not in self._ready:
+                    self._ready.add(line.workload)
+                    out.append(
+                        f"ready elsewhere {len(self._ready)}/{on_member}: {line.workload}"
+                        f" after {line.ready:.1f}s"
+                    )
+        if progress.healed_at is not None and self._stage == "fault":
+            self._stage = "settling"
+            out.append(f"healed: watching recovery for up to {self.settle:g}s")
+        return [f"[{now:6.1f}s] {text}" for text in out]
 
 
 def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from federation import clock as clock_mod
 from federation import errors
 from federation.failover.drill_report import (
+    Narrator,
     Progress,
     Report,
     Sample,
@@ -41,6 +42,7 @@ from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = [
+    "Narrator",
     "Progress",
     "Report",
     "Sample",

@@ -30,6 +30,7 @@ __all__ = [
     "evict",
     "evicts",
     "judge",
+    "never_evicted",
     "normalise_purge_mode",
 ]
 
@@ -74,6 +75,19 @@ def evicts(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
     return any(t.evicts(tolerations) for t in taints)
 
 
+def never_evicted(binding: Binding) -> bool:
+    """Whether the workload is a Namespace, which no taint evicts.
+
+    Deleting a namespace on a member deletes everything in it: the copies of workloads
+    that tolerate the taint and stay, and whatever other teams keep there. A taint drill
+    on the demo deleted `web` on its member and created it again seconds later. Karmada
+    sends namespaces to every member whatever its taints, and a namespace holds no pods,
+    so moving it gains nothing. It leaves a member that is unjoined (failover's
+    `_off_leaving`)."""
+    workload = binding.spec.workload
+    return workload.kind == "Namespace" and workload.api_version == "v1"
+
+
 def judge(
     binding: Binding,
     taints: Mapping[str, Sequence[Taint]],
@@ -82,6 +96,8 @@ def judge(
     now: dt.datetime,
 ) -> list[Decision]:
     """For each target cluster under a NoExecute taint it does not tolerate for good."""
+    if never_evicted(binding):
+        return []
     out = []
     for target in binding.spec.clusters:
         found = _deadline(taints.get(target.name, ()), tolerations, now=now)

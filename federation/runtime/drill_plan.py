@@ -94,7 +94,8 @@ def predict(
         tolerations = policy.spec.placement.cluster_tolerations if policy is not None else []
         decisions = eviction.judge(b, {cluster: [taint]}, tolerations, now=now)
         if not decisions:
-            out.append(Prediction(ref, replicas, "stay", reason="tolerates the taint"))
+            why = "a namespace is never evicted" if eviction.never_evicted(b) else None
+            out.append(Prediction(ref, replicas, "stay", reason=why or "tolerates the taint"))
             continue
         reason = decisions[0].reason
         if not decisions[0].due(now):

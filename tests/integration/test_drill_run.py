@@ -245,8 +245,12 @@ async def test_the_report_lists_work_that_stayed_or_had_finished_without_countin
 
     code = await drill_run(registry, "--fault", "taint", *SHORT, "--report", str(tmp_path))
 
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0, out
+    # The steps as they came, on stderr: stdout is the report alone.
+    assert "fedctl drill: [" in err and "] fault in: taint on " in err, err
+    assert "] healed: watching recovery for up to 0s" in err, err
+    assert "fedctl drill:" not in out
     report = json.loads((tmp_path / "report.json").read_text())
     outcomes = {w["workload"]: w["outcome"] for w in report["workloads"]}
     assert outcomes == {

@@ -308,6 +308,43 @@ async def test_a_finished_job_leaves_a_member_being_unjoined_without_moving(
     assert web.spec.eviction_tasks == [] and web.status.phase == "Scheduled"
 
 
+@pytest.mark.parametrize(
+    ("taint", "kept"),
+    [("maintenance", {"a": 1, "b": 1}), (UNJOINING_TAINT, {"b": 1})],
+    ids=["a NoExecute taint: it stays", "unjoining: it leaves, not moved"],
+)
+async def test_a_namespace_is_never_evicted_by_a_taint(
+    h: Harness, taint: str, kept: dict[str, int]
+) -> None:
+    """Deleting a namespace on a member deletes everything in it, the copies of workloads
+    that tolerate the taint and stay among them: a taint drill on the demo deleted `web`
+    there and created it again seconds later. Karmada sends namespaces to every member
+    whatever its taints. A member being unjoined is left by its namespaces, as by all."""
+    plain = binding("team", clusters={"a": 1, "b": 1})
+    workload = plain.spec.workload.model_copy(
+        update={"api_version": "v1", "kind": "Namespace", "namespace": keys.CLUSTER_SCOPE}
+    )
+    ns = plain.model_copy(update={"spec": plain.spec.model_copy(update={"workload": workload})})
+    ref = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "team")
+    await h.bindings.create(keys.binding_key(ref), ns)
+    await h.settle()
+    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
+        keys.cluster_key("a"),
+        lambda cur: cur.model_copy(
+            update={
+                "spec": cur.spec.model_copy(
+                    update={"taints": [Taint(key=taint, effect="NoExecute")]}
+                )
+            }
+        ),
+    )
+    await h.settle()
+    await h.advance(400)  # past any toleration or grace
+    await h.settle()
+    got = await h.binding(ref)
+    assert got.placement() == kept and got.spec.eviction_tasks == []
+
+
 async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write(
     h: Harness,
 ) -> None:

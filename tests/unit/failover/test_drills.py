@@ -196,3 +196,29 @@ def test_a_fault_over_before_the_controller_noticed_says_why_nothing_was_measure
         assert "FEDCTL_MONITOR__FAILURE_THRESHOLD" in md and "--duration 90s" in md
     detected = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11)
     assert "Not detected" not in drills.markdown(detected)
+
+
+def test_a_running_drill_is_narrated_once_per_step_as_the_samples_come() -> None:
+    """`fedctl drill run` holds a fault 90 s and watches as long again; it said nothing
+    until the report. Each step is now said once, when the samples first show it."""
+    progress = drills.Progress()
+    narrator = drills.Narrator(report(), settle=30)
+    said: list[str] = []
+    progress.samples.append(HAPPY[0])
+    said += narrator.lines(progress)
+    assert said == []
+    progress.fault_at = 1
+    for sample in HAPPY[1:]:
+        progress.samples.append(sample)
+        said += narrator.lines(progress)
+        said += narrator.lines(progress)  # nothing new: nothing said again
+    progress.healed_at = 11
+    progress.samples.append(Sample(12, False, HAPPY[-1].workloads))
+    said += narrator.lines(progress)
+    assert said == [
+        "[   2.0s] fault in: down on a, held 10s",
+        "[   2.0s] detected: a marked down after 1.0s",
+        "[   4.0s] re-placed 1/1: web after 3.0s",
+        "[   7.0s] ready elsewhere 1/1: web after 6.0s",
+        "[  12.0s] healed: watching recovery for up to 30s",
+    ]
