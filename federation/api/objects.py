@@ -133,6 +133,8 @@ class ObjectsApi:
             return keys.cluster_key(name)
         if res.plural == "works":
             raise errors.Invalid("list works with ?cluster=NAME; they have no single-name address")
+        if res.plural == "events":
+            raise errors.Invalid("list events (of a namespace); they have no single-name address")
         return keys.policy_key(res.kind, ns, name)
 
     # reads

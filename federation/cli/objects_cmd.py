@@ -245,7 +245,9 @@ async def _get(args: argparse.Namespace) -> int:
     items = listed["items"]
     if res.plural == "works" and args.namespace and not args.all_namespaces:
         items = [i for i in items if i.get("metadata", {}).get("namespace") == args.namespace]
-    if args.name:
+    if args.name and res.plural == "events":  # an event has no name: NAME is its object's
+        items = [i for i in items if str(i.get("object", "")).rpartition("/")[2] == args.name]
+    elif args.name:
         items = [i for i in items if _matches(i, args.name)]
         if not items:
             raise errors.NotFound(f'{res.plural} "{args.name}"')
@@ -260,6 +262,10 @@ async def _get(args: argparse.Namespace) -> int:
         from federation.cli import workloads_view
 
         text = workloads_view.works_table(items, now=now, wide=wide)
+    elif res.plural == "events":
+        from federation.cli import workloads_view
+
+        text = workloads_view.events_table(items, now=now)
     else:
         text = render.objects(items, namespaced=res.namespaced, now=now, wide=wide)
     if text is None:

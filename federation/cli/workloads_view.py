@@ -208,6 +208,27 @@ def describe(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+EVENT_HEADERS = ["AGE", "TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"]
+
+
+def events_table(events: list[dict[str, Any]], *, now: dt.datetime) -> str | None:
+    """One row per event across workloads, oldest first, as `kubectl get events` lists
+    them: after a drill, what was applied and removed where, and what failed, without
+    describing each workload. None when there is none (they are kept about an hour)."""
+    rows = [
+        [
+            render.age(e.get("time"), now=now),
+            e.get("type", ""),
+            e.get("reason", ""),
+            e.get("object", ""),
+            e.get("cluster") or "-",
+            e.get("message", ""),
+        ]
+        for e in sorted(events, key=lambda e: str(e.get("time", "")))
+    ]
+    return render.table(EVENT_HEADERS, rows) if rows else None
+
+
 def _works(works: list[dict[str, Any]]) -> str:
     rows = []
     for work in works:

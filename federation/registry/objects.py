@@ -64,6 +64,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("workloads", "Workload", True, ("workload", "wl")),
     Resource("bindings", "Binding", True, ("binding", "rb"), readonly=True),
     Resource("works", "Work", False, ("work",), readonly=True),
+    Resource("events", "Event", True, ("event", "ev"), readonly=True),
 )
 _POLICY_KINDS = {
     "Queue",
@@ -126,6 +127,8 @@ def list_prefix(res: Resource, namespace: str | None) -> str:
         return keys.prefix(res.plural) + ns
     if res.plural == "works":
         return keys.prefix("works")
+    if res.plural == "events":
+        return keys.prefix("events") + ns
     base = keys.policy_prefix(res.kind)
     return base + (ns if res.namespaced else "")
 
