@@ -201,29 +201,51 @@ def _models(args: argparse.Namespace) -> list[Any]:
     return [checked.model]
 
 
-async def _verify(cluster: Any) -> None:
-    from clusters.kube import connector
+async def _verify(cluster: Any, joined: dict[str, str]) -> None:
+    """Reach the member, and refuse it when it is a Kubernetes cluster already joined
+    under another name (`joined`: cluster id → name, from the monitor's statuses).
 
-    conn = await connector.connect(cluster.metadata.name, cluster.spec.connection)
+    Why: two Clusters reaching one member (another context, a copied kubeconfig) each
+    get their share and apply it under the same object names, so each overwrote the
+    other's replicas. Karmada refuses the same cluster ID twice for the same reason."""
+    from clusters.kube import connector
+    from federation.monitor import member
+
+    name = cluster.metadata.name
+    conn = await connector.connect(name, cluster.spec.connection)
     try:
         probe = await conn.ready(timeout=10)
         if not probe.ok:
             raise errors.Invalid(
-                f"cluster {cluster.metadata.name} is not reachable: {probe.message} "
+                f"cluster {name} is not reachable: {probe.message} "
                 "(fix the kubeconfig or context, or join with --no-verify)"
             )
         version = await conn.version()
+        found = await member.cluster_id(conn)
     finally:
         await conn.close()
-    print(f"cluster {cluster.metadata.name}: reachable, Kubernetes {version}")
+    other = joined.get(found or "")
+    if other is not None and other != name:
+        raise errors.Invalid(
+            f"cluster {name} is the Kubernetes cluster already joined as {other} (kube-system"
+            f" uid {found}): joined twice, each name would apply its share of every workload"
+            f" over the other's. Use {other}, or unjoin it first"
+        )
+    print(f"cluster {name}: reachable, Kubernetes {version}")
 
 
 async def _join(args: argparse.Namespace) -> int:
     models = _models(args)
-    if not args.no_verify:
-        for model in models:
-            await _verify(model)
     async with _client(args) as api:
+        if not args.no_verify:
+            listed = (await api.request("GET", "clusters"))["items"]
+            joined = {
+                str(doc["status"]["clusterId"]): doc["metadata"]["name"]
+                for doc in listed
+                if (doc.get("status") or {}).get("clusterId")
+            }
+            for model in models:
+                await _verify(model, joined)
         answer = await api.request("POST", "apply", body={"items": [m.to_wire() for m in models]})
     for item in answer["results"]:
         verb = {"created": "joined", "configured": "updated", "unchanged": "unchanged"}

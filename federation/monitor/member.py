@@ -26,7 +26,7 @@ from federation.monitor import capacity, probe
 from federation.settings import MonitorSettings
 from policies.models.cluster import APIEnablement, APIResource, Cluster, ClusterStatus
 
-__all__ = ["Tracked"]
+__all__ = ["Tracked", "cluster_id"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class Tracked:
         self.index = capacity.CapacityIndex()
         self.synced: set[str] = set()
         self.version = stored.kubernetes_version if stored else None
+        self.cluster_id = stored.cluster_id if stored else None
         self.apis = list(stored.api_enablements) if stored else []
         self._stored = stored
         self._discovered = False
@@ -120,6 +121,7 @@ class Tracked:
             async with asyncio.timeout(self._settings.probe_timeout):
                 self.version = await self.conn.version()
                 self.apis = _enablements(await self.conn.discover())
+                self.cluster_id = await cluster_id(self.conn)
             self._discovered = True
         except (member_mod.MemberError, TimeoutError) as exc:
             log.debug("cluster %s: discovery failed: %s", self.name, exc)
@@ -162,6 +164,7 @@ class Tracked:
         return ClusterStatus(
             conditions=[self.health.condition(created=self.created)],
             kubernetes_version=self.version,
+            cluster_id=self.cluster_id,
             api_enablements=self.apis,
             flavors=flavors,
             totals=totals,
@@ -186,3 +189,15 @@ def _resume(stored: ClusterStatus | None) -> probe.Health:
         return probe.Health()
     when: _dt.datetime = ready.last_transition_time
     return probe.Health(status=ready.status, reason=ready.reason, message=ready.message, since=when)
+
+
+async def cluster_id(conn: member_mod.Member) -> str | None:
+    """The member's kube-system namespace uid: what names the Kubernetes cluster whatever
+    kubeconfig or name reaches it. None when it cannot be read (no such namespace, or
+    no right to read it)."""
+    try:
+        found = await conn.get(member_mod.ObjectRef("v1", "Namespace", "kube-system"))
+    except member_mod.MemberError:
+        return None
+    uid = (found.get("metadata") or {}).get("uid")
+    return str(uid) if uid else None

@@ -49,6 +49,8 @@ def news(old: ClusterStatus | None, new: ClusterStatus, *, fraction: float) -> s
         return f"Ready={after.status} ({after.reason})"
     if old.kubernetes_version != new.kubernetes_version:
         return "kubernetes version changed"
+    if old.cluster_id != new.cluster_id:
+        return "cluster id changed"
     if old.api_enablements != new.api_enablements:
         return "served APIs changed"
     return _capacity_news(old, new, fraction=fraction)

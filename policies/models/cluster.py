@@ -349,6 +349,11 @@ class ClusterStatus(FrozenModel):
 
     conditions: list[Condition] = Field(default_factory=list)
     kubernetes_version: str | None = Field(default=None, description="e.g. v1.30.2.")
+    cluster_id: str | None = Field(
+        default=None,
+        description="The member's kube-system namespace uid, which names the Kubernetes"
+        " cluster itself (as Karmada's cluster ID): joining it twice is refused.",
+    )
     api_enablements: list[APIEnablement] = Field(default_factory=list)
     flavors: list[NodeFlavor] = Field(
         default_factory=list, description="Capacity summarised by node flavor."

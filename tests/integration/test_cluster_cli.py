@@ -293,3 +293,36 @@ def test_unjoin_is_not_held_up_by_a_job_that_finished_on_the_member(
     assert time.monotonic() - began < 20, "unjoin waited on the finished Job"
     assert _member_jobs(kubeconfig, "x86") == [], "its copy was left on the member"
     assert phase() == "Succeeded"
+
+
+def test_join_refuses_a_member_already_joined_under_another_name(
+    stack: tuple[str, Path],
+) -> None:
+    """Two Clusters reaching one member each got their share of a workload and applied it
+    under the same names, overwriting each other. The monitor records the member's
+    kube-system uid; a join reaching a member already known by it is refused."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east")
+
+    def recorded() -> str | None:
+        got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+        return (got.get("status") or {}).get("clusterId")
+
+    deadline = time.monotonic() + 30
+    while not (uid := recorded()):
+        assert time.monotonic() < deadline, "the monitor never recorded the cluster id"
+        time.sleep(0.3)
+
+    again = fedctl("cluster", "join", "x86-again", "--kubeconfig", str(kubeconfig),
+                   "--context", "x86", "--region", "us-east", server=server)  # fmt: skip
+
+    assert again.returncode == 1
+    assert f"is the Kubernetes cluster already joined as x86 (kube-system uid {uid})" in (
+        again.stderr
+    ), again.stderr
+    assert fedctl("get", "cluster", "x86-again", server=server).returncode == 1
+    other = _join(server, kubeconfig, "gpu", "us-west")  # another member joins as before
+    assert "reachable" in other
+    same = fedctl("cluster", "join", "x86", "--kubeconfig", str(kubeconfig),
+                  "--context", "x86", "--region", "eu-west", server=server)  # fmt: skip
+    assert same.returncode == 0 and "cluster x86 updated" in same.stdout, same  # its own name

@@ -54,6 +54,11 @@ class ScriptedMember:
         pods = member.ResourceInfo(name="pods", kind="Pod", namespaced=True)
         return [member.APIGroupResources("v1", (pods,))]
 
+    async def get(self, ref: member.ObjectRef) -> dict[str, Any]:
+        if (ref.kind, ref.name) == ("Namespace", "kube-system"):
+            return {"metadata": {"name": "kube-system", "uid": f"uid-of-{self.name}"}}
+        raise member.MemberNotFound(f"{ref} not found")
+
     async def follow(
         self, api_version: str, kind: str, *, namespace: str | None = None
     ) -> AsyncIterator[member.Relisted | member.Changed]:
@@ -130,7 +135,8 @@ async def ready_status(h: Harness, name: str, expected: str) -> ClusterStatus | 
 
 async def test_steady_member_is_written_once_then_only_on_heartbeat(harness: Harness) -> None:
     await harness.join("c1")
-    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    ready = await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    assert ready is not None and ready.cluster_id == "uid-of-c1"  # what join compares
     await harness.settle()
     settled = await harness.writes("c1")
     await harness.advance(250)  # 25 probes
