@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -127,6 +128,7 @@ def test_join_three_members_and_list_capacity_by_chip(stack: tuple[str, Path]) -
     assert "amd64" in rows["x86"] and "48/48" in rows["x86"]
     described = fedctl("cluster", "describe", "gpu", server=server)
     assert described.returncode == 0 and "nvidia-a100-80gb" in described.stdout
+    assert re.search(r"^Cluster ID:  [0-9a-f-]{36}$", described.stdout, re.M), described.stdout
 
 
 def test_join_refuses_an_unreachable_member_with_the_reason(
