@@ -203,7 +203,8 @@ def _models(args: argparse.Namespace) -> list[Any]:
 
 async def _verify(cluster: Any, joined: dict[str, str]) -> None:
     """Reach the member, and refuse it when it is a Kubernetes cluster already joined
-    under another name (`joined`: cluster id → name, from the monitor's statuses).
+    under another name, or when `name` is joined and reaches another cluster (`joined`:
+    cluster id → name, from the monitor's statuses).
 
     Why: two Clusters reaching one member (another context, a copied kubeconfig) each
     get their share and apply it under the same object names, so each overwrote the
@@ -230,6 +231,14 @@ async def _verify(cluster: Any, joined: dict[str, str]) -> None:
             f"cluster {name} is the Kubernetes cluster already joined as {other} (kube-system"
             f" uid {found}): joined twice, each name would apply its share of every workload"
             f" over the other's. Use {other}, or unjoin it first"
+        )
+    was = next((uid for uid, known in joined.items() if known == name), None)
+    if found and was is not None and was != found:
+        raise errors.Invalid(
+            f"cluster {name} is joined and reaches another Kubernetes cluster (kube-system uid"
+            f" {was}; this kubeconfig reaches {found}): pointed elsewhere, every copy on the"
+            f" first would be left running there, out of fedctl's sight. Unjoin {name} first,"
+            " or join this one under another name"
         )
     print(f"cluster {name}: reachable, Kubernetes {version}")
 

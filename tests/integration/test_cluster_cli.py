@@ -328,3 +328,11 @@ def test_join_refuses_a_member_already_joined_under_another_name(
     same = fedctl("cluster", "join", "x86", "--kubeconfig", str(kubeconfig),
                   "--context", "x86", "--region", "eu-west", server=server)  # fmt: skip
     assert same.returncode == 0 and "cluster x86 updated" in same.stdout, same  # its own name
+    # Its name pointed at another member: the copies on the first would be left behind.
+    moved = fedctl("cluster", "join", "x86", "--kubeconfig", str(kubeconfig),
+                   "--context", "arm", "--region", "eu-west", server=server)  # fmt: skip
+    assert moved.returncode == 1
+    assert (
+        f"cluster x86 is joined and reaches another Kubernetes cluster (kube-system uid {uid};"
+        in (moved.stderr)
+    ), moved.stderr
