@@ -136,6 +136,8 @@ class FailoverController:
         self.timeline: collections.deque[Mark] = collections.deque(maxlen=100_000)
         self._unhealthy: dict[str, dict[str, dt.datetime]] = {}
         """Binding key → target → when its copy was first seen Unhealthy (application.py)."""
+        self._leaving: set[str] = set()
+        """Clusters being unjoined (`UNJOINING_TAINT`), kept as their specs change."""
         self._untimed: dict[tuple[str, str, str | None], dt.datetime] = {}
         """(cluster, key, value) → when an untimed NoExecute taint was first seen."""
         obj_codec = objects.ObjectCodec()
@@ -149,7 +151,7 @@ class FailoverController:
         )  # fmt: skip
         self.bindings = Mirror(
             codec.TypedStore(store, codec.Codec(Binding)), keys.prefix("bindings"),
-            on_change=lambda key: self.queue.add("b" + key),
+            on_change=self._binding_changed,
         )  # fmt: skip
         self.workloads = Mirror[KubeObject](
             codec.TypedStore(store, obj_codec), keys.prefix("workloads"),
@@ -174,8 +176,19 @@ class FailoverController:
         """A spec edit may carry a user's NoExecute taint (`fedctl cluster taint`, a taint
         drill): the bindings on the cluster look again now, not at the next status write."""
         name = keys.split(key)[-1]
+        (self._leaving.add if self._unjoining(name) else self._leaving.discard)(name)
         self.queue.add("c/" + name)
         self._all_bindings(name)
+
+    def _binding_changed(self, key: str) -> None:
+        """Look again at the Binding; while a member is being unjoined, at its namespace's
+        too, which leaves the member only after the namespace's last workload has."""
+        self.queue.add("b" + key)
+        if self._leaving:
+            namespace = keys.parse_workload_key(key).namespace
+            if namespace != keys.CLUSTER_SCOPE:
+                ns = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", namespace)
+                self.queue.add("b" + keys.binding_key(ns))
 
     def _status_changed(self, key: str) -> None:
         """A status write may carry new taints: its cluster and the bindings on it look again."""
@@ -416,12 +429,33 @@ class FailoverController:
         named the member for good and `fedctl cluster unjoin` waited out its timeout behind
         every Job that had ever completed there. Its status stays Succeeded or Failed: the
         scheduler never places a finished job again."""
-        kept = [t for t in binding.spec.clusters if not self._unjoining(t.name)]
+        namespace = binding.spec.workload.name if eviction.never_evicted(binding) else None
+        kept = [
+            t
+            for t in binding.spec.clusters
+            if t.name not in self._leaving
+            or (namespace is not None and self._holds(t.name, namespace))
+        ]
         if len(kept) == len(binding.spec.clusters):
             return binding
         return binding.model_copy(
             update={"spec": binding.spec.model_copy(update={"clusters": kept})}
         )
+
+    def _holds(self, cluster: str, namespace: str) -> bool:
+        """Whether a workload of `namespace` still has a copy on `cluster`, placed or being
+        evicted. Its namespace stays until none has: deleting a namespace deletes all in
+        it, and the copies a graceful eviction keeps until their replacements are ready
+        would go at once."""
+        for stored in self.bindings.items.values():
+            spec = stored.obj.spec
+            if spec.workload.namespace != namespace or spec.workload.kind == "Namespace":
+                continue
+            if any(t.name == cluster for t in spec.clusters) or any(
+                t.cluster == cluster for t in spec.eviction_tasks
+            ):
+                return True
+        return False
 
     def _unjoining(self, cluster: str) -> bool:
         stored = self.clusters.items.get(keys.cluster_key(cluster))

@@ -61,6 +61,15 @@ def binding(
     )
 
 
+def namespace_binding(name: str, *, clusters: dict[str, int]) -> Binding:
+    """The Binding of the cluster-scoped Namespace `name`."""
+    plain = binding(name, clusters=clusters)
+    workload = plain.spec.workload.model_copy(
+        update={"api_version": "v1", "kind": "Namespace", "namespace": "_"}
+    )
+    return plain.model_copy(update={"spec": plain.spec.model_copy(update={"workload": workload})})
+
+
 def task(cluster: str, *, created: float = 0.0, mode: str = "Gracefully") -> EvictionTask:
     return EvictionTask.model_validate(
         {"cluster": cluster, "creation_time": at(created), "replicas": 1, "purge_mode": mode}

@@ -23,7 +23,7 @@ from policies.models.binding import Binding, BindingStatus, TargetCluster
 from policies.models.cluster import UNJOINING_TAINT, Cluster, ClusterStatus, Condition, Taint
 from policies.models.common import Toleration
 from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
-from tests.unit.failover.builders import binding
+from tests.unit.failover.builders import binding, namespace_binding
 from tests.waiting import wait_for
 
 SETTINGS = FailoverSettings(eviction_grace=30, graceful_timeout=600)
@@ -320,29 +320,54 @@ async def test_a_namespace_is_never_evicted_by_a_taint(
     that tolerate the taint and stay among them: a taint drill on the demo deleted `web`
     there and created it again seconds later. Karmada sends namespaces to every member
     whatever its taints. A member being unjoined is left by its namespaces, as by all."""
-    plain = binding("team", clusters={"a": 1, "b": 1})
-    workload = plain.spec.workload.model_copy(
-        update={"api_version": "v1", "kind": "Namespace", "namespace": keys.CLUSTER_SCOPE}
-    )
-    ns = plain.model_copy(update={"spec": plain.spec.model_copy(update={"workload": workload})})
     ref = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "team")
-    await h.bindings.create(keys.binding_key(ref), ns)
-    await h.settle()
-    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
-        keys.cluster_key("a"),
-        lambda cur: cur.model_copy(
-            update={
-                "spec": cur.spec.model_copy(
-                    update={"taints": [Taint(key=taint, effect="NoExecute")]}
-                )
-            }
-        ),
+    await h.bindings.create(
+        keys.binding_key(ref), namespace_binding("team", clusters={"a": 1, "b": 1})
     )
     await h.settle()
+    await _taint(h, "a", taint)
     await h.advance(400)  # past any toleration or grace
     await h.settle()
     got = await h.binding(ref)
     assert got.placement() == kept and got.spec.eviction_tasks == []
+
+
+async def test_an_unjoined_member_keeps_a_namespace_until_its_workloads_are_gone(
+    h: Harness,
+) -> None:
+    """Deleting a namespace deletes all in it. Dropped at once from a member being
+    unjoined, `default` took with it the copy of `web` that graceful eviction keeps there
+    until its replacement is ready. The namespace leaves once no workload of it has a copy
+    there, placed or being evicted."""
+    ns = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "default")
+    await h.bindings.create(
+        keys.binding_key(ns), namespace_binding("default", clusters={"a": 1, "b": 1})
+    )
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    await _taint(h, "a", UNJOINING_TAINT)
+    web = await h.binding(WEB)
+    assert web.placement() == {} and [t.cluster for t in web.spec.eviction_tasks] == ["a"]
+    assert (await h.binding(ns)).placement() == {"a": 1, "b": 1}, "web's copy is still there"
+
+    await h.bindings.put(  # re-placed on b and ready: the task ends, the copy on a goes
+        keys.binding_key(WEB), binding("web", clusters={"b": 2})
+    )
+    await h.settle()
+    assert (await h.binding(ns)).placement() == {"b": 1}
+
+
+async def _taint(h: Harness, cluster: str, key: str) -> None:
+    """The user's NoExecute taint `key` on `cluster`, and the controller's reaction."""
+    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
+        keys.cluster_key(cluster),
+        lambda cur: cur.model_copy(
+            update={
+                "spec": cur.spec.model_copy(update={"taints": [Taint(key=key, effect="NoExecute")]})
+            }
+        ),
+    )
+    await h.settle()
 
 
 async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write(
