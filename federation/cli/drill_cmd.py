@@ -26,6 +26,7 @@ from typing import Any
 from federation import errors
 from federation.cli import registry_cmd
 from federation.failover import faults
+from federation.registry import keys
 
 __all__ = ["register"]
 
@@ -86,6 +87,16 @@ async def _run(args: argparse.Namespace) -> int:
         )
     store = await registry_cmd.connect(args)
     try:
+        if await store.get(keys.leader_key()) is None:
+            # The leader's lease key is there while a controller leads. Without one, the
+            # fault goes in and nothing reacts: the report would read as a failover that
+            # never came.
+            print(
+                "fedctl drill: no controller leads this federation (no leader key in the"
+                " registry): nothing will react to the fault",
+                file=sys.stderr,
+                flush=True,
+            )
         injector = faults.injector(
             store, cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig
         )

@@ -24,6 +24,7 @@ from clusters.sim.fleet import SimFleet
 from federation.cli import main
 from federation.failover import faults
 from federation.registry import codec, embedded, keys, objects
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
@@ -247,6 +248,7 @@ async def test_the_report_lists_work_that_stayed_or_had_finished_without_countin
 
     out, err = capsys.readouterr()
     assert code == 0, out
+    assert "fedctl drill: no controller leads this federation" in err, err
     # The steps as they came, on stderr: stdout is the report alone.
     assert "fedctl drill: [" in err and "] fault in: taint on " in err, err
     assert "] healed: watching recovery for up to 0s" in err, err
@@ -260,3 +262,19 @@ async def test_the_report_lists_work_that_stayed_or_had_finished_without_countin
     assert report["affected"] == 0
     assert "| team/Job.batch/done | - | - | finished (not moved) |" in out
     assert "| workloads affected | 0 |" in out
+
+
+async def test_a_drill_with_a_controller_leading_does_not_warn_of_none(
+    registry: EtcdStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a leader nothing reacts to the fault, and the drill says so first; with
+    one (its lease key present), it does not."""
+    await seed(registry)
+    await st.put(registry, keys.leader_key(), b"replica-1")
+    try:
+        code = await drill_run(registry, "--fault", "taint", *SHORT, "--report", str(tmp_path))
+    finally:
+        await registry.commit([st.Delete(keys.leader_key())])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    assert "no controller leads" not in err, err
