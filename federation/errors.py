@@ -100,6 +100,9 @@ class RegistryFull(PermanentError):
     `TooLarge`, though etcd answers both with RESOURCE_EXHAUSTED: no object is too big,
     and shrinking one would not help."""
 
+    MARK = "is out of space"
+    """In every message, after the endpoint: what the log filter folds repeats by."""
+
 
 class Compacted(PermanentError):
     """A watch asked to start before the oldest revision etcd still keeps."""

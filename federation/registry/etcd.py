@@ -137,9 +137,9 @@ class EtcdStore:
             )
         if _NO_SPACE in (exc.details() or ""):
             return errors.RegistryFull(
-                f"etcd at {self._endpoint} is out of space ({exc.details()}): it takes no"
-                " writes until its history is compacted and defragmented and its NOSPACE"
-                " alarm disarmed (etcdctl compact, defrag, alarm disarm), or its"
+                f"etcd at {self._endpoint} {errors.RegistryFull.MARK} ({exc.details()}): it"
+                " takes no writes until its history is compacted and defragmented and its"
+                " NOSPACE alarm disarmed (etcdctl compact, defrag, alarm disarm), or its"
                 " --quota-backend-bytes raised"
             )
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED or "request is too large" in (
