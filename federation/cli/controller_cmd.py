@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from federation import errors
 from federation import settings as settings_mod
 
 if TYPE_CHECKING:
@@ -96,7 +97,15 @@ async def serve(
     runner = web.AppRunner(app, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # the address in use, say: one line, not a traceback
+        await runner.cleanup()
+        raise errors.Unavailable(
+            f"cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}"
+            " (is another fedctl up or controller running there? choose another address"
+            " with --listen)"
+        ) from exc
     scheme = "https" if ssl_context else "http"
     log.info("API listening on %s://%s:%d", scheme, host, port)
     print(f"fedctl controller: API on {scheme}://{host}:{port}", flush=True)

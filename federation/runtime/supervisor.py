@@ -15,6 +15,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from federation import errors
+
 __all__ = ["Supervisor"]
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,9 @@ class Supervisor:
             await child.factory()
         except asyncio.CancelledError:
             raise
+        except errors.FedctlError as exc:  # says what is wrong; a traceback adds nothing
+            log.error("component %s stopped: %s", child.name, exc)
+            self.failure = self.failure or exc
         except Exception as exc:
             log.exception("component %s crashed", child.name)
             self.failure = self.failure or exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,22 @@ async def test_a_lost_fleet_ends_the_run_saying_why(tmp_path: Path) -> None:
     fleet = _exiting(3)
     why = await asyncio.wait_for(up_cmd._keep(None, fleet, data=tmp_path), timeout=30)
     assert why == f"the simulated fleet exited with code 3 (see {tmp_path / 'fleet.log'}); stopping"
+
+
+def test_a_listen_address_in_use_is_one_line_not_a_traceback(
+    etcd_server: embedded.EmbeddedEtcd,
+) -> None:
+    """A second `fedctl up` (or a controller) on a busy port printed two tracebacks
+    ending in aiohttp's bind error."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "federation.cli.main", "--etcd", etcd_server.url,
+             "controller", "--listen", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"fedctl: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
