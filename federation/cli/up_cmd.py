@@ -112,8 +112,7 @@ async def _keep(
 
     while True:
         await clock.real.sleep(1.0)
-        code = etcd.exit_code() if etcd is not None else None
-        if etcd is not None and code is not None:
+        if etcd is not None and (code := etcd.exit_code()) is not None:
             print(
                 f"fedctl up: etcd exited with code {code}; starting it again at {etcd.url}"
                 f" (its data is kept; log: {data / 'etcd' / 'etcd.log'})",

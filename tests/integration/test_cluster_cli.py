@@ -199,13 +199,18 @@ def _yaml(path: Path) -> dict[str, object]:
     return loaded
 
 
-def _member_deployments(kubeconfig: Path, context: str) -> list[str]:
+def _member_names(kubeconfig: Path, context: str, api: str, plural: str) -> list[str]:
+    """Names of the `plural` in the member's default namespace, read from it directly."""
     doc = _yaml(kubeconfig)
     contexts = {c["name"]: c["context"] for c in doc["contexts"]}  # type: ignore[attr-defined]
     servers = {c["name"]: c["cluster"]["server"] for c in doc["clusters"]}  # type: ignore[attr-defined]
-    url = f"{servers[contexts[context]['cluster']]}/apis/apps/v1/namespaces/default/deployments"
+    url = f"{servers[contexts[context]['cluster']]}/apis/{api}/namespaces/default/{plural}"
     with urllib.request.urlopen(url, timeout=5) as resp:
         return [d["metadata"]["name"] for d in json.loads(resp.read())["items"]]
+
+
+def _member_deployments(kubeconfig: Path, context: str) -> list[str]:
+    return _member_names(kubeconfig, context, "apps/v1", "deployments")
 
 
 def _placed(server: str, name: str) -> list[str]:
@@ -253,12 +258,7 @@ def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
 
 
 def _member_jobs(kubeconfig: Path, context: str) -> list[str]:
-    doc = _yaml(kubeconfig)
-    contexts = {c["name"]: c["context"] for c in doc["contexts"]}  # type: ignore[attr-defined]
-    servers = {c["name"]: c["cluster"]["server"] for c in doc["clusters"]}  # type: ignore[attr-defined]
-    url = f"{servers[contexts[context]['cluster']]}/apis/batch/v1/namespaces/default/jobs"
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        return [d["metadata"]["name"] for d in json.loads(resp.read())["items"]]
+    return _member_names(kubeconfig, context, "batch/v1", "jobs")
 
 
 def test_unjoin_is_not_held_up_by_a_job_that_finished_on_the_member(

@@ -253,14 +253,7 @@ async def test_a_finished_workload_stays_bound_to_its_dead_member(h: Harness) ->
     make the scheduler run it a second time elsewhere."""
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
     await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
-    done = WorkloadStatus(
-        workload=(await h.binding(WEB)).spec.workload,
-        phase="Succeeded",
-        clusters=[ClusterWorkloadStatus(cluster="a", health="Completed")],
-    )
-    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
-        keys.workload_status_key(WEB), done
-    )
+    await _succeeded(h, WEB, on="a")
     await h.health("a", "False", "ConnectionRefused")
     await h.advance(31)
     assert await h.taints("a") == [(taints.UNREACHABLE, "NoExecute")]
@@ -283,26 +276,9 @@ async def test_a_finished_job_leaves_a_member_being_unjoined_without_moving(
     there. Failover now drops that target alone, with no eviction task: the propagator
     takes the copy off and the scheduler, which never places a finished job, leaves it."""
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1, "b": 1}))
-    done = WorkloadStatus(
-        workload=(await h.binding(WEB)).spec.workload,
-        phase="Succeeded",
-        clusters=[ClusterWorkloadStatus(cluster="a", health="Completed")],
-    )
-    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
-        keys.workload_status_key(WEB), done
-    )
+    await _succeeded(h, WEB, on="a")
     await h.settle()
-    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
-        keys.cluster_key("a"),
-        lambda cur: cur.model_copy(
-            update={
-                "spec": cur.spec.model_copy(
-                    update={"taints": [Taint(key=taint, effect="NoExecute")]}
-                )
-            }
-        ),
-    )
-    await h.settle()
+    await _taint(h, "a", taint)
     web = await h.binding(WEB)
     assert web.placement() == ({"b": 1} if dropped else {"a": 1, "b": 1})
     assert web.spec.eviction_tasks == [] and web.status.phase == "Scheduled"
@@ -357,6 +333,18 @@ async def test_an_unjoined_member_keeps_a_namespace_until_its_workloads_are_gone
     assert (await h.binding(ns)).placement() == {"b": 1}
 
 
+async def _succeeded(h: Harness, ref: keys.WorkloadRef, *, on: str) -> None:
+    """The workload's status: a Job that Succeeded on `on`."""
+    done = WorkloadStatus(
+        workload=(await h.binding(ref)).spec.workload,
+        phase="Succeeded",
+        clusters=[ClusterWorkloadStatus(cluster=on, health="Completed")],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(ref), done
+    )
+
+
 async def _taint(h: Harness, cluster: str, key: str) -> None:
     """The user's NoExecute taint `key` on `cluster`, and the controller's reaction."""
     await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
@@ -375,18 +363,7 @@ async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write
 ) -> None:
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
     await h.settle()
-    clusters = codec.TypedStore(h.store, codec.Codec(Cluster))
-    await clusters.mutate(
-        keys.cluster_key("a"),
-        lambda cur: cur.model_copy(
-            update={
-                "spec": cur.spec.model_copy(
-                    update={"taints": [Taint(key="maintenance", effect="NoExecute")]}
-                )
-            }
-        ),
-    )
-    await h.settle()
+    await _taint(h, "a", "maintenance")
     assert (await h.binding(WEB)).placement() == {}
 
 

@@ -15,42 +15,21 @@ from federation.cache import snapshot as snap
 from federation.scheduler import cycle
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster
-from tests.unit.scheduler.fleet import cluster, flavor, job, run, workload
+from tests.unit.scheduler.fleet import flavor, job, run, workload
 from tests.unit.scheduler.test_invariants import A100, H100
-from tests.unit.scheduler.test_invariants_policy import (
-    EVICT,
-    PROVIDERS,
-    REGIONS,
-    TAINT,
-    TIERS,
-    ZONES,
-    _policy,
-)
+from tests.unit.scheduler.test_invariants_policy import _fleet as invariants_fleet
+from tests.unit.scheduler.test_invariants_policy import _policy
 
 
 def _fleet(rng: random.Random) -> list[Cluster]:
+    """The policy invariants' random fleet, with Arm nodes beside x86 on some members."""
     out = []
-    for i in range(rng.randint(2, 6)):
-        flavors = [flavor(cpu=str(rng.choice([8, 16])), nodes=rng.randint(1, 3))]
-        if rng.random() < 0.4:  # a second arch on the same member
-            flavors.append(flavor(arch="arm64", cpu=str(rng.choice([8, 32])), nodes=2))
-        if rng.random() < 0.4:
-            flavors.append(flavor(chip=A100, devices=4, cpu="64", nodes=rng.randint(1, 2)))
-        if rng.random() < 0.3:
-            flavors.append(flavor(chip=H100, devices=8, cpu="96", nodes=1))
-        out.append(
-            cluster(
-                f"c{i}",
-                *flavors,
-                region=rng.choice(REGIONS),
-                zone=rng.choice(ZONES),
-                provider=rng.choice(PROVIDERS),
-                labels={"tier": rng.choice(TIERS)},
-                taints=[t for t in (TAINT, EVICT) if rng.random() < 0.1],
-                cpu_price=rng.choice(["0.04", "0.05", "0.06"]),
-                gpu_prices={A100: rng.choice(["2", "3"]), H100: rng.choice(["4", "5"])},
-            )
-        )
+    for member in invariants_fleet(rng):
+        status = member.status
+        if status is not None and rng.random() < 0.4:
+            arm = flavor(arch="arm64", cpu=str(rng.choice([8, 32])), nodes=2)
+            status = status.model_copy(update={"flavors": [*status.flavors, arm]})
+        out.append(member.model_copy(update={"status": status}))
     return out
 
 
