@@ -290,7 +290,11 @@ class WorkloadSync:
         previous: WorkStatus,
         shared: Mapping[str, Any],
     ) -> tuple[WorkStatus, float | None]:
+        api_version, kind = str(manifest["apiVersion"]), str(manifest["kind"])
+        self.watches.ensure(cluster.name, api_version, kind)
         seen = self.watches.seen.get((cluster.name, str(ref)))
+        if seen is None and previous.applied:
+            seen = self.watches.expect(cluster.name, ref, manifest, previous)
         gone = seen is not None and seen.gone
         delay = None
         status = previous
@@ -303,7 +307,6 @@ class WorkloadSync:
                 known_ours=previous.applied_hash is not None,
                 owner=self.watches.owner(cluster.name, manifest),
             )
-            self.watches.ensure(cluster.name, str(manifest["apiVersion"]), str(manifest["kind"]))
             verb = "applied to" if previous.applied_hash is None else "updated in"
             if outcome.ok and outcome.obj is not None:
                 shared["events"].append(

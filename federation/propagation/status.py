@@ -11,7 +11,10 @@ Why watches only feed the queue: several events for one workload collapse into a
 registry write by the worker that next converges it (STYLE.md §7), which keeps etcd
 writes proportional to real change, not to member chatter. A watch that fails is re-opened
 after a capped backoff; `follow` re-lists on 410 and the re-list marks objects that
-vanished meanwhile as gone, so a deleted copy is re-applied.
+vanished meanwhile as gone, so a deleted copy is re-applied. A Work read at start-up,
+whose copy no watch has shown yet, counts as there until its kind's list says otherwise
+(`expect`), and every pass starts the watch of each copy it keeps, not only of those it
+applies: after a restart that applies nothing, status and deletions still come back.
 
 Why a watch is restarted when its member's connector is dropped (`Members.on_retire`):
 closing a connector does not end a stream already open on it, so a watch left reading it
@@ -37,7 +40,13 @@ from federation.propagation.members import Members
 from federation.registry import keys
 from policies.models.binding import WorkloadReference
 from policies.models.cluster import Cluster
-from policies.models.work import ClusterWorkloadStatus, Observed, Work, WorkloadStatus
+from policies.models.work import (
+    ClusterWorkloadStatus,
+    Observed,
+    Work,
+    WorkloadStatus,
+    WorkStatus,
+)
 
 __all__ = ["Seen", "StatusWatches", "aggregate", "quota_item", "workload_item"]
 
@@ -150,6 +159,30 @@ class StatusWatches:
         if slot not in self._owners:
             return (False, None)
         return (True, self._owners[slot])
+
+    def expect(
+        self, cluster: str, ref: keys.WorkloadRef, manifest: Mapping[str, Any], work: WorkStatus
+    ) -> Seen:
+        """A Work says our copy is in `cluster` and no watch has shown it yet (the Works of
+        an earlier run, read at start): what is known of it.
+
+        Why: a restarted propagator applies nothing whose Work is current, so without this
+        no event of that copy would ever reach it, and a copy deleted while it was down (by
+        hand, or by a deposed leader's late call) would never be applied again. A watch
+        that has listed the kind answers at once; otherwise the copy is taken as there,
+        with the Work's observation, and the watch's list marks it gone if it is not.
+        """
+        slot = (cluster, str(ref))
+        if slot in self.seen:
+            return self.seen[slot]
+        presence = self.owner(cluster, manifest)
+        seen = Seen(
+            work.observed,
+            work.resource_version or "",
+            gone=presence is not None and not presence[0],
+        )
+        self.seen[slot] = seen
+        return seen
 
     def _slot(
         self, cluster: str, api_version: str, kind: str, obj: Mapping[str, Any]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clusters import member
 from federation.registry import embedded, keys
 from tests.integration.test_propagation_support import Federation, deployment, started_federation
 from tests.waiting import wait_for
@@ -80,3 +81,40 @@ async def test_killed_half_way_then_restarted_nothing_orphaned_nothing_missing(
     for item in works.items:
         recorded.setdefault(item.obj.spec.workload.name, set()).add(item.obj.spec.cluster)
     assert recorded == wanted
+
+
+async def test_after_a_restart_copies_deleted_in_members_are_applied_again(
+    fed: Federation,
+) -> None:
+    """A restarted propagator finds its copies' Works already applied and applies nothing;
+    it must still watch those copies, so one deleted by hand (or by a deposed leader's late
+    call) while it was down, or after it came back, is put back."""
+    web = deployment("keep", 2)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (1, None), "eu-west-arm": (1, None)})
+    fed.start()
+
+    async def present(cluster: str) -> bool:
+        return "keep" in await fed.ours(cluster, "apps/v1", "Deployment")
+
+    async def both() -> bool:
+        return await present("us-east-cpu") and await present("eu-west-arm")
+
+    async def recorded() -> bool:
+        works = (await fed.works.list(keys.prefix("works"))).items
+        return len(works) == 2 and all(w.obj.status.applied for w in works)
+
+    await wait_for(both, timeout=15, message="both copies applied")
+    await wait_for(recorded, timeout=15, message="both Works recorded as applied")
+    await fed.stop()
+    gone = deployment("keep", 2).to_wire()["metadata"]
+    conn = await fed.conn("us-east-cpu")
+    await conn.delete(member.ObjectRef("apps/v1", "Deployment", gone["name"], gone["namespace"]))
+    assert not await present("us-east-cpu")
+
+    propagator = fed.start()
+    await wait_for(propagator.ready.is_set, timeout=15, message="propagator ready")
+    await wait_for(both, timeout=15, message="the copy deleted while stopped applied again")
+    conn = await fed.conn("eu-west-arm")
+    await conn.delete(member.ObjectRef("apps/v1", "Deployment", gone["name"], gone["namespace"]))
+    await wait_for(both, timeout=15, message="the copy deleted after the restart applied again")
