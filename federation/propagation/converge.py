@@ -231,7 +231,6 @@ class WorkloadSync:
             cluster=cluster,
             policies=shared["policies"],
             profiles=shared["profiles"],
-            binding_revision=shared["revision"],
         )
         digest = render.digest(manifest)
         self._rendered[slot] = (signature, manifest, digest)

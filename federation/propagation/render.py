@@ -10,7 +10,9 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
        in requests and limits, node selector, image rewrite, and the arch node selector
     4. apply override rules in Karmada's order (overrides.py) — the user has the last word
     5. give a device request with no limit its limit, equal to the request
-    6. label it as ours: managed-by, workload, binding-revision
+    6. label it as ours: managed-by, workload (not the Binding's revision: a label that
+       changed with every Binding write re-applied each copy to every member, its share
+       unchanged; the Work records the revision instead)
 
 Why the chip comes before overrides: a profile says what a chip needs in general
 (`huawei.com/Ascend910`, the CANN image); an OverridePolicy is the user's explicit word for
@@ -39,7 +41,6 @@ from policies.models.cluster import Cluster
 
 __all__ = [
     "ARCH_LABEL",
-    "LABEL_BINDING_REVISION",
     "LABEL_MANAGED_BY",
     "LABEL_WORKLOAD",
     "MANAGED_BY",
@@ -55,7 +56,6 @@ __all__ = [
 
 LABEL_MANAGED_BY = "fedctl.io/managed-by"
 LABEL_WORKLOAD = "fedctl.io/workload"
-LABEL_BINDING_REVISION = "fedctl.io/binding-revision"
 REF_ANNOTATION = "fedctl.io/workload-ref"
 MANAGED_BY = "fedctl"
 ARCH_LABEL = "kubernetes.io/arch"
@@ -190,7 +190,6 @@ def render(
     cluster: Cluster,
     policies: Sequence[overrides.AnyOverride] = (),
     profiles: Mapping[str, AcceleratorProfile] | None = None,
-    binding_revision: int = 0,
 ) -> dict[str, Any]:
     """The manifest for `cluster`; raises `errors.Invalid` when an override cannot apply."""
     profiles = profiles or {}
@@ -214,7 +213,6 @@ def render(
         **(meta.get("labels") or {}),
         LABEL_MANAGED_BY: MANAGED_BY,
         LABEL_WORKLOAD: workload_label(ref),
-        LABEL_BINDING_REVISION: str(binding_revision),
     }
     meta["annotations"] = {**(meta.get("annotations") or {}), REF_ANNOTATION: str(ref)}
     return obj

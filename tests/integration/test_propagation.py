@@ -105,7 +105,33 @@ async def test_static_weights_2_1_1_land_4_2_2_become_ready_and_rescale_to_12(
     labels = east["metadata"]["labels"]
     assert labels["fedctl.io/managed-by"] == "fedctl"
     assert labels["fedctl.io/workload"] == "storefront"
-    assert int(labels["fedctl.io/binding-revision"]) > 0
+    # The Binding written again with the same shares (re-placed where it was): the Works
+    # and status follow the new revision, and no member is called. A label carrying the
+    # Binding's revision had re-applied every copy on every such write.
+    before = {
+        c: await fed.member_object(c, "apps/v1", "Deployment", "web", "storefront") for c in WEB
+    }
+    revision = (await fed.status(web)).binding_revision  # type: ignore[union-attr]
+    await fed.bind(
+        web,
+        {
+            "us-east-cpu": (4, "amd64"),
+            "eu-west-arm": (2, "arm64"),
+            "ap-southeast-cpu": (2, "amd64"),
+        },
+    )
+
+    async def caught_up() -> bool:
+        status = await fed.status(web)
+        return status is not None and status.binding_revision > revision
+
+    await wait_for(caught_up, timeout=15, message="the status at the new Binding revision")
+    after = {
+        c: await fed.member_object(c, "apps/v1", "Deployment", "web", "storefront") for c in WEB
+    }
+    assert {c: o["metadata"]["resourceVersion"] for c, o in after.items() if o} == {
+        c: o["metadata"]["resourceVersion"] for c, o in before.items() if o
+    }
 
     async def rescale(east: int, rest: int) -> None:
         """Bound as the scheduler binds a 2:1:1 rescale; wait for the members' shares."""

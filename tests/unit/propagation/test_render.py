@@ -143,7 +143,6 @@ def do(
         cluster=where or cluster(),
         policies=policies or [],
         profiles=PROFILES,
-        binding_revision=17,
     )
 
 
@@ -168,11 +167,10 @@ CASES = [
                 "team": "a",
                 "fedctl.io/managed-by": "fedctl",
                 "fedctl.io/workload": "app",
-                "fedctl.io/binding-revision": "17",
             }
             and o["metadata"]["annotations"]["fedctl.io/workload-ref"] == "ml/Deployment.apps/app"
         ),
-        id="the manifest is labelled as ours with workload and binding revision",
+        id="labelled as ours with its workload, nothing that changes per Binding write",
     ),
     pytest.param(
         {"chip": "ascend-910b"},
