@@ -73,6 +73,39 @@ def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[
     }
 
 
+def _drifted(previous: WorkStatus, seen: status_mod.Seen | None) -> bool:
+    """The member's copy had its spec written since we applied it (`kubectl edit`, `scale`
+    there): its generation moved past the one our apply left. Karmada's execution
+    controller restores such a copy the same way, by the generation it recorded."""
+    if seen is None or seen.gone or not previous.applied:
+        return False
+    applied = previous.applied_generation
+    return applied is not None and seen.generation > applied
+
+
+def _why(
+    cluster: str,
+    previous: WorkStatus,
+    digest: str,
+    *,
+    gone: bool,
+    drifted: bool,
+    seen: status_mod.Seen | None,
+) -> str:
+    """The Applied event's message: what made this apply necessary."""
+    if previous.applied_hash is None:
+        return f"applied to {cluster}"
+    if previous.applied and previous.applied_hash == digest:
+        if gone:
+            return f"applied again to {cluster}: its copy there was deleted"
+        if drifted and seen is not None:
+            return (
+                f"restored in {cluster}: its copy was edited there (generation"
+                f" {seen.generation}, applied as {previous.applied_generation})"
+            )
+    return f"updated in {cluster}"
+
+
 class WorkloadSync:
     """Everything one workload pass needs; one instance shared by all workers."""
 
@@ -295,9 +328,10 @@ class WorkloadSync:
         if seen is None and previous.applied:
             seen = self.watches.expect(cluster.name, ref, manifest, previous)
         gone = seen is not None and seen.gone
+        drifted = _drifted(previous, seen)
         delay = None
         status = previous
-        if not previous.applied or previous.applied_hash != digest or gone:
+        if not previous.applied or previous.applied_hash != digest or gone or drifted:
             outcome = await self.applier.apply(
                 cluster,
                 manifest,
@@ -306,16 +340,15 @@ class WorkloadSync:
                 known_ours=previous.applied_hash is not None,
                 owner=self.watches.owner(cluster.name, manifest),
             )
-            verb = "applied to" if previous.applied_hash is None else "updated in"
             if outcome.ok and outcome.obj is not None:
-                shared["events"].append(
-                    self._event(ref, "Applied", f"{verb} {cluster.name}", cluster=cluster.name)
-                )
+                why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted, seen=seen)
+                shared["events"].append(self._event(ref, "Applied", why, cluster=cluster.name))
                 self.watches.record(cluster.name, outcome.obj, quiet=True)
                 status = status.model_copy(
                     update={
                         "applied": True,
                         "applied_hash": digest,
+                        "applied_generation": status_mod.generation_of(outcome.obj) or None,
                         "applied_revision": shared["revision"],
                         "error": "",
                         "conditions": [self._condition("True", "Applied", "")],
@@ -337,9 +370,15 @@ class WorkloadSync:
                 delay = _RETRY if outcome.retryable else _RETRY * 5
         seen = self.watches.seen.get((cluster.name, str(ref)))
         if seen is not None and not seen.gone:
-            status = status.model_copy(
-                update={"observed": seen.observed, "resource_version": seen.resource_version}
-            )
+            update: dict[str, Any] = {
+                "observed": seen.observed,
+                "resource_version": seen.resource_version,
+            }
+            if status.applied and status.applied_generation is None and seen.generation:
+                # Applied before generations were recorded: what the member shows now is the
+                # baseline that later edits there are told apart from.
+                update["applied_generation"] = seen.generation
+            status = status.model_copy(update=update)
         return status, delay
 
     def _event(

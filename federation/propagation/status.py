@@ -48,7 +48,14 @@ from policies.models.work import (
     WorkStatus,
 )
 
-__all__ = ["Seen", "StatusWatches", "aggregate", "quota_item", "workload_item"]
+__all__ = [
+    "Seen",
+    "StatusWatches",
+    "aggregate",
+    "generation_of",
+    "quota_item",
+    "workload_item",
+]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,8 @@ class Seen:
     observed: Observed
     resource_version: str = ""
     gone: bool = False
+    generation: int = 0
+    """metadata.generation (0: not known yet): it moves only when the spec is written."""
 
 
 @dataclass
@@ -93,6 +102,18 @@ def _ref_of(obj: Mapping[str, Any]) -> keys.WorkloadRef | None:
         return keys.parse_workload_key(f"{keys.ROOT}/workloads/{raw}")
     except errors.Invalid:
         return None
+
+
+def _generation(meta: Mapping[str, Any]) -> int:
+    try:
+        return int(meta.get("generation") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def generation_of(obj: Mapping[str, Any]) -> int:
+    """A member object's metadata.generation, 0 when it has none."""
+    return _generation(obj.get("metadata") or {})
 
 
 class StatusWatches:
@@ -219,7 +240,11 @@ class StatusWatches:
         if ref is None or not ours:
             return
         plugin = interpreter.for_kind(api_version, kind)
-        seen = Seen(plugin.observe(obj), str(meta.get("resourceVersion") or ""))
+        seen = Seen(
+            plugin.observe(obj),
+            str(meta.get("resourceVersion") or ""),
+            generation=_generation(meta),
+        )
         if self.seen.get((cluster, str(ref))) != seen:
             self.seen[(cluster, str(ref))] = seen
             if not quiet:

@@ -81,6 +81,12 @@ class WorkStatus(FrozenModel):
         default=None, description="binding_revision of the manifest last applied successfully."
     )
     applied_hash: str | None = Field(default=None, description="Digest of that manifest.")
+    applied_generation: int | None = Field(
+        default=None,
+        description="The copy's metadata.generation once that manifest was applied; a higher"
+        " one seen in the member means its spec was edited there, and the manifest is applied"
+        " again.",
+    )
     resource_version: str | None = Field(default=None, description="Member resourceVersion.")
     conditions: list[WorkCondition] = Field(default_factory=list)
     observed: Observed = Field(default_factory=Observed)

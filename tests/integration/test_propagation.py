@@ -583,3 +583,52 @@ async def test_a_namespace_created_ahead_of_its_objects_is_adopted_by_its_namesp
     got = await fed.member_object("us-east-cpu", "v1", "Namespace", None, "team")
     assert got is not None
     assert got["metadata"]["annotations"]["fedctl.io/workload-ref"] == str(ref)
+
+
+async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
+    fed: Federation,
+) -> None:
+    """Someone scales our copy in the member (`kubectl scale` there): its generation moves
+    past the one our apply left, and the propagator applies the manifest again, as Karmada
+    restores a member copy it finds changed. A status-only change does not count."""
+    from kubernetes_asyncio import client as kube_client
+    from kubernetes_asyncio import config as kube_config
+
+    web = deployment("edited", 2)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (2, "amd64")})
+    fed.start()
+
+    async def replicas() -> int | None:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "edited")
+        return None if got is None else int(got["spec"]["replicas"])
+
+    async def healthy() -> bool:
+        status = await fed.status(web)
+        return status is not None and status.health == "Healthy" and status.ready_replicas == 2
+
+    await wait_for(healthy, timeout=20, message="edited ready with 2 replicas")
+    key = keys.work_key("us-east-cpu", ref_of(web))
+    work = await fed.works.get(key)
+    assert work is not None and work.obj.status.applied_generation is not None
+    applied = work.obj.status.applied_generation
+    api = await kube_config.new_client_from_config(
+        config_file=str(fed.kubeconfig), context="us-east-cpu"
+    )
+    async with api:
+        apps = kube_client.AppsV1Api(api)
+        await apps.patch_namespaced_deployment_scale("edited", "web", {"spec": {"replicas": 5}})
+
+    async def restored() -> bool:
+        stored = await fed.works.get(key)
+        return (
+            await replicas() == 2
+            and stored is not None
+            and (stored.obj.status.applied_generation or 0) > applied
+        )
+
+    await wait_for(restored, timeout=15, message="the copy scaled back to its share of 2")
+    listed = await codec.TypedStore(fed.store, events.EVENTS).list(events.event_prefix(ref_of(web)))
+    said = [e.obj.message for e in listed.items]
+    assert any(m.startswith("restored in us-east-cpu: its copy was edited there") for m in said)
+    await wait_for(healthy, timeout=20, message="edited ready again with 2 replicas")
