@@ -137,6 +137,12 @@ class PropagationSettings(_Group):
     field_manager: str = Field(default="fedctl", description="Server-side apply field manager.")
     request_timeout: float = Field(default=10.0, gt=0, description="Seconds per member call.")
     workers: int = Field(default=32, ge=1, description="Workloads converged at once.")
+    gc_interval: float = Field(
+        default=60.0,
+        ge=0,
+        description="Seconds between passes deleting member copies nothing wants (a deposed"
+        " leader's late apply); 0 runs the pass only at start-up.",
+    )
     status_coalesce: float = Field(
         default=0.2,
         ge=0,

@@ -1,12 +1,14 @@
-"""Start-up garbage collection: member objects labelled as ours that nothing wants.
+"""Garbage collection: member objects labelled as ours that nothing wants.
 
-Fed by the controller before its workers start, with each member's connector, the kinds to
-look at and a `wanted(cluster, obj)` judgement made from the Works, Bindings and
-FederatedResourceQuotas in the registry; feeds the member (deletes). Why at start-up: a
-controller killed between applying an object and recording its Work, or while a workload
-was being deleted, leaves objects no Work describes; workers only look at what the registry
-names, so without this pass those copies would run forever. Namespaces we created are left
-alone: other teams' objects may live in them.
+Fed by the controller before its workers start, and again every `gc_interval` while it
+runs, with each member's connector, the kinds to look at and a `wanted(cluster, obj)`
+judgement made from the Works, Bindings and FederatedResourceQuotas in the registry;
+feeds the member (deletes). Why at start-up: a controller killed between applying an object
+and recording its Work, or while a workload was being deleted, leaves objects no Work
+describes; workers only look at what the registry names, so without this pass those copies
+would run forever. Why again later: member calls carry no fence, so a deposed leader's
+apply can land after the start-up pass. Namespaces we created are left alone: other teams'
+objects may live in them.
 """
 
 from __future__ import annotations

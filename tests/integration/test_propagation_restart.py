@@ -15,7 +15,12 @@ import pytest
 
 from clusters import member
 from federation.registry import embedded, keys
-from tests.integration.test_propagation_support import Federation, deployment, started_federation
+from tests.integration.test_propagation_support import (
+    PROPAGATION,
+    Federation,
+    deployment,
+    started_federation,
+)
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,6 +32,18 @@ CLUSTERS = ("us-east-cpu", "eu-west-arm", "ap-southeast-cpu")
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
     async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
+
+
+async def plant(fed: Federation, cluster: str, name: str) -> None:
+    """A copy carrying our labels that no Work records, put straight into a member: what a
+    crash between apply and the Work write, or a deposed leader's late apply, leaves."""
+    stray = deployment(name, 1).to_wire()
+    stray.pop("status", None)
+    stray["metadata"]["labels"]["fedctl.io/managed-by"] = "fedctl"
+    stray["metadata"]["annotations"] = {"fedctl.io/workload-ref": f"web/Deployment.apps/{name}"}
+    conn = await fed.conn(cluster)
+    await conn.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}})
+    await conn.apply(stray)
 
 
 async def test_killed_half_way_then_restarted_nothing_orphaned_nothing_missing(
@@ -58,13 +75,7 @@ async def test_killed_half_way_then_restarted_nothing_orphaned_nothing_missing(
     moved = workloads[5]
     await fed.bind(moved, {"ap-southeast-cpu": (2, None)})
     wanted[moved.metadata.name] = {"ap-southeast-cpu"}
-    stray = deployment("stray", 1).to_wire()
-    stray.pop("status", None)
-    stray["metadata"]["labels"]["fedctl.io/managed-by"] = "fedctl"
-    stray["metadata"]["annotations"] = {"fedctl.io/workload-ref": "web/Deployment.apps/stray"}
-    conn = await fed.conn("eu-west-arm")
-    await conn.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}})
-    await conn.apply(stray)
+    await plant(fed, "eu-west-arm", "stray")
 
     fed.start()
 
@@ -118,3 +129,26 @@ async def test_after_a_restart_copies_deleted_in_members_are_applied_again(
     conn = await fed.conn("eu-west-arm")
     await conn.delete(member.ObjectRef("apps/v1", "Deployment", gone["name"], gone["namespace"]))
     await wait_for(both, timeout=15, message="the copy deleted after the restart applied again")
+
+
+async def test_a_stray_copy_that_appears_while_running_is_collected(fed: Federation) -> None:
+    """A deposed leader's apply can land after the new leader's start-up collection: a
+    copy carrying our labels that no Work or Binding wants (a batch Job there would run
+    twice). The periodic pass deletes it; the wanted copy stays."""
+    web = deployment("single", 1)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (1, None)})
+    settings = PROPAGATION.model_copy(update={"gc_interval": 1.0})
+    propagator = fed.start(settings)
+    await wait_for(propagator.ready.is_set, timeout=15, message="propagator ready")
+
+    async def where() -> set[str]:
+        return {c for c in CLUSTERS if "single" in await fed.ours(c, "apps/v1", "Deployment")}
+
+    async def only_wanted() -> bool:
+        return await where() == {"us-east-cpu"}
+
+    await wait_for(only_wanted, timeout=15, message="the wanted copy")
+    await plant(fed, "eu-west-arm", "single")
+    assert await where() == {"us-east-cpu", "eu-west-arm"}
+    await wait_for(only_wanted, timeout=15, message="the stray copy collected")

@@ -168,10 +168,10 @@ class Federation:
     async def unbind(self, workload: Workload) -> None:
         await self.bindings.delete(keys.binding_key(ref_of(workload)))
 
-    def start(self) -> Propagator:
+    def start(self, settings: PropagationSettings = PROPAGATION) -> Propagator:
         self.propagator = Propagator(
             self.store,
-            settings=PROPAGATION,
+            settings=settings,
             connect=kube_connect(MEMBER, clock_real()),
             claim=plan.claim,
             workers=8,
