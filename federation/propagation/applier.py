@@ -57,6 +57,14 @@ def object_ref(manifest: Mapping[str, Any]) -> member_mod.ObjectRef:
     )
 
 
+def _namespace_gone(exc: member_mod.MemberRejected, ns: str) -> bool:
+    """The member refused an object because its namespace is missing (404 naming the
+    namespace) or being deleted (403): the apiserver's two answers for that."""
+    if exc.code == 404:
+        return exc.details.get("kind") == "namespaces" and exc.details.get("name") == ns
+    return exc.code == 403 and "being terminated" in exc.detail
+
+
 class Applier:
     """Server-side apply and delete through the members' connectors."""
 
@@ -121,7 +129,16 @@ class Applier:
                     refusal = await self._refusal(conn, manifest, ref, owner)
                     if refusal:
                         return Outcome(ok=False, error=refusal, refused=True)
-                obj = await conn.apply(manifest, force=overwrite or known_ours)
+                try:
+                    obj = await conn.apply(manifest, force=overwrite or known_ours)
+                except member_mod.MemberRejected as exc:
+                    if not ns or not _namespace_gone(exc, str(ns)):
+                        raise
+                    # Deleted in the member since we saw it (`kubectl delete namespace`
+                    # there took our copies with it): look again, create it, apply again.
+                    self._namespaces.discard((cluster.name, str(ns)))
+                    await self._ensure_namespace(cluster.name, conn, str(ns))
+                    obj = await conn.apply(manifest, force=overwrite or known_ours)
         except member_mod.MemberUnavailable as exc:
             return Outcome(ok=False, error=f"{cluster.name} unavailable: {exc}", retryable=True)
         except member_mod.MemberRejected as exc:

@@ -152,3 +152,26 @@ async def test_a_stray_copy_that_appears_while_running_is_collected(fed: Federat
     await plant(fed, "eu-west-arm", "single")
     assert await where() == {"us-east-cpu", "eu-west-arm"}
     await wait_for(only_wanted, timeout=15, message="the stray copy collected")
+
+
+async def test_copies_come_back_after_their_namespace_is_deleted_in_the_member(
+    fed: Federation,
+) -> None:
+    """`kubectl delete namespace` in a member takes our copies with it. They are applied
+    again, into the namespace created again, even though the applier had already seen
+    that namespace there once."""
+    web = deployment("lonely", 1, namespace="lonely")
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (1, None)})
+    propagator = fed.start()
+    await wait_for(propagator.ready.is_set, timeout=15, message="propagator ready")
+
+    async def there() -> bool:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "lonely", "lonely")
+        return got is not None
+
+    await wait_for(there, timeout=15, message="the copy applied")
+    conn = await fed.conn("us-east-cpu")
+    await conn.delete(member.ObjectRef("v1", "Namespace", "lonely"))
+    assert not await there()
+    await wait_for(there, timeout=15, message="the copy back in its namespace")
