@@ -21,7 +21,7 @@ from federation.resources import ResourceList, normalise_name, to_quota_name
 from policies.models.frq import FederatedResourceQuota, StaticClusterAssignment
 from policies.models.work import ClusterQuota, QuotaStatus
 
-__all__ = ["LABEL_FRQ", "aggregate", "manifest"]
+__all__ = ["LABEL_FRQ", "aggregate", "edited", "manifest"]
 
 LABEL_FRQ = "fedctl.io/federated-resource-quota"
 
@@ -42,6 +42,15 @@ def manifest(frq: FederatedResourceQuota, assignment: StaticClusterAssignment) -
         },
         "spec": {"hard": {to_quota_name(name): value for name, value in sorted(wire.items())}},
     }
+
+
+def edited(wanted: Mapping[str, Any], seen: Mapping[str, Any]) -> bool:
+    """The member's ResourceQuota no longer holds a limit we set (raised or lowered by
+    hand there), compared as quantities: the apiserver may spell `1024Gi` as `1Ti`. A
+    limit someone added beside ours is theirs: our apply would not take it away."""
+    ours = _plain((wanted.get("spec") or {}).get("hard"))
+    theirs = _plain((seen.get("spec") or {}).get("hard"))
+    return any(theirs.get(name) != value for name, value in ours.items())
 
 
 def _plain(raw: Mapping[str, Any] | None) -> ResourceList:

@@ -89,8 +89,11 @@ class QuotaSync:
         digest = render.digest(manifest)
         slot = (cluster_name, str(object_ref(manifest)))
         ns, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
-        if self._applied.get(slot) == digest and (cluster_name, ns, name) in self.watches.quotas:
-            return ""
+        seen = self.watches.quotas.get((cluster_name, ns, name))
+        if self._applied.get(slot) == digest and seen is not None:
+            if not quota.edited(manifest, seen):
+                return ""
+            log.info("quota %s/%s: edited in %s, applied again", ns, name, cluster_name)
         outcome = await self.applier.apply(
             cluster, manifest, ref=None, overwrite=True, known_ours=True
         )

@@ -10,6 +10,7 @@ workload goes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -18,6 +19,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web as web_server
+from kubernetes_asyncio import client as kube_client
+from kubernetes_asyncio import config as kube_config
 
 from clusters import member
 from federation.api import app as api_app
@@ -585,15 +588,20 @@ async def test_a_namespace_created_ahead_of_its_objects_is_adopted_by_its_namesp
     assert got["metadata"]["annotations"]["fedctl.io/workload-ref"] == str(ref)
 
 
+@contextlib.asynccontextmanager
+async def member_api(fed: Federation, cluster: str) -> AsyncIterator[Any]:
+    """The official client on one member, for writes fedctl did not make (a user's)."""
+    api = await kube_config.new_client_from_config(config_file=str(fed.kubeconfig), context=cluster)
+    async with api:
+        yield api
+
+
 async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     fed: Federation,
 ) -> None:
     """Someone scales our copy in the member (`kubectl scale` there): its generation moves
     past the one our apply left, and the propagator applies the manifest again, as Karmada
     restores a member copy it finds changed. A status-only change does not count."""
-    from kubernetes_asyncio import client as kube_client
-    from kubernetes_asyncio import config as kube_config
-
     web = deployment("edited", 2)
     await fed.put(web)
     await fed.bind(web, {"us-east-cpu": (2, "amd64")})
@@ -612,10 +620,7 @@ async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     work = await fed.works.get(key)
     assert work is not None and work.obj.status.applied_generation is not None
     applied = work.obj.status.applied_generation
-    api = await kube_config.new_client_from_config(
-        config_file=str(fed.kubeconfig), context="us-east-cpu"
-    )
-    async with api:
+    async with member_api(fed, "us-east-cpu") as api:
         apps = kube_client.AppsV1Api(api)
         await apps.patch_namespaced_deployment_scale("edited", "web", {"spec": {"replicas": 5}})
 
@@ -632,3 +637,31 @@ async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     said = [e.obj.message for e in listed.items]
     assert any(m.startswith("restored in us-east-cpu: its copy was edited there") for m in said)
     await wait_for(healthy, timeout=20, message="edited ready again with 2 replicas")
+
+
+async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federation) -> None:
+    """A member's ResourceQuota is the federation's static assignment: raised by hand in
+    the member, or deleted there, it is put back, as a workload's copy is."""
+    frq = frq_for_test()
+    await fed.put(frq)
+    fed.start()
+
+    async def gpus() -> str | None:
+        got = await fed.member_object(
+            "us-east-a100", "v1", "ResourceQuota", "ml-research", "ml-research"
+        )
+        return None if got is None else got["spec"]["hard"].get("requests.nvidia.com/gpu")
+
+    async def assigned() -> bool:
+        return await gpus() == "16"
+
+    await wait_for(assigned, timeout=15, message="the A100 member's quota")
+    async with member_api(fed, "us-east-a100") as api:
+        await kube_client.CoreV1Api(api).patch_namespaced_resource_quota(
+            "ml-research", "ml-research", {"spec": {"hard": {"requests.nvidia.com/gpu": "64"}}}
+        )
+    assert await gpus() == "64"
+    await wait_for(assigned, timeout=15, message="the quota restored after an edit")
+    conn = await fed.conn("us-east-a100")
+    await conn.delete(member.ObjectRef("v1", "ResourceQuota", "ml-research", "ml-research"))
+    await wait_for(assigned, timeout=15, message="the quota restored after a delete")

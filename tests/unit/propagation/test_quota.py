@@ -66,3 +66,32 @@ def test_status_sums_used_over_members_and_marks_missing_quotas() -> None:
     assert not rows["north"].applied and rows["north"].error == "down"
     assert status.overall_used == ResourceList({"nvidia.com/gpu": 3000})
     assert status.overall == policy.spec.overall
+
+
+def _quota(hard: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "spec": {"hard": hard}}
+
+
+@pytest.mark.parametrize(
+    ("seen", "edited"),
+    [
+        pytest.param({"requests.cpu": "8", "requests.memory": "1Ti"}, False, id="as applied"),
+        pytest.param(
+            {"requests.cpu": "8000m", "requests.memory": "1024Gi"},
+            False,
+            id="the same quantities spelt otherwise",
+        ),
+        pytest.param(
+            {"requests.cpu": "8", "requests.memory": "1Ti", "pods": "10"},
+            False,
+            id="a limit added beside ours is left to whoever added it",
+        ),
+        pytest.param({"requests.cpu": "64", "requests.memory": "1Ti"}, True, id="raised"),
+        pytest.param({"requests.memory": "1Ti"}, True, id="one of ours removed"),
+    ],
+)
+def test_a_member_quota_is_edited_when_a_limit_we_set_differs(
+    seen: dict[str, str], edited: bool
+) -> None:
+    wanted = _quota({"requests.cpu": "8", "requests.memory": "1Ti"})
+    assert quota.edited(wanted, _quota(seen)) is edited
