@@ -40,6 +40,7 @@ from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
 from policies.models.cluster import Cluster
 from policies.models.override import ClusterOverridePolicy, OverridePolicy
 from policies.models.work import (
+    FINISHED_PHASES,
     Event,
     Work,
     WorkCondition,
@@ -328,6 +329,11 @@ class WorkloadSync:
         if seen is None and previous.applied:
             seen = self.watches.expect(cluster.name, ref, manifest, previous)
         gone = seen is not None and seen.gone
+        if gone and previous.applied and previous.observed.phase in FINISHED_PHASES:
+            # A job that finished there, its copy since deleted (the member's TTL
+            # controller, a clean-up): applied again it would run a second time. Its Work
+            # keeps what the member last said, so the workload stays finished.
+            return previous, None
         drifted = _drifted(previous, seen)
         delay = None
         status = previous

@@ -665,3 +665,34 @@ async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federatio
     conn = await fed.conn("us-east-a100")
     await conn.delete(member.ObjectRef("v1", "ResourceQuota", "ml-research", "ml-research"))
     await wait_for(assigned, timeout=15, message="the quota restored after a delete")
+
+
+async def test_a_finished_jobs_copy_deleted_in_its_member_is_not_run_again(
+    fed: Federation,
+) -> None:
+    """The member's TTL controller (`ttlSecondsAfterFinished`), or a team cleaning up,
+    deletes a Job that finished there. Applying it again would run it a second time: the
+    copy stays gone and the workload stays Succeeded. A service's copy deleted there comes
+    back, in the same run, so the watch did see the deletions."""
+    job = _report("done")
+    web = deployment("kept", 1)
+    for workload in (job, web):
+        await fed.put(workload)
+        await fed.bind(workload, {"us-east-cpu": (1, None)})
+    propagator = fed.start()
+    await wait_for(lambda: _phase(fed, job, {"Succeeded"}), timeout=20, message="job done")
+
+    async def copy(kind: str, api_version: str, name: str) -> Any:
+        return await fed.member_object("us-east-cpu", api_version, kind, "web", name)
+
+    await wait_for(lambda: copy("Deployment", "apps/v1", "kept"), timeout=15, message="kept")
+    conn = await fed.conn("us-east-cpu")
+    await conn.delete(member.ObjectRef("batch/v1", "Job", "report", "web"))
+    await conn.delete(member.ObjectRef("apps/v1", "Deployment", "kept", "web"))
+    seen = propagator.watches.seen
+    slot = ("us-east-cpu", str(ref_of(job)))
+    await wait_for(lambda: seen[slot].gone, timeout=15, message="the Job's deletion seen")
+    await wait_for(lambda: copy("Deployment", "apps/v1", "kept"), timeout=15, message="back")
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
+    assert await copy("Job", "batch/v1", "report") is None
+    assert await _phase(fed, job, {"Succeeded"}) is not None
