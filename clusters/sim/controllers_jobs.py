@@ -5,7 +5,8 @@ Training workloads are what the federation controller places on GPU and NPU memb
 their lifecycle has to be observable the way it is on a real cluster: a batch/v1 Job runs
 `parallelism` pods until `completions` succeed (Complete) or more than `backoffLimit` fail
 (Failed/BackoffLimitExceeded), with `active`/`ready`/`succeeded`/`failed` counts and start
-and completion times; pods refused by quota leave `active: 0` and a FailedCreate event.
+and completion times; pods refused by quota leave `active: 0` and a FailedCreate event; a
+finished Job with `ttlSecondsAfterFinished` is deleted that long after, as upstream.
 The Volcano Job and PyTorchJob kinds are opaque to the API server, but here they still get
 their pods (per task / per replica type) and a status: Volcano's `state.phase`
 (Pending/Running/Completed/Failed) and the Kubeflow conditions (Created/Running/Succeeded/
@@ -65,6 +66,7 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
         return
     spec, old = job.get("spec") or {}, job.get("status") or {}
     if _finished(old):
+        _expire(ctx, job)
         return
     pods = ctx.owned_pods(job)
     succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
@@ -139,6 +141,25 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
         if conds:
             status["conditions"] = conds
     write_status(ctx, JOB, ctx.fetch(JOB, ns, name), status)
+    if _finished(status):
+        _expire(ctx, job)
+
+
+def _expire(ctx: Context, job: Obj) -> None:
+    """The TTL-after-finished controller: a finished Job with `ttlSecondsAfterFinished`
+    is deleted, pods and all, that long after it finished (counted from when this
+    controller saw it finish, on the simulated clock)."""
+    ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if ttl is None:
+        return
+    meta = job["metadata"]
+    slot, now = f"ttl/{meta['uid']}", ctx.clock.monotonic()
+    due = ctx.deadlines.setdefault(slot, now + max(0.0, float(ttl)))
+    if now < due:
+        ctx.queue.add_after(("job", meta["namespace"], meta["name"]), due - now)
+        return
+    ctx.deadlines.pop(slot, None)
+    ctx.store.delete(JOB, meta["namespace"], meta["name"])
 
 
 def _finished(status: Obj) -> bool:

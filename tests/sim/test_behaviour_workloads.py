@@ -160,6 +160,25 @@ async def test_job_duration_is_taken_from_the_annotation() -> None:
         assert sim.get(JOB, "j")["status"]["succeeded"] == 1
 
 
+async def test_a_finished_job_with_a_ttl_is_deleted_that_long_after_with_its_pods() -> None:
+    """The TTL-after-finished controller: the Job and its pods go `ttlSecondsAfterFinished`
+    after it finished; a Job without one stays."""
+    async with ManualCluster(CPU) as sim:
+        timed = job_body("timed", duration="30s")
+        timed["spec"]["ttlSecondsAfterFinished"] = 60
+        sim.store.create(JOB, timed)
+        sim.store.create(JOB, job_body("kept", duration="30s"))
+        await sim.advance(40, step=5)
+        assert sim.get(JOB, "timed")["status"]["succeeded"] == 1
+        assert _pods(sim, **{"job-name": "timed"})
+        await sim.advance(30, step=5)
+        assert sim.store.try_get(JOB, "default", "timed") is not None
+        await sim.advance(40, step=5)
+        assert sim.store.try_get(JOB, "default", "timed") is None
+        assert not _pods(sim, **{"job-name": "timed"})
+        assert sim.get(JOB, "kept")["status"]["succeeded"] == 1
+
+
 async def test_statefulset_creates_ordinal_pods_in_order() -> None:
     body = deployment_body("db", 3)
     body["kind"] = "StatefulSet"
