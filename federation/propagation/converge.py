@@ -329,11 +329,13 @@ class WorkloadSync:
         if seen is None and previous.applied:
             seen = self.watches.expect(cluster.name, ref, manifest, previous)
         gone = seen is not None and seen.gone
-        if gone and previous.applied and previous.observed.phase in FINISHED_PHASES:
-            # A job that finished there, its copy since deleted (the member's TTL
-            # controller, a clean-up): applied again it would run a second time. Its Work
-            # keeps what the member last said, so the workload stays finished.
-            return previous, None
+        if seen is not None and gone and previous.applied:
+            last = seen.observed if seen.observed.phase in FINISHED_PHASES else previous.observed
+            if last.phase in FINISHED_PHASES:
+                # A job that finished there, its copy since deleted (the member's TTL
+                # controller, a clean-up): applied again it would run a second time. Its
+                # Work keeps what the member last said, so the workload stays finished.
+                return previous.model_copy(update={"observed": last}), None
         drifted = _drifted(previous, seen)
         delay = None
         status = previous

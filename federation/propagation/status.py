@@ -260,7 +260,10 @@ class StatusWatches:
             return
         ref = _ref_of(obj)
         if ref is not None and (cluster, str(ref)) in self.seen:
-            self.seen[(cluster, str(ref))] = Seen(Observed(), gone=True)
+            # The deleted object's last state: a Job deleted the moment it finished
+            # (`ttlSecondsAfterFinished: 0`) is known finished, not only gone.
+            last = interpreter.for_kind(api_version, kind).observe(obj)
+            self.seen[(cluster, str(ref))] = Seen(last, gone=True)
             self._notify(workload_item(ref))
 
     def _relisted(
@@ -280,7 +283,7 @@ class StatusWatches:
             if name != cluster or ref_text in present or seen.gone:
                 continue
             if ref_text.split("/")[1] == segment:
-                self.seen[(name, ref_text)] = Seen(Observed(), gone=True)
+                self.seen[(name, ref_text)] = Seen(seen.observed, gone=True)
                 self._notify(f"w|{ref_text}")
 
     async def _follow(self, key: WatchKey, watch: _Watch) -> None:

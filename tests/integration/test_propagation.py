@@ -670,17 +670,22 @@ async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federatio
 async def test_a_finished_jobs_copy_deleted_in_its_member_is_not_run_again(
     fed: Federation,
 ) -> None:
-    """The member's TTL controller (`ttlSecondsAfterFinished`), or a team cleaning up,
-    deletes a Job that finished there. Applying it again would run it a second time: the
-    copy stays gone and the workload stays Succeeded. A service's copy deleted there comes
-    back, in the same run, so the watch did see the deletions."""
+    """The member's TTL controller (`ttlSecondsAfterFinished`, at once when 0), or a team
+    cleaning up, deletes a Job that finished there. Applying it again would run it a
+    second time: the copy stays gone and the workload stays Succeeded. A service's copy
+    deleted there comes back, in the same run, so the watch did see the deletions."""
     job = _report("done")
+    wire = _report("quick").to_wire()
+    wire["metadata"]["name"] = "quick"
+    wire["spec"]["ttlSecondsAfterFinished"] = 0  # deleted there the moment it finishes
+    quick = Workload.model_validate(wire)
     web = deployment("kept", 1)
-    for workload in (job, web):
+    for workload in (job, quick, web):
         await fed.put(workload)
         await fed.bind(workload, {"us-east-cpu": (1, None)})
     propagator = fed.start()
     await wait_for(lambda: _phase(fed, job, {"Succeeded"}), timeout=20, message="job done")
+    await wait_for(lambda: _phase(fed, quick, {"Succeeded"}), timeout=20, message="quick done")
 
     async def copy(kind: str, api_version: str, name: str) -> Any:
         return await fed.member_object("us-east-cpu", api_version, kind, "web", name)
@@ -695,4 +700,6 @@ async def test_a_finished_jobs_copy_deleted_in_its_member_is_not_run_again(
     await wait_for(lambda: copy("Deployment", "apps/v1", "kept"), timeout=15, message="back")
     await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
     assert await copy("Job", "batch/v1", "report") is None
+    assert await copy("Job", "batch/v1", "quick") is None
     assert await _phase(fed, job, {"Succeeded"}) is not None
+    assert await _phase(fed, quick, {"Succeeded"}) is not None
