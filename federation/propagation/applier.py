@@ -148,8 +148,9 @@ class Applier:
         self.applied += 1
         return Outcome(ok=True, obj=obj)
 
-    async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> None:
-        """Delete our copy from `cluster`; gone already is fine. Raises on member errors."""
+    async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
+        """Delete our copy from `cluster`; False when it was gone already. Raises on
+        member errors."""
         conn = await self.members.get(cluster)
         async with self.members.limit(cluster.name):
-            await conn.delete(object_ref(manifest))
+            return await conn.delete(object_ref(manifest))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from federation import clock as clock_mod
@@ -217,12 +217,15 @@ class Propagator:
         await self._collect_garbage()
 
     async def _collect_again(self) -> None:
-        """Collect garbage every `gc_interval` while running, over the kinds in use.
+        """Collect garbage every `gc_interval` while running, over the kinds in use that
+        no status watch follows in that member.
 
         Why again: member calls are not fenced. A deposed leader's apply still in flight
         when this replica took over can land after the start-up pass, and a copy nothing
-        here describes would run for good (a batch Job twice). Workers only look at what
-        the registry names; this pass looks at what the members hold.
+        here describes would run for good (a batch Job twice). Where a watch follows the
+        kind, its event brings the copy to a worker, which removes it at once
+        (`WorkloadSync._remove_stray`); this pass lists only the rest, so a fleet's
+        members are not listed whole every minute.
         """
         while True:
             await self.clock.sleep(self.settings.gc_interval)
@@ -242,7 +245,13 @@ class Propagator:
             try:
                 async with asyncio.timeout(self.settings.request_timeout * 3):
                     conn = await self.members.get(cluster)
-                    removed = await gc.collect(cluster.name, conn, kinds=kinds, wanted=self._wanted)
+                    removed = await gc.collect(
+                        cluster.name,
+                        conn,
+                        kinds=kinds,
+                        wanted=self._wanted,
+                        skip=None if everything else self._followed(cluster.name),
+                    )
                 if removed:
                     log.info("gc: %d orphaned objects removed from %s", removed, cluster.name)
             except (errors.FedctlError, TimeoutError) as exc:
@@ -252,6 +261,13 @@ class Propagator:
                 log.log(level, "gc: %s skipped: %s", cluster.name, exc)
 
         await asyncio.gather(*(one(item.obj) for item in self.clusters.items.values()))
+
+    def _followed(self, cluster: str) -> Callable[[str, str], bool]:
+        """Kinds a later pass need not list in `cluster`: their watch shows every copy
+        (quotas are listed still: their strays reach no worker)."""
+        return lambda api_version, kind: (
+            kind != "ResourceQuota" and self.watches.synced(cluster, api_version, kind)
+        )
 
     def _wanted(self, cluster: str, obj: Any) -> bool:
         meta = obj.get("metadata") or {}

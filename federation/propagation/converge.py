@@ -234,6 +234,14 @@ class WorkloadSync:
             delays.append(delay)
             if delay is None:
                 said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
+        kept = set(existing) | set(targets) | evicting | replaced
+        for name, copy in sorted(self.watches.copies(ref).items()):
+            if name not in kept:
+                removed, delay = await self._remove_stray(ref, name, copy)
+                delays.append(delay)
+                if removed:
+                    why = f"removed from {name}: a copy no Work records (a late apply)"
+                    said.append(self._event(ref, "Removed", why, cluster=name))
         extra = await self.recorder.ops(ref, said) if self.recorder is not None else []
         await self.records.commit(
             ref, writes, self.records.status(ref, workload, stored, writes), extra
@@ -417,6 +425,27 @@ class WorkloadSync:
             message=message,
             last_transition_time=self.now(),
         )
+
+    async def _remove_stray(
+        self, ref: keys.WorkloadRef, name: str, copy: Mapping[str, Any]
+    ) -> tuple[bool, float | None]:
+        """Delete a copy of ours that no Work records and nothing wants where it is: a
+        deposed leader's apply that landed after this leader started (member calls carry
+        no fence), which would otherwise run beside the real one for good. Returns
+        whether there was one (a late event of a copy just removed shows one that is
+        already gone) and a delay to try again after."""
+        cluster = self.clusters.get(keys.cluster_key(name))
+        removed = False
+        if cluster is not None:
+            try:
+                removed = await self.applier.delete(cluster, copy)
+            except errors.FedctlError as exc:
+                log.info("%s: stray copy not yet removed from %s: %s", ref, name, exc)
+                return False, _RETRY
+        self.watches.forget(name, ref)
+        if removed:
+            log.warning("%s: removed a copy from %s that no Work records", ref, name)
+        return removed, None
 
     async def _remove(
         self, ref: keys.WorkloadRef, name: str, existing: dict[str, codec.Stored[Work]]

@@ -33,14 +33,16 @@ async def collect(
     kinds: Iterable[tuple[str, str]],
     wanted: Callable[[str, Mapping[str, Any]], bool],
     served: set[tuple[str, str]] | None = None,
+    skip: Callable[[str, str], bool] | None = None,
 ) -> int:
     """Delete every object of `kinds` in `conn` that is ours and not wanted; returns how many.
 
     `served`, when given, collects the kinds the member serves (their watches start next).
+    `skip(apiVersion, kind)` leaves a kind out (one whose watch already shows every copy).
     """
     removed = 0
     for api_version, kind in sorted(set(kinds)):
-        if kind == "Namespace":
+        if kind == "Namespace" or (skip is not None and skip(api_version, kind)):
             continue
         try:
             listed = await conn.list(api_version, kind)

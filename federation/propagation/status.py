@@ -137,6 +137,8 @@ class StatusWatches:
         self._backoff_max = backoff_max
         self._watches: dict[WatchKey, _Watch] = {}
         self.seen: dict[tuple[str, str], Seen] = {}
+        self._copies: dict[str, dict[str, dict[str, Any]]] = {}
+        """Workload ref → cluster → the copy of ours a watch shows there (its identity)."""
         self.quotas: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._synced: set[WatchKey] = set()
         self._owners: dict[tuple[str, str, str, str, str], str | None] = {}
@@ -169,6 +171,25 @@ class StatusWatches:
 
     def forget(self, cluster: str, ref: keys.WorkloadRef) -> None:
         self.seen.pop((cluster, str(ref)), None)
+        self._drop(cluster, str(ref))
+
+    def copies(self, ref: keys.WorkloadRef) -> Mapping[str, Mapping[str, Any]]:
+        """Cluster → identity (apiVersion, kind, name, namespace) of each copy of `ref`
+        the watches show: the propagator's own, and any it did not make (a deposed
+        leader's late apply) that it then removes."""
+        return self._copies.get(str(ref), {})
+
+    def _drop(self, cluster: str, ref_text: str) -> None:
+        where = self._copies.get(ref_text)
+        if where is not None:
+            where.pop(cluster, None)
+            if not where:
+                del self._copies[ref_text]
+
+    def synced(self, cluster: str, api_version: str, kind: str) -> bool:
+        """A watch of `kind` in `cluster` has listed it and follows it: every copy of ours
+        there reaches `copies`."""
+        return (cluster, api_version, kind) in self._synced
 
     def owner(self, cluster: str, manifest: Mapping[str, Any]) -> tuple[bool, str | None] | None:
         """(exists, our workload ref or None) from the watch; None before its first list."""
@@ -239,6 +260,11 @@ class StatusWatches:
             return
         if ref is None or not ours:
             return
+        self._copies.setdefault(str(ref), {})[cluster] = {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+        }
         plugin = interpreter.for_kind(api_version, kind)
         seen = Seen(
             plugin.observe(obj),
@@ -264,6 +290,7 @@ class StatusWatches:
             # (`ttlSecondsAfterFinished: 0`) is known finished, not only gone.
             last = interpreter.for_kind(api_version, kind).observe(obj)
             self.seen[(cluster, str(ref))] = Seen(last, gone=True)
+            self._drop(cluster, str(ref))
             self._notify(workload_item(ref))
 
     def _relisted(
@@ -284,6 +311,7 @@ class StatusWatches:
                 continue
             if ref_text.split("/")[1] == segment:
                 self.seen[(name, ref_text)] = Seen(seen.observed, gone=True)
+                self._drop(name, ref_text)
                 self._notify(f"w|{ref_text}")
 
     async def _follow(self, key: WatchKey, watch: _Watch) -> None:

@@ -131,14 +131,27 @@ async def test_after_a_restart_copies_deleted_in_members_are_applied_again(
     await wait_for(both, timeout=15, message="the copy deleted after the restart applied again")
 
 
-async def test_a_stray_copy_that_appears_while_running_is_collected(fed: Federation) -> None:
+@pytest.mark.parametrize(
+    ("gc_interval", "watched"),
+    [
+        pytest.param(1.0, False, id="no watch of the kind there: the periodic pass lists it"),
+        pytest.param(0.0, True, id="the kind watched there: the watch event removes it"),
+    ],
+)
+async def test_a_stray_copy_that_appears_while_running_is_collected(
+    fed: Federation, gc_interval: float, watched: bool
+) -> None:
     """A deposed leader's apply can land after the new leader's start-up collection: a
     copy carrying our labels that no Work or Binding wants (a batch Job there would run
-    twice). The periodic pass deletes it; the wanted copy stays."""
+    twice). It is deleted; the wanted copy stays."""
     web = deployment("single", 1)
     await fed.put(web)
     await fed.bind(web, {"us-east-cpu": (1, None)})
-    settings = PROPAGATION.model_copy(update={"gc_interval": 1.0})
+    if watched:  # another Deployment there, so a watch of the kind runs in that member
+        other = deployment("other", 1)
+        await fed.put(other)
+        await fed.bind(other, {"eu-west-arm": (1, None)})
+    settings = PROPAGATION.model_copy(update={"gc_interval": gc_interval})
     propagator = fed.start(settings)
     await wait_for(propagator.ready.is_set, timeout=15, message="propagator ready")
 
