@@ -236,7 +236,9 @@ class WorkloadSync:
                 said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
         kept = set(existing) | set(targets) | evicting | replaced
         for name, copy in sorted(self.watches.copies(ref).items()):
-            if name not in kept:
+            # A namespace is left, as garbage collection leaves it: others' objects may
+            # live in it, and it runs nothing.
+            if name not in kept and copy["kind"] != "Namespace":
                 removed, delay = await self._remove_stray(ref, name, copy)
                 delays.append(delay)
                 if removed:
