@@ -14,6 +14,7 @@ lets the loader point at the offending field rather than at the whole mapping.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -166,6 +167,44 @@ class ResourceSelector(FrozenModel):
     namespace: str | None = None
     name: str | None = None
     label_selector: LabelSelector | None = None
+
+
+COMMON_KINDS: Final = frozenset(
+    {
+        *("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "CronJob", "Pod"),
+        *("PyTorchJob", "Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount"),
+        *("PersistentVolumeClaim", "Ingress", "NetworkPolicy", "PodDisruptionBudget"),
+        *("HorizontalPodAutoscaler", "Role", "RoleBinding", "ClusterRole"),
+        *("ClusterRoleBinding", "ResourceQuota", "LimitRange", "CustomResourceDefinition"),
+    }
+)
+"""Kinds selectors commonly name: the workloads fedctl reads and what teams propagate
+with them. Any other kind is allowed (a custom resource); one close to these is warned."""
+
+_BY_LOWER = {kind.lower(): kind for kind in COMMON_KINDS}
+
+
+def selector_notices(selectors: Sequence[ResourceSelector]) -> list[Notice]:
+    """A selector whose kind looks like a misspelt common kind (`Deploymnet`,
+    `deployment`): valid, since members may serve a custom resource of any name, but
+    such a policy silently selects nothing, so it is said where the policy is edited."""
+    found: list[Notice] = []
+    for i, selector in enumerate(selectors):
+        kind = selector.kind
+        if kind in COMMON_KINDS:
+            continue
+        close = _BY_LOWER.get(kind.lower()) or next(
+            iter(difflib.get_close_matches(kind, sorted(COMMON_KINDS), n=1, cutoff=0.8)), None
+        )
+        if close is not None:
+            found.append(
+                Notice(
+                    ("spec", "resourceSelectors", i, "kind"),
+                    f"{kind!r} is not a kind fedctl knows (did you mean {close!r}?): it selects"
+                    " nothing unless the members serve a custom resource of that name",
+                )
+            )
+    return found
 
 
 class ClusterAffinity(FrozenModel):

@@ -18,7 +18,13 @@ from pydantic import Field, field_validator, model_validator
 
 from policies.models import common
 from policies.models.base import FrozenModel, KubeObject
-from policies.models.common import ClusterAffinity, Notice, ResourceSelector, RuleError
+from policies.models.common import (
+    ClusterAffinity,
+    Notice,
+    ResourceSelector,
+    RuleError,
+    selector_notices,
+)
 
 __all__ = [
     "IMAGE_DIGEST",
@@ -290,8 +296,9 @@ class _OverrideBase(KubeObject):
     spec: OverrideSpec
 
     def warnings(self) -> list[Notice]:
-        """Deprecated forms and fields fedctl does not act on yet."""
-        return _override_notices(self.spec)
+        """Deprecated forms, fields fedctl does not act on yet, and selectors of kinds
+        that look misspelt."""
+        return [*selector_notices(self.spec.resource_selectors), *_override_notices(self.spec)]
 
 
 class OverridePolicy(_OverrideBase):

@@ -29,6 +29,7 @@ from policies.models.common import (
     SpreadConstraint,
     Toleration,
     raise_all,
+    selector_notices,
 )
 from policies.models.placement_ext import FedctlPlacement
 from policies.models.workload import BATCH_KINDS
@@ -434,8 +435,9 @@ class _PropagationBase(KubeObject):
     spec: PropagationSpec
 
     def warnings(self) -> list[Notice]:
-        """Fields set here that fedctl accepts but does not act on yet."""
-        return _spec_notices(self.spec)
+        """Fields set here that fedctl accepts but does not act on yet, and selectors of
+        kinds that look misspelt."""
+        return [*selector_notices(self.spec.resource_selectors), *_spec_notices(self.spec)]
 
 
 class PropagationPolicy(_PropagationBase):

@@ -929,3 +929,32 @@ def test_every_broken_quota_rule_is_reported_at_once() -> None:
         "k.yaml:19:15: spec.staticAssignments[1].hard.pods: resource 'pods' is assigned but"
         " not present in overall",
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        pytest.param(
+            "Deploymnet",
+            "k.yaml:9:13: spec.resourceSelectors[0].kind: warning: 'Deploymnet' is not a kind"
+            " fedctl knows (did you mean 'Deployment'?): it selects nothing unless the members"
+            " serve a custom resource of that name",
+            id="a misspelt kind",
+        ),
+        pytest.param(
+            "deployment",
+            "k.yaml:9:13: spec.resourceSelectors[0].kind: warning: 'deployment' is not a kind"
+            " fedctl knows (did you mean 'Deployment'?): it selects nothing unless the members"
+            " serve a custom resource of that name",
+            id="a kind in lower case",
+        ),
+        pytest.param("RayCluster", None, id="a custom resource far from every common kind"),
+        pytest.param("Deployment", None, id="the kind itself"),
+    ],
+)
+def test_a_selector_kind_that_looks_misspelt_is_warned_about(
+    kind: str, expected: str | None
+) -> None:
+    result = load(PP.replace("kind: Deployment\n", f"kind: {kind}\n"))
+    assert lines(result) == ([expected] if expected else [])
+    assert result.ok
