@@ -114,7 +114,7 @@ def _label(kind: str, api_version: str, name: str) -> str:
     return f"{kind.lower()}.{group}/{name}" if group else f"{kind.lower()}/{name}"
 
 
-async def _server_chips(api: Any) -> set[str] | None:
+async def _server_chips(api: Any, clusters: list[dict[str, Any]]) -> set[str] | None:
     """The chips the server's clusters and AcceleratorProfiles define (None: unreadable)."""
     from federation.cli import client
 
@@ -122,12 +122,22 @@ async def _server_chips(api: Any) -> set[str] | None:
     try:
         for item in (await api.request("GET", "acceleratorprofiles"))["items"]:
             chips.add(item["metadata"]["name"])
-        for item in (await api.request("GET", "clusters"))["items"]:
-            for chip in (item.get("spec") or {}).get("chips") or ():
-                chips.update(v for v in (chip.get("model"), chip.get("arch")) if v)
     except client.ApiError:
         return None
+    for item in clusters:
+        for chip in (item.get("spec") or {}).get("chips") or ():
+            chips.update(v for v in (chip.get("model"), chip.get("arch")) if v)
     return chips
+
+
+async def _server_clusters(api: Any) -> list[dict[str, Any]] | None:
+    """The server's Clusters (None: unreadable, e.g. a token that may not list them)."""
+    from federation.cli import client
+
+    try:
+        return list((await api.request("GET", "clusters"))["items"])
+    except client.ApiError:
+        return None
 
 
 async def _apply(args: argparse.Namespace) -> int:
@@ -138,11 +148,16 @@ async def _apply(args: argparse.Namespace) -> int:
     if not result.ok:
         _reported(result)  # raises: nothing is sent while the input is wrong
     async with _client().ApiClient(args.server, token=args.token) as api:
-        if result.names_undefined_chips:
+        clusters = None
+        if result.names_undefined_chips or result.names_clusters:
+            clusters = await _server_clusters(api)
+        if result.names_undefined_chips and clusters is not None:
             # Chips the fleet defines are not named in a file of workloads alone.
-            known = await _server_chips(api)
+            known = await _server_chips(api, clusters)
             if known is not None:
                 result = result.with_known_chips(known)
+        if result.names_clusters and clusters:  # a fleet still empty: nothing to compare
+            result = result.with_joined_clusters([c["metadata"]["name"] for c in clusters])
         loaded = _reported(result)
         if not loaded:
             print("no objects found", file=sys.stderr)

@@ -31,7 +31,15 @@ from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPr
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
 from policies.models.workload import Workload
 
-__all__ = ["Checked", "Loaded", "cross_check", "undefined_chips", "validate_document"]
+__all__ = [
+    "Checked",
+    "Loaded",
+    "cross_check",
+    "names_clusters",
+    "undefined_chips",
+    "unjoined_clusters",
+    "validate_document",
+]
 
 _ALL_KIND_NAMES = sorted({k for _, k in kinds.known_kinds()})
 
@@ -343,6 +351,61 @@ def _chip_references(obj: Loaded) -> list[tuple[tuple[str | int, ...], str]]:
         path = ("metadata", "annotations", "fedctl.io/chips")
         refs.extend((path, chip) for chip in chips)
     return refs
+
+
+_CLUSTER_LISTS = ("clusterNames", "exclude")
+_CLUSTER_KINDS = frozenset(
+    {"PropagationPolicy", "ClusterPropagationPolicy", "OverridePolicy"}
+    | {"ClusterOverridePolicy", "FederatedResourceQuota"}
+)
+
+
+def _cluster_references(obj: Loaded) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every member named by a policy or quota: affinities and their exclusions, static
+    weights' and override rules' target clusters, quota assignments."""
+    if obj.model.kind not in _CLUSTER_KINDS:
+        return []
+    refs: list[tuple[tuple[str | int, ...], str]] = []
+
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in _CLUSTER_LISTS and isinstance(value, list):
+                    refs.extend(((*path, key, i), v) for i, v in enumerate(value) if v)
+                elif key == "clusterName" and isinstance(value, str):
+                    refs.append(((*path, key), value))
+                else:
+                    walk(value, (*path, key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, (*path, i))
+
+    walk(obj.model.to_wire().get("spec") or {}, ("spec",))
+    return refs
+
+
+def names_clusters(objects: Iterable[Loaded]) -> bool:
+    """Whether a policy or quota here names a member cluster."""
+    return any(_cluster_references(obj) for obj in objects)
+
+
+def unjoined_clusters(objects: Iterable[Loaded], *, joined: Collection[str]) -> list[Finding]:
+    """A warning for each member named that is neither joined (`joined`: the server's
+    Clusters) nor defined among the documents: a misspelt name places nothing there and
+    raises no error anywhere else, as a name only a later join will fill is allowed."""
+    objects = list(objects)
+    known = set(joined) | {o.model.metadata.name for o in objects if isinstance(o.model, Cluster)}
+    found: list[Finding] = []
+    for obj in objects:
+        for path, name in _cluster_references(obj):
+            if name in known:
+                continue
+            message = (
+                f"cluster {name!r} is not joined{suggest(name, sorted(known))}: nothing is"
+                " placed there, or taken from there, until a cluster of that name joins"
+            )
+            found.append(_at(obj.source, obj.file, path, message, severity="warning"))
+    return found
 
 
 def _defined_chips(objects: list[Loaded]) -> set[str]:

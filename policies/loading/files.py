@@ -17,7 +17,14 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policies.loading.documents import Loaded, cross_check, undefined_chips, validate_document
+from policies.loading.documents import (
+    Loaded,
+    cross_check,
+    names_clusters,
+    undefined_chips,
+    unjoined_clusters,
+    validate_document,
+)
 from policies.loading.findings import Finding
 from policies.loading.source import parse_documents
 
@@ -69,6 +76,20 @@ class LoadResult:
                 findings.extend(fresh)
                 fresh = []
         return LoadResult(objects=self.objects, findings=findings, files=self.files)
+
+    @property
+    def names_clusters(self) -> bool:
+        """Whether a policy or quota here names a member cluster."""
+        return names_clusters(self.objects)
+
+    def with_joined_clusters(self, joined: Collection[str]) -> LoadResult:
+        """The result with a warning for each member named that `joined` (a server's
+        Clusters) does not hold."""
+        return LoadResult(
+            objects=self.objects,
+            findings=[*self.findings, *unjoined_clusters(self.objects, joined=joined)],
+            files=self.files,
+        )
 
 
 def load_text(text: str, *, filename: str = "<input>") -> LoadResult:

@@ -165,3 +165,36 @@ spec:
         " is not defined by any AcceleratorProfile or Cluster in the loaded documents or on"
         " the server (did you mean 'nvidia-l4'?)"
     ) in loud.stderr
+
+
+def test_apply_warns_of_a_cluster_the_server_has_not_joined(
+    controller: str, tmp_path: Path
+) -> None:
+    """A policy naming a member by a misspelt name places nothing there and fails nowhere
+    else: `apply` says so at the name, against the server's Clusters. With no cluster
+    joined yet there is nothing to compare with, and nothing is said."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: cart, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: cart}]
+  placement:
+    clusterAffinity:
+      clusterNames: [us-east-cpuu, eu-west-arm]
+"""
+    )
+    early = fedctl("apply", "-f", str(policy), server=controller)
+    assert early.returncode == 0, early.stderr
+    assert "not joined" not in early.stderr
+    assert fedctl("apply", "-f", str(EXAMPLES / "clusters.yaml"), server=controller).returncode == 0
+    late = fedctl("apply", "-f", str(policy), server=controller)
+    assert late.returncode == 0, late.stderr
+    assert (
+        f"{policy}:8:22: spec.placement.clusterAffinity.clusterNames[0]: warning: cluster"
+        " 'us-east-cpuu' is not joined (did you mean 'us-east-cpu'?): nothing is placed there,"
+        " or taken from there, until a cluster of that name joins"
+    ) in late.stderr
+    assert "eu-west-arm" not in late.stderr

@@ -958,3 +958,65 @@ def test_a_selector_kind_that_looks_misspelt_is_warned_about(
     result = load(PP.replace("kind: Deployment\n", f"kind: {kind}\n"))
     assert lines(result) == ([expected] if expected else [])
     assert result.ok
+
+
+NAMED = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    clusterAffinities:
+      - affinityName: main
+        clusterNames: [alpha, betta]
+        exclude: [gamma]
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - {targetCluster: {clusterNames: [delta]}, weight: 1}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: web, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  overrideRules:
+    - targetCluster: {clusterNames: [alpha], exclude: [epsilon]}
+      overriders: {plaintext: [{path: /spec/replicas, operator: replace, value: 1}]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: FederatedResourceQuota
+metadata: {name: web, namespace: web}
+spec:
+  overall: {cpu: "8"}
+  staticAssignments: [{clusterName: zeta, hard: {cpu: "4"}}]
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata: {name: zeta}
+spec: {region: eu-west}
+"""
+
+
+def test_every_cluster_a_policy_or_quota_names_is_checked_against_the_joined_ones() -> None:
+    """Affinity groups and their exclusions, static weights, override targets and quota
+    assignments: each name not joined (nor defined alongside, as `zeta` is) is warned at
+    its own place, with the closest joined name."""
+    result = load(NAMED)
+    assert result.ok and result.names_clusters
+    checked = result.with_joined_clusters(["alpha", "beta", "gamma", "delta"])
+    assert [str(f) for f in checked.warnings if "not joined" in f.message] == [
+        "k.yaml:9:31: spec.placement.clusterAffinities[0].clusterNames[1]: warning: cluster"
+        " 'betta' is not joined (did you mean 'beta'?): nothing is placed there, or taken from"
+        " there, until a cluster of that name joins",
+        "k.yaml:24:56: spec.overrideRules[0].targetCluster.exclude[0]: warning: cluster"
+        " 'epsilon' is not joined: nothing is placed there, or taken from there, until a"
+        " cluster of that name joins",
+    ]
+    assert not load(QUEUE_ONLY).names_clusters
+
+
+QUEUE_ONLY = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {}\n"
