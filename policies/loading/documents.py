@@ -14,7 +14,7 @@ unknown chip in a file is suspicious, not necessarily wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -395,17 +395,30 @@ def unjoined_clusters(objects: Iterable[Loaded], *, joined: Collection[str]) -> 
     raises no error anywhere else, as a name only a later join will fill is allowed."""
     objects = list(objects)
     known = set(joined) | {o.model.metadata.name for o in objects if isinstance(o.model, Cluster)}
-    found: list[Finding] = []
-    for obj in objects:
-        for path, name in _cluster_references(obj):
-            if name in known:
-                continue
-            message = (
-                f"cluster {name!r} is not joined{suggest(name, sorted(known))}: nothing is"
-                " placed there, or taken from there, until a cluster of that name joins"
-            )
-            found.append(_at(obj.source, obj.file, path, message, severity="warning"))
-    return found
+    return _unknown(
+        objects,
+        _cluster_references,
+        known,
+        lambda name: (
+            f"cluster {name!r} is not joined{suggest(name, sorted(known))}: nothing is"
+            " placed there, or taken from there, until a cluster of that name joins"
+        ),
+    )
+
+
+def _unknown(
+    objects: list[Loaded],
+    references: Callable[[Loaded], list[tuple[tuple[str | int, ...], str]]],
+    known: Collection[str],
+    say: Callable[[str], str],
+) -> list[Finding]:
+    """A warning, at its place, for each name `references` finds that `known` lacks."""
+    return [
+        _at(obj.source, obj.file, path, say(name), severity="warning")
+        for obj in objects
+        for path, name in references(obj)
+        if name not in known
+    ]
 
 
 def _defined_chips(objects: list[Loaded]) -> set[str]:
@@ -435,14 +448,12 @@ def undefined_chips(
     where = (
         "in the loaded documents" if known is None else "in the loaded documents or on the server"
     )
-    found: list[Finding] = []
-    for obj in objects:
-        for path, chip in _chip_references(obj):
-            if chip in defined:
-                continue
-            message = (
-                f"chip {chip!r} is not defined by any AcceleratorProfile or Cluster"
-                f" {where}{suggest(chip, sorted(defined))}"
-            )
-            found.append(_at(obj.source, obj.file, path, message, severity="warning"))
-    return found
+    return _unknown(
+        objects,
+        _chip_references,
+        defined,
+        lambda chip: (
+            f"chip {chip!r} is not defined by any AcceleratorProfile or Cluster"
+            f" {where}{suggest(chip, sorted(defined))}"
+        ),
+    )
