@@ -67,7 +67,7 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     if args.live:
         text, filename = _live_body(args.paths)
         return _plan_live(args, text=text, filename=filename)
-    planned = plan.plan_files(args.paths, profile=args.clusters)
+    planned = plan.plan_files(args.paths, profile=args.clusters, warn=_warn)
     if args.output == "json":
         doc = [p.plan.to_json(p.policy) for p in planned]
         json.dump(doc, sys.stdout, indent=2)
@@ -75,6 +75,10 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     else:
         sys.stdout.write("\n\n".join(plan.render(p) for p in planned) + "\n")
     return EXIT_OK if all(p.plan.placement for p in planned) else EXIT_PENDING
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _live_body(paths: list[str]) -> tuple[str, str]:
@@ -94,6 +98,8 @@ def _live_body(paths: list[str]) -> tuple[str, str]:
             f"{len(loaded.errors)} error(s) in the input; nothing was planned",
             findings=[str(f) for f in loaded.errors],
         )
+    for finding in loaded.warnings:
+        _warn(str(finding))
     text = "\n---\n".join(Path(f).read_text(encoding="utf-8-sig") for f in loaded.files)
     name = loaded.files[0] if len(loaded.files) == 1 else f"<{len(loaded.files)} files joined>"
     return text, name

@@ -13,7 +13,7 @@ Karmada, that one keeps it unless a policy allowed to preempt it takes over.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,12 +184,29 @@ def job_for(
 
 
 def plan_files(
-    paths: Sequence[str | Path], *, profile: str | Path, settings: SchedulerSettings | None = None
+    paths: Sequence[str | Path],
+    *,
+    profile: str | Path,
+    settings: SchedulerSettings | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Planned]:
-    """Plan every workload in `paths` against the fleet in `profile`."""
+    """Plan every workload in `paths` against the fleet in `profile`.
+
+    `warn` is given each warning of the input, members the profile does not hold among
+    them: a policy that silently selects or places nothing is what plan is run to catch.
+    """
     loaded = loading.load_paths(paths)
     if not loaded.ok:
         raise errors.Invalid("invalid input", findings=[str(f) for f in loaded.errors])
+    fleet = offline.load(profile)
+    if warn is not None:
+        if loaded.names_undefined_chips:  # the profile's members define chips too
+            chips = {v for c in fleet for chip in c.spec.chips for v in (chip.model, chip.arch)}
+            loaded = loaded.with_known_chips({v for v in chips if v})
+        if loaded.names_clusters:
+            loaded = loaded.with_joined_clusters([c.metadata.name for c in fleet])
+        for finding in loaded.warnings:
+            warn(str(finding))
     models = [o.model for o in loaded.objects]
     workloads = [m for m in models if isinstance(m, Workload) and not m.is_opaque]
     if not workloads:
@@ -207,7 +224,7 @@ def plan_files(
     ]
     settings = settings or SchedulerSettings()
     snapshot = snap.build(
-        offline.load(profile),
+        fleet,
         queues=[m for m in models if isinstance(m, Queue)],
         quotas=[m for m in models if isinstance(m, FederatedResourceQuota)],
     )

@@ -117,11 +117,15 @@ async def test_a_policy_alone_still_plans_the_registry_workloads_it_claims(
         tmp_path / "policy.yaml",
         "apiVersion: fedctl.io/v1alpha1\nkind: PropagationPolicy\n"
         "metadata: {name: small, namespace: team}\n"
-        "spec:\n  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: small}]\n",
+        "spec:\n  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: small}]\n"
+        "  placement: {spreadConstraints: [{spreadByField: region, minGroups: 2}]}\n",
     )
     async with api_server(store) as server:
         code = await plan("--live", "-f", str(policy), "--server", server)
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert code == 0, out
+    # The loader's warnings are said live too (a Job goes whole to one region).
+    assert "spreadConstraints[0].minGroups: warning: not applied to the Jobs" in captured.err
     assert "workload team/Job.batch/small  policy: small" in out
     assert "place 1 replica(s) on a" in out

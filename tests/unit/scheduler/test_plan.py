@@ -119,6 +119,24 @@ def test_plan_text_lists_every_cluster_then_division_chip_and_cost(
     assert "place 1 replica(s) on" in out and "total cost" in out
 
 
+def test_plan_says_where_the_policy_names_a_member_the_profile_lacks(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Editing a policy, a misspelt member is what plan is run to catch: the exclusion of
+    `cpu-01` (not `cpu-001`) excludes nothing, and plan says so on stderr, at the name."""
+    files["policy"].write_text(POLICY.replace("exclude: [cpu-001]", "exclude: [cpu-01]"))
+    args = ["-f", str(files["job"]), "-f", str(files["policy"])]
+    code = main.main(["plan", *args, "--clusters", str(files["profile"])])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err.splitlines() == [
+        f"{files['policy']}:8:33: spec.placement.clusterAffinity.exclude[0]: warning: cluster"
+        " 'cpu-01' is not joined (did you mean 'cpu-001'?): nothing is placed there, or taken"
+        " from there, until a cluster of that name joins"
+    ]
+    assert captured.out.startswith("workload ml/Job.batch/train  policy: train")
+
+
 def test_plan_json_and_pending_exit_code(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
