@@ -148,6 +148,29 @@ class Applier:
         self.applied += 1
         return Outcome(ok=True, obj=obj)
 
+    async def release(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
+        """Leave our copy in `cluster` as the member's own: the same manifest applied
+        without fedctl's labels and annotation, so server-side apply drops exactly those
+        (the fields we own and still send stay as they are). False when it was gone.
+
+        Read first, and applied with the resourceVersion read: a copy deleted in between
+        is refused (409), not created again."""
+        conn = await self.members.get(cluster)
+        async with self.members.limit(cluster.name):
+            try:
+                current = await conn.get(object_ref(manifest))
+            except member_mod.MemberNotFound:
+                return False
+            released = render.released(manifest)
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            if version:
+                released["metadata"]["resourceVersion"] = version
+            try:
+                await conn.apply(released, force=True)
+            except member_mod.MemberNotFound:
+                return False
+        return True
+
     async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
         """Delete our copy from `cluster`; False when it was gone already. Raises on
         member errors."""

@@ -157,14 +157,14 @@ class WorkloadSync:
             p.metadata.name: p for p in self._policy_objects() if isinstance(p, AcceleratorProfile)
         }
 
-    def _overwrite(self, workload: Workload, binding: Binding) -> bool:
+    def _claiming_spec(self, workload: Workload, binding: Binding) -> Any:
+        """The spec of the PropagationPolicy that claims `workload` (None: none does)."""
         if self.claim is None:
-            return False
+            return None
         candidates = [p for p in self._policy_objects() if p.kind.endswith("PropagationPolicy")]
         recorded = binding.metadata.annotations.get(CLAIMED_BY)
         policy = self.claim(workload, candidates, recorded=recorded)
-        spec = getattr(policy, "spec", None)
-        return getattr(spec, "conflict_resolution", "Abort") == "Overwrite"
+        return getattr(policy, "spec", None)
 
     def wanted(
         self, ref: keys.WorkloadRef
@@ -199,11 +199,13 @@ class WorkloadSync:
         replaced: set[str] = set()
         if workload is not None and stored is not None:
             wl_key = keys.workload_key(ref)
+            spec = self._claiming_spec(workload, stored.obj)
             shared = {
                 "template": workload.to_wire(),
                 "policies": self._overrides(),
                 "profiles": self._profiles(),
-                "overwrite": self._overwrite(workload, stored.obj),
+                "overwrite": getattr(spec, "conflict_resolution", "Abort") == "Overwrite",
+                "preserve": bool(getattr(spec, "preserve_resources_on_deletion", False)),
                 "total": sum(t.replicas for t in stored.obj.spec.clusters),
                 "revision": stored.revision,
                 "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
@@ -230,10 +232,18 @@ class WorkloadSync:
                 if work is not None and (old is None or old.obj != work):
                     writes.append((target.name, old, work))
         for name in sorted(set(existing) - set(targets) - evicting - replaced):
-            delay = await self._remove(ref, name, existing)
+            if workload is None and existing[name].obj.spec.preserve_on_deletion:
+                # The template was deleted under a policy that preserves its copies
+                # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
+                delay = await self._remove(ref, name, existing, release=True)
+                if delay is None:
+                    why = f"released on {name}: kept there without fedctl's labels"
+                    said.append(self._event(ref, "Released", why, cluster=name))
+            else:
+                delay = await self._remove(ref, name, existing)
+                if delay is None:
+                    said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
             delays.append(delay)
-            if delay is None:
-                said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
         kept = set(existing) | set(targets) | evicting | replaced
         for name, copy in sorted(self.watches.copies(ref).items()):
             # A namespace is left, as garbage collection leaves it: others' objects may
@@ -304,6 +314,7 @@ class WorkloadSync:
                 revision=shared["revision"],
                 status=status,
                 uid=shared["uid"],
+                preserve=shared["preserve"],
             ), None
         status, delay = await self._apply_if_needed(
             ref=ref,
@@ -321,6 +332,7 @@ class WorkloadSync:
             revision=shared["revision"],
             status=status,
             uid=shared["uid"],
+            preserve=shared["preserve"],
         ), delay
 
     async def _apply_if_needed(
@@ -450,13 +462,24 @@ class WorkloadSync:
         return removed, None
 
     async def _remove(
-        self, ref: keys.WorkloadRef, name: str, existing: dict[str, codec.Stored[Work]]
+        self,
+        ref: keys.WorkloadRef,
+        name: str,
+        existing: dict[str, codec.Stored[Work]],
+        *,
+        release: bool = False,
     ) -> float | None:
+        """Delete the copy in `name` (or, `release`, leave it there without our labels and
+        annotation, so no collection takes it later), then its Work."""
         stored = existing[name]
         cluster = self.clusters.get(keys.cluster_key(name))
         if cluster is not None:
+            manifest = stored.obj.spec.manifest
             try:
-                await self.applier.delete(cluster, stored.obj.spec.manifest)
+                if release:
+                    await self.applier.release(cluster, manifest)
+                else:
+                    await self.applier.delete(cluster, manifest)
             except errors.FedctlError as exc:
                 log.info("%s: not yet removed from %s: %s", ref, name, exc)
                 return _RETRY

@@ -50,6 +50,7 @@ __all__ = [
     "is_ours",
     "is_placeholder",
     "namespace_manifest",
+    "released",
     "render",
     "workload_label",
 ]
@@ -79,6 +80,23 @@ def workload_label(ref: keys.WorkloadRef) -> str:
     if len(value) <= 63:
         return value
     return value[:50] + "-" + hashlib.sha256(str(ref).encode()).hexdigest()[:12]
+
+
+def released(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """`manifest` without the labels and annotation that make a member object ours."""
+    obj = copy.deepcopy(dict(manifest))
+    meta = obj.setdefault("metadata", {})
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _OUR_LABELS}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != REF_ANNOTATION}
+    for field, values in (("labels", labels), ("annotations", annotations)):
+        if values:
+            meta[field] = values
+        else:
+            meta.pop(field, None)
+    return obj
+
+
+_OUR_LABELS = frozenset({LABEL_MANAGED_BY, LABEL_WORKLOAD})
 
 
 def is_ours(obj: Mapping[str, Any], ref: keys.WorkloadRef | None = None) -> bool:

@@ -46,7 +46,13 @@ Write = tuple[str, "codec.Stored[Work] | None", Work]
 
 
 def _spec(
-    ref: keys.WorkloadRef, target: str, manifest: dict[str, Any], revision: int, uid: str | None
+    ref: keys.WorkloadRef,
+    target: str,
+    manifest: dict[str, Any],
+    revision: int,
+    uid: str | None,
+    *,
+    preserve: bool,
 ) -> WorkSpec:
     return WorkSpec(
         cluster=target,
@@ -59,6 +65,7 @@ def _spec(
         ),
         binding_revision=revision,
         manifest=manifest,
+        preserve_on_deletion=preserve,
     )
 
 
@@ -71,6 +78,7 @@ def new_work(
     revision: int,
     status: WorkStatus,
     uid: str | None,
+    preserve: bool = False,
 ) -> Work:
     """The Work for one cluster; an unchanged condition keeps its transition time. `uid`:
     the template object's, so a copy of an object deleted and created again under its
@@ -83,7 +91,7 @@ def new_work(
             status = status.model_copy(update={"conditions": old.obj.status.conditions})
     return Work(
         metadata=ObjectMeta(name=ref.name, namespace=ref.namespace),
-        spec=_spec(ref, cluster, manifest, revision, uid),
+        spec=_spec(ref, cluster, manifest, revision, uid, preserve=preserve),
         status=status,
     )
 

@@ -60,7 +60,6 @@ NOT_ACTED_ON: dict[tuple[str, ...], str] = {
     ("schedulePriority",): "use a queue or the fedctl.io/priority annotation instead",
     ("placement", "workloadAffinity"): "workload affinity is not implemented yet",
     ("failover", "application", "statePreservation"): "state preservation is not implemented",
-    ("preserveResourcesOnDeletion",): "member copies are deleted with their template",
     ("failover", "cluster", "statePreservation"): "state preservation is not implemented",
 }
 
@@ -375,7 +374,9 @@ class PropagationSpec(FrozenModel):
         default=None, description="Pause dispatching to all or some clusters."
     )
     preserve_resources_on_deletion: bool | None = Field(
-        default=None, description="Keep member copies when the template is deleted."
+        default=None,
+        description="Keep member copies when the template is deleted: they stay running,"
+        " without fedctl's labels (copies leaving a cluster for other reasons still go).",
     )
     schedule_priority: SchedulePriority | None = Field(
         default=None, description="Where scheduling priority comes from (Karmada alpha)."

@@ -71,6 +71,11 @@ class WorkSpec(FrozenModel):
     workload: WorkloadReference
     binding_revision: int = Field(ge=0, description="Registry revision of the Binding used.")
     manifest: dict[str, Any] = Field(description="The object applied to the member.")
+    preserve_on_deletion: bool = Field(
+        default=False,
+        description="Keep the member copy, released from fedctl, when the template is"
+        " deleted: the claiming policy's preserveResourcesOnDeletion.",
+    )
 
 
 class WorkStatus(FrozenModel):

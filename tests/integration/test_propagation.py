@@ -416,6 +416,49 @@ async def test_deleting_the_workload_removes_it_from_every_member(fed: Federatio
     assert (await fed.works.list(keys.prefix("works"))).items == []
 
 
+async def test_preserve_resources_on_deletion_keeps_the_copies_released_from_fedctl(
+    fed: Federation,
+) -> None:
+    """Karmada's `preserveResourcesOnDeletion: true` (a migration's way back): deleting the
+    template leaves its copies running in the members, without fedctl's labels, so nothing
+    collects them later; a workload its policy does not preserve is deleted as before."""
+    kept, gone = deployment("kept", 2), deployment("gone", 2)
+    policy = PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "kept", "namespace": "web"},
+            "spec": {
+                "resourceSelectors": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "kept"}
+                ],
+                "preserveResourcesOnDeletion": True,
+            },
+        }
+    )
+    await fed.put(policy)
+    for web in (kept, gone):
+        await fed.put(web)
+        await fed.bind(web, {"us-east-cpu": (1, None), "eu-west-arm": (1, None)})
+    fed.start()
+    both = {"us-east-cpu": 1, "eu-west-arm": 1, "ap-southeast-cpu": None}
+    for web in (kept, gone):
+        name = web.metadata.name
+        await wait_for(lambda n=name: _counts(fed, n, both), timeout=15, message=f"{name} placed")
+    for web in (kept, gone):
+        await fed.delete(web)
+        await fed.unbind(web)
+    none = {c: None for c in WEB}
+    await wait_for(lambda: _counts(fed, "gone", none), timeout=15, message="gone removed")
+    await wait_for(lambda: _no_status(fed, kept), timeout=10, message="kept's status removed")
+    assert (await fed.works.list(keys.prefix("works"))).items == []
+    for cluster in ("us-east-cpu", "eu-west-arm"):
+        copy = await fed.member_object(cluster, "apps/v1", "Deployment", "web", "kept")
+        assert copy is not None and copy["spec"]["replicas"] == 1
+        labels = copy["metadata"].get("labels") or {}
+        assert labels == {"app": "kept"}, labels
+        assert "fedctl.io/workload-ref" not in (copy["metadata"].get("annotations") or {})
+    assert "kept" not in await fed.ours("us-east-cpu", "apps/v1", "Deployment")
+
+
 async def test_a_large_config_map_reaches_every_member_and_is_recorded(fed: Federation) -> None:
     """A 600 KiB ConfigMap (Kubernetes takes up to 1 MiB) on five members: five Works of
     600 KiB each. Written in one transaction (3 MB) they passed etcd's request limit, so

@@ -630,13 +630,6 @@ def test_cross_field_rules(text: str, expected: str) -> None:
             id="state preservation",
         ),
         pytest.param(
-            "preserveResourcesOnDeletion: true\n",
-            "k.yaml:11:32: spec.preserveResourcesOnDeletion: warning:"
-            " preserveResourcesOnDeletion is accepted but not acted on: member copies are"
-            " deleted with their template",
-            id="keeping member copies when the template is deleted",
-        ),
-        pytest.param(
             "placement:\n  replicaScheduling:\n    replicaSchedulingType: Duplicated\n"
             "    replicaDivisionPreference: Weighted\n",
             "k.yaml:14:34: spec.placement.replicaScheduling.replicaDivisionPreference: warning:"
@@ -1020,3 +1013,11 @@ def test_every_cluster_a_policy_or_quota_names_is_checked_against_the_joined_one
 
 
 QUEUE_ONLY = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {}\n"
+
+
+def test_preserve_resources_on_deletion_loads_without_a_warning() -> None:
+    """The propagator acts on it now (copies released, not deleted, with the template)."""
+    result = load(pp("preserveResourcesOnDeletion: true\n"))
+    assert lines(result) == []
+    [loaded] = result.objects
+    assert loaded.model.spec.preserve_resources_on_deletion is True  # type: ignore[attr-defined]
