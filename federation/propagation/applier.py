@@ -171,6 +171,21 @@ class Applier:
                 return False
         return True
 
+    async def delete_if_ours(
+        self, cluster: Cluster, manifest: Mapping[str, Any], ref: keys.WorkloadRef
+    ) -> bool:
+        """Delete the object named by `manifest` only if it is still our copy of `ref`
+        (a watch event can be older than a release); False when it was not."""
+        conn = await self.members.get(cluster)
+        async with self.members.limit(cluster.name):
+            try:
+                current = await conn.get(object_ref(manifest))
+            except member_mod.MemberNotFound:
+                return False
+            if not render.is_ours(current, ref):
+                return False
+            return await conn.delete(object_ref(manifest))
+
     async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
         """Delete our copy from `cluster`; False when it was gone already. Raises on
         member errors."""

@@ -452,7 +452,7 @@ class WorkloadSync:
         removed = False
         if cluster is not None:
             try:
-                removed = await self.applier.delete(cluster, copy)
+                removed = await self.applier.delete_if_ours(cluster, copy, ref)
             except errors.FedctlError as exc:
                 log.info("%s: stray copy not yet removed from %s: %s", ref, name, exc)
                 return False, _RETRY

@@ -252,7 +252,11 @@ class StatusWatches:
         ref = _ref_of(obj)
         ours = ref is not None and render.is_ours(obj, ref)
         owner = str(ref) if ours else (render.PLACEHOLDER if render.is_placeholder(obj) else None)
-        self._owners[self._slot(cluster, api_version, kind, obj)] = owner
+        slot = self._slot(cluster, api_version, kind, obj)
+        before = self._owners.get(slot)
+        if before is not None and before != owner:
+            self._drop(cluster, before)  # no longer our copy of that workload (released)
+        self._owners[slot] = owner
         if kind == "ResourceQuota" and labels.get(quota.LABEL_FRQ):
             ns = meta.get("namespace", "")
             self.quotas[(cluster, ns, meta["name"])] = dict(obj)
