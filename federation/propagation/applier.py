@@ -19,8 +19,9 @@ Namespaces are created in the member when missing, once per member and namespace
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,11 +156,8 @@ class Applier:
 
         Read first, and applied with the resourceVersion read: a copy deleted in between
         is refused (409), not created again."""
-        conn = await self.members.get(cluster)
-        async with self.members.limit(cluster.name):
-            try:
-                current = await conn.get(object_ref(manifest))
-            except member_mod.MemberNotFound:
+        async with self._current(cluster, manifest) as (conn, current):
+            if current is None:
                 return False
             released = render.released(manifest)
             version = (current.get("metadata") or {}).get("resourceVersion")
@@ -176,15 +174,24 @@ class Applier:
     ) -> bool:
         """Delete the object named by `manifest` only if it is still our copy of `ref`
         (a watch event can be older than a release); False when it was not."""
+        async with self._current(cluster, manifest) as (conn, current):
+            if current is None or not render.is_ours(current, ref):
+                return False
+            return await conn.delete(object_ref(manifest))
+
+    @contextlib.asynccontextmanager
+    async def _current(
+        self, cluster: Cluster, manifest: Mapping[str, Any]
+    ) -> AsyncIterator[tuple[member_mod.Member, dict[str, Any] | None]]:
+        """The member's connector and its object named by `manifest` (None: not there),
+        inside the member's call limit."""
         conn = await self.members.get(cluster)
         async with self.members.limit(cluster.name):
             try:
-                current = await conn.get(object_ref(manifest))
+                current: dict[str, Any] | None = await conn.get(object_ref(manifest))
             except member_mod.MemberNotFound:
-                return False
-            if not render.is_ours(current, ref):
-                return False
-            return await conn.delete(object_ref(manifest))
+                current = None
+            yield conn, current
 
     async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
         """Delete our copy from `cluster`; False when it was gone already. Raises on
