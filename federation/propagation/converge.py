@@ -74,14 +74,24 @@ def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[
     }
 
 
-def _drifted(previous: WorkStatus, seen: status_mod.Seen | None) -> bool:
-    """The member's copy had its spec written since we applied it (`kubectl edit`, `scale`
-    there): its generation moved past the one our apply left. Karmada's execution
-    controller restores such a copy the same way, by the generation it recorded."""
+def _drifted(
+    previous: WorkStatus, seen: status_mod.Seen | None, manifest: Mapping[str, Any]
+) -> str:
+    """How the member's copy was changed there since we applied it, or "" when it was
+    not: its spec written (`kubectl edit`, `scale`; its generation moved past the one our
+    apply left), or labels or annotations we set changed or taken off. Karmada's execution
+    controller restores such a copy the same way, by the version it recorded and its
+    labels and annotations. Ones added there stay: our apply does not own them."""
     if seen is None or seen.gone or not previous.applied:
-        return False
+        return ""
+    if seen.stripped:
+        return "fedctl's labels were taken off there"
     applied = previous.applied_generation
-    return applied is not None and seen.generation > applied
+    if applied is not None and seen.generation > applied:
+        return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
+    if seen.marks is not None and not status_mod.marks_of(manifest) <= seen.marks:
+        return "labels or annotations it was given were changed there"
+    return ""
 
 
 def _why(
@@ -90,8 +100,7 @@ def _why(
     digest: str,
     *,
     gone: bool,
-    drifted: bool,
-    seen: status_mod.Seen | None,
+    drifted: str,
 ) -> str:
     """The Applied event's message: what made this apply necessary."""
     if previous.applied_hash is None:
@@ -99,11 +108,8 @@ def _why(
     if previous.applied and previous.applied_hash == digest:
         if gone:
             return f"applied again to {cluster}: its copy there was deleted"
-        if drifted and seen is not None:
-            return (
-                f"restored in {cluster}: its copy was edited there (generation"
-                f" {seen.generation}, applied as {previous.applied_generation})"
-            )
+        if drifted:
+            return f"restored in {cluster}: {drifted}"
     return f"updated in {cluster}"
 
 
@@ -358,7 +364,7 @@ class WorkloadSync:
                 # controller, a clean-up): applied again it would run a second time. Its
                 # Work keeps what the member last said, so the workload stays finished.
                 return previous.model_copy(update={"observed": last}), None
-        drifted = _drifted(previous, seen)
+        drifted = _drifted(previous, seen, manifest)
         delay = None
         status = previous
         if not previous.applied or previous.applied_hash != digest or gone or drifted:
@@ -371,7 +377,7 @@ class WorkloadSync:
                 owner=self.watches.owner(cluster.name, manifest),
             )
             if outcome.ok and outcome.obj is not None:
-                why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted, seen=seen)
+                why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)
                 shared["events"].append(self._event(ref, "Applied", why, cluster=cluster.name))
                 self.watches.record(cluster.name, outcome.obj, quiet=True)
                 status = status.model_copy(

@@ -53,6 +53,7 @@ __all__ = [
     "StatusWatches",
     "aggregate",
     "generation_of",
+    "marks_of",
     "quota_item",
     "workload_item",
 ]
@@ -81,6 +82,23 @@ class Seen:
     gone: bool = False
     generation: int = 0
     """metadata.generation (0: not known yet): it moves only when the spec is written."""
+    marks: frozenset[tuple[str, str, str]] | None = None
+    """Its labels and annotations, as (kind, key, value) (None: not seen yet)."""
+    stripped: bool = False
+    """It still names the workload but no longer carries fedctl's labels (removed there)."""
+
+
+def _marks(meta: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(
+        (kind, str(k), str(v))
+        for kind in ("labels", "annotations")
+        for k, v in (meta.get(kind) or {}).items()
+    )
+
+
+def marks_of(manifest: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
+    """A manifest's labels and annotations, in `Seen.marks`' form."""
+    return _marks(manifest.get("metadata") or {})
 
 
 @dataclass
@@ -256,6 +274,12 @@ class StatusWatches:
         before = self._owners.get(slot)
         if before is not None and before != owner:
             self._drop(cluster, before)  # no longer our copy of that workload (released)
+            if ref is not None and str(ref) == before and (cluster, before) in self.seen:
+                # Our labels were taken off there, the workload still named: the next
+                # pass of a workload still placed there puts them back.
+                last = self.seen[(cluster, before)]
+                self.seen[(cluster, before)] = Seen(last.observed, stripped=True)
+                self._notify(workload_item(ref))
         self._owners[slot] = owner
         if kind == "ResourceQuota" and labels.get(quota.LABEL_FRQ):
             ns = meta.get("namespace", "")
@@ -274,6 +298,7 @@ class StatusWatches:
             plugin.observe(obj),
             str(meta.get("resourceVersion") or ""),
             generation=_generation(meta),
+            marks=_marks(meta),
         )
         if self.seen.get((cluster, str(ref))) != seen:
             self.seen[(cluster, str(ref))] = seen

@@ -681,6 +681,25 @@ async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     assert any(m.startswith("restored in us-east-cpu: its copy was edited there") for m in said)
     await wait_for(healthy, timeout=20, message="edited ready again with 2 replicas")
 
+    # Labels: one of the template's taken off there, then fedctl's own; a label added
+    # there is the member's and stays.
+    async def labels() -> dict[str, str]:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "edited")
+        return dict((got or {}).get("metadata", {}).get("labels") or {})
+
+    for change in ({"app": None, "team": "payments"}, {"fedctl.io/managed-by": None}):
+        async with member_api(fed, "us-east-cpu") as api:
+            await kube_client.AppsV1Api(api).patch_namespaced_deployment(
+                "edited", "web", {"metadata": {"labels": change}}
+            )
+
+        async def relabelled() -> bool:
+            now = await labels()
+            return now.get("app") == "edited" and now.get("fedctl.io/managed-by") == "fedctl"
+
+        await wait_for(relabelled, timeout=15, message=f"labels restored after {change}")
+    assert (await labels())["team"] == "payments"
+
 
 async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federation) -> None:
     """A member's ResourceQuota is the federation's static assignment: raised by hand in
