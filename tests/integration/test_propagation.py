@@ -765,3 +765,36 @@ async def test_a_finished_jobs_copy_deleted_in_its_member_is_not_run_again(
     assert await copy("Job", "batch/v1", "quick") is None
     assert await _phase(fed, job, {"Succeeded"}) is not None
     assert await _phase(fed, quick, {"Succeeded"}) is not None
+
+
+async def test_a_member_that_loses_every_namespace_gets_back_what_it_runs_not_what_finished(
+    fed: Federation,
+) -> None:
+    """A member rebuilt, or wiped by a clean-up gone wrong: every namespace fedctl uses
+    there is deleted with what it held. The service comes back, and so does the quota; the
+    Job that had finished there does not run again, and stays Succeeded."""
+    web, job, frq = deployment("survivor", 2), _report("wiped"), frq_for_test()
+    for obj in (web, job, frq):
+        await fed.put(obj)
+    for workload in (web, job):
+        await fed.bind(workload, {"us-east-a100": (2 if workload is web else 1, None)})
+    propagator = fed.start()
+    await wait_for(lambda: _phase(fed, job, {"Succeeded"}), timeout=20, message="job done")
+
+    async def present(kind: str, api_version: str, ns: str, name: str) -> bool:
+        got = await fed.member_object("us-east-a100", api_version, kind, ns, name)
+        return got is not None
+
+    service = ("Deployment", "apps/v1", "web", "survivor")
+    quota = ("ResourceQuota", "v1", "ml-research", "ml-research")
+    for what in (service, quota):
+        await wait_for(lambda w=what: present(*w), timeout=15, message=f"{what[0]} there")
+    conn = await fed.conn("us-east-a100")
+    for ns in ("web", "ml-research"):
+        await conn.delete(member.ObjectRef("v1", "Namespace", ns))
+    assert not await present(*service) and not await present(*quota)
+    for what in (service, quota):
+        await wait_for(lambda w=what: present(*w), timeout=20, message=f"{what[0]} back")
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
+    assert not await present("Job", "batch/v1", "web", "report")
+    assert await _phase(fed, job, {"Succeeded"}) is not None
