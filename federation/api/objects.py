@@ -20,7 +20,6 @@ block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import json
@@ -414,14 +413,8 @@ class ObjectsApi:
         return web.json_response({"results": results})
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
-        """Every key's stored object, read concurrently (at most `_READS` at a time)."""
-        slots = asyncio.Semaphore(_READS)
-
-        async def one(key: str) -> codec.Stored[KubeObject] | None:
-            async with slots:
-                return await self.objects.get(key)
-
-        return dict(zip(keys_, await asyncio.gather(*(one(k) for k in keys_)), strict=True))
+        """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""
+        return await self.objects.get_many(keys_, concurrency=_READS)
 
     async def _write_all(
         self, models: list[KubeObject], read: dict[str, codec.Stored[KubeObject] | None]

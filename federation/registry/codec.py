@@ -14,6 +14,7 @@ Writes that lose a compare-and-swap can be retried after a re-read with `mutate`
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import logging
@@ -176,6 +177,10 @@ class Echoes(Generic[M]):
         return hit[1] if hit is not None and hit[0] == value else None
 
 
+_RANGE_AT = 64
+"""Keys of one parent from which `get_many` reads the parent's range instead."""
+
+
 class TypedStore(Generic[M]):
     """A Store seen through one Codec (and, for a watch, the `Echoes` of this process's
     own writes, when given)."""
@@ -197,6 +202,38 @@ class TypedStore(Generic[M]):
 
     async def list(self, prefix: str) -> TypedList[M]:
         return self.decoded(await self.store.list(prefix))
+
+    async def get_many(
+        self, keys: builtins.list[str], *, concurrency: int = 16
+    ) -> dict[str, Stored[M] | None]:
+        """Each key's stored object (None: absent), read at once.
+
+        Why not one get each: an apply of 10,000 Jobs of one namespace read them with
+        10,000 requests, a third of its time. Keys sharing a parent with many others are
+        read with one paged range of that parent, when it holds not much more than they
+        are (a namespace may keep 100,000 finished Jobs: counted first, without values).
+        """
+        found: dict[str, Stored[M] | None] = dict.fromkeys(keys)
+        groups: dict[str, builtins.list[str]] = {}
+        for key in keys:
+            groups.setdefault(key.rpartition("/")[0] + "/", []).append(key)
+        singles: builtins.list[str] = []
+        for parent, members in groups.items():
+            if len(members) < _RANGE_AT or await self.store.count(parent) > 4 * len(members):
+                singles.extend(members)
+                continue
+            wanted = set(members)
+            for kv in (await self.store.list(parent)).items:
+                if kv.key in wanted:
+                    found[kv.key] = self._stored(kv)
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(key: str) -> None:
+            async with slots:
+                found[key] = await self.get(key)
+
+        await asyncio.gather(*(one(k) for k in singles))
+        return found
 
     def decoded(self, raw: st.ListResult) -> TypedList[M]:
         """A raw list decoded: for a reader that lists on the event loop and decodes in a

@@ -195,6 +195,11 @@ class EtcdStore:
                 return st.ListResult(items=items, revision=revision)
             start = resp.kvs[-1].key + b"\0"
 
+    async def count(self, prefix: str) -> int:
+        req = rpc.RangeRequest(key=_b(prefix), range_end=_b(st.prefix_end(prefix)), count_only=True)
+        resp = await self._call(self._kv_stub.Range, req)
+        return int(resp.count)
+
     async def current_revision(self) -> int:
         req = rpc.RangeRequest(key=b"/", limit=1, count_only=True)
         resp = await self._call(self._kv_stub.Range, req)

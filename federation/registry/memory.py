@@ -56,6 +56,10 @@ class MemoryStore:
         items = [self._kv(k, e) for k, e in sorted(self._data.items()) if k.startswith(prefix)]
         return st.ListResult(items=items, revision=self._revision)
 
+    async def count(self, prefix: str) -> int:
+        await self._expire()
+        return sum(1 for k in self._data if k.startswith(prefix))
+
     async def current_revision(self) -> int:
         await self._expire()
         return self._revision

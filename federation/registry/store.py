@@ -154,6 +154,10 @@ class Store(Protocol):
         """Every key under `prefix`, in key order, read at one revision."""
         ...
 
+    async def count(self, prefix: str) -> int:
+        """How many keys are under `prefix`, without reading their values."""
+        ...
+
     async def commit(self, ops: Sequence[Op], *, guards: Sequence[Guard] = ()) -> CommitResult:
         """Apply `ops` atomically if every comparison holds; raise the first failure otherwise."""
         ...

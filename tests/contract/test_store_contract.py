@@ -88,6 +88,17 @@ async def test_list_of_many_keys_is_complete(store: st.Store, prefix: str) -> No
     assert result.items[0].key.endswith("00000") and result.items[-1].key.endswith("02499")
 
 
+async def test_count_by_prefix(store: st.Store, prefix: str) -> None:
+    assert await store.count(prefix) == 0
+    for name in ["b", "a", "c/d"]:
+        await st.put(store, prefix + name, name.encode())
+    await st.put(store, prefix[:-1] + "-sibling/x", b"not mine")
+    assert await store.count(prefix) == 3
+    assert await store.count(prefix + "c/") == 1
+    await store.commit([st.Delete(prefix + "a")])
+    assert await store.count(prefix) == 2
+
+
 async def test_transaction_is_all_or_nothing(store: st.Store, prefix: str) -> None:
     await st.create(store, prefix + "taken", b"x")
     with pytest.raises(errors.AlreadyExists) as info:
