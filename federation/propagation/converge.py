@@ -74,14 +74,23 @@ def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[
     }
 
 
-def _drifted(
-    previous: WorkStatus, seen: status_mod.Seen | None, manifest: Mapping[str, Any]
-) -> str:
+Marks = frozenset[tuple[str, str, str]]
+
+
+def _ours(marks: Marks, manifest: Mapping[str, Any]) -> Marks:
+    """The labels and annotations of `marks` that the manifest sets (by key)."""
+    keys = {(kind, key) for kind, key, _ in status_mod.marks_of(manifest)}
+    return frozenset(m for m in marks if (m[0], m[1]) in keys)
+
+
+def _drifted(previous: WorkStatus, seen: status_mod.Seen | None, baseline: Marks | None) -> str:
     """How the member's copy was changed there since we applied it, or "" when it was
     not: its spec written (`kubectl edit`, `scale`; its generation moved past the one our
-    apply left), or labels or annotations we set changed or taken off. Karmada's execution
-    controller restores such a copy the same way, by the version it recorded and its
-    labels and annotations. Ones added there stay: our apply does not own them."""
+    apply left), or labels or annotations we set changed or taken off (against what our
+    apply left, `baseline`, so a member webhook that rewrites one as we apply is not
+    fought). Karmada's execution controller restores such a copy the same way, by the
+    version it recorded and its labels and annotations. Ones added there stay: our apply
+    does not own them."""
     if seen is None or seen.gone or not previous.applied:
         return ""
     if seen.stripped:
@@ -89,7 +98,7 @@ def _drifted(
     applied = previous.applied_generation
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
-    if seen.marks is not None and not status_mod.marks_of(manifest) <= seen.marks:
+    if baseline is not None and seen.marks is not None and not baseline <= seen.marks:
         return "labels or annotations it was given were changed there"
     return ""
 
@@ -145,6 +154,9 @@ class WorkloadSync:
         self.epoch = 0
         """Bumped on every policy change: rendered manifests older than it are stale."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
+        self._marks: dict[tuple[str, str], Marks] = {}
+        """(workload, cluster) → the labels and annotations our last apply left on the
+        copy (or, after a restart, the first seen), that later changes are told from."""
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -364,7 +376,10 @@ class WorkloadSync:
                 # controller, a clean-up): applied again it would run a second time. Its
                 # Work keeps what the member last said, so the workload stays finished.
                 return previous.model_copy(update={"observed": last}), None
-        drifted = _drifted(previous, seen, manifest)
+        slot = (str(ref), cluster.name)
+        if slot not in self._marks and seen is not None and seen.marks is not None:
+            self._marks[slot] = _ours(seen.marks, manifest)
+        drifted = _drifted(previous, seen, self._marks.get(slot))
         delay = None
         status = previous
         if not previous.applied or previous.applied_hash != digest or gone or drifted:
@@ -380,6 +395,7 @@ class WorkloadSync:
                 why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)
                 shared["events"].append(self._event(ref, "Applied", why, cluster=cluster.name))
                 self.watches.record(cluster.name, outcome.obj, quiet=True)
+                self._marks[slot] = _ours(status_mod.marks_of(outcome.obj), manifest)
                 status = status.model_copy(
                     update={
                         "applied": True,
@@ -491,6 +507,7 @@ class WorkloadSync:
                 return _RETRY
         await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
         existing.pop(name, None)
+        self._marks.pop((str(ref), name), None)
         self.watches.forget(name, ref)
         log.info("%s: removed from %s", ref, name)
         return None
