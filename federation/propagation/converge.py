@@ -88,9 +88,10 @@ def _drifted(previous: WorkStatus, seen: status_mod.Seen | None, baseline: Marks
     not: its spec written (`kubectl edit`, `scale`; its generation moved past the one our
     apply left), or labels or annotations we set changed or taken off (against what our
     apply left, `baseline`, so a member webhook that rewrites one as we apply is not
-    fought). Karmada's execution controller restores such a copy the same way, by the
-    version it recorded and its labels and annotations. Ones added there stay: our apply
-    does not own them."""
+    fought); for a ConfigMap or Secret, which keep no generation, its data entries too.
+    Karmada's execution controller restores such a copy the same way, by the version it
+    recorded and its labels and annotations. Ones added there stay: our apply does not own
+    them."""
     if seen is None or seen.gone or not previous.applied:
         return ""
     if seen.stripped:
@@ -99,7 +100,7 @@ def _drifted(previous: WorkStatus, seen: status_mod.Seen | None, baseline: Marks
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
     if baseline is not None and seen.marks is not None and not baseline <= seen.marks:
-        return "labels or annotations it was given were changed there"
+        return "labels, annotations or data it was given were changed there"
     return ""
 
 

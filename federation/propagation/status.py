@@ -27,6 +27,7 @@ starts it again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -83,22 +84,33 @@ class Seen:
     generation: int = 0
     """metadata.generation (0: not known yet): it moves only when the spec is written."""
     marks: frozenset[tuple[str, str, str]] | None = None
-    """Its labels and annotations, as (kind, key, value) (None: not seen yet)."""
+    """Its labels and annotations (and a ConfigMap's or Secret's data), as `marks_of`
+    gives them (None: not seen yet)."""
     stripped: bool = False
     """It still names the workload but no longer carries fedctl's labels (removed there)."""
 
 
-def _marks(meta: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
-    return frozenset(
-        (kind, str(k), str(v))
-        for kind in ("labels", "annotations")
-        for k, v in (meta.get(kind) or {}).items()
-    )
+_DATA_KINDS = frozenset({"ConfigMap", "Secret"})
+"""Kinds Kubernetes keeps no generation for whose content is their data maps."""
 
 
-def marks_of(manifest: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
-    """A manifest's labels and annotations, in `Seen.marks`' form."""
-    return _marks(manifest.get("metadata") or {})
+def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
+    """An object's labels and annotations, and a ConfigMap's or Secret's `data` and
+    `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), as (field,
+    key, value): what an edit in a member changes where no generation tells it."""
+    meta = obj.get("metadata") or {}
+    found = {
+        (field, str(k), str(v))
+        for field in ("labels", "annotations")
+        for k, v in (meta.get(field) or {}).items()
+    }
+    if obj.get("kind") in _DATA_KINDS:
+        found.update(
+            (field, str(k), hashlib.sha256(str(v).encode()).hexdigest()[:16])
+            for field in ("data", "binaryData")
+            for k, v in (obj.get(field) or {}).items()
+        )
+    return frozenset(found)
 
 
 @dataclass
@@ -298,7 +310,7 @@ class StatusWatches:
             plugin.observe(obj),
             str(meta.get("resourceVersion") or ""),
             generation=_generation(meta),
-            marks=_marks(meta),
+            marks=marks_of(obj),
         )
         if self.seen.get((cluster, str(ref))) != seen:
             self.seen[(cluster, str(ref))] = seen

@@ -701,6 +701,38 @@ async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     assert (await labels())["team"] == "payments"
 
 
+async def test_a_config_map_edited_in_its_member_is_restored(fed: Federation) -> None:
+    """A ConfigMap has no generation to tell an edit by: its data entries are compared
+    with what our apply left. A key added there stays; one of ours changed comes back."""
+    config = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": "web"},
+            "data": {"mode": "safe", "level": "3"},
+        }
+    )
+    await fed.put(config)
+    await fed.bind(config, {"us-east-cpu": (0, None)})
+    fed.start()
+
+    async def data() -> dict[str, str]:
+        got = await fed.member_object("us-east-cpu", "v1", "ConfigMap", "web", "settings")
+        return dict((got or {}).get("data") or {})
+
+    async def as_given() -> bool:
+        now = await data()
+        return now.get("mode") == "safe" and now.get("level") == "3"
+
+    await wait_for(as_given, timeout=15, message="the ConfigMap applied")
+    async with member_api(fed, "us-east-cpu") as api:
+        await kube_client.CoreV1Api(api).patch_namespaced_config_map(
+            "settings", "web", {"data": {"mode": "hotfix", "extra": "kept"}}
+        )
+    await wait_for(as_given, timeout=15, message="the ConfigMap's data restored")
+    assert (await data())["extra"] == "kept"
+
+
 async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federation) -> None:
     """A member's ResourceQuota is the federation's static assignment: raised by hand in
     the member, or deleted there, it is put back, as a workload's copy is."""

@@ -43,7 +43,7 @@ def _baseline(**labels: str) -> converge.Marks:
         pytest.param(_seen(team="payments"), _baseline(), "", id="a label added there"),
         pytest.param(_seen(3), _baseline(), "its copy was edited there", id="spec edited"),
         pytest.param(
-            _seen(app="other"), _baseline(), "labels or annotations", id="our label changed"
+            _seen(app="other"), _baseline(), "labels, annotations or data", id="our label changed"
         ),
         pytest.param(
             _seen(app="mutated"),
