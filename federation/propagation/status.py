@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -95,9 +96,10 @@ _DATA_KINDS = frozenset({"ConfigMap", "Secret"})
 
 
 def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
-    """An object's labels and annotations, and a ConfigMap's or Secret's `data` and
-    `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), as (field,
-    key, value): what an edit in a member changes where no generation tells it."""
+    """An object's labels and annotations, a ConfigMap's or Secret's `data` and
+    `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), and the spec
+    of a kind that keeps no generation, as (field, key, value): what an edit in a member
+    changes where no generation tells it."""
     meta = obj.get("metadata") or {}
     found = {
         (field, str(k), str(v))
@@ -106,11 +108,19 @@ def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
     }
     if obj.get("kind") in _DATA_KINDS:
         found.update(
-            (field, str(k), hashlib.sha256(str(v).encode()).hexdigest()[:16])
+            (field, str(k), _digest(v))
             for field in ("data", "binaryData")
             for k, v in (obj.get(field) or {}).items()
         )
+    elif "spec" in obj and not _generation(meta):
+        # A kind with a spec but no generation (a Service): the spec as a whole, defaults
+        # the member filled in included, so it is compared with what our apply left.
+        found.add(("spec", "", _digest(json.dumps(obj["spec"], sort_keys=True))))
     return frozenset(found)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(str(value).encode()).hexdigest()[:16]
 
 
 @dataclass

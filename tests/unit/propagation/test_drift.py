@@ -66,3 +66,27 @@ def test_drift_is_what_changed_since_our_apply(
 ) -> None:
     found = converge._drifted(APPLIED, seen, baseline)
     assert found.startswith(drift) if drift else found == ""
+
+
+@pytest.mark.parametrize(
+    ("obj", "fields"),
+    [
+        pytest.param(
+            {"kind": "Service", "metadata": {}, "spec": {"ports": [{"port": 80}]}},
+            {"spec"},
+            id="a spec without a generation counts whole",
+        ),
+        pytest.param(
+            {"kind": "Deployment", "metadata": {"generation": 4}, "spec": {"replicas": 2}},
+            set(),
+            id="a generation tells spec edits instead",
+        ),
+        pytest.param(
+            {"kind": "ConfigMap", "metadata": {"labels": {"a": "b"}}, "data": {"k": "v"}},
+            {"labels", "data"},
+            id="a ConfigMap's data entries",
+        ),
+    ],
+)
+def test_marks_cover_what_no_generation_tells(obj: dict[str, Any], fields: set[str]) -> None:
+    assert {field for field, _, _ in status_mod.marks_of(obj)} == fields
