@@ -11,9 +11,13 @@ after a restart.
     wanted = Binding targets (one with 0 replicas too: a workload scaled to zero keeps
              its copy in each member, running no pods, as with Karmada)
            + clusters still under a graceful-eviction task (left untouched)
-    each wanted cluster:  render → unchanged digest and still present?  nothing to do
+    each wanted cluster:  render → unchanged digest, still present, not edited there?
+                                     nothing to do (a finished job's deleted copy: nothing)
                                    otherwise apply (Abort/Overwrite), record the outcome
-    each other Work:      delete the member copy, then the Work
+    each other Work:      delete the member copy (release it, when the template went
+                          under preserveResourcesOnDeletion), then the Work
+    each other copy a watch shows (no Work records it: a deposed leader's late apply):
+                          delete it, if still ours
 
 Why the Work is written after the apply: a crash between the two leaves an object in the
 member without a Work, which the next pass re-applies (it carries our labels, so `Abort`
