@@ -87,7 +87,23 @@ def _ours(marks: Marks, manifest: Mapping[str, Any]) -> Marks:
     return frozenset(m for m in marks if (m[0], m[1]) in keys)
 
 
-def _drifted(previous: WorkStatus, seen: status_mod.Seen | None, baseline: Marks | None) -> str:
+Baseline = tuple[Marks, str | None]
+"""What our apply left on a copy: its labels and annotations (`_ours`), and for a kind
+that keeps no generation, the digest of the spec fields we set (`status.spec_digest`)."""
+
+
+def _baseline(obj_marks: Marks, spec: Any, manifest: Mapping[str, Any]) -> Baseline:
+    wanted = manifest.get("spec")
+    fields = None if spec is None or wanted is None else status_mod.spec_digest(spec, wanted)
+    return _ours(obj_marks, manifest), fields
+
+
+def _drifted(
+    previous: WorkStatus,
+    seen: status_mod.Seen | None,
+    baseline: Baseline | None,
+    manifest: Mapping[str, Any],
+) -> str:
     """How the member's copy was changed there since we applied it, or "" when it was
     not: its spec written (`kubectl edit`, `scale`; its generation moved past the one our
     apply left), or labels or annotations we set changed or taken off (against what our
@@ -103,9 +119,19 @@ def _drifted(previous: WorkStatus, seen: status_mod.Seen | None, baseline: Marks
     applied = previous.applied_generation
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
-    if baseline is not None and seen.marks is not None and not baseline <= seen.marks:
+    if baseline is None:
+        return ""
+    marks, fields = baseline
+    if seen.marks is not None and not marks <= seen.marks:
         return "labels, annotations or data it was given were changed there"
-    return ""
+    wanted = manifest.get("spec")
+    edited = (
+        fields is not None
+        and seen.spec is not None
+        and wanted is not None
+        and status_mod.spec_digest(seen.spec, wanted) != fields
+    )
+    return "its spec was edited there" if edited else ""
 
 
 def _why(
@@ -159,7 +185,7 @@ class WorkloadSync:
         self.epoch = 0
         """Bumped on every policy change: rendered manifests older than it are stale."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
-        self._marks: dict[tuple[str, str], Marks] = {}
+        self._marks: dict[tuple[str, str], Baseline] = {}
         """(workload, cluster) → the labels and annotations our last apply left on the
         copy (or, after a restart, the first seen), that later changes are told from."""
 
@@ -383,8 +409,8 @@ class WorkloadSync:
                 return previous.model_copy(update={"observed": last}), None
         slot = (str(ref), cluster.name)
         if slot not in self._marks and seen is not None and seen.marks is not None:
-            self._marks[slot] = _ours(seen.marks, manifest)
-        drifted = _drifted(previous, seen, self._marks.get(slot))
+            self._marks[slot] = _baseline(seen.marks, seen.spec, manifest)
+        drifted = _drifted(previous, seen, self._marks.get(slot), manifest)
         delay = None
         status = previous
         if not previous.applied or previous.applied_hash != digest or gone or drifted:
@@ -400,7 +426,11 @@ class WorkloadSync:
                 why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)
                 shared["events"].append(self._event(ref, "Applied", why, cluster=cluster.name))
                 self.watches.record(cluster.name, outcome.obj, quiet=True)
-                self._marks[slot] = _ours(status_mod.marks_of(outcome.obj), manifest)
+                self._marks[slot] = _baseline(
+                    status_mod.marks_of(outcome.obj),
+                    status_mod.ungenerated_spec(outcome.obj),
+                    manifest,
+                )
                 status = status.model_copy(
                     update={
                         "applied": True,

@@ -57,6 +57,8 @@ __all__ = [
     "generation_of",
     "marks_of",
     "quota_item",
+    "spec_digest",
+    "ungenerated_spec",
     "workload_item",
 ]
 
@@ -89,6 +91,8 @@ class Seen:
     gives them (None: not seen yet)."""
     stripped: bool = False
     """It still names the workload but no longer carries fedctl's labels (removed there)."""
+    spec: Any = None
+    """Its spec, for a kind that keeps no generation (`ungenerated_spec`)."""
 
 
 _DATA_KINDS = frozenset({"ConfigMap", "Secret"})
@@ -96,10 +100,9 @@ _DATA_KINDS = frozenset({"ConfigMap", "Secret"})
 
 
 def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
-    """An object's labels and annotations, a ConfigMap's or Secret's `data` and
-    `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), and the spec
-    of a kind that keeps no generation, as (field, key, value): what an edit in a member
-    changes where no generation tells it."""
+    """An object's labels and annotations, and a ConfigMap's or Secret's `data` and
+    `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), as (field,
+    key, value): what an edit in a member changes where no generation tells it."""
     meta = obj.get("metadata") or {}
     found = {
         (field, str(k), str(v))
@@ -112,15 +115,35 @@ def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
             for field in ("data", "binaryData")
             for k, v in (obj.get(field) or {}).items()
         )
-    elif "spec" in obj and not _generation(meta):
-        # A kind with a spec but no generation (a Service): the spec as a whole, defaults
-        # the member filled in included, so it is compared with what our apply left.
-        found.add(("spec", "", _digest(json.dumps(obj["spec"], sort_keys=True))))
     return frozenset(found)
 
 
 def _digest(value: Any) -> str:
     return hashlib.sha256(str(value).encode()).hexdigest()[:16]
+
+
+def ungenerated_spec(obj: Mapping[str, Any]) -> Any:
+    """The spec of an object whose kind keeps no generation (a Service, a Pod), which is
+    then the only way to tell its spec edited; None for the others."""
+    meta = obj.get("metadata") or {}
+    return obj.get("spec") if "spec" in obj and not _generation(meta) else None
+
+
+def spec_digest(observed: Any, wanted: Any) -> str:
+    """A digest of the parts of `observed` that `wanted` (our manifest's spec) sets:
+    fields the member or its controllers fill in afterwards (a Pod's nodeName, a
+    Service port's targetPort) are left out, so only an edit of what we set counts."""
+    return _digest(json.dumps(_restrict(observed, wanted), sort_keys=True, default=str))
+
+
+def _restrict(observed: Any, wanted: Any) -> Any:
+    if isinstance(wanted, Mapping) and isinstance(observed, Mapping):
+        return {k: _restrict(observed.get(k), v) for k, v in wanted.items()}
+    if isinstance(wanted, list) and isinstance(observed, list):
+        # Index by index; the observed length counts, extra observed items do not.
+        pairs = zip(observed, wanted, strict=False)
+        return [len(observed), *(_restrict(o, w) for o, w in pairs)]
+    return observed
 
 
 @dataclass
@@ -321,6 +344,7 @@ class StatusWatches:
             str(meta.get("resourceVersion") or ""),
             generation=_generation(meta),
             marks=marks_of(obj),
+            spec=ungenerated_spec(obj),
         )
         if self.seen.get((cluster, str(ref))) != seen:
             self.seen[(cluster, str(ref))] = seen

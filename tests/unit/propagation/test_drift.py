@@ -32,8 +32,8 @@ def _seen(generation: int = 2, **labels: str) -> status_mod.Seen:
     )
 
 
-def _baseline(**labels: str) -> converge.Marks:
-    return converge._ours(_seen(**labels).marks or frozenset(), MANIFEST)
+def _baseline(**labels: str) -> converge.Baseline:
+    return converge._baseline(_seen(**labels).marks or frozenset(), None, MANIFEST)
 
 
 @pytest.mark.parametrize(
@@ -62,20 +62,15 @@ def _baseline(**labels: str) -> converge.Marks:
     ],
 )
 def test_drift_is_what_changed_since_our_apply(
-    seen: status_mod.Seen, baseline: converge.Marks | None, drift: str
+    seen: status_mod.Seen, baseline: converge.Baseline | None, drift: str
 ) -> None:
-    found = converge._drifted(APPLIED, seen, baseline)
+    found = converge._drifted(APPLIED, seen, baseline, MANIFEST)
     assert found.startswith(drift) if drift else found == ""
 
 
 @pytest.mark.parametrize(
     ("obj", "fields"),
     [
-        pytest.param(
-            {"kind": "Service", "metadata": {}, "spec": {"ports": [{"port": 80}]}},
-            {"spec"},
-            id="a spec without a generation counts whole",
-        ),
         pytest.param(
             {"kind": "Deployment", "metadata": {"generation": 4}, "spec": {"replicas": 2}},
             set(),
@@ -90,3 +85,53 @@ def test_drift_is_what_changed_since_our_apply(
 )
 def test_marks_cover_what_no_generation_tells(obj: dict[str, Any], fields: set[str]) -> None:
     assert {field for field, _, _ in status_mod.marks_of(obj)} == fields
+
+
+SERVICE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "web"},
+    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+}
+AS_APPLIED = {  # what the member returned: defaults filled in, no generation
+    "selector": {"app": "web"},
+    "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
+    "clusterIP": "10.0.0.7",
+    "type": "ClusterIP",
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "drift"),
+    [
+        pytest.param(AS_APPLIED, "", id="as the apply left it"),
+        pytest.param(
+            {**AS_APPLIED, "sessionAffinity": "ClientIP", "clusterIP": "10.0.0.7"},
+            "",
+            id="a field we do not set, written there",
+        ),
+        pytest.param(
+            {**AS_APPLIED, "ports": [{"port": 8080, "protocol": "TCP", "targetPort": 80}]},
+            "its spec was edited there",
+            id="our port changed",
+        ),
+        pytest.param(
+            {**AS_APPLIED, "selector": {"app": "other"}},
+            "its spec was edited there",
+            id="our selector changed",
+        ),
+    ],
+)
+def test_a_kind_without_generation_is_told_edited_by_the_spec_fields_we_set(
+    spec: dict[str, Any], drift: str
+) -> None:
+    """A Service keeps no generation: its spec is compared on the fields our manifest
+    sets, against what the apply left, so defaults and fields others own do not count."""
+    baseline = converge._baseline(frozenset(), AS_APPLIED, SERVICE)
+    seen = status_mod.Seen(Observed(), marks=frozenset(), spec=spec)
+    assert (
+        converge._drifted(
+            APPLIED.model_copy(update={"applied_generation": None}), seen, baseline, SERVICE
+        )
+        == drift
+    )
