@@ -485,9 +485,26 @@ class ObjectsApi:
             raise errors.Invalid("; ".join(found), findings=found)
 
     async def validate(self, request: web.Request) -> web.Response:
-        """Findings for a YAML or JSON body without storing anything (the policy editor)."""
+        """Findings for a YAML or JSON body without storing anything (the policy editor).
+
+        Chips and members are judged against the fleet this server holds, as `fedctl
+        apply` judges them: a chip its AcceleratorProfiles or Clusters define is not
+        warned about, and a member named that has not joined is."""
         text = (await request.read()).decode("utf-8", errors="replace")
         result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
+        if result.names_undefined_chips or result.names_clusters:
+            clusters = [
+                c.obj
+                for c in (await self.objects.list(objects.list_prefix(_CLUSTERS, None))).items
+                if isinstance(c.obj, Cluster)
+            ]
+            if result.names_undefined_chips:
+                profiles = await self.objects.list(objects.list_prefix(_PROFILES, None))
+                chips: set[str | None] = {p.obj.metadata.name for p in profiles.items}
+                chips |= {v for c in clusters for ch in c.spec.chips for v in (ch.model, ch.arch)}
+                result = result.with_known_chips({v for v in chips if v})
+            if result.names_clusters and clusters:
+                result = result.with_joined_clusters([c.metadata.name for c in clusters])
         return web.json_response(
             {
                 "valid": not result.errors,
@@ -498,6 +515,10 @@ class ObjectsApi:
                 ],
             }
         )
+
+
+_CLUSTERS = objects.resource_named("clusters")
+_PROFILES = objects.resource_named("acceleratorprofiles")
 
 
 def _unreadable(skipped: codec.Skipped) -> str:
