@@ -28,6 +28,8 @@ was not attempted.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -87,31 +89,29 @@ def _ours(marks: Marks, manifest: Mapping[str, Any]) -> Marks:
     return frozenset(m for m in marks if (m[0], m[1]) in keys)
 
 
-Baseline = tuple[Marks, str | None]
-"""What our apply left on a copy: its labels and annotations (`_ours`), and for a kind
-that keeps no generation, the digest of the spec fields we set (`status.spec_digest`)."""
-
-
-def _baseline(obj_marks: Marks, spec: Any, manifest: Mapping[str, Any]) -> Baseline:
+def _state(marks: Marks, spec: Any, manifest: Mapping[str, Any]) -> str:
+    """What a copy shows of what our manifest gives it, as `marks/spec` digests: the
+    labels, annotations and data entries the manifest sets (`_ours`), and for a kind that
+    keeps no generation the spec fields it sets (`status.spec_digest`; `-` otherwise).
+    Recorded in the Work after each apply (`appliedState`), so an edit is told apart
+    after a restart too."""
+    ours = json.dumps(sorted(_ours(marks, manifest)))
     wanted = manifest.get("spec")
-    fields = None if spec is None or wanted is None else status_mod.spec_digest(spec, wanted)
-    return _ours(obj_marks, manifest), fields
+    fields = "-" if spec is None or wanted is None else status_mod.spec_digest(spec, wanted)
+    return f"{hashlib.sha256(ours.encode()).hexdigest()[:16]}/{fields}"
 
 
 def _drifted(
-    previous: WorkStatus,
-    seen: status_mod.Seen | None,
-    baseline: Baseline | None,
-    manifest: Mapping[str, Any],
+    previous: WorkStatus, seen: status_mod.Seen | None, manifest: Mapping[str, Any]
 ) -> str:
     """How the member's copy was changed there since we applied it, or "" when it was
     not: its spec written (`kubectl edit`, `scale`; its generation moved past the one our
-    apply left), or labels or annotations we set changed or taken off (against what our
-    apply left, `baseline`, so a member webhook that rewrites one as we apply is not
-    fought); for a ConfigMap or Secret, which keep no generation, its data entries too.
-    Karmada's execution controller restores such a copy the same way, by the version it
-    recorded and its labels and annotations. Ones added there stay: our apply does not own
-    them."""
+    apply left), or labels, annotations or data entries we set changed or taken off, or
+    for a kind without a generation the spec fields we set. All are judged against what
+    our apply left (`appliedState`), so a member webhook that rewrites a field as we apply
+    is not fought. Karmada's execution controller restores such a copy the same way, by
+    the version it recorded and its labels and annotations. Ones added there stay: our
+    apply does not own them."""
     if seen is None or seen.gone or not previous.applied:
         return ""
     if seen.stripped:
@@ -119,19 +119,14 @@ def _drifted(
     applied = previous.applied_generation
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
-    if baseline is None:
+    if previous.applied_state is None or seen.marks is None:
         return ""
-    marks, fields = baseline
-    if seen.marks is not None and not marks <= seen.marks:
+    now = _state(seen.marks, seen.spec, manifest)
+    if now == previous.applied_state:
+        return ""
+    if now.split("/")[0] != previous.applied_state.split("/")[0]:
         return "labels, annotations or data it was given were changed there"
-    wanted = manifest.get("spec")
-    edited = (
-        fields is not None
-        and seen.spec is not None
-        and wanted is not None
-        and status_mod.spec_digest(seen.spec, wanted) != fields
-    )
-    return "its spec was edited there" if edited else ""
+    return "its spec was edited there"
 
 
 def _why(
@@ -185,9 +180,6 @@ class WorkloadSync:
         self.epoch = 0
         """Bumped on every policy change: rendered manifests older than it are stale."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
-        self._marks: dict[tuple[str, str], Baseline] = {}
-        """(workload, cluster) → the labels and annotations our last apply left on the
-        copy (or, after a restart, the first seen), that later changes are told from."""
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -407,10 +399,7 @@ class WorkloadSync:
                 # controller, a clean-up): applied again it would run a second time. Its
                 # Work keeps what the member last said, so the workload stays finished.
                 return previous.model_copy(update={"observed": last}), None
-        slot = (str(ref), cluster.name)
-        if slot not in self._marks and seen is not None and seen.marks is not None:
-            self._marks[slot] = _baseline(seen.marks, seen.spec, manifest)
-        drifted = _drifted(previous, seen, self._marks.get(slot), manifest)
+        drifted = _drifted(previous, seen, manifest)
         delay = None
         status = previous
         if not previous.applied or previous.applied_hash != digest or gone or drifted:
@@ -426,7 +415,7 @@ class WorkloadSync:
                 why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)
                 shared["events"].append(self._event(ref, "Applied", why, cluster=cluster.name))
                 self.watches.record(cluster.name, outcome.obj, quiet=True)
-                self._marks[slot] = _baseline(
+                left = _state(
                     status_mod.marks_of(outcome.obj),
                     status_mod.ungenerated_spec(outcome.obj),
                     manifest,
@@ -435,6 +424,7 @@ class WorkloadSync:
                     update={
                         "applied": True,
                         "applied_hash": digest,
+                        "applied_state": left,
                         "applied_generation": status_mod.generation_of(outcome.obj) or None,
                         "applied_revision": shared["revision"],
                         "error": "",
@@ -461,10 +451,12 @@ class WorkloadSync:
                 "observed": seen.observed,
                 "resource_version": seen.resource_version,
             }
+            # Applied before these were recorded: what the member shows now is the
+            # baseline that later edits there are told apart from.
             if status.applied and status.applied_generation is None and seen.generation:
-                # Applied before generations were recorded: what the member shows now is the
-                # baseline that later edits there are told apart from.
                 update["applied_generation"] = seen.generation
+            if status.applied and status.applied_state is None and seen.marks is not None:
+                update["applied_state"] = _state(seen.marks, seen.spec, manifest)
             status = status.model_copy(update=update)
         return status, delay
 
@@ -542,7 +534,6 @@ class WorkloadSync:
                 return _RETRY
         await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
         existing.pop(name, None)
-        self._marks.pop((str(ref), name), None)
         self.watches.forget(name, ref)
         log.info("%s: removed from %s", ref, name)
         return None

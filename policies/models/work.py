@@ -86,6 +86,12 @@ class WorkStatus(FrozenModel):
         default=None, description="binding_revision of the manifest last applied successfully."
     )
     applied_hash: str | None = Field(default=None, description="Digest of that manifest.")
+    applied_state: str | None = Field(
+        default=None,
+        description="Digest of the labels, annotations and data entries the last apply"
+        " gave the copy (and, for a kind without a generation, its spec fields), as the"
+        " member showed them; a different one seen there means they were changed there.",
+    )
     applied_generation: int | None = Field(
         default=None,
         description="The copy's metadata.generation once that manifest was applied; a higher"

@@ -19,6 +19,7 @@ from tests.integration.test_propagation_support import (
     PROPAGATION,
     Federation,
     deployment,
+    ref_of,
     started_federation,
 )
 from tests.waiting import wait_for
@@ -188,3 +189,39 @@ async def test_copies_come_back_after_their_namespace_is_deleted_in_the_member(
     await conn.delete(member.ObjectRef("v1", "Namespace", "lonely"))
     assert not await there()
     await wait_for(there, timeout=15, message="the copy back in its namespace")
+
+
+async def test_a_copy_edited_while_the_propagator_was_stopped_is_restored(
+    fed: Federation,
+) -> None:
+    """What the last apply left is recorded in the Work (`appliedState`), not only held in
+    memory: a label taken off a copy while no propagator ran is put back by the next one,
+    where a baseline taken from the first observation would have kept the edit."""
+    web = deployment("steady", 1)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (1, None)})
+    fed.start()
+
+    async def labels() -> dict[str, str]:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "steady")
+        return dict((got or {}).get("metadata", {}).get("labels") or {})
+
+    async def recorded() -> bool:
+        work = await fed.works.get(keys.work_key("us-east-cpu", ref_of(web)))
+        return work is not None and work.obj.status.applied_state is not None
+
+    async def labelled() -> bool:
+        return (await labels()).get("app") == "steady"
+
+    await wait_for(labelled, timeout=15, message="the copy applied")
+    await wait_for(recorded, timeout=15, message="what the apply left, recorded")
+    await fed.stop()
+    conn = await fed.conn("us-east-cpu")
+    edited = await conn.get(member.ObjectRef("apps/v1", "Deployment", "steady", "web"))
+    edited["metadata"]["labels"].pop("app")
+    for field in ("managedFields", "resourceVersion"):
+        edited["metadata"].pop(field, None)
+    await conn.apply({**edited, "status": {}}, force=True)
+    assert "app" not in await labels()
+    fed.start()
+    await wait_for(labelled, timeout=15, message="the label put back after the restart")

@@ -32,8 +32,9 @@ def _seen(generation: int = 2, **labels: str) -> status_mod.Seen:
     )
 
 
-def _baseline(**labels: str) -> converge.Baseline:
-    return converge._baseline(_seen(**labels).marks or frozenset(), None, MANIFEST)
+def _baseline(**labels: str) -> str:
+    """The Work's `appliedState` had the apply's response shown these labels."""
+    return converge._state(_seen(**labels).marks or frozenset(), None, MANIFEST)
 
 
 @pytest.mark.parametrize(
@@ -62,9 +63,10 @@ def _baseline(**labels: str) -> converge.Baseline:
     ],
 )
 def test_drift_is_what_changed_since_our_apply(
-    seen: status_mod.Seen, baseline: converge.Baseline | None, drift: str
+    seen: status_mod.Seen, baseline: str | None, drift: str
 ) -> None:
-    found = converge._drifted(APPLIED, seen, baseline, MANIFEST)
+    applied = APPLIED.model_copy(update={"applied_state": baseline})
+    found = converge._drifted(applied, seen, MANIFEST)
     assert found.startswith(drift) if drift else found == ""
 
 
@@ -127,11 +129,11 @@ def test_a_kind_without_generation_is_told_edited_by_the_spec_fields_we_set(
 ) -> None:
     """A Service keeps no generation: its spec is compared on the fields our manifest
     sets, against what the apply left, so defaults and fields others own do not count."""
-    baseline = converge._baseline(frozenset(), AS_APPLIED, SERVICE)
-    seen = status_mod.Seen(Observed(), marks=frozenset(), spec=spec)
-    assert (
-        converge._drifted(
-            APPLIED.model_copy(update={"applied_generation": None}), seen, baseline, SERVICE
-        )
-        == drift
+    applied = APPLIED.model_copy(
+        update={
+            "applied_generation": None,
+            "applied_state": converge._state(frozenset(), AS_APPLIED, SERVICE),
+        }
     )
+    seen = status_mod.Seen(Observed(), marks=frozenset(), spec=spec)
+    assert converge._drifted(applied, seen, SERVICE) == drift
