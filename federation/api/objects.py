@@ -493,18 +493,12 @@ class ObjectsApi:
         text = (await request.read()).decode("utf-8", errors="replace")
         result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
         if result.names_undefined_chips or result.names_clusters:
-            clusters = [
-                c.obj
-                for c in (await self.objects.list(objects.list_prefix(_CLUSTERS, None))).items
-                if isinstance(c.obj, Cluster)
+            fleet = [
+                item.obj
+                for res in (_CLUSTERS, _PROFILES)
+                for item in (await self.objects.list(objects.list_prefix(res, None))).items
             ]
-            if result.names_undefined_chips:
-                profiles = await self.objects.list(objects.list_prefix(_PROFILES, None))
-                chips: set[str | None] = {p.obj.metadata.name for p in profiles.items}
-                chips |= {v for c in clusters for ch in c.spec.chips for v in (ch.model, ch.arch)}
-                result = result.with_known_chips({v for v in chips if v})
-            if result.names_clusters and clusters:
-                result = result.with_joined_clusters([c.metadata.name for c in clusters])
+            result = result.against_fleet(fleet)
         return web.json_response(
             {
                 "valid": not result.errors,

@@ -85,7 +85,7 @@ Marks = frozenset[tuple[str, str, str]]
 
 def _ours(marks: Marks, manifest: Mapping[str, Any]) -> Marks:
     """The labels and annotations of `marks` that the manifest sets (by key)."""
-    keys = {(kind, key) for kind, key, _ in status_mod.marks_of(manifest)}
+    keys = status_mod.mark_keys(manifest)
     return frozenset(m for m in marks if (m[0], m[1]) in keys)
 
 

@@ -30,7 +30,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,7 @@ __all__ = [
     "StatusWatches",
     "aggregate",
     "generation_of",
+    "mark_keys",
     "marks_of",
     "quota_item",
     "spec_digest",
@@ -103,19 +104,29 @@ def marks_of(obj: Mapping[str, Any]) -> frozenset[tuple[str, str, str]]:
     """An object's labels and annotations, and a ConfigMap's or Secret's `data` and
     `binaryData` entries (each value by digest: a ConfigMap may hold 1 MiB), as (field,
     key, value): what an edit in a member changes where no generation tells it."""
+    return frozenset(
+        (field, key, _digest(value) if field in _DATA_FIELDS else str(value))
+        for field, key, value in _entries(obj)
+    )
+
+
+def mark_keys(obj: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The (field, key) pairs of `marks_of(obj)`, without digesting any value."""
+    return {(field, key) for field, key, _ in _entries(obj)}
+
+
+_DATA_FIELDS = ("data", "binaryData")
+
+
+def _entries(obj: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
     meta = obj.get("metadata") or {}
-    found = {
-        (field, str(k), str(v))
-        for field in ("labels", "annotations")
-        for k, v in (meta.get(field) or {}).items()
-    }
+    for field in ("labels", "annotations"):
+        for key, value in (meta.get(field) or {}).items():
+            yield field, str(key), value
     if obj.get("kind") in _DATA_KINDS:
-        found.update(
-            (field, str(k), _digest(v))
-            for field in ("data", "binaryData")
-            for k, v in (obj.get(field) or {}).items()
-        )
-    return frozenset(found)
+        for field in _DATA_FIELDS:
+            for key, value in (obj.get(field) or {}).items():
+                yield field, str(key), value
 
 
 def _digest(value: Any) -> str:

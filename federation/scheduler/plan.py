@@ -200,12 +200,7 @@ def plan_files(
         raise errors.Invalid("invalid input", findings=[str(f) for f in loaded.errors])
     fleet = offline.load(profile)
     if warn is not None:
-        if loaded.names_undefined_chips:  # the profile's members define chips too
-            chips = {v for c in fleet for chip in c.spec.chips for v in (chip.model, chip.arch)}
-            loaded = loaded.with_known_chips({v for v in chips if v})
-        if loaded.names_clusters:
-            loaded = loaded.with_joined_clusters([c.metadata.name for c in fleet])
-        for finding in loaded.warnings:
+        for finding in loaded.against_fleet(fleet).warnings:
             warn(str(finding))
     models = [o.model for o in loaded.objects]
     workloads = [m for m in models if isinstance(m, Workload) and not m.is_opaque]

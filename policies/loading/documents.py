@@ -34,6 +34,7 @@ from policies.models.workload import Workload
 __all__ = [
     "Checked",
     "Loaded",
+    "chips_defined_by",
     "cross_check",
     "names_clusters",
     "undefined_chips",
@@ -422,12 +423,18 @@ def _unknown(
 
 
 def _defined_chips(objects: list[Loaded]) -> set[str]:
+    return chips_defined_by(o.model for o in objects)
+
+
+def chips_defined_by(models: Iterable[KubeObject]) -> set[str]:
+    """The chips AcceleratorProfiles and Clusters among `models` define (names, chip
+    models and their archs)."""
     defined: set[str] = set()
-    for obj in objects:
-        if isinstance(obj.model, AcceleratorProfile):
-            defined.add(obj.model.metadata.name)
-        elif isinstance(obj.model, Cluster):
-            for chip in obj.model.spec.chips:
+    for model in models:
+        if isinstance(model, AcceleratorProfile):
+            defined.add(model.metadata.name)
+        elif isinstance(model, Cluster):
+            for chip in model.spec.chips:
                 defined.add(chip.model)
                 if chip.arch:
                     defined.add(chip.arch)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from policies.loading.documents import (
     Loaded,
+    chips_defined_by,
     cross_check,
     names_clusters,
     undefined_chips,
@@ -27,6 +28,8 @@ from policies.loading.documents import (
 )
 from policies.loading.findings import Finding
 from policies.loading.source import parse_documents
+from policies.models.base import KubeObject
+from policies.models.cluster import Cluster
 
 __all__ = ["MAX_FILE_BYTES", "STDIN", "LoadResult", "load_paths", "load_text"]
 
@@ -81,6 +84,19 @@ class LoadResult:
     def names_clusters(self) -> bool:
         """Whether a policy or quota here names a member cluster."""
         return names_clusters(self.objects)
+
+    def against_fleet(self, fleet: Iterable[KubeObject]) -> LoadResult:
+        """The result with its chip and member warnings judged against a fleet (a
+        server's or a profile's Clusters, and AcceleratorProfiles): chips it defines are
+        not warned about, members it lacks are (when it has any)."""
+        fleet = list(fleet)
+        result = self
+        if result.names_undefined_chips:
+            result = result.with_known_chips(chips_defined_by(fleet))
+        joined = [m.metadata.name for m in fleet if isinstance(m, Cluster)]
+        if joined and result.names_clusters:
+            result = result.with_joined_clusters(joined)
+        return result
 
     def with_joined_clusters(self, joined: Collection[str]) -> LoadResult:
         """The result with a warning for each member named that `joined` (a server's
