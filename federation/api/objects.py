@@ -20,6 +20,7 @@ block an unrelated edit (nor the scheduler: the tree ends a broken chain there).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
@@ -35,13 +36,16 @@ from federation import clock as clock_mod
 from federation import errors, secrets
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
+from federation.scheduler import claims
+from federation.scheduler import plan as planning
 from policies import loading
 from policies.models import kinds
 from policies.models.base import KubeObject
-from policies.models.binding import Binding
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
+from policies.models.workload import Workload
 
 __all__ = ["ObjectsApi"]
 
@@ -410,7 +414,47 @@ class ObjectsApi:
             }
             for obj, outcome in zip(models, outcomes, strict=True)
         ]
-        return web.json_response({"results": results})
+        written = [
+            obj
+            for obj, outcome in zip(models, outcomes, strict=True)
+            if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy)
+        ]
+        notes = await self._claim_notes(written) if written else []
+        headers = CIMultiDict[str]()
+        for note in notes:
+            headers.add("Warning", _warning(note))
+        return web.json_response({"results": results, "warnings": notes}, headers=headers)
+
+    async def _claim_notes(self, written: list[planning.AnyPolicy]) -> list[str]:
+        """Notes on the policies just written that claim less than they select
+        (`claims.notes`), judged on the registry after the write: listed here, decoded in a
+        worker thread (a registry of thousands of workloads takes a second to decode)."""
+        raw = [await self.raw.list(keys.prefix(k)) for k in ("policies", "workloads", "bindings")]
+        return await asyncio.to_thread(self._notes_of, written, *raw)
+
+    def _notes_of(
+        self,
+        written: list[planning.AnyPolicy],
+        policies: st.ListResult,
+        workloads: st.ListResult,
+        bindings: st.ListResult,
+    ) -> list[str]:
+        recorded = {
+            keys.workload_key(keys.parse_workload_key(b.key)): b.obj.metadata.annotations.get(
+                CLAIMED_BY
+            )
+            for b in codec.TypedStore(self.raw, codec.Codec(Binding)).decoded(bindings).items
+        }
+        return claims.notes(
+            written,
+            [i.obj for i in self.objects.decoded(workloads).items if isinstance(i.obj, Workload)],
+            [
+                i.obj
+                for i in self.objects.decoded(policies).items
+                if isinstance(i.obj, planning.AnyPolicy)
+            ],
+            recorded=lambda w: recorded.get(objects.key_for(w)),
+        )
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
         """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""
@@ -515,6 +559,11 @@ _CLUSTERS = objects.resource_named("clusters")
 _PROFILES = objects.resource_named("acceleratorprofiles")
 
 
+def _warning(text: str) -> str:
+    """`text` as a `Warning` header's value (RFC 7234's 299, as Kubernetes sends them)."""
+    return '299 - "' + " ".join(text.replace('"', "'").split()) + '"'
+
+
 def _unreadable(skipped: codec.Skipped) -> str:
     """A `Warning` header for a stored object the list leaves out because it no longer
     reads (a hand edit, or a rule this release added): a list that silently shrank would
@@ -523,7 +572,7 @@ def _unreadable(skipped: codec.Skipped) -> str:
         f"{skipped.key} is stored but cannot be read, so it is left out:"
         f" {skipped.error}; apply a corrected version or delete it".split()
     )
-    return '299 - "' + text.replace('"', "'") + '"'
+    return _warning(text)
 
 
 def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) -> KubeObject:

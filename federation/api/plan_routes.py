@@ -6,7 +6,8 @@ cluster statuses, queues, quotas, propagation policies and workloads from the re
 overlays the body's objects on them. The scheduler's pure `plan` (the same code the
 scheduling cycle runs) then places every affected workload twice: as things stand and as
 they would stand after `apply`. A workload is affected when the body names it, or when the
-policy that claims it is in the body or would change. Feeds the editor's preview and diff.
+policy that claims it is in the body or would change. Feeds the editor's preview and diff,
+and notes on the body's policies that claim less than they select (`claims.notes`).
 
 Why here and not in the scheduler: the scheduler is pure over a snapshot; reading the
 registry and speaking HTTP belong to the API layer.
@@ -38,7 +39,7 @@ from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import bound_usage, cycle, reconcile
+from federation.scheduler import bound_usage, claims, cycle, reconcile
 from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
@@ -88,9 +89,12 @@ class LiveState:
         """The policy claiming `workload` as the controller sees it: the one its Binding
         records keeps it (`planning.claimant`), so a plan never shows a policy set to
         `preemption: Never` taking over a workload another policy holds."""
+        return planning.claim(workload, self.policies(), recorded=self.recorded(workload))
+
+    def recorded(self, workload: Workload) -> str | None:
+        """The claim `workload`'s Binding records (`planning.policy_id`), if any."""
         binding = self.bindings.get(objects.key_for(workload))
-        recorded = binding.metadata.annotations.get(CLAIMED_BY) if binding else None
-        return planning.claim(workload, self.policies(), recorded=recorded)
+        return binding.metadata.annotations.get(CLAIMED_BY) if binding else None
 
     def snapshot(self) -> snap.Snapshot:
         return snap.build(
@@ -228,7 +232,9 @@ class PlanApi:
             raise errors.Invalid("; ".join(failures), findings=failures)
         proposed = {objects.key_for(o.model): o.model for o in result.objects}
         live = await self.live()
-        after = LiveState({**live.objects, **proposed}, live.statuses)
+        # The claims Bindings record hold after the write too: a policy that may not
+        # preempt them takes nothing, so the plan after apply must not show it taking.
+        after = LiveState({**live.objects, **proposed}, live.statuses, live.bindings)
         scheduler = cycle.Scheduler(self.settings)
         plans = []
         live_snapshot = live.snapshot()
@@ -246,6 +252,12 @@ class PlanApi:
         return web.json_response(
             {
                 "plans": plans,
+                "notes": claims.notes(
+                    [m for m in proposed.values() if isinstance(m, _POLICY_TYPES)],
+                    after.of(Workload),
+                    after.policies(),
+                    recorded=after.recorded,
+                ),
                 "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
             }

@@ -6,8 +6,9 @@ sent to the API's plan route, which plans them against the controller's registry
 the capacity, queue and quota usage of the workloads admitted there). Feeds
 stdout: every cluster with its verdict, reason or score breakdown, then the division, the
 chip and the cost; `-o json` for scripts. Exit 0 when every workload could be placed, 3
-when some would stay pending, 1 on bad input. This is what an engineer runs while editing
-policy YAML.
+when some would stay pending, 1 on bad input. A policy in the files that selects nothing,
+or selects a workload another policy claims, is noted on stderr (`note:`), with the rule
+that decides. This is what an engineer runs while editing policy YAML.
 """
 
 from __future__ import annotations
@@ -119,13 +120,16 @@ async def _plan_live(args: argparse.Namespace, *, text: str, filename: str) -> i
             params={"filename": filename},
         )
     plans = [entry["after"] for entry in answer.get("plans", [])]
-    if not plans:
+    notes = answer.get("notes") or []
+    for note in notes:
+        _warn(f"note: {note}")
+    if not plans and not notes:
         # The controller plans the files' workloads and those their policies claim: none.
         raise errors.Invalid(NO_WORKLOAD)
     if args.output == "json":
         json.dump(plans, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    else:
+    elif plans:
         held = answer.get("admitted", 0)
         sys.stdout.write(
             f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"

@@ -36,7 +36,16 @@ from policies.models.propagation import (
 from policies.models.queue import Queue
 from policies.models.workload import Workload
 
-__all__ = ["Planned", "claim", "claimant", "job_for", "plan_files", "policy_id"]
+__all__ = [
+    "Planned",
+    "claim",
+    "claimant",
+    "is_namespaced",
+    "job_for",
+    "plan_files",
+    "policy_id",
+    "specificity_for",
+]
 
 AnyPolicy = (
     PropagationPolicy
@@ -80,26 +89,37 @@ def _labels(workload: Workload) -> dict[str, str]:
     return dict(workload.metadata.labels)
 
 
-def _namespaced(policy: AnyPolicy) -> bool:
+def is_namespaced(policy: AnyPolicy) -> bool:
+    """Whether `policy` is a PropagationPolicy (selects in its namespace only)."""
     return isinstance(policy, PropagationPolicy | FedctlPropagationPolicy)
 
 
-def _ranked(workload: Workload, policies: Sequence[AnyPolicy]) -> list[AnyPolicy]:
-    """The policies that match `workload`, in Karmada's order of claim.
+def specificity_for(policy: AnyPolicy, workload: Workload) -> int | None:
+    """How closely `policy` selects `workload`: 2 by name, 1 by label, 0 by kind alone;
+    None when it does not select it. A namespaced policy only selects in its own
+    namespace, so never a cluster-scoped object (whose namespace is empty)."""
+    if is_namespaced(policy) and (policy.metadata.namespace or "default") != workload.namespace:
+        return None
+    return _specificity(policy, workload)
 
-    A namespaced policy only selects in its own namespace, so never a cluster-scoped
-    object (whose namespace is empty).
-    """
+
+def _ranked(workload: Workload, policies: Sequence[AnyPolicy]) -> list[AnyPolicy]:
+    """The policies that match `workload`, in Karmada's order of claim."""
     ranked = []
     for policy in policies:
-        namespaced = _namespaced(policy)
-        if namespaced and (policy.metadata.namespace or "default") != workload.namespace:
-            continue
-        level = _specificity(policy, workload)
+        level = specificity_for(policy, workload)
         if level is None:
             continue
         ranked.append(
-            ((0 if namespaced else 1, -policy.spec.priority, -level, policy.metadata.name), policy)
+            (
+                (
+                    0 if is_namespaced(policy) else 1,
+                    -policy.spec.priority,
+                    -level,
+                    policy.metadata.name,
+                ),
+                policy,
+            )
         )
     ranked.sort(key=lambda pair: pair[0])
     return [policy for _, policy in ranked]
@@ -123,7 +143,7 @@ def policy_id(policy: AnyPolicy) -> str:
     """How a Binding records its claiming policy: `PropagationPolicy/<namespace>/<name>` or
     `ClusterPropagationPolicy/<name>` (the registry holds one per kind, namespace and name,
     whichever API group it came in)."""
-    if _namespaced(policy):
+    if is_namespaced(policy):
         return f"{policy.kind}/{policy.metadata.namespace or 'default'}/{policy.metadata.name}"
     return f"{policy.kind}/{policy.metadata.name}"
 
@@ -155,8 +175,8 @@ def claimant(
 
 def _preempts(policy: AnyPolicy, held: AnyPolicy) -> bool:
     """Whether `policy` may take a template `held` claims (its `preemption` aside)."""
-    if _namespaced(policy) != _namespaced(held):
-        return _namespaced(policy)
+    if is_namespaced(policy) != is_namespaced(held):
+        return is_namespaced(policy)
     return policy.spec.priority > held.spec.priority
 
 
@@ -193,7 +213,8 @@ def plan_files(
     """Plan every workload in `paths` against the fleet in `profile`.
 
     `warn` is given each warning of the input, members the profile does not hold among
-    them: a policy that silently selects or places nothing is what plan is run to catch.
+    them, and a note for each policy that claims less than it selects (`claims.notes`): a
+    policy that silently selects or places nothing is what plan is run to catch.
     """
     loaded = loading.load_paths(paths)
     if not loaded.ok:
@@ -217,6 +238,11 @@ def plan_files(
             | FedctlClusterPropagationPolicy,
         )
     ]
+    if warn is not None:
+        from federation.scheduler import claims  # it builds on this module's claim rules
+
+        for note in claims.notes(policies, workloads, policies):
+            warn(f"note: {note}")
     settings = settings or SchedulerSettings()
     snapshot = snap.build(
         fleet,

@@ -21,7 +21,7 @@ import pytest
 
 from federation.registry import codec, keys
 from policies import loading
-from policies.models.binding import Binding
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster
 from tests.e2e.conftest import all_ready, wait_until
 from tests.e2e.stack import API, EXAMPLES, Stack
@@ -307,6 +307,30 @@ def queued(name: str, queue: str, phase: str, reason: str = "") -> Binding:
             "status": {"phase": phase, "reason": reason},
         }
     )
+
+
+def test_a_second_policy_for_a_claimed_workload_says_who_keeps_it(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    # Storefront's Binding records the live example policy as its claimant. Named to sort
+    # first, a-storefront would claim storefront on a fresh start; it may not preempt, so
+    # the editor says who keeps it instead of planning it under the new policy.
+    scheduled = binding("Scheduled")
+    claimed = scheduled.model_copy(
+        update={
+            "metadata": scheduled.metadata.model_copy(
+                update={"annotations": {CLAIMED_BY: "PropagationPolicy/web/storefront"}}
+            )
+        }
+    )
+    stack.call(lambda: bindings.put(BINDING_KEY, claimed))
+    open_view(page, stack, "policy")
+    type_policy(page, POLICY.replace("name: storefront\n", "name: a-storefront\n", 1))
+    expect(page.locator("#editor-status")).to_have_text("valid: 1 object(s)")
+    expect(page.locator("#plan [data-note]")).to_contain_text(
+        "it stays with PropagationPolicy web/storefront, which claimed it first"
+    )
+    expect(page.locator("#plan [data-plan]")).to_have_count(0)
 
 
 def test_a_parent_queue_row_counts_its_subtree_and_an_undefined_queue_is_listed(

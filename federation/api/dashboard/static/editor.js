@@ -74,9 +74,18 @@ function samePlacement(a, b) {
   return JSON.stringify(a && a.placement) === JSON.stringify(b && b.placement);
 }
 
+function renderNotes(notes) {
+  // Policies that claim less than they select: what a plan of nothing would otherwise hide.
+  return notes.length
+    ? h("ul", { class: "findings notes" }, notes.map((n) => h("li", { class: "warning", "data-note": "" }, n)))
+    : null;
+}
+
 function renderPlan(result) {
   const plans = result.plans || [];
-  $("plan").replaceChildren(...(plans.length ? plans.map((p) => {
+  const notes = result.notes || [];
+  const empty = notes.length ? [] : [h("p", { class: "empty" }, "No workload is affected by these objects.")];
+  $("plan").replaceChildren(...[renderNotes(notes)].filter(Boolean), ...(plans.length ? plans.map((p) => {
     const after = p.after;
     const changed = !p.before || !samePlacement(p.before, after);
     return h("article", { class: "card plan", "data-plan": after.workload },
@@ -89,7 +98,7 @@ function renderPlan(result) {
         h("div", { class: "after" }, h("h4", {}, "after apply"), planPlacement(after))),
       after.totalCost !== null ? h("div", { class: "muted" }, `total ${money(after.totalCost)}`) : null,
       h("details", {}, h("summary", {}, "every cluster's verdict"), verdictTable(after.verdicts)));
-  }) : [h("p", { class: "empty" }, "No workload is affected by these objects.")]));
+  }) : empty));
   $("diff").replaceChildren(...((result.diff || []).map((d) =>
     h("div", { class: "diff-entry", "data-diff": d.key },
       h("div", {}, h("span", { class: `result ${d.result}` }, d.result), " ",
@@ -153,7 +162,7 @@ async function applyEditor() {
     });
     out.replaceChildren(...(applied.results || []).map((r) =>
       h("span", { class: `result ${r.result}`, "data-applied": r.name },
-        `${r.kind} ${r.name} ${r.result}`)));
+        `${r.kind} ${r.name} ${r.result}`)), ...[renderNotes(applied.warnings || [])].filter(Boolean));
     onApplied();
     checkEditor();
   } catch (err) {

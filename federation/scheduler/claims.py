@@ -1,0 +1,123 @@
+"""What a policy being written will claim, said before it surprises anyone.
+
+Fed by the policies a write or a what-if proposes, the workloads and policies as they
+would stand after it, and the claim each workload's Binding records; feeds `fedctl apply`
+(as `Warning` headers of the API's apply route), `fedctl plan` (offline and live) and the
+dashboard's policy editor with one line per surprise.
+
+Why: a policy that selects a workload does not always place it. Karmada's rules give a
+workload to one policy (`plan.claim`), and a claimed workload stays with its policy unless
+one allowed to preempt it outranks it (`plan.claimant`). A team that writes a second policy
+for a workload another policy already holds, or a policy whose selector matches nothing
+(a name misspelt, a namespace left out), sees no error and no change: the live plan had
+nothing to show and the editor said no workload was affected. These notes name the
+workload, the policy that keeps it and the rule that decides, or say that nothing matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from federation.scheduler import plan
+from policies.models.workload import Workload
+
+__all__ = ["SHOWN", "notes", "policy_label", "workload_label"]
+
+SHOWN = 5
+"""Workloads named per policy; the rest are counted (a kind-wide selector over thousands
+of Jobs would otherwise bury the first line)."""
+
+_LEVEL = {2: "by name", 1: "by label", 0: "by kind alone"}
+
+
+def policy_label(policy: plan.AnyPolicy) -> str:
+    """`PropagationPolicy web/storefront` or `ClusterPropagationPolicy everything`."""
+    if plan.is_namespaced(policy):
+        return f"{policy.kind} {policy.metadata.namespace or 'default'}/{policy.metadata.name}"
+    return f"{policy.kind} {policy.metadata.name}"
+
+
+def workload_label(workload: Workload) -> str:
+    """`Deployment web/storefront`, or `Namespace web` for a cluster-scoped kind."""
+    if workload.namespace:
+        return f"{workload.kind} {workload.namespace}/{workload.metadata.name}"
+    return f"{workload.kind} {workload.metadata.name}"
+
+
+def notes(
+    proposed: Iterable[plan.AnyPolicy],
+    workloads: Iterable[Workload],
+    policies: Sequence[plan.AnyPolicy],
+    *,
+    recorded: Callable[[Workload], str | None] = lambda _: None,
+) -> list[str]:
+    """One line for each proposed policy that selects no workload, and for each workload a
+    proposed policy selects that another policy claims (`recorded`: the claim a workload's
+    Binding records, None when it has none). `policies` and `workloads` are the state after
+    the write, the proposed policies among them. Policies that claim everything they select
+    say nothing."""
+    workloads = [w for w in workloads if not w.is_opaque]
+    out: list[str] = []
+    for policy in proposed:
+        selected = [w for w in workloads if plan.specificity_for(policy, w) is not None]
+        if not selected:
+            out.append(
+                f"{policy_label(policy)} selects no workload: it places nothing until one it"
+                " selects is created (check its resourceSelectors' kind, name and namespace)"
+            )
+            continue
+        others = []
+        for workload in selected:
+            holder = plan.claim(workload, policies, recorded=recorded(workload))
+            if holder is not None and plan.policy_id(holder) != plan.policy_id(policy):
+                others.append((workload, holder, recorded(workload)))
+        for workload, holder, held in others[:SHOWN]:
+            out.append(_held(policy, workload, holder, held == plan.policy_id(holder)))
+        if len(others) > SHOWN:
+            out.append(
+                f"{policy_label(policy)}: {len(others) - SHOWN} more of the"
+                f" {len(selected)} workloads it selects are claimed by other policies"
+            )
+    return out
+
+
+def _held(policy: plan.AnyPolicy, workload: Workload, holder: plan.AnyPolicy, kept: bool) -> str:
+    """Why `holder`, not `policy`, claims `workload` (`kept`: its Binding records holder)."""
+    lead = f"{policy_label(policy)} selects {workload_label(workload)}, but"
+    outranks = _outranks(holder, policy, workload)
+    if outranks is not None or not kept:
+        return f"{lead} {policy_label(holder)} claims it: {outranks or 'it ranks first'}"
+    stays = f"{lead} it stays with {policy_label(holder)}, which claimed it first"
+    wants = ["`preemption: Always`"]
+    if plan.is_namespaced(policy) == plan.is_namespaced(holder):
+        wants.append(f"a priority above {holder.spec.priority}")
+    return (
+        f"{stays}: a policy takes a claimed workload only with {' and '.join(wants)}"
+        f" (this one: preemption {policy.spec.preemption}, priority {policy.spec.priority})"
+    )
+
+
+def _outranks(holder: plan.AnyPolicy, policy: plan.AnyPolicy, workload: Workload) -> str | None:
+    """Why `holder` comes before `policy` in Karmada's order for `workload`, or None when it
+    does not (it holds the workload by an earlier claim)."""
+    if plan.is_namespaced(holder) != plan.is_namespaced(policy):
+        if plan.is_namespaced(holder):
+            return "a PropagationPolicy comes before a ClusterPropagationPolicy"
+        return None
+    if holder.spec.priority != policy.spec.priority:
+        if holder.spec.priority > policy.spec.priority:
+            return f"its priority {holder.spec.priority} is above {policy.spec.priority}"
+        return None
+    mine = plan.specificity_for(policy, workload)
+    theirs = plan.specificity_for(holder, workload)
+    assert mine is not None and theirs is not None
+    if theirs != mine:
+        if theirs > mine:
+            return f"it selects {_LEVEL[theirs]}, this one {_LEVEL[mine]}"
+        return None
+    if holder.metadata.name < policy.metadata.name:
+        return (
+            f"both have priority {holder.spec.priority} and select it {_LEVEL[mine]}:"
+            " the name first in alphabetical order claims"
+        )
+    return None

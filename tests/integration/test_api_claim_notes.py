@@ -1,0 +1,155 @@
+"""A policy written for a workload another policy holds, or for no workload at all, is
+said so where it is written and where it is planned, not left to look like a no-op.
+
+The registry holds storefront, claimed by PropagationPolicy web/storefront (its Binding
+records the claim). The real API over an in-memory registry; the CLI is `main.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.registry.memory import MemoryStore
+from federation.scheduler import plan
+from policies.models.binding import CLAIMED_BY, Binding
+from policies.models.propagation import PropagationPolicy
+from policies.models.workload import Workload
+from tests.serving import api_server, fedctl
+from tests.unit.scheduler.test_loop import binding
+
+pytestmark = pytest.mark.integration
+
+STOREFRONT = Workload.model_validate(
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "storefront", "namespace": "web"},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}
+            },
+        },
+    }
+)
+
+
+def policy_yaml(name: str, *, selects: str = "storefront", extra: str = "") -> str:
+    return f"""\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: {name}
+  namespace: web
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: {selects}
+{extra}"""
+
+
+PREEMPTING = policy_yaml("a-first", extra="  priority: 1\n  preemption: Always\n")
+"""a-first, allowed to take storefront from the policy that claimed it."""
+
+
+async def registry() -> MemoryStore:
+    store = MemoryStore()
+    holder = PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "storefront", "namespace": "web"},
+            "spec": {
+                "resourceSelectors": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "name": "storefront"}
+                ]
+            },
+        }
+    )
+    bound = binding(STOREFRONT, {"us-east-cpu": 2})
+    bound = bound.model_copy(
+        update={
+            "metadata": bound.metadata.model_copy(
+                update={"annotations": {CLAIMED_BY: plan.policy_id(holder)}}
+            )
+        }
+    )
+    encode = objects.ObjectCodec().encode
+    await store.commit(
+        [
+            st.Put(objects.key_for(STOREFRONT), encode(STOREFRONT)),
+            st.Put(objects.key_for(holder), encode(holder)),
+            st.Put(
+                keys.binding_key(objects.workload_ref(STOREFRONT)),
+                codec.Codec(Binding).encode(bound),
+            ),
+        ]
+    )
+    return store
+
+
+async def test_apply_warns_of_a_policy_that_a_claimed_workload_does_not_follow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "a-first" would claim storefront first on a fresh start (the same priority, both by
+    # name, its name first), but storefront's Binding records web/storefront.
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first"), encoding="utf-8")
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        out, err = capsys.readouterr()
+        assert "a-first created" in out
+        (warning,) = [line for line in err.splitlines() if line.startswith("Warning:")]
+        assert warning == (
+            "Warning: PropagationPolicy web/a-first selects Deployment web/storefront, but it"
+            " stays with PropagationPolicy web/storefront, which claimed it first: a policy"
+            " takes a claimed workload only with `preemption: Always` and a priority above 0"
+            " (this one: preemption Never, priority 0)"
+        )
+        # Applied again unchanged: nothing new to say.
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "Warning:" not in capsys.readouterr().err
+        # With the right to preempt, it takes storefront: nothing to warn of.
+        path.write_text(PREEMPTING, encoding="utf-8")
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "Warning:" not in capsys.readouterr().err
+
+
+async def test_apply_warns_of_a_policy_that_selects_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(policy_yaml("typo", selects="storefrnt"), encoding="utf-8")
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        err = capsys.readouterr().err
+    assert "Warning: PropagationPolicy web/typo selects no workload: it places nothing" in err
+
+
+async def test_a_live_plan_of_such_a_policy_shows_the_claim_kept_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first"), encoding="utf-8")
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        code = await fedctl(server, "plan", "--live", "-f", str(path))
+        out, err = capsys.readouterr()
+        # The controller keeps storefront with its policy, so nothing is planned anew (the
+        # plan used to show a-first taking it) and the note says why, with exit 0.
+        assert code == 0
+        assert "workload web/" not in out
+        assert (
+            "note: PropagationPolicy web/a-first selects Deployment web/storefront, but it" in err
+        )
+        # Allowed to preempt, it takes storefront: the plan shows it under a-first.
+        path.write_text(PREEMPTING, encoding="utf-8")
+        await fedctl(server, "plan", "--live", "-f", str(path))
+        out, err = capsys.readouterr()
+        assert "workload web/Deployment.apps/storefront  policy: a-first" in out
+        assert "note:" not in err
