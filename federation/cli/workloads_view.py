@@ -18,6 +18,7 @@ from typing import Any
 from federation import errors
 from federation.cli import render
 from federation.registry import keys
+from policies.models.binding import CLAIMED_BY
 
 __all__ = [
     "PREFIX",
@@ -111,6 +112,20 @@ def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:
     return f"{title}:\n  {body}"
 
 
+def _claimant(binding: dict[str, Any]) -> str:
+    """The policy a Binding records as its workload's claimant (`CLAIMED_BY`), as `fedctl
+    get` names it: which policy places a workload is the first thing to know when several
+    select it, and only the Binding knows which of them claimed it first."""
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    recorded = annotations.get(CLAIMED_BY)
+    if recorded is None:
+        return "- (none recorded)"
+    if not recorded:
+        return "none: the policy that claimed it is gone; it stays where it is"
+    kind, _, name = recorded.partition("/")
+    return f"{kind} {name}"
+
+
 def describe(doc: dict[str, Any]) -> str:
     """The full story of one workload, as text."""
     workload = doc.get("workload") or {}
@@ -143,6 +158,7 @@ def describe(doc: dict[str, Any]) -> str:
             f"Binding:     {state.get('phase', 'none')} (revision {doc.get('bindingRevision')})"
             + (f": {state['reason']}" if state.get("reason") else "")
         )
+        lines.append(f"Policy:      {_claimant(binding)}")
     lines.append(
         _section(
             "Placement",

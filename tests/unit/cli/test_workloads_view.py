@@ -101,3 +101,15 @@ def test_a_workload_waiting_with_copies_shows_them_and_that_it_waits() -> None:
         "b 2/2; Pending: spread needs 2 clusters, only 1 is feasible"
     )
     assert workloads_view.placement_cell(_listed("Scheduled", "")) == "b 2/2"
+
+
+def test_describe_names_the_policy_the_binding_records() -> None:
+    def claimed(value: str | None) -> str:
+        annotations = {} if value is None else {"fedctl.io/policy": value}
+        meta = BINDING.metadata.model_copy(update={"annotations": annotations})
+        return workloads_view.describe(doc(BINDING.model_copy(update={"metadata": meta})))
+
+    assert "Policy:      PropagationPolicy ml/train-pp" in claimed("PropagationPolicy/ml/train-pp")
+    assert "Policy:      ClusterPropagationPolicy all" in claimed("ClusterPropagationPolicy/all")
+    assert "Policy:      none: the policy that claimed it is gone" in claimed("")
+    assert "Policy:      - (none recorded)" in claimed(None)
