@@ -247,10 +247,29 @@ def _list_path(res: Any, args: argparse.Namespace) -> str:
     return str(res.plural)
 
 
-async def _get(args: argparse.Namespace) -> int:
+def _resource(args: argparse.Namespace) -> Any:
+    """The resource `args.kind` names; a workload kind as kubectl names it (`deploy`,
+    `jobs`) is `workloads` of that kind, with `args.name` narrowed to it."""
+    from federation.cli import workloads_view
     from federation.registry import objects
 
-    res = objects.resource_named(args.kind)
+    args.workload_kind = None
+    try:
+        return objects.resource_named(args.kind)
+    except errors.Invalid as exc:
+        kind = workloads_view.kind_named(args.kind)
+        if kind is None:
+            raise errors.Invalid(
+                f"{exc}; or a workload kind as kubectl names it (deployments, jobs, deploy, ...)"
+            ) from None
+    args.workload_kind = kind
+    if args.name:
+        args.name = workloads_view.with_kind(args.name, kind)
+    return objects.resource_named("workloads")
+
+
+async def _get(args: argparse.Namespace) -> int:
+    res = _resource(args)
     if res.plural == "workloads":
         return await _get_workloads(args)
     if res.plural == "queues":
@@ -343,9 +362,7 @@ def _matches(item: dict[str, Any], name: str) -> bool:
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    from federation.registry import objects
-
-    res = objects.resource_named(args.kind)
+    res = _resource(args)
     if res.plural == "workloads":
         return await _describe_workload(args)
     async with _client().ApiClient(args.server, token=args.token) as api:
@@ -410,18 +427,21 @@ async def _get_workloads(args: argparse.Namespace) -> int:
         else:
             path = f"{workloads_view.PREFIX}/workloads"
             items = (await api.request("GET", path, params=params))["items"]
+            items = workloads_view.of_kind(items, args.workload_kind)
         templates = []
         if args.output in ("yaml", "json") and args.name:
             templates = [await api.request("GET", _workload_path(items[0]))]
         elif args.output in ("yaml", "json"):
             path = f"namespaces/{params['namespace']}/workloads" if params else "workloads"
             templates = (await api.request("GET", path))["items"]
+            templates = workloads_view.of_kind(templates, args.workload_kind)
     if args.output in ("yaml", "json"):
         docs = workloads_view.documents(items, templates)
         print(render.dump(docs[0] if args.name and docs else docs, args.output))
         return 0
     if not items:
-        print("No workloads found.", file=sys.stderr)
+        kind = f"{args.workload_kind} workloads" if args.workload_kind else "workloads"
+        print(f"No {kind} found.", file=sys.stderr)
         return 0
     print(workloads_view.table(items, wide=args.output == "wide"))
     return 0
@@ -450,7 +470,6 @@ async def _describe_workload(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    from federation.registry import objects
 
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
@@ -458,7 +477,7 @@ async def _delete(args: argparse.Namespace) -> int:
         if not (args.kind and args.name):
             print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
             return 2
-        res = objects.resource_named(args.kind)
+        res = _resource(args)
         ns, _, name = args.name.rpartition("/")
         ns = ns or args.namespace or "default"
         if res.plural == "workloads":

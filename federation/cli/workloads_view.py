@@ -19,6 +19,7 @@ from federation import errors
 from federation.cli import render
 from federation.registry import keys
 from policies.models.binding import CLAIMED_BY
+from policies.models.common import COMMON_KINDS
 
 __all__ = [
     "PREFIX",
@@ -26,10 +27,13 @@ __all__ = [
     "address",
     "describe",
     "documents",
+    "kind_named",
+    "of_kind",
     "pick",
     "placement_cell",
     "status",
     "table",
+    "with_kind",
     "works_table",
 ]
 
@@ -396,6 +400,60 @@ def _fits(item: dict[str, Any], qualifiers: list[str], scopes: set[str]) -> bool
     if len(qualifiers) == 1:
         return ns == qualifiers[0] or (is_kind and (ns in scopes or ns == keys.CLUSTER_SCOPE))
     return ns in scopes
+
+
+_SHORT_NAMES = {
+    "deploy": "Deployment",
+    "sts": "StatefulSet",
+    "rs": "ReplicaSet",
+    "ds": "DaemonSet",
+    "cj": "CronJob",
+    "po": "Pod",
+    "ns": "Namespace",
+    "cm": "ConfigMap",
+    "svc": "Service",
+    "sa": "ServiceAccount",
+    "pvc": "PersistentVolumeClaim",
+    "ing": "Ingress",
+    "netpol": "NetworkPolicy",
+    "pdb": "PodDisruptionBudget",
+    "hpa": "HorizontalPodAutoscaler",
+    "crd": "CustomResourceDefinition",
+    "limits": "LimitRange",
+}
+"""kubectl's short names of the kinds teams propagate."""
+
+
+def kind_named(name: str) -> str | None:
+    """The workload kind `name` means as a kubectl resource (`deploy`, `deployments`,
+    `Job`, `networkpolicies`), None for any other name. `fedctl get deploy -n web` is what
+    kubectl habit types; refusing it for `workloads` helped no one."""
+    low = name.lower()
+    if low in _SHORT_NAMES:
+        return _SHORT_NAMES[low]
+    for kind in COMMON_KINDS:
+        k = kind.lower()
+        plurals = (k, k + "s", k + "es", k[:-1] + "ies" if k.endswith("y") else k)
+        if low in plurals:
+            return kind
+    return None
+
+
+def with_kind(name: str, kind: str) -> str:
+    """A `pick` address (NAME or NS/NAME) narrowed to `kind`: KIND/NAME, NS/KIND/NAME."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return f"{kind}/{name}"
+    if len(parts) == 2:
+        return f"{parts[0]}/{kind}/{parts[1]}"
+    return name
+
+
+def of_kind(items: list[dict[str, Any]], kind: str | None) -> list[dict[str, Any]]:
+    """Status-view items (`Kind.group`) or templates (`Kind`) of `kind`; all for None."""
+    if kind is None:
+        return items
+    return [i for i in items if str(i.get("kind", "")).partition(".")[0] == kind]
 
 
 def address(item: dict[str, Any]) -> str:

@@ -122,6 +122,39 @@ async def test_a_workload_named_with_its_kind_is_deleted_alone_and_the_kind_is_p
         assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == []
 
 
+@pytest.mark.parametrize(
+    ("resource", "address", "kind"),
+    [
+        pytest.param("deploy", ["dup", "-n", "teams"], "Deployment.apps", id="deploy NAME -n"),
+        pytest.param("jobs", ["teams/dup"], "Job.batch", id="jobs NS/NAME"),
+        pytest.param("Deployment", ["teams/dup"], "Deployment.apps", id="the kind itself"),
+    ],
+)
+async def test_a_workload_kind_as_kubectl_names_it_addresses_that_kind_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], resource: str, address: list[str], kind: str
+) -> None:
+    """`fedctl get deploy` was refused as an unknown resource; the kind also settles a name
+    two kinds share."""
+    (chosen,) = [key for key in (JOB_KEY, DEPLOYMENT_KEY) if f"/{kind}/" in key]
+    (other,) = {JOB_KEY, DEPLOYMENT_KEY} - {chosen}
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "dup.yaml", DUP)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "get", resource, "-n", "teams") == 0
+        (row,) = capsys.readouterr().out.splitlines()[1:]
+        assert row.split()[:3] == ["teams", "dup", kind]
+        assert await fedctl(server, "describe", resource, *address) == 0
+        assert f"Kind:        {kind.partition('.')[0]} (" in capsys.readouterr().out
+        assert await fedctl(server, "delete", resource, *address) == 0
+        assert capsys.readouterr().out == f"{kind.lower()}/dup deleted\n"
+        assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == [other]
+        assert await fedctl(server, "get", resource, "-n", "teams") == 0
+        assert capsys.readouterr().err == f"No {kind.partition('.')[0]} workloads found.\n"
+        assert await fedctl(server, "get", "deploymnets") == 1
+        assert "or a workload kind as kubectl names it" in capsys.readouterr().err
+
+
 async def test_a_cluster_scoped_workload_is_addressed_without_a_namespace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

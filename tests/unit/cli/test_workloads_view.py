@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from federation.cli import workloads_view
 from policies.models.binding import Binding
 
@@ -113,3 +115,31 @@ def test_describe_names_the_policy_the_binding_records() -> None:
     assert "Policy:      ClusterPropagationPolicy all" in claimed("ClusterPropagationPolicy/all")
     assert "Policy:      none: the policy that claimed it is gone" in claimed("")
     assert "Policy:      - (none recorded)" in claimed(None)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("deploy", "Deployment"),
+        ("deployments", "Deployment"),
+        ("Deployment", "Deployment"),
+        ("jobs", "Job"),
+        ("svc", "Service"),
+        ("ingresses", "Ingress"),
+        ("networkpolicies", "NetworkPolicy"),
+        ("pytorchjobs", "PyTorchJob"),
+        ("deploymnet", None),
+        ("clusters", None),
+    ],
+)
+def test_kubectl_resource_names_of_workload_kinds(name: str, kind: str | None) -> None:
+    assert workloads_view.kind_named(name) == kind
+
+
+def test_a_name_is_narrowed_to_a_kind_in_each_address_form() -> None:
+    assert workloads_view.with_kind("web", "Job") == "Job/web"
+    assert workloads_view.with_kind("ns/web", "Job") == "ns/Job/web"
+    assert workloads_view.with_kind("ns/Job.batch/web", "Job") == "ns/Job.batch/web"
+    items = [{"kind": "Job.batch"}, {"kind": "Job"}, {"kind": "Deployment.apps"}]
+    assert workloads_view.of_kind(items, "Job") == items[:2]
+    assert workloads_view.of_kind(items, None) == items
