@@ -122,8 +122,8 @@ def _claimant(binding: dict[str, Any]) -> str:
     select it, and only the Binding knows which of them claimed it first."""
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
     recorded = annotations.get(CLAIMED_BY)
-    if recorded is None:
-        return "- (none recorded)"
+    if recorded is None:  # or a Binding written before claims were recorded
+        return "none: no propagation policy claims it (placed whole on the best cluster)"
     if not recorded:
         return "none: the policy that claimed it is gone; it stays where it is"
     kind, _, name = recorded.partition("/")

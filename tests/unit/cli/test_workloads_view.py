@@ -114,7 +114,7 @@ def test_describe_names_the_policy_the_binding_records() -> None:
     assert "Policy:      PropagationPolicy ml/train-pp" in claimed("PropagationPolicy/ml/train-pp")
     assert "Policy:      ClusterPropagationPolicy all" in claimed("ClusterPropagationPolicy/all")
     assert "Policy:      none: the policy that claimed it is gone" in claimed("")
-    assert "Policy:      - (none recorded)" in claimed(None)
+    assert "Policy:      none: no propagation policy claims it" in claimed(None)
 
 
 @pytest.mark.parametrize(
