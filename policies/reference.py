@@ -263,7 +263,9 @@ def _annotations_section() -> list[str]:
         "## Workload annotations",
         "",
         "Any Kubernetes object may be submitted as a workload; fedctl reads these annotations"
-        " from its `metadata.annotations`.",
+        " from its `metadata.annotations`. Any other annotation under `fedctl.io/` is"
+        " warned about by `fedctl validate`, `apply` and `plan` (a misspelt one would"
+        " otherwise be ignored).",
         "",
         "| annotation | meaning |",
         "|---|---|",

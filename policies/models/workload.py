@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, model_validator
 from federation.resources import QuantityError, ResourceList, parse_quantity
 from policies.models.accelerator import _check_chip
 from policies.models.base import KubeObject
-from policies.models.common import PathPart, RuleError, RuleErrors
+from policies.models.common import Notice, PathPart, RuleError, RuleErrors
 from policies.models.placement_ext import DurationError, parse_duration
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "ANNOTATION_MIN_AVAILABLE",
     "ANNOTATION_PRIORITY",
     "ANNOTATION_QUEUE",
+    "READ_ANNOTATIONS",
     "WORKLOAD_KINDS",
     "PodSet",
     "Workload",
@@ -52,6 +53,16 @@ letter, so it never reads as a number)."""
 ANNOTATION_CHIPS = "fedctl.io/chips"
 ANNOTATION_EXPECTED_DURATION = "fedctl.io/expected-duration"
 ANNOTATION_MIN_AVAILABLE = "fedctl.io/min-available"
+READ_ANNOTATIONS = (
+    ANNOTATION_QUEUE,
+    ANNOTATION_PRIORITY,
+    ANNOTATION_CHIPS,
+    ANNOTATION_EXPECTED_DURATION,
+    ANNOTATION_MIN_AVAILABLE,
+)
+"""The annotations under `fedctl.io/` that fedctl reads on a workload."""
+_OWN_ANNOTATIONS = ("fedctl.io/workload-ref",)
+"""One fedctl writes on the copies in members (a manifest exported from one carries it)."""
 
 _REPLICATED = {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet")}
 _BATCH_JOB = ("batch/v1", "Job")
@@ -189,6 +200,25 @@ class Workload(KubeObject):
         return self.type_key not in WORKLOAD_KINDS
 
     # -- annotations and scheduling hints
+
+    def warnings(self) -> list[Notice]:
+        """Annotations under `fedctl.io/` that fedctl does not read: a misspelt
+        `fedctl.io/qeue` sent the job to the default queue and said nothing."""
+        found = []
+        for name in self.metadata.annotations:
+            if not name.startswith("fedctl.io/") or name in (*READ_ANNOTATIONS, *_OWN_ANNOTATIONS):
+                continue
+            close = difflib.get_close_matches(name, READ_ANNOTATIONS, n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            read = [a.removeprefix("fedctl.io/") for a in READ_ANNOTATIONS]
+            found.append(
+                Notice(
+                    ("metadata", "annotations", name),
+                    f"annotation {name!r} is not one fedctl reads{hint}; under fedctl.io/ it"
+                    f" reads {', '.join(read[:-1])} and {read[-1]}",
+                )
+            )
+        return found
 
     def _annotation(self, name: str) -> str | None:
         value = self.metadata.annotations.get(name)

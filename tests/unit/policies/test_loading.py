@@ -572,3 +572,24 @@ def test_quota_entries_admission_does_not_count_are_warned_about() -> None:
     ]
     assert "give it in staticAssignments" in result.findings[0].message
     assert "each member still enforces its staticAssignments share" in result.findings[1].message
+
+
+def test_a_fedctl_annotation_fedctl_does_not_read_is_warned_at_its_line() -> None:
+    """`fedctl.io/qeue` sent the job to the default queue without a word."""
+    text = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  namespace: team\n"
+        "  annotations:\n    fedctl.io/qeue: ml\n    fedctl.io/priority: '5'\n"
+        "    fedctl.io/gpu-model: a100\n    example.com/owner: me\n"
+        "    fedctl.io/workload-ref: team/Job.batch/j\n"
+        "spec: {template: {spec: {containers: [{name: c, image: x}]}}}\n"
+    )
+    result = load_text(text, filename="j.yaml")
+    assert result.ok
+    assert [(f.line, f.path, f.severity) for f in result.findings] == [
+        (7, 'metadata.annotations["fedctl.io/qeue"]', "warning"),
+        (9, 'metadata.annotations["fedctl.io/gpu-model"]', "warning"),
+    ]
+    typo, unknown = (f.message for f in result.findings)
+    assert "(did you mean 'fedctl.io/queue'?)" in typo
+    assert "did you mean" not in unknown
+    assert unknown.endswith("reads queue, priority, chips, expected-duration and min-available")
