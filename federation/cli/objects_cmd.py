@@ -175,7 +175,38 @@ async def _apply(args: argparse.Namespace) -> int:
             ) from exc
     for item in answer["results"]:
         print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}")
+    await _over_capability(args, loaded, answer["results"])
     return 0
+
+
+async def _over_capability(args: argparse.Namespace, loaded: list[Any], results: list[Any]) -> None:
+    """Warn of each queue just written whose capability is below what it holds now: the
+    write is fine (nothing is evicted for it), but a user lowering a limit expects it to
+    bite, and it bites only as admitted work finishes."""
+    from federation.cli import client, queues_view
+    from policies.models.queue import Queue
+
+    written = {
+        o.model.metadata.name: o.model.to_wire().get("spec", {}).get("capability") or {}
+        for o, r in zip(loaded, results, strict=False)
+        if isinstance(o.model, Queue) and r["result"] != "unchanged"
+    }
+    if not any(written.values()):
+        return
+    try:
+        async with _client().ApiClient(args.server, token=args.token) as api:
+            view = (await api.request("GET", queues_view.PATH))["items"]
+    except client.ApiError:
+        return  # a token that may not read the view: the write itself succeeded
+    for item in view:
+        cap = written.get(item["name"])
+        over = queues_view.over_capability(item.get("used") or {}, cap or {})
+        if over:
+            print(
+                f"Warning: queue {item['name']} holds more than its capability"
+                f" ({', '.join(over)}): {queues_view.OVER}",
+                file=sys.stderr,
+            )
 
 
 def _path(res: Any, obj: Any) -> str:
@@ -391,7 +422,10 @@ async def _describe(args: argparse.Namespace) -> int:
             status = await api.request("GET", queues_view.PATH)
         mine = [q for q in status["items"] if q["name"] == meta.get("name")]
         if mine:
-            print(queues_view.usage(mine[0]))
+            # The limits as stored (shown above), not as the view last read them: it may
+            # be seconds behind a write.
+            limits = {k: (item.get("spec") or {}).get(k) for k in ("capability", "guarantee")}
+            print(queues_view.usage({**mine[0], **limits}))
     return 0
 
 

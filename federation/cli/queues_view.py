@@ -17,11 +17,33 @@ from typing import Any
 
 from federation.cli import render
 
-__all__ = ["HEADERS", "PATH", "documents", "merge", "table", "usage"]
+__all__ = ["HEADERS", "OVER", "PATH", "documents", "merge", "over_capability", "table", "usage"]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
 API_VERSION = "fedctl.io/v1alpha1"
 HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
+
+
+OVER = (
+    "admitted work keeps running; nothing more is admitted to it until its usage falls"
+    " below the capability"
+)
+"""What a queue over its capability does (a capability lowered below what it holds), as
+Kueue does: admission is refused, nothing admitted is evicted for it."""
+
+
+def over_capability(used: dict[str, Any], capability: dict[str, Any]) -> list[str]:
+    """`cpu 6 of 4` for each resource a queue uses more of than `capability` allows."""
+    from federation.resources import QuantityError, parse_quantity
+
+    over = []
+    for name, limit in sorted(capability.items()):
+        try:
+            if parse_quantity(used.get(name, "0")) > parse_quantity(limit):
+                over.append(f"{name} {used[name]} of {limit}")
+        except QuantityError:
+            continue
+    return over
 
 
 def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -144,6 +166,9 @@ def usage(item: dict[str, Any]) -> str:
             f"Children:    {', '.join(item['children'])} (it takes no work; counts and usage"
             " are theirs)"
         )
+    over = over_capability(used, cap)
+    if over:
+        lines.append(f"Over:        {', '.join(over)}: {OVER}")
     names = sorted(set(cap) | set(guarantee) | set(used))
     rows = [[n, used.get(n, "0"), guarantee.get(n, "-"), cap.get(n, "-")] for n in names]
     if not rows:

@@ -281,3 +281,49 @@ async def test_deleting_a_queue_that_work_still_names_warns_what_it_leaves(
         )
         code = await asyncio.to_thread(main.main, ["delete", "queue", "qb", "--server", server])
         assert code == 0 and "Warning" not in capsys.readouterr().err
+
+
+async def test_a_capability_lowered_below_what_a_queue_holds_is_warned_and_described(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The write stands and nothing is evicted, but the user lowering a limit is told it
+    bites only as admitted work finishes: `apply` warns, `describe` says it."""
+    store, member = await registry_with_member()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    qa = fleet.queue("qa", capability={"cpu": "32"})
+    await objs.put(objects.key_for(qa), qa)
+    held = fleet.workload("held", cpu="10", replicas=2, queue="qa")
+    await objs.put(objects.key_for(held), held)
+    pending = PendingStore()
+    scheduler = cycle.Scheduler()
+    pending.add(planning.job_for(held, None, settings=scheduler.settings))
+    (admitted,) = scheduler.run_cycle(
+        snap.build([member], queues=[qa]), pending, Usage(), fleet.NOW
+    ).bindings
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(held)), admitted
+    )
+    lowered = tmp_path / "qa.yaml"
+    queue_yaml = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: qa}\n"
+    async with api_server(store) as server:
+
+        async def fedctl(*args: str) -> tuple[int, str, str]:
+            code = await asyncio.to_thread(main.main, [*args, "--server", server])
+            out, err = capsys.readouterr()
+            return code, out, err
+
+        lowered.write_text(queue_yaml + "spec: {capability: {cpu: '12'}}\n")
+        code, out, err = await fedctl("apply", "-f", str(lowered))
+        assert (code, out) == (0, "queue.fedctl.io/qa configured\n")
+        assert err == (
+            "Warning: queue qa holds more than its capability (cpu 20 of 12): admitted work"
+            " keeps running; nothing more is admitted to it until its usage falls below the"
+            " capability\n"
+        )
+        code, out, err = await fedctl("describe", "queue", "qa")
+        assert "Over:        cpu 20 of 12: admitted work keeps running" in out
+        # Unchanged, or raised above what it holds: nothing to say.
+        assert (await fedctl("apply", "-f", str(lowered)))[2] == ""
+        lowered.write_text(queue_yaml + "spec: {capability: {cpu: '20'}}\n")
+        assert (await fedctl("apply", "-f", str(lowered)))[2] == ""
+        assert "Over:" not in (await fedctl("describe", "queue", "qa"))[1]
