@@ -43,8 +43,9 @@ from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue, hierarchy_problems
-from policies.models.work import FINISHED_PHASES, WorkloadStatus
+from policies.models.work import FINISHED_PHASES, QuotaStatus, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = ["ObjectsApi"]
@@ -88,6 +89,7 @@ class ObjectsApi:
         self.raw = store
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+        self.quota_statuses = codec.TypedStore(store, codec.Codec(QuotaStatus))
         self.clock = clock
         self.admit = admit
 
@@ -153,6 +155,14 @@ class ObjectsApi:
                 wire["status"] = status.obj.model_dump(
                     mode="json", by_alias=True, exclude_none=True
                 )
+        elif isinstance(item.obj, FederatedResourceQuota):
+            # What the member ResourceQuotas report (Karmada's FRQ status): `describe` and
+            # `get -o yaml` show it, as `kubectl` does for Karmada.
+            meta = item.obj.metadata
+            key = keys.policy_status_key(item.obj.kind, meta.namespace, meta.name)
+            quota = await self.quota_statuses.get(key)
+            if quota is not None:
+                wire["status"] = quota.obj.model_dump(mode="json", by_alias=True, exclude_none=True)
         return wire
 
     async def list_objects(self, request: web.Request) -> web.StreamResponse:
