@@ -58,11 +58,21 @@ def register(sub: Any) -> None:
     diff.set_defaults(func=_diff)
 
     get = sub.add_parser("get", help="list objects of a kind, or show one")
-    get.add_argument("kind", help="clusters, queues, propagationpolicies (pp), workloads, …")
+    get.add_argument(
+        "kind",
+        help="clusters, queues, propagationpolicies (pp), workloads, …, or a workload kind"
+        " as kubectl names it (deploy, jobs, sts, …)",
+    )
     get.add_argument("name", nargs="?")
     get.add_argument("-n", "--namespace", default=None)
     get.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=["table", "wide", "yaml", "json"], default="table")
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the table, print each row again when it changes (Ctrl-C stops)",
+    )
     _server_option(get)
     get.set_defaults(func=_get)
 
@@ -301,6 +311,16 @@ def _resource(args: argparse.Namespace) -> Any:
 
 async def _get(args: argparse.Namespace) -> int:
     res = _resource(args)
+    if args.watch:
+        from federation.cli import watching
+
+        if args.output in ("yaml", "json"):
+            raise errors.Invalid("--watch prints the table: it takes no -o yaml or json")
+        return await watching.watch(lambda: _get_once(args, res))
+    return await _get_once(args, res)
+
+
+async def _get_once(args: argparse.Namespace, res: Any) -> int:
     if res.plural == "workloads":
         return await _get_workloads(args)
     if res.plural == "queues":

@@ -1,0 +1,70 @@
+"""`fedctl get -w`: the table once, then only rows that changed; a minute passing (AGE) is
+no change; an API that stops answering is said once, and its return too."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from federation import clock, errors
+from federation.cli import render, watching
+
+HEADER = ["NAME", "READY", "AGE", "CLUSTERS"]
+
+
+def table(*rows: list[str]) -> str:
+    return render.table(HEADER, list(rows))
+
+
+def test_cells_are_cut_by_the_header_and_leave_age_out() -> None:
+    text = table(["web", "12/12", "7m", "us-east 6/6, eu-west 6/6"])
+    header, row = text.splitlines()
+    assert watching.cells(header, row) == ("web", "12/12", "us-east 6/6, eu-west 6/6")
+
+
+def test_only_new_or_changed_rows_are_printed_again() -> None:
+    first = table(["a", "1/1", "1m", "x"], ["b", "0/1", "1m", "y"]).splitlines()
+    rows, seen = watching.changed(first[0], first[1:], set())
+    assert rows == first[1:]
+    # A minute later, b is ready and a wider cell moves the columns: only b is printed.
+    later = table(["a", "1/1", "2m", "x"], ["b", "1/1", "2m", "y, somewhere-long"]).splitlines()
+    rows, _ = watching.changed(later[0], later[1:], seen)
+    assert rows == [later[2]]
+
+
+async def test_the_watch_prints_the_header_once_and_rides_out_an_api_failure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    polls = [
+        table(["a", "0/1", "1m", "-"]),
+        errors.FedctlError("API unavailable: connection refused"),
+        errors.FedctlError("API unavailable: connection refused"),
+        table(["a", "0/1", "2m", "-"]),
+        table(["a", "1/1", "2m", "us-east 1/1"]),
+    ]
+
+    async def once() -> int:
+        step = polls.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        print(step)
+        return 0
+
+    fake = clock.FakeClock()
+    task = asyncio.create_task(watching.watch(once, clock=fake, polls=5))
+    for _ in range(5):
+        while fake.sleepers == 0 and not task.done():
+            await asyncio.sleep(0)
+        await fake.advance(watching.INTERVAL)
+    assert await task == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        table(["a", "0/1", "1m", "-"]).splitlines()[0],
+        table(["a", "0/1", "1m", "-"]).splitlines()[1],
+        table(["a", "1/1", "2m", "us-east 1/1"]).splitlines()[1],
+    ]
+    assert err.splitlines() == [
+        "fedctl: API unavailable: connection refused; still watching",
+        "fedctl: the API answers again",
+    ]
