@@ -10,7 +10,8 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
        in requests and limits, node selector, image rewrite, and the arch node selector
     4. apply override rules in Karmada's order (overrides.py) — the user has the last word
     5. give a device request with no limit its limit, equal to the request
-    6. label it as ours: managed-by, workload (not the Binding's revision: a label that
+    6. fold a Secret's `stringData` into its `data`, as the API server does on write
+    7. label it as ours: managed-by, workload (not the Binding's revision: a label that
        changed with every Binding write re-applied each copy to every member, its share
        unchanged; the Work records the revision instead)
 
@@ -21,11 +22,15 @@ never overcommits an extended resource, so every member's API server refuses a c
 that requests one (`nvidia.com/gpu`) without a limit equal to the request, and a request
 alone can only mean that amount. The limit is added only where it is missing, after the
 overrides so a request they add is covered too; a limit that is there is left alone, and
-CPU and memory, which may overcommit, are never touched.
+CPU and memory, which may overcommit, are never touched. Why `stringData` is folded:
+it is write-only, never read back, so a copy's data edited in the member could not be told
+from ours and restored; sending the `data` the API server would have stored instead gives
+the member the very same Secret and lets it be compared entry by entry.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -199,6 +204,24 @@ def _limit_devices(obj: dict[str, Any]) -> None:
             resources["limits"] = {**limits, **missing}
 
 
+def _fold_string_data(obj: dict[str, Any]) -> None:
+    """A v1 Secret's `stringData` merged into `data`, base64-encoded, its entries winning
+    over `data`'s of the same key (Kubernetes' rule). One holding a value that is not a
+    string is left for the member to refuse, as it would refuse the template."""
+    string_data = obj.get("stringData")
+    if (obj.get("apiVersion"), obj.get("kind")) != ("v1", "Secret") or not isinstance(
+        string_data, Mapping
+    ):
+        return
+    if not all(isinstance(v, str) for v in string_data.values()):
+        return
+    data = dict(obj.get("data") or {})
+    for key, value in string_data.items():
+        data[key] = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    obj["data"] = data
+    del obj["stringData"]
+
+
 def render(
     *,
     template: Mapping[str, Any],
@@ -224,6 +247,7 @@ def render(
             if overrides.affinity_matches(rule.target_cluster, cluster):
                 overrides.apply_overriders(obj, rule.overriders)
     _limit_devices(obj)
+    _fold_string_data(obj)
     meta = obj.setdefault("metadata", {})
     if ref.namespace != keys.CLUSTER_SCOPE:
         meta["namespace"] = ref.namespace

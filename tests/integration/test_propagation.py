@@ -733,6 +733,37 @@ async def test_a_config_map_edited_in_its_member_is_restored(fed: Federation) ->
     assert (await data())["extra"] == "kept"
 
 
+async def test_a_secret_given_as_string_data_is_restored_after_an_edit_there(
+    fed: Federation,
+) -> None:
+    """stringData is never read back from a member, so its entries could not be compared;
+    sent as the data the API server stores, an entry changed there comes back."""
+    secret = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "creds", "namespace": "web"},
+            "stringData": {"user": "app", "password": "s3cret"},
+        }
+    )
+    await fed.put(secret)
+    await fed.bind(secret, {"us-east-cpu": (0, None)})
+    fed.start()
+    given = {"user": "YXBw", "password": "czNjcmV0"}
+
+    async def as_given() -> bool:
+        got = await fed.member_object("us-east-cpu", "v1", "Secret", "web", "creds")
+        data = dict((got or {}).get("data") or {})
+        return all(data.get(k) == v for k, v in given.items())
+
+    await wait_for(as_given, timeout=15, message="the Secret applied")
+    async with member_api(fed, "us-east-cpu") as api:
+        await kube_client.CoreV1Api(api).patch_namespaced_secret(
+            "creds", "web", {"data": {"password": "aGFja2Vk"}}
+        )
+    await wait_for(as_given, timeout=15, message="the Secret's data restored")
+
+
 async def test_a_member_quota_edited_or_deleted_there_is_restored(fed: Federation) -> None:
     """A member's ResourceQuota is the federation's static assignment: raised by hand in
     the member, or deleted there, it is put back, as a workload's copy is."""

@@ -335,3 +335,23 @@ def test_the_template_is_never_mutated() -> None:
 )
 def test_image_references_split_like_karmada(image: str, parts: tuple[str, ...]) -> None:
     assert overrides.split_image(image) == parts
+
+
+def test_a_secret_s_string_data_is_sent_as_the_data_the_api_server_would_store() -> None:
+    """stringData is never read back, so a copy edited in the member could not be compared
+    with ours; the member gets the same Secret as data, stringData winning over data."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "web"},
+        "type": "Opaque",
+        "data": {"kept": "eA==", "token": "b2xk"},
+        "stringData": {"token": "new", "password": "pässword"},
+    }
+    out = do(template=secret, replicas=0, total=0)
+    assert "stringData" not in out
+    assert out["data"] == {"kept": "eA==", "token": "bmV3", "password": "cMOkc3N3b3Jk"}
+    assert secret["stringData"] == {"token": "new", "password": "pässword"}  # not mutated
+    # A value the member would refuse is left for it to refuse.
+    odd = {**secret, "stringData": {"port": 8080}}
+    assert do(template=odd, replicas=0, total=0)["stringData"] == {"port": 8080}
