@@ -113,6 +113,12 @@ def model_for(api_version: str, kind: str) -> type[KubeObject]:
     if _group(api_version) in CLOSED_GROUPS:
         raise UnknownKind(_unknown_message(api_version, kind))
     homes = sorted(av for av, k in POLICY_KINDS if k == kind)
+    if homes and (_group(api_version), kind) == ("cluster.karmada.io", "Cluster"):
+        raise UnknownKind(
+            "a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
+            " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
+            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one"
+        )
     if homes:
         raise UnknownKind(f"kind {kind} belongs to apiVersion {' or '.join(homes)}")
     return Workload

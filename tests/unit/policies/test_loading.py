@@ -161,6 +161,13 @@ spec:
             id="a policy kind under a workload apiVersion",
         ),
         pytest.param(
+            "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: m\n",
+            "q.yaml:2:7: kind: a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
+            " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
+            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one",
+            id="a Karmada Cluster says how fedctl joins a member",
+        ),
+        pytest.param(
             "just a string\n",
             "q.yaml:1:1: a document must be a mapping, got string 'just a string'",
             id="a document that is not a mapping",
