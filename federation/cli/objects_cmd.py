@@ -68,6 +68,14 @@ def register(sub: Any) -> None:
     get.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=["table", "wide", "yaml", "json"], default="table")
     get.add_argument(
+        "-l",
+        "--selector",
+        default=None,
+        metavar="SELECTOR",
+        help="only objects whose labels match, as kubectl takes it (app=web,tier!=db;"
+        " 'env in (a,b)'); a workload's labels are its template's",
+    )
+    get.add_argument(
         "-w",
         "--watch",
         action="store_true",
@@ -310,7 +318,12 @@ def _resource(args: argparse.Namespace) -> Any:
 
 
 async def _get(args: argparse.Namespace) -> int:
+    from federation.cli import labels
+
     res = _resource(args)
+    args.labels = labels.parse(args.selector) if args.selector else None
+    if args.labels is not None and res.plural == "queues":
+        raise errors.Invalid("-l selects by labels; the queue table has none to select by")
     if args.watch:
         from federation.cli import watching
 
@@ -328,6 +341,10 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         listed = await api.request("GET", _list_path(res, args))
     items = listed["items"]
+    if args.labels is not None:
+        from federation.cli import labels
+
+        items = [i for i in items if labels.matches(args.labels, i)]
     if res.plural == "works" and args.namespace and not args.all_namespaces:
         items = [i for i in items if i.get("metadata", {}).get("namespace") == args.namespace]
     if args.name and res.plural == "events":  # an event has no name: NAME is its object's
@@ -485,10 +502,15 @@ async def _get_workloads(args: argparse.Namespace) -> int:
         templates = []
         if args.output in ("yaml", "json") and args.name:
             templates = [await api.request("GET", _workload_path(items[0]))]
-        elif args.output in ("yaml", "json"):
+        elif args.output in ("yaml", "json") or args.labels is not None:
             path = f"namespaces/{params['namespace']}/workloads" if params else "workloads"
             templates = (await api.request("GET", path))["items"]
             templates = workloads_view.of_kind(templates, args.workload_kind)
+        if args.labels is not None:
+            from federation.cli import labels
+
+            chosen = args.labels
+            items = workloads_view.labelled(items, templates, lambda t: labels.matches(chosen, t))
     if args.output in ("yaml", "json"):
         docs = workloads_view.documents(items, templates)
         print(render.dump(docs[0] if args.name and docs else docs, args.output))

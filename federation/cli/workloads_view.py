@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from typing import Any
 
 from federation import errors
@@ -28,6 +29,7 @@ __all__ = [
     "describe",
     "documents",
     "kind_named",
+    "labelled",
     "of_kind",
     "pick",
     "placement_cell",
@@ -354,6 +356,14 @@ def documents(items: list[dict[str, Any]], templates: list[dict[str, Any]]) -> l
     template order, each with `status` of its item as its status."""
     answers = {(i["namespace"], i["kind"], i["name"]): i for i in items}
     return [{**t, "status": status(answers[_ref(t)])} for t in templates if _ref(t) in answers]
+
+
+def labelled(
+    items: list[dict[str, Any]], templates: list[dict[str, Any]], keep: Callable[[Any], bool]
+) -> list[dict[str, Any]]:
+    """The `items` whose template `keep` takes (a label selector: the view has no labels)."""
+    wanted = {_ref(t) for t in templates if keep(t)}
+    return [i for i in items if (i["namespace"], i["kind"], i["name"]) in wanted]
 
 
 def _ref(doc: dict[str, Any]) -> tuple[str, str, str]:

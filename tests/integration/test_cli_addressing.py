@@ -13,6 +13,7 @@ The controller is the real API over an in-memory registry; the CLI is `main.main
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 
@@ -153,6 +154,40 @@ async def test_a_workload_kind_as_kubectl_names_it_addresses_that_kind_alone(
         assert capsys.readouterr().err == f"No {kind.partition('.')[0]} workloads found.\n"
         assert await fedctl(server, "get", "deploymnets") == 1
         assert "or a workload kind as kubectl names it" in capsys.readouterr().err
+
+
+async def test_get_l_keeps_the_workloads_and_policies_whose_labels_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labelled = DUP.replace(
+        "metadata: {name: dup, namespace: teams}",
+        "metadata: {name: dup, namespace: teams, labels: {tier: batch}}",
+        1,
+    )
+    policy = (
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: p, namespace: teams, labels: {tier: batch}}\n"
+        "spec: {resourceSelectors: [{apiVersion: batch/v1, kind: Job}]}\n"
+    )
+    store = MemoryStore()
+    async with api_server(store) as server:
+        path = write(tmp_path / "dup.yaml", labelled + "---\n" + policy)
+        assert await fedctl(server, "apply", "-f", path) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "get", "workloads", "-n", "teams", "-l", "tier=batch") == 0
+        rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:]]
+        assert rows == [["teams", "dup", "Job.batch"]]  # the Deployment has no labels
+        assert await fedctl(server, "get", "workloads", "-A", "-l", "!tier", "-o", "json") == 0
+        (doc,) = json.loads(capsys.readouterr().out)
+        assert doc["kind"] == "Deployment"
+        assert await fedctl(server, "get", "pp", "-n", "teams", "-l", "tier in (batch,web)") == 0
+        assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[1:]] == [
+            ["teams", "p"]
+        ]
+        assert await fedctl(server, "get", "pp", "-A", "-l", "tier=web") == 0
+        assert "No propagationpolicies found." in capsys.readouterr().err
+        assert await fedctl(server, "get", "workloads", "-l", "tier in (a") == 1
+        assert "label selector" in capsys.readouterr().err
 
 
 async def test_a_cluster_scoped_workload_is_addressed_without_a_namespace(
