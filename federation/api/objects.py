@@ -350,14 +350,19 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
-        warning = None
+        warnings: list[str] = []
         if res.plural == "queues":
             await self._check_queue_tree([], removed=request.match_info["name"])
-            warning = await self._queue_in_use(request.match_info["name"])
+            warnings.extend(filter(None, [await self._queue_in_use(request.match_info["name"])]))
         since = request.query.get("resourceVersion")
+        current = await self.objects.get(key) if res.plural in _PLACING else None
         if not await self.objects.delete(key, revision=int(since) if since else None):
             raise errors.NotFound(key)
-        headers = {"Warning": f'299 - "{warning}"'} if warning else None
+        if current is not None and isinstance(current.obj, planning.AnyPolicy):
+            warnings.extend(await self._claim_notes([], deleted=current.obj))
+        headers = CIMultiDict[str]()
+        for warning in warnings:
+            headers.add("Warning", _warning(warning))
         return web.json_response(
             {"apiVersion": "v1", "kind": "Status", "status": "Success"}, headers=headers
         )
@@ -435,36 +440,41 @@ class ObjectsApi:
             headers.add("Warning", _warning(note))
         return web.json_response({"results": results, "warnings": notes}, headers=headers)
 
-    async def _claim_notes(self, written: list[planning.AnyPolicy]) -> list[str]:
+    async def _claim_notes(
+        self, written: list[planning.AnyPolicy], *, deleted: planning.AnyPolicy | None = None
+    ) -> list[str]:
         """Notes on the policies just written that claim less than they select
-        (`claims.notes`), judged on the registry after the write: listed here, decoded in a
-        worker thread (a registry of thousands of workloads takes a second to decode)."""
+        (`claims.notes`), or on what the policy just deleted claimed (`claims.on_delete`),
+        judged on the registry after the write: listed here, decoded in a worker thread (a
+        registry of thousands of workloads takes a second to decode)."""
         raw = [await self.raw.list(keys.prefix(k)) for k in ("policies", "workloads", "bindings")]
-        return await asyncio.to_thread(self._notes_of, written, *raw)
+        return await asyncio.to_thread(self._notes_of, written, deleted, *raw)
 
     def _notes_of(
         self,
         written: list[planning.AnyPolicy],
+        deleted: planning.AnyPolicy | None,
         policies: st.ListResult,
         workloads: st.ListResult,
         bindings: st.ListResult,
     ) -> list[str]:
-        recorded = {
+        claimed = {
             keys.workload_key(keys.parse_workload_key(b.key)): b.obj.metadata.annotations.get(
                 CLAIMED_BY
             )
             for b in codec.TypedStore(self.raw, codec.Codec(Binding)).decoded(bindings).items
         }
-        return claims.notes(
-            written,
-            [i.obj for i in self.objects.decoded(workloads).items if isinstance(i.obj, Workload)],
-            [
-                i.obj
-                for i in self.objects.decoded(policies).items
-                if isinstance(i.obj, planning.AnyPolicy)
-            ],
-            recorded=lambda w: recorded.get(objects.key_for(w)),
-        )
+        stored = [i.obj for i in self.objects.decoded(workloads).items]
+        loaded = [i.obj for i in self.objects.decoded(policies).items]
+        placing = [p for p in loaded if isinstance(p, planning.AnyPolicy)]
+
+        def recorded(w: Workload) -> str | None:
+            return claimed.get(objects.key_for(w))
+
+        found = [w for w in stored if isinstance(w, Workload)]
+        if deleted is not None:
+            return claims.on_delete(deleted, found, placing, recorded=recorded)
+        return claims.notes(written, found, placing, recorded=recorded)
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
         """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""
@@ -566,6 +576,8 @@ class ObjectsApi:
 
 
 _CLUSTERS = objects.resource_named("clusters")
+_PLACING = ("propagationpolicies", "clusterpropagationpolicies")
+"""Resources whose deletion moves or keeps the workloads they claim (`claims.on_delete`)."""
 _PROFILES = objects.resource_named("acceleratorprofiles")
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from federation.scheduler import plan
 from policies.models.workload import Workload
 
-__all__ = ["SHOWN", "notes", "policy_label", "workload_label"]
+__all__ = ["SHOWN", "notes", "on_delete", "policy_label", "workload_label"]
 
 SHOWN = 5
 """Workloads named per policy; the rest are counted (a kind-wide selector over thousands
@@ -56,7 +56,7 @@ def notes(
     Binding records, None when it has none). `policies` and `workloads` are the state after
     the write, the proposed policies among them. Policies that claim everything they select
     say nothing."""
-    workloads = [w for w in workloads if not w.is_opaque]
+    workloads = list(workloads)  # opaque kinds too: a policy claims a Namespace as a Job
     out: list[str] = []
     for policy in proposed:
         selected = [w for w in workloads if plan.specificity_for(policy, w) is not None]
@@ -121,3 +121,44 @@ def _outranks(holder: plan.AnyPolicy, policy: plan.AnyPolicy, workload: Workload
             " the name first in alphabetical order claims"
         )
     return None
+
+
+def on_delete(
+    deleted: plan.AnyPolicy,
+    workloads: Iterable[Workload],
+    policies: Sequence[plan.AnyPolicy],
+    *,
+    recorded: Callable[[Workload], str | None] = lambda _: None,
+) -> list[str]:
+    """What deleting a policy does to the workloads it claims (`policies`: those left after
+    it): each is claimed by the policy that selects it now and placed again, or, with none,
+    stays where it is with its copies running (Karmada keeps the binding), until a policy
+    claims it. Nothing is said when it claims nothing."""
+    mine = plan.policy_id(deleted)
+    before = [*policies, deleted]
+    moved: list[tuple[Workload, plan.AnyPolicy]] = []
+    kept: list[Workload] = []
+    for workload in workloads:
+        holder = plan.claim(workload, before, recorded=recorded(workload))
+        if holder is None or plan.policy_id(holder) != mine:
+            continue
+        successor = plan.claim(workload, policies)
+        if successor is None:
+            kept.append(workload)
+        else:
+            moved.append((workload, successor))
+    out = [
+        f"{workload_label(w)}, which {policy_label(deleted)} claimed, is placed again under"
+        f" {policy_label(successor)}"
+        for w, successor in moved[:SHOWN]
+    ]
+    if len(moved) > SHOWN:
+        out.append(f"{len(moved) - SHOWN} more workloads it claimed are placed again")
+    if kept:
+        names = ", ".join(workload_label(w) for w in kept[:SHOWN])
+        more = f" and {len(kept) - SHOWN} more" if len(kept) > SHOWN else ""
+        out.append(
+            f"{policy_label(deleted)} claimed {names}{more}, which no other policy selects:"
+            " they stay where they are, their copies running, until a policy claims them"
+        )
+    return out

@@ -241,7 +241,8 @@ def plan_files(
     if warn is not None:
         from federation.scheduler import claims  # it builds on this module's claim rules
 
-        for note in claims.notes(policies, workloads, policies):
+        every = [m for m in models if isinstance(m, Workload)]  # opaque ones are claimed too
+        for note in claims.notes(policies, every, policies):
             warn(f"note: {note}")
     settings = settings or SchedulerSettings()
     snapshot = snap.build(

@@ -23,6 +23,8 @@ from tests.unit.scheduler.test_loop import binding
 
 pytestmark = pytest.mark.integration
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
+
 STOREFRONT = Workload.model_validate(
     {
         "apiVersion": "apps/v1",
@@ -153,3 +155,34 @@ async def test_a_live_plan_of_such_a_policy_shows_the_claim_kept_and_says_why(
         out, err = capsys.readouterr()
         assert "workload web/Deployment.apps/storefront  policy: a-first" in out
         assert "note:" not in err
+
+
+async def test_deleting_the_claiming_policy_says_what_becomes_of_its_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first"), encoding="utf-8")
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        # web/storefront claims storefront (recorded); a-first selects it too.
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "pp", "web/storefront") == 0
+        err = capsys.readouterr().err
+        assert (
+            "Warning: Deployment web/storefront, which PropagationPolicy web/storefront"
+            " claimed, is placed again under PropagationPolicy web/a-first"
+        ) in err
+        assert await fedctl(server, "delete", "pp", "web/a-first") == 0
+        assert (
+            "Warning: PropagationPolicy web/a-first claimed Deployment web/storefront, which"
+            " no other policy selects: they stay where they are"
+        ) in capsys.readouterr().err
+
+
+async def test_the_examples_apply_without_a_note(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every example policy claims what it selects, Namespaces and opaque kinds included."""
+    async with api_server(MemoryStore()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(EXAMPLES)) == 0
+        assert "Warning:" not in capsys.readouterr().err

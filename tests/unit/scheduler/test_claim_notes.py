@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from federation.scheduler import claims, plan
+from policies.models.common import ResourceSelector
+from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import workload
 from tests.unit.scheduler.test_claim_preemption import LOW, LOW_ID, WEB, cpp, pp
 
@@ -124,3 +126,38 @@ def test_many_held_workloads_are_counted_past_the_first_few() -> None:
         " by other policies"
     )
     assert "Deployment team/web-00" in lines[0]
+
+
+def test_a_policy_selecting_only_namespaces_or_config_maps_selects_something() -> None:
+    namespace = Workload.model_validate(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    )
+    everywhere = cpp("namespaces")
+    everywhere = everywhere.model_copy(
+        update={
+            "spec": everywhere.spec.model_copy(
+                update={
+                    "resource_selectors": [ResourceSelector(api_version="v1", kind="Namespace")]
+                }
+            )
+        }
+    )
+    assert claims.notes([everywhere], [namespace], [everywhere]) == []
+
+
+def test_deleting_a_policy_says_where_its_workloads_go() -> None:
+    other = workload("other", kind="Deployment", replicas=1)
+    # LOW claimed both (recorded); HIGH selects only web by name.
+    high = pp("high", selectors=BY_NAME)
+    lines = claims.on_delete(LOW, [WEB, other], [high], recorded=lambda _: LOW_ID)
+    assert lines == [
+        "Deployment team/web, which PropagationPolicy team/low claimed, is placed again"
+        " under PropagationPolicy team/high",
+        "PropagationPolicy team/low claimed Deployment team/other, which no other policy"
+        " selects: they stay where they are, their copies running, until a policy claims"
+        " them",
+    ]
+    # A policy that claims nothing (HIGH holds web by record) says nothing when deleted.
+    assert (
+        claims.on_delete(LOW, [WEB], [high], recorded=lambda _: "PropagationPolicy/team/high") == []
+    )
