@@ -345,11 +345,21 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _describe(args: argparse.Namespace) -> int:
+    from federation.cli import client, workloads_view
     from federation.monitor import summary
 
     async with _client(args) as api:
         cluster, status = await _fetch(args, api, args.name)
+        try:
+            path = f"{workloads_view.PREFIX}/workloads"
+            placed: str | None = workloads_view.on_cluster(
+                (await api.request("GET", path))["items"], args.name
+            )
+        except client.ApiError:
+            placed = None  # a token that may not read workloads: the cluster alone
     print(summary.describe(cluster, status))
+    if placed is not None:
+        print(placed)
     return 0
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "kind_named",
     "labelled",
     "of_kind",
+    "on_cluster",
     "pick",
     "placement_cell",
     "status",
@@ -81,6 +82,36 @@ def placement_cell(item: dict[str, Any]) -> str:
     # Copies kept while it waits to be placed again: shown as running, and as waiting.
     reason = _STILL_RUNNING.sub("", status.get("reason") or "") or "not placed again yet"
     return f"{placed}; Pending: {reason}"
+
+
+def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
+    """The workloads whose Binding places replicas on `cluster`, or that are leaving it
+    (`fedctl cluster describe`: what runs there, before maintenance or a drill)."""
+    rows = []
+    for item in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"])):
+        spec = (item.get("binding") or {}).get("spec") or {}
+        mine = [t for t in spec.get("clusters") or () if t["name"] == cluster]
+        leaving = [t for t in spec.get("evictionTasks") or () if t["cluster"] == cluster]
+        if not mine and not leaving:
+            continue
+        ready = _readiness(_per_cluster(item.get("status")).get(cluster))
+        if mine:
+            target = mine[0]
+            rows.append(
+                [
+                    address(item),
+                    target["replicas"],
+                    target.get("chip") or "-",
+                    target.get("hourlyCost") or "-",
+                    ready,
+                ]
+            )
+        else:
+            rows.append([address(item), leaving[0].get("replicas", 0), "-", "-", "leaving"])
+    if not rows:
+        return "Workloads:   <none>"
+    body = render.table(["WORKLOAD", "REPLICAS", "CHIP", "COST/H", "READY"], rows)
+    return f"Workloads:   {len(rows)} placed here\n  " + body.replace("\n", "\n  ")
 
 
 def table(items: list[dict[str, Any]], *, wide: bool) -> str:

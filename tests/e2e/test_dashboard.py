@@ -331,6 +331,11 @@ def test_a_second_policy_for_a_claimed_workload_says_who_keeps_it(
         "it stays with PropagationPolicy web/storefront, which claimed it first"
     )
     expect(page.locator("#plan [data-plan]")).to_have_count(0)
+    # The workload's card names the policy its Binding records.
+    open_view(page, stack, "workloads")
+    expect(page.locator('[data-workload="web/storefront"] [data-policy]')).to_have_text(
+        "policy: PropagationPolicy web/storefront"
+    )
 
 
 def test_a_parent_queue_row_counts_its_subtree_and_an_undefined_queue_is_listed(
@@ -389,6 +394,9 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     )
     page.locator('#nav a[data-view="workloads"]').click()
     expect(card.locator(".phase")).to_have_text("Scheduled")
+    expect(card.locator("[data-policy]")).to_have_text(
+        "policy: none (placed whole on the best cluster)"
+    )
     expect(card.locator(".placement [data-target]")).to_have_text(
         [
             re.compile(rf"us-east-cpu {TIMES} 9\s*amd64"),

@@ -129,6 +129,7 @@ def test_join_three_members_and_list_capacity_by_chip(stack: tuple[str, Path]) -
     described = fedctl("cluster", "describe", "gpu", server=server)
     assert described.returncode == 0 and "nvidia-a100-80gb" in described.stdout
     assert re.search(r"^Cluster ID:  [0-9a-f-]{36}$", described.stdout, re.M), described.stdout
+    assert "Workloads:   <none>" in described.stdout
 
 
 def test_join_refuses_an_unreachable_member_with_the_reason(

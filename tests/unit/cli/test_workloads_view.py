@@ -143,3 +143,34 @@ def test_a_name_is_narrowed_to_a_kind_in_each_address_form() -> None:
     items = [{"kind": "Job.batch"}, {"kind": "Job"}, {"kind": "Deployment.apps"}]
     assert workloads_view.of_kind(items, "Job") == items[:2]
     assert workloads_view.of_kind(items, None) == items
+
+
+def test_a_cluster_lists_the_workloads_placed_on_it_and_those_leaving() -> None:
+    def item(name: str, clusters: list[dict[str, Any]], leaving: list[str]) -> dict[str, Any]:
+        return {
+            "namespace": "web",
+            "kind": "Deployment.apps",
+            "name": name,
+            "binding": {
+                "spec": {
+                    "clusters": clusters,
+                    "evictionTasks": [{"cluster": c, "replicas": 2} for c in leaving],
+                }
+            },
+            "status": {"clusters": [{"cluster": "a", "readyReplicas": 1, "replicas": 3}]},
+        }
+
+    items = [
+        item("shop", [{"name": "a", "replicas": 3, "chip": "amd64", "hourlyCost": "0.1"}], []),
+        item("old", [{"name": "b", "replicas": 2}], ["a"]),
+        item("elsewhere", [{"name": "b", "replicas": 1}], []),
+    ]
+    text = workloads_view.on_cluster(items, "a")
+    lines = text.splitlines()
+    assert lines[0] == "Workloads:   2 placed here"
+    rows = [line.split() for line in lines[2:]]
+    assert rows == [
+        ["web/Deployment.apps/old", "2", "-", "-", "leaving"],
+        ["web/Deployment.apps/shop", "3", "amd64", "0.1", "1/3"],
+    ]
+    assert workloads_view.on_cluster(items, "c") == "Workloads:   <none>"

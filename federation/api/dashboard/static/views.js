@@ -225,6 +225,16 @@ function placementList(targets) {
       t.hourlyCost !== undefined ? h("span", { class: "muted" }, ` ${money(t.hourlyCost)}`) : null)));
 }
 
+// The policy the Binding records as its workload's claimant (`fedctl.io/policy`): with
+// several policies selecting a workload, which one places it is the first thing to know.
+function claimant(binding) {
+  const recorded = ((binding.metadata || {}).annotations || {})["fedctl.io/policy"];
+  if (recorded === undefined) return "none (placed whole on the best cluster)";
+  if (!recorded) return "none: the policy that claimed it is gone; it stays where it is";
+  const [kind, ...name] = recorded.split("/");
+  return `${kind} ${name.join("/")}`;
+}
+
 function workloadCard(w, binding) {
   const m = meta(w);
   const spec = (binding && binding.spec) || {};
@@ -243,6 +253,7 @@ function workloadCard(w, binding) {
       ? h("p", { class: "muted" }, "No Binding yet: the scheduler has not placed this workload.")
       : [
           status.reason ? h("p", { class: "reason" }, status.reason) : null,
+          h("p", { class: "muted", "data-policy": "" }, `policy: ${claimant(binding)}`),
           spec.clusters && spec.clusters.length ? placementList(spec.clusters) : null,
           spec.hourlyCost !== undefined
             ? h("p", { class: "muted" }, `total ${money(spec.hourlyCost)}`) : null,
