@@ -139,7 +139,11 @@ def openapi_document() -> dict[str, Any]:
             item_ops["delete"] = _op(f"delete a {res.kind}")
         paths[scope] = ops
         paths[item] = item_ops
-    paths[base + "/apply"] = {"post": _op("validate every document, then create or update each")}
+    paths[base + "/apply"] = {
+        "post": _op(
+            "validate every document, then create or update each (?dryRun=All: store nothing)"
+        )
+    }
     paths[base + "/validate"] = {"post": _op("findings for a YAML body; stores nothing")}
     paths[base + "/plan"] = {
         "post": _op("what-if placement and diff for a YAML body; stores nothing")

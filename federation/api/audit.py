@@ -104,6 +104,8 @@ class AuditLog:
         record = self.record_for(request, resp.status)
         if request.path.endswith("/apply") and isinstance(resp, web.Response):
             record["objects"] = _applied(resp)
+            if request.query.get("dryRun") == "All":
+                record["dryRun"] = True  # the outcomes say what would have been stored
         self.write(record)
         return resp
 

@@ -25,7 +25,7 @@ import contextlib
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -415,7 +415,10 @@ class ObjectsApi:
         for key, current in read.items():
             if current is not None:
                 _same_group(current.obj, given[key])
-        if len(given) == len(models):
+        dry = request.query.get("dryRun") == "All"  # Kubernetes' spelling: check, store nothing
+        if dry:
+            outcomes = [self._decide(obj, read[objects.key_for(obj)])[0] for obj in models]
+        elif len(given) == len(models):
             outcomes = await self._write_all(models, read)
         else:  # a key given twice: each write reads what the one before it left
             outcomes = [await self._write_one(obj) for obj in models]
@@ -434,39 +437,48 @@ class ObjectsApi:
             for obj, outcome in zip(models, outcomes, strict=True)
             if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy)
         ]
-        notes = await self._claim_notes(written) if written else []
+        notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
         headers = CIMultiDict[str]()
         for note in notes:
             headers.add("Warning", _warning(note))
-        return web.json_response({"results": results, "warnings": notes}, headers=headers)
+        return web.json_response(
+            {"results": results, "warnings": notes, "dryRun": dry}, headers=headers
+        )
 
     async def _claim_notes(
-        self, written: list[planning.AnyPolicy], *, deleted: planning.AnyPolicy | None = None
+        self,
+        written: list[planning.AnyPolicy],
+        *,
+        deleted: planning.AnyPolicy | None = None,
+        overlay: Sequence[KubeObject] = (),
     ) -> list[str]:
         """Notes on the policies just written that claim less than they select
         (`claims.notes`), or on what the policy just deleted claimed (`claims.on_delete`),
-        judged on the registry after the write: listed here, decoded in a worker thread (a
-        registry of thousands of workloads takes a second to decode)."""
+        judged on the registry after the write (`overlay`: the objects a dry run did not
+        store, taken as stored): listed here, decoded in a worker thread (a registry of
+        thousands of workloads takes a second to decode)."""
         raw = [await self.raw.list(keys.prefix(k)) for k in ("policies", "workloads", "bindings")]
-        return await asyncio.to_thread(self._notes_of, written, deleted, *raw)
+        return await asyncio.to_thread(self._notes_of, written, deleted, overlay, raw)
 
     def _notes_of(
         self,
         written: list[planning.AnyPolicy],
         deleted: planning.AnyPolicy | None,
-        policies: st.ListResult,
-        workloads: st.ListResult,
-        bindings: st.ListResult,
+        overlay: Sequence[KubeObject],
+        raw: list[st.ListResult],
     ) -> list[str]:
+        policies, workloads, bindings = raw
         claimed = {
             keys.workload_key(keys.parse_workload_key(b.key)): b.obj.metadata.annotations.get(
                 CLAIMED_BY
             )
             for b in codec.TypedStore(self.raw, codec.Codec(Binding)).decoded(bindings).items
         }
-        stored = [i.obj for i in self.objects.decoded(workloads).items]
-        loaded = [i.obj for i in self.objects.decoded(policies).items]
-        placing = [p for p in loaded if isinstance(p, planning.AnyPolicy)]
+        after = {i.key: i.obj for i in self.objects.decoded(workloads).items}
+        after.update((i.key, i.obj) for i in self.objects.decoded(policies).items)
+        after.update((objects.key_for(o), o) for o in overlay)
+        stored = list(after.values())
+        placing = [p for p in stored if isinstance(p, planning.AnyPolicy)]
 
         def recorded(w: Workload) -> str | None:
             return claimed.get(objects.key_for(w))

@@ -49,6 +49,11 @@ def _server_option(parser: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     apply = sub.add_parser("apply", help="create or update objects from YAML files")
     apply.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR")
+    apply.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="let the server check everything and say what would change; store nothing",
+    )
     _server_option(apply)
     apply.set_defaults(func=_apply)
 
@@ -182,7 +187,8 @@ async def _apply(args: argparse.Namespace) -> int:
             return 1
         body = {"items": [o.model.to_wire() for o in loaded]}
         try:
-            answer = await api.request("POST", "apply", body=body)
+            params = {"dryRun": "All"} if args.dry_run else None
+            answer = await api.request("POST", "apply", body=body, params=params)
         except client.ApiError as exc:
             if exc.code != 400:
                 raise
@@ -191,8 +197,9 @@ async def _apply(args: argparse.Namespace) -> int:
                 f"{len(found)} error(s) found by the controller; nothing was applied",
                 findings=found,
             ) from exc
+    dry = " (server dry run)" if args.dry_run else ""
     for item in answer["results"]:
-        print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}")
+        print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}{dry}")
     await _over_capability(args, loaded, answer["results"])
     return 0
 

@@ -186,3 +186,37 @@ async def test_the_examples_apply_without_a_note(capsys: pytest.CaptureFixture[s
         capsys.readouterr()
         assert await fedctl(server, "apply", "-f", str(EXAMPLES)) == 0
         assert "Warning:" not in capsys.readouterr().err
+
+
+async def test_apply_dry_run_stores_nothing_and_says_what_would_happen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--dry-run` (the API's `dryRun=All`): every check runs, the outcomes and the notes
+    are those of the real apply, and the registry is left as it was."""
+    store = await registry()
+    before = [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items]
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first") + "---\n" + policy_yaml("typo", selects="x"))
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "--dry-run", "-f", str(path)) == 0
+        out, err = capsys.readouterr()
+        assert out.splitlines() == [
+            "propagationpolicy.policy.karmada.io/a-first created (server dry run)",
+            "propagationpolicy.policy.karmada.io/typo created (server dry run)",
+        ]
+        warnings = [line for line in err.splitlines() if line.startswith("Warning:")]
+        assert len(warnings) == 2
+        assert "it stays with PropagationPolicy web/storefront" in warnings[0]
+        assert "PropagationPolicy web/typo selects no workload" in warnings[1]
+        after = [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items]
+        assert after == before
+        # What only the server can refuse is refused as well: a queue under a parent
+        # that is not defined there.
+        path.write_text(
+            "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\n"
+            "spec: {parent: nowhere}\n"
+        )
+        assert await fedctl(server, "apply", "--dry-run", "-f", str(path)) == 1
+        assert "nowhere" in capsys.readouterr().err
+        assert [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items] == before
