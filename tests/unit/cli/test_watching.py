@@ -68,3 +68,30 @@ async def test_the_watch_prints_the_header_once_and_rides_out_an_api_failure(
         "fedctl: API unavailable: connection refused; still watching",
         "fedctl: the API answers again",
     ]
+
+
+async def test_a_slow_listing_is_asked_for_less_often(capsys: pytest.CaptureFixture[str]) -> None:
+    """A listing that takes 3 s (10,000 workloads on a busy server) is asked for again
+    after 6 s, not every second: a watch left open never pins the controller."""
+    fake = clock.FakeClock()
+    calls: list[float] = []
+
+    async def once() -> int:
+        calls.append(fake.monotonic())
+        await fake.advance(3)  # the server's time to answer
+        print(table(["a", "1/1", "1m", "-"]))
+        return 0
+
+    task = asyncio.create_task(watching.watch(once, clock=fake, polls=2))
+    while fake.sleepers == 0:
+        await asyncio.sleep(0)
+    await fake.advance(5.9)
+    assert calls == [0.0]
+    await fake.advance(0.2)
+    while len(calls) < 2:
+        await asyncio.sleep(0)
+    assert calls == [0.0, 9.0]
+    while fake.sleepers == 0 and not task.done():
+        await asyncio.sleep(0)
+    await fake.advance(10)
+    assert await task == 0
