@@ -470,6 +470,12 @@ async def _describe(args: argparse.Namespace) -> int:
             # be seconds behind a write.
             limits = {k: (item.get("spec") or {}).get(k) for k in ("capability", "guarantee")}
             print(queues_view.usage({**mine[0], **limits}))
+    if res.plural in ("propagationpolicies", "clusterpropagationpolicies"):
+        from federation.cli import workloads_view
+
+        async with _client().ApiClient(args.server, token=args.token) as api:
+            placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+        print(workloads_view.claimed_by(placed["items"], item))
     return 0
 
 

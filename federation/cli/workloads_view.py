@@ -26,6 +26,7 @@ __all__ = [
     "PREFIX",
     "WORK_HEADERS",
     "address",
+    "claimed_by",
     "describe",
     "documents",
     "kind_named",
@@ -82,6 +83,27 @@ def placement_cell(item: dict[str, Any]) -> str:
     # Copies kept while it waits to be placed again: shown as running, and as waiting.
     reason = _STILL_RUNNING.sub("", status.get("reason") or "") or "not placed again yet"
     return f"{placed}; Pending: {reason}"
+
+
+def claimed_by(items: list[dict[str, Any]], policy: dict[str, Any]) -> str:
+    """The workloads whose Binding records `policy` (an API object) as their claimant, with
+    where each runs (`fedctl describe pp`: what this policy places, which its selectors
+    alone do not say when other policies select the same workloads)."""
+    meta = policy.get("metadata") or {}
+    if policy.get("kind") == "PropagationPolicy":
+        wanted = f"PropagationPolicy/{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    else:
+        wanted = f"{policy.get('kind')}/{meta.get('name')}"
+    rows = [
+        [address(i), placement_cell(i)]
+        for i in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"]))
+        if ((i.get("binding") or {}).get("metadata") or {}).get("annotations", {}).get(CLAIMED_BY)
+        == wanted
+    ]
+    if not rows:
+        return "Claims:      <none>"
+    body = render.table(["WORKLOAD", "CLUSTERS"], rows)
+    return f"Claims:      {len(rows)} workload(s)\n  " + body.replace("\n", "\n  ")
 
 
 def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:

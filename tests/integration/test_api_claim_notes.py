@@ -220,3 +220,20 @@ async def test_apply_dry_run_stores_nothing_and_says_what_would_happen(
         assert await fedctl(server, "apply", "--dry-run", "-f", str(path)) == 1
         assert "nowhere" in capsys.readouterr().err
         assert [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items] == before
+
+
+async def test_describe_policy_lists_what_it_claims(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first"), encoding="utf-8")
+    async with api_server(await registry()) as server:
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "describe", "pp", "web/storefront") == 0
+        claimed = capsys.readouterr().out.split("Claims:")[1].splitlines()
+        assert claimed[0].strip() == "1 workload(s)"
+        assert claimed[2].split()[:2] == ["web/Deployment.apps/storefront", "us-east-cpu"]
+        # a-first selects storefront too, but claims nothing.
+        assert await fedctl(server, "describe", "pp", "web/a-first") == 0
+        assert "Claims:      <none>" in capsys.readouterr().out
