@@ -34,6 +34,8 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
+from federation.propagation import overrides
+from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import claims
@@ -435,7 +437,7 @@ class ObjectsApi:
         written = [
             obj
             for obj, outcome in zip(models, outcomes, strict=True)
-            if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy)
+            if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy | AnyOverride)
         ]
         notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
         headers = CIMultiDict[str]()
@@ -447,7 +449,7 @@ class ObjectsApi:
 
     async def _claim_notes(
         self,
-        written: list[planning.AnyPolicy],
+        written: list[planning.AnyPolicy | AnyOverride],
         *,
         deleted: planning.AnyPolicy | None = None,
         overlay: Sequence[KubeObject] = (),
@@ -462,7 +464,7 @@ class ObjectsApi:
 
     def _notes_of(
         self,
-        written: list[planning.AnyPolicy],
+        written: list[planning.AnyPolicy | AnyOverride],
         deleted: planning.AnyPolicy | None,
         overlay: Sequence[KubeObject],
         raw: list[st.ListResult],
@@ -486,7 +488,13 @@ class ObjectsApi:
         found = [w for w in stored if isinstance(w, Workload)]
         if deleted is not None:
             return claims.on_delete(deleted, found, placing, recorded=recorded)
-        return claims.notes(written, found, placing, recorded=recorded)
+        proposed = [p for p in written if isinstance(p, planning.AnyPolicy)]
+        overriding = [p for p in written if isinstance(p, AnyOverride)]
+        templates = [w.to_wire() for w in found] if overriding else []
+        return [
+            *claims.notes(proposed, found, placing, recorded=recorded),
+            *overrides.unselected(overriding, templates),
+        ]
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
         """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""

@@ -35,6 +35,7 @@ from ruamel.yaml import YAML
 
 from federation import errors
 from federation.cache import snapshot as snap
+from federation.propagation import overrides
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
@@ -252,12 +253,15 @@ class PlanApi:
         return web.json_response(
             {
                 "plans": plans,
-                "notes": claims.notes(
-                    [m for m in proposed.values() if isinstance(m, _POLICY_TYPES)],
-                    after.of(Workload),
-                    after.policies(),
-                    recorded=after.recorded,
-                ),
+                "notes": [
+                    *claims.notes(
+                        [m for m in proposed.values() if isinstance(m, _POLICY_TYPES)],
+                        after.of(Workload),
+                        after.policies(),
+                        recorded=after.recorded,
+                    ),
+                    *_override_notes(list(proposed.values()), after),
+                ],
                 "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
             }
@@ -274,6 +278,14 @@ class PlanApi:
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
         return planned.to_json(policy.metadata.name if policy else None)
+
+
+def _override_notes(proposed: list[KubeObject], after: LiveState) -> list[str]:
+    """`overrides.unselected` for the override policies in the body."""
+    overriding = [m for m in proposed if isinstance(m, overrides.AnyOverride)]
+    if not overriding:
+        return []
+    return overrides.unselected(overriding, [w.to_wire() for w in after.of(Workload)])
 
 
 def _claims(state: LiveState, workload: Workload) -> str | None:

@@ -47,6 +47,7 @@ __all__ = [
     "pod_specs",
     "selector_matches",
     "split_image",
+    "unselected",
 ]
 
 AnyOverride = OverridePolicy | ClusterOverridePolicy
@@ -125,6 +126,29 @@ def _match_level(policy: AnyOverride, template: Mapping[str, Any]) -> int | None
     levels = [_specificity(s, template) for s in policy.spec.resource_selectors]
     found = [level for level in levels if level is not None]
     return max(found) if found else None
+
+
+def unselected(
+    policies: Sequence[AnyOverride], templates: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """A note for each policy that selects none of `templates` (the workloads as stored
+    after a write): valid, and silently overriding nothing, as a misspelt name or another
+    namespace in its selectors would leave it."""
+    out = []
+    for policy in policies:
+        if any(_match_level(policy, t) is not None for t in templates):
+            continue
+        ns = (
+            f"{policy.metadata.namespace or 'default'}/"
+            if isinstance(policy, OverridePolicy)
+            else ""
+        )
+        out.append(
+            f"{policy.kind} {ns}{policy.metadata.name} selects no workload: it overrides"
+            " nothing until one it selects is created (check its resourceSelectors' kind,"
+            " name and namespace)"
+        )
+    return out
 
 
 def ordered(policies: Sequence[AnyOverride], template: Mapping[str, Any]) -> list[AnyOverride]:

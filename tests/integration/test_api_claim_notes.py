@@ -237,3 +237,29 @@ async def test_describe_policy_lists_what_it_claims(
         # a-first selects storefront too, but claims nothing.
         assert await fedctl(server, "describe", "pp", "web/a-first") == 0
         assert "Claims:      <none>" in capsys.readouterr().out
+
+
+async def test_an_override_policy_that_selects_nothing_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: mirrors, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: NAME}]
+  overrideRules:
+    - overriders:
+        imageOverrider: [{component: Registry, operator: replace, value: mirror.local}]
+"""
+    path = tmp_path / "op.yaml"
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        path.write_text(text.replace("NAME", "storefrnt"))
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert (
+            "Warning: OverridePolicy web/mirrors selects no workload: it overrides nothing"
+        ) in capsys.readouterr().err
+        path.write_text(text.replace("NAME", "storefront"))
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "Warning:" not in capsys.readouterr().err
