@@ -41,6 +41,7 @@ from federation.registry import store as st
 from federation.scheduler import claims
 from federation.scheduler import plan as planning
 from policies import loading
+from policies.loading.documents import queue_children
 from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
@@ -583,6 +584,11 @@ class ObjectsApi:
                 for item in (await self.objects.list(objects.list_prefix(res, None))).items
             ]
             result = result.against_fleet(fleet)
+        if result.names_queues:
+            listed = await self.objects.list(keys.policy_prefix("Queue"))
+            stored = [q for q in (i.obj for i in listed.items) if isinstance(q, Queue)]
+            tree = queue_children((q.metadata.name, q.spec.parent) for q in stored)
+            result = result.with_defined_queues(tree)
         return web.json_response(
             {
                 "valid": not result.errors,

@@ -153,6 +153,20 @@ async def _server_chips(api: Any, clusters: list[dict[str, Any]]) -> set[str] | 
     return chips
 
 
+async def _server_queues(api: Any) -> dict[str, list[str]] | None:
+    """The server's queues, each with its children (None: unreadable)."""
+    from federation.cli import client
+    from policies.loading.documents import queue_children
+
+    try:
+        items = (await api.request("GET", "queues"))["items"]
+    except client.ApiError:
+        return None
+    return queue_children(
+        (i["metadata"]["name"], (i.get("spec") or {}).get("parent")) for i in items
+    )
+
+
 async def _server_clusters(api: Any) -> list[dict[str, Any]] | None:
     """The server's Clusters (None: unreadable, e.g. a token that may not list them)."""
     from federation.cli import client
@@ -181,6 +195,10 @@ async def _apply(args: argparse.Namespace) -> int:
                 result = result.with_known_chips(known)
         if result.names_clusters and clusters:  # a fleet still empty: nothing to compare
             result = result.with_joined_clusters([c["metadata"]["name"] for c in clusters])
+        if result.names_queues:
+            queues = await _server_queues(api)
+            if queues is not None:
+                result = result.with_defined_queues(queues)
         loaded = _reported(result)
         if not loaded:
             print("no objects found", file=sys.stderr)

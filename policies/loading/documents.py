@@ -27,9 +27,10 @@ from policies.models import kinds
 from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
+from policies.models.common import RuleError
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
-from policies.models.workload import Workload
+from policies.models.workload import ANNOTATION_QUEUE, Workload
 
 __all__ = [
     "Checked",
@@ -37,7 +38,10 @@ __all__ = [
     "chips_defined_by",
     "cross_check",
     "names_clusters",
+    "names_queues",
+    "queue_children",
     "undefined_chips",
+    "undefined_queues",
     "unjoined_clusters",
     "validate_document",
 ]
@@ -405,6 +409,74 @@ def unjoined_clusters(objects: Iterable[Loaded], *, joined: Collection[str]) -> 
             " placed there, or taken from there, until a cluster of that name joins"
         ),
     )
+
+
+def _queue_references(obj: Loaded) -> list[tuple[tuple[str | int, ...], str]]:
+    """The queue a workload names, at the annotation or Volcano field naming it."""
+    model = obj.model
+    if not isinstance(model, Workload) or model.is_opaque:
+        return []
+    try:
+        name = model.queue
+    except RuleError:
+        return []  # refused with its own finding
+    if name is None:
+        return []
+    if model.metadata.annotations.get(ANNOTATION_QUEUE, "").strip():
+        return [(("metadata", "annotations", ANNOTATION_QUEUE), name)]
+    return [(("spec", "queue"), name)]
+
+
+def queue_children(queues: Iterable[tuple[str, str | None]]) -> dict[str, list[str]]:
+    """Each queue (name, parent) with its children: what `undefined_queues` judges by."""
+    pairs = list(queues)
+    tree: dict[str, list[str]] = {name: [] for name, _ in pairs}
+    for name, parent in pairs:
+        if parent:
+            tree.setdefault(parent, []).append(name)
+    return tree
+
+
+def names_queues(objects: Iterable[Loaded]) -> bool:
+    """Whether a workload here names a queue (not the default by leaving it out)."""
+    return any(_queue_references(obj) for obj in objects)
+
+
+def undefined_queues(
+    objects: Iterable[Loaded], *, defined: Mapping[str, Collection[str]], default: str
+) -> list[Finding]:
+    """A warning for each workload naming a queue that neither `defined` (a server's
+    queues, each with its children) nor the documents hold, or a parent queue, which takes
+    no work: either way the workload waits, Pending, with no error at apply."""
+    objects = list(objects)
+    queues: dict[str, list[str]] = {name: list(kids) for name, kids in defined.items()}
+    for obj in objects:
+        if isinstance(obj.model, Queue):
+            queues.setdefault(obj.model.metadata.name, [])
+    for obj in objects:
+        model = obj.model
+        if isinstance(model, Queue) and model.spec.parent:
+            queues.setdefault(model.spec.parent, []).append(model.metadata.name)
+    found = []
+    for obj in objects:
+        for path, name in _queue_references(obj):
+            if name == default and name not in queues:
+                continue  # the implicit default queue takes work with no Queue object
+            if name not in queues:
+                message = (
+                    f"queue {name!r} is not defined on the server or in these"
+                    f" files{suggest(name, sorted(queues))}: the workload waits, Pending,"
+                    " until a queue of that name exists"
+                )
+            elif queues[name]:
+                message = (
+                    f"queue {name!r} is a parent: it takes no work, so the workload waits;"
+                    f" name one of its children ({', '.join(sorted(queues[name]))})"
+                )
+            else:
+                continue
+            found.append(_at(obj.source, obj.file, path, message, severity="warning"))
+    return found
 
 
 def _unknown(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,9 @@ from policies.loading.documents import (
     chips_defined_by,
     cross_check,
     names_clusters,
+    names_queues,
     undefined_chips,
+    undefined_queues,
     unjoined_clusters,
     validate_document,
 )
@@ -97,6 +99,25 @@ class LoadResult:
         if joined and result.names_clusters:
             result = result.with_joined_clusters(joined)
         return result
+
+    @property
+    def names_queues(self) -> bool:
+        """Whether a workload here names its queue."""
+        return names_queues(self.objects)
+
+    def with_defined_queues(
+        self, defined: Mapping[str, Collection[str]], *, default: str = "default"
+    ) -> LoadResult:
+        """The result with a warning for each workload naming a queue that `defined` (a
+        server's queues, each with its children) and the documents lack, or a parent."""
+        return LoadResult(
+            objects=self.objects,
+            findings=[
+                *self.findings,
+                *undefined_queues(self.objects, defined=defined, default=default),
+            ],
+            files=self.files,
+        )
 
     def with_joined_clusters(self, joined: Collection[str]) -> LoadResult:
         """The result with a warning for each member named that `joined` (a server's

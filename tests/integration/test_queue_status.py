@@ -19,6 +19,7 @@ from federation.cli import main
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
+from federation.registry.memory import MemoryStore
 from federation.scheduler import binder, cycle, queue_view
 from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
@@ -327,3 +328,34 @@ async def test_a_capability_lowered_below_what_a_queue_holds_is_warned_and_descr
         lowered.write_text(queue_yaml + "spec: {capability: {cpu: '20'}}\n")
         assert (await fedctl("apply", "-f", str(lowered)))[2] == ""
         assert "Over:" not in (await fedctl("describe", "queue", "qa"))[1]
+
+
+async def test_apply_warns_of_a_workload_naming_a_queue_that_takes_no_work(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Judged against the server's queues: a misspelt one, and a parent."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    for q in (fleet.queue("ml"), fleet.queue("ml-prod", parent="ml")):
+        await objs.put(objects.key_for(q), q)
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  namespace: t\n"
+        "  annotations: {fedctl.io/queue: QUEUE}\n"
+        "spec: {template: {spec: {containers: [{name: c, image: x}]}}}\n"
+    )
+    path = tmp_path / "j.yaml"
+    async with api_server(store) as server:
+
+        async def apply(queue: str) -> str:
+            path.write_text(job.replace("QUEUE", queue))
+            assert (
+                await asyncio.to_thread(main.main, ["apply", "-f", str(path), "--server", server])
+                == 0
+            )
+            return capsys.readouterr().err
+
+        assert "queue 'mlprod' is not defined on the server" in await apply("mlprod")
+        assert "(did you mean 'ml-prod'?)" in await apply("mlprod")
+        assert "queue 'ml' is a parent: it takes no work" in await apply("ml")
+        assert await apply("ml-prod") == ""
+        assert await apply("default") == ""  # the implicit default queue takes work

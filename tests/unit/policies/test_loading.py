@@ -600,3 +600,34 @@ def test_a_fedctl_annotation_fedctl_does_not_read_is_warned_at_its_line() -> Non
     assert "(did you mean 'fedctl.io/queue'?)" in typo
     assert "did you mean" not in unknown
     assert unknown.endswith("reads queue, priority, chips, expected-duration and min-available")
+
+
+def test_a_workload_naming_a_queue_that_takes_no_work_is_warned_at_the_annotation() -> None:
+    """A queue misspelt, or a parent queue, leaves the job Pending with no error anywhere
+    before it; `apply` and the editor judge the name against the server's queues."""
+    text = (
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: local}\n"
+        "spec: {parent: ml}\n---\n"
+        + "".join(
+            f"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j{i}\n  namespace: t\n"
+            f"  annotations: {{fedctl.io/queue: {q}}}\n"
+            "spec: {template: {spec: {containers: [{name: c, image: x}]}}}\n---\n"
+            for i, q in enumerate(["mlprod", "ml", "ml-prod", "local", "default"])
+        )
+        + "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v, namespace: t}\n"
+        "spec: {queue: nowhere, tasks: [{replicas: 1, template: {spec: {containers: []}}}]}\n"
+    )
+    result = load_text(text, filename="j.yaml")
+    assert result.ok and result.names_queues
+    checked = result.with_defined_queues({"ml": ["ml-prod"], "ml-prod": [], "web": []})
+    warned = [(f.line, f.path, f.message) for f in checked.findings[len(result.findings) :]]
+    assert [(line, path) for line, path, _ in warned] == [
+        (11, 'metadata.annotations["fedctl.io/queue"]'),
+        (19, 'metadata.annotations["fedctl.io/queue"]'),
+        (49, "spec.queue"),
+    ]
+    assert "queue 'mlprod' is not defined" in warned[0][2]
+    assert "(did you mean 'ml-prod'?)" in warned[0][2]
+    assert "queue 'ml' is a parent" in warned[1][2]
+    assert "(local, ml-prod)" in warned[1][2]  # a child defined in the files counts
+    assert "queue 'nowhere' is not defined" in warned[2][2]
