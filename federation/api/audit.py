@@ -104,8 +104,8 @@ class AuditLog:
         record = self.record_for(request, resp.status)
         if request.path.endswith("/apply") and isinstance(resp, web.Response):
             record["objects"] = _applied(resp)
-            if request.query.get("dryRun") == "All":
-                record["dryRun"] = True  # the outcomes say what would have been stored
+        if request.query.get("dryRun") == "All":
+            record["dryRun"] = True  # its outcome says what would have been done, not what was
         self.write(record)
         return resp
 

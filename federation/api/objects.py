@@ -358,8 +358,12 @@ class ObjectsApi:
             await self._check_queue_tree([], removed=request.match_info["name"])
             warnings.extend(filter(None, [await self._queue_in_use(request.match_info["name"])]))
         since = request.query.get("resourceVersion")
-        current = await self.objects.get(key) if res.plural in _PLACING else None
-        if not await self.objects.delete(key, revision=int(since) if since else None):
+        dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
+        current = await self.objects.get(key) if res.plural in _PLACING or dry else None
+        if dry:
+            if current is None or (since and str(current.revision) != since):
+                raise errors.NotFound(key)
+        elif not await self.objects.delete(key, revision=int(since) if since else None):
             raise errors.NotFound(key)
         if current is not None and isinstance(current.obj, planning.AnyPolicy):
             warnings.extend(await self._claim_notes([], deleted=current.obj))
@@ -480,6 +484,8 @@ class ObjectsApi:
         after = {i.key: i.obj for i in self.objects.decoded(workloads).items}
         after.update((i.key, i.obj) for i in self.objects.decoded(policies).items)
         after.update((objects.key_for(o), o) for o in overlay)
+        if deleted is not None:  # gone already, or only as a dry run: either way not there
+            after.pop(objects.key_for(deleted), None)
         stored = list(after.values())
         placing = [p for p in stored if isinstance(p, planning.AnyPolicy)]
 

@@ -101,6 +101,11 @@ def register(sub: Any) -> None:
     delete.add_argument("name", nargs="?", help=_NAME_HELP)
     delete.add_argument("-f", "--filename", action="append", metavar="FILE|DIR")
     delete.add_argument("-n", "--namespace", default=None)
+    delete.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what deleting would do (the server's warnings); delete nothing",
+    )
     _server_option(delete)
     delete.set_defaults(func=_delete)
 
@@ -215,7 +220,7 @@ async def _apply(args: argparse.Namespace) -> int:
                 f"{len(found)} error(s) found by the controller; nothing was applied",
                 findings=found,
             ) from exc
-    dry = " (server dry run)" if args.dry_run else ""
+    dry = _DRY if args.dry_run else ""
     for item in answer["results"]:
         print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}{dry}")
     await _over_capability(args, loaded, answer["results"])
@@ -580,7 +585,7 @@ async def _delete(args: argparse.Namespace) -> int:
 
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
-            return await _delete_all(api, _load(args.filename))
+            return await _delete_all(api, _load(args.filename), dry=args.dry_run)
         if not (args.kind and args.name):
             print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
             return 2
@@ -600,16 +605,17 @@ async def _delete(args: argparse.Namespace) -> int:
             raise errors.Invalid(f"{res.plural} are cluster-scoped: give NAME, not NS/NAME")
         else:
             path, shown, label = f"{res.plural}/{name}", name, f"{res.singular} {name}"
-        await _delete_at(api, path, f'{res.plural} "{shown}"')
-        print(f"{label} deleted")
+        await _delete_at(api, path, f'{res.plural} "{shown}"', dry=args.dry_run)
+        print(f"{label} deleted{_DRY if args.dry_run else ''}")
     return 0
 
 
 _DELETES = 16
+_DRY = " (server dry run)"
 """DELETE requests `delete -f` has in flight at once."""
 
 
-async def _delete_all(api: Any, models: list[Any]) -> int:
+async def _delete_all(api: Any, models: list[Any], *, dry: bool = False) -> int:
     """Delete every object of the files, `_DELETES` requests at a time, reported in file
     order as they finish. One at a time, a sweep of 10,000 Jobs took three minutes. One not
     found is reported and the rest still deleted (exit status 1), as kubectl does; any
@@ -622,7 +628,8 @@ async def _delete_all(api: Any, models: list[Any]) -> int:
         label = _label(model.kind, model.api_version, model.metadata.name)
         async with slots:
             try:
-                await _delete_at(api, _path(objects.resource_for_kind(model), model), label)
+                path = _path(objects.resource_for_kind(model), model)
+                await _delete_at(api, path, label, dry=dry)
             except errors.NotFound as exc:
                 return label, exc
         return label, None
@@ -633,7 +640,7 @@ async def _delete_all(api: Any, models: list[Any]) -> int:
         for task in tasks:
             label, exc = await task
             if exc is None:
-                print(f"{label} deleted")
+                print(f"{label} deleted{_DRY if dry else ''}")
             else:
                 print(f"fedctl: {exc}", file=sys.stderr)
                 missing += 1
@@ -644,12 +651,13 @@ async def _delete_all(api: Any, models: list[Any]) -> int:
     return 1 if missing else 0
 
 
-async def _delete_at(api: Any, path: str, what: str) -> None:
-    """DELETE `path`; a missing object is reported as `what`, never by its registry key."""
+async def _delete_at(api: Any, path: str, what: str, *, dry: bool = False) -> None:
+    """DELETE `path` (`dry`: Kubernetes' dryRun=All, nothing deleted); a missing object is
+    reported as `what`, never by its registry key."""
     from federation.cli import client
 
     try:
-        await api.request("DELETE", path)
+        await api.request("DELETE", path, params={"dryRun": "All"} if dry else None)
     except client.ApiError as exc:
         if exc.code != 404:
             raise

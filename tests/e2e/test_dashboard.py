@@ -331,6 +331,17 @@ def test_a_second_policy_for_a_claimed_workload_says_who_keeps_it(
         "it stays with PropagationPolicy web/storefront, which claimed it first"
     )
     expect(page.locator("#plan [data-plan]")).to_have_count(0)
+    # Applied anyway, the API's warning is shown with the outcome.
+    page.locator("#apply").click()
+    try:
+        expect(page.locator('[data-applied="a-storefront"]')).to_have_text(
+            "PropagationPolicy a-storefront created"
+        )
+        expect(page.locator("#apply-result [data-note]")).to_contain_text(
+            "it stays with PropagationPolicy web/storefront"
+        )
+    finally:
+        stack.http("DELETE", f"{API}/namespaces/web/propagationpolicies/a-storefront")
     # The workload's card names the policy its Binding records.
     open_view(page, stack, "workloads")
     expect(page.locator('[data-workload="web/storefront"] [data-policy]')).to_have_text(

@@ -263,3 +263,23 @@ spec:
         path.write_text(text.replace("NAME", "storefront"))
         assert await fedctl(server, "apply", "-f", str(path)) == 0
         assert "Warning:" not in capsys.readouterr().err
+
+
+async def test_delete_dry_run_says_what_would_happen_and_deletes_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = await registry()
+    before = [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items]
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "pp", "web/storefront", "--dry-run") == 0
+        out, err = capsys.readouterr()
+        assert out == "propagationpolicy web/storefront deleted (server dry run)\n"
+        assert (
+            "Warning: PropagationPolicy web/storefront claimed Deployment web/storefront,"
+            " which no other policy selects: they stay where they are"
+        ) in err
+        assert await fedctl(server, "delete", "deploy", "web/storefront", "--dry-run") == 0
+        assert capsys.readouterr().out.endswith("storefront deleted (server dry run)\n")
+        assert await fedctl(server, "delete", "pp", "web/nothing", "--dry-run") == 1
+        assert [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items] == before
