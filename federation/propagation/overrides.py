@@ -21,6 +21,7 @@ Karmada's parser drops it on any edit and the member runs whatever the tag point
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -132,23 +133,56 @@ def unselected(
     policies: Sequence[AnyOverride], templates: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """A note for each policy that selects none of `templates` (the workloads as stored
-    after a write): valid, and silently overriding nothing, as a misspelt name or another
-    namespace in its selectors would leave it."""
+    after a write), and for each command or args edit naming a container a selected
+    workload lacks: valid, and silently doing nothing, as a misspelt name leaves it."""
     out = []
     for policy in policies:
-        if any(_match_level(policy, t) is not None for t in templates):
+        ns = f"{policy.metadata.namespace or 'default'}/"
+        label = f"{policy.kind} {ns if isinstance(policy, OverridePolicy) else ''}"
+        label += policy.metadata.name
+        selected = [t for t in templates if _match_level(policy, t) is not None]
+        if not selected:
+            out.append(
+                f"{label} selects no workload: it overrides nothing until one it selects is"
+                " created (check its resourceSelectors' kind, name and namespace)"
+            )
             continue
-        ns = (
-            f"{policy.metadata.namespace or 'default'}/"
-            if isinstance(policy, OverridePolicy)
-            else ""
-        )
-        out.append(
-            f"{policy.kind} {ns}{policy.metadata.name} selects no workload: it overrides"
-            " nothing until one it selects is created (check its resourceSelectors' kind,"
-            " name and namespace)"
-        )
+        out.extend(f"{label}: {note}" for note in _missing_containers(policy, selected))
     return out
+
+
+def _missing_containers(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A command or args edit naming a container that a selected workload lacks: Karmada
+    skips it, so the edit silently does nothing there (a misspelt `containerName`)."""
+    found: list[str] = []
+    for rule in policy.spec.effective_rules():
+        edits = [
+            *(("commandOverrider", c.container_name) for c in rule.overriders.command_overrider),
+            *(("argsOverrider", a.container_name) for a in rule.overriders.args_overrider),
+        ]
+        if not edits:
+            continue
+        for template in templates:
+            names = sorted(_container_names(template))
+            meta = template.get("metadata") or {}
+            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            where = f"{template.get('kind')} {ns}{meta.get('name')}"
+            found.extend(
+                f"{which} containerName {name!r} matches no container of {where} (its"
+                f" containers: {', '.join(names) or 'none'}): the edit does nothing there"
+                for which, name in edits
+                if name not in names
+            )
+    return found
+
+
+def _container_names(template: Mapping[str, Any]) -> set[str]:
+    return {
+        str(c.get("name"))
+        for spec in pod_specs(copy.deepcopy(dict(template)))
+        for c in spec.get("containers") or ()
+        if isinstance(c, Mapping)
+    }
 
 
 def ordered(policies: Sequence[AnyOverride], template: Mapping[str, Any]) -> list[AnyOverride]:

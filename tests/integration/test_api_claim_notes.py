@@ -239,28 +239,51 @@ async def test_describe_policy_lists_what_it_claims(
         assert "Claims:      <none>" in capsys.readouterr().out
 
 
-async def test_an_override_policy_that_selects_nothing_is_warned(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    text = """\
+OVERRIDE = """\
 apiVersion: policy.karmada.io/v1alpha1
 kind: OverridePolicy
-metadata: {name: mirrors, namespace: web}
+metadata: {name: op, namespace: web}
 spec:
-  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: NAME}]
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: SELECTED}]
   overrideRules:
     - overriders:
-        imageOverrider: [{component: Registry, operator: replace, value: mirror.local}]
+        argsOverrider: [{containerName: CONTAINER, operator: add, value: [--fast]}]
 """
+
+
+@pytest.mark.parametrize(
+    ("wrong", "warning"),
+    [
+        pytest.param(
+            {"SELECTED": "storefrnt", "CONTAINER": "c"},
+            "Warning: OverridePolicy web/op selects no workload: it overrides nothing",
+            id="a selector that matches nothing",
+        ),
+        pytest.param(
+            {"SELECTED": "storefront", "CONTAINER": "web"},
+            "Warning: OverridePolicy web/op: argsOverrider containerName 'web' matches no"
+            " container of Deployment web/storefront (its containers: c): the edit does"
+            " nothing there",
+            id="an args edit naming a container the workload lacks",
+        ),
+    ],
+)
+async def test_an_override_policy_that_would_do_nothing_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wrong: dict[str, str], warning: str
+) -> None:
+    def text(values: dict[str, str]) -> str:
+        out = OVERRIDE
+        for key, value in values.items():
+            out = out.replace(key, value)
+        return out
+
     path = tmp_path / "op.yaml"
     async with api_server(await registry()) as server:
         capsys.readouterr()
-        path.write_text(text.replace("NAME", "storefrnt"))
+        path.write_text(text(wrong))
         assert await fedctl(server, "apply", "-f", str(path)) == 0
-        assert (
-            "Warning: OverridePolicy web/mirrors selects no workload: it overrides nothing"
-        ) in capsys.readouterr().err
-        path.write_text(text.replace("NAME", "storefront"))
+        assert warning in capsys.readouterr().err
+        path.write_text(text({"SELECTED": "storefront", "CONTAINER": "c"}))
         assert await fedctl(server, "apply", "-f", str(path)) == 0
         assert "Warning:" not in capsys.readouterr().err
 
