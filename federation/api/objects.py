@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
@@ -52,6 +53,8 @@ from policies.models.work import FINISHED_PHASES, QuotaStatus, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = ["ObjectsApi"]
+
+_log = logging.getLogger(__name__)
 
 API_PREFIX = "/apis/fedctl.io/v1alpha1"
 _SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
@@ -463,9 +466,16 @@ class ObjectsApi:
         (`claims.notes`), or on what the policy just deleted claimed (`claims.on_delete`),
         judged on the registry after the write (`overlay`: the objects a dry run did not
         store, taken as stored): listed here, decoded in a worker thread (a registry of
-        thousands of workloads takes a second to decode)."""
-        raw = [await self.raw.list(keys.prefix(k)) for k in ("policies", "workloads", "bindings")]
-        return await asyncio.to_thread(self._notes_of, written, deleted, overlay, raw)
+        thousands of workloads takes a second to decode). The write stands whatever
+        happens here: a registry that fails the read, or a note that cannot be worked out,
+        costs the notes (logged), never the answer to a write already made."""
+        try:
+            kinds_ = ("policies", "workloads", "bindings")
+            raw = [await self.raw.list(keys.prefix(k)) for k in kinds_]
+            return await asyncio.to_thread(self._notes_of, written, deleted, overlay, raw)
+        except Exception:  # notes are advice; the write succeeded
+            _log.warning("could not work out the claim notes of a write", exc_info=True)
+            return []
 
     def _notes_of(
         self,

@@ -14,7 +14,7 @@ import pytest
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
-from federation.scheduler import plan
+from federation.scheduler import claims, plan
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
@@ -306,3 +306,20 @@ async def test_delete_dry_run_says_what_would_happen_and_deletes_nothing(
         assert capsys.readouterr().out.endswith("storefront deleted (server dry run)\n")
         assert await fedctl(server, "delete", "pp", "web/nothing", "--dry-run") == 1
         assert [(kv.key, kv.value) for kv in (await store.list("/fedctl/")).items] == before
+
+
+async def test_a_note_that_cannot_be_worked_out_never_fails_the_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object, **__: object) -> list[str]:
+        raise RuntimeError("a bug in the notes")
+
+    monkeypatch.setattr(claims, "notes", broken)
+    path = tmp_path / "a-first.yaml"
+    path.write_text(policy_yaml("a-first"), encoding="utf-8")
+    store = await registry()
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "a-first created" in capsys.readouterr().out
+    assert await store.get(keys.policy_key("PropagationPolicy", "web", "a-first")) is not None
