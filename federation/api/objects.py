@@ -593,13 +593,16 @@ class ObjectsApi:
         warned about, and a member named that has not joined is."""
         text = (await request.read()).decode("utf-8", errors="replace")
         result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
-        if result.names_undefined_chips or result.names_clusters:
+        placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
+        if result.names_undefined_chips or result.names_clusters or placing:
             fleet = [
                 item.obj
                 for res in (_CLUSTERS, _PROFILES)
                 for item in (await self.objects.list(objects.list_prefix(res, None))).items
             ]
             result = result.against_fleet(fleet)
+            members = claims.members_of(c for c in fleet if isinstance(c, Cluster))
+            result = result.with_findings(claims.affinity_findings(result, members))
         if result.names_queues:
             listed = await self.objects.list(keys.policy_prefix("Queue"))
             stored = [q for q in (i.obj for i in listed.items) if isinstance(q, Queue)]

@@ -189,9 +189,13 @@ async def _apply(args: argparse.Namespace) -> int:
     result = loading.load_paths(args.filename)
     if not result.ok:
         _reported(result)  # raises: nothing is sent while the input is wrong
+    from federation.scheduler import claims
+    from federation.scheduler import plan as planning
+
+    placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
     async with _client().ApiClient(args.server, token=args.token) as api:
         clusters = None
-        if result.names_undefined_chips or result.names_clusters:
+        if result.names_undefined_chips or result.names_clusters or placing:
             clusters = await _server_clusters(api)
         if result.names_undefined_chips and clusters is not None:
             # Chips the fleet defines are not named in a file of workloads alone.
@@ -200,6 +204,9 @@ async def _apply(args: argparse.Namespace) -> int:
                 result = result.with_known_chips(known)
         if result.names_clusters and clusters:  # a fleet still empty: nothing to compare
             result = result.with_joined_clusters([c["metadata"]["name"] for c in clusters])
+        if placing and clusters:
+            members = claims.members_from_wire(clusters)
+            result = result.with_findings(claims.affinity_findings(result, members))
         if result.names_queues:
             queues = await _server_queues(api)
             if queues is not None:

@@ -16,12 +16,30 @@ workload, the policy that keeps it and the rule that decides, or say that nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from federation.scheduler import plan
+from federation.scheduler.plugins import affinity
+from policies.loading import LoadResult
+from policies.loading.documents import finding_at
+from policies.loading.findings import Finding
+from policies.models.cluster import Cluster
+from policies.models.common import ClusterAffinity
 from policies.models.workload import Workload
 
-__all__ = ["SHOWN", "notes", "on_delete", "policy_label", "workload_label"]
+__all__ = [
+    "SHOWN",
+    "Member",
+    "affinity_findings",
+    "members_from_wire",
+    "members_of",
+    "notes",
+    "on_delete",
+    "policy_label",
+    "workload_label",
+]
 
 SHOWN = 5
 """Workloads named per policy; the rest are counted (a kind-wide selector over thousands
@@ -162,3 +180,97 @@ def on_delete(
             " they stay where they are, their copies running, until a policy claims them"
         )
     return out
+
+
+@dataclass(frozen=True)
+class Member:
+    """What cluster affinity matches a joined member on (`affinity.Located`)."""
+
+    name: str
+    region: str = ""
+    zone: str = ""
+    provider: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def members_of(clusters: Iterable[Cluster]) -> list[Member]:
+    """The members a fleet's Cluster objects describe."""
+    return [
+        Member(c.name, c.spec.region, c.spec.zone or "", c.spec.provider or "", c.metadata.labels)
+        for c in clusters
+    ]
+
+
+def members_from_wire(items: Iterable[Mapping[str, Any]]) -> list[Member]:
+    """The members the API's Cluster list describes (as `fedctl` reads it, JSON)."""
+    out = []
+    for item in items:
+        spec = item.get("spec") or {}
+        meta = item.get("metadata") or {}
+        out.append(
+            Member(
+                str(meta.get("name", "")),
+                str(spec.get("region") or ""),
+                str(spec.get("zone") or ""),
+                str(spec.get("provider") or ""),
+                dict(meta.get("labels") or {}),
+            )
+        )
+    return out
+
+
+def affinity_findings(result: LoadResult, members: Sequence[Member]) -> list[Finding]:
+    """A warning at each cluster affinity of a placing policy whose label or field selector
+    no joined member matches: the workloads it claims stay Pending (or, in an ordered
+    group, go on to the next group) until a member matches, and a label typo says nothing
+    anywhere else. Affinities by name alone are the unjoined-member check's. None when no
+    member has joined yet."""
+    if not members:
+        return []
+    found = []
+    for obj in result.objects:
+        model = obj.model
+        if not isinstance(model, plan.AnyPolicy):
+            continue
+        placement = model.spec.placement
+        terms: list[tuple[tuple[str | int, ...], ClusterAffinity, str]] = []
+        if placement.cluster_affinity is not None:
+            path: tuple[str | int, ...] = ("spec", "placement", "clusterAffinity")
+            outcome = "the workloads it claims stay Pending until one does"
+            terms.append((path, placement.cluster_affinity, outcome))
+        for i, group in enumerate(placement.cluster_affinities):
+            last = i == len(placement.cluster_affinities) - 1
+            outcome = (
+                "unless an earlier group places them, they stay Pending until one does"
+                if last
+                else f"group {group.affinity_name} is passed over for the next one"
+            )
+            terms.append((("spec", "placement", "clusterAffinities", i), group, outcome))
+        for at, term, outcome in terms:
+            if term.label_selector is None and term.field_selector is None:
+                continue
+            if any(affinity.matches(term, m) is None for m in members):
+                continue
+            found.append(
+                finding_at(
+                    obj,
+                    at,
+                    f"none of the {len(members)} joined clusters matches this affinity"
+                    f" ({_what_there_is(term, members)}): {outcome}",
+                )
+            )
+    return found
+
+
+def _what_there_is(term: ClusterAffinity, members: Sequence[Member]) -> str:
+    """What the fleet offers for the selectors the affinity sets, to spot the typo."""
+    parts = []
+    if term.field_selector is not None:
+        for key in sorted({r.key for r in term.field_selector.match_expressions}):
+            values = sorted({getattr(m, key) or "(none)" for m in members})
+            parts.append(f"{key}s here: {', '.join(values)}")
+    if term.label_selector is not None:
+        labels = sorted({f"{k}={v}" for m in members for k, v in m.labels.items()})
+        shown = ", ".join(labels[:8]) + (", ..." if len(labels) > 8 else "")
+        parts.append(f"labels here: {shown or 'none'}")
+    return "; ".join(parts)

@@ -26,6 +26,7 @@ from federation.scheduler import cycle, explain, offline
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
 from policies import loading
+from policies.models.cluster import Cluster
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import (
     ClusterPropagationPolicy,
@@ -244,6 +245,9 @@ def plan_files(
         every = [m for m in models if isinstance(m, Workload)]  # opaque ones are claimed too
         for note in claims.notes(policies, every, policies):
             warn(f"note: {note}")
+        members = claims.members_of(c for c in fleet if isinstance(c, Cluster))
+        for finding in claims.affinity_findings(loaded, members):
+            warn(str(finding))
     settings = settings or SchedulerSettings()
     snapshot = snap.build(
         fleet,

@@ -37,6 +37,7 @@ __all__ = [
     "Loaded",
     "chips_defined_by",
     "cross_check",
+    "finding_at",
     "names_clusters",
     "names_queues",
     "queue_children",
@@ -70,6 +71,12 @@ class Loaded:
     line: int
     doc_index: int
     source: SourceMap = field(default_factory=SourceMap, repr=False, compare=False)
+
+
+def finding_at(obj: Loaded, path: tuple[str | int, ...], message: str) -> Finding:
+    """A warning at `path` inside a loaded object, for checks made outside the loader
+    (against a server's fleet) that must still name the file, line and field."""
+    return _at(obj.source, obj.file, path, message, severity="warning")
 
 
 def _at(

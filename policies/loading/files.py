@@ -119,6 +119,10 @@ class LoadResult:
             files=self.files,
         )
 
+    def with_findings(self, extra: Iterable[Finding]) -> LoadResult:
+        """The result with `extra` findings (checks made against a fleet) after its own."""
+        return LoadResult(objects=self.objects, findings=[*self.findings, *extra], files=self.files)
+
     def with_joined_clusters(self, joined: Collection[str]) -> LoadResult:
         """The result with a warning for each member named that `joined` (a server's
         Clusters) does not hold."""

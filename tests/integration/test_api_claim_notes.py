@@ -15,7 +15,9 @@ from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.scheduler import claims, plan
+from policies.loading import load_paths
 from policies.models.binding import CLAIMED_BY, Binding
+from policies.models.cluster import Cluster
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.serving import api_server, fedctl
@@ -323,3 +325,29 @@ async def test_a_note_that_cannot_be_worked_out_never_fails_the_write(
         assert await fedctl(server, "apply", "-f", str(path)) == 0
         assert "a-first created" in capsys.readouterr().out
     assert await store.get(keys.policy_key("PropagationPolicy", "web", "a-first")) is not None
+
+
+async def test_apply_warns_of_an_affinity_no_joined_cluster_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = await registry()
+    joined = load_paths([EXAMPLES / "clusters.yaml"])
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    for cluster in (o.model for o in joined.objects if isinstance(o.model, Cluster)):
+        await typed.put(objects.key_for(cluster), cluster)
+    path = tmp_path / "p.yaml"
+    affinity = "    clusterAffinity:\n      labelSelector: {matchLabels: {tier: TIER}}\n"
+    async with api_server(store) as server:
+        capsys.readouterr()
+        path.write_text(
+            policy_yaml("storefront", extra="  placement:\n" + affinity.replace("TIER", "gold"))
+        )
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        err = capsys.readouterr().err
+        assert f"{path}:12:5: spec.placement.clusterAffinity: warning: none of the 8 joined" in err
+        assert "labels here: tier=general, tier=inference, tier=training" in err
+        path.write_text(
+            policy_yaml("storefront", extra="  placement:\n" + affinity.replace("TIER", "general"))
+        )
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "warning" not in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from federation.scheduler import claims, plan
+from policies.loading import load_text
 from policies.models.common import ResourceSelector
 from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import workload
@@ -161,3 +162,37 @@ def test_deleting_a_policy_says_where_its_workloads_go() -> None:
     assert (
         claims.on_delete(LOW, [WEB], [high], recorded=lambda _: "PropagationPolicy/team/high") == []
     )
+
+
+def test_an_affinity_no_joined_cluster_matches_is_warned_at_its_place() -> None:
+    text = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: p, namespace: team}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    clusterAffinities:
+      - affinityName: east
+        fieldSelector:
+          matchExpressions: [{key: region, operator: In, values: [us-east1]}]
+      - affinityName: gold
+        labelSelector: {matchLabels: {tier: gold}}
+      - affinityName: named
+        clusterNames: [a]
+      - affinityName: fine
+        labelSelector: {matchLabels: {tier: silver}}
+"""
+    loaded = load_text(text, filename="p.yaml")
+    members = [
+        claims.Member("a", region="us-east", labels={"tier": "silver"}),
+        claims.Member("b", region="eu-west", labels={"tier": "bronze"}),
+    ]
+    found = claims.affinity_findings(loaded, members)
+    assert [(f.line, f.path) for f in found] == [
+        (8, "spec.placement.clusterAffinities[0]"),
+        (11, "spec.placement.clusterAffinities[1]"),
+    ]
+    assert "(regions here: eu-west, us-east): group east is passed over" in found[0].message
+    assert "(labels here: tier=bronze, tier=silver)" in found[1].message
+    assert claims.affinity_findings(loaded, []) == []  # nothing joined yet: nothing to judge
