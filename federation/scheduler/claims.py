@@ -23,7 +23,7 @@ from typing import Any
 from federation.scheduler import plan
 from federation.scheduler.plugins import affinity
 from policies.loading import LoadResult
-from policies.loading.documents import finding_at
+from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
 from policies.models.cluster import Cluster
 from policies.models.common import ClusterAffinity
@@ -223,8 +223,9 @@ def affinity_findings(result: LoadResult, members: Sequence[Member]) -> list[Fin
     """A warning at each cluster affinity of a placing policy whose label or field selector
     no joined member matches: the workloads it claims stay Pending (or, in an ordered
     group, go on to the next group) until a member matches, and a label typo says nothing
-    anywhere else. Affinities by name alone are the unjoined-member check's. None when no
-    member has joined yet."""
+    anywhere else. Affinities by name alone are the unjoined-member check's. Also a spread
+    constraint whose `minGroups` the usable members cannot form. None when no member has
+    joined yet."""
     if not members:
         return []
     found = []
@@ -259,6 +260,46 @@ def affinity_findings(result: LoadResult, members: Sequence[Member]) -> list[Fin
                     f" ({_what_there_is(term, members)}): {outcome}",
                 )
             )
+        found.extend(_spread_findings(obj, model, members))
+    return found
+
+
+def _spread_findings(
+    obj: Loaded, policy: plan.AnyPolicy, members: Sequence[Member]
+) -> list[Finding]:
+    """A spread constraint whose `minGroups` the joined clusters the policy may use cannot
+    form: Karmada leaves such a workload unscheduled, and only its Pending reason said so."""
+    placement = policy.spec.placement
+    terms: list[ClusterAffinity] = (
+        [placement.cluster_affinity]
+        if placement.cluster_affinity is not None
+        else list(placement.cluster_affinities)
+    )
+    usable = [m for m in members if not terms or any(affinity.matches(t, m) is None for t in terms)]
+    found = []
+    for i, spread in enumerate(placement.spread_constraints):
+        if spread.min_groups <= 1:
+            continue
+        if spread.spread_by_label:
+            key = spread.spread_by_label
+            groups = {m.labels[key] for m in usable if key in m.labels}
+            what = f"values of label {key}"
+        else:
+            by = spread.spread_by_field or "cluster"
+            groups = {m.name if by == "cluster" else getattr(m, by) for m in usable} - {""}
+            what = "clusters" if by == "cluster" else f"{by}s"
+        if spread.min_groups <= len(groups):
+            continue
+        shown = ", ".join(sorted(groups)) or "none"
+        found.append(
+            finding_at(
+                obj,
+                ("spec", "placement", "spreadConstraints", i, "minGroups"),
+                f"minGroups {spread.min_groups}, but the joined clusters this policy may use"
+                f" span {len(groups)} {what} ({shown}): the workloads it claims stay Pending"
+                " until more join",
+            )
+        )
     return found
 
 

@@ -196,3 +196,29 @@ spec:
     assert "(regions here: eu-west, us-east): group east is passed over" in found[0].message
     assert "(labels here: tier=bronze, tier=silver)" in found[1].message
     assert claims.affinity_findings(loaded, []) == []  # nothing joined yet: nothing to judge
+
+
+def test_a_spread_the_usable_clusters_cannot_form_is_warned() -> None:
+    text = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: p, namespace: team}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    clusterAffinity: {labelSelector: {matchLabels: {tier: silver}}}
+    spreadConstraints:
+      - {spreadByField: region, minGroups: 2}
+      - {spreadByLabel: zone-label, minGroups: 1}
+      - {spreadByField: cluster, minGroups: 2}
+"""
+    members = [
+        claims.Member("a", region="us-east", labels={"tier": "silver"}),
+        claims.Member("b", region="us-east", labels={"tier": "silver"}),
+        claims.Member("c", region="eu-west", labels={"tier": "bronze"}),  # not usable
+    ]
+    found = claims.affinity_findings(load_text(text, filename="p.yaml"), members)
+    assert [(f.line, f.path) for f in found] == [
+        (9, "spec.placement.spreadConstraints[0].minGroups")
+    ]
+    assert "span 1 regions (us-east)" in found[0].message
