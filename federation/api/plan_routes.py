@@ -242,7 +242,7 @@ class PlanApi:
         held = live.usage(live_snapshot)  # what runs now, whatever the body proposes
         live_state = fw.CycleState(live_snapshot, held, self.settings)
         after_state = fw.CycleState(after.snapshot(), held, self.settings)
-        for key in _affected(live, after, proposed):
+        for key in _affected(live, after, proposed, default_queue=self.settings.default_queue):
             workload = after.objects[key]
             assert isinstance(workload, Workload)
             entry = {"key": key, "after": self._plan(scheduler, workload, after, after_state)}
@@ -293,8 +293,19 @@ def _claims(state: LiveState, workload: Workload) -> str | None:
     return objects.key_for(policy) if policy is not None else None
 
 
-def _affected(live: LiveState, after: LiveState, proposed: dict[str, KubeObject]) -> list[str]:
-    """Keys of workloads whose placement the proposed objects may change, sorted."""
+def _affected(
+    live: LiveState, after: LiveState, proposed: dict[str, KubeObject], *, default_queue: str
+) -> list[str]:
+    """Keys of workloads whose placement the proposed objects may change, sorted: those
+    named, those whose claiming policy is proposed or changes, and those waiting to be
+    admitted under a proposed Queue (or one above theirs) or their namespace's proposed
+    FederatedResourceQuota, whose limits decide whether they wait. Admitted ones stay
+    admitted whatever the limits become, so a queue edit plans only what waits."""
+    queues = {m.metadata.name for m in proposed.values() if isinstance(m, Queue)}
+    quotas = {
+        m.metadata.namespace for m in proposed.values() if isinstance(m, FederatedResourceQuota)
+    }
+    parents = {q.metadata.name: q.spec.parent for q in after.of(Queue)}
     out = []
     for key, obj in after.objects.items():
         if not isinstance(obj, Workload) or obj.is_opaque:
@@ -302,9 +313,30 @@ def _affected(live: LiveState, after: LiveState, proposed: dict[str, KubeObject]
         claimed = _claims(after, obj)
         before = live.objects.get(key)
         was = _claims(live, before) if isinstance(before, Workload) else None
-        if key in proposed or claimed in proposed or claimed != was:
+        limits = obj.namespace in quotas or _under(obj.queue or default_queue, queues, parents)
+        changed = key in proposed or claimed in proposed or claimed != was
+        if changed or (limits and _waiting(live, key)):
             out.append(key)
     return sorted(out)
+
+
+def _waiting(live: LiveState, key: str) -> bool:
+    """Whether a workload waits to be admitted (no Scheduled Binding, not finished)."""
+    binding = live.bindings.get(key)
+    placed = binding is not None and binding.status.phase == "Scheduled"
+    return not placed and key not in live.finished
+
+
+def _under(queue: str, proposed: set[str], parents: dict[str, str | None]) -> bool:
+    """Whether `queue` or a queue above it is among `proposed`."""
+    seen: set[str] = set()
+    current: str | None = queue
+    while current is not None and current not in seen:
+        if current in proposed:
+            return True
+        seen.add(current)
+        current = parents.get(current)
+    return False
 
 
 def _comparable(obj: KubeObject | None) -> list[str]:

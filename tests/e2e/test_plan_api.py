@@ -181,3 +181,22 @@ def test_the_diff_never_shows_a_member_credential(stack: Stack) -> None:
     assert diff["result"] == "configured"
     assert "hunter2" not in diff["diff"]
     assert "+    kubeconfig: <redacted>" in diff["diff"]
+
+
+def test_a_queue_edit_plans_the_workloads_waiting_under_it(stack: Stack) -> None:
+    """bert-pretrain (8 H100 GPUs) waits on ml-research's H100 capability of 4; a what-if
+    raising it to 8 plans bert-pretrain before (pending on the capability) and after
+    (its two pods placed on the H100 member). Workloads of other queues are not planned."""
+    queues = (EXAMPLES / "queues.yaml").read_text(encoding="utf-8")
+    (research,) = [doc for doc in queues.split("\n---\n") if "name: ml-research" in doc]
+    raised = research.replace(
+        'accelerator/nvidia-h100-80gb: "4"', 'accelerator/nvidia-h100-80gb: "8"'
+    )
+    status, body = plan(stack, raised)
+    assert status == 200, body
+    planned = {p["key"].rpartition("/")[2]: p for p in body["plans"]}
+    assert "bert-pretrain" in planned
+    assert "storefront" not in planned  # another queue's
+    bert = planned["bert-pretrain"]
+    assert "capability for nvidia-h100-80gb" in bert["before"]["reason"]
+    assert bert["after"]["placement"] == {"eu-west-h100": 2}  # master and worker
