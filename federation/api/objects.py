@@ -35,7 +35,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.propagation import overrides
+from federation.api import plan_routes
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -359,7 +359,8 @@ class ObjectsApi:
         warnings: list[str] = []
         if res.plural == "queues":
             await self._check_queue_tree([], removed=request.match_info["name"])
-            warnings.extend(filter(None, [await self._queue_in_use(request.match_info["name"])]))
+            in_use = await self._queue_in_use(request.match_info["name"])
+            warnings += [in_use] if in_use else []
         since = request.query.get("resourceVersion")
         dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
         current = await self.objects.get(key) if res.plural in _PLACING or dry else None
@@ -505,13 +506,7 @@ class ObjectsApi:
         found = [w for w in stored if isinstance(w, Workload)]
         if deleted is not None:
             return claims.on_delete(deleted, found, placing, recorded=recorded)
-        proposed = [p for p in written if isinstance(p, planning.AnyPolicy)]
-        overriding = [p for p in written if isinstance(p, AnyOverride)]
-        templates = [w.to_wire() for w in found] if overriding else []
-        return [
-            *claims.notes(proposed, found, placing, recorded=recorded),
-            *overrides.unselected(overriding, templates),
-        ]
+        return plan_routes.policy_notes(written, found, placing, recorded)
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
         """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""
@@ -594,20 +589,19 @@ class ObjectsApi:
         text = (await request.read()).decode("utf-8", errors="replace")
         result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
         placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
+        fleet: list[KubeObject] = []
         if result.names_undefined_chips or result.names_clusters or placing:
             fleet = [
                 item.obj
                 for res in (_CLUSTERS, _PROFILES)
                 for item in (await self.objects.list(objects.list_prefix(res, None))).items
             ]
-            result = result.against_fleet(fleet)
-            members = claims.members_of(c for c in fleet if isinstance(c, Cluster))
-            result = result.with_findings(claims.affinity_findings(result, members))
+        tree = None
         if result.names_queues:
             listed = await self.objects.list(keys.policy_prefix("Queue"))
             stored = [q for q in (i.obj for i in listed.items) if isinstance(q, Queue)]
             tree = queue_children((q.metadata.name, q.spec.parent) for q in stored)
-            result = result.with_defined_queues(tree)
+        result = claims.against(result, fleet, queues=tree)
         return web.json_response(
             {
                 "valid": not result.errors,
@@ -621,9 +615,9 @@ class ObjectsApi:
 
 
 _CLUSTERS = objects.resource_named("clusters")
+_PROFILES = objects.resource_named("acceleratorprofiles")
 _PLACING = ("propagationpolicies", "clusterpropagationpolicies")
 """Resources whose deletion moves or keeps the workloads they claim (`claims.on_delete`)."""
-_PROFILES = objects.resource_named("acceleratorprofiles")
 
 
 def _warning(text: str) -> str:
@@ -635,11 +629,10 @@ def _unreadable(skipped: codec.Skipped) -> str:
     """A `Warning` header for a stored object the list leaves out because it no longer
     reads (a hand edit, or a rule this release added): a list that silently shrank would
     hide, say, the policy whose workloads now stay where they are for want of it."""
-    text = " ".join(
+    return _warning(
         f"{skipped.key} is stored but cannot be read, so it is left out:"
-        f" {skipped.error}; apply a corrected version or delete it".split()
+        f" {skipped.error}; apply a corrected version or delete it"
     )
-    return _warning(text)
 
 
 def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) -> KubeObject:

@@ -27,6 +27,7 @@ import asyncio
 import difflib
 import io
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,6 @@ from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
 from policies import loading
-from policies.models import propagation
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
@@ -54,17 +54,11 @@ from policies.models.queue import Queue
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["PLAN_PATH", "LiveState", "PlanApi"]
+__all__ = ["PLAN_PATH", "LiveState", "PlanApi", "policy_notes"]
 
 PLAN_PATH = "/apis/fedctl.io/v1alpha1/plan"
 _REDACTED = "<redacted>"
 _SERVER_META = ("resourceVersion", "uid", "generation", "creationTimestamp")
-_POLICY_TYPES = (
-    propagation.PropagationPolicy
-    | propagation.ClusterPropagationPolicy
-    | propagation.FedctlPropagationPolicy
-    | propagation.FedctlClusterPropagationPolicy
-)
 
 
 @dataclass
@@ -84,7 +78,7 @@ class LiveState:
         return [o for o in self.objects.values() if isinstance(o, kind)]
 
     def policies(self) -> list[planning.AnyPolicy]:
-        return [o for o in self.objects.values() if isinstance(o, _POLICY_TYPES)]
+        return [o for o in self.objects.values() if isinstance(o, planning.AnyPolicy)]
 
     def claim(self, workload: Workload) -> planning.AnyPolicy | None:
         """The policy claiming `workload` as the controller sees it: the one its Binding
@@ -253,15 +247,9 @@ class PlanApi:
         return web.json_response(
             {
                 "plans": plans,
-                "notes": [
-                    *claims.notes(
-                        [m for m in proposed.values() if isinstance(m, _POLICY_TYPES)],
-                        after.of(Workload),
-                        after.policies(),
-                        recorded=after.recorded,
-                    ),
-                    *_override_notes(list(proposed.values()), after),
-                ],
+                "notes": policy_notes(
+                    proposed.values(), after.of(Workload), after.policies(), after.recorded
+                ),
                 "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
             }
@@ -280,12 +268,24 @@ class PlanApi:
         return planned.to_json(policy.metadata.name if policy else None)
 
 
-def _override_notes(proposed: list[KubeObject], after: LiveState) -> list[str]:
-    """`overrides.unselected` for the override policies in the body."""
+def policy_notes(
+    proposed: Iterable[KubeObject],
+    workloads: list[Workload],
+    policies: Sequence[planning.AnyPolicy],
+    recorded: Callable[[Workload], str | None],
+) -> list[str]:
+    """The notes on the proposed policies, judged on the state after the write
+    (`workloads`, `policies`, the claims Bindings record): placing policies that claim less
+    than they select (`claims.notes`), override policies that would do nothing
+    (`overrides.unselected`). The plan route and the apply route say the same."""
+    proposed = list(proposed)
+    placing = [m for m in proposed if isinstance(m, planning.AnyPolicy)]
     overriding = [m for m in proposed if isinstance(m, overrides.AnyOverride)]
-    if not overriding:
-        return []
-    return overrides.unselected(overriding, [w.to_wire() for w in after.of(Workload)])
+    templates = [w.to_wire() for w in workloads] if overriding else []
+    return [
+        *claims.notes(placing, workloads, policies, recorded=recorded),
+        *overrides.unselected(overriding, templates),
+    ]
 
 
 def _claims(state: LiveState, workload: Workload) -> str | None:

@@ -142,20 +142,19 @@ def _label(kind: str, api_version: str, name: str) -> str:
     return f"{kind.lower()}.{group}/{name}" if group else f"{kind.lower()}/{name}"
 
 
-async def _server_chips(api: Any, clusters: list[dict[str, Any]]) -> set[str] | None:
-    """The chips the server's clusters and AcceleratorProfiles define (None: unreadable)."""
+async def _server_fleet(api: Any) -> list[Any] | None:
+    """The server's Clusters and AcceleratorProfiles as models (None: unreadable, e.g. a
+    token that may not list them): what `claims.against` judges files by."""
     from federation.cli import client
+    from policies.models import kinds
 
-    chips: set[str] = set()
     try:
-        for item in (await api.request("GET", "acceleratorprofiles"))["items"]:
-            chips.add(item["metadata"]["name"])
+        items = list((await api.request("GET", "clusters"))["items"])
     except client.ApiError:
         return None
-    for item in clusters:
-        for chip in (item.get("spec") or {}).get("chips") or ():
-            chips.update(v for v in (chip.get("model"), chip.get("arch")) if v)
-    return chips
+    with contextlib.suppress(client.ApiError):  # the chips the clusters define still count
+        items += (await api.request("GET", "acceleratorprofiles"))["items"]
+    return [kinds.model_for(i["apiVersion"], i["kind"]).model_validate(i) for i in items]
 
 
 async def _server_queues(api: Any) -> dict[str, list[str]] | None:
@@ -172,45 +171,23 @@ async def _server_queues(api: Any) -> dict[str, list[str]] | None:
     )
 
 
-async def _server_clusters(api: Any) -> list[dict[str, Any]] | None:
-    """The server's Clusters (None: unreadable, e.g. a token that may not list them)."""
-    from federation.cli import client
-
-    try:
-        return list((await api.request("GET", "clusters"))["items"])
-    except client.ApiError:
-        return None
-
-
 async def _apply(args: argparse.Namespace) -> int:
     from federation.cli import client
+    from federation.scheduler import claims
+    from federation.scheduler import plan as planning
     from policies import loading
 
     result = loading.load_paths(args.filename)
     if not result.ok:
         _reported(result)  # raises: nothing is sent while the input is wrong
-    from federation.scheduler import claims
-    from federation.scheduler import plan as planning
-
     placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
     async with _client().ApiClient(args.server, token=args.token) as api:
-        clusters = None
+        fleet = None
         if result.names_undefined_chips or result.names_clusters or placing:
-            clusters = await _server_clusters(api)
-        if result.names_undefined_chips and clusters is not None:
-            # Chips the fleet defines are not named in a file of workloads alone.
-            known = await _server_chips(api, clusters)
-            if known is not None:
-                result = result.with_known_chips(known)
-        if result.names_clusters and clusters:  # a fleet still empty: nothing to compare
-            result = result.with_joined_clusters([c["metadata"]["name"] for c in clusters])
-        if placing and clusters:
-            members = claims.members_from_wire(clusters)
-            result = result.with_findings(claims.affinity_findings(result, members))
-        if result.names_queues:
-            queues = await _server_queues(api)
-            if queues is not None:
-                result = result.with_defined_queues(queues)
+            fleet = await _server_fleet(api)
+        queues = await _server_queues(api) if result.names_queues else None
+        if fleet is not None or queues is not None:
+            result = claims.against(result, fleet or [], queues=queues)
         loaded = _reported(result)
         if not loaded:
             print("no objects found", file=sys.stderr)
@@ -227,14 +204,15 @@ async def _apply(args: argparse.Namespace) -> int:
                 f"{len(found)} error(s) found by the controller; nothing was applied",
                 findings=found,
             ) from exc
-    dry = _DRY if args.dry_run else ""
-    for item in answer["results"]:
-        print(f"{_label(item['kind'], item['apiVersion'], item['name'])} {item['result']}{dry}")
-    await _over_capability(args, loaded, answer["results"])
+        dry = _DRY if args.dry_run else ""
+        for item in answer["results"]:
+            label = _label(item["kind"], item["apiVersion"], item["name"])
+            print(f"{label} {item['result']}{dry}")
+        await _over_capability(api, loaded, answer["results"])
     return 0
 
 
-async def _over_capability(args: argparse.Namespace, loaded: list[Any], results: list[Any]) -> None:
+async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> None:
     """Warn of each queue just written whose capability is below what it holds now: the
     write is fine (nothing is evicted for it), but a user lowering a limit expects it to
     bite, and it bites only as admitted work finishes."""
@@ -243,14 +221,13 @@ async def _over_capability(args: argparse.Namespace, loaded: list[Any], results:
 
     written = {
         o.model.metadata.name: o.model.to_wire().get("spec", {}).get("capability") or {}
-        for o, r in zip(loaded, results, strict=False)
+        for o, r in zip(loaded, results, strict=True)
         if isinstance(o.model, Queue) and r["result"] != "unchanged"
     }
     if not any(written.values()):
         return
     try:
-        async with _client().ApiClient(args.server, token=args.token) as api:
-            view = (await api.request("GET", queues_view.PATH))["items"]
+        view = (await api.request("GET", queues_view.PATH))["items"]
     except errors.FedctlError:
         return  # a token that may not read the view, or the API gone: the write stands
     for item in view:
@@ -502,10 +479,14 @@ async def _describe(args: argparse.Namespace) -> int:
             print(queues_view.usage({**mine[0], **limits}))
     if res.plural in ("propagationpolicies", "clusterpropagationpolicies"):
         from federation.cli import workloads_view
+        from federation.scheduler import plan as planning
+        from policies.models import kinds
 
+        policy = kinds.model_for(item["apiVersion"], item["kind"]).model_validate(item)
+        assert isinstance(policy, planning.AnyPolicy)  # the plurals above are those kinds
         async with _client().ApiClient(args.server, token=args.token) as api:
             placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-        print(workloads_view.claimed_by(placed["items"], item))
+        print(workloads_view.claimed_by(placed["items"], planning.policy_id(policy)))
     return 0
 
 
@@ -589,7 +570,6 @@ async def _describe_workload(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             return await _delete_all(api, _load(args.filename), dry=args.dry_run)
@@ -618,8 +598,9 @@ async def _delete(args: argparse.Namespace) -> int:
 
 
 _DELETES = 16
-_DRY = " (server dry run)"
 """DELETE requests `delete -f` has in flight at once."""
+_DRY = " (server dry run)"
+"""What kubectl adds to an outcome the server only checked (`dryRun=All`)."""
 
 
 async def _delete_all(api: Any, models: list[Any], *, dry: bool = False) -> int:

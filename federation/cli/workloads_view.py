@@ -85,15 +85,10 @@ def placement_cell(item: dict[str, Any]) -> str:
     return f"{placed}; Pending: {reason}"
 
 
-def claimed_by(items: list[dict[str, Any]], policy: dict[str, Any]) -> str:
-    """The workloads whose Binding records `policy` (an API object) as their claimant, with
-    where each runs (`fedctl describe pp`: what this policy places, which its selectors
-    alone do not say when other policies select the same workloads)."""
-    meta = policy.get("metadata") or {}
-    if policy.get("kind") == "PropagationPolicy":
-        wanted = f"PropagationPolicy/{meta.get('namespace') or 'default'}/{meta.get('name')}"
-    else:
-        wanted = f"{policy.get('kind')}/{meta.get('name')}"
+def claimed_by(items: list[dict[str, Any]], wanted: str) -> str:
+    """The workloads whose Binding records the policy `wanted` (`plan.policy_id`) as their
+    claimant, with where each runs (`fedctl describe pp`: what this policy places, which
+    its selectors alone do not say when other policies select the same workloads)."""
     rows = [
         [address(i), placement_cell(i)]
         for i in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"]))

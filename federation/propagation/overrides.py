@@ -21,9 +21,8 @@ Karmada's parser drops it on any edit and the member runs whatever the tag point
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from federation import errors
 from policies.models import kinds
@@ -137,9 +136,9 @@ def unselected(
     workload lacks: valid, and silently doing nothing, as a misspelt name leaves it."""
     out = []
     for policy in policies:
-        ns = f"{policy.metadata.namespace or 'default'}/"
-        label = f"{policy.kind} {ns if isinstance(policy, OverridePolicy) else ''}"
-        label += policy.metadata.name
+        namespaced = isinstance(policy, OverridePolicy)
+        scope = f"{policy.metadata.namespace or 'default'}/" if namespaced else ""
+        label = f"{policy.kind} {scope}{policy.metadata.name}"
         selected = [t for t in templates if _match_level(policy, t) is not None]
         if not selected:
             out.append(
@@ -154,32 +153,35 @@ def unselected(
 def _missing_containers(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
     """A command or args edit naming a container that a selected workload lacks: Karmada
     skips it, so the edit silently does nothing there (a misspelt `containerName`)."""
+    edits = [
+        (which, edit.container_name)
+        for rule in policy.spec.effective_rules()
+        for which, given in (
+            ("commandOverrider", rule.overriders.command_overrider),
+            ("argsOverrider", rule.overriders.args_overrider),
+        )
+        for edit in given
+    ]
     found: list[str] = []
-    for rule in policy.spec.effective_rules():
-        edits = [
-            *(("commandOverrider", c.container_name) for c in rule.overriders.command_overrider),
-            *(("argsOverrider", a.container_name) for a in rule.overriders.args_overrider),
-        ]
-        if not edits:
-            continue
-        for template in templates:
-            names = sorted(_container_names(template))
-            meta = template.get("metadata") or {}
-            ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-            where = f"{template.get('kind')} {ns}{meta.get('name')}"
-            found.extend(
-                f"{which} containerName {name!r} matches no container of {where} (its"
-                f" containers: {', '.join(names) or 'none'}): the edit does nothing there"
-                for which, name in edits
-                if name not in names
-            )
+    for template in templates if edits else ():
+        names = sorted(_container_names(template))
+        meta = template.get("metadata") or {}
+        ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        where = f"{template.get('kind')} {ns}{meta.get('name')}"
+        found.extend(
+            f"{which} containerName {name!r} matches no container of {where} (its"
+            f" containers: {', '.join(names) or 'none'}): the edit does nothing there"
+            for which, name in edits
+            if name not in names
+        )
     return found
 
 
 def _container_names(template: Mapping[str, Any]) -> set[str]:
+    # `pod_specs` hands out the template's own dicts; they are only read here.
     return {
         str(c.get("name"))
-        for spec in pod_specs(copy.deepcopy(dict(template)))
+        for spec in pod_specs(cast("Obj", template))
         for c in spec.get("containers") or ()
         if isinstance(c, Mapping)
     }

@@ -16,24 +16,22 @@ workload, the policy that keeps it and the rule that decides, or say that nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
-from federation.scheduler import plan
+from federation.scheduler import plan, spread
 from federation.scheduler.plugins import affinity
 from policies.loading import LoadResult
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
+from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
 from policies.models.common import ClusterAffinity
 from policies.models.workload import Workload
 
 __all__ = [
     "SHOWN",
-    "Member",
     "affinity_findings",
-    "members_from_wire",
+    "against",
     "members_of",
     "notes",
     "on_delete",
@@ -86,9 +84,10 @@ def notes(
             continue
         others = []
         for workload in selected:
-            holder = plan.claim(workload, policies, recorded=recorded(workload))
+            held = recorded(workload)
+            holder = plan.claim(workload, policies, recorded=held)
             if holder is not None and plan.policy_id(holder) != plan.policy_id(policy):
-                others.append((workload, holder, recorded(workload)))
+                others.append((workload, holder, held))
         for workload, holder, held in others[:SHOWN]:
             out.append(_held(policy, workload, holder, held == plan.policy_id(holder)))
         if len(others) > SHOWN:
@@ -182,44 +181,42 @@ def on_delete(
     return out
 
 
-@dataclass(frozen=True)
-class Member:
-    """What cluster affinity matches a joined member on (`affinity.Located`)."""
-
-    name: str
-    region: str = ""
-    zone: str = ""
-    provider: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-
-def members_of(clusters: Iterable[Cluster]) -> list[Member]:
-    """The members a fleet's Cluster objects describe."""
+def members_of(clusters: Iterable[Cluster]) -> list[spread.ScoredCluster]:
+    """The joined members a fleet's Cluster objects describe, as affinity and spread match
+    them (`affinity.Located`, `ScoredCluster.group_of`), unscored."""
     return [
-        Member(c.name, c.spec.region, c.spec.zone or "", c.spec.provider or "", c.metadata.labels)
+        spread.ScoredCluster(
+            c.name,
+            0,
+            region=c.spec.region,
+            zone=c.spec.zone or "",
+            provider=c.spec.provider or "",
+            labels=c.metadata.labels,
+        )
         for c in clusters
     ]
 
 
-def members_from_wire(items: Iterable[Mapping[str, Any]]) -> list[Member]:
-    """The members the API's Cluster list describes (as `fedctl` reads it, JSON)."""
-    out = []
-    for item in items:
-        spec = item.get("spec") or {}
-        meta = item.get("metadata") or {}
-        out.append(
-            Member(
-                str(meta.get("name", "")),
-                str(spec.get("region") or ""),
-                str(spec.get("zone") or ""),
-                str(spec.get("provider") or ""),
-                dict(meta.get("labels") or {}),
-            )
-        )
-    return out
+def against(
+    result: LoadResult,
+    fleet: Sequence[KubeObject],
+    *,
+    queues: Mapping[str, Collection[str]] | None = None,
+) -> LoadResult:
+    """`result` with every warning a fleet decides (its Clusters and AcceleratorProfiles,
+    and the server's queues with their children when given): chips it defines and members
+    not joined (`LoadResult.against_fleet`), affinities and spreads no joined member can
+    satisfy, and queues that take no work. What `fedctl apply`, the editor's validate route
+    and an offline `fedctl plan` all judge, the same way."""
+    result = result.against_fleet(fleet)
+    members = members_of(c for c in fleet if isinstance(c, Cluster))
+    result = result.with_findings(affinity_findings(result, members))
+    if queues is not None and result.names_queues:
+        result = result.with_defined_queues(queues)
+    return result
 
 
-def affinity_findings(result: LoadResult, members: Sequence[Member]) -> list[Finding]:
+def affinity_findings(result: LoadResult, members: Sequence[spread.ScoredCluster]) -> list[Finding]:
     """A warning at each cluster affinity of a placing policy whose label or field selector
     no joined member matches: the workloads it claims stay Pending (or, in an ordered
     group, go on to the next group) until a member matches, and a label typo says nothing
@@ -265,7 +262,7 @@ def affinity_findings(result: LoadResult, members: Sequence[Member]) -> list[Fin
 
 
 def _spread_findings(
-    obj: Loaded, policy: plan.AnyPolicy, members: Sequence[Member]
+    obj: Loaded, policy: plan.AnyPolicy, members: Sequence[spread.ScoredCluster]
 ) -> list[Finding]:
     """A spread constraint whose `minGroups` the joined clusters the policy may use cannot
     form: Karmada leaves such a workload unscheduled, and only its Pending reason said so."""
@@ -277,25 +274,24 @@ def _spread_findings(
     )
     usable = [m for m in members if not terms or any(affinity.matches(t, m) is None for t in terms)]
     found = []
-    for i, spread in enumerate(placement.spread_constraints):
-        if spread.min_groups <= 1:
+    for i, constraint in enumerate(placement.spread_constraints):
+        if constraint.min_groups <= 1:
             continue
-        if spread.spread_by_label:
-            key = spread.spread_by_label
-            groups = {m.labels[key] for m in usable if key in m.labels}
-            what = f"values of label {key}"
-        else:
-            by = spread.spread_by_field or "cluster"
-            groups = {m.name if by == "cluster" else getattr(m, by) for m in usable} - {""}
-            what = "clusters" if by == "cluster" else f"{by}s"
-        if spread.min_groups <= len(groups):
+        groups = {m.group_of(constraint.grouping) for m in usable} - {""}
+        if constraint.min_groups <= len(groups):
             continue
+        by = constraint.spread_by_field or "cluster"
+        what = (
+            f"values of label {constraint.spread_by_label}"
+            if constraint.spread_by_label
+            else f"{by}s"
+        )
         shown = ", ".join(sorted(groups)) or "none"
         found.append(
             finding_at(
                 obj,
                 ("spec", "placement", "spreadConstraints", i, "minGroups"),
-                f"minGroups {spread.min_groups}, but the joined clusters this policy may use"
+                f"minGroups {constraint.min_groups}, but the joined clusters this policy may use"
                 f" span {len(groups)} {what} ({shown}): the workloads it claims stay Pending"
                 " until more join",
             )
@@ -303,7 +299,7 @@ def _spread_findings(
     return found
 
 
-def _what_there_is(term: ClusterAffinity, members: Sequence[Member]) -> str:
+def _what_there_is(term: ClusterAffinity, members: Sequence[spread.ScoredCluster]) -> str:
     """What the fleet offers for the selectors the affinity sets, to spot the typo."""
     parts = []
     if term.field_selector is not None:

@@ -26,7 +26,6 @@ from federation.scheduler import cycle, explain, offline
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
 from policies import loading
-from policies.models.cluster import Cluster
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import (
     ClusterPropagationPolicy,
@@ -220,34 +219,21 @@ def plan_files(
     loaded = loading.load_paths(paths)
     if not loaded.ok:
         raise errors.Invalid("invalid input", findings=[str(f) for f in loaded.errors])
+    from federation.scheduler import claims  # it builds on this module's claim rules
+
     fleet = offline.load(profile)
     if warn is not None:
-        for finding in loaded.against_fleet(fleet).warnings:
+        for finding in claims.against(loaded, fleet).warnings:
             warn(str(finding))
     models = [o.model for o in loaded.objects]
     workloads = [m for m in models if isinstance(m, Workload) and not m.is_opaque]
     if not workloads:
         raise errors.Invalid("no workload with pods in the given files (Deployment, Job, ...)")
-    policies = [
-        m
-        for m in models
-        if isinstance(
-            m,
-            PropagationPolicy
-            | ClusterPropagationPolicy
-            | FedctlPropagationPolicy
-            | FedctlClusterPropagationPolicy,
-        )
-    ]
+    policies = [m for m in models if isinstance(m, AnyPolicy)]
     if warn is not None:
-        from federation.scheduler import claims  # it builds on this module's claim rules
-
         every = [m for m in models if isinstance(m, Workload)]  # opaque ones are claimed too
         for note in claims.notes(policies, every, policies):
             warn(f"note: {note}")
-        members = claims.members_of(c for c in fleet if isinstance(c, Cluster))
-        for finding in claims.affinity_findings(loaded, members):
-            warn(str(finding))
     settings = settings or SchedulerSettings()
     snapshot = snap.build(
         fleet,

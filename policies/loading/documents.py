@@ -456,14 +456,10 @@ def undefined_queues(
     queues, each with its children) nor the documents hold, or a parent queue, which takes
     no work: either way the workload waits, Pending, with no error at apply."""
     objects = list(objects)
-    queues: dict[str, list[str]] = {name: list(kids) for name, kids in defined.items()}
-    for obj in objects:
-        if isinstance(obj.model, Queue):
-            queues.setdefault(obj.model.metadata.name, [])
-    for obj in objects:
-        model = obj.model
-        if isinstance(model, Queue) and model.spec.parent:
-            queues.setdefault(model.spec.parent, []).append(model.metadata.name)
+    here = queue_children(
+        (o.model.metadata.name, o.model.spec.parent) for o in objects if isinstance(o.model, Queue)
+    )
+    queues = {n: [*defined.get(n, ()), *here.get(n, ())] for n in {*defined, *here}}
     found = []
     for obj in objects:
         for path, name in _queue_references(obj):

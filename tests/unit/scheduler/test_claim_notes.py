@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.scheduler import claims, plan
+from federation.scheduler import claims, plan, spread
 from policies.loading import load_text
 from policies.models.common import ResourceSelector
 from policies.models.workload import Workload
@@ -185,8 +185,8 @@ spec:
 """
     loaded = load_text(text, filename="p.yaml")
     members = [
-        claims.Member("a", region="us-east", labels={"tier": "silver"}),
-        claims.Member("b", region="eu-west", labels={"tier": "bronze"}),
+        spread.ScoredCluster("a", 0, region="us-east", labels={"tier": "silver"}),
+        spread.ScoredCluster("b", 0, region="eu-west", labels={"tier": "bronze"}),
     ]
     found = claims.affinity_findings(loaded, members)
     assert [(f.line, f.path) for f in found] == [
@@ -213,9 +213,9 @@ spec:
       - {spreadByField: cluster, minGroups: 2}
 """
     members = [
-        claims.Member("a", region="us-east", labels={"tier": "silver"}),
-        claims.Member("b", region="us-east", labels={"tier": "silver"}),
-        claims.Member("c", region="eu-west", labels={"tier": "bronze"}),  # not usable
+        spread.ScoredCluster("a", 0, region="us-east", labels={"tier": "silver"}),
+        spread.ScoredCluster("b", 0, region="us-east", labels={"tier": "silver"}),
+        spread.ScoredCluster("c", 0, region="eu-west", labels={"tier": "bronze"}),  # not usable
     ]
     found = claims.affinity_findings(load_text(text, filename="p.yaml"), members)
     assert [(f.line, f.path) for f in found] == [
