@@ -8,9 +8,11 @@ settings file (YAML) or `FEDCTL_<GROUP>__<FIELD>` environment variables override
 from __future__ import annotations
 
 import os
+import re
+from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from federation import errors
 
@@ -128,6 +130,37 @@ class SchedulerSettings(_Group):
     cycle_debounce: float = Field(
         default=0.05, ge=0, description="Seconds a change waits for others before a cycle runs."
     )
+    currency: str = Field(
+        default="USD",
+        pattern=r"^[A-Z]{3}$",
+        description="The currency every cost is compared, recorded and capped in (ISO 4217).",
+    )
+    exchange_rates: dict[str, Decimal] = Field(
+        default_factory=dict,
+        description="What one unit of another currency is worth in `currency`, for clusters"
+        " priced in it (e.g. CNY=0.14,EUR=1.08); a cluster priced in a currency with no rate"
+        " is taken as unpriced.",
+    )
+
+    @field_validator("exchange_rates", mode="before")
+    @classmethod
+    def _rates(cls, value: Any) -> Any:
+        """`CNY=0.14,EUR=1.08` (an environment variable) as a mapping; each rate above 0."""
+        if isinstance(value, str):
+            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(f"expected CODE=RATE,CODE=RATE (e.g. CNY=0.14), got {value!r}")
+            value = {code.strip(): rate.strip() for code, _, rate in pairs}
+        if isinstance(value, dict):
+            for code, rate in value.items():
+                if not re.fullmatch(r"[A-Z]{3}", str(code)):
+                    raise ValueError(f"{code!r} is not a currency code like CNY or EUR")
+                try:
+                    if Decimal(str(rate)) <= 0:
+                        raise ValueError(f"the rate of {code} must be above 0, got {rate}")
+                except ArithmeticError:
+                    raise ValueError(f"the rate of {code} is not a number: {rate!r}") from None
+        return value
 
 
 class PropagationSettings(_Group):

@@ -30,10 +30,11 @@ from federation.api import dashboard, limits, objects, plan_routes, queue_status
 from federation.api import drills as drills_api
 from federation.api import metrics as metrics_mod
 from federation.api import workloads as workloads_api
+from federation.cache.currency import Currency
 from federation.registry import keys
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
-from federation.settings import ApiSettings
+from federation.settings import ApiSettings, SchedulerSettings
 
 __all__ = ["DRILLS", "METRICS", "OBJECTS_API", "build_app", "openapi_document"]
 
@@ -56,10 +57,14 @@ def build_app(
     kubeconfig: str | None = None,
     leading: Callable[[], bool] | None = None,
     queue_view: qv.Published | None = None,
+    scheduler: SchedulerSettings | None = None,
 ) -> web.Application:
     """The API app; `kubeconfig` and `leading` (None: always) are for starting drills;
-    `queue_view` is where this process's scheduling loop publishes while it leads."""
+    `queue_view` is where this process's scheduling loop publishes while it leads;
+    `scheduler` is the settings its scheduling loop runs with, which plans, queue views and
+    price checks must share (score weights, the default queue, the currency)."""
     settings = settings or ApiSettings()
+    scheduler = scheduler or SchedulerSettings()
     metrics = metrics or metrics_mod.Metrics()
     limiter = limits.RateLimiter(
         rate=settings.rate_limit,
@@ -75,7 +80,13 @@ def build_app(
         status.error_middleware,
     ]
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
-    api = objects.ObjectsApi(store, clock=clock, cipher=cipher, admit=auth.admit if auth else None)
+    api = objects.ObjectsApi(
+        store,
+        clock=clock,
+        cipher=cipher,
+        admit=auth.admit if auth else None,
+        currency=Currency.of(scheduler),
+    )
     drills = drills_api.DrillsApi(store, kubeconfig=kubeconfig, leading=leading, clock=clock)
 
     async def healthz(_: web.Request) -> web.Response:
@@ -98,8 +109,8 @@ def build_app(
             web.get("/readyz", readyz),
             web.get("/openapi.json", openapi),
             web.get("/metrics", metrics.handler),
-            *plan_routes.PlanApi(store).routes(),
-            *queue_status.QueueStatusApi(store, source=queue_view).routes(),
+            *plan_routes.PlanApi(store, settings=scheduler).routes(),
+            *queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler).routes(),
             *workloads_api.WorkloadsApi(store).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),

@@ -36,6 +36,7 @@ from multidict import CIMultiDict
 from federation import clock as clock_mod
 from federation import errors, secrets
 from federation.api import plan_routes
+from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -91,6 +92,7 @@ class ObjectsApi:
         clock: clock_mod.Clock = clock_mod.real,
         cipher: secrets.Cipher | None = None,
         admit: Admit | None = None,
+        currency: Currency | None = None,
     ) -> None:
         self.raw = store
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
@@ -98,6 +100,7 @@ class ObjectsApi:
         self.quota_statuses = codec.TypedStore(store, codec.Codec(QuotaStatus))
         self.clock = clock
         self.admit = admit
+        self.currency = currency or Currency()
 
     def routes(self) -> list[web.RouteDef]:
         p, ns = API_PREFIX, API_PREFIX + "/namespaces/{ns}"
@@ -317,7 +320,9 @@ class ObjectsApi:
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
         with _naming(obj):
             stored = await self.objects.create(objects.key_for(obj), obj)
-        return web.json_response(await self._present(stored), status=201)
+        return web.json_response(
+            await self._present(stored), status=201, headers=_warnings(self._price_notes([obj]))
+        )
 
     async def update(self, request: web.Request) -> web.Response:
         res = self._resource(request)
@@ -334,7 +339,9 @@ class ObjectsApi:
             raise errors.Invalid("the object in the body is not the one named in the URL")
         await self._check_queue_tree([obj])
         stored = await self._write(key, obj, expected=obj.metadata.resource_version)
-        return web.json_response(await self._present(stored))
+        return web.json_response(
+            await self._present(stored), headers=_warnings(self._price_notes([obj]))
+        )
 
     async def _write(
         self, key: str, obj: KubeObject, *, expected: str | None
@@ -449,12 +456,23 @@ class ObjectsApi:
             if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy | AnyOverride)
         ]
         notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
+        notes += self._price_notes(models)
         headers = CIMultiDict[str]()
         for note in notes:
             headers.add("Warning", _warning(note))
         return web.json_response(
             {"results": results, "warnings": notes, "dryRun": dry}, headers=headers
         )
+
+    def _price_notes(self, models: Sequence[KubeObject]) -> list[str]:
+        """A Cluster priced in a currency the scheduler cannot convert to the federation's
+        (`currency.Currency`): written, and placed on as if unpriced, which the writer
+        should hear at once rather than find in a plan."""
+        return [
+            f"Cluster {obj.metadata.name}: {problem}"
+            for obj in models
+            if isinstance(obj, Cluster) and (problem := self.currency.problem(obj.spec.prices))
+        ]
 
     async def _claim_notes(
         self,
@@ -618,6 +636,13 @@ _CLUSTERS = objects.resource_named("clusters")
 _PROFILES = objects.resource_named("acceleratorprofiles")
 _PLACING = ("propagationpolicies", "clusterpropagationpolicies")
 """Resources whose deletion moves or keeps the workloads they claim (`claims.on_delete`)."""
+
+
+def _warnings(texts: Sequence[str]) -> CIMultiDict[str]:
+    headers = CIMultiDict[str]()
+    for text in texts:
+        headers.add("Warning", _warning(text))
+    return headers
 
 
 def _warning(text: str) -> str:

@@ -36,6 +36,7 @@ from ruamel.yaml import YAML
 
 from federation import errors
 from federation.cache import snapshot as snap
+from federation.cache.currency import Currency
 from federation.propagation import overrides
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
@@ -91,12 +92,13 @@ class LiveState:
         binding = self.bindings.get(objects.key_for(workload))
         return binding.metadata.annotations.get(CLAIMED_BY) if binding else None
 
-    def snapshot(self) -> snap.Snapshot:
+    def snapshot(self, currency: Currency | None = None) -> snap.Snapshot:
         return snap.build(
             self.of(Cluster),
             statuses=self.statuses,
             queues=self.of(Queue),
             quotas=self.of(FederatedResourceQuota),
+            currency=currency or Currency(),
         )
 
     def usage(self, snapshot: snap.Snapshot) -> Usage:
@@ -232,10 +234,11 @@ class PlanApi:
         after = LiveState({**live.objects, **proposed}, live.statuses, live.bindings)
         scheduler = cycle.Scheduler(self.settings)
         plans = []
-        live_snapshot = live.snapshot()
+        currency = Currency.of(self.settings)
+        live_snapshot = live.snapshot(currency)
         held = live.usage(live_snapshot)  # what runs now, whatever the body proposes
         live_state = fw.CycleState(live_snapshot, held, self.settings)
-        after_state = fw.CycleState(after.snapshot(), held, self.settings)
+        after_state = fw.CycleState(after.snapshot(currency), held, self.settings)
         for key in _affected(live, after, proposed, default_queue=self.settings.default_queue):
             workload = after.objects[key]
             assert isinstance(workload, Workload)

@@ -18,6 +18,7 @@ from typing import Final, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from federation.cache.currency import Currency
 from federation.resources import ResourceList
 from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, Prices, Taint
 from policies.models.queue import chip_resource
@@ -64,6 +65,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 _A = TypeVar("_A", IntArray, FloatArray)
+USD = Currency()
+"""The federation's currency unless the settings say otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,10 @@ class ClusterInfo:
     ready: bool
     apis: frozenset[tuple[str, str]]
     prices: Prices | None
+    """In the federation's currency (`currency.Currency`); None: unpriced."""
     flavors: tuple[NodeFlavor, ...]
+    price_note: str = ""
+    """Why the cluster's own prices are not used (a currency with no exchange rate)."""
 
 
 def frozen(array: _A) -> _A:
@@ -186,9 +192,11 @@ class Part:
     devices: frozenset[str]
 
 
-def compute(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> Part:
-    """The part of `cluster` (at `index` in name order) with its observed `status`; what the
-    build cache keeps until either object is replaced."""
+def compute(
+    cluster: Cluster, status: ClusterStatus | None, *, index: int, currency: Currency = USD
+) -> Part:
+    """The part of `cluster` (at `index` in name order) with its observed `status`, priced
+    in `currency`; what the build cache keeps until either object is replaced."""
     flavors = tuple(status.flavors) if status is not None else ()
     chips: dict[str, int] = {}
     arches: dict[str, int] = {}
@@ -209,11 +217,12 @@ def compute(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> Pa
             capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
         arch = arches.setdefault(flavor.arch, len(arches))
         rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
-    price_base, price_dev = _prices(cluster.spec.prices, flavors)
+    prices, note = currency.convert(cluster.spec.prices)
+    price_base, price_dev = _prices(prices, flavors)
     return Part(
         cluster=cluster,
         status=status,
-        info=_info(cluster, status, flavors, index=index),
+        info=_info(cluster, status, flavors, index=index, prices=prices, price_note=note),
         block=frozen(np.array(_bounded(rows, cluster.name), np.int64).reshape(-1, COLUMNS)),
         price_dev=frozen(price_dev),
         price_base=frozen(price_base),
@@ -231,6 +240,8 @@ def _info(
     flavors: tuple[NodeFlavor, ...],
     *,
     index: int,
+    prices: Prices | None,
+    price_note: str,
 ) -> ClusterInfo:
     apis = frozenset(
         (e.group_version, r.kind)
@@ -248,8 +259,9 @@ def _info(
         taints=tuple(taints),
         ready=status is not None and status.ready(),
         apis=apis,
-        prices=cluster.spec.prices,
+        prices=prices,
         flavors=flavors,
+        price_note=price_note,
     )
 
 

@@ -29,6 +29,7 @@ from typing import Final, NamedTuple, TypeVar
 
 import numpy as np
 
+from federation.cache.currency import Currency
 from federation.cache.parts import (
     ALLOC,
     ARCH,
@@ -42,6 +43,7 @@ from federation.cache.parts import (
     NODES,
     PODS,
     RESOURCES,
+    USD,
     BoolArray,
     ClusterInfo,
     FloatArray,
@@ -106,6 +108,8 @@ class Snapshot:
     tainted: bool = False
     """Whether any cluster has a NoSchedule or NoExecute taint."""
     ready: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    currency: str = "USD"
+    """The currency every price here is in (`currency.Currency`)."""
 
     @property
     def size(self) -> int:
@@ -144,10 +148,11 @@ class BuildCache:
     the clusters of the last build only. Not thread-safe: one owner.
     """
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_currency", "_parts")
 
     def __init__(self) -> None:
         self._parts: dict[str, Part] = {}
+        self._currency: Currency | None = None
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -161,14 +166,16 @@ def build(
     quotas: Iterable[FederatedResourceQuota] = (),
     bindings: Iterable[Binding] | Mapping[str, Binding] = (),
     cache: BuildCache | None = None,
+    currency: Currency = USD,
 ) -> Snapshot:
     """A snapshot of `clusters` (sorted by name) with their statuses and the policies.
 
     `bindings` may come keyed by workload ref already (the scheduling loop keeps them so).
     With a `cache`, only clusters whose spec or status object is not the one of the last
-    build with that cache are recomputed; the snapshot is the same as without it.
+    build with that cache are recomputed; the snapshot is the same as without it. Prices
+    are converted to `currency` (`currency.Currency`).
     """
-    parts = _parts(clusters, statuses=statuses, cache=cache)
+    parts = _parts(clusters, statuses=statuses, cache=cache, currency=currency)
     infos = tuple(p.info for p in parts)
     arrays = _assemble(parts)
     capacity: dict[str, int] = {}
@@ -192,6 +199,7 @@ def build(
         soft_tainted=any(t.effect == "PreferNoSchedule" for c in infos for t in c.taints),
         tainted=any(t.effect != "PreferNoSchedule" for c in infos for t in c.taints),
         ready=np.array([c.ready for c in infos], dtype=bool),
+        currency=currency.code,
     )
 
 
@@ -200,21 +208,24 @@ def _parts(
     *,
     statuses: Mapping[str, ClusterStatus] | None,
     cache: BuildCache | None,
+    currency: Currency,
 ) -> list[Part]:
-    """Each cluster's part in name order: the cached one while its objects are the same."""
-    known = cache._parts if cache is not None else {}
+    """Each cluster's part in name order: the cached one while its objects (and the
+    currency it is priced in) are the same."""
+    known = cache._parts if cache is not None and cache._currency == currency else {}
     parts: list[Part] = []
     named = sorted(((c.name, c) for c in clusters), key=itemgetter(0))
     for ci, (name, cluster) in enumerate(named):
         status = cluster.status if statuses is None else statuses.get(name, cluster.status)
         part = known.get(name)
         if part is None or part.cluster is not cluster or part.status is not status:
-            part = compute(cluster, status, index=ci)
+            part = compute(cluster, status, index=ci, currency=currency)
         elif part.info.index != ci:
             part = replace(part, info=replace(part.info, index=ci))
         parts.append(part)
     if cache is not None:
         cache._parts = {name: part for (name, _), part in zip(named, parts, strict=True)}
+        cache._currency = currency
     return parts
 
 

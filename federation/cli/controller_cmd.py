@@ -214,6 +214,7 @@ async def run_controller(
         kubeconfig=kubeconfig,  # drills find a simulated member's fault API through it
         leading=lambda: election.is_leader,  # the election below; only its leader drills
         queue_view=published,
+        scheduler=settings.scheduler,
         **extras,
     )
     supervisor.add("metrics-cache", lambda: metrics.cache.run(store))

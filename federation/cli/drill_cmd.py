@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from federation import errors
+from federation import settings as settings_mod
 from federation.cli import registry_cmd
 from federation.failover import faults
 from federation.registry import keys
@@ -187,7 +188,9 @@ async def _plan(args: argparse.Namespace) -> int:
     if args.cluster not in {c.name for c in live.clusters}:
         print(f"fedctl drill: no cluster {args.cluster!r}")
         return 1
-    predictions = drill_plan.predict(live, args.cluster, now=clock.real.now())
+    predictions = drill_plan.predict(
+        live, args.cluster, now=clock.real.now(), settings=settings_mod.from_env().scheduler
+    )
     if args.output == "json":
         print(json.dumps(drill_plan.to_json(args.cluster, predictions), indent=2))
     else:

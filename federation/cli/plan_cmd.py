@@ -68,7 +68,11 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     if args.live:
         text, filename = _live_body(args.paths)
         return _plan_live(args, text=text, filename=filename)
-    planned = plan.plan_files(args.paths, profile=args.clusters, warn=_warn)
+    from federation import settings
+
+    # The controller's settings where it reads them (score weights, currency, ...).
+    scheduler = settings.from_env().scheduler
+    planned = plan.plan_files(args.paths, profile=args.clusters, settings=scheduler, warn=_warn)
     if args.output == "json":
         doc = [p.plan.to_json(p.policy) for p in planned]
         json.dump(doc, sys.stdout, indent=2)
@@ -144,6 +148,7 @@ def _render_wire(plan: dict[str, Any]) -> str:
     for v in plan.get("verdicts", []):
         if v.get("verdict") == "ok":
             scores = " ".join(f"{k}={n}" for k, n in (v.get("scores") or {}).items())
+            scores += f" ({'; '.join(v['reasons'])})" if v.get("reasons") else ""
             mark = "  <- selected" if v.get("selected") else ""
             lines.append(
                 f"  {v['cluster']:<20}  ok             {v.get('score', 0):>5}  {scores}{mark}"
@@ -159,12 +164,14 @@ def _render_wire(plan: dict[str, Any]) -> str:
         return "\n".join(lines)
     for victim in plan.get("preempts") or ():
         lines.append(f"  first evicts {victim}")
-    costs = plan.get("costs") or {}
+    costs, currency = plan.get("costs") or {}, plan.get("currency", "USD")
     for name, replicas in plan["placement"].items():
         cost = costs.get(name)
-        shown = f"{cost}/h" if cost is not None else "unpriced"
+        shown = f"{cost} {currency}/h" if cost is not None else "unpriced"
         chip = (plan.get("chips") or {}).get(name) or "any"
         lines.append(f"  place {replicas} replica(s) on {name}  chip {chip}  cost {shown}")
     total = plan.get("totalCost")
-    lines.append(f"  total cost {total}/h" if total is not None else "  total cost: unknown")
+    lines.append(
+        f"  total cost {total} {currency}/h" if total is not None else "  total cost: unknown"
+    )
     return "\n".join(lines)

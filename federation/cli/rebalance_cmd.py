@@ -21,6 +21,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from federation import errors
+from federation import settings as settings_mod
 from federation.cli import registry_cmd
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ async def _rebalance(args: argparse.Namespace) -> int:
     from policies.models.binding import Binding
 
     store = await registry_cmd.connect(args)
+    scheduler = settings_mod.from_env().scheduler  # as the controller reads them
     decided: dict[str, rebalance.Verdict] = {}  # the latest decision per workload
     moved: list[str] = []
     remaining: set[str] | None = None  # after the first round: the refs that changed
@@ -75,7 +77,7 @@ async def _rebalance(args: argparse.Namespace) -> int:
     async def one_round() -> list[str]:
         """Decide (and unless a dry run, write) every wanted workload; the refs whose
         Binding changed under the decision."""
-        found = whatif.candidates(await whatif.load(store))
+        found = whatif.candidates(await whatif.load(store), settings=scheduler)
         if remaining is not None:
             found = [c for c in found if _ref(c) in remaining]
         elif args.workload:

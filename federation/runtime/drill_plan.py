@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from federation.cache.currency import Currency
 from federation.failover import eviction, taints
 from federation.queue.pending import PendingStore
 from federation.quota import accounting
@@ -121,7 +122,9 @@ def _replace(
     statuses = dict(live.statuses)
     gone = statuses.get(cluster) or ClusterStatus()
     statuses[cluster] = gone.model_copy(update={"taints": [*gone.taints, taint]})
-    snapshot = live.snapshot(statuses=statuses, bindings=bindings.values())
+    snapshot = live.snapshot(
+        statuses=statuses, bindings=bindings.values(), currency=Currency.of(settings)
+    )
     work = reconcile.reconcile(
         workloads={
             ref: reconcile.Entry(s.obj, s.create_revision)

@@ -28,6 +28,7 @@ import numpy as np
 
 from federation import clock as clock_mod
 from federation.cache import snapshot as snap
+from federation.cache.currency import Currency
 from federation.failover import rebalance
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
@@ -82,6 +83,7 @@ class Live:
         *,
         statuses: dict[str, ClusterStatus] | None = None,
         bindings: Iterable[Binding] = (),
+        currency: Currency | None = None,
     ) -> snap.Snapshot:
         return snap.build(
             self.clusters,
@@ -89,6 +91,7 @@ class Live:
             queues=[p for p in self.policies if isinstance(p, Queue)],
             quotas=[p for p in self.policies if isinstance(p, FederatedResourceQuota)],
             bindings=bindings,
+            currency=currency or Currency(),
         )
 
 
@@ -193,7 +196,8 @@ def candidates(
     whose policy says `failback: Automatic`."""
     settings = settings or SchedulerSettings()
     scheduler = cycle.Scheduler(settings)
-    snapshot = live.snapshot()  # no Bindings: no previous placement, nothing evicting
+    # No Bindings: no previous placement, nothing evicting.
+    snapshot = live.snapshot(currency=Currency.of(settings))
     policies = live.claiming()
     out = []
     wanted = set(only)

@@ -57,13 +57,14 @@ def _scored_verdicts(
 ) -> list[ClusterVerdict]:
     out = []
     for i, row in enumerate(scored.rows.tolist()):
-        name = state.snapshot.clusters[row].name
+        cluster = state.snapshot.clusters[row]
+        name = cluster.name
         out.append(
             ClusterVerdict.model_construct(
                 cluster=name,
                 verdict="ok",
                 plugin=None,
-                reasons=[],
+                reasons=[cluster.price_note] if cluster.price_note else [],
                 score=int(scored.total[i]),
                 scores={k: int(v[i]) for k, v in scored.parts.items()},
                 selected=name in chosen,
@@ -117,6 +118,8 @@ class Plan:
     reason: str = ""
     preempts: list[str] = field(default_factory=list)
     """Admitted work the placement would evict first (preemption or reclaim), with why."""
+    currency: str = "USD"
+    """What the costs are in: the federation's currency."""
 
     @property
     def total_cost(self) -> Decimal | None:
@@ -137,6 +140,7 @@ class Plan:
             "chips": self.chips,
             "costs": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
             "totalCost": str(total) if total is not None else None,
+            "currency": self.currency,
             "reason": self.reason,
             "preempts": self.preempts,
             "verdicts": [
@@ -149,7 +153,7 @@ def plan(
     placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState, outcome: pl.Placed | pl.Failed
 ) -> Plan:
     """Every cluster's verdict (each filter asked in order) and the outcome."""
-    result = Plan(workload=str(job.job.ref))
+    result = Plan(workload=str(job.job.ref), currency=state.snapshot.currency)
     passing: list[int] = []
     request = outcome.request
     for cluster in state.snapshot.clusters:

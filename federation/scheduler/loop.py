@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from federation import clock as clock_mod
 from federation import errors, gcpause
 from federation.cache import snapshot as snap
+from federation.cache.currency import Currency
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting
 from federation.registry import codec, keys, objects
@@ -203,6 +204,8 @@ class SchedulerLoop:
         self._tally: tuple[qv.Tally, int] | None = None
         self.debounce = settings.cycle_debounce if debounce is None else debounce
         self.scheduler = cycle.Scheduler(settings)
+        self._currency = Currency.of(settings)
+        self._unpriced: dict[str, str] = {}
         obj = objects.ObjectCodec()
         self.workloads = Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
         self.policies = Mirror(codec.TypedStore(store, obj), keys.prefix("policies"), self._any)
@@ -426,7 +429,9 @@ class SchedulerLoop:
             quotas=[p for p in policies if isinstance(p, FederatedResourceQuota)],
             bindings=views.bindings,
             cache=self._snapshots,
+            currency=self._currency,
         )
+        self._say_unpriced(snapshot)
         ready = fingerprint.placeable(snapshot.clusters)
         ledger = self._ledger
         changes = ledger.update(  # step 2
@@ -488,6 +493,15 @@ class SchedulerLoop:
             tally = qv.tally(snapshot, result.usage, result.pending.counts(), waiting)
             self._tally = (tally, seen.revision)
         return result, list(ledger.stale.values())
+
+    def _say_unpriced(self, snapshot: snap.Snapshot) -> None:
+        """Log, once each, the clusters whose prices the federation cannot compare (a
+        currency with no exchange rate): their costs drop out of every placement."""
+        unpriced = {c.name: c.price_note for c in snapshot.clusters if c.price_note}
+        for name, note in sorted(unpriced.items()):
+            if self._unpriced.get(name) != note:
+                log.warning("scheduler: cluster %s is %s", name, note)
+        self._unpriced = unpriced
 
     def _unfinished(self, bindings: list[Binding]) -> list[Binding]:
         """The Bindings decided for workloads that did not finish while the cycle ran.

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from federation import errors
 from federation.cache import snapshot as snap
+from federation.cache.currency import Currency
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import keys, objects
@@ -239,6 +240,7 @@ def plan_files(
         fleet,
         queues=[m for m in models if isinstance(m, Queue)],
         quotas=[m for m in models if isinstance(m, FederatedResourceQuota)],
+        currency=Currency.of(settings),
     )
     scheduler = cycle.Scheduler(settings)
     out = []
@@ -262,6 +264,7 @@ def render(planned: Planned) -> str:
     for v in plan.verdicts:
         if v.verdict == "ok":
             details = " ".join(f"{k}={n}" for k, n in v.scores.items())
+            details += f" ({'; '.join(v.reasons)})" if v.reasons else ""
             mark = "  <- selected" if v.selected else ""
             lines.append(f"  {v.cluster:<{width}}  {'ok':<13}  {v.score or 0:>5}  {details}{mark}")
         else:
@@ -272,11 +275,15 @@ def render(planned: Planned) -> str:
         return "\n".join(lines)
     for name, replicas in plan.placement.items():
         cost = plan.costs.get(name)
-        shown = f"{cost:.4f}/h" if cost is not None else "unpriced"
+        shown = f"{cost:.4f} {plan.currency}/h" if cost is not None else "unpriced"
         lines.append(
             f"  place {replicas} replica(s) on {name}  chip {plan.chips.get(name) or 'any'}"
             f"  cost {shown}"
         )
     total = plan.total_cost
-    lines.append(f"  total cost {total:.4f}/h" if total is not None else "  total cost: unknown")
+    lines.append(
+        f"  total cost {total:.4f} {plan.currency}/h"
+        if total is not None
+        else "  total cost: unknown"
+    )
     return "\n".join(lines)

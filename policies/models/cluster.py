@@ -157,7 +157,8 @@ class Chip(FrozenModel):
 
 
 class PriceTable(FrozenModel):
-    """Prices per resource-hour for one capacity type, in the cluster's currency."""
+    """Prices per resource-hour for one capacity type, in the cluster's currency (the
+    scheduler converts them to the federation's at `scheduler.exchangeRates`)."""
 
     cpu: Decimal = Field(default=Decimal(0), ge=0, description="Per core-hour.")
     memory: Decimal = Field(default=Decimal(0), ge=0, description="Per GiB-hour.")
@@ -174,6 +175,14 @@ class PriceTable(FrozenModel):
                     f"price must not be negative, got {price}", at=("accelerators", model)
                 )
         return self
+
+    def scaled(self, rate: Decimal) -> PriceTable:
+        """Every price times `rate`: this table in another currency (`rate` > 0)."""
+        return PriceTable(
+            cpu=self.cpu * rate,
+            memory=self.memory * rate,
+            accelerators={model: price * rate for model, price in self.accelerators.items()},
+        )
 
     def hourly_cost(
         self,

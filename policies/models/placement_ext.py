@@ -147,7 +147,8 @@ class FedctlPlacement(FrozenModel):
         default=None,
         ge=0,
         description="Most the placement may cost per hour, all replicas together, in the"
-        " cluster's currency. Clusters above it are filtered out.",
+        " federation's currency (scheduler.currency, USD by default). Clusters above it,"
+        " and clusters whose prices cannot be converted to it, are filtered out.",
     )
     capacity_type: CapacityPreference = Field(
         default="on-demand",

@@ -20,6 +20,7 @@ import pytest
 from bench import scheduler as bench_scheduler
 from federation.cache import parts
 from federation.cache import snapshot as snap
+from federation.cache.currency import Currency
 from policies.models.base import ObjectMeta
 from policies.models.cluster import Cluster, ClusterStatus, Condition, Taint
 from tests.unit.scheduler import fleet
@@ -289,9 +290,11 @@ def test_only_changed_clusters_are_recomputed(monkeypatch: pytest.MonkeyPatch) -
     computed: list[str] = []
     part = parts.compute
 
-    def counting(cluster: Cluster, status: ClusterStatus | None, *, index: int) -> object:
+    def counting(
+        cluster: Cluster, status: ClusterStatus | None, *, index: int, currency: Currency
+    ) -> object:
         computed.append(cluster.name)
-        return part(cluster, status, index=index)
+        return part(cluster, status, index=index, currency=currency)
 
     monkeypatch.setattr(snap, "compute", counting)  # as `build` calls it
     f.build(cache)
@@ -315,3 +318,20 @@ def test_snapshots_share_no_array_with_each_other_or_the_cache() -> None:
         a.setflags(write=True)  # a careless caller
         a[...] = 7
     assert_same(f.build(cache), f.build())
+
+
+def test_a_build_in_another_currency_prices_every_cluster_again() -> None:
+    clusters = hand_made()
+    cache = snap.BuildCache()
+    dollars = snap.build(clusters, cache=cache)
+    euro = Currency("EUR", {"USD": Decimal("0.5")})
+    converted = snap.build(clusters, cache=cache, currency=euro)
+    assert_same(converted, snap.build(clusters, currency=euro))
+    assert converted.currency == "EUR"
+    gpu = dollars.index["b-gpu"]
+    assert converted.price_cpu[gpu, 0] == dollars.price_cpu[gpu, 0] / 2
+    assert np.nanmax(converted.price_dev[gpu, :, 0]) == 3.25  # 6.5 USD an H100-hour
+    unrated = snap.build(clusters, cache=cache, currency=Currency("CNY"))
+    assert np.isnan(unrated.price_cpu).all() and np.isnan(unrated.price_dev).all()
+    assert {c.prices for c in unrated.clusters} == {None}
+    assert unrated.cluster("b-gpu").price_note.startswith("priced in USD, which has no")

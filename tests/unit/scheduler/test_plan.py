@@ -159,6 +159,7 @@ def test_plan_json_and_pending_exit_code(
         "reason",
         "preempts",
         "verdicts",
+        "currency",
     }
     assert entry["reason"] == (
         "no eligible cluster has a node with 16 nvidia.com/gpu even when empty; the largest,"

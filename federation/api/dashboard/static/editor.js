@@ -67,7 +67,7 @@ function planPlacement(plan) {
   return h("ul", { class: "placement" }, entries.map(([name, replicas]) =>
     h("li", { "data-target": name, "data-replicas": replicas }, h("b", {}, name), ` × ${replicas}`,
       plan.chips[name] ? h("span", { class: "chip" }, plan.chips[name]) : null,
-      h("span", { class: "muted" }, ` ${money(plan.costs[name])}`))));
+      h("span", { class: "muted" }, ` ${money(plan.costs[name], plan.currency)}`))));
 }
 
 function samePlacement(a, b) {
@@ -96,7 +96,7 @@ function renderPlan(result) {
       h("div", { class: "before-after" },
         p.before ? h("div", { class: "before" }, h("h4", {}, "now"), planPlacement(p.before)) : null,
         h("div", { class: "after" }, h("h4", {}, "after apply"), planPlacement(after))),
-      after.totalCost !== null ? h("div", { class: "muted" }, `total ${money(after.totalCost)}`) : null,
+      after.totalCost !== null ? h("div", { class: "muted" }, `total ${money(after.totalCost, after.currency)}`) : null,
       h("details", {}, h("summary", {}, "every cluster's verdict"), verdictTable(after.verdicts)));
   }) : empty));
   $("diff").replaceChildren(...((result.diff || []).map((d) =>
