@@ -111,7 +111,7 @@ def build_app(
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store, settings=scheduler).routes(),
             *queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler).routes(),
-            *workloads_api.WorkloadsApi(store).routes(),
+            *workloads_api.WorkloadsApi(store, currency=Currency.of(scheduler)).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),
             *dashboard.routes(),

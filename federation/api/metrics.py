@@ -5,8 +5,10 @@ Role: one `Metrics` object per process that the components report into — the s
 (`eviction`), leader election (`set_leader`), the API's rate limiter (`rate_limited`) —
 plus gauges derived from the registry at scrape time: cluster readiness and capacity by
 chip from the monitor's ClusterStatus, admitted and pending workloads per queue from the
-Bindings. `RegistryCache.run` keeps those in memory from a list and a watch, so a scrape
-never touches etcd. Feeds Prometheus through `handler`.
+Bindings (a finished job, whose Binding stays, is neither), and what the placed work costs
+an hour by queue, namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`).
+`RegistryCache.run` keeps those in memory from a list and a watch, so a scrape never
+touches etcd. Feeds Prometheus through `handler`.
 
 Why a private `CollectorRegistry`: several apps (and tests) live in one process; the
 global default registry would make the second one fail on duplicate names. Why derived
@@ -38,8 +40,10 @@ from prometheus_client.registry import Collector
 from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
+from federation.scheduler import spend
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = ["Metrics", "RegistryCache"]
 
@@ -49,17 +53,19 @@ DECISION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 
 class RegistryCache:
-    """Cluster statuses and per-binding (queue, phase), kept current from registry watches."""
+    """Cluster statuses, per-binding (queue, phase, what it runs) and the workloads that
+    finished, kept current from registry watches (each keyed by workload ref)."""
 
     def __init__(self) -> None:
         self.statuses: dict[str, ClusterStatus] = {}
-        self.bindings: dict[str, tuple[str, str]] = {}
+        self.bindings: dict[str, tuple[str, str, list[spend.Charge]]] = {}
+        self.finished: dict[str, bool] = {}
 
     async def run(self, store: st.Store) -> None:
         """List, then follow changes until cancelled (a supervisor component)."""
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self._follow(store, "clusterstatus"))
-            tasks.create_task(self._follow(store, "bindings"))
+            for kind in _FOLLOWED:
+                tasks.create_task(self._follow(store, kind))
 
     async def _follow(self, store: st.Store, kind: str) -> None:
         """List and watch `kind`, again after the registry was away.
@@ -82,7 +88,7 @@ class RegistryCache:
                 await self._list_and_watch(store, kind)
 
     async def _list_and_watch(self, store: st.Store, kind: str) -> None:
-        model: Any = ClusterStatus if kind == "clusterstatus" else Binding
+        model: Any = _FOLLOWED[kind]
         typed: codec.TypedStore[Any] = codec.TypedStore(store, codec.Codec(model))
         prefix = keys.prefix(kind)
         listed = await typed.list(prefix)
@@ -96,11 +102,15 @@ class RegistryCache:
                 self._target(kind).pop(self._name(kind, event.key), None)
 
     def _target(self, kind: str) -> dict[str, Any]:
-        return self.statuses if kind == "clusterstatus" else self.bindings
+        if kind == "clusterstatus":
+            return self.statuses
+        return self.bindings if kind == "bindings" else self.finished
 
     @staticmethod
     def _name(kind: str, key: str) -> str:
-        return key.rsplit("/", 1)[-1] if kind == "clusterstatus" else key
+        if kind == "clusterstatus":
+            return key.rsplit("/", 1)[-1]
+        return str(keys.parse_workload_key(key))
 
     def _replace(self, kind: str, items: list[codec.Stored[Any]]) -> None:
         self._target(kind).clear()
@@ -111,7 +121,10 @@ class RegistryCache:
         if isinstance(obj, ClusterStatus):
             self.statuses[self._name(kind, key)] = obj
         elif isinstance(obj, Binding):
-            self.bindings[key] = (obj.spec.queue, obj.status.phase)
+            ref = self._name(kind, key)
+            self.bindings[ref] = (obj.spec.queue, obj.status.phase, spend.charges(ref, obj))
+        elif isinstance(obj, WorkloadStatus):
+            self.finished[self._name(kind, key)] = obj.phase in FINISHED_PHASES
 
 
 class _Derived(Collector):
@@ -140,8 +153,14 @@ class _Derived(Collector):
         yield capacity
         pending: dict[str, int] = defaultdict(int)
         admitted: dict[str, int] = defaultdict(int)
-        for queue, phase in cache.bindings.values():
+        costs: dict[tuple[str, str, str], float] = defaultdict(float)
+        for ref, (queue, phase, charges) in cache.bindings.items():
+            if cache.finished.get(ref):
+                continue  # holds nothing, waits for nothing, costs nothing
             (admitted if phase == "Scheduled" else pending)[queue] += 1
+            for c in charges:
+                if c.hourly is not None:
+                    costs[(c.queue, c.namespace, c.cluster)] += float(c.hourly)
         pending.update(self.metrics.queue_depths)
         depth = GaugeMetricFamily(
             "fedctl_queue_pending_workloads", "Workloads waiting in a queue.", labels=["queue"]
@@ -154,6 +173,23 @@ class _Derived(Collector):
             taken.add_metric([queue], float(admitted.get(queue, 0)))
         yield depth
         yield taken
+        cost = GaugeMetricFamily(
+            "fedctl_hourly_cost",
+            "What the placed replicas cost an hour, as estimated when they were placed, in"
+            " the federation's currency (scheduler.currency); finished jobs excluded.",
+            labels=["queue", "namespace", "cluster"],
+        )
+        for labels, value in sorted(costs.items()):
+            cost.add_metric(list(labels), value)
+        yield cost
+
+
+_FOLLOWED: dict[str, type[Any]] = {
+    "clusterstatus": ClusterStatus,
+    "bindings": Binding,
+    "workloadstatus": WorkloadStatus,
+}
+"""The registry prefixes the cache follows, with the model each holds."""
 
 
 def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:

@@ -1,7 +1,9 @@
-"""Read-only workload views for the CLI: placement and readiness, and one workload in full.
+"""Read-only workload views for the CLI: placement and readiness, one workload in full, and
+what placed work costs now.
 
 Fed by the registry: templates (API), Bindings (scheduler), Works, workload status and
-events (propagator); feeds `fedctl get workloads` and `fedctl describe workload`. Served
+events (propagator); feeds `fedctl get workloads`, `fedctl describe workload` and
+`fedctl cost` (`scheduler.spend`). Served
 under its own group, `/apis/status.fedctl.io/v1alpha1`, because these documents join
 several keys and are never written through the API; a separate prefix keeps them clear
 of the object routes' `{plural}` patterns. A tenant sees only its own namespaces: `auth.py`
@@ -9,23 +11,28 @@ refuses a request naming another, and the list here is cut to the caller's names
 
     GET /apis/status.fedctl.io/v1alpha1/workloads[?namespace=NS]
     GET /apis/status.fedctl.io/v1alpha1/namespaces/{ns}/workloads/{kind}/{name}
+    GET /apis/status.fedctl.io/v1alpha1/costs[?by=GROUPING][&namespace=NS]
+
+GROUPING is queue (the default), namespace, cluster, region, chip or workload.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
 from federation import errors
 from federation.api import auth
+from federation.cache.currency import Currency
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import plan
+from federation.scheduler import plan, spend
 from policies.models import propagation
 from policies.models.binding import Binding
-from policies.models.work import Event, Work, WorkloadStatus
+from policies.models.cluster import Cluster
+from policies.models.work import FINISHED_PHASES, Event, Work, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = ["PREFIX", "WorkloadsApi"]
@@ -44,14 +51,25 @@ def _placing(items: list[codec.Stored[Any]]) -> list[plan.AnyPolicy]:
     return [i.obj for i in items if isinstance(i.obj, _POLICY_TYPES)]
 
 
+def _line(line: spend.Line) -> dict[str, Any]:
+    return {
+        "name": line.name,
+        "workloads": len(line.workloads),
+        "replicas": line.replicas,
+        "hourlyCost": str(line.hourly),
+        "unpricedReplicas": line.unpriced,
+    }
+
+
 def _wire(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return dumped
 
 
 class WorkloadsApi:
-    def __init__(self, store: st.Store) -> None:
+    def __init__(self, store: st.Store, *, currency: Currency | None = None) -> None:
         self.raw = store
+        self.currency = currency or Currency()
         self.objects = codec.TypedStore(store, objects.ObjectCodec())
         self.bindings = codec.TypedStore(store, codec.Codec(Binding))
         self.statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
@@ -62,21 +80,74 @@ class WorkloadsApi:
         return [
             web.get(PREFIX + "/workloads", self.list_workloads),
             web.get(PREFIX + "/namespaces/{ns}/workloads/{kind}/{name}", self.describe),
+            web.get(PREFIX + "/costs", self.costs),
         ]
 
-    async def list_workloads(self, request: web.Request) -> web.Response:
+    @staticmethod
+    def _tails(request: web.Request) -> list[str]:
+        """The namespace key segments a list covers: the one asked for, or all the caller
+        may see."""
         ns = request.query.get("namespace")
         who = request.get(auth.PRINCIPAL)
         if ns:
-            tails = [f"{keys.namespace_segment(ns)}/"]
-        elif who is not None and not who.is_admin:
-            tails = [f"{name}/" for name in sorted(who.namespaces)]
-        else:
-            tails = [""]
+            return [f"{keys.namespace_segment(ns)}/"]
+        if who is not None and not who.is_admin:
+            return [f"{name}/" for name in sorted(who.namespaces)]
+        return [""]
+
+    async def list_workloads(self, request: web.Request) -> web.Response:
         items = []
-        for tail in tails:
+        for tail in self._tails(request):
             items += await self._list(tail)
         return web.json_response({"items": items})
+
+    async def costs(self, request: web.Request) -> web.Response:
+        """What the placed workloads cost an hour, grouped `by` one of `spend.BY`."""
+        by = request.query.get("by", "queue")
+        if by not in spend.BY:
+            raise errors.Invalid(f"by must be one of {', '.join(spend.BY)}, got {by!r}")
+        raw = [
+            [await self.raw.list(keys.prefix(kind) + tail) for tail in self._tails(request)]
+            for kind in ("workloads", "bindings", "workloadstatus")
+        ]
+        clusters = await codec.TypedStore(self.raw, codec.Codec(Cluster)).list(
+            keys.prefix("clusters")
+        )
+        regions = {c.obj.name: c.obj.spec.region for c in clusters.items}
+        doc = await asyncio.to_thread(self._costs, raw, cast(spend.By, by), regions)
+        return web.json_response(doc)
+
+    def _costs(
+        self, raw: list[list[st.ListResult]], by: spend.By, regions: dict[str, str]
+    ) -> dict[str, Any]:
+        present = {str(keys.parse_workload_key(kv.key)) for r in raw[0] for kv in r.items}
+        finished = {
+            str(keys.parse_workload_key(s.key))
+            for r in raw[2]
+            for s in self.statuses.decoded(r).items
+            if s.obj.phase in FINISHED_PHASES
+        }
+        found: list[spend.Charge] = []
+        waiting = done = 0
+        for r in raw[1]:
+            for b in self.bindings.decoded(r).items:
+                ref = str(keys.parse_workload_key(b.key))
+                if ref not in present:  # deleted: its Binding goes with its copies
+                    continue
+                if ref in finished:
+                    done += 1
+                    continue
+                waiting += not b.obj.spec.clusters
+                found += spend.charges(ref, b.obj)
+        lines, total = spend.tally(found, by, regions=regions)
+        return {
+            "currency": self.currency.code,
+            "by": by,
+            "items": [_line(line) for line in lines],
+            "total": _line(total),
+            "waiting": waiting,
+            "finished": done,
+        }
 
     async def _list(self, tail: str) -> list[dict[str, Any]]:
         """Every workload under one namespace prefix (`""` for all) with its placement:

@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "federation.cli.cluster_cmd",
     "federation.cli.drill_cmd",
     "federation.cli.rebalance_cmd",
+    "federation.cli.cost_cmd",
 )
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2

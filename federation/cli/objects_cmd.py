@@ -31,13 +31,14 @@ if TYPE_CHECKING:
 # The HTTP client pulls in aiohttp; it is imported when a command runs, so that offline
 # commands such as `fedctl validate` start fast.
 
-__all__ = ["register"]
+__all__ = ["register", "server_option"]
 
 _NAME_HELP = "NAME, or NS/NAME for namespaced kinds; a workload also KIND/NAME or NS/KIND/NAME"
 _TYPE_GROUP = {"fedctl.io/v1alpha1": "fedctl.io", "policy.karmada.io/v1alpha1": "policy.karmada.io"}
 
 
-def _server_option(parser: argparse.ArgumentParser) -> None:
+def server_option(parser: argparse.ArgumentParser) -> None:
+    """`--server` and `--token`, as every command that calls the API takes them."""
     parser.add_argument(
         "--server",
         default=os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080"),
@@ -54,12 +55,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="let the server check everything and say what would change; store nothing",
     )
-    _server_option(apply)
+    server_option(apply)
     apply.set_defaults(func=_apply)
 
     diff = sub.add_parser("diff", help="show what apply would change")
     diff.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR")
-    _server_option(diff)
+    server_option(diff)
     diff.set_defaults(func=_diff)
 
     get = sub.add_parser("get", help="list objects of a kind, or show one")
@@ -86,14 +87,14 @@ def register(sub: Any) -> None:
         action="store_true",
         help="after the table, print each row again when it changes (Ctrl-C stops)",
     )
-    _server_option(get)
+    server_option(get)
     get.set_defaults(func=_get)
 
     describe = sub.add_parser("describe", help="show one object in detail")
     describe.add_argument("kind")
     describe.add_argument("name", help=_NAME_HELP)
     describe.add_argument("-n", "--namespace", default=None)
-    _server_option(describe)
+    server_option(describe)
     describe.set_defaults(func=_describe)
 
     delete = sub.add_parser("delete", help="delete objects named in files, or KIND NAME")
@@ -106,7 +107,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="say what deleting would do (the server's warnings); delete nothing",
     )
-    _server_option(delete)
+    server_option(delete)
     delete.set_defaults(func=_delete)
 
 

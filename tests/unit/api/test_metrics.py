@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from decimal import Decimal
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,8 +16,9 @@ from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.resources import ResourceList
 from policies.models.base import ObjectMeta
-from policies.models.binding import Binding, BindingSpec, WorkloadReference
+from policies.models.binding import Binding, BindingSpec, TargetCluster, WorkloadReference
 from policies.models.cluster import ClusterStatus, Condition, NodeFlavor
+from policies.models.work import WorkloadStatus
 from tests.waiting import wait_for
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -118,6 +120,49 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
         got = samples(m)
         assert got[("fedctl_cluster_ready", (("cluster", "eu"),))] == 0
         assert ("fedctl_queue_admitted_workloads", (("queue", "cpu"),)) not in got
+    finally:
+        cache.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cache
+
+
+async def test_what_placed_work_costs_is_a_gauge_until_the_job_finishes() -> None:
+    store = MemoryStore()
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    results = codec.TypedStore(store, codec.Codec(WorkloadStatus))
+    targets = {
+        "a": [("eu", 2, "1.5"), ("us", 1, "0.25")],
+        "b": [("eu", 1, "0.5")],
+        "c": [("us", 4, None)],  # a cluster with no price: no cost to add
+    }
+    for name, placed in targets.items():
+        ref = keys.WorkloadRef("ml", "Job.batch", name)
+        clusters = [
+            TargetCluster(name=c, replicas=n, hourly_cost=Decimal(v) if v else None)
+            for c, n, v in placed
+        ]
+        bound = binding(name, "gpu", "Scheduled")
+        spec = bound.spec.model_copy(update={"clusters": clusters, "pod_requests": {"cpu": "1"}})
+        await bindings.put(keys.binding_key(ref), bound.model_copy(update={"spec": spec}))
+    m = metrics_mod.Metrics()
+    cache = asyncio.create_task(m.cache.run(store))
+
+    def cost(cluster: str) -> float | None:
+        labels = (("cluster", cluster), ("namespace", "ml"), ("queue", "gpu"))
+        return samples(m).get(("fedctl_hourly_cost", labels))
+
+    try:
+        await wait_for(lambda: len(m.cache.bindings) == 3, message="bindings cached")
+        assert cost("eu") == 2.0 and cost("us") == 0.25
+        assert samples(m)[("fedctl_queue_admitted_workloads", (("queue", "gpu"),))] == 3
+        workload = WorkloadReference(api_version="batch/v1", kind="Job", namespace="ml", name="a")
+        ref = keys.WorkloadRef("ml", "Job.batch", "a")
+        await results.put(
+            keys.workload_status_key(ref), WorkloadStatus(workload=workload, phase="Succeeded")
+        )
+        await wait_for(lambda: cost("eu") == 0.5, message="the finished job's cost dropped")
+        assert cost("us") is None
+        assert samples(m)[("fedctl_queue_admitted_workloads", (("queue", "gpu"),))] == 2
     finally:
         cache.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -1,0 +1,172 @@
+"""`fedctl cost`: what placed work costs an hour, summed from the Bindings by queue,
+namespace, cluster, region, chip or workload; finished jobs, waiting workloads, objects
+without pods (a ConfigMap) and workloads already deleted cost nothing and are counted
+apart or left out.
+
+The real API over an in-memory registry; the CLI is `main.main`.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import aiohttp
+import pytest
+
+from federation.registry import codec, keys, objects
+from federation.registry import store as st
+from federation.registry.memory import MemoryStore
+from federation.scheduler import spend
+from policies.models.binding import Binding, TargetCluster
+from policies.models.cluster import Cluster
+from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
+from tests.serving import api_server, fedctl
+from tests.unit.scheduler.test_loop import binding
+
+pytestmark = pytest.mark.integration
+
+
+def workload(kind: str, ns: str, name: str, *, queue: str | None = None) -> Workload:
+    doc: dict[str, Any] = {
+        "apiVersion": "v1" if kind == "ConfigMap" else "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+    }
+    if queue:
+        doc["metadata"]["annotations"] = {"fedctl.io/queue": queue}
+    if kind == "Deployment":
+        doc["spec"] = {
+            "replicas": 1,
+            "template": {"spec": {"containers": [{"name": "c"}]}},
+        }
+    return Workload.model_validate(doc)
+
+
+def cluster(name: str, region: str) -> Cluster:
+    return Cluster.model_validate(
+        {
+            "metadata": {"name": name},
+            "spec": {"region": region, "connection": {"context": name}},
+        }
+    )
+
+
+def placed(w: Workload, targets: dict[str, tuple[int, str | None]], **kw: Any) -> Binding:
+    b = binding(w, {name: n for name, (n, _) in targets.items()}, **kw)
+    clusters = [
+        TargetCluster(name=name, replicas=n, chip="amd64", hourly_cost=Decimal(v) if v else None)
+        for name, (n, v) in targets.items()
+    ]
+    pod = {"cpu": "1"} if w.kind != "ConfigMap" else {}
+    return b.model_copy(
+        update={"spec": b.spec.model_copy(update={"clusters": clusters, "pod_requests": pod})}
+    )
+
+
+async def registry() -> MemoryStore:
+    store = MemoryStore()
+    shop = workload("Deployment", "web", "shop", queue="web")
+    search = workload("Deployment", "web", "search", queue="web")
+    train = workload("Deployment", "ml", "train", queue="ml")
+    done = workload("Deployment", "ml", "done", queue="ml")
+    waiting = workload("Deployment", "ml", "waiting", queue="ml")
+    config = workload("ConfigMap", "web", "settings")
+    gone = workload("Deployment", "web", "gone", queue="web")
+    bindings = [
+        (shop, placed(shop, {"us-1": (2, "0.50"), "eu-1": (1, "0.20")})),
+        (search, placed(search, {"eu-1": (3, "0.30"), "cn-1": (1, None)})),
+        (train, placed(train, {"us-1": (1, "4.00")})),
+        (done, placed(done, {"us-1": (1, "9.00")})),
+        (waiting, placed(waiting, {}, phase="Pending", reason="queue ml at capability")),
+        (config, placed(config, {"us-1": (1, "0"), "eu-1": (1, "0")})),
+        (gone, placed(gone, {"us-1": (5, "5.00")})),
+    ]
+    encode = objects.ObjectCodec().encode
+    ops: list[st.Op] = [
+        st.Put(objects.key_for(c), encode(c))
+        for c in (cluster("us-1", "us-east"), cluster("eu-1", "eu-west"))
+    ]
+    for w, b in bindings:
+        ref = objects.workload_ref(w)
+        if w is not gone:  # its template deleted; the Binding goes with its copies
+            ops.append(st.Put(objects.key_for(w), encode(w)))
+        ops.append(st.Put(keys.binding_key(ref), codec.Codec(Binding).encode(b)))
+    finished = WorkloadStatus.model_validate(
+        {
+            "workload": {"apiVersion": "apps/v1", "kind": "Deployment"}
+            | {"namespace": "ml", "name": "done"},
+            "phase": "Succeeded",
+        }
+    )
+    ops.append(
+        st.Put(
+            keys.workload_status_key(objects.workload_ref(done)),
+            codec.Codec(WorkloadStatus).encode(finished),
+        )
+    )
+    await store.commit(ops)
+    return store
+
+
+async def test_cost_by_queue_and_region(capsys: pytest.CaptureFixture[str]) -> None:
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "cost") == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[:4] == [
+            "QUEUE   WORKLOADS   REPLICAS   USD/H    USD/30D    SHARE",
+            "ml      1           1          4.0000   2,880.00   80.0%",
+            "web     2           7          1.0000   720.00     20.0%",
+            "TOTAL   3           8          5.0000   3,600.00   100.0%",
+        ]
+        assert lines[4:7] == [
+            "  1 replica(s) run where no price is known (a cluster without prices for them, or"
+            " priced in a currency with no rate to USD): not in the sums",
+            "  1 workload(s) waiting to be placed cost nothing yet",
+            "  1 finished job(s) cost nothing more",
+        ]
+        assert await fedctl(server, "cost", "--by", "region", "-o", "json") == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["currency"] == "USD" and doc["by"] == "region"
+        by_region = {i["name"]: (i["hourlyCost"], i["replicas"]) for i in doc["items"]}
+        # cn-1 is not a joined cluster: its replicas group under "-".
+        assert by_region == {"us-east": ("4.50", 3), "eu-west": ("0.50", 4), "-": ("0", 1)}
+        assert doc["total"]["unpricedReplicas"] == 1
+        assert await fedctl(server, "cost", "--by", "workload", "-n", "web") == 0
+        out = capsys.readouterr().out
+        assert "web/Deployment.apps/shop" in out and "ml/" not in out
+        assert "finished" not in out  # the finished job is ml's
+
+
+async def test_an_unknown_grouping_is_refused_by_name() -> None:
+    async with api_server(await registry()) as server, aiohttp.ClientSession() as session:
+        url = f"{server}/apis/status.fedctl.io/v1alpha1/costs?by=team"
+        async with session.get(url) as answer:
+            assert answer.status == 400
+            body = await answer.json()
+    assert body["message"].startswith("by must be one of queue, namespace, cluster, region")
+
+
+def test_lines_are_dearest_first_then_by_name() -> None:
+    found = [
+        spend.Charge("a", "ns", "q", "x", "amd64", 1, Decimal("1")),
+        spend.Charge("b", "ns", "q", "y", "amd64", 2, Decimal("1")),
+        spend.Charge("c", "ns", "q", "z", "arm64", 1, Decimal("3")),
+        spend.Charge("c", "ns", "q", "w", "arm64", 1, None),
+    ]
+    lines, total = spend.tally(found, "cluster")
+    assert [line.name for line in lines] == ["z", "x", "y", "w"]
+    assert (total.hourly, total.replicas, total.unpriced, len(total.workloads)) == (
+        Decimal(5),
+        5,
+        1,
+        3,
+    )
+    by_chip, _ = spend.tally(found, "chip")
+    assert [(line.name, line.hourly, len(line.workloads)) for line in by_chip] == [
+        ("arm64", Decimal(3), 1),
+        ("amd64", Decimal(2), 2),
+    ]
