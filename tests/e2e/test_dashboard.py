@@ -398,6 +398,8 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     stack.call(lambda: bindings.put(BINDING_KEY, binding("Scheduled")))
     expect(row.locator("[data-admitted]")).to_have_text("1")
     expect(row.locator("[data-depth]")).to_have_text("0")
+    # What its placed replicas cost an hour, as `fedctl cost` sums them (0.24 + 0.06).
+    expect(row.locator("[data-cost]")).to_have_text("USD 0.3000/h")
     # What it holds comes from the queue status view: web alone holds anything at the top.
     expect(row.locator(".bar-row.small").first).to_contain_text("100%")
     expect(row.locator("td[title]").first).to_have_attribute(

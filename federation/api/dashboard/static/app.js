@@ -8,8 +8,11 @@ import { loadDrills, renderDrillForm, setupDrills } from "./drills.js";
 import { setupEditor } from "./editor.js";
 import { renderClusters, renderQueues, renderWorkloads } from "./views.js";
 
-const state = { clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [] };
+const state = {
+  clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [], costs: null,
+};
 const QUEUE_STATUS = "/apis/status.fedctl.io/v1alpha1/queues";
+const COSTS = "/apis/status.fedctl.io/v1alpha1/costs?by=queue";
 
 async function load(kind) {
   try {
@@ -44,8 +47,9 @@ function throttle(fn, ms) {
 // A busy registry may be answered from a kept, slightly older answer ("stale"): ask again.
 const loadQueueStatus = throttle(async () => {
   try {
-    const doc = await call(QUEUE_STATUS);
+    const [doc, costs] = await Promise.all([call(QUEUE_STATUS), call(COSTS)]);
     state.queueStatus = doc.items || [];
+    state.costs = costs;
     if (doc.stale) setTimeout(() => loadQueueStatus(), 1500);
   } catch (err) {
     console.warn(`queue status: ${err.message}`);

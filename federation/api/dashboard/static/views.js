@@ -1,5 +1,6 @@
 // The read-only views: clusters by region (chips, capacity by chip, prices, health,
-// taints), queues (depth, admitted, share against weight, pending reasons) and workloads
+// taints), queues (depth, admitted, share against weight, what their placed work costs an
+// hour, pending reasons) and workloads
 // (where each runs and why, from its Binding). Each renders from the listed objects.
 
 import { $, fmt, h, meta, money, qty } from "./dom.js";
@@ -130,13 +131,21 @@ export function renderQueues(state) {
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
   const hasChildren = new Set([...parentOf.values()].filter(Boolean));
-  const rolled = new Map([...stats].map(([n, s]) => [n, { ...s, pending: [...s.pending] }]));
+  // What each queue's placed work costs an hour (the costs view, as `fedctl cost`).
+  const costs = state.costs || { items: [], currency: "" };
+  for (const line of costs.items) {
+    if (!stats.has(line.name)) stats.set(line.name, { pending: [], admitted: 0, unknown: true });
+  }
+  const hourly = new Map(costs.items.map((line) => [line.name, Number(line.hourlyCost)]));
+  const rolled = new Map([...stats].map(([n, s]) =>
+    [n, { ...s, pending: [...s.pending], cost: hourly.get(n) || 0 }]));
   for (const [name, s] of stats) {
     const seen = new Set([name]);
     for (let p = parentOf.get(name); p && rolled.has(p) && !seen.has(p); p = parentOf.get(p)) {
       const r = rolled.get(p);
       r.pending.push(...s.pending);
       r.admitted += s.admitted;
+      r.cost += hourly.get(name) || 0;
       seen.add(p);
     }
   }
@@ -176,6 +185,8 @@ export function renderQueues(state) {
       h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
       h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
       h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
+      h("td", { class: "num", "data-cost": s.cost },
+        state.costs ? money(s.cost, costs.currency) : "-"),
       h("td", { title: held ? usageText(held) : "" },
         bar(Math.round(share * 100), 100, "held share", { class: "bar-row small" },
           `${Math.round(share * 100)}%`),
@@ -190,7 +201,7 @@ export function renderQueues(state) {
         : h("span", { class: "muted" }, "none")));
   });
   root.replaceChildren(h("table", { class: "grid" },
-    h("thead", {}, h("tr", {}, ["Queue", "Weight", "Depth", "Admitted",
+    h("thead", {}, h("tr", {}, ["Queue", "Weight", "Depth", "Admitted", "Cost",
       "Share vs weight", "Pending reasons"].map((t) => h("th", {}, t)))),
     h("tbody", {}, rows)));
 }
