@@ -77,7 +77,7 @@ def register(sub: Any) -> None:
                 help="seconds to wait for its workloads to move away (default 300)",
             )
 
-    listing = verbs.add_parser("list", help="members with chips, readiness, capacity, $/h")
+    listing = verbs.add_parser("list", help="members with chips, readiness, capacity, price/h")
     _server(listing)
     listing.set_defaults(func=_list)
 

@@ -89,7 +89,8 @@ def objects(
 def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -> str | None:
     """One row per member in name order: whether it is Ready, where it is, its chips, what
     is free of its capacity, and the taints that keep work off it (the user's and those
-    failover applied). `wide` adds why it is (not) Ready, zone, memory, $/h and labels.
+    failover applied). `wide` adds why it is (not) Ready, zone, memory, the price of an
+    hour of the whole cluster (in its own currency) and labels.
     None when there is no row to show."""
     from federation.monitor import summary
     from federation.resources import format_quantity
@@ -122,7 +123,9 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
             memory = f"{format_quantity(line.memory.free, binary=True)}/" + format_quantity(
                 line.memory.total, binary=True
             )
-            price = "-" if line.price_per_hour is None else f"{line.price_per_hour:.2f}"
+            price = (
+                "-" if line.price_per_hour is None else f"{line.price_per_hour:.2f} {line.currency}"
+            )
             row += [
                 line.reason or "-",
                 cluster.spec.zone or "-",
@@ -131,7 +134,7 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
                 _pairs(item.get("metadata", {}).get("labels")),
             ]
         rows.append(row)
-    headers = CLUSTER_HEADERS + (["REASON", "ZONE", "MEMORY", "$/H", "LABELS"] if wide else [])
+    headers = CLUSTER_HEADERS + (["REASON", "ZONE", "MEMORY", "PRICE/H", "LABELS"] if wide else [])
     return table(headers, rows) if rows else None
 
 

@@ -29,7 +29,8 @@ __all__ = [
     "table",
 ]
 
-HEADER = ("NAME", "REGION", "CHIPS", "READY", "CPU", "MEMORY", "ACCELERATORS", "$/H")
+HEADER = ("NAME", "REGION", "CHIPS", "READY", "CPU", "MEMORY", "ACCELERATORS", "PRICE/H")
+"""PRICE/H is in each cluster's own currency, named beside it: a fleet may mix several."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ def cells(r: ClusterRow) -> tuple[str, ...]:
         accelerators = (
             ",".join(f"{m} {_pair(a, binary=False)}" for m, a in r.accelerators.items()) or "-"
         )
-    price = "-" if r.price_per_hour is None else f"{r.price_per_hour:.2f}"
+    price = "-" if r.price_per_hour is None else f"{r.price_per_hour:.2f} {r.currency}"
     ready = r.ready if r.ready == "True" else f"{r.ready} ({r.reason})"
     return (r.name, r.region, chips, ready, cpu, memory, accelerators, price)
 

@@ -200,7 +200,7 @@ async def test_get_clusters_shows_readiness_place_chips_free_capacity_and_taints
             "REASON",
             "ZONE",
             "MEMORY",
-            "$/H",
+            "PRICE/H",
             "LABELS",
         ]
         assert [row[0] for row in table[1:]] == ["gpu-a"]

@@ -69,8 +69,19 @@ def test_row_shows_capacity_by_chip_and_free_over_total() -> None:
         "2336Gi/2336Gi",
         "nvidia-a100-80gb 12/16",
         # 200 cores x 0.05 + 2336 GiB x 0.01 + 16 GPUs x 3
-        f"{Decimal('10') + Decimal('23.36') + Decimal('48'):.2f}",
+        f"{Decimal('10') + Decimal('23.36') + Decimal('48'):.2f} USD",
     )
+
+
+def test_the_price_is_shown_in_the_cluster_s_own_currency() -> None:
+    # A fleet may price members in several currencies: the column names each one's.
+    prices = {"currency": "CNY", "onDemand": {"cpu": "0.35", "memory": "0.05"}}
+    local = cluster(chips=A100.spec.model_dump(by_alias=True)["chips"], prices=prices)
+    # 200 cores x 0.35 + 2336 GiB x 0.05; the GPUs have no price here, so none at all.
+    assert summary.cells(summary.row(local, observed()))[-1] == "-"
+    prices["onDemand"]["accelerators"] = {"nvidia-a100-80gb": "20"}  # type: ignore[index]
+    local = cluster(chips=A100.spec.model_dump(by_alias=True)["chips"], prices=prices)
+    assert summary.cells(summary.row(local, observed()))[-1] == "506.80 CNY"
 
 
 def test_never_observed_cluster_shows_declared_chips_and_no_amounts() -> None:
