@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from federation import errors
@@ -132,9 +133,11 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
 
 
 def table(items: list[dict[str, Any]], *, wide: bool) -> str:
+    """`wide` adds the chip chosen on each cluster, the queue and priority the workload was
+    admitted under and what its replicas cost an hour (as `fedctl cost` sums it)."""
     headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "READY", "CLUSTERS"]
     if wide:
-        headers.append("CHIPS")
+        headers += ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
     rows = []
     for item in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"])):
         status = item.get("status") or {}
@@ -153,10 +156,25 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
             placement_cell(item),
         ]
         if wide:
-            targets = ((item.get("binding") or {}).get("spec") or {}).get("clusters", [])
-            row.append(",".join(f"{t['name']}={t.get('chip') or '-'}" for t in targets))
+            spec = (item.get("binding") or {}).get("spec") or {}
+            targets = spec.get("clusters") or []
+            row += [
+                ",".join(f"{t['name']}={t.get('chip') or '-'}" for t in targets),
+                spec.get("queue", "-"),
+                spec.get("priority", "-"),
+                _hourly(targets),
+            ]
         rows.append(row)
     return render.table(headers, rows)
+
+
+def _hourly(targets: list[dict[str, Any]]) -> str:
+    """What the targets cost together an hour; `-` when none is placed or one has no
+    price (a partial sum would read as the whole)."""
+    costs = [t.get("hourlyCost") for t in targets if t.get("replicas")]
+    if not costs or any(c is None for c in costs):
+        return "-"
+    return f"{sum(Decimal(str(c)) for c in costs):.4f}"
 
 
 def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:

@@ -141,6 +141,20 @@ async def test_cost_by_queue_and_region(capsys: pytest.CaptureFixture[str]) -> N
         assert "finished" not in out  # the finished job is ml's
 
 
+async def test_the_wide_workload_table_shows_queue_priority_and_cost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "get", "workloads", "-A", "-o", "wide") == 0
+        lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-4:] == ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
+    cells = {line.split()[1]: line.split()[-3:] for line in lines[1:]}
+    assert cells["shop"] == ["web", "0", "0.7000"]
+    assert cells["search"] == ["web", "0", "-"]  # one of its clusters has no price
+    assert cells["train"] == ["ml", "0", "4.0000"]
+
+
 async def test_an_unknown_grouping_is_refused_by_name() -> None:
     async with api_server(await registry()) as server, aiohttp.ClientSession() as session:
         url = f"{server}/apis/status.fedctl.io/v1alpha1/costs?by=team"
