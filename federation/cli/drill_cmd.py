@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     cmd = sub.add_parser("drill", help="failover drills: break a member, measure recovery")
     verbs = cmd.add_subparsers(dest="verb", metavar="VERB", required=True)
     run = verbs.add_parser("run", help="inject a fault, watch recovery, write the report")
-    run.add_argument("--cluster", required=True)
+    _member(run, "the member to break")
     run.add_argument(
         "--fault",
         choices=_FAULTS,
@@ -62,7 +62,7 @@ def register(sub: Any) -> None:
     )
     run.set_defaults(func=_run)
     plan = verbs.add_parser("plan", help="what would move if the member went, touching nothing")
-    plan.add_argument("--cluster", required=True)
+    _member(plan, "the member whose loss to plan")
     plan.add_argument("--output", "-o", choices=["text", "json"], default="text")
     plan.set_defaults(func=_plan)
     verbs.add_parser("list", help="past drills").set_defaults(func=_list)
@@ -72,10 +72,29 @@ def register(sub: Any) -> None:
     show.set_defaults(func=_show)
 
 
+def _member(parser: argparse.ArgumentParser, what: str) -> None:
+    """The member, given as `--cluster NAME` or as the one argument (`fedctl drill run
+    us-east-cpu`, as `kubectl drain NODE` takes its node); one of the two is required."""
+    parser.add_argument("member", nargs="?", metavar="CLUSTER", help=f"{what} (or --cluster)")
+    parser.add_argument("--cluster", help=what)
+    parser.set_defaults(parser=parser)
+
+
+def _cluster(args: argparse.Namespace) -> str:
+    if args.member and args.cluster and args.member != args.cluster:
+        args.parser.error(f"two members named: {args.member} and --cluster {args.cluster}")
+    if not (args.member or args.cluster):
+        args.parser.error("name the member: CLUSTER or --cluster CLUSTER")
+    name: str = args.member or args.cluster
+    args.cluster = name
+    return name
+
+
 async def _run(args: argparse.Namespace) -> int:
     from federation import clock
     from federation.failover import drills
 
+    _cluster(args)
     duration = drills.seconds("--duration", args.duration, minimum=0.001)
     settle = drills.seconds("--settle", args.settle)
     missing = _no_fault_api(cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig)
@@ -179,6 +198,8 @@ async def _plan(args: argparse.Namespace) -> int:
     Exit 3 when something would not fit, as `fedctl plan` does."""
     from federation import clock
     from federation.runtime import drill_plan, whatif
+
+    _cluster(args)
 
     store = await registry_cmd.connect(args)
     try:

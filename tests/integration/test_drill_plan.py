@@ -161,6 +161,28 @@ async def test_drill_plan_of_an_unknown_cluster_says_so(
     )
     assert code == 1
     assert "no cluster 'nope'" in capsys.readouterr().out
+    # The member may be given as the one argument, as `kubectl drain NODE` takes it.
+    code = await asyncio.to_thread(
+        main.main, ["--etcd", registry.endpoint, "drill", "plan", "nope"]
+    )
+    assert code == 1
+    assert "no cluster 'nope'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ([], "name the member: CLUSTER or --cluster CLUSTER"),
+        (["a", "--cluster", "b"], "two members named: a and --cluster b"),
+    ],
+)
+def test_drill_plan_needs_one_member(
+    given: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main.main(["drill", "plan", *given])
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
 
 
 async def test_finished_jobs_on_the_member_are_listed_as_finished_and_do_not_fail_the_plan(
