@@ -415,7 +415,7 @@ class Tour:
         self.out(
             f"Everything is still running.\n"
             f"  dashboard:    {dashboard}  (admin token: {token})\n"
-            f"  try:          fedctl get workloads -A; fedctl drill list;"
+            f"  try:          fedctl get workloads -A; fedctl cost; fedctl drill list;"
             f" kubectl get pods -A --context {self.drilled}\n"
             f"Ctrl-C to stop."
         )

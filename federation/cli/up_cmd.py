@@ -276,6 +276,7 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
         f"  export FEDCTL_ETCD={etcd_url} KUBECONFIG={kubeconfig}  # drill, registry\n"
         f"  fedctl get clusters\n"
         f"  fedctl get queues\n"
+        f"  fedctl cost --by region\n"
         f"  kubectl --kubeconfig {kubeconfig} get nodes --context us-east-a100\n"
         f"\nCtrl-C stops everything.",
         flush=True,
