@@ -619,7 +619,7 @@ class ObjectsApi:
             listed = await self.objects.list(keys.policy_prefix("Queue"))
             stored = [q for q in (i.obj for i in listed.items) if isinstance(q, Queue)]
             tree = queue_children((q.metadata.name, q.spec.parent) for q in stored)
-        result = claims.against(result, fleet, queues=tree)
+        result = claims.against(result, fleet, queues=tree, currency=self.currency)
         return web.json_response(
             {
                 "valid": not result.errors,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from federation.cache.currency import Currency
 from federation.scheduler import plan, spread
 from federation.scheduler.plugins import affinity
 from policies.loading import LoadResult
@@ -202,15 +203,24 @@ def against(
     fleet: Sequence[KubeObject],
     *,
     queues: Mapping[str, Collection[str]] | None = None,
+    currency: Currency | None = None,
 ) -> LoadResult:
     """`result` with every warning a fleet decides (its Clusters and AcceleratorProfiles,
     and the server's queues with their children when given): chips it defines and members
     not joined (`LoadResult.against_fleet`), affinities and spreads no joined member can
     satisfy, and queues that take no work. What `fedctl apply`, the editor's validate route
-    and an offline `fedctl plan` all judge, the same way."""
+    and an offline `fedctl plan` all judge, the same way. With the server's `currency`,
+    also Clusters priced in a currency it has no rate for (the apply route says so too)."""
     result = result.against_fleet(fleet)
     members = members_of(c for c in fleet if isinstance(c, Cluster))
     result = result.with_findings(affinity_findings(result, members))
+    if currency is not None:
+        result = result.with_findings(
+            finding_at(obj, ("spec", "prices", "currency"), problem)
+            for obj in result.objects
+            if isinstance(obj.model, Cluster)
+            and (problem := currency.problem(obj.model.spec.prices))
+        )
     if queues is not None and result.names_queues:
         result = result.with_defined_queues(queues)
     return result

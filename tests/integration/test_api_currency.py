@@ -11,6 +11,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from federation.api import app as api_app
@@ -80,3 +81,20 @@ async def test_the_live_plan_costs_in_the_controllers_currency(
         await fedctl(server, "plan", "--live", "-f", str(path), "-o", "json")
         (planned,) = json.loads(capsys.readouterr().out)
         assert planned["currency"] == "EUR"
+
+
+async def test_the_editor_check_warns_at_the_currency_line() -> None:
+    async with (
+        serving(api_app.build_app(MemoryStore())) as server,
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{server}/apis/fedctl.io/v1alpha1/validate",
+            data=CLUSTER,
+            headers={"Content-Type": "application/yaml"},
+        ) as answer,
+    ):
+        body = await answer.json()
+    assert body["valid"]
+    (finding,) = [f for f in body["findings"] if f["severity"] == "warning"]
+    assert (finding["line"], finding["path"]) == (8, "spec.prices.currency")
+    assert finding["message"].startswith("priced in CNY, which has no exchange rate to USD")
