@@ -12,8 +12,9 @@ The rules, kept small so they can be read in one sitting:
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
                         any namespaced resource in its own namespaces
         write           workloads, propagation and override policies in its own namespaces
-        status views    (/apis/status.fedctl.io) workloads in its own namespaces only:
-                        the list is cut to them, naming another namespace is 403;
+        status views    (/apis/status.fedctl.io) workloads and their costs in its own
+                        namespaces only: the list is cut to them, naming another
+                        namespace is 403;
                         queue usage (aggregates, no workload names) as it reads queues
     anyone signed in    /validate and /plan (they store nothing); GET on other paths
     admin only          drills (they break a member on purpose, and their reports name

@@ -15,6 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from federation.api import app as api_app
+from federation.api import auth
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
@@ -23,7 +25,7 @@ from policies.models.binding import Binding, TargetCluster
 from policies.models.cluster import Cluster
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
-from tests.serving import api_server, fedctl
+from tests.serving import api_server, fedctl, serving
 from tests.unit.scheduler.test_loop import binding
 
 pytestmark = pytest.mark.integration
@@ -153,6 +155,22 @@ async def test_the_wide_workload_table_shows_queue_priority_and_cost(
     assert cells["shop"] == ["web", "0", "0.7000"]
     assert cells["search"] == ["web", "0", "-"]  # one of its clusters has no price
     assert cells["train"] == ["ml", "0", "4.0000"]
+
+
+async def test_a_tenant_sees_the_cost_of_its_own_namespaces_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tokens = "tokens:\n  - {token: ml-token, user: mia, groups: ['tenant:ml']}\n"
+    authn = auth.Authenticator(auth.TokenTable.from_yaml(tokens))
+    app = api_app.build_app(await registry(), auth=authn)
+    async with serving(app) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "cost", "-o", "json", "--token", "ml-token") == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert [i["name"] for i in doc["items"]] == ["ml"]
+        assert doc["total"]["hourlyCost"] == "4.00"
+        assert await fedctl(server, "cost", "-n", "web", "--token", "ml-token") != 0
+        assert "has no access to namespace 'web'" in capsys.readouterr().err
 
 
 async def test_an_unknown_grouping_is_refused_by_name() -> None:
