@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar, overload
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
@@ -295,6 +295,8 @@ def _is_bytes(name: str) -> bool:
 
 # --------------------------------------------------------------------------- resource lists
 
+_T = TypeVar("_T")
+
 
 class ResourceList(Mapping[str, int]):
     """An immutable map of resource name -> amount in milli-units, with exact arithmetic.
@@ -377,10 +379,35 @@ class ResourceList(Mapping[str, int]):
     def __len__(self) -> int:
         return len(self._items)
 
+    # Mapping's own `__contains__`, `get` and views go through `__getitem__` and `__iter__`
+    # one key at a time, catching KeyError for a miss; the checks of every decision (quota,
+    # capability, lending) ask these a great many times, so they read the dict directly.
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    @overload
+    def get(self, name: str, /) -> int | None: ...
+    @overload
+    def get(self, name: str, /, default: int | _T) -> int | _T: ...
+    def get(self, name: str, /, default: object = None) -> object:
+        return self._items.get(name, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, int]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[int]:
+        return self._items.values()
+
     def __hash__(self) -> int:
         return hash(tuple(self._items.items()))
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, ResourceList):
+            return self._items == other._items
         if isinstance(other, Mapping):
             return self._items == dict(other.items())
         return NotImplemented
