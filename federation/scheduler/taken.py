@@ -35,7 +35,10 @@ def take(
         return ((hint[0], replicas),)
     rows = np.array([row], dtype=np.int64)
     kept = capacity.kept_chip(request, state, state.snapshot.clusters[row].name)
-    first = capacity.chosen_flavor(request, state, row)
+    # The hint names the flavor `chosen_flavor` would (the incremental path keeps that
+    # answer current), which asked afresh re-reads every cluster charged since the shape's
+    # view was last brought up to date.
+    first = hint[0] if hint is not None else capacity.chosen_flavor(request, state, row)
     if kept is None and capacity.one_flavor_available(request, state, row, first) >= replicas:
         state.take(row, first, replicas, request.vector)  # the common case: one flavor
         return ((first, replicas),)
