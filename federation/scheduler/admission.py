@@ -72,6 +72,7 @@ class Admitter:
         self._fits_again: dict[str, tuple[tuple[int, int], bool]] = {}
         """Per victim: whether it fits again, as of (evictions, admissions) so far."""
         self._wires: dict[ResourceList, dict[str, str]] = {}
+        self._wires_by_id: dict[int, tuple[ResourceList, dict[str, str]]] = {}
         self._arches: dict[tuple[object, ...], str | None] = {}
         self._emitted: dict[tuple[str, str, str, str], int] = {}
         """Where in `result.bindings` each workload's Binding of this cycle is."""
@@ -324,10 +325,17 @@ class Admitter:
         self._emit(binding)
 
     def _wire(self, pod: ResourceList) -> dict[str, str]:
-        """`pod.to_wire()`, once per pod shape in a cycle (never mutated once written)."""
+        """`pod.to_wire()`, once per pod shape in a cycle (never mutated once written).
+
+        Found by the pod's identity first (jobs stamped from one template share it): by
+        content, every lookup hashed the pod and compared it with an equal one."""
+        hit = self._wires_by_id.get(id(pod))
+        if hit is not None and hit[0] is pod:
+            return hit[1]
         wire = self._wires.get(pod)
         if wire is None:
             wire = self._wires[pod] = pod.to_wire()
+        self._wires_by_id[id(pod)] = (pod, wire)
         return wire
 
     def _arch(
