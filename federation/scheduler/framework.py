@@ -131,6 +131,13 @@ class JobRequest:
     for a gang or a duplicate, else one. A cluster's chip is the most preferred that holds
     this many, so a gang the preferred chip cannot hold takes another chip it fits on."""
 
+    devices: int = field(init=False)
+    """Accelerators one pod asks for (`vector`'s device entry): read a few times for each
+    decision, where indexing the numpy vector for it cost more than the checks it feeds."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "devices", int(self.vector[snap.DEVICES]))
+
     @property
     def holding(self) -> bool:
         """It runs copies already, even where `previous`, counted in resized pods, keeps
@@ -140,10 +147,6 @@ class JobRequest:
     @property
     def affinity(self) -> ClusterAffinity:
         return self.terms[self.term]
-
-    @property
-    def devices(self) -> int:
-        return int(self.vector[snap.DEVICES])
 
     def for_job(self, job: PendingJob) -> JobRequest:
         """This request for another job stamped from the same spec, policy and annotations."""
