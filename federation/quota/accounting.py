@@ -363,22 +363,30 @@ def capability_problem(
     if queue is None or queue.spec.capability is None:
         return None
     cap = queue.spec.capability
-    who = f"queue {queue.name}" + (f" (parent of {child})" if child else "")
-    for name in sorted(charge):
-        if name not in cap or charge[name] <= 0:
+    # A ResourceList iterates its names sorted, so the first resource over is reported as
+    # before; asked for every decision (twice), the check reads each amount once and words
+    # nothing until a limit is met.
+    for name, need in charge.items():
+        limit = cap.get(name)
+        if limit is None or need <= 0:
             continue
-        if charge[name] > cap[name]:
-            return _never(f"{who} capability", name, charge[name], cap[name])
+        if need > limit:
+            return _never(f"{_queue_label(queue, child)} capability", name, need, limit)
         kept = reserved.get(name, 0) if reserved else 0
-        if used.get(name, 0) + kept + charge[name] > cap[name]:
+        held_now = used.get(name, 0)
+        if held_now + kept + need > limit:
             held = f" and {_show(name, kept)} guaranteed to its other queues" if kept else ""
-            short = used.get(name, 0) + kept + charge[name] - cap[name]
+            short = held_now + kept + need - limit
             return (
-                f"{who} at capability for {_label(name)}:"
-                f" {_show(name, used.get(name, 0))}/{_show(name, cap[name])}{held}"
-                f" {_shortfall(name, charge[name], short)}"
+                f"{_queue_label(queue, child)} at capability for {_label(name)}:"
+                f" {_show(name, held_now)}/{_show(name, limit)}{held}"
+                f" {_shortfall(name, need, short)}"
             )
     return None
+
+
+def _queue_label(queue: Queue, child: str) -> str:
+    return f"queue {queue.name}" + (f" (parent of {child})" if child else "")
 
 
 def _shortfall(name: str, need: int, short: int) -> str:
@@ -431,6 +439,8 @@ class _Guarantees:
     """Queue (None: the top) -> the queues directly below it."""
     members: dict[str, tuple[str, ...]]
     """Parent -> itself and every queue below it."""
+    promised: dict[str, int]
+    """Resource -> every queue's guarantee summed: the most `reserved_against` can find."""
 
 
 _GUARANTEES: list[tuple[Mapping[str, Queue], _Guarantees]] = []
@@ -483,6 +493,7 @@ def _guarantees(queues: Mapping[str, Queue]) -> _Guarantees:
         parent=parent,
         children={k: tuple(v) for k, v in children.items()},
         members={k: tuple(v) for k, v in members.items()},
+        promised={resource: sum(by_queue.values()) for resource, by_queue in amounts.items()},
     )
     _GUARANTEES[:] = [(queues, out)]
     return out
@@ -544,17 +555,20 @@ def lending_problem(
     lent; everything else idle may be borrowed up to the queue's capability.
     """
     total = usage.total_amounts()
-    for resource in sorted(charge):
+    promised = _guarantees(queues).promised
+    for resource, need in charge.items():  # names sorted: the first short is reported
         cap = capacity.get(resource, 0)
-        if charge[resource] <= 0 or cap <= 0:
+        if need <= 0 or cap <= 0:
             continue
-        reserved = reserved_against(name, resource, queues=queues, usage=usage)
         in_use = total.get(resource, 0)
-        if in_use + charge[resource] > cap - reserved:
+        if in_use + need + promised.get(resource, 0) <= cap:
+            continue  # lendable even were every guarantee unused: the common case, cheaply
+        reserved = reserved_against(name, resource, queues=queues, usage=usage)
+        if in_use + need > cap - reserved:
             return (
                 f"queue {name} cannot borrow {_label(resource)}: {_show(resource, in_use)}"
                 f" in use and {_show(resource, reserved)} guaranteed to other queues, of"
-                f" {_show(resource, cap)} (needs {_show(resource, charge[resource])})"
+                f" {_show(resource, cap)} (needs {_show(resource, need)})"
             )
     return None
 
