@@ -27,6 +27,7 @@ handful and vectorised otherwise, keeps a decision's cost independent of the fle
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -204,6 +205,15 @@ class Incremental:
         self.cost_column = next(
             (2 + i for i, (_, _, p) in enumerate(self.active) if isinstance(p, cost.Cost)), None
         )
+        # The replay's columns by what decides them (`standard` admits no other plugins):
+        # bin-pack by the cluster's free capacity, affinity by the chip, locality none.
+        by_name = {name: column for column, name, _ in self.columns}
+        self.pack_column = by_name.get("binpack")
+        self.pack = any(isinstance(p, binpack.Binpack) and p.pack for _, _, p in self.active)
+        self.affinity_column = by_name.get("affinity")
+        self.zero_columns = [
+            c for name, c in by_name.items() if name not in ("binpack", "affinity")
+        ]
         self._verdicts: dict[tuple[object, ...], ClusterVerdict] = {}
 
     def place(self, job: fw.JobRequest, state: fw.CycleState) -> Decision | None:
@@ -303,49 +313,54 @@ class Incremental:
             return False
         if sig.consts is None:
             sig.consts = _constants(job, state)
-        needed, scale, used, totals, ranked, rank_of = sig.consts
-        packs = state.incremental.get(_PACKS)
-        if packs is None:
-            packs = state.incremental[_PACKS] = {}
-        assert isinstance(packs, dict)
+        needed, scale, used, totals, affinity = sig.consts
+        pack_parts = _pack_parts(state, used, pack=self.pack)
         table, feasible, raw_cost, position = sig.table, sig.feasible, sig.raw_cost, sig.position
+        chips, lo, hi = sig.chip, sig.lo, sig.hi
+        free_total, flavors, chip_of, pod_cost = (
+            shape.total,
+            shape.flavor,
+            shape.chip,
+            shape.pod_cost,
+        )
+        pack_column, affinity_column = self.pack_column, self.affinity_column
         low, high = sig.low, sig.high
         dirty = False
+        nfeasible = sig.nfeasible
         changed: list[int] = []
         for c in touched:
             p = position.get(c)
             if p is None:
                 continue
             changed.append(p)
-            avail = shape.total[c]
-            flavor = shape.flavor[c]
-            chip = shape.chip[c][flavor]
-            raw = shape.pod_cost[c][flavor] * scale
-            feas = avail >= needed
+            flavor = flavors[c]
+            chip = chip_of[c][flavor]
+            raw = pod_cost[c][flavor] * scale
+            feas = free_total[c] >= needed
+            bounded = feas and math.isfinite(raw)
             old_feas, old_raw = feasible[p], raw_cost[p]
             if old_feas and math.isfinite(old_raw) and old_raw in (low, high):
                 dirty = True
-            if feas and math.isfinite(raw) and not low <= raw <= high:
+            if bounded and not low <= raw <= high:
                 dirty = True  # also when there are no bounds yet (NaN compares False)
-            sig.nfeasible += int(feas) - int(old_feas)
-            sig.chip[p] = chip
+            nfeasible += feas - old_feas
+            chips[p] = chip
             feasible[p] = feas
             raw_cost[p] = raw
-            if feas and math.isfinite(raw):
-                sig.lo[p] = sig.hi[p] = raw
+            if bounded:
+                lo[p] = hi[p] = raw
             else:
-                sig.lo[p], sig.hi[p] = math.inf, -math.inf
+                lo[p], hi[p] = math.inf, -math.inf
             entry = table[p]
-            for column, name, plugin in self.columns:
-                if name == "binpack":
-                    pack: bool = plugin.pack  # type: ignore[attr-defined]
-                    entry[column] = _pack_part(state, packs, c, used, totals[c], pack=pack)
-                    continue
-                if name == "affinity":
-                    value = 100.0 * (1 - float(rank_of[chip]) / len(job.chips)) if ranked else 100.0
-                else:  # locality: nothing runs anywhere yet
-                    value = 0.0
-                entry[column] = round(min(max(value, 0.0), 100.0))
+            if pack_column is not None:
+                entry[pack_column] = _pack_part(
+                    state, pack_parts, c, used, totals[c], pack=self.pack
+                )
+            if affinity_column is not None:
+                entry[affinity_column] = affinity[chip]  # by the chip alone
+            for column in self.zero_columns:  # locality: nothing runs anywhere yet
+                entry[column] = 0
+        sig.nfeasible = nfeasible
         if changed:
             self._rescore_some(sig, changed, state, dirty=dirty)
         return True
@@ -372,10 +387,8 @@ class Incremental:
         weights, weight_sum = self.weight_list, self.weight_sum
         for p in changed:
             entry = table[p]
-            weighted = 0
-            for w, v in zip(weights, entry[2:], strict=True):
-                weighted += w * v
-            total = round(weighted / weight_sum)
+            # Integer parts times integer weights: the sum is exact in any order.
+            total = round(sum(map(operator.mul, weights, entry[2:])) / weight_sum)
             entry[1] = total
             key = total * (n + 1) + (n - p) if feasible[p] else -1
             before = keys[p]
@@ -496,11 +509,16 @@ def _constants(job: fw.JobRequest, state: fw.CycleState) -> tuple[Any, ...]:
     scale = job.replicas * job.duration_hours
     used = _memo(state, ("used", job.shape), lambda: np.flatnonzero(job.vector > 0).tolist())
     totals = _memo(state, ("alloc-total",), s.allocatable_total.tolist)
-    ranked = bool(job.chips and job.devices)
-    rank_of: list[int] = []
-    if ranked:
-        rank_of = [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2
-    return needed, scale, used, totals, ranked, rank_of
+    # The affinity part of a cluster by the index of its chip (-1, -2: none), as
+    # `Preference.raw_all` rates it: worked out here once rather than at every replay.
+    affinity = [100] * (len(s.chips) + 2)
+    if job.chips and job.devices:
+        ranks = [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips)] * 2
+        affinity = [
+            round(min(max(100.0 * (1 - float(rank) / len(job.chips)), 0.0), 100.0))
+            for rank in ranks
+        ]
+    return needed, scale, used, totals, affinity
 
 
 def _memo(state: fw.CycleState, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
@@ -510,9 +528,21 @@ def _memo(state: fw.CycleState, key: tuple[object, ...], make: Callable[[], Any]
     return value
 
 
+def _pack_parts(state: fw.CycleState, used: list[int], *, pack: bool) -> dict[int, tuple[Any, int]]:
+    """The cycle's bin-pack parts (`_pack_part`) for one request shape's `used` resources."""
+    packs = state.incremental.get(_PACKS)
+    if packs is None:
+        packs = state.incremental[_PACKS] = {}
+    assert isinstance(packs, dict)
+    parts = packs.get((id(used), pack))
+    if parts is None:
+        parts = packs[(id(used), pack)] = {}
+    return parts
+
+
 def _pack_part(
     state: fw.CycleState,
-    packs: dict[tuple[int, int, bool], tuple[Any, int]],
+    parts: dict[int, tuple[Any, int]],
     c: int,
     used: list[int],
     whole: list[int],
@@ -520,16 +550,16 @@ def _pack_part(
     pack: bool,
 ) -> int:
     """The bin-pack part of cluster `c`: every signature over that cluster replays it after a
-    charge there, so it is worked out once per cluster version (`used` is one list per
-    request shape, kept in the state's memo, so its identity names it)."""
-    key = (c, id(used), pack)
+    charge there, so it is worked out once per cluster version. `parts` holds them for one
+    request shape's `used` resources and one `pack` (`used` is one list per shape, kept in
+    the state's memo, so its identity names it)."""
     version = state.version[c]
-    hit = packs.get(key)
+    hit = parts.get(c)
     if hit is not None and hit[0] == version:
         return hit[1]
     value = _binpack(state.free_total[c].tolist(), whole, used, pack=pack)
     part = round(min(max(value, 0.0), 100.0))
-    packs[key] = (version, part)
+    parts[c] = (version, part)
     return part
 
 
