@@ -111,19 +111,27 @@ may need that many one-GPU jobs gone; a trial past the first few dozen goes in d
 steps, so its cost grows with the log of the victims."""
 
 
-def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
+def _split(
+    charge: ResourceList,
+) -> tuple[ResourceList, list[tuple[str, int]], list[tuple[str, int]]]:
+    """`_SPLITS`' entry for a charge: (the charge, its amounts, its physical amounts)."""
     hit = _SPLITS.get(id(charge))
     if hit is None or hit[0] is not charge:
-        every = [(name, charge[name]) for name in charge]
+        every = list(charge.items())
         bare = [(n, a) for n, a in every if not n.startswith(CHIP_RESOURCE_PREFIX)]
         if len(_SPLITS) >= _SPLITS_LIMIT:
             _SPLITS.clear()
         hit = _SPLITS[id(charge)] = (charge, every, bare)
+    return hit
+
+
+def _amounts(charge: ResourceList, *, physical: bool) -> list[tuple[str, int]]:
+    hit = _split(charge)
     return hit[2] if physical else hit[1]
 
 
-def _add(totals: dict[str, int], charge: ResourceList, sign: int, *, physical: bool) -> None:
-    for name, amount in _amounts(charge, physical=physical):
+def _add(totals: dict[str, int], amounts: list[tuple[str, int]], sign: int) -> None:
+    for name, amount in amounts:
         totals[name] = totals.get(name, 0) + sign * amount
 
 
@@ -174,9 +182,10 @@ class Usage:
         q, ns = admission.queue, admission.namespace
         self._by_queue.setdefault(q, {})[key] = admission
         self._queue_versions[q] = self.version
-        _add(self._queues.setdefault(q, {}), admission.charge, 1, physical=False)
-        _add(self._total, admission.charge, 1, physical=False)
-        _add(self._namespaces.setdefault(ns, {}), admission.charge, 1, physical=True)
+        _, every, physical = _split(admission.charge)
+        _add(self._queues.setdefault(q, {}), every, 1)
+        _add(self._total, every, 1)
+        _add(self._namespaces.setdefault(ns, {}), physical, 1)
         if admission.placement:
             self._place(admission, 1)
         self._lists.pop(("q", q), None)
@@ -203,9 +212,10 @@ class Usage:
         q, ns = admission.queue, admission.namespace
         self._by_queue[q].pop(str(ref), None)
         self._queue_versions[q] = self.version
-        _add(self._queues[q], admission.charge, -1, physical=False)
-        _add(self._total, admission.charge, -1, physical=False)
-        _add(self._namespaces[ns], admission.charge, -1, physical=True)
+        _, every, physical = _split(admission.charge)
+        _add(self._queues[q], every, -1)
+        _add(self._total, every, -1)
+        _add(self._namespaces[ns], physical, -1)
         if admission.placement:
             self._place(admission, -1)
         self._lists.pop(("q", q), None)
@@ -667,9 +677,9 @@ class _Freed:
         self.namespace = namespace.namespace if namespace is not None else None
 
     def add(self, victim: Admission, sign: int) -> None:
-        _add(self.all, victim.charge, sign, physical=False)
+        _add(self.all, _amounts(victim.charge, physical=False), sign)
         if victim.namespace == self.namespace:
-            _add(self.own, victim.charge, sign, physical=False)
+            _add(self.own, _amounts(victim.charge, physical=False), sign)
 
 
 def _fits_freed(
