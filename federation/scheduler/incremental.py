@@ -340,7 +340,9 @@ class Incremental:
             bounded = feas and math.isfinite(raw)
             old_feas, old_raw = feasible[p], raw_cost[p]
             if old_feas and math.isfinite(old_raw) and old_raw in (low, high):
-                dirty = True
+                # A bound may move only if its value leaves the feasible set's costs: the
+                # cheapest cluster, charged, mostly keeps its flavor and its cost.
+                dirty = dirty or not (bounded and raw == old_raw)
             if bounded and not low <= raw <= high:
                 dirty = True  # also when there are no bounds yet (NaN compares False)
             nfeasible += feas - old_feas
