@@ -518,7 +518,10 @@ def _constants(job: fw.JobRequest, state: fw.CycleState) -> tuple[Any, ...]:
     s = state.snapshot
     needed = capacity.needed_here(job)
     scale = job.replicas * job.duration_hours
-    used = _memo(state, ("used", job.shape), lambda: np.flatnonzero(job.vector > 0).tolist())
+    # One list per set of resources asked for, not per shape: the bin-pack parts kept for
+    # it (`_pack_part`) are then shared by every shape asking for the same resources.
+    asked = tuple(np.flatnonzero(job.vector > 0).tolist())
+    used = _memo(state, ("used", asked), lambda: list(asked))
     totals = _memo(state, ("alloc-total",), s.allocatable_total.tolist)
     # The affinity part of a cluster by the index of its chip (-1, -2: none), as
     # `Preference.raw_all` rates it: worked out here once rather than at every replay.
