@@ -136,12 +136,15 @@ class PendingStore:
 
     def _pop_in_order(self, heap: list[tuple[int, int, str]]) -> Iterator[PendingJob]:
         seen: set[str] = set()
+        jobs = self._jobs  # `_is_live`, inline: a cycle takes every job through here
         while heap:
-            entry = heapq.heappop(heap)
-            key = entry[2]
-            if key not in seen and self._is_live(entry):
+            priority, seq, key = heapq.heappop(heap)
+            if key in seen:
+                continue
+            job = jobs.get(key)
+            if job is not None and -job.priority == priority and job.seq == seq:
                 seen.add(key)
-                yield self._jobs[key]
+                yield job
 
     def _compact(self, q: _Queue) -> None:
         live = [e for e in q.heap if self._is_live(e)]
