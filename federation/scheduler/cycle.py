@@ -583,14 +583,17 @@ def _refusal_key(job: PendingJob, request: fw.JobRequest) -> tuple[object, ...] 
     """
     if request.holding:
         return None
+    # Most workloads have neither (no policy): the key is built for every decision.
+    spread = tuple(c.model_dump_json() for c in request.spread) if request.spread else ()
+    weights = request.static_weights
     return (
         job.queue,
         job.ref.namespace,
         job.priority,
         job.priority_class,
         request.signature,
-        tuple(c.model_dump_json() for c in request.spread),
-        tuple((a.model_dump_json(), w) for a, w in request.static_weights),
+        spread,
+        tuple((a.model_dump_json(), w) for a, w in weights) if weights else (),
     )
 
 
