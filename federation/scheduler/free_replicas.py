@@ -88,26 +88,19 @@ class Shape:
         log = state.touched
         if self.logpos == len(log):
             return
-        touched = set(log[self.logpos :])
+        # Read in log order, a flavor charged twice since is met twice: the second time it
+        # has not moved. Only a long log is worth making distinct first.
+        touched = log[self.logpos :]
         self.logpos = len(log)
-        if len(touched) > REPLAY_LIMIT:
-            rows = np.array(sorted({c for c, _ in touched}), dtype=np.int64)
+        if len(touched) > REPLAY_LIMIT and len(distinct := set(touched)) > REPLAY_LIMIT:
+            rows = np.array(sorted({c for c, _ in distinct}), dtype=np.int64)
             self._rebuild(job, state, rows)
             return
-        need = self.need
         moved: set[int] = set()
         for c, f in touched:
             if not self.mask[c][f]:
                 continue
-            largest = state.largest[c, f].tolist()
-            avail = 0
-            for r, w in need:
-                if largest[r] < w:
-                    break
-            else:
-                free = state.free[c, f].tolist()
-                by_free = min([free[r] // w for r, w in need])
-                avail = max(min(by_free, self.held[c][f]), 0)
+            avail = self._available(state, c, f)
             row = self.favail[c]
             was = row[f]
             if was == avail:
@@ -132,6 +125,20 @@ class Shape:
             self.flavor[c] = best
         if self.one_chip:
             self._on_one_chip(moved)
+
+    def _available(self, state: fw.CycleState, c: int, f: int) -> int:
+        """Free replicas on flavor `f` of cluster `c` now (`capacity.flavor_available`)."""
+        largest = state.largest[c, f].tolist()
+        for r, w in self.need:
+            if largest[r] < w:
+                return 0
+        free = state.free[c, f].tolist()
+        avail = self.held[c][f]
+        for r, w in self.need:
+            by_free = free[r] // w
+            if by_free < avail:  # noqa: PLR1730 - cheaper than calling min here
+                avail = by_free
+        return max(avail, 0)
 
     def _on_one_chip(self, moved: set[int]) -> None:
         """Recount moved clusters on one chip, chosen again when pods must share it."""
