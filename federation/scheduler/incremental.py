@@ -266,14 +266,12 @@ class Incremental:
         chip_index = sig.chip[first]
         chip = state.snapshot.chips[chip_index] if job.devices and chip_index >= 0 else None
         verdicts = self._explain(sig, order, state)
-        counts = sig.counts
         dynamic = len(sig.rows) - sig.nfeasible
-        if dynamic > 0:
-            counts = {**counts, "capacity/cost/quota": dynamic}
+        counts = {**sig.counts, "capacity/cost/quota": dynamic} if dynamic > 0 else {**sig.counts}
         row = sig.row_list[first]
         flavor = shape.flavor[row]
         free = shape.favail[row][flavor]
-        return Decision(verdicts[0].cluster, chip, verdicts, dict(counts), flavor, free)
+        return Decision(verdicts[0].cluster, chip, verdicts, counts, flavor, free)
 
     def _explain(
         self, sig: _Signature, order: list[int], state: fw.CycleState
