@@ -176,7 +176,7 @@ class _Derived(Collector):
         cost = GaugeMetricFamily(
             "fedctl_hourly_cost",
             "What the placed replicas cost an hour, as estimated when they were placed, in"
-            " the federation's currency (scheduler.currency); finished jobs excluded.",
+            " the federation's currency (FEDCTL_SCHEDULER__CURRENCY); finished jobs excluded.",
             labels=["queue", "namespace", "cluster"],
         )
         for labels, value in sorted(costs.items()):

@@ -4,7 +4,8 @@ A Cluster's prices are in its own currency (`spec.prices.currency`): a fleet bou
 providers in several countries is billed in several. The cost score ranks clusters by
 their prices, a Binding adds its targets' costs together, and `maxHourlyCost` is one
 number for every cluster, so all of them need one currency: the federation's
-(`scheduler.currency`, USD unless set), with `scheduler.exchangeRates` saying what one
+(`FEDCTL_SCHEDULER__CURRENCY`, USD unless set), with `FEDCTL_SCHEDULER__EXCHANGE_RATES`
+saying what one
 unit of each other currency is worth in it. Without this, a cluster priced 7 CNY an hour
 was compared as if it cost 7 USD.
 
@@ -52,7 +53,7 @@ class Currency:
     def unconvertible(self, currency: str) -> str:
         return (
             f"priced in {currency}, which has no exchange rate to {self.code}"
-            f" (scheduler.exchangeRates, FEDCTL_SCHEDULER__EXCHANGE_RATES={currency}=RATE):"
+            f" (set FEDCTL_SCHEDULER__EXCHANGE_RATES={currency}=RATE):"
             " taken as unpriced"
         )
 

@@ -158,7 +158,8 @@ class Chip(FrozenModel):
 
 class PriceTable(FrozenModel):
     """Prices per resource-hour for one capacity type, in the cluster's currency (the
-    scheduler converts them to the federation's at `scheduler.exchangeRates`)."""
+    scheduler converts them to the federation's at
+    the rates in `FEDCTL_SCHEDULER__EXCHANGE_RATES`)."""
 
     cpu: Decimal = Field(default=Decimal(0), ge=0, description="Per core-hour.")
     memory: Decimal = Field(default=Decimal(0), ge=0, description="Per GiB-hour.")

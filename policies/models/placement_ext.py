@@ -147,7 +147,7 @@ class FedctlPlacement(FrozenModel):
         default=None,
         ge=0,
         description="Most the placement may cost per hour, all replicas together, in the"
-        " federation's currency (scheduler.currency, USD by default). Clusters above it,"
+        " federation's currency (FEDCTL_SCHEDULER__CURRENCY, USD by default). Clusters above it,"
         " and clusters whose prices cannot be converted to it, are filtered out.",
     )
     capacity_type: CapacityPreference = Field(

@@ -60,7 +60,7 @@ async def test_a_cluster_in_a_currency_without_a_rate_is_warned_where_it_is_writ
         (warning,) = [line for line in err.splitlines() if line.startswith("Warning:")]
         assert warning == (
             "Warning: Cluster cn-north-cpu: priced in CNY, which has no exchange rate to USD"
-            " (scheduler.exchangeRates, FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE): taken as"
+            " (set FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE): taken as"
             " unpriced"
         )
     rated = SchedulerSettings(exchange_rates={"CNY": Decimal("0.14")})

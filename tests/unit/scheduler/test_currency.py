@@ -89,7 +89,7 @@ def test_without_a_rate_the_cluster_is_unpriced_and_says_why(tmp_path: Path) -> 
     verdict = {v.cluster: v for v in planned.plan.verdicts}["cn-cpu"]
     assert verdict.verdict == "ok" and verdict.scores["cost"] == 0
     assert verdict.reasons == [
-        "priced in CNY, which has no exchange rate to USD (scheduler.exchangeRates,"
+        "priced in CNY, which has no exchange rate to USD (set"
         " FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE): taken as unpriced"
     ]
     assert "(priced in CNY, which has no exchange rate to USD" in plan.render(planned)
