@@ -402,7 +402,12 @@ async def _get_queues(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         status = await api.request("GET", queues_view.PATH)
         stored = (await api.request("GET", "queues"))["items"]
+        costs = None
+        if args.output == "wide":
+            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
     items = queues_view.merge(status["items"], stored)
+    if costs is not None:
+        items = queues_view.costed(items, costs)
     if args.name and not any(item["name"] == args.name for item in items):
         raise errors.NotFound(f'queues "{args.name}"')
     if args.output in ("yaml", "json"):
@@ -472,7 +477,9 @@ async def _describe(args: argparse.Namespace) -> int:
 
         async with _client().ApiClient(args.server, token=args.token) as api:
             status = await api.request("GET", queues_view.PATH)
-        mine = [q for q in status["items"] if q["name"] == meta.get("name")]
+            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
+        costed = queues_view.costed(status["items"], costs)
+        mine = [q for q in costed if q["name"] == meta.get("name")]
         if mine:
             # The limits as stored (shown above), not as the view last read them: it may
             # be seconds behind a write.

@@ -13,13 +13,26 @@ not answer. A parent's counts and usage are its whole subtree's.
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 from federation.cli import render
 
-__all__ = ["HEADERS", "OVER", "PATH", "documents", "merge", "over_capability", "table", "usage"]
+__all__ = [
+    "COSTS",
+    "HEADERS",
+    "OVER",
+    "PATH",
+    "costed",
+    "documents",
+    "merge",
+    "over_capability",
+    "table",
+    "usage",
+]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
+COSTS = "/apis/status.fedctl.io/v1alpha1/costs"
 API_VERSION = "fedctl.io/v1alpha1"
 HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
 
@@ -44,6 +57,23 @@ def over_capability(used: dict[str, Any], capability: dict[str, Any]) -> list[st
         except QuantityError:
             continue
     return over
+
+
+def costed(items: list[dict[str, Any]], costs: dict[str, Any]) -> list[dict[str, Any]]:
+    """`items` each with what its placed work costs an hour (`costs`: the costs view by
+    queue), a parent's being its whole subtree's as its counts are, and the currency."""
+    own = {line["name"]: Decimal(line["hourlyCost"]) for line in costs["items"]}
+    children = {item["name"]: item.get("children") or [] for item in items}
+
+    def subtree(name: str, seen: frozenset[str]) -> Decimal:
+        below = [c for c in children.get(name, ()) if c not in seen]
+        return own.get(name, Decimal(0)) + sum((subtree(c, seen | {c}) for c in below), Decimal(0))
+
+    return [
+        {**item, "hourlyCost": subtree(item["name"], frozenset({item["name"]})),
+         "currency": costs["currency"]}
+        for item in items
+    ]  # fmt: skip
 
 
 def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -140,9 +170,10 @@ def table(
                 _amounts(item["used"]),
                 _amounts(item.get("capability")),
                 _amounts(item.get("guarantee")),
+                f"{item['hourlyCost']:.4f}" if "hourlyCost" in item else "-",
             ]
         rows.append(row)
-    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE"] if wide else [])
+    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", "COST/H"] if wide else [])
     return render.table(headers, rows) if rows else None
 
 
@@ -165,6 +196,11 @@ def usage(item: dict[str, Any]) -> str:
         lines.append(
             f"Children:    {', '.join(item['children'])} (it takes no work; counts and usage"
             " are theirs)"
+        )
+    if "hourlyCost" in item:
+        lines.append(
+            f"Cost:        {item['hourlyCost']:.4f} {item['currency']}/h (what its placed work"
+            " costs an hour, as estimated when placed: fedctl cost)"
         )
     over = over_capability(used, cap)
     if over:

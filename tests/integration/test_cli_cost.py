@@ -23,6 +23,7 @@ from federation.registry.memory import MemoryStore
 from federation.scheduler import spend
 from policies.models.binding import Binding, TargetCluster
 from policies.models.cluster import Cluster
+from policies.models.queue import Queue
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
 from tests.serving import api_server, fedctl, serving
@@ -171,6 +172,26 @@ async def test_a_tenant_sees_the_cost_of_its_own_namespaces_only(
         assert doc["total"]["hourlyCost"] == "4.00"
         assert await fedctl(server, "cost", "-n", "web", "--token", "ml-token") != 0
         assert "has no access to namespace 'web'" in capsys.readouterr().err
+
+
+async def test_queues_show_their_cost_a_parent_its_subtree_s(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = await registry()
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    for name, parent in (("all", None), ("web", "all"), ("ml", "all")):
+        spec = {"parent": parent} if parent else {}
+        queue = Queue.model_validate({"metadata": {"name": name}, "spec": spec})
+        await typed.put(objects.key_for(queue), queue)
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "get", "queues", "-o", "wide") == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].split()[-1] == "COST/H"
+        cost = {line.split()[0]: line.split()[-1] for line in lines[1:]}
+        assert (cost["all"], cost["ml"], cost["web"]) == ("5.0000", "4.0000", "1.0000")
+        assert await fedctl(server, "describe", "queue", "all") == 0
+        assert "Cost:        5.0000 USD/h (what its placed work costs" in capsys.readouterr().out
 
 
 async def test_an_unknown_grouping_is_refused_by_name() -> None:
