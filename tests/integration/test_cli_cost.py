@@ -194,6 +194,26 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
         assert "Cost:        5.0000 USD/h (what its placed work costs" in capsys.readouterr().out
 
 
+async def test_a_binding_written_again_is_read_again_and_an_unreadable_one_left_out() -> None:
+    """The view keeps what it read of each key until the key's revision moves."""
+    store = await registry()
+    url = "/apis/status.fedctl.io/v1alpha1/costs?by=queue"
+    train = workload("Deployment", "ml", "train", queue="ml")
+    key = keys.binding_key(objects.workload_ref(train))
+
+    async def total(server: str, session: aiohttp.ClientSession) -> str:
+        async with session.get(server + url) as answer:
+            return str((await answer.json())["total"]["hourlyCost"])
+
+    async with api_server(store) as server, aiohttp.ClientSession() as session:
+        assert await total(server, session) == "5.00"
+        moved = placed(train, {"eu-1": (1, "2.50")})
+        await store.commit([st.Put(key, codec.Codec(Binding).encode(moved))])
+        assert await total(server, session) == "3.50"
+        await store.commit([st.Put(key, b'{"not": "a binding"}')])
+        assert await total(server, session) == "1.00"
+
+
 async def test_an_unknown_grouping_is_refused_by_name() -> None:
     async with api_server(await registry()) as server, aiohttp.ClientSession() as session:
         url = f"{server}/apis/status.fedctl.io/v1alpha1/costs?by=team"
