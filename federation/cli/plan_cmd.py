@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,13 @@ def _render_wire(plan: dict[str, Any]) -> str:
         if v.get("verdict") == "ok":
             scores = " ".join(f"{k}={n}" for k, n in (v.get("scores") or {}).items())
             scores += f" ({'; '.join(v['reasons'])})" if v.get("reasons") else ""
+            pods = plan.get("podCosts") or {}
+            if v["cluster"] in pods:
+                pod = pods[v["cluster"]]
+                currency = plan.get("currency", "USD")
+                scores += (
+                    f"  pod {Decimal(pod):.4f} {currency}/h" if pod is not None else "  unpriced"
+                )
             mark = "  <- selected" if v.get("selected") else ""
             lines.append(
                 f"  {v['cluster']:<20}  ok             {v.get('score', 0):>5}  {scores}{mark}"

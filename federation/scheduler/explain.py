@@ -120,6 +120,10 @@ class Plan:
     """Admitted work the placement would evict first (preemption or reclaim), with why."""
     currency: str = "USD"
     """What the costs are in: the federation's currency."""
+    pod_costs: dict[str, Decimal | None] = field(default_factory=dict)
+    """What one pod costs an hour on each cluster that passed the filters, on the chip it
+    would use there (None: unpriced): the figures the cost score ranks, so a plan answers
+    "how much dearer is that region" and not only which cluster won."""
 
     @property
     def total_cost(self) -> Decimal | None:
@@ -141,6 +145,7 @@ class Plan:
             "costs": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
             "totalCost": str(total) if total is not None else None,
             "currency": self.currency,
+            "podCosts": {k: (str(v) if v is not None else None) for k, v in self.pod_costs.items()},
             "reason": self.reason,
             "preempts": self.preempts,
             "verdicts": [
@@ -173,8 +178,12 @@ def plan(
             passing.append(cluster.index)
     chosen: set[str] = set(outcome.placement) if isinstance(outcome, pl.Placed) else set()
     if passing:
-        scored = placer.score(request, state, np.array(passing, dtype=np.int64))
+        rows = np.array(passing, dtype=np.int64)
+        scored = placer.score(request, state, rows)
         result.verdicts.extend(_scored_verdicts(state, scored, chosen))
+        for row, chip in zip(passing, quota.chip_on(request, state, rows), strict=True):
+            cluster = state.snapshot.clusters[row]
+            result.pod_costs[cluster.name] = hourly_cost(request, cluster, chip, 1)
     result.verdicts.sort(key=lambda v: v.cluster)
     if isinstance(outcome, pl.Failed):
         result.reason = outcome.reason

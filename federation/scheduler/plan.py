@@ -265,6 +265,9 @@ def render(planned: Planned) -> str:
         if v.verdict == "ok":
             details = " ".join(f"{k}={n}" for k, n in v.scores.items())
             details += f" ({'; '.join(v.reasons)})" if v.reasons else ""
+            if v.cluster in plan.pod_costs:
+                pod = plan.pod_costs[v.cluster]
+                details += f"  pod {pod:.4f} {plan.currency}/h" if pod is not None else "  unpriced"
             mark = "  <- selected" if v.selected else ""
             lines.append(f"  {v.cluster:<{width}}  {'ok':<13}  {v.score or 0:>5}  {details}{mark}")
         else:

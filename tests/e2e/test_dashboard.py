@@ -221,6 +221,10 @@ def test_fixing_the_policy_shows_the_plan_and_applying_it_changes_the_placement(
     expect(plan.locator(".after [data-target]")).to_have_count(2)
     assert placement(plan, "before") == {"us-east-cpu": 6, "eu-west-arm": 3, "ap-southeast-cpu": 3}
     assert placement(plan, "after") == {"us-east-cpu": 9, "eu-west-arm": 3}
+    # Each cluster that passed shows what one pod costs an hour there (in its verdict row).
+    pod = plan.locator('[data-pod-cost="eu-west-arm"]')
+    expect(pod).to_have_count(1)
+    expect(pod).to_have_text(re.compile(r" pod USD 0\.\d{4}/h"))
     diff = page.locator(".diff-entry")
     expect(diff.locator(".result")).to_have_text(["configured"])
     expect(diff.locator("pre.diff .del", has_text="- ap-southeast-cpu")).not_to_have_count(0)

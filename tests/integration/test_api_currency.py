@@ -17,6 +17,7 @@ import pytest
 from federation.api import app as api_app
 from federation.registry.memory import MemoryStore
 from federation.settings import SchedulerSettings
+from tests.integration.test_scheduler_loop import registry_with_member
 from tests.serving import fedctl, serving
 
 pytestmark = pytest.mark.integration
@@ -75,12 +76,17 @@ async def test_the_live_plan_costs_in_the_controllers_currency(
 ) -> None:
     path = tmp_path / "api.yaml"
     path.write_text(SERVICE, encoding="utf-8")
+    store, _ = await registry_with_member()  # cluster a, at 0.05 USD a core-hour
     euro = SchedulerSettings(currency="EUR", exchange_rates={"USD": Decimal("0.9")})
-    async with serving(api_app.build_app(MemoryStore(), scheduler=euro)) as server:
+    async with serving(api_app.build_app(store, scheduler=euro)) as server:
         capsys.readouterr()
-        await fedctl(server, "plan", "--live", "-f", str(path), "-o", "json")
+        assert await fedctl(server, "plan", "--live", "-f", str(path), "-o", "json") == 0
         (planned,) = json.loads(capsys.readouterr().out)
         assert planned["currency"] == "EUR"
+        assert Decimal(planned["podCosts"]["a"]) == Decimal("0.045")  # 1 core, no memory
+        assert await fedctl(server, "plan", "--live", "-f", str(path)) == 0
+        out = capsys.readouterr().out
+        assert "pod 0.0450 EUR/h" in out and "total cost 0.0450 EUR/h" in out
 
 
 async def test_the_editor_check_warns_at_the_currency_line() -> None:

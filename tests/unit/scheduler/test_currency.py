@@ -78,6 +78,10 @@ def test_a_cluster_priced_in_another_currency_is_compared_at_the_rate(tmp_path: 
     # 2 x (4 x 0.28 + 8 x 0.028) CNY x 0.14
     assert planned.plan.costs["cn-cpu"] == Decimal("0.37632")
     assert "total cost 0.3763 USD/h" in plan.render(planned)
+    # What one pod costs on each cluster that passed, in USD: what the cost score ranked.
+    assert planned.plan.pod_costs == {"cn-cpu": Decimal("0.18816"), "us-cpu": Decimal("0.24")}
+    assert "pod 0.1882 USD/h" in plan.render(planned)
+    assert planned.plan.to_json()["podCosts"] == {"cn-cpu": "0.18816", "us-cpu": "0.240"}
 
 
 def test_without_a_rate_the_cluster_is_unpriced_and_says_why(tmp_path: Path) -> None:
@@ -93,6 +97,7 @@ def test_without_a_rate_the_cluster_is_unpriced_and_says_why(tmp_path: Path) -> 
         " FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE): taken as unpriced"
     ]
     assert "(priced in CNY, which has no exchange rate to USD" in plan.render(planned)
+    assert planned.plan.pod_costs["cn-cpu"] is None
 
 
 def test_max_hourly_cost_is_held_in_the_federation_currency(tmp_path: Path) -> None:

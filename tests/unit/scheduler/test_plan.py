@@ -160,6 +160,7 @@ def test_plan_json_and_pending_exit_code(
         "preempts",
         "verdicts",
         "currency",
+        "podCosts",
     }
     assert entry["reason"] == (
         "no eligible cluster has a node with 16 nvidia.com/gpu even when empty; the largest,"

@@ -97,7 +97,7 @@ function renderPlan(result) {
         p.before ? h("div", { class: "before" }, h("h4", {}, "now"), planPlacement(p.before)) : null,
         h("div", { class: "after" }, h("h4", {}, "after apply"), planPlacement(after))),
       after.totalCost !== null ? h("div", { class: "muted" }, `total ${money(after.totalCost, after.currency)}`) : null,
-      h("details", {}, h("summary", {}, "every cluster's verdict"), verdictTable(after.verdicts)));
+      h("details", {}, h("summary", {}, "every cluster's verdict"), verdictTable(after.verdicts, after.podCosts, after.currency)));
   }) : empty));
   $("diff").replaceChildren(...((result.diff || []).map((d) =>
     h("div", { class: "diff-entry", "data-diff": d.key },

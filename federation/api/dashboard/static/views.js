@@ -213,8 +213,13 @@ function usageText(item) {
   return names.map((n) => `${n} ${(item.used || {})[n] || "0"}/${cap[n] || "-"}`).join(", ");
 }
 
-export function verdictTable(verdicts) {
+// `pods`: a plan's podCosts (what one pod costs an hour on each cluster that passed), shown
+// beside the scores they ranked; a Binding's explanation has none.
+export function verdictTable(verdicts, pods = null, currency = "") {
   if (!verdicts || !verdicts.length) return h("p", { class: "muted" }, "no explanation");
+  const pod = (v) => pods && v.cluster in pods
+    ? h("span", { class: "muted", "data-pod-cost": v.cluster }, ` pod ${money(pods[v.cluster], currency)}`)
+    : null;
   return h("table", { class: "grid verdicts" },
     h("thead", {}, h("tr", {}, ["Cluster", "Verdict", "Score", "Why"].map((t) => h("th", {}, t)))),
     h("tbody", {}, verdicts.map((v) => h("tr", {
@@ -224,7 +229,8 @@ export function verdictTable(verdicts) {
       h("td", {}, v.verdict),
       h("td", { class: "num" }, v.score ?? "–"),
       h("td", {}, v.verdict === "ok"
-        ? Object.entries(v.scores || {}).map(([k, n]) => `${k}=${n}`).join(" ")
+        ? [Object.entries(v.scores || {}).map(([k, n]) => `${k}=${n}`).join(" "),
+          (v.reasons || []).length ? ` (${v.reasons.join("; ")})` : "", pod(v)]
         : `${v.plugin || ""}: ${(v.reasons || []).join("; ")}`)))));
 }
 
