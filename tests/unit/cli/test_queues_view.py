@@ -58,7 +58,8 @@ def test_each_queue_with_its_parent_counts_share_and_age() -> None:
 def test_one_queue_by_name_and_the_wide_columns() -> None:
     got = rows(queues_view.table(ITEMS, now=NOW, only="ml-prod", wide=True))
     assert list(got) == ["ml-prod"]
-    assert got["ml-prod"][-3:] == ["nvidia.com/gpu=8", "-", "nvidia.com/gpu=8"]
+    # USED, CAPABILITY, GUARANTEE, then COST/H ("-": the costs view was not read).
+    assert got["ml-prod"][-4:] == ["nvidia.com/gpu=8", "-", "nvidia.com/gpu=8", "-"]
     assert queues_view.table(ITEMS, now=NOW, only="none") is None
     assert queues_view.table([], now=NOW) is None
 
