@@ -214,21 +214,27 @@ async def _apply(args: argparse.Namespace) -> int:
 
 
 async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> None:
-    """Warn of each queue just written whose capability is below what it holds now: the
-    write is fine (nothing is evicted for it), but a user lowering a limit expects it to
-    bite, and it bites only as admitted work finishes."""
+    """Warn of each queue just written whose capability is below what it holds now, or
+    whose budget is below what its placed work costs: the write is fine (nothing is
+    evicted for it), but a user lowering a limit expects it to bite, and it bites only as
+    admitted work finishes."""
     from federation.cli import queues_view
     from policies.models.queue import Queue
 
-    written = {
-        o.model.metadata.name: o.model.to_wire().get("spec", {}).get("capability") or {}
+    queues = [
+        o.model
         for o, r in zip(loaded, results, strict=True)
         if isinstance(o.model, Queue) and r["result"] != "unchanged"
-    }
-    if not any(written.values()):
+    ]
+    written = {q.metadata.name: q.to_wire().get("spec", {}).get("capability") or {} for q in queues}
+    budgets = {q.metadata.name: q.spec.max_hourly_cost for q in queues if q.spec.max_hourly_cost}
+    if not any(written.values()) and not budgets:
         return
     try:
         view = (await api.request("GET", queues_view.PATH))["items"]
+        if budgets:
+            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
+            view = queues_view.costed(view, costs)
     except errors.FedctlError:
         return  # a token that may not read the view, or the API gone: the write stands
     for item in view:
@@ -238,6 +244,14 @@ async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> N
             print(
                 f"Warning: queue {item['name']} holds more than its capability"
                 f" ({', '.join(over)}): {queues_view.OVER}",
+                file=sys.stderr,
+            )
+        budget = budgets.get(item["name"])
+        if budget is not None and item.get("hourlyCost", 0) > budget:
+            print(
+                f"Warning: queue {item['name']}'s placed work costs"
+                f" {item['hourlyCost']:.4f} {item['currency']}/h, above its budget"
+                f" {budget:.4f}: {queues_view.OVER_BUDGET}",
                 file=sys.stderr,
             )
 
@@ -483,7 +497,10 @@ async def _describe(args: argparse.Namespace) -> int:
         if mine:
             # The limits as stored (shown above), not as the view last read them: it may
             # be seconds behind a write.
-            limits = {k: (item.get("spec") or {}).get(k) for k in ("capability", "guarantee")}
+            limits = {
+                k: (item.get("spec") or {}).get(k)
+                for k in ("capability", "guarantee", "maxHourlyCost")
+            }
             print(queues_view.usage({**mine[0], **limits}))
     if res.plural in ("propagationpolicies", "clusterpropagationpolicies"):
         from federation.cli import workloads_view

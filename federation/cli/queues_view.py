@@ -22,6 +22,7 @@ __all__ = [
     "COSTS",
     "HEADERS",
     "OVER",
+    "OVER_BUDGET",
     "PATH",
     "costed",
     "documents",
@@ -43,6 +44,11 @@ OVER = (
 )
 """What a queue over its capability does (a capability lowered below what it holds), as
 Kueue does: admission is refused, nothing admitted is evicted for it."""
+OVER_BUDGET = (
+    "admitted work keeps running; nothing more is admitted to it until its cost falls"
+    " below the budget"
+)
+"""The same for a budget (`spec.maxHourlyCost`) lowered below what the queue spends."""
 
 
 def over_capability(used: dict[str, Any], capability: dict[str, Any]) -> list[str]:
@@ -198,9 +204,11 @@ def usage(item: dict[str, Any]) -> str:
             " are theirs)"
         )
     if "hourlyCost" in item:
+        limit = item.get("maxHourlyCost")
+        budget = f" of its {Decimal(limit):.4f} budget" if limit is not None else ""
         lines.append(
-            f"Cost:        {item['hourlyCost']:.4f} {item['currency']}/h (what its placed work"
-            " costs an hour, as estimated when placed: fedctl cost)"
+            f"Cost:        {item['hourlyCost']:.4f}{budget} {item['currency']}/h (what its"
+            " placed work costs an hour, as estimated when placed: fedctl cost)"
         )
     over = over_capability(used, cap)
     if over:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import NamedTuple
 
 from federation.registry import keys
@@ -37,6 +38,7 @@ __all__ = [
     "preemption_victims",
     "reclaim_pools",
     "reclaim_victims",
+    "subtrees",
 ]
 
 
@@ -64,6 +66,9 @@ class Admission:
     chips: Mapping[str, str] = field(default_factory=dict)
     job: object = None
     flavors: tuple[tuple[str, int, int], ...] = field(default=(), compare=False)
+    cost: Decimal = Decimal(0)
+    """What it costs an hour as placed (its targets' estimates; one unknown counts 0):
+    what a queue's budget (`spec.maxHourlyCost`) is held against."""
 
 
 _ADMISSION_SLOTS = tuple(Admission.__dict__[name] for name in Admission.__dataclass_fields__)
@@ -82,11 +87,15 @@ def admission(
     chips: Mapping[str, str],
     job: object,
     flavors: tuple[tuple[str, int, int], ...] = (),
+    cost: Decimal = Decimal(0),
 ) -> Admission:
     """An `Admission` from values given for every field, built through its slots (the
     cycle makes one per decision, and the frozen dataclass's checks cost more than that)."""
     made = object.__new__(Admission)
-    values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job, flavors)
+    values = (
+        *(ref, queue, namespace, priority, seq, charge),
+        *(placement, pod, chips, job, flavors, cost),
+    )
     for slot, value in zip(_ADMISSION_SLOTS, values, strict=True):
         slot.__set__(made, value)
     return made
@@ -163,6 +172,7 @@ class Usage:
         self._by_queue: dict[str, dict[str, Admission]] = {}
         self._lists: dict[tuple[str, str], ResourceList] = {}
         self._queue_versions: dict[str, int] = {}
+        self._spend: dict[str, tuple[int, Decimal]] = {}
         for admission in admissions:
             self.admit(admission)
 
@@ -293,6 +303,16 @@ class Usage:
         kept by a copy: what is derived from those totals can be kept while it stands."""
         return self._queue_versions.get(queue, 0)
 
+    def queue_spend(self, queue: str) -> Decimal:
+        """What the queue's admitted work costs an hour (`Admission.cost` summed), worked
+        out again only after its admissions changed: asked for queues with a budget."""
+        version = self._queue_versions.get(queue, 0)
+        hit = self._spend.get(queue)
+        if hit is None or hit[0] != version:
+            admitted = self._by_queue.get(queue, {}).values()
+            hit = self._spend[queue] = (version, sum((a.cost for a in admitted), Decimal(0)))
+        return hit[1]
+
     def namespace_totals(self, namespace: str) -> Mapping[str, int]:
         """A namespace's physical totals as a plain read-only map (`queue_totals`' twin)."""
         return self._namespaces.get(namespace, {})
@@ -336,6 +356,7 @@ class Usage:
         other._by_queue = {q: dict(a) for q, a in self._by_queue.items()}
         other._lists = dict(self._lists)
         other._queue_versions = dict(self._queue_versions)
+        other._spend = dict(self._spend)
         return other
 
 
@@ -455,6 +476,12 @@ class _Guarantees:
 
 _GUARANTEES: list[tuple[Mapping[str, Queue], _Guarantees]] = []
 """The last queue set's arrangement, with that set."""
+
+
+def subtrees(queues: Mapping[str, Queue]) -> Mapping[str, tuple[str, ...]]:
+    """Parent queue -> itself and every queue below it (a queue without children is not
+    listed: it is its own subtree), kept per queue set as the guarantees are."""
+    return _guarantees(queues).members
 
 
 def _guarantees(queues: Mapping[str, Queue]) -> _Guarantees:

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from federation.queue.pending import PendingJob
-from federation.quota import accounting, hierarchy
+from federation.quota import accounting, budget, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import binder, explain, room
 from federation.scheduler import framework as fw
@@ -37,6 +37,7 @@ from policies.models.binding import (
     TargetCluster,
     WorkloadReference,
     hourly_total,
+    known_cost,
 )
 
 if TYPE_CHECKING:
@@ -195,6 +196,19 @@ class Admitter:
             found = accounting.overall_problem(frq, state.usage.namespace_totals(ns), charge)
         if found is not None:
             return found, "quota"
+        if self._budgeted(job.queue):
+            chips = (charged or self._charge(placed, state))[1]
+            costs = [
+                self._cost(placed.request, state, name, chips[name], replicas)
+                for name, replicas in placed.placement.items()
+            ]
+            known = [c for c in costs if c is not None]
+            cost = sum(known, Decimal(0)) if len(known) == len(costs) else None
+            over = budget.problem(
+                job.queue, snapshot.queues, state.usage, cost, currency=snapshot.currency
+            )
+            if over is not None:
+                return over, "budget"  # waits: no room is made for a budget
         # Also for the default queue without a Queue object: it is guaranteed nothing, so
         # other queues' unused guarantees are not its to take.
         lend = accounting.lending_problem(
@@ -205,6 +219,14 @@ class Admitter:
             charge=charge,
         )
         return (lend, "lend") if lend else None
+
+    def _budgeted(self, queue: str) -> bool:
+        """Whether the queue or an ancestor has a budget, asked once per queue a cycle."""
+        key = ("budgeted", queue)
+        found = self.state.memo.get(key)
+        if found is None:
+            found = self.state.memo[key] = bool(budget.budgeted(queue, self.state.snapshot.queues))
+        return bool(found)
 
     # -- making room
 
@@ -283,6 +305,16 @@ class Admitter:
             kinds = {name: self._arch(request, name, taken) for name in placed.placement}
             if request.copies_chips and kept:
                 kinds = taken_mod.kept_arches(kinds, request, taken)
+        targets = [
+            self._target(
+                name,
+                replicas,
+                kinds[name],
+                self._cost(request, state, name, chips[name], replicas),
+            )
+            for name, replicas in sorted(placed.placement.items())
+        ]
+        total_cost = hourly_total(targets)
         admission = accounting.admission(
             ref=job.ref,
             queue=job.queue,
@@ -295,22 +327,13 @@ class Admitter:
             chips={k: v for k, v in kinds.items() if v},
             job=job,
             flavors=taken,
+            cost=total_cost if total_cost is not None else known_cost(targets),
         )
         state.usage.admit(admission)
         state.fresh.add(id(admission))
         self.result.admitted.append(admission)
         if self.result.reasons:
             self.result.reasons.pop(str(job.ref), None)
-        targets = [
-            self._target(
-                name,
-                replicas,
-                kinds[name],
-                self._cost(request, state, name, chips[name], replicas),
-            )
-            for name, replicas in sorted(placed.placement.items())
-        ]
-        total_cost = hourly_total(targets)
         verdicts, summary = explain.summary(self.scheduler.placer, request, state, placed)
         binding = binding_for(
             job,

@@ -13,7 +13,7 @@ from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.resources import ResourceList, device_names
 from federation.scheduler.plugins import quota
-from policies.models.binding import Binding
+from policies.models.binding import Binding, known_cost
 from policies.models.workload import Workload
 
 __all__ = ["Charges", "Shapes", "admission_of", "on_known", "resized"]
@@ -72,6 +72,7 @@ def admission_of(
         pod=pod,
         chips=chips,
         job=job,
+        cost=known_cost(targets),
     )
 
 

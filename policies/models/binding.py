@@ -32,6 +32,7 @@ __all__ = [
     "TargetCluster",
     "WorkloadReference",
     "hourly_total",
+    "known_cost",
 ]
 
 CLAIMED_BY = "fedctl.io/policy"
@@ -156,6 +157,12 @@ class Binding(KubeObject):
     def placement(self) -> dict[str, int]:
         """Cluster name -> replicas."""
         return {t.name: t.replicas for t in self.spec.clusters}
+
+
+def known_cost(targets: Sequence[TargetCluster]) -> Decimal:
+    """What the targets whose cost is known cost together per hour: what a queue's budget
+    counts for work already placed (an unpriced target counts nothing)."""
+    return sum((t.hourly_cost for t in targets if t.hourly_cost is not None), Decimal(0))
 
 
 def hourly_total(targets: Sequence[TargetCluster]) -> Decimal | None:

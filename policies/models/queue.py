@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -91,6 +92,14 @@ class QueueSpec(FrozenModel):
     priority_classes: dict[str, int] = Field(
         default_factory=dict,
         description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0}.",
+    )
+    max_hourly_cost: Decimal | None = Field(
+        default=None,
+        ge=0,
+        description="Budget: the most the queue's admitted work may cost per hour together"
+        " (a parent's: its whole subtree's), in the federation's currency, as each placement"
+        " was estimated. A workload that would take it past waits; nothing admitted is"
+        " evicted for it, and work whose cost is unknown is not admitted under a budget.",
     )
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -180,7 +181,7 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
     store = await registry()
     typed = codec.TypedStore(store, objects.ObjectCodec())
     for name, parent in (("all", None), ("web", "all"), ("ml", "all")):
-        spec = {"parent": parent} if parent else {}
+        spec = {"parent": parent} if parent else {"maxHourlyCost": "10"}
         queue = Queue.model_validate({"metadata": {"name": name}, "spec": spec})
         await typed.put(objects.key_for(queue), queue)
     async with api_server(store) as server:
@@ -191,7 +192,11 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
         cost = {line.split()[0]: line.split()[-1] for line in lines[1:]}
         assert (cost["all"], cost["ml"], cost["web"]) == ("5.0000", "4.0000", "1.0000")
         assert await fedctl(server, "describe", "queue", "all") == 0
-        assert "Cost:        5.0000 USD/h (what its placed work costs" in capsys.readouterr().out
+        assert "Cost:        5.0000 of its 10.0000 budget USD/h (what its placed work" in (
+            capsys.readouterr().out
+        )
+        assert await fedctl(server, "describe", "queue", "web") == 0
+        assert "Cost:        1.0000 USD/h (what its placed work" in capsys.readouterr().out
 
 
 async def test_a_binding_written_again_is_read_again_and_an_unreadable_one_left_out() -> None:
@@ -212,6 +217,25 @@ async def test_a_binding_written_again_is_read_again_and_an_unreadable_one_left_
         assert await total(server, session) == "3.50"
         await store.commit([st.Put(key, b'{"not": "a binding"}')])
         assert await total(server, session) == "1.00"
+
+
+async def test_a_budget_below_what_the_queue_spends_is_warned_at_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "web.yaml"
+    text = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: web}\nspec: SPEC\n"
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        path.write_text(text.replace("SPEC", "{maxHourlyCost: '0.5'}"), encoding="utf-8")
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert capsys.readouterr().err.strip() == (
+            "Warning: queue web's placed work costs 1.0000 USD/h, above its budget 0.5000:"
+            " admitted work keeps running; nothing more is admitted to it until its cost falls"
+            " below the budget"
+        )
+        path.write_text(text.replace("SPEC", "{maxHourlyCost: '2'}"), encoding="utf-8")
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert "Warning" not in capsys.readouterr().err
 
 
 async def test_an_unknown_grouping_is_refused_by_name() -> None:

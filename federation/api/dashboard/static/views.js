@@ -186,7 +186,11 @@ export function renderQueues(state) {
       h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
       h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
       h("td", { class: "num", "data-cost": s.cost },
-        state.costs ? money(s.cost, costs.currency) : "-"),
+        state.costs ? money(s.cost, costs.currency) : "-",
+        spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null
+          ? h("span", { class: "muted", "data-budget": spec.maxHourlyCost },
+            ` of ${money(spec.maxHourlyCost)}`)
+          : null),
       h("td", { title: held ? usageText(held) : "" },
         bar(Math.round(share * 100), 100, "held share", { class: "bar-row small" },
           `${Math.round(share * 100)}%`),

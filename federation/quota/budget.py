@@ -1,0 +1,79 @@
+"""Queue budgets: the most a queue's admitted work may cost an hour (`spec.maxHourlyCost`).
+
+Fed by the queue tree, the cycle's usage (`Usage.queue_spend`: each admission's cost as
+placed) and the cost of the placement being admitted; feeds admission, which leaves a
+workload over a budget pending with the reason from here. Why a budget beside capability:
+capability caps resources, but a department's limit is often money, and the same GPUs cost
+three times as much in one region as in another; a budget lets the cost score find the
+placement that fits it. A parent's budget caps its whole subtree, as its capability does.
+
+Like a lowered capability in Kueue, a budget only stops admissions: nothing admitted is
+evicted to get under it, and no preemption or reclaim is tried for it (a job waiting on a
+budget waits for the queue's own work to finish, or for the budget to be raised). A
+placement whose cost is not known (a cluster with no price for it) is not admitted under a
+budget, which could not be held otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from federation.quota import accounting
+from policies.models.queue import Queue
+
+__all__ = ["budgeted", "problem"]
+
+
+def budgeted(queue: str, queues: Mapping[str, Queue]) -> list[Queue]:
+    """The queue and its ancestors that carry a budget, nearest first."""
+    found: list[Queue] = []
+    seen: set[str] = set()
+    name: str | None = queue
+    while name is not None and name not in seen:
+        seen.add(name)
+        q = queues.get(name)
+        if q is None:
+            break
+        if q.spec.max_hourly_cost is not None:
+            found.append(q)
+        name = q.spec.parent
+    return found
+
+
+def problem(
+    queue: str,
+    queues: Mapping[str, Queue],
+    usage: accounting.Usage,
+    cost: Decimal | None,
+    *,
+    currency: str,
+) -> str | None:
+    """Why admitting a placement costing `cost` an hour to `queue` would break a budget on
+    it or an ancestor (None: it would not)."""
+    limits = budgeted(queue, queues)
+    if not limits:
+        return None
+    if cost is None:
+        return (
+            f"queue {limits[0].name} has an hourly budget and what this placement costs is not"
+            " known (a cluster with no price for it): work under a budget must be priced"
+        )
+    members = accounting.subtrees(queues)
+    for q in limits:
+        limit = q.spec.max_hourly_cost
+        assert limit is not None
+        who = f"queue {q.name}" + (f" (parent of {queue})" if q.name != queue else "")
+        if cost > limit:
+            return (
+                f"{who} has a budget of {limit:.4f} {currency}/h and this placement alone costs"
+                f" {cost:.4f}: it is not admitted at that budget (raise it, or let the policy"
+                " choose cheaper clusters)"
+            )
+        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+        if spent + cost > limit:
+            return (
+                f"{who} at its hourly budget: {spent:.4f} of {limit:.4f} {currency}/h spent,"
+                f" this placement needs {cost:.4f}"
+            )
+    return None

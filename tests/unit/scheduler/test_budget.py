@@ -1,0 +1,94 @@
+"""Queue budgets (`spec.maxHourlyCost`): admission stops where a queue's (or an
+ancestor's) admitted work would cost more an hour than its budget; nothing is evicted for
+it, work of unknown cost waits under a budget, and work placed in earlier cycles counts
+at the cost its Binding records."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from federation.quota.accounting import Usage
+from federation.scheduler import bound_usage
+from policies.models.binding import TargetCluster
+from tests.unit.scheduler.fleet import bound, cluster, flavor, job, placed, queue, run, workload
+
+# One pod of 1 core and 1 GiB on cluster a: 0.05 + 0.005 = 0.055 an hour.
+POD = Decimal("0.055")
+
+
+def jobs(n: int, queue_name: str, *, prefix: str = "j", **kw: str) -> list:  # type: ignore[type-arg]
+    return [job(workload(f"{prefix}{i}", queue=queue_name, **kw), seq=i + 1) for i in range(n)]
+
+
+def test_a_queue_admits_until_its_budget_and_says_why_the_next_waits() -> None:
+    result = run([cluster("a")], jobs(5, "team"), queues=[queue("team", maxHourlyCost="0.2")])
+    assert sorted(placed(result)) == ["j0", "j1", "j2"]  # 3 x 0.055 = 0.165 of 0.2
+    assert result.reasons["team/Job.batch/j3"] == (
+        "queue team at its hourly budget: 0.1650 of 0.2000 USD/h spent, this placement needs 0.0550"
+    )
+    assert not result.evicted
+    assert sum((a.cost for a in result.admitted), Decimal(0)) == 3 * POD
+
+
+def test_a_parent_budget_caps_its_whole_subtree() -> None:
+    queues = [
+        queue("org", maxHourlyCost="0.12"),
+        queue("red", parent="org"),
+        queue("blue", parent="org"),
+    ]
+    result = run(
+        [cluster("a")], jobs(2, "red", prefix="r") + jobs(2, "blue", prefix="b"), queues=queues
+    )
+    assert len(result.admitted) == 2  # 2 x 0.055 = 0.11 of 0.12
+    waiting = [r for n, r in result.reasons.items() if "budget" in r]
+    assert waiting and all(r.startswith("queue org (parent of ") for r in waiting)
+
+
+def test_a_placement_above_the_budget_alone_is_told_so() -> None:
+    result = run(
+        [cluster("a")],
+        [job(workload("big", queue="team", cpu="8"))],
+        queues=[queue("team", maxHourlyCost="0.2")],
+    )
+    assert not result.admitted
+    assert result.reasons["team/Job.batch/big"] == (
+        "queue team has a budget of 0.2000 USD/h and this placement alone costs 0.4050: it is"
+        " not admitted at that budget (raise it, or let the policy choose cheaper clusters)"
+    )
+
+
+def test_work_of_unknown_cost_waits_under_a_budget_and_runs_without_one() -> None:
+    gpus = cluster("g", flavor(chip="nvidia-a100-80gb", devices=8))  # no price for the GPUs
+    gpu_job = [job(workload("train", queue="team", gpus=1, chips="nvidia-a100-80gb"))]
+    held = run([gpus], gpu_job, queues=[queue("team", maxHourlyCost="100")])
+    assert not held.admitted
+    assert "what this placement costs is not known" in held.reasons["team/Job.batch/train"]
+    free = run([gpus], gpu_job, queues=[queue("team")])
+    assert placed(free) == {"train": {"g": 1}}
+
+
+def test_work_placed_earlier_counts_at_the_cost_its_binding_records() -> None:
+    earlier = bound("team", "old")
+    earlier = earlier.model_copy(
+        update={
+            "spec": earlier.spec.model_copy(
+                update={
+                    "queue": "team",
+                    "clusters": [TargetCluster(name="a", replicas=1, hourly_cost=Decimal("0.10"))],
+                }
+            )
+        }
+    )
+    old = job(workload("old", queue="team"))
+    running = bound_usage.admission_of(old, earlier, device_resources=())
+    assert running.cost == Decimal("0.10")
+    result = run(
+        [cluster("a")],
+        jobs(2, "team"),
+        queues=[queue("team", maxHourlyCost="0.2")],
+        usage=Usage([running]),
+    )
+    assert sorted(placed(result)) == ["j0"]  # 0.10 + 0.055; a second would pass 0.2
+    assert result.reasons["team/Job.batch/j1"].startswith(
+        "queue team at its hourly budget: 0.1550 of 0.2000"
+    )
