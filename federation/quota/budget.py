@@ -4,14 +4,16 @@ Fed by the queue tree, the cycle's usage (`Usage.queue_spend`: each admission's 
 placed) and the cost of the placement being admitted; feeds admission, which leaves a
 workload over a budget pending with the reason from here. Why a budget beside capability:
 capability caps resources, but a department's limit is often money, and the same GPUs cost
-three times as much in one region as in another; a budget lets the cost score find the
-placement that fits it. A parent's budget caps its whole subtree, as its capability does.
+three times as much in one region as in another. A parent's budget caps its whole subtree,
+as its capability does.
 
 Like a lowered capability in Kueue, a budget only stops admissions: nothing admitted is
 evicted to get under it, and no preemption or reclaim is tried for it (a job waiting on a
 budget waits for the queue's own work to finish, or for the budget to be raised). A
 placement whose cost is not known (a cluster with no price for it) is not admitted under a
-budget, which could not be held otherwise.
+budget, which could not be held otherwise. The budget is held against the placement the
+scores chose: a job is not placed again on a cheaper, lower-scoring cluster to fit it (the
+cost score already prefers cheap clusters, and a policy can weigh it more).
 """
 
 from __future__ import annotations
