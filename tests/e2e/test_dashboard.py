@@ -404,6 +404,17 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     expect(row.locator("[data-depth]")).to_have_text("0")
     # What its placed replicas cost an hour, as `fedctl cost` sums them (0.24 + 0.06).
     expect(row.locator("[data-cost]")).to_have_text("USD 0.3000/h")
+    # With a budget, the budget beside it.
+    queues = (EXAMPLES / "queues.yaml").read_text(encoding="utf-8")
+    budgeted = queues.replace("name: web\nspec:\n", "name: web\nspec:\n  maxHourlyCost: '2'\n")
+    assert budgeted != queues
+    status, body = stack.http("POST", f"{API}/apply", budgeted, ctype="application/yaml")
+    assert status == 200, body
+    try:
+        expect(row.locator("[data-budget]")).to_have_text(" of USD 2.00/h")
+    finally:
+        status, body = stack.http("POST", f"{API}/apply", queues, ctype="application/yaml")
+        assert status == 200, body
     # What it holds comes from the queue status view: web alone holds anything at the top.
     expect(row.locator(".bar-row.small").first).to_contain_text("100%")
     expect(row.locator("td[title]").first).to_have_attribute(

@@ -189,7 +189,7 @@ export function renderQueues(state) {
         state.costs ? money(s.cost, costs.currency) : "-",
         spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null
           ? h("span", { class: "muted", "data-budget": spec.maxHourlyCost },
-            ` of ${money(spec.maxHourlyCost)}`)
+            ` of ${money(spec.maxHourlyCost, costs.currency)}`)
           : null),
       h("td", { title: held ? usageText(held) : "" },
         bar(Math.round(share * 100), 100, "held share", { class: "bar-row small" },
