@@ -65,6 +65,7 @@ def build_app(
     price checks must share (score weights, the default queue, the currency)."""
     settings = settings or ApiSettings()
     scheduler = scheduler or SchedulerSettings()
+    currency = Currency.of(scheduler)
     metrics = metrics or metrics_mod.Metrics()
     limiter = limits.RateLimiter(
         rate=settings.rate_limit,
@@ -85,7 +86,7 @@ def build_app(
         clock=clock,
         cipher=cipher,
         admit=auth.admit if auth else None,
-        currency=Currency.of(scheduler),
+        currency=currency,
     )
     drills = drills_api.DrillsApi(store, kubeconfig=kubeconfig, leading=leading, clock=clock)
 
@@ -111,7 +112,7 @@ def build_app(
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store, settings=scheduler).routes(),
             *queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler).routes(),
-            *workloads_api.WorkloadsApi(store, currency=Currency.of(scheduler)).routes(),
+            *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *api.routes(),
             *dashboard.routes(),

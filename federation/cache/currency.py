@@ -5,9 +5,8 @@ providers in several countries is billed in several. The cost score ranks cluste
 their prices, a Binding adds its targets' costs together, and `maxHourlyCost` is one
 number for every cluster, so all of them need one currency: the federation's
 (`FEDCTL_SCHEDULER__CURRENCY`, USD unless set), with `FEDCTL_SCHEDULER__EXCHANGE_RATES`
-saying what one
-unit of each other currency is worth in it. Without this, a cluster priced 7 CNY an hour
-was compared as if it cost 7 USD.
+saying what one unit of each other currency is worth in it. Without this, a cluster priced
+7 CNY an hour was compared as if it cost 7 USD.
 
 Fed by the scheduler settings; feeds the snapshot build (`parts.compute`), which converts
 each cluster's prices once per part, and the API, which warns when a Cluster is written in

@@ -47,7 +47,7 @@ async def _cost(args: argparse.Namespace) -> int:
 
     params = {"by": args.by} | ({"namespace": args.namespace} if args.namespace else {})
     async with client.ApiClient(args.server, token=args.token) as api:
-        doc = await api.request("GET", f"{workloads_view.PREFIX}/costs", params=params)
+        doc = await api.request("GET", workloads_view.COSTS, params=params)
     if args.output != "table":
         print(render.dump(doc, args.output))
         return 0

@@ -80,14 +80,13 @@ def _member(parser: argparse.ArgumentParser, what: str) -> None:
     parser.set_defaults(parser=parser)
 
 
-def _cluster(args: argparse.Namespace) -> str:
+def _cluster(args: argparse.Namespace) -> None:
+    """`args.cluster` set to the member given either way; naming none or two is an error."""
     if args.member and args.cluster and args.member != args.cluster:
         args.parser.error(f"two members named: {args.member} and --cluster {args.cluster}")
     if not (args.member or args.cluster):
         args.parser.error("name the member: CLUSTER or --cluster CLUSTER")
-    name: str = args.member or args.cluster
-    args.cluster = name
-    return name
+    args.cluster = args.member or args.cluster
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -209,11 +209,11 @@ async def _apply(args: argparse.Namespace) -> int:
         for item in answer["results"]:
             label = _label(item["kind"], item["apiVersion"], item["name"])
             print(f"{label} {item['result']}{dry}")
-        await _over_capability(api, loaded, answer["results"])
+        await _over_limits(api, loaded, answer["results"])
     return 0
 
 
-async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> None:
+async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
     """Warn of each queue just written whose capability is below what it holds now, or
     whose budget is below what its placed work costs: the write is fine (nothing is
     evicted for it), but a user lowering a limit expects it to bite, and it bites only as
@@ -233,7 +233,7 @@ async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> N
     try:
         view = (await api.request("GET", queues_view.PATH))["items"]
         if budgets:
-            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
+            costs = await _queue_costs(api)
             view = queues_view.costed(view, costs)
     except errors.FedctlError:
         return  # a token that may not read the view, or the API gone: the write stands
@@ -254,6 +254,15 @@ async def _over_capability(api: Any, loaded: list[Any], results: list[Any]) -> N
                 f" {budget:.4f}: {queues_view.OVER_BUDGET}",
                 file=sys.stderr,
             )
+
+
+async def _queue_costs(api: Any) -> dict[str, Any]:
+    """What each queue's placed work costs an hour (the costs view by queue), for
+    `queues_view.costed`."""
+    from federation.cli import workloads_view
+
+    costs: dict[str, Any] = await api.request("GET", workloads_view.COSTS, params={"by": "queue"})
+    return costs
 
 
 def _path(res: Any, obj: Any) -> str:
@@ -418,7 +427,7 @@ async def _get_queues(args: argparse.Namespace) -> int:
         stored = (await api.request("GET", "queues"))["items"]
         costs = None
         if args.output == "wide":
-            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
+            costs = await _queue_costs(api)
     items = queues_view.merge(status["items"], stored)
     if costs is not None:
         items = queues_view.costed(items, costs)
@@ -491,7 +500,7 @@ async def _describe(args: argparse.Namespace) -> int:
 
         async with _client().ApiClient(args.server, token=args.token) as api:
             status = await api.request("GET", queues_view.PATH)
-            costs = await api.request("GET", queues_view.COSTS, params={"by": "queue"})
+            costs = await _queue_costs(api)
         costed = queues_view.costed(status["items"], costs)
         mine = [q for q in costed if q["name"] == meta.get("name")]
         if mine:

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Awaitable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -145,18 +144,18 @@ async def _plan_live(args: argparse.Namespace, *, text: str, filename: str) -> i
 
 def _render_wire(plan: dict[str, Any]) -> str:
     """The text form of one plan as the API returns it (same layout as the offline plan)."""
+    from federation.scheduler import plan as planning
+
     lines = [f"workload {plan['workload']}  policy: {plan.get('policy') or '(none)'}"]
     for v in plan.get("verdicts", []):
         if v.get("verdict") == "ok":
-            scores = " ".join(f"{k}={n}" for k, n in (v.get("scores") or {}).items())
-            scores += f" ({'; '.join(v['reasons'])})" if v.get("reasons") else ""
-            pods = plan.get("podCosts") or {}
-            if v["cluster"] in pods:
-                pod = pods[v["cluster"]]
-                currency = plan.get("currency", "USD")
-                scores += (
-                    f"  pod {Decimal(pod):.4f} {currency}/h" if pod is not None else "  unpriced"
-                )
+            scores = planning.ok_details(
+                v.get("scores") or {},
+                v.get("reasons") or [],
+                plan.get("podCosts") or {},
+                v["cluster"],
+                plan.get("currency", "USD"),
+            )
             mark = "  <- selected" if v.get("selected") else ""
             lines.append(
                 f"  {v['cluster']:<20}  ok             {v.get('score', 0):>5}  {scores}{mark}"

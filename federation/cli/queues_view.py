@@ -19,7 +19,6 @@ from typing import Any
 from federation.cli import render
 
 __all__ = [
-    "COSTS",
     "HEADERS",
     "OVER",
     "OVER_BUDGET",
@@ -33,7 +32,6 @@ __all__ = [
 ]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
-COSTS = "/apis/status.fedctl.io/v1alpha1/costs"
 API_VERSION = "fedctl.io/v1alpha1"
 HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
 
@@ -75,11 +73,15 @@ def costed(items: list[dict[str, Any]], costs: dict[str, Any]) -> list[dict[str,
         below = [c for c in children.get(name, ()) if c not in seen]
         return own.get(name, Decimal(0)) + sum((subtree(c, seen | {c}) for c in below), Decimal(0))
 
+    currency = costs["currency"]
     return [
-        {**item, "hourlyCost": subtree(item["name"], frozenset({item["name"]})),
-         "currency": costs["currency"]}
+        {
+            **item,
+            "hourlyCost": subtree(item["name"], frozenset({item["name"]})),
+            "currency": currency,
+        }
         for item in items
-    ]  # fmt: skip
+    ]
 
 
 def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -14,16 +14,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from federation import errors
 from federation.cli import render
 from federation.registry import keys
-from policies.models.binding import CLAIMED_BY
+from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total
 from policies.models.common import COMMON_KINDS
 
 __all__ = [
+    "COSTS",
     "PREFIX",
     "WORK_HEADERS",
     "address",
@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
+COSTS = f"{PREFIX}/costs"
+"""What placed work costs (`fedctl cost`, and the queue views' cost figures)."""
 WORK_HEADERS = ["NAMESPACE", "NAME", "KIND", "CLUSTER", "APPLIED", "HEALTH", "READY", "AGE"]
 
 
@@ -169,12 +171,11 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
 
 
 def _hourly(targets: list[dict[str, Any]]) -> str:
-    """What the targets cost together an hour; `-` when none is placed or one has no
-    price (a partial sum would read as the whole)."""
-    costs = [t.get("hourlyCost") for t in targets if t.get("replicas")]
-    if not costs or any(c is None for c in costs):
-        return "-"
-    return f"{sum(Decimal(str(c)) for c in costs):.4f}"
+    """What the targets cost together an hour (`hourly_total`); `-` when none is placed or
+    one has no price (a partial sum would read as the whole)."""
+    placed = [TargetCluster.model_validate(t) for t in targets if t.get("replicas")]
+    total = hourly_total(placed) if placed else None
+    return f"{total:.4f}" if total is not None else "-"
 
 
 def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:

@@ -92,11 +92,8 @@ def admission(
     """An `Admission` from values given for every field, built through its slots (the
     cycle makes one per decision, and the frozen dataclass's checks cost more than that)."""
     made = object.__new__(Admission)
-    values = (
-        *(ref, queue, namespace, priority, seq, charge),
-        *(placement, pod, chips, job, flavors, cost),
-    )
-    for slot, value in zip(_ADMISSION_SLOTS, values, strict=True):
+    values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job)
+    for slot, value in zip(_ADMISSION_SLOTS, (*values, flavors, cost), strict=True):
         slot.__set__(made, value)
     return made
 

@@ -181,7 +181,7 @@ class Admitter:
         charged: tuple[ResourceList, dict[str, str | None]] | None = None,
     ) -> tuple[str, str] | None:
         job = placed.request.job
-        charge, _ = charged or self._charge(placed, state)
+        charge, chips = charged or self._charge(placed, state)
         snapshot = state.snapshot
         queue = snapshot.queues.get(job.queue)
         found = None
@@ -197,7 +197,6 @@ class Admitter:
         if found is not None:
             return found, "quota"
         if self._budgeted(job.queue):
-            chips = (charged or self._charge(placed, state))[1]
             costs = [
                 self._cost(placed.request, state, name, chips[name], replicas)
                 for name, replicas in placed.placement.items()

@@ -13,8 +13,9 @@ Karmada, that one keeps it unless a policy allowed to preempt it takes over.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from federation import errors
@@ -43,6 +44,7 @@ __all__ = [
     "claimant",
     "is_namespaced",
     "job_for",
+    "ok_details",
     "plan_files",
     "policy_id",
     "specificity_for",
@@ -255,6 +257,24 @@ def plan_files(
     return out
 
 
+def ok_details(
+    scores: Mapping[str, int],
+    reasons: Sequence[str],
+    pods: Mapping[str, Decimal | str | None],
+    cluster: str,
+    currency: str,
+) -> str:
+    """A passing cluster's line of a plan after its score: each plugin's part, any note
+    (a currency it cannot be priced in), and one pod's hourly cost there when the plan has
+    it. The offline plan and the live one (its wire form, in `plan_cmd`) both print it."""
+    details = " ".join(f"{k}={n}" for k, n in scores.items())
+    details += f" ({'; '.join(reasons)})" if reasons else ""
+    if cluster in pods:
+        pod = pods[cluster]
+        details += f"  pod {Decimal(pod):.4f} {currency}/h" if pod is not None else "  unpriced"
+    return details
+
+
 def render(planned: Planned) -> str:
     """The human-readable form: every cluster, then division, chip and cost."""
     plan = planned.plan
@@ -263,11 +283,7 @@ def render(planned: Planned) -> str:
     lines.append(f"  {'CLUSTER':<{width}}  {'VERDICT':<13}  {'SCORE':>5}  DETAILS")
     for v in plan.verdicts:
         if v.verdict == "ok":
-            details = " ".join(f"{k}={n}" for k, n in v.scores.items())
-            details += f" ({'; '.join(v.reasons)})" if v.reasons else ""
-            if v.cluster in plan.pod_costs:
-                pod = plan.pod_costs[v.cluster]
-                details += f"  pod {pod:.4f} {plan.currency}/h" if pod is not None else "  unpriced"
+            details = ok_details(v.scores, v.reasons, plan.pod_costs, v.cluster, plan.currency)
             mark = "  <- selected" if v.selected else ""
             lines.append(f"  {v.cluster:<{width}}  {'ok':<13}  {v.score or 0:>5}  {details}{mark}")
         else:

@@ -18,6 +18,7 @@ import pytest
 
 from federation.api import app as api_app
 from federation.api import auth
+from federation.cli import cost_cmd
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
@@ -267,3 +268,8 @@ def test_lines_are_dearest_first_then_by_name() -> None:
         ("arm64", Decimal(3), 1),
         ("amd64", Decimal(2), 2),
     ]
+
+
+def test_the_cli_offers_the_groupings_the_api_takes() -> None:
+    # The CLI keeps its own copy so that building its parser imports no models.
+    assert cost_cmd.BY == spend.BY

@@ -9,6 +9,7 @@ import pytest
 
 from federation import clock, errors
 from federation.cli import render, watching
+from tests.waiting import wait_for
 
 HEADER = ["NAME", "READY", "AGE", "CLUSTERS"]
 
@@ -54,8 +55,7 @@ async def test_the_watch_prints_the_header_once_and_rides_out_an_api_failure(
     fake = clock.FakeClock()
     task = asyncio.create_task(watching.watch(once, clock=fake, polls=5))
     for _ in range(5):
-        while fake.sleepers == 0 and not task.done():
-            await asyncio.sleep(0)
+        await wait_for(lambda: fake.sleepers > 0 or task.done(), message="the watch waiting")
         await fake.advance(watching.INTERVAL)
     assert await task == 0
     out, err = capsys.readouterr()
@@ -83,15 +83,12 @@ async def test_a_slow_listing_is_asked_for_less_often(capsys: pytest.CaptureFixt
         return 0
 
     task = asyncio.create_task(watching.watch(once, clock=fake, polls=2))
-    while fake.sleepers == 0:
-        await asyncio.sleep(0)
+    await wait_for(lambda: fake.sleepers > 0, message="the watch waiting after one listing")
     await fake.advance(5.9)
     assert calls == [0.0]
     await fake.advance(0.2)
-    while len(calls) < 2:
-        await asyncio.sleep(0)
+    await wait_for(lambda: len(calls) == 2, message="the second listing")
     assert calls == [0.0, 9.0]
-    while fake.sleepers == 0 and not task.done():
-        await asyncio.sleep(0)
+    await wait_for(lambda: fake.sleepers > 0 or task.done(), message="the watch waiting")
     await fake.advance(10)
     assert await task == 0
