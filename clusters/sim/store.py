@@ -54,6 +54,18 @@ def _strip(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
+def _untimed(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """managedFields without their times: a write that moves only a time is a no-op upstream.
+
+    The apiserver keeps the old times when nothing else changed, so a controller's
+    periodic re-apply neither bumps resourceVersion nor wakes watchers.
+    """
+    return [
+        {k: v for k, v in entry.items() if k != "time"}
+        for entry in obj["metadata"].get("managedFields") or []
+    ]
+
+
 def _loads(raw: bytes) -> dict[str, Any]:
     obj: dict[str, Any] = json.loads(raw)
     return obj
@@ -249,9 +261,7 @@ class ObjectStore:
                     new.pop("status", None)
             if "generation" in meta and _spec_of(new) != _spec_of(old):
                 meta["generation"] = int(meta["generation"]) + 1
-        if _strip(new) == _strip(old) and (
-            new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
-        ):
+        if _strip(new) == _strip(old) and _untimed(new) == _untimed(old):
             return _loads(entry.raw())
         if subresource != "status":
             api_validation.validate_metadata(rt, new)

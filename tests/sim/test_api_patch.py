@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 from aiohttp import ClientSession
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from clusters.sim import patch
-from tests.sim.conftest import SimServer
+from clusters.sim.clock import ManualClock
+from clusters.sim.store import ObjectStore
+from tests.sim.conftest import SimServer, serve
 
 
 def _deployment(image: str = "nginx:1.26", **spec: Any) -> dict[str, Any]:
@@ -248,6 +251,38 @@ async def test_server_side_apply_creates_updates_and_drops_removed_fields(
     status, again = await _apply(sim_server, second)
     assert status == 200
     assert again["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
+
+
+async def test_a_no_op_apply_a_second_later_writes_nothing() -> None:
+    """Only the managedFields time would differ; upstream keeps the old one and skips the write.
+
+    Without that, every re-apply by a controller (fedctl re-applies each copy it keeps) bumps
+    the object's resourceVersion and wakes every watcher of it once a second.
+    """
+    clock = ManualClock()
+    store = ObjectStore(clock=clock)
+    runner, url = await serve(store)
+    api = client.ApiClient(client.Configuration(host=url))
+    try:
+        sim = SimServer(store=store, url=url, api=api)
+        status, created = await _apply(sim, _deployment())
+        assert status == 201
+        await clock.advance(2.0)
+        status, again = await _apply(sim, _deployment())
+        assert status == 200
+        assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+        assert again["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+        await clock.advance(2.0)
+        status, changed = await _apply(sim, _deployment(image="nginx:1.27"))
+        assert status == 200
+        assert changed["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+        assert (
+            changed["metadata"]["managedFields"][0]["time"]
+            != (created["metadata"]["managedFields"][0]["time"])
+        )
+    finally:
+        await api.close()
+        await runner.cleanup()
 
 
 async def test_server_side_apply_conflicts_with_another_owner_unless_forced(
