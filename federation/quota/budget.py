@@ -11,9 +11,9 @@ Like a lowered capability in Kueue, a budget only stops admissions: nothing admi
 evicted to get under it, and no preemption or reclaim is tried for it (a job waiting on a
 budget waits for the queue's own work to finish, or for the budget to be raised). A
 placement whose cost is not known (a cluster with no price for it) is not admitted under a
-budget, which could not be held otherwise. The budget is held against the placement the
-scores chose: a job is not placed again on a cheaper, lower-scoring cluster to fit it (the
-cost score already prefers cheap clusters, and a policy can weigh it more).
+budget, which could not be held otherwise. A placement the scores chose that the budget
+cannot cover is tried once more on the clusters whose cost fits what the budget leaves
+(`headroom`): a department at its limit gets the cheaper region rather than a wait.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from decimal import Decimal
 from federation.quota import accounting
 from policies.models.queue import Queue
 
-__all__ = ["budgeted", "problem"]
+__all__ = ["budgeted", "headroom", "problem"]
 
 
 def budgeted(queue: str, queues: Mapping[str, Queue]) -> list[Queue]:
@@ -69,8 +69,7 @@ def problem(
         if cost > limit:
             return (
                 f"{who} has a budget of {limit:.4f} {currency}/h and this placement alone costs"
-                f" {cost:.4f}: it is not admitted at that budget (raise it, or let the policy"
-                " choose cheaper clusters)"
+                f" {cost:.4f}: it is not admitted at that budget"
             )
         spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
         if spent + cost > limit:
@@ -79,3 +78,22 @@ def problem(
                 f" this placement needs {cost:.4f}"
             )
     return None
+
+
+def headroom(
+    queue: str, queues: Mapping[str, Queue], usage: accounting.Usage
+) -> tuple[Decimal, str] | None:
+    """What the tightest budget over `queue` leaves an hour, and whose it is (None: no
+    budget applies). Why: a placement refused by a budget is placed again within this."""
+    limits = budgeted(queue, queues)
+    if not limits:
+        return None
+    members = accounting.subtrees(queues)
+    left: tuple[Decimal, str] | None = None
+    for q in limits:
+        limit = q.spec.max_hourly_cost
+        assert limit is not None
+        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+        if left is None or limit - spent < left[0]:
+            left = (limit - spent, q.name)
+    return left

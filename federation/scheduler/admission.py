@@ -11,6 +11,7 @@ never lost and never pushed to the back of its queue.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from decimal import Decimal
@@ -87,6 +88,11 @@ class Admitter:
                 self._commit(outcome, self.state, charged=charged)
                 return True
             reason, kind = problem
+            if kind == "budget":
+                cheaper, reason = self._within_budget(outcome, reason)
+                if cheaper is not None:
+                    self._commit(cheaper, self.state)
+                    return True
         else:
             reason, kind = outcome.reason, outcome.kind
             if outcome.undivided:  # short of room across members: made as on capacity
@@ -218,6 +224,35 @@ class Admitter:
             charge=charge,
         )
         return (lend, "lend") if lend else None
+
+    def _within_budget(self, placed: pl.Placed, reason: str) -> tuple[pl.Placed | None, str]:
+        """The job placed again on clusters that cost no more than its budget leaves, and
+        the reason it waits when none does.
+
+        Why: the scores weigh cost against packing, locality and affinity, so the chosen
+        cluster need not be the cheapest; a queue at its budget should get the cheaper
+        region it fits in rather than wait for its own work to finish.
+        """
+        request, snapshot = placed.request, self.state.snapshot
+        left = budget.headroom(request.job.queue, snapshot.queues, self.state.usage)
+        if request.cost_cap or left is None or left[0] <= 0:
+            return None, reason
+        amount, owner = left
+        why = f"the {amount:.4f} {snapshot.currency}/h left in queue {owner}'s budget"
+        outcome = self.scheduler.placer.place(request.within(float(amount), why), self.state)
+        if isinstance(outcome, pl.Failed):
+            return None, f"{reason}, and no placement it fits in costs {amount:.4f} or less"
+        if self._problem(outcome, self.state) is not None:
+            return None, reason
+        verdicts, counts = explain.summary(
+            self.scheduler.placer, outcome.request, self.state, outcome
+        )
+        note = f"placed within {why}: the scores' first choice cost more"
+        verdicts = [
+            v.model_copy(update={"reasons": [*v.reasons, note]}) if v.selected else v
+            for v in verdicts
+        ]
+        return dataclasses.replace(outcome, explained=(verdicts, counts)), reason
 
     def _budgeted(self, queue: str) -> bool:
         """Whether the queue or an ancestor has a budget, asked once per queue a cycle."""

@@ -131,6 +131,10 @@ class JobRequest:
     for a gang or a duplicate, else one. A cluster's chip is the most preferred that holds
     this many, so a gang the preferred chip cannot hold takes another chip it fits on."""
 
+    cost_cap: str = ""
+    """What set `max_hourly_cost` when the policy did not (empty: the policy's own, or
+    none): what a queue's budget leaves, so a cluster it filters says so."""
+
     devices: int = field(init=False)
     """Accelerators one pod asks for (`vector`'s device entry): read a few times for each
     decision, where indexing the numpy vector for it cost more than the checks it feeds."""
@@ -160,6 +164,17 @@ class JobRequest:
     def with_chip_need(self, need: int) -> JobRequest:
         """The same request choosing each cluster's chip for `need` pods (`chip_need`)."""
         return dataclasses.replace(self, chip_need=need, shape=(*self.shape[:-1], need))
+
+    def within(self, cap: float, why: str) -> JobRequest:
+        """The same request allowed at most `cap` an hour (and its policy's limit), `why`
+        naming the cap, so it is placed on clusters that cost no more (a budget's rest)."""
+        limit = cap if self.max_hourly_cost is None else min(cap, self.max_hourly_cost)
+        return dataclasses.replace(
+            self,
+            max_hourly_cost=limit,
+            cost_cap=why if limit == cap else "",
+            signature=(*self.signature[:-1], ("within", limit), self.signature[-1]),
+        )
 
     def with_term(self, term: int) -> JobRequest:
         """The same request under another `clusterAffinities` group."""

@@ -59,8 +59,12 @@ class MaxCost:
         per_pod = float(hourly_cost(job, state, np.array([cluster.index]))[0])
         total = per_pod * job.replicas
         if math.isnan(total):
+            if job.cost_cap:
+                return fw.Verdict.unschedulable("no price for the chip here: work under a budget")
             return fw.Verdict.unschedulable("no price for the chip here; maxHourlyCost is set")
         if total > job.max_hourly_cost:
+            if job.cost_cap:
+                return fw.Verdict.unschedulable(f"costs {total:.4f}/h, more than {job.cost_cap}")
             return fw.Verdict.unschedulable(
                 f"costs {total:.2f}/h, above maxHourlyCost {job.max_hourly_cost:.2f}"
             )

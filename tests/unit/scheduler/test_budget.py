@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage
+from federation.settings import SchedulerSettings
 from policies.models.binding import TargetCluster
 from tests.unit.scheduler.fleet import bound, cluster, flavor, job, placed, queue, run, workload
 
@@ -24,7 +25,8 @@ def test_a_queue_admits_until_its_budget_and_says_why_the_next_waits() -> None:
     result = run([cluster("a")], jobs(5, "team"), queues=[queue("team", maxHourlyCost="0.2")])
     assert sorted(placed(result)) == ["j0", "j1", "j2"]  # 3 x 0.055 = 0.165 of 0.2
     assert result.reasons["team/Job.batch/j3"] == (
-        "queue team at its hourly budget: 0.1650 of 0.2000 USD/h spent, this placement needs 0.0550"
+        "queue team at its hourly budget: 0.1650 of 0.2000 USD/h spent, this placement needs"
+        " 0.0550, and no placement it fits in costs 0.0350 or less"
     )
     assert not result.evicted
     assert sum((a.cost for a in result.admitted), Decimal(0)) == 3 * POD
@@ -53,7 +55,7 @@ def test_a_placement_above_the_budget_alone_is_told_so() -> None:
     assert not result.admitted
     assert result.reasons["team/Job.batch/big"] == (
         "queue team has a budget of 0.2000 USD/h and this placement alone costs 0.4050: it is"
-        " not admitted at that budget (raise it, or let the policy choose cheaper clusters)"
+        " not admitted at that budget, and no placement it fits in costs 0.2000 or less"
     )
 
 
@@ -91,4 +93,43 @@ def test_work_placed_earlier_counts_at_the_cost_its_binding_records() -> None:
     assert sorted(placed(result)) == ["j0"]  # 0.10 + 0.055; a second would pass 0.2
     assert result.reasons["team/Job.batch/j1"].startswith(
         "queue team at its hourly budget: 0.1550 of 0.2000"
+    )
+
+
+# Scores blind to cost: they tie, and the tie goes to the first name, the dearer a.
+BLIND = SchedulerSettings(score_weights={"cost": 0, "binpack": 1, "locality": 2, "affinity": 1})
+DEAR = cluster("a", flavor(cpu="4", nodes=2), cpu_price="0.10")  # a pod: 0.105 an hour
+CHEAP = cluster("b", flavor(cpu="16", nodes=4), cpu_price="0.02")  # a pod: 0.025 an hour
+
+
+def test_a_placement_past_the_budget_is_placed_again_where_the_rest_of_it_pays() -> None:
+    result = run(
+        [DEAR, CHEAP], jobs(4, "team"), queues=[queue("team", maxHourlyCost="0.2")], settings=BLIND
+    )
+    # j0 on a (0.105); j1 on a would pass 0.2, so it and the rest go to b (3 x 0.025).
+    assert placed(result) == {"j0": {"a": 1}, "j1": {"b": 1}, "j2": {"b": 1}, "j3": {"b": 1}}
+    spent = sum((a.cost for a in result.admitted), Decimal(0))
+    assert spent == Decimal("0.105") + 3 * Decimal("0.025")
+    binding = next(b for b in result.bindings if b.metadata.name == "j1")
+    assert binding.spec.filtered_summary == {"capacity/cost/quota": 1}
+    (chosen,) = binding.spec.explanation
+    assert chosen.reasons == [
+        "placed within the 0.0950 USD/h left in queue team's budget: the scores' first choice"
+        " cost more"
+    ]
+
+
+def test_without_a_budget_the_scores_choice_stands() -> None:
+    result = run([DEAR, CHEAP], jobs(2, "team"), queues=[queue("team")], settings=BLIND)
+    assert placed(result) == {"j0": {"a": 1}, "j1": {"a": 1}}
+
+
+def test_the_tightest_budget_over_the_queue_bounds_the_retry() -> None:
+    queues = [queue("org", maxHourlyCost="0.13"), queue("team", parent="org", maxHourlyCost="1")]
+    result = run([DEAR, CHEAP], jobs(3, "team"), queues=queues, settings=BLIND)
+    # j0 on a (0.105 of org's 0.13); j1 in the 0.025 org leaves, on b; j2 finds nothing.
+    assert placed(result) == {"j0": {"a": 1}, "j1": {"b": 1}}
+    assert result.reasons["team/Job.batch/j2"] == (
+        "queue org (parent of team) at its hourly budget: 0.1300 of 0.1300 USD/h spent, this"
+        " placement needs 0.1050"
     )
