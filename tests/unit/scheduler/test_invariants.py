@@ -1,6 +1,7 @@
 """What no cycle may ever do, over random fleets, queues, quotas and jobs: place pods
-beyond a node flavor's room, charge a queue past its capability or a namespace past its
-quota, lose a job, or admit a job ahead of an identical one its queue ranks first.
+beyond a node flavor's room, charge a queue past its capability or hourly budget or a
+namespace past its quota, lose a job, or admit a job ahead of an identical one its queue
+ranks first.
 
 Each seed runs three cycles against one snapshot whose status never catches up (as when
 members report slowly): the first admits, the second brings higher-priority work that
@@ -17,6 +18,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
+from decimal import Decimal
 
 import pytest
 
@@ -90,6 +92,19 @@ def _queues(rng: random.Random) -> list[Queue]:
         out.append(queue(name, **spec))
     if nested:
         out.append(queue("dept", capability={"cpu": str(rng.randint(10, 30))}))
+    return out
+
+
+def _with_budgets(queues: list[Queue], rng: random.Random) -> list[Queue]:
+    """Some queues (a parent too) given an hourly budget, from their own random stream so
+    that the fleets, queues and jobs of each seed stay what they were without budgets."""
+    out = []
+    for q in queues:
+        spec = q.spec
+        if rng.random() < 0.4:
+            budget = Decimal(rng.choice(["0.3", "0.8", "2", "6"]))
+            spec = spec.model_copy(update={"max_hourly_cost": budget})
+        out.append(q.model_copy(update={"spec": spec}))
     return out
 
 
@@ -286,6 +301,21 @@ def _check_limits(
             if resource in overall:
                 assert amount <= overall.amount(resource), f"{ns} over {resource}"
     _check_shares(admitted, quotas)
+    _check_budgets(admitted, queues)
+
+
+def _check_budgets(admitted: list[Admission], queues: list[Queue]) -> None:
+    """No queue's admitted work (a parent's: its subtree's) costs more than its budget."""
+    spent: dict[str, Decimal] = defaultdict(Decimal)
+    for a in admitted:
+        assert a.cost is not None, f"{a.ref} admitted at an unknown cost"
+        spent[a.queue] += a.cost
+    for q in queues:
+        if q.spec.max_hourly_cost is None:
+            continue
+        members = {q.name} | {c.name for c in queues if c.spec.parent == q.name}
+        total = sum((spent[m] for m in members), Decimal(0))
+        assert total <= q.spec.max_hourly_cost, f"queue {q.name} spends {total}"
 
 
 def _check_shares(admitted: list[Admission], quotas: list[FederatedResourceQuota]) -> None:
@@ -320,6 +350,7 @@ def test_no_cycle_breaks_room_limits_order_or_loses_a_job(seed: int) -> None:
     rng = random.Random(seed)
     fleet = _fleet(rng)
     queues, quotas = _queues(rng), _quotas(rng, [c.metadata.name for c in fleet])
+    queues = _with_budgets(queues, random.Random(-1 - seed))
     snapshot = snap.build(fleet, queues=queues, quotas=quotas)
     scheduler = cycle.Scheduler(SchedulerSettings())
     usage, pending = Usage(), PendingStore()
