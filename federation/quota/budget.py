@@ -24,7 +24,7 @@ from decimal import Decimal
 from federation.quota import accounting
 from policies.models.queue import Queue
 
-__all__ = ["budgeted", "headroom", "problem"]
+__all__ = ["budgeted", "exhausted", "headroom", "problem"]
 
 
 def budgeted(queue: str, queues: Mapping[str, Queue]) -> list[Queue]:
@@ -97,3 +97,20 @@ def headroom(
         if left is None or limit - spent < left[0]:
             left = (limit - spent, q.name)
     return left
+
+
+def exhausted(
+    queue: str, queues: Mapping[str, Queue], usage: accounting.Usage, *, currency: str
+) -> str | None:
+    """Why nothing more can be admitted to `queue` whatever it costs: a budget over it is
+    spent (None: none is). Why: a job refused for room or quota first must not make room
+    by evicting when its budget would refuse it anyway, and its reason should say so."""
+    members = accounting.subtrees(queues)
+    for q in budgeted(queue, queues):
+        limit = q.spec.max_hourly_cost
+        assert limit is not None
+        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+        if spent >= limit:
+            who = f"queue {q.name}" + (f" (parent of {queue})" if q.name != queue else "")
+            return f"{who} has spent its hourly budget: {spent:.4f} of {limit:.4f} {currency}/h"
+    return None

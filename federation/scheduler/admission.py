@@ -97,6 +97,16 @@ class Admitter:
             reason, kind = outcome.reason, outcome.kind
             if outcome.undivided:  # short of room across members: made as on capacity
                 kind = "capacity"
+        if kind != "budget" and self._budgeted(job.queue):
+            spent = budget.exhausted(
+                job.queue,
+                self.state.snapshot.queues,
+                self.state.usage,
+                currency=self.state.snapshot.currency,
+            )
+            if spent is not None:  # no room is made for a job its budget refuses anyway
+                self._pending(job, f"{reason}; and {spent}")
+                return False
         settings, placer = self.scheduler.settings, self.scheduler.placer
         # Behind a victim, the job evicts no one this cycle: placed again next cycle, that
         # workload may make room as well, and it goes first.
@@ -185,10 +195,27 @@ class Admitter:
         state: fw.CycleState,
         *,
         charged: tuple[ResourceList, dict[str, str | None]] | None = None,
+        spend: accounting.Usage | None = None,
     ) -> tuple[str, str] | None:
         job = placed.request.job
         charge, chips = charged or self._charge(placed, state)
         snapshot = state.snapshot
+        # The budget first, against what the queue spent before any room was made
+        # (`spend`): a job its budget holds back waits, and no victim is evicted, even one
+        # a quota would also need, since evicting the queue's own work to free its budget
+        # is not for admission to do.
+        if self._budgeted(job.queue):
+            costs = [
+                self._cost(placed.request, state, name, chips[name], replicas)
+                for name, replicas in placed.placement.items()
+            ]
+            known = [c for c in costs if c is not None]
+            cost = sum(known, Decimal(0)) if len(known) == len(costs) else None
+            over = budget.problem(
+                job.queue, snapshot.queues, spend or state.usage, cost, currency=snapshot.currency
+            )
+            if over is not None:
+                return over, "budget"  # waits: no room is made for a budget
         queue = snapshot.queues.get(job.queue)
         found = None
         if queue is not None and queue.spec.capability is not None:
@@ -202,18 +229,6 @@ class Admitter:
             found = accounting.overall_problem(frq, state.usage.namespace_totals(ns), charge)
         if found is not None:
             return found, "quota"
-        if self._budgeted(job.queue):
-            costs = [
-                self._cost(placed.request, state, name, chips[name], replicas)
-                for name, replicas in placed.placement.items()
-            ]
-            known = [c for c in costs if c is not None]
-            cost = sum(known, Decimal(0)) if len(known) == len(costs) else None
-            over = budget.problem(
-                job.queue, snapshot.queues, state.usage, cost, currency=snapshot.currency
-            )
-            if over is not None:
-                return over, "budget"  # waits: no room is made for a budget
         # Also for the default queue without a Queue object: it is guaranteed nothing, so
         # other queues' unused guarantees are not its to take.
         lend = accounting.lending_problem(
@@ -278,9 +293,12 @@ class Admitter:
         return True
 
     def _admissible(self, request: fw.JobRequest, state: fw.CycleState) -> pl.Placed | None:
-        """Where the job goes in `state` when it is placed and passes every limit there."""
+        """Where the job goes in `state` when it is placed and passes every limit there,
+        its budget judged by what its queue spent before room was made: victims make room,
+        never budget."""
         outcome = self.scheduler.placer.place(request, state)
-        if isinstance(outcome, pl.Placed) and self._problem(outcome, state) is None:
+        spend = self.state.usage
+        if isinstance(outcome, pl.Placed) and self._problem(outcome, state, spend=spend) is None:
             return outcome
         return None
 

@@ -11,7 +11,17 @@ from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage
 from federation.settings import SchedulerSettings
 from policies.models.binding import TargetCluster
-from tests.unit.scheduler.fleet import bound, cluster, flavor, job, placed, queue, run, workload
+from policies.models.frq import FederatedResourceQuota
+from tests.unit.scheduler.fleet import (
+    bound,
+    cluster,
+    flavor,
+    job,
+    placed,
+    queue,
+    run,
+    workload,
+)
 
 # One pod of 1 core and 1 GiB on cluster a: 0.05 + 0.005 = 0.055 an hour.
 POD = Decimal("0.055")
@@ -133,3 +143,55 @@ def test_the_tightest_budget_over_the_queue_bounds_the_retry() -> None:
         "queue org (parent of team) at its hourly budget: 0.1300 of 0.1300 USD/h spent, this"
         " placement needs 0.1050"
     )
+
+
+def shared(namespace: str, *, overall: str, on_a: str) -> FederatedResourceQuota:
+    """A quota with a static share of cluster a: over it, preemption makes room there."""
+    return FederatedResourceQuota.model_validate(
+        {
+            "metadata": {"name": "quota", "namespace": namespace},
+            "spec": {
+                "overall": {"cpu": overall},
+                "staticAssignments": [{"clusterName": "a", "hard": {"cpu": on_a}}],
+            },
+        }
+    )
+
+
+def test_a_job_its_budget_holds_back_evicts_no_one_even_when_a_quota_also_blocks_it() -> None:
+    """Preemption would make room for the quota, and, evicting the queue's own work, for
+    the budget too: a budget is never made room for, so nothing is evicted."""
+    first = run([cluster("a")], jobs(3, "team"), queues=[queue("team", maxHourlyCost="1")])
+    assert len(first.admitted) == 3  # 0.165 an hour
+    high = job(workload("high", queue="team", priority=100), seq=10)
+    result = run(
+        [cluster("a")],
+        [high],
+        queues=[queue("team", maxHourlyCost="0.1")],  # lowered below what it spends
+        quotas=[shared("team", overall="4", on_a="3")],  # and its share of a is full
+        usage=first.usage,
+    )
+    assert not result.evicted
+    assert not result.admitted
+    assert result.reasons["team/Job.batch/high"] == (
+        "namespace team may use 3 cpu on a (FederatedResourceQuota staticAssignments), 3 in"
+        " use; 1 more pod(s) would exceed it; and queue team has spent its hourly budget:"
+        " 0.1650 of 0.1000 USD/h"
+    )
+
+
+def test_room_made_for_a_quota_does_not_count_the_victims_spend_as_budget_freed() -> None:
+    """The budget passes for a cheap placement, but a full quota sends the job to make
+    room; the placement after eviction must fit the budget as spent before it."""
+    first = run([cluster("a")], jobs(3, "team"), queues=[queue("team", maxHourlyCost="0.2")])
+    assert len(first.admitted) == 3  # 0.165 of 0.2: 0.035 left
+    big = job(workload("big", queue="team", cpu="2", priority=100), seq=10)  # 0.11 an hour
+    result = run(
+        [cluster("a")],
+        [big],
+        queues=[queue("team", maxHourlyCost="0.2")],
+        quotas=[shared("team", overall="5", on_a="4")],
+        usage=first.usage,
+    )
+    assert not result.evicted
+    assert not result.admitted
