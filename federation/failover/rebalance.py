@@ -18,8 +18,10 @@ controller and the tests share it.
 What never moves: a batch job (moving restarts it, and a graceful move would run it in two
 clusters at once), a workload whose Binding is not Scheduled or is already leaving a
 cluster (an eviction task exists), and a move that would not be better by the policy's own
-order - an earlier affinity group first, then a lower hourly cost, then a clearly higher
-score (`min_score_gain`, so two near-equal clusters do not trade the work back and forth).
+order - an earlier affinity group first, then the split its static weights describe (for a
+policy that divides by them: the user's split, whatever it costs), then a lower hourly
+cost, then a clearly higher score (`min_score_gain`, so two near-equal clusters do not
+trade the work back and forth).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ class Candidate:
     preferred: Option | None
     reason: str = ""
     batch: bool = False
+    static_weights: bool = False
+    """Its policy divides replicas by static weights: the split is the user's, not the
+    scores' (`decide` restores it whatever it costs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,10 @@ class Verdict:
 
 def _group(option: Option) -> str:
     return option.group_name or str(option.group)
+
+
+def _split(option: Option) -> str:
+    return ", ".join(f"{n}:{r}" for n, r in sorted(option.placement.items()))
 
 
 def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> Verdict:
@@ -133,6 +142,10 @@ def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> V
         if pref.group < cur.group:
             return Verdict(candidate, True, f"affinity group {_group(cur)} -> {_group(pref)}")
         return stay(f"current group {_group(cur)} comes before {_group(pref)}")
+    if candidate.static_weights:
+        # The weights are what the user asked for; a failover or taint left a split the
+        # policy does not describe, and neither cost nor score is the policy's to weigh.
+        return Verdict(candidate, True, f"static weights {_split(cur)} -> {_split(pref)}")
     before, after = cur.cost, pref.cost
     if before is not None and after is not None and before != after:
         if after < before:

@@ -253,6 +253,7 @@ def candidates(
                 preferred=preferred,
                 reason=planned.reason,
                 batch=workload.is_batch,
+                static_weights=request.strategy == "static_weight",
             )
         )
     return out

@@ -44,6 +44,7 @@ def candidate(
     b: Binding | None = None,
     batch: bool = False,
     reason: str = "",
+    static_weights: bool = False,
 ) -> rebalance.Candidate:
     return rebalance.Candidate(
         key=keys.binding_key(keys.WorkloadRef("default", "Deployment.apps", "web")),
@@ -53,6 +54,7 @@ def candidate(
         preferred=preferred,
         reason=reason,
         batch=batch,
+        static_weights=static_weights,
     )
 
 
@@ -91,6 +93,26 @@ ON_B = option({"b": 2}, cost="3.00", group=1, name="fallback", score=40)
             False,
             "cheaper where it is (0.8000/h, not 3.1000/h)",
             id="the preferred placement costs more: stays",
+        ),
+        pytest.param(
+            candidate(
+                option({"b": 6, "c": 6}, cost="0.29"),
+                option({"a": 6, "b": 3, "c": 3}, cost="0.31"),
+                static_weights=True,
+            ),
+            True,
+            "static weights b:6, c:6 -> a:6, b:3, c:3",
+            id="static weights a failover bent: restored, though dearer",
+        ),
+        pytest.param(
+            candidate(
+                option({"a": 2}, group=0, name="primary"),
+                option({"b": 2}, group=1, name="fallback"),
+                static_weights=True,
+            ),
+            False,
+            "current group primary comes before fallback",
+            id="static weights: an earlier affinity group still comes first",
         ),
         pytest.param(
             candidate(option({"a": 2}, group=0, name="primary"), ON_B),
@@ -248,8 +270,15 @@ def test_an_unknown_failback_value_is_refused() -> None:
         FedctlPlacement.model_validate({"failback": "Always"})
 
 
-def _live(placed_on: str, *, failback: str = "Never") -> whatif.Live:
-    """Two members, `home` cheap and in the first affinity group, one workload on `placed_on`."""
+def _live(
+    placed_on: str,
+    *,
+    failback: str = "Never",
+    placement: dict[str, object] | None = None,
+    running: dict[str, int] | None = None,
+) -> whatif.Live:
+    """Two members, `home` cheap and in the first affinity group, one workload on `placed_on`
+    (or as `running` says), placed by `placement` when given."""
     clusters = [
         fleet.cluster("home", cpu_price="0.02", apis=[("apps/v1", "Deployment")]),
         fleet.cluster("spare", cpu_price="0.09", apis=[("apps/v1", "Deployment")]),
@@ -260,7 +289,8 @@ def _live(placed_on: str, *, failback: str = "Never") -> whatif.Live:
             "metadata": {"name": "p", "namespace": "default"},
             "spec": {
                 "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                "placement": {
+                "placement": placement
+                or {
                     "clusterAffinities": [
                         {"affinityName": "first", "clusterNames": ["home"]},
                         {"affinityName": "second", "clusterNames": ["spare"]},
@@ -277,7 +307,7 @@ def _live(placed_on: str, *, failback: str = "Never") -> whatif.Live:
         statuses={c.name: c.status for c in clusters if c.status is not None},
         policies=[policy],
         workloads={ref: codec.Stored(keys.workload_key(keys.parse_workload_key(key)), w, 3, 3)},
-        bindings={key: codec.Stored(key, binding(clusters={placed_on: 2}), 9, 9)},
+        bindings={key: codec.Stored(key, binding(clusters=running or {placed_on: 2}), 9, 9)},
     )
 
 
@@ -291,6 +321,34 @@ def test_the_what_if_rates_the_current_and_the_preferred_placement() -> None:
     assert found.current.cost is not None and found.preferred.cost is not None
     assert found.preferred.cost < found.current.cost
     assert rebalance.decide(found).why == "affinity group second -> first"
+
+
+def test_a_static_weight_split_a_failover_left_is_restored_though_dearer() -> None:
+    weighted = {
+        "clusterAffinity": {"clusterNames": ["home", "spare"]},
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["home"]}, "weight": 1},
+                    {"targetCluster": {"clusterNames": ["spare"]}, "weight": 1},
+                ]
+            },
+        },
+    }
+    (found,) = whatif.candidates(_live("home", placement=weighted, running={"home": 2}))
+    assert found.static_weights
+    assert found.preferred is not None and dict(found.preferred.placement) == {
+        "home": 1,
+        "spare": 1,
+    }
+    assert found.current.cost is not None and found.preferred.cost is not None
+    assert found.current.cost < found.preferred.cost  # all on the cheap member now
+    verdict = rebalance.decide(found)
+    assert (verdict.move, verdict.why) == (True, "static weights home:2 -> home:1, spare:1")
+    (dynamic,) = whatif.candidates(_live("home", running={"home": 2}))
+    assert not dynamic.static_weights
 
 
 def test_automatic_only_keeps_the_workloads_whose_policy_asks_for_it() -> None:
