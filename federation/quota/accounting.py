@@ -280,8 +280,12 @@ class Usage:
         return list(self._by_queue.get(queue, {}).values())
 
     def counts(self) -> dict[str, int]:
-        """How many workloads each queue has admitted (a queue once charged may have 0)."""
-        return {q: len(admitted) for q, admitted in self._by_queue.items()}
+        """How many workloads with pods each queue has admitted (a queue once charged may
+        have 0). A Namespace, ConfigMap or Service is placed and bound like work, but it is
+        not a job anyone queued: counted, it made `default` read as busy with nothing run."""
+        return {
+            q: sum(1 for a in admitted.values() if a.pod) for q, admitted in self._by_queue.items()
+        }
 
     def queue_totals(self, queue: str) -> Mapping[str, int]:
         """A queue's totals as a plain read-only map (for hot paths such as fair share)."""

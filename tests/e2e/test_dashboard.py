@@ -294,8 +294,9 @@ def bindings(stack: Stack) -> Iterator[codec.TypedStore[Binding]]:
 BINDING_KEY = keys.binding_key(keys.WorkloadRef("web", "Deployment.apps", "storefront"))
 
 
-def queued(name: str, queue: str, phase: str, reason: str = "") -> Binding:
-    """A Binding of workload team/`name` in `queue`, with no workload behind it."""
+def queued(name: str, queue: str, phase: str, reason: str = "", *, pods: bool = True) -> Binding:
+    """A Binding of workload team/`name` in `queue`, with no workload behind it; without
+    `pods`, one that records no pod, as an object that runs none (a ConfigMap) has."""
     return Binding.model_validate(
         {
             "metadata": {"name": name, "namespace": "team"},
@@ -307,6 +308,7 @@ def queued(name: str, queue: str, phase: str, reason: str = "") -> Binding:
                     "name": name,
                 },
                 "queue": queue,
+                "podRequests": {"cpu": "1"} if pods else {},
             },
             "status": {"phase": phase, "reason": reason},
         }
@@ -358,6 +360,7 @@ def test_a_parent_queue_row_counts_its_subtree_and_an_undefined_queue_is_listed(
 ) -> None:
     typo = "queue mlprod is not defined (queues that take work: ml-prod, ml-research, web)"
     written = {
+        "ns": queued("ns", "ml-prod", "Scheduled", pods=False),  # bound, but runs nothing
         "prod-a": queued("prod-a", "ml-prod", "Scheduled"),
         "research-a": queued("research-a", "ml-research", "Pending", "waiting"),
         "typo": queued("typo", "mlprod", "Pending", typo),

@@ -18,6 +18,7 @@ from federation.scheduler import binder, queue_view, reconcile
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, EvictionTask
 from policies.models.cluster import Cluster, Taint
+from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import (
     GPU,
     NOW,
@@ -617,3 +618,22 @@ def test_copies_of_a_workload_moved_to_another_queue_stay_charged_where_admitted
     (pending,) = again.bindings
     assert pending.spec.queue == "a" and pending.placement() == {"c": 2}
     assert _waiting(moved, pending, fleet)[0].queue == "a"  # and so the cycle after
+
+
+def test_the_queue_view_counts_no_object_without_pods_as_admitted_work() -> None:
+    """A Namespace is placed and bound like work, but nobody queued it: counted, `default`
+    read as busy with nothing running."""
+    shop = job(
+        Workload.model_validate(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+        )
+    )
+    web = job(workload("web", kind="Deployment", replicas=2), seq=2)
+    fleet = [cluster("a")]
+    result = run(fleet, [shop, web])
+    assert len(result.admitted) == 2  # both placed
+
+    t = queue_view.tally(_snapshot(fleet, result.bindings), result.usage, {})
+
+    (row,) = queue_view.items(t, default="default")
+    assert row["admitted"] == 1

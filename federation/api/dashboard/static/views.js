@@ -115,6 +115,14 @@ export function workloadOf(binding) {
   return workloadKey(w.namespace, w.apiVersion, w.kind, w.name);
 }
 
+// A Namespace or ConfigMap is bound like work, but nobody queued it: a Binding that
+// records no pod and no cost is not counted as admitted (as `fedctl get queues` does not).
+function runsPods(binding) {
+  const spec = binding.spec || {};
+  return Object.keys(spec.podRequests || {}).length > 0
+    || (spec.clusters || []).some((t) => t.hourlyCost !== undefined && t.hourlyCost !== null);
+}
+
 // Counts and reasons come live from the Bindings; what each queue holds (its dominant share
 // and usage against its limits) from the queue status view, charged as the scheduler does.
 export function renderQueues(state) {
@@ -125,8 +133,8 @@ export function renderQueues(state) {
     const q = (b.spec && b.spec.queue) || "default";
     if (!stats.has(q)) stats.set(q, { pending: [], admitted: 0, unknown: true });
     const s = stats.get(q);
-    if ((b.status || {}).phase === "Scheduled") s.admitted += 1;
-    else s.pending.push(b);
+    if ((b.status || {}).phase !== "Scheduled") s.pending.push(b);
+    else if (runsPods(b)) s.admitted += 1;
   }
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
