@@ -395,9 +395,11 @@ def capability_problem(
     if queue is None or queue.spec.capability is None:
         return None
     cap = queue.spec.capability
-    # A ResourceList iterates its names sorted, so the first resource over is reported as
-    # before; asked for every decision (twice), the check reads each amount once and words
-    # nothing until a limit is met.
+    # A ResourceList iterates its names sorted, so the first resource over is reported
+    # first; asked for every decision (twice), the check reads each amount once and words
+    # nothing until a limit is met. Every resource over is named: "1 more cpu must be
+    # freed" alone misleads when the GPUs are full too.
+    over: list[str] = []
     for name, need in charge.items():
         limit = cap.get(name)
         if limit is None or need <= 0:
@@ -409,12 +411,13 @@ def capability_problem(
         if held_now + kept + need > limit:
             held = f" and {_show(name, kept)} guaranteed to its other queues" if kept else ""
             short = held_now + kept + need - limit
-            return (
-                f"{_queue_label(queue, child)} at capability for {_label(name)}:"
-                f" {_show(name, held_now)}/{_show(name, limit)}{held}"
+            over.append(
+                f"{_label(name)}: {_show(name, held_now)}/{_show(name, limit)}{held}"
                 f" {_shortfall(name, need, short)}"
             )
-    return None
+    if not over:
+        return None
+    return f"{_queue_label(queue, child)} at capability for {', and for '.join(over)}"
 
 
 def _queue_label(queue: Queue, child: str) -> str:

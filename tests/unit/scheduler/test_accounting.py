@@ -54,6 +54,18 @@ def test_capability_and_overall_messages_name_the_limit_and_numbers() -> None:
     )
 
 
+def test_every_resource_at_capability_is_named_not_only_the_first() -> None:
+    """Naming cpu alone, with "1 more must be freed", read as if freeing one core would do
+    while the queue's GPUs were full as well."""
+    q = queue("team-a", capability={"cpu": "8", "nvidia.com/gpu": "2"})
+    used = ResourceList.from_wire({"cpu": "7", "nvidia.com/gpu": "2"})
+    charge = ResourceList.from_wire({"cpu": "2", "nvidia.com/gpu": "1"})
+    assert accounting.capability_problem(q, used, charge) == (
+        "queue team-a at capability for cpu: 7/8 (needs 2; 1 more must be freed), and for"
+        " nvidia.com/gpu: 2/2 (needs 1)"
+    )
+
+
 def test_a_request_larger_than_the_limit_itself_says_it_can_never_be_admitted() -> None:
     q = queue("ml-research", capability={"accelerator/nvidia-h100": "4"})
     eight = ResourceList.from_wire({"accelerator/nvidia-h100": "8"})
