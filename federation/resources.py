@@ -34,6 +34,7 @@ __all__ = [
     "ResourceList",
     "SignedQuantity",
     "device_names",
+    "format_like",
     "format_quantity",
     "normalise_name",
     "parse_quantity",
@@ -209,6 +210,27 @@ def format_quantity(milli: int, *, binary: bool | None = None) -> str:
     if binary is True or len(in_binary) < len(decimal):
         return in_binary
     return decimal
+
+
+def format_like(milli: int, like: int, *, binary: bool | None = None) -> str:
+    """`milli` in the unit `format_quantity(like)` is written in, to a tenth, rounded down.
+
+    Why: a free amount beside its total (`38500m/40`, `162304Mi/160Gi`) made the reader
+    convert units to compare them; in the total's unit it reads `38.5/40`, `158.5Gi/160Gi`,
+    and rounding down never shows more free than there is.
+    """
+    if milli < 0:
+        return "-" + format_like(-milli, like, binary=binary)
+    text = format_quantity(like, binary=binary)
+    suffix = text.lstrip("-0123456789")
+    if suffix in _BINARY_SUFFIXES:
+        scale = Fraction(1024) ** _BINARY_SUFFIXES[suffix] * MILLI
+    elif suffix in _DECIMAL_SUFFIXES:
+        scale = Fraction(10) ** _DECIMAL_SUFFIXES[suffix] * MILLI
+    else:
+        return format_quantity(milli, binary=binary)
+    whole, tenth = divmod(math.floor(Fraction(milli) * 10 / scale), 10)
+    return f"{whole}{f'.{tenth}' if tenth else ''}{suffix}"
 
 
 def _format_decimal(milli: int) -> str:

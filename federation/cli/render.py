@@ -93,12 +93,7 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
     hour of the whole cluster (in its own currency) and labels.
     None when there is no row to show."""
     from federation.monitor import summary
-    from federation.resources import format_quantity
     from policies.models.cluster import Cluster
-
-    def pair(amount: summary.Amount) -> str:
-        free, total = (format_quantity(a, binary=False) for a in (amount.free, amount.total))
-        return f"{free}/{total}"
 
     rows = []
     for item in sorted(items, key=lambda i: str(i.get("metadata", {}).get("name", ""))):
@@ -108,21 +103,21 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
             f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"
             for t in cluster.effective_taints()
         )
-        accelerators = ",".join(f"{m}={pair(a)}" for m, a in line.accelerators.items())
+        accelerators = ",".join(
+            f"{m}={summary.pair(a, binary=False)}" for m, a in line.accelerators.items()
+        )
         row = [
             line.name,
             line.ready,
             line.region,
             ",".join(f"{model}:{count}" for model, count in line.chips.items()) or "-",
-            pair(line.cpu) if line.observed else "-",
+            summary.pair(line.cpu, binary=False) if line.observed else "-",
             (accelerators or "-") if line.observed else "-",
             taints or "-",
             age(item.get("metadata", {}).get("creationTimestamp"), now=now),
         ]
         if wide:
-            memory = f"{format_quantity(line.memory.free, binary=True)}/" + format_quantity(
-                line.memory.total, binary=True
-            )
+            memory = summary.pair(line.memory, binary=True)
             price = (
                 "-" if line.price_per_hour is None else f"{line.price_per_hour:.2f} {line.currency}"
             )

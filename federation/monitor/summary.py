@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from federation.resources import MILLI, format_quantity
+from federation.resources import MILLI, format_like, format_quantity
 from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "cells",
     "describe",
     "hourly_price",
+    "pair",
     "row",
     "table",
 ]
@@ -128,9 +129,10 @@ def row(cluster: Cluster, status: ClusterStatus | None) -> ClusterRow:
     )
 
 
-def _pair(amount: Amount, *, binary: bool) -> str:
+def pair(amount: Amount, *, binary: bool) -> str:
+    """`free/total`, both in the total's unit (`38.5/40`, `158.5Gi/160Gi`)."""
     return (
-        f"{format_quantity(amount.free, binary=binary)}/"
+        f"{format_like(amount.free, amount.total, binary=binary)}/"
         f"{format_quantity(amount.total, binary=binary)}"
     )
 
@@ -141,10 +143,10 @@ def cells(r: ClusterRow) -> tuple[str, ...]:
     if not r.observed:
         cpu = memory = accelerators = "-"
     else:
-        cpu = _pair(r.cpu, binary=False)
-        memory = _pair(r.memory, binary=True)
+        cpu = pair(r.cpu, binary=False)
+        memory = pair(r.memory, binary=True)
         accelerators = (
-            ",".join(f"{m} {_pair(a, binary=False)}" for m, a in r.accelerators.items()) or "-"
+            ",".join(f"{m} {pair(a, binary=False)}" for m, a in r.accelerators.items()) or "-"
         )
     price = "-" if r.price_per_hour is None else f"{r.price_per_hour:.2f} {r.currency}"
     ready = r.ready if r.ready == "True" else f"{r.ready} ({r.reason})"

@@ -448,6 +448,25 @@ class TestPydanticTypes:
         assert limits["additionalProperties"]["anyOf"][1] == {"type": "number", "minimum": 0}
 
 
+@pytest.mark.parametrize(
+    ("free", "total", "binary", "shown"),
+    [
+        ("38500m", "40", False, "38.5/40"),
+        ("162304Mi", "160Gi", True, "158.5Gi/160Gi"),
+        ("40", "40", False, "40/40"),
+        ("0", "16", False, "0/16"),
+        ("500m", "1500m", False, "500m/1500m"),
+        ("159999Mi", "160Gi", True, "156.2Gi/160Gi"),  # 156.249: down, never more than free
+    ],
+)
+def test_a_free_amount_reads_in_its_total_s_unit(
+    free: str, total: str, binary: bool, shown: str
+) -> None:
+    milli = [resources.parse_quantity(q) for q in (free, total)]
+    text = resources.format_like(milli[0], milli[1], binary=binary)
+    assert f"{text}/{resources.format_quantity(milli[1], binary=binary)}" == shown
+
+
 def test_module_surface_is_small() -> None:
     assert sorted(resources.__all__) == [
         "Quantity",
@@ -455,6 +474,7 @@ def test_module_surface_is_small() -> None:
         "ResourceList",
         "SignedQuantity",
         "device_names",
+        "format_like",
         "format_quantity",
         "normalise_name",
         "parse_quantity",
