@@ -68,6 +68,12 @@ async def _rebalance(args: argparse.Namespace) -> int:
     from federation.runtime import whatif
     from policies.models.binding import Binding
 
+    for wanted in args.workload or ():
+        if "/" not in wanted:  # a bare name matched nothing, and said only "not found"
+            raise errors.Invalid(
+                f"--workload {wanted!r}: give it as NS/NAME (or NS/Kind.group/NAME), as"
+                " `fedctl get workloads -A` lists them"
+            )
     store = await registry_cmd.connect(args)
     scheduler = settings_mod.from_env().scheduler  # as the controller reads them
     decided: dict[str, rebalance.Verdict] = {}  # the latest decision per workload

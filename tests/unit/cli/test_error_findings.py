@@ -78,3 +78,13 @@ def test_any_command_prints_the_findings_of_bad_input(
     monkeypatch.setattr(policy_cmd, "_validate", refuse)  # `validate`, a command besides plan
     assert main.main(["validate", "-f", "anything.yaml"]) == 1
     assert capsys.readouterr().err.splitlines() == expected
+
+
+def test_rebalance_of_a_bare_workload_name_says_how_to_name_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said `not found: placed workload nope`, as if nothing by that name ran."""
+    monkeypatch.setenv("FEDCTL_ETCD", "http://127.0.0.1:9")  # never reached: refused first
+    assert main.main(["rebalance", "--workload", "shop", "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert "--workload 'shop': give it as NS/NAME (or NS/Kind.group/NAME)" in err
