@@ -275,8 +275,12 @@ def _spread_findings(
     obj: Loaded, policy: plan.AnyPolicy, members: Sequence[spread.ScoredCluster]
 ) -> list[Finding]:
     """A spread constraint whose `minGroups` the joined clusters the policy may use cannot
-    form: Karmada leaves such a workload unscheduled, and only its Pending reason said so."""
+    form: Karmada leaves such a workload unscheduled, and only its Pending reason said so.
+    None when the scheduler ignores the constraints (`Placement.spread_ignored`): the
+    workload is placed anyway, and the loader's notice says they are ignored."""
     placement = policy.spec.placement
+    if placement.spread_ignored:
+        return []
     terms: list[ClusterAffinity] = (
         [placement.cluster_affinity]
         if placement.cluster_affinity is not None

@@ -248,20 +248,16 @@ class Placement(FrozenModel):
         constraints = self.spread_constraints
         if not constraints:
             return []
-        scheduling = self.scheduling
-        weights = scheduling.weight_preference
-        if (
-            scheduling.replica_scheduling_type == "Divided"
-            and scheduling.division == "Weighted"
-            and not (weights is not None and weights.dynamic_weight)
-        ):
-            return [
-                Notice(
-                    ("spreadConstraints",),
-                    "ignored: replicas are divided by static weights, which spread"
-                    " constraints do not bound (as in Karmada)",
+        if self.spread_ignored:
+            weights = self.scheduling.weight_preference
+            if weights is not None and weights.static_weight_list:
+                how = "by static weights, which spread constraints do not bound (as in Karmada)"
+            else:  # the user wrote no weights: naming "static weights" sent them looking
+                how = (
+                    "as Karmada divides without a weightPreference (equal static weights),"
+                    " which ignores spread constraints"
                 )
-            ]
+            return [Notice(("spreadConstraints",), f"ignored: replicas are divided {how}")]
         groups = [i for i, c in enumerate(constraints) if c.grouping != "cluster"]
         found = [
             Notice(
@@ -285,6 +281,22 @@ class Placement(FrozenModel):
                     )
                 )
         return found
+
+    @property
+    def spread_ignored(self) -> bool:
+        """Whether the scheduler ignores the spread constraints (Karmada's
+        `shouldIgnoreSpreadConstraint`): replicas divided by weight and no dynamic weight,
+        which fedctl, like Karmada, divides by static weights (equal ones when none are
+        given). Every check of what a spread constraint does asks this first: a warning
+        that one leaves work Pending, where none applies, contradicts the notice."""
+        scheduling = self.scheduling
+        weights = scheduling.weight_preference
+        return (
+            bool(self.spread_constraints)
+            and scheduling.replica_scheduling_type == "Divided"
+            and scheduling.division == "Weighted"
+            and not (weights is not None and weights.dynamic_weight)
+        )
 
     @property
     def scheduling(self) -> ReplicaSchedulingStrategy:

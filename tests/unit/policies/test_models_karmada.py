@@ -663,10 +663,20 @@ def test_cross_field_rules(text: str, expected: str) -> None:
         ),
         pytest.param(
             "placement:\n  replicaScheduling:\n    replicaSchedulingType: Divided\n"
+            "    weightPreference:\n      staticWeightList:\n"
+            "        - {targetCluster: {clusterNames: [a]}, weight: 1}\n"
             "  spreadConstraints:\n    - {spreadByField: cluster, maxGroups: 2}\n",
-            "k.yaml:14:5: spec.placement.spreadConstraints: warning: ignored: replicas are"
+            "k.yaml:17:5: spec.placement.spreadConstraints: warning: ignored: replicas are"
             " divided by static weights, which spread constraints do not bound (as in Karmada)",
             id="spread under static weights",
+        ),
+        pytest.param(
+            "placement:\n  replicaScheduling:\n    replicaSchedulingType: Divided\n"
+            "  spreadConstraints:\n    - {spreadByField: cluster, maxGroups: 2}\n",
+            "k.yaml:14:5: spec.placement.spreadConstraints: warning: ignored: replicas are"
+            " divided as Karmada divides without a weightPreference (equal static weights),"
+            " which ignores spread constraints",
+            id="spread divided with no weights given",
         ),
     ],
 )

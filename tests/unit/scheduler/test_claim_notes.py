@@ -222,3 +222,59 @@ spec:
         (9, "spec.placement.spreadConstraints[0].minGroups")
     ]
     assert "span 1 regions (us-east)" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "warned"),
+    [
+        pytest.param("{replicaSchedulingType: Divided}", False, id="divided, no weights"),
+        pytest.param(
+            "{replicaSchedulingType: Divided, weightPreference: {staticWeightList:"
+            " [{targetCluster: {clusterNames: [a]}, weight: 1}]}}",
+            False,
+            id="static weights",
+        ),
+        pytest.param(
+            "{replicaSchedulingType: Divided, weightPreference:"
+            " {dynamicWeight: AvailableReplicas}}",
+            True,
+            id="dynamic weight",
+        ),
+        pytest.param("{replicaSchedulingType: Duplicated}", True, id="duplicated"),
+    ],
+)
+def test_a_spread_the_scheduler_ignores_is_not_warned_as_leaving_work_pending(
+    scheduling: str, warned: bool
+) -> None:
+    """Divided by static weights (none given counts as equal ones) places the workload
+    whatever the spread says, as in Karmada; the loader's notice says the constraints are
+    ignored, so a `minGroups` finding that it stays Pending contradicted it."""
+    text = f"""\
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: p, namespace: team}}
+spec:
+  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment}}]
+  placement:
+    replicaScheduling: {scheduling}
+    spreadConstraints:
+      - {{spreadByField: region, minGroups: 2}}
+      - {{spreadByField: cluster, minGroups: 5}}
+"""
+    members = [
+        spread.ScoredCluster("a", 0, region="us-east"),
+        spread.ScoredCluster("b", 0, region="us-east"),
+    ]
+    loaded = load_text(text, filename="p.yaml")
+    found = claims.affinity_findings(loaded, members)
+    paths = [f.path for f in found]
+    assert paths == (
+        [
+            "spec.placement.spreadConstraints[0].minGroups",
+            "spec.placement.spreadConstraints[1].minGroups",
+        ]
+        if warned
+        else []
+    )
+    ignored = [f for f in loaded.warnings if f.path == "spec.placement.spreadConstraints"]
+    assert bool(ignored) is not warned  # one or the other, never both
