@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # The HTTP client pulls in aiohttp; it is imported when a command runs, so that offline
 # commands such as `fedctl validate` start fast.
 
-__all__ = ["register", "server_option"]
+__all__ = ["against_server", "register", "server_option"]
 
 _NAME_HELP = "NAME, or NS/NAME for namespaced kinds; a workload also KIND/NAME or NS/KIND/NAME"
 _TYPE_GROUP = {"fedctl.io/v1alpha1": "fedctl.io", "policy.karmada.io/v1alpha1": "policy.karmada.io"}
@@ -172,24 +172,35 @@ async def _server_queues(api: Any) -> dict[str, list[str]] | None:
     )
 
 
-async def _apply(args: argparse.Namespace) -> int:
-    from federation.cli import client
+async def against_server(api: Any, result: LoadResult) -> LoadResult:
+    """`result` judged by `claims.against` on what the server behind `api` holds: its
+    Clusters and AcceleratorProfiles, and its queues. `fedctl apply` and a live `fedctl
+    plan` call it alike, so both warn of the same affinities and spreads no joined member
+    can satisfy, members not joined, chips and queues nothing defines, as an offline plan
+    does against its profile. Only what the files need is read; what the token may not
+    list judges nothing."""
     from federation.scheduler import claims
     from federation.scheduler import plan as planning
+
+    placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
+    fleet = None
+    if result.names_undefined_chips or result.names_clusters or placing:
+        fleet = await _server_fleet(api)
+    queues = await _server_queues(api) if result.names_queues else None
+    if fleet is None and queues is None:
+        return result
+    return claims.against(result, fleet or [], queues=queues)
+
+
+async def _apply(args: argparse.Namespace) -> int:
+    from federation.cli import client
     from policies import loading
 
     result = loading.load_paths(args.filename)
     if not result.ok:
         _reported(result)  # raises: nothing is sent while the input is wrong
-    placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
     async with _client().ApiClient(args.server, token=args.token) as api:
-        fleet = None
-        if result.names_undefined_chips or result.names_clusters or placing:
-            fleet = await _server_fleet(api)
-        queues = await _server_queues(api) if result.names_queues else None
-        if fleet is not None or queues is not None:
-            result = claims.against(result, fleet or [], queues=queues)
-        loaded = _reported(result)
+        loaded = _reported(await against_server(api, result))
         if not loaded:
             print("no objects found", file=sys.stderr)
             return 1

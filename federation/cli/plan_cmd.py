@@ -8,7 +8,10 @@ stdout: every cluster with its verdict, reason or score breakdown, then the divi
 chip and the cost; `-o json` for scripts. Exit 0 when every workload could be placed, 3
 when some would stay pending, 1 on bad input. A policy in the files that selects nothing,
 or selects a workload another policy claims, is noted on stderr (`note:`), with the rule
-that decides. This is what an engineer runs while editing policy YAML.
+that decides. The warnings a fleet decides (an affinity no member matches, a spread the
+members cannot form, a member not joined) are judged against the fleet planned on: the
+profile, or the controller's members as `fedctl apply` judges them, so a policy does not
+look fine in one mode only. This is what an engineer runs while editing policy YAML.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federation import errors
+
+if TYPE_CHECKING:
+    from policies.loading import LoadResult
 
 __all__ = ["register"]
 
@@ -66,8 +72,8 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
     from federation.scheduler import plan
 
     if args.live:
-        text, filename = _live_body(args.paths)
-        return _plan_live(args, text=text, filename=filename)
+        loaded, text, filename = _live_body(args.paths)
+        return _plan_live(args, loaded, text=text, filename=filename)
     from federation import settings
 
     # The controller's settings where it reads them (score weights, currency, ...).
@@ -86,12 +92,14 @@ def _warn(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _live_body(paths: list[str]) -> tuple[str, str]:
-    """The files `paths` name, joined into one body for the plan route, and its name.
+def _live_body(paths: list[str]) -> tuple[LoadResult, str, str]:
+    """The files `paths` name, loaded, then joined into one body for the plan route, and
+    its name.
 
     Each file is checked first, under its own name, by the loader `fedctl validate` uses:
     every finding then points at its real file and line, which in the joined body it
-    would not, and nothing is sent while one is wrong.
+    would not, and nothing is sent while one is wrong. Its warnings wait to be judged
+    against the live fleet (`_plan_live`).
     """
     from policies import loading
 
@@ -103,19 +111,24 @@ def _live_body(paths: list[str]) -> tuple[str, str]:
             f"{len(loaded.errors)} error(s) in the input; nothing was planned",
             findings=[str(f) for f in loaded.errors],
         )
-    for finding in loaded.warnings:
-        _warn(str(finding))
     text = "\n---\n".join(Path(f).read_text(encoding="utf-8-sig") for f in loaded.files)
     name = loaded.files[0] if len(loaded.files) == 1 else f"<{len(loaded.files)} files joined>"
-    return text, name
+    return loaded, text, name
 
 
-async def _plan_live(args: argparse.Namespace, *, text: str, filename: str) -> int:
-    """POST the (checked) files, joined in `text`, to the controller's plan route; print
-    the `after` plan of each workload it planned."""
-    from federation.cli import client
+async def _plan_live(
+    args: argparse.Namespace, loaded: LoadResult, *, text: str, filename: str
+) -> int:
+    """Print the warnings of the files `loaded`, judged against the controller's fleet as
+    `fedctl apply` judges them (an offline plan judges them against its profile: a policy
+    no live member can satisfy must not look fine only live); POST them, joined in
+    `text`, to the controller's plan route; print the `after` plan of each workload it
+    planned."""
+    from federation.cli import client, objects_cmd
 
     async with client.ApiClient(args.server, token=args.token) as api:
+        for finding in (await objects_cmd.against_server(api, loaded)).warnings:
+            _warn(str(finding))
         answer = await api.request(
             "POST",
             "/apis/fedctl.io/v1alpha1/plan",

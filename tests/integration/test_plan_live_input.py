@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from federation.cli import main
-from federation.registry import codec, objects
+from federation.registry import codec, keys, objects
+from federation.registry.memory import MemoryStore
+from federation.scheduler import offline
+from policies.models.cluster import ClusterStatus
 from tests.integration.test_scheduler_loop import registry_with_member
 from tests.serving import api_server
 from tests.unit.scheduler import fleet
@@ -129,3 +132,109 @@ async def test_a_policy_alone_still_plans_the_registry_workloads_it_claims(
     assert "spreadConstraints[0].minGroups: warning: not applied to the Jobs" in captured.err
     assert "workload team/Job.batch/small  policy: small" in out
     assert "place 1 replica(s) on a" in out
+
+
+def deployment(name: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: web}}
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: c, image: nginx, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+def policy(name: str, placement: str) -> str:
+    return f"""\
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {{name: {name}, namespace: web}}
+spec:
+  resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, name: {name}}}]
+  placement:
+{placement}"""
+
+
+def in_region(region: str) -> str:
+    return (
+        "    clusterAffinity:\n      fieldSelector:\n"
+        f"        matchExpressions: [{{key: region, operator: In, values: [{region}]}}]\n"
+    )
+
+
+EAST = in_region("us-east")
+FLEET_JUDGED = {
+    # Region and label that no demo member has: nothing can place it.
+    "ghost.yaml": deployment("ghost")
+    + policy(
+        "ghost",
+        in_region("us-west") + "      labelSelector: {matchLabels: {tier: nonexistent}}\n",
+    ),
+    # Two regions wanted of the one region it may use.
+    "east.yaml": deployment("east")
+    + policy("east", EAST + "    spreadConstraints: [{spreadByField: region, minGroups: 2}]\n"),
+    # The same spread, ignored: divided with no weightPreference (equal static weights).
+    "divided.yaml": deployment("divided")
+    + policy(
+        "divided",
+        EAST + "    replicaScheduling: {replicaSchedulingType: Divided}\n"
+        "    spreadConstraints:\n"
+        "      - {spreadByField: region, minGroups: 2}\n"
+        "      - {spreadByField: cluster, minGroups: 5}\n",
+    ),
+}
+
+
+async def registry_of(profile: Path) -> MemoryStore:
+    """A registry holding every cluster of a simulator profile, joined and Ready."""
+    store = MemoryStore()
+    clusters = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    for cluster in offline.load(profile):
+        assert cluster.status is not None
+        name = cluster.metadata.name
+        await clusters.put(keys.cluster_key(name), cluster.model_copy(update={"status": None}))
+        await statuses.put(keys.cluster_status_key(name), cluster.status)
+    return store
+
+
+@pytest.mark.parametrize("how", ["plan --live", "plan --clusters", "apply --dry-run"])
+async def test_what_the_fleet_decides_is_warned_live_as_offline_and_at_apply(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The live plan printed only the loader's own warnings: an affinity no live member
+    matches and a spread they cannot form, which the offline plan and `apply` judge from
+    the fleet, went unsaid. Each path judges them against its fleet (the live one holds
+    the demo profile's clusters) and says the same, at the same file and line; the spread
+    the division ignores is said to be ignored, and nothing more."""
+    paths = [write(tmp_path / name, text) for name, text in FLEET_JUDGED.items()]
+    files = [arg for path in paths for arg in ("-f", str(path))]
+    store = await registry_of(DEMO)
+    async with api_server(store) as server:
+        live = ["--server", server]
+        args = {
+            "plan --live": ["plan", *files, "--live", *live],
+            "plan --clusters": ["plan", *files, "--clusters", str(DEMO)],
+            "apply --dry-run": ["apply", "--dry-run", *files, *live],
+        }[how]
+        await asyncio.to_thread(main.main, args)
+    warned = [line for line in capsys.readouterr().err.splitlines() if ": warning: " in line]
+    regions = "ap-southeast, cn-north, eu-west, us-east"
+    assert warned == [
+        # The loader's own notice first, then what the fleet decides.
+        f"{paths[2]}:22:5: spec.placement.spreadConstraints: warning: ignored: replicas are"
+        " divided as Karmada divides without a weightPreference (equal static weights), which"
+        " ignores spread constraints",
+        f"{paths[0]}:18:5: spec.placement.clusterAffinity: warning: none of the 8 joined"
+        f" clusters matches this affinity (regions here: {regions}; labels here: tier=general,"
+        " tier=inference, tier=training): the workloads it claims stay Pending until one does",
+        f"{paths[1]}:21:60: spec.placement.spreadConstraints[0].minGroups: warning: minGroups 2,"
+        " but the joined clusters this policy may use span 1 regions (us-east): the workloads"
+        " it claims stay Pending until more join",
+    ]
