@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from federation import errors
 
@@ -125,6 +125,7 @@ async def _plan_live(
     `text`, to the controller's plan route; print the `after` plan of each workload it
     planned."""
     from federation.cli import client, objects_cmd
+    from federation.scheduler import plan as planning
 
     async with client.ApiClient(args.server, token=args.token) as api:
         for finding in (await objects_cmd.against_server(api, loaded)).warnings:
@@ -151,47 +152,5 @@ async def _plan_live(
         sys.stdout.write(
             f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"
         )
-        sys.stdout.write("\n\n".join(_render_wire(p) for p in plans) + "\n")
+        sys.stdout.write("\n\n".join(planning.render_wire(p) for p in plans) + "\n")
     return EXIT_OK if all(p.get("placement") for p in plans) else EXIT_PENDING
-
-
-def _render_wire(plan: dict[str, Any]) -> str:
-    """The text form of one plan as the API returns it (same layout as the offline plan)."""
-    from federation.scheduler import plan as planning
-
-    lines = [f"workload {plan['workload']}  policy: {plan.get('policy') or '(none)'}"]
-    for v in plan.get("verdicts", []):
-        if v.get("verdict") == "ok":
-            scores = planning.ok_details(
-                v.get("scores") or {},
-                v.get("reasons") or [],
-                plan.get("podCosts") or {},
-                v["cluster"],
-                plan.get("currency", "USD"),
-            )
-            mark = "  <- selected" if v.get("selected") else ""
-            lines.append(
-                f"  {v['cluster']:<20}  ok             {v.get('score', 0):>5}  {scores}{mark}"
-            )
-        else:
-            reasons = "; ".join(v.get("reasons") or [])
-            verdict = v.get("verdict", "")
-            lines.append(
-                f"  {v['cluster']:<20}  {verdict:<13}      -  {v.get('plugin')}: {reasons}"
-            )
-    if not plan.get("placement"):
-        lines.append(f"  pending: {plan.get('reason', '')}")
-        return "\n".join(lines)
-    for victim in plan.get("preempts") or ():
-        lines.append(f"  first evicts {victim}")
-    costs, currency = plan.get("costs") or {}, plan.get("currency", "USD")
-    for name, replicas in plan["placement"].items():
-        cost = costs.get(name)
-        shown = f"{cost} {currency}/h" if cost is not None else "unpriced"
-        chip = (plan.get("chips") or {}).get(name) or "any"
-        lines.append(f"  place {replicas} replica(s) on {name}  chip {chip}  cost {shown}")
-    total = plan.get("totalCost")
-    lines.append(
-        f"  total cost {total} {currency}/h" if total is not None else "  total cost: unknown"
-    )
-    return "\n".join(lines)

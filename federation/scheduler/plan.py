@@ -2,7 +2,8 @@
 simulator profile, the real scheduler code, nothing written.
 
 Fed by YAML files (workloads, PropagationPolicies, Queues, FederatedResourceQuotas, through
-`policies.loading`) and a profile (`offline.load`); feeds the CLI, which prints the result.
+`policies.loading`) and a profile (`offline.load`); feeds the CLI the plans and their
+text form (`render_wire`, which the live plan prints too, from the API's answer).
 The policy that claims each workload is chosen as Karmada does: a namespaced
 PropagationPolicy before a ClusterPropagationPolicy, then higher `priority`, then the
 most specific selector (name over label over kind), then the policy name. A plan has no
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from federation import errors
 from federation.cache import snapshot as snap
@@ -44,9 +46,10 @@ __all__ = [
     "claimant",
     "is_namespaced",
     "job_for",
-    "ok_details",
     "plan_files",
     "policy_id",
+    "render",
+    "render_wire",
     "specificity_for",
 ]
 
@@ -257,52 +260,77 @@ def plan_files(
     return out
 
 
-def ok_details(
+def render(planned: Planned) -> str:
+    """The human-readable form of an offline plan (`render_wire` of its wire form)."""
+    return render_wire(planned.plan.to_json(planned.policy))
+
+
+def render_wire(plan: Mapping[str, Any]) -> str:
+    """The human-readable form of a plan's wire form (`explain.Plan.to_json`): every
+    cluster under a header row, then the division, chip and cost. The offline plan and the
+    live one (whose plans come as the API returns them) both print it, so the two modes
+    read alike; costs show four decimals, as exact figures would show as many digits as
+    their prices happen to carry. Scripts read `-o json`."""
+    policy = plan.get("policy") or "(none: best single cluster)"
+    currency = plan.get("currency", "USD")
+    verdicts = plan.get("verdicts") or []
+    lines = [f"workload {plan['workload']}  policy: {policy}"]
+    width = max([len(v["cluster"]) for v in verdicts] + [7])
+    lines.append(f"  {'CLUSTER':<{width}}  {'VERDICT':<13}  {'SCORE':>5}  DETAILS")
+    for v in verdicts:
+        cluster = v["cluster"]
+        if v.get("verdict") == "ok":
+            details = _ok_details(
+                v.get("scores") or {},
+                v.get("reasons") or [],
+                plan.get("podCosts") or {},
+                cluster,
+                currency,
+            )
+            mark = "  <- selected" if v.get("selected") else ""
+            score = v.get("score") or 0
+            lines.append(f"  {cluster:<{width}}  {'ok':<13}  {score:>5}  {details}{mark}")
+        else:
+            reason = "; ".join(v.get("reasons") or [])
+            verdict = v.get("verdict", "")
+            lines.append(
+                f"  {cluster:<{width}}  {verdict:<13}  {'-':>5}  {v.get('plugin')}: {reason}"
+            )
+    if not plan.get("placement"):
+        lines.append(f"  pending: {plan.get('reason', '')}")
+        return "\n".join(lines)
+    for victim in plan.get("preempts") or ():
+        lines.append(f"  first evicts {victim}")
+    costs, chips = plan.get("costs") or {}, plan.get("chips") or {}
+    for name, replicas in plan["placement"].items():
+        cost = costs.get(name)
+        shown = f"{Decimal(cost):.4f} {currency}/h" if cost is not None else "unpriced"
+        lines.append(
+            f"  place {replicas} replica(s) on {name}  chip {chips.get(name) or 'any'}"
+            f"  cost {shown}"
+        )
+    total = plan.get("totalCost")
+    lines.append(
+        f"  total cost {Decimal(total):.4f} {currency}/h"
+        if total is not None
+        else "  total cost: unknown"
+    )
+    return "\n".join(lines)
+
+
+def _ok_details(
     scores: Mapping[str, int],
     reasons: Sequence[str],
-    pods: Mapping[str, Decimal | str | None],
+    pods: Mapping[str, str | None],
     cluster: str,
     currency: str,
 ) -> str:
     """A passing cluster's line of a plan after its score: each plugin's part, any note
     (a currency it cannot be priced in), and one pod's hourly cost there when the plan has
-    it. The offline plan and the live one (its wire form, in `plan_cmd`) both print it."""
+    it."""
     details = " ".join(f"{k}={n}" for k, n in scores.items())
     details += f" ({'; '.join(reasons)})" if reasons else ""
     if cluster in pods:
         pod = pods[cluster]
         details += f"  pod {Decimal(pod):.4f} {currency}/h" if pod is not None else "  unpriced"
     return details
-
-
-def render(planned: Planned) -> str:
-    """The human-readable form: every cluster, then division, chip and cost."""
-    plan = planned.plan
-    lines = [f"workload {plan.workload}  policy: {planned.policy or '(none: best single cluster)'}"]
-    width = max([len(v.cluster) for v in plan.verdicts] + [7])
-    lines.append(f"  {'CLUSTER':<{width}}  {'VERDICT':<13}  {'SCORE':>5}  DETAILS")
-    for v in plan.verdicts:
-        if v.verdict == "ok":
-            details = ok_details(v.scores, v.reasons, plan.pod_costs, v.cluster, plan.currency)
-            mark = "  <- selected" if v.selected else ""
-            lines.append(f"  {v.cluster:<{width}}  {'ok':<13}  {v.score or 0:>5}  {details}{mark}")
-        else:
-            reason = "; ".join(v.reasons)
-            lines.append(f"  {v.cluster:<{width}}  {v.verdict:<13}  {'-':>5}  {v.plugin}: {reason}")
-    if not plan.placement:
-        lines.append(f"  pending: {plan.reason}")
-        return "\n".join(lines)
-    for name, replicas in plan.placement.items():
-        cost = plan.costs.get(name)
-        shown = f"{cost:.4f} {plan.currency}/h" if cost is not None else "unpriced"
-        lines.append(
-            f"  place {replicas} replica(s) on {name}  chip {plan.chips.get(name) or 'any'}"
-            f"  cost {shown}"
-        )
-    total = plan.total_cost
-    lines.append(
-        f"  total cost {total:.4f} {plan.currency}/h"
-        if total is not None
-        else "  total cost: unknown"
-    )
-    return "\n".join(lines)

@@ -238,3 +238,53 @@ async def test_what_the_fleet_decides_is_warned_live_as_offline_and_at_apply(
         " but the joined clusters this policy may use span 1 regions (us-east): the workloads"
         " it claims stay Pending until more join",
     ]
+
+
+PRICED_TO_MANY_DIGITS = """\
+clusters:
+  - name: east
+    region: us-east
+    nodePools: [{name: m, count: 2, arch: amd64, cpu: "16", memory: 64Gi}]
+    prices: {onDemand: {cpuCoreHour: "0.02830", memoryGiBHour: "0.0064000"}}
+  - name: eu-west-with-a-long-name
+    region: eu-west
+    nodePools: [{name: m, count: 1, arch: amd64, cpu: "4", memory: 16Gi}]
+"""
+
+
+async def test_a_live_plan_reads_as_the_offline_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Live text had no header row, its own column widths and policy label, and costs as
+    the wire's exact strings (`0.0347000`), where the offline plan shows four decimals:
+    the two modes now print the same lines for the same fleet, the live one after the
+    line saying what it counts."""
+    profile = write(tmp_path / "profile.yaml", PRICED_TO_MANY_DIGITS)
+    jobs = [
+        write(tmp_path / f"{w.metadata.name}.yaml", json.dumps(w.to_wire()))
+        for w in (fleet.workload("small", cpu="1"), fleet.workload("huge", cpu="999"))
+    ]
+    files = [arg for path in jobs for arg in ("-f", str(path))]
+    store = await registry_of(profile)
+    async with api_server(store) as server:
+        live = await plan(*files, "--live", "--server", server)
+    live_out = capsys.readouterr().out
+    offline = await plan(*files, "--clusters", str(profile))
+    offline_out = capsys.readouterr().out
+    assert live == offline == 3
+    lead, blank, *rest = live_out.splitlines()
+    assert lead.startswith("live: counting what 0 admitted workload(s) hold")
+    assert blank == ""
+    # The same plans, in the order each mode lists workloads (live: by registry key).
+    assert sorted("\n".join(rest).split("\n\n")) == sorted(offline_out.rstrip().split("\n\n"))
+    small = next(p for p in offline_out.split("\n\n") if "team/Job.batch/small" in p)
+    assert small.splitlines() == [
+        "workload team/Job.batch/small  policy: (none: best single cluster)",
+        "  CLUSTER                   VERDICT        SCORE  DETAILS",
+        "  east                      ok                57  cost=100 binpack=0 locality=0"
+        " affinity=100  pod 0.0347 USD/h  <- selected",
+        "  eu-west-with-a-long-name  ok                14  cost=0 binpack=0 locality=0"
+        " affinity=100  unpriced",
+        "  place 1 replica(s) on east  chip amd64  cost 0.0347 USD/h",
+        "  total cost 0.0347 USD/h",
+    ]
