@@ -437,7 +437,7 @@ async def _get_queues(args: argparse.Namespace) -> int:
         status = await api.request("GET", queues_view.PATH)
         stored = (await api.request("GET", "queues"))["items"]
         costs = None
-        if args.output == "wide":
+        if args.output in ("wide", "json", "yaml"):
             costs = await _queue_costs(api)
     items = queues_view.merge(status["items"], stored)
     if costs is not None:

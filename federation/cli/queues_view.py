@@ -112,6 +112,7 @@ def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict
                 "priority": spec.get("priority", 0),
                 "capability": spec.get("capability"),
                 "guarantee": spec.get("guarantee") or {},
+                "maxHourlyCost": spec.get("maxHourlyCost"),
             }
         )
     return sorted(items, key=lambda i: str(i["name"]))
@@ -141,6 +142,9 @@ def documents(
             "used": item["used"],
             "children": item["children"],
         }
+        if "hourlyCost" in item:  # a parent's is its subtree's, as its counts are
+            doc["status"]["hourlyCost"] = f"{item['hourlyCost']:.4f}"
+            doc["status"]["currency"] = item["currency"]
         docs.append(doc)
     return docs
 
@@ -175,18 +179,28 @@ def table(
         ]
         if wide:
             row += [
-                _amounts(item["used"]),
+                _amounts(item["used"], held=True),
                 _amounts(item.get("capability")),
                 _amounts(item.get("guarantee")),
                 f"{item['hourlyCost']:.4f}" if "hourlyCost" in item else "-",
+                _budget(item.get("maxHourlyCost")),
             ]
         rows.append(row)
-    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", "COST/H"] if wide else [])
+    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", "COST/H", "BUDGET/H"] if wide else [])
     return render.table(headers, rows) if rows else None
 
 
-def _amounts(resources: dict[str, Any] | None) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted((resources or {}).items())) or "-"
+def _amounts(resources: dict[str, Any] | None, *, held: bool = False) -> str:
+    """`k=v,…` in name order; `held`: without the zeros a queue keeps for resources its
+    finished work used (`accelerator/nvidia-l4=0` told nothing)."""
+    shown = sorted((resources or {}).items())
+    if held:
+        shown = [(k, v) for k, v in shown if str(v) != "0"]
+    return ",".join(f"{k}={v}" for k, v in shown) or "-"
+
+
+def _budget(value: Any) -> str:
+    return "-" if value is None else f"{Decimal(str(value)):.4f}"
 
 
 def usage(item: dict[str, Any]) -> str:

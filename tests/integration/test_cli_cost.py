@@ -189,9 +189,16 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
         capsys.readouterr()
         assert await fedctl(server, "get", "queues", "-o", "wide") == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0].split()[-1] == "COST/H"
-        cost = {line.split()[0]: line.split()[-1] for line in lines[1:]}
-        assert (cost["all"], cost["ml"], cost["web"]) == ("5.0000", "4.0000", "1.0000")
+        assert lines[0].split()[-2:] == ["COST/H", "BUDGET/H"]
+        cost = {line.split()[0]: line.split()[-2:] for line in lines[1:]}
+        assert (cost["all"], cost["ml"], cost["web"]) == (
+            ["5.0000", "10.0000"],
+            ["4.0000", "-"],
+            ["1.0000", "-"],
+        )
+        assert await fedctl(server, "get", "queues", "all", "-o", "json") == 0
+        status = json.loads(capsys.readouterr().out)["status"]
+        assert (status["hourlyCost"], status["currency"]) == ("5.0000", "USD")
         assert await fedctl(server, "describe", "queue", "all") == 0
         assert "Cost:        5.0000 of its 10.0000 budget USD/h (what its placed work" in (
             capsys.readouterr().out

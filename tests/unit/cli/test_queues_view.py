@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 from federation.cli import queues_view
@@ -58,10 +59,24 @@ def test_each_queue_with_its_parent_counts_share_and_age() -> None:
 def test_one_queue_by_name_and_the_wide_columns() -> None:
     got = rows(queues_view.table(ITEMS, now=NOW, only="ml-prod", wide=True))
     assert list(got) == ["ml-prod"]
-    # USED, CAPABILITY, GUARANTEE, then COST/H ("-": the costs view was not read).
-    assert got["ml-prod"][-4:] == ["nvidia.com/gpu=8", "-", "nvidia.com/gpu=8", "-"]
+    # USED, CAPABILITY, GUARANTEE, COST/H ("-": the costs view was not read), BUDGET/H.
+    assert got["ml-prod"][-5:] == ["nvidia.com/gpu=8", "-", "nvidia.com/gpu=8", "-", "-"]
     assert queues_view.table(ITEMS, now=NOW, only="none") is None
     assert queues_view.table([], now=NOW) is None
+
+
+def test_the_wide_table_shows_the_budget_and_leaves_out_what_is_no_longer_held() -> None:
+    web = item(
+        "web",
+        used={"accelerator/nvidia-l4": "0", "cpu": "6", "nvidia.com/gpu": "0"},
+        maxHourlyCost="0.35",
+        hourlyCost=Decimal("0.3093"),
+        currency="USD",
+    )
+    got = rows(queues_view.table([web], now=NOW, wide=True))
+    assert got["web"][-5:] == ["cpu=6", "-", "-", "0.3093", "0.3500"]
+    (doc,) = queues_view.documents([web], [])
+    assert (doc["status"]["hourlyCost"], doc["status"]["currency"]) == ("0.3093", "USD")
 
 
 def test_describe_lists_every_resource_used_guaranteed_or_capped() -> None:
