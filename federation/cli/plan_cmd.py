@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from federation import errors
 
@@ -123,7 +123,8 @@ async def _plan_live(
     `fedctl apply` judges them (an offline plan judges them against its profile: a policy
     no live member can satisfy must not look fine only live); POST them, joined in
     `text`, to the controller's plan route; print the `after` plan of each workload it
-    planned."""
+    planned, after how it stands now when the files change it (what a raised limit admits,
+    where an edited policy moves a workload)."""
     from federation.cli import client, objects_cmd
     from federation.scheduler import plan as planning
 
@@ -152,5 +153,24 @@ async def _plan_live(
         sys.stdout.write(
             f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"
         )
-        sys.stdout.write("\n\n".join(planning.render_wire(p) for p in plans) + "\n")
+        blocks = [
+            _changed(entry.get("before"), entry["after"]) + planning.render_wire(entry["after"])
+            for entry in answer.get("plans", [])
+        ]
+        sys.stdout.write("\n\n".join(blocks) + "\n")
     return EXIT_OK if all(p.get("placement") for p in plans) else EXIT_PENDING
+
+
+def _outcome(plan: dict[str, Any]) -> str:
+    placement = plan.get("placement") or {}
+    if placement:
+        return "placed on " + ", ".join(f"{n}:{r}" for n, r in sorted(placement.items()))
+    return f"waits: {plan.get('reason') or 'not placed'}"
+
+
+def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
+    """`now:` and `with these files:` lines when the files change the workload's outcome:
+    a plan of a raised limit showed only the after, so it did not say the job waits now."""
+    if before is None or _outcome(before) == _outcome(after):
+        return ""
+    return f"now:              {_outcome(before)}\nwith these files: {_outcome(after)}\n"

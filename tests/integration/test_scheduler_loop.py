@@ -350,6 +350,22 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
         assert code == 0, out
         assert "counting what 1 admitted workload(s) hold" in out
 
+        # `small` waits in qa; a plan of qa's capability raised says so, then what it
+        # would do (the text showed only the after, as if nothing waited now).
+        await objs.put(objects.key_for(files["small"]), files["small"])
+        raised = fleet.queue("qa", capability={"cpu": "40"})
+        (tmp_path / "qa.yaml").write_text(json.dumps(raised.to_wire()))
+        code = await asyncio.to_thread(
+            main.main, ["plan", "-f", str(tmp_path / "qa.yaml"), "--live", "--server", server]
+        )
+        lines = capsys.readouterr().out.splitlines()
+        assert code == 0, lines
+        assert lines[2:4] == [
+            "now:              waits: queue qa at capability for cpu: 20/24 (needs 8; 4 more"
+            " must be freed)",
+            "with these files: placed on a:1",
+        ]
+
 
 def sized(name: str, cpu: str) -> Workload:
     """A long-running job (one pod of `cpu` cores) in the `qa` queue."""
