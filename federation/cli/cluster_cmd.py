@@ -319,22 +319,25 @@ async def _drained(api: Any, name: str, *, timeout: float) -> None:
 
 async def _fetch(args: argparse.Namespace, api: Any, name: str) -> tuple[Any, Any]:
     from policies.models.cluster import Cluster, ClusterStatus
+    from policies.models.rules import STORED
 
     doc = await api.request("GET", f"clusters/{name}")
     status = doc.pop("status", None)
-    return Cluster.model_validate(doc), (ClusterStatus.model_validate(status) if status else None)
+    cluster = Cluster.model_validate(doc, context=STORED)
+    return cluster, (ClusterStatus.model_validate(status) if status else None)
 
 
 async def _list(args: argparse.Namespace) -> int:
     from federation.monitor import summary
     from policies.models.cluster import Cluster, ClusterStatus
+    from policies.models.rules import STORED
 
     async with _client(args) as api:
         listed = await api.request("GET", "clusters")
     rows = []
     for doc in listed["items"]:
         status = doc.pop("status", None)
-        cluster = Cluster.model_validate(doc)
+        cluster = Cluster.model_validate(doc, context=STORED)
         rows.append(summary.row(cluster, ClusterStatus.model_validate(status) if status else None))
     if not rows:
         print("No clusters joined. Try: fedctl cluster join NAME --kubeconfig FILE --region R",
@@ -401,7 +404,10 @@ async def _taint(args: argparse.Namespace) -> int:
 
 def parse_labels(texts: list[str]) -> tuple[dict[str, str], set[str]]:
     """`K=V` to set and `K-` to remove, as kubectl label takes them; raises Invalid naming
-    the bad argument."""
+    the bad argument, and a label Kubernetes refuses, before anything is written. A key to
+    remove is not judged: a label stored before the rule was checked can still go."""
+    from policies.models import rules
+
     put: dict[str, str] = {}
     drop: set[str] = set()
     for text in texts:
@@ -411,6 +417,9 @@ def parse_labels(texts: list[str]) -> tuple[dict[str, str], set[str]]:
         key, sep, value = text.partition("=")
         if not sep or not key:
             raise errors.Invalid(f"label {text!r}: expected KEY=VALUE to set or KEY- to remove")
+        problems = rules.label_problems({key: value})
+        if problems:
+            raise errors.Invalid(f"label {text!r}: {'; '.join(str(p) for p in problems)}")
         put[key] = value
     both = sorted(put.keys() & drop)
     if both:

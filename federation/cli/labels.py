@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from federation import errors
 from federation.scheduler.plugins import affinity
 from policies.models.common import LabelSelector, LabelSelectorRequirement
@@ -24,7 +26,18 @@ _KEY = re.compile(r"^(!?)([^\s!=(),]+)$")
 
 
 def parse(text: str) -> LabelSelector:
-    """kubectl's selector: requirements separated by commas (not those inside a set)."""
+    """kubectl's selector: requirements separated by commas (not those inside a set). A key
+    or value no label can have is refused, as kubectl refuses it: it would match nothing."""
+    try:
+        return _parse(text)
+    except ValidationError as exc:
+        reasons = "; ".join(
+            str((e.get("ctx") or {}).get("error") or e["msg"]) for e in exc.errors()
+        )
+        raise errors.Invalid(f"label selector {text!r}: {reasons}") from None
+
+
+def _parse(text: str) -> LabelSelector:
     labels: dict[str, str] = {}
     expressions: list[LabelSelectorRequirement] = []
     for part in _split(text):

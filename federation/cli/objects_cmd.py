@@ -148,6 +148,7 @@ async def _server_fleet(api: Any) -> list[Any] | None:
     token that may not list them): what `claims.against` judges files by."""
     from federation.cli import client
     from policies.models import kinds
+    from policies.models.rules import STORED
 
     try:
         items = list((await api.request("GET", "clusters"))["items"])
@@ -155,7 +156,9 @@ async def _server_fleet(api: Any) -> list[Any] | None:
         return None
     with contextlib.suppress(client.ApiError):  # the chips the clusters define still count
         items += (await api.request("GET", "acceleratorprofiles"))["items"]
-    return [kinds.model_for(i["apiVersion"], i["kind"]).model_validate(i) for i in items]
+    return [
+        kinds.model_for(i["apiVersion"], i["kind"]).model_validate(i, context=STORED) for i in items
+    ]
 
 
 async def _server_queues(api: Any) -> dict[str, list[str]] | None:
@@ -526,8 +529,10 @@ async def _describe(args: argparse.Namespace) -> int:
         from federation.cli import workloads_view
         from federation.scheduler import plan as planning
         from policies.models import kinds
+        from policies.models.rules import STORED
 
-        policy = kinds.model_for(item["apiVersion"], item["kind"]).model_validate(item)
+        model = kinds.model_for(item["apiVersion"], item["kind"])
+        policy = model.model_validate(item, context=STORED)
         assert isinstance(policy, planning.AnyPolicy)  # the plurals above are those kinds
         async with _client().ApiClient(args.server, token=args.token) as api:
             placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")

@@ -94,10 +94,11 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
     None when there is no row to show."""
     from federation.monitor import summary
     from policies.models.cluster import Cluster
+    from policies.models.rules import STORED
 
     rows = []
     for item in sorted(items, key=lambda i: str(i.get("metadata", {}).get("name", ""))):
-        cluster = Cluster.model_validate(item)
+        cluster = Cluster.model_validate(item, context=STORED)
         line = summary.row(cluster, cluster.status)
         taints = ",".join(
             f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"

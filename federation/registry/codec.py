@@ -7,8 +7,11 @@ layer within a few percent of raw etcd (bench/registry.py measures it).
 
 A value that fails to decode (a hand edit, a bug in an old release) is reported with its
 key and skipped by `list` and `watch`; it never stops the process, and `get` raises
-`errors.Invalid` naming the key. A watch that hits a compacted revision re-lists and emits
-one `Resync` with the full current state, so a consumer never silently misses a change.
+`errors.Invalid` naming the key. Values are decoded with `rules.STORED`, so a spelling rule
+added after an object was stored (a label key Kubernetes refuses) does not make it
+unreadable: it stays listed, and can be read to be mended. A watch that hits a compacted
+revision re-lists and emits one `Resync` with the full current state, so a consumer never
+silently misses a change.
 Writes that lose a compare-and-swap can be retried after a re-read with `mutate`.
 """
 
@@ -26,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from federation import errors, gcpause
 from federation.registry import store as st
+from policies.models.rules import STORED
 
 __all__ = [
     "Codec",
@@ -118,7 +122,7 @@ class Codec(Generic[M]):
         """The model in `data`; `errors.Invalid` names `key` and the first problem."""
         try:
             if data.startswith(self._prefix) and data.endswith(b"}"):
-                return self.model.model_validate_json(data[len(self._prefix) : -1])
+                return self.model.model_validate_json(data[len(self._prefix) : -1], context=STORED)
             return self._decode_slow(data)
         except ValidationError as exc:
             first = exc.errors()[0]
@@ -142,7 +146,7 @@ class Codec(Generic[M]):
                 raise ValueError(f"no migration from schemaVersion {version}")
             obj = self._migrations[version](obj)
             version += 1
-        return self.model.model_validate(obj)
+        return self.model.model_validate(obj, context=STORED)
 
 
 class Echoes(Generic[M]):

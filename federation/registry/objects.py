@@ -22,6 +22,7 @@ from federation import errors, secrets
 from federation.registry import codec, keys
 from policies.models import kinds
 from policies.models.base import KubeObject
+from policies.models.rules import STORED
 from policies.models.workload import Workload
 
 __all__ = [
@@ -174,7 +175,7 @@ class ObjectCodec(codec.Codec[KubeObject]):
                 conn = (body.get("spec") or {}).get("connection") or {}
                 if secrets.is_sealed(conn.get("kubeconfig")):
                     conn["kubeconfig"] = self._cipher.open(conn["kubeconfig"])
-            return model.model_validate(body)
+            return model.model_validate(body, context=STORED)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(root)"

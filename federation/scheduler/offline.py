@@ -43,6 +43,7 @@ from policies.models.cluster import (
     Taint,
 )
 from policies.models.common import RuleError
+from policies.models.rules import Labels
 
 __all__ = ["STANDARD_APIS", "fleet", "load"]
 
@@ -129,7 +130,7 @@ class _Template(FrozenModel):
     """A cluster without name and place (a `generate` template)."""
 
     provider: str = "sim"
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     kubernetes_version: str = "v1.32.0"
     node_pools: list[_NodePool] = Field(default_factory=list)
     taints: list[_Taint] = Field(default_factory=list)

@@ -111,6 +111,7 @@ def _finding(
     if kind in ("value_error", "assertion_error") and isinstance(ctx.get("error"), Exception):
         extra = getattr(ctx["error"], "at", ())
         path = (*path, *extra)
+        at_key = bool(getattr(ctx["error"], "on_key", False))
     line, col = source.locate(path, key=at_key)
     return Finding(filename, line, col, format_path(path), message)
 

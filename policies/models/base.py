@@ -4,7 +4,10 @@ Why strict: a misspelt field in policy YAML that is silently dropped is the wors
 platform team can hit, so every model forbids unknown fields (the loader turns the error
 into `FILE:LINE:COL: path: unknown field 'x' (did you mean 'y'?)`). Why frozen: objects are
 shared between the cache, the scheduler snapshot and the API; nobody may mutate them.
-Field names are Kubernetes camelCase on the wire and snake_case in Python.
+Field names are Kubernetes camelCase on the wire and snake_case in Python. Why metadata
+checks its label and annotation keys (`rules`): a member refuses an object whose labels
+break Kubernetes' rules, so one fedctl stored would be admitted, charged to its queue and
+never run, and a Cluster label no selector can name matches nothing, silently.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from policies.models.rules import Annotations, Labels
 
 __all__ = ["FrozenModel", "KubeObject", "ObjectMeta", "OwnedMeta"]
 
@@ -38,8 +43,16 @@ class ObjectMeta(FrozenModel):
 
     name: str = Field(min_length=1, max_length=253)
     namespace: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(
+        default_factory=dict,
+        description="Keys are qualified names ([DNS-subdomain prefix/]name, the name at most"
+        " 63 characters of letters, digits, '-', '_' and '.', starting and ending with a"
+        " letter or digit); values at most 63 of the same, or empty.",
+    )
+    annotations: Annotations = Field(
+        default_factory=dict,
+        description="Keys are qualified names, as label keys; values are free.",
+    )
     resource_version: str | None = Field(
         default=None, description="Registry mod revision; set by the API, echoed for CAS."
     )

@@ -15,14 +15,23 @@ lets the loader point at the offending field rather than at the whole mapping.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from policies.models.base import FrozenModel
+from policies.models.rules import (
+    Labels,
+    PathPart,
+    RuleError,
+    RuleErrors,
+    label_value_problem,
+    qualified_name_problem,
+    raise_all,
+    stored,
+)
 
 __all__ = [
     "ClusterAffinity",
@@ -33,6 +42,7 @@ __all__ = [
     "LabelSelector",
     "LabelSelectorRequirement",
     "Notice",
+    "PathPart",
     "ReplicaSchedulingStrategy",
     "ResourceSelector",
     "RuleError",
@@ -44,74 +54,6 @@ __all__ = [
     "qualified_name_problem",
     "raise_all",
 ]
-
-PathPart = str | int
-
-
-class RuleError(ValueError):
-    """A cross-field rule failed; `at` is the path, relative to the model, of the culprit."""
-
-    def __init__(self, message: str, *, at: tuple[PathPart, ...] = ()) -> None:
-        super().__init__(message)
-        self.at = at
-
-
-class RuleErrors(ValueError):
-    """Several independent rules failed at once: the loader reports each, so a document
-    with five bad values takes one round of fixes, not five."""
-
-    def __init__(self, errors: list[RuleError]) -> None:
-        super().__init__("; ".join(str(e) for e in errors))
-        self.errors = errors
-
-
-def raise_all(problems: Sequence[RuleError]) -> None:
-    """Raise the one problem as is, several as `RuleErrors`, none not at all."""
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise RuleErrors(list(problems))
-
-
-# Kubernetes' own spelling rules (apimachinery `IsQualifiedName`, `IsValidLabelValue`): a
-# member refuses a label that breaks them, and Karmada's webhook refuses the policy first.
-_NAME_PART: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN: Final = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_NAME_RULE: Final = "letters, digits, '-', '_' or '.', beginning and ending with a letter or digit"
-
-
-def qualified_name_problem(value: str) -> str | None:
-    """Why `value` is not a Kubernetes qualified name (`[dns.prefix/]name`), or None."""
-    parts = value.split("/")
-    if len(parts) > 2:
-        return "it has more than one '/'"
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            return "its prefix before '/' is empty"
-        if len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return (
-                f"its prefix {prefix!r} is not a DNS subdomain"
-                " (lowercase letters, digits, '-' and '.')"
-            )
-    if not name:
-        return "its name part is empty"
-    if len(name) > 63:
-        return f"its name part is {len(name)} characters long, more than 63"
-    if not _NAME_PART.fullmatch(name):
-        return f"its name part must be {_NAME_RULE}"
-    return None
-
-
-def label_value_problem(value: str) -> str | None:
-    """Why `value` is not a valid Kubernetes label value (empty is valid), or None."""
-    if len(value) > 63:
-        return f"it is {len(value)} characters long, more than 63"
-    if value and not _NAME_PART.fullmatch(value):
-        return f"it must be empty or {_NAME_RULE}"
-    return None
 
 
 @dataclass(frozen=True)
@@ -130,18 +72,36 @@ class LabelSelectorRequirement(FrozenModel):
     values: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _values_match_operator(self) -> LabelSelectorRequirement:
+    def _values_match_operator(self, info: ValidationInfo) -> LabelSelectorRequirement:
         if self.operator in ("In", "NotIn") and not self.values:
             raise RuleError(f"operator {self.operator} needs at least one value", at=("values",))
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise RuleError(f"operator {self.operator} takes no values", at=("values",))
+        if stored(info):
+            return self
+        # A key or value no label can have matches nothing: Karmada's webhook refuses it.
+        problems: list[RuleError] = []
+        problem = qualified_name_problem(self.key)
+        if problem:
+            message = f"label key {self.key!r} is not a qualified name: {problem}"
+            problems.append(RuleError(message, at=("key",)))
+        for i, value in enumerate(self.values):
+            problem = label_value_problem(value)
+            if problem:
+                message = f"label value {value!r} of {self.key!r} is not valid: {problem}"
+                problems.append(RuleError(message, at=("values", i)))
+        raise_all(problems)
         return self
 
 
 class LabelSelector(FrozenModel):
     """Kubernetes `metav1.LabelSelector`: every label and every expression must match."""
 
-    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_labels: Labels = Field(
+        default_factory=dict,
+        description="Labels that must all be present with these values (Kubernetes label"
+        " keys and values).",
+    )
     match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 

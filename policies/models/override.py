@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from policies.models import common
+from policies.models import rules
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import (
     ClusterAffinity,
@@ -118,17 +118,7 @@ class LabelsOverrider(LabelAnnotationOverrider):
 
     @model_validator(mode="after")
     def _kubernetes_labels(self) -> LabelsOverrider:
-        problems: list[RuleError] = []
-        for key, value in self.value.items():
-            problem = common.qualified_name_problem(key)
-            if problem:
-                message = f"label key {key!r} is not a qualified name: {problem}"
-                problems.append(RuleError(message, at=("value", key)))
-            problem = common.label_value_problem(value)
-            if problem:
-                message = f"label value {value!r} of {key!r} is not valid: {problem}"
-                problems.append(RuleError(message, at=("value", key)))
-        common.raise_all(problems)
+        rules.raise_all(rules.label_problems(self.value, at=("value",)))
         return self
 
 
@@ -137,18 +127,12 @@ class AnnotationsOverrider(LabelAnnotationOverrider):
 
     @model_validator(mode="after")
     def _kubernetes_annotations(self) -> AnnotationsOverrider:
-        problems: list[RuleError] = []
-        for key in self.value:
-            # Kubernetes checks annotation keys in lower case: only the letters' case is free.
-            problem = common.qualified_name_problem(key.lower())
-            if problem:
-                message = f"annotation key {key!r} is not a qualified name: {problem}"
-                problems.append(RuleError(message, at=("value", key)))
+        problems = rules.annotation_key_problems(self.value, at=("value",))
         size = sum(len(k.encode()) + len(v.encode()) for k, v in self.value.items())
         if size > _ANNOTATIONS_MAX_BYTES:
             message = f"annotations add up to {size} bytes, more than Kubernetes' 256 KiB"
             problems.append(RuleError(message, at=("value",)))
-        common.raise_all(problems)
+        rules.raise_all(problems)
         return self
 
 

@@ -13,6 +13,7 @@ from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from policies.models.propagation import PropagationPolicy
 from tests.serving import api_server, fedctl
+from tests.unit.scheduler import fleet
 
 pytestmark = pytest.mark.integration
 
@@ -49,4 +50,35 @@ async def test_a_list_warns_about_a_stored_policy_it_cannot_read(
     assert keys.policy_key("PropagationPolicy", "web", "old") in warning
     assert "cannot be read" in warning and "purgeMode Never" in warning
     assert "apply a corrected version or delete it" in warning
+    await store.close()
+
+
+async def test_a_cluster_stored_with_a_label_now_refused_still_reads_and_can_be_mended(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Labels are checked since a release that stored `bad key!: x` from `fedctl cluster
+    label`. Such a Cluster must not vanish from lists (and from the scheduler) on upgrade:
+    it is read as stored, a write that keeps the label is refused naming it, and removing
+    it mends the Cluster."""
+    store = MemoryStore()
+    codec = objects.ObjectCodec()
+    member = fleet.cluster("us-east-cpu")
+    raw = codec.encode(member).replace(b'"labels":{}', b'"labels":{"bad key!":"x"}')
+    assert raw != codec.encode(member)
+    await store.commit([st.Put(objects.key_for(member), raw)])
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "get", "clusters") == 0
+        out, err = capsys.readouterr()
+        assert "us-east-cpu" in out and "Warning" not in err
+        assert await fedctl(server, "cluster", "list") == 0
+        assert "us-east-cpu" in capsys.readouterr().out
+        assert await fedctl(server, "cluster", "label", "us-east-cpu", "tier=web") == 1
+        err = capsys.readouterr().err
+        assert "metadata.labels[\"bad key!\"]: label key 'bad key!' is not a qualified" in err
+        assert await fedctl(server, "cluster", "label", "us-east-cpu", "bad key!-") == 0
+        assert capsys.readouterr().out == "cluster us-east-cpu labeled\n"
+        assert await fedctl(server, "cluster", "label", "us-east-cpu", "tier=web") == 0
+    stored = codec.decode("k", (await store.get(objects.key_for(member))).value)  # type: ignore[union-attr]
+    assert stored.metadata.labels == {"tier": "web"}
     await store.close()

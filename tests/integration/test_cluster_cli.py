@@ -191,6 +191,11 @@ def test_label_sets_refuses_to_overwrite_unasked_and_removes(stack: tuple[str, P
     assert missing.returncode == 0 and "not found" in missing.stderr, missing
     bad = fedctl("cluster", "label", "x86", "tier", server=server)
     assert bad.returncode == 1 and "KEY=VALUE" in bad.stderr, bad.stderr
+    # A label Kubernetes refuses was stored and `labeled` said; now refused, unwritten.
+    refused = fedctl("cluster", "label", "x86", "bad key!=x", "gpu=a100", server=server)
+    assert refused.returncode == 1, refused
+    assert "label 'bad key!=x': label key 'bad key!' is not a qualified name" in refused.stderr
+    assert labels() == {"tier": "batch"}
 
 
 def _yaml(path: Path) -> dict[str, object]:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from federation.resources import ResourceList
+from policies.models.rules import STORED
 from policies.models.work import Observed
 from policies.models.workload import Workload
 
@@ -87,7 +88,7 @@ def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 def pod_requests(obj: Mapping[str, Any]) -> ResourceList:
     """Effective per-pod requests of a template (largest pod set), as Kubernetes counts."""
-    return Workload.model_validate(dict(obj)).pod_requests()
+    return Workload.model_validate(dict(obj), context=STORED).pod_requests()
 
 
 def split_largest_remainder(counts: Sequence[int], *, replicas: int, total: int) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from federation import errors
-from federation.cli import labels
+from federation.cli import cluster_cmd, labels
 
 
 def obj(**given: str) -> dict[str, object]:
@@ -43,3 +43,39 @@ def test_selectors_take_what_kubectl_takes(
 def test_a_selector_that_does_not_read_is_refused_with_the_syntax(selector: str) -> None:
     with pytest.raises(errors.Invalid, match="label selector"):
         labels.parse(selector)
+
+
+@pytest.mark.parametrize(
+    ("selector", "reason"),
+    [
+        ("Example.com/app=web", "its prefix 'Example.com' is not a DNS subdomain"),
+        ("tier in (ok, not ok)", "label value 'not ok' of 'tier' is not valid"),
+        ("-tier", "label key '-tier' is not a qualified name"),
+    ],
+)
+def test_a_selector_no_label_can_match_is_refused_with_the_rule(selector: str, reason: str) -> None:
+    """kubectl refuses these too: a selector naming a label no object can carry matches
+    nothing, and an empty table would say nothing of why."""
+    with pytest.raises(errors.Invalid, match="label selector") as refused:
+        labels.parse(selector)
+    assert reason in str(refused.value)
+
+
+def test_cluster_label_refuses_what_kubernetes_refuses_before_writing() -> None:
+    """`fedctl cluster label X "bad key!=x"` stored the label and said `labeled`; the
+    arguments are judged before the Cluster is read, so nothing is written. A key to
+    remove is not judged: a label stored before the rule existed can still be removed."""
+    with pytest.raises(errors.Invalid) as refused:
+        cluster_cmd.parse_labels(["tier=web", "bad key!=x"])
+    assert str(refused.value) == (
+        "label 'bad key!=x': label key 'bad key!' is not a qualified name: its name part must"
+        " be letters, digits, '-', '_' or '.', beginning and ending with a letter or digit"
+    )
+    with pytest.raises(errors.Invalid, match="label 'tier=x y': label value 'x y'"):
+        cluster_cmd.parse_labels(["tier=x y"])
+    with pytest.raises(errors.Invalid, match="more than 63"):
+        cluster_cmd.parse_labels([f"{'a' * 64}=x"])
+    assert cluster_cmd.parse_labels(["example.com/tier=", "bad key!-"]) == (
+        {"example.com/tier": ""},
+        {"bad key!"},
+    )

@@ -149,7 +149,7 @@ def op(overriders: str) -> str:
                 """
             ),
             [
-                "k.yaml:9:33: spec.overrideRules[0].overriders.labelsOverrider[0]"
+                "k.yaml:9:21: spec.overrideRules[0].overriders.labelsOverrider[0]"
                 ".value[\"bad key!\"]: label key 'bad key!' is not a qualified name: its name"
                 " part must be letters, digits, '-', '_' or '.', beginning and ending with a"
                 " letter or digit",
@@ -169,11 +169,11 @@ def op(overriders: str) -> str:
                 """
             ),
             [
-                "k.yaml:9:44: spec.overrideRules[0].overriders.annotationsOverrider[0]"
+                "k.yaml:9:21: spec.overrideRules[0].overriders.annotationsOverrider[0]"
                 ".value[\"bad key with spaces\"]: annotation key 'bad key with spaces' is not a"
                 " qualified name: its name part must be letters, digits, '-', '_' or '.',"
                 " beginning and ending with a letter or digit",
-                "k.yaml:9:75: spec.overrideRules[0].overriders.annotationsOverrider[0]"
+                "k.yaml:9:68: spec.overrideRules[0].overriders.annotationsOverrider[0]"
                 ".value[\"a/b/c\"]: annotation key 'a/b/c' is not a qualified name: it has more"
                 " than one '/'",
             ],

@@ -522,6 +522,62 @@ spec:
     assert not result.ok
 
 
+def test_labels_and_annotation_keys_members_refuse_are_refused_at_their_key() -> None:
+    """`fedctl cluster label X "bad key!=x"` stored `bad key!: x`, and a Cluster file with it
+    validated: no selector can name such a label, and a member refuses an object carrying
+    it. Every kind's metadata is checked, and so are the selectors that match labels."""
+    text = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata:
+  name: us-east-cpu
+  labels:
+    bad key!: x
+    tier: not valid!
+    example.com/zone: ""
+    Example.com/gpu: "yes"
+  annotations:
+    a/b/c: z
+    Team.Example.com/Owner: me
+spec:
+  region: us-east
+---
+""" + PROPAGATION.replace(
+        "kind: Deployment",
+        "kind: Deployment\n      labelSelector:\n"
+        "        matchLabels: {app: web, bad key!: x}\n"
+        "        matchExpressions:\n"
+        "          - {key: tier, operator: In, values: [ok, not ok]}\n"
+        "          - {key: -tier, operator: Exists}\n",
+    )
+
+    result = load_text(text, filename="c.yaml")
+
+    assert [str(f) for f in result.findings] == [
+        "c.yaml:6:5: metadata.labels[\"bad key!\"]: label key 'bad key!' is not a qualified"
+        " name: its name part must be letters, digits, '-', '_' or '.', beginning and ending"
+        " with a letter or digit",
+        "c.yaml:7:11: metadata.labels.tier: label value 'not valid!' of 'tier' is not valid:"
+        " it must be empty or letters, digits, '-', '_' or '.', beginning and ending with a"
+        " letter or digit",
+        "c.yaml:9:5: metadata.labels[\"Example.com/gpu\"]: label key 'Example.com/gpu' is not"
+        " a qualified name: its prefix 'Example.com' is not a DNS subdomain (lowercase"
+        " letters, digits, '-' and '.')",
+        "c.yaml:11:5: metadata.annotations[\"a/b/c\"]: annotation key 'a/b/c' is not a"
+        " qualified name: it has more than one '/'",
+        'c.yaml:26:33: spec.resourceSelectors[0].labelSelector.matchLabels["bad key!"]: label'
+        " key 'bad key!' is not a qualified name: its name part must be letters, digits, '-',"
+        " '_' or '.', beginning and ending with a letter or digit",
+        "c.yaml:28:52: spec.resourceSelectors[0].labelSelector.matchExpressions[0].values[1]:"
+        " label value 'not ok' of 'tier' is not valid: it must be empty or letters, digits,"
+        " '-', '_' or '.', beginning and ending with a letter or digit",
+        "c.yaml:29:19: spec.resourceSelectors[0].labelSelector.matchExpressions[1].key: label"
+        " key '-tier' is not a qualified name: its name part must be letters, digits, '-',"
+        " '_' or '.', beginning and ending with a letter or digit",
+    ]
+    assert not result.objects
+
+
 def test_every_unreadable_workload_value_is_reported_at_once() -> None:
     text = """\
 apiVersion: batch/v1
