@@ -116,7 +116,7 @@ def validate_document(
     try:
         model_cls = kinds.model_for(api_version, kind)
     except kinds.UnknownKind as err:
-        return Checked(None, [_at(source, filename, ("kind",), str(err))])
+        return Checked(None, [_at(source, filename, (err.field,), str(err))])
     try:
         model = model_cls.model_validate(doc)
     except ValidationError as err:

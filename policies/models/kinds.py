@@ -94,7 +94,13 @@ _CLUSTER_SCOPED = frozenset(
 
 
 class UnknownKind(LookupError):
-    """A document names a kind fedctl does not know under a closed group."""
+    """A document names a kind fedctl does not know under a closed group; `field` is the
+    one to correct (`apiVersion` when the kind is known under another, or the version
+    names none), so the finding is put on its line."""
+
+    def __init__(self, message: str, *, field: str = "kind") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _group(api_version: str) -> str:
@@ -111,27 +117,32 @@ def model_for(api_version: str, kind: str) -> type[KubeObject]:
     if model is not None:
         return model
     if _group(api_version) in CLOSED_GROUPS:
-        raise UnknownKind(_unknown_message(api_version, kind))
+        raise _unknown(api_version, kind)
     homes = sorted(av for av, k in POLICY_KINDS if k == kind)
     if homes and (_group(api_version), kind) == ("cluster.karmada.io", "Cluster"):
         raise UnknownKind(
             "a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
             " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
-            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one"
+            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one",
+            field="apiVersion",
         )
     if homes:
-        raise UnknownKind(f"kind {kind} belongs to apiVersion {' or '.join(homes)}")
+        raise UnknownKind(
+            f"kind {kind} belongs to apiVersion {' or '.join(homes)}", field="apiVersion"
+        )
     return Workload
 
 
-def _unknown_message(api_version: str, kind: str) -> str:
+def _unknown(api_version: str, kind: str) -> UnknownKind:
     kinds = sorted(k for av, k in POLICY_KINDS if av == api_version)
     if not kinds:
         versions = sorted({av for av, _ in POLICY_KINDS if _group(av) == _group(api_version)})
-        return f"unknown apiVersion {api_version!r}; use {' or '.join(versions)}"
+        return UnknownKind(
+            f"unknown apiVersion {api_version!r}; use {' or '.join(versions)}", field="apiVersion"
+        )
     close = difflib.get_close_matches(kind, kinds, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (
+    return UnknownKind(
         f"unknown kind {kind!r} for apiVersion {api_version}{hint}; known kinds: {', '.join(kinds)}"
     )
 

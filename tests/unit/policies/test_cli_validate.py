@@ -93,6 +93,26 @@ def test_an_invalid_file_exits_1_and_prints_each_finding(
     ]
 
 
+def test_a_wrong_api_version_is_reported_at_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was reported at `kind`, on the line below, as if the kind were the mistake."""
+    policy = tmp_path / "kind.yaml"
+    policy.write_text(
+        "# a Karmada policy\n"
+        + WARNS.replace("v1alpha1", "v1alpha2").replace("  dependentOverrides: [op-a]\n", "")
+    )
+
+    code, out, _ = run(capsys, "validate", "-f", str(policy))
+
+    assert code == 1
+    assert out.splitlines() == [
+        f"{policy}:2:13: apiVersion: unknown apiVersion 'policy.karmada.io/v1alpha2'; use"
+        " policy.karmada.io/v1alpha1",
+        "invalid: 1 error, 0 warnings; 0 valid objects in 1 file",
+    ]
+
+
 def test_a_missing_file_is_invalid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate", "-f", str(tmp_path / "gone.yaml"))
 

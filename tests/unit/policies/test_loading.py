@@ -151,20 +151,21 @@ spec:
         ),
         pytest.param(
             "apiVersion: policy.karmada.io/v1beta1\nkind: PropagationPolicy\n",
-            "q.yaml:2:7: kind: unknown apiVersion 'policy.karmada.io/v1beta1'; use"
+            "q.yaml:1:13: apiVersion: unknown apiVersion 'policy.karmada.io/v1beta1'; use"
             " policy.karmada.io/v1alpha1",
-            id="unknown version of a known group",
+            id="unknown version of a known group, at the apiVersion",
         ),
         pytest.param(
             "apiVersion: apps/v1\nkind: Queue\nmetadata:\n  name: x\n",
-            "q.yaml:2:7: kind: kind Queue belongs to apiVersion fedctl.io/v1alpha1",
+            "q.yaml:1:13: apiVersion: kind Queue belongs to apiVersion fedctl.io/v1alpha1",
             id="a policy kind under a workload apiVersion",
         ),
         pytest.param(
             "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: m\n",
-            "q.yaml:2:7: kind: a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
-            " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
-            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one",
+            "q.yaml:1:13: apiVersion: a Karmada Cluster (cluster.karmada.io) is not read:"
+            " fedctl's is fedctl.io/v1alpha1 Cluster, which also holds the member's region,"
+            " chips and prices; `fedctl cluster join NAME --kubeconfig FILE --region R`"
+            " writes one",
             id="a Karmada Cluster says how fedctl joins a member",
         ),
         pytest.param(
