@@ -263,23 +263,30 @@ def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Fi
     return found
 
 
-def cross_check(objects: Iterable[Loaded]) -> list[Finding]:
-    """Findings that need the whole set: duplicate objects, chips defined nowhere, priority
-    classes their queue does not define."""
+def cross_check(objects: Iterable[Loaded]) -> tuple[list[Finding], set[tuple[str, int]]]:
+    """Findings that need the whole set (duplicate objects, the queue tree, chips defined
+    nowhere, priority classes their queue does not define), and the documents (file,
+    index) an error among them falls on: valid alone, such a document is not a valid
+    object of the set (a duplicate, a child capped above its parent)."""
     objects = list(objects)
-    return (
-        _duplicates(objects)
-        + _queue_tree(objects)
-        + undefined_chips(objects)
-        + _undefined_priority_classes(objects)
+    dual, tree, classes = (
+        _duplicates(objects),
+        _queue_tree(objects),
+        _undefined_priority_classes(objects),
     )
+    found = [
+        *(f for _, f in dual + tree),
+        *undefined_chips(objects),
+        *(f for _, f in classes),
+    ]
+    return found, {(o.file, o.doc_index) for o, f in dual + tree + classes if f.is_error}
 
 
-def _undefined_priority_classes(objects: list[Loaded]) -> list[Finding]:
+def _undefined_priority_classes(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:
     """A workload naming a priority class its queue, given alongside, does not define
     (a queue not given may be stored on the server: nothing is said then)."""
     queues = {o.model.metadata.name: o.model for o in objects if isinstance(o.model, Queue)}
-    found: list[Finding] = []
+    found: list[tuple[Loaded, Finding]] = []
     for obj in objects:
         model = obj.model
         if not isinstance(model, Workload):
@@ -296,7 +303,7 @@ def _undefined_priority_classes(objects: list[Loaded]) -> list[Finding]:
             f" (its priorityClasses: {', '.join(known) or 'none'}){suggest(name, known)}"
         )
         path = ("metadata", "annotations", "fedctl.io/priority")
-        found.append(_at(obj.source, obj.file, path, message))
+        found.append((obj, _at(obj.source, obj.file, path, message)))
     return found
 
 
@@ -305,28 +312,31 @@ def _identity(model: KubeObject) -> tuple[str, str, str, str]:
     return (model.api_version, model.kind, meta.namespace or "", meta.name)
 
 
-def _duplicates(objects: list[Loaded]) -> list[Finding]:
+def _duplicates(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:
+    """Each later definition of an object, at its name, naming the line of the first's
+    name: the one a user compares it with."""
     first: dict[tuple[str, str, str, str], Loaded] = {}
-    found: list[Finding] = []
+    found: list[tuple[Loaded, Finding]] = []
     for obj in objects:
         key = _identity(obj.model)
         if key not in first:
             first[key] = obj
             continue
         earlier = first[key]
+        line, _ = earlier.source.locate(("metadata", "name"))
         name = f"{obj.model.kind} {key[2] + '/' if key[2] else ''}{key[3]}"
-        message = f"{name} is defined twice (first at {earlier.file}:{earlier.line})"
-        found.append(_at(obj.source, obj.file, ("metadata", "name"), message))
+        message = f"{name} is defined twice (first at {earlier.file}:{line or earlier.line})"
+        found.append((obj, _at(obj.source, obj.file, ("metadata", "name"), message)))
     return found
 
 
-def _queue_tree(objects: list[Loaded]) -> list[Finding]:
+def _queue_tree(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:
     """The queue hierarchy's set-wide rules; an unknown parent is only a warning, because
     the parent may already be stored on the server."""
     queues: dict[str, tuple[Queue, Loaded]] = {
         o.model.metadata.name: (o.model, o) for o in objects if isinstance(o.model, Queue)
     }
-    found: list[Finding] = []
+    found: list[tuple[Loaded, Finding]] = []
     for name, notice in hierarchy_problems(queue for queue, _ in queues.values()):
         queue, obj = queues[name]
         unknown_parent = notice.path == ("spec", "parent") and queue.spec.parent not in queues
@@ -338,7 +348,7 @@ def _queue_tree(objects: list[Loaded]) -> list[Finding]:
                 f" queue unless the server already holds it (fedctl get queues"
                 f" {queue.spec.parent})"
             )
-        found.append(_at(obj.source, obj.file, notice.path, message, severity=severity))
+        found.append((obj, _at(obj.source, obj.file, notice.path, message, severity=severity)))
     return found
 
 

@@ -137,7 +137,7 @@ def load_text(text: str, *, filename: str = "<input>") -> LoadResult:
     """Load the documents of one YAML text (e.g. a request body or a test string)."""
     result = LoadResult(files=[filename])
     _load_into(result, text, filename=filename)
-    result.findings.extend(cross_check(result.objects))
+    _check_set(result)
     return result
 
 
@@ -164,8 +164,16 @@ def load_paths(paths: Iterable[str | os.PathLike[str]]) -> LoadResult:
             seen.add(resolved)
             result.files.append(str(file))
             _load_file(result, file)
-    result.findings.extend(cross_check(result.objects))
+    _check_set(result)
     return result
+
+
+def _check_set(result: LoadResult) -> None:
+    """The set-wide findings; a document one of their errors falls on (a duplicate) is no
+    longer one of the valid objects, so `validate` does not count it as one."""
+    found, refused = cross_check(result.objects)
+    result.findings.extend(found)
+    result.objects = [o for o in result.objects if (o.file, o.doc_index) not in refused]
 
 
 def _expand(path: Path) -> list[tuple[Path, Finding | None]]:

@@ -93,6 +93,23 @@ def test_an_invalid_file_exits_1_and_prints_each_finding(
     ]
 
 
+def test_an_object_defined_twice_is_counted_once_and_placed_at_both_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary said `2 valid objects` beside the error, and the first one was placed
+    at its document's line 1 while the second was at its name."""
+    both = tmp_path / "both.yaml"
+    both.write_text(VALID + "---\n" + VALID.replace("weight: 2", "weight: 3"))
+
+    code, out, _ = run(capsys, "validate", "-f", str(both))
+
+    assert code == 1
+    assert out.splitlines() == [
+        f"{both}:11:9: metadata.name: Queue web is defined twice (first at {both}:4)",
+        "invalid: 1 error, 0 warnings; 1 valid object in 1 file",
+    ]
+
+
 def test_a_wrong_api_version_is_reported_at_its_own_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

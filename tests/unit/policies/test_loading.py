@@ -341,13 +341,17 @@ def test_an_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_the_same_object_twice_is_an_error() -> None:
+    """Reported at the second one's name, naming the line of the first one's name (not
+    of its document's start), and the second one is not a valid object of the set."""
     text = QUEUE + "  weight: 1\n---\n" + QUEUE + "  weight: 2\n"
 
     result = load_text(text, filename="q.yaml")
 
     assert [str(f) for f in result.findings] == [
-        "q.yaml:11:9: metadata.name: Queue web is defined twice (first at q.yaml:1)"
+        "q.yaml:11:9: metadata.name: Queue web is defined twice (first at q.yaml:4)"
     ]
+    [first] = result.objects
+    assert (first.line, first.model.spec.weight) == (1, 1)
 
 
 # ---------------------------------------------------------------- JSON documents (the API)
