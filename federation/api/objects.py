@@ -601,9 +601,10 @@ class ObjectsApi:
     async def validate(self, request: web.Request) -> web.Response:
         """Findings for a YAML or JSON body without storing anything (the policy editor).
 
-        Chips and members are judged against the fleet this server holds, as `fedctl
+        Chips, members and queues are judged against what this server holds, as `fedctl
         apply` judges them: a chip its AcceleratorProfiles or Clusters define is not
-        warned about, and a member named that has not joined is."""
+        warned about, a member named that has not joined is, and so is a parent queue
+        neither the body nor the server holds."""
         text = (await request.read()).decode("utf-8", errors="replace")
         result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
         placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
@@ -614,12 +615,14 @@ class ObjectsApi:
                 for res in (_CLUSTERS, _PROFILES)
                 for item in (await self.objects.list(objects.list_prefix(res, None))).items
             ]
-        tree = None
-        if result.names_queues:
+        tree, stored = None, None
+        if result.needs_queues:
             listed = await self.objects.list(keys.policy_prefix("Queue"))
             stored = [q for q in (i.obj for i in listed.items) if isinstance(q, Queue)]
             tree = queue_children((q.metadata.name, q.spec.parent) for q in stored)
         result = claims.against(result, fleet, queues=tree, currency=self.currency)
+        if stored is not None:
+            result = result.with_stored_queues(stored)
         return web.json_response(
             {
                 "valid": not result.errors,

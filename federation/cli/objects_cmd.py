@@ -122,6 +122,15 @@ def _load(paths: list[str]) -> list[Any]:
     return [o.model for o in _loaded(paths)]
 
 
+def _to_delete(paths: list[str]) -> list[Any]:
+    """The objects files name, for `delete -f`: only errors are printed (a document that
+    does not load names nothing to delete). A warning says what an object would do, or
+    lacks, once applied (a parent queue the files do not hold): nothing to say to delete."""
+    from policies import loading
+
+    return [o.model for o in _reported(loading.load_paths(paths).without_warnings())]
+
+
 def _loaded(paths: list[str]) -> list[Loaded]:
     """`_load`, keeping each object's file and the place of each of its fields."""
     from policies import loading
@@ -161,18 +170,18 @@ async def _server_fleet(api: Any) -> list[Any] | None:
     ]
 
 
-async def _server_queues(api: Any) -> dict[str, list[str]] | None:
-    """The server's queues, each with its children (None: unreadable)."""
+async def _server_queues(api: Any) -> list[Any] | None:
+    """The server's Queues as models (None: unreadable, e.g. a token that may not list
+    them): what a workload's queue and a queue's parent are judged by."""
     from federation.cli import client
-    from policies.loading.documents import queue_children
+    from policies.models.queue import Queue
+    from policies.models.rules import STORED
 
     try:
         items = (await api.request("GET", "queues"))["items"]
     except client.ApiError:
         return None
-    return queue_children(
-        (i["metadata"]["name"], (i.get("spec") or {}).get("parent")) for i in items
-    )
+    return [Queue.model_validate(i, context=STORED) for i in items]
 
 
 async def against_server(api: Any, result: LoadResult) -> LoadResult:
@@ -184,15 +193,21 @@ async def against_server(api: Any, result: LoadResult) -> LoadResult:
     list judges nothing."""
     from federation.scheduler import claims
     from federation.scheduler import plan as planning
+    from policies.loading.documents import queue_children
 
     placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
     fleet = None
     if result.names_undefined_chips or result.names_clusters or placing:
         fleet = await _server_fleet(api)
-    queues = await _server_queues(api) if result.names_queues else None
-    if fleet is None and queues is None:
-        return result
-    return claims.against(result, fleet or [], queues=queues)
+    stored = await _server_queues(api) if result.needs_queues else None
+    queues = None
+    if stored is not None:
+        queues = queue_children((q.metadata.name, q.spec.parent) for q in stored)
+    if fleet is not None or queues is not None:
+        result = claims.against(result, fleet or [], queues=queues)
+    if stored is not None:
+        result = result.with_stored_queues(stored)
+    return result
 
 
 async def _apply(args: argparse.Namespace) -> int:
@@ -622,7 +637,7 @@ async def _describe_workload(args: argparse.Namespace) -> int:
 async def _delete(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
-            return await _delete_all(api, _load(args.filename), dry=args.dry_run)
+            return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
         if not (args.kind and args.name):
             print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
             return 2

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from policies.loading.findings import Finding, Severity, format_path, suggest
+from policies.loading.findings import Finding, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
 from policies.models import kinds
@@ -44,6 +44,7 @@ __all__ = [
     "undefined_chips",
     "undefined_queues",
     "unjoined_clusters",
+    "unknown_parents",
     "validate_document",
 ]
 
@@ -276,6 +277,7 @@ def cross_check(objects: Iterable[Loaded]) -> tuple[list[Finding], set[tuple[str
     )
     found = [
         *(f for _, f in dual + tree),
+        *unknown_parents(objects),
         *undefined_chips(objects),
         *(f for _, f in classes),
     ]
@@ -331,24 +333,50 @@ def _duplicates(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:
 
 
 def _queue_tree(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:
-    """The queue hierarchy's set-wide rules; an unknown parent is only a warning, because
-    the parent may already be stored on the server."""
+    """The queue hierarchy's set-wide rules but for a parent the set lacks, which may be
+    stored on the server already (`unknown_parents`)."""
     queues: dict[str, tuple[Queue, Loaded]] = {
         o.model.metadata.name: (o.model, o) for o in objects if isinstance(o.model, Queue)
     }
     found: list[tuple[Loaded, Finding]] = []
     for name, notice in hierarchy_problems(queue for queue, _ in queues.values()):
         queue, obj = queues[name]
-        unknown_parent = notice.path == ("spec", "parent") and queue.spec.parent not in queues
-        severity: Severity = "warning" if unknown_parent else "error"
-        message = notice.message
-        if unknown_parent:
+        if notice.path == ("spec", "parent") and queue.spec.parent not in queues:
+            continue
+        found.append((obj, _at(obj.source, obj.file, notice.path, notice.message)))
+    return found
+
+
+def unknown_parents(
+    objects: Iterable[Loaded], *, held: Collection[str] | None = None
+) -> list[Finding]:
+    """A warning at `spec.parent` of each queue whose parent the documents do not define.
+
+    `held`: the names of the queues a server holds, for input about to be applied there;
+    a parent among them is fine, and one neither defines is what the server will refuse.
+    Without it (`fedctl validate`, no server), a note that apply needs the server to hold
+    the parent: a warning, since only the server knows.
+    """
+    objects = list(objects)
+    here = {o.model.metadata.name for o in objects if isinstance(o.model, Queue)}
+    known = here | set(held or ())
+    found: list[Finding] = []
+    for obj in objects:
+        queue = obj.model
+        parent = queue.spec.parent if isinstance(queue, Queue) else None
+        if parent is None or parent in known:
+            continue
+        if held is None:
             message = (
-                f"parent queue {queue.spec.parent!r} is not in these files: apply refuses this"
-                f" queue unless the server already holds it (fedctl get queues"
-                f" {queue.spec.parent})"
+                f"parent queue {parent!r} is not in these files: apply refuses this queue"
+                f" unless the server already holds it (fedctl get queues {parent})"
             )
-        found.append((obj, _at(obj.source, obj.file, notice.path, message, severity=severity)))
+        else:
+            message = (
+                f"parent queue {parent!r} is not defined on the server or in these"
+                f" files{suggest(parent, sorted(known))}: the server refuses this queue"
+            )
+        found.append(_at(obj.source, obj.file, ("spec", "parent"), message, severity="warning"))
     return found
 
 

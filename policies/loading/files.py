@@ -26,12 +26,14 @@ from policies.loading.documents import (
     undefined_chips,
     undefined_queues,
     unjoined_clusters,
+    unknown_parents,
     validate_document,
 )
 from policies.loading.findings import Finding
 from policies.loading.source import parse_documents
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
+from policies.models.queue import Queue
 
 __all__ = ["MAX_FILE_BYTES", "STDIN", "LoadResult", "load_paths", "load_text"]
 
@@ -71,13 +73,20 @@ class LoadResult:
     def with_known_chips(self, known: Collection[str]) -> LoadResult:
         """The result with chips `known` elsewhere (a server's) counted as defined: the
         undefined-chip warnings are those of the documents and the server together."""
-        stale = set(undefined_chips(self.objects))
-        fresh = undefined_chips(self.objects, known=known)
+        return self._judged_again(
+            undefined_chips(self.objects), undefined_chips(self.objects, known=known)
+        )
+
+    def _judged_again(self, stale: Iterable[Finding], fresh: list[Finding]) -> LoadResult:
+        """The result with the loader's `stale` findings replaced by `fresh` ones (the same
+        check, made against a server), in the first stale one's place, so the order stays
+        the loader's."""
+        stale = set(stale)
         findings: list[Finding] = []
         for finding in self.findings:
             if finding not in stale:
                 findings.append(finding)
-            elif fresh:  # in the first stale one's place, so the order stays the loader's
+            elif fresh:
                 findings.extend(fresh)
                 fresh = []
         return LoadResult(objects=self.objects, findings=findings, files=self.files)
@@ -118,6 +127,26 @@ class LoadResult:
             ],
             files=self.files,
         )
+
+    @property
+    def needs_queues(self) -> bool:
+        """Whether something here is judged against a server's queues: a queue a workload
+        names, or a parent queue the documents do not define."""
+        return self.names_queues or bool(unknown_parents(self.objects))
+
+    def with_stored_queues(self, queues: Iterable[Queue]) -> LoadResult:
+        """The result judged against the queues a server holds (`queues`): a parent queue
+        held there is no longer warned about, and one held nowhere is warned about as what
+        the server refuses. Workloads naming a queue are `with_defined_queues`'."""
+        held = [q.metadata.name for q in queues]
+        return self._judged_again(
+            unknown_parents(self.objects), unknown_parents(self.objects, held=held)
+        )
+
+    def without_warnings(self) -> LoadResult:
+        """The result with its errors alone: what `delete -f` says, since a warning tells
+        what the objects would do or lack once stored, and delete stores nothing."""
+        return LoadResult(objects=self.objects, findings=self.errors, files=self.files)
 
     def with_findings(self, extra: Iterable[Finding]) -> LoadResult:
         """The result with `extra` findings (checks made against a fleet) after its own."""

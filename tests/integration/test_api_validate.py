@@ -9,6 +9,7 @@ from federation.registry import codec, objects
 from tests.integration.test_propagation_support import load
 from tests.integration.test_scheduler_loop import registry_with_member
 from tests.serving import api_server
+from tests.unit.scheduler import fleet
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +58,34 @@ async def test_the_editor_check_names_unjoined_members_and_counts_the_fleets_chi
     assert not any("'a' is not joined" in m for m in warnings), warnings
     assert any("chip 'nvidia-l40' is not defined" in m for m in warnings), warnings
     assert not any("chip 'nvidia-l4'" in m for m in warnings), warnings
+
+
+async def test_the_editor_check_warns_of_a_parent_queue_only_when_the_server_lacks_it() -> None:
+    """A parent the server holds was warned about as if apply would refuse the queue."""
+    store, _ = await registry_with_member()
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    team = fleet.queue("team-a")
+    await typed.put(objects.key_for(team), team)
+    text = (
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: kid}\n"
+        "spec: {parent: team-a}\n---\n"
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: lost}\n"
+        "spec: {parent: nowhere}\n"
+    )
+    async with (
+        api_server(store) as server,
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{server}{API}/validate", data=text, headers={"Content-Type": "application/yaml"}
+        ) as resp,
+    ):
+        assert resp.status == 200
+        body = await resp.json()
+    assert body["valid"]
+    assert [(f["line"], f["message"]) for f in body["findings"]] == [
+        (
+            9,
+            "parent queue 'nowhere' is not defined on the server or in these files: the"
+            " server refuses this queue",
+        )
+    ]

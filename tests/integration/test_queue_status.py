@@ -359,3 +359,39 @@ async def test_apply_warns_of_a_workload_naming_a_queue_that_takes_no_work(
         assert "queue 'ml' is a parent: it takes no work" in await apply("ml")
         assert await apply("ml-prod") == ""
         assert await apply("default") == ""  # the implicit default queue takes work
+
+
+async def test_apply_judges_a_parent_queue_by_the_servers_queues_and_delete_not_at_all(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`apply -f kid.yaml` and `delete -f kid.yaml` both warned that apply refuses kid
+    unless the server holds its parent team-a, which the server held. Now apply warns only
+    of a parent held nowhere (the server then refuses the queue), and delete says nothing;
+    `validate`, with no server to ask, keeps its note."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    team = fleet.queue("team-a")
+    await objs.put(objects.key_for(team), team)
+    kid = tmp_path / "kid.yaml"
+    kid.write_text(
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata:\n  name: kid\nspec:\n"
+        "  parent: team-a\n"
+    )
+    async with api_server(store) as server:
+
+        async def fedctl(*args: str) -> tuple[int, str, str]:
+            code = await asyncio.to_thread(main.main, [*args, "--server", server])
+            out, err = capsys.readouterr()
+            return code, out, err
+
+        assert await fedctl("apply", "-f", str(kid)) == (0, "queue.fedctl.io/kid created\n", "")
+        assert await fedctl("delete", "-f", str(kid)) == (0, "queue.fedctl.io/kid deleted\n", "")
+        kid.write_text(kid.read_text().replace("team-a", "teama"))
+        code, out, err = await fedctl("apply", "-f", str(kid))
+        assert (code, out) == (1, "")
+        assert err.splitlines()[0] == (
+            f"{kid}:6:11: spec.parent: warning: parent queue 'teama' is not defined on the"
+            " server or in these files (did you mean 'team-a'?): the server refuses this queue"
+        )
+    assert main.main(["validate", "-f", str(kid)]) == 0
+    assert "apply refuses this queue unless the server already holds it" in capsys.readouterr().out

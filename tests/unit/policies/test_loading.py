@@ -435,6 +435,31 @@ def test_the_queue_tree_is_checked_across_documents() -> None:
     assert not result.ok
 
 
+def test_a_parent_outside_the_files_is_judged_against_the_servers_queues() -> None:
+    """`apply -f kid.yaml` warned that apply refuses kid unless the server holds team-a,
+    while the server held it. Against the server's queues, only a parent held nowhere is
+    warned about, as what the server refuses, with the held queue it resembles."""
+    text = (
+        QUEUE.replace("name: web", "name: kid")
+        + "  parent: team-a\n---\n"
+        + QUEUE.replace("name: web", "name: typo")
+        + "  parent: teama\n"
+    )
+    result = load_text(text, filename="q.yaml")
+    assert [(f.line, f.severity) for f in result.findings] == [(6, "warning"), (13, "warning")]
+    assert result.needs_queues
+
+    held = [Queue.model_validate({"metadata": {"name": n}}) for n in ("team-a", "team-b")]
+    judged = result.with_stored_queues(held)
+
+    assert [str(f) for f in judged.findings] == [
+        "q.yaml:13:11: spec.parent: warning: parent queue 'teama' is not defined on the"
+        " server or in these files (did you mean 'team-a'?): the server refuses this queue"
+    ]
+    assert judged.with_stored_queues(held).findings == judged.findings
+    assert not load_text(QUEUE + "  weight: 1\n", filename="q.yaml").needs_queues
+
+
 def test_a_top_level_parent_guaranteeing_less_than_its_children_is_an_error() -> None:
     """Only a parent nobody defined is a warning (the server may hold it); what the server
     refuses on apply, `validate` must not call valid."""
