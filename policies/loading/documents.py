@@ -39,9 +39,11 @@ __all__ = [
     "cross_check",
     "finding_at",
     "names_clusters",
+    "names_priority_classes",
     "names_queues",
     "queue_children",
     "undefined_chips",
+    "undefined_priority_classes",
     "undefined_queues",
     "unjoined_clusters",
     "unknown_parents",
@@ -306,6 +308,56 @@ def _undefined_priority_classes(objects: list[Loaded]) -> list[tuple[Loaded, Fin
         )
         path = ("metadata", "annotations", "fedctl.io/priority")
         found.append((obj, _at(obj.source, obj.file, path, message)))
+    return found
+
+
+def _priority_class_references(obj: Loaded) -> tuple[str, str] | None:
+    """(queue, class) of a workload naming a priority class by name, or None; the queue
+    is the default one when it names none."""
+    model = obj.model
+    if not isinstance(model, Workload) or model.is_opaque:
+        return None
+    try:
+        name, queue = model.priority_class, model.queue
+    except RuleError:
+        return None  # refused with its own finding
+    return None if name is None else (queue or "default", name)
+
+
+def names_priority_classes(objects: Iterable[Loaded]) -> bool:
+    """Whether a workload here names a priority class (`fedctl.io/priority: high`)."""
+    return any(_priority_class_references(obj) for obj in objects)
+
+
+def undefined_priority_classes(
+    objects: Iterable[Loaded], *, held: Iterable[Queue], default: str = "default"
+) -> list[Finding]:
+    """A warning for each workload naming a priority class its queue does not define,
+    that queue held by the server (`held`) rather than given alongside: the scheduler
+    holds such a workload Pending with that reason, and nothing said so before. A queue
+    given alongside is judged by the loader, as an error; one held nowhere is the
+    undefined-queue warning's, but for the implicit default queue, which defines none."""
+    objects = list(objects)
+    here = {o.model.metadata.name for o in objects if isinstance(o.model, Queue)}
+    stored = {q.metadata.name: q.spec.priority_classes for q in held}
+    found: list[Finding] = []
+    for obj in objects:
+        named = _priority_class_references(obj)
+        if named is None or named[0] in here:
+            continue
+        queue, name = named
+        classes = stored.get(queue, {} if queue == default else None)
+        if classes is None or name in classes:
+            continue
+        known = ", ".join(f"{n} ({v})" for n, v in sorted(classes.items(), key=lambda i: -i[1]))
+        message = (
+            f"priority class {name!r} is not defined in queue {queue} on the server (its"
+            f" priorityClasses: {known or 'none'}){suggest(name, sorted(classes))}: the"
+            " workload waits, Pending, until it is defined there or fedctl.io/priority names"
+            " one that is"
+        )
+        path = ("metadata", "annotations", "fedctl.io/priority")
+        found.append(_at(obj.source, obj.file, path, message, severity="warning"))
     return found
 
 

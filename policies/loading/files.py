@@ -22,8 +22,10 @@ from policies.loading.documents import (
     chips_defined_by,
     cross_check,
     names_clusters,
+    names_priority_classes,
     names_queues,
     undefined_chips,
+    undefined_priority_classes,
     undefined_queues,
     unjoined_clusters,
     unknown_parents,
@@ -130,18 +132,28 @@ class LoadResult:
 
     @property
     def needs_queues(self) -> bool:
-        """Whether something here is judged against a server's queues: a queue a workload
-        names, or a parent queue the documents do not define."""
-        return self.names_queues or bool(unknown_parents(self.objects))
+        """Whether something here is judged against a server's queues: a queue or a
+        priority class a workload names, or a parent queue the documents do not define."""
+        return (
+            self.names_queues
+            or names_priority_classes(self.objects)
+            or bool(unknown_parents(self.objects))
+        )
 
-    def with_stored_queues(self, queues: Iterable[Queue]) -> LoadResult:
+    def with_stored_queues(
+        self, queues: Iterable[Queue], *, default: str = "default"
+    ) -> LoadResult:
         """The result judged against the queues a server holds (`queues`): a parent queue
         held there is no longer warned about, and one held nowhere is warned about as what
-        the server refuses. Workloads naming a queue are `with_defined_queues`'."""
+        the server refuses; a priority class a held queue does not define is warned
+        about. Workloads naming a queue are `with_defined_queues`'."""
+        queues = list(queues)
         held = [q.metadata.name for q in queues]
-        return self._judged_again(
+        result = self._judged_again(
             unknown_parents(self.objects), unknown_parents(self.objects, held=held)
         )
+        classes = undefined_priority_classes(self.objects, held=queues, default=default)
+        return result.with_findings(classes)
 
     def without_warnings(self) -> LoadResult:
         """The result with its errors alone: what `delete -f` says, since a warning tells

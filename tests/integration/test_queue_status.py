@@ -395,3 +395,37 @@ async def test_apply_judges_a_parent_queue_by_the_servers_queues_and_delete_not_
         )
     assert main.main(["validate", "-f", str(kid)]) == 0
     assert "apply refuses this queue unless the server already holds it" in capsys.readouterr().out
+
+
+async def test_apply_warns_of_a_priority_class_the_servers_queue_does_not_define(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fedctl.io/priority: hgih` passed apply without a word; the scheduler then held the
+    job with `priority class 'hgih' is not defined in queue team-a`. Apply says so first,
+    at the annotation, as it says of a misspelt queue."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    team = fleet.queue("team-a", priority_classes={"high": 500, "low": 1})
+    await objs.put(objects.key_for(team), team)
+    path = tmp_path / "j.yaml"
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  namespace: t\n"
+        "  annotations:\n    fedctl.io/queue: team-a\n    fedctl.io/priority: PRIORITY\n"
+        "spec: {template: {spec: {containers: [{name: c, image: x}]}}}\n"
+    )
+    async with api_server(store) as server:
+
+        async def apply(priority: str) -> str:
+            path.write_text(job.replace("PRIORITY", priority))
+            argv = ["apply", "-f", str(path), "--server", server]
+            assert await asyncio.to_thread(main.main, argv) == 0
+            return capsys.readouterr().err
+
+        assert await apply("hgih") == (
+            f'{path}:8:25: metadata.annotations["fedctl.io/priority"]: warning: priority class'
+            " 'hgih' is not defined in queue team-a on the server (its priorityClasses: high"
+            " (500), low (1)) (did you mean 'high'?): the workload waits, Pending, until it is"
+            " defined there or fedctl.io/priority names one that is\n"
+        )
+        assert await apply("high") == ""
+        assert await apply("'9'") == ""

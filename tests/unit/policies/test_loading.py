@@ -514,6 +514,56 @@ spec:
     assert not result.ok
 
 
+def test_a_priority_class_a_stored_queue_lacks_is_warned_at_apply() -> None:
+    """`fedctl.io/priority: hgih` under queue team-a, which the server holds with classes
+    high and low, passed validate and apply without a word; the job then waited with the
+    scheduler's reason. Judged against the server's queues it is a warning at the
+    annotation, in the scheduler's words; so is any class under the implicit default
+    queue, which defines none. A class its queue given alongside lacks stays an error."""
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: t\n"
+        "  annotations:\n{annotations}"
+        "spec: {{template: {{spec: {{containers: [{{name: c, image: x}}]}}}}}}\n---\n"
+    )
+    text = (
+        "".join(
+            job.format(name=name, annotations="".join(f"    {a}\n" for a in annotations))
+            for name, annotations in [
+                ("typo", ["fedctl.io/queue: team-a", "fedctl.io/priority: hgih"]),
+                ("fine", ["fedctl.io/queue: team-a", "fedctl.io/priority: high"]),
+                ("number", ["fedctl.io/queue: team-a", "fedctl.io/priority: '7'"]),
+                ("nameless", ["fedctl.io/priority: high"]),
+                ("nowhere", ["fedctl.io/queue: nowhere", "fedctl.io/priority: high"]),
+                ("local", ["fedctl.io/queue: web", "fedctl.io/priority: urgent"]),
+            ]
+        )
+        + QUEUE
+        + "  priorityClasses: {low: 0}\n"
+    )
+    result = load_text(text, filename="j.yaml")
+    assert [(f.line, f.severity) for f in result.findings] == [(57, "error")]
+    assert result.needs_queues
+    held = [
+        Queue.model_validate(
+            {"metadata": {"name": "team-a"}, "spec": {"priorityClasses": {"low": 1, "high": 500}}}
+        ),
+        Queue.model_validate({"metadata": {"name": "web"}, "spec": {"priorityClasses": {}}}),
+    ]
+
+    judged = result.with_stored_queues(held)
+
+    assert [str(f) for f in judged.findings[1:]] == [
+        'j.yaml:8:25: metadata.annotations["fedctl.io/priority"]: warning: priority class'
+        " 'hgih' is not defined in queue team-a on the server (its priorityClasses: high"
+        " (500), low (1)) (did you mean 'high'?): the workload waits, Pending, until it is"
+        " defined there or fedctl.io/priority names one that is",
+        'j.yaml:37:25: metadata.annotations["fedctl.io/priority"]: warning: priority class'
+        " 'high' is not defined in queue default on the server (its priorityClasses: none):"
+        " the workload waits, Pending, until it is defined there or fedctl.io/priority names"
+        " one that is",
+    ]
+
+
 def test_what_members_would_refuse_is_refused_here_with_its_line() -> None:
     """A workload no member's API server accepts would otherwise be admitted, hold its
     queue's quota and never run: a name that is not a DNS name, a fraction of a device, a
