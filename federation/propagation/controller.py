@@ -27,7 +27,6 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.propagation import (
     converge,
-    events,
     gc,
     informer,
     interpreter,
@@ -39,7 +38,7 @@ from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
 from federation.propagation.members import Connect, Members, kube_connect
-from federation.registry import codec, keys, objects
+from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
 from federation.settings import MemberSettings, PropagationSettings
 from federation.workqueue import WorkQueue

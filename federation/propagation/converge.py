@@ -35,11 +35,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from federation import errors
-from federation.propagation import events, informer, overrides, render
+from federation.propagation import informer, overrides, render
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
-from federation.registry import codec, keys
+from federation.registry import codec, events, keys
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding, TargetCluster

@@ -165,12 +165,17 @@ class QuotaStatus(FrozenModel):
 
 
 class Event(FrozenModel):
-    """Why something happened to a workload's copy in a member (kept about an hour)."""
+    """Why something happened to a workload or its copy in a member (kept about an hour)."""
 
     type: Literal["Normal", "Warning"] = "Normal"
-    reason: str = Field(min_length=1, description="CamelCase, e.g. Applied, ApplyFailed.")
+    reason: str = Field(
+        min_length=1, description="CamelCase, e.g. Applied, ApplyFailed, Preempted, Evicted."
+    )
     message: str = ""
     cluster: str | None = None
     object: str = Field(description="The workload, ns/Kind.group/name.")
-    source: str = "propagator"
+    source: str = Field(
+        default="propagator",
+        description="The controller that wrote it: propagator, scheduler or failover.",
+    )
     time: AwareDatetime

@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from federation import clock
-from federation.propagation.events import Recorder
 from federation.registry import embedded, keys
 from federation.registry.etcd import EtcdStore
+from federation.registry.events import Recorder
 from policies.models.work import Event
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe

@@ -24,8 +24,7 @@ from kubernetes_asyncio import config as kube_config
 
 from clusters import member
 from federation.api import app as api_app
-from federation.propagation import events
-from federation.registry import codec, embedded, keys
+from federation.registry import codec, embedded, events, keys
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
