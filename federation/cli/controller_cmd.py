@@ -222,7 +222,7 @@ async def run_controller(
         "api", lambda: serve(app, host=host, port=port, ready=ready, ssl_context=ssl_context)
     )
     # Every replica serves the API; only the elected leader runs the write loops.
-    election = Election(store, ttl=settings.failover.lease_ttl)
+    election = Election(store, ttl=settings.failover.lease_ttl, observe=metrics.set_leader)
     supervisor.add("election", election.run)
 
     def leading(name: str, build: Callable[[], Callable[[], Awaitable[None]]]) -> None:

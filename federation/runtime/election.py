@@ -4,8 +4,10 @@ Fed by the registry (the leader key, its lease and a watch on it); feeds the con
 process: `while_leader` runs the write loops (cluster monitor, scheduler, propagator,
 failover) only while this replica leads, and `guard()` gives the `store.Guard` (leader key
 at the mod revision this replica created it with) that makes each leader write a
-transaction conditional on still leading. A loop stopped by a refused write or a registry
-outage is not a crash: it runs again once this replica leads and the registry answers.
+transaction conditional on still leading; `observe` is told of every change of role (the
+`fedctl_leader` gauge), since only the election knows the moment it happens. A loop
+stopped by a refused write or a registry outage is not a crash: it runs again once this
+replica leads and the registry answers.
 
 Why a guard and not just "stop when the lease is lost": a leader paused past its lease
 (GC pause, SIGSTOP, partition) wakes up believing it leads and sends a write it prepared
@@ -74,13 +76,16 @@ class Election:
         key: str | None = None,
         clock: clock_mod.Clock = clock_mod.real,
         resign_on_stop: bool = True,
+        observe: Callable[[bool], None] | None = None,
     ) -> None:
+        """`observe(leading)`: called as this replica starts and stops leading."""
         self._store = store
         self.ttl = max(1, math.ceil(ttl))
         self.identity = identity or default_identity()
         self.key = key or keys.leader_key()
         self._clock = clock
         self.resign_on_stop = resign_on_stop
+        self._observe = observe
         self.leading = asyncio.Event()
         """Set while this replica leads."""
         self.following = asyncio.Event()
@@ -155,6 +160,8 @@ class Election:
         self.terms += 1
         self.following.clear()
         self.leading.set()
+        if self._observe is not None:
+            self._observe(True)
         log.info("election: %s leads (revision %d)", self.identity, result.revision)
         return True
 
@@ -214,10 +221,13 @@ class Election:
                 await self._store.revoke(lease)
 
     def _step_down(self) -> None:
-        if self.leading.is_set():
+        stepped = self.leading.is_set()
+        if stepped:
             log.info("election: %s no longer leads", self.identity)
         self.leading.clear()
         self.following.set()
+        if stepped and self._observe is not None:
+            self._observe(False)
 
     # -- running loops only while leading ---------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from federation import errors
+from federation.api import metrics as metrics_mod
 from federation.registry import embedded
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
@@ -28,6 +29,7 @@ class Replica:
     store: EtcdStore
     election: Election
     task: asyncio.Task[None]
+    metrics: metrics_mod.Metrics
 
 
 @pytest.fixture
@@ -37,8 +39,15 @@ async def replicas(etcd_server: embedded.EmbeddedEtcd, prefix: str) -> AsyncIter
     for i in range(3):
         store = EtcdStore(etcd_settings(etcd_server.url))
         await store.connect()
-        election = Election(store, ttl=TTL, identity=f"replica-{i}", key=f"{prefix}leader")
-        out.append(Replica(store, election, asyncio.create_task(election.run())))
+        metrics = metrics_mod.Metrics()
+        election = Election(
+            store,
+            ttl=TTL,
+            identity=f"replica-{i}",
+            key=f"{prefix}leader",
+            observe=metrics.set_leader,
+        )
+        out.append(Replica(store, election, asyncio.create_task(election.run()), metrics))
     yield out
     for r in out:
         r.task.cancel()
@@ -49,6 +58,11 @@ async def replicas(etcd_server: embedded.EmbeddedEtcd, prefix: str) -> AsyncIter
 
 def leaders(replicas: list[Replica]) -> list[Replica]:
     return [r for r in replicas if r.election.is_leader]
+
+
+def gauge(replica: Replica) -> float | None:
+    """The replica's `fedctl_leader` sample, as a scrape of its `/metrics` reads it."""
+    return replica.metrics.registry.get_sample_value("fedctl_leader")
 
 
 async def test_exactly_one_of_three_leads_and_the_key_names_it(replicas: list[Replica]) -> None:
@@ -124,3 +138,20 @@ async def test_a_leader_whose_lease_is_revoked_steps_down_and_its_loops_stop(
         gated.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await gated
+
+
+async def test_the_leader_gauge_is_1_on_the_leader_alone_and_follows_a_takeover(
+    replicas: list[Replica],
+) -> None:
+    """Before, nothing set `fedctl_leader`: every replica said 0, the leader included."""
+    (old,) = await wait_for(lambda: leaders(replicas), message="a leader")
+    assert [gauge(r) for r in replicas] == [1.0 if r is old else 0.0 for r in replicas]
+
+    old.task.cancel()  # a controller stopped: it resigns
+    with contextlib.suppress(asyncio.CancelledError):
+        await old.task
+    assert gauge(old) == 0.0
+    others = [r for r in replicas if r is not old]
+    (new,) = await wait_for(lambda: leaders(others), timeout=TTL + 3, message="a new leader")
+    await wait_for(lambda: gauge(new) == 1.0, message="the new leader's gauge")
+    assert [gauge(r) for r in replicas] == [1.0 if r is new else 0.0 for r in replicas]
