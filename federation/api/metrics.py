@@ -1,19 +1,23 @@
 """Prometheus metrics for the controller, served at `/metrics`.
 
 Role: one `Metrics` object per process that the components report into — the scheduler
-(`observe_decision`, `set_queue_depth`), propagation (`propagation_error`), failover
-(`eviction`), leader election (`set_leader`), the API's rate limiter (`rate_limited`) —
-plus gauges derived from the registry at scrape time: cluster readiness and capacity by
-chip from the monitor's ClusterStatus, admitted and pending workloads per queue from the
-Bindings (a finished job, whose Binding stays, is neither), and what the placed work costs
-an hour by queue, namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`).
-`RegistryCache.run` keeps those in memory from a list and a watch, so a scrape never
-touches etcd. Feeds Prometheus through `handler`.
+(`observe_decision`), propagation (`propagation_error`), failover (`eviction`), leader
+election (`set_leader`), the API's rate limiter (`rate_limited`) — plus gauges derived at
+scrape time: cluster readiness and capacity by chip from the monitor's ClusterStatus,
+admitted and pending workloads per queue, and what the placed work costs an hour by queue,
+namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`). The queue counts
+are the leading scheduler's own, from the tally its latest cycle published for the queue
+view (`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that
+does not lead counts the Bindings instead (a finished job, whose Binding stays, is
+neither). Every defined Queue has both series, zeros included, so an alert or a dashboard
+sees a queue before its first workload. `RegistryCache.run` keeps the registry's part in
+memory from a list and a watch, so a scrape never touches etcd. Feeds Prometheus through
+`handler`.
 
 Why a private `CollectorRegistry`: several apps (and tests) live in one process; the
 global default registry would make the second one fail on duplicate names. Why derived
 gauges are computed at scrape time: they then always match the cache, with no stale series
-left behind for a cluster that was removed.
+left behind for a cluster that was removed, or a queue's count left from a term that ended.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import tenacity
@@ -38,11 +42,13 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from federation import errors
-from federation.registry import codec, keys
+from federation.registry import codec, keys, objects
 from federation.registry import store as st
+from federation.scheduler import queue_view as qv
 from federation.scheduler import spend
 from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
+from policies.models.queue import Queue
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = ["Metrics", "RegistryCache"]
@@ -53,13 +59,15 @@ DECISION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 
 class RegistryCache:
-    """Cluster statuses, per-binding (queue, phase, what it runs) and the workloads that
-    finished, kept current from registry watches (each keyed by workload ref)."""
+    """Cluster statuses, per-binding (queue, phase, what it runs), the workloads that
+    finished (each keyed by workload ref) and the defined queues' names, kept current from
+    registry watches."""
 
     def __init__(self) -> None:
         self.statuses: dict[str, ClusterStatus] = {}
         self.bindings: dict[str, tuple[str, str, list[spend.Charge]]] = {}
         self.finished: dict[str, bool] = {}
+        self.queues: dict[str, bool] = {}
 
     async def run(self, store: st.Store) -> None:
         """List, then follow changes until cancelled (a supervisor component)."""
@@ -88,9 +96,8 @@ class RegistryCache:
                 await self._list_and_watch(store, kind)
 
     async def _list_and_watch(self, store: st.Store, kind: str) -> None:
-        model: Any = _FOLLOWED[kind]
-        typed: codec.TypedStore[Any] = codec.TypedStore(store, codec.Codec(model))
-        prefix = keys.prefix(kind)
+        prefix, read = _FOLLOWED[kind]
+        typed: codec.TypedStore[Any] = codec.TypedStore(store, read)
         listed = await typed.list(prefix)
         self._replace(kind, listed.items)
         async for event in typed.watch(prefix, start_revision=listed.revision + 1):
@@ -104,11 +111,13 @@ class RegistryCache:
     def _target(self, kind: str) -> dict[str, Any]:
         if kind == "clusterstatus":
             return self.statuses
+        if kind == "queues":
+            return self.queues
         return self.bindings if kind == "bindings" else self.finished
 
     @staticmethod
     def _name(kind: str, key: str) -> str:
-        if kind == "clusterstatus":
+        if kind in ("clusterstatus", "queues"):
             return key.rsplit("/", 1)[-1]
         return str(keys.parse_workload_key(key))
 
@@ -125,6 +134,8 @@ class RegistryCache:
             self.bindings[ref] = (obj.spec.queue, obj.status.phase, spend.charges(ref, obj))
         elif isinstance(obj, WorkloadStatus):
             self.finished[self._name(kind, key)] = obj.phase in FINISHED_PHASES
+        elif isinstance(obj, Queue):
+            self.queues[self._name(kind, key)] = True
 
 
 class _Derived(Collector):
@@ -151,28 +162,30 @@ class _Derived(Collector):
                 capacity.add_metric([name, chip, state], amount)
         yield ready
         yield capacity
-        pending: dict[str, int] = defaultdict(int)
-        admitted: dict[str, int] = defaultdict(int)
-        costs: dict[tuple[str, str, str], float] = defaultdict(float)
-        for ref, (queue, phase, charges) in cache.bindings.items():
-            if cache.finished.get(ref):
-                continue  # holds nothing, waits for nothing, costs nothing
-            (admitted if phase == "Scheduled" else pending)[queue] += 1
-            for c in charges:
-                if c.hourly is not None:
-                    costs[(c.queue, c.namespace, c.cluster)] += float(c.hourly)
-        pending.update(self.metrics.queue_depths)
+        defined, pending, admitted = self.metrics.queue_counts()
         depth = GaugeMetricFamily(
-            "fedctl_queue_pending_workloads", "Workloads waiting in a queue.", labels=["queue"]
+            "fedctl_queue_pending_workloads",
+            "Workloads waiting in a queue (the leading scheduler's count).",
+            labels=["queue"],
         )
         taken = GaugeMetricFamily(
-            "fedctl_queue_admitted_workloads", "Workloads admitted from a queue.", labels=["queue"]
+            "fedctl_queue_admitted_workloads",
+            "Workloads admitted from a queue and not finished.",
+            labels=["queue"],
         )
-        for queue in sorted(set(pending) | set(admitted)):
+        held = {q for q, n in pending.items() if n} | {q for q, n in admitted.items() if n}
+        for queue in sorted(set(defined) | held):
             depth.add_metric([queue], float(pending.get(queue, 0)))
             taken.add_metric([queue], float(admitted.get(queue, 0)))
         yield depth
         yield taken
+        costs: dict[tuple[str, str, str], float] = defaultdict(float)
+        for ref, (_, _, charges) in cache.bindings.items():
+            if cache.finished.get(ref):
+                continue  # costs nothing
+            for c in charges:
+                if c.hourly is not None:
+                    costs[(c.queue, c.namespace, c.cluster)] += float(c.hourly)
         cost = GaugeMetricFamily(
             "fedctl_hourly_cost",
             "What the placed replicas cost an hour, as estimated when they were placed, in"
@@ -184,12 +197,13 @@ class _Derived(Collector):
         yield cost
 
 
-_FOLLOWED: dict[str, type[Any]] = {
-    "clusterstatus": ClusterStatus,
-    "bindings": Binding,
-    "workloadstatus": WorkloadStatus,
+_FOLLOWED: dict[str, tuple[str, codec.Codec[Any]]] = {
+    "clusterstatus": (keys.prefix("clusterstatus"), codec.Codec(ClusterStatus)),
+    "bindings": (keys.prefix("bindings"), codec.Codec(Binding)),
+    "workloadstatus": (keys.prefix("workloadstatus"), codec.Codec(WorkloadStatus)),
+    "queues": (keys.policy_prefix("Queue"), objects.ObjectCodec()),
 }
-"""The registry prefixes the cache follows, with the model each holds."""
+"""What the cache follows: its prefix in the registry and how to read what is there."""
 
 
 def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
@@ -208,10 +222,12 @@ def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
 class Metrics:
     """The process's metric families; components call the small methods below."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, queue_view: qv.Published | None = None) -> None:
+        """`queue_view`: where this process's scheduling loop publishes each cycle's queue
+        tally while it leads (the one the queue status view reads)."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.cache = RegistryCache()
-        self.queue_depths: dict[str, int] = {}
+        self.queue_view = queue_view
         r = self.registry
         self._decisions = Histogram(
             "fedctl_scheduling_decision_seconds",
@@ -246,9 +262,24 @@ class Metrics:
     def set_leader(self, leading: bool) -> None:
         self._leader.set(1 if leading else 0)
 
-    def set_queue_depth(self, queue: str, pending: int) -> None:
-        """The scheduler's own count of pending workloads, preferred over Binding counts."""
-        self.queue_depths[queue] = pending
+    def queue_counts(self) -> tuple[Collection[str], Mapping[str, int], Mapping[str, int]]:
+        """The defined queues, and per queue how many workloads wait and are admitted.
+
+        The leading scheduler's tally when this process leads: it counts the workloads
+        that have no Binding yet too, and is what `fedctl get queues` shows. Otherwise
+        the Bindings: Pending ones wait, Scheduled ones are admitted, finished ones are
+        neither."""
+        latest = self.queue_view.latest() if self.queue_view is not None else None
+        if latest is not None:
+            tally = latest[0].tally
+            return tally.queues.keys(), tally.pending, tally.admitted
+        cache = self.cache
+        pending: dict[str, int] = defaultdict(int)
+        admitted: dict[str, int] = defaultdict(int)
+        for ref, (queue, phase, _) in cache.bindings.items():
+            if not cache.finished.get(ref):
+                (admitted if phase == "Scheduled" else pending)[queue] += 1
+        return cache.queues.keys(), pending, admitted
 
     def rate_limited(self, _client: str) -> None:
         self._limited.inc()

@@ -205,8 +205,8 @@ async def run_controller(
     supervisor = Supervisor()
     extras = _api_security(security or Security())
     ssl_context = extras.pop("ssl_context")
-    metrics = metrics_mod.Metrics()
     published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
+    metrics = metrics_mod.Metrics(queue_view=published)
     app = api_app.build_app(
         store,
         settings=settings.api,

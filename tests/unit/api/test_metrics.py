@@ -9,17 +9,21 @@ from decimal import Decimal
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from federation import errors
+from federation import clock, errors
 from federation.api import metrics as metrics_mod
-from federation.registry import codec, keys
+from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.resources import ResourceList
+from federation.scheduler import queue_view
+from federation.scheduler.loop import SchedulerLoop
+from federation.settings import SchedulerSettings
 from policies.models.base import ObjectMeta
 from policies.models.binding import Binding, BindingSpec, TargetCluster, WorkloadReference
 from policies.models.cluster import ClusterStatus, Condition, NodeFlavor
 from policies.models.work import WorkloadStatus
-from tests.waiting import wait_for
+from tests.unit.scheduler import fleet
+from tests.waiting import background, wait_for
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -69,7 +73,6 @@ def test_component_reported_families() -> None:
     m.propagation_error("eu", "Rejected")
     m.eviction("eu", "NoExecuteTaint", replicas=3)
     m.set_leader(True)
-    m.set_queue_depth("gpu", 7)
     got = samples(m)
     assert got[("fedctl_scheduling_decision_seconds_count", ())] == 2
     assert got[("fedctl_scheduling_decision_seconds_bucket", (("le", "0.005"),))] == 1
@@ -78,7 +81,6 @@ def test_component_reported_families() -> None:
     )
     assert got[("fedctl_evictions_total", (("cluster", "eu"), ("reason", "NoExecuteTaint")))] == 3
     assert got[("fedctl_leader", ())] == 1
-    assert got[("fedctl_queue_pending_workloads", (("queue", "gpu"),))] == 7
 
 
 def test_two_instances_do_not_collide() -> None:
@@ -167,6 +169,70 @@ async def test_what_placed_work_costs_is_a_gauge_until_the_job_finishes() -> Non
         cache.cancel()
         with pytest.raises(asyncio.CancelledError):
             await cache
+
+
+def queues(m: metrics_mod.Metrics) -> dict[str, tuple[float, float]]:
+    """Per queue of `/metrics`: (admitted, pending)."""
+    got = samples(m)
+    out: dict[str, tuple[float, float]] = {}
+    for (name, labels), value in got.items():
+        if name in ("fedctl_queue_admitted_workloads", "fedctl_queue_pending_workloads"):
+            queue = dict(labels)["queue"]
+            admitted, pending = out.get(queue, (-1.0, -1.0))
+            if name == "fedctl_queue_admitted_workloads":
+                out[queue] = (value, pending)
+            else:
+                out[queue] = (admitted, value)
+    return out
+
+
+async def test_a_defined_queue_without_bindings_is_a_series_of_zeros() -> None:
+    """Before, `/metrics` knew a queue only from the Bindings naming it, while `fedctl get
+    queues` listed every defined one: a new team's queue had no series to alert on."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    idle = fleet.queue("idle", capability={"cpu": "4"})
+    await objs.put(objects.key_for(idle), idle)
+    await objs.put(objects.key_for(fleet.queue("gpu")), fleet.queue("gpu"))
+    ref = keys.WorkloadRef("ml", "Job.batch", "a")
+    await bindings.put(keys.binding_key(ref), binding("a", "gpu", "Scheduled"))
+    m = metrics_mod.Metrics()
+    async with background(m.cache.run(store)):
+        await wait_for(lambda: queues(m) == {"idle": (0, 0), "gpu": (1, 0)}, message="both queues")
+        await objs.delete(objects.key_for(idle))
+        await wait_for(lambda: queues(m) == {"gpu": (1, 0)}, message="the deleted queue gone")
+
+
+async def test_the_leading_scheduler_s_tally_feeds_the_queue_gauges() -> None:
+    """qa holds one of three 4-core jobs and the others wait; idle is defined and holds
+    nothing. The counts are the scheduler's, as `fedctl get queues` shows them on the
+    leader: here no cache runs, so no Binding is counted. Before, `set_queue_depth`
+    existed but no component called it."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    member = fleet.cluster("a")
+    assert member.status is not None
+    await objs.put(keys.cluster_key("a"), member.model_copy(update={"status": None}))
+    await statuses.put(keys.cluster_status_key("a"), member.status)
+    for q in (fleet.queue("qa", capability={"cpu": "4"}), fleet.queue("idle")):
+        await objs.put(objects.key_for(q), q)
+    for name in ("one", "two", "three"):
+        w = fleet.workload(name, cpu="4", queue="qa")
+        await objs.put(objects.key_for(w), w)
+    published = queue_view.Published()
+    m = metrics_mod.Metrics(queue_view=published)
+    loop = SchedulerLoop(
+        store, settings=SchedulerSettings(), clock=clock.real, debounce=0.01, queue_view=published
+    )
+    async with background(loop.run()):
+        await wait_for(
+            lambda: queues(m) == {"qa": (1, 2), "idle": (0, 0)},
+            message="the scheduler's counts",
+        )
+    assert published.latest() is None, "withdrawn as the term ended"
+    assert queues(m) == {}, "a replica that does not lead counts the Bindings it follows"
 
 
 class _Away(MemoryStore):
