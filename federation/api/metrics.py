@@ -237,8 +237,9 @@ class Metrics:
         )
         self._propagation_errors = Counter(
             "fedctl_propagation_errors",
-            "Failed applies or deletes on members.",
-            ["cluster", "reason"],
+            "Applies and deletes on members that failed: operation apply, delete or release;"
+            " reason Refused (conflictResolution Abort), Rejected or Unavailable.",
+            ["cluster", "operation", "reason"],
             registry=r,
         )
         self._evictions = Counter(
@@ -253,8 +254,8 @@ class Metrics:
     def observe_decision(self, seconds: float) -> None:
         self._decisions.observe(seconds)
 
-    def propagation_error(self, cluster: str, reason: str) -> None:
-        self._propagation_errors.labels(cluster=cluster, reason=reason).inc()
+    def propagation_error(self, cluster: str, operation: str, reason: str) -> None:
+        self._propagation_errors.labels(cluster=cluster, operation=operation, reason=reason).inc()
 
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
         self._evictions.labels(cluster=cluster, reason=reason).inc(replicas)

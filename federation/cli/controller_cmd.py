@@ -253,6 +253,7 @@ async def run_controller(
                 member_settings=settings.member,
                 claim=plan.claim,
                 guards=election.guards,
+                failed=metrics.propagation_error,
             ).run
         ),
     )

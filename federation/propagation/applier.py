@@ -15,13 +15,17 @@ Namespaces are created in the member when missing, once per member and namespace
     errors seen here
     ├── MemberUnavailable (retryable)   member down or slow: requeue, report in status
     └── MemberRejected (permanent)      quota, validation, unserved kind: report, requeue later
+
+Every failed call is also told to `failed` (the `fedctl_propagation_errors` counter) by
+operation and kind of failure: the applier is the one place every apply and delete of the
+propagator passes, so a member that keeps refusing shows there without reading each Work.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +36,19 @@ from federation.propagation.members import Members
 from federation.registry import keys
 from policies.models.cluster import Cluster
 
-__all__ = ["Applier", "Outcome", "object_ref"]
+__all__ = ["Applier", "Failed", "Outcome", "failure", "object_ref"]
 
 log = logging.getLogger(__name__)
+
+Failed = Callable[[str, str, str], None]
+"""`(cluster, operation, reason)` for one member call that failed: operation `apply`,
+`delete` or `release`; reason `Refused` (Abort: the object there is not ours), `Rejected`
+(the member refused it) or `Unavailable` (down, slow or unreachable)."""
+
+
+def failure(exc: BaseException) -> str:
+    """The reason `Failed` is given for an error a member call raised."""
+    return "Rejected" if isinstance(exc, member_mod.MemberRejected) else "Unavailable"
 
 
 @dataclass(frozen=True)
@@ -69,10 +83,25 @@ def _namespace_gone(exc: member_mod.MemberRejected, ns: str) -> bool:
 class Applier:
     """Server-side apply and delete through the members' connectors."""
 
-    def __init__(self, members: Members) -> None:
+    def __init__(self, members: Members, *, failed: Failed | None = None) -> None:
         self.members = members
+        self._failed = failed
         self._namespaces: set[tuple[str, str]] = set()
         self.applied = 0
+
+    def failed(self, cluster: str, operation: str, exc: BaseException) -> None:
+        """Tell `failed` of a call that raised `exc` (also for callers that reach the
+        member without the applier: garbage collection)."""
+        if self._failed is not None:
+            self._failed(cluster, operation, failure(exc))
+
+    @contextlib.contextmanager
+    def _counted(self, cluster: str, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except errors.FedctlError as exc:
+            self.failed(cluster, operation, exc)
+            raise
 
     async def _ensure_namespace(self, cluster: str, conn: member_mod.Member, ns: str) -> None:
         if (cluster, ns) in self._namespaces:
@@ -120,6 +149,26 @@ class Applier:
         `owner` is what the member watch knows of an object of that name: (exists, our
         workload ref or None); None sends a read to the member instead.
         """
+        outcome = await self._apply(
+            cluster, manifest, ref=ref, overwrite=overwrite, known_ours=known_ours, owner=owner
+        )
+        if not outcome.ok and self._failed is not None:
+            why = (
+                "Refused" if outcome.refused else "Unavailable" if outcome.retryable else "Rejected"
+            )
+            self._failed(cluster.name, "apply", why)
+        return outcome
+
+    async def _apply(
+        self,
+        cluster: Cluster,
+        manifest: Mapping[str, Any],
+        *,
+        ref: keys.WorkloadRef | None,
+        overwrite: bool,
+        known_ours: bool,
+        owner: tuple[bool, str | None] | None,
+    ) -> Outcome:
         try:
             conn = await self.members.get(cluster)
             async with self.members.limit(cluster.name):
@@ -156,6 +205,10 @@ class Applier:
 
         Read first, and applied with the resourceVersion read: a copy deleted in between
         is refused (409), not created again."""
+        with self._counted(cluster.name, "release"):
+            return await self._release(cluster, manifest)
+
+    async def _release(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
         async with self._current(cluster, manifest) as (conn, current):
             if current is None:
                 return False
@@ -174,10 +227,11 @@ class Applier:
     ) -> bool:
         """Delete the object named by `manifest` only if it is still our copy of `ref`
         (a watch event can be older than a release); False when it was not."""
-        async with self._current(cluster, manifest) as (conn, current):
-            if current is None or not render.is_ours(current, ref):
-                return False
-            return await conn.delete(object_ref(manifest))
+        with self._counted(cluster.name, "delete"):
+            async with self._current(cluster, manifest) as (conn, current):
+                if current is None or not render.is_ours(current, ref):
+                    return False
+                return await conn.delete(object_ref(manifest))
 
     @contextlib.asynccontextmanager
     async def _current(
@@ -196,6 +250,7 @@ class Applier:
     async def delete(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
         """Delete our copy from `cluster`; False when it was gone already. Raises on
         member errors."""
-        conn = await self.members.get(cluster)
-        async with self.members.limit(cluster.name):
-            return await conn.delete(object_ref(manifest))
+        with self._counted(cluster.name, "delete"):
+            conn = await self.members.get(cluster)
+            async with self.members.limit(cluster.name):
+                return await conn.delete(object_ref(manifest))

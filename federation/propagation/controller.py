@@ -25,6 +25,7 @@ from typing import Any
 
 from federation import clock as clock_mod
 from federation import errors
+from federation.propagation import applier as applier_mod
 from federation.propagation import (
     converge,
     gc,
@@ -69,7 +70,10 @@ class Propagator:
         claim: converge.Claim | None = None,
         workers: int | None = None,
         guards: works_mod.Guards | None = None,
+        failed: applier_mod.Failed | None = None,
     ) -> None:
+        """`failed`: told of every apply or delete a member refused or did not answer
+        (`Metrics.propagation_error`)."""
         self.settings = settings or PropagationSettings()
         self.guards = guards or works_mod.unfenced
         self.clock = clock
@@ -79,7 +83,7 @@ class Propagator:
             connect or kube_connect(member_settings or MemberSettings(), clock),
             concurrency=self.settings.concurrency_per_member,
         )
-        self.applier = Applier(self.members)
+        self.applier = Applier(self.members, failed=failed)
         obj_codec = objects.ObjectCodec()
         self.workloads = informer.Informer[KubeObject](
             codec.TypedStore(store, obj_codec), keys.prefix("workloads"), on_change=self._keyed
@@ -250,6 +254,7 @@ class Propagator:
                         kinds=kinds,
                         wanted=self._wanted,
                         skip=None if everything else self._followed(cluster.name),
+                        failed=self.applier.failed,
                     )
                 if removed:
                     log.info("gc: %d orphaned objects removed from %s", removed, cluster.name)

@@ -34,11 +34,14 @@ async def collect(
     wanted: Callable[[str, Mapping[str, Any]], bool],
     served: set[tuple[str, str]] | None = None,
     skip: Callable[[str, str], bool] | None = None,
+    failed: Callable[[str, str, BaseException], None] | None = None,
 ) -> int:
     """Delete every object of `kinds` in `conn` that is ours and not wanted; returns how many.
 
     `served`, when given, collects the kinds the member serves (their watches start next).
     `skip(apiVersion, kind)` leaves a kind out (one whose watch already shows every copy).
+    `failed(cluster, "delete", error)` is told of each delete the member refused
+    (`Applier.failed`).
     """
     removed = 0
     for api_version, kind in sorted(set(kinds)):
@@ -58,6 +61,8 @@ async def collect(
                 await conn.delete(ref)
             except errors.FedctlError as exc:
                 log.warning("gc: cannot delete %s from %s: %s", ref, cluster, exc)
+                if failed is not None:
+                    failed(cluster, "delete", exc)
                 continue
             removed += 1
             log.info("gc: deleted orphan %s from %s", ref, cluster)

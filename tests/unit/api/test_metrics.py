@@ -70,15 +70,14 @@ def test_component_reported_families() -> None:
     m = metrics_mod.Metrics()
     m.observe_decision(0.003)
     m.observe_decision(0.2)
-    m.propagation_error("eu", "Rejected")
+    m.propagation_error("eu", "apply", "Rejected")
     m.eviction("eu", "NoExecuteTaint", replicas=3)
     m.set_leader(True)
     got = samples(m)
     assert got[("fedctl_scheduling_decision_seconds_count", ())] == 2
     assert got[("fedctl_scheduling_decision_seconds_bucket", (("le", "0.005"),))] == 1
-    assert (
-        got[("fedctl_propagation_errors_total", (("cluster", "eu"), ("reason", "Rejected")))] == 1
-    )
+    rejected = (("cluster", "eu"), ("operation", "apply"), ("reason", "Rejected"))
+    assert got[("fedctl_propagation_errors_total", rejected)] == 1
     assert got[("fedctl_evictions_total", (("cluster", "eu"), ("reason", "NoExecuteTaint")))] == 3
     assert got[("fedctl_leader", ())] == 1
 
