@@ -33,11 +33,11 @@ from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota import accounting
-from federation.registry import codec, keys, objects
+from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
 from federation.scheduler import admission as admission_mod
 from federation.scheduler import binder as binder_mod
-from federation.scheduler import cycle, fingerprint, reconcile
+from federation.scheduler import cycle, fingerprint, reconcile, victims
 from federation.scheduler import queue_view as qv
 from federation.scheduler.mirrors import Mirror, Seen, Views
 from federation.settings import SchedulerSettings
@@ -64,8 +64,12 @@ _POLICY_TYPES = (
 )
 
 
-class DecisionMetrics(Protocol):
+class LoopMetrics(Protocol):
+    """What the loop reports: how long decisions take, and the evictions it committed."""
+
     def observe_decision(self, seconds: float) -> None: ...
+
+    def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None: ...
 
 
 def _binding_changed(old: Binding | None, new: Binding | None) -> bool:
@@ -192,7 +196,7 @@ class SchedulerLoop:
         settings: SchedulerSettings,
         clock: clock_mod.Clock,
         guards: Callable[[], Sequence[st.Guard]] | None = None,
-        metrics: DecisionMetrics | None = None,
+        metrics: LoopMetrics | None = None,
         debounce: float | None = None,
         queue_view: qv.Published | None = None,
     ) -> None:
@@ -206,6 +210,7 @@ class SchedulerLoop:
         self.scheduler = cycle.Scheduler(settings)
         self._currency = Currency.of(settings)
         self._unpriced: dict[str, str] = {}
+        self._recorder = events.Recorder(store, clock=clock, source="scheduler")
         obj = objects.ObjectCodec()
         self.workloads = Mirror(codec.TypedStore(store, obj), keys.prefix("workloads"), self._any)
         self.policies = Mirror(codec.TypedStore(store, obj), keys.prefix("policies"), self._any)
@@ -536,11 +541,13 @@ class SchedulerLoop:
         self, binder: binder_mod.Binder, result: cycle.CycleResult, stale: Sequence[str]
     ) -> None:
         bindings = result.bindings
+        landed: list[tuple[accounting.Admission, str]] = []
         if bindings:
             # Victims' evictions first; an admission decided after one that another writer
             # superseded is held back (`Binder.write`), so no queue holds both.
             freeing = {keys.binding_key(victim.ref) for victim, _ in result.evicted}
             placing = {keys.binding_key(a.ref) for a in result.admitted} if freeing else set()
+            before = {key: _revision(binder, key) for key in freeing}
             report = await binder.write(bindings, freeing=freeing, placing=placing)
             for b in bindings:
                 key = keys.binding_key(binder_mod.binding_ref(b))
@@ -554,6 +561,15 @@ class SchedulerLoop:
                 self._views.redo.add(ref)
             if report.superseded or report.held_back:
                 self._dirty.set()  # moved by another writer meanwhile: decide again from there
+            # A write that raised records nothing here: what it committed of the evictions
+            # goes untold (the registry refused the rest; an event would be refused too).
+            dropped = set(report.dropped)
+            landed = [
+                (victim, reason)
+                for victim, reason in result.evicted
+                if (key := keys.binding_key(victim.ref)) not in dropped
+                and _revision(binder, key) != before[key]
+            ]
         for key in stale:
             try:
                 deleted = await self.store.commit([st.Delete(key)], guards=binder.guards)
@@ -561,3 +577,39 @@ class SchedulerLoop:
                 continue
             self._written[key] = (deleted.revision, None)
             binder.forget(key)
+        if landed:
+            await self._tell(landed, guards=binder.guards)
+
+    async def _tell(
+        self, landed: Sequence[tuple[accounting.Admission, str]], *, guards: Sequence[st.Guard]
+    ) -> None:
+        """Count the committed evictions and record an event on each victim (`victims`).
+
+        After the Bindings, never with them: the binder's batches and retries decide which
+        evictions land, and an event must tell only of those. An event the registry
+        refuses is lost, not retried: the evictions stand, and the next cycle must not
+        wait for their story.
+        """
+        if self.metrics is not None:
+            for victim, reason in landed:
+                label = victims.kind(reason).lower()
+                for cluster, replicas in sorted(victim.placement.items()):
+                    self.metrics.eviction(cluster, label, replicas=replicas)
+        now = self.clock.now()
+        try:
+            ops: list[st.Op] = []
+            for victim, reason in landed:
+                told = [victims.event(victim, reason, now=now)]
+                ops += await self._recorder.ops(victim.ref, told)
+            for chunk in st.batches(ops, lambda op: op, most=100):
+                await self.store.commit(chunk, guards=guards)
+        except errors.Fenced:
+            raise
+        except errors.FedctlError as exc:
+            log.warning("scheduler: %d eviction events not recorded: %s", len(landed), exc)
+
+
+def _revision(binder: binder_mod.Binder, key: str) -> int | None:
+    """The revision the binder last wrote or read at `key` (None: none known)."""
+    entry = binder.stored(key)
+    return entry[0] if entry is not None else None
