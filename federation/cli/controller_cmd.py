@@ -267,6 +267,7 @@ async def run_controller(
                 claim=plan.claim,
                 guards=election.guards,
                 failback=failback(store, guards=election.guards, settings=settings.scheduler),
+                metrics=metrics,
             ).run
         ),
     )

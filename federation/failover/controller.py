@@ -18,7 +18,10 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md Â
                   through the injected `failback`, which plans with the scheduler's code)
 
 Every action is also appended to `timeline`, which drills and benchmarks read to measure
-detection and re-placement times without scraping logs.
+detection and re-placement times without scraping logs. Each eviction is also told where
+people and dashboards look: a Warning `Evicted` event on the workload, written in the same
+transaction as the Binding that evicts it (so it tells only of evictions that landed), and
+`metrics.eviction` by cluster and cause (`taint`, or `failover` for an unhealthy copy).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from clusters import member as member_mod
 from clusters.kube import connector
@@ -37,12 +40,12 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.failover import application, eviction, graceful, purge, rebalance, taints
 from federation.failover.mirror import Mirror
-from federation.registry import codec, keys, objects
+from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
 from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
-from policies.models.binding import CLAIMED_BY, Binding
+from policies.models.binding import CLAIMED_BY, Binding, EvictionTask
 from policies.models.cluster import (
     RECOVERING_TAINT,
     UNJOINING_TAINT,
@@ -52,10 +55,18 @@ from policies.models.cluster import (
 )
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior
-from policies.models.work import FINISHED_PHASES, WorkloadStatus
+from policies.models.work import FINISHED_PHASES, Event, WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["Claim", "Connect", "Failback", "FailoverController", "Mark", "Terms"]
+__all__ = [
+    "Claim",
+    "Connect",
+    "EvictionMetrics",
+    "Failback",
+    "FailoverController",
+    "Mark",
+    "Terms",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +77,13 @@ Connect = Callable[[Cluster], Awaitable[member_mod.Member]]
 Guards = Callable[[], tuple[st.Guard, ...]]
 Failback = Callable[[], Awaitable[rebalance.Outcome]]
 """Decides and applies automatic fail-back over the whole registry (`runtime.whatif`)."""
+
+
+class EvictionMetrics(Protocol):
+    """Where the evicted replicas are counted (`Metrics.eviction`)."""
+
+    def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None: ...
+
 
 RECOVERING = RECOVERING_TAINT
 _FAILBACK = "f/"
@@ -117,8 +135,12 @@ class FailoverController:
         guards: Guards | None = None,
         failback: Failback | None = None,
         workers: int = 4,
+        metrics: EvictionMetrics | None = None,
     ) -> None:
         self.settings = settings or FailoverSettings()
+        self._store = store
+        self._metrics = metrics
+        self._recorder = events.Recorder(store, clock=clock, source="failover")
         self.clock = clock
         self._claim = claim
         self._connect = connect or _kube_connect(member_settings or MemberSettings(), clock)
@@ -388,16 +410,47 @@ class FailoverController:
         binding = self._evict_unhealthy(key, binding, terms)
         binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
-            await self.bindings.typed.update(
-                key, binding, revision=stored.revision, guards=self._guards()
-            )
-            before = {t.cluster for t in stored.obj.spec.eviction_tasks}
+            old_tasks = stored.obj.spec.eviction_tasks
+            evicted = [t for t in binding.spec.eviction_tasks if t not in old_tasks]
+            told = [self._evicted_event(binding, t) for t in evicted]
+            ops: list[st.Op] = [
+                self.bindings.typed.update_op(key, binding, revision=stored.revision)
+            ]
+            ops += await self._recorder.ops(_ref(binding), told)
+            await self._store.commit(ops, guards=self._guards())
+            if self._metrics is not None:
+                for task in evicted:
+                    cause = "failover" if task.producer == "ApplicationFailover" else "taint"
+                    self._metrics.eviction(task.cluster, cause, replicas=task.replicas)
+            before = {t.cluster for t in old_tasks}
             after = {t.cluster for t in binding.spec.eviction_tasks}
             ref = str(_ref(binding))
             for cluster in sorted(after - before):
                 self._mark("evicted", cluster, ref)
             for cluster in sorted(before - after):
                 self._mark("task-ended", cluster, ref)
+
+    def _evicted_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
+        """A Warning, as the kubelet's `Evicted`: a member, or the copy on it, failed, and
+        the workload moves because of it."""
+        how = "its copy stays until the new placement is ready"
+        if task.purge_mode == "Directly":
+            how = "its copy there goes at once"
+        n = task.replicas
+        message = (
+            f"evicted from {task.cluster} ({n} replica{'' if n == 1 else 's'}): {task.reason};"
+            f" placed again elsewhere, {how}"
+        )
+        now = self.clock.now()
+        return lambda: Event(
+            type="Warning",
+            reason="Evicted",
+            message=message,
+            cluster=task.cluster,
+            object=str(_ref(binding)),
+            source="failover",
+            time=now,
+        )
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
         if self._finished(_ref(binding)) or eviction.never_evicted(binding):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
+from federation.registry import codec, events, keys
+from federation.registry import store as st
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
     Binding,
@@ -15,6 +17,7 @@ from policies.models.binding import (
     WorkloadReference,
 )
 from policies.models.cluster import ClusterStatus, Condition, Taint
+from policies.models.work import Event
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -74,3 +77,19 @@ def task(cluster: str, *, created: float = 0.0, mode: str = "Gracefully") -> Evi
     return EvictionTask.model_validate(
         {"cluster": cluster, "creation_time": at(created), "replicas": 1, "purge_mode": mode}
     )
+
+
+class Counted:
+    """Failover's metrics, kept: (cluster, cause, replicas) per `eviction` call."""
+
+    def __init__(self) -> None:
+        self.evictions: list[tuple[str, str, int]] = []
+
+    def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
+        self.evictions.append((cluster, reason, replicas))
+
+
+async def events_of(store: st.Store, ref: keys.WorkloadRef) -> list[Event]:
+    """The events recorded on a workload, oldest first."""
+    listed = await codec.TypedStore(store, events.EVENTS).list(events.event_prefix(ref))
+    return [i.obj for i in listed.items]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from federation.clock import FakeClock
 from federation.failover import application, graceful
 from federation.failover.controller import FailoverController
 from federation.registry import codec, keys, objects
+from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.scheduler import plan
 from federation.settings import FailoverSettings
@@ -24,7 +25,7 @@ from policies.models.cluster import Cluster, ClusterStatus, Condition
 from policies.models.propagation import PropagationPolicy
 from policies.models.work import ClusterWorkloadStatus, Health, WorkloadStatus
 from policies.models.workload import Workload
-from tests.unit.failover.builders import at, binding
+from tests.unit.failover.builders import Counted, at, binding, events_of
 from tests.waiting import wait_for
 
 WEB = keys.WorkloadRef("default", "Deployment.apps", "web")
@@ -142,11 +143,13 @@ class World:
     def __init__(self) -> None:
         self.clock = FakeClock()
         self.store = MemoryStore(clock=self.clock)
+        self.counted = Counted()
         self.controller = FailoverController(
             self.store,
             settings=FailoverSettings(eviction_grace=30, graceful_timeout=600),
             clock=self.clock,
             claim=plan.claim,
+            metrics=self.counted,
         )
         self.objects = codec.TypedStore(self.store, objects.ObjectCodec())
         self.bindings = codec.TypedStore(self.store, codec.Codec(Binding))
@@ -225,6 +228,10 @@ async def test_a_member_where_the_copy_stays_unhealthy_is_left_with_the_policy_s
         assert task.reason == "application unhealthy for 60s: a says Unhealthy"
         marks = [(m.what, m.cluster) for m in w.controller.timeline]
         assert ("evicted", "a") in marks
+        (told,) = await events_of(w.store, WEB)
+        assert (told.type, told.reason, told.cluster) == ("Warning", "Evicted", "a")
+        assert "application unhealthy for 60s: a says Unhealthy" in told.message
+        assert w.counted.evictions == [("a", "failover", 1)]
 
 
 async def test_a_copy_that_recovers_within_the_toleration_starts_the_count_again() -> None:
@@ -273,21 +280,25 @@ async def test_a_policy_without_application_failover_leaves_an_unhealthy_copy_al
 
 async def test_a_lost_compare_and_swap_does_not_start_the_toleration_again() -> None:
     async with world(policy(decisionConditions={"tolerationSeconds": 60})) as w:
-        real = w.controller.bindings.typed.update
+        real = w.store.commit
         lost: list[str] = []
 
-        async def update(key: str, obj: Binding, *, revision: int, guards: Any = ()) -> Any:
-            if obj.spec.eviction_tasks and not lost:
-                lost.append(key)  # another writer got there first (the scheduler, say)
-                raise errors.Conflict(key, expected=revision, current=revision + 1)
-            return await real(key, obj, revision=revision, guards=guards)
+        async def commit(ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()) -> Any:
+            for op in ops:  # failover's eviction: the only update of a Binding here
+                if isinstance(op, st.Update) and op.key == keys.binding_key(WEB) and not lost:
+                    lost.append(op.key)  # another writer got there first (the scheduler, say)
+                    raise errors.Conflict(op.key, expected=op.revision, current=op.revision + 1)
+            return await real(ops, guards=guards)
 
-        w.controller.bindings.typed.update = update  # type: ignore[method-assign]
+        w.store.commit = commit  # type: ignore[method-assign]
         await w.report(health(a="Unhealthy", b="Healthy"))
         await w.advance(61)
         await w.advance(5)
         assert lost
         assert (await w.binding()).placement() == {"b": 1}  # not a whole toleration later
+        # The refused write took its event with it: one eviction, told and counted once.
+        assert [e.reason for e in await events_of(w.store, WEB)] == ["Evicted"]
+        assert w.counted.evictions == [("a", "failover", 1)]
 
 
 async def test_copies_unhealthy_everywhere_stay_until_one_recovers() -> None:

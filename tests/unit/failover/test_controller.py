@@ -23,7 +23,7 @@ from policies.models.binding import Binding, BindingStatus, TargetCluster
 from policies.models.cluster import UNJOINING_TAINT, Cluster, ClusterStatus, Condition, Taint
 from policies.models.common import Toleration
 from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
-from tests.unit.failover.builders import binding, namespace_binding
+from tests.unit.failover.builders import Counted, binding, events_of, namespace_binding
 from tests.waiting import wait_for
 
 SETTINGS = FailoverSettings(eviction_grace=30, graceful_timeout=600)
@@ -70,8 +70,13 @@ class Harness:
         self.clock = FakeClock()
         self.store = MemoryStore(clock=self.clock)
         self.member = FakeMember([copy_of(WEB), copy_of(API)])
+        self.counted = Counted()
         self.controller = FailoverController(
-            self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
+            self.store,
+            settings=SETTINGS,
+            clock=self.clock,
+            connect=self._connect,
+            metrics=self.counted,
         )
         self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
         self.bindings = codec.TypedStore(self.store, codec.Codec(Binding))
@@ -194,6 +199,33 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
     assert await h.taints("a") == []
     marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
     assert ("evicted", "a", str(WEB)) in marks and ("purged", "a", "") in marks
+
+
+async def test_a_taint_eviction_is_told_on_the_workload_and_counted(h: Harness) -> None:
+    """Before, a failover eviction showed only in the Binding's reason until the
+    scheduler placed the workload again, and `fedctl_evictions_total` had no samples."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
+    await h.settle()
+    await h.health("a", "False", "ConnectionRefused")
+    await h.settle()
+    await h.advance(30.1)
+    assert (await h.binding(WEB)).placement() == {}
+    (told,) = await events_of(h.store, WEB)
+    assert (told.type, told.reason, told.cluster, told.source) == (
+        "Warning",
+        "Evicted",
+        "a",
+        "failover",
+    )
+    assert told.message == (
+        f"evicted from a (2 replicas): untolerated taint {taints.UNREACHABLE}:NoExecute;"
+        " placed again elsewhere, its copy stays until the new placement is ready"
+    )
+    assert [e.cluster for e in await events_of(h.store, API)] == ["a"]
+    assert sorted(h.counted.evictions) == [("a", "taint", 1), ("a", "taint", 2)]
+    await h.advance(60)
+    assert len(await events_of(h.store, WEB)) == 1, "told once, not on every pass"
 
 
 async def test_a_toleration_with_seconds_delays_eviction_and_a_batch_job_goes_directly(
