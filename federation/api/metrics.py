@@ -1,11 +1,13 @@
 """Prometheus metrics for the controller, served at `/metrics`.
 
 Role: one `Metrics` object per process that the components report into — the scheduler
-(`observe_decision`), propagation (`propagation_error`), failover (`eviction`), leader
-election (`set_leader`), the API's rate limiter (`rate_limited`) — plus gauges derived at
-scrape time: cluster readiness and capacity by chip from the monitor's ClusterStatus,
-admitted and pending workloads per queue, and what the placed work costs an hour by queue,
-namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`). The queue counts
+(`observe_decision`; `eviction` for the preemptions and reclaims it committed), propagation
+(`propagation_error`, from the applier), failover (`eviction` for taints and unhealthy
+copies), leader election (`set_leader`), the API's rate limiter (`rate_limited`) — plus
+gauges derived at scrape time: cluster readiness and capacity by chip from the monitor's
+ClusterStatus, admitted and pending workloads per queue, and what the placed work costs an
+hour by queue, namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`).
+Each series is listed in docs/concepts.md (Metrics). The queue counts
 are the leading scheduler's own, from the tally its latest cycle published for the queue
 view (`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that
 does not lead counts the Bindings instead (a finished job, whose Binding stays, is
@@ -243,7 +245,11 @@ class Metrics:
             registry=r,
         )
         self._evictions = Counter(
-            "fedctl_evictions", "Replicas evicted from a member.", ["cluster", "reason"], registry=r
+            "fedctl_evictions",
+            "Replicas evicted from a member, once the eviction was written: reason preempted"
+            " or reclaimed (the scheduler), taint or failover (an unhealthy copy).",
+            ["cluster", "reason"],
+            registry=r,
         )
         self._leader = Gauge("fedctl_leader", "1 while this replica holds the lease.", registry=r)
         self._limited = Counter(
