@@ -246,7 +246,8 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
     """Warn of each queue just written whose capability is below what it holds now, or
     whose budget is below what its placed work costs: the write is fine (nothing is
     evicted for it), but a user lowering a limit expects it to bite, and it bites only as
-    admitted work finishes."""
+    admitted work finishes. And of a queue holding work that a queue just written makes a
+    parent: a parent takes no work, so what waits in it stays waiting."""
     from federation.cli import queues_view
     from policies.models.queue import Queue
 
@@ -257,7 +258,11 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
     ]
     written = {q.metadata.name: q.to_wire().get("spec", {}).get("capability") or {} for q in queues}
     budgets = {q.metadata.name: q.spec.max_hourly_cost for q in queues if q.spec.max_hourly_cost}
-    if not any(written.values()) and not budgets:
+    adopting: dict[str, list[str]] = {}  # a parent -> its children written now
+    for q in queues:
+        if q.spec.parent:
+            adopting.setdefault(q.spec.parent, []).append(q.metadata.name)
+    if not any(written.values()) and not budgets and not adopting:
         return
     try:
         view = (await api.request("GET", queues_view.PATH))["items"]
@@ -273,6 +278,15 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
             print(
                 f"Warning: queue {item['name']} holds more than its capability"
                 f" ({', '.join(over)}): {queues_view.OVER}",
+                file=sys.stderr,
+            )
+        kids = adopting.get(item["name"])
+        was_leaf = kids is not None and not set(item.get("children") or ()) - set(kids)
+        if kids and was_leaf and (item["admitted"] or item["pending"]):
+            print(
+                f"Warning: queue {item['name']} holds {item['admitted']} admitted and"
+                f" {item['pending']} waiting workload(s) and now has child queues"
+                f" ({', '.join(sorted(kids))}): {queues_view.ADOPTED}",
                 file=sys.stderr,
             )
         budget = budgets.get(item["name"])

@@ -47,6 +47,11 @@ OVER_BUDGET = (
     " below the budget"
 )
 """The same for a budget (`spec.maxHourlyCost`) lowered below what the queue spends."""
+ADOPTED = (
+    "a parent takes no work itself: its admitted workloads keep running, and the waiting"
+    " ones wait until their fedctl.io/queue names one of its leaf queues"
+)
+"""Why a queue given its first child while it holds work is worth a warning."""
 
 
 def over_capability(used: dict[str, Any], capability: dict[str, Any]) -> list[str]:

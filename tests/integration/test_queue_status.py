@@ -328,6 +328,21 @@ async def test_a_capability_lowered_below_what_a_queue_holds_is_warned_and_descr
         lowered.write_text(queue_yaml + "spec: {capability: {cpu: '20'}}\n")
         assert (await fedctl("apply", "-f", str(lowered)))[2] == ""
         assert "Over:" not in (await fedctl("describe", "queue", "qa"))[1]
+        # A first child for qa, which holds work: qa takes no more work from then on.
+        kid = tmp_path / "kid.yaml"
+        kid.write_text(
+            "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: kid}\n"
+            "spec: {parent: qa}\n"
+        )
+        code, out, err = await fedctl("apply", "-f", str(kid))
+        assert (code, out) == (0, "queue.fedctl.io/kid created\n")
+        assert err == (
+            "Warning: queue qa holds 1 admitted and 0 waiting workload(s) and now has child"
+            " queues (kid): a parent takes no work itself: its admitted workloads keep"
+            " running, and the waiting ones wait until their fedctl.io/queue names one of"
+            " its leaf queues\n"
+        )
+        assert (await fedctl("apply", "-f", str(kid)))[2] == ""  # unchanged: said once
 
 
 async def test_apply_warns_of_a_workload_naming_a_queue_that_takes_no_work(
