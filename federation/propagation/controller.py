@@ -1,11 +1,12 @@
 """The propagator: Bindings become objects in members, quota follows, status comes back.
 
-Fed by the registry (watches on workloads, Bindings, policies and Clusters, mirrored in
-memory) and by member watches of what it applied; feeds the members (through the applier)
-and the registry keys it alone writes: Works, workload status and FederatedResourceQuota
-status. Run under the controller's supervisor as `propagator`; under HA every one of those
-registry writes carries the leader's fence (`guards`), so a deposed leader's late write
-fails with `errors.Fenced` and the propagator stops until this replica leads again.
+Fed by the registry (watches on workloads, Bindings, policies, Clusters and their
+statuses, mirrored in memory) and by member watches of what it applied; feeds the members
+(through the applier) and the registry keys it alone writes: Works, workload status and
+FederatedResourceQuota status. Run under the controller's supervisor as `propagator`;
+under HA every one of those registry writes carries the leader's fence (`guards`), so a
+deposed leader's late write fails with `errors.Fenced` and the propagator stops until
+this replica leads again.
 
     registry watches ─┐                         ┌─ WorkloadSync.sync(ref)  → Works, members
     member watches  ──┼─► WorkQueue (de-dup) ──►┤
@@ -45,7 +46,7 @@ from federation.settings import MemberSettings, PropagationSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
-from policies.models.cluster import Cluster
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.work import QuotaStatus, Work, WorkloadStatus
 
@@ -101,6 +102,11 @@ class Propagator:
             keys.prefix("clusters"),
             on_change=self._cluster,
         )
+        self.cluster_statuses = informer.Informer[ClusterStatus](
+            codec.TypedStore(store, codec.Codec(ClusterStatus)),
+            keys.prefix("clusterstatus"),
+            on_change=self._readiness,
+        )
         self._group: asyncio.TaskGroup | None = None
         self.watches = status_mod.StatusWatches(
             self.members,
@@ -122,6 +128,7 @@ class Propagator:
             now=clock.now,
             recorder=events.Recorder(store, clock=clock),
             guards=self.guards,
+            cluster_statuses=self.cluster_statuses,
         )
         self.quotas = quota_sync.QuotaSync(
             policies=self.policies,
@@ -184,6 +191,18 @@ class Propagator:
         self._all_workloads()
         self._all_quotas()
 
+    def _readiness(self, key: str, old: ClusterStatus | None, new: ClusterStatus | None) -> None:
+        """A member turned Ready or stopped being so: every workload with a copy there is
+        aggregated again. Its copies' last reports count again, or stop counting, although
+        no watch event says anything changed (a dead member sends none, and a member back
+        with the same pods relists what was already seen)."""
+        if status_mod.not_ready(old) == status_mod.not_ready(new):
+            return
+        name = keys.split(key)[-1]
+        for ref_text, per_cluster in list(self.sync.works.items()):
+            if name in per_cluster:
+                self.queue.add(f"w|{ref_text}")
+
     # -- running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -191,7 +210,7 @@ class Propagator:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 await self._start()
-                for mirror in (self.clusters, self.policies, self.workloads, self.bindings):
+                for mirror in self._mirrors():
                     group.create_task(mirror.run(), name=f"propagator-watch-{mirror.prefix}")
                 self._all_workloads()
                 self._all_quotas()
@@ -205,8 +224,17 @@ class Propagator:
             self.queue.close()
             await self.members.close()
 
+    def _mirrors(self) -> tuple[informer.Informer[Any], ...]:
+        return (
+            self.clusters,
+            self.cluster_statuses,
+            self.policies,
+            self.workloads,
+            self.bindings,
+        )
+
     async def _start(self) -> None:
-        for mirror in (self.clusters, self.policies, self.workloads, self.bindings):
+        for mirror in self._mirrors():
             await mirror.load()
         works = await self.sync.works_store.list(keys.prefix("works"))
         for item in works.items:

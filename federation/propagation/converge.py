@@ -31,7 +31,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from federation import errors
@@ -43,7 +43,7 @@ from federation.registry import codec, events, keys
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
-from policies.models.cluster import Cluster
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.override import ClusterOverridePolicy, OverridePolicy
 from policies.models.work import (
     FINISHED_PHASES,
@@ -166,8 +166,10 @@ class WorkloadSync:
         now: Callable[[], Any],
         recorder: events.Recorder | None = None,
         guards: works_mod.Guards = works_mod.unfenced,
+        cluster_statuses: informer.Informer[ClusterStatus] | None = None,
     ) -> None:
         self.workloads, self.bindings = workloads, bindings
+        self.cluster_statuses = cluster_statuses
         self.policies, self.clusters = policies, clusters
         self.records = works_mod.WorkRecords(works, statuses, guards=guards)
         self.guards = guards
@@ -227,6 +229,13 @@ class WorkloadSync:
             targets
         )
         return workload, stored, targets, evicting
+
+    def _unready(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` that are not Ready (`status.not_ready`)."""
+        if self.cluster_statuses is None:
+            return set()
+        statuses = self.cluster_statuses
+        return {n for n in names if status_mod.not_ready(statuses.get(keys.cluster_status_key(n)))}
 
     # -- one pass ----------------------------------------------------------------------------
 
@@ -296,9 +305,15 @@ class WorkloadSync:
                     why = f"removed from {name}: a copy no Work records (a late apply)"
                     said.append(self._event(ref, "Removed", why, cluster=name))
         extra = await self.recorder.ops(ref, said) if self.recorder is not None else []
-        await self.records.commit(
-            ref, writes, self.records.status(ref, workload, stored, writes), extra
+        status = self.records.status(
+            ref,
+            workload,
+            stored,
+            writes,
+            placed=None if stored is None else set(targets),
+            unready=self._unready([*existing, *(cluster for cluster, _, _ in writes)]),
         )
+        await self.records.commit(ref, writes, status, extra)
         if not self.works.get(str(ref)):
             self.works.pop(str(ref), None)
         pending = [d for d in delays if d is not None]

@@ -5,7 +5,9 @@ apply) and by apply responses; feeds the work queue (the workload's key, so a wo
 the change into its Work and the workload status) and the workers, which read `seen`.
 `aggregate` turns every Work of a workload into a `WorkloadStatus`: per-cluster ready
 replicas or phase, overall health, and for jobs running/succeeded/failed, using the
-kind's interpreter.
+kind's interpreter. The totals count the placement only: a copy the Binding is leaving
+and the last report of a member that is not Ready are listed, never counted (why: see
+`aggregate`).
 
 Why watches only feed the queue: several events for one workload collapse into a single
 registry write by the worker that next converges it (STYLE.md §7), which keeps etcd
@@ -30,7 +32,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +43,9 @@ from federation.propagation import interpreter, quota, render
 from federation.propagation.members import Members
 from federation.registry import keys
 from policies.models.binding import WorkloadReference
-from policies.models.cluster import Cluster
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.work import (
+    FINISHED_PHASES,
     ClusterWorkloadStatus,
     Observed,
     Work,
@@ -57,6 +60,7 @@ __all__ = [
     "generation_of",
     "mark_keys",
     "marks_of",
+    "not_ready",
     "quota_item",
     "spec_digest",
     "ungenerated_spec",
@@ -435,32 +439,86 @@ class StatusWatches:
             delay = min(delay * 2, self._backoff_max)
 
 
+def not_ready(status: ClusterStatus | None) -> bool:
+    """Whether the monitor's last word on a member is that it is not Ready, so its copies'
+    last reports go unconfirmed. A member without a status yet is not judged: nothing is
+    known against it, and it is the scheduler's job not to place work there."""
+    return status is not None and not status.ready()
+
+
 def aggregate(
     ref: keys.WorkloadRef,
     workload: WorkloadReference,
     works: Iterable[Work],
     *,
     binding_revision: int,
+    placed: Collection[str] | None = None,
+    unready: Collection[str] = (),
 ) -> WorkloadStatus:
-    """The workload's status from its Works (each carrying the member's observation)."""
+    """The workload's status from its Works (each carrying the member's observation).
+
+    `placed`: the clusters its Binding targets (None: no Binding is known, every copy
+    counts); `unready`: members whose Ready condition is not True.
+
+    Every Work gets a row, but the totals (health, ready and desired counts, a job's
+    progress) count only the copies that make up the placement, the way Karmada's
+    graceful eviction judges a workload by its scheduled clusters alone:
+
+    - a copy on a cluster the Binding left (`leaving`) runs only until the new placement
+      is ready. Counted, a Deployment of 4 moving to a new member read 8/8 while both
+      copies ran, and a workload waiting to be placed again read as whole.
+    - a copy on a member that is not Ready (`stale`) keeps only its desired count; its
+      last report, frozen when the member went away, is not evidence that anything runs
+      there. Counted, a dead member's share read Healthy for as long as it stayed dead,
+      and failover, which waits on this status before it drops a graceful eviction's old
+      copy, could take a dead new target for a ready one.
+
+    A finished job's outcome is kept either way: it ran to the end wherever its copy is
+    now, and a job read as unfinished would be placed and run again.
+    """
     plugin = interpreter.for_kind(workload.api_version, workload.kind)
     rows = []
     for work in sorted(works, key=lambda w: w.spec.cluster):
         observed = work.status.observed
-        rows.append(
-            ClusterWorkloadStatus(
-                cluster=work.spec.cluster,
-                applied=work.status.applied,
-                error=work.status.error,
-                **observed.model_dump(),
-            )
+        cluster = work.spec.cluster
+        row = ClusterWorkloadStatus(
+            cluster=cluster,
+            applied=work.status.applied,
+            error=work.status.error,
+            leaving=placed is not None and cluster not in placed,
+            **observed.model_dump(),
         )
-    total = plugin.aggregate([r for r in rows if r.applied] or rows)
-    if any(r.error and not r.applied for r in rows) and total.health in ("Healthy", "Completed"):
+        if cluster in unready and row.phase not in FINISHED_PHASES:
+            row = _unconfirmed(row)
+        rows.append(row)
+    counted = [r for r in rows if not r.leaving or r.phase in FINISHED_PHASES]
+    total = plugin.aggregate([r for r in counted if r.applied] or counted)
+    if any(r.error and not r.applied for r in counted) and total.health in (
+        "Healthy",
+        "Completed",
+    ):
         total = total.model_copy(update={"health": "Progressing"})
     return WorkloadStatus(
         workload=workload,
         binding_revision=binding_revision,
         clusters=rows,
         **total.model_dump(exclude={"message"}),
+    )
+
+
+def _unconfirmed(row: ClusterWorkloadStatus) -> ClusterWorkloadStatus:
+    """`row` of a member that is not Ready: its desired count and phase stay, what it last
+    said of readiness is only mentioned."""
+    if row.phase:
+        last = f"{row.phase}, {row.running} running"
+    else:
+        last = f"{row.health}, {row.ready_replicas or 0}/{row.replicas or 0} ready"
+    return row.model_copy(
+        update={
+            "stale": True,
+            "health": "Unknown",
+            "ready_replicas": None,
+            "running": 0,
+            "message": f"{row.cluster} is not Ready; its last report ({last}) is not counted",
+        }
     )

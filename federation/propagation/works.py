@@ -17,7 +17,7 @@ wrote, so each transaction is fenced on the leader key and fails with `errors.Fe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from operator import itemgetter
 from typing import Any
 
@@ -206,8 +206,12 @@ class WorkRecords:
         workload: Workload | None,
         stored: codec.Stored[Binding] | None,
         writes: list[Write],
+        *,
+        placed: Collection[str] | None = None,
+        unready: Collection[str] = (),
     ) -> WorkloadStatus | None:
         """The aggregated status after `writes`; None when the workload is gone everywhere.
+        `placed` and `unready` as `status.aggregate` takes them.
 
         A finished job stays finished once its copies are removed. Its Binding can go
         Pending after it finished - preempted, reclaimed or evicted by a decision made a
@@ -241,7 +245,14 @@ class WorkRecords:
             and old.obj.workload.uid == reference.uid
         ):
             return old.obj.model_copy(update={"binding_revision": revision, "clusters": []})
-        return status_mod.aggregate(ref, reference, works.values(), binding_revision=revision)
+        return status_mod.aggregate(
+            ref,
+            reference,
+            works.values(),
+            binding_revision=revision,
+            placed=placed,
+            unready=unready,
+        )
 
 
 _TXN_OPS = 100

@@ -114,16 +114,35 @@ class Work(KubeObject):
 
 
 class ClusterWorkloadStatus(Observed):
-    """One member's share of a workload."""
+    """One member's share of a workload.
+
+    Every Work is listed, but two kinds of row stay out of the workload's totals (see
+    `propagation.status.aggregate`): a copy on a member the placement no longer targets
+    (`leaving`: a graceful eviction keeps it running until the new placement is ready),
+    which would count the same replicas twice, and a copy on a member that is not Ready
+    (`stale`), whose last report nobody can confirm.
+    """
 
     cluster: str = Field(min_length=1)
     applied: bool = False
     error: str = ""
+    leaving: bool = Field(
+        default=False,
+        description="The Binding no longer targets this member: the copy stays only until"
+        " its eviction task ends (or its removal there succeeds). Listed, never counted.",
+    )
+    stale: bool = Field(
+        default=False,
+        description="The member is not Ready, so its last report may no longer hold:"
+        " health Unknown and nothing counted ready or running until it reports again.",
+    )
 
     @property
     def up(self) -> bool:
         """Serving, done, or (a batch job, which reports Progressing until it ends) with its
         pods running: what failover and drills wait for on a workload's new cluster."""
+        if self.stale:
+            return False
         return self.health in ("Healthy", "Completed") or self.running > 0
 
 

@@ -1,5 +1,6 @@
 """A workload evicted from one member that cannot be placed again keeps its copy on the
 member that never failed, as Karmada keeps a binding's clusters when scheduling fails.
+Its status counts that copy alone: the one left on the dead member is listed, not counted.
 
 Real pieces: etcd, a `fedctl controller` process, simulated members faulted through their
 `/_sim` fault API. The policy spreads the workload over two members (`minGroups: 2`), so
@@ -19,6 +20,7 @@ import pytest
 from federation.registry import codec, embedded, keys
 from policies.models.binding import Binding
 from policies.models.propagation import PropagationPolicy
+from policies.models.work import WorkloadStatus
 from tests.integration.test_ha import controllers, submit
 from tests.integration.test_propagation_support import (
     NAMES,
@@ -108,6 +110,18 @@ async def test_a_failed_re_placement_keeps_the_copy_on_the_member_that_never_fai
         assert still is not None, f"the copy on {STAYS} was removed"
         assert still["metadata"]["uid"] == first["metadata"]["uid"]
 
+        async def judged() -> WorkloadStatus | None:
+            status = await fed.status(WEB)
+            rows = {r.cluster: r for r in status.clusters} if status is not None else {}
+            dead = rows.get(FAILS)
+            return status if dead is not None and dead.leaving and dead.stale else None
+
+        # The copy left on the dead member still has its Work, whose last report said 2/2:
+        # listed, but READY is what the placement (the kept copy) runs, not 4/4.
+        status = await wait_for(judged, timeout=30, message=f"the copy on {FAILS} set apart")
+        assert (status.health, status.ready_replicas, status.replicas) == ("Healthy", 2, 2)
+        assert not {r.cluster: r for r in status.clusters}[FAILS].up
+
         await fed.admin(FAILS, "heal", {})
 
         async def back() -> bool:
@@ -117,3 +131,14 @@ async def test_a_failed_re_placement_keeps_the_copy_on_the_member_that_never_fai
         await wait_for(back, timeout=60, message="web placed on both members again")
         again = await copy(fed)
         assert again is not None and again["metadata"]["uid"] == first["metadata"]["uid"]
+
+        async def whole() -> bool:
+            status = await fed.status(WEB)
+            return status is not None and (
+                status.health,
+                status.ready_replicas,
+                status.replicas,
+                [(r.leaving, r.stale) for r in status.clusters],
+            ) == ("Healthy", 4, 4, [(False, False), (False, False)])
+
+        await wait_for(whole, timeout=30, message="both copies counted again, 4/4")

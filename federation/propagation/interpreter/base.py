@@ -111,6 +111,14 @@ def _worst(parts: Sequence[Observed]) -> str:
     return "Completed" if healths == {"Completed"} else "Healthy"
 
 
+def _ready_of_desired(part: Observed) -> int:
+    """A member's ready replicas, at most its desired ones: while a member scales down,
+    Kubernetes still counts the surplus pods ready for a moment, and the total says how
+    much of what is wanted is ready, never more than is wanted."""
+    ready = part.ready_replicas or 0
+    return ready if part.replicas is None else min(ready, part.replicas)
+
+
 def aggregate_replicated(parts: Sequence[Observed]) -> Observed:
     """Sum replicas and ready replicas; healthy only when every member is."""
     if not parts:
@@ -118,7 +126,7 @@ def aggregate_replicated(parts: Sequence[Observed]) -> Observed:
     return Observed(
         health=_worst(parts),
         replicas=sum(p.replicas or 0 for p in parts),
-        ready_replicas=sum(p.ready_replicas or 0 for p in parts),
+        ready_replicas=sum(_ready_of_desired(p) for p in parts),
         message="; ".join(p.message for p in parts if p.message),
     )
 

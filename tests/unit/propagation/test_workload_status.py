@@ -1,0 +1,233 @@
+"""`status.aggregate`: a workload's totals count the copies of its placement, nothing more.
+
+During a failover a workload has copies it is leaving (a graceful eviction keeps the old
+one running until the new placement is ready) and copies on members that stopped
+answering, whose last report stays in their Work. Summed with the rest, a 4-replica
+Deployment read `8/8` while it moved, and a dead member's share read Healthy for as long
+as it stayed dead. Every copy is still listed, so `describe` can show it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Collection
+
+import pytest
+
+from federation.propagation import status as status_mod
+from federation.propagation import works as works_mod
+from federation.propagation.controller import Propagator
+from federation.registry import codec, keys
+from federation.registry.memory import MemoryStore
+from policies.models.binding import WorkloadReference
+from policies.models.cluster import ClusterStatus, Condition
+from policies.models.work import Observed, WorkloadStatus, WorkStatus
+from tests.waiting import stop, wait_for
+
+REF = keys.WorkloadRef("shop", "Deployment.apps", "fb")
+DEPLOYMENT = WorkloadReference(
+    api_version="apps/v1", kind="Deployment", namespace="shop", name="fb"
+)
+JOB = WorkloadReference(api_version="batch/v1", kind="Job", namespace="shop", name="fb")
+
+
+def ready(n: int, of: int | None = None) -> Observed:
+    desired = n if of is None else of
+    health = "Healthy" if n >= desired else "Progressing"
+    return Observed(health=health, replicas=desired, ready_replicas=n)
+
+
+def aggregate(
+    copies: dict[str, Observed],
+    *,
+    placed: Collection[str] | None,
+    unready: Collection[str] = (),
+    workload: WorkloadReference = DEPLOYMENT,
+) -> WorkloadStatus:
+    works = [
+        works_mod.new_work(
+            ref=REF,
+            cluster=cluster,
+            old=None,
+            manifest={"apiVersion": workload.api_version, "kind": workload.kind},
+            revision=3,
+            status=WorkStatus(applied=True, observed=observed),
+            uid=None,
+        )
+        for cluster, observed in copies.items()
+    ]
+    return status_mod.aggregate(
+        REF, workload, works, binding_revision=3, placed=placed, unready=unready
+    )
+
+
+def totals(status: WorkloadStatus) -> tuple[str, int | None, int | None]:
+    return status.health, status.ready_replicas, status.replicas
+
+
+@pytest.mark.parametrize(
+    ("copies", "placed", "expected"),
+    [
+        pytest.param(
+            {"eu-west-arm": ready(4), "cn-north-cpu": ready(4)},
+            {"cn-north-cpu"},
+            ("Healthy", 4, 4),
+            id="moved whole: the old copy kept by a graceful eviction is not counted again",
+        ),
+        pytest.param(
+            {"ap-southeast-cpu": ready(3), "us-east-cpu": ready(8), "eu-west-arm": ready(4)},
+            {"us-east-cpu", "eu-west-arm"},
+            ("Healthy", 12, 12),
+            id="a static 2:1:1 division of 12 re-divided over two members reads 12/12",
+        ),
+        pytest.param(
+            {"eu-west-arm": ready(4), "cn-north-cpu": ready(1, of=4)},
+            {"cn-north-cpu"},
+            ("Progressing", 1, 4),
+            id="the new placement still starting: progressing, however ready the old copy",
+        ),
+        pytest.param(
+            {"eu-west-arm": Observed(health="Unhealthy", replicas=4), "b": ready(4)},
+            {"b"},
+            ("Healthy", 4, 4),
+            id="an unhealthy copy being left does not make the new placement unhealthy",
+        ),
+        pytest.param(
+            {"eu-west-arm": ready(4), "cn-north-cpu": ready(4)},
+            None,
+            ("Healthy", 8, 8),
+            id="no Binding known: every copy counts, as before",
+        ),
+    ],
+)
+def test_copies_being_left_are_listed_but_not_counted(
+    copies: dict[str, Observed],
+    placed: set[str] | None,
+    expected: tuple[str, int, int],
+) -> None:
+    status = aggregate(copies, placed=placed)
+
+    assert totals(status) == expected
+    assert [r.cluster for r in status.clusters] == sorted(copies), "every copy is listed"
+    leaving = {r.cluster for r in status.clusters if r.leaving}
+    assert leaving == (set() if placed is None else set(copies) - placed)
+
+
+def test_a_member_that_is_not_ready_keeps_its_share_wanted_but_nothing_counted_ready() -> None:
+    """`api` waits to be placed again with copies on two regions, one of them unreachable,
+    while the copy it left behind still reports: 2 of the 5 placed replicas are known to be
+    ready, and nobody knows how the unreachable share is doing."""
+    status = aggregate(
+        {"ap-southeast-cpu": ready(2), "eu-west-arm": ready(3), "us-east-cpu": ready(4)},
+        placed={"ap-southeast-cpu", "eu-west-arm"},
+        unready={"eu-west-arm", "us-east-cpu"},
+    )
+
+    assert totals(status) == ("Unknown", 2, 5)
+    rows = {r.cluster: r for r in status.clusters}
+    dead = rows["eu-west-arm"]
+    assert (dead.stale, dead.health, dead.replicas, dead.ready_replicas) == (
+        True,
+        "Unknown",
+        3,
+        None,
+    )
+    assert "its last report (Healthy, 3/3 ready) is not counted" in dead.message
+    assert not dead.up, "failover must not take a dead member's copy for a ready one"
+    assert rows["ap-southeast-cpu"].up and not rows["ap-southeast-cpu"].stale
+    assert rows["us-east-cpu"].leaving and rows["us-east-cpu"].stale
+
+
+def test_a_job_on_a_member_that_is_not_ready_is_not_counted_running() -> None:
+    running = Observed(health="Progressing", phase="Running", running=2, replicas=2)
+    status = aggregate({"a": running, "b": running}, placed={"a", "b"}, unready={"b"}, workload=JOB)
+
+    assert (status.phase, status.running) == ("Running", 2)
+    rows = {r.cluster: r for r in status.clusters}
+    assert rows["b"].stale and not rows["b"].up and rows["a"].up
+
+
+@pytest.mark.parametrize(
+    ("placed", "unready"),
+    [
+        pytest.param(set(), set(), id="its Binding no longer targets the member"),
+        pytest.param({"a"}, {"a"}, id="its member is not Ready"),
+        pytest.param(set(), {"a"}, id="both"),
+    ],
+)
+def test_a_finished_job_stays_finished_wherever_its_copy_is(
+    placed: set[str], unready: set[str]
+) -> None:
+    """A job that succeeded ran to the end: read as unfinished, it would be placed and run
+    again."""
+    done = Observed(health="Completed", phase="Succeeded", succeeded=2, replicas=2)
+
+    status = aggregate({"a": done}, placed=placed, unready=unready, workload=JOB)
+
+    assert (status.phase, status.succeeded, status.health) == ("Succeeded", 2, "Completed")
+    assert not status.clusters[0].stale
+
+
+def test_ready_never_exceeds_desired_while_a_member_scales_down() -> None:
+    """Kubernetes counts the surplus pods ready for a moment after a scale-down."""
+    status = aggregate({"a": Observed(health="Progressing", replicas=3, ready_replicas=6)},
+                       placed={"a"})  # fmt: skip
+
+    assert (status.ready_replicas, status.replicas) == (3, 3)
+
+
+def member_status(ready: bool, *, beat: int = 0) -> ClusterStatus:
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    return ClusterStatus(
+        conditions=[
+            Condition(type="Ready", status="True" if ready else "False", last_transition_time=when)
+        ],
+        last_heartbeat=when + dt.timedelta(seconds=beat),
+    )
+
+
+async def test_a_member_turning_ready_or_not_reaggregates_the_workloads_with_a_copy_there() -> None:
+    """A dead member sends no watch event, and one that comes back with the same pods
+    relists what was already seen: only its Ready condition says its copies' reports stop
+    or start counting. A heartbeat that changes nothing queues nothing."""
+    store = MemoryStore()
+    propagator = Propagator(store)
+    work = works_mod.new_work(
+        ref=REF,
+        cluster="a",
+        old=None,
+        manifest={"apiVersion": "apps/v1", "kind": "Deployment"},
+        revision=1,
+        status=WorkStatus(),
+        uid=None,
+    )
+    for ref, cluster in ((REF, "a"), (keys.WorkloadRef("shop", "Deployment.apps", "x"), "b")):
+        stored = codec.Stored(keys.work_key(cluster, ref), work, 1)
+        propagator.sync.works[str(ref)] = {cluster: stored}
+    statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
+    await statuses.put(keys.cluster_status_key("a"), member_status(True))
+    await propagator.cluster_statuses.load()
+    following = asyncio.create_task(propagator.cluster_statuses.run())
+    try:
+        steps: list[tuple[ClusterStatus, list[str]]] = [
+            (member_status(True, beat=10), []),
+            (member_status(False, beat=20), [status_mod.workload_item(REF)]),
+            (member_status(False, beat=30), []),
+            (member_status(True, beat=40), [status_mod.workload_item(REF)]),
+        ]
+        for status, queued in steps:
+            await statuses.put(keys.cluster_status_key("a"), status)
+
+            def mirrored(wanted: ClusterStatus = status) -> bool:
+                return propagator.cluster_statuses.get(keys.cluster_status_key("a")) == wanted
+
+            await wait_for(mirrored, timeout=5, message="the status mirrored")
+            assert [await propagator.queue.get() for _ in range(propagator.queue.pending)] == (
+                queued
+            )
+            for item in queued:
+                propagator.queue.done(item)
+    finally:
+        await stop([following])
+        await store.close()
