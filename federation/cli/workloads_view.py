@@ -58,17 +58,24 @@ def _per_cluster(status: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 
 def _readiness(row: dict[str, Any] | None) -> str:
+    """One member's share as a cell. A member that is not Ready (`stale`) shows `?` for
+    its ready count: its last report is no evidence that anything still runs there."""
     if row is None:
         return "-"
     if row.get("error") and not row.get("applied"):
         return "error"
+    if row.get("stale"):
+        shown = row.get("phase") or f"?/{row.get('replicas') or 0}"
+        return f"{shown} (member not Ready)"
     if row.get("phase"):
         return str(row["phase"])
     return f"{row.get('readyReplicas') or 0}/{row.get('replicas') or 0}"
 
 
 def placement_cell(item: dict[str, Any]) -> str:
-    """`cluster ready/replicas` for each target, or why the workload is not placed."""
+    """`cluster ready/replicas` for each target, then the copies being left (a graceful
+    eviction keeps them until the new placement is ready: shown apart, as READY leaves them
+    out), or why the workload is not placed."""
     binding = item.get("binding")
     rows = _per_cluster(item.get("status"))
     if not binding and item.get("federationOnly"):
@@ -80,6 +87,9 @@ def placement_cell(item: dict[str, Any]) -> str:
     for target in binding["spec"]["clusters"]:
         cells.append(f"{target['name']} {_readiness(rows.get(target['name']))}")
     placed = ", ".join(cells)
+    leaving = [f"{name} {_readiness(row)}" for name, row in rows.items() if row.get("leaving")]
+    if leaving:
+        placed += "; leaving " + ", ".join(leaving)
     status = binding.get("status") or {}
     if status.get("phase", "Scheduled") == "Scheduled":
         return placed

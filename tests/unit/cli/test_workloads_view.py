@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from federation.cli import workloads_view
-from policies.models.binding import Binding
+from federation.propagation import status as status_mod
+from federation.propagation import works as works_mod
+from federation.registry import keys
+from policies.models.binding import Binding, WorkloadReference
+from policies.models.work import Observed, WorkStatus
 
 BINDING = Binding.model_validate(
     {
@@ -174,3 +178,63 @@ def test_a_cluster_lists_the_workloads_placed_on_it_and_those_leaving() -> None:
         ["web/Deployment.apps/shop", "3", "amd64", "0.1", "1/3"],
     ]
     assert workloads_view.on_cluster(items, "c") == "Workloads:   <none>"
+
+
+def test_get_workloads_counts_the_placement_and_shows_what_it_leaves_apart() -> None:
+    """The user's drill: `api` waits to be placed again with copies on two regions, one of
+    them unreachable, while its old copy is still being left. READY read 9/9 Healthy and
+    the unreachable share 3/3; now only what is known ready of the placement counts."""
+    observed = {"ap-southeast-cpu": 2, "eu-west-arm": 3, "us-east-cpu": 4}
+    works = [
+        works_mod.new_work(
+            ref=keys.WorkloadRef("shop", "Deployment.apps", "api"),
+            cluster=cluster,
+            old=None,
+            manifest={"apiVersion": "apps/v1", "kind": "Deployment"},
+            revision=5,
+            status=WorkStatus(
+                applied=True, observed=Observed(health="Healthy", replicas=n, ready_replicas=n)
+            ),
+            uid=None,
+        )
+        for cluster, n in observed.items()
+    ]
+    reference = WorkloadReference(
+        api_version="apps/v1", kind="Deployment", namespace="shop", name="api"
+    )
+    status = status_mod.aggregate(
+        keys.WorkloadRef("shop", "Deployment.apps", "api"),
+        reference,
+        works,
+        binding_revision=5,
+        placed={"ap-southeast-cpu", "eu-west-arm"},
+        unready={"eu-west-arm", "us-east-cpu"},
+    )
+    reason = "spread by region needs at least 3 regions"
+    item = {
+        "namespace": "shop",
+        "name": "api",
+        "kind": "Deployment.apps",
+        "binding": {
+            "spec": {
+                "clusters": [
+                    {"name": "ap-southeast-cpu", "replicas": 2},
+                    {"name": "eu-west-arm", "replicas": 3},
+                ]
+            },
+            "status": {
+                "phase": "Pending",
+                "reason": f"{reason} (still running on ap-southeast-cpu, eu-west-arm)",
+            },
+        },
+        "status": status.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+    (row,) = workloads_view.table([item], wide=False).splitlines()[1:]
+
+    assert row.split()[3:5] == ["Unknown", "2/5"]
+    assert row.endswith(
+        "ap-southeast-cpu 2/2, eu-west-arm ?/3 (member not Ready);"
+        " leaving us-east-cpu ?/4 (member not Ready); Pending: " + reason
+    )
+    assert workloads_view.status(item)["clusters"][1]["readyReplicas"] is None
