@@ -7,15 +7,23 @@ runs. Kept apart from the running so the rules can be read, and tested with made
 timelines, without a registry or a clock:
 
     detect      first failover taint on the member (or Ready=False), from the fault
-    re-place    the last affected Binding no longer targeting the member
-    RTO         the last affected workload healthy on all of its new targets
+    re-place    the last affected workload placed again away from the member: its Binding
+                Scheduled on other clusters; `-` when one never was
+    RTO         the last affected workload healthy on all of its new targets; `-` when one
+                never was
     affected    workloads on the member at the start that left it, or were lost or left
                 Pending; work that stayed there (it tolerates the fault, or the member was
                 never NoExecute) or had finished is listed with that outcome, not counted
     lost        affected workloads with no Binding at the end, or neither healthy
                 anywhere nor Pending with a reason (must be 0)
     double-run  a batch workload running in two members in the same sample (must be 0)
-    shortfall   affected workloads still Pending at the end, with the scheduler's reason
+    shortfall   affected workloads that found no new placement: still Pending at the end,
+                or Pending until the member came back, each with the scheduler's reason
+
+Why "re-placed" asks for a Scheduled Binding and not only one without the member: eviction
+takes the member out of the Binding at once, and a workload the scheduler then cannot place
+(three regions needed, two left) waits Pending with the copies it kept. Its replicas went
+nowhere; read as re-placed, a drill reported it recovered with no shortfall.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ __all__ = [
     "decode",
     "encode",
     "new_id",
+    "recovered",
     "summarise",
 ]
 
@@ -69,25 +78,41 @@ class Sample:
 
 _RECOVERED = "recovered"
 _PENDING = "pending"
+_PENDING_UNTIL_BACK = "pending until the member came back"
+_PARTLY = "re-placed, not healthy on all of its clusters"
 _STAYED = "stayed (tolerates the fault)"
 _NOT_EVICTED = "stayed (no eviction during the drill)"
 _FINISHED = "finished (not moved)"
 _RETURNED = "back on the member, not healthy yet"
+_RETURNED_HEALTHY = "back on the member, healthy"
 _LOST_BINDING = "lost: Binding gone"
 _LOST_HEALTH = "lost: healthy nowhere"
 _UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED})
 """Outcomes of work the fault did not touch: listed in the report, not counted as affected."""
+_SHORT = frozenset({_PENDING, _PENDING_UNTIL_BACK})
+"""Outcomes of work that found no new placement: the shortfall."""
 
 
 @dataclass
 class WorkloadTimeline:
     """One workload that was on the member when the drill began; `outcome` is set by
-    `summarise` from what the samples show (one of the constants above)."""
+    `summarise` from what the samples show (one of the constants above).
+
+    `left`: when its Binding first stopped targeting the member; `replaced`: when it was
+    first Scheduled away from it (the two differ for work that waited Pending); `waiting`:
+    the last reason it was Pending for in between (empty: it never waited)."""
 
     workload: str
     replaced: float | None = None
     ready: float | None = None
     outcome: str = ""
+    left: float | None = None
+    waiting: str = ""
+
+    @property
+    def affected(self) -> bool:
+        """The fault moved it, or should have: counted in the report's measures."""
+        return self.outcome not in _UNAFFECTED
 
 
 @dataclass
@@ -198,16 +223,37 @@ class Narrator:
         return [f"[{now:6.1f}s] {text}" for text in out]
 
 
-def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
-    """Placed away from `cluster` and healthy on every target. Only a Scheduled Binding
-    counts: a Pending one names the copies left while the rest waits to be placed, which
-    is not a recovery however healthy those copies are."""
+def recovered(samples: list[Sample], cluster: str) -> bool:
+    """Every workload that was on `cluster` at the start is whole again (Scheduled and
+    healthy on each of its targets) or has finished: nothing is left that a drill still
+    waits to see. Copies kept while the rest waits to be placed are not whole: a drill
+    watching them would stop before learning whether the rest ever found room."""
+    first, last = samples[0], samples[-1]
+    on_member = [w for w, s in first.workloads.items() if cluster in s.targets]
+    return all(
+        (s := last.workloads.get(w)) is not None and (s.finished or _whole(s)) for w in on_member
+    )
+
+
+def _placed_elsewhere(state: WorkloadState, cluster: str) -> bool:
+    """Scheduled on clusters other than `cluster`. Only a Scheduled Binding counts: a
+    Pending one names the copies left while the rest waits to be placed, which is not a
+    new placement, nor a recovery however healthy those copies are."""
+    return state.phase == "Scheduled" and bool(state.targets) and cluster not in state.targets
+
+
+def _whole(state: WorkloadState) -> bool:
+    """Scheduled and healthy on every one of its targets."""
     return (
         state.phase == "Scheduled"
         and bool(state.targets)
-        and cluster not in state.targets
         and all(t in state.healthy for t in state.targets)
     )
+
+
+def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
+    """Placed away from `cluster` and healthy on every target."""
+    return _placed_elsewhere(state, cluster) and _whole(state)
 
 
 def summarise(
@@ -231,8 +277,17 @@ def summarise(
             state = sample.workloads.get(name)
             if state is None:
                 continue
-            if line.replaced is None and state.targets and cluster not in state.targets:
+            if line.left is None and cluster not in state.targets:
+                line.left = sample.t - fault_at
+            if line.replaced is None and _placed_elsewhere(state, cluster):
                 line.replaced = sample.t - fault_at
+            if (
+                line.left is not None
+                and line.replaced is None
+                and state.phase == "Pending"
+                and state.reason
+            ):
+                line.waiting = state.reason
             if line.ready is None and _healthy_elsewhere(state, cluster):
                 line.ready = sample.t - fault_at
         # While the member is cut off its last report is all we have: its copies may or may
@@ -244,16 +299,20 @@ def summarise(
     for name, line in lines.items():
         end = last.workloads.get(name)
         line.outcome = _outcome(line, end=end, cluster=cluster, evicting=evicting)
-        if line.outcome == _PENDING:
-            report.shortfall[name] = last.workloads[name].reason
-    report.affected = sum(1 for line in lines.values() if line.outcome not in _UNAFFECTED)
-    report.lost = sum(1 for line in lines.values() if line.outcome.startswith("lost"))
+        if line.outcome == _PENDING and end is not None and end.reason:
+            report.shortfall[name] = end.reason
+        elif line.outcome in _SHORT:
+            report.shortfall[name] = line.waiting or "never placed away from the member"
+    affected = [line for line in lines.values() if line.affected]
+    report.affected = len(affected)
+    report.lost = sum(1 for line in affected if line.outcome.startswith("lost"))
     report.workloads = list(lines.values())
-    replaced = [line.replaced for line in lines.values() if line.replaced is not None]
-    moved = [line for line in lines.values() if line.replaced is not None]
-    report.replace = max(replaced) if replaced else None
-    if moved and all(line.ready is not None for line in moved):
-        report.rto = max(line.ready for line in moved if line.ready is not None)
+    # Each measure is the moment the last affected workload got there, so it is known only
+    # when every one did: a workload still waiting leaves it open, as its line says.
+    if affected and all(line.replaced is not None for line in affected):
+        report.replace = max(line.replaced for line in affected if line.replaced is not None)
+    if affected and all(line.outcome == _RECOVERED for line in affected):
+        report.rto = max(line.ready for line in affected if line.ready is not None)
     return report
 
 
@@ -266,19 +325,26 @@ def _outcome(
     would only run it again), work that tolerates the fault (it stayed while the member was
     NoExecute, `evicting`), or work nothing asked to leave (the member never became
     NoExecute: degraded but Ready, or healed within the eviction grace). Only work that
-    left, or should have and could not, is recovered, pending or lost; work targeting the
-    member again at the end (failed back) is not lost, only not healthy yet."""
+    left, or should have and could not, is recovered, pending or lost. Work that left and
+    found no new placement waited: still Pending at the end, or Pending until the member
+    came back and took it again, which is no recovery by failover. Recovered is work that
+    was ready elsewhere and is healthy at the end; work that failed back to the member
+    before that is back, healthy or not yet."""
     if end is None:
         return _LOST_BINDING
     if end.phase == "Pending" and end.reason:  # with targets: the copies it still has
         return _PENDING
-    if line.replaced is None and end.finished:
+    if line.left is None and end.finished:
         return _FINISHED
-    if line.replaced is None and cluster in end.targets:
+    if line.left is None:  # every sample, the last one too, has it on the member
         return _STAYED if evicting else _NOT_EVICTED
-    if end.healthy:
+    if line.replaced is None:
+        return _PENDING_UNTIL_BACK if cluster in end.targets else _PENDING
+    if line.ready is not None and end.healthy:
         return _RECOVERED
-    return _RETURNED if cluster in end.targets else _LOST_HEALTH
+    if cluster in end.targets:
+        return _RETURNED_HEALTHY if _whole(end) else _RETURNED
+    return _PARTLY if end.healthy else _LOST_HEALTH
 
 
 def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[str, Any]]:
@@ -295,7 +361,7 @@ def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[
                 "t": round(s.t - fault_at, 3),
                 "memberDown": s.member_down,
                 "affected": len(affected),
-                "moved": sum(1 for x in states if x and x.targets and cluster not in x.targets),
+                "moved": sum(1 for x in states if x and _placed_elsewhere(x, cluster)),
                 "ready": sum(1 for x in states if x and _healthy_elsewhere(x, cluster)),
             }
         )

@@ -33,6 +33,7 @@ from federation.failover.drill_report import (
     decode,
     encode,
     new_id,
+    recovered,
     summarise,
 )
 from federation.registry import codec, keys
@@ -54,6 +55,7 @@ __all__ = [
     "events",
     "markdown",
     "new_id",
+    "recovered",
     "run",
     "sample",
     "seconds",
@@ -161,18 +163,12 @@ async def run(
     while clock.monotonic() - start < end:
         await clock.sleep(poll)
         samples.append(await sample(store, cluster=report.cluster, t=clock.monotonic() - start))
-        if not samples[-1].member_down and _recovered(samples, report.cluster):
+        if not samples[-1].member_down and recovered(samples, report.cluster):
             break
     report = summarise(samples, report=report, fault_at=fault_at, healed_at=healed_at)
     await store.commit([st.Put(keys.drill_key(report.id), encode(report))])
     progress.stage = "done"
     return report
-
-
-def _recovered(samples: list[Sample], cluster: str) -> bool:
-    first, last = samples[0], samples[-1]
-    affected = [w for w, s in first.workloads.items() if cluster in s.targets]
-    return all((s := last.workloads.get(w)) is not None and bool(s.healthy) for w in affected)
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -207,10 +203,10 @@ def events(report: Report) -> list[dict[str, Any]]:
     out.sort(key=lambda e: float(e["t"]))
     end = max([float(e["t"]) for e in out])
     for w in report.workloads:
-        if w.outcome.startswith("lost") or w.outcome == "pending":
+        if w.outcome.startswith(("lost", "pending")):
             reason = report.shortfall.get(w.workload, "")
             message = f"{w.outcome}: {reason}" if reason else w.outcome
-            event = w.outcome.split(":")[0]
+            event = "lost" if w.outcome.startswith("lost") else "pending"
             out.append({"t": end, "event": event, "workload": w.workload, "message": message})
     if report.error:
         out.append({"t": end, "event": "failed", "message": report.error})
@@ -230,8 +226,8 @@ def markdown(report: Report) -> str:
         "| measure | value |",
         "|---|---|",
         f"| time to detect | {_s(report.detect)} |",
-        f"| time to re-place | {_s(report.replace)} |",
-        f"| RTO (all ready elsewhere) | {_s(report.rto)} |",
+        f"| time to re-place | {_last(report, report.replace, 'replaced', 're-placed')} |",
+        f"| RTO (all ready elsewhere) | {_last(report, report.rto, 'ready', 'ready elsewhere')} |",
         f"| workloads affected | {report.affected} |",
         f"| lost (must be 0) | {report.lost} |",
         f"| double-runs (must be 0) | {report.double_runs} |",
@@ -248,6 +244,16 @@ def markdown(report: Report) -> str:
         lines += ["", "## Not placed", ""]
         lines += [f"- {name}: {reason}" for name, reason in sorted(report.shortfall.items())]
     return "\n".join(lines) + "\n"
+
+
+def _last(report: Report, value: float | None, field: str, what: str) -> str:
+    """A measure taken when the last affected workload got somewhere, or `-` saying how
+    many never did: a bare dash beside a line that moved read as nothing having moved."""
+    if value is not None:
+        return _s(value)
+    affected = [w for w in report.workloads if w.affected]
+    short = sum(1 for w in affected if getattr(w, field) is None)
+    return f"- ({short} of {len(affected)} affected never {what})" if short else "-"
 
 
 def _undetected(report: Report) -> list[str]:

@@ -1,6 +1,7 @@
 """A workload evicted from one member that cannot be placed again keeps its copy on the
 member that never failed, as Karmada keeps a binding's clusters when scheduling fails.
 Its status counts that copy alone: the one left on the dead member is listed, not counted.
+A drill of that member reports it pending, not re-placed.
 
 Real pieces: etcd, a `fedctl controller` process, simulated members faulted through their
 `/_sim` fault API. The policy spreads the workload over two members (`minGroups: 2`), so
@@ -17,6 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from federation.failover import drills
 from federation.registry import codec, embedded, keys
 from policies.models.binding import Binding
 from policies.models.propagation import PropagationPolicy
@@ -142,3 +144,58 @@ async def test_a_failed_re_placement_keeps_the_copy_on_the_member_that_never_fai
             ) == ("Healthy", 4, 4, [(False, False), (False, False)])
 
         await wait_for(whole, timeout=30, message="both copies counted again, 4/4")
+
+
+async def test_a_drill_reports_the_workload_that_waited_as_pending_not_re_placed(
+    fed: Federation, own_etcd: embedded.EmbeddedEtcd, tmp_path: Path
+) -> None:
+    """The user's drill, on real pieces: eviction takes the dead member out of the Binding
+    at once, and with no second member to spread over the workload waits, Pending, with
+    the copy it kept, until the member comes back and takes it again. The report called
+    that `re-placed` and `recovered`, with no shortfall. The fault is held until the
+    scheduler has said why it waits, so the drill sees the wait whatever the machine's
+    speed."""
+    async with (
+        controllers(own_etcd.url, tmp_path, 1, FEDCTL_FAILOVER__GRACEFUL_TIMEOUT="600") as group,
+        aiohttp.ClientSession() as session,
+    ):
+        await submit(session, group.replicas[0].url, [two_members(), WEB])
+
+        async def whole() -> bool:
+            status = await fed.status(WEB)
+            return status is not None and (status.health, status.ready_replicas) == (
+                "Healthy",
+                4,
+            )
+
+        await wait_for(whole, timeout=30, message="web ready on both members")
+
+        async def inject() -> None:
+            await fed.admin(FAILS, "fault", {"mode": "down"})
+
+            async def waits() -> bool:
+                s = await stored(fed)
+                return s is not None and "at least 2" in s.obj.status.reason
+
+            await wait_for(waits, timeout=30, message="web waiting to be placed again")
+
+        async def heal() -> None:
+            await fed.admin(FAILS, "heal", {})
+
+        report = await drills.run(
+            fed.store,
+            report=drills.Report("d", FAILS, "down", "now", duration=0.5),
+            inject=inject,
+            heal=heal,
+            settle=60,
+            poll=0.2,
+        )
+
+    (line,) = [w for w in report.workloads if w.workload == str(ref_of(WEB))]
+    assert (line.replaced, line.ready, line.outcome) == (
+        None,
+        None,
+        "pending until the member came back",
+    )
+    assert "at least 2" in report.shortfall[str(ref_of(WEB))], report.shortfall
+    assert (report.affected, report.lost, report.replace, report.rto) == (1, 0, None, None)

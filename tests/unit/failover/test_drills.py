@@ -222,3 +222,101 @@ def test_a_running_drill_is_narrated_once_per_step_as_the_samples_come() -> None
         "[   7.0s] ready elsewhere 1/1: web after 6.0s",
         "[  12.0s] healed: watching recovery for up to 30s",
     ]
+
+
+# The user's drill: `api` needs three regions (spread minGroups 3 by region) and runs on
+# `a`, `b` and `c`; the drill kills `a`. Eviction takes `a` out of its Binding at once, and
+# the scheduler then finds no third region: the Binding waits, Pending, with the copies it
+# kept on `b` and `c`. Nothing went anywhere. `web` moves to `b` as it should; the
+# namespaces stay on every member.
+SPREAD = "spread by region needs at least 3 regions (still running on b, c)"
+EVICTED = "Evicted from a: untolerated taint cluster.fedctl.io/unreachable:NoExecute; re-placing"
+NS = W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled")
+NS_DOWN = W(("a", "b", "c"), ("b", "c"), phase="Scheduled")
+API = W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled")
+KEPT = W(("b", "c"), ("b", "c"), phase="Pending", reason=SPREAD)
+WEB_MOVED = W(("b",), ("b",), phase="Scheduled")
+
+
+def spread_drill(end: WorkloadState) -> list[Sample]:
+    ns = {f"_/Namespace/{n}": NS for n in ("ml", "shop", "web")}
+    ns_down = {f"_/Namespace/{n}": NS_DOWN for n in ("ml", "shop", "web")}
+    return [
+        Sample(0, False, {**ns, "api": API, "web": ON_A}),
+        Sample(2, True, {**ns_down, "api": W(("a", "b", "c"), ("b", "c"), phase="Scheduled"),
+                         "web": ON_A}),
+        Sample(4, True, {**ns_down, "api": W(("b", "c"), ("b", "c"), phase="Pending",
+                                              reason=EVICTED), "web": ON_A}, no_execute=True),
+        Sample(5, True, {**ns_down, "api": KEPT, "web": W(("b",), (), phase="Scheduled")},
+               no_execute=True),
+        Sample(7, True, {**ns_down, "api": KEPT, "web": WEB_MOVED}, no_execute=True),
+        Sample(9, False, {**ns, "api": end, "web": WEB_MOVED}),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("end", "outcome", "reason"),
+    [
+        pytest.param(
+            W(("a", "b", "c"), ("b", "c"), phase="Scheduled"),
+            "pending until the member came back",
+            SPREAD,
+            id="placed back on the member once it returned: it waited, it was not re-placed",
+        ),
+        pytest.param(
+            W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled"),
+            "pending until the member came back",
+            SPREAD,
+            id="healthy again on the member: still no recovery by failover",
+        ),
+        pytest.param(
+            KEPT,
+            "pending",
+            SPREAD,
+            id="still waiting at the end",
+        ),
+    ],
+)
+def test_a_workload_that_only_dropped_the_dead_member_is_pending_not_re_placed(
+    end: WorkloadState, outcome: str, reason: str
+) -> None:
+    r = drills.summarise(spread_drill(end), report=report(), fault_at=1, healed_at=8)
+
+    lines = {w.workload: (w.replaced, w.ready, w.outcome) for w in r.workloads}
+    assert {name: lines[name] for name in ("api", "web")} == {
+        "api": (None, None, outcome),
+        "web": (4, 6, "recovered"),
+    }
+    assert r.shortfall == {"api": reason}
+    assert (r.affected, r.lost) == (2, 0)
+    # Both measures are the moment the last affected workload got there: api never did.
+    assert r.replace is None and r.rto is None
+    md = drills.markdown(r)
+    assert "| capacity shortfall | 1 |" in md and f"- api: {reason}" in md
+    assert "| time to re-place | - (1 of 2 affected never re-placed) |" in md
+    assert "| RTO (all ready elsewhere) | - (1 of 2 affected never ready elsewhere) |" in md
+    assert f"| api | - | - | {outcome} |" in md
+    (pending,) = [e for e in drills.events(r) if e.get("workload") == "api"]
+    assert (pending["event"], pending["message"]) == ("pending", f"{outcome}: {reason}")
+
+
+def test_rto_is_given_exactly_when_every_affected_workload_recovered() -> None:
+    """The report read `recovered` on every line and `RTO -`: a line may say recovered only
+    with the time it was ready elsewhere, and RTO is the last of those times."""
+    for end in (KEPT, W(("a", "b", "c"), ("b", "c"), phase="Scheduled"), WEB_MOVED):
+        r = drills.summarise(spread_drill(end), report=report(), fault_at=1, healed_at=8)
+        affected = [w for w in r.workloads if w.workload in ("api", "web")]
+        everyone = all(w.outcome == "recovered" for w in affected)
+        assert (r.rto is not None) is everyone, (end, r.rto, affected)
+        for w in r.workloads:
+            assert (w.outcome == "recovered") <= (w.ready is not None), w
+
+
+def test_a_drill_keeps_watching_while_a_workload_waits_on_copies_it_kept() -> None:
+    """It stopped once every workload had a healthy copy somewhere and the member was back:
+    api's kept copies were healthy, so the drill ended before anyone learned whether it
+    would ever be placed again."""
+    waiting = spread_drill(KEPT)
+    assert not drills.recovered(waiting, "a")
+    back = spread_drill(W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled"))
+    assert drills.recovered(back, "a")
