@@ -24,6 +24,10 @@ Why "re-placed" asks for a Scheduled Binding and not only one without the member
 takes the member out of the Binding at once, and a workload the scheduler then cannot place
 (three regions needed, two left) waits Pending with the copies it kept. Its replicas went
 nowhere; read as re-placed, a drill reported it recovered with no shortfall.
+
+Why the live counters (`k/n` as the drill runs, the dashboard's curve) count only work that
+must move: a Namespace is never evicted and a finished job is never moved, so counting them
+made a drill that moved its one service read `1/4` for good.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from federation.failover import eviction
 
 __all__ = [
     "Narrator",
@@ -44,6 +50,7 @@ __all__ = [
     "curve",
     "decode",
     "encode",
+    "must_move",
     "new_id",
     "recovered",
     "summarise",
@@ -62,6 +69,8 @@ class WorkloadState:
     reason: str = ""
     finished: bool = False
     """The workload itself has ended (a Succeeded or Failed job): nothing runs to move."""
+    evictable: bool = True
+    """Failover may move it (False for a Namespace, which stays on every member)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +197,7 @@ class Narrator:
         self._detected = False
         self._replaced: set[str] = set()
         self._ready: set[str] = set()
+        self._waiting: dict[str, str] = {}
 
     def lines(self, progress: Progress) -> list[str]:
         if not progress.samples:
@@ -203,24 +213,42 @@ class Narrator:
             if partial.detect is not None and not self._detected:
                 self._detected = True
                 out.append(f"detected: {r.cluster} marked down after {partial.detect:.1f}s")
-            on_member = len(partial.workloads)
+            movers = set(must_move(progress.samples[0], r.cluster))
+            total = len(movers)
             for line in partial.workloads:
+                if line.workload not in movers:
+                    continue
                 if line.replaced is not None and line.workload not in self._replaced:
                     self._replaced.add(line.workload)
                     out.append(
-                        f"re-placed {len(self._replaced)}/{on_member}: {line.workload}"
+                        f"re-placed {len(self._replaced)}/{total}: {line.workload}"
                         f" after {line.replaced:.1f}s"
                     )
                 if line.ready is not None and line.workload not in self._ready:
                     self._ready.add(line.workload)
                     out.append(
-                        f"ready elsewhere {len(self._ready)}/{on_member}: {line.workload}"
+                        f"ready elsewhere {len(self._ready)}/{total}: {line.workload}"
                         f" after {line.ready:.1f}s"
                     )
+                waits = line.replaced is None and _scheduler_said(line.waiting)
+                if waits and self._waiting.get(line.workload) != line.waiting:
+                    self._waiting[line.workload] = line.waiting
+                    out.append(f"not re-placed: {line.workload} is Pending: {line.waiting}")
         if progress.healed_at is not None and self._stage == "fault":
             self._stage = "settling"
             out.append(f"healed: watching recovery for up to {self.settle:g}s")
         return [f"[{now:6.1f}s] {text}" for text in out]
+
+
+def must_move(sample: Sample, cluster: str) -> list[str]:
+    """The workloads of `sample` on `cluster` that failover moves when it loses the member,
+    unless their policy tolerates it: not a Namespace, never evicted, nor a finished job,
+    never moved."""
+    return sorted(
+        w
+        for w, s in sample.workloads.items()
+        if cluster in s.targets and s.evictable and not s.finished
+    )
 
 
 def recovered(samples: list[Sample], cluster: str) -> bool:
@@ -233,6 +261,12 @@ def recovered(samples: list[Sample], cluster: str) -> bool:
     return all(
         (s := last.workloads.get(w)) is not None and (s.finished or _whole(s)) for w in on_member
     )
+
+
+def _scheduler_said(reason: str) -> bool:
+    """Whether a Pending reason is the scheduler's verdict, not failover's note that it
+    evicted the workload and the scheduler has yet to look (`eviction.evict`)."""
+    return bool(reason) and not reason.endswith(eviction.RE_PLACING)
 
 
 def _placed_elsewhere(state: WorkloadState, cluster: str) -> bool:
@@ -352,7 +386,7 @@ def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[
     elsewhere: the live view of a drill before it is judged. `t` is from the fault."""
     if not samples:
         return []
-    affected = [w for w, s in samples[0].workloads.items() if cluster in s.targets]
+    affected = must_move(samples[0], cluster)
     out = []
     for s in samples:
         states = [s.workloads.get(w) for w in affected]

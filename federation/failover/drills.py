@@ -22,6 +22,7 @@ from typing import Any
 
 from federation import clock as clock_mod
 from federation import errors
+from federation.failover import eviction
 from federation.failover.drill_report import (
     Narrator,
     Progress,
@@ -32,6 +33,7 @@ from federation.failover.drill_report import (
     curve,
     decode,
     encode,
+    must_move,
     new_id,
     recovered,
     summarise,
@@ -54,6 +56,7 @@ __all__ = [
     "encode",
     "events",
     "markdown",
+    "must_move",
     "new_id",
     "recovered",
     "run",
@@ -124,6 +127,7 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
             phase=b.status.phase,
             reason=b.status.reason,
             finished=w is not None and w.phase in FINISHED_PHASES,
+            evictable=not eviction.never_evicted(b),
         )
     return Sample(t, down, out, no_execute=any(x.effect == "NoExecute" for x in taints))
 

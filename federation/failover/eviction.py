@@ -25,6 +25,7 @@ from policies.models.cluster import Taint
 from policies.models.common import Toleration
 
 __all__ = [
+    "RE_PLACING",
     "Decision",
     "RateLimiter",
     "evict",
@@ -33,6 +34,10 @@ __all__ = [
     "never_evicted",
     "normalise_purge_mode",
 ]
+
+RE_PLACING = "; re-placing"
+"""How the reason an eviction leaves on a Binding ends, until the scheduler writes its own:
+a drill tells the two apart, as only the scheduler's says why the workload is not placed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +158,7 @@ def evict(
         }
     )
     status = binding.status.model_copy(
-        update={"phase": "Pending", "reason": f"Evicted from {cluster}: {reason}; re-placing"}
+        update={"phase": "Pending", "reason": f"Evicted from {cluster}: {reason}{RE_PLACING}"}
     )
     return binding.model_copy(update={"spec": spec, "status": status})
 

@@ -8,6 +8,10 @@ import pytest
 
 from federation.failover import drills
 from federation.failover.drills import Sample, WorkloadState
+from federation.registry import codec, keys
+from federation.registry.memory import MemoryStore
+from policies.models.binding import Binding
+from tests.unit.failover import builders
 
 W = WorkloadState
 
@@ -231,8 +235,8 @@ def test_a_running_drill_is_narrated_once_per_step_as_the_samples_come() -> None
 # namespaces stay on every member.
 SPREAD = "spread by region needs at least 3 regions (still running on b, c)"
 EVICTED = "Evicted from a: untolerated taint cluster.fedctl.io/unreachable:NoExecute; re-placing"
-NS = W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled")
-NS_DOWN = W(("a", "b", "c"), ("b", "c"), phase="Scheduled")
+NS = W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled", evictable=False)
+NS_DOWN = W(("a", "b", "c"), ("b", "c"), phase="Scheduled", evictable=False)
 API = W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled")
 KEPT = W(("b", "c"), ("b", "c"), phase="Pending", reason=SPREAD)
 WEB_MOVED = W(("b",), ("b",), phase="Scheduled")
@@ -312,6 +316,35 @@ def test_rto_is_given_exactly_when_every_affected_workload_recovered() -> None:
             assert (w.outcome == "recovered") <= (w.ready is not None), w
 
 
+def test_the_running_counters_count_only_work_that_must_move_and_say_what_waits() -> None:
+    """The drill said `re-placed 1/6` for a workload that went nowhere, and counted three
+    namespaces that are never evicted. Now the counters count the two that must move, only
+    web is re-placed, and api's wait is said once, with the scheduler's reason rather than
+    the eviction's note."""
+    progress = drills.Progress()
+    narrator = drills.Narrator(report(), settle=30)
+    samples = spread_drill(W(("a", "b", "c"), ("b", "c"), phase="Scheduled"))
+    said: list[str] = []
+    progress.samples.append(samples[0])
+    progress.fault_at = 1
+    for sample in samples[1:]:
+        progress.samples.append(sample)
+        said += narrator.lines(progress)
+
+    steps = [line.split("] ", 1)[1] for line in said]
+    assert [s for s in steps if s.startswith(("re-placed", "ready", "not re-placed"))] == [
+        f"not re-placed: api is Pending: {SPREAD}",
+        "re-placed 1/2: web after 4.0s",
+        "ready elsewhere 1/2: web after 6.0s",
+    ]
+    curve = drills.curve(samples, cluster="a", fault_at=1)
+    assert [(c["affected"], c["moved"], c["ready"]) for c in curve][-3:] == [
+        (2, 1, 0),
+        (2, 1, 1),
+        (2, 1, 1),
+    ]
+
+
 def test_a_drill_keeps_watching_while_a_workload_waits_on_copies_it_kept() -> None:
     """It stopped once every workload had a healthy copy somewhere and the member was back:
     api's kept copies were healthy, so the drill ended before anyone learned whether it
@@ -320,3 +353,24 @@ def test_a_drill_keeps_watching_while_a_workload_waits_on_copies_it_kept() -> No
     assert not drills.recovered(waiting, "a")
     back = spread_drill(W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled"))
     assert drills.recovered(back, "a")
+
+
+async def test_a_sample_marks_a_namespace_as_work_that_never_moves() -> None:
+    store = MemoryStore()
+    typed = codec.TypedStore(store, codec.Codec(Binding))
+    for b in (
+        builders.namespace_binding("shop", clusters={"a": 1, "b": 1}),
+        builders.binding("api", clusters={"a": 3}),
+    ):
+        w = b.spec.workload
+        ref = keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
+        await typed.put(keys.binding_key(ref), b)
+
+    seen = await drills.sample(store, cluster="a", t=0)
+
+    assert {name: s.evictable for name, s in seen.workloads.items()} == {
+        "_/Namespace/shop": False,
+        "default/Deployment.apps/api": True,
+    }
+    assert drills.must_move(seen, "a") == ["default/Deployment.apps/api"]
+    await store.close()
