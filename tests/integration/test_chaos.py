@@ -267,12 +267,14 @@ class Checker:
                     if bound is not None
                     else "no Binding"
                 )
-                now = next(
+                status = next(
                     r.obj.model_dump_json(exclude_none=True)[:600]
                     for r in results.items
                     if f"{r.obj.workload.namespace}/{r.obj.workload.name}" == job
                 )
-                self.world.violate("finished", job, f"{job} was {was}, now {phase} ({seen}): {now}")
+                self.world.violate(
+                    "finished", job, f"{job} was {was}, now {phase} ({seen}): {status}"
+                )
         for job in self.finished.keys() - phases.keys():  # no job is ever deleted here
             self.world.violate("finished", job, f"{job} was {self.finished[job]}, now no status")
         self.finished.update({job: phases[job] for job in finished})

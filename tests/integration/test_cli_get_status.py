@@ -253,6 +253,8 @@ async def test_json_says_what_the_queue_and_workload_tables_say(
             "share": queues["qa"]["status"]["share"],
             "used": {"cpu": "1", "memory": "1Gi"},
             "children": [],
+            "hourlyCost": "0.0550",  # as `fedctl cost` sums its Bindings
+            "currency": "USD",
         }
         assert queues["default"]["kind"] == "Queue" and "spec" not in queues["default"]
         assert queues["default"]["status"]["implicit"] is True
