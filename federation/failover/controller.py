@@ -416,6 +416,13 @@ class FailoverController:
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)
             ]
+            if evicted:
+                # Decided on this reading of the workload's status (a finished job is never
+                # evicted: moving it runs it again); a status written since, by a member
+                # reporting the job done, fails the write as a conflict, read again.
+                status_key = keys.workload_status_key(_ref(binding))
+                seen = self.workload_status.items.get(status_key)
+                ops.append(st.Check(status_key, seen.revision if seen is not None else 0))
             ops += await self._recorder.ops(_ref(binding), told)
             await self._store.commit(ops, guards=self._guards())
             if self._metrics is not None:

@@ -226,9 +226,10 @@ class EtcdStore:
             first = False
             resp = await self._retry_txn(request)
         if resp.succeeded:
+            writes = [op for op in ops if not isinstance(op, st.Check)]  # one response each
             deleted = tuple(
                 op.key
-                for op, r in zip(ops, resp.responses, strict=True)
+                for op, r in zip(writes, resp.responses, strict=True)
                 if isinstance(op, st.Delete) and r.response_delete_range.deleted
             )
             return st.CommitResult(revision=resp.header.revision, deleted=deleted)
@@ -256,6 +257,10 @@ class EtcdStore:
                                        mod_revision=g.revision))  # fmt: skip
         for op in ops:
             key = _b(op.key)
+            if isinstance(op, st.Check):
+                compare.append(rpc.Compare(key=key, target=mod, result=equal,
+                                           mod_revision=op.revision))  # fmt: skip
+                continue
             if isinstance(op, st.Create):
                 compare.append(rpc.Compare(key=key, target=create, result=equal,
                                            create_revision=0))  # fmt: skip
@@ -281,6 +286,11 @@ class EtcdStore:
                 return errors.Fenced(f"guard on {g.key} no longer holds")
         for op in ops:
             kv = current.get(op.key)
+            if isinstance(op, st.Check):
+                now = kv.mod_revision if kv is not None else 0
+                if now != op.revision:
+                    return errors.Conflict(op.key, expected=op.revision, current=now)
+                continue
             if isinstance(op, st.Create) and kv is not None:
                 return errors.AlreadyExists(op.key, revision=kv.mod_revision)
             if isinstance(op, st.Update | st.Delete) and op.revision is not None:
@@ -294,6 +304,8 @@ class EtcdStore:
     def _already_applied(ops: Sequence[st.Op], current: dict[str, Any]) -> bool:
         for op in ops:
             kv = current.get(op.key)
+            if isinstance(op, st.Check):
+                continue  # wrote nothing: what the writes left is what tells
             if isinstance(op, st.Delete):
                 if kv is not None:
                     return False

@@ -71,11 +71,13 @@ class MemoryStore:
     ) -> st.CommitResult:
         await self._expire()
         self._check(ops, guards)
-        if not ops:
+        if all(isinstance(op, st.Check) for op in ops):  # nothing written: no new revision
             return st.CommitResult(revision=self._revision)
         self._revision += 1
         deleted: list[str] = []
         for op in ops:
+            if isinstance(op, st.Check):
+                continue
             if isinstance(op, st.Delete):
                 if self._remove(op.key):
                     deleted.append(op.key)
@@ -95,6 +97,10 @@ class MemoryStore:
         for op in ops:
             entry = self._data.get(op.key)
             current = entry.mod_revision if entry else 0
+            if isinstance(op, st.Check):
+                if current != op.revision:
+                    raise errors.Conflict(op.key, expected=op.revision, current=current)
+                continue
             if isinstance(op, st.Create) and entry is not None:
                 raise errors.AlreadyExists(op.key, revision=current)
             expected = op.revision if isinstance(op, st.Update | st.Delete) else None

@@ -27,6 +27,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "TXN_BYTES",
+    "Check",
     "CommitResult",
     "Create",
     "Delete",
@@ -125,6 +126,17 @@ class Delete:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """Write nothing; the transaction holds only if `key`'s mod revision is still
+    `revision` (0: the key does not exist). A failed check is a `Conflict` on `key`, as a
+    lost compare-and-swap is: the writer decided on a stale reading of another key (a
+    finished job's status) and should read again, not give up its leadership."""
+
+    key: str
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
 class Guard:
     """Make a transaction depend on `key` having mod revision `revision` (leader fencing)."""
 
@@ -132,7 +144,7 @@ class Guard:
     revision: int
 
 
-Op = Create | Update | Put | Delete
+Op = Create | Update | Put | Delete | Check
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,6 +119,31 @@ async def test_guard_fences_a_whole_transaction(store: st.Store, prefix: str) ->
     assert kv is not None and kv.value == b"1"
 
 
+async def test_a_check_holds_a_transaction_to_another_key_s_revision(
+    store: st.Store, prefix: str
+) -> None:
+    """A writer deciding on a reading of `status` (absent, then at a revision) commits only
+    while that reading stands; a moved or created key fails as a Conflict on it."""
+    write = st.Put(prefix + "binding", b"evicted")
+    await store.commit([write, st.Check(prefix + "status", 0)])  # absent, as read
+    seen = await st.create(store, prefix + "status", b"Succeeded")
+    with pytest.raises(errors.Conflict) as info:
+        await store.commit([st.Put(prefix + "binding", b"again"), st.Check(prefix + "status", 0)])
+    assert (info.value.key, info.value.expected, info.value.current) == (
+        prefix + "status",
+        0,
+        seen,
+    )
+    kv = await store.get(prefix + "binding")
+    assert kv is not None and kv.value == b"evicted"
+    done = await store.commit([st.Delete(prefix + "binding"), st.Check(prefix + "status", seen)])
+    assert done.deleted == (prefix + "binding",)
+    status = await store.get(prefix + "status")
+    assert status is not None and status.mod_revision == seen  # a check writes nothing
+    alone = await store.commit([st.Check(prefix + "status", seen)])
+    assert alone.revision >= done.revision
+
+
 async def _collect(
     store: st.Store, prefix: str, start: int, count: int, timeout: float = 10.0
 ) -> list[st.WatchEvent]:

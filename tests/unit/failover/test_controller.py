@@ -390,6 +390,29 @@ async def _taint(h: Harness, cluster: str, key: str) -> None:
     await h.settle()
 
 
+async def test_an_eviction_decided_on_a_stale_status_is_refused_and_decided_again() -> None:
+    """A Job's member reports it done just as a NoExecute taint lands: the eviction read a
+    status the watch had not brought yet. Written, it ran the finished job again elsewhere
+    (seen in a chaos run); the write now holds only while that status stands."""
+    h = Harness()  # not running: its mirrors are read here, as a lagging watch leaves them
+    await h.join("a")
+    await h.join("b")
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
+    await _taint(h, "a", "maintenance")
+    controller = h.controller
+    for mirror in controller._mirrors:
+        await mirror.load()
+    await _succeeded(h, API, on="a")  # written; the mirror has not seen it
+    with pytest.raises(errors.Conflict) as lost:
+        await controller.converge_binding(keys.binding_key(API))
+    assert lost.value.key == keys.workload_status_key(API)
+    assert (await h.binding(API)).placement() == {"a": 1}, "nothing written"
+    await controller.workload_status.load()  # the watch catches up
+    await controller.converge_binding(keys.binding_key(API))
+    api = await h.binding(API)
+    assert api.placement() == {"a": 1} and api.spec.eviction_tasks == [], "finished: stays"
+
+
 async def test_a_users_noexecute_taint_evicts_without_waiting_for_a_status_write(
     h: Harness,
 ) -> None:
