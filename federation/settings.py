@@ -46,7 +46,11 @@ class EtcdSettings(_Group):
     connect_timeout: float = Field(default=5.0, gt=0, description="Seconds to connect.")
     request_timeout: float = Field(default=5.0, gt=0, description="Seconds per request.")
     retry_attempts: int = Field(
-        default=6, ge=1, description="Tries for a transient gRPC error before giving up."
+        default=30,
+        ge=1,
+        description="Most tries for a transient gRPC error; by default the deadline ends"
+        " a retried call first (six tries were spent in about a second, less than an etcd"
+        " restart takes).",
     )
     retry_initial: float = Field(default=0.05, gt=0, description="First backoff, seconds.")
     retry_max: float = Field(default=2.0, gt=0, description="Largest backoff, seconds.")

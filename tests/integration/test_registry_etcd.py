@@ -57,6 +57,27 @@ async def test_watch_survives_etcd_restart_exactly_once(own_etcd: embedded.Embed
     assert revisions == sorted(set(revisions)), "an event was repeated or reordered"
 
 
+async def test_a_call_with_the_default_settings_rides_out_a_short_etcd_restart(
+    own_etcd: embedded.EmbeddedEtcd,
+) -> None:
+    """`fedctl up` starts a killed etcd again within a second or two; six quick tries
+    were spent in about a second, so every API call in that window failed with 503
+    though `retry_deadline` promised eight."""
+    store = EtcdStore(etcd_settings(own_etcd.url))  # the defaults, as the controller runs
+    await store.connect()
+    try:
+        await st.put(store, "/r/k", b"v")
+        own_etcd.stop(kill=True)
+        back = asyncio.get_running_loop().call_later(2.5, own_etcd.start)
+        try:
+            kv = await store.get("/r/k")  # asked while etcd is down
+        finally:
+            back.cancel()
+        assert kv is not None and kv.value == b"v"
+    finally:
+        await store.close()
+
+
 def test_cli_names_unreachable_etcd_and_exits_fast() -> None:
     port = embedded.free_port()
     began = time.monotonic()
