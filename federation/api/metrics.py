@@ -67,7 +67,9 @@ class RegistryCache:
 
     def __init__(self) -> None:
         self.statuses: dict[str, ClusterStatus] = {}
-        self.bindings: dict[str, tuple[str, str, list[spend.Charge]]] = {}
+        self.bindings: dict[str, tuple[str, str, list[spend.Charge], bool]] = {}
+        """Per workload: its queue, phase, what it costs, and whether it runs pods (a
+        Namespace is bound like work, but nobody queued it)."""
         self.finished: dict[str, bool] = {}
         self.queues: dict[str, bool] = {}
 
@@ -133,7 +135,9 @@ class RegistryCache:
             self.statuses[self._name(kind, key)] = obj
         elif isinstance(obj, Binding):
             ref = self._name(kind, key)
-            self.bindings[ref] = (obj.spec.queue, obj.status.phase, spend.charges(ref, obj))
+            charges = spend.charges(ref, obj)
+            pods = bool(obj.spec.pod_requests) or bool(charges)
+            self.bindings[ref] = (obj.spec.queue, obj.status.phase, charges, pods)
         elif isinstance(obj, WorkloadStatus):
             self.finished[self._name(kind, key)] = obj.phase in FINISHED_PHASES
         elif isinstance(obj, Queue):
@@ -182,7 +186,7 @@ class _Derived(Collector):
         yield depth
         yield taken
         costs: dict[tuple[str, str, str], float] = defaultdict(float)
-        for ref, (_, _, charges) in cache.bindings.items():
+        for ref, (_, _, charges, _) in cache.bindings.items():
             if cache.finished.get(ref):
                 continue  # costs nothing
             for c in charges:
@@ -274,8 +278,8 @@ class Metrics:
 
         The leading scheduler's tally when this process leads: it counts the workloads
         that have no Binding yet too, and is what `fedctl get queues` shows. Otherwise
-        the Bindings: Pending ones wait, Scheduled ones are admitted, finished ones are
-        neither."""
+        the Bindings: Pending ones wait, Scheduled ones are admitted, finished ones and
+        those of objects without pods are neither (as the tally counts them)."""
         latest = self.queue_view.latest() if self.queue_view is not None else None
         if latest is not None:
             tally = latest[0].tally
@@ -283,8 +287,8 @@ class Metrics:
         cache = self.cache
         pending: dict[str, int] = defaultdict(int)
         admitted: dict[str, int] = defaultdict(int)
-        for ref, (queue, phase, _) in cache.bindings.items():
-            if not cache.finished.get(ref):
+        for ref, (queue, phase, _, pods) in cache.bindings.items():
+            if pods and not cache.finished.get(ref):
                 (admitted if phase == "Scheduled" else pending)[queue] += 1
         return cache.queues.keys(), pending, admitted
 

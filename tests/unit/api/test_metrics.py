@@ -55,12 +55,14 @@ def status(ready: bool) -> ClusterStatus:
     return ClusterStatus(conditions=[cond], flavors=[gpu, cpu])
 
 
-def binding(name: str, queue: str, phase: str) -> Binding:
+def binding(name: str, queue: str, phase: str, *, pods: bool = True) -> Binding:
+    """A Job's Binding; without `pods`, one that records no pod, as a Namespace's does."""
     ref = WorkloadReference(api_version="batch/v1", kind="Job", namespace="ml", name=name)
+    requests = {"cpu": "1"} if pods else {}
     return Binding.model_validate(
         {
             "metadata": ObjectMeta(name=name, namespace="ml"),
-            "spec": BindingSpec(workload=ref, queue=queue),
+            "spec": BindingSpec(workload=ref, queue=queue, pod_requests=requests),
             "status": {"phase": phase},
         }
     )
@@ -97,10 +99,13 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
                                ("c", "cpu", "Scheduled")]:  # fmt: skip
         ref = keys.WorkloadRef("ml", "Job.batch", name)
         await bindings.put(keys.binding_key(ref), binding(name, queue, phase))
+    # Bound like work, but nobody queued it: not admitted work of any queue.
+    namespace = keys.WorkloadRef("ml", "Job.batch", "ns")
+    await bindings.put(keys.binding_key(namespace), binding("ns", "cpu", "Scheduled", pods=False))
     m = metrics_mod.Metrics()
     cache = asyncio.create_task(m.cache.run(store))
     try:
-        await wait_for(lambda: len(m.cache.bindings) == 3, message="bindings cached")
+        await wait_for(lambda: len(m.cache.bindings) == 4, message="bindings cached")
         got = samples(m)
         assert got[("fedctl_cluster_ready", (("cluster", "eu"),))] == 1
         a100 = (("chip", "nvidia-a100-80gb"), ("cluster", "eu"))
@@ -115,7 +120,7 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
         await statuses.put(keys.cluster_status_key("eu"), status(ready=False))
         await bindings.delete(keys.binding_key(keys.WorkloadRef("ml", "Job.batch", "c")))
         await wait_for(
-            lambda: not m.cache.statuses["eu"].ready() and len(m.cache.bindings) == 2,
+            lambda: not m.cache.statuses["eu"].ready() and len(m.cache.bindings) == 3,
             message="changes followed",
         )
         got = samples(m)
