@@ -21,6 +21,7 @@ from federation.cli import render
 from federation.registry import keys
 from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total
 from policies.models.common import COMMON_KINDS
+from policies.models.work import FINISHED_PHASES
 
 __all__ = [
     "COSTS",
@@ -174,7 +175,9 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
                 ",".join(f"{t['name']}={t.get('chip') or '-'}" for t in targets),
                 spec.get("queue", "-"),
                 spec.get("priority", "-"),
-                _hourly(targets),
+                # A finished job costs nothing more (as `fedctl cost` leaves it out), though
+                # its Binding keeps the estimate it was placed by.
+                "-" if status.get("phase") in FINISHED_PHASES else _hourly(targets),
             ]
         rows.append(row)
     return render.table(headers, rows)

@@ -158,6 +158,7 @@ async def test_the_wide_workload_table_shows_queue_priority_and_cost(
     assert cells["shop"] == ["web", "0", "0.7000"]
     assert cells["search"] == ["web", "0", "-"]  # one of its clusters has no price
     assert cells["train"] == ["ml", "0", "4.0000"]
+    assert cells["done"][-1] == "-"  # finished: its Binding's estimate is no longer spent
 
 
 async def test_a_tenant_sees_the_cost_of_its_own_namespaces_only(
