@@ -145,7 +145,8 @@ def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> V
     if candidate.static_weights:
         # The weights are what the user asked for; a failover or taint left a split the
         # policy does not describe, and neither cost nor score is the policy's to weigh.
-        return Verdict(candidate, True, f"static weights {_split(cur)} -> {_split(pref)}")
+        why = f"to the split its static weights give: {_split(cur)} -> {_split(pref)}"
+        return Verdict(candidate, True, why)
     before, after = cur.cost, pref.cost
     if before is not None and after is not None and before != after:
         if after < before:

@@ -101,7 +101,7 @@ ON_B = option({"b": 2}, cost="3.00", group=1, name="fallback", score=40)
                 static_weights=True,
             ),
             True,
-            "static weights b:6, c:6 -> a:6, b:3, c:3",
+            "to the split its static weights give: b:6, c:6 -> a:6, b:3, c:3",
             id="static weights a failover bent: restored, though dearer",
         ),
         pytest.param(
@@ -346,7 +346,10 @@ def test_a_static_weight_split_a_failover_left_is_restored_though_dearer() -> No
     assert found.current.cost is not None and found.preferred.cost is not None
     assert found.current.cost < found.preferred.cost  # all on the cheap member now
     verdict = rebalance.decide(found)
-    assert (verdict.move, verdict.why) == (True, "static weights home:2 -> home:1, spare:1")
+    assert (verdict.move, verdict.why) == (
+        True,
+        "to the split its static weights give: home:2 -> home:1, spare:1",
+    )
     (dynamic,) = whatif.candidates(_live("home", running={"home": 2}))
     assert not dynamic.static_weights
 
