@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from federation import __version__, errors
+from federation.registry.store import WATCH_RECONNECTING
 
 __all__ = ["build_parser", "main"]
 
@@ -87,6 +88,7 @@ def configure_logging(level: str, *, json_logs: bool) -> None:
     """Logs go to stderr so command output on stdout stays machine-readable."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_Repeats(errors.RegistryFull.MARK))
+    handler.addFilter(_Repeats(WATCH_RECONNECTING, every=10.0))
     if json_logs:
         handler.setFormatter(_JsonFormatter())
     else:

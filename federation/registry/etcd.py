@@ -335,7 +335,7 @@ class EtcdStore:
                 cap = min(self._settings.watch_reconnect_max, 0.05 * 2**failures)
                 pause = random.uniform(cap / 2, cap)
                 log.warning(
-                    "watch on %s from revision %d lost (%s); reconnecting in %.2fs",
+                    "watch on %s from revision %d lost (%s)" + st.WATCH_RECONNECTING + " %.2fs",
                     prefix, next_revision, exc.code().name, pause,
                 )  # fmt: skip
                 await clock.real.sleep(pause)

@@ -27,6 +27,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "TXN_BYTES",
+    "WATCH_RECONNECTING",
     "Check",
     "CommitResult",
     "Create",
@@ -145,6 +146,11 @@ class Guard:
 
 
 Op = Create | Update | Put | Delete | Check
+
+WATCH_RECONNECTING = "; reconnecting in"
+"""In every log line of a lost watch: an etcd restart loses every watch of every component
+at once, each logging each backoff (some 125 lines a restart), so a log handler folds
+them by this mark."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from federation import errors
-from federation.cli.main import _Repeats
+from federation.cli.main import _Repeats, configure_logging
+from federation.registry.store import WATCH_RECONNECTING
 
 
 def _record(text: str, at: float, level: int = logging.WARNING) -> logging.LogRecord:
@@ -38,3 +41,23 @@ def test_refusals_for_space_are_folded_and_everything_else_passes() -> None:
         full,
         f"{full} (and 2 more like it before)",
     ]
+
+
+def test_lost_watches_are_folded_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """An etcd restart loses every watch of every component at once: some 125 lines each
+    time, one per watch per backoff."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    configure_logging("warning", json_logs=False)
+    try:
+        log = logging.getLogger("federation.registry.etcd")
+        for prefix in ("/fedctl/bindings/", "/fedctl/works/", "/fedctl/clusters/") * 10:
+            log.warning(
+                "watch on %s from revision %d lost (%s)" + WATCH_RECONNECTING + " %.2fs",
+                prefix, 7, "UNAVAILABLE", 0.1,
+            )  # fmt: skip
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "watch on /fedctl/bindings/ from revision 7 lost" in lines[0]
