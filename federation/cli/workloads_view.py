@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from federation import errors
@@ -191,6 +192,25 @@ def _hourly(targets: list[dict[str, Any]]) -> str:
     return f"{total:.4f}" if total is not None else "-"
 
 
+def _money(value: Any) -> str:
+    """A recorded cost to four places, as every other cost is shown (it is stored exact:
+    `0.0054125`)."""
+    if value is None:
+        return "-"
+    return f"{Decimal(str(value)):.4f}"
+
+
+def _verdict_details(v: dict[str, Any]) -> str:
+    """A scored cluster's breakdown (`cost=100 binpack=3`) and notes, or the filter that
+    refused it and why, as `fedctl plan` words them: an ok row showed a PLUGIN `-` and an
+    empty REASONS, telling nothing of why one cluster won."""
+    reasons = "; ".join(v.get("reasons") or [])
+    if v.get("verdict") != "ok":
+        return f"{v.get('plugin') or '-'}: {reasons}" if reasons else v.get("plugin") or "-"
+    scores = " ".join(f"{k}={n}" for k, n in (v.get("scores") or {}).items())
+    return " ".join(part for part in (scores, f"({reasons})" if reasons else "") if part)
+
+
 def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:
     if not rows:
         return f"{title}: <none>"
@@ -250,7 +270,7 @@ def describe(doc: dict[str, Any]) -> str:
             "Placement",
             ["CLUSTER", "REPLICAS", "CHIP", "COST/H"],
             [
-                [t["name"], t["replicas"], t.get("chip") or "-", t.get("hourlyCost") or "-"]
+                [t["name"], t["replicas"], t.get("chip") or "-", _money(t.get("hourlyCost"))]
                 for t in spec.get("clusters", [])
             ],
         )
@@ -276,14 +296,13 @@ def describe(doc: dict[str, Any]) -> str:
     lines.append(
         _section(
             "Explanation",
-            ["CLUSTER", "VERDICT", "PLUGIN", "SCORE", "REASONS"],
+            ["CLUSTER", "VERDICT", "SCORE", "DETAILS"],
             [
                 [
                     v["cluster"],
                     v["verdict"] + (" (selected)" if v.get("selected") else ""),
-                    v.get("plugin") or "-",
                     v.get("score", "-"),
-                    "; ".join(v.get("reasons", [])),
+                    _verdict_details(v),
                 ]
                 for v in spec.get("explanation", [])
             ],

@@ -18,9 +18,22 @@ BINDING = Binding.model_validate(
         "metadata": {"name": "train", "namespace": "ml"},
         "spec": {
             "workload": {"apiVersion": "batch/v1", "kind": "Job", "namespace": "ml", "name": "t"},
-            "clusters": [{"name": "us-a100", "replicas": 1, "chip": "nvidia-a100-80gb"}],
+            "clusters": [
+                {
+                    "name": "us-a100",
+                    "replicas": 1,
+                    "chip": "nvidia-a100-80gb",
+                    "hourlyCost": "2.0054125",
+                }
+            ],
             "explanation": [
-                {"cluster": "us-a100", "verdict": "ok", "score": 91, "selected": True},
+                {
+                    "cluster": "us-a100",
+                    "verdict": "ok",
+                    "score": 91,
+                    "selected": True,
+                    "scores": {"cost": 100, "binpack": 3},
+                },
                 {"cluster": "eu-a100", "verdict": "ok", "score": 64},
             ],
             "filteredSummary": {"chips": 5, "taints": 1},
@@ -43,6 +56,11 @@ def test_describe_shows_the_verdicts_kept_and_counts_the_filtered_clusters() -> 
     text = workloads_view.describe(doc(BINDING))
     assert "us-a100" in text and "ok (selected)" in text and "eu-a100" in text
     assert "Filtered:    6 more clusters (5 by chips, 1 by taints)" in text
+    explained = text.split("Explanation:")[1].split("Filtered:")[0].splitlines()
+    assert explained[1].split() == ["CLUSTER", "VERDICT", "SCORE", "DETAILS"]
+    assert explained[2].split() == ["us-a100", "ok", "(selected)", "91", "cost=100", "binpack=3"]
+    placement = text.split("Placement:")[1].split("Explanation:")[0]
+    assert placement.splitlines()[2].split()[-1] == "2.0054"  # as every cost is shown
 
 
 def test_no_filtered_line_when_every_cluster_was_scored() -> None:
