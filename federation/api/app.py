@@ -5,7 +5,8 @@ Why readiness checks etcd and liveness does not: a controller that cannot reach 
 be taken out of a load balancer, but restarting it would not bring etcd back.
 
 Middlewares, outermost first: audit (so refused mutations are recorded too), auth, the
-per-client rate limit, the request deadline, then errors → Status bodies. `/healthz`,
+per-client rate limit, a `dryRun` other than `All` refused, the request deadline, then
+errors → Status bodies. `/healthz`,
 `/livez`, `/readyz` and `/metrics` need no credentials. Without an `Authenticator` every
 caller is trusted, which is what a loopback-only development controller wants.
 
@@ -77,6 +78,7 @@ def build_app(
         *([audit.middleware] if audit else []),
         *([auth.middleware] if auth else []),
         limiter.middleware,
+        limits.dry_run_middleware,
         limits.timeout_middleware(settings.request_timeout),
         status.error_middleware,
     ]

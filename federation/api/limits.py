@@ -27,7 +27,7 @@ from aiohttp.typedefs import Middleware
 from federation import clock as clock_mod
 from federation.api import auth, status
 
-__all__ = ["RateLimiter", "TokenBucket", "timeout_middleware"]
+__all__ = ["RateLimiter", "TokenBucket", "dry_run_middleware", "timeout_middleware"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -121,3 +121,20 @@ def timeout_middleware(seconds: float) -> Middleware:
             )
 
     return deadline
+
+
+@web.middleware
+async def dry_run_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a `dryRun` other than Kubernetes' one value, `All`, before anything is done.
+
+    Why: `?dryRun=true` (what a user or a script means by it) was not `All`, so the routes
+    read it as no dry run and wrote, answering `"dryRun": false` where a dry run was asked
+    for. Kubernetes refuses such a value; so does this, with the value it takes."""
+    value = request.query.get("dryRun")
+    if value is not None and value != "All":
+        return status.status_response(
+            400,
+            "BadRequest",
+            f'dryRun: Unsupported value: {value!r}: supported values: "All"; nothing was done',
+        )
+    return await handler(request)

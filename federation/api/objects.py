@@ -318,6 +318,10 @@ class ObjectsApi:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
         await self._check_queue_tree([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
+        if request.query.get("dryRun") == "All":  # checked as a create is; nothing stored
+            if await self.objects.get(objects.key_for(obj)) is not None:
+                raise errors.AlreadyExists(objects.key_for(obj))
+            return web.json_response(obj.to_wire(), status=201)
         with _naming(obj):
             stored = await self.objects.create(objects.key_for(obj), obj)
         return web.json_response(
@@ -338,6 +342,12 @@ class ObjectsApi:
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
         await self._check_queue_tree([obj])
+        if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
+            current = await self.objects.get(key)
+            if current is None:
+                raise errors.NotFound(key)
+            _same_group(current.obj, obj)
+            return web.json_response(self._successor(current.obj, obj).to_wire())
         stored = await self._write(key, obj, expected=obj.metadata.resource_version)
         return web.json_response(
             await self._present(stored), headers=_warnings(self._price_notes([obj]))

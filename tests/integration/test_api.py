@@ -108,6 +108,30 @@ async def test_member_credentials_are_never_read_back(api: Api) -> None:
     assert "Config" not in line.decode(), "inline kubeconfig leaked through the watch stream"
 
 
+async def test_a_dry_run_stores_nothing_and_a_dry_run_it_does_not_know_is_refused(
+    api: Api,
+) -> None:
+    """`?dryRun=true` was read as no dry run: the apply wrote and answered dryRun false.
+    A create or update with `dryRun=All` wrote too."""
+    body = {"items": [CLUSTER]}
+    code, refused = await api.call("POST", f"{API}/apply?dryRun=true", body)
+    assert code == 400 and refused["reason"] == "BadRequest"
+    assert 'supported values: "All"' in refused["message"]
+    code, checked = await api.call("POST", f"{API}/clusters?dryRun=All", CLUSTER)
+    assert code == 201 and checked["metadata"]["name"] == "eu-test"
+    code, _ = await api.call("GET", f"{API}/clusters/eu-test")
+    assert code == 404, "a dry-run create stored the object"
+    code, created = await api.call("POST", f"{API}/clusters", CLUSTER)
+    assert code == 201
+    code, again = await api.call("POST", f"{API}/clusters?dryRun=All", CLUSTER)
+    assert code == 409 and again["reason"] == "AlreadyExists"
+    created["spec"]["region"] = "eu-north"
+    code, would = await api.call("PUT", f"{API}/clusters/eu-test?dryRun=All", created)
+    assert code == 200 and would["spec"]["region"] == "eu-north"
+    _, stored = await api.call("GET", f"{API}/clusters/eu-test")
+    assert stored["spec"]["region"] == "eu-west", "a dry-run update stored the change"
+
+
 async def test_stale_resource_version_is_409_and_generation_tracks_spec(api: Api) -> None:
     _, created = await api.call("POST", f"{API}/clusters", CLUSTER)
     first = json.loads(json.dumps(created))
