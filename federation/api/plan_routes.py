@@ -29,6 +29,7 @@ import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from aiohttp import web
@@ -242,10 +243,17 @@ class PlanApi:
         for key in _affected(live, after, proposed, default_queue=self.settings.default_queue):
             workload = after.objects[key]
             assert isinstance(workload, Workload)
-            entry = {"key": key, "after": self._plan(scheduler, workload, after, after_state)}
+            entry: dict[str, Any] = {
+                "key": key,
+                "after": self._plan(scheduler, workload, after, after_state),
+            }
             before = live.objects.get(key)
             if isinstance(before, Workload):
-                entry["before"] = self._plan(scheduler, before, live, live_state)
+                now = self._plan(scheduler, before, live, live_state)
+                bound = live.bindings.get(key)
+                if bound is not None and bound.status.phase == "Scheduled":
+                    now = _as_bound(now, bound)
+                entry["before"] = now
             plans.append(entry)
         return web.json_response(
             {
@@ -269,6 +277,29 @@ class PlanApi:
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
         return planned.to_json(policy.metadata.name if policy else None)
+
+
+def _as_bound(planned: dict[str, Any], binding: Binding) -> dict[str, Any]:
+    """A placed workload's "before" as its Binding has it: where it runs and what that
+    costs. Planned afresh, it read "pending: queue web has a budget …" for a service
+    running 12/12, since a fresh placement of it did not fit what its own spend left."""
+    targets = [t for t in binding.spec.clusters if t.replicas > 0]
+    costs = {t.name: (str(t.hourly_cost) if t.hourly_cost is not None else None) for t in targets}
+    known = [Decimal(c) for c in costs.values() if c is not None]
+    return {
+        **planned,
+        "scheduled": bool(targets),
+        "placement": {t.name: t.replicas for t in targets},
+        "chips": {t.name: t.chip for t in targets},
+        "costs": costs,
+        "totalCost": str(sum(known, Decimal(0))) if len(known) == len(costs) and known else None,
+        "reason": "",
+        "preempts": [],
+        "verdicts": [
+            v.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for v in binding.spec.explanation
+        ],
+    }
 
 
 def policy_notes(

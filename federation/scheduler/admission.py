@@ -78,6 +78,9 @@ class Admitter:
         self._arches: dict[tuple[object, ...], str | None] = {}
         self._emitted: dict[tuple[str, str, str, str], int] = {}
         """Where in `result.bindings` each workload's Binding of this cycle is."""
+        self.last_placed: pl.Placed | None = None
+        """The placement last admitted: a plan shows it, not the scores' first choice, when
+        admission placed the job again (within its budget, or where room was made)."""
 
     def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
         """Admit the job (True) or record why not (False)."""
@@ -332,6 +335,7 @@ class Admitter:
         *,
         charged: tuple[ResourceList, dict[str, str | None]] | None = None,
     ) -> None:
+        self.last_placed = placed
         request = placed.request
         job = request.job
         charge, chips = charged or self._charge(placed, state)

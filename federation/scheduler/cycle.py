@@ -465,6 +465,11 @@ class Scheduler:
                 reason = result.reasons.get(str(job.ref), "")
                 outcome = pl.Failed(outcome.request, reason, "quota")
             return explain.plan(self.placer, request, state, outcome)
+        if admit.last_placed is not None and admit.last_placed.request is not request:
+            # Placed again by admission (within what its budget leaves): the plan explains
+            # that placement, filtered clusters' budget reasons included.
+            outcome = admit.last_placed
+            request = outcome.request
         planned = explain.plan(self.placer, request, state, outcome)
         mine = next(
             b

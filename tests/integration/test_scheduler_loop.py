@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.request
 from collections.abc import AsyncIterator, Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -366,6 +368,23 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
             "with these files: placed on a:1",
         ]
 
+        # `held`'s "before" is where its Binding runs it, at the cost recorded there (as
+        # placed, 1.2345 here), not a fresh plan of it: planned afresh, a service at its
+        # queue's budget read "pending" while it ran.
+        recorded = binding.spec.clusters[0].model_copy(update={"hourly_cost": Decimal("1.2345")})
+        await codec.TypedStore(store, codec.Codec(Binding)).put(
+            keys.binding_key(objects.workload_ref(held)),
+            binding.model_copy(
+                update={"spec": binding.spec.model_copy(update={"clusters": [recorded]})}
+            ),
+        )
+        answer = await asyncio.to_thread(
+            _post, server + "/apis/fedctl.io/v1alpha1/plan", (tmp_path / "held.yaml").read_text()
+        )
+        (entry,) = answer["plans"]
+        assert entry["before"]["placement"] == {"a": 2}
+        assert entry["before"]["costs"] == {"a": "1.2345"}
+
 
 def sized(name: str, cpu: str) -> Workload:
     """A long-running job (one pod of `cpu` cores) in the `qa` queue."""
@@ -514,3 +533,12 @@ async def test_plan_live_says_what_it_would_preempt(
     assert code == 0, out
     assert "first evicts team/Job.batch/low: preempted by team/Job.batch/urgent" in out
     assert "place 1 replica(s) on a" in out
+
+
+def _post(url: str, text: str) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=text.encode(), headers={"Content-Type": "application/yaml"}, method="POST"
+    )
+    with urllib.request.urlopen(request) as resp:
+        answer: dict[str, Any] = json.loads(resp.read())
+    return answer

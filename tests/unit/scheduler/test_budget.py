@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
-from federation.scheduler import bound_usage
+from federation.scheduler import bound_usage, cycle
 from federation.settings import SchedulerSettings
 from policies.models.binding import TargetCluster
 from policies.models.frq import FederatedResourceQuota
@@ -195,3 +196,22 @@ def test_room_made_for_a_quota_does_not_count_the_victims_spend_as_budget_freed(
     )
     assert not result.evicted
     assert not result.admitted
+
+
+def test_a_plan_shows_the_placement_within_the_budget_as_the_cycle_admits_it() -> None:
+    """The plan (`fedctl plan`, the editor) showed the scores' first choice, which the
+    budget refuses, and its cost, where the cycle places the job on the cheaper cluster."""
+    first = run([DEAR, CHEAP], jobs(1, "team"), queues=[queue("team", maxHourlyCost="0.2")],
+                settings=BLIND)  # fmt: skip
+    assert placed(first) == {"j0": {"a": 1}}  # 0.105 of 0.2: 0.095 left
+    snapshot = snap.build([DEAR, CHEAP], queues=[queue("team", maxHourlyCost="0.2")])
+    planned = cycle.Scheduler(BLIND).plan(
+        job(workload("next", queue="team"), seq=5), snapshot, first.usage
+    )
+    assert planned.placement == {"b": 1}
+    assert planned.costs == {"b": Decimal("0.025")}
+    verdicts = {v.cluster: v for v in planned.verdicts}
+    assert verdicts["a"].reasons == [
+        "costs 0.1050/h, more than the 0.0950 USD/h left in queue team's budget"
+    ]
+    assert verdicts["b"].selected
