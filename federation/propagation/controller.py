@@ -346,7 +346,12 @@ class Propagator:
             ns, _, name = rest.partition("/")
             return await self.quotas.sync(ns, name)
         ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{rest}")
-        return await self.sync.sync(ref)
+        delay = await self.sync.sync(ref)
+        if ref.namespace in self.sync.holding:
+            # Its Namespace waits on copies like this one's to leave first (`converge`).
+            namespace = objects.namespace_workload(ref.namespace)
+            self.queue.add(status_mod.workload_item(namespace))
+        return delay
 
     @property
     def pending(self) -> int:

@@ -15,9 +15,15 @@ after a restart.
                                      nothing to do (a finished job's deleted copy: nothing)
                                    otherwise apply (Abort/Overwrite), record the outcome
     each other Work:      delete the member copy (release it, when the template went
-                          under preserveResourcesOnDeletion), then the Work
+                          under preserveResourcesOnDeletion), then the Work; a
+                          Namespace's only once no workload in it has a Work there
     each other copy a watch shows (no Work records it: a deposed leader's late apply):
                           delete it, if still ours
+
+Why a Namespace leaves a member last: deleting it there deletes every copy in it, and
+each of those whose template is still here would be applied again, a Job from the start.
+So its copy stays while a workload of the namespace has a Work on that member; once each
+is removed, the Namespace is looked at again and goes.
 
 Why the Work is written after the apply: a crash between the two leaves an object in the
 member without a Work, which the next pass re-applies (it carries our labels, so `Abort`
@@ -39,7 +45,7 @@ from federation.propagation import informer, overrides, render
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
-from federation.registry import codec, events, keys
+from federation.registry import codec, events, keys, objects
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
@@ -181,6 +187,9 @@ class WorkloadSync:
         self.written = self.records.written
         self.epoch = 0
         """Bumped on every policy change: rendered manifests older than it are stale."""
+        self.holding: set[str] = set()
+        """Namespaces whose Namespace keeps a copy on a member only for the copies of
+        workloads in it still there (`_occupied`): looked at again after each of theirs."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
 
     # -- inputs ------------------------------------------------------------------------------
@@ -229,6 +238,16 @@ class WorkloadSync:
             targets
         )
         return workload, stored, targets, evicting
+
+    def _occupied(self, namespace: str, cluster: str) -> bool:
+        """Whether a workload of `namespace` still has a Work on `cluster`: a copy there,
+        or one being removed (its Work goes once the copy has)."""
+        mine = f"{namespace}/"  # a string test over what this process wrote: cheap
+        return any(
+            cluster in per_cluster
+            for ref_text, per_cluster in self.works.items()
+            if ref_text.startswith(mine)
+        )
 
     def _unready(self, names: Iterable[str]) -> set[str]:
         """Those of `names` that are not Ready (`status.not_ready`)."""
@@ -281,19 +300,8 @@ class WorkloadSync:
                 old = existing.get(target.name)
                 if work is not None and (old is None or old.obj != work):
                     writes.append((target.name, old, work))
-        for name in sorted(set(existing) - set(targets) - evicting - replaced):
-            if workload is None and existing[name].obj.spec.preserve_on_deletion:
-                # The template was deleted under a policy that preserves its copies
-                # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
-                delay = await self._remove(ref, name, existing, release=True)
-                if delay is None:
-                    why = f"released on {name}: kept there without fedctl's labels"
-                    said.append(self._event(ref, "Released", why, cluster=name))
-            else:
-                delay = await self._remove(ref, name, existing)
-                if delay is None:
-                    said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
-            delays.append(delay)
+        gone = sorted(set(existing) - set(targets) - evicting - replaced)
+        delays += await self._leave(ref, gone, existing, said, deleted=workload is None)
         kept = set(existing) | set(targets) | evicting | replaced
         for name, copy in sorted(self.watches.copies(ref).items()):
             # A namespace is left, as garbage collection leaves it: others' objects may
@@ -318,6 +326,48 @@ class WorkloadSync:
             self.works.pop(str(ref), None)
         pending = [d for d in delays if d is not None]
         return min(pending) if pending else None
+
+    async def _leave(
+        self,
+        ref: keys.WorkloadRef,
+        names: Iterable[str],
+        existing: dict[str, codec.Stored[Work]],
+        said: list[Callable[[], Event]],
+        *,
+        deleted: bool,
+    ) -> list[float | None]:
+        """Take the copies on the members `names` no longer targeted off them (`deleted`:
+        the template is gone); a delay to try again after for each."""
+        namespace = objects.namespace_of(ref)
+        delays: list[float | None] = []
+        held: list[str] = []
+        for name in names:
+            if deleted and existing[name].obj.spec.preserve_on_deletion:
+                # The template was deleted under a policy that preserves its copies
+                # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
+                delay = await self._remove(ref, name, existing, release=True)
+                if delay is None:
+                    why = f"released on {name}: kept there without fedctl's labels"
+                    said.append(self._event(ref, "Released", why, cluster=name))
+            elif namespace is not None and self._occupied(namespace, name):
+                # Deleting it there would delete the copies still in it, and their
+                # templates, still here, would be applied again: a Job would run from the
+                # start. It goes once they have (a cut-off cascade, a policy that no
+                # longer sends the namespace there while it sends its workloads).
+                held.append(name)
+                delay = _RETRY
+            else:
+                delay = await self._remove(ref, name, existing)
+                if delay is None:
+                    said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
+            delays.append(delay)
+        if namespace is not None:
+            if held:
+                log.info("%s: kept on %s while workloads in it have copies there", ref, held)
+                self.holding.add(namespace)
+            else:
+                self.holding.discard(namespace)
+        return delays
 
     def _render(
         self,

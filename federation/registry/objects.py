@@ -31,6 +31,8 @@ __all__ = [
     "Resource",
     "key_for",
     "list_prefix",
+    "namespace_of",
+    "namespace_workload",
     "resource_for_kind",
     "resource_named",
     "with_revision",
@@ -103,6 +105,26 @@ def workload_ref(obj: Workload) -> keys.WorkloadRef:
         kind=keys.kind_segment(obj.api_version, obj.kind),
         name=obj.metadata.name,
     )
+
+
+NAMESPACE_KIND = "Namespace"
+"""The kind segment of a v1 Namespace workload (core group: no `.group` suffix)."""
+
+
+def namespace_of(ref: keys.WorkloadRef) -> str | None:
+    """The namespace a workload is, when it is a v1 Namespace; None for any other.
+
+    A Namespace template is cluster-scoped (`_`) but stands for the namespace it names:
+    deleting it deletes what the federation holds there, a tenant of that namespace may
+    manage it, and a member's copy holds the copies of every workload in it."""
+    if ref.namespace == keys.CLUSTER_SCOPE and ref.kind == NAMESPACE_KIND:
+        return ref.name
+    return None
+
+
+def namespace_workload(name: str) -> keys.WorkloadRef:
+    """The registry identity of the Namespace template for namespace `name`."""
+    return keys.WorkloadRef(keys.CLUSTER_SCOPE, NAMESPACE_KIND, name)
 
 
 def key_for(obj: KubeObject) -> str:

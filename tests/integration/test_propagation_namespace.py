@@ -1,0 +1,124 @@
+"""A federated Namespace and the copies in it: real etcd, simulated members, a propagator.
+
+A member's copy of a Namespace holds the copies of every workload in it, so deleting it
+there deletes them all. The propagator deleted it as soon as the Namespace template went,
+and applied again each copy whose template was still in the registry: every running Job
+started over. Now the member's namespace goes last, once no copy in it is wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from federation.registry import embedded, keys
+from policies.models.workload import Workload
+from tests.integration.test_propagation_support import (
+    Federation,
+    ref_of,
+    started_federation,
+)
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+MEMBER = "us-east-cpu"
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
+        yield federation
+
+
+def namespace(name: str, uid: str | None = None) -> Workload:
+    meta = {"name": name, **({"uid": uid} if uid else {})}
+    return Workload.model_validate({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+
+
+def long_job(name: str, namespace: str) -> Workload:
+    """A Job that runs for an hour of simulated time (over a minute of the test's)."""
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"sim.fedctl.io/duration": "1h"}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "resources": {"requests": {"cpu": "100m"}},
+                            }
+                        ],
+                    },
+                }
+            },
+        }
+    )
+
+
+async def placed(fed: Federation, *workloads: Workload) -> None:
+    for workload in workloads:
+        await fed.put(workload)
+        await fed.bind(workload, {MEMBER: (1, None)})
+
+
+async def copy_uid(fed: Federation, api_version: str, kind: str, ns: str | None, name: str) -> Any:
+    """The uid of the member's copy, None when there is none."""
+    got = await fed.member_object(MEMBER, api_version, kind, ns, name)
+    return got["metadata"]["uid"] if got else None
+
+
+async def running(fed: Federation, name: str, ns: str) -> Any:
+    """The uid of the member's Job `name` once a pod of it runs there."""
+    got = await fed.member_object(MEMBER, "batch/v1", "Job", ns, name)
+    active = ((got or {}).get("status") or {}).get("active")
+    return got["metadata"]["uid"] if got and active else None
+
+
+async def test_a_namespace_template_gone_while_its_workloads_stay_keeps_their_copies_running(
+    fed: Federation,
+) -> None:
+    """The Namespace template deleted alone while a Job in it is still in the registry (a
+    policy that no longer sends the namespace where its workloads go; a registry written
+    by an older release): the member keeps the namespace, and the Job runs on untouched.
+    The namespace leaves the member once the Job's copy has."""
+    hh, train = namespace("hh"), long_job("train", "hh")
+    await placed(fed, hh, train)
+    propagator = fed.start()
+    job_uid = await wait_for(lambda: running(fed, "train", "hh"), timeout=20, message="running")
+    ns_uid = await wait_for(
+        lambda: copy_uid(fed, "v1", "Namespace", None, "hh"), timeout=15, message="hh there"
+    )
+    applied = propagator.applier.applied
+    await fed.delete(hh)
+    gone = keys.workload_key(ref_of(hh))
+    await wait_for(
+        lambda: gone not in propagator.workloads.items and propagator.pending == 0,
+        timeout=15,
+        message="the Namespace's deletion seen and worked on",
+    )
+    assert await copy_uid(fed, "v1", "Namespace", None, "hh") == ns_uid
+    assert await copy_uid(fed, "batch/v1", "Job", "hh", "train") == job_uid
+    assert propagator.applier.applied == applied
+    assert propagator.sync.holding == {"hh"}
+
+    await fed.delete(train)
+
+    async def namespace_gone() -> bool:
+        return await copy_uid(fed, "v1", "Namespace", None, "hh") is None
+
+    await wait_for(namespace_gone, timeout=20, message="hh gone from the member after train")
+    assert await copy_uid(fed, "batch/v1", "Job", "hh", "train") is None
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
+    assert (await fed.works.list(keys.prefix("works"))).items == []
+    assert propagator.sync.holding == set()
+    assert propagator.applier.applied == applied
