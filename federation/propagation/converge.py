@@ -262,6 +262,7 @@ class WorkloadSync:
         """Converge one workload; returns a delay to try again after, or None when done."""
         workload, stored, targets, evicting = self.wanted(ref)
         existing = self.works.setdefault(str(ref), {})
+        namespace = objects.namespace_of(ref)
         delays: list[float | None] = []
         writes: list[tuple[str, codec.Stored[Work] | None, Work]] = []
         said: list[Callable[[], Event]] = []
@@ -281,7 +282,10 @@ class WorkloadSync:
                 "events": said,
                 "uid": workload.metadata.uid,
             }
-            replaced = targets.keys() & _others(existing, workload.metadata.uid)
+            # A Namespace is not replaced but applied over: removing its copy would take
+            # every copy in it along, and a Namespace, unlike a Job, can be updated.
+            others = set() if namespace else _others(existing, workload.metadata.uid)
+            replaced = targets.keys() & others
             for name in sorted(replaced):
                 # A copy of an object deleted and created again under this name (a Job
                 # is immutable and finished there: applying over it would run nothing):

@@ -18,6 +18,7 @@ from federation.registry import embedded, keys
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     Federation,
+    deployment,
     ref_of,
     started_federation,
 )
@@ -122,3 +123,29 @@ async def test_a_namespace_template_gone_while_its_workloads_stay_keeps_their_co
     assert (await fed.works.list(keys.prefix("works"))).items == []
     assert propagator.sync.holding == set()
     assert propagator.applier.applied == applied
+
+
+async def test_a_namespace_created_again_is_applied_over_not_deleted_with_what_it_holds(
+    fed: Federation,
+) -> None:
+    """A Namespace deleted and created again under its name (a new uid) while a service
+    in it runs: a Job's copy is replaced (deleted, then created), but deleting a
+    namespace's copy deletes everything in it, so the new Namespace adopts the copy."""
+    web = deployment("web", 1, namespace="hh")
+    await placed(fed, namespace("hh", uid="ns-1"), web)
+    propagator = fed.start()
+    web_uid = await wait_for(
+        lambda: copy_uid(fed, "apps/v1", "Deployment", "hh", "web"), timeout=15, message="web"
+    )
+    ns_uid = await copy_uid(fed, "v1", "Namespace", None, "hh")
+    await fed.put(namespace("hh", uid="ns-2"))
+    work_key = keys.work_key(MEMBER, ref_of(namespace("hh")))
+
+    async def adopted() -> bool:
+        work = await fed.works.get(work_key)
+        return work is not None and work.obj.spec.workload.uid == "ns-2"
+
+    await wait_for(adopted, timeout=15, message="the Namespace's Work for the new object")
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
+    assert await copy_uid(fed, "v1", "Namespace", None, "hh") == ns_uid
+    assert await copy_uid(fed, "apps/v1", "Deployment", "hh", "web") == web_uid
