@@ -11,7 +11,8 @@ The rules, kept small so they can be read in one sitting:
     tenant (a group `tenant:NS`, or a group mapped to namespaces in the tokens file)
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
                         any namespaced resource in its own namespaces
-        write           workloads, propagation and override policies in its own namespaces
+        write           workloads, propagation and override policies in its own namespaces;
+                        the Namespace template of one of them, which is that namespace's
         status views    (/apis/status.fedctl.io) workloads and their costs in its own
                         namespaces only: the list is cut to them, naming another
                         namespace is 403;
@@ -45,8 +46,8 @@ from ruamel.yaml.error import YAMLError
 
 from federation import errors
 from federation.api import status
+from federation.registry import keys
 from federation.registry import objects as reg_objects
-from policies.models.base import KubeObject
 
 __all__ = ["PRINCIPAL", "Authenticator", "Principal", "TokenTable", "token_id"]
 
@@ -254,17 +255,21 @@ class Authenticator:
             res = reg_objects.resource_named(info.get("plural", ""))
         except errors.Invalid:
             return f"may not use {path}"
-        return _tenant_rule(
-            who, plural=res.plural, namespaced=res.namespaced, ns=info.get("ns"), method=method
-        )
+        ns = info.get("ns")
+        if res.plural == "workloads" and ns and info.get("kind") and info.get("name"):
+            # A Namespace template is its namespace's (`namespace_of`): its tenant may
+            # read, write and delete it.
+            ref = keys.WorkloadRef(ns, info["kind"], info["name"])
+            ns = reg_objects.namespace_of(ref) or ns
+        return _tenant_rule(who, plural=res.plural, namespaced=res.namespaced, ns=ns, method=method)
 
-    def admit(self, request: web.Request, obj: KubeObject) -> None:
-        """Raise 403 unless the caller may write `obj` (each document of an apply)."""
+    def admit(self, request: web.Request, res: reg_objects.Resource, ns: str | None) -> None:
+        """Raise 403 unless the caller may write objects of `res` in namespace `ns` (None:
+        cluster-scoped; `reg_objects.access_namespace` says which an object needs): each
+        document of an apply."""
         who = request.get(PRINCIPAL)
         if who is None or who.is_admin:
             return
-        res = reg_objects.resource_for_kind(obj)
-        ns = (obj.metadata.namespace or "default") if res.namespaced else None
         denied = _tenant_rule(
             who, plural=res.plural, namespaced=res.namespaced, ns=ns, method="PUT"
         )

@@ -61,8 +61,9 @@ API_PREFIX = "/apis/fedctl.io/v1alpha1"
 _SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
 REDACTED = "<redacted>"
 
-Admit = Callable[[web.Request, KubeObject], None]
-"""Raises (e.g. 403) unless the caller may write the object; checked per apply document."""
+Admit = Callable[[web.Request, objects.Resource, str | None], None]
+"""Raises (e.g. 403) unless the caller may write objects of the resource in the namespace
+(None: cluster-scoped); checked per apply document."""
 
 
 _READS = 64
@@ -433,8 +434,8 @@ class ObjectsApi:
         with a quarter of them stored, and the client could not tell which."""
         models = [self._placed(request, m) for m in await self._body(request)]
         if self.admit is not None:
-            for obj in models:
-                self.admit(request, obj)  # every document is allowed before any is stored
+            for obj in models:  # every document is allowed before any is stored
+                self.admit(request, objects.resource_for_kind(obj), objects.access_namespace(obj))
         await self._check_queue_tree(models)
         given: dict[str, KubeObject] = {}
         for obj in models:  # every clash refused before anything is written

@@ -29,6 +29,7 @@ __all__ = [
     "RESOURCES",
     "ObjectCodec",
     "Resource",
+    "access_namespace",
     "key_for",
     "list_prefix",
     "namespace_of",
@@ -125,6 +126,19 @@ def namespace_of(ref: keys.WorkloadRef) -> str | None:
 def namespace_workload(name: str) -> keys.WorkloadRef:
     """The registry identity of the Namespace template for namespace `name`."""
     return keys.WorkloadRef(keys.CLUSTER_SCOPE, NAMESPACE_KIND, name)
+
+
+def access_namespace(obj: KubeObject) -> str | None:
+    """The namespace whose rights a write of `obj` needs (`auth.py`'s tenant rules): its
+    own for a namespaced object, the one it names for a Namespace, `_` for any other
+    cluster-scoped workload (a ClusterRole: no tenant's), None for a cluster-scoped
+    resource (a Cluster, a Queue)."""
+    if isinstance(obj, Workload):
+        ref = workload_ref(obj)
+        return namespace_of(ref) or ref.namespace
+    if resource_for_kind(obj).namespaced:
+        return obj.metadata.namespace or "default"
+    return None
 
 
 def key_for(obj: KubeObject) -> str:

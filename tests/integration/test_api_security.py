@@ -232,6 +232,35 @@ async def test_tenant_manages_its_namespace_and_reads_clusters_without_credentia
     assert code == 200 and MEMBER_SECRET not in json.dumps(listed)
 
 
+async def test_a_tenant_applies_and_reads_the_namespace_of_its_namespace_only(
+    api: Client,
+) -> None:
+    """A Namespace template is cluster-scoped (`_` in its key) but is the namespace it
+    names: judged as `default`, a tenant of `default` could create any Namespace, and no
+    tenant its own."""
+
+    def namespace(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+    code, applied, _ = await api.call(
+        "POST", f"{API}/apply", {"items": [namespace("ml-research")]}, token=TENANT
+    )
+    assert code == 200 and applied["results"][0]["result"] == "created", applied
+    path = f"{API}/namespaces/_/workloads/Namespace"
+    assert (await api.call("GET", f"{path}/ml-research", token=TENANT))[0] == 200
+    code, status, _ = await api.call(
+        "POST", f"{API}/apply", {"items": [namespace("web")]}, token=TENANT
+    )
+    assert code == 403 and status["message"] == "user 'mia' has no access to namespace 'web'"
+    clusterrole = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "ml-research"},
+    }
+    code, status, _ = await api.call("POST", f"{API}/apply", {"items": [clusterrole]}, token=TENANT)
+    assert code == 403 and "no access to namespace '_'" in status["message"], status
+
+
 async def test_oversized_body_is_413(api: Client) -> None:
     code, status, _ = await api.call("POST", f"{API}/clusters", raw="x" * (100 * 1024))
     assert code == 413 and status["reason"] == "RequestEntityTooLarge"
