@@ -13,6 +13,8 @@ The rules, kept small so they can be read in one sitting:
                         any namespaced resource in its own namespaces
         write           workloads, propagation and override policies in its own namespaces;
                         the Namespace template of one of them, which is that namespace's
+                        (deleting it deletes what the namespace holds: refused whole if
+                        that includes anything the tenant may not write, such as a quota)
         status views    (/apis/status.fedctl.io) workloads and their costs in its own
                         namespaces only: the list is cut to them, naming another
                         namespace is 403;
@@ -258,7 +260,7 @@ class Authenticator:
         ns = info.get("ns")
         if res.plural == "workloads" and ns and info.get("kind") and info.get("name"):
             # A Namespace template is its namespace's (`namespace_of`): its tenant may
-            # read, write and delete it.
+            # read and delete it, and with it what it holds, if it may write that too.
             ref = keys.WorkloadRef(ns, info["kind"], info["name"])
             ns = reg_objects.namespace_of(ref) or ns
         return _tenant_rule(who, plural=res.plural, namespaced=res.namespaced, ns=ns, method=method)
@@ -266,7 +268,7 @@ class Authenticator:
     def admit(self, request: web.Request, res: reg_objects.Resource, ns: str | None) -> None:
         """Raise 403 unless the caller may write objects of `res` in namespace `ns` (None:
         cluster-scoped; `reg_objects.access_namespace` says which an object needs): each
-        document of an apply."""
+        document of an apply, and each resource a Namespace's deletion takes with it."""
         who = request.get(PRINCIPAL)
         if who is None or who.is_admin:
             return

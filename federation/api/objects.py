@@ -26,7 +26,9 @@ import datetime as dt
 import json
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -63,7 +65,8 @@ REDACTED = "<redacted>"
 
 Admit = Callable[[web.Request, objects.Resource, str | None], None]
 """Raises (e.g. 403) unless the caller may write objects of the resource in the namespace
-(None: cluster-scoped); checked per apply document."""
+(None: cluster-scoped); checked per apply document, and per resource a Namespace's
+deletion takes with it."""
 
 
 _READS = 64
@@ -374,13 +377,17 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
+        since = request.query.get("resourceVersion")
+        dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
+        if res.plural == "workloads":
+            namespace = objects.namespace_of(keys.parse_workload_key(key))
+            if namespace is not None:
+                return await self._delete_namespace(request, key, namespace, since=since, dry=dry)
         warnings: list[str] = []
         if res.plural == "queues":
             await self._check_queue_tree([], removed=request.match_info["name"])
             in_use = await self._queue_in_use(request.match_info["name"])
             warnings += [in_use] if in_use else []
-        since = request.query.get("resourceVersion")
-        dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
         current = await self.objects.get(key) if res.plural in _PLACING or dry else None
         if dry:
             if current is None or (since and str(current.revision) != since):
@@ -395,6 +402,91 @@ class ObjectsApi:
         return web.json_response(
             {"apiVersion": "v1", "kind": "Status", "status": "Success"}, headers=headers
         )
+
+    async def _delete_namespace(
+        self, request: web.Request, key: str, namespace: str, *, since: str | None, dry: bool
+    ) -> web.Response:
+        """Delete the Namespace template at `key` and what the federation holds in that
+        namespace: its workload templates and namespaced policies (`_held`), as the
+        Kubernetes namespace controller does in Karmada's control plane. The copies then
+        leave the members as any deleted workload's do, each by its own Work.
+
+        Deleting the template alone deleted the namespace in every member, and with it
+        every copy there, while their templates stayed: the propagator applied them all
+        again and each Job ran from the start.
+
+        Why the Namespace goes last, after what it holds, in transactions of at most
+        `_WRITES` deletions: a namespace holds more than one transaction takes, and a
+        cascade cut off midway (the registry lost, the request timed out) must leave the
+        Namespace in place, so the members keep it and the copies of what is left keep
+        running untouched, and deleting it again finishes the job. Workloads go before
+        the policies, so no OverridePolicy removed first re-renders and restarts a copy
+        about to be deleted, and no quota removed first admits work about to go.
+
+        The caller must be allowed to write each kind of object the namespace holds
+        (`admit`): a tenant deletes its own namespace, but not one holding its
+        FederatedResourceQuota, which it may not remove. Refused whole, before anything
+        is deleted. A dry run checks the same and says what would go with it."""
+        if namespace in _IMMORTAL:
+            raise web.HTTPForbidden(
+                text=f"namespace {namespace} may not be deleted: Kubernetes keeps it in every"
+                " cluster, and deleting it here would delete every workload and policy in it"
+            )
+        current = await self.objects.get(key)
+        if current is None:
+            raise errors.NotFound(f'namespaces "{namespace}"')
+        if since and str(current.revision) != since:
+            raise errors.Conflict(key, expected=int(since), current=current.revision)
+        held = await self._held(namespace)
+        if self.admit is not None:
+            for res in dict.fromkeys(h.resource for h in held):
+                try:
+                    self.admit(request, res, namespace)
+                except web.HTTPForbidden as exc:
+                    mine = [h for h in held if h.resource == res]
+                    raise web.HTTPForbidden(
+                        text=f"{exc.text}: namespace {namespace} holds {_listed(mine)}, which"
+                        " deleting it would delete; nothing was deleted"
+                    ) from exc
+        if not dry:
+            ops: list[st.Op] = [st.Delete(h.key) for h in held]
+            ops.append(st.Delete(key, revision=int(since) if since else None))
+            done = 0
+            for batch in st.batches(ops, lambda op: op, most=_WRITES):
+                try:
+                    await self.raw.commit(batch)
+                except errors.Unavailable as exc:
+                    raise errors.Unavailable(
+                        f"namespace {namespace}: {done} of the {len(held)} objects it holds"
+                        f" deleted when the registry failed ({exc}); the namespace stays"
+                        " until they are all gone: delete it again to finish"
+                    ) from exc
+                done += len(batch)
+        headers = CIMultiDict[str]()
+        if held:
+            verb = "would be deleted" if dry else "deleted"
+            headers.add("Warning", _warning(f"{verb} with namespace {namespace}: {_listed(held)}"))
+        return web.json_response(
+            {
+                "apiVersion": "v1",
+                "kind": "Status",
+                "status": "Success",
+                "details": {"name": namespace, "kind": "namespaces", "held": _counts(held)},
+            },
+            headers=headers,
+        )
+
+    async def _held(self, namespace: str) -> list[_Held]:
+        """What the federation holds in `namespace`, in the order deleting it goes
+        (`_HELD`), read by key: an object stored that no longer reads goes too."""
+        found: list[_Held] = []
+        for res in _HELD:
+            listed = await self.raw.list(objects.list_prefix(res, namespace))
+            for kv in listed.items:
+                workload = res.plural == "workloads"
+                kind = keys.parse_workload_key(kv.key).kind if workload else res.kind
+                found.append(_Held(res, kv.key, kind, kv.key.rpartition("/")[2]))
+        return found
 
     async def _queue_in_use(self, name: str) -> str | None:
         """What deleting queue `name` leaves behind, as a warning (Kubernetes' `Warning`
@@ -644,6 +736,45 @@ class ObjectsApi:
                 ],
             }
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """An object a namespace holds: its resource, key, kind (`Kind.group` for a workload,
+    as `get workloads` prints it) and name."""
+
+    resource: objects.Resource
+    key: str
+    kind: str
+    name: str
+
+
+_HELD = (
+    objects.resource_named("workloads"),
+    *(r for r in objects.RESOURCES if r.namespaced and not r.readonly and r.plural != "workloads"),
+)
+"""What deleting a Namespace deletes, in order: its workloads, then every user-written
+namespaced kind (PropagationPolicy, OverridePolicy, FederatedResourceQuota). Bindings,
+statuses and Works are their controllers' to remove; events expire."""
+
+_IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces the Kubernetes API server refuses to delete: every member keeps them."""
+
+_NAMED = 5
+"""Objects named in a note; the rest are counted (as the claim notes do)."""
+
+
+def _counts(held: Sequence[_Held]) -> dict[str, int]:
+    """How many of each kind, in the order deleting them goes."""
+    return dict(Counter(h.kind for h in held))
+
+
+def _listed(held: Sequence[_Held]) -> str:
+    """`8 Deployment.apps, 1 PropagationPolicy (Deployment.apps web-0, ... and 4 more)`."""
+    counts = ", ".join(f"{n} {kind}" for kind, n in _counts(held).items())
+    names = ", ".join(f"{h.kind} {h.name}" for h in held[:_NAMED])
+    more = f" and {len(held) - _NAMED} more" if len(held) > _NAMED else ""
+    return f"{counts} ({names}{more})"
 
 
 _CLUSTERS = objects.resource_named("clusters")

@@ -23,7 +23,8 @@ after a restart.
 Why a Namespace leaves a member last: deleting it there deletes every copy in it, and
 each of those whose template is still here would be applied again, a Job from the start.
 So its copy stays while a workload of the namespace has a Work on that member; once each
-is removed, the Namespace is looked at again and goes.
+is removed (a deleted Namespace's templates go with it, `ObjectsApi._delete_namespace`),
+the Namespace is looked at again and goes.
 
 Why the Work is written after the apply: a crash between the two leaves an object in the
 member without a Work, which the next pass re-applies (it carries our labels, so `Abort`

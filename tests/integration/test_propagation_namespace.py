@@ -3,7 +3,8 @@
 A member's copy of a Namespace holds the copies of every workload in it, so deleting it
 there deletes them all. The propagator deleted it as soon as the Namespace template went,
 and applied again each copy whose template was still in the registry: every running Job
-started over. Now the member's namespace goes last, once no copy in it is wanted.
+started over. Now deleting the Namespace through the API deletes what it holds, the
+copies leave their members one by one, and the member's namespace goes last.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from federation.registry import embedded, keys
+from federation.api import app as api_app
+from federation.registry import codec, embedded, keys
+from policies.models.work import Event
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     Federation,
@@ -22,6 +25,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
+from tests.serving import fedctl, serving
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -83,6 +87,41 @@ async def running(fed: Federation, name: str, ns: str) -> Any:
     got = await fed.member_object(MEMBER, "batch/v1", "Job", ns, name)
     active = ((got or {}).get("status") or {}).get("active")
     return got["metadata"]["uid"] if got and active else None
+
+
+async def events(fed: Federation) -> list[str]:
+    listed = await codec.TypedStore(fed.store, codec.Codec(Event)).list(keys.prefix("events"))
+    return [f"{item.obj.object}: {item.obj.message}" for item in listed.items]
+
+
+async def test_deleting_a_namespace_deletes_its_running_job_in_the_member_and_runs_it_no_more(
+    fed: Federation,
+) -> None:
+    """The user's `fedctl delete namespace hh`: the Job running in hh is deleted from its
+    member with the Deployment beside it, nothing is applied again, then the namespace
+    leaves the member and nothing of hh is left in the registry."""
+    hh, train, web = namespace("hh"), long_job("train", "hh"), deployment("web", 1, namespace="hh")
+    await placed(fed, hh, train, web)
+    propagator = fed.start()
+    await wait_for(lambda: running(fed, "train", "hh"), timeout=20, message="train running")
+    await wait_for(
+        lambda: copy_uid(fed, "v1", "Namespace", None, "hh"), timeout=15, message="hh there"
+    )
+    applied = propagator.applier.applied
+    async with serving(api_app.build_app(fed.store)) as server:
+        assert await fedctl(server, "delete", "namespace", "hh") == 0
+
+    async def settled() -> bool:
+        left = (await fed.works.list(keys.prefix("works"))).items
+        return not left and propagator.pending == 0
+
+    await wait_for(settled, timeout=20, message="every Work of hh removed")
+    assert await copy_uid(fed, "batch/v1", "Job", "hh", "train") is None
+    assert await copy_uid(fed, "apps/v1", "Deployment", "hh", "web") is None
+    assert await copy_uid(fed, "v1", "Namespace", None, "hh") is None
+    assert propagator.applier.applied == applied, "nothing was applied again"
+    assert not [e for e in await events(fed) if "applied again" in e]
+    assert (await fed.objects.list(keys.prefix("workloads"))).items == []
 
 
 async def test_a_namespace_template_gone_while_its_workloads_stay_keeps_their_copies_running(
