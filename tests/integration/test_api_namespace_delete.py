@@ -4,13 +4,14 @@ namespaced policies, never another namespace's objects nor cluster-scoped ones.
 
 Before, only the Namespace template went: the namespace was deleted in every member with
 every copy in it, the templates stayed, and the propagator applied them all again (each
-Job from the start). The real API over an in-memory registry.
+Job from the start). The real API over an in-memory registry; the CLI is `main.main`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -22,7 +23,7 @@ from federation.api import auth
 from federation.registry import keys
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
-from tests.serving import serving
+from tests.serving import fedctl, serving
 
 pytestmark = pytest.mark.integration
 
@@ -186,6 +187,66 @@ async def test_a_dry_run_says_what_would_go_and_the_delete_takes_exactly_that(
     assert await stored(store) == before - gone, "other namespaces and the CPP stay"
     code, status, _ = await api.call("DELETE", f"{NAMESPACE_PATH}/hh")
     assert code == 404 and 'namespaces "hh"' in status["message"], status
+
+
+async def test_the_cli_dry_run_names_what_goes_with_the_namespace(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with serving(api_app.build_app(store)) as server, aiohttp.ClientSession() as session:
+        await Client(server, session).apply(team("hh"))
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "namespace", "hh", "--dry-run") == 0
+        out, err = capsys.readouterr()
+        assert out == "namespace/hh deleted (server dry run)\n"
+        assert err.startswith(
+            "Warning: would be deleted with namespace hh: 8 Deployment.apps, 8 Job.batch,"
+            " 1 PropagationPolicy, 1 OverridePolicy, 1 FederatedResourceQuota"
+            " (Deployment.apps web-0,"
+        ), err
+        assert len(await stored(store)) == 20
+        assert await fedctl(server, "delete", "ns", "hh") == 0
+        assert await stored(store) == set()
+        assert await fedctl(server, "delete", "namespace", "hh") == 1
+        assert 'namespaces "hh"' in capsys.readouterr().err
+
+
+async def test_a_tenant_deletes_its_namespace_from_the_cli(
+    store: MemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workload view shows a tenant what is in its namespaces, not the Namespace
+    that is one of them: the CLI addresses a Namespace by its name, not through it."""
+    authn = auth.Authenticator(auth.TokenTable.from_yaml(TOKENS))
+    async with (
+        serving(api_app.build_app(store, auth=authn)) as server,
+        aiohttp.ClientSession() as session,
+    ):
+        await Client(server, session).apply(team("hh", quota=False))
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "namespace", "hh", "--token", TENANT) == 0
+        assert capsys.readouterr().out == "namespace/hh deleted\n"
+        assert await stored(store) == set()
+
+
+async def test_delete_of_files_holding_a_namespace_and_its_objects_deletes_each_once(
+    store: MemoryStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fedctl delete -f ns.yaml -f work.yaml`, the Namespace first: deleted at once
+    with the rest, it took them along and each was then reported not found (exit 1).
+    The Namespace goes last, and each object is reported deleted once."""
+    docs = team("hh", quota=False)
+    (tmp_path / "ns.yaml").write_text(json.dumps(docs[0]))
+    work = "\n---\n".join(json.dumps(d) for d in docs[1:])
+    (tmp_path / "work.yaml").write_text(work)
+    files = ["-f", str(tmp_path / "ns.yaml"), "-f", str(tmp_path / "work.yaml")]
+    async with serving(api_app.build_app(store)) as server, aiohttp.ClientSession() as session:
+        await Client(server, session).apply(docs)
+        capsys.readouterr()
+        assert await fedctl(server, "delete", *files) == 0
+        out, err = capsys.readouterr()
+        assert "not found" not in err, err
+        lines = out.splitlines()
+        assert len(lines) == len(docs) and lines[-1] == "namespace/hh deleted", lines
+        assert await stored(store) == set()
 
 
 class _CutOff(MemoryStore):
