@@ -150,7 +150,15 @@ def openapi_document() -> dict[str, Any]:
         if not res.readonly:
             ops["post"] = _op(f"create a {res.kind}")
             item_ops["put"] = _op(f"replace a {res.kind}; metadata.resourceVersion makes it CAS")
-            item_ops["delete"] = _op(f"delete a {res.kind}")
+            item_ops["delete"] = _op(
+                f"delete a {res.kind}"
+                + (
+                    "; a v1 Namespace (namespaces/_/workloads/Namespace/NAME) with every"
+                    " workload and policy in that namespace (?dryRun=All says which)"
+                    if res.plural == "workloads"
+                    else ""
+                )
+            )
         paths[scope] = ops
         paths[item] = item_ops
     paths[base + "/apply"] = {
