@@ -13,9 +13,11 @@ timelines, without a registry or a clock:
                 never was
     affected    workloads on the member at the start that left it, or were lost or left
                 Pending; work that stayed there (it tolerates the fault, or the member was
-                never NoExecute) or had finished is listed with that outcome, not counted
-    lost        affected workloads with no Binding at the end, or neither healthy
-                anywhere nor Pending with a reason (must be 0)
+                never NoExecute), had finished or was deleted by its owner is listed with
+                that outcome, not counted
+    lost        affected workloads with no Binding at the end though their template is
+                still there, or neither healthy anywhere nor Pending with a reason (must
+                be 0)
     double-run  a batch workload running in two members in the same sample (must be 0)
     shortfall   affected workloads that found no new placement: still Pending at the end,
                 or Pending until the member came back, each with the scheduler's reason
@@ -24,6 +26,10 @@ Why "re-placed" asks for a Scheduled Binding and not only one without the member
 takes the member out of the Binding at once, and a workload the scheduler then cannot place
 (three regions needed, two left) waits Pending with the copies it kept. Its replicas went
 nowhere; read as re-placed, a drill reported it recovered with no shortfall.
+
+Why a workload whose template is gone at the end is "deleted during the drill" and not
+lost: its Binding goes with it, and a drill that counted that as a loss failed (exit 1, no
+RTO) because a user ran `fedctl delete` while it held the fault. Failover lost nothing.
 
 Why the live counters (`k/n` as the drill runs, the dashboard's curve) count only work that
 must move: a Namespace is never evicted and a finished job is never moved, so counting them
@@ -83,6 +89,13 @@ class Sample:
     no_execute: bool = False
     """The member carried a NoExecute taint (failover's or the drill's): work that does not
     tolerate it was due to leave."""
+    templates: frozenset[str] | None = None
+    """The workloads whose template (the object the user applied) exists; None when not
+    read (a made-up timeline), taken as every one. A workload without one was deleted by
+    its owner, whatever is left of its Binding."""
+
+    def deleted(self, workload: str) -> bool:
+        return self.templates is not None and workload not in self.templates
 
 
 _RECOVERED = "recovered"
@@ -96,7 +109,8 @@ _RETURNED = "back on the member, not healthy yet"
 _RETURNED_HEALTHY = "back on the member, healthy"
 _LOST_BINDING = "lost: Binding gone"
 _LOST_HEALTH = "lost: healthy nowhere"
-_UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED})
+_DELETED = "deleted during the drill"
+_UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED, _DELETED})
 """Outcomes of work the fault did not touch: listed in the report, not counted as affected."""
 _SHORT = frozenset({_PENDING, _PENDING_UNTIL_BACK})
 """Outcomes of work that found no new placement: the shortfall."""
@@ -253,13 +267,14 @@ def must_move(sample: Sample, cluster: str) -> list[str]:
 
 def recovered(samples: list[Sample], cluster: str) -> bool:
     """Every workload that was on `cluster` at the start is whole again (Scheduled and
-    healthy on each of its targets) or has finished: nothing is left that a drill still
-    waits to see. Copies kept while the rest waits to be placed are not whole: a drill
+    healthy on each of its targets), has finished or was deleted: nothing is left that a
+    drill still waits to see. Copies kept while the rest waits to be placed are not whole: a drill
     watching them would stop before learning whether the rest ever found room."""
     first, last = samples[0], samples[-1]
     on_member = [w for w, s in first.workloads.items() if cluster in s.targets]
     return all(
-        (s := last.workloads.get(w)) is not None and (s.finished or _whole(s)) for w in on_member
+        last.deleted(w) or ((s := last.workloads.get(w)) is not None and (s.finished or _whole(s)))
+        for w in on_member
     )
 
 
@@ -332,7 +347,11 @@ def summarise(
     report.double_runs = len(doubled)
     for name, line in lines.items():
         end = last.workloads.get(name)
-        line.outcome = _outcome(line, end=end, cluster=cluster, evicting=evicting)
+        line.outcome = (
+            _DELETED
+            if last.deleted(name)
+            else _outcome(line, end=end, cluster=cluster, evicting=evicting)
+        )
         if line.outcome == _PENDING and end is not None and end.reason:
             report.shortfall[name] = end.reason
         elif line.outcome in _SHORT:

@@ -98,7 +98,8 @@ def seconds(name: str, value: Any, *, minimum: float = 0.0) -> float:
 
 
 async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
-    """Read the registry once."""
+    """Read the registry once: the member, every Binding with its workload's status, and
+    which workloads still exist (one deleted by its owner is no loss of failover's)."""
     statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
     status = await statuses.get(keys.cluster_status_key(cluster))
     down = status is not None and (
@@ -114,6 +115,9 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
     ws = await codec.TypedStore(store, codec.Codec(WorkloadStatus)).list(
         keys.prefix("workloadstatus")
     )
+    # Read after the Bindings: a workload deleted meanwhile then shows a Binding and no
+    # template (deleted), never no Binding and a template (which reads as lost).
+    templates = await store.list(keys.prefix("workloads"))
     by_ref = {str(keys.parse_workload_key(i.key)): i.obj for i in ws.items}
     out: dict[str, WorkloadState] = {}
     for item in bindings.items:
@@ -129,7 +133,13 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
             finished=w is not None and w.phase in FINISHED_PHASES,
             evictable=not eviction.never_evicted(b),
         )
-    return Sample(t, down, out, no_execute=any(x.effect == "NoExecute" for x in taints))
+    return Sample(
+        t,
+        down,
+        out,
+        no_execute=any(x.effect == "NoExecute" for x in taints),
+        templates=frozenset(str(keys.parse_workload_key(kv.key)) for kv in templates.items),
+    )
 
 
 async def run(

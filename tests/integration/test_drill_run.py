@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -278,3 +279,50 @@ async def test_a_drill_with_a_controller_leading_does_not_warn_of_none(
     out, err = capsys.readouterr()
     assert code == 0, out
     assert "no controller leads" not in err, err
+
+
+RUNNING = fleet.workload("job-3", kind="Job")
+
+
+@dataclass(frozen=True)
+class OwnerDeletes(faults.Injector):
+    """The drill's own fault, then the owner's `fedctl delete job job-3` while it is held:
+    its template goes, and its Binding after it (as the scheduler removes it)."""
+
+    async def inject(self) -> None:
+        await super().inject()
+        ref = objects.workload_ref(RUNNING)
+        await self.store.commit([st.Delete(keys.workload_key(ref))])
+        await self.store.commit([st.Delete(keys.binding_key(ref))])
+
+
+async def test_a_workload_its_owner_deletes_during_the_drill_is_no_loss(
+    registry: EtcdStore,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It read `lost: Binding gone`, `lost (must be 0) | 1`, and the drill exited 1."""
+    await seed(registry)
+    await registry.commit([st.Put(objects.key_for(RUNNING), objects.ObjectCodec().encode(RUNNING))])
+    await codec.TypedStore(registry, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(RUNNING)), bound(RUNNING)
+    )
+    real = faults.injector
+
+    def deleting(
+        store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None
+    ) -> faults.Injector:
+        i = real(store, cluster=cluster, fault=fault, kubeconfig=kubeconfig)
+        return OwnerDeletes(i.store, i.cluster, i.fault, i.requested, i.url)
+
+    monkeypatch.setattr(faults, "injector", deleting)
+
+    code = await drill_run(registry, "--fault", "taint", *SHORT, "--report", str(tmp_path))
+
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "| team/Job.batch/job-3 | - | - | deleted during the drill |" in out
+    assert "| lost (must be 0) | 0 |" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["lost"], report["affected"]) == (0, 0)

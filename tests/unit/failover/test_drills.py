@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from federation.failover import drills
 from federation.failover.drills import Sample, WorkloadState
 from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
+from federation.registry.store import Delete, Put
 from policies.models.binding import Binding
 from tests.unit.failover import builders
 
@@ -373,4 +375,91 @@ async def test_a_sample_marks_a_namespace_as_work_that_never_moves() -> None:
         "default/Deployment.apps/api": True,
     }
     assert drills.must_move(seen, "a") == ["default/Deployment.apps/api"]
+    await store.close()
+
+
+# The user's drill: `job` left the member and was ready elsewhere at once, then its owner
+# deleted it (`fedctl delete job`) while the fault was held; its Binding went with it.
+EVERYONE = frozenset({"web", "job"})
+ONLY_WEB = frozenset({"web"})
+
+
+def deleted_drill(*, moved_first: bool) -> list[Sample]:
+    job_on_a = W(("a",), ("a",), phase="Scheduled")
+    job_now = W(("b",), ("b",), phase="Scheduled") if moved_first else job_on_a
+    return [
+        Sample(0, False, {"web": ON_A, "job": job_on_a}, templates=EVERYONE),
+        Sample(2, False, {"web": ON_A, "job": job_now}, no_execute=True, templates=EVERYONE),
+        Sample(3, False, {"web": ON_A, "job": job_now}, no_execute=True, templates=ONLY_WEB),
+        Sample(4, False, {"web": WEB_MOVED}, no_execute=True, templates=ONLY_WEB),
+        Sample(9, False, {"web": WEB_MOVED}, templates=ONLY_WEB),
+    ]
+
+
+@pytest.mark.parametrize("moved_first", [True, False], ids=["after it moved", "before"])
+def test_a_workload_deleted_during_the_drill_is_neither_affected_nor_lost(
+    moved_first: bool,
+) -> None:
+    """It read `lost: Binding gone`, counted among the affected and lost, left RTO `-` and
+    made the drill exit 1, though failover lost nothing and web recovered."""
+    samples = deleted_drill(moved_first=moved_first)
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+
+    lines = {w.workload: (w.replaced, w.outcome) for w in r.workloads}
+    assert lines == {
+        "job": (1 if moved_first else None, "deleted during the drill"),
+        "web": (3, "recovered"),
+    }
+    assert (r.affected, r.lost, r.replace, r.rto, r.shortfall) == (1, 0, 3, 3, {})
+    md = drills.markdown(r)
+    assert "| lost (must be 0) | 0 |" in md and "| RTO (all ready elsewhere) | 3.0s |" in md
+    assert "| job |" in md and "| deleted during the drill |" in md
+    assert not [e for e in drills.events(r) if e["event"] in ("lost", "pending")]
+    assert drills.recovered(samples, "a"), "nothing left to wait for: the drill may stop"
+
+
+def test_a_binding_gone_while_its_workload_still_exists_is_still_lost() -> None:
+    samples = [
+        Sample(0, False, {"web": ON_A}, templates=frozenset({"web"})),
+        Sample(9, False, {}, templates=frozenset({"web"})),
+    ]
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert [w.outcome for w in r.workloads] == ["lost: Binding gone"]
+    assert (r.affected, r.lost) == (1, 1)
+    assert not drills.recovered(samples, "a")
+
+
+class _DeletedWhileRead(MemoryStore):
+    """A registry in which the owner deletes `api` (its template, then, as the scheduler
+    does, its Binding) right after the sampler's first list of Bindings or templates."""
+
+    def __init__(self, ref: keys.WorkloadRef) -> None:
+        super().__init__()
+        self.ref = ref
+        self.pending = True
+
+    async def list(self, prefix: str) -> Any:
+        listed = await super().list(prefix)
+        if self.pending and prefix in (keys.prefix("bindings"), keys.prefix("workloads")):
+            self.pending = False
+            await self.commit([Delete(keys.workload_key(self.ref))])
+            await self.commit([Delete(keys.binding_key(self.ref))])
+        return listed
+
+
+async def test_a_workload_deleted_while_the_sampler_reads_is_deleted_never_lost() -> None:
+    """The Bindings are read before the templates: read the other way round, a deletion
+    landing between the two reads showed a template with no Binding, a loss."""
+    api = builders.binding("api", clusters={"a": 3})
+    w = api.spec.workload
+    ref = keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
+    store = _DeletedWhileRead(ref)
+    await store.commit([Put(keys.workload_key(ref), b"{}")])
+    await codec.TypedStore(store, codec.Codec(Binding)).put(keys.binding_key(ref), api)
+    first = Sample(0, False, {str(ref): ON_A}, templates=frozenset({str(ref)}))
+
+    seen = await drills.sample(store, cluster="a", t=1)
+
+    r = drills.summarise([first, seen], report=report(), fault_at=0.5, healed_at=None)
+    assert [w.outcome for w in r.workloads] == ["deleted during the drill"]
     await store.close()
