@@ -69,7 +69,7 @@ class _Running:
     task: asyncio.Task[None] | None = None
 
     def doc(self, *, full: bool) -> dict[str, Any]:
-        partial = self.progress.partial(self.report)
+        partial = self.progress.partial(self.report, final=self.progress.stage == "done")
         out = _doc(partial, phase="Running", full=full)
         out["stage"] = self.progress.stage
         if full:
@@ -269,7 +269,7 @@ class DrillsApi:
             log.info("drill %s ended%s", running.report.id, f": {error}" if error else "")
 
     async def _keep_failed(self, running: _Running, error: str) -> None:
-        report = running.progress.partial(running.report)
+        report = running.progress.partial(running.report, final=True)  # no more samples
         report.error = error
         try:
             await self.store.commit([st.Put(keys.drill_key(report.id), drills.encode(report))])

@@ -33,13 +33,18 @@ RTO) because a user ran `fedctl delete` while it held the fault. Failover lost n
 
 Why the live counters (`k/n` as the drill runs, the dashboard's curve) count only work that
 must move: a Namespace is never evicted and a finished job is never moved, so counting them
-made a drill that moved its one service read `1/4` for good.
+made a drill that moved its one service read `1/4` for good. Why they, the running report
+and the final one count through one judgement (`_Follow`), the running one counting work
+still on the member as `not moved yet`: counted apart, the counters kept work deleted or
+finished before it moved, and work that tolerated the fault, which the report left out,
+and read `re-placed 5/22` beside a report of 18 affected.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -110,6 +115,9 @@ _RETURNED_HEALTHY = "back on the member, healthy"
 _LOST_BINDING = "lost: Binding gone"
 _LOST_HEALTH = "lost: healthy nowhere"
 _DELETED = "deleted during the drill"
+_NOT_YET = "not moved yet"
+"""While the drill runs: work that must move and has not left the member yet. Counted;
+judged at the end, it stayed if it never left."""
 _UNAFFECTED = frozenset({_STAYED, _NOT_EVICTED, _FINISHED, _DELETED})
 """Outcomes of work the fault did not touch: listed in the report, not counted as affected."""
 _SHORT = frozenset({_PENDING, _PENDING_UNTIL_BACK})
@@ -178,7 +186,7 @@ class Progress:
     """What a running drill has seen so far, for a caller that shows it while it runs.
 
     `run` appends every sample as it is taken and stamps the fault and heal times, so
-    `summarise(progress.samples, ...)` gives the partial report at any moment.
+    `partial` gives the report as of any moment.
     """
 
     samples: list[Sample] = field(default_factory=list)
@@ -187,12 +195,15 @@ class Progress:
     stage: str = "starting"
     """starting → fault (held) → settling (healed, watching recovery) → done."""
 
-    def partial(self, report: Report) -> Report:
+    def partial(self, report: Report, *, final: bool = False) -> Report:
+        """The report from the samples so far; `final` when no more will come (the drill
+        is done, or stopped), so work that never left is judged to have stayed."""
         return summarise(
             self.samples,
             report=report.blank(),
             fault_at=self.fault_at or 0.0,
             healed_at=self.healed_at,
+            final=final,
         )
 
 
@@ -202,7 +213,14 @@ class Narrator:
     A drill holds its fault for 90 s by default and then watches as long again: the CLI
     was silent all that time, then printed the report. These lines say when the fault
     went in, when the controller noticed, each workload re-placed and ready elsewhere,
-    and the heal, each once, stamped with the time from the start."""
+    and the heal, each once, stamped with the time from the start.
+
+    The `k/n` counters count what the running report counts as affected (`summarise`
+    before the end): work that must move, less work deleted or finished before it moved,
+    each said once as it drops out. Work that never leaves is judged to have stayed only
+    at the end, so the last line, once the drill is done, gives the report's own totals
+    and what it no longer counts: the counters read `re-placed 5/22` against a report of
+    18 affected, and nothing said where the other four went."""
 
     def __init__(self, report: Report, *, settle: float) -> None:
         self.report = report
@@ -212,6 +230,7 @@ class Narrator:
         self._replaced: set[str] = set()
         self._ready: set[str] = set()
         self._waiting: dict[str, str] = {}
+        self._counted: set[str] = set()
 
     def lines(self, progress: Progress) -> list[str]:
         if not progress.samples:
@@ -227,31 +246,64 @@ class Narrator:
             if partial.detect is not None and not self._detected:
                 self._detected = True
                 out.append(f"detected: {r.cluster} marked down after {partial.detect:.1f}s")
-            movers = set(must_move(progress.samples[0], r.cluster))
-            total = len(movers)
-            for line in partial.workloads:
-                if line.workload not in movers:
-                    continue
-                if line.replaced is not None and line.workload not in self._replaced:
-                    self._replaced.add(line.workload)
-                    out.append(
-                        f"re-placed {len(self._replaced)}/{total}: {line.workload}"
-                        f" after {line.replaced:.1f}s"
-                    )
-                if line.ready is not None and line.workload not in self._ready:
-                    self._ready.add(line.workload)
-                    out.append(
-                        f"ready elsewhere {len(self._ready)}/{total}: {line.workload}"
-                        f" after {line.ready:.1f}s"
-                    )
-                waits = line.replaced is None and _scheduler_said(line.waiting)
-                if waits and self._waiting.get(line.workload) != line.waiting:
-                    self._waiting[line.workload] = line.waiting
-                    out.append(f"not re-placed: {line.workload} is Pending: {line.waiting}")
+            out += self._counters(partial)
         if progress.healed_at is not None and self._stage == "fault":
             self._stage = "settling"
             out.append(f"healed: watching recovery for up to {self.settle:g}s")
+        if partial is not None and progress.stage == "done" and self._stage != "done":
+            self._stage = "done"
+            judged = progress.partial(r, final=True)
+            out.append(self._totals(judged, must_move(progress.samples[0], r.cluster)))
         return [f"[{now:6.1f}s] {text}" for text in out]
+
+    def _counters(self, partial: Report) -> list[str]:
+        out: list[str] = []
+        counted = {line.workload for line in partial.workloads if line.affected}
+        total = len(counted)
+        for line in partial.workloads:
+            if line.workload in self._counted - counted:
+                out.append(f"{line.workload}: {line.outcome}; not counted, {total} to move")
+        self._counted = counted
+        for line in partial.workloads:
+            if line.workload not in counted:
+                continue
+            if line.replaced is not None and line.workload not in self._replaced:
+                self._replaced.add(line.workload)
+                out.append(
+                    f"re-placed {len(self._replaced & counted)}/{total}: {line.workload}"
+                    f" after {line.replaced:.1f}s"
+                )
+            if line.ready is not None and line.workload not in self._ready:
+                self._ready.add(line.workload)
+                out.append(
+                    f"ready elsewhere {len(self._ready & counted)}/{total}: {line.workload}"
+                    f" after {line.ready:.1f}s"
+                )
+            waits = line.replaced is None and _scheduler_said(line.waiting)
+            if waits and self._waiting.get(line.workload) != line.waiting:
+                self._waiting[line.workload] = line.waiting
+                out.append(f"not re-placed: {line.workload} is Pending: {line.waiting}")
+        return out
+
+    @staticmethod
+    def _totals(report: Report, movers: list[str]) -> str:
+        """The judged report's counts, and what of the work that had to move it does not
+        count, by outcome."""
+        affected = [line for line in report.workloads if line.affected]
+        replaced = sum(1 for line in affected if line.replaced is not None)
+        ready = sum(1 for line in affected if line.ready is not None)
+        n = report.affected
+        text = f"done: {n} affected"
+        if n:
+            text += f", re-placed {replaced}/{n}, ready elsewhere {ready}/{n}"
+        left_out = Counter(
+            line.outcome
+            for line in report.workloads
+            if line.workload in movers and not line.affected
+        )
+        if left_out:
+            text += "; not counted: " + ", ".join(f"{c} {o}" for o, c in sorted(left_out.items()))
+        return text
 
 
 def must_move(sample: Sample, cluster: str) -> list[str]:
@@ -306,60 +358,44 @@ def _healthy_elsewhere(state: WorkloadState, cluster: str) -> bool:
 
 
 def summarise(
-    samples: list[Sample], *, report: Report, fault_at: float, healed_at: float | None
+    samples: list[Sample],
+    *,
+    report: Report,
+    fault_at: float,
+    healed_at: float | None,
+    final: bool = True,
 ) -> Report:
-    """Fill `report` from the samples (pure)."""
+    """Fill `report` from the samples (pure). `final`: these are all the samples there
+    will be; before that (a running drill), work that must move and has not yet left the
+    member is `not moved yet` and counted, not judged to have stayed."""
     if not samples:
         return report
-    cluster = report.cluster
-    first, last = samples[0], samples[-1]
-    on_member = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
     report.healed_at = None if healed_at is None else healed_at - fault_at
     report.detect = next(
         (s.t - fault_at for s in samples if s.member_down and s.t >= fault_at), None
     )
-    lines = {w: WorkloadTimeline(w) for w in on_member}
+    follow = _Follow(samples[0], report.cluster, fault_at)
     doubled: set[str] = set()
-    evicting = any(s.no_execute for s in samples if s.t >= fault_at)
     for sample in samples:
-        for name, line in lines.items():
-            state = sample.workloads.get(name)
-            if state is None:
-                continue
-            if line.left is None and cluster not in state.targets:
-                line.left = sample.t - fault_at
-            if line.replaced is None and _placed_elsewhere(state, cluster):
-                line.replaced = sample.t - fault_at
-            if (
-                line.left is not None
-                and line.replaced is None
-                and state.phase == "Pending"
-                and state.reason
-            ):
-                line.waiting = state.reason
-            if line.ready is None and _healthy_elsewhere(state, cluster):
-                line.ready = sample.t - fault_at
+        follow.see(sample)
         # While the member is cut off its last report is all we have: its copies may or may
         # not still run and nothing can stop them until it returns (then they are purged
         # before it takes new work). A double run is one seen in two observable members.
-        unseen = {cluster} if sample.member_down else set()
+        unseen = {report.cluster} if sample.member_down else set()
         doubled.update(n for n, s in sample.workloads.items() if len(set(s.running) - unseen) > 1)
     report.double_runs = len(doubled)
-    for name, line in lines.items():
+    follow.judge(final=final)
+    last = follow.last
+    for name, line in follow.lines.items():
         end = last.workloads.get(name)
-        line.outcome = (
-            _DELETED
-            if last.deleted(name)
-            else _outcome(line, end=end, cluster=cluster, evicting=evicting)
-        )
         if line.outcome == _PENDING and end is not None and end.reason:
             report.shortfall[name] = end.reason
         elif line.outcome in _SHORT:
             report.shortfall[name] = line.waiting or "never placed away from the member"
-    affected = [line for line in lines.values() if line.affected]
+    affected = follow.counted()
     report.affected = len(affected)
     report.lost = sum(1 for line in affected if line.outcome.startswith("lost"))
-    report.workloads = list(lines.values())
+    report.workloads = list(follow.lines.values())
     # Each measure is the moment the last affected workload got there, so it is known only
     # when every one did: a workload still waiting leaves it open, as its line says.
     if affected and all(line.replaced is not None for line in affected):
@@ -369,26 +405,92 @@ def summarise(
     return report
 
 
+class _Follow:
+    """Each workload on the member at the start, followed one sample at a time and judged
+    at any point: the one judgement behind the report, the running counters and the curve,
+    so the three count the same workloads."""
+
+    def __init__(self, first: Sample, cluster: str, fault_at: float) -> None:
+        self.cluster = cluster
+        self.fault_at = fault_at
+        on_member = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
+        self.lines = {w: WorkloadTimeline(w) for w in on_member}
+        self.movers = frozenset(must_move(first, cluster))
+        self.last = first
+        self.evicting = False
+        """The member carried a NoExecute taint at some point since the fault."""
+
+    def see(self, sample: Sample) -> None:
+        at = sample.t - self.fault_at
+        for name, line in self.lines.items():
+            state = sample.workloads.get(name)
+            if state is None:
+                continue
+            if line.left is None and self.cluster not in state.targets:
+                line.left = at
+            if line.replaced is None and _placed_elsewhere(state, self.cluster):
+                line.replaced = at
+            if (
+                line.left is not None
+                and line.replaced is None
+                and state.phase == "Pending"
+                and state.reason
+            ):
+                line.waiting = state.reason
+            if line.ready is None and _healthy_elsewhere(state, self.cluster):
+                line.ready = at
+        self.evicting = self.evicting or (sample.no_execute and sample.t >= self.fault_at)
+        self.last = sample
+
+    def judge(self, *, final: bool) -> None:
+        """Set every line's outcome as of the latest sample."""
+        for name, line in self.lines.items():
+            line.outcome = _outcome(
+                line,
+                end=self.last.workloads.get(name),
+                cluster=self.cluster,
+                evicting=self.evicting,
+                deleted=self.last.deleted(name),
+                due=not final and name in self.movers,
+            )
+
+    def counted(self) -> list[WorkloadTimeline]:
+        """The lines judged affected: the report's count and the counters' denominator."""
+        return [line for line in self.lines.values() if line.affected]
+
+
 def _outcome(
-    line: WorkloadTimeline, *, end: WorkloadState | None, cluster: str, evicting: bool
+    line: WorkloadTimeline,
+    *,
+    end: WorkloadState | None,
+    cluster: str,
+    evicting: bool,
+    deleted: bool,
+    due: bool,
 ) -> str:
     """What happened to one workload that was on the member, judged at the last sample.
 
-    Work that never left the member was not moved by the fault: a finished job (moving it
+    Work its owner deleted is no business of the drill's, whatever it did before. Work
+    that never left the member was not moved by the fault: a finished job (moving it
     would only run it again), work that tolerates the fault (it stayed while the member was
     NoExecute, `evicting`), or work nothing asked to leave (the member never became
-    NoExecute: degraded but Ready, or healed within the eviction grace). Only work that
-    left, or should have and could not, is recovered, pending or lost. Work that left and
-    found no new placement waited: still Pending at the end, or Pending until the member
-    came back and took it again, which is no recovery by failover. Recovered is work that
-    was ready elsewhere and is healthy at the end; work that failed back to the member
-    before that is back, healthy or not yet."""
+    NoExecute: degraded but Ready, or healed within the eviction grace); while the drill
+    runs (`due`) work that must move is only not moved yet, since either may still come.
+    Only work that left, or should have and could not, is recovered, pending or lost.
+    Work that left and found no new placement waited: still Pending at the end, or
+    Pending until the member came back and took it again, which is no recovery by
+    failover. Recovered is work that was ready elsewhere and is healthy at the end; work
+    that failed back to the member before that is back, healthy or not yet."""
+    if deleted:
+        return _DELETED
     if end is None:
         return _LOST_BINDING
     if end.phase == "Pending" and end.reason:  # with targets: the copies it still has
         return _PENDING
     if line.left is None and end.finished:
         return _FINISHED
+    if line.left is None and due:
+        return _NOT_YET
     if line.left is None:  # every sample, the last one too, has it on the member
         return _STAYED if evicting else _NOT_EVICTED
     if line.replaced is None:
@@ -401,19 +503,22 @@ def _outcome(
 
 
 def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[str, Any]]:
-    """Per sample, how many affected workloads have left the member and how many are ready
-    elsewhere: the live view of a drill before it is judged. `t` is from the fault."""
+    """Per sample, how many workloads the drill counts as affected so far (as the running
+    report and counters do), how many of them are placed away from the member and how many
+    are ready there: the live view of a drill before it is judged. `t` is from the fault."""
     if not samples:
         return []
-    affected = must_move(samples[0], cluster)
+    follow = _Follow(samples[0], cluster, fault_at)
     out = []
     for s in samples:
-        states = [s.workloads.get(w) for w in affected]
+        follow.see(s)
+        follow.judge(final=False)
+        states = [s.workloads.get(line.workload) for line in follow.counted()]
         out.append(
             {
                 "t": round(s.t - fault_at, 3),
                 "memberDown": s.member_down,
-                "affected": len(affected),
+                "affected": len(states),
                 "moved": sum(1 for x in states if x and _placed_elsewhere(x, cluster)),
                 "ready": sum(1 for x in states if x and _healthy_elsewhere(x, cluster)),
             }

@@ -253,6 +253,9 @@ async def test_the_report_lists_work_that_stayed_or_had_finished_without_countin
     # The steps as they came, on stderr: stdout is the report alone.
     assert "fedctl drill: [" in err and "] fault in: taint on " in err, err
     assert "] healed: watching recovery for up to 0s" in err, err
+    # The last step gives the report's own count, and why the service that had to move is
+    # not in it.
+    assert "] done: 0 affected; not counted: 1 stayed (tolerates the fault)\n" in err, err
     assert "fedctl drill:" not in out
     report = json.loads((tmp_path / "report.json").read_text())
     outcomes = {w["workload"]: w["outcome"] for w in report["workloads"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -463,3 +464,67 @@ async def test_a_workload_deleted_while_the_sampler_reads_is_deleted_never_lost(
     r = drills.summarise([first, seen], report=report(), fault_at=0.5, healed_at=None)
     assert [w.outcome for w in r.workloads] == ["deleted during the drill"]
     await store.close()
+
+
+# A drill in which the work on the member that had to move goes four ways: `web` moves and
+# recovers; `job3` is deleted by its owner and `quick` finishes before either moves;
+# `patient` tolerates the fault and never leaves. `ns` and `done` were never going to move.
+ALL = frozenset({"done", "job3", "ns", "patient", "quick", "web"})
+NS_A = W(("a", "b"), ("a", "b"), phase="Scheduled", evictable=False)
+DONE_A = W(("a",), ("a",), phase="Scheduled", finished=True)
+STILL = {"ns": NS_A, "done": DONE_A, "patient": ON_A}
+
+
+def four_ways() -> list[Sample]:
+    evicted = W((), (), phase="Pending", reason=EVICTED)
+    quick_done = W(("a",), ("a",), phase="Scheduled", finished=True)
+    gone = ALL - {"job3"}
+    return [
+        Sample(0, False, {**STILL, "web": ON_A, "job3": ON_A, "quick": ON_A}, templates=ALL),
+        Sample(2, True, {**STILL, "web": evicted, "job3": ON_A, "quick": ON_A},
+               no_execute=True, templates=ALL),
+        Sample(3, True, {**STILL, "web": W(("b",), (), phase="Scheduled"), "job3": ON_A,
+                         "quick": quick_done}, no_execute=True, templates=gone),
+        Sample(4, True, {**STILL, "web": WEB_MOVED, "quick": quick_done}, no_execute=True,
+               templates=gone),
+        Sample(9, False, {**STILL, "web": WEB_MOVED, "quick": quick_done}, templates=gone),
+    ]  # fmt: skip
+
+
+def test_the_running_counters_the_live_curve_and_the_report_count_the_same_workloads() -> None:
+    """The counters said `re-placed 1/4` to the end while the report said 1 affected: they
+    counted what had to move at the start, the report what it judged at the end. Now both
+    count what the running report counts, the counters say each workload that drops out,
+    and the last line gives the report's own totals."""
+    samples = four_ways()
+    progress = drills.Progress(samples=samples[:1], fault_at=1)
+    narrator = drills.Narrator(report(), settle=30)
+    said: list[str] = []
+    for sample in samples[1:]:
+        progress.samples.append(sample)
+        if sample is samples[-1]:
+            progress.healed_at, progress.stage = 8, "done"
+        now = narrator.lines(progress)
+        said += now
+        running = progress.partial(report())
+        live = drills.curve(progress.samples, cluster="a", fault_at=1)[-1]
+        assert running.affected == live["affected"], (sample.t, running.affected, live)
+        # Every k/n said, and every "n to move", is the running report's count.
+        totals = {int(a or b) for a, b in re.findall(r"\d+/(\d+):|(\d+) to move", " ".join(now))}
+        assert totals <= {running.affected}, (sample.t, now, running.affected)
+
+    final = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert [s.split("] ", 1)[1] for s in said] == [
+        "fault in: down on a, held 10s",
+        "detected: a marked down after 1.0s",
+        "job3: deleted during the drill; not counted, 2 to move",
+        "quick: finished (not moved); not counted, 2 to move",
+        "re-placed 1/2: web after 2.0s",
+        "ready elsewhere 1/2: web after 3.0s",
+        "healed: watching recovery for up to 30s",
+        "done: 1 affected, re-placed 1/1, ready elsewhere 1/1; not counted: 1 deleted during"
+        " the drill, 1 finished (not moved), 1 stayed (tolerates the fault)",
+    ]
+    assert final.affected == final.to_json()["affected"] == 1
+    assert "| workloads affected | 1 |" in drills.markdown(final)
+    assert progress.partial(report(), final=True) == final
