@@ -31,6 +31,12 @@ Why a workload whose template is gone at the end is "deleted during the drill" a
 lost: its Binding goes with it, and a drill that counted that as a loss failed (exit 1, no
 RTO) because a user ran `fedctl delete` while it held the fault. Failover lost nothing.
 
+Why the services not placed on the member again after the heal are named (`not_back`):
+lifting a user's taint, the drill's among them, moves no divided service back (as `kubectl
+uncordon` moves no pod back; only a member back from failover's own taints gets its share
+again), so after a taint drill, the one safe in production, the member stayed empty while
+every line read `recovered`. `fedctl rebalance` moves them back on request.
+
 Why the live counters (`k/n` as the drill runs, the dashboard's curve) count only work that
 must move: a Namespace is never evicted and a finished job is never moved, so counting them
 made a drill that moved its one service read `1/4` for good. Why they, the running report
@@ -82,6 +88,9 @@ class WorkloadState:
     """The workload itself has ended (a Succeeded or Failed job): nothing runs to move."""
     evictable: bool = True
     """Failover may move it (False for a Namespace, which stays on every member)."""
+    batch: bool = False
+    """It runs to completion (a job, a gang): once moved it finishes where it went, and
+    nothing, `fedctl rebalance` included, moves it back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +175,9 @@ class Report:
     workloads: list[WorkloadTimeline] = field(default_factory=list)
     error: str = ""
     """Why the drill stopped early (the fault could not be injected, say); empty if not."""
+    not_back: list[str] = field(default_factory=list)
+    """Services that moved off the member and were not placed on it again by the end,
+    though the fault was lifted and the member was back: judged only then."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,6 +243,7 @@ class Narrator:
         self._ready: set[str] = set()
         self._waiting: dict[str, str] = {}
         self._counted: set[str] = set()
+        self._not_back = False
 
     def lines(self, progress: Progress) -> list[str]:
         if not progress.samples:
@@ -250,6 +263,13 @@ class Narrator:
         if progress.healed_at is not None and self._stage == "fault":
             self._stage = "settling"
             out.append(f"healed: watching recovery for up to {self.settle:g}s")
+        away = partial.not_back if partial is not None and progress.stage != "done" else []
+        if away and not self._not_back:
+            self._not_back = True
+            out.append(
+                f"not back on {r.cluster} yet: {len(away)} of the services that moved;"
+                " watching for them until the settle runs out"
+            )
         if partial is not None and progress.stage == "done" and self._stage != "done":
             self._stage = "done"
             judged = progress.partial(r, final=True)
@@ -303,6 +323,8 @@ class Narrator:
         )
         if left_out:
             text += "; not counted: " + ", ".join(f"{c} {o}" for o, c in sorted(left_out.items()))
+        if report.not_back:
+            text += f"; not back on {report.cluster}: {len(report.not_back)}"
         return text
 
 
@@ -319,13 +341,22 @@ def must_move(sample: Sample, cluster: str) -> list[str]:
 
 def recovered(samples: list[Sample], cluster: str) -> bool:
     """Every workload that was on `cluster` at the start is whole again (Scheduled and
-    healthy on each of its targets), has finished or was deleted: nothing is left that a
-    drill still waits to see. Copies kept while the rest waits to be placed are not whole: a drill
-    watching them would stop before learning whether the rest ever found room."""
+    healthy on each of its targets), has finished or was deleted, and every service is
+    placed on `cluster` again: nothing is left that a drill still waits to see.
+
+    Copies kept while the rest waits to be placed are not whole: a drill watching them
+    would stop before learning whether the rest ever found room. A service whole elsewhere
+    is not back: a member returning from failover's taints gets its share again a moment
+    after they go, and a drill that stopped as they went reported it never did; after a
+    user's taint nothing comes back, which only watching to the end can tell apart."""
     first, last = samples[0], samples[-1]
     on_member = [w for w, s in first.workloads.items() if cluster in s.targets]
     return all(
-        last.deleted(w) or ((s := last.workloads.get(w)) is not None and (s.finished or _whole(s)))
+        last.deleted(w)
+        or (
+            (s := last.workloads.get(w)) is not None
+            and (s.finished or (_whole(s) and (s.batch or cluster in s.targets)))
+        )
         for w in on_member
     )
 
@@ -402,6 +433,8 @@ def summarise(
         report.replace = max(line.replaced for line in affected if line.replaced is not None)
     if affected and all(line.outcome == _RECOVERED for line in affected):
         report.rto = max(line.ready for line in affected if line.ready is not None)
+    if healed_at is not None and not (last.member_down or last.no_execute):
+        report.not_back = follow.not_back()
     return report
 
 
@@ -457,6 +490,18 @@ class _Follow:
     def counted(self) -> list[WorkloadTimeline]:
         """The lines judged affected: the report's count and the counters' denominator."""
         return [line for line in self.lines.values() if line.affected]
+
+    def not_back(self) -> list[str]:
+        """The services re-placed away from the member that the latest sample does not
+        place on it again (a batch job finishes where it went, and is never moved back)."""
+        out = []
+        for name, line in self.lines.items():
+            end = self.last.workloads.get(name)
+            if line.replaced is None or end is None or end.batch or self.last.deleted(name):
+                continue
+            if self.cluster not in end.targets:
+                out.append(name)
+        return out
 
 
 def _outcome(

@@ -38,11 +38,12 @@ from federation.failover.drill_report import (
     recovered,
     summarise,
 )
-from federation.registry import codec, keys
+from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
+from policies.models.workload import Workload
 
 __all__ = [
     "Narrator",
@@ -117,7 +118,12 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
     )
     # Read after the Bindings: a workload deleted meanwhile then shows a Binding and no
     # template (deleted), never no Binding and a template (which reads as lost).
-    templates = await store.list(keys.prefix("workloads"))
+    templates = await codec.TypedStore(store, objects.ObjectCodec()).list(keys.prefix("workloads"))
+    batch = {
+        str(keys.parse_workload_key(i.key))
+        for i in templates.items
+        if isinstance(i.obj, Workload) and i.obj.is_batch
+    }
     by_ref = {str(keys.parse_workload_key(i.key)): i.obj for i in ws.items}
     out: dict[str, WorkloadState] = {}
     for item in bindings.items:
@@ -132,13 +138,17 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
             reason=b.status.reason,
             finished=w is not None and w.phase in FINISHED_PHASES,
             evictable=not eviction.never_evicted(b),
+            batch=ref in batch,
         )
     return Sample(
         t,
         down,
         out,
         no_execute=any(x.effect == "NoExecute" for x in taints),
-        templates=frozenset(str(keys.parse_workload_key(kv.key)) for kv in templates.items),
+        templates=frozenset(
+            str(keys.parse_workload_key(key))
+            for key in [*(i.key for i in templates.items), *(x.key for x in templates.skipped)]
+        ),
     )
 
 
@@ -154,7 +164,8 @@ async def run(
     progress: Progress | None = None,
 ) -> Report:
     """Sample, inject, keep the fault for `report.duration`, heal, sample `settle` more
-    seconds (or until every affected workload is ready elsewhere), then judge.
+    seconds (or until the member is back with every workload that was on it whole again,
+    its services placed on it again: `recovered`), then judge.
 
     Healing is attempted whatever happens once injection has begun (a failed or cancelled
     injection may have half happened); `progress`, when given, is filled as samples come."""
@@ -222,6 +233,9 @@ def events(report: Report) -> list[dict[str, Any]]:
             message = f"{w.outcome}: {reason}" if reason else w.outcome
             event = "lost" if w.outcome.startswith("lost") else "pending"
             out.append({"t": end, "event": event, "workload": w.workload, "message": message})
+    for name in report.not_back:
+        message = "not placed on the member again; fedctl rebalance --all --dry-run"
+        out.append({"t": end, "event": "not-back", "workload": name, "message": message})
     if report.error:
         out.append({"t": end, "event": "failed", "message": report.error})
     return out
@@ -246,6 +260,11 @@ def markdown(report: Report) -> str:
         f"| lost (must be 0) | {report.lost} |",
         f"| double-runs (must be 0) | {report.double_runs} |",
         f"| capacity shortfall | {len(report.shortfall)} |",
+        *(
+            [f"| services not back on the member | {len(report.not_back)} |"]
+            if report.not_back
+            else []
+        ),
         "",
         "| workload | re-placed | ready | outcome |",
         "|---|---|---|---|",
@@ -257,7 +276,42 @@ def markdown(report: Report) -> str:
     if report.shortfall:
         lines += ["", "## Not placed", ""]
         lines += [f"- {name}: {reason}" for name, reason in sorted(report.shortfall.items())]
+    lines += _not_back(report)
     return "\n".join(lines) + "\n"
+
+
+def _not_back(report: Report) -> list[str]:
+    """The services the member did not get back after the fault was lifted, why, and what
+    moves them: after a taint drill the member stayed empty while every line said
+    `recovered`, and nothing said so."""
+    if not report.not_back:
+        return []
+    n = len(report.not_back)
+    services = "service was" if n == 1 else "services were"
+    if report.fault in _LOSES_MEMBER:
+        why = (
+            "Failover places services on a member again once it lifts its own taints from"
+            " it, where their policy wants them there: these were not back when the drill"
+            " stopped watching, because their placement now leaves the member out (coming"
+            " back to an earlier affinity group is a rebalance's move) or because they"
+            " needed longer than `--settle`."
+        )
+    else:
+        why = (
+            "Lifting a taint moves no divided service back, as `kubectl uncordon` moves no"
+            " pod back: the member gets only what is placed anew."
+        )
+    return [
+        "",
+        "## Not back on the member",
+        "",
+        f"{n} {services} moved off `{report.cluster}` and not placed on it again after the"
+        f" fault was lifted. {why} `fedctl rebalance --all --dry-run` shows what would move"
+        " back; without `--dry-run` it moves it, starting each new copy before the old one"
+        " goes.",
+        "",
+        *(f"- {name}" for name in report.not_back),
+    ]
 
 
 def _last(report: Report, value: float | None, field: str, what: str) -> str:

@@ -10,11 +10,12 @@ import pytest
 
 from federation.failover import drills
 from federation.failover.drills import Sample, WorkloadState
-from federation.registry import codec, keys
+from federation.registry import codec, keys, objects
 from federation.registry.memory import MemoryStore
 from federation.registry.store import Delete, Put
 from policies.models.binding import Binding
 from tests.unit.failover import builders
+from tests.unit.scheduler import fleet
 
 W = WorkloadState
 
@@ -228,6 +229,8 @@ def test_a_running_drill_is_narrated_once_per_step_as_the_samples_come() -> None
         "[   4.0s] re-placed 1/1: web after 3.0s",
         "[   7.0s] ready elsewhere 1/1: web after 6.0s",
         "[  12.0s] healed: watching recovery for up to 30s",
+        "[  12.0s] not back on a yet: 1 of the services that moved; watching for them until"
+        " the settle runs out",
     ]
 
 
@@ -355,7 +358,8 @@ def test_a_drill_keeps_watching_while_a_workload_waits_on_copies_it_kept() -> No
     waiting = spread_drill(KEPT)
     assert not drills.recovered(waiting, "a")
     back = spread_drill(W(("a", "b", "c"), ("a", "b", "c"), phase="Scheduled"))
-    assert drills.recovered(back, "a")
+    web_back = Sample(10, False, {**back[-1].workloads, "web": ON_A})
+    assert drills.recovered([*back, web_back], "a")
 
 
 async def test_a_sample_marks_a_namespace_as_work_that_never_moves() -> None:
@@ -416,7 +420,8 @@ def test_a_workload_deleted_during_the_drill_is_neither_affected_nor_lost(
     assert "| lost (must be 0) | 0 |" in md and "| RTO (all ready elsewhere) | 3.0s |" in md
     assert "| job |" in md and "| deleted during the drill |" in md
     assert not [e for e in drills.events(r) if e["event"] in ("lost", "pending")]
-    assert drills.recovered(samples, "a"), "nothing left to wait for: the drill may stop"
+    web_back = Sample(10, False, {"web": ON_A}, templates=ONLY_WEB)
+    assert drills.recovered([*samples, web_back], "a"), "nothing left to wait for"
 
 
 def test_a_binding_gone_while_its_workload_still_exists_is_still_lost() -> None:
@@ -523,8 +528,104 @@ def test_the_running_counters_the_live_curve_and_the_report_count_the_same_workl
         "ready elsewhere 1/2: web after 3.0s",
         "healed: watching recovery for up to 30s",
         "done: 1 affected, re-placed 1/1, ready elsewhere 1/1; not counted: 1 deleted during"
-        " the drill, 1 finished (not moved), 1 stayed (tolerates the fault)",
+        " the drill, 1 finished (not moved), 1 stayed (tolerates the fault); not back on a: 1",
     ]
     assert final.affected == final.to_json()["affected"] == 1
     assert "| workloads affected | 1 |" in drills.markdown(final)
     assert progress.partial(report(), final=True) == final
+
+
+# A taint drill on `a`: web, divided over a and b, moves to b and stays there once the taint
+# is lifted (lifting a user's taint moves nothing back); dup, Duplicated, gets its copy on
+# a back; job, a batch job, moves to b and runs on there.
+BOTH = W(("a", "b"), ("a", "b"), phase="Scheduled")
+ON_B = W(("b",), ("b",), phase="Scheduled")
+JOB_ON_B = W(("b",), ("b",), running=("b",), phase="Scheduled", batch=True)
+
+
+def taint_drill(*, down: bool = False, no_execute: bool = False) -> list[Sample]:
+    job_on_a = W(("a",), ("a",), running=("a",), phase="Scheduled", batch=True)
+    return [
+        Sample(0, False, {"web": BOTH, "dup": BOTH, "job": job_on_a}),
+        Sample(2, False, {"web": ON_B, "dup": ON_B, "job": JOB_ON_B}, no_execute=True),
+        Sample(9, down, {"web": ON_B, "dup": BOTH, "job": JOB_ON_B}, no_execute=no_execute),
+    ]
+
+
+def taint_report() -> drills.Report:
+    return drills.Report(id="d1", cluster="a", fault="taint", started="t", duration=5)
+
+
+def test_services_the_member_did_not_get_back_after_the_fault_are_named() -> None:
+    """After a taint drill the member stayed empty while every line read `recovered`, and
+    nothing said so or what would move the work back."""
+    r = drills.summarise(taint_drill(), report=taint_report(), fault_at=1, healed_at=8)
+
+    assert [(w.workload, w.outcome) for w in r.workloads] == [
+        ("dup", "recovered"),
+        ("job", "recovered"),
+        ("web", "recovered"),
+    ]
+    assert r.not_back == ["web"], "the job runs where it went, dup has its copy back"
+    assert (r.affected, r.lost, r.rto) == (3, 0, 1)
+    assert drills.decode(drills.encode(r)).not_back == r.to_json()["not_back"] == ["web"]
+    md = drills.markdown(r)
+    assert "| services not back on the member | 1 |" in md
+    assert "## Not back on the member" in md and "\n- web\n" in md
+    assert "1 service was moved off `a` and not placed on it again" in md
+    assert "Lifting a taint moves no divided service back" in md
+    assert "`fedctl rebalance --all --dry-run` shows what would move back" in md
+    (event,) = [e for e in drills.events(r) if e["event"] == "not-back"]
+    assert event["workload"] == "web" and "fedctl rebalance" in event["message"]
+    assert not drills.recovered(taint_drill(), "a"), "the drill watches for web to come back"
+
+
+@pytest.mark.parametrize(
+    ("samples", "healed_at"),
+    [
+        pytest.param(taint_drill(), None, id="the fault was never lifted"),
+        pytest.param(taint_drill(no_execute=True), 8, id="the member still NoExecute"),
+        pytest.param(taint_drill(down=True), 8, id="the member not back yet"),
+    ],
+)
+def test_nothing_is_called_not_back_before_the_member_is(
+    samples: list[Sample], healed_at: float | None
+) -> None:
+    r = drills.summarise(samples, report=taint_report(), fault_at=1, healed_at=healed_at)
+    assert r.not_back == []
+    assert "Not back" not in drills.markdown(r)
+
+
+def test_a_member_back_from_a_failure_that_lacks_its_share_says_failover_brings_it() -> None:
+    r = drills.Report(id="d1", cluster="a", fault="down", started="t", duration=5)
+    r = drills.summarise(taint_drill(), report=r, fault_at=1, healed_at=8)
+    md = drills.markdown(r)
+    assert r.not_back == ["web"]
+    assert "Failover places services on a member again once it lifts its own taints" in md
+    assert "Lifting a taint" not in md
+
+
+def test_a_report_stored_before_services_were_named_still_reads() -> None:
+    doc = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11).to_json()
+    del doc["not_back"]
+    assert drills.Report.from_json(doc).not_back == []
+
+
+async def test_a_sample_knows_a_batch_job_from_a_service_by_its_template() -> None:
+    store = MemoryStore()
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    for w in (fleet.workload("train", kind="Job"), fleet.workload("api", kind="Deployment")):
+        ref = objects.workload_ref(w)
+        await typed.put(objects.key_for(w), w)
+        await codec.TypedStore(store, codec.Codec(Binding)).put(
+            keys.binding_key(ref), builders.binding(ref.name, clusters={"a": 1})
+        )
+
+    seen = await drills.sample(store, cluster="a", t=0)
+
+    assert {name: s.batch for name, s in seen.workloads.items()} == {
+        "team/Job.batch/train": True,
+        "team/Deployment.apps/api": False,
+    }
+    assert seen.templates == {"team/Job.batch/train", "team/Deployment.apps/api"}
+    await store.close()

@@ -19,6 +19,7 @@ const MEASURES = [
   ["lost", "lost (must be 0)", (r) => r.lost],
   ["double-runs", "double-runs (must be 0)", (r) => r.double_runs],
   ["shortfall", "capacity shortfall", (r) => Object.keys(r.shortfall || {}).length],
+  ["not-back", "services not back on the member", (r) => (r.not_back || []).length],
 ];
 
 const drills = { list: [], selected: null, detail: null, chart: { id: null, url: null } };
