@@ -18,6 +18,12 @@ every read); its report reaches the registry when it ends, so a follower or `fed
 list` sees it then. A drill or member that does not exist is a 404 Status naming it as
 kubectl would (`drill "ID" not found`) with how to list the real ones, never the registry
 key behind it. Authorization (admins only) is in `auth.py`.
+
+Why a stored report that does not read is skipped, not fatal: reports outlive the release
+that wrote them (a newer one may add a field this one does not know, a hand edit may break
+one), and one such record used to make the whole list a 500, so the dashboard showed no
+drill at all. The list leaves it out and names it under `unreadable` with why (and in a
+`Warning` header, as object lists do); reading that one drill is a Status saying the same.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ _FIELDS = ("cluster", "fault", "duration", "settle")
 _DEFAULTS = {"fault": "down", "duration": "60s", "settle": "60s"}
 _FORMATS = ("json", "svg", "markdown")
 _CLUSTERS_PATH = objects.API_PREFIX + "/clusters"
+_UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
+"""What `drills.decode` raises for a record it cannot read: not JSON, no `object`, a
+field this release does not know or a value of the wrong shape."""
 
 
 def _not_found(kind: str, name: str, *, listing: str) -> web.Response:
@@ -89,6 +98,36 @@ def _doc(report: drills.Report, *, phase: str, full: bool) -> dict[str, Any]:
     else:
         out.pop("workloads", None)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A stored report that does not decode: which, and why."""
+
+    id: str
+    key: str
+    error: str
+
+    def doc(self) -> dict[str, str]:
+        return {"id": self.id, "key": self.key, "error": self.error}
+
+    def message(self) -> str:
+        return (
+            f"drill {self.id} is stored but cannot be read ({self.error}); it may have been"
+            " written by a newer release"
+        )
+
+
+def _warning(text: str) -> str:
+    """`text` as a `Warning` header's value (RFC 7234's 299, as the object lists send)."""
+    return '299 - "' + " ".join(text.replace('"', "'").split()) + '"'
+
+
+def _decoded(kv: st.KeyValue) -> drills.Report | _Unreadable:
+    try:
+        return drills.decode(kv.value)
+    except _UNREADABLE as exc:
+        return _Unreadable(kv.key.rpartition("/")[2], kv.key, f"{type(exc).__name__}: {exc}")
 
 
 def _phase(report: drills.Report) -> str:
@@ -152,18 +191,25 @@ class DrillsApi:
 
     # reading
 
-    async def _stored(self) -> list[drills.Report]:
+    async def _stored(self) -> tuple[list[drills.Report], list[_Unreadable]]:
+        """The stored reports, newest first, and those that do not read, in key order."""
         listed = await self.store.list(keys.prefix("drills"))
-        reports = [drills.decode(kv.value) for kv in listed.items]
-        return sorted(reports, key=lambda r: (r.started, r.id), reverse=True)
+        decoded = [_decoded(kv) for kv in listed.items]
+        reports = [r for r in decoded if isinstance(r, drills.Report)]
+        unreadable = [r for r in decoded if isinstance(r, _Unreadable)]
+        for bad in unreadable:
+            log.warning("%s", bad.message())
+        return sorted(reports, key=lambda r: (r.started, r.id), reverse=True), unreadable
 
     async def list_drills(self, _: web.Request) -> web.Response:
         items = [self.running.doc(full=False)] if self.running else []
         running_id = self.running.report.id if self.running else None
-        items += [
-            _doc(r, phase=_phase(r), full=False) for r in await self._stored() if r.id != running_id
-        ]
-        return web.json_response({"items": items})
+        reports, unreadable = await self._stored()
+        items += [_doc(r, phase=_phase(r), full=False) for r in reports if r.id != running_id]
+        return web.json_response(
+            {"items": items, "unreadable": [u.doc() for u in unreadable]},
+            headers=[("Warning", _warning(u.message())) for u in unreadable],
+        )
 
     async def get(self, request: web.Request) -> web.Response:
         drill_id = request.match_info["id"]
@@ -182,7 +228,12 @@ class DrillsApi:
                     drill_id,
                     listing=f"GET {DRILLS_PATH} (or fedctl drill list) lists drills",
                 )
-            report = drills.decode(kv.value)
+            decoded = _decoded(kv)
+            if isinstance(decoded, _Unreadable):
+                return status.status_response(
+                    500, "InternalError", decoded.message(), details=decoded.doc()
+                )
+            report = decoded
             doc = _doc(report, phase=_phase(report), full=True)
         if fmt == "svg":
             return web.Response(text=drills.svg(report), content_type="image/svg+xml")
