@@ -30,6 +30,7 @@ from federation.api import auth as auth_mod
 from federation.api import dashboard, limits, objects, plan_routes, queue_status, status
 from federation.api import drills as drills_api
 from federation.api import metrics as metrics_mod
+from federation.api import watch as watch_api
 from federation.api import workloads as workloads_api
 from federation.cache.currency import Currency
 from federation.registry import keys
@@ -116,6 +117,7 @@ def build_app(
             *queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler).routes(),
             *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
+            *watch_api.WatchApi(store).routes(),  # so would it match /watch
             *api.routes(),
             *dashboard.routes(),
             *(extra_routes or []),
@@ -175,6 +177,12 @@ def openapi_document() -> dict[str, Any]:
         "post": _op("start a drill: {cluster, fault, duration, settle}; admin only"),
     }
     paths[base + "/drills/{id}"] = {"get": _op("one drill report; ?format=svg|markdown")}
+    paths[base + "/watch"] = {
+        "get": _op(
+            "the watches of several kinds in one stream: ?resources=A,B[&resourceVersion=N]"
+            "[&sendInitialEvents=false]; each JSON line names its resource"
+        )
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "fedctl", "version": "v1alpha1"},

@@ -19,7 +19,9 @@ The rules, kept small so they can be read in one sitting:
                         namespaces only: the list is cut to them, naming another
                         namespace is 403;
                         queue usage (aggregates, no workload names) as it reads queues
-    anyone signed in    /validate and /plan (they store nothing); GET on other paths
+    anyone signed in    /validate and /plan (they store nothing); GET on other paths;
+                        the multiplexed /watch, which streams each kind it names only
+                        if the caller may list it across namespaces (`may_list`)
     admin only          drills (they break a member on purpose, and their reports name
                         workloads of every namespace)
     nobody signed in    /healthz, /livez, /readyz, /metrics, and the dashboard's page
@@ -51,7 +53,7 @@ from federation.api import status
 from federation.registry import keys
 from federation.registry import objects as reg_objects
 
-__all__ = ["PRINCIPAL", "Authenticator", "Principal", "TokenTable", "token_id"]
+__all__ = ["PRINCIPAL", "Authenticator", "Principal", "TokenTable", "may_list", "token_id"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,7 @@ PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics", "/"})
 PUBLIC_PREFIXES = ("/ui/",)  # the dashboard's static files: no data, and it asks for a token
 _API = "/apis/fedctl.io/v1alpha1"
 _DRILLS = _API + "/drills"
+_WATCH = _API + "/watch"
 _STATUS = "/apis/status.fedctl.io/v1alpha1"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TENANT_READS_CLUSTER_SCOPED = frozenset({"clusters", "queues", "acceleratorprofiles"})
@@ -252,6 +255,8 @@ class Authenticator:
             return None  # what-ifs store nothing; apply is checked per object by `admit`
         if path == _DRILLS or path.startswith(_DRILLS + "/"):
             return "may not run or read drills (admins only)"
+        if path == _WATCH:  # each kind it names is checked by `may_list` as it is streamed
+            return None if method in _READ_METHODS else f"may not {method} {path}"
         info = request.match_info
         try:
             res = reg_objects.resource_named(info.get("plural", ""))
@@ -277,6 +282,15 @@ class Authenticator:
         )
         if denied is not None:
             raise web.HTTPForbidden(text=f"user {who.user!r} {denied}")
+
+
+def may_list(who: Principal, plural: str) -> str | None:
+    """None when `who` may list every object of `plural` (across all namespaces), as a
+    `GET .../{plural}` would be decided; else the end of a 'user X ...' sentence."""
+    if who.is_admin:
+        return None
+    res = reg_objects.resource_named(plural)
+    return _tenant_rule(who, plural=res.plural, namespaced=res.namespaced, ns=None, method="GET")
 
 
 def _status_rule(who: Principal, request: web.Request) -> str | None:

@@ -25,7 +25,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from federation import clock as clock_mod
-from federation.api import auth, status
+from federation.api import auth, status, watch
 
 __all__ = ["RateLimiter", "TokenBucket", "dry_run_middleware", "timeout_middleware"]
 
@@ -110,7 +110,7 @@ def timeout_middleware(seconds: float) -> Middleware:
 
     @web.middleware
     async def deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.query.get("watch", "").lower() in ("1", "true", "yes"):
+        if watch.is_watch(request):
             return await handler(request)
         try:
             async with asyncio.timeout(seconds):

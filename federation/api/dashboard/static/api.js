@@ -1,5 +1,5 @@
 // Talking to the REST API: the bearer token (pasted once, kept in localStorage), JSON
-// calls, and watch streams (?watch=true, one JSON event per line) that reconnect.
+// calls, and the one watch stream a tab keeps (one JSON event per line), which reconnects.
 
 import { $ } from "./dom.js";
 
@@ -46,54 +46,95 @@ export function banner(message) {
   el.hidden = !message;
 }
 
-// A watch: stream JSON lines; every event calls onEvent. Reconnects with backoff.
-const streams = new Map();
+// The live stream: one watch carrying every kind the page shows (GET .../watch?resources=
+// a,b,...), one JSON event per line, each naming its resource. One, not one per kind: a
+// browser keeps six connections per host for all the tabs of a profile, and a stream holds
+// one for as long as it is open; four per tab left a second tab's calls queued behind the
+// streams, showing nothing. A tab that is hidden closes its stream (so background tabs hold
+// no connection at all) and opens it again when shown; each (re)connection starts with a
+// BOOKMARK per resource, which is when the page lists that resource again to catch up.
+const live = { open: false, paused: false, resources: [] };
 
 function updateLive() {
-  const open = [...streams.values()].filter((s) => s.open).length;
   const el = $("live");
-  el.textContent = open ? `live (${open})` : "offline";
-  el.className = open ? "live on" : "live off";
+  el.textContent = live.open ? "live" : live.paused ? "paused" : "offline";
+  el.className = live.open ? "live on" : "live off";
+  el.dataset.resources = live.open ? live.resources.join(",") : "";
+  el.title = live.open
+    ? `one watch stream following ${live.resources.join(", ")}`
+    : live.paused ? "the stream is closed while this tab is hidden" : "reconnecting…";
 }
 
-export function watch(name, path, onEvent) {
-  const state = { open: false, backoff: 500 };
-  streams.set(name, state);
-  const run = async () => {
-    try {
-      const resp = await fetch(`${path}?watch=true`, { headers: headers() });
-      if (resp.status === 401) askToken("The API asked for a token (401).");
-      if (!resp.ok || !resp.body) throw new Error(`watch ${name}: HTTP ${resp.status}`);
-      state.open = true;
-      state.backoff = 500;
-      updateLive();
-      const reader = resp.body.getReader();
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += decoder.decode(value, { stream: true });
-        let nl;
-        while ((nl = buffer.indexOf("\n")) >= 0) {
-          const line = buffer.slice(0, nl).trim();
-          buffer = buffer.slice(nl + 1);
-          if (!line) continue;
-          try {
-            onEvent(JSON.parse(line));
-          } catch (err) {
-            console.warn("bad watch line", name, err);
-          }
-        }
+async function readLines(resp, onEvent) {
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (!line) continue;
+      try {
+        onEvent(JSON.parse(line));
+      } catch (err) {
+        console.warn("bad watch line", err);
       }
-    } catch (err) {
-      console.warn(err);
     }
-    state.open = false;
+  }
+}
+
+// Follow `resources` (plurals) on one stream; every event calls onEvent(event), whose
+// `resource` names its kind. Reconnects with backoff; no copy of each object is sent on
+// connecting (sendInitialEvents=false): the page lists the kinds itself.
+export function watchAll(resources, onEvent) {
+  live.resources = resources;
+  let backoff = 500;
+  let abort = null;
+  let timer = null;
+  const url = `${API}/watch?resources=${resources.join(",")}&sendInitialEvents=false`;
+  const run = async () => {
+    timer = null;
+    if (document.hidden) {
+      live.paused = true;
+      updateLive();
+      return;
+    }
+    live.paused = false;
+    abort = new AbortController();
+    try {
+      const resp = await fetch(url, { headers: headers(), signal: abort.signal });
+      if (resp.status === 401) askToken("The API asked for a token (401).");
+      if (!resp.ok || !resp.body) throw new Error(`watch: HTTP ${resp.status}`);
+      live.open = true;
+      backoff = 500;
+      updateLive();
+      await readLines(resp, onEvent);
+    } catch (err) {
+      if (err.name !== "AbortError") console.warn(err);
+    }
+    abort = null;
+    live.open = false;
     updateLive();
-    setTimeout(run, state.backoff);
-    state.backoff = Math.min(state.backoff * 2, 10000);
+    if (document.hidden) {
+      live.paused = true;
+      updateLive();
+      return; // shown again: visibilitychange starts it
+    }
+    timer = setTimeout(run, backoff);
+    backoff = Math.min(backoff * 2, 10000);
   };
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) {
+      if (abort) abort.abort();
+    } else if (!abort && !timer) {
+      backoff = 500;
+      run();
+    }
+  });
   run();
 }
 

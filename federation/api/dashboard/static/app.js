@@ -1,15 +1,22 @@
 // fedctl dashboard: plain ES modules, no build step, nothing from elsewhere. Everything
 // shown comes from the REST API (/apis/fedctl.io/v1alpha1/...), the routes the CLI uses;
-// live updates come from the watch streams, each event re-listing its kind.
+// live updates come from one watch stream per tab carrying every kind shown, each event
+// re-listing its kind.
+//
+// `state.loaded` says which lists have answered: until a view's inputs have, it says it
+// is loading, never an empty table or zero counts that look like live data.
 
-import { API, banner, call, setupToken, watch } from "./api.js";
+import { API, banner, call, setupToken, watchAll } from "./api.js";
 import { $ } from "./dom.js";
 import { loadDrills, renderDrillForm, setupDrills } from "./drills.js";
 import { setupEditor } from "./editor.js";
 import { renderClusters, renderQueues, renderWorkloads } from "./views.js";
 
+const KINDS = ["clusters", "queues", "workloads", "bindings"];
 const state = {
   clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [], costs: null,
+  loaded: {}, // kind (or "queueStatus") -> true once it has answered
+  failed: {}, // kind -> why its last list failed
 };
 const QUEUE_STATUS = "/apis/status.fedctl.io/v1alpha1/queues";
 const COSTS = "/apis/status.fedctl.io/v1alpha1/costs?by=queue";
@@ -18,8 +25,11 @@ async function load(kind) {
   try {
     const listed = await call(`${API}/${kind}`);
     state[kind] = listed.items || [];
+    state.loaded[kind] = true;
+    delete state.failed[kind];
     banner("");
   } catch (err) {
+    state.failed[kind] = err.message;
     banner(`Cannot read ${kind}: ${err.message}`);
   }
   renderAll();
@@ -50,6 +60,7 @@ const loadQueueStatus = throttle(async () => {
     const [doc, costs] = await Promise.all([call(QUEUE_STATUS), call(COSTS)]);
     state.queueStatus = doc.items || [];
     state.costs = costs;
+    state.loaded.queueStatus = true;
     if (doc.stale) setTimeout(() => loadQueueStatus(), 1500);
   } catch (err) {
     console.warn(`queue status: ${err.message}`);
@@ -63,7 +74,7 @@ const loadQueueStatus = throttle(async () => {
 // takes at most a quarter of the time, so 20,000 Bindings are not fetched back to back.
 const reload = {};
 const listed = {};
-for (const kind of ["clusters", "queues", "workloads", "bindings"]) {
+for (const kind of KINDS) {
   reload[kind] = throttle(async () => {
     const began = performance.now();
     if (kind !== "clusters") loadQueueStatus();
@@ -101,12 +112,12 @@ function start() {
   window.addEventListener("hashchange", show);
   show();
   loadQueueStatus();
-  for (const kind of Object.keys(reload)) {
-    load(kind);
-    watch(kind, `${API}/${kind}`, (event) => {
-      if (event.type !== "BOOKMARK") reload[kind]();
-    });
-  }
+  for (const kind of KINDS) load(kind);
+  // A bookmark starts each kind on a (re)connected stream: list it again then too, for
+  // what changed between the list above (or the last event) and the stream's start.
+  watchAll(KINDS, (event) => {
+    if (reload[event.resource] && event.type !== "ERROR") reload[event.resource]();
+  });
   // Cluster statuses (capacity, health) are written by the monitor under their own keys,
   // which the clusters watch does not carry: re-read them on a slow period as well.
   setInterval(() => reload.clusters(), 5000);

@@ -32,6 +32,19 @@ export function bar(used, total, label, attrs = {}, text = null) {
       h("div", { class: pct > 85 ? "fill hot" : "fill", style: `width:${pct}%` })));
 }
 
+// Until every list a view is drawn from has answered, the view says it is loading (or why
+// a list failed): an empty table or zero counts would look like live data.
+function notLoaded(root, state, kinds, what) {
+  const missing = kinds.filter((k) => !state.loaded[k]);
+  if (!missing.length) return false;
+  const failed = missing.filter((k) => state.failed[k]);
+  root.replaceChildren(h("p", { class: failed.length ? "empty error" : "empty", "data-loading": "" },
+    failed.length
+      ? `Cannot show ${what}: ${failed.map((k) => `${k}: ${state.failed[k]}`).join("; ")}`
+      : `Loading ${what}…`));
+  return true;
+}
+
 function readiness(cluster) {
   const conds = (cluster.status && cluster.status.conditions) || [];
   const ready = conds.find((c) => c.type === "Ready");
@@ -85,6 +98,7 @@ function clusterCard(cluster) {
 
 export function renderClusters(state) {
   const root = $("clusters");
+  if (notLoaded(root, state, ["clusters"], "clusters")) return;
   const byRegion = new Map();
   for (const c of state.clusters) {
     const region = (c.spec && c.spec.region) || "(no region)";
@@ -127,6 +141,7 @@ function runsPods(binding) {
 // and usage against its limits) from the queue status view, charged as the scheduler does.
 export function renderQueues(state) {
   const root = $("queues");
+  if (notLoaded(root, state, ["queues", "bindings"], "queues")) return;
   const status = new Map((state.queueStatus || []).map((q) => [q.name, q]));
   const stats = new Map(state.queues.map((q) => [meta(q).name, { pending: [], admitted: 0 }]));
   for (const b of state.bindings) {
@@ -295,6 +310,7 @@ function workloadCard(w, binding) {
 
 export function renderWorkloads(state) {
   const root = $("workloads");
+  if (notLoaded(root, state, ["workloads", "bindings"], "workloads")) return;
   const bindings = new Map(state.bindings.map((b) => [workloadOf(b), b]));
   const cards = state.workloads
     .slice()

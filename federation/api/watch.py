@@ -1,0 +1,173 @@
+"""`GET /apis/fedctl.io/v1alpha1/watch?resources=A,B,...`: the watches of several kinds in
+one stream, each event tagged with the resource it is about.
+
+Why one stream for many kinds: a browser keeps at most six HTTP/1.1 connections to a host
+(Chromium's limit, shared by every tab of a profile), and a watch holds one for as long as
+it is open. The dashboard used to open one watch per kind it shows, four per tab: a
+second tab's lists, plans and drill starts queued behind the streams, and showed nothing
+(or zeros) until a stream closed. With one stream a tab holds one connection. The
+per-kind route (`.../{plural}?watch=true`, `objects.ObjectsApi`) stays as it was for the
+CLI (`fedctl get -w`) and any other client.
+
+Each line is one JSON event, as the per-kind watch writes them, plus `resource` (the
+plural it belongs to):
+
+    {"type": "ADDED|MODIFIED|DELETED|BOOKMARK|ERROR", "resource": "bindings", "object": {...}}
+
+Where each resource starts:
+
+    resourceVersion=N          every resource from revision N+1; no initial events
+    sendInitialEvents=false    every resource from now; no initial events
+    (neither)                  each resource's objects as ADDED, then its changes
+
+Each resource then gets one BOOKMARK carrying the revision its changes follow, so a client
+knows that resource is followed (the dashboard re-lists it then, which also catches up on
+what changed while it was disconnected). Within one resource, events come in revision
+order, exactly once, as on its own watch; across resources, in the order they arrive.
+
+A resource the caller may not read as a list (a tenant and all-namespace workloads, say:
+`auth.may_list`) gets one ERROR event with a 403 Status as its object, and the stream goes
+on with the others, so one forbidden kind does not blank a page that can show the rest.
+An unknown resource name is a 400 before anything is streamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from federation import errors
+from federation.api import auth
+from federation.api import objects as objects_api
+from federation.registry import objects as reg_objects
+from federation.registry import store as st
+
+__all__ = ["WATCH_PATH", "WatchApi", "is_watch"]
+
+Send = Callable[[bytes], Awaitable[None]]
+
+WATCH_PATH = objects_api.API_PREFIX + "/watch"
+
+
+def is_watch(request: web.Request) -> bool:
+    """Whether `request` opens a stream meant to stay open (no request deadline)."""
+    if request.path == WATCH_PATH:
+        return True
+    return request.query.get("watch", "").lower() in ("1", "true", "yes")
+
+
+def _flag(value: str | None, *, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.lower() in ("1", "true", "yes")
+
+
+def _resources(request: web.Request) -> list[reg_objects.Resource]:
+    names = [n.strip() for n in request.query.get("resources", "").split(",") if n.strip()]
+    if not names:
+        raise errors.Invalid(
+            "resources: name the kinds to watch, e.g. ?resources=clusters,queues,workloads"
+        )
+    found: dict[str, reg_objects.Resource] = {}
+    for name in names:
+        res = reg_objects.resource_named(name)  # Invalid naming the known ones
+        found.setdefault(res.plural, res)
+    return list(found.values())
+
+
+def _event(kind: str, resource: str, obj: dict[str, Any]) -> bytes:
+    return json.dumps({"type": kind, "resource": resource, "object": obj}).encode() + b"\n"
+
+
+def _wire(kv: st.KeyValue) -> dict[str, Any]:
+    """A stored value as the per-kind watch shows it (kubeconfigs redacted): one function,
+    so the two streams can never disagree on what a client may see."""
+    return objects_api._raw_wire(kv)
+
+
+def _change(event: st.WatchEvent) -> tuple[str, dict[str, Any]]:
+    """The event type and object for one registry change, as the per-kind watch sends it."""
+    if event.type == "delete":
+        if event.prev_value:
+            kv = st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
+            return "DELETED", _wire(kv)
+        return "DELETED", {
+            "metadata": {"resourceVersion": str(event.mod_revision)},
+            "key": event.key,
+        }
+    kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
+    kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
+    return kind, _wire(kv)
+
+
+class WatchApi:
+    """The multiplexed watch route bound to one Store."""
+
+    def __init__(self, store: st.Store) -> None:
+        self.store = store
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get(WATCH_PATH, self.watch)]
+
+    async def watch(self, request: web.Request) -> web.StreamResponse:
+        wanted = _resources(request)
+        since = request.query.get("resourceVersion")
+        initial = _flag(request.query.get("sendInitialEvents"), default=True)
+        try:
+            start = int(since) + 1 if since else None
+        except ValueError:
+            raise errors.Invalid(f"resourceVersion: {since!r} is not a revision") from None
+        who = request.get(auth.PRINCIPAL)
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await resp.prepare(request)
+        lock = asyncio.Lock()
+
+        async def send(line: bytes) -> None:
+            async with lock:  # one event per line, whichever resource writes it
+                await resp.write(line)
+
+        if start is None and not initial:
+            start = await self.store.current_revision() + 1
+        readable = []
+        for res in wanted:
+            denied = auth.may_list(who, res.plural) if who is not None else None
+            if denied is None:
+                readable.append(res)
+                continue
+            forbidden = {
+                "kind": "Status",
+                "status": "Failure",
+                "code": 403,
+                "reason": "Forbidden",
+                "message": f"user {who.user!r} {denied}" if who is not None else denied,
+            }
+            await send(_event("ERROR", res.plural, forbidden))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for res in readable:
+                    group.create_task(self._follow(res, start, send), name=f"watch-{res.plural}")
+        except* ConnectionResetError:
+            pass  # the client went away: every resource's watch is stopped with it
+        return resp
+
+    async def _follow(
+        self,
+        res: reg_objects.Resource,
+        start: int | None,
+        send: Send,
+    ) -> None:
+        prefix = reg_objects.list_prefix(res, None)
+        if start is None:
+            listed = await self.store.list(prefix)
+            for kv in listed.items:
+                await send(_event("ADDED", res.plural, _wire(kv)))
+            start = listed.revision + 1
+        bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
+        await send(_event("BOOKMARK", res.plural, bookmark))
+        async for event in self.store.watch(prefix, start_revision=start):
+            kind, obj = _change(event)
+            await send(_event(kind, res.plural, obj))
