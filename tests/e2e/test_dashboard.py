@@ -10,6 +10,7 @@ a drill started from the page shows its timeline while it runs and its report af
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -20,9 +21,11 @@ from typing import Any
 import pytest
 
 from federation.registry import codec, keys
+from federation.registry import store as st
 from policies import loading
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster
+from policies.models.work import WorkloadStatus
 from tests.e2e.conftest import all_ready, wait_until
 from tests.e2e.stack import API, EXAMPLES, Stack
 
@@ -348,25 +351,104 @@ def bindings(stack: Stack) -> Iterator[codec.TypedStore[Binding]]:
 BINDING_KEY = keys.binding_key(keys.WorkloadRef("web", "Deployment.apps", "storefront"))
 
 
-def queued(name: str, queue: str, phase: str, reason: str = "", *, pods: bool = True) -> Binding:
-    """A Binding of workload team/`name` in `queue`, with no workload behind it; without
-    `pods`, one that records no pod, as an object that runs none (a ConfigMap) has."""
+def queued(
+    name: str,
+    queue: str,
+    phase: str,
+    reason: str = "",
+    *,
+    kind: str = "Job",
+    placed: bool | None = None,
+) -> Binding:
+    """The Binding of workload team/`name` (a `kind`: see `team_workload`) in `queue`;
+    `placed` (default: Scheduled) names a cluster it runs on. A ConfigMap's records no pod,
+    as an object that runs none has."""
+    pods = kind == "Job"
+    placed = phase == "Scheduled" if placed is None else placed
     return Binding.model_validate(
         {
             "metadata": {"name": name, "namespace": "team"},
             "spec": {
                 "workload": {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
+                    "apiVersion": "batch/v1" if pods else "v1",
+                    "kind": kind,
                     "namespace": "team",
                     "name": name,
                 },
                 "queue": queue,
                 "podRequests": {"cpu": "1"} if pods else {},
+                "clusters": [{"name": "us-east-cpu", "replicas": 1}] if placed else [],
             },
             "status": {"phase": phase, "reason": reason},
         }
     )
+
+
+def team_workload(name: str, queue: str, *, kind: str = "Job") -> dict[str, Any]:
+    """A one-pod Job (one core) in namespace team and `queue`, or a ConfigMap (no pods)."""
+    meta = {"name": name, "namespace": "team", "labels": {"fedctl.io/queue": queue}}
+    if kind == "ConfigMap":
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+    container = {"name": "main", "image": "app", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}},
+    }
+
+
+class Team:
+    """Workloads in namespace team with their Bindings, written as the scheduler would
+    (the stack runs none): the queue status view counts a Binding only while its workload
+    exists, as `fedctl get queues` does. Removed again when the test ends."""
+
+    def __init__(self, stack: Stack, bindings: codec.TypedStore[Binding]) -> None:
+        self.stack, self.bindings = stack, bindings
+        self.refs: list[keys.WorkloadRef] = []
+
+    def add(self, name: str, queue: str, *, kind: str = "Job") -> keys.WorkloadRef:
+        body = json.dumps(team_workload(name, queue, kind=kind))
+        status, created = self.stack.http("POST", f"{API}/namespaces/team/workloads", body)
+        assert status == 201, created
+        ref = keys.WorkloadRef("team", "Job.batch" if kind == "Job" else kind, name)
+        self.refs.append(ref)
+        return ref
+
+    def bind(self, ref: keys.WorkloadRef, binding: Binding) -> None:
+        self.stack.call(lambda: self.bindings.put(keys.binding_key(ref), binding))
+
+    def finish(self, ref: keys.WorkloadRef, phase: str = "Succeeded") -> None:
+        """The propagator's aggregated status of a job that ended."""
+        typed = codec.TypedStore(self.stack.store, codec.Codec(WorkloadStatus))
+        status = WorkloadStatus.model_validate(
+            {
+                "workload": {"apiVersion": "batch/v1", "kind": "Job", "namespace": ref.namespace,
+                             "name": ref.name},
+                "phase": phase,
+                "succeeded": 1 if phase == "Succeeded" else 0,
+                "failed": 1 if phase == "Failed" else 0,
+            }
+        )  # fmt: skip
+        self.stack.call(lambda: typed.put(keys.workload_status_key(ref), status))
+
+    def remove(self) -> None:
+        assert self.stack.store is not None
+        for ref in self.refs:
+            for key in (keys.binding_key(ref), keys.workload_status_key(ref)):
+                self.stack.call(lambda k=key: self.stack.store.commit([st.Delete(k)]))
+            path = f"{API}/namespaces/team/workloads/{ref.kind}/{ref.name}"
+            status, body = self.stack.http("DELETE", path)
+            assert status == 200, body
+
+
+@pytest.fixture
+def team(stack: Stack, bindings: codec.TypedStore[Binding]) -> Iterator[Team]:
+    made = Team(stack, bindings)
+    try:
+        yield made
+    finally:
+        made.remove()
 
 
 def test_a_second_policy_for_a_claimed_workload_says_who_keeps_it(
@@ -410,33 +492,72 @@ def test_a_second_policy_for_a_claimed_workload_says_who_keeps_it(
 
 
 def test_a_parent_queue_row_counts_its_subtree_and_an_undefined_queue_is_listed(
-    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+    page: Any, stack: Stack, team: Team
 ) -> None:
     typo = "queue mlprod is not defined (queues that take work: ml-prod, ml-research, web)"
-    written = {
-        "ns": queued("ns", "ml-prod", "Scheduled", pods=False),  # bound, but runs nothing
-        "prod-a": queued("prod-a", "ml-prod", "Scheduled"),
-        "research-a": queued("research-a", "ml-research", "Pending", "waiting"),
-        "typo": queued("typo", "mlprod", "Pending", typo),
-    }
-    ref = {n: keys.binding_key(keys.WorkloadRef("team", "Job.batch", n)) for n in written}
-    for name, b in written.items():
-        stack.call(lambda k=ref[name], b=b: bindings.put(k, b))
-    try:
-        open_view(page, stack, "queues")
-        ml = page.locator('[data-queue="ml"]')
-        expect(ml.locator("[data-admitted]")).to_have_text("1")
-        expect(ml.locator("[data-depth]")).to_have_text("1")
-        expect(ml).to_contain_text("in its child queues")
-        research = page.locator('[data-queue="ml-research"]')
-        expect(research.locator("[data-depth]")).to_have_text("1")
-        expect(research.locator(".reasons")).to_contain_text("waiting")
-        missing = page.locator('[data-queue="mlprod"]')
-        expect(missing).to_contain_text("(not defined)")
-        expect(missing.locator(".reasons")).to_contain_text(typo)
-    finally:
-        for key in ref.values():
-            stack.call(lambda k=key: bindings.delete(k))
+    settings = team.add("settings", "ml-prod", kind="ConfigMap")
+    team.bind(settings, queued("settings", "ml-prod", "Scheduled", kind="ConfigMap"))
+    prod = team.add("prod-a", "ml-prod")
+    team.bind(prod, queued("prod-a", "ml-prod", "Scheduled"))
+    research = team.add("research-a", "ml-research")
+    team.bind(research, queued("research-a", "ml-research", "Pending", "waiting"))
+    mistyped = team.add("typo", "mlprod")
+    team.bind(mistyped, queued("typo", "mlprod", "Pending", typo))
+    open_view(page, stack, "queues")
+    ml = page.locator('[data-queue="ml"]')
+    expect(ml).to_have_attribute("data-counted-by", "view")
+    expect(ml.locator("[data-admitted]")).to_have_text("1")  # the ConfigMap runs nothing
+    expect(ml.locator("[data-depth]")).to_have_text("1")
+    expect(ml).to_contain_text("in its child queues")
+    row = page.locator('[data-queue="ml-research"]')
+    expect(row.locator("[data-depth]")).to_have_text("1")
+    expect(row.locator(".reasons")).to_contain_text("waiting")
+    missing = page.locator('[data-queue="mlprod"]')
+    expect(missing).to_contain_text("(not defined)")
+    expect(missing.locator(".reasons")).to_contain_text(typo)
+
+
+def test_queue_counts_are_the_status_view_s_finished_jobs_are_not_admitted(
+    page: Any, stack: Stack, team: Team
+) -> None:
+    """Counting Bindings, the page said ml 2 admitted where `fedctl get queues` said 0:
+    both jobs had Succeeded. The counts are now the queue status view's."""
+    done = team.add("nightly-eval", "ml-prod")
+    team.bind(done, queued("nightly-eval", "ml-prod", "Scheduled"))
+    running = team.add("train", "ml-research")
+    team.bind(running, queued("train", "ml-research", "Scheduled"))
+    open_view(page, stack, "queues")
+    ml = page.locator('[data-queue="ml"]')
+    expect(ml.locator("[data-admitted]")).to_have_text("2")
+    team.finish(done)
+    # A finished job's status is no watched object: the view is asked again on a period.
+    expect(ml.locator("[data-admitted]")).to_have_text("1", timeout=15_000)
+    expect(page.locator('[data-queue="ml-prod"] [data-admitted]')).to_have_text("0")
+    expect(page.locator('[data-queue="ml-research"] [data-admitted]')).to_have_text("1")
+
+
+def test_depth_counts_workloads_the_scheduler_has_not_bound_yet(page: Any, stack: Stack) -> None:
+    """The scheduler's queue view counts a workload waiting for its first Binding as
+    pending; the page showed only the Bindings (1 where the CLI said 3, for ~25 s). The
+    view's answer is stood in for here: the stack runs no scheduler."""
+    view = {
+        "items": [
+            {"name": "web", "defined": True, "implicit": False, "parent": None,
+             "children": [], "weight": 2, "admitted": 0, "pending": 3, "used": {},
+             "share": 0.0},
+        ],
+        "revision": 1, "ageSeconds": 0.0, "stale": False, "source": "scheduler",
+    }  # fmt: skip
+    page.route(
+        re.compile(r"/apis/status\.fedctl\.io/v1alpha1/queues$"),
+        lambda route: route.fulfill(json=view),
+    )
+    open_view(page, stack, "queues")
+    row = page.locator('[data-queue="web"]')
+    expect(row.locator("[data-depth]")).to_have_text("3")
+    expect(row.locator("[data-unbound]")).to_have_text(
+        "3 with no Binding yet: waiting for the scheduler"
+    )
 
 
 def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(

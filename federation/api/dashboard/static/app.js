@@ -119,8 +119,14 @@ function start() {
     if (reload[event.resource] && event.type !== "ERROR") reload[event.resource]();
   });
   // Cluster statuses (capacity, health) are written by the monitor under their own keys,
-  // which the clusters watch does not carry: re-read them on a slow period as well.
-  setInterval(() => reload.clusters(), 5000);
+  // which the stream does not carry: re-read them on a slow period as well. So are the
+  // workload statuses that end a job (it stops counting as admitted): while the Queues
+  // view is shown, its counts are asked for on the same period.
+  setInterval(() => {
+    if (document.hidden) return;
+    reload.clusters();
+    if (location.hash === "#queues") loadQueueStatus();
+  }, 5000);
   document.body.dataset.ready = "true";
 }
 

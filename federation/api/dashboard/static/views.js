@@ -137,11 +137,18 @@ function runsPods(binding) {
     || (spec.clusters || []).some((t) => t.hourlyCost !== undefined && t.hourlyCost !== null);
 }
 
-// Counts and reasons come live from the Bindings; what each queue holds (its dominant share
-// and usage against its limits) from the queue status view, charged as the scheduler does.
+// Depth and admitted come from the queue status view (state.queueStatus), which counts them
+// exactly as `fedctl get queues` does: workloads still waiting for their first Binding are
+// pending, finished jobs and Bindings whose workload is gone are not admitted, a parent's
+// counts are its subtree's. Counting Bindings here got all three wrong; it is only the
+// fallback for a queue the view has not answered for yet. The pending reasons are the
+// Pending Bindings' own, live; what each queue holds (its dominant share and usage against
+// its limits) comes from the view as well, charged as the scheduler does.
 export function renderQueues(state) {
   const root = $("queues");
-  if (notLoaded(root, state, ["queues", "bindings"], "queues")) return;
+  const viewed = Boolean(state.loaded.queueStatus);
+  if (notLoaded(root, state, viewed ? ["queues"] : ["queues", "bindings"], "queues")) return;
+  const reasonsIn = Boolean(state.loaded.bindings);
   const status = new Map((state.queueStatus || []).map((q) => [q.name, q]));
   const stats = new Map(state.queues.map((q) => [meta(q).name, { pending: [], admitted: 0 }]));
   for (const b of state.bindings) {
@@ -150,6 +157,13 @@ export function renderQueues(state) {
     const s = stats.get(q);
     if ((b.status || {}).phase !== "Scheduled") s.pending.push(b);
     else if (runsPods(b)) s.admitted += 1;
+  }
+  // A queue the view lists but nobody defined (where a mistyped queue's work waits), even
+  // while none of its waiting workloads has a Binding yet.
+  for (const item of state.queueStatus || []) {
+    if (!item.defined && !item.implicit && !stats.has(item.name)) {
+      stats.set(item.name, { pending: [], admitted: 0, unknown: true });
+    }
   }
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
@@ -172,12 +186,20 @@ export function renderQueues(state) {
       seen.add(p);
     }
   }
+  // Depth and admitted: the view's, else (not answered for this queue yet) the Bindings'.
+  const counts = (name, s) => {
+    const item = status.get(name);
+    return item
+      ? { depth: item.pending, admitted: item.admitted, by: "view" }
+      : { depth: s.pending.length, admitted: s.admitted, by: "bindings" };
+  };
   // The unweighted dominant share (a parent's is its subtree's, as the view reports it).
   const dominant = (name) => {
     const q = status.get(name);
     return q ? q.share * q.weight : 0;
   };
-  // A queue that Bindings name but nobody defined is where a mistyped queue's work waits.
+  // A queue that Bindings or the view name but nobody defined is where a mistyped queue's
+  // work waits.
   const undefinedQueues = [...stats.keys()].filter((n) => !parentOf.has(n) && n !== "default")
     .map((n) => ({ metadata: { name: n }, spec: {}, undefinedQueue: true }));
   const queues = state.queues.concat(undefinedQueues)
@@ -201,13 +223,19 @@ export function renderQueues(state) {
     const around = siblingsDominant(spec.parent || null);
     const share = around > 0 ? dominant(meta(q).name) / around : 0;
     const held = status.get(meta(q).name);
-    return h("tr", { "data-queue": meta(q).name },
+    const n = counts(meta(q).name, s);
+    const byBindings = n.by === "bindings"
+      ? "counted from Bindings until the queue status view answers" : null;
+    // Waiting workloads the scheduler has not written a Binding for yet have no reason to
+    // show, but are counted: say how many, rather than a list shorter than the depth.
+    const unbound = reasonsIn ? Math.max(0, n.depth - s.pending.length) : 0;
+    return h("tr", { "data-queue": meta(q).name, "data-counted-by": n.by },
       h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
         meta(q).name,
         q.undefinedQueue ? h("span", { class: "muted" }, " (not defined)") : null),
       h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
-      h("td", { class: "num", "data-depth": s.pending.length }, s.pending.length),
-      h("td", { class: "num", "data-admitted": s.admitted }, s.admitted),
+      h("td", { class: "num", "data-depth": n.depth, title: byBindings }, n.depth),
+      h("td", { class: "num", "data-admitted": n.admitted, title: byBindings }, n.admitted),
       h("td", { class: "num", "data-cost": s.cost },
         state.costs ? money(s.cost, costs.currency) : "-",
         spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null
@@ -219,12 +247,16 @@ export function renderQueues(state) {
           `${Math.round(share * 100)}%`),
         q.undefinedQueue ? null : bar(Math.round(weightShare * 100), 100, "weight share",
           { class: "bar-row small weight" }, `${Math.round(weightShare * 100)}%`)),
-      h("td", {}, parent && s.pending.length
+      h("td", {}, !reasonsIn
+        ? h("span", { class: "muted" }, "loading…")
+        : parent && n.depth
         ? h("span", { class: "muted" }, "in its child queues")
-        : s.pending.length
+        : s.pending.length || unbound
         ? h("ul", { class: "reasons" }, s.pending.map((b) =>
             h("li", {}, h("b", {}, (b.spec.workload || {}).name || "?"), ": ",
-              (b.status || {}).reason || "waiting for the scheduler")))
+              (b.status || {}).reason || "waiting for the scheduler")),
+          unbound ? h("li", { class: "muted", "data-unbound": unbound },
+            `${unbound} with no Binding yet: waiting for the scheduler`) : null)
         : h("span", { class: "muted" }, "none")));
   });
   root.replaceChildren(h("table", { class: "grid" },
