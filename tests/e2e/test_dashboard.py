@@ -359,12 +359,16 @@ def queued(
     *,
     kind: str = "Job",
     placed: bool | None = None,
+    cost: str | None = None,
 ) -> Binding:
     """The Binding of workload team/`name` (a `kind`: see `team_workload`) in `queue`;
-    `placed` (default: Scheduled) names a cluster it runs on. A ConfigMap's records no pod,
-    as an object that runs none has."""
+    `placed` (default: Scheduled) names a cluster it runs on, for `cost` an hour. A
+    ConfigMap's records no pod, as an object that runs none has."""
     pods = kind == "Job"
     placed = phase == "Scheduled" if placed is None else placed
+    target: dict[str, Any] = {"name": "us-east-cpu", "replicas": 1}
+    if cost is not None:
+        target["hourlyCost"] = cost
     return Binding.model_validate(
         {
             "metadata": {"name": name, "namespace": "team"},
@@ -377,7 +381,8 @@ def queued(
                 },
                 "queue": queue,
                 "podRequests": {"cpu": "1"} if pods else {},
-                "clusters": [{"name": "us-east-cpu", "replicas": 1}] if placed else [],
+                "clusters": [target] if placed else [],
+                **({"hourlyCost": cost} if cost is not None and placed else {}),
             },
             "status": {"phase": phase, "reason": reason},
         }
@@ -643,6 +648,61 @@ def test_workloads_follow_a_binding_while_others_change_without_pause(
         stop.set()
         writer.join(10)
         stack.call(lambda: bindings.delete(busy))
+
+
+def test_a_namespace_s_card_shows_the_binding_keyed_under_the_cluster_scope(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    """A cluster-scoped workload's Binding is keyed under `_`; the card looked it up under
+    "default" and said "No Binding yet" while the Namespace was placed everywhere."""
+    ref = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "ml-prod")
+    placed = Binding.model_validate(
+        {
+            "metadata": {"name": "ml-prod", "namespace": keys.CLUSTER_SCOPE},
+            "spec": {
+                "workload": {"apiVersion": "v1", "kind": "Namespace",
+                             "namespace": keys.CLUSTER_SCOPE, "name": "ml-prod"},
+                "clusters": [{"name": "us-east-a100", "replicas": 1}],
+            },
+            "status": {"phase": "Scheduled"},
+        }
+    )  # fmt: skip
+    stack.call(lambda: bindings.put(keys.binding_key(ref), placed))
+    try:
+        open_view(page, stack, "workloads")
+        card = page.locator('[data-workload="ml-prod"]')
+        expect(card.locator(".phase")).to_have_text("Scheduled")
+        expect(card.locator('.placement [data-target="us-east-a100"]')).to_have_count(1)
+        expect(card).not_to_contain_text("No Binding yet")
+    finally:
+        stack.call(lambda: bindings.delete(keys.binding_key(ref)))
+
+
+def test_a_finished_job_shows_how_it_ended_and_costs_nothing_more(
+    page: Any, stack: Stack, team: Team
+) -> None:
+    """A job that Succeeded kept the green "Scheduled" of its Binding and "total 2.78/h",
+    where `fedctl get workloads` says Succeeded and `fedctl cost` charges it nothing. The
+    amounts shown carry the currency, as the Queues view's do."""
+    done = team.add("nightly-eval", "ml-prod")
+    team.bind(done, queued("nightly-eval", "ml-prod", "Scheduled", cost="2.78"))
+    running = team.add("train", "ml-research")
+    team.bind(running, queued("train", "ml-research", "Scheduled", cost="0.24"))
+    team.finish(done)
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="team/nightly-eval"]')
+    expect(card.locator(".phase")).to_have_text("Succeeded")
+    expect(card.locator("[data-cost]")).to_have_text("finished: costs nothing more")
+    expect(card.locator("[data-target-cost]")).to_have_count(0)
+    expect(card.locator('.placement [data-target="us-east-cpu"]')).to_have_count(1)
+    other = page.locator('[data-workload="team/train"]')
+    expect(other.locator(".phase")).to_have_text("Scheduled")
+    expect(other.locator("[data-cost]")).to_have_text("total USD 0.2400/h")
+    expect(other.locator("[data-target-cost]")).to_have_text(" USD 0.2400/h")
+    # A job that ends while the page is open: its status is asked for again on a period.
+    team.finish(running, "Failed")
+    expect(other.locator(".phase")).to_have_text("Failed", timeout=15_000)
+    expect(other.locator("[data-cost]")).to_have_text("failed: costs nothing more")
 
 
 @pytest.fixture

@@ -15,10 +15,12 @@ import { renderClusters, renderQueues, renderWorkloads } from "./views.js";
 const KINDS = ["clusters", "queues", "workloads", "bindings"];
 const state = {
   clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [], costs: null,
-  loaded: {}, // kind (or "queueStatus") -> true once it has answered
+  workloadStatus: new Map(), // "ns/Kind.group/name" -> the propagator's aggregated status
+  loaded: {}, // kind (or "queueStatus", "workloadStatus") -> true once it has answered
   failed: {}, // kind -> why its last list failed
 };
 const QUEUE_STATUS = "/apis/status.fedctl.io/v1alpha1/queues";
+const WORKLOAD_STATUS = "/apis/status.fedctl.io/v1alpha1/workloads";
 const COSTS = "/apis/status.fedctl.io/v1alpha1/costs?by=queue";
 
 async function load(kind) {
@@ -68,6 +70,23 @@ const loadQueueStatus = throttle(async () => {
   renderAll();
 }, 1000);
 
+// Whether each job has finished (Succeeded or Failed) is in its aggregated status, which
+// the object lists do not carry: the workload status view (as `fedctl get workloads`)
+// has it. Asked at most once a second after workloads or Bindings change. A view that
+// cannot be read leaves the phases unknown, not the Workloads view empty.
+const loadWorkloadStatus = throttle(async () => {
+  try {
+    const doc = await call(WORKLOAD_STATUS);
+    state.workloadStatus = new Map((doc.items || []).map((i) =>
+      [`${i.namespace}/${i.kind}/${i.name}`, i.status || null]));
+    delete state.failed.workloadStatus;
+  } catch (err) {
+    state.failed.workloadStatus = err.message;
+  }
+  state.loaded.workloadStatus = true;
+  renderAll();
+}, 1000);
+
 // Each watch event asks for its kind to be listed again. A sweep keeps the scheduler
 // writing Bindings without a pause, so this is paced rather than debounced (a debounce
 // re-listed only once the writes stopped): at most every 250 ms, and listing a kind
@@ -78,6 +97,7 @@ for (const kind of KINDS) {
   reload[kind] = throttle(async () => {
     const began = performance.now();
     if (kind !== "clusters") loadQueueStatus();
+    if (kind === "workloads" || kind === "bindings") loadWorkloadStatus();
     await load(kind);
     listed[kind] = performance.now() - began;
   }, () => Math.max(250, 4 * (listed[kind] || 0)));
@@ -112,6 +132,7 @@ function start() {
   window.addEventListener("hashchange", show);
   show();
   loadQueueStatus();
+  loadWorkloadStatus();
   for (const kind of KINDS) load(kind);
   // A bookmark starts each kind on a (re)connected stream: list it again then too, for
   // what changed between the list above (or the last event) and the stream's start.
@@ -120,12 +141,13 @@ function start() {
   });
   // Cluster statuses (capacity, health) are written by the monitor under their own keys,
   // which the stream does not carry: re-read them on a slow period as well. So are the
-  // workload statuses that end a job (it stops counting as admitted): while the Queues
-  // view is shown, its counts are asked for on the same period.
+  // workload statuses that end a job (it stops counting as admitted, and costs nothing
+  // more): while the Queues or Workloads view is shown, its view is asked on that period.
   setInterval(() => {
     if (document.hidden) return;
     reload.clusters();
     if (location.hash === "#queues") loadQueueStatus();
+    if (location.hash === "#workloads") loadWorkloadStatus();
   }, 5000);
   document.body.dataset.ready = "true";
 }

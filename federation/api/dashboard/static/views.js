@@ -293,12 +293,16 @@ export function verdictTable(verdicts, pods = null, currency = "") {
         : `${v.plugin || ""}: ${(v.reasons || []).join("; ")}`)))));
 }
 
-function placementList(targets) {
+// `currency`: the costs view's (every recorded cost is in it); a finished job's targets
+// show no cost, since it costs nothing more.
+function placementList(targets, currency, finished) {
   return h("ul", { class: "placement" }, targets.map((t) =>
     h("li", { "data-target": t.name, "data-replicas": t.replicas },
       h("b", {}, t.name), ` × ${t.replicas}`,
       t.chip ? h("span", { class: "chip" }, t.chip) : null,
-      t.hourlyCost !== undefined ? h("span", { class: "muted" }, ` ${money(t.hourlyCost)}`) : null)));
+      t.hourlyCost !== undefined && !finished
+        ? h("span", { class: "muted", "data-target-cost": "" }, ` ${money(t.hourlyCost, currency)}`)
+        : null)));
 }
 
 // The policy the Binding records as its workload's claimant (`fedctl.io/policy`): with
@@ -311,45 +315,76 @@ function claimant(binding) {
   return `${kind} ${name.join("/")}`;
 }
 
-function workloadCard(w, binding) {
+const FINISHED = new Set(["Succeeded", "Failed"]);
+
+// A finished job's card says how it ended (as `fedctl get workloads` does), not the
+// "Scheduled" its Binding keeps, and no hourly cost: it costs nothing more (`fedctl cost`).
+function workloadCard(w, binding, result, currency) {
   const m = meta(w);
   const spec = (binding && binding.spec) || {};
   const status = (binding && binding.status) || {};
   const summary = Object.entries(spec.filteredSummary || {});
   const replicas = (w.spec || {}).replicas;
   const title = m.namespace ? `${m.namespace}/${m.name}` : m.name;
+  const ended = result && FINISHED.has(result.phase) ? result.phase : null;
+  const phase = ended || (binding ? status.phase || "Pending" : null);
   return h("article", { class: "card workload", "data-workload": title },
     h("header", {},
       h("h3", {}, title),
       h("span", { class: "muted" },
         `${w.kind}${replicas !== undefined ? ` · ${replicas} replica(s)` : ""}`),
-      h("span", { class: `phase ${status.phase || "none"}` },
-        binding ? status.phase || "Pending" : "not scheduled")),
+      h("span", { class: `phase ${phase || "none"}`, "data-phase": phase || "" },
+        phase || "not scheduled")),
     !binding
-      ? h("p", { class: "muted" }, "No Binding yet: the scheduler has not placed this workload.")
+      ? h("p", { class: "muted" }, ended
+        ? "Finished; its Binding is gone."
+        : "No Binding yet: the scheduler has not placed this workload.")
       : [
-          status.reason ? h("p", { class: "reason" }, status.reason) : null,
+          status.reason && !ended ? h("p", { class: "reason" }, status.reason) : null,
           h("p", { class: "muted", "data-policy": "" }, `policy: ${claimant(binding)}`),
-          spec.clusters && spec.clusters.length ? placementList(spec.clusters) : null,
-          spec.hourlyCost !== undefined
-            ? h("p", { class: "muted" }, `total ${money(spec.hourlyCost)}`) : null,
-          h("details", { open: true }, h("summary", {}, "Why here"),
+          spec.clusters && spec.clusters.length
+            ? placementList(spec.clusters, currency, Boolean(ended)) : null,
+          ended
+            ? h("p", { class: "muted", "data-cost": "" },
+              `${ended === "Succeeded" ? "finished" : "failed"}: costs nothing more`)
+            : spec.hourlyCost !== undefined
+            ? h("p", { class: "muted", "data-cost": "" }, `total ${money(spec.hourlyCost, currency)}`)
+            : null,
+          h("details", { open: !ended }, h("summary", {}, "Why here"),
             verdictTable(spec.explanation),
             summary.length ? h("p", { class: "muted" }, "filtered: " +
               summary.map(([k, n]) => `${n} by ${k}`).join(", ")) : null),
         ]);
 }
 
+// The registry's key segment of a workload kind: apps/v1 Deployment -> Deployment.apps.
+function kindSegment(apiVersion, kind) {
+  const slash = (apiVersion || "").lastIndexOf("/");
+  return slash > 0 ? `${kind}.${apiVersion.slice(0, slash)}` : kind;
+}
+
+// A cluster-scoped workload (a Namespace) has no namespace; its Binding and status are
+// keyed under "_" (federation/registry/keys.py CLUSTER_SCOPE), never "default": the API
+// fills "default" in for every namespaced kind, so a workload without one is cluster-scoped.
+const CLUSTER_SCOPE = "_";
+
 export function renderWorkloads(state) {
   const root = $("workloads");
-  if (notLoaded(root, state, ["workloads", "bindings"], "workloads")) return;
+  // The status view too, or a finished job would show "Scheduled" until it answers.
+  if (notLoaded(root, state, ["workloads", "bindings", "workloadStatus"], "workloads")) return;
   const bindings = new Map(state.bindings.map((b) => [workloadOf(b), b]));
+  const currency = (state.costs || {}).currency || "";
   const cards = state.workloads
     .slice()
     .sort((a, b) => `${meta(a).namespace}/${meta(a).name}`.localeCompare(
       `${meta(b).namespace}/${meta(b).name}`))
-    .map((w) => workloadCard(w, bindings.get(
-      workloadKey(meta(w).namespace || "default", w.apiVersion, w.kind, meta(w).name))));
+    .map((w) => {
+      const ns = meta(w).namespace || CLUSTER_SCOPE;
+      return workloadCard(w,
+        bindings.get(workloadKey(ns, w.apiVersion, w.kind, meta(w).name)),
+        state.workloadStatus.get(`${ns}/${kindSegment(w.apiVersion, w.kind)}/${meta(w).name}`),
+        currency);
+    });
   root.replaceChildren(...(cards.length ? cards
     : [h("p", { class: "empty" }, "No workloads. Apply a Deployment or Job to see it here.")]));
 }
