@@ -40,9 +40,12 @@ export function qty(value) {
   return parseFloat(m[1]) * (SUFFIX[m[2]] ?? 1);
 }
 
+// An amount to one decimal at most, rounded down: what is shown free must be there (22.5
+// free cores read "23 free / 24" when rounded to whole numbers, one core more than fits).
+// The epsilon keeps 63.7 (0.1 * 3 taken from 64, 63.699999... in floating point) 63.7.
 export function fmt(n) {
-  if (Number.isInteger(n)) return String(n);
-  return n >= 10 ? n.toFixed(0) : n.toFixed(1);
+  const down = Math.floor(n * 10 + 1e-9) / 10;
+  return Number.isInteger(down) ? String(down) : down.toFixed(1);
 }
 
 export function money(value, currency = "") {

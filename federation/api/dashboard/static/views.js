@@ -5,22 +5,62 @@
 
 import { $, fmt, h, meta, money, qty } from "./dom.js";
 
+// Capacity per chip from the monitor's node flavors: CPU cores under the nodes' arch for
+// every flavor (GPU nodes have cores too: `fedctl cluster list` counts them, and leaving
+// them out showed 32 of ap-southeast-l4's 176), devices under the accelerator model.
 function capacityByChip(status) {
   const chips = new Map();
-  for (const f of (status && status.flavors) || []) {
-    const chip = f.acceleratorModel || f.arch;
-    const accel = Boolean(f.acceleratorModel);
-    const resource = accel ? f.acceleratorResource : "cpu";
-    const unit = accel ? "devices" : "cores";
-    const total = qty((f.allocatable || {})[resource]) * (f.nodeCount || 0);
-    const free = Math.min(qty((f.free || {})[resource]), total);
+  const add = (chip, unit, total, free, nodes) => {
     const entry = chips.get(chip) || { chip, unit, total: 0, free: 0, nodes: 0 };
     entry.total += total;
-    entry.free += free;
-    entry.nodes += f.nodeCount || 0;
+    entry.free += Math.min(free, total);
+    entry.nodes += nodes;
     chips.set(chip, entry);
+  };
+  for (const f of (status && status.flavors) || []) {
+    const count = f.nodeCount || 0;
+    const of = (resource) => [
+      qty((f.allocatable || {})[resource]) * count, qty((f.free || {})[resource])];
+    add(f.arch, "cores", ...of("cpu"), count);
+    if (f.acceleratorModel) {
+      add(f.acceleratorModel, "devices", ...of(f.acceleratorResource), count);
+    }
   }
-  return [...chips.values()];
+  // Plain arches first, as the spec lists chips, then the accelerators.
+  return [...chips.values()].sort((a, b) =>
+    (a.unit === "devices") - (b.unit === "devices") || a.chip.localeCompare(b.chip));
+}
+
+// The chips as the monitor observed them, counted as `fedctl cluster list` counts them:
+// devices of an accelerator model, nodes without an accelerator of a plain arch. Before
+// the first observation, the spec's declared counts, saying so.
+function chipBadges(spec, status) {
+  const declared = new Map((spec.chips || []).map((c) => [c.model, c.count]));
+  const flavors = (status && status.flavors) || [];
+  if (!flavors.length) {
+    return (spec.chips || []).map((c) => h("span", {
+      class: "chip declared", "data-chip": c.model,
+      title: "declared in the spec; not observed by the monitor yet",
+    }, `${c.model} ×${c.count} declared`));
+  }
+  const seen = new Map();
+  for (const f of flavors) {
+    const accel = f.acceleratorModel && f.acceleratorResource;
+    const model = accel ? f.acceleratorModel : f.arch;
+    const n = accel
+      ? qty((f.allocatable || {})[f.acceleratorResource]) * (f.nodeCount || 0)
+      : f.nodeCount || 0;
+    const entry = seen.get(model) || { model, n: 0, unit: accel ? "devices" : "nodes" };
+    entry.n += n;
+    seen.set(model, entry);
+  }
+  return [...seen.values()].map((c) => h("span", {
+    class: "chip", "data-chip": c.model,
+    title: c.unit === "devices"
+      ? `${c.n} ${c.model} devices observed (the spec declares ${declared.get(c.model) ?? "none"})`
+      : `${c.n} ${c.model} nodes without accelerators observed `
+        + `(the spec declares ${declared.get(c.model) ?? "none"} ${c.model} nodes in all)`,
+  }, `${c.model} ×${fmt(c.n)} ${c.unit}`));
 }
 
 export function bar(used, total, label, attrs = {}, text = null) {
@@ -80,9 +120,7 @@ function clusterCard(cluster) {
     h("div", { class: "sub" },
       [spec.zone, spec.provider, cluster.status && cluster.status.kubernetesVersion]
         .filter(Boolean).join(" · ")),
-    h("div", { class: "chips" },
-      (spec.chips || []).map((c) =>
-        h("span", { class: "chip", "data-chip": c.model }, `${c.model} ×${c.count}`))),
+    h("div", { class: "chips" }, chipBadges(spec, cluster.status)),
     h("div", { class: "capacity" },
       caps.length
         ? caps.map((c) => bar(c.total - c.free, c.total, `${c.chip} ${c.unit}`,
