@@ -611,19 +611,46 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
     expect(row.locator("[data-depth]")).to_have_text("0")
     # What its placed replicas cost an hour, as `fedctl cost` sums them (0.24 + 0.06).
     expect(row.locator("[data-cost]")).to_have_text("USD 0.3000/h")
-    # With a budget, the budget beside it.
+    # With a budget, the budget beside it; over it (lowered below what runs), marked.
     queues = (EXAMPLES / "queues.yaml").read_text(encoding="utf-8")
-    budgeted = queues.replace("name: web\nspec:\n", "name: web\nspec:\n  maxHourlyCost: '2'\n")
-    assert budgeted != queues
-    status, body = stack.http("POST", f"{API}/apply", budgeted, ctype="application/yaml")
-    assert status == 200, body
+
+    def budget(amount: str) -> None:
+        text = queues.replace(
+            "name: web\nspec:\n", f"name: web\nspec:\n  maxHourlyCost: '{amount}'\n"
+        )
+        assert text != queues
+        status, body = stack.http("POST", f"{API}/apply", text, ctype="application/yaml")
+        assert status == 200, body
+
+    budget("2")
     try:
-        expect(row.locator("[data-budget]")).to_have_text(" of USD 2.00/h")
+        expect(row.locator("[data-budget]")).to_have_text("of USD 2.00/h")
+        expect(row.locator("[data-over-budget]")).to_have_count(0)
+        budget("0.25")
+        expect(row.locator("[data-budget]")).to_have_text("of USD 0.2500/h")
+        expect(row.locator("[data-over-budget]")).to_have_text("over budget")
+        expect(row).to_have_class(re.compile(r"\bover-budget\b"))
     finally:
         status, body = stack.http("POST", f"{API}/apply", queues, ctype="application/yaml")
         assert status == 200, body
+    expect(row.locator("[data-over-budget]")).to_have_count(0)
     # What it holds comes from the queue status view: web alone holds anything at the top.
     expect(row.locator(".bar-row.small").first).to_contain_text("100%")
+    # Which is not the CLI's SHARE, and the column says so.
+    header = page.locator("#queues th", has_text="Holds vs weight")
+    expect(header).to_have_attribute("title", re.compile("Not the SHARE column of fedctl get"))
+    # At 820 px no bar label is cut and no cost wraps.
+    page.set_viewport_size({"width": 820, "height": 1000})
+    expect(row.locator(".bar-label")).to_have_text(["holds", "weight"])
+    cut = page.eval_on_selector_all(
+        "#queues .bar-label, #queues td.cost > div",
+        """els => els.filter((e) => {
+          const lines = document.createRange();
+          lines.selectNodeContents(e);
+          return e.scrollWidth > e.clientWidth || lines.getClientRects().length > 1;
+        }).map((e) => e.textContent)""",
+    )
+    assert cut == [], f"cut or wrapped at 820 px: {cut}"
     expect(row.locator("td[title]").first).to_have_attribute(
         "title", re.compile(r"cpu \d+(\.\d+)?/400")
     )

@@ -267,23 +267,32 @@ export function renderQueues(state) {
     // Waiting workloads the scheduler has not written a Binding for yet have no reason to
     // show, but are counted: say how many, rather than a list shorter than the depth.
     const unbound = reasonsIn ? Math.max(0, n.depth - s.pending.length) : 0;
-    return h("tr", { "data-queue": meta(q).name, "data-counted-by": n.by },
+    const budgeted = spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null;
+    // A parent's budget caps its whole subtree, whose cost its row shows.
+    const over = Boolean(state.costs) && budgeted && s.cost > Number(spec.maxHourlyCost);
+    return h("tr", {
+      "data-queue": meta(q).name, "data-counted-by": n.by, class: over ? "over-budget" : null,
+    },
       h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
         meta(q).name,
         q.undefinedQueue ? h("span", { class: "muted" }, " (not defined)") : null),
       h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
       h("td", { class: "num", "data-depth": n.depth, title: byBindings }, n.depth),
       h("td", { class: "num", "data-admitted": n.admitted, title: byBindings }, n.admitted),
-      h("td", { class: "num", "data-cost": s.cost },
-        state.costs ? money(s.cost, costs.currency) : "-",
-        spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null
-          ? h("span", { class: "muted", "data-budget": spec.maxHourlyCost },
-            ` of ${money(spec.maxHourlyCost, costs.currency)}`)
+      h("td", { class: "num cost", "data-cost": s.cost },
+        h("div", {}, state.costs ? money(s.cost, costs.currency) : "-"),
+        budgeted
+          ? h("div", { class: "muted budget", "data-budget": spec.maxHourlyCost },
+            `of ${money(spec.maxHourlyCost, costs.currency)}`)
+          : null,
+        over
+          ? h("div", { class: "over", "data-over-budget": "", title: OVER_BUDGET },
+            "over budget")
           : null),
-      h("td", { title: held ? usageText(held) : "" },
-        bar(Math.round(share * 100), 100, "held share", { class: "bar-row small" },
+      h("td", { class: "shares", title: held ? `holds ${usageText(held)}` : "" },
+        bar(Math.round(share * 100), 100, "holds", { class: "bar-row small" },
           `${Math.round(share * 100)}%`),
-        q.undefinedQueue ? null : bar(Math.round(weightShare * 100), 100, "weight share",
+        q.undefinedQueue ? null : bar(Math.round(weightShare * 100), 100, "weight",
           { class: "bar-row small weight" }, `${Math.round(weightShare * 100)}%`)),
       h("td", {}, !reasonsIn
         ? h("span", { class: "muted" }, "loading…")
@@ -297,11 +306,30 @@ export function renderQueues(state) {
             `${unbound} with no Binding yet: waiting for the scheduler`) : null)
         : h("span", { class: "muted" }, "none")));
   });
-  root.replaceChildren(h("table", { class: "grid" },
-    h("thead", {}, h("tr", {}, ["Queue", "Weight", "Depth", "Admitted", "Cost",
-      "Share vs weight", "Pending reasons"].map((t) => h("th", {}, t)))),
+  root.replaceChildren(h("table", { class: "grid queues" },
+    h("thead", {}, h("tr", {}, HEADERS.map(([t, title]) => h("th", { title }, t)))),
     h("tbody", {}, rows)));
 }
+
+// What admission does with a queue over its budget (as `fedctl describe queue` says it).
+const OVER_BUDGET = "Over its budget (a lowered budget, or prices that rose): admitted work "
+  + "keeps running; nothing more is admitted to it until its cost falls below the budget.";
+
+// Column names, each with what it measures. "Holds" is not the SHARE of `fedctl get
+// queues` (the queue's weighted dominant share of the whole federation): it compares the
+// queue with its siblings only, as fair share does, level by level.
+const HEADERS = [
+  ["Queue", null],
+  ["Weight", "spec.weight: its part of fair share among its siblings"],
+  ["Depth", "workloads waiting to be placed (fedctl get queues: PENDING)"],
+  ["Admitted", "placed workloads that run pods and have not finished (ADMITTED)"],
+  ["Cost", "what its placed work costs an hour (fedctl cost), of its budget if it has one"],
+  ["Holds vs weight", "holds: its part of what it and its siblings hold, each by its "
+    + "dominant resource; weight: its part of its siblings' weights, which is what fair "
+    + "share gives it. Not the SHARE column of fedctl get queues, which is the queue's "
+    + "weighted dominant share of the whole federation."],
+  ["Pending reasons", "why each waiting workload waits, from its Binding"],
+];
 
 // "nvidia.com/gpu 24/32, cpu 40/-": what a queue holds against its capability.
 function usageText(item) {
