@@ -36,7 +36,7 @@ from federation.cache.currency import Currency
 from federation.registry import keys
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
-from federation.settings import ApiSettings, SchedulerSettings
+from federation.settings import ApiSettings, FailoverSettings, MonitorSettings, SchedulerSettings
 
 __all__ = ["DRILLS", "METRICS", "OBJECTS_API", "build_app", "openapi_document"]
 
@@ -60,8 +60,12 @@ def build_app(
     leading: Callable[[], bool] | None = None,
     queue_view: qv.Published | None = None,
     scheduler: SchedulerSettings | None = None,
+    monitor: MonitorSettings | None = None,
+    failover: FailoverSettings | None = None,
 ) -> web.Application:
-    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills;
+    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills, and
+    `monitor` and `failover` the settings this controller detects and evicts with, which
+    drills are told to outlast;
     `queue_view` is where this process's scheduling loop publishes while it leads;
     `scheduler` is the settings its scheduling loop runs with, which plans, queue views and
     price checks must share (score weights, the default queue, the currency)."""
@@ -91,7 +95,13 @@ def build_app(
         admit=auth.admit if auth else None,
         currency=currency,
     )
-    drills = drills_api.DrillsApi(store, kubeconfig=kubeconfig, leading=leading, clock=clock)
+    drills = drills_api.DrillsApi(
+        store,
+        kubeconfig=kubeconfig,
+        leading=leading,
+        clock=clock,
+        timing=drills_api.Timing.of(monitor or MonitorSettings(), failover or FailoverSettings()),
+    )
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")

@@ -5,7 +5,9 @@ Fed by the registry (reports stored at `keys.drill_key`, Cluster objects) and by
 `federation.failover` for the drill it runs (`faults` breaks and mends the member exactly as
 `fedctl drill run` does, `drills` samples and judges); feeds the dashboard and any client.
 
-    GET  .../drills                    reports, newest first; a running drill comes first
+    GET  .../drills                    reports, newest first; a running drill comes first;
+                                       the defaults of a new one, and this controller's
+                                       detection and eviction times (`timing`)
     GET  .../drills/{id}               one report with its timeline (?format=svg|markdown)
     POST .../drills {cluster, fault, duration, settle}     202 with the running drill
 
@@ -42,6 +44,7 @@ from federation.api import objects, status
 from federation.failover import drills, faults
 from federation.registry import keys
 from federation.registry import store as st
+from federation.settings import FailoverSettings, MonitorSettings
 
 __all__ = ["DRILLS_PATH", "DrillsApi"]
 
@@ -49,7 +52,9 @@ log = logging.getLogger(__name__)
 
 DRILLS_PATH = "/apis/fedctl.io/v1alpha1/drills"
 _FIELDS = ("cluster", "fault", "duration", "settle")
-_DEFAULTS = {"fault": "down", "duration": "60s", "settle": "60s"}
+_DEFAULTS = {"fault": "down", "duration": "90s", "settle": "60s"}
+"""As `fedctl drill run`'s: a `down` held 90 s outlasts detection plus the eviction grace
+under the default settings (about 40 + 30 s), so work moves; 60 s moved nothing."""
 _FORMATS = ("json", "svg", "markdown")
 _CLUSTERS_PATH = objects.API_PREFIX + "/clusters"
 _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
@@ -65,6 +70,24 @@ def _not_found(kind: str, name: str, *, listing: str) -> web.Response:
         f'{kind} "{name}" not found; {listing}',
         details={"name": name, "group": "fedctl.io", "kind": f"{kind}s"},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """How long this controller takes to act on a dead member: what a drill's hold must
+    outlast for work to move. `detect`: seconds until the monitor marks it NotReady (the
+    failure threshold plus up to one probe period); `grace`: seconds more before its work
+    is evicted (the global eviction grace; a Cluster may set its own)."""
+
+    detect: float
+    grace: float
+
+    @classmethod
+    def of(cls, monitor: MonitorSettings, failover: FailoverSettings) -> Timing:
+        return cls(monitor.failure_threshold + monitor.probe_period, failover.eviction_grace)
+
+    def doc(self) -> dict[str, float]:
+        return {"detectSeconds": self.detect, "evictionGraceSeconds": self.grace}
 
 
 @dataclass
@@ -173,8 +196,10 @@ class DrillsApi:
         leading: Callable[[], bool] | None = None,
         clock: clock_mod.Clock = clock_mod.real,
         poll: float = 0.5,
+        timing: Timing | None = None,
     ) -> None:
         self.store = store
+        self.timing = timing or Timing.of(MonitorSettings(), FailoverSettings())
         self.kubeconfig = kubeconfig
         self.leading = leading
         self.clock = clock
@@ -207,7 +232,14 @@ class DrillsApi:
         reports, unreadable = await self._stored()
         items += [_doc(r, phase=_phase(r), full=False) for r in reports if r.id != running_id]
         return web.json_response(
-            {"items": items, "unreadable": [u.doc() for u in unreadable]},
+            {
+                "items": items,
+                "unreadable": [u.doc() for u in unreadable],
+                # What a new drill starts with, and what its hold must outlast: the
+                # dashboard's form shows both.
+                "defaults": _DEFAULTS,
+                "timing": self.timing.doc(),
+            },
             headers=[("Warning", _warning(u.message())) for u in unreadable],
         )
 

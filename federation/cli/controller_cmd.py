@@ -215,6 +215,8 @@ async def run_controller(
         leading=lambda: election.is_leader,  # the election below; only its leader drills
         queue_view=published,
         scheduler=settings.scheduler,
+        monitor=settings.monitor,  # what the drill form says a fault must outlast
+        failover=settings.failover,
         **extras,
     )
     supervisor.add("metrics-cache", lambda: metrics.cache.run(store))

@@ -115,7 +115,9 @@ class Stack:
         self.store = EtcdStore(EtcdSettings.model_validate({"endpoints": [self.etcd.url]}))
         await self.store.connect()
         # The fleet's kubeconfig lets the drill API find each member's fault API.
-        app = api_app.build_app(self.store, kubeconfig=str(self.workdir / "fleet.kubeconfig"))
+        app = api_app.build_app(
+            self.store, kubeconfig=str(self.workdir / "fleet.kubeconfig"), monitor=MONITOR
+        )
         runner = web.AppRunner(app, handler_cancellation=True)
         await runner.setup()
         port = embedded.free_port()

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from clusters.sim import profile
+from federation.failover import drills
 from federation.registry import codec, keys
 from federation.registry import store as st
 from policies import loading
@@ -790,6 +791,67 @@ def test_a_drill_s_timeline_renders(page: Any, stack: Stack, member_restored: No
     expect(page.locator(f'#drill-list [data-drill="{drill_id}"] .phase')).to_have_text("Completed")
     status, report = stack.http("GET", f"{API}/drills/{drill_id}")
     assert status == 200 and report["detect"] is not None and report["lost"] == 0
+
+
+@pytest.fixture
+def stored_drills(stack: Stack) -> Iterator[tuple[str, str]]:
+    """A stored drill report, and one a newer release wrote that this one cannot read."""
+    assert stack.store is not None
+    good, newer = "20261206T230000Z-eu-west-arm", "20261206T231000Z-us-east-cpu"
+    report = drills.Report(
+        id=good, cluster="eu-west-arm", fault="down", started="2026-12-06T23:00:00+00:00",
+        duration=90.0, detect=40.0, replace=70.0, rto=72.0, affected=1, healed_at=90.0,
+        workloads=[drills.WorkloadTimeline(STOREFRONT, replaced=70.0, ready=72.0,
+                                           outcome="recovered")],
+    )  # fmt: skip
+    unread = json.loads(drills.encode(report))
+    unread["object"]["id"] = newer
+    unread["object"]["workloads"][0]["movedBy"] = "eviction"
+    writes = [
+        st.Put(keys.drill_key(good), drills.encode(report)),
+        st.Put(keys.drill_key(newer), json.dumps(unread).encode()),
+    ]
+    stack.call(lambda: stack.store.commit(writes))
+    yield good, newer
+    gone = [st.Delete(keys.drill_key(good)), st.Delete(keys.drill_key(newer))]
+    stack.call(lambda: stack.store.commit(gone))
+
+
+def test_the_drill_form_holds_long_enough_to_move_work_and_says_why(
+    page: Any, stack: Stack, stored_drills: tuple[str, str]
+) -> None:
+    """Its default hold of 60 s ended before a plain `fedctl up` had evicted anything
+    (detection ~40 s, then a 30 s grace): it is 90 s, as `fedctl drill run`'s, and the form
+    says what the hold must outlast on this controller. At 820 px the report's timeline
+    was shrunk to unreadable; a report a newer release wrote made the list empty."""
+    good, newer = stored_drills
+    page.set_viewport_size({"width": 820, "height": 1000})
+    open_view(page, stack, "drills")
+    expect(page.locator("#drill-duration")).to_have_value("90s")
+    # The stack's monitor: 2 s of failures plus a 0.5 s probe; the default 30 s grace.
+    timing = page.locator("#drill-timing")
+    expect(timing).to_contain_text("marks a member down about 3 s after it stops answering")
+    expect(timing).to_contain_text("evicts its work 30 s later")
+    expect(timing).to_have_attribute("data-short", "false")
+    page.locator("#drill-duration").fill("10s")
+    expect(timing).to_have_attribute("data-short", "true")
+    expect(timing).to_contain_text("Held 10s, it would measure detection only.")
+    page.locator("#drill-fault").select_option("taint")
+    expect(timing).to_have_attribute("data-short", "false")
+    # Every readable report is listed, and the unreadable one is named with why.
+    expect(page.locator(f'#drill-list [data-unreadable="{newer}"]')).to_contain_text("movedBy")
+    page.locator(f'#drill-list [data-drill="{good}"]').click()
+    chart = page.locator("#drill-timeline img.drill-chart")
+    expect(chart).to_be_visible()
+    # At its own width (the view re-draws the report every few seconds: ask the one shown).
+    page.wait_for_function(
+        """() => {
+          const img = document.querySelector("#drill-timeline img.drill-chart");
+          return img && img.naturalWidth > 0
+            && img.getBoundingClientRect().width >= img.naturalWidth - 1;
+        }""",
+        timeout=5_000,
+    )
 
 
 def test_a_pasted_token_is_kept_and_sent_with_every_api_call(page: Any, stack: Stack) -> None:

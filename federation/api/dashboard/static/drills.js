@@ -3,7 +3,11 @@
 // running drill is re-read every second while the view is open, so its timeline and the
 // live chart of its samples grow as the controller samples the registry. A finished
 // drill shows the report's own SVG timeline, fetched with the token and shown as an image
-// (an SVG in an <img> cannot run script) next to its summary and per-workload outcomes.
+// (an SVG in an <img> cannot run script) next to its summary and per-workload outcomes,
+// at its own size (scrolled, never shrunk: at 820 px it was scaled to 6 px text). The form
+// says how long this controller takes to detect a dead member and evict its work, which a
+// fault must be held longer than for anything to move (the hold defaults to 90 s, as
+// `fedctl drill run`'s).
 
 import { API, call, headers } from "./api.js";
 import { $, h } from "./dom.js";
@@ -22,7 +26,11 @@ const MEASURES = [
   ["not-back", "services not back on the member", (r) => (r.not_back || []).length],
 ];
 
-const drills = { list: [], selected: null, detail: null, chart: { id: null, url: null } };
+const drills = {
+  list: [], unreadable: [], selected: null, detail: null, chart: { id: null, url: null },
+  timing: null, // this controller's {detectSeconds, evictionGraceSeconds}, from GET /drills
+  clusters: [],
+};
 
 function secs(value) {
   return value === null || value === undefined ? "–" : `${Number(value).toFixed(1)}s`;
@@ -118,7 +126,8 @@ function renderDetail() {
     report.error ? h("p", { class: "error drill-error" }, report.error) : null,
     running ? [progressLine(report), liveChart(report.samples || [])] : null,
     !running && drills.chart.id === report.id && drills.chart.url
-      ? h("img", { class: "drill-chart", src: drills.chart.url, alt: `timeline of ${report.id}` })
+      ? h("div", { class: "drill-chart-box" },
+        h("img", { class: "drill-chart", src: drills.chart.url, alt: `timeline of ${report.id}` }))
       : null,
     summary(report),
     h("h3", {}, "Timeline"),
@@ -127,13 +136,20 @@ function renderDetail() {
     outcomes(report)));
 }
 
+// A stored report this controller cannot read (a newer release wrote it) is listed, with
+// why, rather than hidden: it cannot be opened, but it is there.
 function renderList() {
   $("drill-list").replaceChildren(...drills.list.map((r) => h("li", {
     class: r.id === drills.selected ? "active" : "", "data-drill": r.id,
     onclick: () => select(r.id),
   }, h("b", {}, r.id), h("br"),
   h("span", { class: `phase ${r.phase}` }, r.phase), " ",
-  h("span", { class: "muted" }, `${r.fault} · RTO ${secs(r.rto)} · lost ${r.lost}`))));
+  h("span", { class: "muted" }, `${r.fault} · RTO ${secs(r.rto)} · lost ${r.lost}`))),
+  ...drills.unreadable.map((u) => h("li", {
+    class: "unreadable", "data-unreadable": u.id, title: u.error,
+  }, h("b", {}, u.id), h("br"),
+  h("span", { class: "phase Failed" }, "unreadable"), " ",
+  h("span", { class: "muted" }, u.error))));
 }
 
 async function loadChart(report) {
@@ -162,11 +178,16 @@ async function loadDetail() {
 
 export async function loadDrills() {
   try {
-    drills.list = (await call(DRILLS)).items || [];
+    const doc = await call(DRILLS);
+    drills.list = doc.items || [];
+    drills.unreadable = doc.unreadable || [];
+    drills.timing = doc.timing || null;
   } catch (err) {
     drills.list = [];
+    drills.unreadable = [];
     $("drill-message").textContent = `cannot list drills: ${err.message}`;
   }
+  renderTiming();
   if (!drills.list.some((r) => r.id === drills.selected)) {
     drills.selected = drills.list.length ? drills.list[0].id : null;
   }
@@ -180,7 +201,38 @@ function select(id) {
   loadDetail();
 }
 
+// "90s", "2m", "1h", "500ms" or a bare number of seconds; NaN when it is none of these.
+function seconds(text) {
+  const m = /^\s*([0-9.]+)\s*(ms|s|m|h)?\s*$/.exec(text || "");
+  if (!m) return NaN;
+  return parseFloat(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2] || "s"];
+}
+
+// What the hold must outlast for a dead member's work to move, on this controller: the
+// monitor's detection, then the eviction grace (the chosen cluster's own, if it sets
+// one). A shorter hold is allowed (it measures detection alone) but said to move nothing.
+function renderTiming() {
+  const el = $("drill-timing");
+  const t = drills.timing;
+  if (!t) return;
+  const cluster = drills.clusters.find((c) => (c.metadata || {}).name === $("drill-cluster").value);
+  const own = cluster && (cluster.spec || {}).evictionGraceSeconds;
+  const grace = own ?? t.evictionGraceSeconds;
+  const needed = t.detectSeconds + grace;
+  const held = seconds($("drill-duration").value);
+  const losing = ["down", "blackhole"].includes($("drill-fault").value);
+  const short = losing && held < needed;
+  el.className = short ? "hint timing warn" : "hint timing";
+  el.dataset.short = short ? "true" : "false";
+  el.textContent = `This controller marks a member down about ${Math.round(t.detectSeconds)} s`
+    + " after it stops answering, and evicts its work"
+    + ` ${Math.round(grace)} s later${own !== undefined && own !== null ? " (this cluster's own grace)" : ""}`
+    + `: a down or blackhole fault must be held over ${Math.round(needed)} s for work to move.`
+    + (short ? ` Held ${$("drill-duration").value.trim()}, it would measure detection only.` : "");
+}
+
 export function renderDrillForm(clusters) {
+  drills.clusters = clusters;
   const select = $("drill-cluster");
   const names = clusters.map((c) => (c.metadata || {}).name).sort();
   if (select.options.length !== names.length) {
@@ -188,6 +240,7 @@ export function renderDrillForm(clusters) {
     select.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
     if (names.includes(keep)) select.value = keep;
   }
+  renderTiming();
 }
 
 async function startDrill(event) {
@@ -218,6 +271,9 @@ function viewOpen() {
 
 export function setupDrills() {
   $("drill-form").addEventListener("submit", startDrill);
+  for (const id of ["drill-cluster", "drill-fault", "drill-duration"]) {
+    $(id).addEventListener("input", renderTiming);
+  }
   // A running drill grows while the view is open: its detail every second, the list with it.
   let tick = 0;
   setInterval(() => {
