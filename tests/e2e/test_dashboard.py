@@ -270,6 +270,22 @@ def test_a_policy_with_an_error_shows_the_error_at_its_line(
     expect(page.locator("#plan")).to_contain_text("Fix the errors")
 
 
+def test_the_gutter_keeps_its_background_when_the_text_is_scrolled(page: Any, stack: Stack) -> None:
+    """The gutter's grey stopped at line 22 (the editor's height) once scrolled down."""
+    open_view(page, stack, "policy")
+    type_policy(page, POLICY * 3)
+    page.locator("#yaml").evaluate(
+        "area => { area.scrollTop = area.scrollHeight; area.dispatchEvent(new Event('scroll')); }"
+    )
+    last = POLICY.count("\n") * 3
+    expect(page.locator(f'.gutter .ln[data-line="{last}"]')).to_be_in_viewport()
+    gutter, editor = page.evaluate(
+        "() => ['gutter', 'editor'].map((id) => document.getElementById(id)"
+        ".getBoundingClientRect().bottom)"
+    )
+    assert gutter >= editor - 1, f"the gutter ends at {gutter}, the editor at {editor}"
+
+
 def placement(plan: Any, side: str) -> dict[str, int]:
     """Cluster -> replicas in one column (`before` or `after`) of a plan preview."""
     items = plan.locator(f".{side} [data-target]")
