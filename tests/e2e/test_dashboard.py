@@ -144,6 +144,35 @@ def test_several_tabs_each_show_live_data_and_stay_responsive(page: Any, stack: 
             other.close()
 
 
+HIDE = """() => {
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+SHOW = """() => {
+  delete document.hidden;  // the page's own again: visible
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_a_hidden_tab_closes_its_stream_and_catches_up_when_shown(
+    page: Any, stack: Stack, bindings: codec.TypedStore[Binding]
+) -> None:
+    """A tab in the background holds no connection (six per host are shared by all tabs);
+    shown again, it reconnects and lists what changed meanwhile."""
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="web/storefront"]')
+    expect(card.locator(".phase")).to_have_text("not scheduled")
+    expect(page.locator("#live")).to_have_text("live")
+    with page.expect_event("requestfailed", lambda r: f"{API}/watch?" in r.url):
+        page.evaluate(HIDE)  # the stream is aborted, not left open
+    expect(page.locator("#live")).to_have_text("paused")
+    stack.call(lambda: bindings.put(BINDING_KEY, binding("Pending", reason="while hidden")))
+    with page.expect_request(lambda r: f"{API}/watch?" in r.url):
+        page.evaluate(SHOW)
+    expect(page.locator("#live")).to_have_text("live")
+    expect(card.locator(".reason")).to_have_text("while hidden")
+
+
 def test_a_view_says_it_is_loading_until_the_lists_it_is_drawn_from_answer(
     page: Any, stack: Stack
 ) -> None:
