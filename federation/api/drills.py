@@ -57,9 +57,6 @@ _DEFAULTS = {"fault": "down", "duration": "90s", "settle": "60s"}
 under the default settings (about 40 + 30 s), so work moves; 60 s moved nothing."""
 _FORMATS = ("json", "svg", "markdown")
 _CLUSTERS_PATH = objects.API_PREFIX + "/clusters"
-_UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
-"""What `drills.decode` raises for a record it cannot read: not JSON, no `object`, a
-field this release does not know or a value of the wrong shape."""
 
 
 def _not_found(kind: str, name: str, *, listing: str) -> web.Response:
@@ -149,7 +146,7 @@ def _warning(text: str) -> str:
 def _decoded(kv: st.KeyValue) -> drills.Report | _Unreadable:
     try:
         return drills.decode(kv.value)
-    except _UNREADABLE as exc:
+    except drills.UNREADABLE as exc:
         return _Unreadable(kv.key.rpartition("/")[2], kv.key, f"{type(exc).__name__}: {exc}")
 
 

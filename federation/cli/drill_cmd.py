@@ -229,7 +229,12 @@ async def _list(args: argparse.Namespace) -> int:
         await store.close()
     print(f"{'ID':40} {'FAULT':10} {'DETECT':>8} {'RTO':>8} {'LOST':>5} {'DOUBLE':>6}")
     for kv in listed.items:
-        r = drills.decode(kv.value)
+        try:
+            r = drills.decode(kv.value)
+        except drills.UNREADABLE as exc:  # one bad record must not hide the others
+            drill_id = kv.key.rpartition("/")[2]
+            print(f"{drill_id:40} <unreadable: {type(exc).__name__}: {exc}>")
+            continue
         rto = "-" if r.rto is None else f"{r.rto:.1f}s"
         detect = "-" if r.detect is None else f"{r.detect:.1f}s"
         print(f"{r.id:40} {r.fault:10} {detect:>8} {rto:>8} {r.lost:>5} {r.double_runs:>6}")
@@ -248,7 +253,13 @@ async def _show(args: argparse.Namespace) -> int:
     if kv is None:
         print(f"fedctl drill: no drill {args.id!r}")
         return 1
-    report = drills.decode(kv.value)
+    try:
+        report = drills.decode(kv.value)
+    except drills.UNREADABLE as exc:
+        raise errors.Invalid(
+            f"drill {args.id!r}: its stored report does not read ({type(exc).__name__}: {exc});"
+            " was it written by another release of fedctl?"
+        ) from exc
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:

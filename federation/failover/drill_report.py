@@ -58,6 +58,7 @@ from typing import Any
 from federation.failover import eviction
 
 __all__ = [
+    "UNREADABLE",
     "Narrator",
     "Progress",
     "Report",
@@ -573,6 +574,11 @@ def curve(samples: list[Sample], *, cluster: str, fault_at: float) -> list[dict[
 
 def encode(report: Report) -> bytes:
     return json.dumps({"schemaVersion": 1, "object": report.to_json()}).encode()
+
+
+UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
+"""What `decode` raises for a record it cannot read: not JSON, no `object`, a field this
+release does not know (a report written by a newer one) or a value of the wrong shape."""
 
 
 def decode(data: bytes) -> Report:

@@ -24,6 +24,7 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.failover import eviction
 from federation.failover.drill_report import (
+    UNREADABLE,
     Narrator,
     Progress,
     Report,
@@ -46,6 +47,7 @@ from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = [
+    "UNREADABLE",
     "Narrator",
     "Progress",
     "Report",
