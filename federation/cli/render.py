@@ -79,7 +79,12 @@ def objects(
     for item in items:
         meta = item.get("metadata", {})
         row = [meta.get("namespace", "")] * namespaced + [meta.get("name", "")]
-        row.append(age(meta.get("creationTimestamp"), now=now))
+        # A Binding is written by the scheduler without a creation time: its age is since
+        # it was last scheduled (every row read `<unknown>`).
+        since = meta.get("creationTimestamp") or (item.get("status") or {}).get(
+            "lastScheduledTime"
+        )
+        row.append(age(since, now=now))
         if wide:
             row.append(_pairs(meta.get("labels")))
         rows.append(row)
