@@ -188,7 +188,12 @@ def _models(args: argparse.Namespace) -> list[Any]:
         return found
     if not args.name:
         raise errors.Invalid("cluster join needs NAME or -f FILE")
-    labels = dict(label.split("=", 1) for label in args.label if "=" in label)
+    # As `cluster label` reads them, a removal aside: `--label K` without `=` was dropped.
+    labels: dict[str, str] = {}
+    for text in args.label:
+        if "=" not in text:
+            raise errors.Invalid(f"--label {text!r}: expected KEY=VALUE")
+        labels.update(parse_labels([text])[0])
     doc = {
         "apiVersion": "fedctl.io/v1alpha1",
         "kind": "Cluster",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from federation import errors
-from federation.cli import cluster_cmd, labels
+from federation.cli import cluster_cmd, labels, main
 
 
 def obj(**given: str) -> dict[str, object]:
@@ -79,3 +79,24 @@ def test_cluster_label_refuses_what_kubernetes_refuses_before_writing() -> None:
         {"example.com/tier": ""},
         {"bad key!"},
     )
+
+
+def test_join_refuses_a_label_without_a_value_instead_of_dropping_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`cluster join x --label tier` joined x without the label, saying nothing."""
+    code = main.main(
+        [
+            "cluster",
+            "join",
+            "x",
+            "--region",
+            "r",
+            "--label",
+            "tier",
+            "--server",
+            "http://127.0.0.1:9",
+        ]
+    )
+    assert code == 1
+    assert "--label 'tier': expected KEY=VALUE" in capsys.readouterr().err
