@@ -81,9 +81,7 @@ def objects(
         row = [meta.get("namespace", "")] * namespaced + [meta.get("name", "")]
         # A Binding is written by the scheduler without a creation time: its age is since
         # it was last scheduled (every row read `<unknown>`).
-        since = meta.get("creationTimestamp") or (item.get("status") or {}).get(
-            "lastScheduledTime"
-        )
+        since = meta.get("creationTimestamp") or (item.get("status") or {}).get("lastScheduledTime")
         row.append(age(since, now=now))
         if wide:
             row.append(_pairs(meta.get("labels")))

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from federation import clock as clock_mod
 from federation import errors
 
-__all__ = ["INTERVAL", "cells", "changed", "watch"]
+__all__ = ["INTERVAL", "cells", "changed", "realigned", "watch"]
 
 INTERVAL = 1.0
 """Seconds between polls: a failover drill's re-placement shows within a second or two."""
@@ -42,6 +42,27 @@ def cells(header: str, row: str) -> tuple[str, ...]:
         if name != "AGE":
             out.append(row[start:end].strip())
     return tuple(out)
+
+
+def _columns(header: str) -> list[int]:
+    return [m.start() for m in _TOKEN.finditer(header)]
+
+
+def realigned(first: str, header: str, row: str) -> str:
+    """`row`, laid out by `header` (its own poll's), moved to `first`'s columns: each poll
+    pads to its own widest cell, so a row printed later ("Warning" in a column "Normal"
+    alone had sized) shifted against the header printed at the start."""
+    starts, targets = _columns(header), _columns(first)
+    if len(starts) != len(targets) or starts == targets:
+        return row
+    out = ""
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else None
+        cell = row[start:end].strip()
+        if i:
+            out += " " * max(2, targets[i] - len(out))  # kept apart when a cell overflows
+        out += cell
+    return out
 
 
 def changed(
@@ -95,7 +116,7 @@ async def watch(
                 print(header)
             rows, last = changed(lines[0], lines[1:], last)
             for row in rows:
-                print(row)
+                print(realigned(header, lines[0], row))
             sys.stdout.flush()
         # A listing the server takes long to build (10,000 workloads: a second) is asked
         # for no more than a third of the time, so a watch left open never pins it.

@@ -92,3 +92,23 @@ async def test_a_slow_listing_is_asked_for_less_often(capsys: pytest.CaptureFixt
     await wait_for(lambda: fake.sleepers > 0 or task.done(), message="the watch waiting")
     await fake.advance(10)
     assert await task == 0
+
+
+def test_a_later_row_is_laid_out_by_the_header_printed_first() -> None:
+    """Each poll pads to its own widest cell: a Warning row after a poll of Normal ones
+    shifted against the header printed at the start (`get events -w`)."""
+    first = render.table(["TYPE", "REASON", "MESSAGE"], [["Normal", "Applied", "applied to a"]])
+    later = render.table(
+        ["TYPE", "REASON", "MESSAGE"],
+        [["Normal", "Applied", "applied to a"], ["Warning", "Evicted", "evicted from a"]],
+    )
+    header, row = first.splitlines()[0], later.splitlines()[2]
+    assert row.index("Evicted") != header.index("REASON")  # as the poll printed it
+    moved = watching.realigned(header, later.splitlines()[0], row)
+    assert moved.index("Evicted") == header.index("REASON")
+    assert moved.index("evicted from a") == header.index("MESSAGE")
+    assert moved.split() == row.split()
+    # A cell wider than the first header's column keeps two spaces before the next.
+    long = render.table(["TYPE", "REASON", "MESSAGE"], [["Warning", "FailedApplyRetry", "m"]])
+    shifted = watching.realigned(header, long.splitlines()[0], long.splitlines()[1])
+    assert "FailedApplyRetry  m" in shifted
