@@ -16,7 +16,7 @@ from typing import Any
 
 from federation import errors
 
-__all__ = ["CORDON_KEY", "parse_price", "parse_taint", "register"]
+__all__ = ["CORDON_KEY", "describe", "parse_price", "parse_taint", "register"]
 
 CORDON_KEY = "cluster.fedctl.io/cordoned"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -62,7 +62,7 @@ def register(sub: Any) -> None:
         p = verbs.add_parser(verb, help=helptext)
         p.add_argument("name")
         _server(p)
-        p.set_defaults(func=_unjoin if verb == "unjoin" else _describe)
+        p.set_defaults(func=_unjoin if verb == "unjoin" else describe)
         if verb == "unjoin":
             p.add_argument(
                 "--now",
@@ -352,7 +352,8 @@ async def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _describe(args: argparse.Namespace) -> int:
+async def describe(args: argparse.Namespace) -> int:
+    """`fedctl cluster describe NAME`, and `fedctl describe cluster NAME` alike."""
     from federation.cli import client, workloads_view
     from federation.monitor import summary
 

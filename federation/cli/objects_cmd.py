@@ -519,6 +519,12 @@ async def _describe(args: argparse.Namespace) -> int:
     res = _resource(args)
     if res.plural == "workloads":
         return await _describe_workload(args)
+    if res.plural == "clusters" and args.name:
+        # The member's view (readiness, capacity by chip, prices, taints, what runs there),
+        # as `fedctl cluster describe` gives it: a dump of its spec told less.
+        from federation.cli import cluster_cmd
+
+        return await cluster_cmd.describe(args)
     async with _client().ApiClient(args.server, token=args.token) as api:
         path = res.plural if not args.namespace else f"namespaces/{args.namespace}/{res.plural}"
         listed = await api.request("GET", path)

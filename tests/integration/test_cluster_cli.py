@@ -130,6 +130,9 @@ def test_join_three_members_and_list_capacity_by_chip(stack: tuple[str, Path]) -
     assert described.returncode == 0 and "nvidia-a100-80gb" in described.stdout
     assert re.search(r"^Cluster ID:  [0-9a-f-]{36}$", described.stdout, re.M), described.stdout
     assert "Workloads:   <none>" in described.stdout
+    # kubectl's word order gives the same view, not a dump of the spec.
+    spelled = fedctl("describe", "cluster", "gpu", server=server)
+    assert spelled.returncode == 0 and spelled.stdout == described.stdout
 
 
 def test_join_refuses_an_unreachable_member_with_the_reason(
