@@ -55,7 +55,7 @@ from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import FINISHED_PHASES, QuotaStatus, WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["ObjectsApi"]
+__all__ = ["ObjectsApi", "raw_wire", "watch_event"]
 
 _log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class ObjectsApi:
             return await self._watch(request, res, prefix)
         if res.readonly:
             raw = await self.raw.list(prefix)
-            items = [_raw_wire(kv) for kv in raw.items]
+            items = [raw_wire(kv) for kv in raw.items]
             revision = raw.revision
         headers = CIMultiDict[str]()
         if not res.readonly:
@@ -216,7 +216,7 @@ class ObjectsApi:
             kv = await self.raw.get(key)
             if kv is None:
                 raise errors.NotFound(key)
-            return web.json_response(_raw_wire(kv))
+            return web.json_response(raw_wire(kv))
         item = await self.objects.get(key)
         if item is None:
             raise errors.NotFound(f'{res.plural} "{request.match_info["name"]}"')
@@ -233,21 +233,11 @@ class ObjectsApi:
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
-                await _send(resp, "ADDED", _raw_wire(kv))
+                await _send(resp, "ADDED", raw_wire(kv))
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
         async for event in self.raw.watch(prefix, start_revision=start):
-            if event.type == "delete":
-                gone = {"metadata": {"resourceVersion": str(event.mod_revision)}, "key": event.key}
-                if event.prev_value:
-                    gone = _raw_wire(
-                        st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
-                    )
-                await _send(resp, "DELETED", gone)
-                continue
-            kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
-            kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
-            await _send(resp, kind, _raw_wire(kv))
+            await _send(resp, *watch_event(event))
         return resp
 
     # writes
@@ -845,7 +835,25 @@ def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:
     return new.model_copy(update={"spec": spec})
 
 
-def _raw_wire(kv: st.KeyValue) -> dict[str, Any]:
+def watch_event(event: st.WatchEvent) -> tuple[str, dict[str, Any]]:
+    """The watch event type and object for one registry change (kubeconfigs redacted):
+    the per-kind watch and the multiplexed one (`api.watch`) both send these, so they can
+    never disagree on what a client sees."""
+    if event.type == "delete":
+        if event.prev_value:
+            kv = st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
+            return "DELETED", raw_wire(kv)
+        return "DELETED", {
+            "metadata": {"resourceVersion": str(event.mod_revision)},
+            "key": event.key,
+        }
+    kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
+    kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
+    return kind, raw_wire(kv)
+
+
+def raw_wire(kv: st.KeyValue) -> dict[str, Any]:
+    """A stored value as a watch or list shows it, kubeconfigs redacted."""
     try:
         doc = json.loads(kv.value)
     except ValueError:

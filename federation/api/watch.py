@@ -83,27 +83,6 @@ def _event(kind: str, resource: str, obj: dict[str, Any]) -> bytes:
     return json.dumps({"type": kind, "resource": resource, "object": obj}).encode() + b"\n"
 
 
-def _wire(kv: st.KeyValue) -> dict[str, Any]:
-    """A stored value as the per-kind watch shows it (kubeconfigs redacted): one function,
-    so the two streams can never disagree on what a client may see."""
-    return objects_api._raw_wire(kv)
-
-
-def _change(event: st.WatchEvent) -> tuple[str, dict[str, Any]]:
-    """The event type and object for one registry change, as the per-kind watch sends it."""
-    if event.type == "delete":
-        if event.prev_value:
-            kv = st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
-            return "DELETED", _wire(kv)
-        return "DELETED", {
-            "metadata": {"resourceVersion": str(event.mod_revision)},
-            "key": event.key,
-        }
-    kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
-    kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
-    return kind, _wire(kv)
-
-
 class WatchApi:
     """The multiplexed watch route bound to one Store."""
 
@@ -164,10 +143,10 @@ class WatchApi:
         if start is None:
             listed = await self.store.list(prefix)
             for kv in listed.items:
-                await send(_event("ADDED", res.plural, _wire(kv)))
+                await send(_event("ADDED", res.plural, objects_api.raw_wire(kv)))
             start = listed.revision + 1
         bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
         await send(_event("BOOKMARK", res.plural, bookmark))
         async for event in self.store.watch(prefix, start_revision=start):
-            kind, obj = _change(event)
+            kind, obj = objects_api.watch_event(event)
             await send(_event(kind, res.plural, obj))

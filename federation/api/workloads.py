@@ -27,6 +27,7 @@ from federation import errors
 from federation.api import auth
 from federation.cache.currency import Currency
 from federation.registry import codec, keys, objects
+from federation.registry import events as event_log
 from federation.registry import store as st
 from federation.scheduler import plan, spend
 from policies.models import propagation
@@ -243,8 +244,7 @@ class WorkloadsApi:
             work = await self.works.get(keys.work_key(keys.split(kv.key)[-1], ref))
             if work is not None:
                 works.append(_wire(work.obj))
-        prefix = keys.event_key(ref.namespace, f"{ref.kind}:{ref.name}", "x")[:-1]
-        events = (await self.events.list(prefix)).items[-_RECENT_EVENTS:]
+        events = (await self.events.list(event_log.event_prefix(ref))).items[-_RECENT_EVENTS:]
         return web.json_response(
             {
                 "workload": template.obj.to_wire() if template else None,

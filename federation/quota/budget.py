@@ -18,7 +18,7 @@ cannot cover is tried once more on the clusters whose cost fits what the budget 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 
 from federation.quota import accounting
@@ -43,6 +43,24 @@ def budgeted(queue: str, queues: Mapping[str, Queue]) -> list[Queue]:
     return found
 
 
+def _spending(
+    queue: str, queues: Mapping[str, Queue], usage: accounting.Usage
+) -> Iterator[tuple[Queue, Decimal, Decimal]]:
+    """For each budget over `queue`, nearest first: the queue holding it, the budget, and
+    what that queue's subtree's admitted work costs an hour."""
+    limits = budgeted(queue, queues)
+    members = accounting.subtrees(queues) if limits else {}
+    for q in limits:
+        limit = q.spec.max_hourly_cost
+        assert limit is not None
+        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+        yield q, limit, spent
+
+
+def _who(holder: Queue, queue: str) -> str:
+    return f"queue {holder.name}" + (f" (parent of {queue})" if holder.name != queue else "")
+
+
 def problem(
     queue: str,
     queues: Mapping[str, Queue],
@@ -61,17 +79,13 @@ def problem(
             f"queue {limits[0].name} has an hourly budget and what this placement costs is not"
             " known (a cluster with no price for it): work under a budget must be priced"
         )
-    members = accounting.subtrees(queues)
-    for q in limits:
-        limit = q.spec.max_hourly_cost
-        assert limit is not None
-        who = f"queue {q.name}" + (f" (parent of {queue})" if q.name != queue else "")
+    for q, limit, spent in _spending(queue, queues, usage):
+        who = _who(q, queue)
         if cost > limit:
             return (
                 f"{who} has a budget of {limit:.4f} {currency}/h and this placement alone costs"
                 f" {cost:.4f}: it is not admitted at that budget"
             )
-        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
         if spent + cost > limit:
             return (
                 f"{who} at its hourly budget: {spent:.4f} of {limit:.4f} {currency}/h spent,"
@@ -83,17 +97,10 @@ def problem(
 def headroom(
     queue: str, queues: Mapping[str, Queue], usage: accounting.Usage
 ) -> tuple[Decimal, str] | None:
-    """What the tightest budget over `queue` leaves an hour, and whose it is (None: no
-    budget applies). Why: a placement refused by a budget is placed again within this."""
-    limits = budgeted(queue, queues)
-    if not limits:
-        return None
-    members = accounting.subtrees(queues)
+    """What the tightest budget over `queue` leaves an hour, and whose queue holds it (None:
+    no budget applies). Why: a placement refused by a budget is placed again within this."""
     left: tuple[Decimal, str] | None = None
-    for q in limits:
-        limit = q.spec.max_hourly_cost
-        assert limit is not None
-        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+    for q, limit, spent in _spending(queue, queues, usage):
         if left is None or limit - spent < left[0]:
             left = (limit - spent, q.name)
     return left
@@ -105,12 +112,10 @@ def exhausted(
     """Why nothing more can be admitted to `queue` whatever it costs: a budget over it is
     spent (None: none is). Why: a job refused for room or quota first must not make room
     by evicting when its budget would refuse it anyway, and its reason should say so."""
-    members = accounting.subtrees(queues)
-    for q in budgeted(queue, queues):
-        limit = q.spec.max_hourly_cost
-        assert limit is not None
-        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
+    for q, limit, spent in _spending(queue, queues, usage):
         if spent >= limit:
-            who = f"queue {q.name}" + (f" (parent of {queue})" if q.name != queue else "")
-            return f"{who} has spent its hourly budget: {spent:.4f} of {limit:.4f} {currency}/h"
+            return (
+                f"{_who(q, queue)} has spent its hourly budget: {spent:.4f} of {limit:.4f}"
+                f" {currency}/h"
+            )
     return None
