@@ -21,7 +21,7 @@ job admitted in its place at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -45,8 +45,9 @@ def binding_ref(binding: Binding) -> keys.WorkloadRef:
     return keys.WorkloadRef(w.namespace, keys.kind_segment(w.api_version, w.kind), w.name)
 
 
-_Op = tuple[str, Binding, Binding | None, Binding, st.Create | st.Update]
-"""(key, the Binding given, the one last seen there, the one to write, its operation)."""
+_Op = tuple[str, Binding, Binding | None, Binding, st.Create | st.Update, st.Check | None]
+"""(key, the Binding given, the one last seen there, the one to write, its operation, the
+check on its workload's status the decision asked for)."""
 
 
 @dataclass
@@ -61,6 +62,10 @@ class WriteReport:
     """The keys of those decisions."""
     held_back: list[str] = field(default_factory=list)
     """Placements not written because room they were decided into was not freed."""
+    restated: list[str] = field(default_factory=list)
+    """Keys of decisions dropped because their workload's status changed since they were
+    read (`write`'s `checks`); also in `dropped`. Nothing else will wake the caller for
+    them (the Binding did not change), so it decides them again itself."""
 
 
 class Binder:
@@ -117,6 +122,7 @@ class Binder:
         *,
         freeing: Collection[str] = (),
         placing: Collection[str] = (),
+        checks: Mapping[str, int] | None = None,
     ) -> WriteReport:
         """Write the Bindings that differ from what is stored; CAS, in batched transactions.
 
@@ -129,13 +135,20 @@ class Binder:
         either way the queue would hold both, over its capability. So when an eviction
         raises, nothing else is written; when one is superseded, every admission decided
         after it is held back (`WriteReport.held_back`) for the next cycle to decide again.
+
+        `checks`: Binding key -> the mod revision of its workload's status the decision was
+        made on (0: none stored). The Binding is written only if that status is unchanged,
+        in the same transaction: a batch job moved (or evicted) at the moment its member
+        reports it finished would otherwise be applied on its new member and run again. A
+        failed check drops the decision (`WriteReport.restated`).
         """
+        checks = checks or {}
         report = WriteReport()
         if freeing:
             keyed = [(keys.binding_key(binding_ref(b)), b) for b in bindings]
             first = [b for key, b in keyed if key in freeing]
             if first:
-                await self._write(first, report)
+                await self._write(first, report, checks)
             lost = set(report.dropped)  # all of them evictions: nothing else was written yet
             rest: list[Binding] = []
             cut = False
@@ -147,12 +160,19 @@ class Binder:
                 else:
                     rest.append(b)
             bindings = rest
-        await self._write(bindings, report)
+        await self._write(bindings, report, checks)
         return report
 
-    async def _write(self, bindings: Sequence[Binding], report: WriteReport) -> None:
-        ops = self._ops(bindings, report)
-        chunks = st.batches(ops, itemgetter(4), most=self.batch)
+    async def _write(
+        self, bindings: Sequence[Binding], report: WriteReport, checks: Mapping[str, int]
+    ) -> None:
+        ops = self._ops(bindings, report, checks)
+        # A check is one more comparison, and etcd counts a transaction's comparisons
+        # against its operation limit: checked writes go in batches half as long.
+        plain = [op for op in ops if op[5] is None]
+        checked = [op for op in ops if op[5] is not None]
+        chunks = st.batches(plain, itemgetter(4), most=self.batch)
+        chunks += st.batches(checked, itemgetter(4), most=max(1, self.batch // 2))
         slots = asyncio.Semaphore(self.in_flight)
         if len(chunks) == 1:
             await self._commit(chunks[0], report, slots)
@@ -166,7 +186,9 @@ class Binder:
                 if isinstance(outcome, BaseException):
                     raise outcome
 
-    def _ops(self, bindings: Sequence[Binding], report: WriteReport) -> list[_Op]:
+    def _ops(
+        self, bindings: Sequence[Binding], report: WriteReport, checks: Mapping[str, int]
+    ) -> list[_Op]:
         """A create or CAS update per Binding that differs from the one last seen.
 
         Of two Bindings given for one key the later holds: etcd refuses a transaction that
@@ -175,16 +197,20 @@ class Binder:
         last = {keys.binding_key(binding_ref(b)): b for b in bindings}
         ops: list[_Op] = []
         for key, given in last.items():
+            revision = checks.get(key)
+            check = None
+            if revision is not None:
+                check = st.Check(keys.workload_status_key(binding_ref(given)), revision)
             entry = self._known.get(key)
             if entry is None:
-                ops.append((key, given, None, given, self.typed.create_op(key, given)))
+                ops.append((key, given, None, given, self.typed.create_op(key, given), check))
                 continue
             binding = _merged(entry[1], given)
             if same(entry[1], binding):
                 report.unchanged += 1
                 continue
             op = self.typed.update_op(key, binding, revision=entry[0])
-            ops.append((key, given, entry[1], binding, op))
+            ops.append((key, given, entry[1], binding, op, check))
         return ops
 
     async def _commit(
@@ -194,10 +220,12 @@ class Binder:
         echoes = self.echoes
         async with slots:
             if echoes is not None:  # before the commit: its watch event may come first
-                for key, _, _, binding, op in chunk:
+                for key, _, _, binding, op, _ in chunk:
                     echoes.wrote(key, op.value, binding)
+            ops: list[st.Op] = [c[4] for c in chunk]
+            ops += [c[5] for c in chunk if c[5] is not None]
             try:
-                result = await self.typed.store.commit([c[4] for c in chunk], guards=self.guards)
+                result = await self.typed.store.commit(ops, guards=self.guards)
             except BaseException as exc:
                 if echoes is not None:  # nothing of it was written
                     for key, *_ in chunk:
@@ -205,24 +233,32 @@ class Binder:
                 if not isinstance(exc, (errors.Conflict, errors.AlreadyExists, errors.NotFound)):
                     raise
                 report.transactions += 1
-                for key, given, seen, _, _ in chunk:
+                for key, given, seen, _, _, check in chunk:
                     # Merged again with what is stored now: the tasks merged above came
                     # from what this binder last saw, which failover may since have ended.
-                    await self._one(key, given, seen, report)
+                    await self._one(key, given, seen, report, check)
                 return
         report.transactions += 1
         report.written += len(chunk)
-        for key, _, _, binding, _ in chunk:
+        for key, _, _, binding, *_ in chunk:
             self._known[key] = (result.revision, binding)
 
     async def _one(
-        self, key: str, given: Binding, seen: Binding | None, report: WriteReport
+        self,
+        key: str,
+        given: Binding,
+        seen: Binding | None,
+        report: WriteReport,
+        check: st.Check | None = None,
     ) -> None:
         """Write one Binding after a lost race. If the workload was moved meanwhile (failover
         evicted it, fail-back or `fedctl rebalance` moved it), the decision was made on a
         placement that is gone: it is dropped, and the next cycle decides from the new one.
         Otherwise another writer only amended it (eviction tasks): merge and write."""
         report.retried += 1
+        if check is not None:
+            await self._one_checked(key, given, seen, report, check)
+            return
         superseded = False
 
         def change(current: Binding | None) -> Binding:
@@ -242,6 +278,44 @@ class Binder:
                 report.dropped.append(key)
             else:
                 report.written += 1
+
+    async def _one_checked(
+        self, key: str, given: Binding, seen: Binding | None, report: WriteReport, check: st.Check
+    ) -> None:
+        """`_one` for a decision that holds only while its workload's status is unchanged:
+        each compare-and-swap carries the check, and a lost check drops the decision."""
+        for _ in range(10):
+            current = await self.typed.get(key)
+            op: st.Create | st.Update
+            if current is None:
+                binding, op = given, self.typed.create_op(key, given)
+            elif seen is not None and current.obj.spec.clusters != seen.spec.clusters:
+                self._known[key] = (current.revision, current.obj)
+                report.superseded += 1
+                report.dropped.append(key)
+                return
+            else:
+                binding = _merged(current.obj, given)
+                if same(current.obj, binding):
+                    self._known[key] = (current.revision, current.obj)
+                    report.unchanged += 1
+                    return
+                op = self.typed.update_op(key, binding, revision=current.revision)
+            try:
+                result = await self.typed.store.commit([op, check], guards=self.guards)
+            except (errors.Conflict, errors.AlreadyExists, errors.NotFound) as exc:
+                if isinstance(exc, errors.Conflict) and exc.key == check.key:
+                    if current is not None:
+                        self._known[key] = (current.revision, current.obj)
+                    report.superseded += 1
+                    report.dropped.append(key)
+                    report.restated.append(key)
+                    return
+                continue
+            self._known[key] = (result.revision, binding)
+            report.written += 1
+            return
+        raise errors.Conflict(key, expected=-1, current=-1)
 
 
 def same(old: Binding, new: Binding) -> bool:

@@ -516,8 +516,9 @@ class SchedulerLoop:
         again), its Binding would go Pending and its finished copy be purged for nothing.
         Its decision is dropped instead; the next cycle reads it finished (its share is
         free by then, so a preemptor admitted in its place still fits). A status landing
-        after this check is still safe: the propagator keeps a finished job's status when
-        its copy goes (`WorkRecords.status`), so it is never queued to run again.
+        after this check fails the write of a decision that moves the job (`_moving_jobs`),
+        and the propagator keeps a finished job's status when its copy goes
+        (`WorkRecords.status`), so it is never queued to run again.
         """
         if self.results.seen == self._results_seen or not bindings:
             return bindings
@@ -537,6 +538,38 @@ class SchedulerLoop:
             kept.append(b)
         return kept
 
+    def _moving_jobs(
+        self, binder: binder_mod.Binder, bindings: Sequence[Binding]
+    ) -> dict[str, int]:
+        """Binding key -> its workload status's revision, for each batch job these
+        Bindings take off a member it is placed on (moved, or evicted to make room).
+
+        `_unfinished` drops such a decision when the job's Succeeded status came while the
+        cycle ran; one landing after that is caught by the write, which holds only while
+        the status is still the one read here (`Binder.write`'s `checks`): applied on its
+        new member, a job that had finished would run again. Services are left out: their
+        statuses change with every pod that becomes ready, and moving one runs nothing
+        twice.
+        """
+        checks: dict[str, int] = {}
+        entries, live = self._views.entries, self.results.items
+        for b in bindings:
+            key = keys.binding_key(binder_mod.binding_ref(b))
+            stored = binder.stored(key)
+            if stored is None or not stored[1].spec.clusters:
+                continue
+            if {t.name: t.replicas for t in b.spec.clusters} == {
+                t.name: t.replicas for t in stored[1].spec.clusters
+            }:
+                continue
+            ref = binder_mod.binding_ref(b)
+            entry = entries.get(str(ref))
+            if entry is None or not entry.workload.is_batch:
+                continue
+            status = live.get(keys.workload_status_key(ref))
+            checks[key] = status.revision if status is not None else 0
+        return checks
+
     async def _write(
         self, binder: binder_mod.Binder, result: cycle.CycleResult, stale: Sequence[str]
     ) -> None:
@@ -548,14 +581,15 @@ class SchedulerLoop:
             freeing = {keys.binding_key(victim.ref) for victim, _ in result.evicted}
             placing = {keys.binding_key(a.ref) for a in result.admitted} if freeing else set()
             before = {key: _revision(binder, key) for key in freeing}
-            report = await binder.write(bindings, freeing=freeing, placing=placing)
+            checks = self._moving_jobs(binder, bindings)
+            report = await binder.write(bindings, freeing=freeing, placing=placing, checks=checks)
             for b in bindings:
                 key = keys.binding_key(binder_mod.binding_ref(b))
                 entry = binder.stored(key)  # the revision the write got
                 if entry is not None:
                     self._written[key] = entry
             log.debug("scheduler wrote %d Bindings in %d txns", report.written, report.transactions)
-            for key in report.held_back:  # placed again next cycle, as a write never landed
+            for key in [*report.held_back, *report.restated]:  # decided again next cycle
                 ref = str(keys.parse_workload_key(key))
                 self._fingerprints.pop(ref, None)
                 self._views.redo.add(ref)

@@ -13,6 +13,7 @@ from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.scheduler import binder
 from policies.models.binding import Binding, BindingStatus, ClusterVerdict, TargetCluster
+from policies.models.work import WorkloadStatus
 from tests.unit.scheduler.fleet import NOW, FailingCommits, evicted
 from tests.unit.scheduler.fleet import bound as binding
 
@@ -330,3 +331,45 @@ def test_echoes_match_bytes_exactly_and_forget_failed_writes() -> None:
     for i in range(3):
         echoes.wrote(f"k{i}", b"v", str(i))
     assert len(echoes) <= 2
+
+
+@pytest.mark.parametrize("batch", [100, 2])
+async def test_a_move_is_written_only_while_the_status_it_read_holds(
+    etcd_store: EtcdStore, namespace: str, batch: int
+) -> None:
+    """Five jobs on a moved to b, each decided on its status's revision. job-2's status
+    changes before the write (its member reports it finished): its move is dropped and
+    named restated, while the others move, job-3's too after another writer amended its
+    Binding in between (the retry keeps the check)."""
+    jobs = [binding(namespace, f"job-{i}") for i in range(5)]
+    await binder.Binder(etcd_store).write(jobs)
+    statuses = codec.TypedStore(etcd_store, codec.Codec(WorkloadStatus))
+    read: dict[str, int] = {}
+    for b in jobs:
+        ref = binder.binding_ref(b)
+        status = WorkloadStatus(workload=b.spec.workload, phase="Running")
+        written = await statuses.put(keys.workload_status_key(ref), status)
+        read[keys.binding_key(ref)] = written.revision
+    writer = binder.Binder(etcd_store, batch=batch)
+    await writer.load()
+    moves = [binding(namespace, b.metadata.name, cluster="b") for b in jobs]
+    finished = WorkloadStatus(workload=jobs[2].spec.workload, phase="Succeeded")
+    await statuses.put(keys.workload_status_key(binder.binding_ref(jobs[2])), finished)
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    key3 = keys.binding_key(binder.binding_ref(jobs[3]))
+    await typed.mutate(key3, lambda b: b and b.model_copy(
+        update={"status": BindingStatus(phase="Scheduled", reason="amended")}))  # fmt: skip
+
+    report = await writer.write(moves, checks=read)
+
+    key2 = keys.binding_key(binder.binding_ref(jobs[2]))
+    assert report.restated == [key2] and report.dropped == [key2]
+    listed = (await typed.list(keys.prefix("bindings"))).items
+    placed = {
+        i.obj.metadata.name: i.obj.placement()
+        for i in listed
+        if i.obj.metadata.namespace == namespace
+    }
+    assert placed == {f"job-{i}": {"a" if i == 2 else "b": 1} for i in range(5)}
+    stored = writer.stored(key2)
+    assert stored is not None and stored[1].placement() == {"a": 1}

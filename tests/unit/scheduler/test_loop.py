@@ -7,14 +7,15 @@ import asyncio
 import contextlib
 import datetime as dt
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, cast
 
 import pytest
 
 from federation import clock
 from federation.cache import snapshot as snap
 from federation.registry import codec, keys, objects
+from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.scheduler import bound_usage, fingerprint, reconcile
 from federation.scheduler import loop as loop_mod
@@ -997,3 +998,66 @@ async def _all_bound(
     if len(got) != count or (scheduled is not None and got.get(scheduled) != "Scheduled"):
         return None
     return got
+
+
+def _pinned(*names: str) -> PropagationPolicy:
+    return PropagationPolicy.model_validate(
+        {
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                "placement": {"clusterAffinity": {"clusterNames": list(names)}},
+            },
+        }
+    )
+
+
+class _FinishingAtWrite:
+    """A store that writes `status` at `key` just before the first transaction touching
+    `binding_key` commits: a member's report that the job finished, landing after the
+    cycle read the statuses and in the milliseconds before its write."""
+
+    def __init__(self, store: MemoryStore, binding_key: str, key: str, status: bytes) -> None:
+        self.store, self.binding_key, self.key, self.status = store, binding_key, key, status
+        self.armed = self.landed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def commit(self, ops: Sequence[st.Op], *, guards: Sequence[st.Guard] = ()) -> Any:
+        if self.armed and not self.landed and any(op.key == self.binding_key for op in ops):
+            self.landed = True
+            await self.store.commit([st.Put(self.key, self.status)])
+        return await self.store.commit(ops, guards=guards)
+
+
+async def test_a_job_moved_as_it_finishes_is_not_moved() -> None:
+    """train runs on a; its policy is edited to pin it to b, and its Succeeded status
+    lands after the cycle read the statuses but before the move is written. The move was
+    written: the propagator applied the Job on b, where it ran again. Now the write holds
+    only while the status is the one the decision read; the next cycle reads train
+    finished and leaves it where it ran."""
+    store, objs, _ = await _joined(cluster("a"), cluster("b"))
+    train = workload("train", cpu="1")
+    ref = reconcile.ref_of(train)
+    await objs.put(objects.key_for(_pinned("a")), _pinned("a"))
+    await objs.put(objects.key_for(train), train)
+    done = _status("Succeeded").model_copy(update={"workload": binding(train, {}).spec.workload})
+    status_key = keys.workload_status_key(ref)
+    finishing = _FinishingAtWrite(
+        store, keys.binding_key(ref), status_key, codec.Codec(WorkloadStatus).encode(done)
+    )
+    loop = loop_mod.SchedulerLoop(
+        cast(st.Store, finishing), settings=SETTINGS, clock=clock.real, debounce=0.01
+    )
+    async with running(loop):
+        await wait_for(lambda: _equal(_placements(store), {"train": {"a": 1}}), message="on a")
+        cycles, finishing.armed = loop.cycles, True
+        await objs.put(objects.key_for(_pinned("b")), _pinned("b"))
+        await wait_for(lambda: finishing.landed, message="the cycle moves train")
+        await wait_for(lambda: loop.cycles > cycles, message="the cycle writes")
+        assert await _placements(store) == {"train": {"a": 1}}
+        # Dropped, the move is decided again: from the finished status, which keeps it.
+        await wait_for(lambda: loop.cycles > cycles + 1, message="the move decided again")
+        assert status_key in loop.results.items
+    assert await _placements(store) == {"train": {"a": 1}}
