@@ -120,6 +120,11 @@ def parse_taint(text: str) -> dict[str, str]:
     key, _, value = body.partition("=")
     if not key:
         raise errors.Invalid(f"taint {text!r}: the key is empty")
+    from policies.models import rules
+
+    problems = rules.key_value_problems("taint", key, value)
+    if problems:
+        raise errors.Invalid(f"taint {text!r}: {'; '.join(str(p) for p in problems)}")
     return {"key": key, "value": value, "effect": effect}
 
 

@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, Field, ValidationInfo, model_validator
 
 from federation.resources import ResourceList
 from policies.models.accelerator import Arch, ChipModel, is_arch
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import RuleError, Toleration
+from policies.models.rules import key_value_problems, raise_all, stored
 
 __all__ = [
     "HEALTH_TAINTS",
@@ -78,6 +79,12 @@ class Taint(FrozenModel):
     time_added: AwareDatetime | None = Field(
         default=None, description="When the taint was added (NoExecute only; set by failover)."
     )
+
+    @model_validator(mode="after")
+    def _label_rules(self, info: ValidationInfo) -> Taint:
+        if not stored(info):
+            raise_all(key_value_problems("taint", self.key, self.value))
+        return self
 
     def tolerated_by(self, tolerations: Sequence[Toleration]) -> Toleration | None:
         """The toleration matching this taint (Kubernetes rules: key, or an empty key with

@@ -27,6 +27,7 @@ from policies.models.rules import (
     PathPart,
     RuleError,
     RuleErrors,
+    key_value_problems,
     label_value_problem,
     qualified_name_problem,
     raise_all,
@@ -208,11 +209,13 @@ class Toleration(FrozenModel):
     toleration_seconds: int | None = None
 
     @model_validator(mode="after")
-    def _exists_has_no_value(self) -> Toleration:
+    def _exists_has_no_value(self, info: ValidationInfo) -> Toleration:
         if self.operator == "Exists" and self.value:
             raise RuleError("operator Exists takes no value", at=("value",))
         if not self.key and self.operator != "Exists":
             raise RuleError("an empty key needs operator Exists", at=("operator",))
+        if not stored(info):
+            raise_all(key_value_problems("toleration", self.key, self.value))
         return self
 
 
@@ -229,8 +232,12 @@ class SpreadConstraint(FrozenModel):
     min_groups: int = Field(default=1, ge=0, description="At least this many groups.")
 
     @model_validator(mode="after")
-    def _one_grouping(self) -> SpreadConstraint:
+    def _one_grouping(self, info: ValidationInfo) -> SpreadConstraint:
         problems: list[RuleError] = []
+        if self.spread_by_label and not stored(info):
+            problems += key_value_problems(
+                "spreadByLabel", self.spread_by_label, None, key_at="spreadByLabel"
+            )
         if self.spread_by_field and self.spread_by_label:
             problems.append(
                 RuleError(

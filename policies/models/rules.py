@@ -32,6 +32,7 @@ __all__ = [
     "RuleError",
     "RuleErrors",
     "annotation_key_problems",
+    "key_value_problems",
     "label_problems",
     "label_value_problem",
     "qualified_name_problem",
@@ -148,6 +149,26 @@ def annotation_key_problems(
         if problem:
             message = f"annotation key {key!r} is not a qualified name: {problem}"
             found.append(RuleError(message, at=(*at, key), on_key=True))
+    return found
+
+
+def key_value_problems(
+    what: str, key: str | None, value: str | None, *, key_at: PathPart = "key"
+) -> list[RuleError]:
+    """A taint's, toleration's or grouping label's key and value, by the label rules: the
+    API server refuses a taint or toleration that breaks them (`ValidateTaints`,
+    `ValidateTolerations`), and a label key no cluster can carry groups nothing."""
+    found: list[RuleError] = []
+    problem = qualified_name_problem(key) if key else None
+    if key and problem:
+        found.append(
+            RuleError(f"{what} key {key!r} is not a qualified name: {problem}", at=(key_at,))
+        )
+    problem = label_value_problem(value) if value else None
+    if value and problem:
+        found.append(
+            RuleError(f"{what} value {value!r} of {key!r} is not valid: {problem}", at=("value",))
+        )
     return found
 
 

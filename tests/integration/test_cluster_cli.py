@@ -168,6 +168,8 @@ def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     assert got["spec"].get("taints", []) == []
     bad = fedctl("cluster", "taint", "x86", "oops:Sometimes", server=server)
     assert bad.returncode == 1 and "EFFECT one of" in bad.stderr
+    bad = fedctl("cluster", "taint", "x86", "gpu type=a:NoSchedule", server=server)
+    assert bad.returncode == 1 and "taint key 'gpu type' is not a qualified name" in bad.stderr
     assert fedctl("cluster", "unjoin", "x86", server=server).returncode == 0
     assert fedctl("get", "cluster", "x86", server=server).returncode == 1
 

@@ -124,6 +124,28 @@ def op(overriders: str) -> str:
             id="affinity names that are not qualified names",
         ),
         pytest.param(
+            pp(
+                """\
+                clusterTolerations:
+                  - {key: "bad key", operator: Exists}
+                  - {key: example.com/gpu, operator: Equal, value: "a b"}
+                spreadConstraints:
+                  - {spreadByLabel: "a/b/c", minGroups: 1}
+                """
+            ),
+            [
+                "k.yaml:9:15: spec.placement.clusterTolerations[0].key: toleration key 'bad key'"
+                " is not a qualified name: its name part must be letters, digits, '-', '_' or"
+                " '.', beginning and ending with a letter or digit",
+                "k.yaml:10:56: spec.placement.clusterTolerations[1].value: toleration value"
+                " 'a b' of 'example.com/gpu' is not valid: it must be empty or letters, digits,"
+                " '-', '_' or '.', beginning and ending with a letter or digit",
+                "k.yaml:12:25: spec.placement.spreadConstraints[0].spreadByLabel: spreadByLabel"
+                " key 'a/b/c' is not a qualified name: it has more than one '/'",
+            ],
+            id="toleration and grouping label keys no cluster can carry",
+        ),
+        pytest.param(
             op(
                 """\
                 imageOverrider:

@@ -206,6 +206,20 @@ class TestCluster:
                 id="misspelt taint effect",
             ),
             pytest.param(
+                {"taints": [{"key": "gpu type", "value": "a b", "effect": "NoSchedule"}]},
+                [
+                    (
+                        "spec.taints.0",  # the loader places each at its field
+                        "Value error, taint key 'gpu type' is not a qualified name: its name part"
+                        " must be letters, digits, '-', '_' or '.', beginning and ending with a"
+                        " letter or digit; taint value 'a b' of 'gpu type' is not valid: it must"
+                        " be empty or letters, digits, '-', '_' or '.', beginning and ending with"
+                        " a letter or digit",
+                    ),
+                ],
+                id="taint key and value the API server refuses",
+            ),
+            pytest.param(
                 {"regoin": "x"},
                 [("spec.regoin", "Extra inputs are not permitted")],
                 id="misspelt field is refused, not dropped",
