@@ -78,7 +78,15 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
 
     # The controller's settings where it reads them (score weights, currency, ...).
     scheduler = settings.from_env().scheduler
-    planned = plan.plan_files(args.paths, profile=args.clusters, settings=scheduler, warn=_warn)
+    from federation.propagation import overrides
+
+    planned = plan.plan_files(
+        args.paths,
+        profile=args.clusters,
+        settings=scheduler,
+        warn=_warn,
+        checks=overrides.container_findings,
+    )
     if args.output == "json":
         doc = [p.plan.to_json(p.policy) for p in planned]
         json.dump(doc, sys.stdout, indent=2)

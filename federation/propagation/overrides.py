@@ -25,6 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from federation import errors
+from policies.loading import LoadResult
+from policies.loading.documents import finding_at
+from policies.loading.findings import Finding
 from policies.models import kinds
 from policies.models import override as override_model
 from policies.models.cluster import Cluster
@@ -38,11 +41,13 @@ from policies.models.override import (
     Overriders,
     PlaintextOverrider,
 )
+from policies.models.workload import Workload
 
 __all__ = [
     "AnyOverride",
     "affinity_matches",
     "apply_overriders",
+    "container_findings",
     "ordered",
     "pod_specs",
     "selector_matches",
@@ -151,30 +156,58 @@ def unselected(
 
 
 def _missing_containers(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
-    """A command or args edit naming a container that a selected workload lacks: Karmada
-    skips it, so the edit silently does nothing there (a misspelt `containerName`)."""
+    return [note for _, note in missing_containers(policy, templates)]
+
+
+def missing_containers(
+    policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """A command or args edit naming a container that a selected workload among
+    `templates` lacks, with the path of its `containerName` in the policy: Karmada skips
+    it, so the edit silently does nothing there (a misspelt `containerName`)."""
+    spec = policy.spec
+    base: tuple[str | int, ...] = ("spec", "overrideRules") if spec.override_rules else ("spec",)
     edits = [
-        (which, edit.container_name)
-        for rule in policy.spec.effective_rules()
+        ((*base, i, "overriders", which, j, "containerName") if spec.override_rules
+         else (*base, "overriders", which, j, "containerName"), which, edit.container_name)
+        for i, rule in enumerate(spec.effective_rules())
         for which, given in (
             ("commandOverrider", rule.overriders.command_overrider),
             ("argsOverrider", rule.overriders.args_overrider),
         )
-        for edit in given
-    ]
-    found: list[str] = []
+        for j, edit in enumerate(given)
+    ]  # fmt: skip
+    found: list[tuple[tuple[str | int, ...], str]] = []
     for template in templates if edits else ():
+        if _match_level(policy, template) is None:
+            continue
         names = sorted(_container_names(template))
         meta = template.get("metadata") or {}
         ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
         where = f"{template.get('kind')} {ns}{meta.get('name')}"
         found.extend(
-            f"{which} containerName {name!r} matches no container of {where} (its"
-            f" containers: {', '.join(names) or 'none'}): the edit does nothing there"
-            for which, name in edits
+            (
+                path,
+                f"{which} containerName {name!r} matches no container of {where} (its"
+                f" containers: {', '.join(names) or 'none'}): the edit does nothing there",
+            )
+            for path, which, name in edits
             if name not in names
         )
     return found
+
+
+def container_findings(result: LoadResult) -> list[Finding]:
+    """`missing_containers` among the files `result` loaded, at each `containerName`'s
+    line: what the apply route notes of the stored workloads, told by `fedctl validate`
+    and an offline plan, which have only the files."""
+    templates = [o.model.to_wire() for o in result.objects if isinstance(o.model, Workload)]
+    return [
+        finding_at(obj, path, note)
+        for obj in result.objects
+        if isinstance(obj.model, AnyOverride)
+        for path, note in missing_containers(obj.model, templates)
+    ]
 
 
 def _container_names(template: Mapping[str, Any]) -> set[str]:

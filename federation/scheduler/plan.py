@@ -14,7 +14,7 @@ Karmada, that one keeps it unless a policy allowed to preempt it takes over.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -30,6 +30,8 @@ from federation.scheduler import cycle, explain, offline
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
 from policies import loading
+from policies.loading import LoadResult
+from policies.loading.findings import Finding
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import (
     ClusterPropagationPolicy,
@@ -215,8 +217,12 @@ def plan_files(
     profile: str | Path,
     settings: SchedulerSettings | None = None,
     warn: Callable[[str], None] | None = None,
+    checks: Callable[[LoadResult], Iterable[Finding]] | None = None,
 ) -> list[Planned]:
     """Plan every workload in `paths` against the fleet in `profile`.
+
+    `checks`: more warnings of the files, from layers this one may not use (the override
+    edits that match no container), given to `warn` with the others.
 
     `warn` is given each warning of the input, members the profile does not hold among
     them, and a note for each policy that claims less than it selects (`claims.notes`): a
@@ -229,7 +235,10 @@ def plan_files(
 
     fleet = offline.load(profile)
     if warn is not None:
-        for finding in claims.against(loaded, fleet).warnings:
+        judged = claims.against(loaded, fleet)
+        if checks is not None:
+            judged = judged.with_findings(checks(loaded))
+        for finding in judged.warnings:
             warn(str(finding))
     models = [o.model for o in loaded.objects]
     workloads = [m for m in models if isinstance(m, Workload) and not m.is_opaque]

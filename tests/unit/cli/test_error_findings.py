@@ -88,3 +88,60 @@ def test_rebalance_of_a_bare_workload_name_says_how_to_name_it(
     assert main.main(["rebalance", "--workload", "shop", "--dry-run"]) == 1
     err = capsys.readouterr().err
     assert "--workload 'shop': give it as NS/NAME (or NS/Kind.group/NAME)" in err
+
+
+MISNAMED_CONTAINER = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - {name: web, image: nginx, resources: {requests: {cpu: 100m}}}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: args, namespace: shop}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
+  overrideRules:
+    - overriders:
+        argsOverrider:
+          - {containerName: web, operator: add, value: ["--verbose"]}
+          - {containerName: wbe, operator: add, value: ["--debug"]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: other, namespace: shop}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: api}]
+  overriders:
+    commandOverrider:
+      - {containerName: wbe, operator: add, value: ["x"]}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_an_args_edit_naming_no_container_of_its_workload_is_warned_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`fedctl apply` noted it (the API judges stored workloads); validate and the offline
+    plan, which have only the files, said nothing. A policy selecting no workload in the
+    files is not judged (its workload may be stored already)."""
+    path = tmp_path / "ov.yaml"
+    path.write_text(MISNAMED_CONTAINER)
+    args = ["validate", "-f", str(path)]
+    if command == "plan":
+        args = ["plan", "-f", str(path), "--clusters", str(DEMO)]
+    assert main.main(args) == 0
+    out = capsys.readouterr()
+    warned = [line for line in (out.out + out.err).splitlines() if "containerName" in line]
+    assert warned == [
+        f"{path}:22:29: spec.overrideRules[0].overriders.argsOverrider[1].containerName:"
+        " warning: argsOverrider containerName 'wbe' matches no container of Deployment"
+        " shop/web (its containers: web): the edit does nothing there"
+    ]
