@@ -255,6 +255,12 @@ class FailoverController:
             except errors.FedctlError as exc:
                 log.warning("failover %s: not converged: %s", item, exc)
                 self.queue.add_after(item, _RETRY)
+            except Exception:
+                # A fault in judging one Binding or member (stored input nothing foresaw)
+                # must not stop failover for all the others, nor, stored as it is, stop
+                # every leader after this one: logged, and tried again much later.
+                log.exception("failover %s: failed; trying again in %gs", item, _RETRY * 20)
+                self.queue.add_after(item, _RETRY * 20)
             finally:
                 self.queue.done(item)
 

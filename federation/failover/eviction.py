@@ -68,7 +68,12 @@ def _deadline(
             continue
         else:
             since = taint.time_added or now
-            at = since + dt.timedelta(seconds=max(0, tol.toleration_seconds))
+            try:
+                at = since + dt.timedelta(seconds=max(0, tol.toleration_seconds))
+            except OverflowError:
+                # Past year 9999 (a "forever" of int64 seconds, as Kubernetes allows, or
+                # a taint added in year 9999): tolerated for good, as Kubernetes reads it.
+                continue
             candidate = (at, f"taint {shown}:NoExecute tolerated for {tol.toleration_seconds}s")
         if best is None or candidate[0] < best[0]:
             best = candidate

@@ -251,6 +251,28 @@ async def test_a_toleration_with_seconds_delays_eviction_and_a_batch_job_goes_di
     assert (await h.binding(WEB)).placement() == {}
 
 
+async def test_a_fault_judging_one_binding_leaves_failover_running_for_the_others(
+    h: Harness,
+) -> None:
+    """A toleration of int64 seconds, stored and valid, overflowed the date arithmetic:
+    failover died, `fedctl up` stopped, and every later leader died on the same Binding.
+    A fault in one Binding is now logged and tried again later; the rest move."""
+
+    def terms(b: Binding) -> Terms:
+        if b.metadata.name == "web":
+            raise OverflowError("date value out of range")
+        return Terms()
+
+    h.controller.terms = terms  # type: ignore[method-assign]
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
+    await h.health("a", "False", "ConnectionRefused")
+    await h.settle()
+    await h.advance(30.1)
+    assert (await h.binding(API)).placement() == {}, "api evicted"
+    assert (await h.binding(WEB)).placement() == {"a": 1}
+
+
 async def test_a_per_cluster_grace_and_recovery_before_it_moves_nothing(h: Harness) -> None:
     await h.join("c", evictionGraceSeconds=5)
     ref = keys.WorkloadRef("default", "Deployment.apps", "svc")

@@ -44,6 +44,12 @@ def tol(**fields: object) -> Toleration:
         ),
         pytest.param(
             {"a": [taint(DOWN, added=0)]},
+            [tol(key=DOWN, operator="Exists", effect="NoExecute", tolerationSeconds=2**63 - 1)],
+            [],
+            id="tolerated for int64 seconds, past the calendar's end: stays for good",
+        ),
+        pytest.param(
+            {"a": [taint(DOWN, added=0)]},
             [tol(operator="Exists")],
             [],
             id="empty key with Exists tolerates everything",
