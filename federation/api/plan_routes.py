@@ -48,6 +48,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
 from policies import loading
+from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
@@ -100,6 +101,7 @@ class LiveState:
             queues=self.of(Queue),
             quotas=self.of(FederatedResourceQuota),
             currency=currency or Currency(),
+            profiles=self.of(AcceleratorProfile),
         )
 
     def usage(self, snapshot: snap.Snapshot) -> Usage:

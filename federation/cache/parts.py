@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Final, TypeVar
 
@@ -193,10 +194,18 @@ class Part:
 
 
 def compute(
-    cluster: Cluster, status: ClusterStatus | None, *, index: int, currency: Currency = USD
+    cluster: Cluster,
+    status: ClusterStatus | None,
+    *,
+    index: int,
+    currency: Currency = USD,
+    device_defaults: Mapping[str, Decimal] | None = None,
 ) -> Part:
     """The part of `cluster` (at `index` in name order) with its observed `status`, priced
-    in `currency`; what the build cache keeps until either object is replaced."""
+    in `currency`; what the build cache keeps until either object is replaced.
+
+    `device_defaults`: chip model -> device-hour price in `currency` (the AcceleratorProfiles'
+    `defaultPricePerHour`), for the chips the cluster's on-demand prices leave out."""
     flavors = tuple(status.flavors) if status is not None else ()
     chips: dict[str, int] = {}
     arches: dict[str, int] = {}
@@ -218,6 +227,8 @@ def compute(
         arch = arches.setdefault(flavor.arch, len(arches))
         rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
     prices, note = currency.convert(cluster.spec.prices)
+    if prices is not None and device_defaults:
+        prices = prices.with_device_defaults(device_defaults)
     price_base, price_dev = _prices(prices, flavors)
     return Part(
         cluster=cluster,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from itertools import chain
 from operator import itemgetter
 from types import MappingProxyType
@@ -54,7 +55,7 @@ from federation.cache.parts import (
 )
 from federation.registry import keys
 from federation.resources import ResourceList
-from policies.models.accelerator import is_arch
+from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
@@ -73,6 +74,7 @@ __all__ = [
     "IntArray",
     "Snapshot",
     "build",
+    "device_defaults",
 ]
 
 _GIB_MILLI: Final = 1000 * 1024**3
@@ -148,11 +150,12 @@ class BuildCache:
     the clusters of the last build only. Not thread-safe: one owner.
     """
 
-    __slots__ = ("_currency", "_parts")
+    __slots__ = ("_currency", "_defaults", "_parts")
 
     def __init__(self) -> None:
         self._parts: dict[str, Part] = {}
         self._currency: Currency | None = None
+        self._defaults: Mapping[str, Decimal] = {}
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -167,15 +170,19 @@ def build(
     bindings: Iterable[Binding] | Mapping[str, Binding] = (),
     cache: BuildCache | None = None,
     currency: Currency = USD,
+    profiles: Iterable[AcceleratorProfile] = (),
 ) -> Snapshot:
     """A snapshot of `clusters` (sorted by name) with their statuses and the policies.
 
     `bindings` may come keyed by workload ref already (the scheduling loop keeps them so).
     With a `cache`, only clusters whose spec or status object is not the one of the last
     build with that cache are recomputed; the snapshot is the same as without it. Prices
-    are converted to `currency` (`currency.Currency`).
+    are converted to `currency` (`currency.Currency`); a chip a cluster's on-demand prices
+    leave out is priced at its profile's `defaultPricePerHour` (in `currency`), as the
+    AcceleratorProfile promises, rather than leaving the whole pod unpriced there.
     """
-    parts = _parts(clusters, statuses=statuses, cache=cache, currency=currency)
+    defaults = device_defaults(profiles)
+    parts = _parts(clusters, statuses=statuses, cache=cache, currency=currency, defaults=defaults)
     infos = tuple(p.info for p in parts)
     arrays = _assemble(parts)
     capacity: dict[str, int] = {}
@@ -209,24 +216,37 @@ def _parts(
     statuses: Mapping[str, ClusterStatus] | None,
     cache: BuildCache | None,
     currency: Currency,
+    defaults: Mapping[str, Decimal],
 ) -> list[Part]:
     """Each cluster's part in name order: the cached one while its objects (and the
-    currency it is priced in) are the same."""
-    known = cache._parts if cache is not None and cache._currency == currency else {}
+    currency and default chip prices it is priced with) are the same."""
+    same = cache is not None and cache._currency == currency and cache._defaults == defaults
+    known = cache._parts if cache is not None and same else {}
     parts: list[Part] = []
     named = sorted(((c.name, c) for c in clusters), key=itemgetter(0))
     for ci, (name, cluster) in enumerate(named):
         status = cluster.status if statuses is None else statuses.get(name, cluster.status)
         part = known.get(name)
         if part is None or part.cluster is not cluster or part.status is not status:
-            part = compute(cluster, status, index=ci, currency=currency)
+            part = compute(cluster, status, index=ci, currency=currency, device_defaults=defaults)
         elif part.info.index != ci:
             part = replace(part, info=replace(part.info, index=ci))
         parts.append(part)
     if cache is not None:
         cache._parts = {name: part for (name, _), part in zip(named, parts, strict=True)}
         cache._currency = currency
+        cache._defaults = defaults
     return parts
+
+
+def device_defaults(profiles: Iterable[object]) -> dict[str, Decimal]:
+    """Chip model -> `defaultPricePerHour`, of the AcceleratorProfiles among `profiles`
+    that set one (other objects are passed over, so a caller may hand in all it holds)."""
+    return {
+        p.metadata.name: p.spec.default_price_per_hour
+        for p in profiles
+        if isinstance(p, AcceleratorProfile) and p.spec.default_price_per_hour is not None
+    }
 
 
 def _assemble(parts: Sequence[Part]) -> _Arrays:

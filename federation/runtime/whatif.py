@@ -39,6 +39,7 @@ from federation.scheduler import plan as planning
 from federation.scheduler.plugins import affinity
 from federation.settings import SchedulerSettings
 from policies.models import propagation
+from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
@@ -92,6 +93,7 @@ class Live:
             quotas=[p for p in self.policies if isinstance(p, FederatedResourceQuota)],
             bindings=bindings,
             currency=currency or Currency(),
+            profiles=[p for p in self.policies if isinstance(p, AcceleratorProfile)],
         )
 
 

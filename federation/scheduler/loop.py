@@ -41,6 +41,7 @@ from federation.scheduler import cycle, fingerprint, reconcile, victims
 from federation.scheduler import queue_view as qv
 from federation.scheduler.mirrors import Mirror, Seen, Views
 from federation.settings import SchedulerSettings
+from policies.models.accelerator import AcceleratorProfile
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
@@ -435,6 +436,7 @@ class SchedulerLoop:
             bindings=views.bindings,
             cache=self._snapshots,
             currency=self._currency,
+            profiles=[p for p in policies if isinstance(p, AcceleratorProfile)],
         )
         self._say_unpriced(snapshot)
         ready = fingerprint.placeable(snapshot.clusters)

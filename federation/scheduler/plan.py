@@ -32,6 +32,7 @@ from federation.settings import SchedulerSettings
 from policies import loading
 from policies.loading import LoadResult
 from policies.loading.findings import Finding
+from policies.models.accelerator import AcceleratorProfile
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import (
     ClusterPropagationPolicy,
@@ -255,6 +256,7 @@ def plan_files(
         queues=[m for m in models if isinstance(m, Queue)],
         quotas=[m for m in models if isinstance(m, FederatedResourceQuota)],
         currency=Currency.of(settings),
+        profiles=[m for m in models if isinstance(m, AcceleratorProfile)],
     )
     scheduler = cycle.Scheduler(settings)
     out = []

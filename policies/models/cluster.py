@@ -16,7 +16,7 @@ chip match, capacity fit per node flavor, cost), the member connector and failov
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -192,6 +192,14 @@ class PriceTable(FrozenModel):
             accelerators={model: price * rate for model, price in self.accelerators.items()},
         )
 
+    def with_device_defaults(self, defaults: Mapping[str, Decimal]) -> PriceTable:
+        """This table with `defaults` (chip model -> device-hour) for the models it does
+        not price: an AcceleratorProfile's `defaultPricePerHour`."""
+        missing = {m: p for m, p in defaults.items() if m not in self.accelerators}
+        if not missing:
+            return self
+        return self.model_copy(update={"accelerators": {**self.accelerators, **missing}})
+
     def hourly_cost(
         self,
         requests: ResourceList,
@@ -227,6 +235,16 @@ class Prices(FrozenModel):
     spot: PriceTable | None = Field(
         default=None, description="Spot or preemptible prices; absent when not offered."
     )
+
+    def with_device_defaults(self, defaults: Mapping[str, Decimal]) -> Prices:
+        """These prices with each chip model's default device-hour price where the
+        on-demand table lists none (`PriceTable.with_device_defaults`). A default is a list
+        price: a spot table without the model stays without it, spot being what a
+        provider offers for less, not known from the list price."""
+        on_demand = self.on_demand.with_device_defaults(defaults)
+        if on_demand is self.on_demand:
+            return self
+        return self.model_copy(update={"on_demand": on_demand})
 
     def table(self, capacity_type: CapacityType) -> PriceTable | None:
         """The price table for a capacity type, or None when this cluster does not offer it."""

@@ -13,6 +13,7 @@ import dataclasses
 import random
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from bench import scheduler as bench_scheduler
 from federation.cache import parts
 from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
+from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import ObjectMeta
 from policies.models.cluster import Cluster, ClusterStatus, Condition, Taint
 from tests.unit.scheduler import fleet
@@ -291,10 +293,10 @@ def test_only_changed_clusters_are_recomputed(monkeypatch: pytest.MonkeyPatch) -
     part = parts.compute
 
     def counting(
-        cluster: Cluster, status: ClusterStatus | None, *, index: int, currency: Currency
+        cluster: Cluster, status: ClusterStatus | None, *, index: int, **priced: Any
     ) -> object:
         computed.append(cluster.name)
-        return part(cluster, status, index=index, currency=currency)
+        return part(cluster, status, index=index, **priced)
 
     monkeypatch.setattr(snap, "compute", counting)  # as `build` calls it
     f.build(cache)
@@ -335,3 +337,45 @@ def test_a_build_in_another_currency_prices_every_cluster_again() -> None:
     assert np.isnan(unrated.price_cpu).all() and np.isnan(unrated.price_dev).all()
     assert {c.prices for c in unrated.clusters} == {None}
     assert unrated.cluster("b-gpu").price_note.startswith("priced in USD, which has no")
+
+
+def test_a_changed_default_chip_price_prices_every_cluster_again() -> None:
+    """A profile's `defaultPricePerHour` fills a chip the cluster does not price; the cache
+    keeps no part priced under other defaults."""
+    clusters = hand_made()
+    cache = snap.BuildCache()
+
+    def profile(model: str, price: str) -> AcceleratorProfile:
+        return AcceleratorProfile.model_validate(
+            {
+                "metadata": {"name": model},
+                "spec": {
+                    "arch": "amd64",
+                    "resourceName": "nvidia.com/gpu",
+                    "defaultPricePerHour": price,
+                },
+            }
+        )
+
+    gpu = "b-gpu"
+    listed = snap.build(clusters, cache=cache, profiles=[profile("nvidia-h100-80gb", "9")])
+    assert np.nanmax(listed.price_dev[listed.index[gpu], :, 0]) == 6.5  # its own price wins
+    bare = [
+        c.model_copy(update={"spec": c.spec.model_copy(update={"prices": _without_chips(c)})})
+        for c in clusters
+    ]
+    first = snap.build(bare, cache=cache, profiles=[profile("nvidia-h100-80gb", "9")])
+    assert np.nanmax(first.price_dev[first.index[gpu], :, 0]) == 9
+    again = snap.build(bare, cache=cache, profiles=[profile("nvidia-h100-80gb", "7")])
+    assert np.nanmax(again.price_dev[again.index[gpu], :, 0]) == 7
+    assert_same(again, snap.build(bare, profiles=[profile("nvidia-h100-80gb", "7")]))
+    none = snap.build(bare, cache=cache)
+    assert np.isnan(none.price_dev[none.index[gpu], :, 0]).all()
+
+
+def _without_chips(cluster: Cluster) -> Any:
+    prices = cluster.spec.prices
+    if prices is None:
+        return None
+    table = prices.on_demand.model_copy(update={"accelerators": {}})
+    return prices.model_copy(update={"on_demand": table, "spot": None})
