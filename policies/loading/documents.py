@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from policies.loading import kube_fields
 from policies.loading.findings import Finding, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
@@ -83,9 +84,15 @@ def finding_at(obj: Loaded, path: tuple[str | int, ...], message: str) -> Findin
 
 
 def _at(
-    source: SourceMap, filename: str, path: tuple[str | int, ...], message: str, **kw: Any
+    source: SourceMap,
+    filename: str,
+    path: tuple[str | int, ...],
+    message: str,
+    *,
+    key: bool = False,
+    **kw: Any,
 ) -> Finding:
-    line, col = source.locate(path)
+    line, col = source.locate(path, key=key)
     return Finding(filename, line, col, format_path(path), message, **kw)
 
 
@@ -130,6 +137,10 @@ def validate_document(
     found = _warnings(model, source=source, filename=filename)
     if isinstance(model, Workload):
         found += _kubernetes_rules(model, doc, source=source, filename=filename)
+        found += [
+            _at(source, filename, path, message, key=message.startswith("unknown"))
+            for path, message in kube_fields.unknown_fields(doc)
+        ]
     return Checked(model, found)
 
 

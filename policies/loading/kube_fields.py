@@ -1,0 +1,142 @@
+"""Unknown fields in the Kubernetes objects fedctl propagates, found before any member.
+
+Workload templates are kept as the user wrote them: fedctl reads the parts it places by
+(replicas, pod requests) and sends the rest on. A misspelt field there (`spec.replica: 3`,
+`resourcez:`) was accepted, ran one replica with no requests (so no quota and no cost),
+and reached every member, where kubectl's strict field validation, or a server-side
+apply's "field not declared in schema", refuses it late and with no file or line. Here it
+is refused at its line, as `kubectl apply` refuses it, with the field the user meant.
+
+The fields of each built-in kind come from the Kubernetes client's models (generated from
+the API's OpenAPI), kept in `kube_fields.json` so that loading a file does not import the
+client; `python -m policies.loading.kube_fields` writes it again from the installed client.
+Custom kinds (Volcano Jobs, PyTorchJobs, anything else) are not judged: fedctl has no
+schema for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from policies.loading.findings import suggest
+
+__all__ = ["KINDS", "generate", "unknown_fields"]
+
+KINDS: Final[Mapping[tuple[str, str], str]] = {
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Secret"): "V1Secret",
+    ("v1", "Service"): "V1Service",
+    ("v1", "Namespace"): "V1Namespace",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
+    ("v1", "Pod"): "V1Pod",
+    ("v1", "ResourceQuota"): "V1ResourceQuota",
+    ("v1", "LimitRange"): "V1LimitRange",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("apps/v1", "StatefulSet"): "V1StatefulSet",
+    ("apps/v1", "DaemonSet"): "V1DaemonSet",
+    ("apps/v1", "ReplicaSet"): "V1ReplicaSet",
+    ("batch/v1", "Job"): "V1Job",
+    ("batch/v1", "CronJob"): "V1CronJob",
+    ("networking.k8s.io/v1", "Ingress"): "V1Ingress",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "V2HorizontalPodAutoscaler",
+    ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
+}
+"""The kinds judged, by apiVersion and kind: the client model each one's fields are."""
+
+_DATA: Final = Path(__file__).with_name("kube_fields.json")
+_MODEL = re.compile(r"V\d\w+")
+
+Path_ = tuple[str | int, ...]
+
+
+@functools.cache
+def _types() -> dict[str, dict[str, str]]:
+    """Model name -> JSON field -> its type (`str`, `list[V1Container]`, `dict(str, str)`,
+    or another model's name)."""
+    loaded: dict[str, dict[str, str]] = json.loads(_DATA.read_text(encoding="utf-8"))
+    return loaded
+
+
+def unknown_fields(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
+    """(path, message) for each field of `doc` its kind does not have, at any depth; for
+    the ConfigMap and Secret data values that are not strings (Kubernetes decodes those
+    maps as strings and refuses a number or a boolean, which YAML reads unquoted)."""
+    root = KINDS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+    if root is None:
+        return
+    yield from _walk(root, doc, ())
+    if root in ("V1ConfigMap", "V1Secret"):
+        for field in ("data", "stringData", "binaryData"):
+            values = doc.get(field)
+            if not isinstance(values, Mapping):
+                continue
+            for key, value in values.items():
+                if not isinstance(value, str):
+                    yield (
+                        (field, key),
+                        f"{field} values are strings: quote {value!r} (members refuse"
+                        f" {type(value).__name__} values here)",
+                    )
+
+
+def _walk(kind: str, value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:
+    if value is None:
+        return
+    if kind.startswith("list["):
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from _walk(kind[5:-1], item, (*path, i))
+        return
+    if kind.startswith("dict("):
+        inner = kind[kind.index(",") + 1 : -1].strip()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                yield from _walk(inner, item, (*path, str(key)))
+        return
+    fields = _types().get(kind)
+    if fields is None or not isinstance(value, Mapping):
+        return
+    for key, item in value.items():
+        name = str(key)
+        if name in fields:
+            yield from _walk(fields[name], item, (*path, name))
+        else:
+            yield (*path, name), f"unknown field {name!r}{suggest(name, fields)}: members refuse it"
+
+
+def generate() -> dict[str, dict[str, str]]:
+    """The field table of every model `KINDS` reaches, read from the installed client."""
+    from kubernetes_asyncio.client import models
+
+    types: dict[str, dict[str, str]] = {}
+
+    def visit(name: str) -> None:
+        model = getattr(models, name, None)
+        if name in types or model is None:
+            return  # a type the client names but does not define stays unjudged
+        fields = {model.attribute_map[a]: t for a, t in model.openapi_types.items()}
+        types[name] = fields
+        for t in fields.values():
+            for ref in _MODEL.findall(t):
+                visit(ref)
+
+    for root in KINDS.values():
+        visit(root)
+    return dict(sorted(types.items()))
+
+
+if __name__ == "__main__":
+    _DATA.write_text(json.dumps(generate(), indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {_DATA}")

@@ -1,0 +1,68 @@
+"""Fields a Kubernetes kind does not have are refused at their line, as `kubectl apply`'s
+strict field validation refuses them: a misspelt `replicas` ran one replica with no
+requests, and the member copy carried both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from policies.loading import kube_fields, load_text
+
+TYPOS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replica: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: c
+          image: nginx
+          resourcez: {requests: {cpu: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: shop}
+data: {port: 8080, enabled: true, name: web}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: vc, namespace: shop}
+spec:
+  anything: goes
+  tasks: [{replicas: 1, template: {spec: {containers: [{name: c, image: x}]}}}]
+"""
+
+
+def test_unknown_fields_of_built_in_kinds_are_refused_at_their_key() -> None:
+    result = load_text(TYPOS, filename="t.yaml")
+    assert [str(f) for f in result.findings] == [
+        "t.yaml:5:3: spec.replica: unknown field 'replica' (did you mean 'replicas'?):"
+        " members refuse it",
+        "t.yaml:13:11: spec.template.spec.containers[0].resourcez: unknown field 'resourcez'"
+        " (did you mean 'resources'?): members refuse it",
+        "t.yaml:18:14: data.port: data values are strings: quote 8080 (members refuse int"
+        " values here)",
+        "t.yaml:18:29: data.enabled: data values are strings: quote True (members refuse bool"
+        " values here)",
+    ]
+    # A custom kind has no schema here: judged by the members alone.
+    assert [o.model.kind for o in result.objects] == ["Job"]
+
+
+def test_the_examples_have_no_unknown_field() -> None:
+    examples = Path(__file__).resolve().parents[3] / "policies" / "examples"
+    for path in sorted(examples.glob("*.yaml")):
+        found = load_text(path.read_text(encoding="utf-8"), filename=path.name).findings
+        assert not [f for f in found if "unknown field" in f.message], path
+
+
+def test_the_field_table_is_the_installed_clients() -> None:
+    """`python -m policies.loading.kube_fields` writes it; a client upgrade that adds
+    fields must be followed by writing it again."""
+    stored = json.loads(Path(kube_fields.__file__).with_name("kube_fields.json").read_text())
+    assert stored == kube_fields.generate()
