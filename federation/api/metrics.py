@@ -52,6 +52,7 @@ from policies.models.binding import Binding
 from policies.models.cluster import ClusterStatus
 from policies.models.queue import Queue
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
+from policies.models.workload import WORKLOAD_KINDS
 
 __all__ = ["Metrics", "RegistryCache"]
 
@@ -136,7 +137,12 @@ class RegistryCache:
         elif isinstance(obj, Binding):
             ref = self._name(kind, key)
             charges = spend.charges(ref, obj)
+            # A placement records its pods; a Binding held at admission records none, so
+            # its kind tells whether it waits for room (as the leader's tally counts it).
+            w = obj.spec.workload
             pods = bool(obj.spec.pod_requests) or bool(charges)
+            if obj.status.phase == "Pending":
+                pods = pods or (w.api_version, w.kind) in WORKLOAD_KINDS
             self.bindings[ref] = (obj.spec.queue, obj.status.phase, charges, pods)
         elif isinstance(obj, WorkloadStatus):
             self.finished[self._name(kind, key)] = obj.phase in FINISHED_PHASES

@@ -102,10 +102,18 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
     # Bound like work, but nobody queued it: not admitted work of any queue.
     namespace = keys.WorkloadRef("ml", "Job.batch", "ns")
     await bindings.put(keys.binding_key(namespace), binding("ns", "cpu", "Scheduled", pods=False))
+    # Held at admission, a Binding records no pods: a Job waits all the same (a follower
+    # read 0 pending beside 40 Pending Bindings); a ConfigMap does not wait for room.
+    held = keys.WorkloadRef("ml", "Job.batch", "held")
+    await bindings.put(keys.binding_key(held), binding("held", "gpu", "Pending", pods=False))
+    config = binding("cfg", "gpu", "Pending", pods=False)
+    cm = config.spec.workload.model_copy(update={"api_version": "v1", "kind": "ConfigMap"})
+    config = config.model_copy(update={"spec": config.spec.model_copy(update={"workload": cm})})
+    await bindings.put(keys.binding_key(keys.WorkloadRef("ml", "ConfigMap", "cfg")), config)
     m = metrics_mod.Metrics()
     cache = asyncio.create_task(m.cache.run(store))
     try:
-        await wait_for(lambda: len(m.cache.bindings) == 4, message="bindings cached")
+        await wait_for(lambda: len(m.cache.bindings) == 6, message="bindings cached")
         got = samples(m)
         assert got[("fedctl_cluster_ready", (("cluster", "eu"),))] == 1
         a100 = (("chip", "nvidia-a100-80gb"), ("cluster", "eu"))
@@ -114,13 +122,13 @@ async def test_cluster_and_queue_gauges_follow_the_registry() -> None:
         arm = (("chip", "arm64"), ("cluster", "eu"))
         assert got[("fedctl_cluster_capacity", (*arm, ("state", "allocatable")))] == 48
         assert got[("fedctl_queue_admitted_workloads", (("queue", "gpu"),))] == 1
-        assert got[("fedctl_queue_pending_workloads", (("queue", "gpu"),))] == 1
+        assert got[("fedctl_queue_pending_workloads", (("queue", "gpu"),))] == 2
         assert got[("fedctl_queue_admitted_workloads", (("queue", "cpu"),))] == 1
 
         await statuses.put(keys.cluster_status_key("eu"), status(ready=False))
         await bindings.delete(keys.binding_key(keys.WorkloadRef("ml", "Job.batch", "c")))
         await wait_for(
-            lambda: not m.cache.statuses["eu"].ready() and len(m.cache.bindings) == 3,
+            lambda: not m.cache.statuses["eu"].ready() and len(m.cache.bindings) == 5,
             message="changes followed",
         )
         got = samples(m)
