@@ -83,6 +83,11 @@ def placement_cell(item: dict[str, Any]) -> str:
     if not binding and item.get("federationOnly"):
         return _FEDERATION_ONLY
     if not binding or not binding["spec"].get("clusters"):
+        phase = (item.get("status") or {}).get("phase")
+        if binding and phase in FINISHED_PHASES:
+            # A job that finished on a member since unjoined: its Binding lost the member,
+            # and the job is done, not waiting (an unjoin read as hundreds pending).
+            return f"- ({phase} on a member that has left)"
         reason = ((binding or {}).get("status") or {}).get("reason") or "not scheduled yet"
         return f"Pending: {reason}"
     cells = []

@@ -127,6 +127,17 @@ def test_a_workload_waiting_with_copies_shows_them_and_that_it_waits() -> None:
     assert workloads_view.placement_cell(_listed("Scheduled", "")) == "b 2/2"
 
 
+def test_a_job_that_finished_on_a_member_since_unjoined_is_not_pending() -> None:
+    """Unjoining a member takes it out of every Binding, finished jobs' too: 266 of them
+    read `Pending: not scheduled yet` beside their Succeeded status."""
+    done = _listed("Scheduled", "")
+    done["binding"]["spec"]["clusters"] = []
+    done["status"] = {"phase": "Succeeded", "clusters": []}
+    assert workloads_view.placement_cell(done) == "- (Succeeded on a member that has left)"
+    done["status"] = {"phase": "Running", "clusters": []}
+    assert workloads_view.placement_cell(done) == "Pending: not scheduled yet"
+
+
 def test_describe_names_the_policy_the_binding_records() -> None:
     def claimed(value: str | None) -> str:
         annotations = {} if value is None else {"fedctl.io/policy": value}
