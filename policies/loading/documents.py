@@ -134,7 +134,8 @@ def validate_document(
             err, model=model_cls, data=doc, source=source, filename=filename
         )
         return Checked(None, found)
-    found = _warnings(model, source=source, filename=filename)
+    found = _name_rules(model, source=source, filename=filename)
+    found += _warnings(model, source=source, filename=filename)
     if isinstance(model, Workload):
         found += _kubernetes_rules(model, doc, source=source, filename=filename)
         found += [
@@ -151,15 +152,13 @@ _DNS_SUBDOMAIN = re.compile(
 _NATIVE = ("cpu", "memory", "ephemeral-storage", "storage", "pods")
 
 
-def _kubernetes_rules(
-    model: Workload, doc: Mapping[str, Any], *, source: SourceMap, filename: str
-) -> list[Finding]:
-    """What every member's API server refuses, refused here first: a workload the members
-    cannot create would otherwise be admitted, hold its queue's quota and never run.
-    Checked on the document, not the model, so objects already stored still decode."""
+def _name_rules(model: KubeObject, *, source: SourceMap, filename: str) -> list[Finding]:
+    """Names as the Kubernetes API server (and so Karmada's) takes them, for every kind:
+    a policy or quota named `UPPER` was stored, and then every member refused the
+    ResourceQuota it became, or the registry refused the name later with no line. Checked
+    on the document, not the model, so objects already stored still decode."""
     found: list[Finding] = []
     meta = model.metadata
-    namespaced = meta.namespace is not None
     name_rule = _DNS_LABEL if model.kind == "Namespace" else _DNS_SUBDOMAIN
     if meta.name and not name_rule.match(meta.name):
         what = (
@@ -169,12 +168,23 @@ def _kubernetes_rules(
         )
         message = f"name {meta.name!r} is not {what}: members refuse it"
         found.append(_at(source, filename, ("metadata", "name"), message))
-    if namespaced and meta.namespace and not _DNS_LABEL.match(meta.namespace):
+    if meta.namespace and not _DNS_LABEL.match(meta.namespace):
         message = (
             f"namespace {meta.namespace!r} is not a DNS label (lowercase letters, digits and"
             " '-', at most 63): members refuse it"
         )
         found.append(_at(source, filename, ("metadata", "namespace"), message))
+    return found
+
+
+def _kubernetes_rules(
+    model: Workload, doc: Mapping[str, Any], *, source: SourceMap, filename: str
+) -> list[Finding]:
+    """What every member's API server refuses of a workload, refused here first: a
+    workload the members cannot create would otherwise be admitted, hold its queue's
+    quota and never run. Checked on the document, not the model, so objects already
+    stored still decode."""
+    found: list[Finding] = []
     if model.is_opaque:
         return found
     models = [c for c in model.chips if not is_arch(c)]

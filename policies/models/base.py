@@ -41,8 +41,17 @@ class FrozenModel(BaseModel):
 class ObjectMeta(FrozenModel):
     """The subset of Kubernetes ObjectMeta that fedctl objects carry."""
 
-    name: str = Field(min_length=1, max_length=253)
-    namespace: str | None = None
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        description="A DNS subdomain (lowercase letters, digits, '-' and '.'), or for a"
+        " Namespace a DNS label (at most 63, no '.'), on every kind, as members' API servers"
+        " want it; `validate`, `apply` and the API refuse any other at this line.",
+    )
+    namespace: str | None = Field(
+        default=None,
+        description="A DNS label (lowercase letters, digits and '-', at most 63).",
+    )
     labels: Labels = Field(
         default_factory=dict,
         description="Keys are qualified names ([DNS-subdomain prefix/]name, the name at most"

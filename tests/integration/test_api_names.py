@@ -1,0 +1,88 @@
+"""The API refuses, as `fedctl validate` does, names and namespaces members refuse or keep
+for themselves: a client writing JSON straight to it meets the same rules as a file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from federation.api import app as api_app
+from federation.registry import embedded
+from federation.registry import store as st
+from federation.registry.etcd import EtcdStore
+from tests.conftest import etcd_settings
+from tests.serving import serving
+
+pytestmark = pytest.mark.integration
+
+API = "/apis/fedctl.io/v1alpha1"
+
+
+class Api:
+    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
+        self.base, self.session = base, session
+
+    async def call(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        async with self.session.request(
+            method,
+            self.base + path,
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        ) as resp:
+            text = await resp.text()
+            return resp.status, (json.loads(text) if text.startswith("{") else text)
+
+
+@pytest.fixture
+async def api(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[tuple[Api, st.Store]]:
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    listed = await store.list("/fedctl/")
+    await store.commit([st.Delete(kv.key) for kv in listed.items])
+    try:
+        async with serving(api_app.build_app(store)) as base, aiohttp.ClientSession() as session:
+            yield Api(base, session), store
+    finally:
+        listed = await store.list("/fedctl/")
+        await store.commit([st.Delete(kv.key) for kv in listed.items])
+        await store.close()
+
+
+QUOTA = {
+    "apiVersion": "policy.karmada.io/v1alpha1",
+    "kind": "FederatedResourceQuota",
+    "metadata": {"name": "UPPER", "namespace": "web"},
+    "spec": {"overall": {"cpu": "100"}},
+}
+OVERRIDE = {
+    "apiVersion": "policy.karmada.io/v1alpha1",
+    "kind": "OverridePolicy",
+    "metadata": {"name": "Bad OP/with slash", "namespace": "web"},
+    "spec": {"overrideRules": []},
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        pytest.param("POST", "namespaces/web/federatedresourcequotas", QUOTA,
+                     id="a quota created as UPPER"),
+        pytest.param("POST", "apply", {"items": [QUOTA]}, id="a quota applied as UPPER"),
+        pytest.param("POST", "apply", {"items": [OVERRIDE]},
+                     id="an override named with a space and a slash"),
+    ],
+)  # fmt: skip
+async def test_a_name_members_refuse_is_a_400_naming_the_field(
+    api: tuple[Api, st.Store], method: str, path: str, body: Any
+) -> None:
+    client, store = api
+    code, status = await client.call(method, f"{API}/{path}", body)
+
+    assert code == 400, status
+    assert "metadata.name: name " in status["message"]
+    assert "is not a DNS subdomain" in status["message"]
+    assert (await store.list("/fedctl/")).items == []
