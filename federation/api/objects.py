@@ -45,7 +45,7 @@ from federation.registry import store as st
 from federation.scheduler import claims
 from federation.scheduler import plan as planning
 from policies import loading
-from policies.loading.documents import queue_children
+from policies.loading.documents import queue_children, reserved_namespace
 from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
@@ -265,7 +265,8 @@ class ObjectsApi:
         return models
 
     def _placed(self, request: web.Request, obj: KubeObject) -> KubeObject:
-        """Fill or check the namespace from the URL."""
+        """Fill or check the namespace from the URL; refuse one Kubernetes keeps for
+        itself (`reserved_namespace`), which a body without a namespace reaches only here."""
         ns = request.match_info.get("ns")
         res = objects.resource_for_kind(obj)
         if res.namespaced and kinds.is_namespaced(obj.kind):
@@ -274,6 +275,12 @@ class ObjectsApi:
                 raise errors.Invalid(f"metadata.namespace {body_ns!r} does not match URL {ns!r}")
             meta = obj.metadata.model_copy(update={"namespace": body_ns or ns or "default"})
             obj = obj.model_copy(update={"metadata": meta})
+        reserved = reserved_namespace(obj)
+        if reserved is not None:
+            at, why = reserved
+            where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+            found = f"{obj.kind} {where}{obj.metadata.name}: {'.'.join(map(str, at))}: {why}"
+            raise errors.Invalid(found, findings=[found])
         return obj
 
     def _fresh(self, obj: KubeObject) -> KubeObject:

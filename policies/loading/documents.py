@@ -29,6 +29,7 @@ from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
 from policies.models.common import RuleError
+from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
 from policies.models.workload import ANNOTATION_QUEUE, Workload
@@ -43,6 +44,7 @@ __all__ = [
     "names_priority_classes",
     "names_queues",
     "queue_children",
+    "reserved_namespace",
     "undefined_chips",
     "undefined_priority_classes",
     "undefined_queues",
@@ -135,6 +137,9 @@ def validate_document(
         )
         return Checked(None, found)
     found = _name_rules(model, source=source, filename=filename)
+    reserved = reserved_namespace(model)
+    if reserved is not None:
+        found.append(_at(source, filename, *reserved))
     found += _warnings(model, source=source, filename=filename)
     if isinstance(model, Workload):
         found += _kubernetes_rules(model, doc, source=source, filename=filename)
@@ -175,6 +180,36 @@ def _name_rules(model: KubeObject, *, source: SourceMap, filename: str) -> list[
         )
         found.append(_at(source, filename, ("metadata", "namespace"), message))
     return found
+
+
+RESERVED_PREFIX = "kube-"
+"""Namespaces Kubernetes keeps for itself (kube-system, kube-public, kube-node-lease...)."""
+
+
+def reserved_namespace(model: KubeObject) -> tuple[tuple[str | int, ...], str] | None:
+    """Where `model` names a namespace Kubernetes keeps for itself, which fedctl would
+    write into on every member, and why that is refused; None when it does not.
+
+    A Namespace template kube-node-lease adopted each member's own namespace (which holds
+    the nodes' heartbeat Leases), and deleting the template deleted it there; a workload
+    or a quota's ResourceQuota in kube-system would sit among, or take over, the member's
+    system objects. Karmada never propagates these namespaces (its
+    `--skipped-propagating-namespaces` defaults to `kube-.*`). Policies write nothing to
+    members, so one there is left alone. Public so the API judges an object again once it
+    has placed it in its URL's namespace."""
+    if isinstance(model, Workload) and model.kind == "Namespace":
+        at, namespace = ("metadata", "name"), model.metadata.name
+    elif isinstance(model, Workload | FederatedResourceQuota):
+        at, namespace = ("metadata", "namespace"), model.metadata.namespace or ""
+    else:
+        return None
+    if not namespace.startswith(RESERVED_PREFIX):
+        return None
+    return at, (
+        f"namespace {namespace!r} is one Kubernetes keeps for itself (kube-*): fedctl, as"
+        " Karmada, propagates nothing there, since a copy would take over or delete the"
+        " member's own"
+    )
 
 
 def _kubernetes_rules(

@@ -50,7 +50,9 @@ class ObjectMeta(FrozenModel):
     )
     namespace: str | None = Field(
         default=None,
-        description="A DNS label (lowercase letters, digits and '-', at most 63).",
+        description="A DNS label (lowercase letters, digits and '-', at most 63). Not one"
+        " Kubernetes keeps for itself (kube-*) for a workload template or a"
+        " FederatedResourceQuota: fedctl propagates nothing there, as Karmada.",
     )
     labels: Labels = Field(
         default_factory=dict,

@@ -86,3 +86,38 @@ async def test_a_name_members_refuse_is_a_400_naming_the_field(
     assert "metadata.name: name " in status["message"]
     assert "is not a DNS subdomain" in status["message"]
     assert (await store.list("/fedctl/")).items == []
+
+
+CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        pytest.param("apply", {"items": [{"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": "kube-node-lease"}}]},
+                     id="a Namespace template named kube-node-lease"),
+        pytest.param("apply", {"items": [{**CONFIG_MAP, "metadata": {
+                         "name": "c", "namespace": "kube-system"}}]},
+                     id="a workload whose body names kube-system"),
+        pytest.param("namespaces/kube-system/workloads", CONFIG_MAP,
+                     id="a workload placed in kube-system by its URL"),
+    ],
+)  # fmt: skip
+async def test_a_kube_namespace_is_refused_with_the_reason(
+    api: tuple[Api, st.Store], path: str, body: Any
+) -> None:
+    client, store = api
+    code, status = await client.call("POST", f"{API}/{path}", body)
+
+    assert code == 400, status
+    assert "is one Kubernetes keeps for itself (kube-*)" in status["message"]
+    assert (await store.list("/fedctl/")).items == []
+
+
+async def test_a_workload_in_default_is_still_created(api: tuple[Api, st.Store]) -> None:
+    client, _ = api
+    code, status = await client.call("POST", f"{API}/namespaces/default/workloads", CONFIG_MAP)
+
+    assert code == 201, status
+    assert status["metadata"]["namespace"] == "default"
