@@ -274,7 +274,10 @@ def _annotations_section() -> list[str]:
         doc = getattr(workload.Workload, attribute).__doc__
         lines.append(f"| `{annotation}` | {_cell(_summary(doc))} |")
     kinds_list = ", ".join(f"`{av}` {k}" for av, k in sorted(workload.WORKLOAD_KINDS))
-    opaque = "others are propagated as opaque objects"
+    opaque = (
+        "others are propagated as opaque objects; Karmada's kinds outside"
+        " `policy.karmada.io` are refused"
+    )
     lines += ["", f"Kinds whose pods fedctl reads ({opaque}): {kinds_list}.", ""]
     return lines
 

@@ -206,7 +206,7 @@ class ObjectCodec(codec.Codec[KubeObject]):
             body: Any = doc["object"] if isinstance(doc, dict) and "object" in doc else None
             if not isinstance(body, dict):
                 raise ValueError("missing schemaVersion/object envelope")
-            model = kinds.model_for(str(body.get("apiVersion")), str(body.get("kind")))
+            model = kinds.model_for(str(body.get("apiVersion")), str(body.get("kind")), stored=True)
             if self._cipher is not None and body.get("kind") == "Cluster":
                 conn = (body.get("spec") or {}).get("connection") or {}
                 if secrets.is_sealed(conn.get("kubeconfig")):

@@ -7,7 +7,9 @@ a model, by `fedctl schema` to list kinds, and by the REST API for routes and sc
 
 Why two groups are closed and everything else is open: under fedctl's and Karmada's policy
 groups a misspelt kind is a mistake worth an error ("did you mean …?"); any other apiVersion
-is a workload fedctl propagates without needing to understand it.
+is a workload fedctl propagates without needing to understand it. But Karmada's other
+groups (`*.karmada.io`: a WorkloadRebalancer, a ResourceInterpreterCustomization) are
+refused too: stored as a workload, such an object is accepted and acted on by nothing.
 """
 
 from __future__ import annotations
@@ -107,30 +109,56 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def model_for(api_version: str, kind: str) -> type[KubeObject]:
+def model_for(api_version: str, kind: str, *, stored: bool = False) -> type[KubeObject]:
     """The model for this apiVersion and kind; `Workload` for any kind outside fedctl's groups.
 
     Raises `UnknownKind` (message lists the known kinds) for an unknown kind or version
-    under fedctl.io or policy.karmada.io, and for a policy kind under another apiVersion.
+    under fedctl.io or policy.karmada.io, for any kind of Karmada's other groups
+    (`*.karmada.io`), and for a policy kind under another apiVersion. `stored`: the
+    object is one the registry holds, which a Karmada kind stored as a workload before
+    this release refused them still decodes as, so it can be read and deleted.
     """
     model = POLICY_KINDS.get((api_version, kind))
     if model is not None:
         return model
-    if _group(api_version) in CLOSED_GROUPS:
+    group = _group(api_version)
+    if group in CLOSED_GROUPS:
         raise _unknown(api_version, kind)
+    if group.endswith(".karmada.io") and not stored:
+        raise _karmada(group, kind)
     homes = sorted(av for av, k in POLICY_KINDS if k == kind)
-    if homes and (_group(api_version), kind) == ("cluster.karmada.io", "Cluster"):
-        raise UnknownKind(
-            "a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
-            " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
-            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one",
-            field="apiVersion",
-        )
     if homes:
         raise UnknownKind(
             f"kind {kind} belongs to apiVersion {' or '.join(homes)}", field="apiVersion"
         )
     return Workload
+
+
+_KARMADA_INSTEAD = {
+    ("apps.karmada.io", "WorkloadRebalancer"): "`fedctl rebalance --workload NS/NAME` (or"
+    " --all) places workloads afresh",
+}
+"""What fedctl offers in place of a Karmada kind outside policy.karmada.io, where it has one."""
+
+
+def _karmada(group: str, kind: str) -> UnknownKind:
+    """A Karmada kind outside policy.karmada.io (a Cluster, a WorkloadRebalancer, a
+    ResourceInterpreterCustomization): refused, since as an opaque workload it would be
+    stored and copied to the members, and its writer would believe it had been acted on."""
+    if (group, kind) == ("cluster.karmada.io", "Cluster"):
+        return UnknownKind(
+            "a Karmada Cluster (cluster.karmada.io) is not read: fedctl's is"
+            " fedctl.io/v1alpha1 Cluster, which also holds the member's region, chips and"
+            " prices; `fedctl cluster join NAME --kubeconfig FILE --region R` writes one",
+            field="apiVersion",
+        )
+    instead = _KARMADA_INSTEAD.get((group, kind))
+    return UnknownKind(
+        f"a Karmada {kind} ({group}) is not read: stored as a workload, it would only be"
+        " copied to the members, where nothing acts on it"
+        + ("" if instead is None else f"; {instead}"),
+        field="apiVersion",
+    )
 
 
 def _unknown(api_version: str, kind: str) -> UnknownKind:

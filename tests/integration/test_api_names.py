@@ -121,3 +121,24 @@ async def test_a_workload_in_default_is_still_created(api: tuple[Api, st.Store])
 
     assert code == 201, status
     assert status["metadata"]["namespace"] == "default"
+
+
+async def test_a_karmada_kind_fedctl_does_not_read_is_refused(api: tuple[Api, st.Store]) -> None:
+    """A WorkloadRebalancer was stored as a workload and copied to members: its writer
+    believed a rebalance had happened."""
+    client, store = api
+    rebalancer = {
+        "apiVersion": "apps.karmada.io/v1alpha1",
+        "kind": "WorkloadRebalancer",
+        "metadata": {"name": "demo"},
+        "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "w"}]},
+    }
+
+    code, status = await client.call("POST", f"{API}/apply", {"items": [rebalancer]})
+
+    assert code == 400, status
+    assert (
+        "apiVersion: a Karmada WorkloadRebalancer (apps.karmada.io) is not read"
+        in (status["message"])
+    )
+    assert (await store.list("/fedctl/")).items == []

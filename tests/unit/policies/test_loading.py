@@ -169,6 +169,23 @@ spec:
             id="a Karmada Cluster says how fedctl joins a member",
         ),
         pytest.param(
+            "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata:\n"
+            "  name: demo\n",
+            "q.yaml:1:13: apiVersion: a Karmada WorkloadRebalancer (apps.karmada.io) is not"
+            " read: stored as a workload, it would only be copied to the members, where"
+            " nothing acts on it; `fedctl rebalance --workload NS/NAME` (or --all) places"
+            " workloads afresh",
+            id="a Karmada WorkloadRebalancer says how fedctl rebalances",
+        ),
+        pytest.param(
+            "apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\n"
+            "metadata:\n  name: demo\n",
+            "q.yaml:1:13: apiVersion: a Karmada ResourceInterpreterCustomization"
+            " (config.karmada.io) is not read: stored as a workload, it would only be copied to"
+            " the members, where nothing acts on it",
+            id="any other Karmada kind is refused, not stored as a workload",
+        ),
+        pytest.param(
             "just a string\n",
             "q.yaml:1:1: a document must be a mapping, got string 'just a string'",
             id="a document that is not a mapping",

@@ -1031,3 +1031,24 @@ def test_preserve_resources_on_deletion_loads_without_a_warning() -> None:
     assert lines(result) == []
     [loaded] = result.objects
     assert loaded.model.spec.preserve_resources_on_deletion is True  # type: ignore[attr-defined]
+
+
+def test_a_karmada_kind_stored_before_it_was_refused_still_reads() -> None:
+    """A WorkloadRebalancer applied by an older release is a stored workload: the loader
+    refuses a new one, but the registry still reads the old one, so it lists and deletes."""
+    from federation.registry import objects
+    from policies.models.workload import Workload
+
+    rebalancer = Workload.model_validate(
+        {
+            "apiVersion": "apps.karmada.io/v1alpha1",
+            "kind": "WorkloadRebalancer",
+            "metadata": {"name": "demo"},
+            "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment"}]},
+        }
+    )
+    codec = objects.ObjectCodec()
+
+    decoded = codec.decode("/fedctl/workloads/_/WorkloadRebalancer/demo", codec.encode(rebalancer))
+
+    assert decoded == rebalancer
