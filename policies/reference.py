@@ -28,10 +28,9 @@ import annotated_types
 from pydantic import AwareDatetime, BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from policies.models import kinds, workload
+from policies.models import kinds, override, propagation, workload
 from policies.models.accelerator import ChipModel
 from policies.models.binding import Binding
-from policies.models.propagation import NOT_ACTED_ON
 from policies.models.work import Work
 
 __all__ = ["DEFAULT_PATH", "main", "render"]
@@ -286,14 +285,19 @@ def _not_acted_on_section() -> list[str]:
     lines = [
         "## Accepted but not acted on",
         "",
-        "These PropagationPolicy fields load (so Karmada YAML is accepted verbatim), and"
-        " `fedctl validate` warns when one is set:",
+        "These fields load (so Karmada YAML is accepted verbatim), and `fedctl validate`"
+        " warns when one is set:",
         "",
-        "| field | why |",
-        "|---|---|",
+        "| kinds | field | why |",
+        "|---|---|---|",
     ]
-    for path, reason in NOT_ACTED_ON.items():
-        lines.append(f"| `spec.{'.'.join(path)}` | {_cell(reason)} |")
+    tables = (
+        ("PropagationPolicy, ClusterPropagationPolicy", propagation.NOT_ACTED_ON),
+        ("OverridePolicy, ClusterOverridePolicy", override.NOT_ACTED_ON),
+    )
+    for kinds_, fields in tables:
+        for path, reason in fields.items():
+            lines.append(f"| {kinds_} | `spec.{'.'.join(path)}` | {_cell(reason)} |")
     return [*lines, ""]
 
 

@@ -29,6 +29,7 @@ from policies.models.common import (
 __all__ = [
     "IMAGE_DIGEST",
     "IMAGE_TAG",
+    "NOT_ACTED_ON",
     "AnnotationsOverrider",
     "ClusterOverridePolicy",
     "CommandArgsOverrider",
@@ -170,6 +171,15 @@ class FieldOverrider(FrozenModel):
         return self
 
 
+NOT_ACTED_ON: dict[tuple[str, ...], str] = {
+    ("overrideRules[*]", "overriders", "fieldOverrider"): "editing a JSON or YAML document"
+    " held in a string field is not implemented yet",
+}
+"""Overrider fields (path below `spec`) that load but that the propagator does not apply,
+with the reason `fedctl validate` and the policy reference give. Remove an entry when the
+propagator implements it."""
+
+
 class Overriders(FrozenModel):
     """Every kind of edit; Karmada applies image edits before plaintext ones."""
 
@@ -179,7 +189,11 @@ class Overriders(FrozenModel):
     args_overrider: list[CommandArgsOverrider] = Field(default_factory=list)
     labels_overrider: list[LabelsOverrider] = Field(default_factory=list)
     annotations_overrider: list[AnnotationsOverrider] = Field(default_factory=list)
-    field_overrider: list[FieldOverrider] = Field(default_factory=list)
+    field_overrider: list[FieldOverrider] = Field(
+        default_factory=list,
+        description="Patch a JSON or YAML document stored in a string field. Accepted, not"
+        " acted on yet: the propagator applies the other overriders only.",
+    )
 
     def is_empty(self) -> bool:
         """True when no edit of any kind is given."""
@@ -270,7 +284,8 @@ def _overrider_notices(overriders: Overriders, *, base: tuple[str | int, ...]) -
         found.append(
             Notice(
                 (*base, "fieldOverrider"),
-                "fieldOverrider is accepted but not acted on: not implemented yet",
+                "fieldOverrider is accepted but not acted on: "
+                + NOT_ACTED_ON[("overrideRules[*]", "overriders", "fieldOverrider")],
             )
         )
     return found

@@ -759,7 +759,8 @@ def test_a_field_overrider_is_named_in_a_warning() -> None:
 
     assert lines(result) == [
         "k.yaml:53:9: spec.overrideRules[1].overriders.fieldOverrider: warning: fieldOverrider"
-        " is accepted but not acted on: not implemented yet"
+        " is accepted but not acted on: editing a JSON or YAML document held in a string"
+        " field is not implemented yet"
     ]
 
 
