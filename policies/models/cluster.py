@@ -30,6 +30,7 @@ from policies.models.rules import key_value_problems, raise_all, stored
 
 __all__ = [
     "HEALTH_TAINTS",
+    "KARMADA_TAINTS",
     "NOT_READY_TAINT",
     "RECOVERING_TAINT",
     "UNREACHABLE_TAINT",
@@ -59,6 +60,14 @@ RECOVERING_TAINT = "cluster.fedctl.io/recovering"
 UNJOINING_TAINT = "cluster.fedctl.io/unjoining"
 """`fedctl cluster unjoin` drains with this NoExecute taint: work moves away, and failover
 also takes finished Jobs' copies off the member (elsewhere they stay where they ran)."""
+KARMADA_TAINTS = {
+    "cluster.karmada.io/not-ready": NOT_READY_TAINT,
+    "cluster.karmada.io/unreachable": UNREACHABLE_TAINT,
+}
+"""Karmada's health taint keys and fedctl's equal ones: a toleration of Karmada's key
+tolerates fedctl's taint. Karmada policies are accepted verbatim, and one riding out a
+five-minute outage with `cluster.karmada.io/not-ready` was evicted after the grace period,
+since no member carries Karmada's keys here."""
 HEALTH_TAINTS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT, RECOVERING_TAINT})
 """The taint keys failover writes from a member's health, as against a user's cordon.
 
@@ -89,7 +98,8 @@ class Taint(FrozenModel):
     def tolerated_by(self, tolerations: Sequence[Toleration]) -> Toleration | None:
         """The toleration matching this taint (Kubernetes rules: key, or an empty key with
         Exists; value unless Exists; effect unless empty), or None. The scheduler and
-        failover both judge by it, so placement and eviction never disagree."""
+        failover both judge by it, so placement and eviction never disagree. A key of
+        Karmada's health taints matches fedctl's equal one (`KARMADA_TAINTS`)."""
         for tol in tolerations:
             if tol.effect and tol.effect != self.effect:
                 continue
@@ -97,7 +107,7 @@ class Taint(FrozenModel):
                 if tol.operator == "Exists":
                     return tol
                 continue
-            if tol.key != self.key:
+            if self.key not in (tol.key, KARMADA_TAINTS.get(tol.key)):
                 continue
             if tol.operator == "Exists" or (tol.value or "") == self.value:
                 return tol

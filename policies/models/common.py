@@ -202,7 +202,12 @@ class ClusterAffinityTerm(ClusterAffinity):
 class Toleration(FrozenModel):
     """Kubernetes `corev1.Toleration`, matched against cluster taints."""
 
-    key: str | None = None
+    key: str | None = Field(
+        default=None,
+        description="The taint key; Karmada's cluster.karmada.io/not-ready and"
+        " cluster.karmada.io/unreachable match fedctl's cluster.fedctl.io/ taints of the"
+        " same name.",
+    )
     operator: Literal["Exists", "Equal"] = "Equal"
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None

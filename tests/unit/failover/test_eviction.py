@@ -13,6 +13,7 @@ from policies.models.common import Toleration
 from tests.unit.failover.builders import at, binding, taint
 
 DOWN = "cluster.fedctl.io/not-ready"
+UNREACHABLE = "cluster.fedctl.io/unreachable"
 
 
 def tol(**fields: object) -> Toleration:
@@ -80,8 +81,33 @@ def tol(**fields: object) -> Toleration:
             [("b", 60.0)],
             id="two NoExecute taints: the earliest deadline wins",
         ),
+        pytest.param(
+            {"a": [taint(DOWN, added=0)]},
+            [tol(key="cluster.karmada.io/not-ready", operator="Exists", effect="NoExecute",
+                 tolerationSeconds=300)],
+            [("a", 300.0)],
+            id="Karmada's not-ready key tolerates fedctl's not-ready taint",
+        ),
+        pytest.param(
+            {"a": [taint(UNREACHABLE, added=0)]},
+            [tol(key="cluster.karmada.io/unreachable", operator="Exists")],
+            [],
+            id="Karmada's unreachable key tolerates fedctl's unreachable taint",
+        ),
+        pytest.param(
+            {"a": [taint(UNREACHABLE, added=0)]},
+            [tol(key="cluster.karmada.io/not-ready", operator="Exists")],
+            [("a", 100.0)],
+            id="Karmada's not-ready key does not tolerate being unreachable",
+        ),
+        pytest.param(
+            {"a": [taint("cluster.karmada.io/not-ready", added=0)]},
+            [tol(key=DOWN, operator="Exists")],
+            [("a", 100.0)],
+            id="fedctl's key tolerates no taint a user set under Karmada's key",
+        ),
     ],
-)
+)  # fmt: skip
 def test_judge(
     cluster_taints: dict[str, list[Taint]],
     tolerations: list[Toleration],

@@ -114,6 +114,13 @@ PREFER = Taint(key="busy", effect="PreferNoSchedule")
             id="Exists with the matching effect tolerates NoExecute",
         ),
         pytest.param(
+            Taint(key="cluster.fedctl.io/unreachable", effect="NoSchedule"),
+            [{"key": "cluster.karmada.io/unreachable", "operator": "Exists"}],
+            None,
+            True,
+            id="Karmada's unreachable key tolerates fedctl's unreachable taint",
+        ),
+        pytest.param(
             NO_EXECUTE,
             [{"operator": "Exists", "effect": "NoSchedule"}],
             None,
