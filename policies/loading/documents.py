@@ -77,6 +77,13 @@ class Loaded:
     line: int
     doc_index: int
     source: SourceMap = field(default_factory=SourceMap, repr=False, compare=False)
+    item: tuple[int, ...] = ()
+    """Its place among the items of a List document, if it is one of them."""
+
+    @property
+    def place(self) -> tuple[str, int, tuple[int, ...]]:
+        """What tells this object from every other one loaded: file, document, item."""
+        return (self.file, self.doc_index, self.item)
 
 
 def finding_at(obj: Loaded, path: tuple[str | int, ...], message: str) -> Finding:
@@ -322,10 +329,12 @@ def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Fi
     return found
 
 
-def cross_check(objects: Iterable[Loaded]) -> tuple[list[Finding], set[tuple[str, int]]]:
+def cross_check(
+    objects: Iterable[Loaded],
+) -> tuple[list[Finding], set[tuple[str, int, tuple[int, ...]]]]:
     """Findings that need the whole set (duplicate objects, the queue tree, chips defined
-    nowhere, priority classes their queue does not define), and the documents (file,
-    index) an error among them falls on: valid alone, such a document is not a valid
+    nowhere, priority classes their queue does not define), and the documents
+    (`Loaded.place`) an error among them falls on: valid alone, such a document is not a valid
     object of the set (a duplicate, a child capped above its parent)."""
     objects = list(objects)
     dual, tree, classes = (
@@ -339,7 +348,7 @@ def cross_check(objects: Iterable[Loaded]) -> tuple[list[Finding], set[tuple[str
         *undefined_chips(objects),
         *(f for _, f in classes),
     ]
-    return found, {(o.file, o.doc_index) for o, f in dual + tree + classes if f.is_error}
+    return found, {o.place for o, f in dual + tree + classes if f.is_error}
 
 
 def _undefined_priority_classes(objects: list[Loaded]) -> list[tuple[Loaded, Finding]]:

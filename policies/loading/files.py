@@ -2,8 +2,10 @@
 
 Role: the entry of `fedctl validate`, `fedctl apply` and any test that reads policy YAML.
 It expands directories (recursively, `*.yaml`/`*.yml`, sorted), refuses files that are
-missing, empty or too large before reading them, and hands each document to
-`policies.loading.documents`. Fed by CLI paths or text; feeds the CLI and the API client.
+missing, empty or too large before reading them, expands a List document (or a plain
+list, as JSON from `fedctl get -o json`) into its items, as kubectl apply does, and hands
+each document to `policies.loading.documents`. Fed by CLI paths or text; feeds the CLI
+and the API client.
 
 Why the size limit is checked with `stat` first: a 10 MB YAML file takes the pure-Python
 parser minutes; refusing it up front keeps `fedctl validate` instant and the reason clear.
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from policies.loading.documents import (
     Loaded,
@@ -32,7 +35,8 @@ from policies.loading.documents import (
     validate_document,
 )
 from policies.loading.findings import Finding
-from policies.loading.source import parse_documents
+from policies.loading.source import ParsedDocument, parse_documents
+from policies.loading.validation import describe_value
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
 from policies.models.queue import Queue
@@ -214,7 +218,7 @@ def _check_set(result: LoadResult) -> None:
     longer one of the valid objects, so `validate` does not count it as one."""
     found, refused = cross_check(result.objects)
     result.findings.extend(found)
-    result.objects = [o for o in result.objects if (o.file, o.doc_index) not in refused]
+    result.objects = [o for o in result.objects if o.place not in refused]
 
 
 def _expand(path: Path) -> list[tuple[Path, Finding | None]]:
@@ -280,10 +284,46 @@ def _load_into(result: LoadResult, text: str, *, filename: str) -> None:
     if not docs and not findings:
         result.findings.append(Finding(filename, 1, 1, "", "file is empty: no YAML documents"))
         return
-    for doc in docs:
+    for doc in (item for parsed in docs for item in _items(parsed, result, filename=filename)):
         checked = validate_document(doc.data, source=doc.source, filename=filename)
         result.findings.extend(checked.findings)
         if checked.model is not None and checked.ok and doc.clean:
             result.objects.append(
-                Loaded(checked.model, filename, doc.line, doc.index, source=doc.source)
+                Loaded(
+                    checked.model, filename, doc.line, doc.index, source=doc.source, item=doc.item
+                )
             )
+
+
+def _items(doc: ParsedDocument, result: LoadResult, *, filename: str) -> Iterator[ParsedDocument]:
+    """The documents `doc` stands for: itself, or the items of a List (any kind ending in
+    `List` with `items`: `kubectl get -o yaml`, the API's lists) or of a plain list
+    (`fedctl get -o json`), each with its own place in the file, as kubectl apply takes
+    them; a List whose items are not a list is a finding in `result`."""
+    data = doc.data
+    if isinstance(data, list):
+        prefix: tuple[str, ...] = ()
+    elif _is_list_kind(data):
+        prefix = ("items",)
+        data = data["items"]
+        if not isinstance(data, list):
+            line, col = doc.source.locate(prefix)
+            message = f"a List holds its objects in items, a list; got {describe_value(data)}"
+            result.findings.append(Finding(filename, line, col, "items", message))
+            return
+    else:
+        yield doc
+        return
+    for index, item in enumerate(data):
+        at: tuple[str | int, ...] = (*prefix, index)
+        line, _ = doc.source.locate(at)
+        inner = ParsedDocument(
+            item, doc.source.within(at), doc.index, line, doc.clean, item=(*doc.item, index)
+        )
+        yield from _items(inner, result, filename=filename)
+
+
+def _is_list_kind(data: Any) -> bool:
+    """Whether `data` is a List: `v1 List`, or a kind's list (`PropagationPolicyList`)."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return isinstance(kind, str) and kind.endswith("List") and "items" in data

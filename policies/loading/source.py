@@ -78,6 +78,20 @@ class SourceMap:
                 return self.values[probe]
         return (0, 0)
 
+    def within(self, prefix: Path) -> SourceMap:
+        """The places under `prefix`, with paths relative to it: an item of a List is
+        judged as a document of its own, and its findings point at its own lines."""
+        size = len(prefix)
+
+        def under(places: dict[Path, tuple[int, int]]) -> dict[Path, tuple[int, int]]:
+            return {p[size:]: at for p, at in places.items() if p[:size] == prefix}
+
+        return SourceMap(
+            values=under(self.values),
+            keys=under(self.keys),
+            collections={p[size:] for p in self.collections if p[:size] == prefix},
+        )
+
 
 @dataclass
 class ParsedDocument:
@@ -89,6 +103,8 @@ class ParsedDocument:
     line: int
     clean: bool = True
     """False when reading the document already found an error (e.g. a duplicate key)."""
+    item: tuple[int, ...] = ()
+    """Its place among the items of the List (or list) document `index` is, if it is one."""
 
 
 class _TooLarge(Exception):

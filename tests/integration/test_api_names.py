@@ -142,3 +142,26 @@ async def test_a_karmada_kind_fedctl_does_not_read_is_refused(api: tuple[Api, st
         in (status["message"])
     )
     assert (await store.list("/fedctl/")).items == []
+
+
+async def test_a_yaml_list_body_is_applied_item_by_item(api: tuple[Api, st.Store]) -> None:
+    """What `kubectl get -o yaml` writes was stored as one workload named after the List,
+    its items ignored."""
+    client, _ = api
+    text = """\
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: fedctl.io/v1alpha1, kind: Queue, metadata: {name: from-list}, spec: {}}
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: web}, data: {}}
+"""
+    async with client.session.post(
+        f"{client.base}{API}/apply", data=text, headers={"Content-Type": "application/yaml"}
+    ) as resp:
+        assert resp.status == 200, await resp.text()
+        body = await resp.json()
+
+    assert [(r["kind"], r["name"], r["result"]) for r in body["results"]] == [
+        ("Queue", "from-list", "created"),
+        ("ConfigMap", "c", "created"),
+    ]
