@@ -289,7 +289,7 @@ class DrillsApi:
                     listing=f"GET {_CLUSTERS_PATH} (or fedctl cluster list) lists members",
                 )
             injector = faults.injector(
-                self.store, cluster=cluster, fault=fault, kubeconfig=self.kubeconfig
+                self.store, cluster=cluster, fault=fault, kubeconfig=self.kubeconfig, hold=duration
             )
             now = self.clock.now()
             report = drills.Report(

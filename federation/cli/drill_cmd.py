@@ -117,7 +117,11 @@ async def _run(args: argparse.Namespace) -> int:
                 flush=True,
             )
         injector = faults.injector(
-            store, cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig
+            store,
+            cluster=args.cluster,
+            fault=args.fault,
+            kubeconfig=args.kubeconfig,
+            hold=duration,
         )
         if injector.fell_back:
             print(f"fedctl drill: {missing or 'no fault API'}; using a NoExecute taint instead")

@@ -17,6 +17,7 @@ import inspect
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -174,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 143
     except BrokenPipeError:
         # `fedctl get workloads | head`: the reader left; say nothing more, like coreutils.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -194,8 +197,36 @@ def _print_error(exc: errors.FedctlError) -> None:
     print(f"fedctl: {message}", file=sys.stderr)
 
 
+class Terminated(Exception):
+    """SIGTERM arrived: the command was cancelled, its cleanup ran (exit 143)."""
+
+
 async def _run(awaitable: Any) -> Any:
-    return await awaitable
+    """Run a command; SIGTERM cancels it as Ctrl-C does, so its `finally` blocks run.
+
+    Why: a drill killed with SIGTERM (a CI job cancelled, `timeout`) skipped its heal and
+    left its member broken, as only SIGINT unwound the command."""
+    task = asyncio.ensure_future(awaitable)
+    loop = asyncio.get_running_loop()
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        return await task
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 if __name__ == "__main__":  # pragma: no cover

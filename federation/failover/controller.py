@@ -38,7 +38,7 @@ from clusters import member as member_mod
 from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
-from federation.failover import application, eviction, graceful, purge, rebalance, taints
+from federation.failover import application, eviction, faults, graceful, purge, rebalance, taints
 from federation.failover.mirror import Mirror
 from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
@@ -272,6 +272,8 @@ class FailoverController:
     async def converge_cluster(self, name: str) -> None:
         stored = self.statuses.items.get(keys.cluster_status_key(name))
         spec = self.clusters.get(keys.cluster_key(name))
+        if spec is not None:
+            await self._end_abandoned_drill(spec)
         if stored is None or spec is None:
             return
         status = stored.obj
@@ -297,6 +299,39 @@ class FailoverController:
                 self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:
             self.queue.add_after("c/" + name, plan.recheck_after + 0.01)
+
+    async def _end_abandoned_drill(self, cluster: Cluster) -> None:
+        """Lift a drill taint past the end it carries (`faults.BACKSTOP`): the drill that
+        set it died without healing (its CLI killed, the leader that ran it lost), and the
+        member would stay drained for good. A drill taint without an end is left alone."""
+        now = self.clock.now().timestamp()
+        for taint in cluster.spec.taints:
+            if taint.key != faults.DRILL_TAINT:
+                continue
+            left = faults.expired_drill_taint(taint.value, now=now)
+            if left is None:
+                continue
+            if left > 0:
+                self.queue.add_after("c/" + cluster.name, left + 0.01)
+                continue
+
+            def lifted(current: Cluster | None, ended: Taint = taint) -> Cluster | None:
+                if current is None:
+                    return None
+                kept = [t for t in current.spec.taints if t != ended]
+                return current.model_copy(
+                    update={"spec": current.spec.model_copy(update={"taints": kept})}
+                )
+
+            await self.clusters.typed.mutate(
+                keys.cluster_key(cluster.name), lifted, guards=self._guards()
+            )
+            log.warning(
+                "cluster %s: drill taint lifted %.0fs past its end: the drill that set it"
+                " did not heal it",
+                cluster.name, -left,
+            )  # fmt: skip
+            self._mark("drill-abandoned", cluster.name)
 
     async def _purged(self, cluster: Cluster) -> bool:
         """Delete stale copies from a returning member; False when it could not finish."""

@@ -30,11 +30,35 @@ if TYPE_CHECKING:
     from federation.registry import store as st
     from policies.models.base import KubeObject
 
-__all__ = ["DRILL_TAINT", "FAULTS", "Injector", "admin_url", "injector", "set_taint"]
+__all__ = [
+    "BACKSTOP",
+    "DRILL_TAINT",
+    "FAULTS",
+    "Injector",
+    "admin_url",
+    "expired_drill_taint",
+    "injector",
+    "set_taint",
+]
 
 FAULTS = ("down", "blackhole", "slow", "errors", "taint")
 DRILL_TAINT = "fedctl.io/drill"
 _ADMIN_TIMEOUT = 10.0
+BACKSTOP = 30.0
+"""Seconds past its hold a fault ends by itself, though nothing heals it: a drill's process
+that dies (SIGKILL, a leader lost with the drill it ran) left its member broken for good.
+The simulator is told the fault's end with the fault (`for`); the drill taint carries it as
+its value (Unix seconds), and failover lifts a drill taint past it (`expired_drill_taint`)."""
+
+
+def expired_drill_taint(value: str, *, now: float) -> float | None:
+    """Seconds until a drill taint of `value` expires (<= 0: expired), or None when it
+    carries no end (a taint set by hand, or by an older release: left alone)."""
+    try:
+        until = float(value)
+    except ValueError:
+        return None
+    return until - now
 
 
 def admin_url(kubeconfig: str, cluster: str) -> str | None:
@@ -64,9 +88,15 @@ async def _post(url: str, body: dict[str, Any]) -> None:
 
 
 async def set_taint(
-    store: st.Store, cluster: str, *, on: bool, clock: clock_mod.Clock = clock_mod.real
+    store: st.Store,
+    cluster: str,
+    *,
+    on: bool,
+    clock: clock_mod.Clock = clock_mod.real,
+    hold: float | None = None,
 ) -> None:
-    """Add (or remove) the drill's NoExecute taint on the member's Cluster object."""
+    """Add (or remove) the drill's NoExecute taint on the member's Cluster object; one
+    added for `hold` seconds carries its end, `BACKSTOP` later, as its value."""
     from federation.registry import codec, keys, objects
     from policies.models.cluster import Cluster, Taint
 
@@ -78,7 +108,9 @@ async def set_taint(
             raise errors.NotFound(key)
         kept = [t for t in current.spec.taints if t.key != DRILL_TAINT]
         if on:  # with its time, or a toleration's tolerationSeconds would never run out
-            kept.append(Taint(key=DRILL_TAINT, effect="NoExecute", time_added=clock.now()))
+            now = clock.now()
+            until = "" if hold is None else str(int(now.timestamp() + hold + BACKSTOP))
+            kept.append(Taint(key=DRILL_TAINT, value=until, effect="NoExecute", time_added=now))
         return current.model_copy(update={"spec": current.spec.model_copy(update={"taints": kept})})
 
     await typed.mutate(key, change)
@@ -93,6 +125,8 @@ class Injector:
     fault: str
     requested: str
     url: str | None = None
+    hold: float | None = None
+    """How long the drill holds the fault: it ends by itself `BACKSTOP` after that."""
 
     @property
     def fell_back(self) -> bool:
@@ -101,9 +135,12 @@ class Injector:
 
     async def inject(self) -> None:
         if self.fault == "taint" or self.url is None:
-            await set_taint(self.store, self.cluster, on=True)
+            await set_taint(self.store, self.cluster, on=True, hold=self.hold)
         else:
-            await _post(f"{self.url}/fault", {"mode": self.fault})
+            body: dict[str, Any] = {"mode": self.fault}
+            if self.hold is not None:
+                body["for"] = self.hold + BACKSTOP
+            await _post(f"{self.url}/fault", body)
 
     async def heal(self) -> None:
         if self.fault == "taint" or self.url is None:
@@ -116,9 +153,16 @@ TAINT_LIKE = frozenset({"down", "blackhole", "taint"})
 """Faults the drill taint may stand in for: the member is lost and its work moves away."""
 
 
-def injector(store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None) -> Injector:
+def injector(
+    store: st.Store,
+    *,
+    cluster: str,
+    fault: str,
+    kubeconfig: str | None,
+    hold: float | None = None,
+) -> Injector:
     """The injector for `fault` on `cluster`: the simulator's fault API when the fleet state
-    file names the member, else the NoExecute taint."""
+    file names the member, else the NoExecute taint; held `hold` seconds (`BACKSTOP`)."""
     if fault not in FAULTS:
         raise errors.Invalid(f"fault: {fault!r} is not one of {', '.join(FAULTS)}")
     url = admin_url(kubeconfig, cluster) if kubeconfig else None
@@ -130,4 +174,4 @@ def injector(store: st.Store, *, cluster: str, fault: str, kubeconfig: str | Non
             " to rehearse losing the member"
         )
     actual = fault if fault == "taint" or url is not None else "taint"
-    return Injector(store, cluster, actual, fault, url)
+    return Injector(store, cluster, actual, fault, url, hold)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -218,6 +220,9 @@ async def test_a_slow_drill_on_a_simulated_member_slows_it_and_never_taints_it(
         )  # fmt: skip
         await wait_for(lambda: _faults(admin), timeout=10, message="the member's slow fault")
         assert await _faults(admin) == ["slow"]
+        # It ends by itself past its hold, should the drill die before healing it.
+        (fault,) = await _state(admin)
+        assert 0 < fault["until"] - fault["since"] <= 2 + faults.BACKSTOP
         assert await taints_of(registry) == []
         code = await drilling
         assert await _faults(admin) == [], "healed"
@@ -232,9 +237,14 @@ async def test_a_slow_drill_on_a_simulated_member_slows_it_and_never_taints_it(
 
 
 async def _faults(admin_url: str) -> list[str]:
+    return [f["mode"] for f in await _state(admin_url)]
+
+
+async def _state(admin_url: str) -> list[dict[str, Any]]:
     async with aiohttp.ClientSession() as session, session.get(f"{admin_url}/state") as resp:
         state = await resp.json()
-    return [f["mode"] for f in state["faults"]]
+    faults_now: list[dict[str, Any]] = state["faults"]
+    return faults_now
 
 
 async def test_the_report_lists_work_that_stayed_or_had_finished_without_counting_it(
@@ -314,10 +324,10 @@ async def test_a_workload_its_owner_deletes_during_the_drill_is_no_loss(
     real = faults.injector
 
     def deleting(
-        store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None
+        store: st.Store, *, cluster: str, fault: str, kubeconfig: str | None, hold: float
     ) -> faults.Injector:
-        i = real(store, cluster=cluster, fault=fault, kubeconfig=kubeconfig)
-        return OwnerDeletes(i.store, i.cluster, i.fault, i.requested, i.url)
+        i = real(store, cluster=cluster, fault=fault, kubeconfig=kubeconfig, hold=hold)
+        return OwnerDeletes(i.store, i.cluster, i.fault, i.requested, i.url, i.hold)
 
     monkeypatch.setattr(faults, "injector", deleting)
 
@@ -329,3 +339,27 @@ async def test_a_workload_its_owner_deletes_during_the_drill_is_no_loss(
     assert "| lost (must be 0) | 0 |" in out
     report = json.loads((tmp_path / "report.json").read_text())
     assert (report["lost"], report["affected"]) == (0, 0)
+
+
+async def test_a_drill_killed_with_sigterm_heals_its_member_first(
+    registry: EtcdStore, tmp_path: Path
+) -> None:
+    """`kill -TERM` (a CI job cancelled, `timeout`) left the drill taint on the member for
+    good; only Ctrl-C healed. SIGTERM now unwinds the command as Ctrl-C does."""
+    await seed(registry)
+    argv = ["--etcd", registry.endpoint, "drill", "run", "--cluster", VICTIM, "--fault", "taint",
+            "--duration", "60s", "--settle", "0s", "--report", str(tmp_path)]  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "federation.cli.main", *argv,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        await wait_for(lambda: _tainted(registry), timeout=30, message="the drill taint")
+        proc.terminate()
+        code = await asyncio.wait_for(proc.wait(), timeout=30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert code == 143
+    assert not await _tainted(registry), "healed before it exited"

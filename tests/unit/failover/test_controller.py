@@ -14,7 +14,7 @@ import pytest
 from clusters import member
 from federation import errors
 from federation.clock import FakeClock
-from federation.failover import taints
+from federation.failover import faults, taints
 from federation.failover.controller import FailoverController, Terms
 from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
@@ -271,6 +271,31 @@ async def test_a_fault_judging_one_binding_leaves_failover_running_for_the_other
     await h.advance(30.1)
     assert (await h.binding(API)).placement() == {}, "api evicted"
     assert (await h.binding(WEB)).placement() == {"a": 1}
+
+
+async def test_a_drill_taint_past_its_end_is_lifted_one_without_an_end_is_kept(
+    h: Harness,
+) -> None:
+    """A drill whose process died (its CLI killed, the leader running it lost) never
+    healed: its member stayed drained for good. The taint carries its end now, and any
+    leader lifts it once past that; a drill taint set by hand, without one, stays."""
+    drill = faults.DRILL_TAINT
+    end = int(h.clock.now().timestamp()) + 10
+    for name, value in (("c", str(end)), ("d", ""), ("e", str(end - 100))):
+        taint = {"key": drill, "value": value, "effect": "NoExecute"}
+        await h.join(name, taints=[taint])
+    clusters = codec.TypedStore(h.store, codec.Codec(Cluster))
+
+    async def drilled() -> list[str]:
+        listed = (await clusters.list(keys.prefix("clusters"))).items
+        return sorted(i.obj.name for i in listed if any(t.key == drill for t in i.obj.spec.taints))
+
+    await h.settle()
+    assert await drilled() == ["c", "d"], "e was past its end"
+    await h.advance(9)
+    assert await drilled() == ["c", "d"]
+    await h.advance(1.1)
+    assert await drilled() == ["d"]
 
 
 async def test_a_per_cluster_grace_and_recovery_before_it_moves_nothing(h: Harness) -> None:
