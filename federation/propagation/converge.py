@@ -38,7 +38,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from federation import errors
@@ -278,6 +278,7 @@ class WorkloadSync:
                 "overwrite": getattr(spec, "conflict_resolution", "Abort") == "Overwrite",
                 "preserve": bool(getattr(spec, "preserve_resources_on_deletion", False)),
                 "total": sum(t.replicas for t in stored.obj.spec.clusters),
+                "before": _ahead(stored.obj.spec.clusters),
                 "revision": stored.revision,
                 "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
                 "events": said,
@@ -396,6 +397,7 @@ class WorkloadSync:
             cluster=cluster,
             policies=shared["policies"],
             profiles=shared["profiles"],
+            before=shared["before"].get(target.name, 0),
         )
         digest = render.digest(manifest)
         self._rendered[slot] = (signature, manifest, digest)
@@ -607,3 +609,12 @@ class WorkloadSync:
         self.watches.forget(name, ref)
         log.info("%s: removed from %s", ref, name)
         return None
+
+
+def _ahead(targets: Sequence[TargetCluster]) -> dict[str, int]:
+    """Per target, the replicas of the targets before it in the Binding's order."""
+    out, seen = {}, 0
+    for target in targets:
+        out[target.name] = seen
+        seen += target.replicas
+    return out

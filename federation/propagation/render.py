@@ -231,13 +231,15 @@ def render(
     cluster: Cluster,
     policies: Sequence[overrides.AnyOverride] = (),
     profiles: Mapping[str, AcceleratorProfile] | None = None,
+    before: int = 0,
 ) -> dict[str, Any]:
-    """The manifest for `cluster`; raises `errors.Invalid` when an override cannot apply."""
+    """The manifest for `cluster`; raises `errors.Invalid` when an override cannot apply.
+    `before`: the replicas placed on the Binding's targets ahead of this one."""
     profiles = profiles or {}
     plugin = interpreter.for_kind(str(template.get("apiVersion")), str(template.get("kind")))
     obj = _clean(template)
     if plugin.replicas(obj) is not None:
-        obj = plugin.with_replicas(obj, replicas=target.replicas, total=total)
+        obj = plugin.with_replicas(obj, replicas=target.replicas, total=total, before=before)
     profile = profiles.get(target.chip) if target.chip else None
     if profile is not None:
         devices = {p.spec.resource_name for p in profiles.values() if p.spec.resource_name}

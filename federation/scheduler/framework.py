@@ -264,7 +264,9 @@ def request_for(
     chips, arches = accepted_chips(job)
     placement = job.placement
     strategy, single = _strategy(job)
-    if workload.is_batch and strategy not in ("static_weight", "dynamic_weight"):
+    if workload.is_batch and (
+        strategy not in ("static_weight", "dynamic_weight") or workload.is_indexed
+    ):
         single = True  # a gang goes whole to one cluster unless the policy divides it
     duration = workload.expected_duration or (ext.expected_duration if ext else None)
     hours = duration / 3600 if duration else settings.default_duration_hours

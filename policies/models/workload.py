@@ -320,6 +320,13 @@ class Workload(KubeObject):
         """Runs to completion and is placed as a gang: Jobs of any flavour, or a set gang size."""
         return self.type_key in BATCH_KINDS or self.min_available is not None
 
+    @property
+    def is_indexed(self) -> bool:
+        """A Job whose pods each run one index (`completionMode: Indexed`): it cannot be
+        divided over members, since each member's copy would number its indexes from 0,
+        running some twice and the rest never."""
+        return self.type_key == _BATCH_JOB and self.spec.get("completionMode") == "Indexed"
+
     # -- pods
 
     @_read_once

@@ -48,8 +48,10 @@ class Interpreter(Protocol):
         """Replicas (pods at full size) the template asks for; None when not divisible."""
         ...
 
-    def with_replicas(self, obj: Obj, *, replicas: int, total: int) -> Obj:
-        """`obj` edited in place to run `replicas` of the `total` placed across members.
+    def with_replicas(self, obj: Obj, *, replicas: int, total: int, before: int = 0) -> Obj:
+        """`obj` edited in place to run `replicas` of the `total` placed across members;
+        `before` of them are on the members ordered before this one (the Binding's order),
+        so that shares of a count that is not divided evenly add up to it exactly.
 
         Render hands over its own copy of the template; nobody else calls this.
         """

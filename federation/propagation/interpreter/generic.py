@@ -27,7 +27,9 @@ class Generic:
     def replicas(self, obj: Mapping[str, Any]) -> int | None:
         return None
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         return obj
 
     def observe(self, obj: Mapping[str, Any]) -> Observed:

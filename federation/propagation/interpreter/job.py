@@ -28,7 +28,9 @@ class Job:
         completions = spec.get("completions")
         return parallelism if completions is None else min(parallelism, base.as_int(completions))
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         out = obj
         spec = out.setdefault("spec", {})
         if replicas == total:
@@ -36,7 +38,13 @@ class Job:
         spec["parallelism"] = replicas
         completions = spec.get("completions")
         if isinstance(completions, int) and total > 0:
-            spec["completions"] = max(replicas, completions * replicas // total)
+            # This member's run of the completions, cut where the parallelism is: the
+            # shares add up to the whole (each share floored on its own lost the rest, and
+            # a Job of 10 ran 9), and none is below its parallelism, as completions >= the
+            # parallelism placed. An Indexed Job is never divided (each copy would number
+            # its indexes from 0): the scheduler places it whole.
+            end = completions * (before + replicas) // total
+            spec["completions"] = max(replicas, end - completions * before // total)
         return out
 
     def observe(self, obj: Mapping[str, Any]) -> Observed:

@@ -22,7 +22,9 @@ class Pod:
     def replicas(self, obj: Mapping[str, Any]) -> int | None:
         return 1
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         return obj
 
     def observe(self, obj: Mapping[str, Any]) -> Observed:

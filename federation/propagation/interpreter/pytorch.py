@@ -29,7 +29,9 @@ class PyTorchJob:
     def replicas(self, obj: Mapping[str, Any]) -> int | None:
         return sum(base.as_int((s or {}).get("replicas", 1)) for s in self._specs(obj).values())
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         out = obj
         own = self.replicas(out) or 0
         if replicas == own:

@@ -28,7 +28,9 @@ class Replicated:
         value = base.dig(obj, "spec", "replicas")
         return 1 if value is None else base.as_int(value)
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         out = obj
         out.setdefault("spec", {})["replicas"] = replicas
         return out

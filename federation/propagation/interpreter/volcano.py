@@ -31,7 +31,9 @@ class VolcanoJob:
     def replicas(self, obj: Mapping[str, Any]) -> int | None:
         return sum(base.as_int((t or {}).get("replicas", 1)) for t in self._tasks(obj))
 
-    def with_replicas(self, obj: base.Obj, *, replicas: int, total: int) -> base.Obj:
+    def with_replicas(
+        self, obj: base.Obj, *, replicas: int, total: int, before: int = 0
+    ) -> base.Obj:
         out = obj
         own = self.replicas(out) or 0
         if replicas == own:

@@ -355,3 +355,45 @@ def test_a_secret_s_string_data_is_sent_as_the_data_the_api_server_would_store()
     # A value the member would refuse is left for it to refuse.
     odd = {**secret, "stringData": {"port": 8080}}
     assert do(template=odd, replicas=0, total=0)["stringData"] == {"port": 8080}
+
+
+@pytest.mark.parametrize(
+    ("completions", "parallelism", "shares"),
+    [
+        pytest.param(10, 3, [1, 1, 1], id="10 over three members of 1: 3+3+4"),
+        pytest.param(3, 2, [1, 1], id="3 over two members of 1: 1+2"),
+        pytest.param(4, 3, [1, 1, 1], id="4 over three: 1+1+2"),
+        pytest.param(8, 4, [3, 1], id="even: 6+2"),
+        pytest.param(7, 7, [2, 5], id="completions equal to parallelism: the shares"),
+    ],
+)
+def test_a_divided_job_s_completions_add_up_to_the_whole(
+    completions: int, parallelism: int, shares: list[int]
+) -> None:
+    """Each member's share was floored on its own: a Job of 10 completions over three
+    members ran 3+3+3 and reported Succeeded with one completion never run."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ml"},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": completions,
+            "template": {"spec": {"containers": []}},
+        },
+    }
+    total, before, got = sum(shares), 0, []
+    for replicas in shares:
+        out = render.render(
+            template=job,
+            ref=REF,
+            target=TargetCluster(name=cluster().metadata.name, replicas=replicas),
+            total=total,
+            cluster=cluster(),
+            before=before,
+        )
+        assert out["spec"]["parallelism"] == replicas
+        assert out["spec"]["completions"] >= replicas
+        got.append(out["spec"]["completions"])
+        before += replicas
+    assert sum(got) == completions

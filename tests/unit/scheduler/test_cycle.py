@@ -382,6 +382,30 @@ def test_static_weights_divide_a_service() -> None:
     assert placed(result) == {"web": {"a": 4, "b": 2}}
 
 
+def test_static_weights_divide_a_job_but_never_an_indexed_one() -> None:
+    """An Indexed Job divided over two members ran indexes 0 and 1 on both and 2 and 3
+    nowhere: each copy numbers its indexes from 0. It goes whole to one member."""
+    fleet = [cluster("a", flavor(nodes=4)), cluster("b", flavor(nodes=4))]
+    placement = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "weightPreference": {
+                "staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
+                    {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
+                ]
+            },
+        },
+    }
+    plain = workload("plain", replicas=4)
+    spec = {**plain.spec, "completions": 4, "completionMode": "Indexed"}
+    indexed = workload("indexed", replicas=4).model_copy(update={"spec": spec})
+    jobs = [job(plain, placement=placement, seq=1), job(indexed, placement=placement, seq=2)]
+    got = placed(run(fleet, jobs))
+    assert got["plain"] == {"a": 2, "b": 2}
+    assert list(got["indexed"].values()) == [4]
+
+
 def test_duplicated_policy_runs_everything_everywhere() -> None:
     fleet = [cluster("a"), cluster("b")]
     placement = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
