@@ -26,7 +26,11 @@ from federation.monitor import capacity, probe
 from federation.settings import MonitorSettings
 from policies.models.cluster import APIEnablement, APIResource, Cluster, ClusterStatus
 
-__all__ = ["Tracked", "cluster_id"]
+__all__ = ["DUPLICATE", "Tracked", "cluster_id"]
+
+DUPLICATE = "DuplicateCluster"
+"""The Ready reason of a member that is a Kubernetes cluster already joined under another
+name (`Tracked.observed`)."""
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,10 @@ class Tracked:
         self.written: ClusterStatus | None = stored
         self.written_at: float | None = clock.monotonic() if stored else None
         self.created = clock.now()
+        self._duplicate_since: _dt.datetime | None = None
+        if stored is not None and stored.duplicate_of is not None:
+            ready = stored.condition("Ready")
+            self._duplicate_since = ready.last_transition_time if ready else None
         if problem is not None:
             # Nothing to probe: the verdict is immediate and stays until the spec changes.
             self.health = probe.Health(
@@ -152,8 +160,14 @@ class Tracked:
 
     # -- the result -------------------------------------------------------------------------
 
-    def observed(self) -> ClusterStatus:
-        """The status as observed now (capacity from the stored one until both lists arrived)."""
+    def observed(self, *, duplicate_of: str | None = None) -> ClusterStatus:
+        """The status as observed now (capacity from the stored one until both lists arrived).
+
+        `duplicate_of`: the Cluster joined earlier that reaches the same Kubernetes cluster
+        (the monitor compares cluster ids). Such a member is reported not Ready, whatever its
+        probes say, so the scheduler places nothing on it and failover's taints keep it
+        empty: each copy there is the other name's, and applying or deleting through this
+        name would overwrite or delete it."""
         if {"Node", "Pod"} <= self.synced:
             cap = self.index.summary()
             flavors, totals = list(cap.flavors), cap.totals
@@ -161,10 +175,26 @@ class Tracked:
             flavors, totals = list(self._stored.flavors), self._stored.totals
         else:
             flavors, totals = [], ClusterStatus().totals
+        condition = self.health.condition(created=self.created)
+        if duplicate_of is None:
+            self._duplicate_since = None
+        else:
+            self._duplicate_since = self._duplicate_since or self._clock.now()
+            condition = condition.model_copy(
+                update={
+                    "status": "False",
+                    "reason": DUPLICATE,
+                    "message": f"the Kubernetes cluster already joined as {duplicate_of}"
+                    f" (kube-system uid {self.cluster_id}): nothing is placed, applied or"
+                    f" deleted through {self.name}. Use {duplicate_of}, and unjoin {self.name}",
+                    "last_transition_time": self._duplicate_since,
+                }
+            )
         return ClusterStatus(
-            conditions=[self.health.condition(created=self.created)],
+            conditions=[condition],
             kubernetes_version=self.version,
             cluster_id=self.cluster_id,
+            duplicate_of=duplicate_of,
             api_enablements=self.apis,
             flavors=flavors,
             totals=totals,

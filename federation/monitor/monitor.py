@@ -52,6 +52,13 @@ def kube_connect(settings: MemberSettings, clock: clock_mod.Clock) -> Connect:
     return make
 
 
+def _seniority(tracked: Tracked) -> tuple[bool, str, str]:
+    """Sort key of the members reaching one Kubernetes cluster: the keeper first."""
+    written = tracked.written
+    serving = written is not None and written.ready() and written.duplicate_of is None
+    return (not serving, tracked.cluster.metadata.creation_timestamp or "", tracked.name)
+
+
 class ClusterMonitor:
     """Probes members and writes ClusterStatus; `await run()` until cancelled."""
 
@@ -134,6 +141,7 @@ class ClusterMonitor:
         if spec is None:
             if tracked is not None:
                 await self._forget(name)
+                self._requeue_kin(name, tracked.cluster_id)
                 await self._statuses.mutate(
                     keys.cluster_status_key(name), lambda _cur: None, guards=tuple(self._guards())
                 )
@@ -182,8 +190,35 @@ class ClusterMonitor:
         if tracked is not None:
             await tracked.close()
 
+    def _duplicate_of(self, tracked: Tracked) -> str | None:
+        """The member tracked under another name that reaches the same Kubernetes cluster
+        and keeps it, or None when `tracked` is the one that does (or no other reaches it).
+
+        Which one keeps it: one already serving (written Ready, not a duplicate) before one
+        that is not, then the Cluster created first, then the name. So a name joined
+        later (`--no-verify`, `fedctl apply` of a Cluster) never takes the member from the
+        one whose copies run there, and the choice holds across restarts."""
+        uid = tracked.cluster_id
+        if uid is None:
+            return None
+        same = [t for t in self._tracked.values() if t.cluster_id == uid]
+        keeper = min(same, key=_seniority)
+        return None if keeper is tracked else keeper.name
+
+    def _requeue_kin(self, name: str, uid: str | None) -> None:
+        """Look again at every other member reaching cluster `uid`, or judged a duplicate
+        of `name`: which of them keeps the member may have changed."""
+        for other in self._tracked.values():
+            written = other.written.duplicate_of if other.written else None
+            if other.name != name and (
+                (uid is not None and other.cluster_id == uid) or written == name
+            ):
+                self._queue.add(other.name)
+
     async def _write_if_news(self, tracked: Tracked) -> None:
-        observed = tracked.observed()
+        observed = tracked.observed(duplicate_of=self._duplicate_of(tracked))
+        if tracked.written is None or tracked.written.cluster_id != observed.cluster_id:
+            self._requeue_kin(tracked.name, observed.cluster_id)
         now = self._clock.monotonic()
         why = status_mod.news(
             tracked.written, observed, fraction=self._settings.capacity_change_fraction

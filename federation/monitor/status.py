@@ -51,6 +51,8 @@ def news(old: ClusterStatus | None, new: ClusterStatus, *, fraction: float) -> s
         return "kubernetes version changed"
     if old.cluster_id != new.cluster_id:
         return "cluster id changed"
+    if old.duplicate_of != new.duplicate_of:
+        return "duplicate of another member changed"
     if old.api_enablements != new.api_enablements:
         return "served APIs changed"
     return _capacity_news(old, new, fraction=fraction)

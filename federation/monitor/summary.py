@@ -179,7 +179,8 @@ def describe(cluster: Cluster, status: ClusterStatus | None) -> str:
         lines.append("Status:      not observed yet")
     else:
         lines.append(f"Kubernetes:  {status.kubernetes_version or '-'}")
-        lines.append(f"Cluster ID:  {status.cluster_id or '-'}")
+        same = f" (also joined as {status.duplicate_of}: see Ready)" if status.duplicate_of else ""
+        lines.append(f"Cluster ID:  {status.cluster_id or '-'}{same}")
         lines.append("Conditions:")
         for c in status.conditions:
             since = f"{c.last_transition_time:%Y-%m-%dT%H:%M:%SZ}"

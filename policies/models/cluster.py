@@ -399,6 +399,12 @@ class ClusterStatus(FrozenModel):
         description="The member's kube-system namespace uid, which names the Kubernetes"
         " cluster itself (as Karmada's cluster ID): joining it twice is refused.",
     )
+    duplicate_of: str | None = Field(
+        default=None,
+        description="The Cluster joined earlier that reaches the same Kubernetes cluster (the"
+        " same clusterId). While set this one is not Ready: nothing is placed on it, and"
+        " nothing is applied or deleted through it, since every copy there is the other's.",
+    )
     api_enablements: list[APIEnablement] = Field(default_factory=list)
     flavors: list[NodeFlavor] = Field(
         default_factory=list, description="Capacity summarised by node flavor."

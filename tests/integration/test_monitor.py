@@ -105,14 +105,18 @@ class Federation:
         self.monitor = ClusterMonitor(store, settings=MONITOR, member_settings=MEMBER)
         self.task: asyncio.Task[None] | None = None
 
-    async def join(self, name: str) -> None:
-        p = self.fleet[name].profile
+    async def join(self, name: str, *, context: str | None = None) -> None:
+        """Register `name`, reaching the member of the same name (or `context`'s)."""
+        p = self.fleet[context or name].profile
         cluster = Cluster.model_validate(
             {
                 "metadata": {"name": name},
                 "spec": {
                     "region": p.region,
-                    "connection": {"kubeconfigPath": str(self.kubeconfig), "context": name},
+                    "connection": {
+                        "kubeconfigPath": str(self.kubeconfig),
+                        "context": context or name,
+                    },
                     "prices": {"onDemand": {"cpu": "0.05", "memory": "0.005"}},
                 },
             }
@@ -329,6 +333,51 @@ async def test_unjoin_stops_monitoring_and_removes_the_status(fed: Federation) -
         return await fed.status("x86") is None
 
     await wait_for(gone, timeout=5, message="x86 status removed")
+
+
+async def test_a_member_joined_again_under_another_name_is_never_ready(fed: Federation) -> None:
+    """A second Cluster reaching a joined member (joined with `--no-verify`, or applied)
+    was Ready: it got its share of every workload, applied over the first name's copies,
+    and unjoining it deleted them. The monitor compares cluster ids: the later name is
+    reported not Ready, naming the first, until the first leaves."""
+    await fed.join("x86")
+    first = await wait_for(lambda: fed.ready("x86", "True"), timeout=10, message="x86 Ready")
+    assert first is not None and first.cluster_id
+    start = (await fed.statuses.list(keys.prefix("clusterstatus"))).revision + 1
+    seen: list[ClusterStatus] = []
+
+    async def record() -> None:
+        key = keys.cluster_status_key("x86-again")
+        async for event in fed.statuses.watch(key, start_revision=start):
+            if isinstance(event, codec.Put):
+                seen.append(event.item.obj)
+
+    watching = asyncio.create_task(record())
+    try:
+        await fed.join("x86-again", context="x86")
+        status = await wait_for(
+            lambda: fed.ready("x86-again", "False"), timeout=10, message="x86-again judged"
+        )
+        assert status is not None and status.duplicate_of == "x86"
+        assert status.cluster_id == first.cluster_id
+        cond = status.condition("Ready")
+        assert cond is not None and cond.reason == "DuplicateCluster"
+        assert f"already joined as x86 (kube-system uid {first.cluster_id})" in cond.message
+        kept = await fed.status("x86")
+        assert kept is not None and kept.ready() and kept.duplicate_of is None
+
+        # The first name leaves: the member is the second's now.
+        await fed.clusters.delete(keys.cluster_key("x86"))
+        taken = await wait_for(
+            lambda: fed.ready("x86-again", "True"), timeout=10, message="x86-again Ready"
+        )
+        assert taken is not None and taken.duplicate_of is None
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    ready = [s for s in seen if s.ready()]
+    assert seen and ready == [seen[-1]], "x86-again was Ready while x86 was joined"
 
 
 async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federation) -> None:

@@ -120,3 +120,22 @@ def test_describe_lists_conditions_flavors_apis_taints_and_prices() -> None:
     assert "Prices:      USD cpu=0.05/core-h memory=0.01/GiB-h, nvidia-a100-80gb=3/h" in text
     assert "Per hour:    81.36 USD (whole cluster)" in text
     assert summary.describe(A100, None).splitlines()[2] == "Status:      not observed yet"
+
+
+def test_a_member_joined_twice_says_under_which_name_and_why_it_is_not_ready() -> None:
+    """The second name of a Kubernetes cluster is kept not Ready by the monitor; list and
+    describe say so, naming the first."""
+    cond = Condition(
+        type="Ready",
+        status="False",
+        reason="DuplicateCluster",
+        message="the Kubernetes cluster already joined as us-east-cpu (kube-system uid u-1)",
+        last_transition_time=T0,
+    )
+    status = observed().model_copy(
+        update={"conditions": [cond], "cluster_id": "u-1", "duplicate_of": "us-east-cpu"}
+    )
+    assert summary.cells(summary.row(A100, status))[3] == "False (DuplicateCluster)"
+    text = summary.describe(A100, status)
+    assert "Cluster ID:  u-1 (also joined as us-east-cpu: see Ready)" in text
+    assert "Ready=False DuplicateCluster since 2026-01-01T00:00:00Z: the Kubernetes" in text
