@@ -273,6 +273,8 @@ class Propagator:
                 kinds.add((work.obj.spec.workload.api_version, work.obj.spec.workload.kind))
 
         async def one(cluster: Cluster) -> None:
+            if self.sync.untouchable(cluster.name) is not None:
+                return  # another name's copies run there: none of them is an orphan
             try:
                 async with asyncio.timeout(self.settings.request_timeout * 3):
                     conn = await self.members.get(cluster)

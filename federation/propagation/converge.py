@@ -287,7 +287,7 @@ class WorkloadSync:
             # A Namespace is not replaced but applied over: removing its copy would take
             # every copy in it along, and a Namespace, unlike a Job, can be updated.
             others = set() if namespace else _others(existing, workload.metadata.uid)
-            replaced = targets.keys() & others
+            replaced = {n for n in targets.keys() & others if self.untouchable(n) is None}
             for name in sorted(replaced):
                 # A copy of an object deleted and created again under this name (a Job
                 # is immutable and finished there: applying over it would run nothing):
@@ -348,6 +348,14 @@ class WorkloadSync:
         delays: list[float | None] = []
         held: list[str] = []
         for name in names:
+            untouchable = self.untouchable(name)
+            if untouchable is not None:
+                # No member call is made: say what stays there, never "removed".
+                await self._remove(ref, name, existing)
+                why = f"left running on {name}, no longer managed: {untouchable}"
+                said.append(self._event(ref, "Left", why, cluster=name))
+                delays.append(None)
+                continue
             if deleted and existing[name].obj.spec.preserve_on_deletion:
                 # The template was deleted under a policy that preserves its copies
                 # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
@@ -411,7 +419,7 @@ class WorkloadSync:
         shared: Mapping[str, Any],
     ) -> tuple[Work | None, float | None]:
         cluster = self.clusters.get(keys.cluster_key(target.name))
-        if cluster is None:
+        if cluster is None or self.untouchable(target.name) is not None:
             return None, _RETRY * 5
         previous = old.obj.status if old else WorkStatus()
         try:
@@ -571,7 +579,7 @@ class WorkloadSync:
         already gone) and a delay to try again after."""
         cluster = self.clusters.get(keys.cluster_key(name))
         removed = False
-        if cluster is not None:
+        if cluster is not None and self.untouchable(name) is None:
             try:
                 removed = await self.applier.delete_if_ours(cluster, copy, ref)
             except errors.FedctlError as exc:
@@ -581,6 +589,23 @@ class WorkloadSync:
         if removed:
             log.warning("%s: removed a copy from %s that no Work records", ref, name)
         return removed, None
+
+    def untouchable(self, name: str) -> str | None:
+        """Why nothing may be applied to or deleted from member `name`, or None when both
+        may be: it left the federation (its credentials went with it), or the monitor
+        found it is a Kubernetes cluster joined first under another name (`duplicateOf`),
+        whose copies are the ones there: deleting through this name deleted them, and
+        their templates were applied again, each Job from the start."""
+        if self.clusters.get(keys.cluster_key(name)) is None:
+            return f"{name} is no longer joined"
+        if self.cluster_statuses is not None:
+            status = self.cluster_statuses.get(keys.cluster_status_key(name))
+            if status is not None and status.duplicate_of is not None:
+                return (
+                    f"{name} is the Kubernetes cluster joined as {status.duplicate_of},"
+                    " whose copy it is"
+                )
+        return None
 
     async def _remove(
         self,
@@ -594,7 +619,7 @@ class WorkloadSync:
         annotation, so no collection takes it later), then its Work."""
         stored = existing[name]
         cluster = self.clusters.get(keys.cluster_key(name))
-        if cluster is not None:
+        if cluster is not None and self.untouchable(name) is None:
             manifest = stored.obj.spec.manifest
             try:
                 if release:
