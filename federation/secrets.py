@@ -27,13 +27,23 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from federation import errors
 
-__all__ = ["SEALED_PREFIX", "Cipher", "from_env", "generate_key", "is_sealed", "open_if_sealed"]
+__all__ = [
+    "REDACTED",
+    "SEALED_PREFIX",
+    "Cipher",
+    "from_env",
+    "generate_key",
+    "is_sealed",
+    "open_if_sealed",
+]
 
 log = logging.getLogger(__name__)
 
 SEALED_PREFIX = "fedctl:sealed:v1:"
 ENV_KEY = "FEDCTL_ENCRYPTION_KEY"
 ENV_KEY_FILE = "FEDCTL_ENCRYPTION_KEY_FILE"
+REDACTED = "<redacted>"
+"""An inline kubeconfig as the API shows it; written back, the stored one is kept."""
 
 
 def generate_key() -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client, config
@@ -22,7 +23,63 @@ from ruamel.yaml.error import YAMLError
 from federation import errors, secrets
 from policies.models.cluster import Connection
 
-__all__ = ["load"]
+__all__ = ["Endpoint", "endpoint", "load"]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a connection leads, as far as its kubeconfig says: the file (None when
+    inline), the context (the file's current one when the connection names none) and the
+    API server URL (None when the kubeconfig cannot be read or does not say)."""
+
+    file: str | None
+    context: str | None
+    server: str | None
+
+    def same_as(self, other: Endpoint) -> str | None:
+        """How `other` reaches the same Kubernetes API (a phrase), or None when it is not
+        known to."""
+        if self.server is not None and self.server == other.server:
+            return f"server {self.server}"
+        if self.file is not None and (self.file, self.context) == (other.file, other.context):
+            return f"context {self.context or '(current)'} of kubeconfig {self.file}"
+        return None
+
+
+def endpoint(connection: Connection) -> Endpoint:
+    """Where `connection` leads, read from its kubeconfig without connecting and without
+    running a credential plugin (the API checks every Cluster written with it). Never
+    raises: what cannot be read is left None."""
+    file = None if connection.kubeconfig is not None else os.path.realpath(_default(connection))
+    try:
+        if connection.kubeconfig is not None:
+            text = secrets.open_if_sealed(connection.kubeconfig)
+        else:
+            with open(str(file), encoding="utf-8") as handle:
+                text = handle.read()
+        data = YAML(typ="safe", pure=True).load(io.StringIO(text))
+    except (OSError, UnicodeDecodeError, YAMLError, errors.FedctlError, ValueError):
+        data = None
+    if not isinstance(data, dict):
+        return Endpoint(file, connection.context, None)
+    context = connection.context or _text(data.get("current-context"))
+    ctx = _entry(data.get("contexts"), context, "context")
+    cluster = _entry(data.get("clusters"), _text(ctx.get("cluster")), "cluster")
+    server = _text(cluster.get("server"))
+    return Endpoint(file, context, server.rstrip("/").lower() if server else None)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _entry(listed: object, name: str | None, field: str) -> dict[str, Any]:
+    """The `field` mapping of the entry called `name` in a kubeconfig list ({} if none)."""
+    for item in listed if isinstance(listed, list) else []:
+        if isinstance(item, dict) and item.get("name") == name:
+            found = item.get(field)
+            return found if isinstance(found, dict) else {}
+    return {}
 
 
 async def load(connection: Connection) -> Any:
@@ -49,10 +106,15 @@ async def load(connection: Connection) -> Any:
     return cfg
 
 
-def _path(connection: Connection) -> str:
+def _default(connection: Connection) -> str:
     """The kubeconfig file: the connection's, else $KUBECONFIG's first, else ~/.kube/config."""
     path = connection.kubeconfig_path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    path = os.path.expanduser(path or "~/.kube/config")
+    return os.path.expanduser(path or "~/.kube/config")
+
+
+def _path(connection: Connection) -> str:
+    """The kubeconfig file (`_default`), which must exist."""
+    path = _default(connection)
     if not os.path.exists(path):
         raise errors.Invalid(f"kubeconfig {path} does not exist")
     return path

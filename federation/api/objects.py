@@ -37,7 +37,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import plan_routes
+from federation.api import members, plan_routes
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -61,7 +61,7 @@ _log = logging.getLogger(__name__)
 
 API_PREFIX = "/apis/fedctl.io/v1alpha1"
 _SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
-REDACTED = "<redacted>"
+REDACTED = secrets.REDACTED
 
 Admit = Callable[[web.Request, objects.Resource, str | None], None]
 """Raises (e.g. 403) unless the caller may write objects of the resource in the namespace
@@ -317,7 +317,7 @@ class ObjectsApi:
         obj = self._placed(request, models[0])
         if objects.resource_for_kind(obj) != res:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
-        await self._check_queue_tree([obj])
+        await self._check_stored([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
         if request.query.get("dryRun") == "All":  # checked as a create is; nothing stored
             if await self.objects.get(objects.key_for(obj)) is not None:
@@ -342,7 +342,7 @@ class ObjectsApi:
         key = self._key(request, res)
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
-        await self._check_queue_tree([obj])
+        await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
             current = await self.objects.get(key)
             if current is None:
@@ -525,7 +525,7 @@ class ObjectsApi:
         if self.admit is not None:
             for obj in models:  # every document is allowed before any is stored
                 self.admit(request, objects.resource_for_kind(obj), objects.access_namespace(obj))
-        await self._check_queue_tree(models)
+        await self._check_stored(models)
         given: dict[str, KubeObject] = {}
         for obj in models:  # every clash refused before anything is written
             _same_group(given.setdefault(objects.key_for(obj), obj), obj)
@@ -671,6 +671,12 @@ class ObjectsApi:
             return "unchanged", None
         new = self._successor(current.obj, obj)
         return "configured", self.objects.update_op(key, new, revision=current.revision)
+
+    async def _check_stored(self, body: list[KubeObject]) -> None:
+        """Refuse a write that clashes with what is stored: the queue tree it would break,
+        a Cluster connection another Cluster uses (`members.check_connections`)."""
+        await self._check_queue_tree(body)
+        await members.check_connections(self.objects, objects.list_prefix(_CLUSTERS, None), body)
 
     async def _check_queue_tree(self, body: list[KubeObject], *, removed: str = "") -> None:
         """Refuse a write that breaks the queue tree (module doc); a no-op without queues."""

@@ -2,7 +2,9 @@
 
 `join` connects to the member first (kubeconfig, readiness) and refuses one it cannot
 reach, saying why, unless `--no-verify`: a cluster registered with a typo in its context
-would otherwise sit NotReady with nobody knowing it never worked. Cordon is a fedctl taint
+would otherwise sit NotReady with nobody knowing it never worked. `--no-verify` skips only
+that: the API still refuses a connection another Cluster uses, and the monitor keeps a
+second name of a joined member from being used (`status.duplicateOf`). Cordon is a fedctl taint
 (`cluster.fedctl.io/cordoned:NoSchedule`), so the scheduler, failover and the dashboard
 see it like any other taint.
 """
@@ -50,7 +52,11 @@ def register(sub: Any) -> None:
     join.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
     join.add_argument("--price", action="append", default=[], metavar="RESOURCE=PER_HOUR",
                       help="cpu=0.04, memory=0.005, nvidia-a100-80gb=3.1 (on-demand)")  # fmt: skip
-    join.add_argument("--no-verify", action="store_true", help="do not connect first")
+    join.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="do not connect first (a connection another Cluster uses is still refused)",
+    )
     _server(join)
     join.set_defaults(func=_join)
 

@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,14 +211,19 @@ def _yaml(path: Path) -> dict[str, object]:
     return loaded
 
 
-def _member_names(kubeconfig: Path, context: str, api: str, plural: str) -> list[str]:
-    """Names of the `plural` in the member's default namespace, read from it directly."""
+def _member_items(kubeconfig: Path, context: str, api: str, plural: str) -> list[Any]:
+    """The `plural` in the member's default namespace, read from it directly."""
     doc = _yaml(kubeconfig)
     contexts = {c["name"]: c["context"] for c in doc["contexts"]}  # type: ignore[attr-defined]
     servers = {c["name"]: c["cluster"]["server"] for c in doc["clusters"]}  # type: ignore[attr-defined]
     url = f"{servers[contexts[context]['cluster']]}/apis/{api}/namespaces/default/{plural}"
     with urllib.request.urlopen(url, timeout=5) as resp:
-        return [d["metadata"]["name"] for d in json.loads(resp.read())["items"]]
+        return list(json.loads(resp.read())["items"])
+
+
+def _member_names(kubeconfig: Path, context: str, api: str, plural: str) -> list[str]:
+    """Names of the `plural` in the member's default namespace."""
+    return [d["metadata"]["name"] for d in _member_items(kubeconfig, context, api, plural)]
 
 
 def _member_deployments(kubeconfig: Path, context: str) -> list[str]:
@@ -234,6 +240,17 @@ def _placed(server: str, name: str) -> list[str]:
     return [t["name"] for t in doc["spec"].get("clusters", [])]
 
 
+def _apply_web(server: str, tmp_path: Path) -> None:
+    """A one-replica Deployment `web` in the default namespace."""
+    web = tmp_path / "web.yaml"
+    web.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"
+        "spec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n"
+        "        - {name: c, image: nginx, resources: {requests: {cpu: 500m}}}\n"
+    )
+    assert fedctl("apply", "-f", str(web), server=server).returncode == 0
+
+
 def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
     stack: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -243,13 +260,7 @@ def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
     server, kubeconfig = stack
     for name, region in (("x86", "us-east"), ("gpu", "us-west")):
         _join(server, kubeconfig, name, region)
-    web = tmp_path / "web.yaml"
-    web.write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"
-        "spec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n"
-        "        - {name: c, image: nginx, resources: {requests: {cpu: 500m}}}\n"
-    )
-    assert fedctl("apply", "-f", str(web), server=server).returncode == 0
+    _apply_web(server, tmp_path)
     deadline = time.monotonic() + 30
     while not (first := _placed(server, "web")) or "web" not in _member_deployments(
         kubeconfig, first[0]
@@ -347,3 +358,55 @@ def test_join_refuses_a_member_already_joined_under_another_name(
         f"cluster x86 is joined and reaches another Kubernetes cluster (kube-system uid {uid};"
         in (moved.stderr)
     ), moved.stderr
+
+
+def _member_uid(kubeconfig: Path, context: str, name: str) -> str | None:
+    """The uid of Deployment `name` in the member's default namespace (None: not there)."""
+    items = _member_items(kubeconfig, context, "apps/v1", "deployments")
+    return next((str(d["metadata"]["uid"]) for d in items if d["metadata"]["name"] == name), None)
+
+
+def test_a_member_joined_again_unverified_is_kept_unusable_and_unjoins_harmlessly(
+    stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """`--no-verify` let a joined member join again under a second name: it was Ready, got
+    its share of every workload, and unjoining it deleted the first name's copies, which
+    were then applied again from the start. The same connection is refused; one that
+    reaches the member by another URL is kept not Ready, and unjoins without a trace."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east")
+    unverified = ("--context", "x86", "--region", "us-east", "--no-verify")
+    same = fedctl("cluster", "join", "x86-again", "--kubeconfig", str(kubeconfig), *unverified,
+                  server=server)  # fmt: skip
+    assert same.returncode == 1
+    assert (
+        "Cluster x86-again: spec.connection: reaches the same Kubernetes API as cluster x86"
+        in same.stderr
+    ), same.stderr
+    _apply_web(server, tmp_path)
+    deadline = time.monotonic() + 30
+    while not (uid := _member_uid(kubeconfig, "x86", "web")):
+        assert time.monotonic() < deadline, "web never ran on x86"
+        time.sleep(0.3)
+    alias = tmp_path / "alias.kubeconfig"  # the same members, by another host name
+    alias.write_text(kubeconfig.read_text().replace("127.0.0.1", "localhost"))
+
+    joined = fedctl("cluster", "join", "x86-again", "--kubeconfig", str(alias), *unverified,
+                    server=server)  # fmt: skip
+
+    assert joined.returncode == 0, joined.stderr
+    deadline = time.monotonic() + 30
+    while "False (DuplicateCluster)" not in (
+        listing := fedctl("cluster", "list", server=server).stdout
+    ):
+        assert time.monotonic() < deadline, listing
+        time.sleep(0.3)
+    described = fedctl("cluster", "describe", "x86-again", server=server).stdout
+    assert "(also joined as x86: see Ready)" in described, described
+    assert "the Kubernetes cluster already joined as x86" in described
+    assert _placed(server, "web") == ["x86"]
+
+    result = fedctl("cluster", "unjoin", "x86-again", "--timeout", "30", server=server)
+
+    assert result.returncode == 0, result.stderr
+    assert _member_uid(kubeconfig, "x86", "web") == uid, "the first name's copy was replaced"
