@@ -1,7 +1,9 @@
 """What the API checks and says when Clusters are written or deleted.
 
-Fed by `ObjectsApi` with the Clusters a create, update or apply writes; reads the stored
-Clusters; feeds refusals (`errors.Invalid` naming the Cluster and `spec.connection`).
+Fed by `ObjectsApi` with the Clusters a create, update or apply writes, or the name of
+one being deleted; reads the stored Clusters, and the Bindings and Works placed on a
+member; feeds refusals (`errors.Invalid` naming the Cluster and `spec.connection`) and
+`Warning` texts.
 
 Why a connection already used by another Cluster is refused: two names reaching one
 Kubernetes cluster each got their share of every workload and applied it under the same
@@ -11,6 +13,12 @@ and all). `fedctl cluster join` compares cluster ids when it connects first, but
 and context, or the same API server URL, is what can be told without connecting. A
 second name that reaches the member another way is kept unusable by the monitor
 (`status.duplicateOf`).
+
+Why deleting a Cluster warns: like `fedctl cluster unjoin --now`, it removes the member at
+once with its credentials, so nothing takes fedctl's copies off it afterwards. Karmada's
+Cluster deletion removes the member's Works, and with them its copies, from a member it
+can still reach, without waiting for them to run elsewhere; fedctl's drain, which moves
+them away first, is `fedctl cluster unjoin`. The warning names what keeps running there.
 """
 
 from __future__ import annotations
@@ -19,11 +27,16 @@ from collections.abc import Sequence
 
 from clusters.kube import kubeconfig
 from federation import errors, secrets
-from federation.registry import codec
+from federation.registry import codec, keys
+from federation.registry import store as st
 from policies.models.base import KubeObject
+from policies.models.binding import Binding
 from policies.models.cluster import Cluster
 
-__all__ = ["check_connections"]
+__all__ = ["check_connections", "removal_note"]
+
+_NAMED = 5
+"""Workloads named in a note; the rest are counted."""
 
 
 def _unchanged(old: Cluster, new: Cluster) -> bool:
@@ -69,3 +82,29 @@ async def check_connections(
                 break
     if found:
         raise errors.Invalid("; ".join(found), findings=found)
+
+
+async def removal_note(raw: st.Store, name: str, *, dry: bool) -> str | None:
+    """What deleting Cluster `name` leaves running on the member, as a warning; None when
+    nothing of fedctl's is placed there."""
+    bindings = await codec.TypedStore(raw, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    placed = sorted(
+        f"{b.obj.spec.workload.namespace}/{b.obj.spec.workload.name}"
+        for b in bindings.items
+        if any(t.name == name for t in b.obj.spec.clusters)
+    )
+    works = len((await raw.list(keys.work_prefix(name))).items)
+    if not placed and not works:
+        return None
+    shown = ", ".join(placed[:_NAMED]) + (
+        f" and {len(placed) - _NAMED} more" if len(placed) > _NAMED else ""
+    )
+    parts = [f"{len(placed)} workload(s) placed there ({shown})"] if placed else []
+    parts += [f"{works} {'copy' if works == 1 else 'copies'} applied there"] if works else []
+    verb = "would be removed" if dry else "removed"
+    return (
+        f"cluster {name} {verb} without a drain: what fedctl runs there keeps running on it,"
+        f" no longer managed ({'; '.join(parts)}), while the scheduler places the workloads"
+        f" elsewhere. `fedctl cluster unjoin {name}` moves them away and takes the copies"
+        " off first"
+    )

@@ -385,6 +385,9 @@ class ObjectsApi:
             await self._check_queue_tree([], removed=request.match_info["name"])
             in_use = await self._queue_in_use(request.match_info["name"])
             warnings += [in_use] if in_use else []
+        if res.plural == "clusters":
+            left = await members.removal_note(self.raw, request.match_info["name"], dry=dry)
+            warnings += [left] if left else []
         current = await self.objects.get(key) if res.plural in _PLACING or dry else None
         if dry:
             if current is None or (since and str(current.revision) != since):

@@ -19,7 +19,9 @@ from federation.api import app as api_app
 from federation.registry import codec, embedded, keys, objects
 from federation.registry.etcd import EtcdStore
 from federation.settings import ApiSettings
+from policies.models.binding import Binding
 from policies.models.cluster import Cluster
+from policies.models.work import Work
 from tests.conftest import etcd_settings
 from tests.integration.test_api import API, wipe
 
@@ -174,3 +176,67 @@ async def test_a_pair_stored_before_the_check_can_still_be_edited(
     code, answer, _ = await api.call("POST", f"{API}/apply", {"items": [edited]})
     assert code == 200, answer
     assert answer["results"][0]["result"] == "configured"
+
+
+async def _place(api: Api, workload: str, cluster_name: str) -> None:
+    binding = Binding.model_validate(
+        {
+            "metadata": {"name": workload, "namespace": "web"},
+            "spec": {
+                "workload": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": "web",
+                    "name": workload,
+                },
+                "clusters": [{"name": cluster_name, "replicas": 2}],
+            },
+            "status": {"phase": "Scheduled"},
+        }
+    )
+    ref = keys.WorkloadRef("web", "Deployment.apps", workload)
+    await codec.TypedStore(api.store, codec.Codec(Binding)).put(keys.binding_key(ref), binding)
+
+
+async def test_deleting_a_cluster_says_what_keeps_running_on_it(api: Api, kubeconfig: str) -> None:
+    """`fedctl delete cluster` took the `unjoin --now` path in silence: no drain, and the
+    copies kept running on the member, no longer managed."""
+    for name in ("east", "west"):
+        body = cluster(name, kubeconfigPath=kubeconfig, context=name)
+        assert (await api.call("POST", f"{API}/clusters", body))[0] == 201
+    await _place(api, "storefront", "east")
+    await _place(api, "cart", "east")
+    work = Work.model_validate(
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "cluster": "east",
+                "bindingRevision": 1,
+                "workload": {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "namespace": "_",
+                    "name": "web",
+                },
+                "manifest": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}},
+            },
+        }
+    )
+    ref = keys.WorkloadRef("_", "Namespace", "web")
+    await codec.TypedStore(api.store, codec.Codec(Work)).put(keys.work_key("east", ref), work)
+
+    code, _, warned = await api.call("DELETE", f"{API}/clusters/east?dryRun=All")
+    assert code == 200
+    assert len(warned) == 1 and (
+        "cluster east would be removed without a drain: what fedctl runs there keeps running"
+        " on it, no longer managed (2 workload(s) placed there (web/cart, web/storefront); 1"
+        " copy applied there)" in warned[0]
+    ), warned
+    assert "fedctl cluster unjoin east" in warned[0]
+    assert (await api.call("GET", f"{API}/clusters/east"))[0] == 200, "a dry run deleted it"
+
+    code, _, warned = await api.call("DELETE", f"{API}/clusters/east")
+    assert code == 200 and len(warned) == 1
+    assert "cluster east removed without a drain: what fedctl runs there" in warned[0], warned
+    code, _, warned = await api.call("DELETE", f"{API}/clusters/west")
+    assert code == 200 and warned == [], "nothing placed there: nothing to say"
