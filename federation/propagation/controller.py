@@ -137,6 +137,7 @@ class Propagator:
             applier=self.applier,
             watches=self.watches,
             guards=self.guards,
+            untouchable=self.sync.untouchable,
         )
         self._failures: dict[str, int] = {}
         self.ready = asyncio.Event()

@@ -12,6 +12,7 @@ still cleaned up (start-up GC catches the rest). Status writes carry the leader'
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from federation import errors
@@ -42,8 +43,12 @@ class QuotaSync:
         applier: Applier,
         watches: status_mod.StatusWatches,
         guards: works_mod.Guards = works_mod.unfenced,
+        untouchable: Callable[[str], str | None] = lambda _name: None,
     ) -> None:
         self.policies, self.clusters, self.store = policies, clusters, store
+        self.untouchable = untouchable
+        """Why nothing may be applied to or deleted from a member (`WorkloadSync.untouchable`):
+        a second name of a member writes and deletes the first name's quota of that name."""
         self.guards = guards
         self.applier, self.watches = applier, watches
         self.written: dict[str, codec.Stored[QuotaStatus]] = {}
@@ -85,6 +90,9 @@ class QuotaSync:
         cluster = self.clusters.get(keys.cluster_key(cluster_name))
         if cluster is None:
             return f"cluster {cluster_name} is not registered"
+        untouchable = self.untouchable(cluster_name)
+        if untouchable is not None:
+            return f"not applied: {untouchable}"
         self.watches.ensure(cluster_name, "v1", "ResourceQuota")
         digest = render.digest(manifest)
         slot = (cluster_name, str(object_ref(manifest)))
@@ -110,7 +118,7 @@ class QuotaSync:
             "kind": "ResourceQuota",
             "metadata": {"name": name, "namespace": namespace},
         }
-        if cluster is not None:
+        if cluster is not None and self.untouchable(cluster_name) is None:
             try:
                 await self.applier.delete(cluster, manifest)
             except errors.FedctlError as exc:
