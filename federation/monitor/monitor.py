@@ -53,10 +53,16 @@ def kube_connect(settings: MemberSettings, clock: clock_mod.Clock) -> Connect:
 
 
 def _seniority(tracked: Tracked) -> tuple[bool, str, str]:
-    """Sort key of the members reaching one Kubernetes cluster: the keeper first."""
+    """Sort key of the members reaching one Kubernetes cluster: the keeper first. One
+    whose written status already names this cluster and no other keeper is in use (Ready
+    or not: a keeper that goes down stays the keeper)."""
     written = tracked.written
-    serving = written is not None and written.ready() and written.duplicate_of is None
-    return (not serving, tracked.cluster.metadata.creation_timestamp or "", tracked.name)
+    in_use = (
+        written is not None
+        and written.cluster_id == tracked.cluster_id
+        and written.duplicate_of is None
+    )
+    return (not in_use, tracked.cluster.metadata.creation_timestamp or "", tracked.name)
 
 
 class ClusterMonitor:
@@ -194,8 +200,8 @@ class ClusterMonitor:
         """The member tracked under another name that reaches the same Kubernetes cluster
         and keeps it, or None when `tracked` is the one that does (or no other reaches it).
 
-        Which one keeps it: one already serving (written Ready, not a duplicate) before one
-        that is not, then the Cluster created first, then the name. So a name joined
+        Which one keeps it: one already in use (`_seniority`) before one that is not, then
+        the Cluster created first, then the name. So a name joined
         later (`--no-verify`, `fedctl apply` of a Cluster) never takes the member from the
         one whose copies run there, and the choice holds across restarts."""
         uid = tracked.cluster_id

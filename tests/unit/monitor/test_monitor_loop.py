@@ -29,8 +29,9 @@ REFUSED = member.Readiness(False, "ConnectionRefused", "connection refused by ht
 class ScriptedMember:
     """Answers probes with `answer`; nodes and pods are listed once, then changed by tests."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, uid: str | None = None) -> None:
         self.name = name
+        self.uid = uid or f"uid-of-{name}"
         self.answer = OK
         self.probes = 0
         self.closed = False
@@ -56,7 +57,7 @@ class ScriptedMember:
 
     async def get(self, ref: member.ObjectRef) -> dict[str, Any]:
         if (ref.kind, ref.name) == ("Namespace", "kube-system"):
-            return {"metadata": {"name": "kube-system", "uid": f"uid-of-{self.name}"}}
+            return {"metadata": {"name": "kube-system", "uid": self.uid}}
         raise member.MemberNotFound(f"{ref} not found")
 
     async def follow(
@@ -75,13 +76,16 @@ class Harness:
         self.clock = FakeClock()
         self.store = MemoryStore(clock=self.clock)
         self.members: dict[str, ScriptedMember] = {}
+        self.uids: dict[str, str] = {}
+        """Cluster name → the kube-system uid its member answers (another name's: the same
+        Kubernetes cluster joined twice)."""
         self.monitor = ClusterMonitor(
             self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
         )
         self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
 
     async def _connect(self, cluster: Cluster) -> Any:
-        self.members[cluster.name] = ScriptedMember(cluster.name)
+        self.members[cluster.name] = ScriptedMember(cluster.name, self.uids.get(cluster.name))
         return self.members[cluster.name]
 
     async def join(self, name: str) -> None:
@@ -197,3 +201,31 @@ async def test_failover_taints_survive_status_writes(harness: Harness) -> None:
     status = await ready_status(harness, "c1", "False")
     assert status is not None
     assert [t.key for t in status.taints] == ["cluster.fedctl.io/unreachable"]
+
+
+async def test_the_name_in_use_keeps_a_member_joined_twice_while_it_is_down(
+    harness: Harness,
+) -> None:
+    """Which name keeps a member reached under two must not flip when the member goes
+    down: the other name, Ready again, would be placed on and apply over the first's
+    copies when it comes back."""
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    harness.uids["a-again"] = "uid-of-c1"  # sorts first: the name must not decide
+    await harness.join("a-again")
+    await harness.settle()
+    status = await ready_status(harness, "a-again", "False")
+    assert status is not None and status.duplicate_of == "c1"
+    for name in ("c1", "a-again"):
+        harness.members[name].answer = REFUSED
+    await harness.advance(40)
+    down = await ready_status(harness, "c1", "False")
+    assert down is not None and down.duplicate_of is None
+    status = await harness.status("a-again")
+    assert status is not None and status.duplicate_of == "c1"
+    for name in ("c1", "a-again"):
+        harness.members[name].answer = OK
+    await harness.advance(10)
+    assert await ready_status(harness, "c1", "True")
+    status = await ready_status(harness, "a-again", "False")
+    assert status is not None and status.duplicate_of == "c1"
