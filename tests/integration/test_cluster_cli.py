@@ -410,3 +410,10 @@ def test_a_member_joined_again_unverified_is_kept_unusable_and_unjoins_harmlessl
 
     assert result.returncode == 0, result.stderr
     assert _member_uid(kubeconfig, "x86", "web") == uid, "the first name's copy was replaced"
+    # The generic delete does not drain: it says what it would leave running.
+    dry = fedctl("delete", "cluster", "x86", "--dry-run", server=server)
+    assert dry.returncode == 0, dry.stderr
+    assert "Warning: cluster x86 would be removed without a drain: what fedctl runs there" in (
+        dry.stderr
+    ), dry.stderr
+    assert "(1 workload(s) placed there (default/web); " in dry.stderr
