@@ -367,10 +367,22 @@ def _works(works: list[dict[str, Any]]) -> str:
                 seen.get("health", "Unknown"),
                 _ready(seen),
                 work["spec"].get("bindingRevision"),
-                st.get("error") or "",
+                _message(st, seen),
             ]
         )
-    return _section("Works", ["CLUSTER", "APPLIED", "HEALTH", "READY", "REVISION", "ERROR"], rows)
+    headers = ["CLUSTER", "APPLIED", "HEALTH", "READY", "REVISION", "MESSAGE"]
+    return _section("Works", headers, rows)
+
+
+def _message(st: dict[str, Any], seen: dict[str, Any]) -> str:
+    """Why the member did not take the copy, else why the copy is not healthy there (its
+    quota refusing the pods, a stalled rollout): the member's own words, which the Work
+    keeps. An empty cell beside `Unhealthy 14/15` told nothing."""
+    if st.get("error"):
+        return str(st["error"])
+    if seen.get("health") in ("Healthy", "Completed"):
+        return ""
+    return str(seen.get("message") or "")
 
 
 def _ready(seen: dict[str, Any]) -> str:

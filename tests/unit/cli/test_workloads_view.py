@@ -267,3 +267,29 @@ def test_get_workloads_counts_the_placement_and_shows_what_it_leaves_apart() -> 
         " leaving us-east-cpu ?/4 (member not Ready); Pending: " + reason
     )
     assert workloads_view.status(item)["clusters"][1]["readyReplicas"] is None
+
+
+def test_describe_gives_the_member_s_reason_for_an_unhealthy_copy() -> None:
+    """A member quota refusing the pods showed `Unhealthy 2/3` with an empty ERROR cell,
+    though the Work kept the member's message."""
+
+    def work(cluster: str, observed: dict[str, Any], error: str | None = None) -> Any:
+        status: dict[str, Any] = {"applied": error is None, "observed": observed}
+        if error:
+            status["error"] = error
+        return {"spec": {"cluster": cluster, "bindingRevision": 7}, "status": status}
+
+    refused = 'pods "qz-1" is forbidden: exceeded quota: tiny'
+    works = [
+        work("a", {"health": "Unhealthy", "replicas": 3, "readyReplicas": 2, "message": refused}),
+        work("b", {"health": "Healthy", "replicas": 3, "readyReplicas": 3, "message": "3/3"}),
+        work("c", {}, error="c rejected the object: invalid"),
+    ]
+    text = workloads_view.describe({**doc(BINDING), "works": works})
+    rows = text.split("Works:")[1].splitlines()
+    assert "MESSAGE" in rows[1]
+    (a,) = [r for r in rows if r.strip().startswith("a ")]
+    (b,) = [r for r in rows if r.strip().startswith("b ")]
+    (c,) = [r for r in rows if r.strip().startswith("c ")]
+    assert a.rstrip().endswith(refused) and b.rstrip().endswith("7")
+    assert c.rstrip().endswith("c rejected the object: invalid")
