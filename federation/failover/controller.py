@@ -185,7 +185,10 @@ class FailoverController:
         )  # fmt: skip
         self.workload_status = Mirror(
             codec.TypedStore(store, codec.Codec(WorkloadStatus)), keys.prefix("workloadstatus"),
-            on_change=lambda key: self._binding_of(keys.parse_workload_key(key)),
+            # A copy reported gone may free its namespace on a member being unjoined.
+            on_change=lambda key: self._binding_changed(
+                keys.binding_key(keys.parse_workload_key(key))
+            ),
         )  # fmt: skip
         self._mirrors: list[Mirror[Any]] = [
             self.clusters, self.statuses, self.policies, self.workloads,
@@ -553,9 +556,16 @@ class FailoverController:
             if not key.startswith(mine):
                 continue
             spec = stored.obj.spec
-            if any(t.name == cluster for t in spec.clusters) or any(
-                t.cluster == cluster for t in spec.eviction_tasks
-            ):
+            if any(t.name == cluster for t in spec.clusters):
+                return True
+            tasks = [t for t in spec.eviction_tasks if t.cluster == cluster]
+            if not tasks:
+                continue
+            # A Directly task stays while the member's taint still evicts (it bars the
+            # member), after its copy is gone: a job waiting for room elsewhere held the
+            # namespace, and the unjoin, for good.
+            status = self.workload_status.get(keys.workload_status_key(_ref(stored.obj)))
+            if cluster not in graceful.gone(tasks, status, revision=stored.revision):
                 return True
         return False
 

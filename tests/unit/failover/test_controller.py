@@ -412,6 +412,31 @@ async def test_an_unjoined_member_keeps_a_namespace_until_its_workloads_are_gone
     assert (await h.binding(ns)).placement() == {"b": 1}
 
 
+async def test_an_unjoined_member_is_left_once_an_evicted_job_s_copy_is_gone(
+    h: Harness,
+) -> None:
+    """A job evicted from a member being unjoined that no other member can take waits
+    Pending, its Directly task kept while the member's taint evicts. The copy was gone,
+    yet the task held the job's namespace on the member, and the unjoin, for good."""
+    h.controller.terms = lambda b: Terms(batch=True)  # type: ignore[method-assign,assignment]
+    ns = keys.WorkloadRef(keys.CLUSTER_SCOPE, "Namespace", "default")
+    await h.bindings.create(
+        keys.binding_key(ns), namespace_binding("default", clusters={"a": 1, "b": 1})
+    )
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1}))
+    await h.settle()
+    await _taint(h, "a", UNJOINING_TAINT)
+    api = await h.bindings.get(keys.binding_key(API))
+    assert api is not None and [t.cluster for t in api.obj.spec.eviction_tasks] == ["a"]
+    assert (await h.binding(ns)).placement() == {"a": 1, "b": 1}, "api's copy may be there"
+    gone = WorkloadStatus(workload=api.obj.spec.workload, binding_revision=api.revision)
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).create(
+        keys.workload_status_key(API), gone
+    )
+    await h.settle()
+    assert (await h.binding(ns)).placement() == {"b": 1}
+
+
 async def _succeeded(h: Harness, ref: keys.WorkloadRef, *, on: str) -> None:
     """The workload's status: a Job that Succeeded on `on`."""
     done = WorkloadStatus(
