@@ -95,9 +95,13 @@ class LiveState:
         return binding.metadata.annotations.get(CLAIMED_BY) if binding else None
 
     def snapshot(self, currency: Currency | None = None) -> snap.Snapshot:
+        """With the Bindings, so a placed workload is planned from where it runs, as the
+        scheduler places it again: locality, Steady division and the affinity group it is
+        in. Without them, plan --live showed moves the controller never makes."""
         return snap.build(
             self.of(Cluster),
             statuses=self.statuses,
+            bindings=list(self.bindings.values()),
             queues=self.of(Queue),
             quotas=self.of(FederatedResourceQuota),
             currency=currency or Currency(),

@@ -33,6 +33,7 @@ from federation.scheduler.loop import SchedulerLoop
 from federation.settings import MonitorSettings, SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.propagation import PropagationPolicy
 from policies.models.queue import Queue
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -384,6 +385,58 @@ async def test_plan_live_counts_what_admitted_workloads_hold(
         (entry,) = answer["plans"]
         assert entry["before"]["placement"] == {"a": 2}
         assert entry["before"]["costs"] == {"a": "1.2345"}
+
+
+async def test_plan_live_plans_a_placed_workload_from_where_it_runs() -> None:
+    """web runs 2 replicas on a; its policy is edited to let it use the cheaper b too and
+    to run 3. The controller keeps what stands (Aggregated, previous hosts first: a:3);
+    plan --live, which planned it as if it ran nowhere, said b:3."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    members = [fleet.cluster("a"), fleet.cluster("b", cpu_price="0.01")]
+    for member in members:
+        assert member.status is not None
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+        await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
+            keys.cluster_status_key(member.name), member.status
+        )
+
+    def policy(names: list[str]) -> Any:
+        return PropagationPolicy.model_validate(
+            {
+                "metadata": {"name": "web", "namespace": "team"},
+                "spec": {
+                    "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                    "placement": {
+                        "clusterAffinity": {"clusterNames": names},
+                        "replicaScheduling": {
+                            "replicaSchedulingType": "Divided",
+                            "replicaDivisionPreference": "Aggregated",
+                        },
+                    },
+                },
+            }
+        )
+
+    web = fleet.workload("web", kind="Deployment", replicas=2)
+    await objs.put(objects.key_for(web), web)
+    await objs.put(objects.key_for(policy(["a"])), policy(["a"]))
+    scheduler = cycle.Scheduler()
+    pending = PendingStore()
+    pending.add(planning.job_for(web, policy(["a"]), settings=scheduler.settings))
+    decided = scheduler.run_cycle(snap.build(members), pending, Usage(), fleet.NOW)
+    (binding,) = decided.bindings
+    assert binding.placement() == {"a": 2}
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(web)), binding
+    )
+    wire = web.to_wire()
+    wire["spec"]["replicas"] = 3
+    edited = json.dumps(wire) + "\n---\n" + json.dumps(policy(["a", "b"]).to_wire())
+    async with serving(api_app.build_app(store)) as server:
+        answer = await asyncio.to_thread(_post, server + "/apis/fedctl.io/v1alpha1/plan", edited)
+    (entry,) = [p["after"] for p in answer["plans"] if p["key"] == objects.key_for(web)]
+    assert entry["placement"] == {"a": 3}, entry
 
 
 def sized(name: str, cpu: str) -> Workload:
