@@ -92,6 +92,9 @@ def table(doc: dict[str, Any]) -> str:
 
 def _row(line: dict[str, Any], total: Decimal) -> list[str]:
     hourly = Decimal(line["hourlyCost"])
+    if not hourly and line.get("unpricedReplicas"):
+        # Nothing of it has a price: not free, unknown (0.0000 read as free).
+        return [line["name"], str(line["workloads"]), str(line["replicas"]), "unpriced", "-", "-"]
     share = f"{hourly / total:.1%}" if total else "-"
     return [
         line["name"],

@@ -134,12 +134,14 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
         ready = _readiness(_per_cluster(item.get("status")).get(cluster))
         if mine:
             target = mine[0]
+            finished = (item.get("status") or {}).get("phase") in FINISHED_PHASES
             rows.append(
                 [
                     address(item),
                     target["replicas"],
                     target.get("chip") or "-",
-                    target.get("hourlyCost") or "-",
+                    # A finished job costs nothing more, as `fedctl cost` counts it.
+                    "-" if finished else _hourly([target]),
                     ready,
                 ]
             )
@@ -320,7 +322,7 @@ def describe(doc: dict[str, Any]) -> str:
             f"Filtered:    {sum(filtered.values())} more clusters ({counts}); "
             "`fedctl plan --live -f FILE` gives each one's reason"
         )
-    lines.append(_works(doc.get("works", [])))
+    lines.append(_works(doc.get("works", []), _per_cluster(status)))
     lines.append(
         _section(
             "Events",
@@ -355,17 +357,21 @@ def events_table(events: list[dict[str, Any]], *, now: dt.datetime) -> str | Non
     return render.table(EVENT_HEADERS, rows) if rows else None
 
 
-def _works(works: list[dict[str, Any]]) -> str:
+def _works(works: list[dict[str, Any]], rows_now: dict[str, dict[str, Any]]) -> str:
+    """Each Work, as its member last reported it; a member not Ready now (`stale` in the
+    workload status) reads Unknown, as `fedctl get workloads` reads it: its last report is
+    no evidence that anything still runs there (it showed Healthy 2/2 on a dead member)."""
     rows = []
     for work in works:
         st = work.get("status") or {}
         seen = st.get("observed") or {}
+        now = rows_now.get(work["spec"]["cluster"]) or {}
         rows.append(
             [
                 work["spec"]["cluster"],
                 "yes" if st.get("applied") else "no",
-                seen.get("health", "Unknown"),
-                _ready(seen),
+                "Unknown" if now.get("stale") else seen.get("health", "Unknown"),
+                _readiness(now) if now.get("stale") else _ready(seen),
                 work["spec"].get("bindingRevision"),
                 _message(st, seen),
             ]

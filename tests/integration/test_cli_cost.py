@@ -281,3 +281,22 @@ def test_lines_are_dearest_first_then_by_name() -> None:
 def test_the_cli_offers_the_groupings_the_api_takes() -> None:
     # The CLI keeps its own copy so that building its parser imports no models.
     assert cost_cmd.BY == spend.BY
+
+
+def test_a_line_with_no_price_reads_unpriced_not_free() -> None:
+    """`fedctl cost --by workload` printed an unpriced workload as 0.0000, as if free."""
+    line = {"workloads": 1, "replicas": 2, "hourlyCost": "0", "unpricedReplicas": 2}
+    doc = {
+        "by": "workload",
+        "currency": "USD",
+        "items": [
+            {"name": "web/priced", **line, "hourlyCost": "0.5", "unpricedReplicas": 0},
+            {"name": "web/unknown", **line},
+        ],
+        "total": {**line, "name": "total", "hourlyCost": "0.5", "replicas": 4},
+        "waiting": 0,
+        "finished": 0,
+    }
+    rows = {r.split()[0]: r.split() for r in cost_cmd.table(doc).splitlines()[1:3]}
+    assert rows["web/unknown"][3:] == ["unpriced", "-", "-"]
+    assert rows["web/priced"][3] == "0.5000"

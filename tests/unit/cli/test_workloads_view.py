@@ -204,7 +204,7 @@ def test_a_cluster_lists_the_workloads_placed_on_it_and_those_leaving() -> None:
     rows = [line.split() for line in lines[2:]]
     assert rows == [
         ["web/Deployment.apps/old", "2", "-", "-", "leaving"],
-        ["web/Deployment.apps/shop", "3", "amd64", "0.1", "1/3"],
+        ["web/Deployment.apps/shop", "3", "amd64", "0.1000", "1/3"],
     ]
     assert workloads_view.on_cluster(items, "c") == "Workloads:   <none>"
 
@@ -293,3 +293,39 @@ def test_describe_gives_the_member_s_reason_for_an_unhealthy_copy() -> None:
     (c,) = [r for r in rows if r.strip().startswith("c ")]
     assert a.rstrip().endswith(refused) and b.rstrip().endswith("7")
     assert c.rstrip().endswith("c rejected the object: invalid")
+
+
+def test_cluster_describe_costs_a_finished_job_nothing_and_rounds_as_elsewhere() -> None:
+    """It showed a cost an hour for a finished job, which `fedctl cost` counts as nothing,
+    and the Binding's exact figure (4.21578125) where every other view gives four places."""
+
+    def item(name: str, phase: str) -> dict[str, Any]:
+        target = {"name": "a", "replicas": 1, "chip": "amd64", "hourlyCost": "4.21578125"}
+        return {
+            "namespace": "team",
+            "name": name,
+            "kind": "Job.batch",
+            "binding": {"spec": {"clusters": [target]}, "status": {"phase": "Scheduled"}},
+            "status": {"phase": phase, "clusters": []},
+        }
+
+    text = workloads_view.on_cluster([item("done", "Succeeded"), item("runs", "Running")], "a")
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:]}
+    assert rows["team/Job.batch/done"][3] == "-"
+    assert rows["team/Job.batch/runs"][3] == "4.2158"
+
+
+def test_describe_reads_a_copy_on_a_member_not_ready_as_unknown() -> None:
+    """While its member was down, describe showed the copy Healthy 2/2 (its last report)
+    where `fedctl get workloads` read `?/2 (member not Ready)`."""
+    works = [
+        {
+            "spec": {"cluster": "a", "bindingRevision": 7},
+            "status": {"applied": True, "observed": {"health": "Healthy", "replicas": 2,
+                                                     "readyReplicas": 2}},
+        }
+    ]  # fmt: skip
+    status = {"health": "Unknown", "clusters": [{"cluster": "a", "replicas": 2, "stale": True}]}
+    text = workloads_view.describe({**doc(BINDING), "works": works, "status": status})
+    (row,) = [r for r in text.split("Works:")[1].splitlines() if r.strip().startswith("a ")]
+    assert row.split()[2:4] == ["Unknown", "?/2"]
