@@ -17,16 +17,38 @@ from typing import Any
 
 import aiohttp
 import tenacity
+import yarl
 
 from federation import errors
 
-__all__ = ["ApiClient", "ApiError", "default_server"]
+__all__ = ["ApiClient", "ApiError", "default_server", "server_url"]
 
 API = "/apis/fedctl.io/v1alpha1"
 
 
 def default_server() -> str:
     return os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080")
+
+
+def server_url(server: str) -> str:
+    """`server` as the base URL of requests: a bare `HOST:PORT`, as `fedctl up --listen`
+    takes it, is `http://HOST:PORT`. Anything else aiohttp cannot reach (another scheme,
+    no host, a port that is no number) is refused here, in one line naming the flag:
+    aiohttp would raise it from inside the request, as a traceback."""
+    given = server.strip()
+    text = (given if "://" in given else f"http://{given}").rstrip("/")
+    wanted = "give http://HOST:PORT or https://HOST:PORT"
+    prefix = f"--server / FEDCTL_SERVER {server!r}"
+    try:
+        url = yarl.URL(text)
+        url.port  # noqa: B018 - a port that is no number raises only when read
+    except ValueError as exc:
+        raise errors.Invalid(f"{prefix}: not a URL ({exc}); {wanted}") from None
+    if url.scheme not in ("http", "https"):
+        raise errors.Invalid(f"{prefix}: scheme {url.scheme!r} is not http or https; {wanted}")
+    if not url.host:
+        raise errors.Invalid(f"{prefix}: no host; {wanted}")
+    return text
 
 
 class ApiError(errors.PermanentError):
@@ -48,7 +70,7 @@ class ApiClient:
         timeout: float = 30.0,
         ca_file: str | None = None,
     ) -> None:
-        self.server = server.rstrip("/")
+        self.server = server_url(server)
         self._token = token if token is not None else os.environ.get("FEDCTL_TOKEN")
         self._ca_file = ca_file or os.environ.get("FEDCTL_CA_FILE") or None
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=5)

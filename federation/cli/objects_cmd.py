@@ -42,7 +42,8 @@ def server_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server",
         default=os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080"),
-        help="controller API URL (env FEDCTL_SERVER; default %(default)s)",
+        help="controller API URL; a bare HOST:PORT means http:// (env FEDCTL_SERVER;"
+        " default %(default)s)",
     )
     parser.add_argument("--token", default=None, help="bearer token (env FEDCTL_TOKEN)")
 
