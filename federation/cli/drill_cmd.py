@@ -60,15 +60,20 @@ def register(sub: Any) -> None:
         help="kubeconfig of a simulated fleet (its .fleet.json names the fault APIs;"
         " env KUBECONFIG)",
     )
+    registry_cmd.etcd_option(run)
     run.set_defaults(func=_run)
     plan = verbs.add_parser("plan", help="what would move if the member went, touching nothing")
     _member(plan, "the member whose loss to plan")
     plan.add_argument("--output", "-o", choices=["text", "json"], default="text")
+    registry_cmd.etcd_option(plan)
     plan.set_defaults(func=_plan)
-    verbs.add_parser("list", help="past drills").set_defaults(func=_list)
+    listing = verbs.add_parser("list", help="past drills")
+    registry_cmd.etcd_option(listing)
+    listing.set_defaults(func=_list)
     show = verbs.add_parser("show", help="one drill's report")
     show.add_argument("id")
     show.add_argument("--output", "-o", choices=["markdown", "json"], default="markdown")
+    registry_cmd.etcd_option(show)
     show.set_defaults(func=_show)
 
 

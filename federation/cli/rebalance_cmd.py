@@ -49,6 +49,7 @@ def register(sub: Any) -> None:
     which.add_argument("--all", action="store_true", help="every placed workload")
     cmd.add_argument("--dry-run", action="store_true", help="print what would move; write nothing")
     cmd.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    registry_cmd.etcd_option(cmd)
     cmd.set_defaults(func=_rebalance)
 
 

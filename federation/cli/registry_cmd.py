@@ -18,7 +18,7 @@ from federation.settings import EtcdSettings
 if TYPE_CHECKING:
     from federation.registry.etcd import EtcdStore
 
-__all__ = ["connect", "register"]
+__all__ = ["connect", "etcd_option", "register"]
 
 
 def register(sub: Any) -> None:
@@ -27,7 +27,22 @@ def register(sub: Any) -> None:
     dump = verbs.add_parser("dump", help="print every key under PREFIX with its value")
     dump.add_argument("prefix", nargs="?", default=keys.ROOT + "/", help="default %(default)s")
     dump.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    etcd_option(dump)
     dump.set_defaults(func=_dump)
+
+
+def etcd_option(parser: argparse.ArgumentParser) -> None:
+    """`--etcd URL` after the command too, for each command that reads the registry
+    directly: the docs say to give them `--etcd URL`, and `fedctl drill list --etcd URL`
+    is how that reads. Given here it overrides the global option (and FEDCTL_ETCD); not
+    given, nothing is set, and the global one stands."""
+    parser.add_argument(
+        "--etcd",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="etcd endpoint(s) of the registry, comma-separated (also before the command;"
+        " env FEDCTL_ETCD; default http://127.0.0.1:2379)",
+    )
 
 
 def endpoints(args: argparse.Namespace) -> EtcdSettings:
