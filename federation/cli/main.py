@@ -2,9 +2,10 @@
 
 Every command module exposes `register(subparsers)` which adds its parser and sets
 `func` to a coroutine or plain function taking the parsed namespace and returning an exit
-code. Errors from our own tree become one line on stderr and a non-zero exit, never a
-traceback (unless `--log-level debug`); bad input (`errors.Invalid`) lists its findings,
-`FILE:LINE:COL: field: problem`, one a line before it.
+code. Errors from our own tree become one line on stderr and exit status 1 (or the
+command's `error_exit`), never a traceback (unless `--log-level debug`); bad input
+(`errors.Invalid`) lists its findings, `FILE:LINE:COL: field: problem`, one a line before
+it.
 """
 
 from __future__ import annotations
@@ -172,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.log_level == "debug":
             raise
         _print_error(exc)
-        return EXIT_ERROR
+        # A command whose exit status 1 means something else (`diff`: differences found)
+        # sets its own for an error.
+        return int(getattr(args, "error_exit", EXIT_ERROR))
     except KeyboardInterrupt:
         return 130
     except Terminated:

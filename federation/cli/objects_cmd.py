@@ -59,10 +59,16 @@ def register(sub: Any) -> None:
     server_option(apply)
     apply.set_defaults(func=_apply)
 
-    diff = sub.add_parser("diff", help="show what apply would change")
+    diff = sub.add_parser(
+        "diff",
+        help="show what apply would change",
+        description="Exit status, as kubectl diff's: 0 no differences, 1 differences, 2 an"
+        " error (a broken file, an API that refused or did not answer).",
+    )
     diff.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR")
     server_option(diff)
-    diff.set_defaults(func=_diff)
+    # 1 says "differences": an error must not read as one (`fedctl diff -f x || apply`).
+    diff.set_defaults(func=_diff, error_exit=2)
 
     get = sub.add_parser("get", help="list objects of a kind, or show one")
     get.add_argument(
@@ -118,9 +124,12 @@ def _client() -> Any:
     return client
 
 
-def _load(paths: list[str]) -> list[Any]:
-    """Valid models from files; print every finding and refuse if any is an error."""
-    return [o.model for o in _loaded(paths)]
+def _to_compare(paths: list[str]) -> list[Any]:
+    """Valid models from files, for `diff`; print every finding and refuse if any is an
+    error."""
+    from policies import loading
+
+    return [o.model for o in _reported(loading.load_paths(paths), refused="compared")]
 
 
 def _to_delete(paths: list[str]) -> list[Any]:
@@ -129,22 +138,17 @@ def _to_delete(paths: list[str]) -> list[Any]:
     lacks, once applied (a parent queue the files do not hold): nothing to say to delete."""
     from policies import loading
 
-    return [o.model for o in _reported(loading.load_paths(paths).without_warnings())]
+    result = loading.load_paths(paths).without_warnings()
+    return [o.model for o in _reported(result, refused="deleted")]
 
 
-def _loaded(paths: list[str]) -> list[Loaded]:
-    """`_load`, keeping each object's file and the place of each of its fields."""
-    from policies import loading
-
-    return _reported(loading.load_paths(paths))
-
-
-def _reported(result: LoadResult) -> list[Loaded]:
-    """The objects loaded, once every finding is printed; refused if any is an error."""
+def _reported(result: LoadResult, *, refused: str = "applied") -> list[Loaded]:
+    """The objects loaded, once every finding is printed; refused if any is an error,
+    saying what was not done (`refused`: applied, compared, deleted)."""
     for finding in result.findings:
         print(str(finding), file=sys.stderr)
     if result.errors:
-        raise errors.Invalid(f"{len(result.errors)} error(s) in the input; nothing was applied")
+        raise errors.Invalid(f"{len(result.errors)} error(s) in the input; nothing was {refused}")
     return list(result.objects)
 
 
@@ -352,7 +356,7 @@ def _as_stored(res: Any, model: Any) -> dict[str, Any]:
 async def _diff(args: argparse.Namespace) -> int:
     from federation.registry import objects
 
-    models = _load(args.filename)
+    models = _to_compare(args.filename)
     changed = 0
     async with _client().ApiClient(args.server, token=args.token) as api:
         for model in models:

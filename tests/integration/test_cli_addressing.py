@@ -357,3 +357,38 @@ def _jobs(count: int) -> list[str]:
         "spec: {template: {spec: {containers: [{name: t, image: x}]}}}\n"
         for i in range(count)
     ]
+
+
+BROKEN_QUEUE = (
+    "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec:\n  wieght: 1\n"
+)
+
+
+async def test_diff_exits_above_one_for_an_error_as_kubectl_diff_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kubectl diff: 0 no differences, 1 differences, above 1 an error. fedctl exited 1 for
+    a broken file as for a pending change, so `fedctl diff -f x || apply` could not tell
+    them apart, and said "nothing was applied" of a diff."""
+    broken = write(tmp_path / "broken.yaml", BROKEN_QUEUE)
+    job = write(tmp_path / "job.yaml", DUP.partition("---")[0])
+    async with api_server(MemoryStore()) as server:
+        assert await fedctl(server, "diff", "-f", job) == 1  # not applied yet: a difference
+        capsys.readouterr()
+        assert await fedctl(server, "diff", "-f", broken) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[0].startswith(f"{broken}:5:3: spec.wieght: unknown field")
+        assert err[-1] == "fedctl: 1 error(s) in the input; nothing was compared"
+    # An API that does not answer is an error too, not a difference.
+    assert await fedctl("http://127.0.0.1:1", "diff", "-f", job) == 2
+
+
+async def test_delete_of_a_broken_file_says_nothing_was_deleted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = write(tmp_path / "broken.yaml", BROKEN_QUEUE)
+    async with api_server(MemoryStore()) as server:
+        assert await fedctl(server, "delete", "-f", broken) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "fedctl: 1 error(s) in the input; nothing was deleted"
+    )
