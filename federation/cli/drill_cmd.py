@@ -101,16 +101,22 @@ async def _run(args: argparse.Namespace) -> int:
     _cluster(args)
     duration = drills.seconds("--duration", args.duration, minimum=0.001)
     settle = drills.seconds("--settle", args.settle)
-    missing = _no_fault_api(cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig)
-    if missing and args.fault not in _TAINT_LIKE:
-        raise errors.Invalid(
-            f"--fault {args.fault}: {missing}. A {args.fault} member stays Ready and keeps its"
-            " work, and the drill taint would evict it instead, so no drill was started. Pass"
-            " the simulated fleet's kubeconfig with --kubeconfig FILE (`fedctl up` writes"
-            " <data-dir>/fleet.kubeconfig), or use --fault taint to rehearse losing the member"
-        )
     store = await registry_cmd.connect(args)
     try:
+        if await store.get(keys.cluster_key(args.cluster)) is None:
+            # First: every other word (not simulated, the taint instead, the registry key
+            # the taint could not be written to) is about a member that is not there.
+            print(f"fedctl drill: no cluster {args.cluster!r}", file=sys.stderr)
+            return 1
+        missing = _no_fault_api(cluster=args.cluster, fault=args.fault, kubeconfig=args.kubeconfig)
+        if missing and args.fault not in _TAINT_LIKE:
+            raise errors.Invalid(
+                f"--fault {args.fault}: {missing}. A {args.fault} member stays Ready and keeps"
+                " its work, and the drill taint would evict it instead, so no drill was"
+                " started. Pass the simulated fleet's kubeconfig with --kubeconfig FILE"
+                " (`fedctl up` writes <data-dir>/fleet.kubeconfig), or use --fault taint to"
+                " rehearse losing the member"
+            )
         if await store.get(keys.leader_key()) is None:
             # The leader's lease key is there while a controller leads. Without one, the
             # fault goes in and nothing reacts: the report would read as a failover that

@@ -363,3 +363,22 @@ async def test_a_drill_killed_with_sigterm_heals_its_member_first(
             await proc.wait()
     assert code == 143
     assert not await _tainted(registry), "healed before it exited"
+
+
+@pytest.mark.parametrize("fault", ["down", "slow", "taint"])
+async def test_a_drill_on_a_cluster_that_is_not_joined_says_so_and_writes_nothing(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    """It said `nope is not simulated ...; using a NoExecute taint instead` and then `not
+    found: /fedctl/clusters/nope`, a registry key; `drill plan` says `no cluster 'nope'`."""
+    await seed(registry)
+    before = await everything(registry)
+    argv = ["--etcd", registry.endpoint, "drill", "run", "--cluster", "nope", "--fault", fault]
+
+    code = await asyncio.to_thread(main.main, [*argv, *SHORT])
+
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert captured.err.splitlines() == ["fedctl drill: no cluster 'nope'"]
+    assert await everything(registry) == before, "no taint, no report: nothing written"
