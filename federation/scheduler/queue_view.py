@@ -68,11 +68,13 @@ def tally(
 
 def items(t: Tally, *, default: str) -> list[dict[str, Any]]:
     """One item per queue, defined or holding or awaiting work, in name order; a parent's
-    usage and counts are its whole subtree's."""
+    usage and counts are its whole subtree's. The `default` queue is always one: a
+    workload naming no queue goes there, defined or not, so it is there before any does."""
     queues = t.queues
     tree = hierarchy.tree_of(queues)
     names = (
         set(queues)
+        | {default}
         | {q for q, n in t.admitted.items() if n}
         | {q for q, n in t.pending.items() if n}
     )

@@ -329,3 +329,16 @@ async def test_the_implicit_default_queue_is_found_by_name_as_the_table_lists_it
         assert await fedctl(server, "delete", "queue", "spare") == 0
         assert await fedctl(server, "get", "queue", "spare") == 1
         assert capsys.readouterr().err.endswith('fedctl: not found: queues "spare"\n')
+
+
+async def test_the_default_queue_is_there_before_any_workload_runs_in_it(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload naming no queue goes to `default`, so it exists with no Queue object and
+    no work in it yet; `get queue default` said not found until some workload ran there."""
+    async with serving(api_app.build_app(registry)) as server:
+        assert await fedctl(server, "get", "queue", "default") == 0
+        (row,) = rows(capsys.readouterr().out)[1:]
+        assert row[0] == "default" and row[4:6] == ["0", "0"] and row[-1] == "<implicit>"
+        assert await fedctl(server, "describe", "queue", "default") == 0
+        assert "Queue (implicit: no Queue object is stored)" in capsys.readouterr().out

@@ -91,7 +91,7 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
                 return {q["name"]: q for q in json.loads(r.read())["items"]}
 
         items = await asyncio.to_thread(get)
-        assert set(items) == {"org", "qa", "qb", "qz"}
+        assert set(items) == {"default", "org", "qa", "qb", "qz"}  # default: implicit
         assert items["qa"]["used"] == {"cpu": "20", "memory": "2Gi"}
         assert (items["qa"]["admitted"], items["qa"]["pending"]) == (1, 0)
         assert items["qa"]["guarantee"] == {"cpu": "4"}
@@ -145,17 +145,25 @@ async def test_an_answer_is_kept_until_the_registry_changes_and_it_is_old() -> N
                     doc = await r.json()
                 return [q["name"] for q in doc["items"]], doc["ageSeconds"], doc["stale"]
 
-            assert await names() == (["qa"], 0.0, False)
+            assert await names() == (["default", "qa"], 0.0, False)
             await fake.advance(5)
-            assert await names() == (["qa"], 5.0, False)  # nothing changed: the same answer
+            assert await names() == (
+                ["default", "qa"],
+                5.0,
+                False,
+            )  # nothing changed: the same answer
             assert api.computed == 1
             await objs.put(objects.key_for(fleet.queue("qb")), fleet.queue("qb"))
-            assert await names() == (["qa", "qb"], 0.0, False)  # changed, and it was old
+            assert await names() == (["default", "qa", "qb"], 0.0, False)  # changed, and it was old
             await objs.put(objects.key_for(fleet.queue("qc")), fleet.queue("qc"))
             await fake.advance(1)
-            assert await names() == (["qa", "qb"], 1.0, True)  # changed, but only 1 s old
+            assert await names() == (
+                ["default", "qa", "qb"],
+                1.0,
+                True,
+            )  # changed, but only 1 s old
             await fake.advance(1.5)
-            assert await names() == (["qa", "qb", "qc"], 0.0, False)
+            assert await names() == (["default", "qa", "qb", "qc"], 0.0, False)
             assert api.computed == 3
     finally:
         await runner.cleanup()
@@ -225,7 +233,7 @@ async def test_the_leading_loop_answers_as_a_registry_read_would_without_chargin
             assert served["items"] == registry
             assert api.computed == 0  # nothing was read from the registry for it
             items = {q["name"]: q for q in served["items"]}
-            assert set(items) == {"org", "qa", "qb", "qz"}
+            assert set(items) == {"default", "org", "qa", "qb", "qz"}  # default: implicit
             assert items["org"]["admitted"] == items["qa"]["admitted"] + items["qb"]["admitted"]
             assert items["org"]["admitted"] >= 2 and items["org"]["pending"] == 1  # cap 24
             assert items["qz"]["defined"] is False and items["qz"]["pending"] == 1
