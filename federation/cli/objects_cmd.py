@@ -8,7 +8,8 @@ A workload is addressed as NAME, NS/NAME, KIND/NAME or NS/KIND/NAME (`workloads_
 because one name can belong to a Job and a Deployment at once, and a cluster-scoped one
 (a Namespace) has no namespace to give. A name that fits several is refused with the
 address of each, never resolved by list order: `delete` would remove whichever came first.
-Errors name objects as the user does, never by registry key.
+Every verb reads KIND and NAME by the one rule `addressing` draws (a NAME in -n NS or
+`default`, as kubectl). Errors name objects as the user does, never by registry key.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = ["against_server", "register", "server_option"]
 
-_NAME_HELP = "NAME, or NS/NAME for namespaced kinds; a workload also KIND/NAME or NS/KIND/NAME"
+_NAME_HELP = (
+    "NAME (looked for in -n NS, or without -n in default, as kubectl does), or NS/NAME;"
+    " a workload also KIND/NAME or NS/KIND/NAME"
+)
 _TYPE_GROUP = {"fedctl.io/v1alpha1": "fedctl.io", "policy.karmada.io/v1alpha1": "policy.karmada.io"}
 
 
@@ -74,9 +78,14 @@ def register(sub: Any) -> None:
     get.add_argument(
         "kind",
         help="clusters, queues, propagationpolicies (pp), workloads, …, or a workload kind"
-        " as kubectl names it (deploy, jobs, sts, …)",
+        " as kubectl names it (deploy, jobs, sts, …); either with its group"
+        " (deployments.apps), or KIND/NAME",
     )
-    get.add_argument("name", nargs="?")
+    get.add_argument(
+        "name",
+        nargs="?",
+        help=f"{_NAME_HELP}; for works and events, the workload they are about (all of them)",
+    )
     get.add_argument("-n", "--namespace", default=None)
     get.add_argument("-A", "--all-namespaces", action="store_true")
     get.add_argument("-o", "--output", choices=["table", "wide", "yaml", "json"], default="table")
@@ -98,8 +107,8 @@ def register(sub: Any) -> None:
     get.set_defaults(func=_get)
 
     describe = sub.add_parser("describe", help="show one object in detail")
-    describe.add_argument("kind")
-    describe.add_argument("name", help=_NAME_HELP)
+    describe.add_argument("kind", help="a kind as get takes it, or KIND/NAME")
+    describe.add_argument("name", nargs="?", help=_NAME_HELP)
     describe.add_argument("-n", "--namespace", default=None)
     server_option(describe)
     describe.set_defaults(func=_describe)
@@ -383,30 +392,38 @@ def _list_path(res: Any, args: argparse.Namespace) -> str:
 
 
 def _resource(args: argparse.Namespace) -> Any:
-    """The resource `args.kind` names; a workload kind as kubectl names it (`deploy`,
-    `jobs`) is `workloads` of that kind, with `args.name` narrowed to it."""
-    from federation.cli import workloads_view
-    from federation.registry import objects
+    """The resource `args.kind` names (`addressing.resource`), with KIND/NAME split into
+    `args.kind` and `args.name`; a workload kind as kubectl names it (`deploy`,
+    `jobs.batch`) is `workloads` of that kind, with `args.name` narrowed to it."""
+    from federation.cli import addressing, workloads_view
 
-    args.workload_kind = None
-    try:
-        return objects.resource_named(args.kind)
-    except errors.Invalid as exc:
-        kind = workloads_view.kind_named(args.kind)
-        if kind is None:
-            raise errors.Invalid(
-                f"{exc}; or a workload kind as kubectl names it (deployments, jobs, deploy, ...)"
-            ) from None
-    args.workload_kind = kind
-    if args.name:
-        args.name = workloads_view.with_kind(args.name, kind)
-    return objects.resource_named("workloads")
+    args.kind, args.name = addressing.kind_and_name(args.kind, args.name)
+    res, args.workload_kind = addressing.resource(args.kind)
+    if args.workload_kind and args.name:
+        args.name = workloads_view.with_kind(args.name, args.workload_kind)
+    return res
+
+
+def _one_name(args: argparse.Namespace, res: Any) -> None:
+    """Refuse what cannot address one object: a NAME with -A or -l (kubectl refuses
+    both), or NS/NAME of a cluster-scoped resource."""
+    from federation.cli import addressing
+
+    if not args.name or res.plural in addressing.ABOUT:
+        return
+    if getattr(args, "all_namespaces", False):
+        raise errors.Invalid("a NAME is looked for in one namespace: give -n NS or NS/NAME, not -A")
+    if getattr(args, "selector", None):
+        raise errors.Invalid("give a NAME or -l SELECTOR, not both")
+    if res.plural != "workloads":
+        addressing.namespaced_name(res, args.name, args.namespace)
 
 
 async def _get(args: argparse.Namespace) -> int:
     from federation.cli import labels
 
     res = _resource(args)
+    _one_name(args, res)
     args.labels = labels.parse(args.selector) if args.selector else None
     if args.labels is not None and res.plural == "queues":
         raise errors.Invalid("-l selects by labels; the queue table has none to select by")
@@ -420,13 +437,18 @@ async def _get(args: argparse.Namespace) -> int:
 
 
 async def _get_once(args: argparse.Namespace, res: Any) -> int:
+    from federation.cli import addressing
+
     if res.plural == "workloads":
         return await _get_workloads(args)
     if res.plural == "queues":
         return await _get_queues(args)
+    one = bool(args.name) and res.plural not in addressing.ABOUT
     async with _client().ApiClient(args.server, token=args.token) as api:
-        listed = await api.request("GET", _list_path(res, args))
-    items = listed["items"]
+        if one:
+            items = [await _one(api, res, args)]
+        else:
+            items = (await api.request("GET", _list_path(res, args)))["items"]
     if args.labels is not None:
         from federation.cli import labels
 
@@ -435,12 +457,14 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
         items = [i for i in items if i.get("metadata", {}).get("namespace") == args.namespace]
     if args.name and res.plural == "events":  # an event has no name: NAME is its object's
         items = [i for i in items if str(i.get("object", "")).rpartition("/")[2] == args.name]
-    elif args.name:
+    elif args.name and res.plural == "works":  # a workload's, one per member
         items = [i for i in items if _matches(i, args.name)]
         if not items:
             raise errors.NotFound(f'{res.plural} "{args.name}"')
     if args.output in ("yaml", "json"):
-        doc: Any = items[0] if args.name and len(items) == 1 else items
+        # One object for a NAME, a list otherwise: never a shape that depends on how
+        # many matched (a workload's works and events are always a list).
+        doc: Any = items[0] if one else items
         print(render.dump(doc, args.output))
         return 0
     now, wide = clock.real.now(), args.output == "wide"
@@ -522,6 +546,8 @@ def _matches(item: dict[str, Any], name: str) -> bool:
 
 async def _describe(args: argparse.Namespace) -> int:
     res = _resource(args)
+    if not args.name:
+        raise errors.Invalid("describe one object: give KIND NAME or KIND/NAME")
     if res.plural == "workloads":
         return await _describe_workload(args)
     if res.plural == "clusters" and args.name:
@@ -530,15 +556,32 @@ async def _describe(args: argparse.Namespace) -> int:
         from federation.cli import cluster_cmd
 
         return await cluster_cmd.describe(args)
+    from federation.cli import addressing
+
+    _one_name(args, res)
     async with _client().ApiClient(args.server, token=args.token) as api:
-        path = res.plural if not args.namespace else f"namespaces/{args.namespace}/{res.plural}"
-        listed = await api.request("GET", path)
-    found = [i for i in listed["items"] if _matches(i, args.name)]
-    if not found and res.plural == "queues" and await _describe_implicit_queue(args):
-        return 0
-    if not found:
-        raise errors.NotFound(await _missing(args, res.plural))
-    item = found[0]
+        if res.plural in addressing.ABOUT:  # a workload's works or events: all of them
+            listed = await api.request("GET", _list_path(res, args))
+            found = [i for i in listed["items"] if _matches(i, args.name)]
+            if not found:
+                raise errors.NotFound(f'{res.plural} "{args.name}"')
+        else:
+            try:
+                found = [await _one(api, res, args)]
+            except errors.NotFound:
+                if res.plural == "queues" and await _describe_implicit_queue(args):
+                    return 0
+                raise
+    for i, item in enumerate(found):
+        if i:
+            print()
+        await _describe_one(args, res, item)
+    return 0
+
+
+async def _describe_one(args: argparse.Namespace, res: Any, item: dict[str, Any]) -> None:
+    """`describe` of one stored object: its metadata, spec and status; for a queue, its
+    usage against its limits; for a propagation policy, the workloads it claims."""
     meta = item.get("metadata", {})
     print(f"Name:        {meta.get('name')}")
     if meta.get("namespace"):
@@ -577,7 +620,41 @@ async def _describe(args: argparse.Namespace) -> int:
         async with _client().ApiClient(args.server, token=args.token) as api:
             placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
         print(workloads_view.claimed_by(placed["items"], planning.policy_id(policy)))
-    return 0
+
+
+async def _one(api: Any, res: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The one stored object `args.name` (and `-n`) address (`addressing`): NAME in -n NS
+    or `default`, NS/NAME in NS, a cluster-scoped NAME by itself. Several fitting (a
+    Binding of a Job and of a Deployment of one name) are refused with the kind of each,
+    never resolved by list order."""
+    from federation.cli import addressing
+
+    ns, name = addressing.namespaced_name(res, args.name, args.namespace)
+    path = f"namespaces/{ns}/{res.plural}" if ns else res.plural
+    listed = (await api.request("GET", path))["items"]
+    found = [i for i in listed if i.get("metadata", {}).get("name") == name]
+    if len(found) > 1:
+        kinds = ", ".join(sorted(str(i.get("kind")) for i in found))
+        raise errors.Invalid(f'{res.plural} "{ns}/{name}" names several objects: {kinds}')
+    if not found:
+        raise await _not_found(api, res, ns, name, args)
+    return dict(found[0])
+
+
+async def _not_found(
+    api: Any, res: Any, ns: str, name: str, args: argparse.Namespace
+) -> errors.NotFound:
+    """The error for `name` missing from `ns`, saying which other namespaces hold one,
+    when the token may list them."""
+    from federation.cli import addressing, client
+
+    if not ns:
+        return errors.NotFound(await _missing(args, res.plural))
+    others: list[str] = []
+    with contextlib.suppress(client.ApiError):
+        everywhere = (await api.request("GET", res.plural))["items"]
+        others = addressing.elsewhere(everywhere, name, ns)
+    return addressing.not_found(f'{res.plural} "{ns}/{name}"', others)
 
 
 async def _describe_implicit_queue(args: argparse.Namespace) -> bool:
@@ -663,33 +740,40 @@ async def _delete(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
-        if not (args.kind and args.name):
-            print("fedctl delete: give -f FILE or KIND NAME", file=sys.stderr)
+        if not args.kind or ("/" not in args.kind and not args.name):
+            print("fedctl delete: give -f FILE, KIND NAME or KIND/NAME", file=sys.stderr)
             return 2
+        dry = args.dry_run
         res = _resource(args)
-        ns, _, name = args.name.rpartition("/")
-        ns = ns or args.namespace or "default"
-        what = None
         if res.plural == "workloads" and args.workload_kind == "Namespace":
             path, label = _namespace_path(args.name)
-            what = f'namespaces "{name}"'
+            await _delete_at(api, path, f'namespaces "{args.name.rpartition("/")[2]}"', dry=dry)
         elif res.plural == "workloads":
             from federation.cli import workloads_view
 
             item = await _find_workload(api, args)
-            path, shown = _workload_path(item), workloads_view.address(item)
             label = f"{item['kind'].lower()}/{item['name']}"
-        elif res.namespaced:
-            path, shown = f"namespaces/{ns}/{res.plural}/{name}", f"{ns}/{name}"
-            label = f"{res.singular} {shown}"
-        elif "/" in args.name:
-            raise errors.Invalid(f"{res.plural} are cluster-scoped: give NAME, not NS/NAME")
+            what = f'workloads "{workloads_view.address(item)}"'
+            await _delete_at(api, _workload_path(item), what, dry=dry)
         else:
-            path, shown, label = f"{res.plural}/{name}", name, f"{res.singular} {name}"
-        what = what or f'{res.plural} "{shown}"'
-        await _delete_at(api, path, what, dry=args.dry_run)
-        print(f"{label} deleted{_DRY if args.dry_run else ''}")
+            label = await _delete_named(api, res, args)
+        print(f"{label} deleted{_DRY if dry else ''}")
     return 0
+
+
+async def _delete_named(api: Any, res: Any, args: argparse.Namespace) -> str:
+    """DELETE the stored object `args.name` addresses, as `_one` finds it for get and
+    describe; its label for the outcome."""
+    from federation.cli import addressing
+
+    ns, name = addressing.namespaced_name(res, args.name, args.namespace)
+    path = f"namespaces/{ns}/{res.plural}/{name}" if ns else f"{res.plural}/{name}"
+    shown = f"{ns}/{name}" if ns else name
+    try:
+        await _delete_at(api, path, f'{res.plural} "{shown}"', dry=args.dry_run)
+    except errors.NotFound:
+        raise await _not_found(api, res, ns, name, args) from None
+    return f"{res.singular} {shown}"
 
 
 def _namespace_path(name: str) -> tuple[str, str]:

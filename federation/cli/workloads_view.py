@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from federation import errors
-from federation.cli import render
+from federation.cli import addressing, render
 from federation.registry import keys
 from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total
 from policies.models.common import COMMON_KINDS
@@ -513,7 +513,13 @@ def pick(items: list[dict[str, Any]], *, name: str, namespace: str | None) -> di
     found = [i for i in items if i["name"] == parts[-1] and _fits(i, parts[:-1], scopes)]
     shown = f"{namespace}/{name}" if namespace and len(parts) == 1 else name
     if not found:
-        raise errors.NotFound(f'workloads "{shown}"')
+        # Where else the name is (a NAME without -n is looked for in `default` only).
+        others = {
+            i["namespace"]
+            for i in items
+            if i["name"] == parts[-1] and _fits(i, parts[-2:-1], {i["namespace"]})
+        }
+        raise addressing.not_found(f'workloads "{shown}"', sorted(others - scopes))
     if len(found) > 1:
         found.sort(key=lambda i: (i["kind"], i["namespace"]))
         kinds = ", ".join(i["kind"] for i in found)
@@ -582,10 +588,12 @@ def with_kind(name: str, kind: str) -> str:
 
 
 def of_kind(items: list[dict[str, Any]], kind: str | None) -> list[dict[str, Any]]:
-    """Status-view items (`Kind.group`) or templates (`Kind`) of `kind`; all for None."""
+    """Status-view items (`Kind.group`) or templates (`Kind` and `apiVersion`) of `kind`,
+    `Kind` (any group) or `Kind.group` (that group alone: `jobs.batch` is not Volcano's
+    Job); all for None."""
     if kind is None:
         return items
-    return [i for i in items if str(i.get("kind", "")).partition(".")[0] == kind]
+    return [i for i in items if kind in (_kind(i), _kind(i).partition(".")[0])]
 
 
 def address(item: dict[str, Any]) -> str:

@@ -342,3 +342,31 @@ async def test_the_default_queue_is_there_before_any_workload_runs_in_it(
         assert row[0] == "default" and row[4:6] == ["0", "0"] and row[-1] == "<implicit>"
         assert await fedctl(server, "describe", "queue", "default") == 0
         assert "Queue (implicit: no Queue object is stored)" in capsys.readouterr().out
+
+
+async def test_a_workloads_works_are_a_list_and_each_is_described(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A work has no name of its own: NAME is its workload's, and selects one work per
+    member. `-o json` gave one object for one work and a list for several, and `describe`
+    showed the first work only."""
+    await fleet_registry(registry)
+    works = codec.TypedStore(registry, codec.Codec(Work))
+    ref = keys.WorkloadRef("team", "Deployment.apps", "web")
+    stored = await works.get(keys.work_key("cpu-b", ref))
+    assert stored is not None
+    spec = stored.obj.spec.model_copy(update={"cluster": "gpu-a"})
+    await works.put(keys.work_key("gpu-a", ref), stored.obj.model_copy(update={"spec": spec}))
+    async with serving(api_app.build_app(registry)) as server:
+        assert await fedctl(server, "get", "works", "train", "-n", "team", "-o", "json") == 0
+        (one,) = json.loads(capsys.readouterr().out)  # a list, of one
+        assert one["spec"]["cluster"] == "cpu-b"
+        assert await fedctl(server, "get", "works", "web", "-n", "team", "-o", "json") == 0
+        assert sorted(w["spec"]["cluster"] for w in json.loads(capsys.readouterr().out)) == [
+            "cpu-b",
+            "gpu-a",
+        ]
+        assert await fedctl(server, "describe", "works", "team/web") == 0
+        described = capsys.readouterr().out
+        assert described.count("Name:        web") == 2
+        assert "cluster: cpu-b" in described and "cluster: gpu-a" in described
