@@ -86,8 +86,16 @@ def register(sub: Any) -> None:
         nargs="?",
         help=f"{_NAME_HELP}; for works and events, the workload they are about (all of them)",
     )
-    get.add_argument("-n", "--namespace", default=None)
-    get.add_argument("-A", "--all-namespaces", action="store_true")
+    get.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help="the namespace of a NAME (without -n: default) or of the list (without -n:"
+        " every namespace the token may read)",
+    )
+    get.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="list every namespace (no NAME)"
+    )
     get.add_argument("-o", "--output", choices=["table", "wide", "yaml", "json"], default="table")
     get.add_argument(
         "-l",
