@@ -12,12 +12,14 @@ every verb, kubectl's, so that the same words find the same object whatever the 
 - Works and events have no name of their own: their NAME is the workload they are about,
   and selects all of them (one per member, one per happening).
 
-Fed by `objects_cmd`'s parsed arguments; feeds it the resource, the workload kind and the
-(namespace, name) to look up, and the not-found error to raise.
+Fed by the parsed arguments of `objects_cmd` and `describing`; feeds them the resource,
+the workload kind, the one object a NAME addresses (read through the API), and the
+not-found error to raise.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from typing import Any
 
@@ -25,7 +27,23 @@ from federation import errors
 from federation.registry import objects
 from policies.models import kinds
 
-__all__ = ["ABOUT", "elsewhere", "kind_and_name", "namespaced_name", "not_found", "resource"]
+__all__ = [
+    "ABOUT",
+    "check_name",
+    "elsewhere",
+    "find_workload",
+    "kind_and_name",
+    "list_path",
+    "matches",
+    "missing",
+    "missing_from",
+    "namespaced_name",
+    "not_found",
+    "one",
+    "resolve",
+    "resource",
+    "workload_path",
+]
 
 ABOUT = frozenset({"works", "events"})
 """Resources whose NAME is the object they are about, selecting all of them."""
@@ -98,3 +116,109 @@ def not_found(what: str, others: list[str]) -> errors.NotFound:
     return errors.NotFound(
         f"{what}; there is one in namespace {', '.join(others)}: give -n NS or NS/NAME"
     )
+
+
+def list_path(res: Any, args: argparse.Namespace) -> str:
+    """The API path listing `res` in -n NS, or in every namespace."""
+    if res.namespaced and not args.all_namespaces and args.namespace:
+        return f"namespaces/{args.namespace}/{res.plural}"
+    return str(res.plural)
+
+
+def resolve(args: argparse.Namespace) -> Any:
+    """The resource `args.kind` names (`resource`), with KIND/NAME split into
+    `args.kind` and `args.name`; a workload kind as kubectl names it (`deploy`,
+    `jobs.batch`) is `workloads` of that kind, with `args.name` narrowed to it."""
+    from federation.cli import workloads_view
+
+    args.kind, args.name = kind_and_name(args.kind, args.name)
+    res, args.workload_kind = resource(args.kind)
+    if args.workload_kind and args.name:
+        args.name = workloads_view.with_kind(args.name, args.workload_kind)
+    return res
+
+
+def check_name(args: argparse.Namespace, res: Any) -> None:
+    """Refuse what cannot address one object: a NAME with -A or -l (kubectl refuses
+    both), or NS/NAME of a cluster-scoped resource."""
+    if not args.name or res.plural in ABOUT:
+        return
+    if getattr(args, "all_namespaces", False):
+        raise errors.Invalid("a NAME is looked for in one namespace: give -n NS or NS/NAME, not -A")
+    if getattr(args, "selector", None):
+        raise errors.Invalid("give a NAME or -l SELECTOR, not both")
+    if res.plural != "workloads":
+        namespaced_name(res, args.name, args.namespace)
+
+
+async def missing(args: argparse.Namespace, plural: str) -> str:
+    """What was not found; for a queue that workloads name but nobody defined, also how
+    many wait in it, since that is usually why someone asks for it."""
+    what = f'{plural} "{args.name}"'
+    if plural != "queues":
+        return what
+    from federation.cli import client, queues_view
+
+    with contextlib.suppress(errors.FedctlError):
+        async with client.ApiClient(args.server, token=args.token) as api:
+            status = await api.request("GET", queues_view.PATH)
+        for item in status["items"]:
+            if item["name"] == args.name and item["pending"]:
+                return (
+                    f"{what}: not defined, and {item['pending']} workload(s) wait in it;"
+                    " create the queue or correct their fedctl.io/queue"
+                )
+    return what
+
+
+def matches(item: dict[str, Any], name: str) -> bool:
+    """Whether a stored object is NAME, or NS/NAME (in NS)."""
+    meta = item.get("metadata", {})
+    ns, _, bare = name.rpartition("/")
+    return bool(meta.get("name") == bare and (not ns or meta.get("namespace") == ns))
+
+
+async def one(api: Any, res: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The one stored object `args.name` (and `-n`) address (`addressing`): NAME in -n NS
+    or `default`, NS/NAME in NS, a cluster-scoped NAME by itself. Several fitting (a
+    Binding of a Job and of a Deployment of one name) are refused with the kind of each,
+    never resolved by list order."""
+    ns, name = namespaced_name(res, args.name, args.namespace)
+    path = f"namespaces/{ns}/{res.plural}" if ns else res.plural
+    listed = (await api.request("GET", path))["items"]
+    found = [i for i in listed if i.get("metadata", {}).get("name") == name]
+    if len(found) > 1:
+        kinds = ", ".join(sorted(str(i.get("kind")) for i in found))
+        raise errors.Invalid(f'{res.plural} "{ns}/{name}" names several objects: {kinds}')
+    if not found:
+        raise await missing_from(api, res, ns, name, args)
+    return dict(found[0])
+
+
+async def missing_from(
+    api: Any, res: Any, ns: str, name: str, args: argparse.Namespace
+) -> errors.NotFound:
+    """The error for `name` missing from `ns`, saying which other namespaces hold one,
+    when the token may list them."""
+    from federation.cli import client
+
+    if not ns:
+        return errors.NotFound(await missing(args, res.plural))
+    others: list[str] = []
+    with contextlib.suppress(client.ApiError):
+        everywhere = (await api.request("GET", res.plural))["items"]
+        others = elsewhere(everywhere, name, ns)
+    return not_found(f'{res.plural} "{ns}/{name}"', others)
+
+
+async def find_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The status-view item of the one workload `args.name` (and `-n`) address."""
+    from federation.cli import workloads_view
+
+    listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+    return workloads_view.pick(listed["items"], name=args.name, namespace=args.namespace)
+
+
+def workload_path(item: dict[str, Any]) -> str:
+    """The API path of the template of a status-view workload item."""
+    return f"namespaces/{item['namespace']}/workloads/{item['kind']}/{item['name']}"

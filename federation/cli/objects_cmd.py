@@ -141,6 +141,13 @@ def _client() -> Any:
     return client
 
 
+async def _describe(args: argparse.Namespace) -> int:
+    """`describing.describe`, imported when `describe` runs, as the client is."""
+    from federation.cli import describing
+
+    return await describing.describe(args)
+
+
 def _to_compare(paths: list[str]) -> list[Any]:
     """Valid models from files, for `diff`; print every finding and refuse if any is an
     error."""
@@ -289,7 +296,7 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
     try:
         view = (await api.request("GET", queues_view.PATH))["items"]
         if budgets:
-            costs = await _queue_costs(api)
+            costs = await queues_view.costs(api)
             view = queues_view.costed(view, costs)
     except errors.FedctlError:
         return  # a token that may not read the view, or the API gone: the write stands
@@ -319,15 +326,6 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
                 f" {budget:.4f}: {queues_view.OVER_BUDGET}",
                 file=sys.stderr,
             )
-
-
-async def _queue_costs(api: Any) -> dict[str, Any]:
-    """What each queue's placed work costs an hour (the costs view by queue), for
-    `queues_view.costed`."""
-    from federation.cli import workloads_view
-
-    costs: dict[str, Any] = await api.request("GET", workloads_view.COSTS, params={"by": "queue"})
-    return costs
 
 
 def _path(res: Any, obj: Any) -> str:
@@ -393,45 +391,11 @@ async def _diff(args: argparse.Namespace) -> int:
     return 1 if changed else 0
 
 
-def _list_path(res: Any, args: argparse.Namespace) -> str:
-    if res.namespaced and not args.all_namespaces and args.namespace:
-        return f"namespaces/{args.namespace}/{res.plural}"
-    return str(res.plural)
-
-
-def _resource(args: argparse.Namespace) -> Any:
-    """The resource `args.kind` names (`addressing.resource`), with KIND/NAME split into
-    `args.kind` and `args.name`; a workload kind as kubectl names it (`deploy`,
-    `jobs.batch`) is `workloads` of that kind, with `args.name` narrowed to it."""
-    from federation.cli import addressing, workloads_view
-
-    args.kind, args.name = addressing.kind_and_name(args.kind, args.name)
-    res, args.workload_kind = addressing.resource(args.kind)
-    if args.workload_kind and args.name:
-        args.name = workloads_view.with_kind(args.name, args.workload_kind)
-    return res
-
-
-def _one_name(args: argparse.Namespace, res: Any) -> None:
-    """Refuse what cannot address one object: a NAME with -A or -l (kubectl refuses
-    both), or NS/NAME of a cluster-scoped resource."""
-    from federation.cli import addressing
-
-    if not args.name or res.plural in addressing.ABOUT:
-        return
-    if getattr(args, "all_namespaces", False):
-        raise errors.Invalid("a NAME is looked for in one namespace: give -n NS or NS/NAME, not -A")
-    if getattr(args, "selector", None):
-        raise errors.Invalid("give a NAME or -l SELECTOR, not both")
-    if res.plural != "workloads":
-        addressing.namespaced_name(res, args.name, args.namespace)
-
-
 async def _get(args: argparse.Namespace) -> int:
-    from federation.cli import labels
+    from federation.cli import addressing, labels
 
-    res = _resource(args)
-    _one_name(args, res)
+    res = addressing.resolve(args)
+    addressing.check_name(args, res)
     args.labels = labels.parse(args.selector) if args.selector else None
     if args.labels is not None and res.plural == "queues":
         raise errors.Invalid("-l selects by labels; the queue table has none to select by")
@@ -454,9 +418,9 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
     one = bool(args.name) and res.plural not in addressing.ABOUT
     async with _client().ApiClient(args.server, token=args.token) as api:
         if one:
-            items = [await _one(api, res, args)]
+            items = [await addressing.one(api, res, args)]
         else:
-            items = (await api.request("GET", _list_path(res, args)))["items"]
+            items = (await api.request("GET", addressing.list_path(res, args)))["items"]
     if args.labels is not None:
         from federation.cli import labels
 
@@ -466,7 +430,7 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
     if args.name and res.plural == "events":  # an event has no name: NAME is its object's
         items = [i for i in items if str(i.get("object", "")).rpartition("/")[2] == args.name]
     elif args.name and res.plural == "works":  # a workload's, one per member
-        items = [i for i in items if _matches(i, args.name)]
+        items = [i for i in items if addressing.matches(i, args.name)]
         if not items:
             raise errors.NotFound(f'{res.plural} "{args.name}"')
     if args.output in ("yaml", "json"):
@@ -507,7 +471,7 @@ async def _get_queues(args: argparse.Namespace) -> int:
         stored = (await api.request("GET", "queues"))["items"]
         costs = None
         if args.output in ("wide", "json", "yaml"):
-            costs = await _queue_costs(api)
+            costs = await queues_view.costs(api)
     items = queues_view.merge(status["items"], stored)
     if costs is not None:
         items = queues_view.costed(items, costs)
@@ -526,181 +490,22 @@ async def _get_queues(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _missing(args: argparse.Namespace, plural: str) -> str:
-    """What was not found; for a queue that workloads name but nobody defined, also how
-    many wait in it, since that is usually why someone asks for it."""
-    what = f'{plural} "{args.name}"'
-    if plural != "queues":
-        return what
-    from federation.cli import queues_view
-
-    with contextlib.suppress(errors.FedctlError):
-        async with _client().ApiClient(args.server, token=args.token) as api:
-            status = await api.request("GET", queues_view.PATH)
-        for item in status["items"]:
-            if item["name"] == args.name and item["pending"]:
-                return (
-                    f"{what}: not defined, and {item['pending']} workload(s) wait in it;"
-                    " create the queue or correct their fedctl.io/queue"
-                )
-    return what
-
-
-def _matches(item: dict[str, Any], name: str) -> bool:
-    meta = item.get("metadata", {})
-    ns, _, bare = name.rpartition("/")
-    return bool(meta.get("name") == bare and (not ns or meta.get("namespace") == ns))
-
-
-async def _describe(args: argparse.Namespace) -> int:
-    res = _resource(args)
-    if not args.name:
-        raise errors.Invalid("describe one object: give KIND NAME or KIND/NAME")
-    if res.plural == "workloads":
-        return await _describe_workload(args)
-    if res.plural == "clusters" and args.name:
-        # The member's view (readiness, capacity by chip, prices, taints, what runs there),
-        # as `fedctl cluster describe` gives it: a dump of its spec told less.
-        from federation.cli import cluster_cmd
-
-        return await cluster_cmd.describe(args)
-    from federation.cli import addressing
-
-    _one_name(args, res)
-    async with _client().ApiClient(args.server, token=args.token) as api:
-        if res.plural in addressing.ABOUT:  # a workload's works or events: all of them
-            listed = await api.request("GET", _list_path(res, args))
-            found = [i for i in listed["items"] if _matches(i, args.name)]
-            if not found:
-                raise errors.NotFound(f'{res.plural} "{args.name}"')
-        else:
-            try:
-                found = [await _one(api, res, args)]
-            except errors.NotFound:
-                if res.plural == "queues" and await _describe_implicit_queue(args):
-                    return 0
-                raise
-    for i, item in enumerate(found):
-        if i:
-            print()
-        await _describe_one(args, res, item)
-    return 0
-
-
-async def _describe_one(args: argparse.Namespace, res: Any, item: dict[str, Any]) -> None:
-    """`describe` of one stored object: its metadata, spec and status; for a queue, its
-    usage against its limits; for a propagation policy, the workloads it claims."""
-    meta = item.get("metadata", {})
-    print(f"Name:        {meta.get('name')}")
-    if meta.get("namespace"):
-        print(f"Namespace:   {meta.get('namespace')}")
-    print(f"Kind:        {item.get('kind')} ({item.get('apiVersion')})")
-    print(f"Revision:    {meta.get('resourceVersion')}")
-    for section in ("spec", "status"):
-        if item.get(section):
-            print(f"{section.capitalize()}:")
-            print("  " + render.dump(item[section], "yaml").replace("\n", "\n  "))
-    if res.plural == "queues":
-        from federation.cli import queues_view
-
-        async with _client().ApiClient(args.server, token=args.token) as api:
-            status = await api.request("GET", queues_view.PATH)
-            costs = await _queue_costs(api)
-        costed = queues_view.costed(status["items"], costs)
-        mine = [q for q in costed if q["name"] == meta.get("name")]
-        if mine:
-            # The limits as stored (shown above), not as the view last read them: it may
-            # be seconds behind a write.
-            limits = {
-                k: (item.get("spec") or {}).get(k)
-                for k in ("capability", "guarantee", "maxHourlyCost")
-            }
-            print(queues_view.usage({**mine[0], **limits}))
-    if res.plural in ("propagationpolicies", "clusterpropagationpolicies"):
-        from federation.cli import workloads_view
-        from federation.scheduler import plan as planning
-        from policies.models import kinds
-        from policies.models.rules import STORED
-
-        model = kinds.model_for(item["apiVersion"], item["kind"])
-        policy = model.model_validate(item, context=STORED)
-        assert isinstance(policy, planning.AnyPolicy)  # the plurals above are those kinds
-        async with _client().ApiClient(args.server, token=args.token) as api:
-            placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-        print(workloads_view.claimed_by(placed["items"], planning.policy_id(policy)))
-
-
-async def _one(api: Any, res: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The one stored object `args.name` (and `-n`) address (`addressing`): NAME in -n NS
-    or `default`, NS/NAME in NS, a cluster-scoped NAME by itself. Several fitting (a
-    Binding of a Job and of a Deployment of one name) are refused with the kind of each,
-    never resolved by list order."""
-    from federation.cli import addressing
-
-    ns, name = addressing.namespaced_name(res, args.name, args.namespace)
-    path = f"namespaces/{ns}/{res.plural}" if ns else res.plural
-    listed = (await api.request("GET", path))["items"]
-    found = [i for i in listed if i.get("metadata", {}).get("name") == name]
-    if len(found) > 1:
-        kinds = ", ".join(sorted(str(i.get("kind")) for i in found))
-        raise errors.Invalid(f'{res.plural} "{ns}/{name}" names several objects: {kinds}')
-    if not found:
-        raise await _not_found(api, res, ns, name, args)
-    return dict(found[0])
-
-
-async def _not_found(
-    api: Any, res: Any, ns: str, name: str, args: argparse.Namespace
-) -> errors.NotFound:
-    """The error for `name` missing from `ns`, saying which other namespaces hold one,
-    when the token may list them."""
-    from federation.cli import addressing, client
-
-    if not ns:
-        return errors.NotFound(await _missing(args, res.plural))
-    others: list[str] = []
-    with contextlib.suppress(client.ApiError):
-        everywhere = (await api.request("GET", res.plural))["items"]
-        others = addressing.elsewhere(everywhere, name, ns)
-    return addressing.not_found(f'{res.plural} "{ns}/{name}"', others)
-
-
-async def _describe_implicit_queue(args: argparse.Namespace) -> bool:
-    """The default queue works with no Queue object, so `get queues` lists it; describe
-    answers for it too: what it is, how to give it limits, and what it holds."""
-    from federation.cli import queues_view
-
-    async with _client().ApiClient(args.server, token=args.token) as api:
-        status = await api.request("GET", queues_view.PATH)
-    mine = [q for q in status["items"] if q["name"] == args.name and q.get("implicit")]
-    if not mine:
-        return False
-    print(f"Name:        {args.name}")
-    print("Kind:        Queue (implicit: no Queue object is stored)")
-    print(
-        "Spec:        weight 1, priority 0, no capability or guarantee; apply a Queue named"
-        f" {args.name} to set them"
-    )
-    print(queues_view.usage(mine[0]))
-    return True
-
-
 async def _get_workloads(args: argparse.Namespace) -> int:
     """The workload table, or for `-o json|yaml` the templates, each with the table's
     answer as its `status` (`workloads_view.status`)."""
-    from federation.cli import workloads_view
+    from federation.cli import addressing, workloads_view
 
     params = {"namespace": args.namespace} if args.namespace and not args.all_namespaces else {}
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.name:
-            items = [await _find_workload(api, args)]
+            items = [await addressing.find_workload(api, args)]
         else:
             path = f"{workloads_view.PREFIX}/workloads"
             items = (await api.request("GET", path, params=params))["items"]
             items = workloads_view.of_kind(items, args.workload_kind)
         templates = []
         if args.output in ("yaml", "json") and args.name:
-            templates = [await api.request("GET", _workload_path(items[0]))]
+            templates = [await api.request("GET", addressing.workload_path(items[0]))]
         elif args.output in ("yaml", "json") or args.labels is not None:
             path = f"namespaces/{params['namespace']}/workloads" if params else "workloads"
             templates = (await api.request("GET", path))["items"]
@@ -722,29 +527,9 @@ async def _get_workloads(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _find_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The status-view item of the one workload `args.name` (and `-n`) address."""
-    from federation.cli import workloads_view
-
-    listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-    return workloads_view.pick(listed["items"], name=args.name, namespace=args.namespace)
-
-
-def _workload_path(item: dict[str, Any]) -> str:
-    return f"namespaces/{item['namespace']}/workloads/{item['kind']}/{item['name']}"
-
-
-async def _describe_workload(args: argparse.Namespace) -> int:
-    from federation.cli import workloads_view
-
-    async with _client().ApiClient(args.server, token=args.token) as api:
-        item = await _find_workload(api, args)
-        doc = await api.request("GET", f"{workloads_view.PREFIX}/{_workload_path(item)}")
-    print(workloads_view.describe(doc))
-    return 0
-
-
 async def _delete(args: argparse.Namespace) -> int:
+    from federation.cli import addressing
+
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
@@ -752,17 +537,17 @@ async def _delete(args: argparse.Namespace) -> int:
             print("fedctl delete: give -f FILE, KIND NAME or KIND/NAME", file=sys.stderr)
             return 2
         dry = args.dry_run
-        res = _resource(args)
+        res = addressing.resolve(args)
         if res.plural == "workloads" and args.workload_kind == "Namespace":
             path, label = _namespace_path(args.name)
             await _delete_at(api, path, f'namespaces "{args.name.rpartition("/")[2]}"', dry=dry)
         elif res.plural == "workloads":
             from federation.cli import workloads_view
 
-            item = await _find_workload(api, args)
+            item = await addressing.find_workload(api, args)
             label = f"{item['kind'].lower()}/{item['name']}"
             what = f'workloads "{workloads_view.address(item)}"'
-            await _delete_at(api, _workload_path(item), what, dry=dry)
+            await _delete_at(api, addressing.workload_path(item), what, dry=dry)
         else:
             label = await _delete_named(api, res, args)
         print(f"{label} deleted{_DRY if dry else ''}")
@@ -780,7 +565,7 @@ async def _delete_named(api: Any, res: Any, args: argparse.Namespace) -> str:
     try:
         await _delete_at(api, path, f'{res.plural} "{shown}"', dry=args.dry_run)
     except errors.NotFound:
-        raise await _not_found(api, res, ns, name, args) from None
+        raise await addressing.missing_from(api, res, ns, name, args) from None
     return f"{res.singular} {shown}"
 
 

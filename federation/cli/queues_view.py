@@ -242,3 +242,12 @@ def usage(item: dict[str, Any]) -> str:
         body = render.table(["RESOURCE", "USED", "GUARANTEE", "CAPABILITY"], rows)
         lines.append("Usage:\n  " + body.replace("\n", "\n  "))
     return "\n".join(lines)
+
+
+async def costs(api: Any) -> dict[str, Any]:
+    """What each queue's placed work costs an hour (the costs view by queue), for
+    `costed`; `api` is a `client.ApiClient`."""
+    from federation.cli import workloads_view
+
+    answer: dict[str, Any] = await api.request("GET", workloads_view.COSTS, params={"by": "queue"})
+    return answer
