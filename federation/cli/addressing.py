@@ -179,8 +179,8 @@ def matches(item: dict[str, Any], name: str) -> bool:
 
 
 async def one(api: Any, res: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The one stored object `args.name` (and `-n`) address (`addressing`): NAME in -n NS
-    or `default`, NS/NAME in NS, a cluster-scoped NAME by itself. Several fitting (a
+    """The one stored object `args.name` (and `-n`) address, by the rule above: NAME in
+    -n NS or `default`, NS/NAME in NS, a cluster-scoped NAME by itself. Several fitting (a
     Binding of a Job and of a Deployment of one name) are refused with the kind of each,
     never resolved by list order."""
     ns, name = namespaced_name(res, args.name, args.namespace)
@@ -189,7 +189,8 @@ async def one(api: Any, res: Any, args: argparse.Namespace) -> dict[str, Any]:
     found = [i for i in listed if i.get("metadata", {}).get("name") == name]
     if len(found) > 1:
         kinds = ", ".join(sorted(str(i.get("kind")) for i in found))
-        raise errors.Invalid(f'{res.plural} "{ns}/{name}" names several objects: {kinds}')
+        shown = f"{ns}/{name}" if ns else name
+        raise errors.Invalid(f'{res.plural} "{shown}" names several objects: {kinds}')
     if not found:
         raise await missing_from(api, res, ns, name, args)
     return dict(found[0])
