@@ -332,7 +332,23 @@ class StatusWatches:
         owner = str(ref) if ours else (render.PLACEHOLDER if render.is_placeholder(obj) else None)
         slot = self._slot(cluster, api_version, kind, obj)
         before = self._owners.get(slot)
-        if before is not None and before != owner:
+        if (
+            ref is None
+            and isinstance(before, str)
+            and before != render.PLACEHOLDER
+            and render.is_ours(obj)
+            and (cluster, before) in self.seen
+        ):
+            # Our labels stand, the annotation naming the workload was taken off there
+            # (`kubectl annotate ... fedctl.io/workload-ref-`; a `rollout undo` in some
+            # members drops every annotation). Still our copy: the copy was no longer
+            # followed at all (edits stayed, its status froze), and an Abort policy
+            # refused to take back what it had made. A release takes off both.
+            owner = before
+            last = self.seen[(cluster, before)]
+            self.seen[(cluster, before)] = Seen(last.observed, stripped=True)
+            self._notify(workload_item(keys.WorkloadRef(*before.split("/", 2))))
+        elif before is not None and before != owner:
             self._drop(cluster, before)  # no longer our copy of that workload (released)
             if ref is not None and str(ref) == before and (cluster, before) in self.seen:
                 # Our labels were taken off there, the workload still named: the next

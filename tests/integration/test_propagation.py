@@ -700,6 +700,39 @@ async def test_a_copy_edited_in_its_member_is_restored_and_the_restore_is_told(
     assert (await labels())["team"] == "payments"
 
 
+async def test_a_copy_whose_workload_annotation_is_taken_off_is_still_followed(
+    fed: Federation,
+) -> None:
+    """`kubectl annotate deploy storefront fedctl.io/workload-ref-` in a member (as a
+    `rollout undo` there can do): the copy was no longer followed, so the annotation was
+    never put back, a later scale there never restored, and its status frozen."""
+    web = deployment("noted", 2)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (2, "amd64")})
+    fed.start()
+
+    async def copy() -> dict[str, Any]:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "noted")
+        return got or {}
+
+    async def healthy() -> bool:
+        status = await fed.status(web)
+        return status is not None and status.health == "Healthy" and status.ready_replicas == 2
+
+    await wait_for(healthy, timeout=20, message="ready with 2 replicas")
+    async with member_api(fed, "us-east-cpu") as api:
+        apps = kube_client.AppsV1Api(api)
+        await apps.patch_namespaced_deployment(
+            "noted", "web", {"metadata": {"annotations": {"fedctl.io/workload-ref": None}}}
+        )
+
+    async def annotated() -> bool:
+        notes = (await copy()).get("metadata", {}).get("annotations") or {}
+        return notes.get("fedctl.io/workload-ref") == str(ref_of(web))
+
+    await wait_for(annotated, timeout=10, message="the workload annotation put back")
+
+
 async def test_a_config_map_edited_in_its_member_is_restored(fed: Federation) -> None:
     """A ConfigMap has no generation to tell an edit by: its data entries are compared
     with what our apply left. A key added there stays; one of ours changed comes back."""
