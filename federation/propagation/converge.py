@@ -126,6 +126,12 @@ def _drifted(
     applied = previous.applied_generation
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"
+    if applied is not None and 0 < seen.generation < applied:
+        # A generation never goes back: the copy was deleted and created again there
+        # (`kubectl replace --force`), as the member's, with whatever spec it was given.
+        return (
+            f"its copy was created again there (generation {seen.generation}, applied as {applied})"
+        )
     if previous.applied_state is None or seen.marks is None:
         return ""
     now = _state(seen.marks, seen.spec, manifest)

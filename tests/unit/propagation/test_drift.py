@@ -44,6 +44,12 @@ def _baseline(**labels: str) -> str:
         pytest.param(_seen(team="payments"), _baseline(), "", id="a label added there"),
         pytest.param(_seen(3), _baseline(), "its copy was edited there", id="spec edited"),
         pytest.param(
+            _seen(1),
+            _baseline(),
+            "its copy was created again there",
+            id="kubectl replace --force: a generation that went back (was never restored)",
+        ),
+        pytest.param(
             _seen(app="other"), _baseline(), "labels, annotations or data", id="our label changed"
         ),
         pytest.param(
