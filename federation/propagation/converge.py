@@ -20,6 +20,12 @@ after a restart.
     each other copy a watch shows (no Work records it: a deposed leader's late apply):
                           delete it, if still ours
 
+Where the claiming policy suspends dispatching (`spec.suspension`), a wanted cluster's
+Work is rendered and recorded, marked `suspendDispatching`, but nothing is applied; a copy
+on a cluster no longer targeted stays with its Work, until the suspension is lifted and
+the next pass brings each up to date. A deleted template's copies still go: Karmada's
+execution controller deletes a deleted Work's copy before it looks at the suspension.
+
 Why a Namespace leaves a member last: deleting it there deletes every copy in it, and
 each of those whose template is still here would be applied again, a Job from the start.
 So its copy stays while a workload of the namespace has a Work on that member; once each
@@ -85,6 +91,18 @@ def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[
         for name, work in existing.items()
         if work.obj.spec.workload.uid is not None and work.obj.spec.workload.uid != uid
     }
+
+
+def _suspended(spec: Any, names: Iterable[str]) -> frozenset[str]:
+    """Those of `names` to which the claiming policy's `spec.suspension` suspends
+    dispatching: all of them (`dispatching: true`) or the ones it names."""
+    suspension = getattr(spec, "suspension", None)
+    if suspension is None:
+        return frozenset()
+    if suspension.dispatching:
+        return frozenset(names)
+    on = suspension.dispatching_on_clusters
+    return frozenset(names) & frozenset(on.cluster_names if on is not None else ())
 
 
 Marks = frozenset[tuple[str, str, str]]
@@ -277,6 +295,7 @@ class WorkloadSync:
         if workload is not None and stored is not None:
             wl_key = keys.workload_key(ref)
             spec = self._claiming_spec(workload, stored.obj)
+            suspended = _suspended(spec, {*targets, *existing})
             shared = {
                 "template": workload.to_wire(),
                 "policies": self._overrides(),
@@ -289,6 +308,7 @@ class WorkloadSync:
                 "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
                 "events": said,
                 "uid": workload.metadata.uid,
+                "suspended": suspended,
             }
             # A Namespace is not replaced but applied over: removing its copy would take
             # every copy in it along, and a Namespace, unlike a Job, can be updated.
@@ -312,6 +332,16 @@ class WorkloadSync:
                 old = existing.get(target.name)
                 if work is not None and (old is None or old.obj != work):
                     writes.append((target.name, old, work))
+            # A copy on a cluster that left the fleet (unjoined `--now`) is not frozen:
+            # nothing can be dispatched there again, and its Work must go.
+            frozen = {
+                name
+                for name in (set(existing) - set(targets) - evicting - replaced) & suspended
+                if self.clusters.get(keys.cluster_key(name)) is not None
+            }
+            writes += self._frozen(ref, sorted(frozen), existing)
+            evicting |= frozen
+            said += self._suspension_events(ref, writes)
         gone = sorted(set(existing) - set(targets) - evicting - replaced)
         delays += await self._leave(ref, gone, existing, said, deleted=workload is None)
         kept = set(existing) | set(targets) | evicting | replaced
@@ -338,6 +368,44 @@ class WorkloadSync:
             self.works.pop(str(ref), None)
         pending = [d for d in delays if d is not None]
         return min(pending) if pending else None
+
+    def _frozen(
+        self,
+        ref: keys.WorkloadRef,
+        names: Iterable[str],
+        existing: Mapping[str, codec.Stored[Work]],
+    ) -> list[works_mod.Write]:
+        """The Works of copies on clusters the placement left while dispatching there is
+        suspended: kept, as the copies are, and marked suspended (their status still
+        read), until the suspension is lifted and the next pass removes them."""
+        writes: list[works_mod.Write] = []
+        for name in names:
+            old = existing[name]
+            work = old.obj.model_copy(
+                update={
+                    "spec": old.obj.spec.model_copy(update={"suspend_dispatching": True}),
+                    "status": self._observed(ref, name, old.obj.spec.manifest, old.obj.status),
+                }
+            )
+            if work != old.obj:
+                writes.append((name, old, work))
+        return writes
+
+    def _suspension_events(
+        self, ref: keys.WorkloadRef, writes: Iterable[works_mod.Write]
+    ) -> list[Callable[[], Event]]:
+        """An event for each Work whose dispatching was suspended or resumed by this pass:
+        why a member's copy stopped following its template, and from when."""
+        said = []
+        for name, old, work in writes:
+            was = old is not None and old.obj.spec.suspend_dispatching
+            if work.spec.suspend_dispatching and not was:
+                why = f"dispatching to {name} suspended by its policy: its copy is left as it is"
+                said.append(self._event(ref, "DispatchingSuspended", why, cluster=name))
+            elif was and not work.spec.suspend_dispatching:
+                why = f"dispatching to {name} resumed"
+                said.append(self._event(ref, "DispatchingResumed", why, cluster=name))
+        return said
 
     async def _leave(
         self,
@@ -428,29 +496,28 @@ class WorkloadSync:
         if cluster is None or self.untouchable(target.name) is not None:
             return None, _RETRY * 5
         previous = old.obj.status if old else WorkStatus()
+        suspended = target.name in shared["suspended"]
+        delay = None
         try:
             manifest, digest = self._render(ref, target, cluster, shared)
         except errors.Invalid as exc:
             manifest = dict(old.obj.spec.manifest) if old else dict(shared["template"])
             status = previous.model_copy(update={"error": f"cannot render: {exc}"})
-            return works_mod.new_work(
-                ref=ref,
-                cluster=target.name,
-                old=old,
-                manifest=manifest,
-                revision=shared["revision"],
-                status=status,
-                uid=shared["uid"],
-                preserve=shared["preserve"],
-            ), None
-        status, delay = await self._apply_if_needed(
-            ref=ref,
-            cluster=cluster,
-            manifest=manifest,
-            digest=digest,
-            previous=previous,
-            shared=shared,
-        )
+        else:
+            if suspended:
+                # Karmada's suspended Work: the manifest is kept for when the suspension
+                # is lifted; the member's copy is left as it is, its status still read.
+                self.watches.ensure(cluster.name, str(manifest["apiVersion"]), manifest["kind"])
+                status = self._observed(ref, cluster.name, manifest, previous)
+            else:
+                status, delay = await self._apply_if_needed(
+                    ref=ref,
+                    cluster=cluster,
+                    manifest=manifest,
+                    digest=digest,
+                    previous=previous,
+                    shared=shared,
+                )
         return works_mod.new_work(
             ref=ref,
             cluster=target.name,
@@ -460,6 +527,7 @@ class WorkloadSync:
             status=status,
             uid=shared["uid"],
             preserve=shared["preserve"],
+            suspended=suspended,
         ), delay
 
     async def _apply_if_needed(
@@ -531,7 +599,13 @@ class WorkloadSync:
                     }
                 )
                 delay = _RETRY if outcome.retryable else _RETRY * 5
-        seen = self.watches.seen.get((cluster.name, str(ref)))
+        return self._observed(ref, cluster.name, manifest, status), delay
+
+    def _observed(
+        self, ref: keys.WorkloadRef, cluster: str, manifest: Mapping[str, Any], status: WorkStatus
+    ) -> WorkStatus:
+        """`status` with what the member's watch last showed of the copy in `cluster`."""
+        seen = self.watches.seen.get((cluster, str(ref)))
         if seen is not None and not seen.gone:
             update: dict[str, Any] = {
                 "observed": seen.observed,
@@ -544,7 +618,7 @@ class WorkloadSync:
             if status.applied and status.applied_state is None and seen.marks is not None:
                 update["applied_state"] = _state(seen.marks, seen.spec, manifest)
             status = status.model_copy(update=update)
-        return status, delay
+        return status
 
     def _event(
         self,

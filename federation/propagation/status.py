@@ -502,6 +502,7 @@ def aggregate(
             applied=work.status.applied,
             error=work.status.error,
             leaving=placed is not None and cluster not in placed,
+            suspended=work.spec.suspend_dispatching,
             **observed.model_dump(),
         )
         if cluster in unready and row.phase not in FINISHED_PHASES:

@@ -53,6 +53,7 @@ def _spec(
     uid: str | None,
     *,
     preserve: bool,
+    suspended: bool,
 ) -> WorkSpec:
     return WorkSpec(
         cluster=target,
@@ -66,6 +67,7 @@ def _spec(
         binding_revision=revision,
         manifest=manifest,
         preserve_on_deletion=preserve,
+        suspend_dispatching=suspended,
     )
 
 
@@ -79,10 +81,12 @@ def new_work(
     status: WorkStatus,
     uid: str | None,
     preserve: bool = False,
+    suspended: bool = False,
 ) -> Work:
     """The Work for one cluster; an unchanged condition keeps its transition time. `uid`:
     the template object's, so a copy of an object deleted and created again under its
-    name is told apart (`WorkloadSync.sync` removes it before applying the new one)."""
+    name is told apart (`WorkloadSync.sync` removes it before applying the new one).
+    `suspended`: its policy suspends dispatching there, so nothing is applied."""
     if old is not None and old.obj.status.conditions and status.conditions:
         same = old.obj.status.conditions[0].model_copy(
             update={"last_transition_time": status.conditions[0].last_transition_time}
@@ -91,7 +95,7 @@ def new_work(
             status = status.model_copy(update={"conditions": old.obj.status.conditions})
     return Work(
         metadata=ObjectMeta(name=ref.name, namespace=ref.namespace),
-        spec=_spec(ref, cluster, manifest, revision, uid, preserve=preserve),
+        spec=_spec(ref, cluster, manifest, revision, uid, preserve=preserve, suspended=suspended),
         status=status,
     )
 

@@ -383,7 +383,9 @@ class PropagationSpec(FrozenModel):
         default=None, description="Lazy: policy changes apply when a template next changes."
     )
     suspension: Suspension | None = Field(
-        default=None, description="Pause dispatching to all or some clusters."
+        default=None,
+        description="Pause dispatching to all or some clusters: their copies are left as"
+        " they are (not created, updated or removed) until it is lifted.",
     )
     preserve_resources_on_deletion: bool | None = Field(
         default=None,

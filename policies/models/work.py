@@ -76,6 +76,13 @@ class WorkSpec(FrozenModel):
         description="Keep the member copy, released from fedctl, when the template is"
         " deleted: the claiming policy's preserveResourcesOnDeletion.",
     )
+    suspend_dispatching: bool = Field(
+        default=False,
+        description="The claiming policy suspends dispatching to this cluster"
+        " (`spec.suspension`): the member's copy is left as it is (not created, updated,"
+        " restored or removed) until the suspension is lifted; the manifest is what it"
+        " will be given then.",
+    )
 
 
 class WorkStatus(FrozenModel):
@@ -135,6 +142,11 @@ class ClusterWorkloadStatus(Observed):
         default=False,
         description="The member is not Ready, so its last report may no longer hold:"
         " health Unknown and nothing counted ready or running until it reports again.",
+    )
+    suspended: bool = Field(
+        default=False,
+        description="Dispatching to this member is suspended by the claiming policy: its"
+        " copy (if any) is left as it is, so it may run an older manifest.",
     )
 
     @property
