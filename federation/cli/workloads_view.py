@@ -50,6 +50,8 @@ COSTS = f"{PREFIX}/costs"
 WORK_HEADERS = ["NAMESPACE", "NAME", "KIND", "CLUSTER", "APPLIED", "HEALTH", "READY", "AGE"]
 
 
+SUSPENDED = "dispatching suspended"
+"""What a Work or a member's share shows while its policy suspends dispatching there."""
 _STILL_RUNNING = re.compile(r" \(still running on [^()]*\)$")
 """The suffix a waiting Binding's reason names its kept copies with; the cell shows them."""
 _FEDERATION_ONLY = "- (no propagation policy selects it: kept in the federation only)"
@@ -61,9 +63,12 @@ def _per_cluster(status: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def _readiness(row: dict[str, Any] | None) -> str:
     """One member's share as a cell. A member that is not Ready (`stale`) shows `?` for
-    its ready count: its last report is no evidence that anything still runs there."""
+    its ready count: its last report is no evidence that anything still runs there. One
+    its policy suspends dispatching to says so: its copy does not follow the template."""
     if row is None:
         return "-"
+    if row.get("suspended"):
+        return f"{_readiness({**row, 'suspended': False})} ({SUSPENDED})"
     if row.get("error") and not row.get("applied"):
         return "error"
     if row.get("stale"):
@@ -369,7 +374,7 @@ def _works(works: list[dict[str, Any]], rows_now: dict[str, dict[str, Any]]) -> 
         rows.append(
             [
                 work["spec"]["cluster"],
-                "yes" if st.get("applied") else "no",
+                _applied(work),
                 "Unknown" if now.get("stale") else seen.get("health", "Unknown"),
                 _readiness(now) if now.get("stale") else _ready(seen),
                 work["spec"].get("bindingRevision"),
@@ -389,6 +394,15 @@ def _message(st: dict[str, Any], seen: dict[str, Any]) -> str:
     if seen.get("health") in ("Healthy", "Completed"):
         return ""
     return str(seen.get("message") or "")
+
+
+def _applied(work: dict[str, Any]) -> str:
+    """Whether the member took the Work's manifest, and whether dispatching to it is
+    suspended (the copy there, if any, is left as it is: it may be an older one)."""
+    applied = "yes" if (work.get("status") or {}).get("applied") else "no"
+    if (work.get("spec") or {}).get("suspendDispatching"):
+        return f"{applied} ({SUSPENDED})"
+    return applied
 
 
 def _ready(seen: dict[str, Any]) -> str:
@@ -423,7 +437,7 @@ def works_table(works: list[dict[str, Any]], *, now: dt.datetime, wide: bool) ->
             meta.get("name", ""),
             _kind(target),
             spec.get("cluster", ""),
-            "yes" if st.get("applied") else "no",
+            _applied(work),
             seen.get("health", "Unknown"),
             _ready(seen),
             render.age(since, now=now),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -329,3 +330,44 @@ def test_describe_reads_a_copy_on_a_member_not_ready_as_unknown() -> None:
     text = workloads_view.describe({**doc(BINDING), "works": works, "status": status})
     (row,) = [r for r in text.split("Works:")[1].splitlines() if r.strip().startswith("a ")]
     assert row.split()[2:4] == ["Unknown", "?/2"]
+
+
+def test_a_suspended_work_says_dispatching_is_suspended_in_describe_and_get() -> None:
+    """A policy's `suspension` leaves a member's copy as it is: the copy may run an older
+    manifest, or none at all, and a user reading `describe` or `get workloads` must see
+    why it does not follow the template."""
+    ref = keys.WorkloadRef("ml", "Job.batch", "t")
+    suspended = works_mod.new_work(
+        ref=ref,
+        cluster="us-a100",
+        old=None,
+        manifest={"apiVersion": "batch/v1", "kind": "Job"},
+        revision=7,
+        status=WorkStatus(),
+        uid=None,
+        suspended=True,
+    )
+    story = doc(BINDING)
+    story["works"] = [suspended.model_dump(mode="json", by_alias=True, exclude_none=True)]
+    works = workloads_view.describe(story).split("Works:")[1].split("Events:")[0]
+    (row,) = [line for line in works.splitlines() if line.strip().startswith("us-a100")]
+    assert "dispatching suspended" in row
+    assert "dispatching suspended" in workloads_view.works_table(
+        story["works"], now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), wide=False
+    )
+    status = status_mod.aggregate(
+        ref,
+        WorkloadReference(api_version="batch/v1", kind="Job", namespace="ml", name="t"),
+        [suspended],
+        binding_revision=7,
+        placed={"us-a100"},
+    )
+    assert status.clusters[0].suspended
+    item = {
+        "namespace": "ml",
+        "name": "t",
+        "kind": "Job.batch",
+        "binding": BINDING.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "status": status.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    assert workloads_view.placement_cell(item) == "us-a100 0/0 (dispatching suspended)"
