@@ -36,6 +36,7 @@ from federation.propagation import (
     quota_sync,
     render,
 )
+from federation.propagation import deps as deps_mod
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
@@ -86,8 +87,9 @@ class Propagator:
         )
         self.applier = Applier(self.members, failed=failed)
         obj_codec = objects.ObjectCodec()
+        self.deps = deps_mod.Index()
         self.workloads = informer.Informer[KubeObject](
-            codec.TypedStore(store, obj_codec), keys.prefix("workloads"), on_change=self._keyed
+            codec.TypedStore(store, obj_codec), keys.prefix("workloads"), on_change=self._template
         )
         self.bindings = informer.Informer[Binding](
             codec.TypedStore(store, codec.Codec(Binding)),
@@ -129,6 +131,7 @@ class Propagator:
             recorder=events.Recorder(store, clock=clock),
             guards=self.guards,
             cluster_statuses=self.cluster_statuses,
+            deps=self.deps,
         )
         self.quotas = quota_sync.QuotaSync(
             policies=self.policies,
@@ -158,7 +161,22 @@ class Propagator:
             self.queue.add(item)
 
     def _keyed(self, key: str, old: object, new: object) -> None:
-        self.queue.add(status_mod.workload_item(keys.parse_workload_key(key)))
+        """A Binding changed: its workload, and the dependencies that follow it."""
+        ref = keys.parse_workload_key(key)
+        self.queue.add(status_mod.workload_item(ref))
+        self._dependencies(ref)
+
+    def _template(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        """A template changed: it, what it references now or did before, and the
+        workloads referencing it (whether it exists is in their status)."""
+        ref = keys.parse_workload_key(key)
+        self.queue.add(status_mod.workload_item(ref))
+        for other in self.deps.update(ref, new) | self.deps.needing(ref):
+            self.queue.add(status_mod.workload_item(other))
+
+    def _dependencies(self, ref: keys.WorkloadRef) -> None:
+        for dep in self.deps.of(ref):
+            self.queue.add(status_mod.workload_item(dep))
 
     def _all_workloads(self) -> None:
         refs = {keys.parse_workload_key(k) for k in self.bindings.items}
@@ -237,6 +255,8 @@ class Propagator:
     async def _start(self) -> None:
         for mirror in self._mirrors():
             await mirror.load()
+        for key, template in self.workloads.items.items():
+            self.deps.update(keys.parse_workload_key(key), template.obj)
         works = await self.sync.works_store.list(keys.prefix("works"))
         for item in works.items:
             ref = keys.parse_workload_key(item.key)
@@ -349,7 +369,11 @@ class Propagator:
             ns, _, name = rest.partition("/")
             return await self.quotas.sync(ns, name)
         ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{rest}")
+        before = set(self.sync.works.get(rest, ()))
         delay = await self.sync.sync(ref)
+        if set(self.sync.works.get(rest, ())) != before:
+            # Its dependencies go where its copies are, and leave once they have.
+            self._dependencies(ref)
         if ref.namespace in self.sync.holding:
             # Its Namespace waits on copies like this one's to leave first (`converge`).
             namespace = objects.namespace_workload(ref.namespace)

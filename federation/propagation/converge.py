@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from federation import errors
+from federation.propagation import deps as deps_mod
 from federation.propagation import informer, overrides, render
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
@@ -198,8 +199,11 @@ class WorkloadSync:
         recorder: events.Recorder | None = None,
         guards: works_mod.Guards = works_mod.unfenced,
         cluster_statuses: informer.Informer[ClusterStatus] | None = None,
+        deps: deps_mod.Index | None = None,
     ) -> None:
+        """`deps`: which templates reference which dependencies (None: none followed)."""
         self.workloads, self.bindings = workloads, bindings
+        self.deps = deps
         self.cluster_statuses = cluster_statuses
         self.policies, self.clusters = policies, clusters
         self.records = works_mod.WorkRecords(works, statuses, guards=guards)
@@ -246,7 +250,50 @@ class WorkloadSync:
     def wanted(
         self, ref: keys.WorkloadRef
     ) -> tuple[Workload | None, codec.Stored[Binding] | None, dict[str, TargetCluster], set[str]]:
-        """The template, its Binding, the targets by cluster and the clusters being evicted."""
+        """The template, its Binding, the targets by cluster and the clusters being evicted.
+
+        A dependency of workloads whose policy sets `propagateDeps` is also wanted where
+        they run (`needed_on`), with or without a Binding of its own: Karmada's attached
+        binding, whose clusters are its own placement's and its needers' together."""
+        workload, stored, targets, evicting = self._placed(ref)
+        needed = self.needed_on(ref)
+        template = self.workloads.get(keys.workload_key(ref))
+        if not needed or not isinstance(template, Workload):
+            return workload, stored, targets, evicting
+        for name in needed:
+            targets.setdefault(name, TargetCluster(name=name, replicas=0))
+        return template, stored, targets, evicting - set(targets)
+
+    def needed_on(self, ref: keys.WorkloadRef) -> dict[str, set[keys.WorkloadRef]]:
+        """cluster → the workloads that need `ref` there (none: not a dependency)."""
+        if self.deps is None:
+            return {}
+        return deps_mod.clusters_needing(ref, index=self.deps, carrying=self._carrying)
+
+    def _carrying(self, ref: keys.WorkloadRef) -> set[str]:
+        """The clusters `ref` takes its dependencies to: where it is placed, being left
+        or still has a copy, when its claiming policy sets `propagateDeps`."""
+        workload, stored, targets, evicting = self._placed(ref)
+        if workload is None or stored is None:
+            return set()
+        if not getattr(self._claiming_spec(workload, stored.obj), "propagate_deps", False):
+            return set()
+        return {*targets, *evicting, *self.works.get(str(ref), {})}
+
+    def _missing(self, ref: keys.WorkloadRef, spec: Any) -> list[str]:
+        """The dependencies `ref`'s policy would propagate that the federation lacks."""
+        if self.deps is None or not getattr(spec, "propagate_deps", False):
+            return []
+        return sorted(
+            str(dep)
+            for dep in self.deps.of(ref)
+            if self.workloads.get(keys.workload_key(dep)) is None
+        )
+
+    def _placed(
+        self, ref: keys.WorkloadRef
+    ) -> tuple[Workload | None, codec.Stored[Binding] | None, dict[str, TargetCluster], set[str]]:
+        """`wanted` by the workload's own Binding alone."""
         workload = self.workloads.get(keys.workload_key(ref))
         stored = self.bindings.items.get(keys.binding_key(ref))
         if not isinstance(workload, Workload) or stored is None:
@@ -292,9 +339,12 @@ class WorkloadSync:
         writes: list[tuple[str, codec.Stored[Work] | None, Work]] = []
         said: list[Callable[[], Event]] = []
         replaced: set[str] = set()
-        if workload is not None and stored is not None:
+        spec: Any = None
+        if workload is not None:
+            # Without a Binding of its own, a dependency wanted only by its needers.
             wl_key = keys.workload_key(ref)
-            spec = self._claiming_spec(workload, stored.obj)
+            spec = None if stored is None else self._claiming_spec(workload, stored.obj)
+            revision = 0 if stored is None else stored.revision
             suspended = _suspended(spec, {*targets, *existing})
             shared = {
                 "template": workload.to_wire(),
@@ -302,10 +352,10 @@ class WorkloadSync:
                 "profiles": self._profiles(),
                 "overwrite": getattr(spec, "conflict_resolution", "Abort") == "Overwrite",
                 "preserve": bool(getattr(spec, "preserve_resources_on_deletion", False)),
-                "total": sum(t.replicas for t in stored.obj.spec.clusters),
-                "before": _ahead(stored.obj.spec.clusters),
-                "revision": stored.revision,
-                "signature": (self.workloads.items[wl_key].revision, stored.revision, self.epoch),
+                "total": sum(t.replicas for t in targets.values()),
+                "before": _ahead(list(targets.values())),
+                "revision": revision,
+                "signature": (self.workloads.items[wl_key].revision, revision, self.epoch),
                 "events": said,
                 "uid": workload.metadata.uid,
                 "suspended": suspended,
@@ -360,9 +410,17 @@ class WorkloadSync:
             workload,
             stored,
             writes,
-            placed=None if stored is None else set(targets),
+            placed=None if stored is None and workload is None else set(targets),
             unready=self._unready([*existing, *(cluster for cluster, _, _ in writes)]),
         )
+        if status is not None and workload is not None:
+            needers = {str(r) for names in self.needed_on(ref).values() for r in names}
+            status = status.model_copy(
+                update={
+                    "required_by": sorted(needers),
+                    "missing_dependencies": self._missing(ref, spec),
+                }
+            )
         await self.records.commit(ref, writes, status, extra)
         if not self.works.get(str(ref)):
             self.works.pop(str(ref), None)

@@ -355,7 +355,10 @@ class PropagationSpec(FrozenModel):
     )
     association: bool = Field(default=False, description="Deprecated: use propagateDeps.")
     propagate_deps: bool = Field(
-        default=False, description="Also propagate the ConfigMaps, Secrets… it references."
+        default=False,
+        description="Also send the ConfigMaps, Secrets, PersistentVolumeClaims and"
+        " ServiceAccounts its pods reference (those the federation holds) to the clusters"
+        " it runs on, and take them off with it.",
     )
     placement: Placement = Field(
         default_factory=Placement, description="Where the templates go and how replicas split."

@@ -175,6 +175,16 @@ class WorkloadStatus(FrozenModel):
     failed: int = 0
     binding_revision: int = 0
     clusters: list[ClusterWorkloadStatus] = Field(default_factory=list)
+    required_by: list[str] = Field(
+        default_factory=list,
+        description="The workloads (ns/Kind.group/name) whose policy propagates this object"
+        " as a dependency (propagateDeps): it goes to the clusters they run on.",
+    )
+    missing_dependencies: list[str] = Field(
+        default_factory=list,
+        description="Objects the pod template references (ns/Kind/name) that the federation"
+        " does not hold, so propagateDeps cannot send them: each member must have its own.",
+    )
 
 
 class ClusterQuota(FrozenModel):
