@@ -80,11 +80,16 @@ def _readiness(row: dict[str, Any] | None) -> str:
 
 
 def placement_cell(item: dict[str, Any]) -> str:
-    """`cluster ready/replicas` for each target, then the copies being left (a graceful
-    eviction keeps them until the new placement is ready: shown apart, as READY leaves them
-    out), or why the workload is not placed."""
+    """`cluster ready/replicas` for each target, then the copies its needers' policies
+    send elsewhere (propagateDeps), then the copies being left (a graceful eviction keeps
+    them until the new placement is ready: shown apart, as READY leaves them out), or why
+    the workload is not placed."""
     binding = item.get("binding")
     rows = _per_cluster(item.get("status"))
+    needers = _needers(item.get("status"))
+    if not binding and needers:
+        copies = ", ".join(f"{name} {_readiness(row)}" for name, row in rows.items())
+        return f"{copies or 'on no cluster yet'} ({needers})"
     if not binding and item.get("federationOnly"):
         return _FEDERATION_ONLY
     if not binding or not binding["spec"].get("clusters"):
@@ -96,9 +101,17 @@ def placement_cell(item: dict[str, Any]) -> str:
         reason = ((binding or {}).get("status") or {}).get("reason") or "not scheduled yet"
         return f"Pending: {reason}"
     cells = []
+    targets = {target["name"] for target in binding["spec"]["clusters"]}
     for target in binding["spec"]["clusters"]:
         cells.append(f"{target['name']} {_readiness(rows.get(target['name']))}")
     placed = ", ".join(cells)
+    extra = [
+        f"{name} {_readiness(row)}"
+        for name, row in rows.items()
+        if name not in targets and not row.get("leaving")
+    ]
+    if extra:
+        placed += f"; {needers}: " + ", ".join(extra)
     leaving = [f"{name} {_readiness(row)}" for name, row in rows.items() if row.get("leaving")]
     if leaving:
         placed += "; leaving " + ", ".join(leaving)
@@ -108,6 +121,13 @@ def placement_cell(item: dict[str, Any]) -> str:
     # Copies kept while it waits to be placed again: shown as running, and as waiting.
     reason = _STILL_RUNNING.sub("", status.get("reason") or "") or "not placed again yet"
     return f"{placed}; Pending: {reason}"
+
+
+def _needers(status: dict[str, Any] | None) -> str:
+    """`a dependency of W, ...` for an object that policies with `propagateDeps` send
+    where their workloads run, or "" for one no such workload needs."""
+    needers = (status or {}).get("requiredBy") or []
+    return f"a dependency of {', '.join(needers)}" if needers else ""
 
 
 def claimed_by(items: list[dict[str, Any]], wanted: str) -> str:
@@ -268,15 +288,23 @@ def describe(doc: dict[str, Any]) -> str:
         )
     spec = binding.get("spec") or {}
     state = binding.get("status") or {}
+    needers = _needers(status)
     if not binding:
         why = _FEDERATION_ONLY[2:] if doc.get("federationOnly") else "(not scheduled yet)"
-        lines.append(f"Binding:     none {why}")
+        lines.append(f"Binding:     none {f'({needers})' if needers else why}")
     else:
         lines.append(
             f"Binding:     {state.get('phase', 'none')} (revision {doc.get('bindingRevision')})"
             + (f": {state['reason']}" if state.get("reason") else "")
         )
         lines.append(f"Policy:      {_claimant(binding)}")
+        if needers:
+            lines.append(f"Needed by:   {needers.removeprefix('a dependency of ')}")
+    for missing in status.get("missingDependencies") or ():
+        lines.append(
+            f"Missing:     {missing} (not in the federation, so propagateDeps cannot send"
+            " it: each member must have its own)"
+        )
     lines.append(
         _section(
             "Placement",
@@ -482,7 +510,7 @@ def status(item: dict[str, Any]) -> dict[str, Any]:
         "readyReplicas": own.get("readyReplicas"),
         "queue": spec.get("queue"),
         "scheduling": {"phase": verdict.get("phase"), "reason": verdict.get("reason") or None},
-        "federationOnly": bool(item.get("federationOnly")),
+        "federationOnly": bool(item.get("federationOnly")) and not _needers(own),
         "clusters": clusters,
     }
 

@@ -371,3 +371,40 @@ def test_a_suspended_work_says_dispatching_is_suspended_in_describe_and_get() ->
         "status": status.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
     assert workloads_view.placement_cell(item) == "us-a100 0/0 (dispatching suspended)"
+
+
+def test_a_dependency_shows_where_it_went_and_for_whom_and_missing_ones_are_named() -> None:
+    """`propagateDeps`: a ConfigMap no policy selects still runs where its workload does,
+    which `get workloads` must not call "kept in the federation only"; and a workload
+    whose referenced ConfigMap the federation lacks says so, since its pods will not
+    start on a member that lacks it too."""
+    needer = "web/Deployment.apps/depsapp"
+    dependency = {
+        "namespace": "web",
+        "name": "appcfg",
+        "kind": "ConfigMap",
+        "binding": None,
+        "federationOnly": True,
+        "status": {
+            "health": "Healthy",
+            "clusters": [{"cluster": "us-east-cpu", "applied": True, "health": "Healthy"}],
+            "requiredBy": [needer],
+        },
+    }
+    assert workloads_view.placement_cell(dependency) == (
+        f"us-east-cpu 0/0 (a dependency of {needer})"
+    )
+    assert workloads_view.status(dependency)["federationOnly"] is False
+    story = {
+        "workload": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "appcfg"}},
+        "binding": None,
+        "status": dependency["status"],
+        "bindingRevision": None,
+        "federationOnly": True,
+    }
+    assert f"Binding:     none (a dependency of {needer})" in workloads_view.describe(story)
+
+    needing = doc(BINDING)
+    needing["status"] = {"health": "Healthy", "missingDependencies": ["ml/ConfigMap/absent"]}
+    text = workloads_view.describe(needing)
+    assert "Missing:     ml/ConfigMap/absent (not in the federation" in text
