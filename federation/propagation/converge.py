@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from federation import errors
 from federation.propagation import deps as deps_mod
-from federation.propagation import informer, overrides, render
+from federation.propagation import informer, overrides, render, suspension
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
@@ -92,18 +92,6 @@ def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[
         for name, work in existing.items()
         if work.obj.spec.workload.uid is not None and work.obj.spec.workload.uid != uid
     }
-
-
-def _suspended(spec: Any, names: Iterable[str]) -> frozenset[str]:
-    """Those of `names` to which the claiming policy's `spec.suspension` suspends
-    dispatching: all of them (`dispatching: true`) or the ones it names."""
-    suspension = getattr(spec, "suspension", None)
-    if suspension is None:
-        return frozenset()
-    if suspension.dispatching:
-        return frozenset(names)
-    on = suspension.dispatching_on_clusters
-    return frozenset(names) & frozenset(on.cluster_names if on is not None else ())
 
 
 Marks = frozenset[tuple[str, str, str]]
@@ -345,7 +333,7 @@ class WorkloadSync:
             wl_key = keys.workload_key(ref)
             spec = None if stored is None else self._claiming_spec(workload, stored.obj)
             revision = 0 if stored is None else stored.revision
-            suspended = _suspended(spec, {*targets, *existing})
+            suspended = suspension.clusters(spec, {*targets, *existing})
             shared = {
                 "template": workload.to_wire(),
                 "policies": self._overrides(),
@@ -391,7 +379,10 @@ class WorkloadSync:
             }
             writes += self._frozen(ref, sorted(frozen), existing)
             evicting |= frozen
-            said += self._suspension_events(ref, writes)
+            said += [
+                self._event(ref, reason, why, cluster=name)
+                for name, reason, why in suspension.changes(writes)
+            ]
         gone = sorted(set(existing) - set(targets) - evicting - replaced)
         delays += await self._leave(ref, gone, existing, said, deleted=workload is None)
         kept = set(existing) | set(targets) | evicting | replaced
@@ -434,36 +425,16 @@ class WorkloadSync:
         existing: Mapping[str, codec.Stored[Work]],
     ) -> list[works_mod.Write]:
         """The Works of copies on clusters the placement left while dispatching there is
-        suspended: kept, as the copies are, and marked suspended (their status still
-        read), until the suspension is lifted and the next pass removes them."""
+        suspended: kept, as the copies are (their status still read), until the
+        suspension is lifted and the next pass removes them."""
         writes: list[works_mod.Write] = []
         for name in names:
             old = existing[name]
-            work = old.obj.model_copy(
-                update={
-                    "spec": old.obj.spec.model_copy(update={"suspend_dispatching": True}),
-                    "status": self._observed(ref, name, old.obj.spec.manifest, old.obj.status),
-                }
-            )
+            status = self._observed(ref, name, old.obj.spec.manifest, old.obj.status)
+            work = suspension.frozen(old.obj, status)
             if work != old.obj:
                 writes.append((name, old, work))
         return writes
-
-    def _suspension_events(
-        self, ref: keys.WorkloadRef, writes: Iterable[works_mod.Write]
-    ) -> list[Callable[[], Event]]:
-        """An event for each Work whose dispatching was suspended or resumed by this pass:
-        why a member's copy stopped following its template, and from when."""
-        said = []
-        for name, old, work in writes:
-            was = old is not None and old.obj.spec.suspend_dispatching
-            if work.spec.suspend_dispatching and not was:
-                why = f"dispatching to {name} suspended by its policy: its copy is left as it is"
-                said.append(self._event(ref, "DispatchingSuspended", why, cluster=name))
-            elif was and not work.spec.suspend_dispatching:
-                why = f"dispatching to {name} resumed"
-                said.append(self._event(ref, "DispatchingResumed", why, cluster=name))
-        return said
 
     async def _leave(
         self,
