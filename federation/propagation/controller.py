@@ -167,11 +167,14 @@ class Propagator:
         self._dependencies(ref)
 
     def _template(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
-        """A template changed: it, what it references now or did before, and the
-        workloads referencing it (whether it exists is in their status)."""
+        """A template changed: it, and what it references now or did before; created or
+        deleted, the workloads referencing it too (their status says whether it exists)."""
         ref = keys.parse_workload_key(key)
         self.queue.add(status_mod.workload_item(ref))
-        for other in self.deps.update(ref, new) | self.deps.needing(ref):
+        others = self.deps.update(ref, new)
+        if old is None or new is None:
+            others |= self.deps.needing(ref)
+        for other in others:
             self.queue.add(status_mod.workload_item(other))
 
     def _dependencies(self, ref: keys.WorkloadRef) -> None:

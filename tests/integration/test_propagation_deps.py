@@ -128,11 +128,22 @@ async def test_dependencies_follow_the_workload_and_leave_with_it(fed: Federatio
         lambda: placed("ConfigMap", "shared", {WEST, SOUTH}), timeout=15, message="shared moved"
     )
 
+    # The missing one applied later: sent where the workload runs, and no longer missing.
+    await fed.put(config("ConfigMap", "absent"))
+    await wait_for(lambda: placed("ConfigMap", "absent", {WEST}), timeout=15, message="absent")
+
+    async def complete() -> bool:
+        status = await fed.status(app)
+        return status is not None and status.missing_dependencies == []
+
+    await wait_for(complete, timeout=10, message="nothing missing")
+
     # The workload deleted: nothing needs its dependencies any more.
     await fed.delete(app)
     await fed.unbind(app)
     await wait_for(lambda: placed("ConfigMap", "appcfg", set()), timeout=15, message="gone")
     await wait_for(lambda: placed("Secret", "creds", set()), timeout=15, message="creds gone")
+    await wait_for(lambda: placed("ConfigMap", "absent", set()), timeout=15, message="absent gone")
     await wait_for(
         lambda: placed("ConfigMap", "shared", {SOUTH}), timeout=15, message="shared kept"
     )
