@@ -268,6 +268,40 @@ class WorkloadSync:
             return set()
         return {*targets, *evicting, *self.works.get(str(ref), {})}
 
+    def _conflict_and_preserve(
+        self, ref: keys.WorkloadRef, spec: Any, *, own: bool
+    ) -> tuple[bool, bool]:
+        """`conflictResolution: Overwrite` and `preserveResourcesOnDeletion` for `ref`'s
+        copies: its claiming policy's, or (`own` False: a dependency without a Binding
+        of its own) its needers' policies', as Karmada's attached binding copies them
+        from the binding that needs it (any needer's Overwrite or preservation holds)."""
+        specs = [spec]
+        if not own:
+            specs = [self._needer_spec(needer) for needer in self._needers(ref)]
+        return (
+            any(getattr(s, "conflict_resolution", "Abort") == "Overwrite" for s in specs),
+            any(bool(getattr(s, "preserve_resources_on_deletion", False)) for s in specs),
+        )
+
+    def _needers(self, ref: keys.WorkloadRef) -> set[keys.WorkloadRef]:
+        return {needer for names in self.needed_on(ref).values() for needer in names}
+
+    def _needer_spec(self, ref: keys.WorkloadRef) -> Any:
+        workload = self.workloads.get(keys.workload_key(ref))
+        stored = self.bindings.items.get(keys.binding_key(ref))
+        if not isinstance(workload, Workload) or stored is None:
+            return None
+        return self._claiming_spec(workload, stored.obj)
+
+    def _with_dependencies(
+        self, ref: keys.WorkloadRef, status: WorkloadStatus, spec: Any
+    ) -> WorkloadStatus:
+        """`status` naming the workloads `ref` is a dependency of and the dependencies
+        its policy would propagate that the federation lacks."""
+        needers = sorted(str(needer) for needer in self._needers(ref))
+        missing = self._missing(ref, spec)
+        return status.model_copy(update={"required_by": needers, "missing_dependencies": missing})
+
     def _missing(self, ref: keys.WorkloadRef, spec: Any) -> list[str]:
         """The dependencies `ref`'s policy would propagate that the federation lacks."""
         if self.deps is None or not getattr(spec, "propagate_deps", False):
@@ -334,12 +368,13 @@ class WorkloadSync:
             spec = None if stored is None else self._claiming_spec(workload, stored.obj)
             revision = 0 if stored is None else stored.revision
             suspended = suspension.clusters(spec, {*targets, *existing})
+            overwrite, preserve = self._conflict_and_preserve(ref, spec, own=stored is not None)
             shared = {
                 "template": workload.to_wire(),
                 "policies": self._overrides(),
                 "profiles": self._profiles(),
-                "overwrite": getattr(spec, "conflict_resolution", "Abort") == "Overwrite",
-                "preserve": bool(getattr(spec, "preserve_resources_on_deletion", False)),
+                "overwrite": overwrite,
+                "preserve": preserve,
                 "total": sum(t.replicas for t in targets.values()),
                 "before": _ahead(list(targets.values())),
                 "revision": revision,
@@ -405,13 +440,7 @@ class WorkloadSync:
             unready=self._unready([*existing, *(cluster for cluster, _, _ in writes)]),
         )
         if status is not None and workload is not None:
-            needers = {str(r) for names in self.needed_on(ref).values() for r in names}
-            status = status.model_copy(
-                update={
-                    "required_by": sorted(needers),
-                    "missing_dependencies": self._missing(ref, spec),
-                }
-            )
+            status = self._with_dependencies(ref, status, spec)
         await self.records.commit(ref, writes, status, extra)
         if not self.works.get(str(ref)):
             self.works.pop(str(ref), None)

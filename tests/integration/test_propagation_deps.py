@@ -172,3 +172,34 @@ async def test_without_propagate_deps_a_reference_sends_nothing(fed: Federation)
     status = await fed.status(plain)
     assert status is None or status.missing_dependencies == []
     assert await where(fed, "ConfigMap", "appcfg") == {EAST}
+
+
+async def test_a_dependency_takes_its_needers_conflict_resolution(fed: Federation) -> None:
+    """Karmada's attached binding copies the needer's `conflictResolution`: a policy that
+    adopts its workload's existing copies (`Overwrite`, a migration) adopts the
+    ConfigMap its pods read too, instead of leaving it refused."""
+    conn = await fed.conn(EAST)
+    await conn.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web"}})
+    await conn.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "appcfg", "namespace": "web"},
+            "data": {"MODE": "legacy"},
+        }
+    )
+    app = needing("depsapp")
+    await fed.put(config("ConfigMap", "appcfg"))
+    await fed.put(app)
+    adopting = policy("depsapp", "Deployment", deps=True)
+    spec = adopting.spec.model_copy(update={"conflict_resolution": "Overwrite"})
+    await fed.put(adopting.model_copy(update={"spec": spec}))
+    await fed.bind(app, {EAST: (1, None)})
+    fed.start()
+
+    async def adopted() -> bool:
+        got = await fed.member_object(EAST, "v1", "ConfigMap", "web", "appcfg")
+        labels = (got or {}).get("metadata", {}).get("labels") or {}
+        return labels.get("fedctl.io/managed-by") == "fedctl" and got["data"]["MODE"] == "prod"  # type: ignore[index]
+
+    await wait_for(adopted, timeout=15, message="the needer's Overwrite adopts the ConfigMap")
