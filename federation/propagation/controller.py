@@ -174,6 +174,8 @@ class Propagator:
         others = self.deps.update(ref, new)
         if old is None or new is None:
             others |= self.deps.needing(ref)
+        if new is None:
+            self.sync.template_gone(ref)
         for other in others:
             self.queue.add(status_mod.workload_item(other))
 

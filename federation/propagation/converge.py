@@ -208,6 +208,10 @@ class WorkloadSync:
         """Namespaces whose Namespace keeps a copy on a member only for the copies of
         workloads in it still there (`_occupied`): looked at again after each of theirs."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
+        self._newer_policies: dict[str, codec.Stored[KubeObject]] = {}
+        """Policies read from the registry ahead of their mirror (`_claiming_spec_now`)."""
+        self._policy_read_at: dict[str, int] = {}
+        """Template key → its revision for which the claiming policy was last read."""
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -226,14 +230,51 @@ class WorkloadSync:
             p.metadata.name: p for p in self._policy_objects() if isinstance(p, AcceleratorProfile)
         }
 
-    def _claiming_spec(self, workload: Workload, binding: Binding) -> Any:
-        """The spec of the PropagationPolicy that claims `workload` (None: none does)."""
+    def _claiming_policy(self, workload: Workload, binding: Binding) -> KubeObject | None:
+        """The PropagationPolicy that claims `workload` (None: none does)."""
         if self.claim is None:
             return None
         candidates = [p for p in self._policy_objects() if p.kind.endswith("PropagationPolicy")]
         recorded = binding.metadata.annotations.get(CLAIMED_BY)
         policy = self.claim(workload, candidates, recorded=recorded)
-        return getattr(policy, "spec", None)
+        return policy if isinstance(policy, KubeObject) else None
+
+    def template_gone(self, ref: keys.WorkloadRef) -> None:
+        """`ref`'s template was deleted: forget when its policy was last read for it."""
+        self._policy_read_at.pop(keys.workload_key(ref), None)
+
+    def _claiming_spec(self, workload: Workload, binding: Binding) -> Any:
+        """The spec of the PropagationPolicy that claims `workload` (None: none does)."""
+        return getattr(self._claiming_policy(workload, binding), "spec", None)
+
+    async def _claiming_spec_now(
+        self, workload: Workload, stored: codec.Stored[Binding] | None, wl_key: str
+    ) -> Any:
+        """`_claiming_spec`, sure to be no older than the template it is applied with.
+
+        Why: templates and policies are mirrored by separate watches, so a template
+        change and a policy edit written together (`fedctl apply -f` of both, such as a
+        suspension meant to hold that very change back) can reach this pass in either
+        order. So once per template revision newer than the mirrored policy, the policy
+        is read from the registry; a newer one read so is used until the mirror has it.
+        """
+        policy = None if stored is None else self._claiming_policy(workload, stored.obj)
+        if policy is None:
+            return None
+        key = objects.key_for(policy)
+        mirrored = self.policies.items.get(key)
+        newer = self._newer_policies.get(key)
+        if newer is not None and (mirrored is None or mirrored.revision >= newer.revision):
+            self._newer_policies.pop(key, None)
+            newer = None
+        template = self.workloads.items[wl_key].revision
+        stale = mirrored is not None and mirrored.revision < template and newer is None
+        if stale and self._policy_read_at.get(wl_key) != template:
+            self._policy_read_at[wl_key] = template
+            fresh = await self.policies.typed.get(key)
+            if fresh is not None and mirrored is not None and fresh.revision > mirrored.revision:
+                self._newer_policies[key] = newer = fresh
+        return getattr(newer.obj if newer is not None else policy, "spec", None)
 
     def wanted(
         self, ref: keys.WorkloadRef
@@ -365,7 +406,7 @@ class WorkloadSync:
         if workload is not None:
             # Without a Binding of its own, a dependency wanted only by its needers.
             wl_key = keys.workload_key(ref)
-            spec = None if stored is None else self._claiming_spec(workload, stored.obj)
+            spec = await self._claiming_spec_now(workload, stored, wl_key)
             revision = 0 if stored is None else stored.revision
             suspended = suspension.clusters(spec, {*targets, *existing})
             overwrite, preserve = self._conflict_and_preserve(ref, spec, own=stored is not None)

@@ -9,13 +9,14 @@ whatever the suspension. Every suspended Work says so, and so does the workload 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from federation.registry import embedded, keys
+from federation.registry import embedded, keys, objects
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -164,3 +165,41 @@ async def test_a_new_workload_under_a_suspended_policy_reaches_no_member_until_l
         return await images(fed, "held") == {EAST: image("1"), WEST: None}
 
     await wait_for(created, timeout=15, message="created once lifted")
+
+
+async def test_a_suspension_applied_with_the_change_holds_it_back_however_late_it_is_read(
+    fed: Federation,
+) -> None:
+    """`fedctl apply -f` of a suspended policy and the template change it should hold
+    back writes both at once, but the controller watches policies and templates apart:
+    the template's event can come first. Here the policy watch is stopped outright, so
+    the pass sees the change long before its mirror of the policy would."""
+    web = tagged(deployment("rollout", 2), "1")
+    await fed.put(policy("rollout"))
+    await fed.put(web)
+    await fed.bind(web, {EAST: (1, None), WEST: (1, None)})
+    propagator = fed.start()
+
+    async def shows(expected: dict[str, str | None]) -> bool:
+        return await images(fed, "rollout") == expected
+
+    await wait_for(
+        lambda: shows({EAST: image("1"), WEST: image("1")}), timeout=15, message="both copies"
+    )
+    watch = next(
+        t
+        for t in asyncio.all_tasks()
+        if t.get_name() == f"propagator-watch-{propagator.policies.prefix}"
+    )
+    watch.cancel()
+    suspended, changed = policy("rollout", {"dispatching": True}), tagged(web, "2")
+    await fed.store.commit(
+        [
+            fed.objects.put_op(objects.key_for(suspended), suspended),
+            fed.objects.put_op(objects.key_for(changed), changed),
+        ]
+    )
+    await wait_for(
+        lambda: _rows(fed, web, {EAST: True, WEST: True}), timeout=10, message="all suspended"
+    )
+    assert await images(fed, "rollout") == {EAST: image("1"), WEST: image("1")}
