@@ -6,14 +6,24 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
 
     1. copy the template without server-set metadata and status
     2. give it the cluster's share of replicas (the kind's interpreter)
-    3. translate it for the chip chosen there (AcceleratorProfile): device resource name
-       in requests and limits, node selector, image rewrite, and the arch node selector
+    3. translate it for the chip chosen there (AcceleratorProfile): in each pod template
+       that requests a device, the device resource name in requests and limits, the node
+       selector and arch, and the image rewrite; a plain-arch chip pins every template to
+       its arch; a template asking for no device is kept off every accelerator's nodes
+       (pinning.py)
     4. apply override rules in Karmada's order (overrides.py) — the user has the last word
     5. give a device request with no limit its limit, equal to the request
     6. fold a Secret's `stringData` into its `data`, as the API server does on write
     7. label it as ours: managed-by, workload (not the Binding's revision: a label that
        changed with every Binding write re-applied each copy to every member, its share
        unchanged; the Work records the revision instead)
+
+Why per template: a Volcano Job or PyTorchJob mixes a CPU-only launcher or master with
+device workers, and only the workers need the chip. Pinned to the device nodes without
+the workers' toleration, a launcher never starts; given the chip's image, it asks for a
+tag that does not exist. A member's untainted L4 or Ascend node would also take a
+CPU-only pod that the scheduler counted on a CPU node, and the room a device job was
+placed by is gone.
 
 Why the chip comes before overrides: a profile says what a chip needs in general
 (`huawei.com/Ascend910`, the CANN image); an OverridePolicy is the user's explicit word for
@@ -34,12 +44,12 @@ import base64
 import copy
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.propagation import interpreter, overrides
+from federation.propagation import interpreter, overrides, pinning
 from federation.registry import keys
-from federation.resources import normalise_name
+from federation.resources import QuantityError, normalise_name, parse_quantity
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.binding import TargetCluster
 from policies.models.cluster import Cluster
@@ -164,20 +174,70 @@ def _rename_devices(resources: dict[str, Any], *, devices: set[str], target: str
                 section[target] = section.pop(name)
 
 
+def _uses_device(container: Mapping[str, Any], devices: set[str]) -> bool:
+    """Whether a container asks for any of `devices` (requests or limits, not zero). An
+    amount that does not parse counts as asked: the member refuses it either way."""
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return False
+    for field in ("requests", "limits"):
+        section = resources.get(field)
+        if not isinstance(section, dict):
+            continue
+        for name, amount in section.items():
+            if normalise_name(str(name)) not in devices:
+                continue
+            try:
+                if parse_quantity(amount) != 0:
+                    return True
+            except (QuantityError, TypeError):
+                return True
+    return False
+
+
+def _device_containers(pod: Mapping[str, Any], devices: set[str]) -> list[dict[str, Any]]:
+    return [
+        c
+        for field in ("containers", "initContainers")
+        for c in pod.get(field) or ()
+        if isinstance(c, dict) and _uses_device(c, devices)
+    ]
+
+
 def _translate(
-    obj: dict[str, Any], profile: AcceleratorProfile, *, device_resources: Iterable[str]
+    obj: dict[str, Any],
+    profile: AcceleratorProfile | None,
+    *,
+    profiles: Mapping[str, AcceleratorProfile],
 ) -> None:
-    target = profile.spec.resource_name
-    devices = {normalise_name(n) for n in device_resources}
-    for container in overrides.containers(obj):
-        resources = container.get("resources")
-        if target is not None and isinstance(resources, dict):
-            _rename_devices(resources, devices=devices, target=target)
-        if profile.spec.image is not None and isinstance(container.get("image"), str):
-            container["image"] = profile.spec.image.apply(container["image"])
-    wanted = {ARCH_LABEL: profile.spec.arch, **profile.spec.node_selector}
+    """Translate each pod template for the chip, as far as it uses the chip.
+
+    An accelerator profile is for the templates that request a device (a Volcano worker
+    task, not its launcher): they get the resource name, the node selector and the
+    image. A plain-arch profile pins every template to its arch. A
+    template that requests no device is kept off every accelerator's nodes
+    (`pinning.keep_off_accelerators`), as the scheduler counted it on a CPU flavor: untainted
+    GPU or NPU nodes would otherwise take it and the room a device job was placed by.
+    """
+    devices = {
+        normalise_name(p.spec.resource_name) for p in profiles.values() if p.spec.resource_name
+    }
+    accelerator = profile is not None and profile.is_accelerator
     for pod in overrides.pod_specs(obj):
+        users = _device_containers(pod, devices)
+        if not users:
+            pinning.keep_off_accelerators(pod, profiles=profiles.values())
+        if profile is None or (accelerator and not users):
+            continue
+        wanted = {ARCH_LABEL: profile.spec.arch, **profile.spec.node_selector}
         pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **wanted}
+        target = profile.spec.resource_name
+        for container in overrides.containers({"kind": "Pod", "spec": pod}):
+            resources = container.get("resources")
+            if target is not None and isinstance(resources, dict):
+                _rename_devices(resources, devices=devices, target=target)
+            if profile.spec.image is not None and isinstance(container.get("image"), str):
+                container["image"] = profile.spec.image.apply(container["image"])
 
 
 def _is_extended(name: str) -> bool:
@@ -241,9 +301,7 @@ def render(
     if plugin.replicas(obj) is not None:
         obj = plugin.with_replicas(obj, replicas=target.replicas, total=total, before=before)
     profile = profiles.get(target.chip) if target.chip else None
-    if profile is not None:
-        devices = {p.spec.resource_name for p in profiles.values() if p.spec.resource_name}
-        _translate(obj, profile, device_resources=devices)
+    _translate(obj, profile, profiles=profiles)
     for policy in overrides.ordered(policies, template):
         for rule in policy.spec.effective_rules():
             if overrides.affinity_matches(rule.target_cluster, cluster):

@@ -146,7 +146,9 @@ class AcceleratorProfileSpec(FrozenModel):
     )
     node_selector: dict[str, str] = Field(
         default_factory=dict,
-        description="Node labels added to the pod's nodeSelector so it lands on this chip.",
+        description="Node labels added to the nodeSelector of each pod template that"
+        " requests the device (every template, for a plain arch), so it lands on this chip."
+        " An accelerator's labels also keep the pods that request no device off its nodes.",
     )
     image: ImageRewrite | None = Field(
         default=None, description="Image changes for this chip (registry, tag or whole image)."

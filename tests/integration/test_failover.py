@@ -28,6 +28,7 @@ from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     MEMBER,
     NAMES,
+    STAND_IN_PROFILE,
     Federation,
     deployment,
     ref_of,
@@ -54,7 +55,9 @@ VICTIM = MEMBERS[0]
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    async with started_federation(own_etcd.url, tmp_path) as federation:
+    async with started_federation(
+        own_etcd.url, tmp_path, fleet_profile=STAND_IN_PROFILE
+    ) as federation:
         yield federation
 
 

@@ -41,6 +41,7 @@ from tests.integration.test_failover import (
 from tests.integration.test_propagation_support import (
     MEMBER,
     NAMES,
+    STAND_IN_PROFILE,
     Federation,
     deployment,
     ref_of,
@@ -57,7 +58,9 @@ RUNNING = ("Healthy", "Completed")
 
 @pytest.fixture
 async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
-    async with started_federation(own_etcd.url, tmp_path) as federation:
+    async with started_federation(
+        own_etcd.url, tmp_path, fleet_profile=STAND_IN_PROFILE
+    ) as federation:
         for extra in NAMES[len(MEMBERS) :]:  # four members in the federation
             await federation.objects.delete(keys.cluster_key(extra))
         yield federation

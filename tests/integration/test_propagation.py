@@ -235,7 +235,10 @@ async def test_training_job_gets_the_device_and_image_of_the_chip_it_lands_on(
     )
 
 
-def _report(uid: str) -> Workload:
+def _report(uid: str, *, gpus: int = 0) -> Workload:
+    """A short Job; with `gpus`, one an accelerator-only member can run (a pod that asks
+    for no device is kept off accelerator nodes)."""
+    devices = {"nvidia.com/gpu": str(gpus)} if gpus else {}
     return Workload.model_validate(
         {
             "apiVersion": "batch/v1",
@@ -250,7 +253,7 @@ def _report(uid: str) -> Workload:
                             {
                                 "name": "c",
                                 "image": "busybox",
-                                "resources": {"requests": {"cpu": "100m"}},
+                                "resources": {"requests": {"cpu": "100m", **devices}},
                             }
                         ],
                     },
@@ -868,7 +871,7 @@ async def test_a_member_that_loses_every_namespace_gets_back_what_it_runs_not_wh
     """A member rebuilt, or wiped by a clean-up gone wrong: every namespace fedctl uses
     there is deleted with what it held. The service comes back, and so does the quota; the
     Job that had finished there does not run again, and stays Succeeded."""
-    web, job, frq = deployment("survivor", 2), _report("wiped"), frq_for_test()
+    web, job, frq = deployment("survivor", 2), _report("wiped", gpus=1), frq_for_test()
     for obj in (web, job, frq):
         await fed.put(obj)
     for workload in (web, job):

@@ -37,58 +37,74 @@ def _pool(name: str, arch: str, count: int = 2, **extra: Any) -> dict[str, Any]:
     return {"name": name, "count": count, "arch": arch, "cpu": "16", "memory": "64Gi", **extra}
 
 
-PROFILE = profile.parse(
-    {
-        "clusters": [
-            {"name": "us-east-cpu", "region": "us-east", "nodePools": [_pool("m7i", "amd64")]},
-            {"name": "eu-west-arm", "region": "eu-west", "nodePools": [_pool("c7g", "arm64")]},
-            {
-                "name": "ap-southeast-cpu",
-                "region": "ap-southeast",
-                "nodePools": [_pool("m7i", "amd64")],
-            },
-            {
-                "name": "us-east-a100",
-                "region": "us-east",
-                "nodePools": [
-                    _pool(
-                        "a100",
-                        "amd64",
-                        cpu="96",
-                        memory="1152Gi",
-                        accelerators=[
-                            {
-                                "model": "nvidia-a100-80gb",
-                                "resourceName": "nvidia.com/gpu",
-                                "countPerNode": 8,
-                                "product": "NVIDIA-A100-SXM4-80GB",
-                            }
-                        ],
-                    )
-                ],
-            },
-            {
-                "name": "cn-north-ascend",
-                "region": "cn-north",
-                "nodePools": [
-                    _pool(
-                        "ascend",
-                        "arm64",
-                        cpu="192",
-                        memory="1536Gi",
-                        accelerators=[
-                            {
-                                "model": "ascend-910b",
-                                "resourceName": "huawei.com/Ascend910",
-                                "countPerNode": 8,
-                            }
-                        ],
-                    )
-                ],
-            },
-        ]
+def _fleet(*, system_pools: bool) -> profile.Profile:
+    system = {
+        arch: [_pool("system", arch, count=1, cpu="8", memory="32Gi")] if system_pools else []
+        for arch in ("amd64", "arm64")
     }
-)
+    return profile.parse(
+        {
+            "clusters": [
+                {"name": "us-east-cpu", "region": "us-east", "nodePools": [_pool("m7i", "amd64")]},
+                {"name": "eu-west-arm", "region": "eu-west", "nodePools": [_pool("c7g", "arm64")]},
+                {
+                    "name": "ap-southeast-cpu",
+                    "region": "ap-southeast",
+                    "nodePools": [_pool("m7i", "amd64")],
+                },
+                {
+                    "name": "us-east-a100",
+                    "region": "us-east",
+                    "nodePools": [
+                        *system["amd64"],
+                        _pool(
+                            "a100",
+                            "amd64",
+                            cpu="96",
+                            memory="1152Gi",
+                            accelerators=[
+                                {
+                                    "model": "nvidia-a100-80gb",
+                                    "resourceName": "nvidia.com/gpu",
+                                    "countPerNode": 8,
+                                    "product": "NVIDIA-A100-SXM4-80GB",
+                                }
+                            ],
+                        ),
+                    ],
+                },
+                {
+                    "name": "cn-north-ascend",
+                    "region": "cn-north",
+                    "nodePools": [
+                        *system["arm64"],
+                        _pool(
+                            "ascend",
+                            "arm64",
+                            cpu="192",
+                            memory="1536Gi",
+                            accelerators=[
+                                {
+                                    "model": "ascend-910b",
+                                    "resourceName": "huawei.com/Ascend910",
+                                    "countPerNode": 8,
+                                }
+                            ],
+                        ),
+                    ],
+                },
+            ]
+        }
+    )
+
+
+PROFILE = _fleet(system_pools=False)
+"""Accelerator clusters with accelerator nodes only: CPU-only work has no room there."""
+STAND_IN_PROFILE = _fleet(system_pools=True)
+"""The same fleet, its accelerator clusters also with the small CPU pool the demo's have,
+for tests whose stand-in scheduler binds CPU-only work by hand to any member: a pod that
+asks for no device is kept off accelerator nodes, so it runs on that pool."""
+
 NAMES = [c.name for c in PROFILE.clusters]
 MEMBER = MemberSettings(
     request_timeout=2.0,
@@ -278,11 +294,13 @@ def frq_for_test() -> FederatedResourceQuota:
 
 
 @contextlib.asynccontextmanager
-async def started_federation(etcd_url: str, tmp_path: Path) -> AsyncIterator[Federation]:
+async def started_federation(
+    etcd_url: str, tmp_path: Path, *, fleet_profile: profile.Profile = PROFILE
+) -> AsyncIterator[Federation]:
     """The demo-shaped fleet on a fast clock, its clusters joined, on the given etcd."""
     from tests.conftest import etcd_settings
 
-    fleet = SimFleet(PROFILE, speed=50)
+    fleet = SimFleet(fleet_profile, speed=50)
     kubeconfig = tmp_path / "fleet.kubeconfig"
     await fleet.start(kubeconfig_path=kubeconfig)
     store = EtcdStore(etcd_settings(etcd_url))

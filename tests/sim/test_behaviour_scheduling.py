@@ -181,6 +181,38 @@ async def test_cordoned_node_takes_no_new_pods() -> None:
         assert placed == {"c-cpu-1"}
 
 
+async def test_a_pod_kept_off_accelerators_skips_untainted_l4_nodes_or_waits() -> None:
+    """Required node affinity `NotIn` (what fedctl gives a pod that asks for no device)
+    passes nodes without the label and refuses the accelerator's, as kube-scheduler does:
+    the CPU pods fill the CPU node, then wait rather than take the free L4 nodes."""
+    prof = cluster_profile(
+        "l4",
+        pool("l4", count=2, cpu="48", memory="192Gi", gpus=4, model="nvidia-l4"),
+        pool("cpu", count=1, cpu="4", memory="16Gi"),
+    )
+    away = {"key": "fedctl.io/accelerator", "operator": "NotIn", "values": ["nvidia-l4"]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [away]}]
+            }
+        }
+    }
+    async with ManualCluster(prof) as sim:
+        for i in range(3):
+            body = pod_body(f"p{i}", container(requests={"cpu": "2"}), affinity=affinity)
+            sim.store.create(POD, body)
+        await sim.advance(3)
+        pods = [sim.get(POD, f"p{i}") for i in range(3)]
+        assert sorted(p["spec"].get("nodeName", "-") for p in pods) == ["-", "l4-cpu-0", "l4-cpu-0"]
+        [waiting] = [p for p in pods if "nodeName" not in p["spec"]]
+        cond = next(c for c in waiting["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert cond["message"] == (
+            "0/3 nodes are available: 1 Insufficient cpu,"
+            " 2 node(s) didn't match Pod's node affinity/selector."
+        )
+
+
 @pytest.mark.parametrize(
     ("pod", "expected"),
     [
