@@ -8,9 +8,9 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
     2. give it the cluster's share of replicas (the kind's interpreter)
     3. translate it for the chip chosen there (AcceleratorProfile): in each pod template
        that requests a device, the device resource name in requests and limits, the node
-       selector and arch, and the image rewrite; a plain-arch chip pins every template to
-       its arch; a template asking for no device is kept off every accelerator's nodes
-       (pinning.py)
+       selector and arch, and the image rewrite of the containers using the device; a
+       plain-arch chip pins every template to its arch; a template asking for no device
+       is kept off every accelerator's nodes (pinning.py)
     4. apply override rules in Karmada's order (overrides.py) — the user has the last word
     5. give a device request with no limit its limit, equal to the request
     6. fold a Secret's `stringData` into its `data`, as the API server does on write
@@ -18,12 +18,12 @@ feeds works (one Work per cluster) and the applier. The steps, in order:
        changed with every Binding write re-applied each copy to every member, its share
        unchanged; the Work records the revision instead)
 
-Why per template: a Volcano Job or PyTorchJob mixes a CPU-only launcher or master with
-device workers, and only the workers need the chip. Pinned to the device nodes without
-the workers' toleration, a launcher never starts; given the chip's image, it asks for a
-tag that does not exist. A member's untainted L4 or Ascend node would also take a
-CPU-only pod that the scheduler counted on a CPU node, and the room a device job was
-placed by is gone.
+Why per template and per container: a Volcano Job or PyTorchJob mixes a CPU-only
+launcher or master with device workers, and only the workers need the chip. Pinned to
+the device nodes without the workers' toleration, a launcher never starts; given the
+chip's image tag suffix, a launcher or a busybox sidecar asks for a tag that does not
+exist. A member's untainted L4 or Ascend node would also take a CPU-only pod that the
+scheduler counted on a CPU node, and the room a device job was placed by is gone.
 
 Why the chip comes before overrides: a profile says what a chip needs in general
 (`huawei.com/Ascend910`, the CANN image); an OverridePolicy is the user's explicit word for
@@ -213,8 +213,9 @@ def _translate(
     """Translate each pod template for the chip, as far as it uses the chip.
 
     An accelerator profile is for the templates that request a device (a Volcano worker
-    task, not its launcher): they get the resource name, the node selector and the
-    image. A plain-arch profile pins every template to its arch. A
+    task, not its launcher) and, in them, for the containers that do (the trainer, not a
+    busybox sidecar, whose image has no CANN build): they get the resource name, the
+    node selector and the image. A plain-arch profile pins every template to its arch. A
     template that requests no device is kept off every accelerator's nodes
     (`pinning.keep_off_accelerators`), as the scheduler counted it on a CPU flavor: untainted
     GPU or NPU nodes would otherwise take it and the room a device job was placed by.
@@ -231,8 +232,9 @@ def _translate(
             continue
         wanted = {ARCH_LABEL: profile.spec.arch, **profile.spec.node_selector}
         pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **wanted}
+        meant = users if accelerator else overrides.containers({"kind": "Pod", "spec": pod})
         target = profile.spec.resource_name
-        for container in overrides.containers({"kind": "Pod", "spec": pod}):
+        for container in meant:
             resources = container.get("resources")
             if target is not None and isinstance(resources, dict):
                 _rename_devices(resources, devices=devices, target=target)

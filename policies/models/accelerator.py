@@ -79,12 +79,17 @@ class PrefixRewrite(FrozenModel):
 
 
 class ImageRewrite(FrozenModel):
-    """How container images change on this chip: a whole image, or prefix and tag edits."""
+    """How container images change on this chip: a whole image, or prefix and tag edits.
+
+    Applied to the containers that request the chip's device (a plain-arch profile's to
+    every container): a launcher task or a sidecar has no build for the chip, and a tag
+    suffix added to `busybox:1.36` names an image that does not exist."""
 
     image: str | None = Field(
         default=None,
         min_length=1,
-        description="Replace every container image with this one (exclusive with the others).",
+        description="Replace the image of each container the rewrite applies to with this"
+        " one (exclusive with the others).",
     )
     replace: list[PrefixRewrite] = Field(
         default_factory=list,
@@ -151,7 +156,9 @@ class AcceleratorProfileSpec(FrozenModel):
         " An accelerator's labels also keep the pods that request no device off its nodes.",
     )
     image: ImageRewrite | None = Field(
-        default=None, description="Image changes for this chip (registry, tag or whole image)."
+        default=None,
+        description="Image changes for this chip (registry, tag or whole image), made to the"
+        " containers that request the device; for a plain arch, to every container.",
     )
     default_price_per_hour: Decimal | None = Field(
         default=None,

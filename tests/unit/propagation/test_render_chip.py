@@ -237,3 +237,16 @@ def test_only_the_templates_that_request_the_device_are_translated(
     assert plain["containers"] == original["containers"]
     assert "nodeSelector" not in plain
     assert may_run_on(plain) == {"cpu", "arm"}
+
+
+def test_a_sidecar_keeps_its_image_and_the_trainer_gets_the_chip_s() -> None:
+    sidecar = container("sidecar", "docker.io/library/busybox:1.36")
+    init = container("fetch", "registry.example.com/ml/fetch:1")
+    template = job(trainer(**{"nvidia.com/gpu": "2"}), sidecar, initContainers=[init])
+    [pod] = pods(rendered(template, "ascend-910b"))
+    images = [c["image"] for c in (*pod["initContainers"], *pod["containers"])]
+    assert images == [
+        "registry.example.com/ml/fetch:1",
+        "swr.example.cn/ml/train:2.3-cann8",
+        "docker.io/library/busybox:1.36",
+    ]
