@@ -152,7 +152,8 @@ class FedctlPlacement(FrozenModel):
     )
     capacity_type: CapacityPreference = Field(
         default="on-demand",
-        description="on-demand (default), spot, or any (spot preferred when cheaper).",
+        description="on-demand (default), spot (priced at spot prices, placed only on"
+        " clusters whose prices offer spot), or any (spot preferred when cheaper).",
     )
     failback: Literal["Never", "Automatic"] = Field(
         default="Never",

@@ -20,6 +20,7 @@ from federation.scheduler.plugins import (
     locality,
     preference,
     quota,
+    spot,
     taints,
 )
 
@@ -35,6 +36,7 @@ def default_registry() -> fw.Registry:
     registry.register("affinity", affinity.Affinity)
     registry.register("api-enablement", apis.ApiEnablement)
     registry.register("chips", chips.Chips)
+    registry.register("spot", spot.SpotOffer)
     registry.register("capacity", capacity.Capacity)
     registry.register("max-cost", cost.MaxCost)
     registry.register("quota", quota.Quota)

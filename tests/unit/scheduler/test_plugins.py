@@ -23,6 +23,7 @@ from federation.scheduler.plugins import (
     health,
     locality,
     quota,
+    spot,
     taints,
 )
 from federation.settings import SchedulerSettings
@@ -432,6 +433,54 @@ def test_cost_prefers_the_cheapest_cluster_on_demand_or_spot() -> None:
     assert _scores(cost.Cost(), fleet, w) == [0, 100, 50]
     spot = _scores(cost.Cost(), fleet, w, fedctl={"capacityType": "any"})
     assert spot.index(100) == 2
+
+
+SPOT = {"cpu": "0.01", "accelerators": {"nvidia-a100-80gb": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("capacity_type", "offers", "reason"),
+    [
+        pytest.param("spot", "spot", None, id="spot work goes where spot is offered"),
+        pytest.param(
+            "spot",
+            "none",
+            "capacityType is spot and this cluster offers no spot",
+            id="spot work is refused where only on-demand is offered",
+        ),
+        pytest.param(
+            "spot",
+            "CNY",
+            "capacityType is spot and this cluster's prices are not usable: priced in CNY,"
+            " which has no exchange rate to USD (set FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE):"
+            " taken as unpriced",
+            id="spot work is refused where prices cannot be read, saying why",
+        ),
+        pytest.param("any", "none", None, id="any capacity takes on-demand too"),
+        pytest.param("on-demand", "none", None, id="on-demand work is unaffected"),
+    ],
+)
+def test_spot_work_only_goes_where_spot_is_offered(
+    capacity_type: str, offers: str, reason: str | None
+) -> None:
+    c = cluster("c", A100, spot=SPOT if offers != "none" else None)
+    if offers == "CNY":
+        assert c.spec.prices is not None
+        prices = c.spec.prices.model_copy(update={"currency": "CNY"})
+        c = c.model_copy(update={"spec": c.spec.model_copy(update={"prices": prices})})
+    w = workload("w", gpus=8)
+    fedctl = {"capacityType": capacity_type}
+    result = verdict(spot.SpotOffer(), c, w, fedctl=fedctl)
+    assert result.ok is (reason is None)
+    if reason:
+        assert result.reasons == (reason,)
+    s = snap.build([c])
+    request = fw.request_for(
+        job(w, fedctl=fedctl), settings=SETTINGS, device_resources=s.device_resources
+    )
+    state = fw.CycleState(s, Usage(), SETTINGS)
+    mask = spot.SpotOffer().mask(request, state, np.array([0]))
+    assert mask.tolist() == [reason is None], "the vector path agrees with the plain one"
 
 
 def test_binpack_prefers_fuller_clusters_and_spread_emptier() -> None:
