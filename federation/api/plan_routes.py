@@ -160,6 +160,7 @@ class LiveState:
                     job,
                     running,
                     device_resources=snapshot.device_resources,
+                    chip_devices=snapshot.chip_devices,
                     shapes=shapes,
                     charges=charges,
                     as_placed=moving,

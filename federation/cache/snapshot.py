@@ -55,7 +55,12 @@ from federation.cache.parts import (
 )
 from federation.registry import keys
 from federation.resources import ResourceList
-from policies.models.accelerator import AcceleratorProfile, is_arch
+from policies.models.accelerator import (
+    NO_DEVICE_RENAMES,
+    AcceleratorProfile,
+    ChipDevices,
+    is_arch,
+)
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
@@ -105,6 +110,9 @@ class Snapshot:
     bindings: Mapping[str, Binding] = field(default_factory=dict)
     capacity: ResourceList = field(default_factory=ResourceList)
     device_resources: frozenset[str] = frozenset()
+    chip_devices: ChipDevices = NO_DEVICE_RENAMES
+    """The device resource each chip's AcceleratorProfile names: a pod is charged as the
+    propagator renders it for the chip it runs on."""
     soft_tainted: bool = False
     """Whether any cluster has a PreferNoSchedule taint (scores skip the check otherwise)."""
     tainted: bool = False
@@ -181,6 +189,7 @@ def build(
     leave out is priced at its profile's `defaultPricePerHour` (in `currency`), as the
     AcceleratorProfile promises, rather than leaving the whole pod unpriced there.
     """
+    profiles = list(profiles)
     defaults = device_defaults(profiles)
     parts = _parts(clusters, statuses=statuses, cache=cache, currency=currency, defaults=defaults)
     infos = tuple(p.info for p in parts)
@@ -203,6 +212,7 @@ def build(
         ),
         capacity=ResourceList(capacity),
         device_resources=frozenset().union(*(p.devices for p in parts)),
+        chip_devices=ChipDevices.of(profiles),
         soft_tainted=any(t.effect == "PreferNoSchedule" for c in infos for t in c.taints),
         tainted=any(t.effect != "PreferNoSchedule" for c in infos for t in c.taints),
         ready=np.array([c.ready for c in infos], dtype=bool),

@@ -139,6 +139,7 @@ def _replace(
         ready=fingerprint.placeable(snapshot.clusters),
         settings=settings,
         device_resources=snapshot.device_resources,
+        chip_devices=snapshot.chip_devices,
     )
     pending = PendingStore()
     for job in work.pending:

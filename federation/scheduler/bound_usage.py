@@ -13,6 +13,7 @@ from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.resources import ResourceList, device_names
 from federation.scheduler.plugins import quota
+from policies.models.accelerator import ChipDevices
 from policies.models.binding import Binding, known_cost
 from policies.models.workload import Workload
 
@@ -30,6 +31,7 @@ def admission_of(
     binding: Binding,
     *,
     device_resources: Collection[str],
+    chip_devices: ChipDevices,
     shapes: Shapes | None = None,
     charges: Charges | None = None,
     as_placed: bool = False,
@@ -45,7 +47,8 @@ def admission_of(
     Read from the pod's requests alone, not a whole `JobRequest`: a new leader reads one per
     admitted workload before its first cycle, and that read is its take-over time. Tens of
     thousands of admissions come in a few dozen pod shapes and placements, so `shapes` and
-    `charges` (kept by the caller for one `device_resources`) read each shape and charge
+    `charges` (kept by the caller for one `device_resources` and `chip_devices`, the device
+    resource each chip's profile names, which a pod is charged in) read each shape and charge
     once; the admissions then share those objects, which later readers key by identity.
     """
     pod, devices = _pod_of(job.workload, device_resources, shapes)
@@ -57,7 +60,7 @@ def admission_of(
     if charge is None:
         charge = ResourceList()
         for replicas, chip in split:
-            charge = charge + quota.charge_of(pod, devices, replicas, chip)
+            charge = charge + quota.charge_of(pod, devices, replicas, chip, chip_devices)
         if charges is not None:
             charges[(pod, split)] = charge
     chips = {t.name: t.chip for t in targets if t.chip}  # CPU pods: the arch pinned

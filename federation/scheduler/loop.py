@@ -455,6 +455,7 @@ class SchedulerLoop:
             prepared=self._prepared,
             settings=self.settings,
             device_resources=snapshot.device_resources,
+            chip_devices=snapshot.chip_devices,
         )
         pending = PendingStore(ledger.pending.values())
         self._batch = cycle.batch_for(len(pending), self.settings)

@@ -55,6 +55,7 @@ from federation.scheduler.bound_usage import Charges, Shapes, admission_of, on_k
 from federation.scheduler.fingerprint import fingerprint
 from federation.scheduler.recorded import admitted_as, claimed_as, orphaned, with_claim
 from federation.settings import SchedulerSettings
+from policies.models.accelerator import NO_DEVICE_RENAMES, ChipDevices
 from policies.models.binding import Binding
 from policies.models.work import FINISHED_PHASES
 from policies.models.workload import Workload
@@ -116,6 +117,7 @@ def reconcile(
     ready: Iterable[str] = (),
     settings: SchedulerSettings,
     device_resources: Iterable[str] = (),
+    chip_devices: ChipDevices = NO_DEVICE_RENAMES,
     memo: dict[str, tuple[Binding, str, accounting.Admission]] | None = None,
     prepared: Prepared | None = None,
 ) -> Work:
@@ -140,6 +142,7 @@ def reconcile(
         ready=ready,
         settings=settings,
         device_resources=device_resources,
+        chip_devices=chip_devices,
         memo=memo,
         prepared=prepared,
     )
@@ -196,6 +199,7 @@ class _Sorter:
     ready: Sequence[str]
     settings: SchedulerSettings
     devices: frozenset[str]
+    chip_devices: ChipDevices
     memo: dict[str, tuple[Binding, str, accounting.Admission]] | None
     jobs: dict[str, _Read] | None
     trusted: bool
@@ -259,6 +263,7 @@ class _Sorter:
                 job,
                 binding,
                 device_resources=self.devices,
+                chip_devices=self.chip_devices,
                 shapes=self.shapes,
                 charges=self.charges,
             )
@@ -287,6 +292,7 @@ class _Sorter:
             job,
             running,
             device_resources=self.devices,
+            chip_devices=self.chip_devices,
             shapes=self.shapes,
             charges=self.charges,
             as_placed=True,
@@ -366,6 +372,7 @@ class Ledger:
         ready: Iterable[str] = (),
         settings: SchedulerSettings,
         device_resources: Iterable[str] = (),
+        chip_devices: ChipDevices = NO_DEVICE_RENAMES,
         memo: dict[str, tuple[Binding, str, accounting.Admission]] | None = None,
         prepared: Prepared | None = None,
     ) -> dict[str, accounting.Admission | None] | None:
@@ -383,8 +390,10 @@ class Ledger:
         jobs = prepared.entries(policies, ready_now, settings) if prepared is not None else None
         if prepared is not None and memo is not None:
             prepared.trust(memo, known)
-        shared = (known, devices)
+        shared = (known, devices, chip_devices)
         if dirty is None or jobs is not self._jobs or shared != self._shared:
+            if memo and self._shared and self._shared[2] != chip_devices:
+                memo.clear()  # charged in the device resources of profiles since changed
             self._jobs, self._shared = jobs, shared
             self.pending, self.admitted, self.marks, self.waiting = {}, {}, {}, {}
             self.claims, self.kept, self.amends = {}, {}, {}
@@ -401,6 +410,7 @@ class Ledger:
             ready=ready_now,
             settings=settings,
             devices=devices,
+            chip_devices=chip_devices,
             memo=memo,
             jobs=jobs,
             trusted=prepared is not None and memo is not None,

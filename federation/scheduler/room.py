@@ -216,14 +216,15 @@ def _charges(request: fw.JobRequest, state: fw.CycleState) -> list[ResourceList]
     first: a queue capped on one model must make room on the chip the job can get,
     which need not be its first choice."""
     if not request.devices:
-        return [quota.charge_for(request, None)]
+        return [quota.charge_for(request, None, state.snapshot.chip_devices)]
     s = state.snapshot
     kinds = np.unique(s.flavor_chip[chip_plugin.flavor_mask(request, state)])
     found = [s.chips[int(i)] for i in kinds.tolist() if i >= 0]
     found.sort(key=lambda c: fw.chip_rank(request, c))  # stable: the fleet's order next
     if not found:
-        return [quota.charge_for(request, request.chips[0] if request.chips else None)]
-    return list(dict.fromkeys(quota.charge_for(request, chip) for chip in found))
+        first = request.chips[0] if request.chips else None
+        return [quota.charge_for(request, first, s.chip_devices)]
+    return list(dict.fromkeys(quota.charge_for(request, chip, s.chip_devices) for chip in found))
 
 
 def make(

@@ -14,7 +14,8 @@ Also home of the chip vocabulary shared by Cluster, placement and workload model
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Annotated, Literal
 
@@ -26,9 +27,11 @@ from policies.models.common import RuleError
 
 __all__ = [
     "ARCHES",
+    "NO_DEVICE_RENAMES",
     "AcceleratorProfile",
     "AcceleratorProfileSpec",
     "Arch",
+    "ChipDevices",
     "ChipModel",
     "ImageRewrite",
     "PrefixRewrite",
@@ -223,7 +226,59 @@ class AcceleratorProfile(KubeObject):
         target = self.spec.resource_name
         if target is None:
             return requests
-        moved = {normalise_name(name) for name in device_resources} - {target}
-        devices = sum(requests.amount(name) for name in moved)
-        kept = ResourceList({n: a for n, a in requests.items() if n not in moved})
-        return kept + ResourceList({target: devices}) if devices else kept
+        return _renamed(requests, {normalise_name(name) for name in device_resources}, target)
+
+
+def _renamed(requests: ResourceList, devices: Iterable[str], target: str) -> ResourceList:
+    """`requests` with the amounts of `devices` moved to `target`."""
+    moved = set(devices) - {target}
+    amount = sum(requests.amount(name) for name in moved)
+    kept = ResourceList({n: a for n, a in requests.items() if n not in moved})
+    return kept + ResourceList({target: amount}) if amount else kept
+
+
+@dataclass(frozen=True, slots=True)
+class ChipDevices:
+    """The device resource each chip's AcceleratorProfile names (`pairs`: chip model,
+    resource name), for charging a pod as the member runs it.
+
+    Why: the propagator renders a pod for the chip its Binding chose, moving the devices
+    of any profile's resource (`nvidia.com/gpu`) to that chip's (`huawei.com/Ascend910`).
+    Charged under the template's name, a job written for NVIDIA and placed on Ascend used
+    up its queue's NVIDIA capability, borrowing and guarantees, and no Ascend cap ever
+    held it. Equal values compare equal, so a reader may keep what it charged while the
+    profiles stand.
+    """
+
+    pairs: tuple[tuple[str, str], ...] = ()
+    _by_chip: Mapping[str, str] = field(init=False, compare=False, repr=False)
+    _names: frozenset[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_chip", dict(self.pairs))
+        object.__setattr__(self, "_names", frozenset(r for _, r in self.pairs))
+
+    @classmethod
+    def of(cls, profiles: Iterable[object]) -> ChipDevices:
+        """From the AcceleratorProfiles among `profiles` that name a device resource."""
+        return cls(
+            tuple(
+                sorted(
+                    (p.model, p.spec.resource_name)
+                    for p in profiles
+                    if isinstance(p, AcceleratorProfile) and p.spec.resource_name
+                )
+            )
+        )
+
+    def on(self, pod: ResourceList, chip: str | None) -> ResourceList:
+        """One pod's requests as the member runs them on `chip` (the pod itself when the
+        chip has no profile, or its devices are named as the profile names them)."""
+        target = self._by_chip.get(chip) if chip else None
+        if target is None or not any(n in self._names and n != target for n in pod):
+            return pod
+        return _renamed(pod, self._names, target)
+
+
+NO_DEVICE_RENAMES = ChipDevices()
+"""No profile names a device resource: every pod is charged as its template reads."""

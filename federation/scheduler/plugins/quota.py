@@ -25,6 +25,7 @@ from federation.quota import accounting, hierarchy
 from federation.resources import ResourceList
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
+from policies.models.accelerator import ChipDevices
 from policies.models.frq import counted_at_admission
 from policies.models.queue import chip_resource
 
@@ -44,16 +45,20 @@ __all__ = [
 _UNLIMITED = np.iinfo(np.int64).max // 2
 
 
-def charge_for(job: fw.JobRequest, chip: str | None) -> ResourceList:
+def charge_for(job: fw.JobRequest, chip: str | None, renames: ChipDevices) -> ResourceList:
     """What admitting the whole job charges its queue when it runs on `chip`."""
-    return charge_of(job.pod, job.devices, job.replicas, chip)
+    return charge_of(job.pod, job.devices, job.replicas, chip, renames)
 
 
-def charge_of(pod: ResourceList, devices: int, replicas: int, chip: str | None) -> ResourceList:
+def charge_of(
+    pod: ResourceList, devices: int, replicas: int, chip: str | None, renames: ChipDevices
+) -> ResourceList:
     """What `replicas` pods with these requests (`devices` accelerators each) charge on
-    `chip`: their requests, plus `accelerator/<chip>` so a queue's capability can name a
-    chip model (`charge_for` for a request; also read back from stored Bindings)."""
-    charge = pod.scaled(replicas)
+    `chip`: their requests as the member runs them there (devices under the resource the
+    chip's profile names, `renames`), plus `accelerator/<chip>` so a queue's capability
+    can name a chip model (`charge_for` for a request; also read back from stored
+    Bindings)."""
+    charge = (renames.on(pod, chip) if devices else pod).scaled(replicas)
     if devices and chip:
         charge = charge + ResourceList({chip_resource(chip): devices * replicas})
     return charge
@@ -79,7 +84,8 @@ class Charges:
     which later readers (usage totals) key by identity. A cycle charges thousands of jobs
     with a few dozen distinct pods."""
 
-    def __init__(self) -> None:
+    def __init__(self, renames: ChipDevices) -> None:
+        self._renames = renames
         self._by_pod: dict[tuple[int, int, int, str | None], tuple[ResourceList, ResourceList]] = {}
         self._by_content: dict[tuple[ResourceList, int, int, str | None], ResourceList] = {}
 
@@ -91,7 +97,7 @@ class Charges:
         full = (pod, devices, replicas, chip)
         charge = self._by_content.get(full)
         if charge is None:
-            charge = self._by_content[full] = charge_of(pod, devices, replicas, chip)
+            charge = self._by_content[full] = charge_of(pod, devices, replicas, chip, self._renames)
         self._by_pod[quick] = (pod, charge)
         return charge
 
@@ -103,7 +109,7 @@ def charges(state: fw.CycleState) -> Charges:
     """The cycle's `Charges` (kept in its memo, which a trial copy of the state shares)."""
     found = state.memo.get(_CHARGES)
     if not isinstance(found, Charges):
-        found = state.memo[_CHARGES] = Charges()
+        found = state.memo[_CHARGES] = Charges(state.snapshot.chip_devices)
     return found
 
 
@@ -116,7 +122,7 @@ def problem(
     """Why the job's charge on `chip` (`charge_for`, unless given) breaks its queue or
     namespace limit, or None."""
     if charge is None:
-        charge = charge_for(job, chip)
+        charge = charge_for(job, chip, state.snapshot.chip_devices)
     queues = state.snapshot.queues
     queue = queues.get(job.job.queue)
     found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
@@ -149,7 +155,7 @@ def never(job: fw.JobRequest, state: fw.CycleState) -> str | None:
 
 
 def _over_on_its_own(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> str | None:
-    charge = charge_for(job, chip)
+    charge = charge_for(job, chip, state.snapshot.chip_devices)
     queues = state.snapshot.queues
     queue = queues.get(job.job.queue)
     found = accounting.capability_problem(queue, {}, charge)

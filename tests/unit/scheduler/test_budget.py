@@ -11,6 +11,7 @@ from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage, cycle
 from federation.settings import SchedulerSettings
+from policies.models.accelerator import ChipDevices
 from policies.models.binding import TargetCluster
 from policies.models.frq import FederatedResourceQuota
 from tests.unit.scheduler.fleet import (
@@ -93,7 +94,9 @@ def test_work_placed_earlier_counts_at_the_cost_its_binding_records() -> None:
         }
     )
     old = job(workload("old", queue="team"))
-    running = bound_usage.admission_of(old, earlier, device_resources=())
+    running = bound_usage.admission_of(
+        old, earlier, device_resources=(), chip_devices=ChipDevices()
+    )
     assert running.cost == Decimal("0.10")
     result = run(
         [cluster("a")],

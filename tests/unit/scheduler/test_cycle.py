@@ -14,6 +14,7 @@ from federation.scheduler import bound_usage, cycle
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
+from policies.models.accelerator import ChipDevices
 from policies.models.cluster import Cluster, NodeFlavor
 from tests.unit.scheduler.fleet import (
     DYNAMIC_WEIGHT,
@@ -735,7 +736,9 @@ def test_cpu_pods_are_recorded_on_the_arch_of_the_nodes_they_took(
     [admitted] = result.admitted
     assert admitted.chips == ({"c0": arch} if arch else {})
     # read back from the Binding (a restart, a new leader): the same arch holds the pods
-    again = bound_usage.admission_of(job(w), binding, device_resources=())
+    again = bound_usage.admission_of(
+        job(w), binding, device_resources=(), chip_devices=ChipDevices()
+    )
     assert again.chips == admitted.chips
 
 

@@ -20,6 +20,7 @@ from federation.registry.memory import MemoryStore
 from federation.scheduler import bound_usage, fingerprint, reconcile
 from federation.scheduler import loop as loop_mod
 from federation.settings import SchedulerSettings
+from policies.models.accelerator import ChipDevices
 from policies.models.base import ObjectMeta
 from policies.models.binding import (
     Binding,
@@ -922,7 +923,10 @@ def test_admissions_of_the_same_shape_share_their_pod_and_charge_and_equal_one_r
     assert len({id(a.pod) for a in work.admitted}) == 1
     assert len({id(a.charge) for a in work.admitted}) == 1
     alone = bound_usage.admission_of(
-        job(gpu, seq=7), bound[key(gpu)], device_resources=("nvidia.com/gpu",)
+        job(gpu, seq=7),
+        bound[key(gpu)],
+        device_resources=("nvidia.com/gpu",),
+        chip_devices=ChipDevices(),
     )
     first = work.admitted[0]
     assert (first.charge, first.pod, first.chips, first.placement) == (

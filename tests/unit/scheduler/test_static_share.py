@@ -9,6 +9,7 @@ from __future__ import annotations
 from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage, cycle
+from policies.models.accelerator import ChipDevices
 from policies.models.frq import FederatedResourceQuota
 from tests.unit.scheduler.fleet import cluster, flavor, job, placed, run, workload
 
@@ -138,7 +139,7 @@ def test_a_workload_placed_again_keeps_its_share_from_jobs_placed_before_it() ->
     first = run(SMALL_DEAR, [web], quotas=quotas)
     assert placed(first) == {"web": {"cheap": 4}}
     (stored,) = first.bindings
-    running = bound_usage.admission_of(web, stored, device_resources=())
+    running = bound_usage.admission_of(web, stored, device_resources=(), chip_devices=ChipDevices())
     other = job(workload("other", replicas=2), seq=1)
     snapshot = snap.build(SMALL_DEAR, quotas=quotas, bindings=[stored])
 

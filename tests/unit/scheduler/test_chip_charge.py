@@ -1,0 +1,117 @@
+"""A job is charged in the device resource the member runs it with: that of the chip its
+Binding chose, as that chip's AcceleratorProfile names it (the propagator renames the
+template's device to it). A job written for `nvidia.com/gpu` and placed on Ascend was
+charged to its queue, its namespace's FederatedResourceQuota and the borrowing rules as
+NVIDIA GPUs: Ascend caps were never enforced for it, and NVIDIA caps were used up by NPU
+work, refusing a 1-GPU A100 job in a queue that ran no NVIDIA GPU."""
+
+from __future__ import annotations
+
+from federation.cache import snapshot as snap
+from federation.quota.accounting import Usage
+from federation.scheduler import bound_usage, reconcile
+from federation.settings import SchedulerSettings
+from policies.models.accelerator import AcceleratorProfile
+from policies.models.frq import FederatedResourceQuota
+from tests.unit.scheduler.fleet import (
+    GPU,
+    NPU,
+    cluster,
+    flavor,
+    job,
+    placed,
+    queue,
+    run,
+    workload,
+)
+
+PROFILES = [
+    AcceleratorProfile.model_validate(
+        {"metadata": {"name": name}, "spec": {"arch": arch, "resourceName": resource}}
+    )
+    for name, arch, resource in (
+        ("ascend-910b", "arm64", NPU),
+        ("nvidia-a100-80gb", "amd64", GPU),
+    )
+]
+FLEET = [
+    cluster("cn-ascend", flavor(arch="arm64", chip="ascend-910b", devices=8, cpu="96", nodes=2)),
+    cluster("us-a100", flavor(chip="nvidia-a100-80gb", devices=8, cpu="96", nodes=2)),
+]
+RESEARCH = queue("ml-research", capability={GPU: "16", NPU: "16"})
+
+
+def _training(name: str = "ft", *, seq: int = 0) -> object:
+    """The shipped training example: 2 pods x 8 `nvidia.com/gpu`, Ascend preferred."""
+    w = workload(
+        name, gpus=8, replicas=2, chips="ascend-910b,nvidia-a100-80gb", queue="ml-research"
+    )
+    return job(w, seq=seq)
+
+
+def _snapshot(**kw: object) -> snap.Snapshot:
+    return snap.build(FLEET, profiles=PROFILES, **kw)  # type: ignore[arg-type]
+
+
+def test_a_gpu_job_placed_on_ascend_is_charged_ascend_chips_not_gpus() -> None:
+    small = job(workload("small", gpus=1, chips="nvidia-a100-80gb", queue="ml-research"), seq=1)
+    result = run(FLEET, [_training(), small], snapshot=_snapshot(queues=[RESEARCH]))
+    assert placed(result) == {"ft": {"cn-ascend": 2}, "small": {"us-a100": 1}}
+    used = result.usage.queue_used("ml-research")
+    assert used.amount(NPU) == 16_000
+    assert used.amount(GPU) == 1_000  # the A100 job's alone
+    assert used.amount("accelerator/ascend-910b") == 16_000
+
+
+def test_the_ascend_cap_binds_a_gpu_job_placed_on_ascend() -> None:
+    capped = queue("ml-research", capability={NPU: "8"})
+    result = run(FLEET, [_training()], snapshot=_snapshot(queues=[capped]))
+    # 16 Ascend chips do not fit a cap of 8: it goes to the A100s, charged as GPUs there
+    assert placed(result) == {"ft": {"us-a100": 2}}
+    assert result.usage.queue_used("ml-research").amount(GPU) == 16_000
+    assert result.usage.queue_used("ml-research").amount(NPU) == 0
+
+
+def test_a_namespace_quota_on_ascend_chips_binds_a_gpu_job_placed_there() -> None:
+    frq = FederatedResourceQuota.model_validate(
+        {
+            "metadata": {"name": "quota", "namespace": "team"},
+            "spec": {"overall": {f"requests.{NPU}": "8", f"requests.{GPU}": "0"}},
+        }
+    )
+    result = run(FLEET, [_training()], snapshot=_snapshot(queues=[RESEARCH], quotas=[frq]))
+    assert placed(result) == {}
+    reason = result.reasons["team/Job.batch/ft"]
+    assert f"overall for {NPU}" in reason, reason
+
+
+def test_the_charge_read_back_from_the_binding_is_the_one_admitted() -> None:
+    """A restart (or a new leader) charges a Binding again from the registry: the same
+    Ascend chips, in the ledger's pass over every workload and in a lone read."""
+    snapshot = _snapshot(queues=[RESEARCH])
+    first = run(FLEET, [_training()], snapshot=snapshot)
+    [binding] = first.bindings
+    [admitted] = first.admitted
+    again = bound_usage.admission_of(
+        _training(),  # type: ignore[arg-type]
+        binding,
+        device_resources=snapshot.device_resources,
+        chip_devices=snapshot.chip_devices,
+    )
+    assert again.charge == admitted.charge
+    assert again.charge.amount(NPU) == 16_000 and again.charge.amount(GPU) == 0
+    w = _training().workload  # type: ignore[attr-defined]
+    key = str(reconcile.ref_of(w))
+    work = reconcile.reconcile(
+        workloads={key: reconcile.Entry(w, 0)},
+        bindings={key: binding},
+        phases={},
+        policies=[],
+        clusters=[c.name for c in FLEET],
+        fingerprints={},
+        settings=SchedulerSettings(),
+        device_resources=snapshot.device_resources,
+        chip_devices=snapshot.chip_devices,
+    )
+    assert [a.charge for a in work.admitted] == [admitted.charge]
+    assert Usage(work.admitted).queue_used("ml-research").amount(GPU) == 0
