@@ -398,8 +398,14 @@ def chip_suits(
 ) -> bool:
     """`accepts_chip` from what it reads of a job (its chips and arches, whether its pods
     ask for devices and which), for readers that have the workload but no `JobRequest`
-    (the fingerprint)."""
-    arch_ok = not arches or arch in arches
+    (the fingerprint).
+
+    Both lists hold when both are given: a listed chip on an arch `arches` leaves out is
+    refused, as is a listed arch it leaves out. Chips alone used to win, and an image
+    built for amd64 was sent to arm64 Ascend nodes.
+    """
+    if arches and arch not in arches:
+        return False
     listed_arches = [c for c in chips if is_arch(c)]
     models = [c for c in chips if not is_arch(c)]
     if accelerated:
@@ -407,12 +413,10 @@ def chip_suits(
             return False
         if models:
             return chip in models
-        return arch_ok and (resource is None or resource in devices)
+        return resource is None or resource in devices
     if chip is not None:
         return False  # CPU-only pods are not placed on accelerator nodes
-    if chips:
-        return arch in listed_arches or (not listed_arches and arch_ok)
-    return arch_ok
+    return not listed_arches or arch in listed_arches
 
 
 class CycleState:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from policies.loading import arches
 from policies.loading.documents import (
     Loaded,
     chips_defined_by,
@@ -110,6 +111,10 @@ class LoadResult:
         result = self
         if result.names_undefined_chips:
             result = result.with_known_chips(chips_defined_by(fleet))
+        stale = arches.arch_conflicts(self.objects)
+        fresh = arches.arch_conflicts(self.objects, fleet=fleet)
+        if fresh != stale:
+            result = result._judged_again(stale, fresh) if stale else result.with_findings(fresh)
         joined = [m.metadata.name for m in fleet if isinstance(m, Cluster)]
         if joined and result.names_clusters:
             result = result.with_joined_clusters(joined)
@@ -218,6 +223,7 @@ def _check_set(result: LoadResult) -> None:
     longer one of the valid objects, so `validate` does not count it as one."""
     found, refused = cross_check(result.objects)
     result.findings.extend(found)
+    result.findings.extend(arches.arch_conflicts(result.objects))
     result.objects = [o for o in result.objects if o.place not in refused]
 
 

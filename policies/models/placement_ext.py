@@ -136,7 +136,8 @@ class FedctlPlacement(FrozenModel):
     )
     arches: list[Arch] = Field(
         default_factory=list,
-        description="Acceptable CPU architectures, e.g. [amd64, arm64]. Empty: any.",
+        description="Acceptable CPU architectures, e.g. [amd64, arm64]. Empty: any. With"
+        " chips, both hold: a chip is used only on nodes of a listed arch.",
     )
     expected_duration: Duration | None = Field(
         default=None,

@@ -66,16 +66,32 @@ class Chips:
             model, resource = flavor.accelerator_model, flavor.accelerator_resource
             if fw.accepts_chip(job, model, flavor.arch, resource if model else None):
                 return fw.Verdict.success()
-        have = sorted({f.accelerator_model or f.arch for f in cluster.flavors}) or ["no nodes"]
-        if job.devices > 0:
-            wanted = ", ".join(c for c in job.chips if c not in ("amd64", "arm64")) or (
-                ", ".join(sorted(job.device_names))
-            )
-        else:
-            wanted = ", ".join(job.chips or job.arches) or "CPU nodes"
-        return fw.Verdict.unschedulable(f"no node flavor with {wanted} (has {', '.join(have)})")
+        return fw.Verdict.unschedulable(_refusal(job, cluster))
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:
         any_flavor = np.asarray(flavor_mask(job, state).any(axis=1), dtype=bool)
         result: snap.BoolArray = any_flavor[rows]
         return result
+
+
+def _refusal(job: fw.JobRequest, cluster: snap.ClusterInfo) -> str:
+    """What the job wants and the cluster has. With both chips and arches named, either
+    may be what fails, so both are shown, and the arch of each accelerator."""
+    both = bool(job.arches) and bool(job.chips)
+    have = sorted(
+        {
+            f"{f.accelerator_model} on {f.arch}"
+            if both and f.accelerator_model
+            else f.accelerator_model or f.arch
+            for f in cluster.flavors
+        }
+    ) or ["no nodes"]
+    if job.devices > 0:
+        wanted = ", ".join(c for c in job.chips if not is_arch(c)) or (
+            ", ".join(sorted(job.device_names))
+        )
+    else:
+        wanted = ", ".join(job.chips or job.arches) or "CPU nodes"
+    if both:
+        wanted += f" on {' or '.join(job.arches)}"
+    return f"no node flavor with {wanted} (has {', '.join(have)})"
