@@ -24,7 +24,7 @@ from federation import clock
 from federation.cache import snapshot as snap
 from federation.scheduler import division, incremental, spread
 from federation.scheduler import framework as fw
-from federation.scheduler.plugins import affinity, capacity, quota
+from federation.scheduler.plugins import affinity, capacity, cost, quota
 from policies.models.binding import ClusterVerdict
 
 __all__ = ["Failed", "Placed", "Placer", "Scored"]
@@ -262,6 +262,9 @@ class Placer:
             excess = quota.share_excess(job, state, placement)
             if excess is not None:
                 return Failed(job, excess, "quota")
+            dear = cost.copies_problem(job, state, placement)
+            if dear is not None:
+                return Failed(job, dear, "cost")
         return Placed(job, placement, scored)
 
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:

@@ -149,7 +149,9 @@ class FedctlPlacement(FrozenModel):
         ge=0,
         description="Most the placement may cost per hour, all replicas together, in the"
         " federation's currency (FEDCTL_SCHEDULER__CURRENCY, USD by default). Clusters above it,"
-        " and clusters whose prices cannot be converted to it, are filtered out.",
+        " and clusters whose prices cannot be converted to it, are filtered out. Under"
+        " Duplicated every cluster runs all replicas: the copies' sum must be within it, or"
+        " the workload is not placed (its next clusterAffinities group is tried).",
     )
     capacity_type: CapacityPreference = Field(
         default="on-demand",

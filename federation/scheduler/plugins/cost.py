@@ -10,6 +10,7 @@ candidate scores 100, the dearest 0. A cluster with no price for the chip scores
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 
-__all__ = ["Cost", "MaxCost", "hourly_cost"]
+__all__ = ["Cost", "MaxCost", "copies_problem", "hourly_cost"]
 
 
 def hourly_cost(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.FloatArray:
@@ -42,8 +43,43 @@ class Cost:
         return hourly_cost(job, state, rows) * (job.replicas * job.duration_hours)
 
 
+_ROUNDING = 1e-9
+"""Relative slack for sums of float prices: four copies at 0.055/h are within a 0.22 cap."""
+
+
+def copies_problem(
+    job: fw.JobRequest, state: fw.CycleState, placement: Mapping[str, int]
+) -> str | None:
+    """Why the copies of a `Duplicated` placement cost more per hour together than its cap
+    allows, or None.
+
+    `maxHourlyCost` is what the placement may cost, all replicas together; under
+    Duplicated every cluster runs all of them and each copy is paid for, so the cap holds
+    their sum. The filter (`MaxCost`) sees one cluster at a time, which is each copy's
+    cost; four copies at 0.1/h each passed a 0.2 cap.
+    """
+    cap = job.max_hourly_cost
+    if cap is None or job.strategy != "duplicated" or len(placement) < 2:
+        return None
+    index = state.snapshot.index
+    rows = np.array([index[name] for name in placement], dtype=np.int64)
+    per_pod = hourly_cost(job, state, rows)
+    replicas = np.array(list(placement.values()), dtype=np.float64)
+    total = math.fsum((np.nan_to_num(per_pod, nan=0.0) * replicas).tolist())
+    if total <= cap * (1 + _ROUNDING):
+        return None
+    copies = f"its {len(placement)} copies (Duplicated: each cluster runs all {job.replicas}"
+    if job.cost_cap:
+        return f"{copies} replica(s)) cost {total:.4f}/h together, more than {job.cost_cap}"
+    return (
+        f"{copies} replica(s)) cost {total:.4f}/h together, above maxHourlyCost {cap:.4f}:"
+        " select fewer clusters or raise the cap"
+    )
+
+
 class MaxCost:
-    """Filters clusters where the whole job would cost more per hour than the policy allows."""
+    """Filters clusters where the whole job would cost more per hour than the policy allows
+    (under `Duplicated`, one copy: `copies_problem` holds their sum to the cap)."""
 
     name = "max-cost"
     static = False
@@ -65,8 +101,9 @@ class MaxCost:
         if total > job.max_hourly_cost:
             if job.cost_cap:
                 return fw.Verdict.unschedulable(f"costs {total:.4f}/h, more than {job.cost_cap}")
+            what = "its copy here costs" if job.strategy == "duplicated" else "costs"
             return fw.Verdict.unschedulable(
-                f"costs {total:.2f}/h, above maxHourlyCost {job.max_hourly_cost:.2f}"
+                f"{what} {total:.2f}/h, above maxHourlyCost {job.max_hourly_cost:.2f}"
             )
         return fw.Verdict.success()
 
