@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from federation.registry import keys
 from federation.resources import ResourceList, format_quantity
+from policies.models.accelerator import NO_DEVICE_RENAMES, ChipDevices
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
 
@@ -69,6 +70,9 @@ class Admission:
     cost: Decimal = Decimal(0)
     """What it costs an hour as placed (its targets' estimates; one unknown counts 0):
     what a queue's budget (`spec.maxHourlyCost`) is held against."""
+    devices_as: ChipDevices = NO_DEVICE_RENAMES
+    """The device resource each chip's profile names: on a cluster, `pod` runs as
+    `devices_as.on(pod, chips[cluster])`, which a member's static share counts."""
 
 
 _ADMISSION_SLOTS = tuple(Admission.__dict__[name] for name in Admission.__dataclass_fields__)
@@ -88,12 +92,13 @@ def admission(
     job: object,
     flavors: tuple[tuple[str, int, int], ...] = (),
     cost: Decimal = Decimal(0),
+    devices_as: ChipDevices = NO_DEVICE_RENAMES,
 ) -> Admission:
     """An `Admission` from values given for every field, built through its slots (the
     cycle makes one per decision, and the frozen dataclass's checks cost more than that)."""
     made = object.__new__(Admission)
     values = (ref, queue, namespace, priority, seq, charge, placement, pod, chips, job)
-    for slot, value in zip(_ADMISSION_SLOTS, (*values, flavors, cost), strict=True):
+    for slot, value in zip(_ADMISSION_SLOTS, (*values, flavors, cost, devices_as), strict=True):
         slot.__set__(made, value)
     return made
 
@@ -199,9 +204,13 @@ class Usage:
         self._lists.pop(("ns", ns), None)
 
     def _place(self, admission: Admission, sign: int) -> None:
-        pod = _amounts(admission.pod, physical=True)
+        shared = _amounts(admission.pod, physical=True)
+        renames, chips = admission.devices_as, admission.chips
         ns = admission.namespace
         for cluster, replicas in admission.placement.items():
+            pod = shared
+            if renames.pairs and cluster in chips:  # the member counts the rendered pods
+                pod = list(renames.on(admission.pod, chips[cluster]).items())
             totals = self._placed.get((ns, cluster))
             if totals is None:
                 totals = self._placed[(ns, cluster)] = {}

@@ -384,6 +384,7 @@ class Admitter:
             job=job,
             flavors=taken,
             cost=total_cost if total_cost is not None else known_cost(targets),
+            devices_as=state.snapshot.chip_devices,
         )
         state.usage.admit(admission)
         state.fresh.add(id(admission))

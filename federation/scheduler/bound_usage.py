@@ -76,6 +76,7 @@ def admission_of(
         chips=chips,
         job=job,
         cost=known_cost(targets),
+        devices_as=chip_devices,
     )
 
 

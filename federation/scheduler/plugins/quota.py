@@ -207,35 +207,45 @@ def static_room(
         return None
     clusters = state.snapshot.clusters
     out = np.full(len(rows), _UNLIMITED, dtype=np.int64)
-    for i, row in enumerate(rows.tolist()):
+    for i, (row, chip) in enumerate(zip(rows.tolist(), chip_on(job, state, rows), strict=True)):
         limits = hard.get(clusters[row].name)
         if limits:
-            out[i] = _room(job, limits, state.usage.placed_totals(namespace, clusters[row].name))
+            used = state.usage.placed_totals(namespace, clusters[row].name)
+            out[i] = _room(_pod_on(job, state, chip), limits, used)
     return out
 
 
-def _room(job: fw.JobRequest, limits: ResourceList, used: Mapping[str, int]) -> int:
+def _pod_on(job: fw.JobRequest, state: fw.CycleState, chip: str | None) -> ResourceList:
+    """One pod of the job as the member runs it on `chip`: its devices under the resource
+    the chip's profile names, which the member's ResourceQuota counts."""
+    return state.snapshot.chip_devices.on(job.pod, chip) if job.devices else job.pod
+
+
+def _room(pod: ResourceList, limits: ResourceList, used: Mapping[str, int]) -> int:
     room = int(_UNLIMITED)
     for name, limit in limits.items():
-        per_pod = 1000 if name == "pods" else job.pod.amount(name)
+        per_pod = 1000 if name == "pods" else pod.amount(name)
         if per_pod > 0:
             room = min(room, max(0, (limit - used.get(name, 0)) // per_pod))
     return room
 
 
-def static_problem(job: fw.JobRequest, state: fw.CycleState, cluster: str) -> str | None:
+def static_problem(
+    job: fw.JobRequest, state: fw.CycleState, cluster: str, chip: str | None
+) -> str | None:
     """Why the namespace's static share on `cluster` cannot take the pods the job needs
-    there (all of them for a gang or a duplicate, else one), or None."""
+    there on `chip` (all of them for a gang or a duplicate, else one), or None."""
     namespace = job.job.ref.namespace
     limits = static_hard(state, namespace).get(cluster)
     if not limits:
         return None
     used = state.usage.placed_totals(namespace, cluster)
     need = capacity.needed_here(job)
-    if _room(job, limits, used) >= need:
+    pod = _pod_on(job, state, chip)
+    if _room(pod, limits, used) >= need:
         return None
     for name, limit in limits.items():
-        per_pod = 1000 if name == "pods" else job.pod.amount(name)
+        per_pod = 1000 if name == "pods" else pod.amount(name)
         if per_pod > 0 and used.get(name, 0) + need * per_pod > limit:
             shown, held = _show(name, limit), _show(name, used.get(name, 0))
             return (
@@ -272,7 +282,8 @@ def share_excess(
         if not limits or pods <= previous.get(cluster, 0):
             continue
         used = state.usage.placed_totals(namespace, cluster)
-        room = _room(job, limits, used)
+        [chip] = chip_on(job, state, np.array([state.snapshot.index[cluster]]))
+        room = _room(_pod_on(job, state, chip), limits, used)
         if pods > room:
             return (
                 f"{pods} replica(s) on {cluster} exceed namespace {namespace}'s static share"
@@ -296,7 +307,7 @@ class Quota:
         self, job: fw.JobRequest, cluster: snap.ClusterInfo, state: fw.CycleState
     ) -> fw.Verdict:
         chip = chip_on(job, state, np.array([cluster.index]))[0]
-        found = problem(job, state, chip) or static_problem(job, state, cluster.name)
+        found = problem(job, state, chip) or static_problem(job, state, cluster.name, chip)
         return fw.Verdict.unschedulable(found) if found else fw.Verdict.success()
 
     def mask(self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.BoolArray:

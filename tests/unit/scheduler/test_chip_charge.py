@@ -115,3 +115,33 @@ def test_the_charge_read_back_from_the_binding_is_the_one_admitted() -> None:
     )
     assert [a.charge for a in work.admitted] == [admitted.charge]
     assert Usage(work.admitted).queue_used("ml-research").amount(GPU) == 0
+
+
+def _static(share: str) -> FederatedResourceQuota:
+    return FederatedResourceQuota.model_validate(
+        {
+            "metadata": {"name": "quota", "namespace": "team"},
+            "spec": {
+                "overall": {f"requests.{NPU}": "16", f"requests.{GPU}": "16"},
+                "staticAssignments": [
+                    {"clusterName": "cn-ascend", "hard": {f"requests.{NPU}": share}}
+                ],
+            },
+        }
+    )
+
+
+def test_a_members_static_share_of_ascend_chips_holds_a_gpu_job_placed_there() -> None:
+    """The member's ResourceQuota counts the Ascend chips the rendered pods request: a
+    share of 8 cannot take two 8-chip pods, so the job goes where it fits."""
+    result = run(FLEET, [_training()], snapshot=_snapshot(queues=[RESEARCH], quotas=[_static("8")]))
+    assert placed(result) == {"ft": {"us-a100": 2}}
+
+
+def test_the_static_share_in_use_is_counted_in_the_members_resource() -> None:
+    result = run(
+        FLEET, [_training()], snapshot=_snapshot(queues=[RESEARCH], quotas=[_static("16")])
+    )
+    assert placed(result) == {"ft": {"cn-ascend": 2}}
+    used = result.usage.placed_totals("team", "cn-ascend")
+    assert (used.get(NPU, 0), used.get(GPU, 0)) == (16_000, 0)
