@@ -7,8 +7,14 @@ work, refusing a 1-GPU A100 job in a queue that ran no NVIDIA GPU."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from federation.api import queue_status
+from federation.api.plan_routes import LiveState
 from federation.cache import snapshot as snap
+from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
+from federation.registry import keys, objects
 from federation.scheduler import bound_usage, reconcile
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import AcceleratorProfile
@@ -41,7 +47,7 @@ FLEET = [
 RESEARCH = queue("ml-research", capability={GPU: "16", NPU: "16"})
 
 
-def _training(name: str = "ft", *, seq: int = 0) -> object:
+def _training(name: str = "ft", *, seq: int = 0) -> PendingJob:
     """The shipped training example: 2 pods x 8 `nvidia.com/gpu`, Ascend preferred."""
     w = workload(
         name, gpus=8, replicas=2, chips="ascend-910b,nvidia-a100-80gb", queue="ml-research"
@@ -49,8 +55,8 @@ def _training(name: str = "ft", *, seq: int = 0) -> object:
     return job(w, seq=seq)
 
 
-def _snapshot(**kw: object) -> snap.Snapshot:
-    return snap.build(FLEET, profiles=PROFILES, **kw)  # type: ignore[arg-type]
+def _snapshot(**kw: Any) -> snap.Snapshot:
+    return snap.build(FLEET, profiles=PROFILES, **kw)
 
 
 def test_a_gpu_job_placed_on_ascend_is_charged_ascend_chips_not_gpus() -> None:
@@ -93,14 +99,14 @@ def test_the_charge_read_back_from_the_binding_is_the_one_admitted() -> None:
     [binding] = first.bindings
     [admitted] = first.admitted
     again = bound_usage.admission_of(
-        _training(),  # type: ignore[arg-type]
+        _training(),
         binding,
         device_resources=snapshot.device_resources,
         chip_devices=snapshot.chip_devices,
     )
     assert again.charge == admitted.charge
     assert again.charge.amount(NPU) == 16_000 and again.charge.amount(GPU) == 0
-    w = _training().workload  # type: ignore[attr-defined]
+    w = _training().workload
     key = str(reconcile.ref_of(w))
     work = reconcile.reconcile(
         workloads={key: reconcile.Entry(w, 0)},
@@ -145,3 +151,19 @@ def test_the_static_share_in_use_is_counted_in_the_members_resource() -> None:
     assert placed(result) == {"ft": {"cn-ascend": 2}}
     used = result.usage.placed_totals("team", "cn-ascend")
     assert (used.get(NPU, 0), used.get(GPU, 0)) == (16_000, 0)
+
+
+def test_the_registry_view_of_the_queue_shows_the_ascend_chips() -> None:
+    """What `fedctl describe queue` and /metrics read on a replica that does not lead."""
+    snapshot = _snapshot(queues=[RESEARCH])
+    (placed_on_ascend,) = run(FLEET, [_training()], snapshot=snapshot).bindings
+    w = _training().workload
+    found: dict[str, Any] = {keys.cluster_key(c.name): c for c in FLEET}
+    found |= {objects.key_for(p): p for p in (*PROFILES, RESEARCH)}
+    found[objects.key_for(w)] = w
+    statuses = {c.name: c.status for c in FLEET if c.status is not None}
+    live = LiveState(found, statuses, {objects.key_for(w): placed_on_ascend}, {})
+    [row] = [
+        r for r in queue_status.summarise(live, default="default") if r["name"] == "ml-research"
+    ]
+    assert (row["used"].get(NPU), row["used"].get(GPU, "0")) == ("16", "0")
