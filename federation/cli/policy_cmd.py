@@ -66,10 +66,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _validate(args: argparse.Namespace) -> int:
     from federation.propagation import overrides
+    from federation.scheduler import claims
     from policies.loading import load_paths
 
     result = load_paths(args.paths)
     result = result.with_findings(overrides.container_findings(result))
+    result = result.with_findings(claims.chip_findings(result))
     if args.output == "json":
         print(json.dumps(_report(result), indent=2))
     else:

@@ -21,18 +21,20 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from federation.cache.currency import Currency
 from federation.scheduler import plan, spread
 from federation.scheduler.plugins import affinity
-from policies.loading import LoadResult
+from policies.loading import LoadResult, arches
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
 from policies.models.common import ClusterAffinity
-from policies.models.workload import Workload
+from policies.models.placement_ext import FedctlPlacement
+from policies.models.workload import ANNOTATION_CHIPS, Workload
 
 __all__ = [
     "SHOWN",
     "affinity_findings",
     "against",
+    "chip_findings",
     "members_of",
     "notes",
     "on_delete",
@@ -208,12 +210,14 @@ def against(
     """`result` with every warning a fleet decides (its Clusters and AcceleratorProfiles,
     and the server's queues with their children when given): chips it defines and members
     not joined (`LoadResult.against_fleet`), affinities and spreads no joined member can
-    satisfy, and queues that take no work. What `fedctl apply`, the editor's validate route
+    satisfy, workloads' chips their policy's arches leave out (`chip_findings`), and queues
+    that take no work. What `fedctl apply`, the editor's validate route
     and an offline `fedctl plan` all judge, the same way. With the server's `currency`,
     also Clusters priced in a currency it has no rate for (the apply route says so too)."""
     result = result.against_fleet(fleet)
     members = members_of(c for c in fleet if isinstance(c, Cluster))
     result = result.with_findings(affinity_findings(result, members))
+    result = result.with_findings(chip_findings(result, fleet))
     if currency is not None:
         result = result.with_findings(
             finding_at(obj, ("spec", "prices", "currency"), problem)
@@ -268,6 +272,47 @@ def affinity_findings(result: LoadResult, members: Sequence[spread.ScoredCluster
                 )
             )
         found.extend(_spread_findings(obj, model, members))
+    return found
+
+
+def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[Finding]:
+    """A warning at each workload's `fedctl.io/chips` naming a chip whose arch the
+    `spec.fedctl.arches` of the policy claiming it (among the documents) leaves out.
+
+    Why: the workload's chips replace its policy's, but the policy's arches still hold,
+    so such a chip is never chosen. CPU pods naming `amd64` under a policy accepting only
+    arm64 were placed on amd64 before both were made to hold; now they wait, and this says
+    why before they are applied. The chip's arch is read as `arches.arch_conflicts` reads
+    it, from the documents and `fleet`.
+    """
+    objects = result.objects
+    policies = [o.model for o in objects if isinstance(o.model, plan.AnyPolicy)]
+    if not policies:
+        return []
+    known = arches.chip_arches([*fleet, *(o.model for o in objects)])
+    found: list[Finding] = []
+    for obj in objects:
+        workload = obj.model
+        if not isinstance(workload, Workload):
+            continue
+        try:
+            chips = workload.chips
+        except ValueError:
+            continue  # the loader's finding already
+        holder = plan.claim(workload, policies) if chips else None
+        ext = getattr(holder.spec, "fedctl", None) if holder is not None else None
+        if holder is None or not isinstance(ext, FedctlPlacement):
+            continue
+        accepted = ", ".join(ext.arches)
+        found.extend(
+            finding_at(
+                obj,
+                ("metadata", "annotations", ANNOTATION_CHIPS),
+                f"chip {chips[i]!r} is on {why}, and {policy_label(holder)}, which claims this"
+                f" workload, accepts only arches {accepted}: it is never chosen",
+            )
+            for i, why in arches.unmet(chips, ext.arches, known)
+        )
     return found
 
 

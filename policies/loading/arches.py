@@ -14,7 +14,7 @@ is left to the undefined-chip warning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
@@ -22,12 +22,13 @@ from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.cluster import Cluster
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
 
-__all__ = ["arch_conflicts"]
+__all__ = ["arch_conflicts", "chip_arches", "unmet"]
 
 
-def _chip_arches(models: Iterable[object]) -> dict[str, tuple[str, str]]:
+def chip_arches(models: Iterable[object]) -> dict[str, tuple[str, str]]:
     """Chip model -> (the arch of the nodes carrying it, what says so). A profile is the
     chip's own word and wins over a Cluster's declaration."""
+    models = list(models)
     found: dict[str, tuple[str, str]] = {}
     for model in models:
         if isinstance(model, AcceleratorProfile):
@@ -40,31 +41,40 @@ def _chip_arches(models: Iterable[object]) -> dict[str, tuple[str, str]]:
     return found
 
 
+def unmet(
+    chips: Iterable[str], arches: Collection[str], known: Mapping[str, tuple[str, str]]
+) -> Iterator[tuple[int, str]]:
+    """(index, why) for each of `chips` whose arch `arches` leaves out (none when `arches`
+    is empty): `why` says which arch and what says so, to follow `chip 'x' is on`."""
+    if not arches:
+        return
+    for i, chip in enumerate(chips):
+        arch, said = (chip, "") if is_arch(chip) else known.get(chip, ("", ""))
+        if arch and arch not in arches:
+            yield i, f"{arch} nodes" + (f" ({said})" if said else "")
+
+
 def arch_conflicts(objects: Iterable[Loaded], *, fleet: Iterable[object] = ()) -> list[Finding]:
     """A warning at each chip a fedctl placement policy lists whose arch (its own, for a
     plain arch; else as the documents or `fleet` define it) its `arches` leave out."""
     objects = list(objects)
-    known = _chip_arches([*fleet, *(o.model for o in objects)])
-    found = []
+    known = chip_arches([*fleet, *(o.model for o in objects)])
+    found: list[Finding] = []
     for obj in objects:
         model = obj.model
         if not isinstance(model, FedctlPropagationPolicy | FedctlClusterPropagationPolicy):
             continue
         placement = model.spec.fedctl
-        if placement is None or not placement.arches:
+        if placement is None:
             continue
         accepted = ", ".join(placement.arches)
-        for i, chip in enumerate(placement.chips):
-            arch, said = (chip, "") if is_arch(chip) else known.get(chip, ("", ""))
-            if not arch or arch in placement.arches:
-                continue
-            where = f" ({said})" if said else ""
-            found.append(
-                finding_at(
-                    obj,
-                    ("spec", "fedctl", "chips", i),
-                    f"chip {chip!r} is on {arch} nodes{where}, and spec.fedctl.arches accepts"
-                    f" only {accepted}: it is never chosen",
-                )
+        found.extend(
+            finding_at(
+                obj,
+                ("spec", "fedctl", "chips", i),
+                f"chip {placement.chips[i]!r} is on {why}, and spec.fedctl.arches accepts"
+                f" only {accepted}: it is never chosen",
             )
+            for i, why in unmet(placement.chips, placement.arches, known)
+        )
     return found

@@ -8,12 +8,15 @@ carries."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from federation.cache import snapshot as snap
+from federation.cli import main
 from federation.quota.accounting import Usage
+from federation.scheduler import claims
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import chips
 from federation.settings import SchedulerSettings
@@ -151,3 +154,41 @@ def test_apply_judges_the_chips_against_the_servers_profiles() -> None:
         " (AcceleratorProfile ascend-910b), and spec.fedctl.arches accepts only amd64: it is"
         " never chosen"
     ]
+
+
+ARCHANN = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: archann
+  namespace: ml
+  annotations: {fedctl.io/chips: amd64}
+spec:
+  template:
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]
+---
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: archann, namespace: ml}
+spec:
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: archann}]
+  fedctl: {arches: [arm64]}
+"""
+ARCHANN_WARNING = (
+    "k.yaml:6:34: metadata.annotations[\"fedctl.io/chips\"]: warning: chip 'amd64' is on"
+    " amd64 nodes, and PropagationPolicy ml/archann, which claims this workload, accepts"
+    " only arches arm64: it is never chosen"
+)
+
+
+def test_a_workloads_chip_its_policys_arches_leave_out_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = load_text(ARCHANN, filename="k.yaml")
+    assert [str(f) for f in claims.chip_findings(result)] == [ARCHANN_WARNING]
+    assert ARCHANN_WARNING in [str(f) for f in claims.against(result, []).findings]
+    path = tmp_path / "k.yaml"
+    path.write_text(ARCHANN, encoding="utf-8")
+    main.main(["validate", "-f", str(path)])
+    assert ARCHANN_WARNING.replace("k.yaml", str(path)) in capsys.readouterr().out
