@@ -13,11 +13,12 @@ from federation.api import queue_status
 from federation.api.plan_routes import LiveState
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob
-from federation.quota.accounting import Usage
+from federation.quota.accounting import Admission, Usage
 from federation.registry import keys, objects
 from federation.scheduler import bound_usage, reconcile
 from federation.settings import SchedulerSettings
-from policies.models.accelerator import AcceleratorProfile
+from policies.models.accelerator import NO_DEVICE_RENAMES, AcceleratorProfile, ChipDevices
+from policies.models.binding import Binding
 from policies.models.frq import FederatedResourceQuota
 from tests.unit.scheduler.fleet import (
     GPU,
@@ -167,3 +168,33 @@ def test_the_registry_view_of_the_queue_shows_the_ascend_chips() -> None:
         r for r in queue_status.summarise(live, default="default") if r["name"] == "ml-research"
     ]
     assert (row["used"].get(NPU), row["used"].get(GPU, "0")) == ("16", "0")
+
+
+def test_a_ledger_charges_its_admissions_again_when_the_profiles_change() -> None:
+    """A controller keeps what it charged for a Binding across cycles (`memo`); a profile
+    applied since (say, the Ascend one) changes what the same Binding charges."""
+    snapshot = _snapshot(queues=[RESEARCH])
+    [binding] = run(FLEET, [_training()], snapshot=snapshot).bindings
+    w = _training().workload
+    key = str(reconcile.ref_of(w))
+    ledger = reconcile.Ledger()
+    memo: dict[str, tuple[Binding, str, Admission]] = {}
+
+    def charged(chip_devices: ChipDevices) -> int:
+        ledger.update(
+            None,
+            workloads={key: reconcile.Entry(w, 0)},
+            bindings={key: binding},
+            phases={},
+            policies=[],
+            clusters=[c.name for c in FLEET],
+            fingerprints={},
+            settings=SchedulerSettings(),
+            device_resources=snapshot.device_resources,
+            chip_devices=chip_devices,
+            memo=memo,
+        )
+        return ledger.admitted[key].charge.amount(NPU)
+
+    assert charged(NO_DEVICE_RENAMES) == 0
+    assert charged(snapshot.chip_devices) == 16_000
