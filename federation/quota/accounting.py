@@ -210,7 +210,9 @@ class Usage:
         for cluster, replicas in admission.placement.items():
             pod = shared
             if renames.pairs and cluster in chips:  # the member counts the rendered pods
-                pod = list(renames.on(admission.pod, chips[cluster]).items())
+                rendered = renames.on(admission.pod, chips[cluster])
+                if rendered is not admission.pod:
+                    pod = list(rendered.items())
             totals = self._placed.get((ns, cluster))
             if totals is None:
                 totals = self._placed[(ns, cluster)] = {}
