@@ -37,7 +37,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import members, plan_routes
+from federation.api import bodies, members, plan_routes
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -55,7 +55,7 @@ from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import FINISHED_PHASES, QuotaStatus, WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["ObjectsApi", "raw_wire", "watch_event"]
+__all__ = ["ObjectsApi", "raw_wire", "revision", "watch_event"]
 
 _log = logging.getLogger(__name__)
 
@@ -225,11 +225,12 @@ class ObjectsApi:
     async def _watch(
         self, request: web.Request, res: objects.Resource, prefix: str
     ) -> web.StreamResponse:
+        # Read before the stream is prepared: once it is, a refusal can only end it.
+        since = revision(request.query.get("resourceVersion"), field="resourceVersion")
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
-        since = request.query.get("resourceVersion")
-        if since:
-            start = int(since) + 1
+        if since is not None:
+            start = since + 1
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
@@ -245,24 +246,7 @@ class ObjectsApi:
     async def _body(self, request: web.Request) -> list[KubeObject]:
         """Documents in the body, validated; any error becomes one 400 with every finding."""
         text = (await request.read()).decode("utf-8", errors="replace")
-        ctype = request.content_type
-        if "yaml" in ctype:
-            result = loading.load_text(text, filename="<request>")
-            found = result.findings
-            models = [o.model for o in result.objects]
-        else:
-            doc = json.loads(text)
-            docs = doc.get("items") if isinstance(doc, dict) and "items" in doc else doc
-            docs = docs if isinstance(docs, list) else [docs]
-            checked = [loading.validate_document(d, filename="<request>") for d in docs]
-            found = [f for c in checked for f in c.findings]
-            models = [c.model for c in checked if c.model is not None]
-        failures = [str(f) for f in found if f.is_error]
-        if failures:
-            raise errors.Invalid("; ".join(failures), findings=failures)
-        for model in models:
-            objects.key_for(model)  # names are checked before anything is stored
-        return models
+        return bodies.documents(text, content_type=request.content_type)
 
     def _placed(self, request: web.Request, obj: KubeObject) -> KubeObject:
         """Fill or check the namespace from the URL; refuse one Kubernetes keeps for
@@ -342,6 +326,7 @@ class ObjectsApi:
         key = self._key(request, res)
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
+        expected = revision(obj.metadata.resource_version, field="metadata.resourceVersion")
         await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
             current = await self.objects.get(key)
@@ -349,20 +334,20 @@ class ObjectsApi:
                 raise errors.NotFound(key)
             _same_group(current.obj, obj)
             return web.json_response(self._successor(current.obj, obj).to_wire())
-        stored = await self._write(key, obj, expected=obj.metadata.resource_version)
+        stored = await self._write(key, obj, expected=expected)
         return web.json_response(
             await self._present(stored), headers=_warnings(self._price_notes([obj]))
         )
 
     async def _write(
-        self, key: str, obj: KubeObject, *, expected: str | None
+        self, key: str, obj: KubeObject, *, expected: int | None
     ) -> codec.Stored[KubeObject]:
         current = await self.objects.get(key)
         if current is None:
             raise errors.NotFound(key)
         _same_group(current.obj, obj)
-        if expected is not None and str(current.revision) != expected:
-            raise errors.Conflict(key, expected=int(expected), current=current.revision)
+        if expected is not None and current.revision != expected:
+            raise errors.Conflict(key, expected=expected, current=current.revision)
         new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
         with _naming(obj):
             return await self.objects.update(key, new, revision=current.revision)
@@ -374,7 +359,7 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
-        since = request.query.get("resourceVersion")
+        since = revision(request.query.get("resourceVersion"), field="resourceVersion")
         dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
         if res.plural == "workloads":
             namespace = objects.namespace_of(keys.parse_workload_key(key))
@@ -390,9 +375,9 @@ class ObjectsApi:
             warnings += [left] if left else []
         current = await self.objects.get(key) if res.plural in _PLACING or dry else None
         if dry:
-            if current is None or (since and str(current.revision) != since):
+            if current is None or (since is not None and current.revision != since):
                 raise errors.NotFound(key)
-        elif not await self.objects.delete(key, revision=int(since) if since else None):
+        elif not await self.objects.delete(key, revision=since):
             raise errors.NotFound(key)
         if current is not None and isinstance(current.obj, planning.AnyPolicy):
             warnings.extend(await self._claim_notes([], deleted=current.obj))
@@ -404,7 +389,7 @@ class ObjectsApi:
         )
 
     async def _delete_namespace(
-        self, request: web.Request, key: str, namespace: str, *, since: str | None, dry: bool
+        self, request: web.Request, key: str, namespace: str, *, since: int | None, dry: bool
     ) -> web.Response:
         """Delete the Namespace template at `key` and what the federation holds in that
         namespace: its workload templates and namespaced policies (`_held`), as the
@@ -435,8 +420,8 @@ class ObjectsApi:
         current = await self.objects.get(key)
         if current is None:
             raise errors.NotFound(f'namespaces "{namespace}"')
-        if since and str(current.revision) != since:
-            raise errors.Conflict(key, expected=int(since), current=current.revision)
+        if since is not None and current.revision != since:
+            raise errors.Conflict(key, expected=since, current=current.revision)
         held = await self._held(namespace)
         if self.admit is not None:
             for res in dict.fromkeys(h.resource for h in held):
@@ -450,7 +435,7 @@ class ObjectsApi:
                     ) from exc
         if not dry:
             ops: list[st.Op] = [st.Delete(h.key) for h in held]
-            ops.append(st.Delete(key, revision=int(since) if since else None))
+            ops.append(st.Delete(key, revision=since))
             done = 0
             for batch in st.batches(ops, lambda op: op, most=_WRITES):
                 try:
@@ -910,6 +895,24 @@ def _group(api_version: str) -> str:
 
 async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
     await resp.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+
+
+def revision(value: str | None, *, field: str) -> int | None:
+    """A `resourceVersion` a client gave (in `field`: a body's field or a query
+    parameter) as the etcd revision it names; None when none was given.
+
+    Why refused as a 400 naming `field`, before anything is read, written or streamed: a
+    value that is not a revision was a 500 on a write and an empty 200 on a watch, and
+    a negative one was taken and echoed back as if it were a point in the history.
+    Kubernetes refuses such a value as Invalid, naming the field, too."""
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise errors.Invalid(
+            f"{field}: Invalid value: {json.dumps(value)}: must be a resource version, a"
+            " whole number of 0 or more (as metadata.resourceVersion gives it)"
+        )
+    return int(value)
 
 
 def _flag(value: str | None) -> bool:

@@ -94,12 +94,9 @@ class WatchApi:
 
     async def watch(self, request: web.Request) -> web.StreamResponse:
         wanted = _resources(request)
-        since = request.query.get("resourceVersion")
+        since = objects_api.revision(request.query.get("resourceVersion"), field="resourceVersion")
         initial = _flag(request.query.get("sendInitialEvents"), default=True)
-        try:
-            start = int(since) + 1 if since else None
-        except ValueError:
-            raise errors.Invalid(f"resourceVersion: {since!r} is not a revision") from None
+        start = None if since is None else since + 1
         who = request.get(auth.PRINCIPAL)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)

@@ -13,10 +13,11 @@ reasons; callers import only from here.
 from policies.loading.documents import Checked, Loaded, validate_document
 from policies.loading.files import MAX_FILE_BYTES, LoadResult, load_paths, load_text
 from policies.loading.findings import Finding
-from policies.loading.source import SourceMap
+from policies.loading.source import MAX_FLOW_DEPTH, SourceMap
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "MAX_FLOW_DEPTH",
     "Checked",
     "Finding",
     "LoadResult",

@@ -173,7 +173,9 @@ async def test_a_kind_the_caller_may_not_list_is_refused_alone(server: str) -> N
     [
         pytest.param("", "resources: name the kinds to watch", id="no resources"),
         pytest.param("?resources=clusters,gizmos", "unknown resource 'gizmos'", id="unknown"),
-        pytest.param("?resources=queues&resourceVersion=x", "not a revision", id="bad revision"),
+        pytest.param(
+            "?resources=queues&resourceVersion=x", "must be a resource version", id="bad revision"
+        ),
     ],
 )
 async def test_a_bad_request_is_a_400_naming_what_is_wrong(
