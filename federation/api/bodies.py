@@ -6,7 +6,11 @@ nothing).
 
 YAML bodies go through the policy loader, so findings read `<request>:LINE:COL: path:
 message` as `fedctl validate` prints them. JSON bodies are decoded here and each document
-validated alone.
+validated alone. JSON has no lines to point at, so a finding about one document of a
+list names it by its place and object, `items[1] (Queue j2): spec.weight: ...`, as
+Kubernetes names the item of a List it refuses: two items wrong in the same way were two
+identical lines, and the client could not tell which to fix (`fedctl apply`, which sends
+its files as JSON items, puts such a finding back at its file and line).
 
 Why JSON is held to YAML's nesting limit (`loading.MAX_FLOW_DEPTH`, 64 levels): no
 Kubernetes object comes near it, and past a few hundred levels the model's serializer,
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from federation import errors
 from federation.registry import objects
@@ -51,17 +56,38 @@ def documents(text: str, *, content_type: str) -> list[KubeObject]:
 
 def _json_documents(text: str) -> tuple[list[loading.Finding], list[KubeObject]]:
     """Findings and models of a JSON body: one object, a list of them, or a List's
-    `items`."""
+    `items`; a document of a list is named by its place in it (module doc)."""
     deep = _too_deep(text)
     if deep is not None:
         line, col = deep
         message = f"invalid JSON: nested deeper than {loading.MAX_FLOW_DEPTH} levels"
         return [loading.Finding(FILENAME, line, col, "", message)], []
     doc = json.loads(text)  # malformed: the error middleware's 400
-    docs = doc.get("items") if isinstance(doc, dict) and "items" in doc else doc
-    docs = docs if isinstance(docs, list) else [docs]
-    checked = [loading.validate_document(d, filename=FILENAME) for d in docs]
+    if isinstance(doc, dict) and "items" in doc:
+        listed, docs = "items", doc["items"]
+    else:
+        listed, docs = "", doc
+    if not isinstance(docs, list):
+        checked = [loading.validate_document(docs, filename=FILENAME)]
+    else:
+        checked = [
+            loading.validate_document(d, filename=f"{listed}[{i}]{_named(d)}")
+            for i, d in enumerate(docs)
+        ]
     return [f for c in checked for f in c.findings], [c.model for c in checked if c.model]
+
+
+def _named(doc: Any) -> str:
+    """` (Kind ns/name)` of a document, as far as it says; empty when it says neither."""
+    if not isinstance(doc, dict):
+        return ""
+    kind, meta = doc.get("kind"), doc.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(kind, str) or not isinstance(name, str) or not kind or not name:
+        return ""
+    where = f"{namespace}/" if isinstance(namespace, str) and namespace else ""
+    return f" ({kind} {where}{name})"
 
 
 def _too_deep(text: str) -> tuple[int, int] | None:

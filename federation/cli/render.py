@@ -144,12 +144,14 @@ def _pairs(mapping: dict[str, Any] | None) -> str:
 # What the controller alone can check (the queue tree against the stored queues, a
 # same-name object of another API group, a field an older controller does not know) comes
 # back as text naming the object (`Queue NAME: PATH: message`, `Kind NS/NAME: message`) or,
-# for a field of an unnamed document, `<request>: PATH: message`. The client still holds
-# the files, so it puts each back where the user would edit it.
+# for a field of an unnamed document, `<request>: PATH: message`, or of one of the items
+# sent, `items[N] (Kind ns/name): PATH: message`. The client still holds the files, so it
+# puts each back where the user would edit it.
 _NAMED = re.compile(r"(?P<kind>[A-Z][A-Za-z0-9]*) (?:(?P<ns>[^\s/:]+)/)?(?P<name>[^\s/:]+): ")
 _FIELD = re.compile(r'(?P<path>[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\]|\["[^"]*"\])*): ')
 _PART = re.compile(r'\.?(?P<key>[A-Za-z_][\w-]*)|\[(?P<index>\d+)\]|\[(?P<quoted>"[^"]*")\]')
 _REQUEST = "<request>: "
+_ITEM = re.compile(r"(?:items)?\[(?P<index>\d+)\](?: \([^)]*\))?: ")
 _UNKNOWN = re.compile(
     r"(?:parent queue|unknown field) '(?P<word>[^']+)'.*?known (?:queues|fields): (?P<known>[^)]*)"
 )
@@ -166,6 +168,10 @@ def placed(finding: str, loaded: Sequence[Loaded]) -> str:
         doc = _named(loaded, named["kind"], named["ns"], named["name"])
         if doc is None:  # e.g. a stored parent whose children's guarantees no longer fit
             rest, doc = "", _mentioned(loaded, named["kind"], finding[named.end() :])
+    elif item := _ITEM.match(finding):
+        rest, index = finding[item.end() :], int(item["index"])
+        if index < len(loaded):  # the items sent are the documents loaded, in order
+            text, doc = rest, loaded[index]
     elif finding.startswith(_REQUEST):
         text = rest = finding.removeprefix(_REQUEST)
     else:

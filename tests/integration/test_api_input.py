@@ -142,3 +142,32 @@ async def test_json_nested_as_deep_as_the_limit_is_still_read(client: Api) -> No
     own finding (an unknown field) is what the client hears."""
     code, status = await client.call("POST", f"{API}/queues", raw=nested(60))
     assert code == 400 and "extra: unknown field" in status["message"], status
+
+
+async def test_each_finding_of_a_json_list_names_its_item(client: Api) -> None:
+    """Two items wrong the same way were two identical `<request>: spec.weight` lines: the
+    client could not tell which to fix. Named by place and object, as Kubernetes names
+    the item of a List; nothing is stored."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web-1", "namespace": "web"},
+        "spec": {"replicas": -1, "template": {"spec": {"containers": []}}},
+    }
+    items = [queue("j1"), queue("j2", weight=0), queue("j3", weight=0), deployment, {"kind": 1}]
+    code, status = await client.call("POST", f"{API}/apply", {"items": items})
+    assert code == 400, status
+    findings = status["details"]["findings"]
+    assert findings[:2] == [
+        "items[1] (Queue j2): spec.weight: must be at least 1, got 0",
+        "items[2] (Queue j3): spec.weight: must be at least 1, got 0",
+    ]
+    assert any(f.startswith("items[3] (Deployment web/web-1): spec.replicas: ") for f in findings)
+    assert findings[-1].startswith("items[4]: ")  # it says no kind and name to go by
+    code, status = await client.call("POST", f"{API}/apply", [queue("j1"), queue("j2", weight=0)])
+    assert status["details"]["findings"] == [
+        "[1] (Queue j2): spec.weight: must be at least 1, got 0"
+    ]
+    code, status = await client.call("POST", f"{API}/queues", queue("j2", weight=0))
+    assert status["details"]["findings"] == ["<request>: spec.weight: must be at least 1, got 0"]
+    assert await stored_queues(client) == []

@@ -190,12 +190,27 @@ async def test_a_refusal_only_the_controller_finds_is_printed_where_it_is_in_the
     assert capsys.readouterr().err == 'fedctl: not found: queues "fine"\n'
 
 
+UNKNOWN = "spec.weight: unknown field 'weight'; known fields: capability, parent"
+
+
+@pytest.mark.parametrize(
+    ("finding", "line"),
+    [
+        pytest.param(f"<request>: {UNKNOWN}", 10,
+                     id="naming no document: the one holding the field"),
+        pytest.param(f"items[2] (Queue again): {UNKNOWN}", 17,
+                     id="naming its item: that document, of two holding the field"),
+        pytest.param(f"items[1] (Queue fine): {UNKNOWN}", 10,
+                     id="naming its item: the first of two holding the field"),
+    ],
+)  # fmt: skip
 async def test_a_field_an_older_controller_does_not_know_is_placed_in_the_document_holding_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], finding: str, line: int
 ) -> None:
-    """Its loader names no document (`<request>: PATH: message`), so the one document of
-    the files that holds that field is the one meant."""
-    finding = "<request>: spec.weight: unknown field 'weight'; known fields: capability, parent"
+    """A finding naming no document (`<request>: PATH: message`) is placed in the one
+    document of the files that holds that field. One naming its item (`items[N] (Kind
+    name): ...`, as the controller names the items of the JSON `fedctl apply` sends) is
+    placed in that document, even where several hold the field."""
 
     async def refuse(_: web.Request) -> web.Response:
         body = {
@@ -210,15 +225,12 @@ async def test_a_field_an_older_controller_does_not_know_is_placed_in_the_docume
     app = web.Application()
     app.router.add_post("/apis/fedctl.io/v1alpha1/apply", refuse)
     path = tmp_path / "mine.yaml"
-    path.write_text(
-        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: plain}\n---\n" + FINE
-    )
+    again = FINE.replace("name: fine", "name: again").removesuffix("---\n")
+    plain = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: plain}\n---\n"
+    path.write_text(plain + FINE + again if "items" in finding else plain + FINE)
     async with serving(app) as url:
         assert await fedctl(url, "apply", "-f", str(path)) == 1
-    assert capsys.readouterr().err.splitlines() == [
-        f"{path}:10:11: spec.weight: unknown field 'weight'; known fields: capability, parent",
-        REFUSED,
-    ]
+    assert capsys.readouterr().err.splitlines() == [f"{path}:{line}:11: {UNKNOWN}", REFUSED]
 
 
 @pytest.mark.parametrize(
