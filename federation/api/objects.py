@@ -215,11 +215,11 @@ class ObjectsApi:
         if res.readonly:
             kv = await self.raw.get(key)
             if kv is None:
-                raise errors.NotFound(key)
+                raise errors.NotFound(objects.called(res, key))
             return web.json_response(raw_wire(kv))
         item = await self.objects.get(key)
         if item is None:
-            raise errors.NotFound(f'{res.plural} "{request.match_info["name"]}"')
+            raise errors.NotFound(objects.called(res, key))
         return web.json_response(await self._present(item))
 
     async def _watch(
@@ -303,12 +303,13 @@ class ObjectsApi:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
         await self._check_stored([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
+        key = objects.key_for(obj)
         if request.query.get("dryRun") == "All":  # checked as a create is; nothing stored
-            if await self.objects.get(objects.key_for(obj)) is not None:
-                raise errors.AlreadyExists(objects.key_for(obj))
+            if await self.objects.get(key) is not None:
+                raise errors.AlreadyExists(objects.called(res, key))
             return web.json_response(obj.to_wire(), status=201)
-        with _naming(obj):
-            stored = await self.objects.create(objects.key_for(obj), obj)
+        with _naming(obj), _addressed(objects.called(res, key)):
+            stored = await self.objects.create(key, obj)
         return web.json_response(
             await self._present(stored), status=201, headers=_warnings(self._price_notes([obj]))
         )
@@ -329,9 +330,7 @@ class ObjectsApi:
         expected = revision(obj.metadata.resource_version, field="metadata.resourceVersion")
         await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
-            current = await self.objects.get(key)
-            if current is None:
-                raise errors.NotFound(key)
+            current = _as_given(objects.called(res, key), await self.objects.get(key), expected)
             _same_group(current.obj, obj)
             return web.json_response(self._successor(current.obj, obj).to_wire())
         stored = await self._write(key, obj, expected=expected)
@@ -342,14 +341,11 @@ class ObjectsApi:
     async def _write(
         self, key: str, obj: KubeObject, *, expected: int | None
     ) -> codec.Stored[KubeObject]:
-        current = await self.objects.get(key)
-        if current is None:
-            raise errors.NotFound(key)
+        name = objects.called(objects.resource_for_kind(obj), key)
+        current = _as_given(name, await self.objects.get(key), expected)
         _same_group(current.obj, obj)
-        if expected is not None and current.revision != expected:
-            raise errors.Conflict(key, expected=expected, current=current.revision)
         new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
-        with _naming(obj):
+        with _naming(obj), _addressed(name):
             return await self.objects.update(key, new, revision=current.revision)
 
     async def delete(self, request: web.Request) -> web.Response:
@@ -374,11 +370,13 @@ class ObjectsApi:
             left = await members.removal_note(self.raw, request.match_info["name"], dry=dry)
             warnings += [left] if left else []
         current = await self.objects.get(key) if res.plural in _PLACING or dry else None
+        name = objects.called(res, key)
         if dry:
-            if current is None or (since is not None and current.revision != since):
-                raise errors.NotFound(key)
-        elif not await self.objects.delete(key, revision=since):
-            raise errors.NotFound(key)
+            _as_given(name, current, since)
+        else:
+            with _addressed(name):  # a stale `since` is the store's Conflict
+                if not await self.objects.delete(key, revision=since):
+                    raise errors.NotFound(name)
         if current is not None and isinstance(current.obj, planning.AnyPolicy):
             warnings.extend(await self._claim_notes([], deleted=current.obj))
         headers = CIMultiDict[str]()
@@ -417,11 +415,7 @@ class ObjectsApi:
                 text=f"namespace {namespace} may not be deleted: Kubernetes keeps it in every"
                 " cluster, and deleting it here would delete every workload and policy in it"
             )
-        current = await self.objects.get(key)
-        if current is None:
-            raise errors.NotFound(f'namespaces "{namespace}"')
-        if since is not None and current.revision != since:
-            raise errors.Conflict(key, expected=since, current=current.revision)
+        _as_given(f'namespaces "{namespace}"', await self.objects.get(key), since)
         held = await self._held(namespace)
         if self.admit is not None:
             for res in dict.fromkeys(h.resource for h in held):
@@ -917,6 +911,34 @@ def revision(value: str | None, *, field: str) -> int | None:
 
 def _flag(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "yes")
+
+
+def _as_given(
+    name: str, current: codec.Stored[KubeObject] | None, expected: int | None
+) -> codec.Stored[KubeObject]:
+    """`current`, the object a write or delete addressed as `name`, if it is there and at
+    the revision the caller expects (None: any); else NotFound, or Conflict as Kubernetes
+    answers a resourceVersion precondition that no longer holds (a delete of a stale
+    revision said "not found" of an object that was there)."""
+    if current is None:
+        raise errors.NotFound(name)
+    if expected is not None and current.revision != expected:
+        raise errors.Conflict(name, expected=expected, current=current.revision)
+    return current
+
+
+@contextlib.contextmanager
+def _addressed(name: str) -> Iterator[None]:
+    """What the store raises about one object's key, said of the object as `name`
+    (`objects.called`): its key named nothing the user typed."""
+    try:
+        yield
+    except errors.NotFound as exc:
+        raise errors.NotFound(name) from exc
+    except errors.AlreadyExists as exc:
+        raise errors.AlreadyExists(name, revision=exc.revision) from exc
+    except errors.Conflict as exc:
+        raise errors.Conflict(name, expected=exc.expected, current=exc.current) from exc
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ __all__ = ["PREFIX", "WorkloadsApi"]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
 _RECENT_EVENTS = 20
+_WORKLOADS = objects.resource_named("workloads")
 _POLICY_TYPES = (
     propagation.PropagationPolicy,
     propagation.ClusterPropagationPolicy,
@@ -229,7 +230,7 @@ class WorkloadsApi:
         template = await self.objects.get(keys.workload_key(ref))
         binding = await self.bindings.get(keys.binding_key(ref))
         if template is None and binding is None:
-            raise errors.NotFound(keys.workload_key(ref))
+            raise errors.NotFound(objects.called(_WORKLOADS, keys.workload_key(ref)))
         status = await self.statuses.get(keys.workload_status_key(ref))
         federation_only = (
             binding is None

@@ -30,6 +30,7 @@ __all__ = [
     "ObjectCodec",
     "Resource",
     "access_namespace",
+    "called",
     "key_for",
     "list_prefix",
     "namespace_of",
@@ -96,6 +97,16 @@ def resource_for_kind(obj: KubeObject) -> Resource:
     if isinstance(obj, Workload):
         return resource_named("workloads")
     return resource_named(obj.kind)
+
+
+def called(res: Resource, key: str) -> str:
+    """The object at `key` as an error names it, `queues "web"`: its resource and name, as
+    Kubernetes names one (a workload's or Binding's kind too, which its name alone does not
+    pick out), never its registry key, which the user never typed and cannot type back."""
+    name = key.rpartition("/")[2]
+    if res.plural in ("workloads", "bindings"):
+        name = f"{keys.parse_workload_key(key).kind}/{name}"
+    return f'{res.plural} "{name}"'
 
 
 def workload_ref(obj: Workload) -> keys.WorkloadRef:

@@ -171,3 +171,50 @@ async def test_each_finding_of_a_json_list_names_its_item(client: Api) -> None:
     code, status = await client.call("POST", f"{API}/queues", queue("j2", weight=0))
     assert status["details"]["findings"] == ["<request>: spec.weight: must be at least 1, got 0"]
     assert await stored_queues(client) == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "code", "message"),
+    [
+        pytest.param("DELETE", "/queues/nope", 404, 'not found: queues "nope"', id="delete"),
+        pytest.param("DELETE", "/queues/nope?dryRun=All", 404, 'not found: queues "nope"',
+                     id="delete, dry run"),
+        pytest.param("PUT", "/queues/nope", 404, 'not found: queues "nope"', id="update"),
+        pytest.param("PUT", "/queues/nope?dryRun=All", 404, 'not found: queues "nope"',
+                     id="update, dry run"),
+        pytest.param("POST", "/queues", 409, 'already exists: queues "apiq"', id="create"),
+        pytest.param("POST", "/queues?dryRun=All", 409, 'already exists: queues "apiq"',
+                     id="create, dry run"),
+        pytest.param("PUT", "/queues/apiq", 409, 'conflict on queues "apiq": expected revision 1,',
+                     id="update from a stale revision"),
+        pytest.param("DELETE", "/queues/apiq?resourceVersion=1", 409,
+                     'conflict on queues "apiq": expected revision 1,',
+                     id="delete from a stale revision"),
+        pytest.param("DELETE", "/namespaces/web/propagationpolicies/nope", 404,
+                     'not found: propagationpolicies "nope"', id="delete a namespaced policy"),
+        pytest.param("GET", "/namespaces/web/workloads/Job.batch/nope", 404,
+                     'not found: workloads "Job.batch/nope"', id="get a workload"),
+        pytest.param("GET", "/namespaces/web/bindings/Job.batch/nope", 404,
+                     'not found: bindings "Job.batch/nope"', id="get a binding"),
+    ],
+)  # fmt: skip
+async def test_an_error_names_the_object_as_get_does_never_its_registry_key(
+    client: Api, method: str, path: str, code: int, message: str
+) -> None:
+    """`DELETE /queues/nope` said `not found: /fedctl/policies/Queue/_/nope` where GET says
+    `queues "nope"`; a second create said `already exists: /fedctl/policies/Queue/_/apiq`."""
+    assert (await client.call("POST", f"{API}/queues", queue("apiq")))[0] == 201
+    name = path.partition("?")[0].rpartition("/")[2]
+    body = {**queue(name if method == "PUT" else "apiq", weight=3)}
+    body["metadata"]["resourceVersion"] = "1"
+    got, status = await client.call(method, API + path, body if method != "DELETE" else None)
+    assert got == code, status
+    assert status["message"].startswith(message), status["message"]
+    assert "/fedctl/" not in status["message"]
+
+
+async def test_a_workload_described_that_is_not_there_is_named(client: Api) -> None:
+    code, status = await client.call(
+        "GET", "/apis/status.fedctl.io/v1alpha1/namespaces/web/workloads/Job.batch/nope"
+    )
+    assert code == 404 and status["message"] == 'not found: workloads "Job.batch/nope"'
