@@ -88,12 +88,14 @@ def build_app(
         status.error_middleware,
     ]
     app = web.Application(client_max_size=settings.max_body_bytes, middlewares=middlewares)
+    queues = queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler)
     api = objects.ObjectsApi(
         store,
         clock=clock,
         cipher=cipher,
         admit=auth.admit if auth else None,
         currency=currency,
+        queues=queues,
     )
     drills = drills_api.DrillsApi(
         store,
@@ -124,7 +126,7 @@ def build_app(
             web.get("/openapi.json", openapi),
             web.get("/metrics", metrics.handler),
             *plan_routes.PlanApi(store, settings=scheduler).routes(),
-            *queue_status.QueueStatusApi(store, source=queue_view, settings=scheduler).routes(),
+            *queues.routes(),
             *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *watch_api.WatchApi(store).routes(),  # so would it match /watch

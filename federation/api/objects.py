@@ -37,7 +37,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import bodies, members, plan_routes
+from federation.api import bodies, members, plan_routes, queue_status
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -52,7 +52,7 @@ from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
 from policies.models.queue import Queue, hierarchy_problems
-from policies.models.work import FINISHED_PHASES, QuotaStatus, WorkloadStatus
+from policies.models.work import QuotaStatus
 from policies.models.workload import Workload
 
 __all__ = ["ObjectsApi", "raw_wire", "revision", "watch_event"]
@@ -97,8 +97,11 @@ class ObjectsApi:
         cipher: secrets.Cipher | None = None,
         admit: Admit | None = None,
         currency: Currency | None = None,
+        queues: queue_status.QueueStatusApi | None = None,
     ) -> None:
         self.raw = store
+        self.queues = queues or queue_status.QueueStatusApi(store)
+        """What `get queues` shows, which a queue's deletion warns by (`_queue_in_use`)."""
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
         self.quota_statuses = codec.TypedStore(store, codec.Codec(QuotaStatus))
@@ -470,26 +473,13 @@ class ObjectsApi:
     async def _queue_in_use(self, name: str) -> str | None:
         """What deleting queue `name` leaves behind, as a warning (Kubernetes' `Warning`
         header, which the CLI prints): its admitted work keeps running, and what waits in
-        it stays pending until the queue is defined again."""
-        listed = await codec.TypedStore(self.raw, codec.Codec(Binding)).list(
-            keys.prefix("bindings")
-        )
-        results = await codec.TypedStore(self.raw, codec.Codec(WorkloadStatus)).list(
-            keys.prefix("workloadstatus")
-        )
-        # A finished Job keeps its Scheduled Binding but holds nothing any more; the
-        # queue listing does not count it, nor may this warning.
-        finished = {
-            keys.parse_workload_key(r.key) for r in results.items if r.obj.phase in FINISHED_PHASES
-        }
-        mine = [
-            b.obj
-            for b in listed.items
-            if b.obj.spec.queue == name and keys.parse_workload_key(b.key) not in finished
-        ]
-        admitted = sum(1 for b in mine if b.status.phase == "Scheduled")
-        waiting = len(mine) - admitted
-        if not mine:
+        it stays pending until the queue is defined again.
+
+        Counted as the queue status view counts (`queue_status.QueueStatusApi.counts`):
+        counting Bindings, this said 3 admitted where `get queues` said 1, for it took in
+        workloads that hold nothing of the queue (no pods, no requests, finished)."""
+        admitted, waiting = await self.queues.counts(name)
+        if not admitted and not waiting:
             return None
         return (
             f"queue {name} still has {admitted} admitted and {waiting} pending workload(s):"

@@ -99,6 +99,18 @@ class QueueStatusApi:
             }
         )
 
+    async def counts(self, name: str) -> tuple[int, int]:
+        """How many workloads queue `name` has admitted and how many wait, as this view
+        counts them (`fedctl get queues`): the leading loop's latest tally, else the
+        registry read now, not an answer kept from before the work asked about."""
+        from_loop = self._from_loop()
+        if from_loop is None:
+            items = await asyncio.to_thread(self._summarise, await self.plan.read())
+        else:
+            items = from_loop[0].items
+        item = next((i for i in items if i["name"] == name), None)
+        return (item["admitted"], item["pending"]) if item is not None else (0, 0)
+
     def _from_loop(self) -> tuple[_Answer, bool] | None:
         """The leading loop's latest tally as an answer, and whether changes wait for a
         cycle; None when no loop of this process leads."""

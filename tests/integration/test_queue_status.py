@@ -20,12 +20,13 @@ from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
 from federation.registry.memory import MemoryStore
-from federation.scheduler import binder, cycle, queue_view
+from federation.scheduler import cycle, queue_view
 from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding, WorkloadReference
 from policies.models.work import WorkloadStatus
+from policies.models.workload import Workload
 from tests.integration.test_scheduler_loop import registry_with_member
 from tests.serving import api_server
 from tests.unit.scheduler import fleet
@@ -252,35 +253,57 @@ async def test_the_leading_loop_answers_as_a_registry_read_would_without_chargin
 async def test_deleting_a_queue_that_work_still_names_warns_what_it_leaves(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The warning counts as `get queues` does: a Job running with requests is admitted,
+    one waiting is pending. A finished Job, a workload that requests nothing and one with
+    no pods (a ConfigMap) hold nothing of the queue: the view leaves them out, and so
+    must the warning (it said 3 admitted where `get queues` said 1)."""
     store, _ = await registry_with_member()
     objs = codec.TypedStore(store, objects.ObjectCodec())
     for name in ("qa", "qb"):
         await objs.put(objects.key_for(fleet.queue(name)), fleet.queue(name))
+    bare = fleet.workload("bare", queue="qa").to_wire()
+    bare["spec"]["template"]["spec"]["containers"][0].pop("resources")
+    settings = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+                "metadata": {"name": "settings", "namespace": "team",
+                             "annotations": {"fedctl.io/queue": "qa"}}}  # fmt: skip
+    workloads = [
+        fleet.workload("running", queue="qa"),
+        fleet.workload("waiting", queue="qa"),
+        fleet.workload("done", queue="qa"),
+        Workload.model_validate(bare),
+        Workload.model_validate(settings),
+    ]
     bindings = codec.TypedStore(store, codec.Codec(Binding))
-    for name, phase in (("running", "Scheduled"), ("waiting", "Pending"), ("done", "Scheduled")):
+    for workload in workloads:
+        await objs.put(objects.key_for(workload), workload)
+        ref = objects.workload_ref(workload)
+        scheduled = workload.metadata.name != "waiting"
         binding = Binding.model_validate(
             {
-                "metadata": {"name": name, "namespace": "team"},
+                "metadata": {"name": ref.name, "namespace": ref.namespace},
                 "spec": {
-                    "workload": {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "namespace": "team",
-                        "name": name,
-                    },
+                    "workload": {"apiVersion": workload.api_version, "kind": workload.kind,
+                                 "namespace": ref.namespace, "name": ref.name},
                     "queue": "qa",
-                    "clusters": [{"name": "a", "replicas": 1}] if phase == "Scheduled" else [],
+                    "clusters": [{"name": "a", "replicas": 1}] if scheduled else [],
                 },
-                "status": {"phase": phase},
+                "status": {"phase": "Scheduled" if scheduled else "Pending"},
             }
-        )
-        await bindings.put(keys.binding_key(binder.binding_ref(binding)), binding)
+        )  # fmt: skip
+        await bindings.put(keys.binding_key(ref), binding)
     # A finished Job keeps its Scheduled Binding, but holds nothing: not "admitted".
     done = WorkloadStatus(workload=binding.spec.workload, phase="Succeeded", succeeded=1)
+    done = done.model_copy(update={"workload": done.workload.model_copy(update={"name": "done"})})
     await codec.TypedStore(store, codec.Codec(WorkloadStatus)).put(
-        keys.workload_status_key(binder.binding_ref(binding)), done
+        keys.workload_status_key(objects.workload_ref(workloads[2])), done
     )
     async with api_server(store) as server:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(server + queue_status.QUEUES_PATH) as answer,
+        ):
+            shown = {q["name"]: q for q in (await answer.json())["items"]}["qa"]
+        assert (shown["admitted"], shown["pending"]) == (1, 1)
         code = await asyncio.to_thread(main.main, ["delete", "queue", "qa", "--server", server])
         captured = capsys.readouterr()
         assert code == 0, captured.err
