@@ -214,6 +214,14 @@ class ApiSettings(_Group):
 
     listen: str = Field(default="127.0.0.1:8080", description="Address the API listens on.")
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Largest request.")
+    max_object_bytes: int = Field(
+        default=1536 * 1024 - 1024,
+        gt=0,
+        description="Largest object stored, bytes, key and encoding included: etcd's"
+        " --max-request-bytes (1.5 MiB by default) less 1 KiB for the request around it."
+        " An apply holding a larger object is refused whole, before anything is written;"
+        " raise it only with etcd's.",
+    )
     request_timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
     rate_limit: float = Field(default=200.0, gt=0, description="Requests per second per client.")
     rate_burst: int = Field(default=400, gt=0, description="Burst above the rate per client.")

@@ -96,6 +96,7 @@ def build_app(
         admit=auth.admit if auth else None,
         currency=currency,
         queues=queues,
+        max_object_bytes=settings.max_object_bytes,
     )
     drills = drills_api.DrillsApi(
         store,

@@ -44,6 +44,7 @@ from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import claims
 from federation.scheduler import plan as planning
+from federation.settings import ApiSettings
 from policies import loading
 from policies.loading.documents import queue_children, reserved_namespace
 from policies.models import kinds
@@ -98,8 +99,11 @@ class ObjectsApi:
         admit: Admit | None = None,
         currency: Currency | None = None,
         queues: queue_status.QueueStatusApi | None = None,
+        max_object_bytes: int = ApiSettings().max_object_bytes,
     ) -> None:
         self.raw = store
+        self.max_object_bytes = max_object_bytes
+        """Largest write of one object etcd takes (`ApiSettings.max_object_bytes`)."""
         self.queues = queues or queue_status.QueueStatusApi(store)
         """What `get queues` shows, which a queue's deletion warns by (`_queue_in_use`)."""
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
@@ -307,6 +311,7 @@ class ObjectsApi:
         await self._check_stored([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
         key = objects.key_for(obj)
+        self._fits(obj, self.objects.create_op(key, obj))
         if request.query.get("dryRun") == "All":  # checked as a create is; nothing stored
             if await self.objects.get(key) is not None:
                 raise errors.AlreadyExists(objects.called(res, key))
@@ -335,7 +340,9 @@ class ObjectsApi:
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
             current = _as_given(objects.called(res, key), await self.objects.get(key), expected)
             _same_group(current.obj, obj)
-            return web.json_response(self._successor(current.obj, obj).to_wire())
+            new = self._successor(current.obj, obj)
+            self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
+            return web.json_response(new.to_wire())
         stored = await self._write(key, obj, expected=expected)
         return web.json_response(
             await self._present(stored), headers=_warnings(self._price_notes([obj]))
@@ -348,6 +355,7 @@ class ObjectsApi:
         current = _as_given(name, await self.objects.get(key), expected)
         _same_group(current.obj, obj)
         new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
+        self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
         with _naming(obj), _addressed(name):
             return await self.objects.update(key, new, revision=current.revision)
 
@@ -506,10 +514,13 @@ class ObjectsApi:
             if current is not None:
                 _same_group(current.obj, given[key])
         dry = request.query.get("dryRun") == "All"  # Kubernetes' spelling: check, store nothing
+        decided = [self._decide(obj, read[objects.key_for(obj)]) for obj in models]
+        for obj, (_, op) in zip(models, decided, strict=True):
+            self._fits(obj, op)
         if dry:
-            outcomes = [self._decide(obj, read[objects.key_for(obj)])[0] for obj in models]
+            outcomes = [outcome for outcome, _ in decided]
         elif len(given) == len(models):
-            outcomes = await self._write_all(models, read)
+            outcomes = await self._write_all(models, decided)
         else:  # a key given twice: each write reads what the one before it left
             outcomes = [await self._write_one(obj) for obj in models]
         results = [
@@ -603,14 +614,13 @@ class ObjectsApi:
         return await self.objects.get_many(keys_, concurrency=_READS)
 
     async def _write_all(
-        self, models: list[KubeObject], read: dict[str, codec.Stored[KubeObject] | None]
+        self, models: list[KubeObject], decided: list[tuple[str, st.Op | None]]
     ) -> list[str]:
         """Each document's outcome, its create or update written with others in
         transactions of at most 100 operations and 1 MiB (`store.batches`). A transaction
         refused (another writer changed one of its objects since it was read, or one of
         them is too large) is written again object by object, so each outcome, and each
         error, is its own object's."""
-        decided = [self._decide(obj, read[objects.key_for(obj)]) for obj in models]
         outcomes = [outcome for outcome, _ in decided]
         writes = [(i, op) for i, (_, op) in enumerate(decided) if op is not None]
         for batch in st.batches(writes, itemgetter(1), most=_WRITES):
@@ -629,6 +639,22 @@ class ObjectsApi:
             with _naming(given_obj):
                 await self.objects.store.commit([op])
         return outcome
+
+    def _fits(self, obj: KubeObject, op: st.Op | None) -> None:
+        """Refuse `obj`, before anything of its request is written, when its write (`op`)
+        is larger than etcd takes in one request (`max_object_bytes`); in a dry run too.
+
+        Why before: etcd judges each transaction as it comes, so an apply of a Queue then
+        a Job of 1.6 MiB stored the Queue, then failed on the Job: the client was told
+        nothing was applied, and its dry run (which writes nothing for etcd to judge) said
+        both would be created."""
+        size = 0 if op is None else len(op.key) + len(getattr(op, "value", b""))
+        if size > self.max_object_bytes:
+            raise errors.TooLarge(
+                f"{_sized(obj, size)}, more than the {self.max_object_bytes / 1024 / 1024:.1f}"
+                " MiB the registry (etcd) takes in one request: shrink it or split it;"
+                " nothing was stored"
+            )
 
     def _decide(
         self, given_obj: KubeObject, current: codec.Stored[KubeObject] | None
@@ -939,7 +965,10 @@ def _naming(obj: KubeObject) -> Iterator[None]:
         yield
     except errors.TooLarge as exc:
         size = len(json.dumps(obj.to_wire()).encode())
-        where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
-        raise errors.TooLarge(
-            f"{obj.kind} {where}{obj.metadata.name} is {size / 1024 / 1024:.1f} MiB: {exc}"
-        ) from exc
+        raise errors.TooLarge(f"{_sized(obj, size)}: {exc}") from exc
+
+
+def _sized(obj: KubeObject, size: int) -> str:
+    """`ConfigMap web/big is 1.9 MiB`: what a refusal as too large says first."""
+    where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+    return f"{obj.kind} {where}{obj.metadata.name} is {size / 1024 / 1024:.1f} MiB"

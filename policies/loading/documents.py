@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from policies.loading import kube_fields
+from policies.loading import kube_fields, sizes
 from policies.loading.findings import Finding, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
@@ -227,6 +227,7 @@ def _kubernetes_rules(
     quota and never run. Checked on the document, not the model, so objects already
     stored still decode."""
     found: list[Finding] = []
+    found += sizes.data_findings(doc, source=source, filename=filename)
     if model.is_opaque:
         return found
     models = [c for c in model.chips if not is_arch(c)]

@@ -7,6 +7,7 @@ that names the field, the parameter or the item, before anything is written or s
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -218,3 +219,66 @@ async def test_a_workload_described_that_is_not_there_is_named(client: Api) -> N
         "GET", "/apis/status.fedctl.io/v1alpha1/namespaces/web/workloads/Job.batch/nope"
     )
     assert code == 404 and status["message"] == 'not found: workloads "Job.batch/nope"'
+
+
+async def send_large(client: Api, path: str, body: Any, *, method: str = "POST") -> tuple[int, Any]:
+    """Send a body of megabytes (as a stream: aiohttp warns of one sent as bytes)."""
+    data = io.BytesIO(json.dumps(body).encode())
+    headers = {"Content-Type": "application/json"}
+    url = client.base + path
+    async with client.session.request(method, url, data=data, headers=headers) as resp:
+        return resp.status, await resp.json()
+
+
+def job_with_env(name: str, size: int) -> dict[str, Any]:
+    """A Job carrying `size` bytes in one environment value (Kubernetes sets no limit there,
+    so only the registry's request size can refuse it)."""
+    container = {"name": "c", "image": "x", "env": [{"name": "BLOB", "value": "x" * size}]}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "web"},
+            "spec": {"template": {"spec": {"containers": [container]}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "dry", [pytest.param("", id="apply"), pytest.param("?dryRun=All", id="dry run")]
+)
+async def test_an_apply_holding_an_object_too_large_to_store_stores_nothing(
+    client: Api, dry: str
+) -> None:
+    """A Queue, then a Job of 1.6 MiB: the Queue was stored, then etcd refused the Job as
+    too large for one request, and the apply failed having changed the registry; its dry
+    run said both would be created. Every object is judged first, in the dry run too."""
+    items = [queue("partial-q1"), job_with_env("small", 10), job_with_env("huge", 1_700_000)]
+    code, status = await send_large(client, f"{API}/apply{dry}", {"items": items})
+    assert code == 413, status
+    assert status["reason"] == "RequestEntityTooLarge"
+    assert status["message"].startswith("Job web/huge is 1.6 MiB, more than the 1.5 MiB")
+    assert status["message"].endswith("nothing was stored")
+    assert await stored_queues(client) == []
+    _, jobs = await client.call("GET", f"{API}/namespaces/web/workloads")
+    assert jobs["items"] == []
+    small = job_with_env("huge", 10)
+    assert (await client.call("POST", f"{API}/namespaces/web/workloads", small))[0] == 201
+    code, _ = await send_large(client, f"{API}/namespaces/web/workloads{dry}", items[2])
+    assert code == 413  # created one at a time, as a dry run, too
+    path = f"{API}/namespaces/web/workloads/Job.batch/huge{dry}"
+    code, _ = await send_large(client, path, items[2], method="PUT")
+    assert code == 413  # and updated
+
+
+@pytest.mark.parametrize(
+    "dry", [pytest.param("", id="apply"), pytest.param("?dryRun=All", id="dry run")]
+)
+async def test_an_apply_holding_a_configmap_past_1_mib_is_refused_as_kubernetes_does(
+    client: Api, dry: str
+) -> None:
+    """The ConfigMap of the report: 1.9 MiB of data, which no member takes."""
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "x" * 2_000_000},
+           "metadata": {"name": "bigcm", "namespace": "web"}}  # fmt: skip
+    code, status = await send_large(client, f"{API}/apply{dry}", {"items": [queue("q1"), big]})
+    assert code == 400, status
+    (finding,) = status["details"]["findings"]
+    assert finding.startswith(
+        "items[1] (ConfigMap web/bigcm): data: Too long: must have at most 1048576 bytes"
+    )
+    assert await stored_queues(client) == []

@@ -244,17 +244,20 @@ async def test_an_object_too_large_for_etcd_is_refused_by_name_as_too_large(
     server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], kib: int
 ) -> None:
     """etcd refuses a write past its request size; the API answered 500 InternalError
-    with etcd's words alone, naming no object. Now 413, naming the object and its size."""
+    with etcd's words alone, naming no object. Now 413, naming the object and its size,
+    judged before anything is written. (A Job: Kubernetes limits no environment value,
+    where a ConfigMap past 1 MiB is refused as the file is read.)"""
     path = tmp_path / "huge.yaml"
     path.write_text(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge, namespace: web}\n"
-        f"data:\n  blob: {'x' * (kib * 1024)}\n"
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: huge, namespace: web}\n"
+        "spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x\n"
+        f"        env: [{{name: BLOB, value: {'x' * (kib * 1024)}}}]\n"
     )
     capsys.readouterr()
     assert await fedctl(server, "apply", "-f", str(path)) == 1
     err = capsys.readouterr().err
-    assert f"ConfigMap web/huge is {kib / 1024:.1f} MiB: etcd at " in err, err
-    assert "refused the write as too large for one request" in err, err
+    assert f"Job web/huge is {kib / 1024:.1f} MiB, more than the 1.5 MiB the registry" in err
+    assert "nothing was stored" in err, err
     assert await fedctl(server, "get", "workloads", "-n", "web") == 0
     assert "huge" not in capsys.readouterr().out  # nothing was stored
 

@@ -784,3 +784,43 @@ def test_a_workload_naming_a_queue_that_takes_no_work_is_warned_at_the_annotatio
     assert "queue 'ml' is a parent" in warned[1][2]
     assert "(local, ml-prod)" in warned[1][2]  # a child defined in the files counts
     assert "queue 'nowhere' is not defined" in warned[2][2]
+
+
+def _holding(kind: str, field: str, value: str, count: int = 1) -> str:
+    data = "".join(f"  k{i}: {value}\n" for i in range(count))
+    return (
+        f"apiVersion: v1\nkind: {kind}\nmetadata: {{name: big, namespace: web}}\n{field}:\n{data}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        pytest.param(_holding("ConfigMap", "data", "x" * 2_000_000), 2_000_000,
+                     id="a ConfigMap of 1.9 MiB"),
+        pytest.param(_holding("ConfigMap", "data", "x" * 400_000, count=3), 1_200_000,
+                     id="a ConfigMap whose entries together pass 1 MiB"),
+        pytest.param(_holding("ConfigMap", "binaryData", "eHh4" * 400_000), 1_200_000,
+                     id="binaryData, counted decoded"),
+        pytest.param(_holding("Secret", "data", "eHh4" * 400_000), 1_200_000,
+                     id="a Secret, counted decoded"),
+        pytest.param(_holding("Secret", "stringData", "x" * 1_100_000), 1_100_000,
+                     id="a Secret's stringData"),
+    ],
+)  # fmt: skip
+def test_a_configmap_or_secret_holding_more_than_1_mib_is_refused_as_kubernetes_does(
+    text: str, held: int
+) -> None:
+    """Every member's API server refuses it (Kubernetes' MaxSecretSize), and etcd refused
+    one of 1.9 MiB only when an apply wrote it, after the documents before it were stored.
+    Now it is refused where the file is read, at the field, as `kubectl apply` is."""
+    result = load_text(text, filename="big.yaml")
+    assert not result.ok
+    (finding,) = result.findings
+    assert (finding.line, finding.col, finding.path) == (4, 1, text.split("\n")[3][:-1])
+    assert finding.message.startswith("Too long: must have at most 1048576 bytes")
+    assert f"holds {held} bytes" in finding.message
+
+
+def test_a_configmap_of_1_mib_exactly_is_taken() -> None:
+    assert load_text(_holding("ConfigMap", "data", "x" * 1024 * 1024), filename="a.yaml").ok
