@@ -6,8 +6,9 @@ are JSON or YAML; YAML goes through the policy loader so a 400 carries the same
 on `metadata.resourceVersion` (the etcd mod revision): a stale one gets 409, never a silent
 overwrite. Fed by the CLI and the dashboard; feeds the registry, which the controllers watch.
 
-Why `apply` is one request for many documents: every document is validated before any is
-stored, so a directory with one broken file changes nothing.
+Why `apply` is one request for many documents: every document is validated, and its size
+judged against what etcd takes in one request, before any is stored, so a directory with
+one broken or oversized file changes nothing.
 
 Why queues are checked against the stored set: a file holds only part of the queue tree,
 so `fedctl validate` can only warn about a parent it does not see. Here the whole tree is
