@@ -17,6 +17,7 @@ import uuid
 from fractions import Fraction
 from typing import Any
 
+from clusters.sim import api_rules
 from clusters.sim.api_errors import ApiError, invalid
 from clusters.sim.resources import ResourceType
 
@@ -27,6 +28,7 @@ __all__ = [
     "prepare_create",
     "validate_metadata",
     "validate_spec",
+    "validate_update",
 ]
 
 _KEEP_STATUS_ON_CREATE = frozenset({"Node", "Namespace"})
@@ -238,15 +240,25 @@ def _counts(rt: ResourceType, obj: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def validate_spec(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """400 for a count that is no integer; 422 for a negative one, and for extended
-    resources whose request differs from the limit or is fractional."""
+    """400 for a count or a quantity that does not decode; 422 for a negative one, for
+    extended resources whose request differs from the limit or is fractional, and for the
+    field rules of `api_rules` (pull policies, selectors, containers, quota names)."""
     errors: list[tuple[str, str]] = _counts(rt, obj)
+    errors.extend(api_rules.create_errors(rt, obj))
     for prefix, spec in _pod_specs(rt, obj):
         for field in ("initContainers", "containers"):
             for i, container in enumerate(spec.get(field) or ()):
                 errors.extend(_container_errors(f"{prefix}.{field}[{i}]", container))
     if errors:
         raise invalid(rt, obj["metadata"].get("name", ""), errors)
+
+
+def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> None:
+    """422 for a change to a field upstream makes immutable (selectors, Job templates,
+    pod specs beyond images, deadlines, tolerations and the grace period)."""
+    errors = api_rules.update_errors(rt, new, old)
+    if errors:
+        raise invalid(rt, new["metadata"].get("name", ""), errors)
 
 
 def _qos(spec: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ every container must state it (`failed quota: NAME: must specify ...`); `count/<
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -25,6 +26,8 @@ from clusters.sim import quantity
 from clusters.sim.api_errors import ApiError
 from clusters.sim.quantity import Quantity
 from clusters.sim.resources import ResourceType
+
+log = logging.getLogger(__name__)
 
 __all__ = ["QuotaTracker", "count_key", "pod_usage"]
 
@@ -61,6 +64,16 @@ def _add(into: dict[str, Quantity], key: str, value: Quantity) -> None:
     into[key] = value if have is None else have + value
 
 
+def _parsed(values: Mapping[str, Any]) -> Iterator[tuple[str, Quantity]]:
+    """The quantities that parse: admission refuses the others, but one stored before it
+    did must cost the quota controller that value, not every pod event after it."""
+    for name, raw in values.items():
+        try:
+            yield name, quantity.parse(raw)
+        except (ValueError, TypeError):
+            log.warning("ignoring resource %s=%r: not a quantity", name, raw)
+
+
 def _sum(
     containers: Iterable[Obj], section: str, *, init: Iterable[Obj] = ()
 ) -> dict[str, Quantity]:
@@ -70,13 +83,11 @@ def _sum(
         values = {**(res.get("limits") or {}), **(res.get("requests") or {})}
         if section == "limits":
             values = dict(res.get("limits") or {})
-        for name, raw in values.items():
-            _add(total, name, quantity.parse(raw))
+        for name, q in _parsed(values):
+            _add(total, name, q)
     for c in init:
         res = c.get("resources") or {}
-        values = res.get(section) or {}
-        for name, raw in values.items():
-            q = quantity.parse(raw)
+        for name, q in _parsed(res.get(section) or {}):
             if name not in total or total[name] < q:
                 total[name] = q
     return total
@@ -251,9 +262,7 @@ class QuotaTracker:
         self, quotas: list[Obj], ns: str, resource: str, name: str, delta: dict[str, Quantity]
     ) -> None:
         for q in quotas:
-            hard = {
-                k: quantity.parse(v) for k, v in ((q.get("spec") or {}).get("hard") or {}).items()
-            }
+            hard = dict(_parsed((q.get("spec") or {}).get("hard") or {}))
             requested = {k: v for k, v in delta.items() if k in hard}
             if not requested:
                 continue

@@ -267,6 +267,7 @@ class ObjectStore:
             api_validation.validate_metadata(rt, new)
             api_validation.default(rt, new)
             api_validation.validate_spec(rt, new)
+            api_validation.validate_update(rt, new, old)
         if dry_run:
             return _clone(new)
         admitted = self._admit(rt, "UPDATE", new, old)

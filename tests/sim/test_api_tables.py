@@ -152,7 +152,10 @@ async def test_job_table_shows_status_and_completions(sim_server: SimServer) -> 
         JOBS,
         {
             "metadata": {"name": "train", "namespace": "default"},
-            "spec": {"completions": 3, "template": {"spec": {"containers": []}}},
+            "spec": {
+                "completions": 3,
+                "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+            },
         },
     )
     job["status"] = {

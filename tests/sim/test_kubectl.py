@@ -120,7 +120,10 @@ async def test_get_deployments_across_namespaces(kubectl: Kubectl) -> None:
         "spec": {
             "replicas": 2,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
         },
     }
     created = kubectl.store.create(DEPLOYMENTS, dep)
