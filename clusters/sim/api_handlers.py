@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from clusters.sim import api_apply, api_reads, patch
+from clusters.sim import api_apply, api_fields, api_reads, patch
 from clusters.sim.api_errors import ApiError
 from clusters.sim.api_reads import CTX, Context, Target, truthy
 from clusters.sim.store import ObjectStore
@@ -54,6 +54,22 @@ def _manager(request: web.Request) -> str:
     return agent.split("/", 1)[0] or "unknown"
 
 
+def _decoded(
+    request: web.Request, t: Target, obj: dict[str, Any], *, wrap: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """The body as the apiserver decodes it under the request's `fieldValidation`."""
+    return api_fields.prune_unknown(
+        t.rt, obj, directive=request.query.get("fieldValidation"), wrap=wrap
+    )
+
+
+def _warned(response: web.Response, warnings: list[str]) -> web.Response:
+    """One `Warning: 299` header per message, which kubectl prints as `Warning: ...`."""
+    for message in warnings:
+        response.headers.add("Warning", f"299 - {json.dumps(message)}")
+    return response
+
+
 def _dry(request: web.Request) -> bool:
     return bool(request.query.get("dryRun"))
 
@@ -80,8 +96,10 @@ async def _create(request: web.Request, ctx: Context, t: Target) -> web.StreamRe
                 "the request",
             )
         meta["namespace"] = t.namespace or body_ns or "default"
+    obj, warnings = _decoded(request, t, obj, wrap=True)
     api_apply.record_update(obj, None, manager=_manager(request), now=_now(ctx.store))
-    return api_reads.json_response(ctx.store.create(t.rt, obj, dry_run=_dry(request)), 201)
+    created = ctx.store.create(t.rt, obj, dry_run=_dry(request))
+    return _warned(api_reads.json_response(created, 201), warnings)
 
 
 async def _delete_collection(request: web.Request, ctx: Context, t: Target) -> web.StreamResponse:
@@ -164,6 +182,7 @@ async def _apply(request: web.Request, ctx: Context, t: Target, body: Any) -> we
     body.setdefault("metadata", {})["name"] = name
     if t.rt.namespaced:
         body["metadata"]["namespace"] = t.namespace or "default"
+    body, warnings = _decoded(request, t, body, wrap=False)
     current = store.try_get(t.rt, t.namespace, name)
     result = api_apply.apply(
         current,
@@ -173,9 +192,11 @@ async def _apply(request: web.Request, ctx: Context, t: Target, body: Any) -> we
         now=_now(store),
     )
     if current is None:
-        return api_reads.json_response(store.create(t.rt, result, dry_run=_dry(request)), 201)
+        created = store.create(t.rt, result, dry_run=_dry(request))
+        return _warned(api_reads.json_response(created, 201), warnings)
     result["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return api_reads.json_response(store.update(t.rt, result, dry_run=_dry(request)))
+    updated = store.update(t.rt, result, dry_run=_dry(request))
+    return _warned(api_reads.json_response(updated), warnings)
 
 
 async def _write_item(request: web.Request, ctx: Context, t: Target) -> web.StreamResponse:
@@ -224,8 +245,10 @@ async def _write_item(request: web.Request, ctx: Context, t: Target) -> web.Stre
         return api_reads.json_response(
             store.update(t.rt, new, subresource="status", dry_run=_dry(request))
         )
+    new, warnings = _decoded(request, t, new, wrap=request.method == "PUT")
     api_apply.record_update(new, current, manager=_manager(request), now=_now(store))
-    return api_reads.json_response(store.update(t.rt, new, dry_run=_dry(request)))
+    updated = store.update(t.rt, new, dry_run=_dry(request))
+    return _warned(api_reads.json_response(updated), warnings)
 
 
 async def _delete(request: web.Request, ctx: Context, t: Target) -> web.StreamResponse:

@@ -265,3 +265,22 @@ async def test_apply_and_get_an_opaque_custom_kind(kubectl: Kubectl, tmp_path: P
     rows = _rows(await kubectl.run("get", "pytorchjobs"))
     assert rows[0] == ["NAME", "AGE"]
     assert rows[1][0] == "train"
+
+
+async def test_apply_refuses_an_unknown_field_as_a_real_server_does(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """kubectl validates on the server (`fieldValidation=Strict`) unless told otherwise."""
+    manifest = tmp_path / "typo.yaml"
+    typo = DEPLOYMENT_YAML.format(replicas=2, image="nginx").replace("replicas:", "replica:")
+    manifest.write_text(typo)
+    out = await kubectl.run("apply", "-f", str(manifest), check=False)
+    assert (
+        'Error from server (BadRequest): error when creating "' + str(manifest) + '": Deployment'
+        ' in version "v1" cannot be handled as a Deployment: strict decoding error: unknown'
+        ' field "spec.replica"'
+    ) in out
+    assert kubectl.store.try_get(DEPLOYMENTS, "default", "web") is None
+    out = await kubectl.run("apply", "--validate=warn", "-f", str(manifest))
+    assert out.strip() == "deployment.apps/web created"
+    assert "replica" not in kubectl.store.get(DEPLOYMENTS, "default", "web")["spec"]
