@@ -63,6 +63,7 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "ConfigMap", "configmaps", True, _NONE, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", True, _NONE),
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", True, _STATUS, ("quota",)),
+    ResourceType("", "v1", "Service", "services", True, _STATUS, ("svc",), ("all",)),
     ResourceType("apps", "v1", "Deployment", "deployments", True, _SCALED, ("deploy",), ("all",)),
     ResourceType("apps", "v1", "ReplicaSet", "replicasets", True, _SCALED, ("rs",), ("all",)),
     ResourceType("apps", "v1", "StatefulSet", "statefulsets", True, _SCALED, ("sts",), ("all",)),

@@ -35,6 +35,50 @@ class Selector:
 
 match_all = Selector()
 
+_OPERATOR_CHARS = frozenset("=!<>(),")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_COMMON_FIELDS = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
+_FIELD_LABELS: dict[tuple[str, str], dict[str, str]] = {
+    ("v1", "Pod"): {
+        f: f
+        for f in (
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        )
+    },
+    ("v1", "Node"): {"spec.unschedulable": "spec.unschedulable"},
+    ("v1", "Event"): {
+        **{
+            f"involvedObject.{f}": f"involvedObject.{f}"
+            for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
+        },
+        "involvedObject.fieldPath": "involvedObject.fieldPath",
+        "reason": "reason",
+        "reportingComponent": "reportingComponent",
+        "source": "source.component",
+        "type": "type",
+    },
+    ("v1", "Secret"): {"type": "type"},
+    ("v1", "Namespace"): {"status.phase": "status.phase"},
+    ("v1", "Service"): {"spec.clusterIP": "spec.clusterIP", "spec.type": "spec.type"},
+    ("apps/v1", "ReplicaSet"): {"status.replicas": "status.replicas"},
+    ("batch/v1", "Job"): {"status.successful": "status.succeeded"},
+}
+"""The field labels each kind's list accepts (upstream `AddFieldLabelConversionFunc`s),
+beyond `metadata.name` and `metadata.namespace`: label -> the path it reads."""
+
 _SET_RE = re.compile(r"^\s*(!?)\s*([^\s!=<>]+)\s*(?:(in|notin)\s*\(([^)]*)\))?\s*$")
 
 
@@ -72,6 +116,16 @@ def _label_term(term: str) -> Predicate:
     for op in ("!=", "==", "="):
         if op in term and not re.search(r"\s(in|notin)\s*\(", term):
             key, value = (s.strip() for s in term.split(op, 1))
+            if value[:1] in _OPERATOR_CHARS:
+                # upstream's lexer reads `a===` as `a`, `==`, `=`: no value where one must be
+                raise ApiError(400, "BadRequest", f"found '{value[0]}', expected: identifier")
+            if not _LABEL_VALUE.match(value):
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    f"unable to parse requirement: values[0][{key}]: Invalid value: "
+                    f'"{value}": {_LABEL_VALUE_MSG}',
+                )
             return _label_eq(key, value, negate=op == "!=")
     m = _SET_RE.match(term)
     if not m:
@@ -116,16 +170,20 @@ def _field_eq(path: str, value: str, *, negate: bool) -> Predicate:
     return pred
 
 
-def _field_term(term: str) -> Predicate:
+def _field_term(term: str, labels: Mapping[str, str]) -> Predicate:
     for op in ("!=", "==", "="):
         if op in term:
-            path, value = (s.strip() for s in term.split(op, 1))
-            return _field_eq(path, value, negate=op == "!=")
+            label, value = (s.strip() for s in term.split(op, 1))
+            if label not in labels:
+                raise ApiError(400, "BadRequest", f"field label not supported: {label}")
+            return _field_eq(labels[label], value, negate=op == "!=")
     raise ApiError(400, "BadRequest", f"invalid selector: '{term}'; can't understand '{term}'")
 
 
-def field_selector(text: str | None) -> Selector:
-    """Parse `spec.nodeName=n1,status.phase!=Failed` (any dotted path is accepted)."""
+def field_selector(text: str | None, *, api_version: str, kind: str) -> Selector:
+    """Parse `spec.nodeName=n1,status.phase!=Failed`; 400 for a field label the kind's
+    list does not support, as upstream (which would otherwise answer an empty list)."""
     if not text:
         return match_all
-    return Selector(tuple(_field_term(t) for t in _split_top(text)))
+    labels = {**_COMMON_FIELDS, **_FIELD_LABELS.get((api_version, kind), {})}
+    return Selector(tuple(_field_term(t, labels) for t in _split_top(text)))

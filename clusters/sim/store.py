@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from clusters.sim import api_validation, selectors
+from clusters.sim import api_validation, selectors, services
 from clusters.sim.api_errors import ApiError, already_exists, conflict, not_found
 from clusters.sim.api_watch import Entry, EventLog, Watch
 from clusters.sim.clock import Clock
@@ -44,6 +44,7 @@ AdmissionFn = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], dict
 ListenerFn = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
 
 _NAMESPACES = by_kind("v1", "Namespace")
+_SERVICES = by_kind("v1", "Service")
 
 
 def _strip(obj: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +134,7 @@ class ObjectStore:
     ) -> Iterator[tuple[tuple[str, str], Entry]]:
         """Matching committed entries in (namespace, name) order, strictly after `after`."""
         labels = selectors.label_selector(label_selector)
-        fields = selectors.field_selector(field_selector)
+        fields = selectors.field_selector(field_selector, api_version=rt.api_version, kind=rt.kind)
         selective = bool(labels) or bool(fields)
         by_ns = self._objects[rt]
         if rt.namespaced and namespace:
@@ -167,6 +168,12 @@ class ObjectStore:
         if copy:
             return [_loads(e.raw()) for _, e in found], self._rv
         return [e.obj for _, e in found], self._rv
+
+    def _all(self, rt: ResourceType) -> Iterator[dict[str, Any]]:
+        """Every committed object of `rt` (read-only), in no particular order."""
+        for bucket in self._objects[rt].values():
+            for entry in bucket.values():
+                yield entry.obj
 
     def count(self, rt: ResourceType, namespace: str | None = None) -> int:
         if rt.namespaced and namespace:
@@ -214,6 +221,8 @@ class ObjectStore:
         if self._entry(rt, ns, name) is not None:
             raise already_exists(rt, name)
         api_validation.default(rt, obj)
+        if rt is _SERVICES:
+            services.prepare(rt, obj, None, self._all(rt))
         api_validation.validate_spec(rt, obj)
         if dry_run:
             return _clone(obj)
@@ -266,6 +275,8 @@ class ObjectStore:
         if subresource != "status":
             api_validation.validate_metadata(rt, new)
             api_validation.default(rt, new)
+            if rt is _SERVICES:
+                services.prepare(rt, new, old, self._all(rt))
             api_validation.validate_spec(rt, new)
             api_validation.validate_update(rt, new, old)
         if dry_run:
@@ -402,7 +413,7 @@ class ObjectStore:
         410 Expired (as an ApiError) when `resource_version` is older than kept history.
         """
         labels = selectors.label_selector(label_selector)
-        fields = selectors.field_selector(field_selector)
+        fields = selectors.field_selector(field_selector, api_version=rt.api_version, kind=rt.kind)
         try:
             since = int(resource_version) if resource_version else 0
         except ValueError:

@@ -271,6 +271,23 @@ def _secret(obj: Obj, now: _dt.datetime) -> list[Any]:
     return [obj["metadata"]["name"], obj.get("type", "Opaque"), data, _age(obj, now)]
 
 
+def _service(obj: Obj, now: _dt.datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    kind = spec.get("type", "ClusterIP")
+    ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ()
+    external = ",".join(i.get("ip") or i.get("hostname", "") for i in ingress) or (
+        "<pending>" if kind == "LoadBalancer" else spec.get("externalName", "<none>")
+    )
+    ports = ",".join(
+        f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/"
+        f"{p.get('protocol', 'TCP')}"
+        for p in spec.get("ports") or ()
+    )
+    selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items()))
+    row = [obj["metadata"]["name"], kind, spec.get("clusterIP") or "<none>", external]
+    return [*row, ports or "<none>", _age(obj, now), selector or "<none>"]
+
+
 def _generic(obj: Obj, now: _dt.datetime) -> list[Any]:
     return [obj["metadata"]["name"], _age(obj, now)]
 
@@ -370,6 +387,18 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
         _event,
     ),
     ("", "ConfigMap"): ((_NAME, ("Data", "integer", 0, ""), _AGE), _configmap),
+    ("", "Service"): (
+        (
+            _NAME,
+            ("Type", "string", 0, ""),
+            ("Cluster-IP", "string", 0, ""),
+            ("External-IP", "string", 0, ""),
+            ("Port(s)", "string", 0, ""),
+            _AGE,
+            ("Selector", "string", 1, ""),
+        ),
+        _service,
+    ),
     ("", "Secret"): (
         (_NAME, ("Type", "string", 0, ""), ("Data", "integer", 0, ""), _AGE),
         _secret,

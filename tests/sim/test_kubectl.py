@@ -284,3 +284,18 @@ async def test_apply_refuses_an_unknown_field_as_a_real_server_does(
     out = await kubectl.run("apply", "--validate=warn", "-f", str(manifest))
     assert out.strip() == "deployment.apps/web created"
     assert "replica" not in kubectl.store.get(DEPLOYMENTS, "default", "web")["spec"]
+
+
+async def test_get_services_shows_type_cluster_ip_and_ports(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "svc.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n"
+        "spec: {type: NodePort, selector: {app: web}, ports: [{port: 80, nodePort: 30080}]}\n"
+    )
+    assert (await kubectl.run("apply", "-f", str(manifest))).strip() == "service/web created"
+    [header, row] = _rows(await kubectl.run("get", "svc"))
+    assert header == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    assert row[:2] == ["web", "NodePort"]
+    assert row[3:5] == ["<none>", "80:30080/TCP"]
