@@ -10,6 +10,7 @@ strategy, Job parallelism and completions, pod phase and QoS class).
 
 from __future__ import annotations
 
+import base64
 import functools
 import random
 import re
@@ -295,10 +296,24 @@ def _default_pod(obj: dict[str, Any]) -> None:
     status.setdefault("qosClass", _qos(spec))
 
 
+def _default_secret(obj: dict[str, Any]) -> None:
+    """`stringData` is write-only: the apiserver merges it into `data` (base64, winning over
+    a `data` key of the same name) and never stores it; `type` defaults to Opaque."""
+    strings = obj.pop("stringData", None) or {}
+    if strings:
+        data = obj.setdefault("data", {}) or {}
+        obj["data"] = data
+        for key, value in strings.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+    obj.setdefault("type", "Opaque")
+
+
 def default(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Fill the defaults a real apiserver fills, in place."""
     if rt.group == "" and rt.kind == "Pod":
         _default_pod(obj)
+    elif rt.group == "" and rt.kind == "Secret":
+        _default_secret(obj)
     elif rt.group == "" and rt.kind == "Namespace":
         obj.setdefault("status", {}).setdefault("phase", "Active")
     elif rt.group == "apps":
