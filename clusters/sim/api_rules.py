@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from clusters.sim import quantity
+from clusters.sim import quantity, selectors
 from clusters.sim.api_errors import ApiError
 from clusters.sim.resources import ResourceType
 
@@ -95,24 +95,6 @@ def _go_selector(selector: dict[str, Any] | None) -> str:
         f"v1.LabelSelector{{MatchLabels:{_go_map(selector.get('matchLabels'))}, "
         f"MatchExpressions:{shown}}}"
     )
-
-
-def _matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
-    """Whether a LabelSelector selects `labels` (matchLabels and the four operators)."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or ():
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or ()
-        present = key in labels
-        if (
-            (op == "In" and (not present or labels[key] not in values))
-            or (op == "NotIn" and present and labels[key] in values)
-            or (op == "Exists" and not present)
-            or (op == "DoesNotExist" and present)
-        ):
-            return False
-    return True
 
 
 def _pod_spec(rt: ResourceType, obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -208,7 +190,7 @@ def _selector_errors(rt: ResourceType, obj: dict[str, Any]) -> Causes:
     if not isinstance(selector, dict):
         return []
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-    if _matches(selector, labels):
+    if selectors.selects(selector, labels):
         return []
     return [
         (

@@ -134,8 +134,11 @@ class Controllers:
                 handler(self.ctx, key[1], key[2])
             except ApiError as exc:
                 # A conflict means someone wrote in between: converge again from fresh state.
-                log.debug("handler %s for %s/%s: %s", key[0], key[1], key[2], exc.message)
-                self.ctx.queue.add_after(key, 0.5)
+                # Anything else will not pass by itself, so it is said where it is seen.
+                conflict = exc.reason == "Conflict"
+                level = logging.DEBUG if conflict else logging.WARNING
+                log.log(level, "handler %s for %s/%s: %s", key[0], key[1], key[2], exc.message)
+                self.ctx.queue.add_after(key, 0.5 if conflict else self.ctx.settings.retry_seconds)
             except Exception:
                 log.exception("handler %s failed for %s/%s", *key)
                 self.ctx.queue.add_after(key, self.ctx.settings.retry_seconds)

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from clusters.sim import selectors
 from clusters.sim.api_errors import ApiError
 from clusters.sim.controllers_base import (
     DEPLOYMENT,
@@ -25,6 +26,7 @@ from clusters.sim.controllers_base import (
     Context,
     back_off,
     condition,
+    controller_of,
     create_pod,
     creation_paused,
     pod_active,
@@ -177,16 +179,7 @@ def _new_replicaset(ctx: Context, dep: Obj, thash: str, replicas: int, revision:
             "namespace": meta["namespace"],
             "labels": dict(template["metadata"]["labels"]),
             "annotations": {_REVISION: str(revision)},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [_controller_ref(dep)],
         },
         "spec": {
             "replicas": replicas,
@@ -205,10 +198,44 @@ def _new_replicaset(ctx: Context, dep: Obj, thash: str, replicas: int, revision:
     return created
 
 
+def _controller_ref(dep: Obj) -> dict[str, Any]:
+    meta = dep["metadata"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _adopt_orphans(ctx: Context, dep: Obj) -> None:
+    """Upstream `ClaimReplicaSets`: a ReplicaSet no controller owns whose labels the
+    Deployment selects becomes the Deployment's. A Deployment deleted with
+    `--cascade=orphan` and created again thus takes its ReplicaSets back (the one with the
+    same template is its new ReplicaSet again) instead of colliding with it by name."""
+    selector = (dep.get("spec") or {}).get("selector") or {}
+    if not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        return
+    items, _ = ctx.store.list(REPLICASET, dep["metadata"]["namespace"], copy=False)
+    for rs in items:
+        labels = rs["metadata"].get("labels") or {}
+        if controller_of(rs) is not None or rs["metadata"].get("deletionTimestamp"):
+            continue
+        if not selectors.selects(selector, labels):
+            continue
+        body = json.loads(json.dumps(rs))
+        refs = body["metadata"].get("ownerReferences") or []
+        body["metadata"]["ownerReferences"] = [*refs, _controller_ref(dep)]
+        ctx.store.update(REPLICASET, body)
+
+
 def reconcile_deployment(ctx: Context, ns: str, name: str) -> None:
     dep = ctx.peek(DEPLOYMENT, ns, name)
     if dep is None or dep["metadata"].get("deletionTimestamp"):
         return
+    _adopt_orphans(ctx, dep)
     spec = dep.get("spec") or {}
     desired = int(spec.get("replicas", 1))
     template = spec.get("template") or {}

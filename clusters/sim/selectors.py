@@ -15,7 +15,7 @@ from typing import Any
 
 from clusters.sim.api_errors import ApiError
 
-__all__ = ["Selector", "field_selector", "label_selector", "match_all"]
+__all__ = ["Selector", "field_selector", "label_selector", "match_all", "selects"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -187,3 +187,22 @@ def field_selector(text: str | None, *, api_version: str, kind: str) -> Selector
         return match_all
     labels = {**_COMMON_FIELDS, **_FIELD_LABELS.get((api_version, kind), {})}
     return Selector(tuple(_field_term(t, labels) for t in _split_top(text)))
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether a LabelSelector object (`matchLabels`, `matchExpressions` with the four
+    operators) selects `labels`: admission checks templates and controllers adopt with it."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or ():
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or ()
+        present = key in labels
+        if (
+            (op == "In" and (not present or labels[key] not in values))
+            or (op == "NotIn" and present and labels[key] in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True

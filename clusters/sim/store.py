@@ -318,10 +318,53 @@ class ObjectStore:
                 return _loads(entry.raw())
             new = {**old, "metadata": {**old["metadata"], "deletionTimestamp": self._timestamp()}}
             return self._commit(rt, "MODIFIED", new, old)
+        if propagation == "Orphan":
+            self._orphan(old["metadata"]["uid"])
+            return self._remove(rt, old, old)
+        if propagation == "Foreground" and self._owners.get(old["metadata"]["uid"]):
+            return self._delete_foreground(rt, old)
         gone = self._remove(rt, old, old)
-        if propagation != "Orphan":
-            self._cascade(rt, old)
+        self._cascade(rt, old)
         return gone
+
+    def _orphan(self, uid: str) -> None:
+        """The garbage collector's `orphan` finalizer: dependents lose their references to
+        the owner before it goes, so a new owner may adopt them."""
+        for child_rt, ns, child in self._dependents(uid):
+            entry = self._entry(child_rt, ns, child)
+            if entry is None:
+                continue
+            child_obj = entry.obj
+            refs = [
+                r for r in child_obj["metadata"].get("ownerReferences") or () if r.get("uid") != uid
+            ]
+            meta = {k: v for k, v in child_obj["metadata"].items() if k != "ownerReferences"}
+            if refs:
+                meta["ownerReferences"] = refs
+            self._commit(child_rt, "MODIFIED", {**child_obj, "metadata": meta}, child_obj)
+
+    def _delete_foreground(self, rt: ResourceType, old: dict[str, Any]) -> dict[str, Any]:
+        """Foreground deletion: the owner is marked deleting, with the `foregroundDeletion`
+        finalizer, its dependents go (each in the foreground too), and then the owner."""
+        meta = {
+            **old["metadata"],
+            "deletionTimestamp": self._timestamp(),
+            "finalizers": [*(old["metadata"].get("finalizers") or ()), "foregroundDeletion"],
+        }
+        marked = self._commit(rt, "MODIFIED", {**old, "metadata": meta}, old)
+        for child_rt, ns, child in self._dependents(old["metadata"]["uid"]):
+            if self._entry(child_rt, ns, child) is not None:
+                self.delete(child_rt, ns, child, propagation="Foreground")
+        current = self._entry(rt, old["metadata"].get("namespace"), old["metadata"]["name"])
+        if current is not None:
+            final = current.obj
+            done = {k: v for k, v in final["metadata"].items() if k != "finalizers"}
+            self._remove(rt, {**final, "metadata": done}, final)
+        return marked
+
+    def _dependents(self, uid: str) -> tuple[tuple[ResourceType, str, str], ...]:
+        """The objects whose ownerReferences name `uid`, in a stable order."""
+        return tuple(sorted(self._owners.get(uid, ()), key=lambda t: (t[0].plural, t[1], t[2])))
 
     def _cascade(self, rt: ResourceType, old: dict[str, Any]) -> None:
         if rt is _NAMESPACES:
@@ -330,12 +373,11 @@ class ObjectStore:
                 for child in list(by_ns.get(ns, {})):
                     if self._entry(child_rt, ns, child) is not None:
                         self.delete(child_rt, ns, child)
-        for child_rt, ns, child in sorted(
-            self._owners.pop(old["metadata"]["uid"], ()), key=lambda t: (t[0].plural, t[1], t[2])
-        ):
+        for child_rt, ns, child in self._dependents(old["metadata"]["uid"]):
             entry = self._entry(child_rt, ns, child)
             if entry is not None:
                 self.delete(child_rt, ns, child)
+        self._owners.pop(old["metadata"]["uid"], None)
 
     def _remove(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]

@@ -299,3 +299,29 @@ async def test_get_services_shows_type_cluster_ip_and_ports(
     assert header == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
     assert row[:2] == ["web", "NodePort"]
     assert row[3:5] == ["<none>", "80:30080/TCP"]
+
+
+async def test_delete_cascade_orphan_strips_the_owner_reference(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(DEPLOYMENT_YAML.format(replicas=1, image="nginx"))
+    await kubectl.run("apply", "-f", str(manifest))
+    owner = kubectl.store.get(DEPLOYMENTS, "default", "web")["metadata"]
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": owner["uid"]}
+    rs = {
+        "metadata": {"name": "web-1", "namespace": "default", "ownerReferences": [ref]},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+    replicasets = by_kind("apps/v1", "ReplicaSet")
+    assert replicasets is not None
+    kubectl.store.create(replicasets, rs)
+    await kubectl.run("delete", "deploy", "web", "--cascade=orphan")
+    kept = kubectl.store.get(replicasets, "default", "web-1")
+    assert "ownerReferences" not in kept["metadata"]
