@@ -76,9 +76,17 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
     parallelism = int(spec.get("parallelism", 1))
     now = ctx.now()
     conds = [dict(c) for c in old.get("conditions") or ()]
-    status: dict[str, Any] = {"startTime": old.get("startTime", now)}
-    if spec.get("suspend"):
-        status = {"conditions": conds} if conds else {}
+    suspended = bool(spec.get("suspend"))
+    status: dict[str, Any] = {}
+    if old.get("startTime") or not suspended:
+        status["startTime"] = old.get("startTime", now)
+    conds = _suspension(ctx, job, conds, suspended=suspended, now=now)
+    if _resumed(job, conds):
+        status["startTime"] = now  # upstream restarts the clock of a resumed Job
+    if suspended:
+        for pod in active:
+            ctx.store.delete(POD, ns, pod["metadata"]["name"])
+        active = []
     elif failed > int(spec.get("backoffLimit", 6)):
         for pod in active:
             ctx.store.delete(POD, ns, pod["metadata"]["name"])
@@ -129,20 +137,58 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
         active += _start_job_pods(
             ctx, job, want - len(active), pods, indexed=(spec.get("completionMode") == "Indexed")
         )
-    if not spec.get("suspend"):
-        status.update(
-            active=len(active),
-            ready=sum(1 for p in active if pod_ready(p)),
-            succeeded=succeeded,
-            failed=failed,
-            terminating=0,
-            uncountedTerminatedPods={},
-        )
-        if conds:
-            status["conditions"] = conds
+    status.update(
+        active=len(active),
+        ready=sum(1 for p in active if pod_ready(p)),
+        succeeded=succeeded,
+        failed=failed,
+        terminating=0,
+        uncountedTerminatedPods={},
+    )
+    if conds:
+        status["conditions"] = conds
     write_status(ctx, JOB, ctx.fetch(JOB, ns, name), status)
     if _finished(status):
         _expire(ctx, job)
+
+
+def _suspension(
+    ctx: Context, job: Obj, conds: list[dict[str, Any]], *, suspended: bool, now: str
+) -> list[dict[str, Any]]:
+    """The `Suspended` condition as the Job controller keeps it: True (JobSuspended) while
+    `spec.suspend` holds, False (JobResumed) once it is lifted, with an event each time it
+    turns; a Job never suspended gets none."""
+    current = next((c for c in conds if c.get("type") == "Suspended"), None)
+    want = "True" if suspended else "False"
+    if (current is None and not suspended) or (current or {}).get("status") == want:
+        return conds
+    reason, message = (
+        ("JobSuspended", "Job suspended") if suspended else ("JobResumed", "Job resumed")
+    )
+    ctx.recorder.event(
+        job,
+        reason="Suspended" if suspended else "Resumed",
+        message=message,
+        component=_JOB_COMPONENT,
+    )
+    cond = {"type": "Suspended", "status": want, "reason": reason, "message": message}
+    return set_condition(conds, {**cond, "lastProbeTime": now}, now=now)
+
+
+def _resumed(job: Obj, conds: list[dict[str, Any]]) -> bool:
+    """Whether this pass turned `Suspended` from True to False."""
+    before = next(
+        (
+            c
+            for c in (job.get("status") or {}).get("conditions") or ()
+            if c.get("type") == "Suspended"
+        ),
+        None,
+    )
+    after = next((c for c in conds if c.get("type") == "Suspended"), None)
+    return bool(
+        before and after and before.get("status") == "True" and after.get("status") == "False"
+    )
 
 
 def _expire(ctx: Context, job: Obj) -> None:
