@@ -331,6 +331,11 @@ def default(rt: ResourceType, obj: dict[str, Any]) -> None:
             spec.setdefault("progressDeadlineSeconds", 600)
         elif rt.kind == "StatefulSet":
             spec.setdefault("podManagementPolicy", "OrderedReady")
+            # `kubectl rollout status sts` reads it and refuses any other strategy
+            spec.setdefault(
+                "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
     elif rt.group == "batch" and rt.kind == "Job":
         spec = obj.setdefault("spec", {})
         if "completions" not in spec and "parallelism" not in spec:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from clusters.sim import controllers_rollout as rollout
 from clusters.sim import selectors
 from clusters.sim.api_errors import ApiError
 from clusters.sim.controllers_base import (
@@ -32,7 +33,6 @@ from clusters.sim.controllers_base import (
     pod_active,
     pod_ready,
     set_condition,
-    short_hash,
     write_status,
 )
 
@@ -41,7 +41,6 @@ __all__ = ["reconcile_deployment", "reconcile_replicaset"]
 Obj = Mapping[str, Any]
 
 _HASH = "pod-template-hash"
-_REVISION = "deployment.kubernetes.io/revision"
 
 
 # -- ReplicaSet ---------------------------------------------------------------------------------
@@ -169,6 +168,7 @@ def _scale(ctx: Context, rs: Obj, replicas: int) -> None:
 
 def _new_replicaset(ctx: Context, dep: Obj, thash: str, replicas: int, revision: int) -> Obj:
     meta, spec = dep["metadata"], dep["spec"]
+    desired = int(spec.get("replicas", 1))
     template = json.loads(json.dumps(spec.get("template") or {}))
     template.setdefault("metadata", {}).setdefault("labels", {})[_HASH] = thash
     selector = json.loads(json.dumps(spec.get("selector") or {}))
@@ -178,7 +178,9 @@ def _new_replicaset(ctx: Context, dep: Obj, thash: str, replicas: int, revision:
             "name": f"{meta['name']}-{thash}",
             "namespace": meta["namespace"],
             "labels": dict(template["metadata"]["labels"]),
-            "annotations": {_REVISION: str(revision)},
+            "annotations": rollout.rs_annotations(
+                dep, revision, desired=desired, surge=_fenceposts(dep, desired)[0]
+            ),
             "ownerReferences": [_controller_ref(dep)],
         },
         "spec": {
@@ -238,14 +240,9 @@ def reconcile_deployment(ctx: Context, ns: str, name: str) -> None:
     _adopt_orphans(ctx, dep)
     spec = dep.get("spec") or {}
     desired = int(spec.get("replicas", 1))
-    template = spec.get("template") or {}
-    thash = short_hash(json.dumps(template, sort_keys=True))
-    owned = sorted(
-        ctx.rs_by_owner.get(dep["metadata"]["uid"], {}).values(),
-        key=lambda r: (r["metadata"].get("creationTimestamp", ""), r["metadata"]["name"]),
-    )
-    new = next((r for r in owned if (r["metadata"].get("labels") or {}).get(_HASH) == thash), None)
-    old = [r for r in owned if r is not new]
+    thash = rollout.template_hash(spec.get("template") or {})
+    new, old = _split(ctx, dep, thash)
+    revision = rollout.next_revision(old)
     old_active = [r for r in old if _replicas(r) > 0]
     if spec.get("paused"):
         pass
@@ -254,13 +251,27 @@ def reconcile_deployment(ctx: Context, ns: str, name: str) -> None:
             _scale(ctx, r, 0)
         still = any(ctx.owned_pods(r) for r in old)
         if new is None:
-            revision = len(owned) + 1
             new = _new_replicaset(ctx, dep, thash, 0 if still else desired, revision)
         elif not still:
             _scale(ctx, new, desired)
     else:
-        _rolling(ctx, dep, new, old_active, thash=thash, desired=desired, revision=len(owned) + 1)
+        _rolling(ctx, dep, new, old_active, thash=thash, desired=desired, revision=revision)
+    new, old = _split(ctx, dep, thash)
+    if new is not None:
+        fresh = ctx.fetch(DEPLOYMENT, ns, name)
+        rollout.sync(ctx, fresh, new, old, desired=desired, surge=_fenceposts(fresh, desired)[0])
     _deployment_status(ctx, ns, name, thash=thash, desired=desired)
+
+
+def _split(ctx: Context, dep: Obj, thash: str) -> tuple[Obj | None, list[Obj]]:
+    """The Deployment's ReplicaSet for template hash `thash` (None yet) and the others,
+    oldest first."""
+    owned = sorted(
+        ctx.rs_by_owner.get(dep["metadata"]["uid"], {}).values(),
+        key=lambda r: (r["metadata"].get("creationTimestamp", ""), r["metadata"]["name"]),
+    )
+    new = next((r for r in owned if (r["metadata"].get("labels") or {}).get(_HASH) == thash), None)
+    return new, [r for r in owned if r is not new]
 
 
 def _rolling(
@@ -311,8 +322,8 @@ def _rolling(
 
 def _deployment_status(ctx: Context, ns: str, name: str, *, thash: str, desired: int) -> None:
     dep = ctx.fetch(DEPLOYMENT, ns, name)
-    owned = list(ctx.rs_by_owner.get(dep["metadata"]["uid"], {}).values())
-    new = next((r for r in owned if (r["metadata"].get("labels") or {}).get(_HASH) == thash), None)
+    new, others = _split(ctx, dep, thash)
+    owned = [*others, new] if new is not None else others
     rs_status = [r.get("status") or {} for r in owned]
     replicas = sum(int(s.get("replicas", 0)) for s in rs_status)
     ready = sum(int(s.get("readyReplicas", 0)) for s in rs_status)

@@ -16,9 +16,12 @@ from tests.sim.behaviour_support import (
     DEPLOYMENT,
     JOB,
     POD,
+    REPLICASET,
+    STATEFULSET,
     cluster_profile,
     container,
     deployment_body,
+    eventually,
     job_body,
     pool,
     running_cluster,
@@ -111,3 +114,60 @@ async def test_describe_node_shows_npus_under_capacity(kubectl: Kubectl) -> None
         ("k-cpu-1", "Ready", "amd64"),
         ("k-npu-0", "Ready", "arm64"),
     ]
+
+
+def _revisions(kubectl: Kubectl) -> dict[str, str]:
+    items, _ = kubectl.member.store.list(REPLICASET, "default")
+    return {
+        r["spec"]["template"]["spec"]["containers"][0]["image"]: r["metadata"]["annotations"][
+            "deployment.kubernetes.io/revision"
+        ]
+        for r in items
+    }
+
+
+async def test_rollout_undo_reuses_the_old_replicaset_and_keeps_annotations(
+    kubectl: Kubectl,
+) -> None:
+    """A plain Deployment's undo failed (no annotations to replace) and an annotated one
+    lost its annotations and got a third ReplicaSet."""
+    body = deployment_body("web", 2, image="nginx:1.26")
+    body["metadata"]["annotations"] = {"team": "storefront"}
+    kubectl.member.store.create(DEPLOYMENT, body)
+    code, out = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    assert code == 0, out
+    code, out = await kubectl("set", "image", "deployment/web", "web=nginx:1.27")
+    assert code == 0, out
+    code, out = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    assert code == 0, out
+    assert _revisions(kubectl) == {"nginx:1.26": "1", "nginx:1.27": "2"}
+
+    code, out = await kubectl("rollout", "undo", "deployment/web")
+    assert code == 0, out
+    assert "deployment.apps/web rolled back" in out
+    await eventually(lambda: _revisions(kubectl) == {"nginx:1.26": "3", "nginx:1.27": "2"})
+    dep = kubectl.member.store.get(DEPLOYMENT, "default", "web")
+    assert dep["metadata"]["annotations"]["team"] == "storefront"
+    await eventually(
+        lambda: (
+            kubectl.member.store.get(DEPLOYMENT, "default", "web")["metadata"]["annotations"].get(
+                "deployment.kubernetes.io/revision"
+            )
+            == "3"
+        )
+    )
+    code, out = await kubectl("rollout", "history", "deployment/web")
+    assert code == 0, out
+    assert [line.split()[0] for line in out.strip().splitlines()[2:]] == ["2", "3"]
+
+
+async def test_rollout_status_of_a_statefulset(kubectl: Kubectl) -> None:
+    """It said `rollout status is only available for RollingUpdate strategy type`: the
+    strategy was not defaulted."""
+    body = deployment_body("db", 2)
+    body["kind"] = "StatefulSet"
+    body["spec"]["serviceName"] = "db"
+    kubectl.member.store.create(STATEFULSET, body)
+    code, out = await kubectl("rollout", "status", "statefulset/db", "--timeout=20s")
+    assert code == 0, out
+    assert "partitioned roll out complete: 2 new pods have been updated..." in out
