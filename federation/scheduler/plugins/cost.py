@@ -95,9 +95,10 @@ class MaxCost:
         per_pod = float(hourly_cost(job, state, np.array([cluster.index]))[0])
         total = per_pod * job.replicas
         if math.isnan(total):
+            why = _unpriced(cluster)
             if job.cost_cap:
-                return fw.Verdict.unschedulable("no price for the chip here: work under a budget")
-            return fw.Verdict.unschedulable("no price for the chip here; maxHourlyCost is set")
+                return fw.Verdict.unschedulable(f"{why}: work under a budget")
+            return fw.Verdict.unschedulable(f"{why}; maxHourlyCost is set")
         if total > job.max_hourly_cost:
             if job.cost_cap:
                 return fw.Verdict.unschedulable(f"costs {total:.4f}/h, more than {job.cost_cap}")
@@ -112,3 +113,13 @@ class MaxCost:
             return np.ones(len(rows), dtype=bool)
         total = hourly_cost(job, state, rows) * job.replicas
         return np.asarray(np.nan_to_num(total, nan=np.inf) <= job.max_hourly_cost)
+
+
+def _unpriced(cluster: snap.ClusterInfo) -> str:
+    """Why a cluster's cost is unknown: a currency with no rate (it read "no price for the
+    chip here" though every chip had one), no prices at all, or none for the chip."""
+    if cluster.price_note:
+        return cluster.price_note
+    if cluster.prices is None:
+        return "this cluster lists no prices"
+    return "no price for the chip here"

@@ -100,6 +100,19 @@ def test_without_a_rate_the_cluster_is_unpriced_and_says_why(tmp_path: Path) -> 
     assert planned.plan.pod_costs["cn-cpu"] is None
 
 
+def test_a_cap_names_the_missing_rate_not_a_missing_chip_price(tmp_path: Path) -> None:
+    """Under maxHourlyCost, a cluster priced in a currency with no rate was filtered as
+    `no price for the chip here`, though it priced everything it runs."""
+    paths, profile = files(tmp_path, SERVICE, CAPPED)
+    (planned,) = plan.plan_files(paths, profile=profile, settings=SchedulerSettings())
+    verdict = {v.cluster: v for v in planned.plan.verdicts}["cn-cpu"]
+    assert verdict.verdict == "unschedulable" and verdict.plugin == "max-cost"
+    assert verdict.reasons == [
+        "priced in CNY, which has no exchange rate to USD (set"
+        " FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY=RATE): taken as unpriced; maxHourlyCost is set"
+    ]
+
+
 def test_max_hourly_cost_is_held_in_the_federation_currency(tmp_path: Path) -> None:
     paths, profile = files(tmp_path, SERVICE, CAPPED)
     rated = SchedulerSettings(exchange_rates={"CNY": Decimal("0.14")})
