@@ -32,6 +32,7 @@ from federation.registry import store as st
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 
 __all__ = ["check_connections", "removal_note"]
 
@@ -88,10 +89,19 @@ async def removal_note(raw: st.Store, name: str, *, dry: bool) -> str | None:
     """What deleting Cluster `name` leaves running on the member, as a warning; None when
     nothing of fedctl's is placed there."""
     bindings = await codec.TypedStore(raw, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    results = await codec.TypedStore(raw, codec.Codec(WorkloadStatus)).list(
+        keys.prefix("workloadstatus")
+    )
+    # A finished job's Binding still names where it ran, but nothing of it runs there or
+    # is placed again elsewhere: it is not work the deletion leaves behind.
+    finished = {
+        keys.parse_workload_key(r.key) for r in results.items if r.obj.phase in FINISHED_PHASES
+    }
     placed = sorted(
         f"{b.obj.spec.workload.namespace}/{b.obj.spec.workload.name}"
         for b in bindings.items
         if any(t.name == name for t in b.obj.spec.clusters)
+        and keys.parse_workload_key(b.key) not in finished
     )
     works = len((await raw.list(keys.work_prefix(name))).items)
     if not placed and not works:

@@ -21,7 +21,7 @@ from federation.registry.etcd import EtcdStore
 from federation.settings import ApiSettings
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster
-from policies.models.work import Work
+from policies.models.work import Work, WorkloadStatus
 from tests.conftest import etcd_settings
 from tests.integration.test_api import API, wipe
 
@@ -206,6 +206,17 @@ async def test_deleting_a_cluster_says_what_keeps_running_on_it(api: Api, kubeco
         assert (await api.call("POST", f"{API}/clusters", body))[0] == 201
     await _place(api, "storefront", "east")
     await _place(api, "cart", "east")
+    await _place(api, "nightly", "east")  # a job that finished there: nothing left to move
+    done = WorkloadStatus.model_validate(
+        {
+            "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "web",
+                         "name": "nightly"},
+            "phase": "Succeeded",
+        }
+    )  # fmt: skip
+    await codec.TypedStore(api.store, codec.Codec(WorkloadStatus)).put(
+        keys.workload_status_key(keys.WorkloadRef("web", "Deployment.apps", "nightly")), done
+    )
     work = Work.model_validate(
         {
             "metadata": {"name": "web"},
