@@ -233,6 +233,11 @@ class Member(Protocol):
         """Server-side apply with field manager `fedctl`; creates when missing."""
         ...
 
+    async def replace(self, obj: Mapping[str, Any]) -> Obj:
+        """Write the whole object (an update, `PUT`) at `metadata.resourceVersion`: fields
+        it leaves out go, whoever set them. MemberConflict when the object moved on."""
+        ...
+
     async def delete(self, ref: ObjectRef) -> bool:
         """Delete one object; False when it was already gone."""
         ...

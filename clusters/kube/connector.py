@@ -281,21 +281,23 @@ class KubeConnector:
         return got
 
     async def apply(self, obj: Mapping[str, Any], *, force: bool = False) -> Obj:
-        meta = obj.get("metadata") or {}
-        ref = member.ObjectRef(
-            api_version=str(obj.get("apiVersion") or ""),
-            kind=str(obj.get("kind") or ""),
-            name=str(meta.get("name") or ""),
-            namespace=meta.get("namespace"),
-        )
-        if not (ref.api_version and ref.kind and ref.name):
-            raise errors.Invalid("an applied object needs apiVersion, kind and metadata.name")
+        ref = _ref_of(obj)
         query = {"fieldManager": self._field_manager, "force": "true" if force else "false"}
         resp = await self._tx.request(
             "PATCH", await self._object_path(ref), query=query, body=dict(obj), content_type=_APPLY
         )
         applied: Obj = resp.json()
         return applied
+
+    async def replace(self, obj: Mapping[str, Any]) -> Obj:
+        resp = await self._tx.request(
+            "PUT",
+            await self._object_path(_ref_of(obj)),
+            query={"fieldManager": self._field_manager},
+            body=dict(obj),
+        )
+        replaced: Obj = resp.json()
+        return replaced
 
     async def delete(self, ref: member.ObjectRef) -> bool:
         try:
@@ -311,3 +313,16 @@ class KubeConnector:
         except member.MemberNotFound:
             return False
         return True
+
+
+def _ref_of(obj: Mapping[str, Any]) -> member.ObjectRef:
+    meta = obj.get("metadata") or {}
+    ref = member.ObjectRef(
+        api_version=str(obj.get("apiVersion") or ""),
+        kind=str(obj.get("kind") or ""),
+        name=str(meta.get("name") or ""),
+        namespace=meta.get("namespace"),
+    )
+    if not (ref.api_version and ref.kind and ref.name):
+        raise errors.Invalid("a written object needs apiVersion, kind and metadata.name")
+    return ref

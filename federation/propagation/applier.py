@@ -24,6 +24,7 @@ propagator passes, so a member that keeps refusing shows there without reading e
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -143,14 +144,23 @@ class Applier:
         overwrite: bool,
         known_ours: bool,
         owner: tuple[bool, str | None] | None = None,
+        restore: bool = False,
     ) -> Outcome:
         """Apply `manifest` to `cluster`; never raises for member errors (see Outcome).
 
         `owner` is what the member watch knows of an object of that name: (exists, our
-        workload ref or None); None sends a read to the member instead.
+        workload ref or None); None sends a read to the member instead. `restore`: the
+        copy's spec was edited in the member; a workload controller's copy is then written
+        whole (`_replaced`), not only the fields we apply.
         """
         outcome = await self._apply(
-            cluster, manifest, ref=ref, overwrite=overwrite, known_ours=known_ours, owner=owner
+            cluster,
+            manifest,
+            ref=ref,
+            overwrite=overwrite,
+            known_ours=known_ours,
+            owner=owner,
+            restore=restore,
         )
         if not outcome.ok and self._failed is not None:
             why = (
@@ -168,6 +178,7 @@ class Applier:
         overwrite: bool,
         known_ours: bool,
         owner: tuple[bool, str | None] | None,
+        restore: bool = False,
     ) -> Outcome:
         try:
             conn = await self.members.get(cluster)
@@ -189,6 +200,8 @@ class Applier:
                     self._namespaces.discard((cluster.name, str(ns)))
                     await self._ensure_namespace(cluster.name, conn, str(ns))
                     obj = await conn.apply(manifest, force=overwrite or known_ours)
+                if restore and (str(manifest.get("apiVersion")), manifest.get("kind")) in _WHOLE:
+                    obj = await _replace(conn, manifest, obj)
         except member_mod.MemberUnavailable as exc:
             return Outcome(ok=False, error=f"{cluster.name} unavailable: {exc}", retryable=True)
         except member_mod.MemberRejected as exc:
@@ -254,3 +267,47 @@ class Applier:
             conn = await self.members.get(cluster)
             async with self.members.limit(cluster.name):
                 return await conn.delete(object_ref(manifest))
+
+
+_WHOLE = frozenset(
+    {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"),
+     ("apps/v1", "ReplicaSet")}
+)  # fmt: skip
+"""Kinds whose edited copy is written whole when restored: their spec is ours alone (no
+member controller writes it), so nothing of the member's is lost by it."""
+
+
+async def _replace(
+    conn: member_mod.Member, manifest: Mapping[str, Any], current: member_mod.Obj
+) -> member_mod.Obj:
+    """Write `manifest` whole over the copy, read again after each lost race: the member's
+    controllers write the copy's status as it rolls, each write a new resourceVersion."""
+    for _ in range(_REPLACE_TRIES - 1):
+        try:
+            return await conn.replace(_replaced(manifest, current))
+        except member_mod.MemberConflict:
+            current = await conn.get(object_ref(manifest))
+    return await conn.replace(_replaced(manifest, current))
+
+
+_REPLACE_TRIES = 5
+
+
+def _replaced(manifest: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """`manifest` as the whole object to write over `current`: at its resourceVersion, with
+    the labels and annotations set there kept beside ours (as Karmada keeps them).
+
+    Why whole: server-side apply takes back only the fields we set, so a field someone
+    added in the member (a container `command`, an `env` entry, `paused`) stayed while the
+    copy read restored and Healthy. Karmada's execution controller updates the member
+    object to its manifest the same way."""
+    desired = copy.deepcopy(dict(manifest))
+    meta = desired.setdefault("metadata", {})
+    now = current.get("metadata") or {}
+    meta["resourceVersion"] = now.get("resourceVersion")
+    for field in ("labels", "annotations"):
+        kept = dict(now.get(field) or {})
+        kept.update(meta.get(field) or {})
+        if kept:
+            meta[field] = kept
+    return desired

@@ -663,6 +663,7 @@ class WorkloadSync:
                 overwrite=shared["overwrite"],
                 known_ours=previous.applied_hash is not None,
                 owner=self.watches.owner(cluster.name, manifest),
+                restore=drifted.startswith("its copy was edited there"),
             )
             if outcome.ok and outcome.obj is not None:
                 why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)

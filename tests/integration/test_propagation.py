@@ -736,6 +736,48 @@ async def test_a_copy_whose_workload_annotation_is_taken_off_is_still_followed(
     await wait_for(annotated, timeout=10, message="the workload annotation put back")
 
 
+async def test_a_field_added_to_a_copy_in_its_member_is_taken_off(fed: Federation) -> None:
+    """`kubectl patch` in a member gave our copy's container a `command` the template does
+    not have: the copy was "restored" (its generation moved), yet server-side apply took
+    back only the fields fedctl sets and the injected command kept running. The copy is
+    now written whole, as Karmada's execution controller writes it; a label added there
+    stays."""
+    web = deployment("patched", 2)
+    await fed.put(web)
+    await fed.bind(web, {"us-east-cpu": (2, "amd64")})
+    fed.start()
+
+    async def copy() -> dict[str, Any]:
+        got = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "patched")
+        return got or {}
+
+    async def healthy() -> bool:
+        status = await fed.status(web)
+        return status is not None and status.health == "Healthy" and status.ready_replicas == 2
+
+    await wait_for(healthy, timeout=20, message="ready with 2 replicas")
+    (container,) = (await copy())["spec"]["template"]["spec"]["containers"]
+    async with member_api(fed, "us-east-cpu") as api:
+        apps = kube_client.AppsV1Api(api)
+        await apps.patch_namespaced_deployment(
+            "patched",
+            "web",
+            {
+                "metadata": {"labels": {"team": "ops"}},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": container["name"], "command": ["sh", "-c", "echo pwned"]}
+                ]}}},
+            },
+        )  # fmt: skip
+
+    async def cleaned() -> bool:
+        got = await copy()
+        (c,) = got["spec"]["template"]["spec"]["containers"]
+        return "command" not in c and got["metadata"].get("labels", {}).get("team") == "ops"
+
+    await wait_for(cleaned, timeout=15, message="the injected command taken off, the label kept")
+
+
 async def test_a_config_map_edited_in_its_member_is_restored(fed: Federation) -> None:
     """A ConfigMap has no generation to tell an edit by: its data entries are compared
     with what our apply left. A key added there stays; one of ours changed comes back."""
