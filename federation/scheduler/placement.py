@@ -229,7 +229,7 @@ class Placer:
                 (fast.verdicts, fast.counts),
                 {fast.cluster: (fast.flavor, fast.flavor_free)},
             )
-        failure: Failed | None = None
+        failures: list[tuple[int, Failed]] = []
         for term in range(observed_group(job, state), len(job.terms)):
             request = job.with_term(term) if term else job
             outcome = self._place_in_term(request, state)
@@ -238,9 +238,8 @@ class Placer:
                 outcome = roomier if isinstance(roomier, Placed) else outcome
             if isinstance(outcome, Placed):
                 return outcome
-            failure = failure or outcome
-        assert failure is not None
-        return failure
+            failures.append((term, outcome))
+        return _every_group(job, failures)
 
     def _place_in_term(self, job: fw.JobRequest, state: fw.CycleState) -> Placed | Failed:
         began = clock.real.monotonic()
@@ -386,6 +385,21 @@ def _placed(*values: object) -> Placed:
     for put, value in zip(_PLACED_SETTERS, values, strict=True):
         put(made, value)
     return made
+
+
+def _every_group(job: fw.JobRequest, failures: list[tuple[int, Failed]]) -> Failed:
+    """The first group's failure, its reason naming each group tried and why it failed.
+
+    Only the first group's reason was given: after a relabel left the workload's own group
+    (`backup`) with one usable cluster, the reason named the best of `primary` and hid it."""
+    first = failures[0][1]
+    if len(failures) == 1 or any(f.reason.startswith(_INVALID_POLICY) for _, f in failures):
+        return first  # a policy no room helps is told as it is (`Failed.undivided`)
+    said = "; ".join(
+        f"group {getattr(job.terms[term], 'affinity_name', None) or term + 1}: {failed.reason}"
+        for term, failed in failures
+    )
+    return Failed(first.request, f"no affinity group can hold it: {said}", first.kind)
 
 
 def observed_group(job: fw.JobRequest, state: fw.CycleState) -> int:

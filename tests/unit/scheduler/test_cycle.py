@@ -341,6 +341,22 @@ def test_affinity_groups_fall_back_in_order() -> None:
     assert placed(result) == {"small": {"primary": 1}, "large": {"backup": 1}}
 
 
+def test_a_job_no_affinity_group_holds_is_told_why_for_each_group() -> None:
+    """Only the first group's reason was given: a job its own fallback group could have
+    held but for one cluster read as if only `main` mattered."""
+    fleet = [cluster("primary", flavor(nodes=1, cpu="4")), cluster("backup", flavor(nodes=1))]
+    placement = {
+        "clusterAffinities": [
+            {"affinityName": "main", "clusterNames": ["primary"]},
+            {"affinityName": "dr", "clusterNames": ["backup"]},
+        ]
+    }
+    result = run(fleet, [job(workload("huge", cpu="64"), placement=placement)])
+    reason = result.reasons["team/Job.batch/huge"]
+    assert reason.startswith("no affinity group can hold it: group main: "), reason
+    assert "; group dr: " in reason and "the largest, on backup, has 16" in reason, reason
+
+
 def test_placed_again_a_workload_stays_in_the_fallback_group_it_runs_in() -> None:
     placement = {
         "clusterAffinities": [
