@@ -311,7 +311,7 @@ class FailoverController:
         for taint in cluster.spec.taints:
             if taint.key != faults.DRILL_TAINT:
                 continue
-            left = faults.expired_drill_taint(taint.value, now=now)
+            left = faults.drill_taint_left(taint.value, now=now)
             if left is None:
                 continue
             if left > 0:

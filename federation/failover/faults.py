@@ -36,7 +36,7 @@ __all__ = [
     "FAULTS",
     "Injector",
     "admin_url",
-    "expired_drill_taint",
+    "drill_taint_left",
     "injector",
     "set_taint",
 ]
@@ -48,10 +48,10 @@ BACKSTOP = 30.0
 """Seconds past its hold a fault ends by itself, though nothing heals it: a drill's process
 that dies (SIGKILL, a leader lost with the drill it ran) left its member broken for good.
 The simulator is told the fault's end with the fault (`for`); the drill taint carries it as
-its value (Unix seconds), and failover lifts a drill taint past it (`expired_drill_taint`)."""
+its value (Unix seconds), and failover lifts a drill taint past it (`drill_taint_left`)."""
 
 
-def expired_drill_taint(value: str, *, now: float) -> float | None:
+def drill_taint_left(value: str, *, now: float) -> float | None:
     """Seconds until a drill taint of `value` expires (<= 0: expired), or None when it
     carries no end (a taint set by hand, or by an older release: left alone)."""
     try:

@@ -44,7 +44,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from federation import errors
@@ -417,7 +417,7 @@ class WorkloadSync:
                 "overwrite": overwrite,
                 "preserve": preserve,
                 "total": sum(t.replicas for t in targets.values()),
-                "before": _ahead(list(targets.values())),
+                "before": _ahead(targets.values()),
                 "revision": revision,
                 "signature": (self.workloads.items[wl_key].revision, revision, self.epoch),
                 "events": said,
@@ -816,7 +816,7 @@ class WorkloadSync:
         return None
 
 
-def _ahead(targets: Sequence[TargetCluster]) -> dict[str, int]:
+def _ahead(targets: Iterable[TargetCluster]) -> dict[str, int]:
     """Per target, the replicas of the targets before it in the Binding's order."""
     out, seen = {}, 0
     for target in targets:

@@ -254,61 +254,35 @@ class Binder:
         """Write one Binding after a lost race. If the workload was moved meanwhile (failover
         evicted it, fail-back or `fedctl rebalance` moved it), the decision was made on a
         placement that is gone: it is dropped, and the next cycle decides from the new one.
-        Otherwise another writer only amended it (eviction tasks): merge and write."""
+        Otherwise another writer only amended it (eviction tasks): merge and write. With a
+        `check`, each compare-and-swap carries it, and a lost check drops the decision."""
         report.retried += 1
-        if check is not None:
-            await self._one_checked(key, given, seen, report, check)
-            return
-        superseded = False
-
-        def change(current: Binding | None) -> Binding:
-            nonlocal superseded
-            if current is None:
-                return given
-            if seen is not None and current.spec.clusters != seen.spec.clusters:
-                superseded = True
-                return current
-            return _merged(current, given)
-
-        stored = await self.typed.mutate(key, change, guards=self.guards)
-        if stored is not None:
-            self._known[key] = (stored.revision, stored.obj)
-            if superseded:
-                report.superseded += 1
-                report.dropped.append(key)
-            else:
-                report.written += 1
-
-    async def _one_checked(
-        self, key: str, given: Binding, seen: Binding | None, report: WriteReport, check: st.Check
-    ) -> None:
-        """`_one` for a decision that holds only while its workload's status is unchanged:
-        each compare-and-swap carries the check, and a lost check drops the decision."""
         for _ in range(10):
             current = await self.typed.get(key)
-            op: st.Create | st.Update
-            if current is None:
-                binding, op = given, self.typed.create_op(key, given)
-            elif seen is not None and current.obj.spec.clusters != seen.spec.clusters:
-                self._known[key] = (current.revision, current.obj)
-                report.superseded += 1
-                report.dropped.append(key)
+            if (
+                current is not None
+                and seen is not None
+                and current.obj.spec.clusters != seen.spec.clusters
+            ):
+                self._drop(key, current, report)
                 return
-            else:
-                binding = _merged(current.obj, given)
-                if same(current.obj, binding):
-                    self._known[key] = (current.revision, current.obj)
-                    report.unchanged += 1
-                    return
-                op = self.typed.update_op(key, binding, revision=current.revision)
+            binding = given if current is None else _merged(current.obj, given)
+            if current is not None and binding == current.obj:
+                self._known[key] = (current.revision, current.obj)
+                report.written += 1
+                return
+            op: st.Create | st.Update = (
+                self.typed.create_op(key, binding)
+                if current is None
+                else self.typed.update_op(key, binding, revision=current.revision)
+            )
             try:
-                result = await self.typed.store.commit([op, check], guards=self.guards)
+                result = await self.typed.store.commit(
+                    [op] if check is None else [op, check], guards=self.guards
+                )
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound) as exc:
-                if isinstance(exc, errors.Conflict) and exc.key == check.key:
-                    if current is not None:
-                        self._known[key] = (current.revision, current.obj)
-                    report.superseded += 1
-                    report.dropped.append(key)
+                if check is not None and isinstance(exc, errors.Conflict) and exc.key == check.key:
+                    self._drop(key, current, report)
                     report.restated.append(key)
                     return
                 continue
@@ -316,6 +290,13 @@ class Binder:
             report.written += 1
             return
         raise errors.Conflict(key, expected=-1, current=-1)
+
+    def _drop(self, key: str, current: codec.Stored[Binding] | None, report: WriteReport) -> None:
+        """A decision superseded: what is stored stays, and is what this binder knows."""
+        if current is not None:
+            self._known[key] = (current.revision, current.obj)
+        report.superseded += 1
+        report.dropped.append(key)
 
 
 def same(old: Binding, new: Binding) -> bool:

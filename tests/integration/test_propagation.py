@@ -707,8 +707,9 @@ async def test_a_copy_whose_workload_annotation_is_taken_off_is_still_followed(
     fed: Federation,
 ) -> None:
     """`kubectl annotate deploy storefront fedctl.io/workload-ref-` in a member (as a
-    `rollout undo` there can do): the copy was no longer followed, so the annotation was
-    never put back, a later scale there never restored, and its status frozen."""
+    `rollout undo` there can do): end to end, the annotation comes back. That the watch
+    still takes such a copy for ours, rather than a stranger's, is shown where it is
+    decided (tests/unit/propagation/test_status_record.py)."""
     web = deployment("noted", 2)
     await fed.put(web)
     await fed.bind(web, {"us-east-cpu": (2, "amd64")})
