@@ -298,6 +298,11 @@ def describe(doc: dict[str, Any]) -> str:
             + (f": {state['reason']}" if state.get("reason") else "")
         )
         lines.append(f"Policy:      {_claimant(binding)}")
+        if state.get("schedulerObservingAffinityName"):
+            lines.append(
+                f"Affinity:    group {state['schedulerObservingAffinityName']}"
+                " (its policy's clusterAffinities group the workload was placed in)"
+            )
         if needers:
             lines.append(f"Needed by:   {needers.removeprefix('a dependency of ')}")
     for missing in status.get("missingDependencies") or ():

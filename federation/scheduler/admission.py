@@ -399,10 +399,19 @@ class Admitter:
             cost=total_cost,
             verdicts=verdicts,
             summary=summary,
-            status=self._status,
+            status=self._status_in(request),
             pod=self._wire(request.pod),
         )
         self._emit(binding)
+
+    def _status_in(self, request: fw.JobRequest) -> BindingStatus:
+        """The Scheduled status, naming the `clusterAffinities` group the job was placed in
+        when its policy has such groups: `describe` shows it, and a user reading why a
+        workload runs in its fallback clusters need not work it out from their labels."""
+        group = getattr(request.terms[request.term], "affinity_name", "")
+        if not group:
+            return self._status
+        return self._status.model_copy(update={"scheduler_observing_affinity_name": group})
 
     def _wire(self, pod: ResourceList) -> dict[str, str]:
         """`pod.to_wire()`, once per pod shape in a cycle (never mutated once written).

@@ -144,6 +144,11 @@ class BindingStatus(FrozenModel):
     phase: Literal["Pending", "Scheduled"] = "Pending"
     reason: str = ""
     last_scheduled_time: AwareDatetime | None = None
+    scheduler_observing_affinity_name: str = Field(
+        default="",
+        description="The `clusterAffinities` group the workload was placed in (empty: its"
+        " policy has no such groups), as Karmada's ResourceBinding records it.",
+    )
 
 
 class Binding(KubeObject):

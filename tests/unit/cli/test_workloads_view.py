@@ -408,3 +408,13 @@ def test_a_dependency_shows_where_it_went_and_for_whom_and_missing_ones_are_name
     needing["status"] = {"health": "Healthy", "missingDependencies": ["ml/ConfigMap/absent"]}
     text = workloads_view.describe(needing)
     assert "Missing:     ml/ConfigMap/absent (not in the federation" in text
+
+
+def test_describe_names_the_affinity_group_a_workload_was_placed_in() -> None:
+    """A workload in its fallback group read like any other: which group held it had to be
+    worked out from the clusters' labels."""
+    plain = workloads_view.describe(doc(BINDING))
+    assert "Affinity:" not in plain
+    status = BINDING.status.model_copy(update={"scheduler_observing_affinity_name": "dr"})
+    grouped = workloads_view.describe(doc(BINDING.model_copy(update={"status": status})))
+    assert "Affinity:    group dr (its policy's clusterAffinities group" in grouped

@@ -339,6 +339,8 @@ def test_affinity_groups_fall_back_in_order() -> None:
     large = job(workload("large", cpu="8"), placement=placement)
     result = run(fleet, [small, large])
     assert placed(result) == {"small": {"primary": 1}, "large": {"backup": 1}}
+    groups = {b.metadata.name: b.status.scheduler_observing_affinity_name for b in result.bindings}
+    assert groups == {"small": "main", "large": "dr"}  # as Karmada's ResourceBinding says
 
 
 def test_a_job_no_affinity_group_holds_is_told_why_for_each_group() -> None:
@@ -375,6 +377,9 @@ def test_placed_again_a_workload_stays_in_the_fallback_group_it_runs_in() -> Non
     again = run(back, [scaled, fresh], snapshot=snapshot)
     # Coming home is fail-back's move (graceful); a re-placement keeps the group it runs in.
     assert placed(again) == {"web": {"backup": 3}, "new": {"primary": 2}}
+    assert {
+        b.metadata.name: b.status.scheduler_observing_affinity_name for b in again.bindings
+    } == {"web": "dr", "new": "main"}
 
 
 def test_static_weights_divide_a_service() -> None:
