@@ -101,9 +101,14 @@ def referenced(workload: Workload) -> frozenset[keys.WorkloadRef]:
     except WorkloadError:
         return frozenset()  # refused at admission with its path; nothing to follow here
     wire = workload.to_wire()
+    paths = [pod_set.template_path for pod_set in pod_sets]
+    if workload.kind == "CronJob" and workload.api_version.startswith("batch/"):
+        # No pods of its own until a schedule fires, but each Job it starts needs them
+        # there already, as Karmada's default interpreter reads a CronJob.
+        paths.append(("spec", "jobTemplate", "spec", "template", "spec"))
     found: set[tuple[str, str]] = set()
-    for pod_set in pod_sets:
-        pod = _dig(wire, pod_set.template_path)
+    for path in paths:
+        pod = _dig(wire, path)
         if isinstance(pod, Mapping):
             found |= _pod_references(pod)
     namespace = workload.metadata.namespace or "default"

@@ -100,6 +100,33 @@ def test_a_kind_without_pods_references_nothing() -> None:
     assert deps.referenced(config) == frozenset()
 
 
+def test_a_cronjob_references_what_the_jobs_it_starts_need() -> None:
+    """A CronJob has no pods until its schedule fires; each Job it starts then needs its
+    ConfigMap there already (it was not sent: the Job's pods waited on a missing volume)."""
+    cron = Workload.model_validate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "nightly", "namespace": "web"},
+            "spec": {
+                "schedule": "0 2 * * *",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "containers": [{"name": "c", "image": "x"}],
+                                "volumes": [{"name": "v", "configMap": {"name": "settings"}}],
+                                "serviceAccountName": "reporter",
+                            }
+                        }
+                    }
+                },
+            },
+        }
+    )
+    assert deps.referenced(cron) == refs(("ConfigMap", "settings"), ("ServiceAccount", "reporter"))
+
+
 def test_the_index_follows_template_changes_both_ways() -> None:
     index = deps.Index()
     app = keys.WorkloadRef("web", "Deployment.apps", "app")
