@@ -144,9 +144,9 @@ class BindingStatus(FrozenModel):
     phase: Literal["Pending", "Scheduled"] = "Pending"
     reason: str = ""
     last_scheduled_time: AwareDatetime | None = None
-    scheduler_observing_affinity_name: str = Field(
-        default="",
-        description="The `clusterAffinities` group the workload was placed in (empty: its"
+    scheduler_observing_affinity_name: str | None = Field(
+        default=None,
+        description="The `clusterAffinities` group the workload was placed in (unset: its"
         " policy has no such groups), as Karmada's ResourceBinding records it.",
     )
 
