@@ -495,14 +495,21 @@ class Team:
 
     def finish(self, ref: keys.WorkloadRef, phase: str = "Succeeded") -> None:
         """The propagator's aggregated status of a job that ended."""
+        self.report(
+            ref,
+            phase=phase,
+            succeeded=1 if phase == "Succeeded" else 0,
+            failed=1 if phase == "Failed" else 0,
+        )
+
+    def report(self, ref: keys.WorkloadRef, **fields: Any) -> None:
+        """The propagator's aggregated status of a Job, with `fields` (wire names)."""
         typed = codec.TypedStore(self.stack.store, codec.Codec(WorkloadStatus))
         status = WorkloadStatus.model_validate(
             {
                 "workload": {"apiVersion": "batch/v1", "kind": "Job", "namespace": ref.namespace,
                              "name": ref.name},
-                "phase": phase,
-                "succeeded": 1 if phase == "Succeeded" else 0,
-                "failed": 1 if phase == "Failed" else 0,
+                **fields,
             }
         )  # fmt: skip
         self.stack.call(lambda: typed.put(keys.workload_status_key(ref), status))
@@ -800,6 +807,36 @@ def test_a_finished_job_shows_how_it_ended_and_costs_nothing_more(
     team.finish(running, "Failed")
     expect(other.locator(".phase")).to_have_text("Failed", timeout=15_000)
     expect(other.locator("[data-cost]")).to_have_text("failed: costs nothing more")
+
+
+def test_a_card_names_missing_dependencies_and_members_whose_dispatching_is_suspended(
+    page: Any, stack: Stack, team: Team
+) -> None:
+    """`fedctl describe` said both; the dashboard's card showed a workload whose pods wait
+    for a ConfigMap no member has, and one whose copies its policy holds back, as running
+    like any other."""
+    held = team.add("report", "ml-prod")
+    team.bind(held, queued("report", "ml-prod", "Scheduled", cost="0.24"))
+    team.report(
+        held,
+        phase="Running",
+        running=1,
+        missingDependencies=["team/ConfigMap/settings"],
+        clusters=[{"cluster": "us-east-cpu", "applied": True, "suspended": True}],
+    )
+    plain = team.add("plain", "ml-prod")
+    team.bind(plain, queued("plain", "ml-prod", "Scheduled", cost="0.24"))
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="team/report"]')
+    expect(card.locator("[data-missing]")).to_contain_text(
+        "missing dependencies: team/ConfigMap/settings (not in the federation"
+    )
+    target = card.locator('.placement [data-target="us-east-cpu"]')
+    expect(target.locator("[data-suspended]")).to_have_text(" (dispatching suspended)")
+    other = page.locator('[data-workload="team/plain"]')
+    expect(other.locator(".placement [data-target]")).to_have_count(1)
+    expect(other.locator("[data-missing]")).to_have_count(0)
+    expect(other.locator("[data-suspended]")).to_have_count(0)
 
 
 @pytest.fixture

@@ -361,14 +361,31 @@ export function verdictTable(verdicts, pods = null, currency = "") {
 
 // `currency`: the costs view's (every recorded cost is in it); a finished job's targets
 // show no cost, since it costs nothing more.
-function placementList(targets, currency, finished) {
+// `suspended`: the members whose copies the policy's `suspension` holds back, marked as
+// `fedctl get works` marks them: their copy does not follow the template until lifted.
+function placementList(targets, currency, finished, suspended = new Set()) {
   return h("ul", { class: "placement" }, targets.map((t) =>
     h("li", { "data-target": t.name, "data-replicas": t.replicas },
       h("b", {}, t.name), ` × ${t.replicas}`,
       t.chip ? h("span", { class: "chip" }, t.chip) : null,
       t.hourlyCost !== undefined && !finished
         ? h("span", { class: "muted", "data-target-cost": "" }, ` ${money(t.hourlyCost, currency)}`)
+        : null,
+      suspended.has(t.name)
+        ? h("span", { class: "muted", "data-suspended": "" }, " (dispatching suspended)")
         : null)));
+}
+
+// What the workload's pods reference that the federation does not hold, so its policy's
+// propagateDeps cannot send it (as `fedctl describe` says it): its pods wait for it on any
+// member that has no copy of its own.
+function missingDependencies(result) {
+  const missing = (result && result.missingDependencies) || [];
+  return missing.length
+    ? h("p", { class: "reason", "data-missing": "" },
+      `missing dependencies: ${missing.join(", ")} (not in the federation, so`
+      + " propagateDeps cannot send them: each member must have its own)")
+    : null;
 }
 
 // The policy the Binding records as its workload's claimant (`fedctl.io/policy`): with
@@ -408,8 +425,11 @@ function workloadCard(w, binding, result, currency) {
       : [
           status.reason && !ended ? h("p", { class: "reason" }, status.reason) : null,
           h("p", { class: "muted", "data-policy": "" }, `policy: ${claimant(binding)}`),
+          missingDependencies(result),
           spec.clusters && spec.clusters.length
-            ? placementList(spec.clusters, currency, Boolean(ended)) : null,
+            ? placementList(spec.clusters, currency, Boolean(ended), new Set(
+              ((result && result.clusters) || []).filter((c) => c.suspended).map((c) => c.cluster)))
+            : null,
           ended
             ? h("p", { class: "muted", "data-cost": "" },
               `${ended === "Succeeded" ? "finished" : "failed"}: costs nothing more`)
