@@ -589,7 +589,13 @@ def binding_for(
         metadata=_meta(w.metadata.name, job.ref.namespace),
         spec=spec,
         status=status
-        or _built(BindingStatus, phase="Pending", reason=reason, last_scheduled_time=None),
+        or _built(
+            BindingStatus,
+            phase="Pending",
+            reason=reason,
+            last_scheduled_time=None,
+            scheduler_observing_affinity_name=None,
+        ),
     )
 
 
