@@ -188,7 +188,12 @@ class Admitter:
         charge: ResourceList | None = None
         cycle_charges = quota.charges(state)
         for name, replicas in placed.placement.items():
-            one = cycle_charges.of(request.pod, request.devices, replicas, chips[name])
+            if request.pod_sets and replicas == request.replicas:  # a whole copy
+                one = quota.charge_of_shares(
+                    request.pod_sets, chips[name], state.snapshot.chip_devices
+                )
+            else:
+                one = cycle_charges.of(request.pod, request.devices, replicas, chips[name])
             charge = one if charge is None else charge + one
         return charge if charge is not None else ResourceList(), chips
 
@@ -461,6 +466,8 @@ class Admitter:
         replicas: int,
     ) -> Decimal | None:
         """`explain.hourly_cost`, remembered for equal pods, capacity type and cluster."""
+        if request.pod_sets:  # rare, and its cost is not its largest pod's
+            return explain.hourly_cost(request, state.snapshot.cluster(name), chip, replicas)
         pod = request.pod
         quick = (id(pod), request.device_names, request.capacity_type, name, chip, replicas)
         hit = self._costs_by_pod.get(quick)

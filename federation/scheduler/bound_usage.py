@@ -12,6 +12,7 @@ from collections.abc import Collection
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
 from federation.resources import ResourceList, device_names
+from federation.scheduler import framework as fw
 from federation.scheduler.plugins import quota
 from policies.models.accelerator import ChipDevices
 from policies.models.binding import Binding, known_cost
@@ -22,8 +23,11 @@ __all__ = ["Charges", "Shapes", "admission_of", "on_known", "resized"]
 
 Shapes = dict[object, tuple[ResourceList, int]]
 """A caller's cache of pod shapes: requests key -> (one pod's requests, accelerators)."""
-Charges = dict[tuple[ResourceList, tuple[tuple[int, str | None], ...]], ResourceList]
-"""A caller's cache of charges: (pod, (replicas, chip) per target) -> what they charge."""
+Charges = dict[
+    tuple[ResourceList, tuple[tuple[int, str | None], ...], tuple[object, ...]], ResourceList
+]
+"""A caller's cache of charges: (pod, (replicas, chip) per target, pod shares) -> what
+they charge."""
 
 
 def admission_of(
@@ -52,17 +56,23 @@ def admission_of(
     once; the admissions then share those objects, which later readers key by identity.
     """
     pod, devices = _pod_of(job.workload, device_resources, shapes)
+    shares = _shares_of(job.workload, device_resources)
     if as_placed:
-        pod, devices = _placed_pod(binding, device_resources, shapes) or (pod, devices)
+        placed = _placed_pod(binding, device_resources, shapes)
+        if placed is not None:  # its copies' pods, not the template's now: one shape each
+            (pod, devices), shares = placed, ()
     targets = binding.spec.clusters
     split = tuple((t.replicas, t.chip if devices else None) for t in targets)
-    charge = charges.get((pod, split)) if charges is not None else None
+    charge = charges.get((pod, split, shares)) if charges is not None else None
     if charge is None:
         charge = ResourceList()
         for replicas, chip in split:
-            charge = charge + quota.charge_of(pod, devices, replicas, chip, chip_devices)
+            if shares and replicas == sum(share.count for share in shares):  # a whole copy
+                charge = charge + quota.charge_of_shares(shares, chip, chip_devices)
+            else:
+                charge = charge + quota.charge_of(pod, devices, replicas, chip, chip_devices)
         if charges is not None:
-            charges[(pod, split)] = charge
+            charges[(pod, split, shares)] = charge
     chips = {t.name: t.chip for t in targets if t.chip}  # CPU pods: the arch pinned
     return accounting.admission(
         ref=job.ref,
@@ -92,6 +102,13 @@ def _pod_of(
         if shapes is not None:
             shapes[key] = hit
     return hit
+
+
+def _shares_of(workload: Workload, device_resources: Collection[str]) -> tuple[fw.PodShare, ...]:
+    """`fw.pod_shares` of the workload: () unless its pod templates differ (rare enough
+    that it is not cached with the shapes)."""
+    sets = workload.pod_sets
+    return fw.pod_shares(sets, device_resources) if len(sets) > 1 else ()
 
 
 def on_known(binding: Binding, known: Collection[str]) -> Binding | None:

@@ -32,7 +32,10 @@ _RUNNERS_UP = 3
 def hourly_cost(
     job: fw.JobRequest, cluster: snap.ClusterInfo, chip: str | None, replicas: int
 ) -> Decimal | None:
-    """Exact cost per hour of `replicas` pods of `job` on `cluster` using `chip`."""
+    """Exact cost per hour of `replicas` pods of `job` on `cluster` using `chip`.
+
+    A job whose pod templates differ (`pod_sets`) costs what each template's pods cost
+    together, in proportion when the cluster runs only some of its pods."""
     prices = cluster.prices
     if prices is None:
         return None
@@ -42,10 +45,29 @@ def hourly_cost(
         "any": [prices.on_demand, prices.spot],
     }
     costs = []
+    device = next(iter(sorted(job.device_names)), None)
     for table in tables[job.capacity_type]:
         if table is None:
             continue
-        device = next(iter(sorted(job.device_names)), None)
+        if job.pod_sets:
+            parts = [
+                table.hourly_cost(
+                    share.requests, accelerator_resource=device, accelerator_model=chip
+                )
+                for share in job.pod_sets
+            ]
+            if any(part is None for part in parts):
+                continue
+            whole = sum(
+                (
+                    part * share.count
+                    for part, share in zip(parts, job.pod_sets, strict=True)
+                    if part
+                ),
+                Decimal(0),
+            )
+            costs.append(whole if replicas == job.replicas else whole * replicas / job.replicas)
+            continue
         cost = table.hourly_cost(job.pod, accelerator_resource=device, accelerator_model=chip)
         if cost is not None:
             costs.append(cost * replicas)

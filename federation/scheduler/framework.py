@@ -83,6 +83,30 @@ _OK = Verdict("ok")
 
 
 @dataclass(frozen=True, slots=True)
+class PodShare:
+    """One pod template of a job whose templates differ: `count` pods of `requests`, each
+    asking for `devices` accelerators (milli-units)."""
+
+    requests: ResourceList
+    count: int
+    devices: int
+
+
+def pod_shares(pod_sets: Iterable[Any], known: Iterable[str]) -> tuple[PodShare, ...]:
+    """A workload's `PodSet`s as `PodShare`s when their requests differ, else ()."""
+    sets = [s for s in pod_sets if s.count > 0]
+    if len({s.requests for s in sets}) < 2:
+        return ()
+    known = set(known)
+    return tuple(
+        PodShare(
+            s.requests, s.count, sum(s.requests.amount(n) for n in device_names(s.requests, known))
+        )
+        for s in sets
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class JobRequest:
     """What one pending workload needs, read once from the workload and its policy."""
 
@@ -134,6 +158,17 @@ class JobRequest:
     cost_cap: str = ""
     """What set `max_hourly_cost` when the policy did not (empty: the policy's own, or
     none): what a queue's budget leaves, so a cluster it filters says so."""
+
+    pod_sets: tuple[PodShare, ...] = ()
+    """Its pod templates, when they differ (a Volcano Job's CPU launcher and GPU workers):
+    a copy holding all its pods is charged and costed for each template's own pods, not
+    as `replicas` of the largest (`pod`, which capacity still fits every pod to). Empty
+    when every pod is alike, as for every Deployment or plain Job."""
+
+    mean: snap.FloatArray | None = None
+    """With `pod_sets`: one pod's share of the whole job's requests, what its cost per
+    pod is counted from (cost is linear in requests, so `replicas` of it cost what the
+    templates' pods cost together). None: `vector`."""
 
     devices: int = field(init=False)
     """Accelerators one pod asks for (`vector`'s device entry): read a few times for each
@@ -260,6 +295,25 @@ def request_for(
         ],
         dtype=np.int64,
     )
+    shares = pod_shares(workload.pod_sets, known)
+    mean = None
+    if shares:
+        mean = sum(
+            (
+                np.array(
+                    [
+                        request_amount(share.requests.amount("cpu")),
+                        request_amount(share.requests.amount("memory")),
+                        request_amount(share.devices),
+                        1000,
+                    ],
+                    dtype=np.float64,
+                )
+                * share.count
+                for share in shares
+            ),
+            np.zeros(4, dtype=np.float64),
+        ) / sum(share.count for share in shares)
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
     chips, arches = accepted_chips(job)
     placement = job.placement
@@ -304,6 +358,7 @@ def request_for(
         single,
         bool(copies),
         tuple(sorted(set(evicting))),
+        None if mean is None else tuple(mean.tolist()),  # what it costs on a cluster
         0,
     )
     return JobRequest(
@@ -327,12 +382,22 @@ def request_for(
         static_weights=weights,
         previous=previous,
         signature=signature,
-        shape=(tuple(vector.tolist()), chips, arches, devices, cap_type, chip_need),
+        shape=(
+            tuple(vector.tolist()),
+            chips,
+            arches,
+            devices,
+            cap_type,
+            None if mean is None else tuple(mean.tolist()),
+            chip_need,
+        ),
         evicting=frozenset(evicting),
         copies=copies,
         copies_chips=dict(held_chips or {}),
         previous_sized=held_pod is not None or not copies,
         chip_need=chip_need,
+        pod_sets=shares,
+        mean=mean,
     )
 
 

@@ -105,7 +105,11 @@ def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: Shape) -> bool
         return False  # a member's share removes clusters one by one: the general path decides
     cycle_charges = quota.charges(state)
     for chip in shape.chips:
-        charge = cycle_charges.of(job.pod, job.devices, job.replicas, chip)
+        charge = (
+            quota.charge_for(job, chip, state.snapshot.chip_devices)
+            if job.pod_sets
+            else cycle_charges.of(job.pod, job.devices, job.replicas, chip)
+        )
         if quota.problem(job, state, chip, charge) is not None:
             return False
     return True

@@ -247,7 +247,7 @@ def cluster_pod_cost(
 def pod_hour_cost(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.FloatArray:
     """[len(rows), F]: what one pod costs per hour on each flavor (NaN: not priced)."""
     s = state.snapshot
-    pod = job.vector
+    pod = job.vector if job.mean is None else job.mean  # templates that differ: their mean
     columns = {"on-demand": [0], "spot": [1], "any": [0, 1]}[job.capacity_type]
     best = None
     for col in columns:

@@ -16,7 +16,7 @@ member (`static_room`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -34,6 +34,7 @@ __all__ = [
     "Quota",
     "charge_for",
     "charge_of",
+    "charge_of_shares",
     "charges",
     "limited",
     "never",
@@ -47,7 +48,20 @@ _UNLIMITED = np.iinfo(np.int64).max // 2
 
 def charge_for(job: fw.JobRequest, chip: str | None, renames: ChipDevices) -> ResourceList:
     """What admitting the whole job charges its queue when it runs on `chip`."""
+    if job.pod_sets:
+        return charge_of_shares(job.pod_sets, chip, renames)
     return charge_of(job.pod, job.devices, job.replicas, chip, renames)
+
+
+def charge_of_shares(
+    shares: Iterable[fw.PodShare], chip: str | None, renames: ChipDevices
+) -> ResourceList:
+    """What a whole copy of a job whose pod templates differ charges on `chip`: each
+    template's own pods (a CPU launcher and two 2-GPU workers hold 4 GPUs, not 6)."""
+    charge = ResourceList()
+    for share in shares:
+        charge = charge + charge_of(share.requests, share.devices, share.count, chip, renames)
+    return charge
 
 
 def charge_of(
