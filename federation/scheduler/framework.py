@@ -35,6 +35,7 @@ from federation.settings import SchedulerSettings
 from policies.models.accelerator import is_arch
 from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
 from policies.models.placement_ext import FedctlPlacement
+from policies.models.workload import PodSet
 
 __all__ = [
     "CycleState",
@@ -92,7 +93,7 @@ class PodShare:
     devices: int
 
 
-def pod_shares(pod_sets: Iterable[Any], known: Iterable[str]) -> tuple[PodShare, ...]:
+def pod_shares(pod_sets: Iterable[PodSet], known: Iterable[str]) -> tuple[PodShare, ...]:
     """A workload's `PodSet`s as `PodShare`s when their requests differ, else ()."""
     sets = [s for s in pod_sets if s.count > 0]
     if len({s.requests for s in sets}) < 2:
@@ -104,6 +105,24 @@ def pod_shares(pod_sets: Iterable[Any], known: Iterable[str]) -> tuple[PodShare,
         )
         for s in sets
     )
+
+
+def _mean_pod(shares: tuple[PodShare, ...]) -> snap.FloatArray:
+    """One pod's share of the templates' requests together, as `JobRequest.vector` lays
+    a pod out (cpu, memory, devices, pods; milli-units)."""
+    total = np.zeros(4, dtype=np.float64)
+    for share in shares:
+        total += share.count * np.array(
+            [
+                request_amount(share.requests.amount("cpu")),
+                request_amount(share.requests.amount("memory")),
+                request_amount(share.devices),
+                1000,
+            ],
+            dtype=np.float64,
+        )
+    mean: snap.FloatArray = total / sum(share.count for share in shares)
+    return mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,24 +315,7 @@ def request_for(
         dtype=np.int64,
     )
     shares = pod_shares(workload.pod_sets, known)
-    mean = None
-    if shares:
-        mean = sum(
-            (
-                np.array(
-                    [
-                        request_amount(share.requests.amount("cpu")),
-                        request_amount(share.requests.amount("memory")),
-                        request_amount(share.devices),
-                        1000,
-                    ],
-                    dtype=np.float64,
-                )
-                * share.count
-                for share in shares
-            ),
-            np.zeros(4, dtype=np.float64),
-        ) / sum(share.count for share in shares)
+    mean = _mean_pod(shares) if shares else None
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
     chips, arches = accepted_chips(job)
     placement = job.placement
