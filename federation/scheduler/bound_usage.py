@@ -78,7 +78,10 @@ def admission_of(
         ref=job.ref,
         queue=binding.spec.queue if as_placed else job.queue,
         namespace=job.ref.namespace,
-        priority=job.priority,
+        # A named priority (`fedctl.io/priority: high`) reads 0 on a workload until a cycle
+        # looks it up in its queue; the Binding records the value it was admitted at. Read
+        # as 0, equal work preempted itself without end, and any number outranked it.
+        priority=binding.spec.priority if job.priority_class else job.priority,
         seq=job.seq,
         charge=charge,
         placement=binding.placement(),

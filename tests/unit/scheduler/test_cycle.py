@@ -1202,3 +1202,34 @@ def test_a_divided_service_short_of_room_across_members_preempts() -> None:
     assert sum(placed(result)["web"].values()) == 3
     assert all(why.startswith("preempted by team/Deployment.apps/web") for _, why in result.evicted)
     assert len(result.evicted) == 4  # two cores more for each of the two replicas added
+
+
+def test_work_admitted_under_a_named_priority_keeps_its_value_when_read_back() -> None:
+    """A controller reads admitted work back from its Bindings every cycle. A named
+    priority read back as 0, so three `high` jobs in a queue capped at two preempted one
+    another without end (each victim, waiting again at 100, evicted the next), and a job
+    of plain priority 50 evicted `high` work."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
+    capped = queue("pcm", capability={"cpu": "4"}, priorityClasses={"high": 100})
+    snapshot = snap.build(fleet, queues=[capped])
+    first = [job(workload(f"pcm-{i}", cpu="2", queue="pcm", priority="high")) for i in (0, 1)]
+    admitted = run(fleet, first, snapshot=snapshot)
+    assert sorted(a.ref.name for a in admitted.admitted) == ["pcm-0", "pcm-1"]
+    back = Usage(
+        [
+            bound_usage.admission_of(
+                pending,
+                binding,
+                device_resources=snapshot.device_resources,
+                chip_devices=snapshot.chip_devices,
+            )
+            for pending, binding in zip(
+                first, sorted(admitted.bindings, key=lambda b: b.metadata.name), strict=True
+            )
+        ]
+    )
+    assert [a.priority for a in back.admissions()] == [100, 100]
+    late = job(workload("pcm-2", cpu="2", queue="pcm", priority="high"), seq=5)
+    number = job(workload("fifty", cpu="2", queue="pcm", priority=50), seq=6)
+    again = run(fleet, [late, number], snapshot=snapshot, usage=back)
+    assert again.evicted == [] and again.admitted == []
