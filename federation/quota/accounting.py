@@ -833,7 +833,8 @@ def reclaim_pools(
     if not room:
         return
     relevant = sorted(room)
-    scope = _entitled(name, relevant, g, usage, charge)
+    judged = _judged(relevant, charge, g)
+    scope = _entitled(name, [r for r in judged if r in g.amounts] or relevant, g, usage, charge)
     if scope is None:
         return
 
@@ -850,11 +851,11 @@ def reclaim_pools(
 
     def keeps_guarantees(victims: Sequence[Admission]) -> bool:
         return _keeps_guarantees(
-            victims, name=name, relevant=relevant, g=g, usage=usage, charge=charge
+            victims, name=name, relevant=judged, g=g, usage=usage, charge=charge
         )
 
     def in_order(candidates: Iterable[Admission]) -> list[Admission]:
-        floors = _Floors(name=name, relevant=relevant, g=g, usage=usage, charge=charge)
+        floors = _Floors(name=name, relevant=judged, g=g, usage=usage, charge=charge)
         chosen: list[Admission] = []
         for a in candidates:
             if floors.take(a):
@@ -886,6 +887,30 @@ def reclaim_pools(
         chosen = in_order(candidates)
         if chosen:
             yield chosen
+
+
+def _judged(relevant: Sequence[str], charge: ResourceList, g: _Guarantees) -> list[str]:
+    """The resources a reclaim for `charge` is judged by: those short (`relevant`), and,
+    when one of them is a chip model no queue is guaranteed (`accelerator/<model>`), the
+    device resources of the charge that queues are guaranteed (`nvidia.com/gpu`).
+
+    Why: a job pinned to A100s finds the fleet short of A100s, not of GPUs; judged by the
+    model alone, a queue guaranteed 6 `nvidia.com/gpu` was never entitled (nobody is
+    guaranteed `accelerator/nvidia-a100-80gb`), and its guarantee was never given back.
+    Its GPU guarantee is what entitles it, and what every victim's queue keeps.
+    """
+    if not any(r.startswith(CHIP_RESOURCE_PREFIX) and r not in g.amounts for r in relevant):
+        return list(relevant)
+    devices = [
+        r
+        for r in charge
+        if charge[r] > 0
+        and r in g.amounts
+        and r not in relevant
+        and "/" in r
+        and not r.startswith(CHIP_RESOURCE_PREFIX)
+    ]
+    return [*relevant, *sorted(devices)]
 
 
 def _on_each(pool: Sequence[Admission], clusters: Sequence[str]) -> list[list[Admission]]:

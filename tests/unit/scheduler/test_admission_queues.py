@@ -224,3 +224,45 @@ def test_a_queue_reclaims_on_the_clusters_it_can_use_while_others_have_room() ->
     result = run(fleet, [mine], usage=first.usage, snapshot=_later(fleet, first, queues))
     assert placed(result) == {"q1": {"a": 1}}
     assert _evicted(result) == ["r1"]  # the latest arrival, and only what q1 needs
+
+
+def test_a_gpu_guarantee_is_given_back_to_a_job_pinned_to_one_chip_model() -> None:
+    """gold is guaranteed 4 `nvidia.com/gpu`; its jobs ask for A100s, which loq borrowed
+    all of while L4s stood idle. The fleet was short of A100s, not of GPUs, and nobody is
+    guaranteed `accelerator/nvidia-a100-80gb`, so gold was never entitled and waited
+    behind borrowed work for good."""
+    a100, l4 = "nvidia-a100-80gb", "nvidia-l4"
+    fleet = [
+        cluster("east-a100", flavor(chip=a100, devices=4, cpu="32", nodes=1)),
+        cluster("east-l4", flavor(chip=l4, devices=8, cpu="32", nodes=1)),
+    ]
+    queues = [queue("gold", guarantee={"nvidia.com/gpu": "4"}), queue("loq")]
+    borrowed = [
+        job(workload(f"loq{i}", gpus=1, chips=a100, queue="loq"), seq=i + 1) for i in range(4)
+    ]
+    first = run(fleet, borrowed, queues=queues)
+    assert {c for p in placed(first).values() for c in p} == {"east-a100"}
+    mine = job(workload("gold0", gpus=1, chips=a100, queue="gold"), seq=10)
+    result = run(fleet, [mine], usage=first.usage, snapshot=_later(fleet, first, queues))
+    assert placed(result) == {"gold0": {"east-a100": 1}}, result.reasons
+    assert _evicted(result) == ["loq3"]
+
+
+def test_a_chip_model_reclaim_keeps_the_lender_s_own_gpu_guarantee() -> None:
+    """Judged by the GPU guarantees, reclaim still takes nothing a lender is guaranteed:
+    loq is guaranteed 4 GPUs and holds just those 4 A100s, so gold waits."""
+    a100 = "nvidia-a100-80gb"
+    fleet = [
+        cluster("east-a100", flavor(chip=a100, devices=4, cpu="32", nodes=1)),
+        cluster("east-l4", flavor(chip="nvidia-l4", devices=8, cpu="32", nodes=1)),
+    ]
+    queues = [
+        queue("gold", guarantee={"nvidia.com/gpu": "4"}),
+        queue("loq", guarantee={"nvidia.com/gpu": "4"}),
+    ]
+    held = [job(workload(f"loq{i}", gpus=1, chips=a100, queue="loq"), seq=i + 1) for i in range(4)]
+    first = run(fleet, held, queues=queues)
+    assert len(placed(first)) == 4
+    mine = job(workload("gold0", gpus=1, chips=a100, queue="gold"), seq=10)
+    result = run(fleet, [mine], usage=first.usage, snapshot=_later(fleet, first, queues))
+    assert placed(result) == {} and _evicted(result) == []
