@@ -16,8 +16,21 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from federation.resources import ResourceList
+from policies.models.queue import CHIP_RESOURCE_PREFIX
 
-__all__ = ["ShareKey", "order", "share"]
+__all__ = ["ShareKey", "order", "share", "shared_capacity"]
+
+
+def shared_capacity(capacity: Mapping[str, int]) -> dict[str, int]:
+    """The federation's capacity as fair share reads it: without the per-chip-model
+    pseudo resources (`accelerator/nvidia-l4`), which exist to cap queues by model.
+
+    Why: counted as resources of their own, a queue's share depended on which GPU model
+    the cost score had picked for it (3 of 12 L4s outweighed 5 of 36 GPUs), so a queue of
+    weight 3 could end with fewer GPUs than one of weight 1. Its GPUs are counted once,
+    as `nvidia.com/gpu`, whatever their model.
+    """
+    return {r: v for r, v in capacity.items() if not r.startswith(CHIP_RESOURCE_PREFIX)}
 
 
 def share(usage: ResourceList, capacity: Mapping[str, int], *, weight: int = 1) -> Fraction:

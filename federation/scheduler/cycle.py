@@ -298,7 +298,7 @@ class Scheduler:
         # back meanwhile (not admitted, or a victim) waits for the next cycle, unless an
         # eviction frees room (`_restart`).
         iters = {q: result.pending.ordered(q) for q in result.pending.queues()}
-        capacity = dict(snapshot.capacity.items())
+        capacity = fairshare.shared_capacity(snapshot.capacity)
 
         def key(name: str) -> tuple[int, float, fairshare.ShareKey, str]:
             # `result.usage` is re-read: preemption may have swapped in its trial copy. The
@@ -353,7 +353,7 @@ class Scheduler:
         queue it covers has changed (`Usage.queue_version`).
         """
         queues = snapshot.queues
-        capacity = dict(snapshot.capacity.items())
+        capacity = fairshare.shared_capacity(snapshot.capacity)
         paths = {q: (*reversed(tree.ancestors.get(q, ())), q) for q in iters}
         live = set(iters)
         kept: dict[str, tuple[tuple[int, ...], fairshare.ShareKey]] = {}

@@ -78,6 +78,7 @@ def items(t: Tally, *, default: str) -> list[dict[str, Any]]:
         | {q for q, n in t.admitted.items() if n}
         | {q for q, n in t.pending.items() if n}
     )
+    shared = fairshare.shared_capacity(t.capacity)
     out = []
     for name in sorted(names):
         members = tree.members.get(name, (name,))
@@ -106,7 +107,7 @@ def items(t: Tally, *, default: str) -> list[dict[str, Any]]:
                 if spec is not None and spec.capability is not None
                 else None,
                 "guarantee": spec.guarantee.to_wire() if spec is not None else {},
-                "share": round(float(fairshare.ShareKey(used, t.capacity, weight).approx), 6),
+                "share": round(float(fairshare.ShareKey(used, shared, weight).approx), 6),
             }
         )
     return out

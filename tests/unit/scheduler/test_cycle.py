@@ -1233,3 +1233,27 @@ def test_work_admitted_under_a_named_priority_keeps_its_value_when_read_back() -
     number = job(workload("fifty", cpu="2", queue="pcm", priority=50), seq=6)
     again = run(fleet, [late, number], snapshot=snapshot, usage=back)
     assert again.evicted == [] and again.admitted == []
+
+
+def test_weights_split_gpus_whatever_models_the_queues_land_on() -> None:
+    """Fair share counted each GPU model as a resource of its own, so a queue's share
+    hung on which model the cost score picked for it (3 of 12 L4s outweighed 8 of 16
+    GPUs): a queue of weight 3 ended with no more GPUs than one of weight 1. GPUs are
+    counted once, as `nvidia.com/gpu`: 16 split 1 : 3."""
+    fleet = [
+        cluster(
+            "l4",
+            flavor(chip="nvidia-l4", devices=12, cpu="64", nodes=1),
+            gpu_prices={"nvidia-l4": "0.5"},
+        ),
+        cluster(
+            "a100",
+            flavor(chip="nvidia-a100-80gb", devices=4, cpu="64", nodes=1),
+            gpu_prices={"nvidia-a100-80gb": "3.0"},
+        ),
+    ]
+    jobs = [job(workload(f"aa{i:02}", gpus=1, queue="aa"), seq=i) for i in range(16)]
+    jobs += [job(workload(f"zz{i:02}", gpus=1, queue="zz"), seq=i) for i in range(16)]
+    result = run(fleet, jobs, queues=[queue("aa", weight=1), queue("zz", weight=3)])
+    names = [a.ref.name[:2] for a in result.admitted]
+    assert (names.count("aa"), names.count("zz")) == (4, 12)
