@@ -95,6 +95,10 @@ class Scheduler:
             self.plugins, weights=dict(self.settings.score_weights), timings=self.timings
         )
         self._requests: dict[int, fw.JobRequest] = {}
+        self._stopped: set[str] = set()
+        """Strict queues a refused head stopped this cycle (until an eviction frees room)."""
+        self._stopped_by: dict[str, PendingJob] = {}
+        """Per strict queue stopped, the workload whose refusal stopped it."""
         self._requests_of: snap.Snapshot | None = None
         self._stamps: dict[tuple[object, ...], tuple[object, object, object, fw.JobRequest]] = {}
         self._stamps_by_id: dict[int, tuple[Any, ...]] = {}
@@ -270,11 +274,38 @@ class Scheduler:
                     unchanged = (len(result.evicted), len(result.admitted)) == changes
                     if same is not None and yield_back and unchanged:
                         refusals[same] = yield_back
-            self._requests = {
-                k: v for k, v in self._requests.items() if v.job.ref in result.pending
-            }
-            self._forget_stamps()
+            self._finish(result, admit)
             return result
+
+    def _finish(self, result: CycleResult, admit: admission.Admitter) -> None:
+        """The cycle's last step: reasons for what a strict head held back; the requests
+        of what still waits kept for the next cycle, the stamps dropped."""
+        self._tell_behind(result, admit)
+        self._requests = {k: v for k, v in self._requests.items() if v.job.ref in result.pending}
+        self._forget_stamps()
+
+    def _tell_behind(self, result: CycleResult, admit: admission.Admitter) -> None:
+        """Give each workload waiting behind a StrictFIFO queue's refused head a reason.
+
+        They were never met once the head stopped their queue, so their status read "not
+        scheduled yet" for as long as the head waited (a head that can never fit blocks
+        its queue for good, which nothing said). The reason names the head, not why it
+        waits: that changes with every admission elsewhere, and would rewrite each of their
+        Bindings with it; `fedctl describe` on the head says it.
+        """
+        for name, head in self._stopped_by.items():
+            if name not in self._stopped:
+                continue
+            reason = (
+                f"waiting behind {head.ref} in queue {name}, which admits in strict FIFO"
+                " order (dequeueStrategy StrictFIFO): nothing behind its first workload is"
+                " admitted before it"
+            )
+            for job in result.pending.ordered(name):
+                if job.ref == head.ref or str(job.ref) in result.reasons:
+                    continue  # judged this cycle, with a reason of its own
+                admit.hold(job, reason)
+                result.pending.add(replace(job, reason=reason))
 
     def _place(self, request: fw.JobRequest, state: fw.CycleState) -> pl.Placed | pl.Failed:
         """Steps 3-5; a job that waits for room no limit would ever let it use is told so."""
@@ -293,7 +324,8 @@ class Scheduler:
     def _heads(
         self, snapshot: snap.Snapshot, result: CycleResult
     ) -> Generator[PendingJob, None, None]:
-        self._stopped: set[str] = set()
+        self._stopped = set()
+        self._stopped_by = {}
         # Each queue's order as it stood when the cycle began, pulled as needed: a job put
         # back meanwhile (not admitted, or a victim) waits for the next cycle, unless an
         # eviction frees room (`_restart`).
@@ -409,6 +441,7 @@ class Scheduler:
         queue = snapshot.queues.get(job.queue)
         if queue is not None and queue.spec.dequeue_strategy == "StrictFIFO":
             self._stopped.add(job.queue)
+            self._stopped_by[job.queue] = job
 
     # -- what-if, for `fedctl plan` and explanations
 

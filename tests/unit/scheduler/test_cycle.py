@@ -174,6 +174,13 @@ def test_head_of_line(strategy: str, expected: list[str]) -> None:
     result = run(fleet, jobs, queues=[q])
     assert sorted(placed(result)) == expected
     assert "huge" in {j.ref.name for j in result.pending.jobs()}
+    if strategy == "StrictFIFO":  # it said "not scheduled yet" for as long as huge waited
+        why = result.reasons["team/Job.batch/small"]
+        assert why.startswith("waiting behind team/Job.batch/huge in queue q, which admits"), why
+        [small] = [b for b in result.bindings if b.metadata.name == "small"]
+        assert (small.status.phase, small.status.reason) == ("Pending", why)
+        [waiting] = [j for j in result.pending.jobs() if j.ref.name == "small"]
+        assert waiting.reason == why
 
 
 def test_priority_then_fifo_decides_who_gets_the_last_slot() -> None:
