@@ -406,6 +406,7 @@ class Admitter:
             summary=summary,
             status=self._status_in(request),
             pod=self._wire(request.pod),
+            replicas=request.replicas,
         )
         self._emit(binding)
 
@@ -562,6 +563,7 @@ def binding_for(
     status: BindingStatus | None = None,
     pod: dict[str, str] | None = None,
     queue: str | None = None,
+    replicas: int | None = None,
 ) -> Binding:
     """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
     `pod` and `queue`: those its targets' copies were admitted with (default: the job's).
@@ -587,6 +589,7 @@ def binding_for(
         explanation=list(verdicts or []),
         filtered_summary=summary or {},
         eviction_tasks=tasks or [],
+        replicas=replicas,
         pod_requests=pod or {},
     )
     return _built(

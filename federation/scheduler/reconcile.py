@@ -582,17 +582,29 @@ class Prepared:
 
 def _changed(binding: Binding, job: PendingJob) -> bool:
     """Whether the workload's pods ask for other amounts than its Binding recorded when it
-    was placed (not recorded: taken as the same), or it moved to another queue.
+    was placed (not recorded: taken as the same), it was scaled, or it moved to another
+    queue.
 
     Why it matters for a workload kept where its deleted policy placed it: the propagator
     renders the current template onto the kept targets, so resized pods ran there without
     admission, past the queue's capability or the namespace's quota; and one moved to
     another queue was charged to that queue, which never admitted it.
     """
-    if binding.spec.queue != job.queue:
+    if binding.spec.queue != job.queue or _rescaled(binding, job):
         return True
     placed = binding.spec.placed_pod()
     return placed is not None and placed != job.workload.pod_requests()
+
+
+def _rescaled(binding: Binding, job: PendingJob) -> bool:
+    """Whether it was scaled since placed (its Binding's `replicas`; not recorded: taken
+    as not). The propagator renders each target's replica count from the Binding, so a
+    kept workload scaled (to 0, even) went on running at the old count."""
+    recorded = binding.spec.replicas
+    if recorded is None:
+        return False
+    workload = job.workload
+    return recorded != (workload.replicas if workload.pod_sets else 1)
 
 
 def _stands(binding: Binding, known: frozenset[str]) -> bool:

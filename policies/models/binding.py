@@ -121,6 +121,13 @@ class BindingSpec(FrozenModel):
         default_factory=dict, description="Clusters filtered out, counted by plugin."
     )
     eviction_tasks: list[EvictionTask] = Field(default_factory=list)
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        description="The workload's replicas when it was placed, as Karmada's ResourceBinding"
+        " records them (unset: not recorded): a workload kept where its deleted policy"
+        " placed it is placed again once scaled.",
+    )
     pod_requests: dict[str, str] = Field(
         default_factory=dict,
         description="One replica's requests when it was placed: the room each copy it runs"

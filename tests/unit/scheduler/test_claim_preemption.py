@@ -349,6 +349,18 @@ def test_a_kept_workload_whose_pods_were_resized_is_placed_again() -> None:
     assert dict(waiting.placement) == {"a": 2, "b": 2}
 
 
+def test_a_kept_workload_scaled_is_placed_again() -> None:
+    """Kept where its deleted policy placed it, web is scaled to 0. The propagator renders
+    each target's count from the Binding, so it went on running 2 replicas on each."""
+    bound = admitted_under(LOW, {"a": 2, "b": 2})
+    bound = bound.model_copy(update={"spec": bound.spec.model_copy(update={"replicas": 2})})
+    assert placements(sort(WEB, bound, []))["admitted"] == {"web": {"a": 2, "b": 2}}
+
+    for count in (0, 1, 4):  # 4 adds up over a and b, yet it was 2 on each
+        scaled = workload("web", kind="Deployment", replicas=count)
+        assert placements(sort(scaled, bound, [])) == {"admitted": {}, "pending": {"web": False}}
+
+
 def test_a_kept_workload_moved_to_another_queue_is_placed_again() -> None:
     """Kept where its deleted policy placed it, web moves to queue ml: ml must admit it
     (it was charged to ml without ever being admitted there)."""

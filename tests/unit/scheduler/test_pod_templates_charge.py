@@ -71,6 +71,7 @@ def test_its_cost_is_what_each_template_s_pods_cost() -> None:
     memory = Decimal("0.005") * 2 * 3  # 2 GiB a pod, three pods
     expected = Decimal("0.05") * 9 + Decimal("2.00") * 4 + memory
     assert binding.spec.hourly_cost == expected
+    assert binding.spec.replicas == 3  # recorded, as a ResourceBinding's spec.replicas
     assert binding.spec.clusters[0].hourly_cost == expected
 
 
