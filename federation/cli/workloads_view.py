@@ -99,6 +99,9 @@ def placement_cell(item: dict[str, Any]) -> str:
             # and the job is done, not waiting (an unjoin read as hundreds pending).
             return f"- ({phase} on a member that has left)"
         reason = ((binding or {}).get("status") or {}).get("reason") or "not scheduled yet"
+        leaving = [f"{n} {_readiness(row)}" for n, row in rows.items() if row.get("leaving")]
+        if leaving:  # a graceful eviction keeps it running there until it is placed again
+            return f"Pending: {reason}; leaving " + ", ".join(leaving)
         return f"Pending: {reason}"
     cells = []
     targets = {target["name"] for target in binding["spec"]["clusters"]}

@@ -128,6 +128,17 @@ def test_a_workload_waiting_with_copies_shows_them_and_that_it_waits() -> None:
     assert workloads_view.placement_cell(_listed("Scheduled", "")) == "b 2/2"
 
 
+def test_a_copy_left_gracefully_shows_while_nothing_else_is_targeted() -> None:
+    """`0/0 Pending` hid the copy a graceful eviction keeps running until the workload is
+    placed again, which `describe` showed leaving at 1/1."""
+    moving = _listed("Pending", "no eligible cluster")
+    moving["binding"]["spec"]["clusters"] = []
+    moving["status"] = {
+        "clusters": [{"cluster": "b", "readyReplicas": 1, "replicas": 1, "leaving": True}]
+    }
+    assert workloads_view.placement_cell(moving) == "Pending: no eligible cluster; leaving b 1/1"
+
+
 def test_a_job_that_finished_on_a_member_since_unjoined_is_not_pending() -> None:
     """Unjoining a member takes it out of every Binding, finished jobs' too: 266 of them
     read `Pending: not scheduled yet` beside their Succeeded status."""
