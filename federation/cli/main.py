@@ -116,8 +116,36 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command's parser that takes its options between its positionals, as kubectl
+    does: `fedctl get deploy -n web storefront` was refused ("unrecognized arguments:
+    storefront"), since a plain parser fills an optional positional before the options.
+
+    A parser with command groups under it (`cluster`, `drill`) parses as before: the
+    intermixed parse cannot take them, and their own commands' parsers are of this class.
+    So does `--help`, whose `%(default)s` the intermixed parse hides while it runs.
+    """
+
+    _parsing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        grouped = any(
+            action.nargs in (argparse.PARSER, argparse.REMAINDER) for action in self._actions
+        )
+        asks_help = any(arg in ("-h", "--help") for arg in args or ())
+        if self._parsing or grouped or asks_help:  # help: the intermixed parse hides defaults
+            return super().parse_known_args(args, namespace)
+        self._parsing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._parsing = False
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fedctl",
         description="Multi-cluster federation for heterogeneous fleets.",
     )
