@@ -672,7 +672,20 @@ def preemption_victims(
         ),
         key=lambda a: (a.priority, -a.seq),
     )
-    return _minimal(pool, charge=charge, limits=limits, namespace=namespace)
+    chosen = _minimal(pool, charge=charge, limits=limits, namespace=namespace)
+    if chosen is None or len(chosen) < 2:
+        return chosen
+    # One victim of no higher priority may free enough alone where the order took two
+    # small late ones (a larger job a little earlier): the fewest is then that one.
+    worst = max(a.priority for a in chosen)
+    for admission in pool:
+        if admission.priority > worst:
+            break
+        alone = _Freed(namespace)
+        alone.add(admission, 1)
+        if _fits_freed(alone, charge=charge, limits=limits, namespace=namespace):
+            return [admission]
+    return chosen
 
 
 def _minimal(

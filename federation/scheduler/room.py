@@ -250,9 +250,10 @@ def make(
         victims.append(victim)
         placed = admissible(request, trial)
         if placed is not None:
-            return _fewest(
+            made = _fewest(
                 request, Room(victims, trial, placed), state=state, admissible=admissible
             )
+            return _one_instead(request, pool, made, state=state, admissible=admissible)
     rest = pool[_ONE_BY_ONE : accounting.MAX_VICTIMS]
     step, failed = _ONE_BY_ONE, len(victims)
     while rest:
@@ -316,6 +317,37 @@ def _fewest(
         again = admissible(request, retry)
         if again is not None:
             made = Room(rest, retry, again)
+    return made
+
+
+def _one_instead(
+    request: fw.JobRequest,
+    pool: list[accounting.Admission],
+    made: Room,
+    *,
+    state: fw.CycleState,
+    admissible: Admissible,
+) -> Room:
+    """One victim of the pool, of no higher priority than those `made` takes, that lets
+    the job in on its own, when `made` takes several; else `made`.
+
+    Why: the pool goes in order (lowest priority, latest first), so two small late jobs
+    went where one larger job of the same priority, a little earlier, would have done
+    alone: a preemption promised to evict the fewest took two. Only the pool's first
+    `_ONE_BY_ONE` are tried, a placement each, and only while `made` holds several.
+    """
+    if len(made.victims) < 2:
+        return made
+    worst = max(v.priority for v in made.victims)
+    taken = {id(v) for v in made.victims}
+    for victim in pool[:_ONE_BY_ONE]:
+        if victim.priority > worst or id(victim) in taken:
+            continue
+        trial = state.copy()
+        release(trial, victim)
+        placed = admissible(request, trial)
+        if placed is not None:
+            return Room([victim], trial, placed)
     return made
 
 

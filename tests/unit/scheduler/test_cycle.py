@@ -1264,3 +1264,41 @@ def test_weights_split_gpus_whatever_models_the_queues_land_on() -> None:
     result = run(fleet, jobs, queues=[queue("aa", weight=1), queue("zz", weight=3)])
     names = [a.ref.name[:2] for a in result.admitted]
     assert (names.count("aa"), names.count("zz")) == (4, 12)
+
+
+def test_preemption_takes_one_victim_where_one_frees_enough() -> None:
+    """Under a cap of 4 cores, vc (2) then va and vb (1 each) run at priority 0; vh (2,
+    priority 10) took va and vb, the latest, where vc alone, of the same priority, would
+    have done: the fewest victims is one."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="16"))]
+    capped = [queue("fw", capability={"cpu": "4"})]
+    held = [
+        job(workload(name, cpu=cpu, queue="fw"), seq=seq)
+        for seq, (name, cpu) in enumerate([("vc", "2"), ("va", "1"), ("vb", "1")], start=1)
+    ]
+    first = run(fleet, held, queues=capped)
+    assert sorted(placed(first)) == ["va", "vb", "vc"]
+    snapshot = snap.build(fleet, queues=capped, bindings=first.bindings)
+    high = job(workload("vh", cpu="2", queue="fw", priority=10), seq=9)
+    result = run(fleet, [high], usage=first.usage, snapshot=snapshot)
+    assert placed(result) == {"vh": {"cpu": 1}}
+    assert [victim.ref.name for victim, _ in result.evicted] == ["vc"]
+
+
+def test_preemption_for_room_on_a_node_takes_one_victim_where_one_frees_enough() -> None:
+    """The same on a full node of 4 cores, with no cap: the room, not a limit, is short."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="4"))]
+    held = [
+        job(workload(name, cpu=cpu, memory="0", queue="q"), seq=seq)
+        for seq, (name, cpu) in enumerate([("vc", "2"), ("va", "1"), ("vb", "1")], start=1)
+    ]
+    first = run(fleet, held, queues=[queue("q")])
+    assert sorted(placed(first)) == ["va", "vb", "vc"]
+    snapshot = snap.build(fleet, queues=[queue("q")], bindings=first.bindings)
+    used = [4000, 0, 0, 3000]  # the monitor reports the node full: 4 cores, 3 pods
+    object.__setattr__(snapshot, "free", snapshot.free - used)
+    object.__setattr__(snapshot, "largest", snapshot.largest - used)
+    high = job(workload("vh", cpu="2", memory="0", queue="q", priority=10), seq=9)
+    result = run(fleet, [high], usage=first.usage, snapshot=snapshot)
+    assert placed(result) == {"vh": {"cpu": 1}}, result.reasons
+    assert [victim.ref.name for victim, _ in result.evicted] == ["vc"]
