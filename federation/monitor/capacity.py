@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.resources import QuantityError, ResourceList
-from policies.models.accelerator import ARCHES
+from policies.models.accelerator import ARCHES, DEVICE_RESOURCES
 from policies.models.cluster import NodeFlavor, ResourceTotals
 
 __all__ = [
@@ -54,21 +54,7 @@ __all__ = [
 
 Obj = Mapping[str, Any]
 
-ACCELERATOR_RESOURCES: tuple[str, ...] = (
-    "nvidia.com/gpu",
-    "amd.com/gpu",
-    "huawei.com/Ascend910",
-    "huawei.com/Ascend910B",
-    "huawei.com/Ascend310",
-    "huawei.com/Ascend310P",
-    "habana.ai/gaudi",
-    "aws.amazon.com/neuroncore",
-    "aws.amazon.com/neurondevice",
-    "aws.amazon.com/neuron",
-    "google.com/tpu",
-    "intel.com/gpu",
-    "cambricon.com/mlu",
-)
+ACCELERATOR_RESOURCES: tuple[str, ...] = DEVICE_RESOURCES
 MODEL_LABELS: tuple[str, ...] = (
     "fedctl.io/accelerator",
     "nvidia.com/gpu.product",

@@ -27,6 +27,7 @@ from policies.models.common import RuleError
 
 __all__ = [
     "ARCHES",
+    "DEVICE_RESOURCES",
     "NO_DEVICE_RENAMES",
     "AcceleratorProfile",
     "AcceleratorProfileSpec",
@@ -42,6 +43,24 @@ Arch = Literal["amd64", "arm64", "ppc64le", "s390x"]
 """A node CPU architecture, spelled as the `kubernetes.io/arch` node label spells it."""
 
 ARCHES: tuple[str, ...] = ("amd64", "arm64", "ppc64le", "s390x")
+
+DEVICE_RESOURCES: tuple[str, ...] = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "huawei.com/Ascend910",
+    "huawei.com/Ascend910B",
+    "huawei.com/Ascend310",
+    "huawei.com/Ascend310P",
+    "habana.ai/gaudi",
+    "aws.amazon.com/neuroncore",
+    "aws.amazon.com/neurondevice",
+    "aws.amazon.com/neuron",
+    "google.com/tpu",
+    "intel.com/gpu",
+    "cambricon.com/mlu",
+)
+"""The device resources accelerators are exposed as: what the monitor looks for on a
+node, and the names a queue's limits are checked against for typos."""
 
 _CHIP = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 

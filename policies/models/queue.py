@@ -17,6 +17,7 @@ never rendered into member ResourceQuotas.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from decimal import Decimal
@@ -25,7 +26,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from federation.resources import ResourceList
-from policies.models.accelerator import _check_chip
+from policies.models.accelerator import DEVICE_RESOURCES, _check_chip
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import Notice, RuleError
 
@@ -165,6 +166,53 @@ class Queue(KubeObject):
     def priority_of(self, class_name: str) -> int | None:
         """The value of a named priority class in this queue, or None when undefined."""
         return self.spec.priority_classes.get(class_name)
+
+    def warnings(self) -> list[Notice]:
+        """Limits on a resource name that looks like a misspelt known one.
+
+        Why: any name is a valid extended resource, so `nvidia.com/gpus: 2` loaded and
+        capped nothing (no pod asks for `nvidia.com/gpus`), and `huawei.com/ascend-910b`
+        mixed a device resource with a chip model. A name no pod asks for caps nothing
+        silently; one close to a known name is said aloud with the name meant."""
+        found = []
+        for field, limits in (
+            ("capability", self.spec.capability),
+            ("guarantee", self.spec.guarantee),
+        ):
+            for name in limits or ():
+                meant = _misspelt(name)
+                if meant:
+                    found.append(
+                        Notice(
+                            ("spec", field, name),
+                            f"no pod requests {name!r}, so this {field} limits nothing{meant}",
+                        )
+                    )
+        return found
+
+
+_KNOWN_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage", *DEVICE_RESOURCES)
+
+
+def _misspelt(name: str) -> str:
+    """` (did you mean ...?)` when `name` is no known resource but close to one (a chip
+    model's `accelerator/<model>` is known), else ""."""
+    if name in _KNOWN_RESOURCES or name.startswith(CHIP_RESOURCE_PREFIX):
+        return ""
+    by_case = {known.lower(): known for known in _KNOWN_RESOURCES}
+    close = [by_case[name.lower()]] if name.lower() in by_case else []
+    close = close or difflib.get_close_matches(name, _KNOWN_RESOURCES, n=1, cutoff=0.75)
+    domain, _, model = name.rpartition("/")
+    # `huawei.com/ascend-910b` reads as a chip model (they are named `maker-model`)
+    chip = f"{CHIP_RESOURCE_PREFIX}{model}" if domain in _DEVICE_DOMAINS and "-" in model else ""
+    if close and chip:
+        return f" (did you mean {close[0]!r}, or {chip!r} to cap that chip model?)"
+    if close or chip:
+        return f" (did you mean {(close[0] if close else chip)!r}?)"
+    return ""
+
+
+_DEVICE_DOMAINS = frozenset(r.split("/", 1)[0] for r in DEVICE_RESOURCES)
 
 
 def hierarchy_problems(queues: Iterable[Queue]) -> list[tuple[str, Notice]]:

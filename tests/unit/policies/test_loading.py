@@ -824,3 +824,23 @@ def test_a_configmap_or_secret_holding_more_than_1_mib_is_refused_as_kubernetes_
 
 def test_a_configmap_of_1_mib_exactly_is_taken() -> None:
     assert load_text(_holding("ConfigMap", "data", "x" * 1024 * 1024), filename="a.yaml").ok
+
+
+def test_a_queue_limit_on_a_misspelt_resource_is_warned_with_the_name_meant() -> None:
+    """`nvidia.com/gpus: 2` loaded and capped nothing: no pod asks for it."""
+    limits = (
+        "  capability:\n    nvidia.com/gpus: '2'\n    huawei.com/ascend-910b: '4'\n"
+        "    cpu: '8'\n    example.com/widget: '3'\n"
+    )
+    result = load_text(QUEUE + limits, filename="q.yaml")
+    assert result.ok
+    found = {w.path: w.message for w in result.warnings}
+    assert set(found) == {
+        'spec.capability["nvidia.com/gpus"]',
+        'spec.capability["huawei.com/ascend-910b"]',
+    }
+    assert found['spec.capability["nvidia.com/gpus"]'].endswith("(did you mean 'nvidia.com/gpu'?)")
+    assert (
+        "'accelerator/ascend-910b' to cap that chip model"
+        in (found['spec.capability["huawei.com/ascend-910b"]'])
+    )
