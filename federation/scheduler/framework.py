@@ -341,7 +341,7 @@ def request_for(
         )
     cap_type = ext.capacity_type if ext else "on-demand"
     max_cost = float(ext.max_hourly_cost) if ext and ext.max_hourly_cost is not None else None
-    replicas = workload.replicas if workload.pod_sets else 1
+    replicas = workload.replicas  # an object without pods: none, so it needs no room
     api = (workload.api_version, workload.kind)
     whole = single or strategy == "duplicated"
     chip_need = replicas if devices and whole and replicas > 1 else 1

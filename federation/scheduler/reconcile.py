@@ -601,10 +601,7 @@ def _rescaled(binding: Binding, job: PendingJob) -> bool:
     as not). The propagator renders each target's replica count from the Binding, so a
     kept workload scaled (to 0, even) went on running at the old count."""
     recorded = binding.spec.replicas
-    if recorded is None:
-        return False
-    workload = job.workload
-    return recorded != (workload.replicas if workload.pod_sets else 1)
+    return recorded is not None and recorded != job.workload.replicas
 
 
 def _stands(binding: Binding, known: frozenset[str]) -> bool:
