@@ -100,6 +100,19 @@ class Seen:
     """Its spec, for a kind that keeps no generation (`ungenerated_spec`)."""
 
 
+def _older(version: str, than: str) -> bool:
+    """Whether resourceVersion `version` is older than `than`, when both are the numbers
+    every Kubernetes API server backed by etcd gives (else not known: taken as newer).
+
+    Why: an apply's response is recorded when the apply returns, and the watch may have
+    brought the object's later states meanwhile (its controller scaling it down); recorded
+    over them, the older state stood, quietly, until the next change: a Deployment read
+    `7/3` ready for good, and a graceful move waiting on it never ended. Only an apply's
+    response is held to it: a watch's events come in order, and a member whose store was
+    reset numbers its objects afresh."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
 _DATA_KINDS = frozenset({"ConfigMap", "Secret"})
 """Kinds Kubernetes keeps no generation for whose content is their data maps."""
 
@@ -377,7 +390,10 @@ class StatusWatches:
             marks=marks_of(obj),
             spec=ungenerated_spec(obj),
         )
-        if self.seen.get((cluster, str(ref))) != seen:
+        known = self.seen.get((cluster, str(ref)))
+        if quiet and known is not None and _older(seen.resource_version, known.resource_version):
+            return  # an apply's response read after the watch's newer events: keep those
+        if known != seen:
             self.seen[(cluster, str(ref))] = seen
             if not quiet:
                 self._notify(workload_item(ref))

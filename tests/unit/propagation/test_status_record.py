@@ -74,3 +74,28 @@ def test_a_released_copy_is_no_longer_ours() -> None:
     watches.record("eu", released)
     assert told == []
     assert watches.copies(REF) == {}
+
+
+def test_an_apply_response_older_than_the_watch_s_events_does_not_replace_them() -> None:
+    """A scale-down's apply returned 7 ready of 3 while the watch had brought the copy at
+    3 of 3; recorded over it, `7/3` stood for good (no later event came), and a graceful
+    move waiting on the copy never ended."""
+    watches = status.StatusWatches(
+        _Members(),  # type: ignore[arg-type]
+        cluster=lambda name: None,
+        notify=lambda item: None,
+        spawn=lambda *a, **k: None,  # type: ignore[arg-type,return-value]
+        clock=clock.real,
+    )
+
+    def at(version: str, ready: int) -> dict[str, Any]:
+        copy = _copy(annotated=True)
+        copy["metadata"]["resourceVersion"] = version
+        copy["status"] = {"replicas": 3, "readyReplicas": ready}
+        return copy
+
+    watches.record("eu", at("2447", 3))  # the watch: settled
+    watches.record("eu", at("2434", 7), quiet=True)  # the apply's response, read later
+    assert watches.seen[("eu", str(REF))].resource_version == "2447"
+    watches.record("eu", at("2450", 2))  # a newer event still counts
+    assert watches.seen[("eu", str(REF))].resource_version == "2450"
