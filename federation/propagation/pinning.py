@@ -22,7 +22,7 @@ from typing import Any
 
 from policies.models.accelerator import AcceleratorProfile
 
-__all__ = ["accelerator_labels", "keep_off_accelerators"]
+__all__ = ["accelerator_labels", "keep_off_accelerators", "tolerate_device"]
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -63,3 +63,30 @@ def keep_off_accelerators(pod: dict[str, Any], *, profiles: Iterable[Accelerator
         {**term, "matchExpressions": [*(term.get("matchExpressions") or []), *away]}
         for term in terms
     ]
+
+
+def tolerate_device(pod: dict[str, Any], resource: str) -> None:
+    """Let a pod that asks for `resource` onto nodes tainted `resource:NoSchedule`.
+
+    GPU and NPU node pools are commonly tainted with their device resource's name
+    (`nvidia.com/gpu=present:NoSchedule`) so that nothing else lands there, and the
+    clusters that do so run Kubernetes' ExtendedResourceToleration admission plugin,
+    which gives exactly this toleration to every pod asking for the device. A member
+    without it left a GPU job Pending there for good, while the scheduler, which counts a
+    device pod on device nodes only, had placed it there. An equal toleration the pod has
+    (that key, or every key, for NoSchedule or every effect) is left as it is.
+    """
+    tolerations = pod.get("tolerations")
+    if tolerations is None:
+        tolerations = pod["tolerations"] = []
+    if not isinstance(tolerations, list):
+        return  # not the shape Kubernetes expects: the member refuses it as written
+    for t in tolerations:
+        if (
+            isinstance(t, dict)
+            and t.get("key") in (resource, None, "")
+            and t.get("operator", "Equal") in ("Exists",)
+            and t.get("effect") in ("NoSchedule", None, "")
+        ):
+            return
+    tolerations.append({"key": resource, "operator": "Exists", "effect": "NoSchedule"})

@@ -240,6 +240,8 @@ def _translate(
                 _rename_devices(resources, devices=devices, target=target)
             if profile.spec.image is not None and isinstance(container.get("image"), str):
                 container["image"] = profile.spec.image.apply(container["image"])
+        if accelerator and target is not None:
+            pinning.tolerate_device(pod, normalise_name(target))
 
 
 def _is_extended(name: str) -> bool:

@@ -250,3 +250,33 @@ def test_a_sidecar_keeps_its_image_and_the_trainer_gets_the_chip_s() -> None:
         "swr.example.cn/ml/train:2.3-cann8",
         "docker.io/library/busybox:1.36",
     ]
+
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+NPU_TAINT = {"key": "huawei.com/Ascend910", "value": "present", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("chip", "taint"), [("nvidia-a100-80gb", GPU_TAINT), ("ascend-910b", NPU_TAINT)]
+)
+def test_a_device_pod_tolerates_its_device_s_taint(chip: str, taint: dict[str, str]) -> None:
+    """GPU pools are tainted with their device resource (`nvidia.com/gpu=present`), and
+    clusters that do so give device pods the toleration (ExtendedResourceToleration). A
+    member without that plugin left GPU jobs Pending on the nodes they were placed for;
+    the CPU pods of the same job stay off them."""
+    out = pods(rendered(volcano_job() | {"spec": _no_tolerations(volcano_job())}, chip))
+    launcher, worker = out
+    assert sim_scheduler.tolerates(worker.get("tolerations") or [], taint)
+    assert not sim_scheduler.tolerates(launcher.get("tolerations") or [], taint)
+
+
+def test_a_toleration_the_pod_has_is_not_repeated() -> None:
+    [_, worker] = pods(rendered(volcano_job(), "nvidia-l4"))
+    assert worker["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+
+
+def _no_tolerations(template: dict[str, Any]) -> dict[str, Any]:
+    spec = template["spec"]
+    for task in spec["tasks"]:
+        task["template"]["spec"].pop("tolerations", None)
+    return spec
