@@ -322,15 +322,55 @@ async def _drained(api: Any, name: str, *, timeout: float) -> None:
             print(now, file=sys.stderr)
             said = now
         if clock.real.monotonic() >= deadline:
-            shown = ", ".join(placed[:5]) + (", ..." if len(placed) > 5 else "")
+            why = _holding(bindings, left, name)
+            shown = "; ".join(why[:5]) + (f"; and {len(why) - 5} more" if len(why) > 5 else "")
             raise errors.Invalid(
-                f"cluster {name} still holds {len(placed)} workload(s) after {timeout:g}s"
-                + (f" ({shown})" if shown else "")
-                + f": they may tolerate NoExecute taints, or the member may be unreachable."
-                f" It stays tainted {UNJOIN_KEY}:NoExecute; run `fedctl cluster unjoin {name}"
-                " --now` to remove it anyway, leaving them running there"
+                f"cluster {name} still holds {len(placed)} workload(s) and {len(left)} Work(s)"
+                f" after {timeout:g}s: {shown}. It stays tainted {UNJOIN_KEY}:NoExecute; run"
+                f" `fedctl cluster unjoin {name} --now` to remove it anyway, leaving them"
+                " running there"
             )
         await clock.real.sleep(1.0)
+
+
+def _holding(bindings: list[Any], works: list[Any], name: str) -> list[str]:
+    """What keeps a draining cluster from being left, each with why: the timeout said only
+    "they may tolerate NoExecute taints, or the member may be unreachable" and named
+    Namespaces waiting for copies, while graceful evictions were what held it."""
+
+    def named(workload: dict[str, Any]) -> str:
+        kind = workload.get("kind", "?")
+        return f"{workload.get('namespace') or '-'}/{kind}/{workload.get('name', '?')}"
+
+    out: list[str] = []
+    seen: set[str] = set()
+    for binding in bindings:
+        spec = binding.get("spec", {})
+        workload = spec.get("workload", {})
+        key = named(workload)
+        leaving = [t for t in spec.get("evictionTasks", []) if t.get("cluster") == name]
+        if leaving:
+            task = leaving[0]
+            how = task.get("purgeMode", "Gracefully")
+            out.append(
+                f"{key} leaving ({how}): its copy there stays until its new placement is"
+                " ready, or the graceful eviction times out"
+            )
+            seen.add(key)
+        elif any(t.get("name") == name for t in spec.get("clusters", [])):
+            if workload.get("kind") == "Namespace":
+                why = "a Namespace, kept there while copies of its workloads remain"
+            else:
+                why = "still placed there: it tolerates the NoExecute taint, or is not moved yet"
+            out.append(f"{key} {why}")
+            seen.add(key)
+    for work in works:
+        workload = work.get("spec", {}).get("workload", {})
+        key = named(workload)
+        if key not in seen:
+            seen.add(key)
+            out.append(f"{key}: its copy is not removed yet (the member may be unreachable)")
+    return out
 
 
 async def _fetch(args: argparse.Namespace, api: Any, name: str) -> tuple[Any, Any]:
