@@ -256,7 +256,7 @@ class Scheduler:
                 result.decisions += 1
                 refused = hierarchy.refusal(
                     job.queue, snapshot.queues, default=self.settings.default_queue
-                ) or _class_refusal(job, snapshot.queues)
+                ) or _queue_refusal(job, snapshot.queues)
                 # A job waiting with copies still running (`reconcile`) is placed without
                 # their charge, so it does not compete with itself; they keep it if it fails.
                 own = admit.state.usage.release(job.ref) if request.holding else None
@@ -472,7 +472,7 @@ class Scheduler:
         request = self.request(job, state.snapshot)
         refused = (
             hierarchy.refusal(job.queue, queues, default=self.settings.default_queue)
-            or _class_refusal(job, queues)
+            or _queue_refusal(job, queues)
             if queues
             else None
         )
@@ -584,14 +584,44 @@ def _name_priorities(pending: PendingStore, queues: Mapping[str, Queue]) -> None
     """Give each workload that names a priority class its value in its queue, keeping its
     arrival, so it is ordered by it like any other priority. Read afresh every cycle, so a
     queue whose classes change re-orders what waits in it; an unknown class stays 0 and
-    `_class_refusal` holds the workload with a reason."""
+    `_queue_refusal` holds the workload with a reason."""
     if not any(q.spec.priority_classes for q in queues.values()):
-        return  # nothing to look up (an unknown class is held by `_class_refusal`)
+        return  # nothing to look up (an unknown class is held by `_queue_refusal`)
     for job in [j for j in pending.jobs() if j.priority_class]:
         queue = queues.get(job.queue)
         value = queue.priority_of(job.priority_class) if queue is not None else None
         if value is not None and value != job.priority:
             pending.add(replace(job, priority=value))
+
+
+def _queue_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
+    """Why its queue does not take the workload: its namespace is not one the queue (or an
+    ancestor) serves, or it names a priority class the queue does not define."""
+    return _namespace_refusal(job, queues) or _class_refusal(job, queues)
+
+
+def _namespace_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
+    """Why a queue that serves only some namespaces does not take this one's workload.
+
+    Why: any workload could name any queue, so one department filled another's queue
+    (and its priority classes jumped ahead of that department's own work) with nothing
+    that department could see or delete."""
+    namespace = job.ref.namespace
+    name: str | None = job.queue
+    while name is not None:
+        queue = queues.get(name)
+        if queue is None:
+            return None
+        served = queue.spec.namespaces
+        if served and namespace not in served:
+            which = "queue" if name == job.queue else f"queue {job.queue}'s parent"
+            return (
+                f"{which} {name} takes work from namespaces {', '.join(served)} only, not"
+                f" {namespace}: use a queue of {namespace}'s (fedctl get queues) or ask an"
+                " admin to add the namespace"
+            )
+        name = queue.spec.parent
+    return None
 
 
 def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 CHIP_RESOURCE_PREFIX = "accelerator/"
 """Prefix of the per-chip-model pseudo resource: `accelerator/nvidia-a100-80gb`."""
@@ -90,6 +91,13 @@ class QueueSpec(FrozenModel):
         description="StrictFIFO blocks on a head that does not fit; BestEffortFIFO tries the"
         " next workload.",
     )
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="The namespaces whose workloads may use this queue (empty: any), as"
+        " Kueue ties a queue to the namespaces it serves; a parent's list holds for its"
+        " whole subtree. A workload from another namespace waits, told which namespaces"
+        " the queue takes; what it runs already is not evicted.",
+    )
     priority_classes: dict[str, int] = Field(
         default_factory=dict,
         description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0}.",
@@ -106,6 +114,13 @@ class QueueSpec(FrozenModel):
 
     @model_validator(mode="after")
     def _check(self) -> QueueSpec:
+        for i, namespace in enumerate(self.namespaces):
+            if len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace):
+                raise RuleError(
+                    f"invalid namespace {namespace!r}: a namespace is a DNS label (lower-case"
+                    " letters, digits and '-', starting and ending with a letter or digit)",
+                    at=("namespaces", i),
+                )
         _check_pseudo_names(self.capability, field="capability")
         _check_pseudo_names(self.guarantee, field="guarantee")
         if self.capability is None:

@@ -844,3 +844,10 @@ def test_a_queue_limit_on_a_misspelt_resource_is_warned_with_the_name_meant() ->
         "'accelerator/ascend-910b' to cap that chip model"
         in (found['spec.capability["huawei.com/ascend-910b"]'])
     )
+
+
+def test_a_queue_s_namespaces_are_namespace_names() -> None:
+    result = load_text(QUEUE + "  namespaces: [web, Shop_B]\n", filename="q.yaml")
+    [finding] = result.findings
+    assert finding.path == "spec.namespaces[1]"
+    assert "invalid namespace 'Shop_B'" in finding.message

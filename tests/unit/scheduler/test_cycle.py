@@ -1302,3 +1302,29 @@ def test_preemption_for_room_on_a_node_takes_one_victim_where_one_frees_enough()
     result = run(fleet, [high], usage=first.usage, snapshot=snapshot)
     assert placed(result) == {"vh": {"cpu": 1}}, result.reasons
     assert [victim.ref.name for victim, _ in result.evicted] == ["vc"]
+
+
+def test_a_queue_takes_work_only_from_the_namespaces_it_serves() -> None:
+    """Any workload could name any queue: one department filled another's. A queue (or
+    a parent) listing namespaces takes only theirs; others wait, told why."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="16"))]
+    queues = [
+        queue("shop", namespaces=["web", "shop-b"]),
+        queue("ml", parent="research"),
+        queue("research", namespaces=["ml-prod"]),
+    ]
+    jobs = [
+        job(workload("mine", cpu="1", queue="shop", namespace="web")),
+        job(workload("theirs", cpu="1", queue="shop", namespace="ml-prod")),
+        job(workload("child", cpu="1", queue="ml", namespace="web")),
+        job(workload("ok", cpu="1", queue="ml", namespace="ml-prod")),
+    ]
+    result = run(fleet, jobs, queues=queues)
+    assert sorted(placed(result)) == ["mine", "ok"]
+    assert result.reasons["ml-prod/Job.batch/theirs"] == (
+        "queue shop takes work from namespaces web, shop-b only, not ml-prod: use a queue of"
+        " ml-prod's (fedctl get queues) or ask an admin to add the namespace"
+    )
+    assert result.reasons["web/Job.batch/child"].startswith(
+        "queue ml's parent research takes work from namespaces ml-prod only, not web"
+    )
