@@ -87,8 +87,8 @@ spec:
         pytest.param(
             QUEUE + "  colour: blue\n",
             "q.yaml:6:3: spec.colour: unknown field 'colour'; known fields: capability,"
-            " dequeueStrategy, guarantee, maxHourlyCost, parent, priority, priorityClasses,"
-            " reclaimable, weight",
+            " dequeueStrategy, guarantee, maxHourlyCost, namespaces, parent, priority,"
+            " priorityClasses, reclaimable, weight",
             id="unknown field with nothing close lists the known fields",
         ),
         pytest.param(
