@@ -218,7 +218,38 @@ class Workload(KubeObject):
                     f" reads {', '.join(read[:-1])} and {read[-1]}",
                 )
             )
+        found.extend(self._priority_class_notices())
         return found
+
+    def _priority_class_notices(self) -> list[Notice]:
+        """A `priorityClassName` (a Volcano Job's, or a pod template's) with no
+        `fedctl.io/priority`: it reaches the member's pods, but admission orders the job at
+        priority 0, which nothing said (Volcano reads it as the job's priority)."""
+        if self._annotation(ANNOTATION_PRIORITY) is not None:
+            return []
+        found: list[tuple[PathPart, ...]] = []
+        if self.type_key == _VOLCANO_JOB and isinstance(self.spec.get("priorityClassName"), str):
+            found.append(("spec", "priorityClassName"))
+        try:
+            sets = self.pod_sets
+        except WorkloadError:
+            sets = ()
+        wire = self.to_wire()
+        for pod_set in sets:
+            pod: Any = wire
+            for part in pod_set.template_path:
+                pod = pod.get(part) if isinstance(pod, dict) else None
+            if isinstance(pod, dict) and isinstance(pod.get("priorityClassName"), str):
+                found.append((*pod_set.template_path, "priorityClassName"))
+        return [
+            Notice(
+                path,
+                "priorityClassName sets the pods' priority in the member; fedctl admits and"
+                " preempts by fedctl.io/priority (a number, or a class of the queue's"
+                " priorityClasses), which is not set: this job is ordered at priority 0",
+            )
+            for path in found[:1]
+        ]
 
     def _annotation(self, name: str) -> str | None:
         value = self.metadata.annotations.get(name)

@@ -851,3 +851,27 @@ def test_a_queue_s_namespaces_are_namespace_names() -> None:
     [finding] = result.findings
     assert finding.path == "spec.namespaces[1]"
     assert "invalid namespace 'Shop_B'" in finding.message
+
+
+def test_a_priority_class_name_without_a_fedctl_priority_is_warned() -> None:
+    """A Volcano Job's `priorityClassName: high-priority` was taken at priority 0 silently."""
+    volcano = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: vj, namespace: ml}
+spec:
+  priorityClassName: high-priority
+  tasks:
+  - name: w
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: c, image: x}]
+"""
+    [warning] = load_text(volcano, filename="vj.yaml").warnings
+    assert warning.path == "spec.priorityClassName"
+    assert "this job is ordered at priority 0" in warning.message
+    given = volcano.replace(
+        "namespace: ml}", "namespace: ml, annotations: {fedctl.io/priority: '9'}}"
+    )
+    assert load_text(given, filename="vj.yaml").warnings == []
