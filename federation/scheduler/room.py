@@ -334,10 +334,11 @@ def _one_instead(
     Why: the pool goes in order (lowest priority, latest first), so two small late jobs
     went where one larger job of the same priority, a little earlier, would have done
     alone: a preemption promised to evict the fewest took two. Only the pool's first
-    `_ONE_BY_ONE` are tried, a placement each, and only while `made` holds several.
+    `_ONE_BY_ONE` are tried, a placement each, and only for preemption inside the job's
+    queue, while `made` holds several.
     """
-    if len(made.victims) < 2:
-        return made
+    if len(made.victims) < 2 or any(v.queue != request.job.queue for v in made.victims):
+        return made  # reclaim's sets come fewest-first from `accounting.reclaim_pools`
     worst = max(v.priority for v in made.victims)
     taken = {id(v) for v in made.victims}
     for victim in pool[:_ONE_BY_ONE]:
