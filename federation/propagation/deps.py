@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
+from federation.propagation import overrides
 from federation.registry import keys
 from policies.models.base import KubeObject
 from policies.models.workload import Workload, WorkloadError
@@ -101,14 +102,13 @@ def referenced(workload: Workload) -> frozenset[keys.WorkloadRef]:
     except WorkloadError:
         return frozenset()  # refused at admission with its path; nothing to follow here
     wire = workload.to_wire()
-    paths = [pod_set.template_path for pod_set in pod_sets]
-    if workload.kind == "CronJob" and workload.api_version.startswith("batch/"):
-        # No pods of its own until a schedule fires, but each Job it starts needs them
-        # there already, as Karmada's default interpreter reads a CronJob.
-        paths.append(("spec", "jobTemplate", "spec", "template", "spec"))
+    pods = [_dig(wire, pod_set.template_path) for pod_set in pod_sets]
+    # And the pod templates the overriders edit: a CronJob has no pods of its own until a
+    # schedule fires, but each Job it starts needs them there already, as Karmada's
+    # default interpreter reads a CronJob.
+    pods += overrides.pod_specs(wire)
     found: set[tuple[str, str]] = set()
-    for path in paths:
-        pod = _dig(wire, path)
+    for pod in pods:
         if isinstance(pod, Mapping):
             found |= _pod_references(pod)
     namespace = workload.metadata.namespace or "default"

@@ -21,7 +21,8 @@ Karmada's parser drops it on any edit and the member runs whatever the tag point
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, cast
 
 from federation import errors
@@ -47,9 +48,12 @@ __all__ = [
     "AnyOverride",
     "affinity_matches",
     "apply_overriders",
+    "apply_policies",
     "container_findings",
     "ordered",
     "pod_specs",
+    "policy_label",
+    "rule_label",
     "selector_matches",
     "split_image",
     "unselected",
@@ -141,9 +145,7 @@ def unselected(
     workload lacks: valid, and silently doing nothing, as a misspelt name leaves it."""
     out = []
     for policy in policies:
-        namespaced = isinstance(policy, OverridePolicy)
-        scope = f"{policy.metadata.namespace or 'default'}/" if namespaced else ""
-        label = f"{policy.kind} {scope}{policy.metadata.name}"
+        label = policy_label(policy)
         selected = [t for t in templates if _match_level(policy, t) is not None]
         if not selected:
             out.append(
@@ -236,13 +238,20 @@ def ordered(policies: Sequence[AnyOverride], template: Mapping[str, Any]) -> lis
 
 
 def pod_specs(obj: Obj) -> list[Obj]:
-    """Every pod spec inside a manifest (mutable references), whatever the kind."""
+    """Every pod spec inside a manifest (mutable references), whatever the kind: a
+    workload's `spec.template`, a CronJob's Job template's, a Volcano Job's tasks' and a
+    PyTorchJob's replicas'. The one notion of "the pod templates of a kind" that the
+    overriders, the chip translation and propagateDeps (deps.py) share."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
     if obj.get("kind") == "Pod":
         return [spec]
     found: list[Obj] = []
+    if obj.get("kind") == "CronJob" and str(obj.get("apiVersion", "")).startswith("batch/"):
+        # The Jobs it starts take their pods from here, as Karmada's interpreter reads it.
+        job = (spec.get("jobTemplate") or {}).get("spec")
+        spec = job if isinstance(job, dict) else {}
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         found.append(template["spec"])
@@ -323,9 +332,20 @@ def _edit_image(image: str, rule: ImageOverrider) -> str:
 
 def _apply_image(obj: Obj, rule: ImageOverrider) -> None:
     if rule.predicate is not None:
-        parent, last = _locate(obj, rule.predicate.path)
-        current = parent[last] if isinstance(parent, dict) else parent[int(last)]
-        _set(parent, last, _edit_image(str(current), rule))
+        path = rule.predicate.path
+        parent, last = _locate(obj, path)
+        key = _index(parent, last, path) if isinstance(parent, list) else last
+        if isinstance(parent, dict) and key not in parent:
+            raise errors.Invalid(f"path {path!r} does not exist in the manifest")
+        current = parent[key]
+        if not isinstance(current, str):
+            # Karmada's predicate names the image itself; a container (a mapping) turned
+            # into a string would be refused by the member, or worse, run as something else.
+            raise errors.Invalid(
+                f"path {path!r} holds a {override_model.json_type(current)}, not an image string"
+                " (point the predicate at a container's image, e.g. .../containers/0/image)"
+            )
+        _set(parent, last, _edit_image(current, rule))
         return
     for container in containers(obj, init=False):
         if isinstance(container.get("image"), str):
@@ -377,6 +397,23 @@ def _locate(obj: Obj, path: str) -> tuple[Any, str]:
     return node, last
 
 
+def _index(parent: list[Any], last: str, path: str, *, adding: bool = False) -> int:
+    """The list index `last` names, as RFC 6902 reads it: digits only, below the
+    length, or equal to it (or `-`) for an `add`, which appends. Anything else is an
+    error: Karmada's JSON patch library refuses an add past the end, where `insert`
+    would append silently."""
+    if adding and last == "-":
+        return len(parent)
+    if not last.isdigit():
+        raise errors.Invalid(f"path {path!r}: {last!r} is not an index into a list")
+    index, size = int(last), len(parent)
+    if index > size or (index == size and not adding):
+        raise errors.Invalid(
+            f"path {path!r}: index {index} is past the end of a list of {size} item(s)"
+        )
+    return index
+
+
 def _set(parent: Any, last: str, value: Any) -> None:
     if isinstance(parent, list):
         parent[int(last)] = value
@@ -385,31 +422,124 @@ def _set(parent: Any, last: str, value: Any) -> None:
 
 
 def _apply_plaintext(obj: Obj, rule: PlaintextOverrider) -> None:
-    parent, last = _locate(obj, rule.path)
-    try:
+    path = rule.path
+    parent, last = _locate(obj, path)
+    if isinstance(parent, list):
+        index = _index(parent, last, path, adding=rule.operator == "add")
         if rule.operator == "remove":
-            del parent[int(last) if isinstance(parent, list) else last]
-        elif rule.operator == "add" and isinstance(parent, list):
-            parent.insert(len(parent) if last == "-" else int(last), rule.value)
-        elif rule.operator == "replace" and isinstance(parent, dict) and last not in parent:
-            raise KeyError(last)
+            del parent[index]
+        elif rule.operator == "add":
+            parent.insert(index, rule.value)
         else:
-            _set(parent, last, rule.value)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise errors.Invalid(f"path {rule.path!r} does not exist in the manifest") from exc
+            parent[index] = rule.value
+    elif rule.operator != "add" and last not in parent:
+        raise errors.Invalid(f"path {path!r} does not exist in the manifest")
+    elif rule.operator == "remove":
+        del parent[last]
+    else:
+        parent[last] = rule.value
+
+
+_Apply = Callable[[Obj, Any], None]
+
+
+def _steps(overriders: Overriders) -> list[tuple[str, Sequence[Any], _Apply]]:
+    """Each overrider field with its edits and how one is applied, in Karmada's order."""
+    return [
+        ("imageOverrider", overriders.image_overrider, _apply_image),
+        ("commandOverrider", overriders.command_overrider,
+         partial(_apply_command, field="command")),
+        ("argsOverrider", overriders.args_overrider, partial(_apply_command, field="args")),
+        ("labelsOverrider", overriders.labels_overrider, partial(_apply_meta, field="labels")),
+        ("annotationsOverrider", overriders.annotations_overrider,
+         partial(_apply_meta, field="annotations")),
+        ("plaintext", overriders.plaintext, _apply_plaintext),
+    ]  # fmt: skip
+
+
+_BROKEN = (KeyError, IndexError, ValueError, TypeError, AttributeError)
+"""What an edit of a manifest whose shape it did not expect can raise: each one is made
+an `errors.Invalid` naming the edit, so no override can stop the propagator."""
 
 
 def apply_overriders(obj: Obj, overriders: Overriders) -> None:
-    """Apply one rule's overriders to `obj` in place, in Karmada's order."""
-    for image in overriders.image_overrider:
-        _apply_image(obj, image)
-    for command in overriders.command_overrider:
-        _apply_command(obj, command, "command")
-    for args in overriders.args_overrider:
-        _apply_command(obj, args, "args")
-    for labels in overriders.labels_overrider:
-        _apply_meta(obj, labels, "labels")
-    for notes in overriders.annotations_overrider:
-        _apply_meta(obj, notes, "annotations")
-    for plain in overriders.plaintext:
-        _apply_plaintext(obj, plain)
+    """Apply one rule's overriders to `obj` in place, in Karmada's order; raises
+    `errors.Invalid` naming the overrider (`imageOverrider[0]`) and its path when one
+    cannot apply, `obj` then partly edited (render drops it)."""
+    for field, edits, apply in _steps(overriders):
+        for index, edit in enumerate(edits):
+            try:
+                apply(obj, edit)
+            except errors.Invalid as exc:
+                raise errors.Invalid(f"{field}[{index}]: {exc}") from None
+            except _BROKEN as exc:
+                raise errors.Invalid(
+                    f"{field}[{index}]: cannot apply to this manifest ({exc!r})"
+                ) from None
+
+
+def policy_label(policy: AnyOverride) -> str:
+    """`OverridePolicy ns/name` or `ClusterOverridePolicy name`, as messages name one."""
+    if isinstance(policy, OverridePolicy):
+        return f"{policy.kind} {policy.metadata.namespace or 'default'}/{policy.metadata.name}"
+    return f"{policy.kind} {policy.metadata.name}"
+
+
+def rule_label(policy: AnyOverride, index: int) -> str:
+    """Where rule `index` of `effective_rules()` is written: `overrideRules[i]`, or
+    `overriders` for the deprecated single-rule form."""
+    return f"overrideRules[{index}]" if policy.spec.override_rules else "overriders"
+
+
+def apply_policies(
+    obj: Obj, policies: Sequence[AnyOverride], *, template: Mapping[str, Any], cluster: Cluster
+) -> None:
+    """Every rule of `policies` that selects `template` and targets `cluster`, in
+    Karmada's order; raises `errors.Invalid` naming the policy, the rule, the overrider and
+    the path of the first that cannot apply, or that leaves a manifest no member can
+    take (metadata that is not a mapping, another name, kind or namespace)."""
+    for policy in ordered(policies, template):
+        for index, rule in enumerate(policy.spec.effective_rules()):
+            if not affinity_matches(rule.target_cluster, cluster):
+                continue
+            try:
+                apply_overriders(obj, rule.overriders)
+                _check_shape(obj, template)
+            except errors.Invalid as exc:
+                where = f"{policy_label(policy)} {rule_label(policy, index)}"
+                raise errors.Invalid(f"{where}.{exc}") from None
+
+
+def _check_shape(obj: Obj, template: Mapping[str, Any]) -> None:
+    """What render and every member rely on after the overrides: metadata, its labels and
+    annotations mappings; the name, namespace, kind and apiVersion the template's.
+
+    Why no rename: the copy under the new name is not the one the Work and the garbage
+    collector know, so both names ran in the member and the renamed one stayed for good
+    (Karmada's own renaming is not supported)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise errors.Invalid(
+            f"plaintext: path '/metadata' holds a {override_model.json_type(meta)}, not a mapping"
+        )
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+        ):
+            raise errors.Invalid(
+                f"plaintext: path '/metadata/{field}' must map names to strings, not hold a"
+                f" {override_model.json_type(value)}"
+            )
+    before = template.get("metadata") or {}
+    for path, now, was in (
+        ("/metadata/name", meta.get("name"), before.get("name")),
+        ("/metadata/namespace", meta.get("namespace"), before.get("namespace")),
+        ("/kind", obj.get("kind"), template.get("kind")),
+        ("/apiVersion", obj.get("apiVersion"), template.get("apiVersion")),
+    ):
+        if now != was:
+            raise errors.Invalid(
+                f"plaintext: path {path!r} cannot be overridden: the copy must keep the"
+                f" template's ({was!r}), not {now!r}"
+            )

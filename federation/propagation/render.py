@@ -306,10 +306,7 @@ def render(
         obj = plugin.with_replicas(obj, replicas=target.replicas, total=total, before=before)
     profile = profiles.get(target.chip) if target.chip else None
     _translate(obj, profile, profiles=profiles)
-    for policy in overrides.ordered(policies, template):
-        for rule in policy.spec.effective_rules():
-            if overrides.affinity_matches(rule.target_cluster, cluster):
-                overrides.apply_overriders(obj, rule.overriders)
+    overrides.apply_policies(obj, policies, template=template, cluster=cluster)
     _limit_devices(obj)
     _fold_string_data(obj)
     meta = obj.setdefault("metadata", {})
