@@ -53,7 +53,8 @@ __all__ = [
     "validate_document",
 ]
 
-_ALL_KIND_NAMES = sorted({k for _, k in kinds.known_kinds()})
+_ALL_KIND_NAMES = sorted({k for _, k in (*kinds.known_kinds(), *kube_fields.KINDS)})
+"""Every kind fedctl reads: a CronJob, whose fields `kube_fields` checks, is no misspelt Job."""
 
 
 @dataclass(frozen=True)

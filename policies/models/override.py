@@ -41,6 +41,7 @@ __all__ = [
     "Overriders",
     "PlaintextOverrider",
     "RuleWithCluster",
+    "json_type",
 ]
 
 Operator = Literal["add", "remove", "replace"]
@@ -64,6 +65,42 @@ def _json_pointer(path: str) -> str:
     return path
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type, as messages about a misplaced value say it."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {dict: "mapping", list: "list", str: "string", int: "number", float: "number"}
+    return next((n for t, n in names.items() if isinstance(value, t)), "null")
+
+
+_FIXED_PATHS: Final = ("/metadata/name", "/metadata/namespace")
+_MAPS: Final = ("/metadata/labels", "/metadata/annotations")
+
+
+def _path_problem(path: str, operator: str, value: Any) -> str | None:
+    """What no manifest of any kind can take at `path`, known from the policy alone: a
+    rename (the copy under the new name is not the one the Work and the garbage
+    collector know, so both ran in the member for good), or a value of a type that
+    cannot go there (metadata, its labels and annotations, a label's value)."""
+    if path in _FIXED_PATHS:
+        return (
+            f"path {path} cannot be overridden: a copy under another name is not the"
+            " workload's (Karmada does not support renaming either)"
+        )
+    if operator == "remove":
+        return None
+    if path == "/metadata" and not isinstance(value, dict):
+        return f"path {path} holds a mapping, not a {json_type(value)}"
+    if path in _MAPS and not (
+        isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    ):
+        return f"path {path} holds a mapping of names to strings, not a {json_type(value)}"
+    parent = path.rpartition("/")[0]
+    if parent in _MAPS and not isinstance(value, str):
+        return f"path {path} holds a string, not a {json_type(value)}"
+    return None
+
+
 class PlaintextOverrider(FrozenModel):
     """A JSON-patch style edit: `path`, `operator`, `value` (a `remove` ignores its value)."""
 
@@ -72,6 +109,13 @@ class PlaintextOverrider(FrozenModel):
     value: Any = None
 
     _path_is_pointer = field_validator("path")(_json_pointer)
+
+    @model_validator(mode="after")
+    def _value_fits_path(self) -> PlaintextOverrider:
+        problem = _path_problem(self.path, self.operator, self.value)
+        if problem is not None:
+            raise RuleError(problem)
+        return self
 
 
 class ImagePredicate(FrozenModel):
@@ -269,6 +313,15 @@ def _overrider_notices(overriders: Overriders, *, base: tuple[str | int, ...]) -
                 )
             )
     for index, image in enumerate(overriders.image_overrider):
+        if image.predicate is not None and not image.predicate.path.endswith("/image"):
+            found.append(
+                Notice(
+                    (*base, "imageOverrider", index, "predicate", "path"),
+                    f"{image.predicate.path!r} names no image: a predicate points at a"
+                    " container's image (…/containers/N/image); elsewhere the override"
+                    " fails on every copy it renders",
+                )
+            )
         value = image.value
         if image.component != "Tag" or image.operator != "replace":
             continue
