@@ -56,6 +56,8 @@ __all__ = ["Propagator"]
 log = logging.getLogger(__name__)
 
 _BACKOFF_MAX = 30.0
+_UNEXPECTED = 5.0
+"""Seconds before the first retry of an item whose pass raised what nothing expected."""
 
 
 class Propagator:
@@ -359,6 +361,13 @@ class Propagator:
             except errors.FedctlError as exc:
                 log.warning("propagation of %s not converged: %s", item, exc)
                 delay = 1.0
+            except Exception:
+                # A fault in converging one object (a bug, a shape nothing expected) is
+                # that object's: logged with it and retried with backoff. Let out, it
+                # stopped the TaskGroup, and the supervisor stopped the whole controller,
+                # again on every restart while the object was there.
+                log.exception("propagation of %s failed unexpectedly; retrying later", item)
+                delay = _UNEXPECTED
             finally:
                 self.queue.done(item)
             if delay is None:

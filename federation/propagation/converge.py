@@ -78,6 +78,8 @@ Claim = Callable[..., Any]
 """Picks the PropagationPolicy that claims a workload (the scheduler's rule, passed in)."""
 
 _RETRY = 2.0
+RENDER_FAILED = "ApplyOverridePolicyFailed"
+"""The Work condition reason and Warning event of a copy its overrides cannot render."""
 _AGAIN = 0.05
 """Seconds before creating the new object's copy where an earlier object's was removed."""
 
@@ -454,7 +456,9 @@ class WorkloadSync:
                 if self.clusters.get(keys.cluster_key(name)) is not None
             }
             writes += self._frozen(ref, sorted(frozen), existing)
-            evicting |= frozen
+            evicting |= frozen | self._held(
+                ref, results, existing.keys() - targets.keys() - replaced
+            )
             said += [
                 self._event(ref, reason, why, cluster=name)
                 for name, reason, why in suspension.changes(writes)
@@ -487,6 +491,28 @@ class WorkloadSync:
             self.works.pop(str(ref), None)
         pending = [d for d in delays if d is not None]
         return min(pending) if pending else None
+
+    def _held(
+        self,
+        ref: keys.WorkloadRef,
+        results: Iterable[tuple[Work | None, float | None]],
+        leaving: set[str],
+    ) -> set[str]:
+        """The copies on clusters the placement left, kept while a new target's copy
+        cannot be rendered: the move would otherwise end in no copy anywhere (the old one
+        removed, the new one never created) until the override is fixed. They go on the
+        first pass that renders every target."""
+        failed = sorted(
+            work.spec.cluster
+            for work, _ in results
+            if work is not None
+            and work.status.conditions
+            and work.status.conditions[0].reason == RENDER_FAILED
+        )
+        if failed and leaving:
+            log.info("%s: kept on %s while %s cannot be rendered", ref, sorted(leaving), failed)
+            return leaving
+        return set()
 
     def _frozen(
         self,
@@ -597,25 +623,23 @@ class WorkloadSync:
         previous = old.obj.status if old else WorkStatus()
         suspended = target.name in shared["suspended"]
         delay = None
-        try:
-            manifest, digest = self._render(ref, target, cluster, shared)
-        except errors.Invalid as exc:
-            manifest = dict(old.obj.spec.manifest) if old else dict(shared["template"])
-            status = previous.model_copy(update={"error": f"cannot render: {exc}"})
+        if old is not None and self._finished(ref, cluster.name, old.obj):
+            # A finished job's copy is left as it is: the member refuses a new pod
+            # template for it, and run again it would run a second time (Karmada leaves a
+            # finished Job's copy too). Its Work keeps the manifest it ran with.
+            manifest = dict(old.obj.spec.manifest)
+            status = self._observed(ref, cluster.name, manifest, previous)
+            suspended = old.obj.spec.suspend_dispatching
         else:
-            if suspended:
-                # Karmada's suspended Work: the manifest is kept for when the suspension
-                # is lifted; the member's copy is left as it is, its status still read.
-                self.watches.ensure(cluster.name, str(manifest["apiVersion"]), manifest["kind"])
-                status = self._observed(ref, cluster.name, manifest, previous)
+            try:
+                rendered = self._render(ref, target, cluster, shared)
+            except errors.Invalid as exc:
+                manifest = dict(old.obj.spec.manifest) if old else dict(shared["template"])
+                status = self._unrenderable(ref, cluster.name, previous, str(exc), shared)
             else:
-                status, delay = await self._apply_if_needed(
-                    ref=ref,
-                    cluster=cluster,
-                    manifest=manifest,
-                    digest=digest,
-                    previous=previous,
-                    shared=shared,
+                manifest = rendered[0]
+                status, delay = await self._dispatch(
+                    ref, cluster, rendered, previous, shared, suspended=suspended
                 )
         return works_mod.new_work(
             ref=ref,
@@ -628,6 +652,66 @@ class WorkloadSync:
             preserve=shared["preserve"],
             suspended=suspended,
         ), delay
+
+    def _finished(self, ref: keys.WorkloadRef, cluster: str, work: Work) -> bool:
+        """Whether the copy `work` records ran to the end there, by the member's last word."""
+        if not work.status.applied_hash:
+            return False
+        seen = self.watches.seen.get((cluster, str(ref)))
+        phase = seen.observed.phase if seen is not None and not seen.gone else None
+        return (phase or work.status.observed.phase) in FINISHED_PHASES
+
+    def _unrenderable(
+        self,
+        ref: keys.WorkloadRef,
+        cluster: str,
+        previous: WorkStatus,
+        why: str,
+        shared: Mapping[str, Any],
+    ) -> WorkStatus:
+        """The Work status of a copy its overrides cannot render: not applied (what runs
+        there, if anything, is an older manifest, and the workload's health says so), the
+        error naming the policy, rule and path, told once as a Warning event, as
+        Karmada's ApplyOverridePolicyFailed is."""
+        error = f"cannot render: {why}"
+        if error != previous.error:
+            shared["events"].append(
+                self._event(ref, RENDER_FAILED, error, cluster=cluster, warning=True)
+            )
+        return previous.model_copy(
+            update={
+                "applied": False,
+                "error": error,
+                "conditions": [self._condition("False", RENDER_FAILED, error)],
+            }
+        )
+
+    async def _dispatch(
+        self,
+        ref: keys.WorkloadRef,
+        cluster: Cluster,
+        rendered: tuple[dict[str, Any], str],
+        previous: WorkStatus,
+        shared: Mapping[str, Any],
+        *,
+        suspended: bool,
+    ) -> tuple[WorkStatus, float | None]:
+        """Apply a rendered manifest, or only follow the copy where dispatching is
+        suspended."""
+        manifest, digest = rendered
+        if suspended:
+            # Karmada's suspended Work: the manifest is kept for when the suspension
+            # is lifted; the member's copy is left as it is, its status still read.
+            self.watches.ensure(cluster.name, str(manifest["apiVersion"]), manifest["kind"])
+            return self._observed(ref, cluster.name, manifest, previous), None
+        return await self._apply_if_needed(
+            ref=ref,
+            cluster=cluster,
+            manifest=manifest,
+            digest=digest,
+            previous=previous,
+            shared=shared,
+        )
 
     async def _apply_if_needed(
         self,
