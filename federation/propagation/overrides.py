@@ -21,6 +21,7 @@ Karmada's parser drops it on any edit and the member runs whatever the tag point
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -50,6 +51,7 @@ __all__ = [
     "apply_overriders",
     "apply_policies",
     "container_findings",
+    "failing_rules",
     "ordered",
     "pod_specs",
     "policy_label",
@@ -141,8 +143,9 @@ def unselected(
     policies: Sequence[AnyOverride], templates: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """A note for each policy that selects none of `templates` (the workloads as stored
-    after a write), and for each command or args edit naming a container a selected
-    workload lacks: valid, and silently doing nothing, as a misspelt name leaves it."""
+    after a write), for each command or args edit naming a container a selected
+    workload lacks (valid, and silently doing nothing, as a misspelt name leaves it), and
+    for each rule whose edit cannot apply to a selected workload (`failing_rules`)."""
     out = []
     for policy in policies:
         label = policy_label(policy)
@@ -153,12 +156,50 @@ def unselected(
                 " created (check its resourceSelectors' kind, name and namespace)"
             )
             continue
-        out.extend(f"{label}: {note}" for note in _missing_containers(policy, selected))
+        out.extend(f"{label}: {note}" for note in _notes(policy, selected))
     return out
 
 
-def _missing_containers(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [note for _, note in missing_containers(policy, templates)]
+def _notes(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [note for _, note in _problems(policy, templates)]
+
+
+PolicyPath = tuple[str | int, ...]
+
+
+def _problems(
+    policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
+) -> list[tuple[PolicyPath, str]]:
+    return [*missing_containers(policy, templates), *failing_rules(policy, templates)]
+
+
+def _where(template: Mapping[str, Any]) -> str:
+    meta = template.get("metadata") or {}
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{template.get('kind')} {ns}{meta.get('name')}"
+
+
+def failing_rules(
+    policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
+) -> list[tuple[PolicyPath, str]]:
+    """Each rule's first edit that cannot apply to a selected workload among `templates`
+    as written, with its path in the policy: its copies would not be rendered (the
+    workload shows the error), so it is said before. Judged on the template alone, in
+    every cluster: what the chip translation adds in a member is not there yet."""
+    found: list[tuple[PolicyPath, str]] = []
+    rules = policy.spec.effective_rules()
+    for template in templates if rules else ():
+        if _match_level(policy, template) is None:
+            continue
+        for index, rule in enumerate(rules):
+            trial = copy.deepcopy(dict(template))
+            try:
+                apply_overriders(trial, rule.overriders)
+                _check_shape(trial, template)
+            except OverrideFailed as exc:
+                at = (*_rule_path(policy, index), "overriders", *exc.at)
+                found.append((at, f"{exc} on {_where(template)}: its copies will not be rendered"))
+    return found
 
 
 def missing_containers(
@@ -200,15 +241,15 @@ def missing_containers(
 
 
 def container_findings(result: LoadResult) -> list[Finding]:
-    """`missing_containers` among the files `result` loaded, at each `containerName`'s
-    line: what the apply route notes of the stored workloads, told by `fedctl validate`
-    and an offline plan, which have only the files."""
+    """`missing_containers` and `failing_rules` among the files `result` loaded, at the
+    line of each `containerName` or failing edit: what the apply route notes of the stored
+    workloads, told by `fedctl validate` and an offline plan, which have only the files."""
     templates = [o.model.to_wire() for o in result.objects if isinstance(o.model, Workload)]
     return [
         finding_at(obj, path, note)
         for obj in result.objects
         if isinstance(obj.model, AnyOverride)
-        for path, note in missing_containers(obj.model, templates)
+        for path, note in _problems(obj.model, templates)
     ]
 
 
@@ -457,6 +498,20 @@ def _steps(overriders: Overriders) -> list[tuple[str, Sequence[Any], _Apply]]:
     ]  # fmt: skip
 
 
+class OverrideFailed(errors.Invalid):
+    """An edit of one rule that cannot apply; `at`: where under the rule's `overriders`
+    (`("plaintext", 0)`), so a note can point at it in the policy's file."""
+
+    def __init__(self, message: str, *, at: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.at = at
+
+
+def _rule_path(policy: AnyOverride, index: int) -> tuple[str | int, ...]:
+    """Rule `index`'s path in the policy (the deprecated form's rule is `spec` itself)."""
+    return ("spec", "overrideRules", index) if policy.spec.override_rules else ("spec",)
+
+
 _BROKEN = (KeyError, IndexError, ValueError, TypeError, AttributeError)
 """What an edit of a manifest whose shape it did not expect can raise: each one is made
 an `errors.Invalid` naming the edit, so no override can stop the propagator."""
@@ -471,10 +526,11 @@ def apply_overriders(obj: Obj, overriders: Overriders) -> None:
             try:
                 apply(obj, edit)
             except errors.Invalid as exc:
-                raise errors.Invalid(f"{field}[{index}]: {exc}") from None
+                raise OverrideFailed(f"{field}[{index}]: {exc}", at=(field, index)) from None
             except _BROKEN as exc:
-                raise errors.Invalid(
-                    f"{field}[{index}]: cannot apply to this manifest ({exc!r})"
+                raise OverrideFailed(
+                    f"{field}[{index}]: cannot apply to this manifest ({exc!r})",
+                    at=(field, index),
                 ) from None
 
 
@@ -519,17 +575,19 @@ def _check_shape(obj: Obj, template: Mapping[str, Any]) -> None:
     (Karmada's own renaming is not supported)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
-        raise errors.Invalid(
-            f"plaintext: path '/metadata' holds a {override_model.json_type(meta)}, not a mapping"
+        raise OverrideFailed(
+            f"plaintext: path '/metadata' holds a {override_model.json_type(meta)}, not a mapping",
+            at=("plaintext",),
         )
     for field in ("labels", "annotations"):
         value = meta.get(field)
         if value is not None and not (
             isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
         ):
-            raise errors.Invalid(
+            raise OverrideFailed(
                 f"plaintext: path '/metadata/{field}' must map names to strings, not hold a"
-                f" {override_model.json_type(value)}"
+                f" {override_model.json_type(value)}",
+                at=("plaintext",),
             )
     before = template.get("metadata") or {}
     for path, now, was in (
@@ -539,7 +597,8 @@ def _check_shape(obj: Obj, template: Mapping[str, Any]) -> None:
         ("/apiVersion", obj.get("apiVersion"), template.get("apiVersion")),
     ):
         if now != was:
-            raise errors.Invalid(
+            raise OverrideFailed(
                 f"plaintext: path {path!r} cannot be overridden: the copy must keep the"
-                f" template's ({was!r}), not {now!r}"
+                f" template's ({was!r}), not {now!r}",
+                at=("plaintext",),
             )

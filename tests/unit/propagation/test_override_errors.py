@@ -18,7 +18,7 @@ from policies.models.binding import TargetCluster
 from policies.models.cluster import Cluster
 from policies.models.override import OverridePolicy, Overriders, PlaintextOverrider
 
-REF = keys.WorkloadRef("hunt", "Deployment.apps", "caf")
+IMAGE = "/spec/template/spec/containers/0/image"
 
 
 def deployment() -> dict[str, Any]:
@@ -196,3 +196,20 @@ def test_image_command_and_args_edits_reach_a_cronjob_s_containers() -> None:
     assert pod["containers"][0]["image"] == "r.cn/library/busybox:1.36"
     assert pod["containers"][0]["args"] == ["--daily", "--region=cn"]
     assert overrides.unselected([edits], [cronjob()]) == []
+
+
+def test_a_rule_that_cannot_apply_to_a_selected_workload_is_noted_before_it_renders() -> None:
+    typo = policy({}, image_at("/spec/template/spec/containers/0/imag"))
+    assert overrides.failing_rules(typo, [deployment()]) == [
+        (
+            ("spec", "overrideRules", 1, "overriders", "imageOverrider", 0),
+            "imageOverrider[0]: path '/spec/template/spec/containers/0/imag' does not exist"
+            " in the manifest on Deployment hunt/caf: its copies will not be rendered",
+        )
+    ]
+    assert overrides.unselected([typo], [deployment()]) == [
+        "OverridePolicy hunt/pred: imageOverrider[0]: path"
+        " '/spec/template/spec/containers/0/imag' does not exist in the manifest on"
+        " Deployment hunt/caf: its copies will not be rendered"
+    ]
+    assert overrides.failing_rules(policy(image_at(IMAGE)), [deployment()]) == []
