@@ -509,9 +509,11 @@ class WorkloadSync:
             and work.status.conditions
             and work.status.conditions[0].reason == RENDER_FAILED
         )
-        if failed and leaving:
-            log.info("%s: kept on %s while %s cannot be rendered", ref, sorted(leaving), failed)
-            return leaving
+        # A copy on a cluster that left the fleet is not kept: nothing can reach it again.
+        kept = {n for n in leaving if self.clusters.get(keys.cluster_key(n)) is not None}
+        if failed and kept:
+            log.info("%s: kept on %s while %s cannot be rendered", ref, sorted(kept), failed)
+            return kept
         return set()
 
     def _frozen(
