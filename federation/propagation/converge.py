@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from federation import errors
 from federation.propagation import deps as deps_mod
-from federation.propagation import informer, overrides, render, suspension
+from federation.propagation import informer, orphan, overrides, render, suspension
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
 from federation.propagation.applier import Applier
@@ -246,8 +246,15 @@ class WorkloadSync:
         self._policy_read_at.pop(keys.workload_key(ref), None)
 
     def _claiming_spec(self, workload: Workload, binding: Binding) -> Any:
-        """The spec of the PropagationPolicy that claims `workload` (None: none does)."""
-        return getattr(self._claiming_policy(workload, binding), "spec", None)
+        """The spec of the PropagationPolicy that claims `workload`; where none does, the
+        settings its Works recorded when one last did (`orphan.recorded`)."""
+        policy = self._claiming_policy(workload, binding)
+        return self._recorded(workload) if policy is None else getattr(policy, "spec", None)
+
+    def _recorded(self, workload: Workload) -> orphan.Recorded:
+        """An orphan's settings: those of its claiming policy when its Works were written."""
+        ref = objects.workload_ref(workload)
+        return orphan.recorded(w.obj for w in self.works.get(str(ref), {}).values())
 
     async def _claiming_spec_now(
         self, workload: Workload, stored: codec.Stored[Binding] | None, wl_key: str
@@ -260,9 +267,11 @@ class WorkloadSync:
         order. So once per template revision newer than the mirrored policy, the policy
         is read from the registry; a newer one read so is used until the mirror has it.
         """
-        policy = None if stored is None else self._claiming_policy(workload, stored.obj)
+        if stored is None:
+            return None  # a dependency wanted only by its needers: their settings hold
+        policy = self._claiming_policy(workload, stored.obj)
         if policy is None:
-            return None
+            return self._recorded(workload)
         key = objects.key_for(policy)
         mirrored = self.policies.items.get(key)
         newer = self._newer_policies.get(key)
@@ -418,6 +427,7 @@ class WorkloadSync:
                 "profiles": self._profiles(),
                 "overwrite": overwrite,
                 "preserve": preserve,
+                "deps": bool(getattr(spec, "propagate_deps", False)),
                 "total": sum(t.replicas for t in targets.values()),
                 "before": _ahead(targets.values()),
                 "revision": revision,
@@ -653,6 +663,7 @@ class WorkloadSync:
             uid=shared["uid"],
             preserve=shared["preserve"],
             suspended=suspended,
+            deps=shared["deps"],
         ), delay
 
     def _finished(self, ref: keys.WorkloadRef, cluster: str, work: Work) -> bool:

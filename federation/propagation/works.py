@@ -54,6 +54,7 @@ def _spec(
     *,
     preserve: bool,
     suspended: bool,
+    deps: bool,
 ) -> WorkSpec:
     return WorkSpec(
         cluster=target,
@@ -67,6 +68,7 @@ def _spec(
         binding_revision=revision,
         manifest=manifest,
         preserve_on_deletion=preserve,
+        propagate_deps=deps,
         suspend_dispatching=suspended,
     )
 
@@ -82,11 +84,13 @@ def new_work(
     uid: str | None,
     preserve: bool = False,
     suspended: bool = False,
+    deps: bool = False,
 ) -> Work:
     """The Work for one cluster; an unchanged condition keeps its transition time. `uid`:
     the template object's, so a copy of an object deleted and created again under its
     name is told apart (`WorkloadSync.sync` removes it before applying the new one).
-    `suspended`: its policy suspends dispatching there, so nothing is applied."""
+    `suspended`: its policy suspends dispatching there, so nothing is applied. `deps`:
+    its policy's propagateDeps."""
     if old is not None and old.obj.status.conditions and status.conditions:
         same = old.obj.status.conditions[0].model_copy(
             update={"last_transition_time": status.conditions[0].last_transition_time}
@@ -95,7 +99,16 @@ def new_work(
             status = status.model_copy(update={"conditions": old.obj.status.conditions})
     return Work(
         metadata=ObjectMeta(name=ref.name, namespace=ref.namespace),
-        spec=_spec(ref, cluster, manifest, revision, uid, preserve=preserve, suspended=suspended),
+        spec=_spec(
+            ref,
+            cluster,
+            manifest,
+            revision,
+            uid,
+            preserve=preserve,
+            suspended=suspended,
+            deps=deps,
+        ),
         status=status,
     )
 

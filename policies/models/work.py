@@ -76,6 +76,12 @@ class WorkSpec(FrozenModel):
         description="Keep the member copy, released from fedctl, when the template is"
         " deleted: the claiming policy's preserveResourcesOnDeletion.",
     )
+    propagate_deps: bool = Field(
+        default=False,
+        description="The claiming policy's propagateDeps: the copy's dependencies go where"
+        " it is. Kept, with the fields beside it, for a workload no policy claims any more,"
+        " whose copies go on as they were (Karmada's ResourceBinding keeps them too).",
+    )
     suspend_dispatching: bool = Field(
         default=False,
         description="The claiming policy suspends dispatching to this cluster"
