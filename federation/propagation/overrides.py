@@ -33,7 +33,8 @@ from policies.loading.findings import Finding
 from policies.models import kinds
 from policies.models import override as override_model
 from policies.models.cluster import Cluster
-from policies.models.common import ClusterAffinity, LabelSelector, ResourceSelector
+from policies.models.common import ResourceSelector
+from policies.models.matching import affinity_matches, selector_matches
 from policies.models.override import (
     ClusterOverridePolicy,
     CommandArgsOverrider,
@@ -63,46 +64,6 @@ __all__ = [
 
 AnyOverride = OverridePolicy | ClusterOverridePolicy
 Obj = dict[str, Any]
-
-
-def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """Kubernetes label selector semantics (matchLabels and matchExpressions)."""
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        value = labels.get(req.key)
-        ok = {
-            "In": present and value in req.values,
-            "NotIn": not (present and value in req.values),
-            "Exists": present,
-            "DoesNotExist": not present,
-        }[req.operator]
-        if not ok:
-            return False
-    return True
-
-
-def affinity_matches(affinity: ClusterAffinity | None, cluster: Cluster) -> bool:
-    """Karmada's ClusterAffinity: every part that is set must match; exclude always wins."""
-    if affinity is None:
-        return True
-    name = cluster.metadata.name
-    if name in affinity.exclude:
-        return False
-    if affinity.cluster_names and name not in affinity.cluster_names:
-        return False
-    if affinity.label_selector is not None and not selector_matches(
-        affinity.label_selector, cluster.metadata.labels
-    ):
-        return False
-    if affinity.field_selector is not None:
-        spec = cluster.spec
-        fields = {"region": spec.region, "zone": spec.zone, "provider": spec.provider}
-        for req in affinity.field_selector.match_expressions:
-            if (req.operator == "In") != (fields[req.key] in req.values):
-                return False
-    return True
 
 
 def _namespace(template: Mapping[str, Any]) -> str | None:

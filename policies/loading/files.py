@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.loading import arches
+from policies.loading import arches, targets
 from policies.loading.documents import (
     Loaded,
     chips_defined_by,
@@ -106,7 +106,8 @@ class LoadResult:
     def against_fleet(self, fleet: Iterable[KubeObject]) -> LoadResult:
         """The result with its chip and member warnings judged against a fleet (a
         server's or a profile's Clusters, and AcceleratorProfiles): chips it defines are
-        not warned about, members it lacks are (when it has any)."""
+        not warned about, members it lacks are (when it has any), and so are override
+        rules whose targetCluster selects none of its Clusters."""
         fleet = list(fleet)
         result = self
         if result.names_undefined_chips:
@@ -118,7 +119,8 @@ class LoadResult:
         joined = [m.metadata.name for m in fleet if isinstance(m, Cluster)]
         if joined and result.names_clusters:
             result = result.with_joined_clusters(joined)
-        return result
+        members = [m for m in fleet if isinstance(m, Cluster)]
+        return result.with_findings(targets.unmatched_targets(result.objects, members))
 
     @property
     def names_queues(self) -> bool:

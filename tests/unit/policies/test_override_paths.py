@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from policies.loading import load_text
+from policies.models.cluster import Cluster
 
 CRON = """\
 apiVersion: batch/v1
@@ -105,3 +106,53 @@ def test_a_predicate_that_names_no_image_is_warned_about() -> None:
         " points at a container's image (…/containers/N/image); elsewhere the override"
         " fails on every copy it renders"
     ]
+
+
+def fleet() -> list[Cluster]:
+    return [
+        Cluster.model_validate(
+            {
+                "metadata": {"name": name, "labels": {"env": env}},
+                "spec": {"region": region, "connection": {"context": name}},
+            }
+        )
+        for name, region, env in (
+            ("eu-west-arm", "eu-west", "prod"),
+            ("us-east-cpu", "us-east", "prod"),
+        )
+    ]
+
+
+def targeted(target: str) -> str:
+    return policy("{path: /spec/replicas, operator: replace, value: 1}").replace(
+        "    - overriders:\n", f"    - targetCluster: {target}\n      overriders:\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        pytest.param(
+            "{fieldSelector: {matchExpressions: [{key: region, operator: In, values: [eu-wset]}]}}",
+            "op.yaml:7:7: spec.overrideRules[0].targetCluster: warning: none of the 2 joined"
+            " clusters matches this targetCluster (regions here: eu-west, us-east): the rule"
+            " edits nothing until one does",
+            id="a misspelt region",
+        ),
+        pytest.param(
+            "{labelSelector: {matchLabels: {env: canary}}}",
+            "op.yaml:7:7: spec.overrideRules[0].targetCluster: warning: none of the 2 joined"
+            " clusters matches this targetCluster (labels here: env=prod): the rule edits"
+            " nothing until one does",
+            id="a label no cluster has",
+        ),
+    ],
+)
+def test_a_target_no_joined_cluster_matches_is_warned_about(target: str, expected: str) -> None:
+    result = load_text(targeted(target), filename="op.yaml").against_fleet(fleet())
+    assert [str(f) for f in result.findings] == [expected]
+
+
+def test_a_target_a_joined_cluster_matches_is_not_warned_about() -> None:
+    text = targeted("{labelSelector: {matchLabels: {env: prod}}}")
+    assert load_text(text, filename="op.yaml").against_fleet(fleet()).findings == []
