@@ -8,7 +8,8 @@ and recording its Work, or while a workload was being deleted, leaves objects no
 describes; workers only look at what the registry names, so without this pass those copies
 would run forever. Why again later: member calls carry no fence, so a deposed leader's
 apply can land after the start-up pass. Namespaces we created are left alone: other teams'
-objects may live in them.
+objects may live in them. A copy named otherwise than its workload is never wanted: no
+Work describes it, and its workload's copy runs beside it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ async def collect(
         if served is not None:
             served.add((api_version, kind))
         for obj in listed.items:
-            if not render.is_ours(obj) or wanted(cluster, obj):
+            if not render.is_ours(obj) or (not render.renamed(obj) and wanted(cluster, obj)):
                 continue
             ref = applier.object_ref({"apiVersion": api_version, "kind": kind, **obj})
             try:

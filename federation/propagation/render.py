@@ -47,6 +47,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation import errors
 from federation.propagation import interpreter, overrides, pinning
 from federation.registry import keys
 from federation.resources import QuantityError, normalise_name, parse_quantity
@@ -66,6 +67,7 @@ __all__ = [
     "is_placeholder",
     "namespace_manifest",
     "released",
+    "renamed",
     "render",
     "workload_label",
 ]
@@ -123,6 +125,21 @@ def is_ours(obj: Mapping[str, Any], ref: keys.WorkloadRef | None = None) -> bool
     if ref is None:
         return True
     return (meta.get("annotations") or {}).get(REF_ANNOTATION) == str(ref)
+
+
+def renamed(obj: Mapping[str, Any]) -> bool:
+    """Whether a member object of ours is named otherwise than the workload its annotation
+    names: a copy no Work describes (an override of `/metadata/name`, refused now, made
+    one), which garbage collection removes though its workload is wanted there."""
+    meta = obj.get("metadata") or {}
+    ref_text = (meta.get("annotations") or {}).get(REF_ANNOTATION)
+    if not ref_text:
+        return False
+    try:
+        ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{ref_text}")
+    except errors.Invalid:
+        return False  # the caller's `wanted` judges an annotation it cannot read
+    return meta.get("name") != ref.name
 
 
 PLACEHOLDER = "<placeholder>"

@@ -205,3 +205,34 @@ async def test_a_finished_job_is_left_as_it_ran_when_an_override_selects_it(
     assert copy is not None and copy["spec"]["template"]["spec"]["containers"][0]["image"] == (
         "busybox"
     )
+
+
+async def test_a_copy_running_under_another_name_is_collected(fed: Federation) -> None:
+    """A rename override (refused now) left a second copy, labelled and annotated as the
+    workload's, that garbage collection took as wanted for as long as the workload ran."""
+    caf = deployment("caf", 1)
+    await fed.put(caf)
+    await fed.bind(caf, {"us-east-cpu": (1, None)})
+    fed.start()
+    await wait_for(lambda: image(fed, "us-east-cpu"), timeout=15, message="caf applied")
+    copy = await fed.member_object("us-east-cpu", "apps/v1", "Deployment", "web", "caf")
+    assert copy is not None
+    meta = copy["metadata"]
+    renamed = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "caf-renamed", "namespace": "web", "labels": meta["labels"],
+                     "annotations": meta["annotations"]},
+        "spec": copy["spec"],
+    }  # fmt: skip
+    conn = await fed.conn("us-east-cpu")
+    await conn.apply(renamed)
+    await fed.stop()
+    fed.start()  # start-up collection looks at every copy of ours
+
+    async def collected() -> bool:
+        return await image(fed, "us-east-cpu", "caf-renamed") is None
+
+    await wait_for(collected, timeout=15, message="the renamed copy collected")
+    assert await image(fed, "us-east-cpu") is not None
+
