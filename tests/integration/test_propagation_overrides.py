@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from federation.propagation.controller import Propagator
-from federation.registry import codec, embedded, events
+from federation.registry import codec, embedded, events, keys
 from policies.models.override import OverridePolicy
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
@@ -236,3 +236,23 @@ async def test_a_copy_running_under_another_name_is_collected(fed: Federation) -
     await wait_for(collected, timeout=15, message="the renamed copy collected")
     assert await image(fed, "us-east-cpu") is not None
 
+
+async def test_a_held_copy_on_a_cluster_that_left_the_fleet_is_not_kept(fed: Federation) -> None:
+    """Held for a target that cannot be rendered, the old copy's Work stayed even once
+    its cluster was unjoined, where nothing can reach it again."""
+    caf = deployment("caf", 1)
+    await fed.put(caf)
+    await fed.bind(caf, {"us-east-cpu": (1, None)})
+    fed.start()
+    await wait_for(lambda: image(fed, "us-east-cpu"), timeout=15, message="caf applied")
+    bad = {"plaintext": [{"path": "/spec/template/spec/tolerations/0/key",
+                          "operator": "replace", "value": "x"}]}  # fmt: skip
+    await fed.put(policy("eu-only", bad, clusterNames=["eu-west-arm"]))
+    await fed.bind(caf, {"eu-west-arm": (1, None)})
+    await wait_for(lambda: row_error(fed, caf, "eu-west-arm"), timeout=15, message="held")
+    await fed.objects.delete(keys.cluster_key("us-east-cpu"))  # `fedctl delete cluster`
+
+    async def work_gone() -> bool:
+        return await fed.works.get(keys.work_key("us-east-cpu", ref_of(caf))) is None
+
+    await wait_for(work_gone, timeout=15, message="the unjoined cluster's Work removed")
