@@ -11,12 +11,18 @@ after a restart.
     wanted = Binding targets (one with 0 replicas too: a workload scaled to zero keeps
              its copy in each member, running no pods, as with Karmada)
            + clusters still under a graceful-eviction task (left untouched)
-    each wanted cluster:  render → unchanged digest, still present, not edited there?
+    each wanted cluster:  a finished job's copy? left as it ran, never rendered again
+                          render → unchanged digest, still present, not edited there?
                                      nothing to do (a finished job's deleted copy: nothing)
                                    otherwise apply (Abort/Overwrite), record the outcome
+                          render fails (an override)? the Work says why, not applied
     each other Work:      delete the member copy (release it, when the template went
                           under preserveResourcesOnDeletion), then the Work; a
-                          Namespace's only once no workload in it has a Work there
+                          Namespace's only once no workload in it has a Work there;
+                          kept while a wanted cluster's render fails (`_held`)
+
+Where no policy claims the workload any more, the settings its Works recorded when one
+last did stand in for that policy's spec (`orphan.recorded`).
     each other copy a watch shows (no Work records it: a deposed leader's late apply):
                           delete it, if still ours
 
