@@ -102,7 +102,9 @@ def _path_problem(path: str, operator: str, value: Any) -> str | None:
 
 
 class PlaintextOverrider(FrozenModel):
-    """A JSON-patch style edit: `path`, `operator`, `value` (a `remove` ignores its value)."""
+    """A JSON-patch style edit: `path`, `operator`, `value` (a `remove` ignores its value).
+    An `add` into a list takes an index up to its length (or `-`) to append, as JSON Patch
+    does; `/metadata/name` and `/metadata/namespace` cannot be edited."""
 
     path: str = Field(min_length=1)
     operator: Operator
@@ -119,7 +121,8 @@ class PlaintextOverrider(FrozenModel):
 
 
 class ImagePredicate(FrozenModel):
-    """Restrict an image override to the image at one path."""
+    """Restrict an image override to the image at one path (a container's `image`
+    field, e.g. `/spec/template/spec/containers/0/image`)."""
 
     path: str = Field(min_length=1)
 
@@ -128,8 +131,8 @@ class ImagePredicate(FrozenModel):
 
 class ImageOverrider(FrozenModel):
     """Edit the Registry, Repository or Tag part of `[registry/]repository[:tag|@digest]`:
-    of the image at `predicate.path`, else of every container (init containers are left
-    alone, as Karmada does)."""
+    of the image at `predicate.path`, else of every container of every pod template
+    (a CronJob's Job template's too; init containers are left alone, as Karmada does)."""
 
     predicate: ImagePredicate | None = None
     component: Literal["Registry", "Repository", "Tag"]
