@@ -143,11 +143,13 @@ def _where(template: Mapping[str, Any]) -> str:
 def failing_rules(
     policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
 ) -> list[tuple[PolicyPath, str]]:
-    """Each rule's first edit that cannot apply to a selected workload among `templates`
-    as written, with its path in the policy: its copies would not be rendered (the
-    workload shows the error), so it is said before. Judged on the template alone, in
-    every cluster: what the chip translation adds in a member is not there yet."""
-    found: list[tuple[PolicyPath, str]] = []
+    """Each rule's first edit that cannot apply to the selected workloads among
+    `templates` as written, with its path in the policy: their copies would not be
+    rendered (each workload shows the error), so it is said before. One note per edit and
+    error, naming the workloads (the first few of many: a ClusterOverridePolicy without
+    selectors reaches every one). Judged on the template alone, in every cluster: what
+    the chip translation adds in a member is not there yet."""
+    failed: dict[tuple[PolicyPath, str], list[str]] = {}
     rules = policy.spec.effective_rules()
     for template in templates if rules else ():
         if _match_level(policy, template) is None:
@@ -159,8 +161,19 @@ def failing_rules(
                 _check_shape(trial, template)
             except OverrideFailed as exc:
                 at = (*_rule_path(policy, index), "overriders", *exc.at)
-                found.append((at, f"{exc} on {_where(template)}: its copies will not be rendered"))
-    return found
+                failed.setdefault((at, str(exc)), []).append(_where(template))
+    return [
+        (at, f"{error} on {_some(wheres)}: {'its' if len(wheres) == 1 else 'their'} copies"
+             " will not be rendered")
+        for (at, error), wheres in failed.items()
+    ]  # fmt: skip
+
+
+def _some(names: Sequence[str], shown: int = 3) -> str:
+    if len(names) == 1:
+        return names[0]
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)} workloads ({', '.join(names[:shown])}{more})"
 
 
 def missing_containers(

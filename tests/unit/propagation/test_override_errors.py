@@ -16,7 +16,12 @@ from federation.propagation import overrides, render
 from federation.registry import keys
 from policies.models.binding import TargetCluster
 from policies.models.cluster import Cluster
-from policies.models.override import OverridePolicy, Overriders, PlaintextOverrider
+from policies.models.override import (
+    ClusterOverridePolicy,
+    OverridePolicy,
+    Overriders,
+    PlaintextOverrider,
+)
 
 IMAGE = "/spec/template/spec/containers/0/image"
 
@@ -213,3 +218,26 @@ def test_a_rule_that_cannot_apply_to_a_selected_workload_is_noted_before_it_rend
         " Deployment hunt/caf: its copies will not be rendered"
     ]
     assert overrides.failing_rules(policy(image_at(IMAGE)), [deployment()]) == []
+
+
+def test_a_rule_failing_on_many_workloads_is_one_note_naming_a_few() -> None:
+    everything = ClusterOverridePolicy.model_validate(
+        {
+            "metadata": {"name": "team"},
+            "spec": {"overrideRules": [{"overriders": {"plaintext": [
+                {"path": "/spec/template/metadata/labels/team", "operator": "add",
+                 "value": "ml"}]}}]},
+        }
+    )  # fmt: skip
+    configs = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": "a"}}
+        for i in range(5)
+    ]
+    assert overrides.failing_rules(everything, [deployment(), *configs]) == [
+        (
+            ("spec", "overrideRules", 0, "overriders", "plaintext", 0),
+            "plaintext[0]: path '/spec/template/metadata/labels/team' does not exist in the"
+            " manifest on 5 workloads (ConfigMap a/c0, ConfigMap a/c1, ConfigMap a/c2, and 2"
+            " more): their copies will not be rendered",
+        )
+    ]
