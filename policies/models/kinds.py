@@ -82,17 +82,58 @@ _CLUSTER_SCOPED = frozenset(
         "AcceleratorProfile",
         "ClusterPropagationPolicy",
         "ClusterOverridePolicy",
-        # Kubernetes kinds that are cluster-scoped, when propagated as opaque objects.
+        # Kubernetes' built-in cluster-scoped kinds (its API groups, as kubernetes_asyncio's
+        # clients serve them without a namespace), when propagated as opaque objects. A
+        # member's API server drops the namespace of such an object, so one taken for
+        # namespaced was a tenant's write that acted on every namespace of the member.
         "Namespace",
         "Node",
         "PersistentVolume",
-        "StorageClass",
-        "PriorityClass",
+        "ComponentStatus",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "CustomResourceDefinition",
+        "APIService",
+        "TokenReview",
+        "SelfSubjectReview",
+        "SubjectAccessReview",
+        "SelfSubjectAccessReview",
+        "SelfSubjectRulesReview",
+        "CertificateSigningRequest",
+        "ClusterTrustBundle",
+        "FlowSchema",
+        "PriorityLevelConfiguration",
+        "StorageVersion",
+        "StorageVersionMigration",
+        "IngressClass",
+        "IPAddress",
+        "ServiceCIDR",
+        "RuntimeClass",
         "ClusterRole",
         "ClusterRoleBinding",
-        "CustomResourceDefinition",
+        "DeviceClass",
+        "DeviceTaintRule",
+        "ResourcePoolStatusRequest",
+        "ResourceSlice",
+        "PriorityClass",
+        "CSIDriver",
+        "CSINode",
+        "StorageClass",
+        "VolumeAttachment",
+        "VolumeAttributesClass",
+        # Cluster-scoped kinds of add-ons found in most fleets (Gateway API, CSI snapshots).
+        "GatewayClass",
+        "VolumeSnapshotClass",
+        "VolumeSnapshotContent",
     }
 )
+"""Kinds whose objects live outside any namespace. A tenant may write none of them: a
+kind missing here would be taken for namespaced and written by a tenant of the namespace
+its document names (`auth.py`)."""
 
 
 class UnknownKind(LookupError):
