@@ -126,7 +126,9 @@ def build_app(
             web.get("/readyz", readyz),
             web.get("/openapi.json", openapi),
             web.get("/metrics", metrics.handler),
-            *plan_routes.PlanApi(store, settings=scheduler).routes(),
+            *plan_routes.PlanApi(
+                store, settings=scheduler, admit=auth.admit if auth else None
+            ).routes(),
             *queues.routes(),
             *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match

@@ -2,14 +2,17 @@
 
 Role: the outermost API middleware, so refused mutations (401, 403, 429) are recorded as
 well as accepted ones. Fed by each mutating request (POST, PUT, PATCH, DELETE; `/validate`
-stores nothing and is skipped) and the caller identity the auth middleware attached; feeds
+stores nothing and is skipped), the caller identity the auth middleware attached and the
+objects the handler read from the body (`attempted`); feeds
 an append-only file (`fedctl controller --audit-log FILE`) or the `fedctl.audit` logger,
 which a deployment ships wherever its other logs go.
 
 Why a line per request, written after the response is built: the result code is the fact
 an auditor needs, and JSON lines are greppable and load into anything. Tokens never appear:
 a token is named by its digest prefix only (`auth.token_id`). For `/apply`, the line lists
-every object with its outcome (created / configured / unchanged).
+every object with its outcome (created / configured / unchanged). Any write whose body
+held objects lists them (kind, namespace, name) whatever its outcome: a refused apply, or a
+create whose URL names only a namespace, said nothing of what was attempted.
 """
 
 from __future__ import annotations
@@ -28,14 +31,25 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.api import auth
 from federation.registry import objects as reg_objects
+from policies.models.base import KubeObject
 
-__all__ = ["AuditLog"]
+__all__ = ["ATTEMPTED", "AuditLog", "attempted"]
 
 log = logging.getLogger("fedctl.audit")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+ATTEMPTED: web.RequestKey[list[dict[str, Any]]] = web.RequestKey("fedctl_attempted", list)
+"""The objects a write's body held, as `attempted` recorded them."""
+
+
+def attempted(request: web.Request, models: list[KubeObject]) -> None:
+    """Note the objects a write's body holds, for its audit line whatever its outcome."""
+    request[ATTEMPTED] = [
+        {"kind": m.kind, "namespace": m.metadata.namespace, "name": m.metadata.name} for m in models
+    ]
 
 
 class AuditLog:
@@ -72,7 +86,7 @@ class AuditLog:
         if plural:
             with contextlib.suppress(errors.Invalid):
                 kind = reg_objects.resource_named(plural).kind
-        return {
+        record: dict[str, Any] = {
             "time": self.clock.now().isoformat(),
             "user": who.user if who else None,
             "groups": sorted(who.groups) if who else [],
@@ -85,6 +99,12 @@ class AuditLog:
             "name": info.get("name"),
             "code": code,
         }
+        if ATTEMPTED in request:
+            record["objects"] = request[ATTEMPTED]
+            if len(request[ATTEMPTED]) == 1 and plural and not info.get("name"):  # a create
+                record["kind"] = request[ATTEMPTED][0]["kind"]
+                record["name"] = request[ATTEMPTED][0]["name"]
+        return record
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -102,7 +122,11 @@ class AuditLog:
             self.write(self.record_for(request, 500))
             raise
         record = self.record_for(request, resp.status)
-        if request.path.endswith("/apply") and isinstance(resp, web.Response):
+        if (
+            request.path.endswith("/apply")
+            and isinstance(resp, web.Response)
+            and resp.status == 200
+        ):
             record["objects"] = _applied(resp)
         if request.query.get("dryRun") == "All":
             record["dryRun"] = True  # its outcome says what would have been done, not what was

@@ -10,16 +10,25 @@ The rules, kept small so they can be read in one sitting:
     admin               everything
     tenant (a group `tenant:NS`, or a group mapped to namespaces in the tokens file)
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
-                        any namespaced resource in its own namespaces
+                        any namespaced resource in its own namespaces; a list that names
+                        no namespace is cut to them (`ObjectsApi`), a watch of one is 403
         write           workloads, propagation and override policies in its own namespaces;
                         the Namespace template of one of them, which is that namespace's
                         (deleting it deletes what the namespace holds: refused whole if
-                        that includes anything the tenant may not write, such as a quota)
+                        that includes anything the tenant may not write, such as a quota);
+                        never a cluster-scoped workload (a ClusterRole, a webhook
+                        configuration: by the kind's scope, `kinds.is_namespaced`, whatever
+                        namespace the document or the URL gives), nor a ResourceQuota or
+                        LimitRange template (`TENANT_LIMITS`)
+        plan            (/plan) only documents it may write, as `/apply` judges them: a
+                        plan previews the write, as a Kubernetes dry run does; what the
+                        plan says of stored objects is cut to its namespaces
         status views    (/apis/status.fedctl.io) workloads and their costs in its own
                         namespaces only: the list is cut to them, naming another
                         namespace is 403;
                         queue usage (aggregates, no workload names) as it reads queues
-    anyone signed in    /validate and /plan (they store nothing); GET on other paths;
+    anyone signed in    /validate (it reads only clusters, accelerator profiles and queues,
+                        which every caller may read); GET on other paths;
                         the multiplexed /watch, which streams each kind it names only
                         if the caller may list it across namespaces (`may_list`)
     admin only          drills (they break a member on purpose, and their reports name
@@ -53,7 +62,16 @@ from federation.api import status
 from federation.registry import keys
 from federation.registry import objects as reg_objects
 
-__all__ = ["PRINCIPAL", "Authenticator", "Principal", "TokenTable", "may_list", "token_id"]
+__all__ = [
+    "PRINCIPAL",
+    "TENANT_LIMITS",
+    "Authenticator",
+    "Principal",
+    "TokenTable",
+    "may_list",
+    "readable",
+    "token_id",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +88,10 @@ _STATUS = "/apis/status.fedctl.io/v1alpha1"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TENANT_READS_CLUSTER_SCOPED = frozenset({"clusters", "queues", "acceleratorprofiles"})
 _TENANT_WRITES = frozenset({"workloads", "propagationpolicies", "overridepolicies"})
+TENANT_LIMITS = frozenset({"ResourceQuota", "LimitRange"})
+"""Core kinds (as `Kind.group` key segments) a tenant may read but not write: a template
+of one becomes the namespace's quota or limits in the members, so a tenant writing one
+raises (or, deleting it, removes) its own limits, as a FederatedResourceQuota's would."""
 
 
 def token_id(token: str) -> str:
@@ -252,7 +274,7 @@ class Authenticator:
         if not path.startswith(_API + "/"):
             return None if method in _READ_METHODS else f"may not {method} {path}"
         if path in (_API + "/validate", _API + "/plan", _API + "/apply"):
-            return None  # what-ifs store nothing; apply is checked per object by `admit`
+            return None  # validate reads nothing private; plan and apply `admit` each object
         if path == _DRILLS or path.startswith(_DRILLS + "/"):
             return "may not run or read drills (admins only)"
         if path == _WATCH:  # each kind it names is checked by `may_list` as it is streamed
@@ -263,25 +285,60 @@ class Authenticator:
         except errors.Invalid:
             return f"may not use {path}"
         ns = info.get("ns")
+        if ns is None and res.namespaced and method in _READ_METHODS and not _watching(request):
+            return None  # a list of every namespace: `ObjectsApi` cuts it to the tenant's
         if res.plural == "workloads" and ns and info.get("kind") and info.get("name"):
             # A Namespace template is its namespace's (`namespace_of`): its tenant may
             # read and delete it, and with it what it holds, if it may write that too.
             ref = keys.WorkloadRef(ns, info["kind"], info["name"])
             ns = reg_objects.namespace_of(ref) or ns
-        return _tenant_rule(who, plural=res.plural, namespaced=res.namespaced, ns=ns, method=method)
+        return _tenant_rule(
+            who,
+            plural=res.plural,
+            namespaced=res.namespaced,
+            ns=ns,
+            method=method,
+            kind=info.get("kind"),
+        )
 
-    def admit(self, request: web.Request, res: reg_objects.Resource, ns: str | None) -> None:
-        """Raise 403 unless the caller may write objects of `res` in namespace `ns` (None:
-        cluster-scoped; `reg_objects.access_namespace` says which an object needs): each
-        document of an apply, and each resource a Namespace's deletion takes with it."""
+    def admit(
+        self,
+        request: web.Request,
+        res: reg_objects.Resource,
+        ns: str | None,
+        *,
+        kind: str | None = None,
+        what: str = "",
+    ) -> None:
+        """Raise 403 unless the caller may write objects of `res` (of workload `kind`, its
+        `Kind.group` key segment) in namespace `ns` (None: cluster-scoped;
+        `reg_objects.access_namespace` says which an object needs): each document of an
+        apply, a create or an update, each document a plan is asked about, and each
+        resource a Namespace's deletion takes with it. `what` names the object refused
+        (`ClusterRole ml-admin (document 2)`), which opens the message."""
         who = request.get(PRINCIPAL)
         if who is None or who.is_admin:
             return
         denied = _tenant_rule(
-            who, plural=res.plural, namespaced=res.namespaced, ns=ns, method="PUT"
+            who, plural=res.plural, namespaced=res.namespaced, ns=ns, method="PUT", kind=kind
         )
         if denied is not None:
-            raise web.HTTPForbidden(text=f"user {who.user!r} {denied}")
+            prefix = f"{what}: " if what else ""
+            raise web.HTTPForbidden(text=f"{prefix}user {who.user!r} {denied}")
+
+
+def _watching(request: web.Request) -> bool:
+    """Whether a list asks to be watched (`?watch=true`): a watch streams every change under
+    its prefix, so it cannot be cut to a tenant's namespaces as a list is."""
+    return request.query.get("watch", "").lower() in ("1", "true", "yes")
+
+
+def readable(who: Principal | None) -> frozenset[str] | None:
+    """The namespaces whose objects `who` may read; None: every one (an admin, or a
+    server without authentication). A list across namespaces is cut to these."""
+    if who is None or who.is_admin:
+        return None
+    return who.namespaces
 
 
 def may_list(who: Principal, plural: str) -> str | None:
@@ -305,18 +362,35 @@ def _status_rule(who: Principal, request: web.Request) -> str | None:
 
 
 def _tenant_rule(
-    who: Principal, *, plural: str, namespaced: bool, ns: str | None, method: str
+    who: Principal,
+    *,
+    plural: str,
+    namespaced: bool,
+    ns: str | None,
+    method: str,
+    kind: str | None = None,
 ) -> str | None:
+    """The tenant rules of the module docstring for one request or object; `kind` is a
+    workload's `Kind.group` key segment, when the caller names one."""
     reading = method in _READ_METHODS
+    verb = "read" if reading else "change"
     if not namespaced:
         if reading and plural in _TENANT_READS_CLUSTER_SCOPED:
             return None
-        verb = "read" if reading else "change"
         return f"may not {verb} cluster-scoped {plural}"
     if ns is None:
         return f"may not list {plural} across all namespaces; name a namespace"
+    if ns == keys.CLUSTER_SCOPE:  # a cluster-scoped workload other than a Namespace
+        return f"may not {verb} cluster-scoped {kind or plural} objects (admins only)"
     if ns not in who.namespaces:
         return f"has no access to namespace {ns!r}"
-    if reading or plural in _TENANT_WRITES:
+    if reading:
+        return None
+    if plural == "workloads" and kind in TENANT_LIMITS:
+        return (
+            f"may not change {kind} templates: they set the limits of the namespace's"
+            " members, which tenants may not raise (read-only for tenants)"
+        )
+    if plural in _TENANT_WRITES:
         return None
     return f"may not change {plural} (read-only for tenants)"

@@ -22,14 +22,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from aiohttp import web
 
 from federation import errors
-from federation.registry import objects
+from federation.registry import keys, objects
 from policies import loading
 from policies.models.base import KubeObject
+from policies.models.workload import Workload
 
-__all__ = ["FILENAME", "documents"]
+__all__ = ["FILENAME", "Admit", "admit_each", "documents", "named"]
 
 FILENAME = "<request>"
 """What findings call a body, in place of a file name."""
@@ -75,6 +79,42 @@ def _json_documents(text: str) -> tuple[list[loading.Finding], list[KubeObject]]
             for i, d in enumerate(docs)
         ]
     return [f for c in checked for f in c.findings], [c.model for c in checked if c.model]
+
+
+class Admit(Protocol):
+    """Raises (a 403) unless the caller may write objects of the resource in the namespace
+    (None: cluster-scoped), of the workload kind given (its `Kind.group` key segment);
+    `what` names the object refused. `auth.Authenticator.admit` is the one there is."""
+
+    def __call__(
+        self,
+        request: web.Request,
+        res: objects.Resource,
+        ns: str | None,
+        /,
+        *,
+        kind: str | None = None,
+        what: str = "",
+    ) -> None: ...
+
+
+def admit_each(admit: Admit | None, request: web.Request, models: Iterable[KubeObject]) -> None:
+    """Every document judged by the tenant rules as the write it asks for, by its real scope
+    (`objects.access_namespace`), before anything is read or stored: a create, an update,
+    each document of an apply and of a plan. The refusal names the document (`named`), so
+    a client sending many can say which, and where in its files (`fedctl apply`)."""
+    if admit is None:
+        return
+    for obj in models:
+        kind = keys.kind_segment(obj.api_version, obj.kind) if isinstance(obj, Workload) else None
+        res, ns = objects.resource_for_kind(obj), objects.access_namespace(obj)
+        admit(request, res, ns, kind=kind, what=named(obj))
+
+
+def named(obj: KubeObject) -> str:
+    """`Kind ns/name` (`Kind name` when cluster-scoped), as refusals open with it."""
+    where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+    return f"{obj.kind} {where}{obj.metadata.name}"
 
 
 def _named(doc: Any) -> str:

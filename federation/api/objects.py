@@ -28,7 +28,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -38,7 +38,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import bodies, members, plan_routes, queue_status
+from federation.api import audit, auth, bodies, members, plan_routes, queue_status
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -64,11 +64,6 @@ _log = logging.getLogger(__name__)
 API_PREFIX = "/apis/fedctl.io/v1alpha1"
 _SERVER_FIELDS = ("resource_version", "uid", "generation", "creation_timestamp")
 REDACTED = secrets.REDACTED
-
-Admit = Callable[[web.Request, objects.Resource, str | None], None]
-"""Raises (e.g. 403) unless the caller may write objects of the resource in the namespace
-(None: cluster-scoped); checked per apply document, and per resource a Namespace's
-deletion takes with it."""
 
 
 _READS = 64
@@ -97,7 +92,7 @@ class ObjectsApi:
         *,
         clock: clock_mod.Clock = clock_mod.real,
         cipher: secrets.Cipher | None = None,
-        admit: Admit | None = None,
+        admit: bodies.Admit | None = None,
         currency: Currency | None = None,
         queues: queue_status.QueueStatusApi | None = None,
         max_object_bytes: int = ApiSettings().max_object_bytes,
@@ -196,15 +191,19 @@ class ObjectsApi:
             prefix = keys.work_prefix(request.query["cluster"])
         if _flag(request.query.get("watch")):
             return await self._watch(request, res, prefix)
-        if res.readonly:
-            raw = await self.raw.list(prefix)
-            items = [raw_wire(kv) for kv in raw.items]
-            revision = raw.revision
+        owned = auth.readable(request.get(auth.PRINCIPAL)) if res.namespaced and not ns else None
+        items: list[dict[str, Any]] = []
+        revision = 0
         headers = CIMultiDict[str]()
-        if not res.readonly:
-            listed = await self.objects.list(prefix)
-            items = [await self._present(i) for i in listed.items]
-            revision = listed.revision
+        for part, exact in _parts(res, prefix, owned):
+            if res.readonly:
+                raw = await self.raw.list(part)
+                items += [raw_wire(kv) for kv in raw.items if exact in (None, kv.key)]
+                revision = max(revision, raw.revision)
+                continue
+            listed = await self.objects.list(part)
+            items += [await self._present(i) for i in listed.items if exact in (None, i.key)]
+            revision = max(revision, listed.revision)
             for skipped in listed.skipped:
                 headers.add("Warning", _unreadable(skipped))
         return web.json_response(
@@ -252,9 +251,12 @@ class ObjectsApi:
     # writes
 
     async def _body(self, request: web.Request) -> list[KubeObject]:
-        """Documents in the body, validated; any error becomes one 400 with every finding."""
+        """Documents in the body, validated; any error becomes one 400 with every finding.
+        The audit trail records what they are, whether the write is then refused or not."""
         text = (await request.read()).decode("utf-8", errors="replace")
-        return bodies.documents(text, content_type=request.content_type)
+        models = bodies.documents(text, content_type=request.content_type)
+        audit.attempted(request, models)
+        return models
 
     def _placed(self, request: web.Request, obj: KubeObject) -> KubeObject:
         """Fill or check the namespace from the URL; refuse one Kubernetes keeps for
@@ -309,6 +311,10 @@ class ObjectsApi:
         obj = self._placed(request, models[0])
         if objects.resource_for_kind(obj) != res:
             raise errors.Invalid(f"a {obj.kind} cannot be created as {res.plural}")
+        # By the object's own scope, as /apply judges it: the URL's namespace says nothing
+        # of a ClusterRoleBinding posted under it. Before the dry run's existence check,
+        # so a refusal never says whether the object is there.
+        bodies.admit_each(self.admit, request, [obj])
         await self._check_stored([obj])
         obj = self._fresh(_stamp_taints(None, obj, now=self.clock.now()))
         key = objects.key_for(obj)
@@ -336,6 +342,7 @@ class ObjectsApi:
         key = self._key(request, res)
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
+        bodies.admit_each(self.admit, request, [obj])
         expected = revision(obj.metadata.resource_version, field="metadata.resourceVersion")
         await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
@@ -430,11 +437,11 @@ class ObjectsApi:
         _as_given(f'namespaces "{namespace}"', await self.objects.get(key), since)
         held = await self._held(namespace)
         if self.admit is not None:
-            for res in dict.fromkeys(h.resource for h in held):
+            for res, kind in dict.fromkeys((h.resource, h.kind) for h in held):
                 try:
-                    self.admit(request, res, namespace)
+                    self.admit(request, res, namespace, kind=kind)
                 except web.HTTPForbidden as exc:
-                    mine = [h for h in held if h.resource == res]
+                    mine = [h for h in held if h.resource == res and h.kind == kind]
                     raise web.HTTPForbidden(
                         text=f"{exc.text}: namespace {namespace} holds {_listed(mine)}, which"
                         " deleting it would delete; nothing was deleted"
@@ -503,9 +510,7 @@ class ObjectsApi:
         one at a time, read then write, a sweep of 10,000 Jobs ran past the request's 30 s
         with a quarter of them stored, and the client could not tell which."""
         models = [self._placed(request, m) for m in await self._body(request)]
-        if self.admit is not None:
-            for obj in models:  # every document is allowed before any is stored
-                self.admit(request, objects.resource_for_kind(obj), objects.access_namespace(obj))
+        bodies.admit_each(self.admit, request, models)  # all allowed before any is stored
         await self._check_stored(models)
         given: dict[str, KubeObject] = {}
         for obj in models:  # every clash refused before anything is written
@@ -924,6 +929,26 @@ def revision(value: str | None, *, field: str) -> int | None:
             " whole number of 0 or more (as metadata.resourceVersion gives it)"
         )
     return int(value)
+
+
+def _parts(
+    res: objects.Resource, prefix: str, owned: frozenset[str] | None
+) -> list[tuple[str, str | None]]:
+    """The prefixes a list reads, each with the one key it keeps (None: all under it):
+    `prefix` for a caller who may read every namespace; else each namespace it owns and,
+    for workloads, each one's Namespace template (cluster-scoped, but its tenant's:
+    `objects.namespace_of`), read by its key. A tenant's `fedctl get pp` lists what it
+    may read, as `-A` does for an admin, instead of a 403 (`auth.py`)."""
+    if owned is None:
+        return [(prefix, None)]
+    parts: list[tuple[str, str | None]] = [
+        (objects.list_prefix(res, ns), None) for ns in sorted(owned)
+    ]
+    if res.plural == "workloads":
+        for ns in sorted(owned):
+            key = keys.workload_key(objects.namespace_workload(ns))
+            parts.append((key, key))
+    return parts
 
 
 def _flag(value: str | None) -> bool:

@@ -9,6 +9,13 @@ they would stand after `apply`. A workload is affected when the body names it, o
 policy that claims it is in the body or would change. Feeds the editor's preview and diff,
 and notes on the body's policies that claim less than they select (`claims.notes`).
 
+Who may plan what: a plan is the write it previews, authorized as one (Kubernetes judges a
+dry run and a diff as the request itself): each document must pass the tenant rules as
+`/apply` would (`bodies.admit_each`), else 403 naming it, so no diff shows a stored object
+its caller may not read. What the answer says of other stored objects is cut to the
+caller's namespaces: the workloads planned, the claim notes, and the admitted work a
+placement would preempt (counted, not named, outside them).
+
 Why here and not in the scheduler: the scheduler is pure over a snapshot; reading the
 registry and speaking HTTP belong to the API layer.
 
@@ -36,6 +43,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 
 from federation import errors
+from federation.api import auth, bodies
 from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
 from federation.propagation import overrides
@@ -174,8 +182,16 @@ class LiveState:
 class PlanApi:
     """The plan route bound to one Store."""
 
-    def __init__(self, store: st.Store, *, settings: SchedulerSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: st.Store,
+        *,
+        settings: SchedulerSettings | None = None,
+        admit: bodies.Admit | None = None,
+    ) -> None:
         self.store = store
+        self.admit = admit
+        """The tenant rules each planned document must pass (`auth.Authenticator.admit`)."""
         self.objects = codec.TypedStore(store, objects.ObjectCodec())
         self.statuses = codec.TypedStore(store, codec.Codec(ClusterStatus))
         self.bindings = codec.TypedStore(store, codec.Codec(Binding))
@@ -235,7 +251,9 @@ class PlanApi:
         failures = [str(f) for f in result.findings if f.is_error]
         if failures:
             raise errors.Invalid("; ".join(failures), findings=failures)
+        bodies.admit_each(self.admit, request, (o.model for o in result.objects))
         proposed = {objects.key_for(o.model): o.model for o in result.objects}
+        seen = _visible(request)
         live = await self.live()
         # The claims Bindings record hold after the write too: a policy that may not
         # preempt them takes nothing, so the plan after apply must not show it taking.
@@ -250,9 +268,11 @@ class PlanApi:
         for key in _affected(live, after, proposed, default_queue=self.settings.default_queue):
             workload = after.objects[key]
             assert isinstance(workload, Workload)
+            if not seen(objects.access_namespace(workload)):
+                continue
             entry: dict[str, Any] = {
                 "key": key,
-                "after": self._plan(scheduler, workload, after, after_state),
+                "after": _cut(self._plan(scheduler, workload, after, after_state), seen),
             }
             before = live.objects.get(key)
             if isinstance(before, Workload):
@@ -260,13 +280,16 @@ class PlanApi:
                 bound = live.bindings.get(key)
                 if bound is not None and bound.status.phase == "Scheduled":
                     now = _as_bound(now, bound)
-                entry["before"] = now
+                entry["before"] = _cut(now, seen)
             plans.append(entry)
         return web.json_response(
             {
                 "plans": plans,
                 "notes": policy_notes(
-                    proposed.values(), after.of(Workload), after.policies(), after.recorded
+                    proposed.values(),
+                    [w for w in after.of(Workload) if seen(objects.access_namespace(w))],
+                    after.policies(),
+                    after.recorded,
                 ),
                 "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
@@ -284,6 +307,24 @@ class PlanApi:
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
         return planned.to_json(policy.metadata.name if policy else None)
+
+
+def _visible(request: web.Request) -> Callable[[str | None], bool]:
+    """Whether the caller may read what a namespace holds: every one for an admin (or a
+    server without authentication), a tenant's own only (`auth.py`)."""
+    owned = auth.readable(request.get(auth.PRINCIPAL))
+    return lambda ns: owned is None or ns in owned
+
+
+def _cut(planned: dict[str, Any], seen: Callable[[str | None], bool]) -> dict[str, Any]:
+    """A plan whose preemptions (`NS/KIND/NAME: why`) name only workloads the caller may
+    read; the others are counted, so the plan still says that it preempts."""
+    victims = planned.get("preempts") or []
+    shown = [v for v in victims if seen(str(v).split("/", 1)[0])]
+    if len(shown) == len(victims):
+        return planned
+    hidden = len(victims) - len(shown)
+    return {**planned, "preempts": [*shown, f"{hidden} workload(s) of other namespaces"]}
 
 
 def _as_bound(planned: dict[str, Any], binding: Binding) -> dict[str, Any]:

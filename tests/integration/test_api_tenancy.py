@@ -1,0 +1,188 @@
+"""A tenant's rights through every route that reads or writes objects: the object API's
+create and update judge an object by its own scope as `/apply` does, a plan is the write
+it previews, and a list across namespaces is cut to the tenant's.
+
+Real etcd and the real application, with the tokens of `test_api_security`: `mia` owns
+`ml-research`, `wes` owns `web`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from federation.api import app as api_app
+from federation.api import audit, auth
+from federation.registry import embedded
+from federation.registry.etcd import EtcdStore
+from tests.conftest import etcd_settings
+from tests.integration.test_api import wipe
+from tests.integration.test_api_security import ADMIN, OTHER, TENANT, TOKENS, Client, job, serving
+
+pytestmark = pytest.mark.integration
+
+API = "/apis/fedctl.io/v1alpha1"
+
+
+@pytest.fixture
+async def api(etcd_server: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Client]:
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    await wipe(store)
+    trail = audit.AuditLog(tmp_path / "audit.log")
+    app = api_app.build_app(
+        store, auth=auth.Authenticator(auth.TokenTable.from_yaml(TOKENS)), audit=trail
+    )
+    async with serving(app) as base, aiohttp.ClientSession() as session:
+        yield Client(base, session)
+    trail.close()
+    await store.close()
+
+
+def obj(api_version: str, kind: str, name: str, namespace: str | None = None, **rest: Any) -> Any:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **rest}
+
+
+SECRET = obj("v1", "Secret", "db-creds", "web", stringData={"password": "hunter2-SUPERSECRET"})
+PP = obj(
+    "policy.karmada.io/v1alpha1",
+    "PropagationPolicy",
+    "jobs",
+    "ml-research",
+    spec={"resourceSelectors": [{"apiVersion": "batch/v1", "kind": "Job"}]},
+)
+
+
+async def plan(api: Client, doc: Any, token: str) -> tuple[int, Any]:
+    code, answer, _ = await api.call("POST", f"{API}/plan", doc, token=token)
+    return code, answer
+
+
+@pytest.mark.parametrize(
+    ("doc", "refused"),
+    [
+        pytest.param(SECRET, "Secret web/db-creds: user 'mia' has no access to namespace 'web'",
+                     id="another tenant's Secret, whose diff showed its stored value"),
+        pytest.param(obj("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy", "grab",
+                         spec={"resourceSelectors": [{"apiVersion": "batch/v1", "kind": "Job"}]}),
+                     "ClusterPropagationPolicy grab: user 'mia' may not change cluster-scoped"
+                     " clusterpropagationpolicies",
+                     id="a cluster policy, whose claim notes named every tenant's workloads"),
+        pytest.param({**PP, "metadata": {"name": "peek", "namespace": "web"}},
+                     "PropagationPolicy web/peek: user 'mia' has no access to namespace 'web'",
+                     id="a policy in another namespace, which planned its workloads"),
+    ],
+)  # fmt: skip
+async def test_a_tenant_plans_only_what_it_may_write(api: Client, doc: Any, refused: str) -> None:
+    assert (await api.call("POST", f"{API}/apply", {"items": [SECRET, job("web")]}))[0] == 200
+    code, answer = await plan(api, doc, TENANT)
+    assert code == 403 and answer["message"] == refused, answer
+    assert "hunter2" not in json.dumps(answer)
+    code, answer = await plan(api, doc, ADMIN)
+    assert code == 200, "an admin plans anything"
+
+
+async def test_a_tenants_plan_shows_only_its_own_workloads(api: Client) -> None:
+    body = {"items": [job("web"), job("ml-research")]}
+    assert (await api.call("POST", f"{API}/apply", body))[0] == 200
+    code, answer = await plan(api, PP, TENANT)
+    assert code == 200, answer
+    assert [p["key"] for p in answer["plans"]] == ["/fedctl/workloads/ml-research/Job.batch/train"]
+    assert "web" not in json.dumps(answer["plans"]) + json.dumps(answer["notes"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "doc", "refused"),
+    [
+        pytest.param("POST", "namespaces/ml-research/workloads",
+                     obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "ml-admin"),
+                     "ClusterRoleBinding ml-admin: user 'mia' may not change cluster-scoped"
+                     " ClusterRoleBinding.rbac.authorization.k8s.io objects (admins only)",
+                     id="a ClusterRoleBinding posted under the tenant's namespace"),
+        pytest.param("POST", "namespaces/ml-research/workloads?dryRun=All",
+                     obj("v1", "Namespace", "web"),
+                     "Namespace web: user 'mia' has no access to namespace 'web'",
+                     id="a dry run of another's Namespace, which said 409 if it existed"),
+        pytest.param("POST", "namespaces/ml-research/workloads",
+                     obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration",
+                         "intercept", "ml-research"),
+                     "MutatingWebhookConfiguration ml-research/intercept: user 'mia' may not"
+                     " change cluster-scoped"
+                     " MutatingWebhookConfiguration.admissionregistration.k8s.io objects"
+                     " (admins only)",
+                     id="a webhook configuration given a namespace: cluster-scoped all the same"),
+        pytest.param("POST", "apply",
+                     {"items": [job("ml-research"),
+                                obj("v1", "ResourceQuota", "ml-research", "ml-research",
+                                    spec={"hard": {"requests.cpu": "9999"}})]},
+                     "ResourceQuota ml-research/ml-research: user 'mia' may not change"
+                     " ResourceQuota templates: they set the limits of the namespace's members,"
+                     " which tenants may not raise (read-only for tenants)",
+                     id="its own namespace's quota, raised through a template"),
+        pytest.param("POST", "namespaces/ml-research/workloads",
+                     obj("v1", "LimitRange", "limits", "ml-research"),
+                     "LimitRange ml-research/limits: user 'mia' may not change LimitRange"
+                     " templates: they set the limits of the namespace's members, which tenants"
+                     " may not raise (read-only for tenants)",
+                     id="its own namespace's limit range"),
+    ],
+)  # fmt: skip
+async def test_a_tenant_writes_no_object_acting_beyond_its_namespaces(
+    api: Client, tmp_path: Path, *, method: str, path: str, doc: Any, refused: str
+) -> None:
+    assert (await api.call("POST", f"{API}/apply", {"items": [obj("v1", "Namespace", "web")]}))[
+        0
+    ] == 200
+    code, status, _ = await api.call(method, f"{API}/{path}", doc, token=TENANT)
+    assert code == 403 and status["message"] == refused, status
+    _, listed, _ = await api.call("GET", f"{API}/workloads")
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["web"], "nothing was stored"
+    line = json.loads((tmp_path / "audit.log").read_text().splitlines()[-1])
+    written = doc.get("items", [doc])
+    assert line["code"] == 403 and line["objects"] == [
+        {
+            "kind": d["kind"],
+            "namespace": d["metadata"].get("namespace"),
+            "name": d["metadata"]["name"],
+        }
+        for d in written
+    ], "the trail says what was attempted"
+
+
+async def test_an_admin_stores_a_webhook_configuration_as_cluster_scoped(api: Client) -> None:
+    doc = obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "hook", "web")
+    code, created, _ = await api.call("POST", f"{API}/namespaces/web/workloads", doc)
+    assert code == 201, created
+    path = f"{API}/namespaces/_/workloads/MutatingWebhookConfiguration.admissionregistration.k8s.io"
+    assert (await api.call("GET", f"{path}/hook"))[0] == 200
+    code, status, _ = await api.call("DELETE", f"{path}/hook", token=OTHER)
+    assert code == 403 and "may not change cluster-scoped" in status["message"], status
+
+
+async def test_a_tenant_lists_every_namespace_it_may_read(api: Client) -> None:
+    """`fedctl get pp` (and `get workloads -o json`, `get namespaces`) list every
+    namespace the token may read, as concepts.md says, instead of a 403."""
+    theirs = {**PP, "metadata": {"name": "jobs", "namespace": "web"}}
+    items = [PP, theirs, job("web"), job("ml-research"), obj("v1", "Namespace", "ml-research"),
+             obj("v1", "Namespace", "web"), obj("v1", "Namespace", "ml-research-2")]  # fmt: skip
+    assert (await api.call("POST", f"{API}/apply", {"items": items}))[0] == 200
+    code, listed, _ = await api.call("GET", f"{API}/propagationpolicies", token=TENANT)
+    assert code == 200 and [(p["metadata"]["namespace"]) for p in listed["items"]] == [
+        "ml-research"
+    ]
+    code, listed, _ = await api.call("GET", f"{API}/workloads", token=TENANT)
+    assert code == 200, listed
+    assert sorted((w["kind"], w["metadata"]["name"]) for w in listed["items"]) == [
+        ("Job", "train"),
+        ("Namespace", "ml-research"),
+    ]
+    code, listed, _ = await api.call("GET", f"{API}/bindings", token=TENANT)
+    assert code == 200 and listed["items"] == []
+    code, _, _ = await api.call("GET", f"{API}/workloads?watch=true", token=TENANT)
+    assert code == 403, "a watch streams every namespace's changes: it cannot be cut"
