@@ -213,11 +213,40 @@ async def missing_from(
 
 
 async def find_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The status-view item of the one workload `args.name` (and `-n`) address."""
+    """The status-view item of the one workload `args.name` (and `-n`) address.
+
+    Not found in the list, which is cut to the namespaces the token may read, it is asked
+    of the namespace named (`-n NS`, `NS/NAME`, `NS/KIND/NAME`) alone, so that a token
+    that may not read it hears the API's 403 (`user 'alice' has no access to namespace
+    'web'`), as kubectl says Forbidden, not "not found", which sent users hunting a typo."""
     from federation.cli import workloads_view
 
-    listed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
-    return workloads_view.pick(listed["items"], name=args.name, namespace=args.namespace)
+    path = f"{workloads_view.PREFIX}/workloads"
+    listed = await api.request("GET", path)
+    try:
+        return workloads_view.pick(listed["items"], name=args.name, namespace=args.namespace)
+    except errors.NotFound:
+        named = _namespace_named(args.name, args.namespace)
+        if named is not None:
+            await api.request("GET", path, params={"namespace": named})  # 403 if not its
+        raise
+
+
+def _namespace_named(name: str, namespace: str | None) -> str | None:
+    """The namespace a workload address names, if it names one: `-n NS`, the first part of
+    NS/KIND/NAME, or of NS/NAME when that part is no workload kind (`deploy/web`, `Job/x`:
+    a namespace is a lower-case DNS label)."""
+    from federation.cli import workloads_view
+
+    parts = name.split("/")
+    if namespace:
+        return namespace
+    first = parts[0]
+    if len(parts) == 3 or (
+        len(parts) == 2 and first == first.lower() and workloads_view.kind_named(first) is None
+    ):
+        return first
+    return None
 
 
 def workload_path(item: dict[str, Any]) -> str:

@@ -256,6 +256,8 @@ async def _apply(args: argparse.Namespace) -> int:
             params = {"dryRun": "All"} if args.dry_run else None
             answer = await api.request("POST", "apply", body=body, params=params)
         except client.ApiError as exc:
+            if exc.code == 403:  # it names the document refused: say where it is
+                raise client.ApiError(403, exc.reason, render.placed(str(exc), loaded), {}) from exc
             if exc.code != 400:
                 raise
             found = [render.placed(f, loaded) for f in exc.details.get("findings") or [str(exc)]]
