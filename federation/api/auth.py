@@ -10,8 +10,9 @@ The rules, kept small so they can be read in one sitting:
     admin               everything
     tenant (a group `tenant:NS`, or a group mapped to namespaces in the tokens file)
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
-                        any namespaced resource in its own namespaces; a list that names
-                        no namespace is cut to them (`ObjectsApi`), a watch of one is 403
+                        any namespaced resource in its own namespaces, and the Works of
+                        their workloads; a list that names no namespace (and of Works) is
+                        cut to them (`ObjectsApi`), a watch of one is 403
         write           workloads, propagation and override policies in its own namespaces;
                         the Namespace template of one of them, which is that namespace's
                         (deleting it deletes what the namespace holds: refused whole if
@@ -285,7 +286,8 @@ class Authenticator:
         except errors.Invalid:
             return f"may not use {path}"
         ns = info.get("ns")
-        if ns is None and res.namespaced and method in _READ_METHODS and not _watching(request):
+        listing = method in _READ_METHODS and not _watching(request) and not info.get("name")
+        if listing and ns is None and (res.namespaced or res.plural == "works"):
             return None  # a list of every namespace: `ObjectsApi` cuts it to the tenant's
         if res.plural == "workloads" and ns and info.get("kind") and info.get("name"):
             # A Namespace template is its namespace's (`namespace_of`): its tenant may
@@ -355,7 +357,10 @@ def _status_rule(who: Principal, request: web.Request) -> str | None:
     names none is allowed, and `WorkloadsApi` cuts it to the tenant's namespaces."""
     if request.method not in _READ_METHODS:
         return f"may not {request.method} {request.path}"
-    ns = request.match_info.get("ns") or request.query.get("namespace")
+    info = request.match_info
+    ns = info.get("ns") or request.query.get("namespace")
+    if ns and info.get("kind") and info.get("name"):  # a Namespace template is its tenant's
+        ns = reg_objects.namespace_of(keys.WorkloadRef(ns, info["kind"], info["name"])) or ns
     if ns and ns not in who.namespaces:
         return f"has no access to namespace {ns!r}"
     return None

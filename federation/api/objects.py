@@ -28,7 +28,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -191,18 +191,19 @@ class ObjectsApi:
             prefix = keys.work_prefix(request.query["cluster"])
         if _flag(request.query.get("watch")):
             return await self._watch(request, res, prefix)
-        owned = auth.readable(request.get(auth.PRINCIPAL)) if res.namespaced and not ns else None
+        every = (res.namespaced and not ns) or res.plural == "works"
+        owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
         items: list[dict[str, Any]] = []
         revision = 0
         headers = CIMultiDict[str]()
-        for part, exact in _parts(res, prefix, owned):
+        for part, keep in _parts(res, prefix, owned):
             if res.readonly:
                 raw = await self.raw.list(part)
-                items += [raw_wire(kv) for kv in raw.items if exact in (None, kv.key)]
+                items += [raw_wire(kv) for kv in raw.items if keep(kv.key)]
                 revision = max(revision, raw.revision)
                 continue
             listed = await self.objects.list(part)
-            items += [await self._present(i) for i in listed.items if exact in (None, i.key)]
+            items += [await self._present(i) for i in listed.items if keep(i.key)]
             revision = max(revision, listed.revision)
             for skipped in listed.skipped:
                 headers.add("Warning", _unreadable(skipped))
@@ -933,22 +934,34 @@ def revision(value: str | None, *, field: str) -> int | None:
 
 def _parts(
     res: objects.Resource, prefix: str, owned: frozenset[str] | None
-) -> list[tuple[str, str | None]]:
-    """The prefixes a list reads, each with the one key it keeps (None: all under it):
-    `prefix` for a caller who may read every namespace; else each namespace it owns and,
-    for workloads, each one's Namespace template (cluster-scoped, but its tenant's:
-    `objects.namespace_of`), read by its key. A tenant's `fedctl get pp` lists what it
-    may read, as `-A` does for an admin, instead of a 403 (`auth.py`)."""
+) -> list[tuple[str, Callable[[str], bool]]]:
+    """The prefixes a list reads, each with which keys under it it keeps: all of `prefix`
+    for a caller who may read every namespace; else each namespace it owns and, for
+    workloads, each one's Namespace template (cluster-scoped, but its tenant's:
+    `objects.namespace_of`), read by its key; Works (cluster-scoped, keyed by member) are
+    kept when their workload's namespace is the caller's. A tenant's `fedctl get pp` lists
+    what it may read, as `-A` does for an admin, instead of a 403 (`auth.py`)."""
     if owned is None:
-        return [(prefix, None)]
-    parts: list[tuple[str, str | None]] = [
-        (objects.list_prefix(res, ns), None) for ns in sorted(owned)
+        return [(prefix, lambda _key: True)]
+    if res.plural == "works":
+        return [(prefix, lambda key: _work_namespace(key) in owned)]
+    parts: list[tuple[str, Callable[[str], bool]]] = [
+        (objects.list_prefix(res, ns), lambda _key: True) for ns in sorted(owned)
     ]
     if res.plural == "workloads":
         for ns in sorted(owned):
             key = keys.workload_key(objects.namespace_workload(ns))
-            parts.append((key, key))
+            parts.append((key, key.__eq__))
     return parts
+
+
+def _work_namespace(key: str) -> str | None:
+    """The namespace whose rights reading the Work at `key` needs (`access_namespace`)."""
+    try:
+        ref = keys.parse_workload_key(key)
+    except errors.Invalid:
+        return None
+    return objects.namespace_of(ref) or ref.namespace
 
 
 def _flag(value: str | None) -> bool:

@@ -105,6 +105,14 @@ class WorkloadsApi:
         items = []
         for tail in self._tails(request):
             items += await self._list(tail)
+        owned = auth.readable(request.get(auth.PRINCIPAL))
+        if owned is not None and not request.query.get("namespace"):
+            # Its Namespace templates too: cluster-scoped (`_`), but each its tenant's
+            # (`objects.namespace_of`); `fedctl get namespaces` found none of them.
+            for ns in sorted(owned):
+                ref = objects.namespace_workload(ns)
+                tail = f"{ref.namespace}/{ref.kind}/{ref.name}"
+                items += [i for i in await self._list(tail) if i["name"] == ns]
         return web.json_response({"items": items})
 
     async def costs(self, request: web.Request) -> web.Response:

@@ -18,7 +18,8 @@ import pytest
 
 from federation.api import app as api_app
 from federation.api import audit, auth
-from federation.registry import embedded
+from federation.registry import embedded, keys
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
@@ -30,10 +31,16 @@ API = "/apis/fedctl.io/v1alpha1"
 
 
 @pytest.fixture
-async def api(etcd_server: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Client]:
+async def store(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[EtcdStore]:
     store = EtcdStore(etcd_settings(etcd_server.url))
     await store.connect()
     await wipe(store)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+async def api(store: EtcdStore, tmp_path: Path) -> AsyncIterator[Client]:
     trail = audit.AuditLog(tmp_path / "audit.log")
     app = api_app.build_app(
         store, auth=auth.Authenticator(auth.TokenTable.from_yaml(TOKENS)), audit=trail
@@ -41,7 +48,6 @@ async def api(etcd_server: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterat
     async with serving(app) as base, aiohttp.ClientSession() as session:
         yield Client(base, session)
     trail.close()
-    await store.close()
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str | None = None, **rest: Any) -> Any:
@@ -186,3 +192,23 @@ async def test_a_tenant_lists_every_namespace_it_may_read(api: Client) -> None:
     assert code == 200 and listed["items"] == []
     code, _, _ = await api.call("GET", f"{API}/workloads?watch=true", token=TENANT)
     assert code == 403, "a watch streams every namespace's changes: it cannot be cut"
+
+
+async def test_a_tenant_lists_the_works_of_its_namespaces_only(
+    api: Client, store: EtcdStore
+) -> None:
+    """`fedctl get works NAME -n NS` of its own workload was `may not read cluster-scoped
+    works`, though `describe workload` shows those same Works."""
+    refs = [("ml-research", "Job.batch", "train"), ("web", "Job.batch", "train"),
+            ("_", "Namespace", "ml-research"), ("_", "Namespace", "web")]  # fmt: skip
+    for ref in refs:
+        key = keys.work_key("eu-test", keys.WorkloadRef(*ref))
+        await store.commit([st.Put(key, json.dumps({"kind": "Work", "ref": list(ref)}).encode())])
+    code, listed, _ = await api.call("GET", f"{API}/works", token=TENANT)
+    assert code == 200, listed
+    assert [i["ref"] for i in listed["items"]] == [
+        ["_", "Namespace", "ml-research"],
+        ["ml-research", "Job.batch", "train"],
+    ]
+    code, listed, _ = await api.call("GET", f"{API}/works")
+    assert code == 200 and len(listed["items"]) == len(refs), "an admin lists them all"

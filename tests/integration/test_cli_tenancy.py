@@ -99,3 +99,19 @@ async def test_a_refused_document_is_named_at_its_file_and_line(
         " ResourceQuota templates: they set the limits of the namespace's members, which"
         " tenants may not raise (read-only for tenants)"
     )
+
+
+async def test_a_tenant_finds_the_namespace_it_owns(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`auth.py`: a Namespace template is its namespace's, whose tenant may read and delete
+    it; `get namespaces` listed none and `get namespace NAME` said not found."""
+    path = tmp_path / "ns.yaml"
+    path.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: ml-research}\n")
+    assert await fedctl_as(server, TENANT, "apply", "-f", str(path)) == 0
+    capsys.readouterr()
+    assert await fedctl_as(server, TENANT, "get", "namespaces", "-o", "json") == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [i["metadata"]["name"] for i in listed] == ["ml-research"]
+    assert await fedctl_as(server, TENANT, "describe", "workload", "Namespace/ml-research") == 0
+    assert "ml-research" in capsys.readouterr().out
