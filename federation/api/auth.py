@@ -45,21 +45,16 @@ Federated quotas are namespaced but read-only to tenants, who must not raise the
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from federation import errors
-from federation.api import status
+from federation.api import status, tokens
 from federation.registry import keys
 from federation.registry import objects as reg_objects
 
@@ -79,7 +74,8 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 ADMIN_GROUP = "admin"
-TENANT_PREFIX = "tenant:"
+TokenTable = tokens.TokenTable
+"""The tokens file read (`tokens.py`), kept here too as the Authenticator's own input."""
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics", "/"})
 PUBLIC_PREFIXES = ("/ui/",)  # the dashboard's static files: no data, and it asks for a token
 _API = "/apis/fedctl.io/v1alpha1"
@@ -115,90 +111,6 @@ class Principal:
 
 
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("fedctl_principal", Principal)
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    user: str
-    groups: frozenset[str]
-
-
-@dataclass
-class TokenTable:
-    """Token digests → user and groups, plus group → namespaces for tenants."""
-
-    entries: dict[str, _Entry] = field(default_factory=dict)
-    group_namespaces: dict[str, frozenset[str]] = field(default_factory=dict)
-
-    def add(self, token: str, user: str, groups: Iterable[str]) -> None:
-        if not token or not user:
-            raise errors.Invalid("every token needs a non-empty token and user")
-        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-        self.entries[digest] = _Entry(user, frozenset(g for g in groups if g))
-
-    def lookup(self, token: str) -> _Entry | None:
-        return self.entries.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
-
-    def namespaces_of(self, groups: Iterable[str]) -> frozenset[str]:
-        owned: set[str] = set()
-        for group in groups:
-            if group.startswith(TENANT_PREFIX) and len(group) > len(TENANT_PREFIX):
-                owned.add(group[len(TENANT_PREFIX) :])
-            owned.update(self.group_namespaces.get(group, ()))
-        return frozenset(owned)
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> TokenTable:
-        """Read a `.yaml`/`.yml` file or a CSV file (`token,user,groups` per line)."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise errors.Invalid(f"cannot read tokens file {path}: {exc}") from exc
-        if str(path).endswith((".yaml", ".yml")):
-            return cls.from_yaml(text, source=str(path))
-        return cls.from_csv(text)
-
-    @classmethod
-    def from_csv(cls, text: str) -> TokenTable:
-        """`token,user[,groups]` (groups `;`- or `,`-separated, quoted) or Kubernetes'
-        `token,user,uid,"g1,g2"`; blank lines and `#` comments are skipped."""
-        table = cls()
-        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-        for n, row in enumerate(csv.reader(io.StringIO("\n".join(lines))), start=1):
-            cells = [c.strip() for c in row]
-            if len(cells) < 2:
-                raise errors.Invalid(f"tokens CSV row {n}: expected token,user[,groups]")
-            groups = cells[3] if len(cells) >= 4 else (cells[2] if len(cells) == 3 else "")
-            table.add(cells[0], cells[1], groups.replace(";", ",").split(","))
-        return table
-
-    @classmethod
-    def from_yaml(cls, text: str, *, source: str = "<tokens>") -> TokenTable:
-        """`tokens:` a list of {token, user, groups} (or a map token → {user, groups}), and
-        optionally `namespaces:` a map group → [namespace, ...]."""
-        try:
-            doc = YAML(typ="safe", pure=True).load(text) or {}
-        except YAMLError as exc:
-            raise errors.Invalid(f"{source}: not valid YAML: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise errors.Invalid(f"{source}: expected a mapping with `tokens:`")
-        table = cls()
-        raw = doc.get("tokens") or []
-        items = (
-            [{"token": k, **(v or {})} for k, v in raw.items()] if isinstance(raw, dict) else raw
-        )
-        for n, item in enumerate(items, start=1):
-            if not isinstance(item, dict):
-                raise errors.Invalid(f"{source}: tokens[{n}] is not a mapping")
-            table.add(str(item.get("token", "")), str(item.get("user", "")), _strs(item))
-        for group, namespaces in (doc.get("namespaces") or {}).items():
-            table.group_namespaces[str(group)] = frozenset(str(ns) for ns in namespaces or ())
-        return table
-
-
-def _strs(item: Mapping[str, Any]) -> list[str]:
-    groups = item.get("groups") or []
-    return [str(g) for g in (groups if isinstance(groups, list) else [groups])]
 
 
 def _cert_principal(peercert: Mapping[str, Any] | None, table: TokenTable) -> Principal | None:
