@@ -7,7 +7,8 @@ be taken out of a load balancer, but restarting it would not bring etcd back.
 Middlewares, outermost first: audit (so refused mutations are recorded too), auth, the
 per-client rate limit, a `dryRun` other than `All` refused, the request deadline, then
 errors → Status bodies. `/healthz`,
-`/livez`, `/readyz` and `/metrics` need no credentials. Without an `Authenticator` every
+`/livez` and `/readyz` need no credentials; `/metrics` needs a token of group `admin` or
+`metrics` (it shows every namespace's cost: `auth.py`). Without an `Authenticator` every
 caller is trusted, which is what a loopback-only development controller wants.
 
 Drills need two things only the controller process knows: the members' kubeconfig (its

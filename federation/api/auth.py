@@ -34,8 +34,11 @@ The rules, kept small so they can be read in one sitting:
                         if the caller may list it across namespaces (`may_list`)
     admin only          drills (they break a member on purpose, and their reports name
                         workloads of every namespace)
-    nobody signed in    /healthz, /livez, /readyz, /metrics, and the dashboard's page
-                        and static files (`/`, `/ui/...`), which hold no data
+    admin or `metrics`  /metrics, which shows what every namespace's work costs (the
+                        group a Prometheus scrape's token is given; as the Kubernetes API
+                        server's /metrics, it needs credentials)
+    nobody signed in    /healthz, /livez, /readyz, and the dashboard's page and static
+                        files (`/`, `/ui/...`), which hold no data
 
 No or a bad credential is 401; a known caller outside its rights is 403. Tokens are kept
 only as SHA-256 digests in memory and are never logged: logs and the audit trail carry a
@@ -76,12 +79,14 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ADMIN_GROUP = "admin"
 TokenTable = tokens.TokenTable
 """The tokens file read (`tokens.py`), kept here too as the Authenticator's own input."""
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics", "/"})
+METRICS_GROUP = "metrics"
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/"})
 PUBLIC_PREFIXES = ("/ui/",)  # the dashboard's static files: no data, and it asks for a token
 _API = "/apis/fedctl.io/v1alpha1"
 _DRILLS = _API + "/drills"
 _WATCH = _API + "/watch"
 _STATUS = "/apis/status.fedctl.io/v1alpha1"
+_METRICS = "/metrics"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _TENANT_READS_CLUSTER_SCOPED = frozenset({"clusters", "queues", "acceleratorprofiles"})
 _TENANT_WRITES = frozenset({"workloads", "propagationpolicies", "overridepolicies"})
@@ -184,6 +189,13 @@ class Authenticator:
         path, method = request.path, request.method
         if path.startswith(_STATUS + "/"):
             return _status_rule(who, request)
+        if path == _METRICS:
+            if METRICS_GROUP in who.groups:
+                return None
+            return (
+                "may not read /metrics, which shows what every namespace's work costs:"
+                f" it needs a token of group {ADMIN_GROUP} or {METRICS_GROUP}"
+            )
         if not path.startswith(_API + "/"):
             return None if method in _READ_METHODS else f"may not {method} {path}"
         if path in (_API + "/validate", _API + "/plan", _API + "/apply"):

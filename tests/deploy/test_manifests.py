@@ -286,6 +286,9 @@ def test_service_monitor_scrapes_the_controller_service(overlay: str) -> None:
     ports = {p["name"] for p in service["spec"]["ports"]}
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] in ports and endpoint["path"] == "/metrics"
+    # /metrics needs a token of group metrics: the scrape sends one (deploy/README.md)
+    credentials = endpoint["authorization"]["credentials"]
+    assert (credentials["name"], credentials["key"]) == ("fedctl-metrics-token", "token")
     tls = "--tls-cert" in mf.container(controller(overlay), "controller")["args"]
     assert endpoint.get("scheme", "http") == ("https" if tls else "http")
 

@@ -35,9 +35,11 @@ pytestmark = pytest.mark.integration
 
 API = "/apis/fedctl.io/v1alpha1"
 ADMIN, TENANT, OTHER = "admin-secret-0001", "tenant-secret-0002", "other-secret-0003"
+SCRAPER = "scraper-secret-0004"
 TOKENS = f"""
 tokens:
   - {{token: {ADMIN}, user: root, groups: [admin]}}
+  - {{token: {SCRAPER}, user: prometheus, groups: [metrics]}}
   - {{token: {TENANT}, user: mia, groups: ["tenant:ml-research"]}}
   - {{token: {OTHER}, user: wes, groups: [web-team]}}
 namespaces:
@@ -168,10 +170,16 @@ async def test_no_or_invalid_token_is_401(api: Client, method: str, token: str |
     assert code == 200 and listed["items"] == [], "nothing was stored"
 
 
-async def test_health_and_metrics_need_no_token(api: Client) -> None:
+async def test_health_needs_no_token_and_metrics_a_scrapers(api: Client) -> None:
+    """`/metrics` shows what every namespace's work costs (`fedctl_hourly_cost`), which a
+    tenant may not read of another namespace: open, it told anyone who reached the port."""
     assert (await api.call("GET", "/healthz", token=None))[0] == 200
     assert (await api.call("GET", "/readyz", token=None))[0] == 200
-    code, text, headers = await api.call("GET", "/metrics", token=None)
+    assert (await api.call("GET", "/metrics", token=None))[0] == 401
+    code, status, _ = await api.call("GET", "/metrics", token=TENANT)
+    assert code == 403 and "group admin or metrics" in status["message"], status
+    assert (await api.call("GET", "/metrics", token=ADMIN))[0] == 200
+    code, text, headers = await api.call("GET", "/metrics", token=SCRAPER)
     assert code == 200 and headers["Content-Type"].startswith("text/plain")
     for family in (
         "fedctl_scheduling_decision_seconds",
@@ -392,7 +400,7 @@ async def test_rate_limit_answers_429_with_retry_after(
             "another client keeps its own budget"
         )
         assert (await client.call("GET", "/healthz", token=None))[0] == 200
-        _, text, _ = await client.call("GET", "/metrics", token=None)
+        _, text, _ = await client.call("GET", "/metrics", token=SCRAPER)
         assert "fedctl_api_rate_limited_requests_total 2.0" in text
 
 

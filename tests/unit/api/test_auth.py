@@ -166,7 +166,8 @@ def test_tenant_rules(
     ("path", "public"),
     [
         pytest.param("/healthz", True, id="liveness"),
-        pytest.param("/metrics", True, id="metrics"),
+        pytest.param("/metrics", False, id="metrics: every namespace's cost"),
+        pytest.param("/readyz", True, id="readiness"),
         pytest.param("/ui/app.js", True, id="dashboard asset"),
         pytest.param("/ui/../apis/fedctl.io/v1alpha1/clusters", False, id="no escape via .."),
         pytest.param(f"{API}/clusters", False, id="objects"),
