@@ -58,7 +58,7 @@ from federation.propagation import deps as deps_mod
 from federation.propagation import informer, orphan, overrides, render, suspension
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
-from federation.propagation.applier import Applier
+from federation.propagation.applier import Applier, Outcome
 from federation.registry import codec, events, keys, objects
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
@@ -759,14 +759,19 @@ class WorkloadSync:
         delay = None
         status = previous
         if not previous.applied or previous.applied_hash != digest or gone or drifted:
-            outcome = await self.applier.apply(
-                cluster,
-                manifest,
-                ref=ref,
-                overwrite=shared["overwrite"],
-                known_ours=previous.applied_hash is not None,
-                owner=self.watches.owner(cluster.name, manifest),
-                restore=drifted.startswith("its copy was edited there"),
+            held = self._frq_quota(cluster.name, manifest)
+            outcome = (
+                Outcome(ok=False, error=held, refused=True)
+                if held
+                else await self.applier.apply(
+                    cluster,
+                    manifest,
+                    ref=ref,
+                    overwrite=shared["overwrite"],
+                    known_ours=previous.applied_hash is not None,
+                    owner=self.watches.owner(cluster.name, manifest),
+                    restore=drifted.startswith("its copy was edited there"),
+                )
             )
             if outcome.ok and outcome.obj is not None:
                 why = _why(cluster.name, previous, digest, gone=gone, drifted=drifted)
@@ -803,6 +808,25 @@ class WorkloadSync:
                 )
                 delay = _RETRY if outcome.retryable else _RETRY * 5
         return self._observed(ref, cluster.name, manifest, status), delay
+
+    def _frq_quota(self, cluster: str, manifest: Mapping[str, Any]) -> str:
+        """Why a template's copy may not be applied: it is the member ResourceQuota a
+        FederatedResourceQuota assigns there (the same name and namespace), which the
+        template's would replace, and the FRQ's worker put back, each in turn. The FRQ's
+        is the namespace's quota; the template is refused, as Karmada refuses a template
+        over an object it does not own. Empty when nothing stands in the way."""
+        meta = manifest.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        if (
+            manifest.get("kind") != "ResourceQuota"
+            or (cluster, ns, name) not in self.watches.quotas
+        ):
+            return ""
+        return (
+            f"ResourceQuota {ns}/{name} in {cluster} is FederatedResourceQuota {ns}/{name}'s"
+            " static assignment: a template of that name would replace it; rename the"
+            " template, or change the FederatedResourceQuota instead"
+        )
 
     def _observed(
         self, ref: keys.WorkloadRef, cluster: str, manifest: Mapping[str, Any], status: WorkStatus

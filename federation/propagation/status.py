@@ -375,6 +375,8 @@ class StatusWatches:
             self.quotas[(cluster, ns, meta["name"])] = dict(obj)
             self._notify(quota_item(ns, labels[quota.LABEL_FRQ]))
             return
+        if kind == "ResourceQuota":
+            self._unquota(cluster, meta)
         if ref is None or not ours:
             return
         self._copies.setdefault(str(ref), {})[cluster] = {
@@ -398,6 +400,17 @@ class StatusWatches:
             if not quiet:
                 self._notify(workload_item(ref))
 
+    def _unquota(self, cluster: str, meta: Mapping[str, Any]) -> None:
+        """A member ResourceQuota that was an FRQ's and no longer carries its label (taken
+        off by hand, or the quota replaced by another's): no longer the FRQ's copy, which
+        its worker puts back. Kept, the copy still counted as applied and was never put
+        back, even once the quota was deleted there, for a quota is known by that label."""
+        key = (cluster, str(meta.get("namespace") or ""), str(meta.get("name")))
+        was = self.quotas.pop(key, None)
+        if was is not None:
+            frq = ((was.get("metadata") or {}).get("labels") or {}).get(quota.LABEL_FRQ)
+            self._notify(quota_item(key[1], str(frq)))
+
     def _gone(self, cluster: str, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
         self._owners.pop(self._slot(cluster, api_version, kind, obj), None)
         meta = obj.get("metadata") or {}
@@ -406,6 +419,8 @@ class StatusWatches:
             self.quotas.pop((cluster, meta.get("namespace", ""), meta["name"]), None)
             self._notify(quota_item(meta.get("namespace", ""), labels[quota.LABEL_FRQ]))
             return
+        if kind == "ResourceQuota":
+            self._unquota(cluster, meta)
         ref = _ref_of(obj)
         if ref is not None and (cluster, str(ref)) in self.seen:
             # The deleted object's last state: a Job deleted the moment it finished
