@@ -70,7 +70,10 @@ def over_capability(used: dict[str, Any], capability: dict[str, Any]) -> list[st
 
 def costed(items: list[dict[str, Any]], costs: dict[str, Any]) -> list[dict[str, Any]]:
     """`items` each with what its placed work costs an hour (`costs`: the costs view by
-    queue), a parent's being its whole subtree's as its counts are, and the currency."""
+    queue), a parent's being its whole subtree's as its counts are, and the currency.
+    For a token that reads only some namespaces the costs cover its namespaces only,
+    while the counts cover the whole queue: `costNamespaces` names them, and each view
+    says so (a tenant read `Admitted: 1` beside `Cost: 0.0000`, and took it as wrong)."""
     own = {line["name"]: Decimal(line["hourlyCost"]) for line in costs["items"]}
     children = {item["name"]: item.get("children") or [] for item in items}
 
@@ -79,11 +82,13 @@ def costed(items: list[dict[str, Any]], costs: dict[str, Any]) -> list[dict[str,
         return own.get(name, Decimal(0)) + sum((subtree(c, seen | {c}) for c in below), Decimal(0))
 
     currency = costs["currency"]
+    cut = {"costNamespaces": costs["namespaces"]} if "namespaces" in costs else {}
     return [
         {
             **item,
             "hourlyCost": subtree(item["name"], frozenset({item["name"]})),
             "currency": currency,
+            **cut,
         }
         for item in items
     ]
@@ -150,6 +155,8 @@ def documents(
         if "hourlyCost" in item:  # a parent's is its subtree's, as its counts are
             doc["status"]["hourlyCost"] = f"{item['hourlyCost']:.4f}"
             doc["status"]["currency"] = item["currency"]
+            if "costNamespaces" in item:
+                doc["status"]["hourlyCostNamespaces"] = item["costNamespaces"]
         docs.append(doc)
     return docs
 
@@ -191,7 +198,8 @@ def table(
                 _budget(item.get("maxHourlyCost")),
             ]
         rows.append(row)
-    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", "COST/H", "BUDGET/H"] if wide else [])
+    cost = "COST/H(YOURS)" if any("costNamespaces" in i for i in items) else "COST/H"
+    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", cost, "BUDGET/H"] if wide else [])
     return render.table(headers, rows) if rows else None
 
 
@@ -227,9 +235,12 @@ def usage(item: dict[str, Any]) -> str:
     if "hourlyCost" in item:
         limit = item.get("maxHourlyCost")
         budget = f" of its {Decimal(limit):.4f} budget" if limit is not None else ""
+        mine = item.get("costNamespaces")
+        whose = "" if mine is None else f" in your namespaces ({', '.join(mine) or 'none'})"
         lines.append(
             f"Cost:        {item['hourlyCost']:.4f}{budget} {item['currency']}/h (what its"
-            " placed work costs an hour, as estimated when placed: fedctl cost)"
+            f" placed work{whose} costs an hour, as estimated when placed: fedctl cost"
+            + ("; the counts above are the whole queue's)" if mine is not None else ")")
         )
     over = over_capability(used, cap)
     if over:

@@ -300,3 +300,35 @@ def test_a_line_with_no_price_reads_unpriced_not_free() -> None:
     rows = {r.split()[0]: r.split() for r in cost_cmd.table(doc).splitlines()[1:3]}
     assert rows["web/unknown"][3:] == ["unpriced", "-", "-"]
     assert rows["web/priced"][3] == "0.5000"
+
+
+async def test_a_tenants_queue_cost_says_it_covers_its_namespaces_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tenant's `describe queue` showed the whole queue's counts beside a cost cut to
+    its namespaces (`Admitted: 1`, `Cost: 0.0000`), and read as wrong: each now says what
+    it covers."""
+    store = await registry()
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    queue = Queue.model_validate({"metadata": {"name": "web"}, "spec": {}})
+    await typed.put(objects.key_for(queue), queue)
+    tokens = "tokens:\n  - {token: ml-token, user: mia, groups: ['tenant:ml']}\n"
+    authn = auth.Authenticator(auth.TokenTable.from_yaml(tokens))
+    async with serving(api_app.build_app(store, auth=authn)) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "describe", "queue", "web", "--token", "ml-token") == 0
+        assert (
+            "Cost:        0.0000 USD/h (what its placed work in your namespaces (ml) costs an"
+            " hour, as estimated when placed: fedctl cost; the counts above are the whole"
+            " queue's)"
+        ) in capsys.readouterr().out
+        assert await fedctl(server, "get", "queues", "-o", "wide", "--token", "ml-token") == 0
+        assert capsys.readouterr().out.splitlines()[0].split()[-2:] == [
+            "COST/H(YOURS)",
+            "BUDGET/H",
+        ]
+        assert (
+            await fedctl(server, "get", "queues", "web", "-o", "json", "--token", "ml-token") == 0
+        )
+        status = json.loads(capsys.readouterr().out)["status"]
+        assert status["hourlyCostNamespaces"] == ["ml"]
