@@ -12,7 +12,7 @@ The rules, kept small so they can be read in one sitting:
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
                         any namespaced resource in its own namespaces, and the Works of
                         their workloads; a list that names no namespace (and of Works) is
-                        cut to them (`ObjectsApi`), a watch of one is 403
+                        cut to them (`ObjectsApi`), and so is a watch of one
         write           workloads, propagation and override policies in its own namespaces;
                         the Namespace template of one of them, which is that namespace's
                         (deleting it deletes what the namespace holds: refused whole if
@@ -30,8 +30,9 @@ The rules, kept small so they can be read in one sitting:
                         queue usage (aggregates, no workload names) as it reads queues
     anyone signed in    /validate (it reads only clusters, accelerator profiles and queues,
                         which every caller may read); GET on other paths;
-                        the multiplexed /watch, which streams each kind it names only
-                        if the caller may list it across namespaces (`may_list`)
+                        the multiplexed /watch, which streams each kind it names if the
+                        caller may list it across namespaces (`may_list`), cut to its
+                        namespaces if the kind is namespaced (or Works)
     admin only          drills (they break a member on purpose, and their reports name
                         workloads of every namespace)
     admin or `metrics`  /metrics, which shows what every namespace's work costs (the
@@ -210,9 +211,9 @@ class Authenticator:
         except errors.Invalid:
             return f"may not use {path}"
         ns = info.get("ns")
-        listing = method in _READ_METHODS and not _watching(request) and not info.get("name")
+        listing = method in _READ_METHODS and not info.get("name")
         if listing and ns is None and (res.namespaced or res.plural == "works"):
-            return None  # a list of every namespace: `ObjectsApi` cuts it to the tenant's
+            return None  # a list (or watch) of every namespace: cut to the tenant's
         if res.plural == "workloads" and ns and info.get("kind") and info.get("name"):
             # A Namespace template is its namespace's (`namespace_of`): its tenant may
             # read and delete it, and with it what it holds, if it may write that too.
@@ -251,12 +252,6 @@ class Authenticator:
         if denied is not None:
             prefix = f"{what}: " if what else ""
             raise web.HTTPForbidden(text=f"{prefix}user {who.user!r} {denied}")
-
-
-def _watching(request: web.Request) -> bool:
-    """Whether a list asks to be watched (`?watch=true`): a watch streams every change under
-    its prefix, so it cannot be cut to a tenant's namespaces as a list is."""
-    return request.query.get("watch", "").lower() in ("1", "true", "yes")
 
 
 def readable(who: Principal | None) -> frozenset[str] | None:

@@ -38,7 +38,7 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import audit, auth, bodies, members, plan_routes, queue_status
+from federation.api import audit, auth, bodies, members, plan_routes, queue_status, visible
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -189,14 +189,14 @@ class ObjectsApi:
         prefix = objects.list_prefix(res, ns)
         if res.plural == "works" and request.query.get("cluster"):
             prefix = keys.work_prefix(request.query["cluster"])
-        if _flag(request.query.get("watch")):
-            return await self._watch(request, res, prefix)
         every = (res.namespaced and not ns) or res.plural == "works"
         owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
+        if _flag(request.query.get("watch")):
+            return await self._watch(request, res, prefix, visible.readable_key(res, owned))
         items: list[dict[str, Any]] = []
         revision = 0
         headers = CIMultiDict[str]()
-        for part, keep in _parts(res, prefix, owned):
+        for part, keep in visible.parts(res, prefix, owned):
             if res.readonly:
                 raw = await self.raw.list(part)
                 items += [raw_wire(kv) for kv in raw.items if keep(kv.key)]
@@ -231,8 +231,9 @@ class ObjectsApi:
         return web.json_response(await self._present(item))
 
     async def _watch(
-        self, request: web.Request, res: objects.Resource, prefix: str
+        self, request: web.Request, res: objects.Resource, prefix: str, keep: Callable[[str], bool]
     ) -> web.StreamResponse:
+        """Every change under `prefix` to an object the caller may read (`keep`)."""
         # Read before the stream is prepared: once it is, a refusal can only end it.
         since = revision(request.query.get("resourceVersion"), field="resourceVersion")
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
@@ -242,11 +243,13 @@ class ObjectsApi:
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
-                await _send(resp, "ADDED", raw_wire(kv))
+                if keep(kv.key):
+                    await _send(resp, "ADDED", raw_wire(kv))
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
         async for event in self.raw.watch(prefix, start_revision=start):
-            await _send(resp, *watch_event(event))
+            if keep(event.key):
+                await _send(resp, *watch_event(event))
         return resp
 
     # writes
@@ -930,38 +933,6 @@ def revision(value: str | None, *, field: str) -> int | None:
             " whole number of 0 or more (as metadata.resourceVersion gives it)"
         )
     return int(value)
-
-
-def _parts(
-    res: objects.Resource, prefix: str, owned: frozenset[str] | None
-) -> list[tuple[str, Callable[[str], bool]]]:
-    """The prefixes a list reads, each with which keys under it it keeps: all of `prefix`
-    for a caller who may read every namespace; else each namespace it owns and, for
-    workloads, each one's Namespace template (cluster-scoped, but its tenant's:
-    `objects.namespace_of`), read by its key; Works (cluster-scoped, keyed by member) are
-    kept when their workload's namespace is the caller's. A tenant's `fedctl get pp` lists
-    what it may read, as `-A` does for an admin, instead of a 403 (`auth.py`)."""
-    if owned is None:
-        return [(prefix, lambda _key: True)]
-    if res.plural == "works":
-        return [(prefix, lambda key: _work_namespace(key) in owned)]
-    parts: list[tuple[str, Callable[[str], bool]]] = [
-        (objects.list_prefix(res, ns), lambda _key: True) for ns in sorted(owned)
-    ]
-    if res.plural == "workloads":
-        for ns in sorted(owned):
-            key = keys.workload_key(objects.namespace_workload(ns))
-            parts.append((key, key.__eq__))
-    return parts
-
-
-def _work_namespace(key: str) -> str | None:
-    """The namespace whose rights reading the Work at `key` needs (`access_namespace`)."""
-    try:
-        ref = keys.parse_workload_key(key)
-    except errors.Invalid:
-        return None
-    return objects.namespace_of(ref) or ref.namespace
 
 
 def _flag(value: str | None) -> bool:

@@ -25,8 +25,10 @@ knows that resource is followed (the dashboard re-lists it then, which also catc
 what changed while it was disconnected). Within one resource, events come in revision
 order, exactly once, as on its own watch; across resources, in the order they arrive.
 
-A resource the caller may not read as a list (a tenant and all-namespace workloads, say:
-`auth.may_list`) gets one ERROR event with a 403 Status as its object, and the stream goes
+A namespaced resource (or Works) a tenant may not read across namespaces (`auth.may_list`)
+streams the objects of its own namespaces only (`visible.readable_key`), as a list of
+it is cut. Any other resource the caller may not read (a tenant and cluster propagation
+policies, say) gets one ERROR event with a 403 Status as its object, and the stream goes
 on with the others, so one forbidden kind does not blank a page that can show the rest.
 An unknown resource name is a 400 before anything is streamed.
 """
@@ -41,7 +43,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth
+from federation.api import auth, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
@@ -109,10 +111,14 @@ class WatchApi:
         if start is None and not initial:
             start = await self.store.current_revision() + 1
         readable = []
+        owned = auth.readable(who)
         for res in wanted:
             denied = auth.may_list(who, res.plural) if who is not None else None
             if denied is None:
-                readable.append(res)
+                readable.append((res, visible.readable_key(res, None)))
+                continue
+            if owned is not None and (res.namespaced or res.plural == "works"):
+                readable.append((res, visible.readable_key(res, owned)))
                 continue
             forbidden = {
                 "kind": "Status",
@@ -124,8 +130,10 @@ class WatchApi:
             await send(_event("ERROR", res.plural, forbidden))
         try:
             async with asyncio.TaskGroup() as group:
-                for res in readable:
-                    group.create_task(self._follow(res, start, send), name=f"watch-{res.plural}")
+                for res, keep in readable:
+                    group.create_task(
+                        self._follow(res, start, send, keep), name=f"watch-{res.plural}"
+                    )
         except* ConnectionResetError:
             pass  # the client went away: every resource's watch is stopped with it
         return resp
@@ -135,15 +143,21 @@ class WatchApi:
         res: reg_objects.Resource,
         start: int | None,
         send: Send,
+        keep: Callable[[str], bool],
     ) -> None:
+        """Stream `res` from `start` (listing it first without one): the objects the
+        caller may read (`keep`, `visible.readable_key`) and bookmarks."""
         prefix = reg_objects.list_prefix(res, None)
         if start is None:
             listed = await self.store.list(prefix)
             for kv in listed.items:
-                await send(_event("ADDED", res.plural, objects_api.raw_wire(kv)))
+                if keep(kv.key):
+                    await send(_event("ADDED", res.plural, objects_api.raw_wire(kv)))
             start = listed.revision + 1
         bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
         await send(_event("BOOKMARK", res.plural, bookmark))
         async for event in self.store.watch(prefix, start_revision=start):
+            if not keep(event.key):
+                continue
             kind, obj = objects_api.watch_event(event)
             await send(_event(kind, res.plural, obj))

@@ -24,7 +24,14 @@ from federation.api import app as api_app
 from federation.api import auth
 from federation.registry.memory import MemoryStore
 from federation.settings import ApiSettings
-from tests.integration.test_api_security import ADMIN, CLUSTER, MEMBER_SECRET, TENANT, TOKENS
+from tests.integration.test_api_security import (
+    ADMIN,
+    CLUSTER,
+    MEMBER_SECRET,
+    TENANT,
+    TOKENS,
+    job,
+)
 from tests.serving import serving
 from tests.waiting import wait_for
 
@@ -152,19 +159,30 @@ async def test_without_initial_events_each_kind_starts_at_a_bookmark_then_follow
 
 
 async def test_a_kind_the_caller_may_not_list_is_refused_alone(server: str) -> None:
-    """A tenant reads clusters and queues but may not list workloads across namespaces:
-    those get one 403 ERROR event each, and the rest of the stream goes on."""
+    """A tenant reads clusters, and the workloads and Bindings of its own namespaces, but
+    not cluster propagation policies: those get one 403 ERROR event, and the rest of the
+    stream goes on, the workloads cut to the tenant's namespaces as their list is."""
     async with aiohttp.ClientSession() as session:
-        url = f"{server}{WATCH}?resources=clusters,workloads,bindings&sendInitialEvents=false"
+        kinds = "clusters,workloads,bindings,clusterpropagationpolicies"
+        url = f"{server}{WATCH}?resources={kinds}&sendInitialEvents=false"
         async with watching(session, url, token=TENANT) as stream:
-            await wait_for(lambda: bookmarked(stream) == {"clusters"}, message="clusters")
+            streamed = {"clusters", "workloads", "bindings"}
+            await wait_for(lambda: bookmarked(stream) == streamed, message="three bookmarks")
             errors = {e["resource"]: e["object"] for e in stream.events if e["type"] == "ERROR"}
-            assert set(errors) == {"workloads", "bindings"}
-            assert errors["workloads"]["code"] == 403
-            assert "may not list workloads across all namespaces" in errors["workloads"]["message"]
+            assert set(errors) == {"clusterpropagationpolicies"}
+            assert errors["clusterpropagationpolicies"]["code"] == 403
+            assert "may not read cluster-scoped" in errors["clusterpropagationpolicies"]["message"]
             code, _ = await call(session, "POST", f"{server}{API}/clusters", CLUSTER)
             assert code == 201
+            for ns in ("web", "ml-research"):
+                code, _ = await call(
+                    session, "POST", f"{server}{API}/namespaces/{ns}/workloads", job(ns)
+                )
+                assert code == 201
             await wait_for(lambda: stream.of("clusters", "ADDED"), message="the cluster")
+            await wait_for(lambda: stream.of("workloads", "ADDED"), message="its workload")
+            names = [e["object"]["metadata"]["namespace"] for e in stream.of("workloads", "ADDED")]
+            assert names == ["ml-research"], "another namespace's workload is not streamed"
         assert stream.status == 200
 
 
