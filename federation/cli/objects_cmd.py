@@ -21,18 +21,20 @@ import difflib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from federation import clock, errors
 from federation.cli import render
 
 if TYPE_CHECKING:
+    from federation.cli import client as client_mod
     from policies.loading import Loaded, LoadResult
 
 # The HTTP client pulls in aiohttp; it is imported when a command runs, so that offline
 # commands such as `fedctl validate` start fast.
 
-__all__ = ["against_server", "register", "server_option"]
+__all__ = ["against_server", "refused_at", "register", "server_option"]
 
 _NAME_HELP = (
     "NAME (looked for in -n NS, or without -n in default, as kubectl does), or NS/NAME;"
@@ -239,6 +241,15 @@ async def against_server(api: Any, result: LoadResult) -> LoadResult:
     return result
 
 
+def refused_at(exc: client_mod.ApiError, loaded: Sequence[Loaded]) -> client_mod.ApiError:
+    """A 403 that names the document refused (`Kind ns/name: user ...`), put at its
+    FILE:LINE in `loaded`, as the controller's other findings are: `apply` and `plan
+    --live` send many documents and the refusal must say which."""
+    from federation.cli import client
+
+    return client.ApiError(exc.code, exc.reason, render.placed(str(exc), loaded), {})
+
+
 async def _apply(args: argparse.Namespace) -> int:
     from federation.cli import client
     from policies import loading
@@ -256,8 +267,8 @@ async def _apply(args: argparse.Namespace) -> int:
             params = {"dryRun": "All"} if args.dry_run else None
             answer = await api.request("POST", "apply", body=body, params=params)
         except client.ApiError as exc:
-            if exc.code == 403:  # it names the document refused: say where it is
-                raise client.ApiError(403, exc.reason, render.placed(str(exc), loaded), {}) from exc
+            if exc.code == 403:
+                raise refused_at(exc, loaded) from exc
             if exc.code != 400:
                 raise
             found = [render.placed(f, loaded) for f in exc.details.get("findings") or [str(exc)]]

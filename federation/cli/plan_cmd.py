@@ -139,13 +139,18 @@ async def _plan_live(
     async with client.ApiClient(args.server, token=args.token) as api:
         for finding in (await objects_cmd.against_server(api, loaded)).warnings:
             _warn(str(finding))
-        answer = await api.request(
-            "POST",
-            "/apis/fedctl.io/v1alpha1/plan",
-            text=text,
-            content_type="application/yaml",
-            params={"filename": filename},
-        )
+        try:
+            answer = await api.request(
+                "POST",
+                "/apis/fedctl.io/v1alpha1/plan",
+                text=text,
+                content_type="application/yaml",
+                params={"filename": filename},
+            )
+        except client.ApiError as exc:
+            if exc.code == 403:  # a document the token may not write: say which, and where
+                raise objects_cmd.refused_at(exc, loaded.objects) from exc
+            raise
     plans = [entry["after"] for entry in answer.get("plans", [])]
     notes = answer.get("notes") or []
     for note in notes:

@@ -115,3 +115,20 @@ async def test_a_tenant_finds_the_namespace_it_owns(
     assert [i["metadata"]["name"] for i in listed] == ["ml-research"]
     assert await fedctl_as(server, TENANT, "describe", "workload", "Namespace/ml-research") == 0
     assert "ml-research" in capsys.readouterr().out
+
+
+async def test_a_live_plan_of_another_namespace_is_refused_at_the_document(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan is the write it previews: planning another team's Secret showed its stored
+    value in the diff. Refused, at the document's file and line."""
+    path = tmp_path / "peek.yaml"
+    path.write_text(
+        MIXED.split("---\n", maxsplit=1)[0]
+        + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: db-creds, namespace: web}\n"
+        "stringData: {password: x}\n"
+    )
+    assert await fedctl_as(server, TENANT, "plan", "--live", "-f", str(path)) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"fedctl: {path}:9: Secret web/db-creds: user 'mia' has no access to namespace 'web'"
+    )
