@@ -43,7 +43,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 
 from federation import errors
-from federation.api import auth, bodies
+from federation.api import audit, auth, bodies
 from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
 from federation.propagation import overrides
@@ -251,6 +251,7 @@ class PlanApi:
         failures = [str(f) for f in result.findings if f.is_error]
         if failures:
             raise errors.Invalid("; ".join(failures), findings=failures)
+        audit.attempted(request, [o.model for o in result.objects])
         bodies.admit_each(self.admit, request, (o.model for o in result.objects))
         proposed = {objects.key_for(o.model): o.model for o in result.objects}
         seen = _visible(request)

@@ -85,11 +85,19 @@ async def plan(api: Client, doc: Any, token: str) -> tuple[int, Any]:
                      id="a policy in another namespace, which planned its workloads"),
     ],
 )  # fmt: skip
-async def test_a_tenant_plans_only_what_it_may_write(api: Client, doc: Any, refused: str) -> None:
+async def test_a_tenant_plans_only_what_it_may_write(
+    api: Client, tmp_path: Path, doc: Any, refused: str
+) -> None:
     assert (await api.call("POST", f"{API}/apply", {"items": [SECRET, job("web")]}))[0] == 200
     code, answer = await plan(api, doc, TENANT)
     assert code == 403 and answer["message"] == refused, answer
     assert "hunter2" not in json.dumps(answer)
+    line = json.loads((tmp_path / "audit.log").read_text().splitlines()[-1])
+    meta = doc["metadata"]
+    assert (line["code"], line["objects"]) == (
+        403,
+        [{"kind": doc["kind"], "namespace": meta.get("namespace"), "name": meta["name"]}],
+    ), "the trail says what was planned"
     code, answer = await plan(api, doc, ADMIN)
     assert code == 200, "an admin plans anything"
 
