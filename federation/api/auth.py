@@ -1,9 +1,10 @@
 """Who is calling, and may they: bearer tokens or client certificates, then tenant rules.
 
-Role: the outermost gate of the REST API. Fed by a tokens file (YAML or CSV: token → user,
-groups; optionally group → namespaces) and by the TLS peer certificate (CN is the user,
-each O a group, as Kubernetes does); feeds every inner middleware and handler with the
-request's `Principal`, and the object API with an `admit` check for multi-object applies.
+Role: the outermost gate of the REST API. Fed by a tokens file (`tokens.TokenTable`: token
+→ user, groups; optionally group → namespaces) and by the TLS peer certificate (CN is the
+user, each O a group, as Kubernetes does); feeds every inner middleware and handler with
+the request's `Principal`, and the object and plan APIs with an `admit` check for each
+document created, updated, applied or planned (`bodies.admit_each`).
 
 The rules, kept small so they can be read in one sitting:
 
