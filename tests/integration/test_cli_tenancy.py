@@ -115,6 +115,8 @@ async def test_a_tenant_finds_the_namespace_it_owns(
     assert [i["metadata"]["name"] for i in listed] == ["ml-research"]
     assert await fedctl_as(server, TENANT, "describe", "workload", "Namespace/ml-research") == 0
     assert "ml-research" in capsys.readouterr().out
+    assert await fedctl_as(server, TENANT, "get", "namespace", "ml-research", "-o", "json") == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["name"] == "ml-research"
 
 
 async def test_a_live_plan_of_another_namespace_is_refused_at_the_document(
