@@ -107,10 +107,9 @@ class RegistryFull(PermanentError):
 class Compacted(PermanentError):
     """A watch asked to start before the oldest revision etcd still keeps."""
 
-    def __init__(self, *, requested: int, compact_revision: int) -> None:
-        super().__init__(
-            f"revision {requested} has been compacted (oldest kept: {compact_revision}); re-list"
-        )
+    def __init__(self, *, requested: int, compact_revision: int | None) -> None:
+        kept = "" if compact_revision is None else f" (oldest kept: {compact_revision})"
+        super().__init__(f"revision {requested} has been compacted{kept}; re-list")
         self.requested = requested
         self.compact_revision = compact_revision
 

@@ -38,7 +38,17 @@ from multidict import CIMultiDict
 
 from federation import clock as clock_mod
 from federation import errors, secrets
-from federation.api import audit, auth, bodies, members, plan_routes, queue_status, visible
+from federation.api import (
+    audit,
+    auth,
+    bodies,
+    members,
+    plan_routes,
+    queue_status,
+    resume,
+    status,
+    visible,
+)
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import codec, keys, objects
@@ -57,7 +67,7 @@ from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import QuotaStatus
 from policies.models.workload import Workload
 
-__all__ = ["ObjectsApi", "raw_wire", "revision", "watch_event"]
+__all__ = ["ObjectsApi", "flag", "raw_wire", "revision", "watch_event"]
 
 _log = logging.getLogger(__name__)
 
@@ -191,7 +201,7 @@ class ObjectsApi:
             prefix = keys.work_prefix(request.query["cluster"])
         every = (res.namespaced and not ns) or res.plural == "works"
         owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
-        if _flag(request.query.get("watch")):
+        if flag(request.query.get("watch")):
             return await self._watch(request, res, prefix, visible.readable_key(res, owned))
         items: list[dict[str, Any]] = []
         revision = 0
@@ -233,13 +243,25 @@ class ObjectsApi:
     async def _watch(
         self, request: web.Request, res: objects.Resource, prefix: str, keep: Callable[[str], bool]
     ) -> web.StreamResponse:
-        """Every change under `prefix` to an object the caller may read (`keep`)."""
+        """Changes under `prefix` to objects the caller may read (`keep`), as JSON lines:
+        from `resourceVersion` when given, else every object as ADDED first (none with
+        `sendInitialEvents=false`), then a BOOKMARK
+        at the revision the changes follow. A revision the registry cannot serve ends the
+        stream with one ERROR event (`resume`), checked before it begins."""
         # Read before the stream is prepared: once it is, a refusal can only end it.
         since = revision(request.query.get("resourceVersion"), field="resourceVersion")
+        initial = flag(request.query.get("sendInitialEvents"), default=True)
+        refused = None if since is None else await resume.refusal(self.raw, since)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
+        status.streaming(request, resp)
+        if refused is not None:
+            await resp.write(status.error_event(refused))
+            return resp
         if since is not None:
             start = since + 1
+        elif not initial:
+            start = await self.raw.current_revision() + 1
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
@@ -247,9 +269,12 @@ class ObjectsApi:
                     await _send(resp, "ADDED", raw_wire(kv))
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
-        async for event in self.raw.watch(prefix, start_revision=start):
-            if keep(event.key):
-                await _send(resp, *watch_event(event))
+        try:
+            async for event in self.raw.watch(prefix, start_revision=start):
+                if keep(event.key):
+                    await _send(resp, *watch_event(event))
+        except errors.Compacted as exc:  # compacted since it was checked
+            await resp.write(status.error_event(resume.expired(exc)))
         return resp
 
     # writes
@@ -935,8 +960,11 @@ def revision(value: str | None, *, field: str) -> int | None:
     return int(value)
 
 
-def _flag(value: str | None) -> bool:
-    return (value or "").lower() in ("1", "true", "yes")
+def flag(value: str | None, *, default: bool = False) -> bool:
+    """A yes/no query parameter (`watch`, `sendInitialEvents`); `default` when absent."""
+    if not value:
+        return default
+    return value.lower() in ("1", "true", "yes")
 
 
 def _as_given(

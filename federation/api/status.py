@@ -9,10 +9,16 @@ a code, a reason and a message they recognise.
     errors.RegistryFull   → 507 InsufficientStorage (etcd past its storage quota)
     errors.Fenced         → 503 ServiceUnavailable (this replica is not the leader)
     errors.Unavailable    → 503 ServiceUnavailable (etcd unreachable)
+
+A streamed answer (a watch) that fails after its 200 has begun cannot become another
+response: what would be its Status is sent as the stream's last event, an ERROR (as the
+Kubernetes API server ends a watch), and the stream ends cleanly (`streaming`). Writing a
+second response inside the open chunked body left clients with a broken stream.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -22,16 +28,20 @@ from aiohttp import web
 
 from federation import errors
 
-__all__ = ["error_middleware", "status_response"]
+__all__ = ["error_event", "error_middleware", "status_body", "status_response", "streaming"]
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+_STREAM: web.RequestKey[web.StreamResponse] = web.RequestKey("fedctl_stream", web.StreamResponse)
+"""Request key of a streamed response already begun (`streaming`)."""
 
-def status_response(
+
+def status_body(
     code: int, reason: str, message: str, *, details: dict[str, Any] | None = None
-) -> web.Response:
+) -> dict[str, Any]:
+    """A Kubernetes `Status` object: a response's body, or a watch ERROR event's object."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Status",
@@ -42,7 +52,23 @@ def status_response(
     }
     if details:
         body["details"] = details
-    return web.json_response(body, status=code)
+    return body
+
+
+def status_response(
+    code: int, reason: str, message: str, *, details: dict[str, Any] | None = None
+) -> web.Response:
+    return web.json_response(status_body(code, reason, message, details=details), status=code)
+
+
+def error_event(status: dict[str, Any]) -> bytes:
+    """One watch line: an ERROR event carrying `status` (`status_body`)."""
+    return json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
+
+
+def streaming(request: web.Request, resp: web.StreamResponse) -> None:
+    """Mark `resp` as begun: an error from here on ends it with an ERROR event."""
+    request[_STREAM] = resp
 
 
 def _translate(exc: errors.FedctlError) -> web.Response:
@@ -67,19 +93,33 @@ def _translate(exc: errors.FedctlError) -> web.Response:
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Our errors become Status bodies; aiohttp's own HTTP errors keep their codes."""
+    """Our errors become Status bodies; aiohttp's own HTTP errors keep their codes. Once a
+    stream has begun (`streaming`), the Status is its last event instead."""
     try:
         return await handler(request)
-    except errors.FedctlError as exc:
-        return _translate(exc)
-    except web.HTTPRequestEntityTooLarge as exc:
-        return status_response(413, "RequestEntityTooLarge", exc.text or "request body too large")
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
+        answer = _refusal(request, exc)
+    except Exception as exc:  # every error becomes a Status, never a traceback
+        answer = _refusal(request, exc)
+    begun: web.StreamResponse | None = request.get(_STREAM)
+    if begun is None or not begun.prepared:
+        return answer
+    with contextlib.suppress(ConnectionError):
+        await begun.write(error_event(json.loads(answer.text or "{}")))
+    return begun
+
+
+def _refusal(request: web.Request, exc: Exception) -> web.Response:
+    """The Status response an exception from a handler becomes."""
+    if isinstance(exc, errors.FedctlError):
+        return _translate(exc)
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return status_response(413, "RequestEntityTooLarge", exc.text or "request body too large")
+    if isinstance(exc, web.HTTPException):
         return status_response(exc.status, exc.reason.replace(" ", ""), exc.text or exc.reason)
-    except json.JSONDecodeError as exc:
+    if isinstance(exc, json.JSONDecodeError):
         return status_response(400, "BadRequest", f"malformed JSON: {exc}")
-    except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return status_response(500, "InternalError", "internal error; see the controller log")
+    log.error("unhandled error on %s %s", request.method, request.path, exc_info=exc)
+    return status_response(500, "InternalError", "internal error; see the controller log")

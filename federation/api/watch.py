@@ -31,6 +31,10 @@ it is cut. Any other resource the caller may not read (a tenant and cluster prop
 policies, say) gets one ERROR event with a 403 Status as its object, and the stream goes
 on with the others, so one forbidden kind does not blank a page that can show the rest.
 An unknown resource name is a 400 before anything is streamed.
+
+A `resourceVersion` the registry cannot serve (compacted, or ahead of it: `resume`) ends
+the stream at once with one ERROR event carrying its Status (410 Expired, or 504), with no
+`resource`, for it is true of every resource; no BOOKMARK is sent.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, visible
+from federation.api import auth, resume, status, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
@@ -60,12 +64,6 @@ def is_watch(request: web.Request) -> bool:
     if request.path == WATCH_PATH:
         return True
     return request.query.get("watch", "").lower() in ("1", "true", "yes")
-
-
-def _flag(value: str | None, *, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    return value.lower() in ("1", "true", "yes")
 
 
 def _resources(request: web.Request) -> list[reg_objects.Resource]:
@@ -97,11 +95,16 @@ class WatchApi:
     async def watch(self, request: web.Request) -> web.StreamResponse:
         wanted = _resources(request)
         since = objects_api.revision(request.query.get("resourceVersion"), field="resourceVersion")
-        initial = _flag(request.query.get("sendInitialEvents"), default=True)
+        initial = objects_api.flag(request.query.get("sendInitialEvents"), default=True)
         start = None if since is None else since + 1
+        refused = None if since is None else await resume.refusal(self.store, since)
         who = request.get(auth.PRINCIPAL)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
+        status.streaming(request, resp)
+        if refused is not None:  # every resource starts there: the stream ends at once
+            await resp.write(status.error_event(refused))
+            return resp
         lock = asyncio.Lock()
 
         async def send(line: bytes) -> None:
@@ -136,6 +139,10 @@ class WatchApi:
                     )
         except* ConnectionResetError:
             pass  # the client went away: every resource's watch is stopped with it
+        except* errors.Compacted as group:  # compacted since it was checked: end, as above
+            first = group.exceptions[0]
+            if isinstance(first, errors.Compacted):
+                await send(status.error_event(resume.expired(first)))
         return resp
 
     async def _follow(

@@ -45,6 +45,8 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _PAGE = 1000
 _NO_SPACE = "database space exceeded"
 """etcd's words (ErrGRPCNoSpace) for a write refused because it is past its quota."""
+_COMPACTED = "required revision has been compacted"
+"""What etcd says of a read at a revision older than its compaction."""
 _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
     ("grpc.max_send_message_length", 16 * 1024 * 1024),
@@ -204,6 +206,18 @@ class EtcdStore:
         req = rpc.RangeRequest(key=b"/", limit=1, count_only=True)
         resp = await self._call(self._kv_stub.Range, req)
         return int(resp.header.revision)
+
+    async def check_history(self, revision: int) -> None:
+        # A read at `revision` fails as the watch would; etcd names no oldest revision.
+        if revision > await self.current_revision():
+            return
+        req = rpc.RangeRequest(key=b"/", limit=1, count_only=True, revision=revision)
+        try:
+            await self._call(self._kv_stub.Range, req)
+        except errors.FedctlError as exc:
+            if _COMPACTED in str(exc):
+                raise errors.Compacted(requested=revision, compact_revision=None) from exc
+            raise
 
     # writes
 

@@ -188,6 +188,14 @@ class Store(Protocol):
         """The store's latest revision."""
         ...
 
+    async def check_history(self, revision: int) -> None:
+        """Raise `errors.Compacted` if a watch from `revision` would (its history is gone);
+        a revision past the latest has no history yet, and passes.
+
+        Why asked apart from `watch`: a watch reports compaction only once it runs, after
+        an HTTP stream has begun; asked first, the API answers before it sends anything."""
+        ...
+
     async def grant(self, ttl: int) -> Lease:
         """A new lease of about `ttl` seconds."""
         ...

@@ -245,3 +245,16 @@ async def test_write_with_unknown_lease_is_refused(store: st.Store, prefix: str)
     with contextlib.suppress(errors.NotFound, errors.FedctlError):
         await st.put(store, prefix + "x", b"1", lease=987654321)
     assert await store.get(prefix + "x") is None
+
+
+async def test_history_is_checked_before_a_watch_would_fail(store: st.Store, prefix: str) -> None:
+    """A caller can learn that a watch from a revision would be refused as compacted
+    before it starts one; a revision at or past the latest passes."""
+    r1 = await st.put(store, prefix + "a", b"1")
+    r2 = await st.put(store, prefix + "a", b"2")
+    await store.check_history(r1)
+    await store.compact(r2)
+    with pytest.raises(errors.Compacted):
+        await store.check_history(r1)
+    await store.check_history(r2)
+    await store.check_history(r2 + 1000)

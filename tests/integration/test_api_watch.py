@@ -203,3 +203,33 @@ async def test_a_bad_request_is_a_400_naming_what_is_wrong(
         code, doc = await call(session, "GET", f"{server}{WATCH}{query}")
     assert code == 400 and doc["kind"] == "Status", doc
     assert message in doc["message"]
+
+
+async def test_the_per_kind_watch_also_starts_at_the_present_without_initial_events(
+    server: str,
+) -> None:
+    """`sendInitialEvents=false` on `queues?watch=true`: a bookmark, then only changes."""
+    async with aiohttp.ClientSession() as session:
+        code, _ = await call(session, "POST", f"{server}{API}/queues", QUEUE)
+        assert code == 201
+        events: list[dict[str, Any]] = []
+
+        async def follow() -> None:
+            url = f"{server}{API}/queues?watch=true&sendInitialEvents=false"
+            async with session.get(url, headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+                async for line in resp.content:
+                    events.append(json.loads(line))
+
+        task = asyncio.create_task(follow())
+        try:
+            await wait_for(lambda: events, message="the bookmark")
+            other = {**QUEUE, "metadata": {"name": "ops"}}
+            code, _ = await call(session, "POST", f"{server}{API}/queues", other)
+            assert code == 201
+            await wait_for(lambda: len(events) >= 2, message="the new queue's event")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert [e["type"] for e in events] == ["BOOKMARK", "ADDED"]
+    assert events[1]["object"]["metadata"]["name"] == "ops"
