@@ -7,6 +7,7 @@
         ├── NotFound
         ├── AlreadyExists
         ├── Conflict            a compare-and-swap lost: carries the current revision
+        ├── PartlyApplied       a write of many objects stopped at one after others were stored
         ├── Invalid             input failed validation: carries findings
         ├── TooLarge            etcd refused a write past its request size limit
         ├── Compacted           a watch asked for history etcd no longer keeps
@@ -17,6 +18,8 @@ Controllers catch only these; anything else is a bug and reaches the supervisor.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AlreadyExists",
     "Compacted",
@@ -25,6 +28,7 @@ __all__ = [
     "Fenced",
     "Invalid",
     "NotFound",
+    "PartlyApplied",
     "PermanentError",
     "RetryableError",
     "TooLarge",
@@ -79,6 +83,21 @@ class Conflict(PermanentError):
         self.key = key
         self.expected = expected
         self.current = current
+
+
+class PartlyApplied(PermanentError):
+    """A write of many objects stopped at one (`cause`) after others were stored:
+    `results` says, per object, what happened to it."""
+
+    def __init__(
+        self, cause: FedctlError, *, applied: int, total: int, results: list[dict[str, Any]]
+    ) -> None:
+        super().__init__(
+            f"{cause}; {applied} of the {total} documents were applied before it and the"
+            " rest were not (details.results): apply them again once it is resolved"
+        )
+        self.cause = cause
+        self.results = results
 
 
 class Invalid(PermanentError):

@@ -2,9 +2,11 @@
 
 Role: the only writer of user-owned keys (clusters, policies, queues, workloads). Bodies
 are JSON or YAML; YAML goes through the policy loader so a 400 carries the same
-`FILE:LINE:COL: path: message` findings as `fedctl validate`. Updates are compare-and-swap
-on `metadata.resourceVersion` (the etcd mod revision): a stale one gets 409, never a silent
-overwrite. Fed by the CLI and the dashboard; feeds the registry, which the controllers watch.
+`FILE:LINE:COL: path: message` findings as `fedctl validate`. Updates (PUT, and `apply` of
+a document that carries one) are compare-and-swap on `metadata.resourceVersion` (the etcd
+mod revision): a stale one gets 409, never a silent overwrite. Without one, the last writer
+wins: a write that loses a race reads again and is decided again, and never answers 409.
+Fed by the CLI and the dashboard; feeds the registry, which the controllers watch.
 
 Why `apply` is one request for many documents: every document is validated, and its size
 judged against what etcd takes in one request, before any is stored, so a directory with
@@ -80,6 +82,8 @@ _READS = 64
 """Registry reads an apply has in flight at once."""
 _WRITES = 100
 """Objects per transaction of an apply: under etcd's default `--max-txn-ops` (128)."""
+_RACES = 20
+"""Times a write without a resourceVersion is decided again after losing a race."""
 
 
 def _strip(obj: KubeObject) -> dict[str, Any]:
@@ -388,13 +392,28 @@ class ObjectsApi:
     async def _write(
         self, key: str, obj: KubeObject, *, expected: int | None
     ) -> codec.Stored[KubeObject]:
+        """PUT's write of `obj` over what is at `key`: a compare-and-swap on `expected`
+        when given (stale: 409); without it last-writer-wins, decided again on what the
+        winner of a lost race left, as `_write_one` does. An update that changes nothing
+        is not written, so its resourceVersion stays and no watch sees a MODIFIED, as in
+        Kubernetes."""
         name = objects.called(objects.resource_for_kind(obj), key)
-        current = _as_given(name, await self.objects.get(key), expected)
-        _same_group(current.obj, obj)
-        new = self._successor(current.obj, _stamp_taints(current.obj, obj, now=self.clock.now()))
-        self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
-        with _naming(obj), _addressed(name):
-            return await self.objects.update(key, new, revision=current.revision)
+        for _ in range(_RACES):
+            current = _as_given(name, await self.objects.get(key), expected)
+            _same_group(current.obj, obj)
+            if _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
+                return current
+            new = self._successor(
+                current.obj, _stamp_taints(current.obj, obj, now=self.clock.now())
+            )
+            self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
+            try:
+                with _naming(obj), _addressed(name):
+                    return await self.objects.update(key, new, revision=current.revision)
+            except errors.Conflict:
+                if expected is not None:
+                    raise
+        raise _raced(name)
 
     async def delete(self, request: web.Request) -> web.Response:
         res = self._resource(request)
@@ -558,16 +577,7 @@ class ObjectsApi:
             outcomes = await self._write_all(models, decided)
         else:  # a key given twice: each write reads what the one before it left
             outcomes = [await self._write_one(obj) for obj in models]
-        results = [
-            {
-                "kind": obj.kind,
-                "apiVersion": obj.api_version,
-                "namespace": obj.metadata.namespace,
-                "name": obj.metadata.name,
-                "result": outcome,
-            }
-            for obj, outcome in zip(models, outcomes, strict=True)
-        ]
+        results = [_result(obj, outcome) for obj, outcome in zip(models, outcomes, strict=True)]
         written = [
             obj
             for obj, outcome in zip(models, outcomes, strict=True)
@@ -655,25 +665,48 @@ class ObjectsApi:
         transactions of at most 100 operations and 1 MiB (`store.batches`). A transaction
         refused (another writer changed one of its objects since it was read, or one of
         them is too large) is written again object by object, so each outcome, and each
-        error, is its own object's."""
+        error, is its own object's. An error once some documents are stored says which
+        (`errors.PartlyApplied`): a single 409 read as "nothing applied"."""
         outcomes = [outcome for outcome, _ in decided]
         writes = [(i, op) for i, (_, op) in enumerate(decided) if op is not None]
+        stored: set[int] = set()
         for batch in st.batches(writes, itemgetter(1), most=_WRITES):
             try:
                 await self.objects.store.commit([op for _, op in batch])
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound, errors.TooLarge):
                 for index, _ in batch:
-                    outcomes[index] = await self._write_one(models[index])
+                    try:
+                        outcomes[index] = await self._write_one(models[index])
+                    except errors.FedctlError as exc:
+                        raise _partly(exc, models, outcomes, stored, failed=index) from exc
+                    stored.add(index)
+            except errors.FedctlError as exc:
+                raise _partly(exc, models, outcomes, stored, failed=batch[0][0]) from exc
+            else:
+                stored.update(index for index, _ in batch)
         return outcomes
 
     async def _write_one(self, given_obj: KubeObject) -> str:
-        """One document read and written on its own; its outcome."""
-        current = await self.objects.get(objects.key_for(given_obj))
-        outcome, op = self._decide(given_obj, current)
-        if op is not None:
-            with _naming(given_obj):
-                await self.objects.store.commit([op])
-        return outcome
+        """One document read and written on its own; its outcome.
+
+        A document without `metadata.resourceVersion` is last-writer-wins: a write that
+        loses a race is decided again on what the winner left (Kubernetes'
+        GuaranteedUpdate), up to `_RACES` times. One with a resourceVersion is a
+        precondition, and losing it is the client's 409 (`_decide`)."""
+        key = objects.key_for(given_obj)
+        name = objects.called(objects.resource_for_kind(given_obj), key)
+        for _ in range(_RACES):
+            outcome, op = self._decide(given_obj, await self.objects.get(key))
+            if op is None:
+                return outcome
+            try:
+                with _naming(given_obj), _addressed(name):
+                    await self.objects.store.commit([op])
+                return outcome
+            except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
+                if given_obj.metadata.resource_version:
+                    raise
+        raise _raced(name)
 
     def _fits(self, obj: KubeObject, op: st.Op | None) -> None:
         """Refuse `obj`, before anything of its request is written, when its write (`op`)
@@ -695,8 +728,18 @@ class ObjectsApi:
         self, given_obj: KubeObject, current: codec.Stored[KubeObject] | None
     ) -> tuple[str, st.Op | None]:
         """What applying one document over what is stored does: its outcome and the
-        write (None when unchanged)."""
+        write (None when unchanged).
+
+        A `metadata.resourceVersion` in the document is a precondition, as for `kubectl
+        apply` and PUT: stale, it is a 409 naming the object and both revisions, never a
+        silent overwrite of the change made since it was read. With nothing stored there
+        is nothing to overwrite, and the document is created (a restore of `get -o
+        yaml`)."""
         key = objects.key_for(given_obj)
+        expected = revision(given_obj.metadata.resource_version, field="metadata.resourceVersion")
+        if current is not None and expected is not None and current.revision != expected:
+            name = objects.called(objects.resource_for_kind(given_obj), key)
+            raise errors.Conflict(name, expected=expected, current=current.revision)
         obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
         if current is None:
             return "created", self.objects.create_op(key, self._fresh(obj))
@@ -993,6 +1036,43 @@ def _addressed(name: str) -> Iterator[None]:
         raise errors.AlreadyExists(name, revision=exc.revision) from exc
     except errors.Conflict as exc:
         raise errors.Conflict(name, expected=exc.expected, current=exc.current) from exc
+
+
+def _partly(
+    exc: errors.FedctlError,
+    models: Sequence[KubeObject],
+    outcomes: Sequence[str],
+    stored: set[int],
+    *,
+    failed: int,
+) -> errors.FedctlError:
+    """`exc`, which stopped an apply at document `failed`, as what it is when earlier
+    documents were stored: the outcome of each, stored or not."""
+    if not stored:
+        return exc
+    results = [
+        _result(obj, outcomes[i] if i in stored else ("failed" if i == failed else "not applied"))
+        for i, obj in enumerate(models)
+    ]
+    return errors.PartlyApplied(exc, applied=len(stored), total=len(models), results=results)
+
+
+def _result(obj: KubeObject, outcome: str) -> dict[str, Any]:
+    """One document's line of an apply's `results`."""
+    return {
+        "kind": obj.kind,
+        "apiVersion": obj.api_version,
+        "namespace": obj.metadata.namespace,
+        "name": obj.metadata.name,
+        "result": outcome,
+    }
+
+
+def _raced(name: str) -> errors.Unavailable:
+    """A write without a resourceVersion that lost every race (`_RACES`) it re-read for."""
+    return errors.Unavailable(
+        f"{name} changed {_RACES} times while this write re-read it; try again"
+    )
 
 
 @contextlib.contextmanager

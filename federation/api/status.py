@@ -5,6 +5,7 @@ a code, a reason and a message they recognise.
     errors.NotFound       → 404 NotFound
     errors.AlreadyExists  → 409 AlreadyExists
     errors.Conflict       → 409 Conflict (stale resourceVersion)
+    errors.PartlyApplied  → its cause's code, with each object's outcome in details.results
     errors.TooLarge       → 413 RequestEntityTooLarge (past etcd's request size limit)
     errors.RegistryFull   → 507 InsufficientStorage (etcd past its storage quota)
     errors.Fenced         → 503 ServiceUnavailable (this replica is not the leader)
@@ -72,6 +73,10 @@ def streaming(request: web.Request, resp: web.StreamResponse) -> None:
 
 
 def _translate(exc: errors.FedctlError) -> web.Response:
+    if isinstance(exc, errors.PartlyApplied):  # the cause's answer, saying what was stored
+        cause = json.loads(_translate(exc.cause).text or "{}")
+        details = {**cause.get("details", {}), "results": exc.results}
+        return status_response(cause["code"], cause["reason"], str(exc), details=details)
     if isinstance(exc, errors.Invalid):
         return status_response(400, "Invalid", str(exc), details={"findings": exc.findings})
     if isinstance(exc, errors.NotFound):
