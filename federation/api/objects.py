@@ -311,6 +311,7 @@ class ObjectsApi:
         return obj
 
     def _fresh(self, obj: KubeObject) -> KubeObject:
+        obj = _specified(obj)
         meta = obj.metadata.model_copy(
             update={
                 "uid": str(uuid.uuid4()),
@@ -330,6 +331,7 @@ class ObjectsApi:
         kept["resource_version"] = None
         if old.kind == "Cluster":
             new = _keep_secret(old, new)
+        new = _specified(new)
         return new.model_copy(update={"metadata": new.metadata.model_copy(update=kept)})
 
     async def create(self, request: web.Request) -> web.Response:
@@ -911,6 +913,16 @@ def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) 
     if stamped == listed:
         return new
     return new.model_copy(update={"spec": new.spec.model_copy(update={"taints": stamped})})
+
+
+def _specified(obj: KubeObject) -> KubeObject:
+    """A workload template without the `status` its document carried, as the Kubernetes
+    API server drops status from a create or an update of the main resource: status is
+    what members report (fedctl keeps it under its own keys), and a template written back
+    from `fedctl get -o yaml` carries the fields that command adds there."""
+    if isinstance(obj, Workload) and obj.status is not None:
+        return obj.model_copy(update={"status": None})
+    return obj
 
 
 def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:

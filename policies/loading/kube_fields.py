@@ -72,11 +72,16 @@ def _types() -> dict[str, dict[str, str]]:
 def unknown_fields(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
     """(path, message) for each field of `doc` its kind does not have, at any depth; for
     the ConfigMap and Secret data values that are not strings (Kubernetes decodes those
-    maps as strings and refuses a number or a boolean, which YAML reads unquoted)."""
+    maps as strings and refuses a number or a boolean, which YAML reads unquoted).
+
+    `status` is not judged: it is what members report, which `kubectl apply` of the main
+    resource ignores and the API drops before storing a template, so nothing under it
+    reaches a member. `fedctl get -o yaml` adds its own fields there (health, placement),
+    and the file it writes must apply back as it is."""
     root = KINDS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
     if root is None:
         return
-    yield from _walk(root, doc, ())
+    yield from _walk(root, {k: v for k, v in doc.items() if k != "status"}, ())
     if root in ("V1ConfigMap", "V1Secret"):
         for field in ("data", "stringData", "binaryData"):
             values = doc.get(field)

@@ -2,8 +2,9 @@
 
 Role: users submit ordinary manifests (Deployment, StatefulSet, ReplicaSet, Job, Pod, a
 Volcano `batch.volcano.sh/v1alpha1` Job, a Kubeflow `kubeflow.org/v1` PyTorchJob, or any
-other kind as an opaque object). fedctl keeps spec and status verbatim, because the
-propagator sends them on to members, and reads only what scheduling needs: the queue,
+other kind as an opaque object). fedctl keeps spec verbatim, because the propagator
+sends it on to members (a document's status is accepted and dropped before storing, as
+the Kubernetes API server drops it: members report status), and reads only what scheduling needs: the queue,
 priority, acceptable chips and expected duration (annotations `fedctl.io/queue`,
 `fedctl.io/priority`, `fedctl.io/chips`, `fedctl.io/expected-duration`,
 `fedctl.io/min-available`; Volcano's `spec.queue` and `spec.minAvailable`), the pod sets with
@@ -121,7 +122,7 @@ class PodSet:
 
 
 class Workload(KubeObject):
-    """Any Kubernetes object; spec and status are kept verbatim, the envelope is strict.
+    """Any Kubernetes object; spec is kept verbatim, the envelope is strict.
 
     For the kinds in `WORKLOAD_KINDS` only apiVersion, kind, metadata, spec and status are
     allowed, so a misspelt `spce:` is caught. Opaque kinds keep extra top-level fields
@@ -135,7 +136,11 @@ class Workload(KubeObject):
         exclude_if=lambda spec: not spec,
         description="Kept verbatim (left out when empty: a ConfigMap has none).",
     )
-    status: dict[str, Any] | None = Field(default=None, description="Kept verbatim.")
+    status: dict[str, Any] | None = Field(
+        default=None,
+        description="Accepted and not stored: the API drops it, as Kubernetes drops status"
+        " from a create or update; members report status.",
+    )
 
     @model_validator(mode="before")
     @classmethod

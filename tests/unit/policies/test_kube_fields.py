@@ -66,3 +66,26 @@ def test_the_field_table_is_the_installed_clients() -> None:
     fields must be followed by writing it again."""
     stored = json.loads(Path(kube_fields.__file__).with_name("kube_fields.json").read_text())
     assert stored == kube_fields.generate()
+
+
+def test_status_is_not_judged_for_it_is_never_applied() -> None:
+    """`fedctl get deploy -o yaml` adds fedctl's own fields under status, and a
+    Kubernetes export carries the member's: the file applies back as kubectl's does."""
+    exported = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, resourceVersion: "12"}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+status:
+  health: Healthy
+  phase: Scheduled
+  clusters: [{name: eu, ready: 2}]
+  readyReplicas: 2
+"""
+    result = load_text(exported, filename="sf.yaml")
+    assert not result.findings, [str(f) for f in result.findings]
