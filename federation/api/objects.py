@@ -48,6 +48,7 @@ from federation.api import (
     plan_routes,
     queue_status,
     resume,
+    selectors,
     status,
     visible,
 )
@@ -205,8 +206,10 @@ class ObjectsApi:
             prefix = keys.work_prefix(request.query["cluster"])
         every = (res.namespaced and not ns) or res.plural == "works"
         owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
+        chosen = selectors.from_query(request.query)
         if flag(request.query.get("watch")):
-            return await self._watch(request, res, prefix, visible.readable_key(res, owned))
+            keep = visible.readable_key(res, owned)
+            return await self._watch(request, res, prefix, keep, chosen)
         items: list[dict[str, Any]] = []
         revision = 0
         headers = CIMultiDict[str]()
@@ -221,6 +224,7 @@ class ObjectsApi:
             revision = max(revision, listed.revision)
             for skipped in listed.skipped:
                 headers.add("Warning", _unreadable(skipped))
+        items = [item for item in items if chosen.matches(item)]
         return web.json_response(
             {
                 "apiVersion": "fedctl.io/v1alpha1",
@@ -245,7 +249,12 @@ class ObjectsApi:
         return web.json_response(await self._present(item))
 
     async def _watch(
-        self, request: web.Request, res: objects.Resource, prefix: str, keep: Callable[[str], bool]
+        self,
+        request: web.Request,
+        res: objects.Resource,
+        prefix: str,
+        keep: Callable[[str], bool],
+        chosen: selectors.Filter,
     ) -> web.StreamResponse:
         """Changes under `prefix` to objects the caller may read (`keep`), as JSON lines:
         from `resourceVersion` when given, else every object as ADDED first (none with
@@ -269,14 +278,14 @@ class ObjectsApi:
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
-                if keep(kv.key):
-                    await _send(resp, "ADDED", raw_wire(kv))
+                if keep(kv.key) and chosen.matches(obj := raw_wire(kv)):
+                    await _send(resp, "ADDED", obj)
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
         try:
             async for event in self.raw.watch(prefix, start_revision=start):
-                if keep(event.key):
-                    await _send(resp, *watch_event(event))
+                if keep(event.key) and (sent := watch_event(event, chosen)) is not None:
+                    await _send(resp, *sent)
         except errors.Compacted as exc:  # compacted since it was checked
             await resp.write(status.error_event(resume.expired(exc)))
         return resp
@@ -936,21 +945,32 @@ def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:
     return new.model_copy(update={"spec": spec})
 
 
-def watch_event(event: st.WatchEvent) -> tuple[str, dict[str, Any]]:
-    """The watch event type and object for one registry change (kubeconfigs redacted):
-    the per-kind watch and the multiplexed one (`api.watch`) both send these, so they can
-    never disagree on what a client sees."""
+def watch_event(
+    event: st.WatchEvent, chosen: selectors.Filter = selectors.EVERYTHING
+) -> tuple[str, dict[str, Any]] | None:
+    """The watch event type and object for one registry change (kubeconfigs redacted),
+    or None when the watch's selectors (`chosen`) keep it from the client: the per-kind
+    watch and the multiplexed one (`api.watch`) both send these, so they can never
+    disagree on what a client sees."""
+    before = None
     if event.type == "delete":
+        kind, obj = (
+            "DELETED",
+            {
+                "metadata": {"resourceVersion": str(event.mod_revision)},
+                "key": event.key,
+            },
+        )
         if event.prev_value:
-            kv = st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0)
-            return "DELETED", raw_wire(kv)
-        return "DELETED", {
-            "metadata": {"resourceVersion": str(event.mod_revision)},
-            "key": event.key,
-        }
-    kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
-    kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
-    return kind, raw_wire(kv)
+            obj = raw_wire(st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0))
+    else:
+        kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
+        kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
+        obj = raw_wire(kv)
+        if chosen and event.prev_value:
+            before = raw_wire(st.KeyValue(event.key, event.prev_value, 0, 0, 0))
+    sent = chosen.event(kind, obj, before)
+    return None if sent is None else (sent, obj)
 
 
 def raw_wire(kv: st.KeyValue) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, resume, status, visible
+from federation.api import auth, resume, selectors, status, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
@@ -94,6 +94,7 @@ class WatchApi:
 
     async def watch(self, request: web.Request) -> web.StreamResponse:
         wanted = _resources(request)
+        chosen = selectors.from_query(request.query)  # the same for every resource
         since = objects_api.revision(request.query.get("resourceVersion"), field="resourceVersion")
         initial = objects_api.flag(request.query.get("sendInitialEvents"), default=True)
         start = None if since is None else since + 1
@@ -135,7 +136,7 @@ class WatchApi:
             async with asyncio.TaskGroup() as group:
                 for res, keep in readable:
                     group.create_task(
-                        self._follow(res, start, send, keep), name=f"watch-{res.plural}"
+                        self._follow(res, start, send, keep, chosen), name=f"watch-{res.plural}"
                     )
         except* ConnectionResetError:
             pass  # the client went away: every resource's watch is stopped with it
@@ -151,20 +152,22 @@ class WatchApi:
         start: int | None,
         send: Send,
         keep: Callable[[str], bool],
+        chosen: selectors.Filter,
     ) -> None:
         """Stream `res` from `start` (listing it first without one): the objects the
-        caller may read (`keep`, `visible.readable_key`) and bookmarks."""
+        caller may read (`keep`, `visible.readable_key`) that the selectors choose (`chosen`),
+        and bookmarks."""
         prefix = reg_objects.list_prefix(res, None)
         if start is None:
             listed = await self.store.list(prefix)
             for kv in listed.items:
-                if keep(kv.key):
-                    await send(_event("ADDED", res.plural, objects_api.raw_wire(kv)))
+                if keep(kv.key) and chosen.matches(obj := objects_api.raw_wire(kv)):
+                    await send(_event("ADDED", res.plural, obj))
             start = listed.revision + 1
         bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
         await send(_event("BOOKMARK", res.plural, bookmark))
         async for event in self.store.watch(prefix, start_revision=start):
             if not keep(event.key):
                 continue
-            kind, obj = objects_api.watch_event(event)
-            await send(_event(kind, res.plural, obj))
+            if (sent := objects_api.watch_event(event, chosen)) is not None:
+                await send(_event(sent[0], res.plural, sent[1]))

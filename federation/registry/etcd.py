@@ -390,11 +390,11 @@ class EtcdStore:
     @staticmethod
     def _event(e: Any) -> st.WatchEvent:
         kv = e.kv
+        prev = bytes(e.prev_kv.value) if e.HasField("prev_kv") else None
         if e.type == rpc.Event.DELETE:
-            prev = bytes(e.prev_kv.value) if e.HasField("prev_kv") else None
             return st.WatchEvent("delete", kv.key.decode(), b"", kv.mod_revision, 0, prev)
         return st.WatchEvent(
-            "put", kv.key.decode(), bytes(kv.value), kv.mod_revision, kv.create_revision
+            "put", kv.key.decode(), bytes(kv.value), kv.mod_revision, kv.create_revision, prev
         )
 
     # leases

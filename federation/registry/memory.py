@@ -117,6 +117,7 @@ class MemoryStore:
 
     def _store(self, key: str, value: bytes, lease: int) -> None:
         entry = self._data.get(key)
+        prev = None if entry is None else entry.value
         if entry is None:
             entry = _Entry(value, self._revision, self._revision, 1, lease)
             self._data[key] = entry
@@ -124,7 +125,7 @@ class MemoryStore:
             entry.value, entry.mod_revision, entry.lease = value, self._revision, lease
             entry.version += 1
         self._history.append(
-            st.WatchEvent("put", key, value, self._revision, entry.create_revision)
+            st.WatchEvent("put", key, value, self._revision, entry.create_revision, prev)
         )
 
     def _remove(self, key: str) -> bool:

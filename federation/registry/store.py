@@ -72,7 +72,9 @@ class ListResult:
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One change. A delete carries the previous value when the store still has it."""
+    """One change, with the previous value when the store still has it (a delete's
+    object; what a put replaced, by which a filtered watch tells an object that stopped
+    matching from one that never did)."""
 
     type: Literal["put", "delete"]
     key: str

@@ -168,6 +168,7 @@ async def test_watch_replays_history_in_order(store: st.Store, prefix: str) -> N
     assert [(e.type, e.value) for e in events] == [("put", b"1"), ("put", b"2"), ("delete", b"")]
     assert events[0].mod_revision == r1 and events[1].mod_revision == r2
     assert events[2].prev_value == b"2"
+    assert [e.prev_value for e in events[:2]] == [None, b"1"], "what a put replaced"
 
 
 async def test_watch_from_list_revision_sees_only_later_changes(
