@@ -49,6 +49,7 @@ from federation.api import (
     queue_status,
     resume,
     selectors,
+    shown,
     status,
     visible,
 )
@@ -70,7 +71,7 @@ from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import QuotaStatus
 from policies.models.workload import Workload
 
-__all__ = ["ObjectsApi", "flag", "raw_wire", "revision", "watch_event"]
+__all__ = ["ObjectsApi", "flag", "revision"]
 
 _log = logging.getLogger(__name__)
 
@@ -216,7 +217,7 @@ class ObjectsApi:
         for part, keep in visible.parts(res, prefix, owned):
             if res.readonly:
                 raw = await self.raw.list(part)
-                items += [raw_wire(kv) for kv in raw.items if keep(kv.key)]
+                items += [shown.raw_wire(kv) for kv in raw.items if keep(kv.key)]
                 revision = max(revision, raw.revision)
                 continue
             listed = await self.objects.list(part)
@@ -242,7 +243,7 @@ class ObjectsApi:
             kv = await self.raw.get(key)
             if kv is None:
                 raise errors.NotFound(objects.called(res, key))
-            return web.json_response(raw_wire(kv))
+            return web.json_response(shown.raw_wire(kv))
         item = await self.objects.get(key)
         if item is None:
             raise errors.NotFound(objects.called(res, key))
@@ -271,6 +272,7 @@ class ObjectsApi:
         if refused is not None:
             await resp.write(status.error_event(refused))
             return resp
+        view = shown.Statused(self.raw, res, prefix)
         if since is not None:
             start = since + 1
         elif not initial:
@@ -278,13 +280,15 @@ class ObjectsApi:
         else:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
-                if keep(kv.key) and chosen.matches(obj := raw_wire(kv)):
+                if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
                     await _send(resp, "ADDED", obj)
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
         try:
-            async for event in self.raw.watch(prefix, start_revision=start):
-                if keep(event.key) and (sent := watch_event(event, chosen)) is not None:
+            async for event in self.raw.watch(view.watched, start_revision=start):
+                if not keep(view.spec_key(event.key)):
+                    continue
+                for sent in await view.events(event, chosen):
                     await _send(resp, *sent)
         except errors.Compacted as exc:  # compacted since it was checked
             await resp.write(status.error_event(resume.expired(exc)))
@@ -943,54 +947,6 @@ def _keep_secret(old: KubeObject, new: KubeObject) -> KubeObject:
         return new
     spec = new_spec.model_copy(update={"connection": old_spec.connection})
     return new.model_copy(update={"spec": spec})
-
-
-def watch_event(
-    event: st.WatchEvent, chosen: selectors.Filter = selectors.EVERYTHING
-) -> tuple[str, dict[str, Any]] | None:
-    """The watch event type and object for one registry change (kubeconfigs redacted),
-    or None when the watch's selectors (`chosen`) keep it from the client: the per-kind
-    watch and the multiplexed one (`api.watch`) both send these, so they can never
-    disagree on what a client sees."""
-    before = None
-    if event.type == "delete":
-        kind, obj = (
-            "DELETED",
-            {
-                "metadata": {"resourceVersion": str(event.mod_revision)},
-                "key": event.key,
-            },
-        )
-        if event.prev_value:
-            obj = raw_wire(st.KeyValue(event.key, event.prev_value, event.mod_revision, 0, 0))
-    else:
-        kind = "ADDED" if event.create_revision == event.mod_revision else "MODIFIED"
-        kv = st.KeyValue(event.key, event.value, event.mod_revision, event.create_revision, 0)
-        obj = raw_wire(kv)
-        if chosen and event.prev_value:
-            before = raw_wire(st.KeyValue(event.key, event.prev_value, 0, 0, 0))
-    sent = chosen.event(kind, obj, before)
-    return None if sent is None else (sent, obj)
-
-
-def raw_wire(kv: st.KeyValue) -> dict[str, Any]:
-    """A stored value as a watch or list shows it, kubeconfigs redacted."""
-    try:
-        doc = json.loads(kv.value)
-    except ValueError:
-        return {"key": kv.key, "error": "not JSON"}
-    body = doc.get("object", doc) if isinstance(doc, dict) else {"value": doc}
-    if isinstance(body, dict):
-        meta = body.setdefault("metadata", {})
-        if isinstance(meta, dict):
-            meta["resourceVersion"] = str(kv.mod_revision)
-            if isinstance(meta.get("connection"), dict):
-                meta["connection"].pop("kubeconfig", None)
-        spec = body.get("spec")
-        conn = spec.get("connection") if isinstance(spec, dict) else None
-        if isinstance(conn, dict) and conn.get("kubeconfig"):
-            conn["kubeconfig"] = REDACTED
-    return body if isinstance(body, dict) else {"value": body}
 
 
 def _same_group(existing: KubeObject, obj: KubeObject) -> None:

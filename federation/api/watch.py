@@ -47,7 +47,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, resume, selectors, status, visible
+from federation.api import auth, resume, selectors, shown, status, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
@@ -158,16 +158,17 @@ class WatchApi:
         caller may read (`keep`, `visible.readable_key`) that the selectors choose (`chosen`),
         and bookmarks."""
         prefix = reg_objects.list_prefix(res, None)
+        view = shown.Statused(self.store, res, prefix)
         if start is None:
             listed = await self.store.list(prefix)
             for kv in listed.items:
-                if keep(kv.key) and chosen.matches(obj := objects_api.raw_wire(kv)):
+                if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
                     await send(_event("ADDED", res.plural, obj))
             start = listed.revision + 1
         bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
         await send(_event("BOOKMARK", res.plural, bookmark))
-        async for event in self.store.watch(prefix, start_revision=start):
-            if not keep(event.key):
+        async for event in self.store.watch(view.watched, start_revision=start):
+            if not keep(view.spec_key(event.key)):
                 continue
-            if (sent := objects_api.watch_event(event, chosen)) is not None:
-                await send(_event(sent[0], res.plural, sent[1]))
+            for kind, obj in await view.events(event, chosen):
+                await send(_event(kind, res.plural, obj))
