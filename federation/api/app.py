@@ -163,7 +163,13 @@ def openapi_document() -> dict[str, Any]:
             f"{base}/namespaces/{{ns}}/{res.plural}" if res.namespaced else f"{base}/{res.plural}"
         )
         item = scope + ("/{kind}/{name}" if res.plural in ("workloads", "bindings") else "/{name}")
-        ops: dict[str, Any] = {"get": _op(f"list {res.plural}; ?watch=true streams JSON lines")}
+        listing = (
+            f"list {res.plural}; ?watch=true streams JSON lines; ?labelSelector=,"
+            " ?fieldSelector=metadata.name|metadata.namespace"
+        )
+        if res.plural == "works":
+            listing += "; ?cluster=NAME: one member's"
+        ops: dict[str, Any] = {"get": _op(listing)}
         item_ops: dict[str, Any] = {"get": _op(f"read one {res.kind}")}
         if not res.readonly:
             ops["post"] = _op(f"create a {res.kind}")
@@ -178,7 +184,8 @@ def openapi_document() -> dict[str, Any]:
                 )
             )
         paths[scope] = ops
-        paths[item] = item_ops
+        if res.plural not in _UNNAMED:
+            paths[item] = item_ops
     paths[base + "/apply"] = {
         "post": _op(
             "validate every document, then create or update each (?dryRun=All: store nothing)"
@@ -199,12 +206,29 @@ def openapi_document() -> dict[str, Any]:
             "[&sendInitialEvents=false]; each JSON line names its resource"
         )
     }
+    status_base = workloads_api.PREFIX
+    paths[status_base + "/workloads"] = {
+        "get": _op("each workload's phase, queue, health and placement; ?namespace=NS")
+    }
+    paths[status_base + "/namespaces/{ns}/workloads/{kind}/{name}"] = {
+        "get": _op("one workload described: its Binding, copies, events and why it waits")
+    }
+    paths[status_base + "/costs"] = {
+        "get": _op("hourly cost of what runs; ?by=GROUPING, ?namespace=NS")
+    }
+    paths[queue_status.QUEUES_PATH] = {
+        "get": _op("each queue's admitted and pending work and usage against its limits")
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "fedctl", "version": "v1alpha1"},
         "paths": paths,
         "components": {"schemas": schemas},
     }
+
+
+_UNNAMED = ("works", "events")
+"""Resources listed only: they have no single-name address (a GET of one is a 400)."""
 
 
 def _op(summary: str) -> dict[str, Any]:

@@ -199,9 +199,7 @@ class ObjectsApi:
 
     async def list_objects(self, request: web.Request) -> web.StreamResponse:
         res = self._resource(request)
-        ns = request.match_info.get("ns")
-        if ns and not res.namespaced:
-            raise errors.Invalid(f"{res.plural} are cluster-scoped")
+        ns = _namespace_in_path(request, res)
         prefix = objects.list_prefix(res, ns)
         if res.plural == "works" and request.query.get("cluster"):
             prefix = keys.work_prefix(request.query["cluster"])
@@ -353,6 +351,7 @@ class ObjectsApi:
             raise web.HTTPMethodNotAllowed(
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
+        _namespace_in_path(request, res)
         models = await self._body(request)
         if len(models) != 1:
             raise errors.Invalid(f"POST takes exactly one object, got {len(models)}")
@@ -1054,6 +1053,15 @@ def _result(obj: KubeObject, outcome: str) -> dict[str, Any]:
         "name": obj.metadata.name,
         "result": outcome,
     }
+
+
+def _namespace_in_path(request: web.Request, res: objects.Resource) -> str | None:
+    """The namespace a list or create path names; a 400 for one under a cluster-scoped
+    kind, as its GET answers (a POST there created the cluster-scoped object)."""
+    ns = request.match_info.get("ns")
+    if ns and not res.namespaced:
+        raise errors.Invalid(f"{res.plural} are cluster-scoped: address them without a namespace")
+    return ns
 
 
 def _raced(name: str) -> errors.Unavailable:

@@ -301,6 +301,27 @@ async def test_health_and_openapi(api: Api) -> None:
     assert f"{API}/clusters/{{name}}" in doc["paths"]
 
 
+async def test_openapi_lists_the_routes_that_answer(api: Api) -> None:
+    """Works and events have no single-name route (a GET of one is a 400), and the status
+    views the CLI and the dashboard read are routes too."""
+    _, doc = await api.call("GET", "/openapi.json")
+    paths = doc["paths"]
+    assert f"{API}/works/{{name}}" not in paths
+    assert f"{API}/namespaces/{{ns}}/events/{{name}}" not in paths
+    assert f"{API}/works" in paths and "?cluster=NAME" in paths[f"{API}/works"]["get"]["summary"]
+    for view in ("workloads", "costs", "queues"):
+        assert f"/apis/status.fedctl.io/v1alpha1/{view}" in paths
+    code, _ = await api.call("GET", "/apis/status.fedctl.io/v1alpha1/costs")
+    assert code == 200
+
+
+async def test_a_cluster_scoped_kind_is_not_created_under_a_namespace(api: Api) -> None:
+    code, doc = await api.call("POST", f"{API}/namespaces/foo/queues", queue_doc("nsq"))
+    assert code == 400 and "queues are cluster-scoped" in doc["message"], doc
+    code, _ = await api.call("GET", f"{API}/queues/nsq")
+    assert code == 404, "the queue was created"
+
+
 def queue_doc(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "fedctl.io/v1alpha1", "kind": "Queue", "metadata": {"name": name},
             "spec": spec}  # fmt: skip
