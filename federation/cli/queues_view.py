@@ -32,7 +32,8 @@ __all__ = [
 ]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
-API_VERSION = "fedctl.io/v1alpha1"
+STATUS_VERSION = "status.fedctl.io/v1alpha1"
+"""The group of what the status view shows of a queue with no stored object."""
 HEADERS = ["NAME", "PARENT", "WEIGHT", "PRIORITY", "ADMITTED", "PENDING", "SHARE", "AGE"]
 
 
@@ -131,17 +132,30 @@ def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict
 def documents(
     items: list[dict[str, Any]], stored: list[dict[str, Any]], *, only: str | None = None
 ) -> list[dict[str, Any]]:
-    """The rows of `table` as Queue objects for `-o json|yaml`: a stored queue as stored,
-    one nobody defined as a bare object of its name, each with the table's counts as its
-    `status` (always the same keys)."""
+    """The rows of `table` for `-o json|yaml`: a stored queue as the Queue object stored,
+    with the table's counts as its `status` (always the same keys).
+
+    A queue with no stored object (the implicit `default`, a name only a workload's
+    annotation gives) is no Queue: printed as one, a backup restored from the output
+    created it, defined with default limits, and admitted what waited for it. So a list
+    leaves it out, as `kubectl get` prints only objects that exist, and asked for by
+    name (the table lists it) it is a `QueueStatus` of the status view, which no apply
+    takes."""
     objects = {q["metadata"]["name"]: q for q in stored}
     docs = []
     for item in items:
         if only is not None and item["name"] != only:
             continue
+        found = objects.get(item["name"])
+        if found is None and only is None:
+            continue
         doc = dict(
-            objects.get(item["name"])
-            or {"apiVersion": API_VERSION, "kind": "Queue", "metadata": {"name": item["name"]}}
+            found
+            or {
+                "apiVersion": STATUS_VERSION,
+                "kind": "QueueStatus",
+                "metadata": {"name": item["name"]},
+            }
         )
         doc["status"] = {
             "defined": item["defined"],
