@@ -25,6 +25,7 @@ from policies.loading.findings import Finding, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
 from policies.models import kinds
+from policies.models import queue as queue_mod
 from policies.models.accelerator import AcceleratorProfile, is_arch
 from policies.models.base import KubeObject
 from policies.models.cluster import Cluster
@@ -151,6 +152,11 @@ def validate_document(
     found += _warnings(model, source=source, filename=filename)
     if isinstance(model, Workload):
         found += _kubernetes_rules(model, doc, source=source, filename=filename)
+        found += [
+            _at(source, filename, path, problem)
+            for path, name in _queue_references(model)
+            if (problem := queue_mod.name_problem(name)) is not None
+        ]
         found += [
             _at(source, filename, path, message, key=message.startswith("unknown"))
             for path, message in kube_fields.unknown_fields(doc)
@@ -575,9 +581,8 @@ def unjoined_clusters(objects: Iterable[Loaded], *, joined: Collection[str]) -> 
     )
 
 
-def _queue_references(obj: Loaded) -> list[tuple[tuple[str | int, ...], str]]:
+def _queue_references(model: KubeObject) -> list[tuple[tuple[str | int, ...], str]]:
     """The queue a workload names, at the annotation or Volcano field naming it."""
-    model = obj.model
     if not isinstance(model, Workload) or model.is_opaque:
         return []
     try:
@@ -603,7 +608,7 @@ def queue_children(queues: Iterable[tuple[str, str | None]]) -> dict[str, list[s
 
 def names_queues(objects: Iterable[Loaded]) -> bool:
     """Whether a workload here names a queue (not the default by leaving it out)."""
-    return any(_queue_references(obj) for obj in objects)
+    return any(_queue_references(obj.model) for obj in objects)
 
 
 def undefined_queues(
@@ -619,7 +624,7 @@ def undefined_queues(
     queues = {n: [*defined.get(n, ()), *here.get(n, ())] for n in {*defined, *here}}
     found = []
     for obj in objects:
-        for path, name in _queue_references(obj):
+        for path, name in _queue_references(obj.model):
             if name == default and name not in queues:
                 continue  # the implicit default queue takes work with no Queue object
             if name not in queues:

@@ -149,6 +149,19 @@ def _fmt(resources: ResourceList, name: str) -> str:
     return resources.only([name]).to_wire()[name]
 
 
+def name_problem(name: str) -> str | None:
+    """Why `name` can never name a Queue, or None: the rule a Queue's name and a
+    workload's queue reference (`fedctl.io/queue`) share, for a reference no Queue can
+    ever answer would wait for ever, and grow every queue view and metric by a name."""
+    if len(name) > 253 or not _DNS_NAME.fullmatch(name):
+        shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name)} characters)"
+        return (
+            f"invalid queue name {shown!r}: use lower-case letters, digits, '-' and '.',"
+            " starting and ending with a letter or digit, at most 253 (e.g. ml-research)"
+        )
+    return None
+
+
 class Queue(KubeObject):
     """`fedctl.io/v1alpha1` Queue (cluster-scoped)."""
 
@@ -160,13 +173,9 @@ class Queue(KubeObject):
 
     @model_validator(mode="after")
     def _not_own_parent(self) -> Queue:
-        name = self.metadata.name
-        if len(name) > 253 or not _DNS_NAME.fullmatch(name):
-            raise RuleError(
-                f"invalid queue name {name!r}: use lower-case letters, digits, '-' and '.',"
-                " starting and ending with a letter or digit (e.g. ml-research)",
-                at=("metadata", "name"),
-            )
+        problem = name_problem(self.metadata.name)
+        if problem is not None:
+            raise RuleError(problem, at=("metadata", "name"))
         if self.spec.parent == self.metadata.name:
             raise RuleError(
                 f"queue {self.metadata.name!r} cannot be its own parent", at=("spec", "parent")

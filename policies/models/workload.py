@@ -4,11 +4,12 @@ Role: users submit ordinary manifests (Deployment, StatefulSet, ReplicaSet, Job,
 Volcano `batch.volcano.sh/v1alpha1` Job, a Kubeflow `kubeflow.org/v1` PyTorchJob, or any
 other kind as an opaque object). fedctl keeps spec verbatim, because the propagator
 sends it on to members (a document's status is accepted and dropped before storing, as
-the Kubernetes API server drops it: members report status), and reads only what scheduling needs: the queue,
-priority, acceptable chips and expected duration (annotations `fedctl.io/queue`,
-`fedctl.io/priority`, `fedctl.io/chips`, `fedctl.io/expected-duration`,
-`fedctl.io/min-available`; Volcano's `spec.queue` and `spec.minAvailable`), the pod sets with
-their replica counts, and each pod's effective requests computed as Kubernetes does.
+the Kubernetes API server drops it: members report status), and reads only what
+scheduling needs: the queue, priority, acceptable chips and expected duration
+(annotations `fedctl.io/queue`, `fedctl.io/priority`, `fedctl.io/chips`,
+`fedctl.io/expected-duration`, `fedctl.io/min-available`; Volcano's `spec.queue` and
+`spec.minAvailable`), the pod sets with their replica counts, and each pod's effective
+requests computed as Kubernetes does.
 
 Fed by workload YAML and the REST API; feeds the pending queues, admission (requests times
 replicas against quota), the scheduler (per-pod fit, gang size, cost) and the propagator.

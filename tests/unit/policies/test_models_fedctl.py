@@ -1159,7 +1159,7 @@ def test_bad_workloads(data: dict[str, Any], expected: tuple[str, str]) -> None:
             (
                 "metadata.name",
                 "invalid queue name 'ML/Research': use lower-case letters, digits, '-' and '.',"
-                " starting and ending with a letter or digit (e.g. ml-research)",
+                " starting and ending with a letter or digit, at most 253 (e.g. ml-research)",
             ),
             id="queue name with a slash",
         ),
