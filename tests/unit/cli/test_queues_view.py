@@ -75,7 +75,7 @@ def test_the_wide_table_shows_the_budget_and_leaves_out_what_is_no_longer_held()
     )
     got = rows(queues_view.table([web], now=NOW, wide=True))
     assert got["web"][-5:] == ["cpu=6", "-", "-", "0.3093", "0.3500"]
-    (doc,) = queues_view.documents([web], [])
+    (doc,) = queues_view.documents([web], [], only="web")
     assert (doc["status"]["hourlyCost"], doc["status"]["currency"]) == ("0.3093", "USD")
 
 
