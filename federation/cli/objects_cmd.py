@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from federation import clock, errors
+from federation import clock, errors, secrets
 from federation.cli import render
 
 if TYPE_CHECKING:
@@ -148,14 +148,6 @@ async def _describe(args: argparse.Namespace) -> int:
     from federation.cli import describing
 
     return await describing.describe(args)
-
-
-def _to_compare(paths: list[str]) -> list[Any]:
-    """Valid models from files, for `diff`; print every finding and refuse if any is an
-    error."""
-    from policies import loading
-
-    return [o.model for o in _reported(loading.load_paths(paths), refused="compared")]
 
 
 def _to_delete(paths: list[str]) -> list[Any]:
@@ -382,26 +374,73 @@ def _as_stored(res: Any, model: Any) -> dict[str, Any]:
 
 
 async def _diff(args: argparse.Namespace) -> int:
-    from federation.registry import objects
+    """What applying the files would change, as `kubectl diff`: the server says which
+    objects its apply would change (a dry run, judging chips and queues against what it
+    holds, as `apply` does), and those are shown against their live form with secrets
+    masked on both sides (`_masked`).
 
-    models = _to_compare(args.filename)
+    Why the server decides: a Cluster's inline kubeconfig is never read back (it is
+    `<redacted>`), so comparing texts reported drift on every run where `apply` said
+    unchanged, and printed the member's credential into the log."""
+    from federation.registry import objects
+    from policies import loading
+
+    result = loading.load_paths(args.filename)
+    if not result.ok:
+        _reported(result, refused="compared")  # raises: nothing is compared
     changed = 0
     async with _client().ApiClient(args.server, token=args.token) as api:
-        for model in models:
-            res = objects.resource_for_kind(model)
-            live = await api.request("GET", _path(res, model), allow_missing=True)
-            want = _comparable(_as_stored(res, model))
-            have = _comparable(live)
-            if want == have:
+        models = [o.model for o in _reported(await against_server(api, result), refused="compared")]
+        if not models:
+            return 0
+        body = {"items": [m.to_wire() for m in models]}
+        answer = await api.request("POST", "apply", body=body, params={"dryRun": "All"})
+        for model, outcome in zip(models, answer["results"], strict=True):
+            if outcome["result"] == "unchanged":
                 continue
             changed += 1
+            res = objects.resource_for_kind(model)
+            live = await api.request("GET", _path(res, model), allow_missing=True)
+            have, want = _masked(live, _as_stored(res, model))
             label = _label(model.kind, model.api_version, model.metadata.name)
             sys.stdout.writelines(
                 difflib.unified_diff(
-                    have.splitlines(True), want.splitlines(True), f"live/{label}", f"file/{label}"
+                    _comparable(have).splitlines(True),
+                    _comparable(want).splitlines(True),
+                    f"live/{label}",
+                    f"file/{label}",
                 )
             )
     return 1 if changed else 0
+
+
+_MASK = "***"
+
+
+def _masked(
+    have: dict[str, Any] | None, want: dict[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """`have` (live) and `want` (the file) with their secrets masked, as `kubectl diff`
+    masks a Secret's values: `***` when the same on both sides, `*** (before)` and
+    `*** (after)` when they differ. A Cluster's inline kubeconfig, which the API never
+    shows, is `<redacted>` on both sides, `<redacted> (changed)` in the file when the
+    server says the object changes and nothing else differs."""
+    want = json.loads(json.dumps(want))
+    have = json.loads(json.dumps(have)) if have is not None else None
+    if want.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            mine = want.get(field) or {}
+            theirs = (have or {}).get(field) or {}
+            for key, value in mine.items():
+                mine[key] = _MASK if theirs.get(key) == value else f"{_MASK} (after)"
+            for key in theirs:
+                theirs[key] = _MASK if mine.get(key) == _MASK else f"{_MASK} (before)"
+    conn = (want.get("spec") or {}).get("connection") or {}
+    if want.get("kind") == "Cluster" and conn.get("kubeconfig"):
+        conn["kubeconfig"] = secrets.REDACTED
+        if _comparable(have) == _comparable(want):
+            conn["kubeconfig"] = f"{secrets.REDACTED} (changed)"
+    return have, want
 
 
 async def _get(args: argparse.Namespace) -> int:
