@@ -18,6 +18,7 @@ import pytest
 from federation.api import app as api_app
 from federation.registry import embedded
 from federation.registry.etcd import EtcdStore
+from federation.registry.memory import MemoryStore
 from tests.conftest import etcd_settings
 from tests.serving import serving
 
@@ -80,3 +81,35 @@ async def test_a_watch_the_registry_cannot_serve_ends_with_one_error_event(
     status = events[0]["object"]
     assert status["kind"] == "Status" and (status["code"], status["reason"]) == (code, reason)
     assert status["message"].startswith(message), status
+
+
+class Unchecked(MemoryStore):
+    """A registry compacted after the API checked the revision: its check passes, and the
+    watch itself then finds the history gone."""
+
+    async def check_history(self, revision: int) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/queues?watch=true&resourceVersion={rv}", id="per-kind watch"),
+        pytest.param("/watch?resources=queues,clusters&resourceVersion={rv}", id="multiplexed"),
+    ],
+)
+async def test_compaction_found_once_the_stream_began_ends_it_with_410(path: str) -> None:
+    store = Unchecked()
+    async with serving(api_app.build_app(store)) as url:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{url}{API}/queues", json=QUEUE) as resp:
+                assert resp.status == 201
+            edited = {**QUEUE, "spec": {"weight": 2}}
+            async with session.put(f"{url}{API}/queues/ml", json=edited) as resp:
+                assert resp.status == 200
+        await store.compact(await store.current_revision())
+        code, events = await streamed(url + API + path.format(rv=1))
+    await store.close()
+    assert code == 200
+    assert events[-1]["type"] == "ERROR", events
+    assert (events[-1]["object"]["code"], events[-1]["object"]["reason"]) == (410, "Expired")
