@@ -139,10 +139,11 @@ function start() {
   watchAll(KINDS, (event) => {
     if (reload[event.resource] && event.type !== "ERROR") reload[event.resource]();
   });
-  // Cluster statuses (capacity, health) are written by the monitor under their own keys,
-  // which the stream does not carry: re-read them on a slow period as well. So are the
-  // workload statuses that end a job (it stops counting as admitted, and costs nothing
-  // more): while the Queues or Workloads view is shown, its view is asked on that period.
+  // Cluster statuses (capacity, health) are written by the monitor under their own keys;
+  // the stream carries a change of one as a MODIFIED cluster, and they are re-read on a
+  // slow period as well, for a stream that was down. The workload statuses that end a job
+  // (it stops counting as admitted, and costs nothing more) are not on the stream: while
+  // the Queues or Workloads view is shown, its view is asked on that period.
   setInterval(() => {
     if (document.hidden) return;
     reload.clusters();
