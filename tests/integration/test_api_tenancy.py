@@ -8,6 +8,7 @@ Real etcd and the real application, with the tokens of `test_api_security`: `mia
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,9 +19,11 @@ import pytest
 
 from federation.api import app as api_app
 from federation.api import audit, auth
-from federation.registry import embedded, keys
+from federation.registry import codec, embedded, keys
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
+from federation.resources import ResourceList
+from policies.models.work import QuotaStatus
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
 from tests.integration.test_api_security import ADMIN, OTHER, TENANT, TOKENS, Client, job, serving
@@ -236,3 +239,37 @@ async def test_a_tenants_watch_across_namespaces_streams_its_own(api: Client) ->
             meta = event["object"]["metadata"]
             seen.append((event["object"]["kind"], meta.get("namespace") or meta["name"]))
     assert sorted(seen) == [("Job", "ml-research"), ("Namespace", "ml-research")]
+
+
+async def test_a_tenants_quota_watch_carries_status_changes_of_its_namespaces_only(
+    api: Client, store: EtcdStore
+) -> None:
+    """Quota watches follow the status range too: a status change in another tenant's
+    namespace must not reach this tenant's watch, and one in its own must."""
+    quotas = [
+        obj(
+            "policy.karmada.io/v1alpha1",
+            "FederatedResourceQuota",
+            "team",
+            ns,
+            spec={"overall": {"cpu": "10"}},
+        )
+        for ns in ("ml-research", "web")
+    ]
+    assert (await api.call("POST", f"{API}/apply", {"items": quotas}))[0] == 200
+    headers = {"Authorization": f"Bearer {TENANT}"}
+    url = f"{api.base}{API}/federatedresourcequotas?watch=true"
+    events: list[dict[str, Any]] = []
+    async with api.session.get(url, headers=headers) as resp:
+        assert resp.status == 200
+        lines = resp.content.__aiter__()
+        while (event := json.loads(await anext(lines)))["type"] != "BOOKMARK":
+            events.append(event)
+        statuses = codec.TypedStore(store, codec.Codec(QuotaStatus))
+        for ns, cpu in (("web", "7"), ("ml-research", "3")):
+            used = QuotaStatus(overall_used=ResourceList.from_wire({"cpu": cpu}))
+            await statuses.put(keys.policy_status_key("FederatedResourceQuota", ns, "team"), used)
+        events.append(json.loads(await asyncio.wait_for(anext(lines), timeout=10)))
+    seen = [(e["type"], e["object"]["metadata"]["namespace"]) for e in events]
+    assert seen == [("ADDED", "ml-research"), ("MODIFIED", "ml-research")]
+    assert events[-1]["object"]["status"]["overallUsed"] == {"cpu": "3"}
