@@ -647,19 +647,25 @@ async def _delete_all(api: Any, models: list[Any], *, dry: bool = False) -> int:
     three minutes. One not found is reported and the rest still deleted (exit status 1),
     as kubectl does; any other refusal stops the rest.
 
-    Namespaces go after everything else: deleting one deletes what it holds, so the
-    files' objects in it, deleted at the same time, were reported not found."""
+    Workloads go first, then policies and the rest: a policy deleted beside the workloads
+    it claims warned that they "stay where they are, their copies running" (or are placed
+    again under another policy), judged while they were still there. Namespaces go last:
+    deleting one deletes what it holds, so the files' objects in it, deleted at the same
+    time, were reported not found."""
     from federation.registry import objects
     from policies.models.workload import Workload
 
-    def is_namespace(model: Any) -> bool:
-        return isinstance(model, Workload) and bool(
-            objects.namespace_of(objects.workload_ref(model))
-        )
+    def phase(model: Any) -> int:
+        if not isinstance(model, Workload):
+            return 1
+        return 2 if objects.namespace_of(objects.workload_ref(model)) else 0
 
-    first = [m for m in models if not is_namespace(m)]
-    missing = await _delete_each(api, first, dry=dry)
-    return max(missing, await _delete_each(api, [m for m in models if is_namespace(m)], dry=dry))
+    missing = 0
+    for step in (0, 1, 2):
+        chosen = [m for m in models if phase(m) == step]
+        if chosen:
+            missing = max(missing, await _delete_each(api, chosen, dry=dry))
+    return missing
 
 
 async def _delete_each(api: Any, models: list[Any], *, dry: bool) -> int:

@@ -7,6 +7,7 @@ records the claim). The real API over an in-memory registry; the CLI is `main.ma
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -351,3 +352,31 @@ async def test_apply_warns_of_an_affinity_no_joined_cluster_matches(
         )
         assert await fedctl(server, "apply", "-f", str(path)) == 0
         assert "warning" not in capsys.readouterr().err
+
+
+async def test_deleting_a_policy_with_the_workload_it_claims_warns_of_nothing_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fedctl delete -f` of a file holding the policy and the workload it claims: the
+    policy's deletion was judged while the workload was still there, so it warned that
+    the workload "stays where it is, its copies running", though the same command deleted
+    it. Workloads go first now."""
+    store = await registry()
+    path = tmp_path / "all.yaml"
+    docs = [
+        objects.ObjectCodec().decode(key, (await store.get(key)).value).to_wire()  # type: ignore[union-attr]
+        for key in (
+            "/fedctl/policies/PropagationPolicy/web/storefront",
+            objects.key_for(STOREFRONT),
+        )
+    ]
+    path.write_text("\n---\n".join(json.dumps(d) for d in docs), encoding="utf-8")
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "-f", str(path)) == 0
+        out, err = capsys.readouterr()
+    assert "Warning" not in err, err
+    assert out.splitlines() == [
+        "deployment.apps/storefront deleted",
+        "propagationpolicy.policy.karmada.io/storefront deleted",
+    ]
