@@ -129,6 +129,14 @@ def register(sub: Any) -> None:
     delete.add_argument("-f", "--filename", action="append", metavar="FILE|DIR")
     delete.add_argument("-n", "--namespace", default=None)
     delete.add_argument(
+        "-l",
+        "--selector",
+        default=None,
+        metavar="SELECTOR",
+        help="delete every object of KIND whose labels match, in -n NS (default: default),"
+        " as kubectl delete -l does; a workload's labels are its template's",
+    )
+    delete.add_argument(
         "--dry-run",
         action="store_true",
         help="say what deleting would do (the server's warnings); delete nothing",
@@ -585,6 +593,8 @@ async def _delete(args: argparse.Namespace) -> int:
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
+        if args.selector is not None:
+            return await _delete_selected(api, args)
         if not args.kind or ("/" not in args.kind and not args.name):
             print("fedctl delete: give -f FILE, KIND NAME or KIND/NAME", file=sys.stderr)
             return 2
@@ -603,6 +613,60 @@ async def _delete(args: argparse.Namespace) -> int:
         else:
             label = await _delete_named(api, res, args)
         print(f"{label} deleted{_DRY if dry else ''}")
+    return 0
+
+
+async def _delete_selected(api: Any, args: argparse.Namespace) -> int:
+    """`delete KIND -l SELECTOR [-n NS]`: every object of KIND in the namespace (kubectl's
+    default, `default`) whose labels match, deleted as `delete -f` deletes them.
+
+    Why: a bulk clean-up by label (`kubectl delete deploy -l tier=fe`) had to be scripted
+    around `get -o json`."""
+    from federation.cli import addressing
+    from federation.registry import keys
+
+    if not args.kind or args.name or "/" in args.kind:
+        print("fedctl delete: give KIND with -l, not a NAME", file=sys.stderr)
+        return 2
+    res = addressing.resolve(args)
+    ns = args.namespace or "default"
+    listed = await api.request(
+        "GET",
+        f"namespaces/{ns}/{res.plural}" if res.namespaced else res.plural,
+        params={"labelSelector": args.selector},
+    )
+    paths: list[tuple[str, str]] = []
+    for item in listed.get("items", []):
+        meta = item.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if res.plural == "workloads":
+            if args.workload_kind and item.get("kind") != args.workload_kind:
+                continue
+            segment = keys.kind_segment(item.get("apiVersion", ""), item.get("kind", ""))
+            path = f"namespaces/{ns}/workloads/{segment}/{name}"
+            label = _label(item.get("kind", ""), item.get("apiVersion", ""), name)
+        else:
+            base = f"namespaces/{ns}/{res.plural}" if res.namespaced else res.plural
+            path, label = f"{base}/{name}", f"{res.singular} {name}"
+        paths.append((path, label))
+    if not paths:
+        print(f"No resources found in {ns} namespace." if res.namespaced else "No resources found.")
+        return 0
+    slots = asyncio.Semaphore(_DELETES)
+
+    async def one(path: str, label: str) -> str:
+        async with slots:
+            await _delete_at(api, path, label, dry=args.dry_run)
+        return label
+
+    tasks = [asyncio.ensure_future(one(p, lab)) for p, lab in paths]
+    try:
+        for task in tasks:
+            print(f"{await task} deleted{_DRY if args.dry_run else ''}")
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return 0
 
 

@@ -392,3 +392,51 @@ async def test_delete_of_a_broken_file_says_nothing_was_deleted(
     assert capsys.readouterr().err.splitlines()[-1] == (
         "fedctl: 1 error(s) in the input; nothing was deleted"
     )
+
+
+def _labelled(kind: str, name: str, tier: str) -> str:
+    api = "apps/v1" if kind == "Deployment" else "batch/v1"
+    pod = "{containers: [{name: t, image: busybox}], restartPolicy: Never}"
+    spec = (
+        f"replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n"
+        f"  template: {{metadata: {{labels: {{app: {name}}}}},"
+        " spec: {containers: [{name: t, image: busybox}]}}"
+        if kind == "Deployment"
+        else f"template: {{spec: {pod}}}"
+    )
+    return (
+        f"apiVersion: {api}\nkind: {kind}\n"
+        f"metadata: {{name: {name}, namespace: team-a, labels: {{tier: {tier}}}}}\n"
+        f"spec:\n  {spec}\n"
+    )
+
+
+async def test_delete_by_label_deletes_the_matching_objects_of_the_kind_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fedctl delete deploy -n team-a -l tier=fe` said "unrecognized arguments"."""
+    docs = [
+        _labelled("Deployment", "fe-1", "fe"),
+        _labelled("Deployment", "fe-2", "fe"),
+        _labelled("Deployment", "be-1", "be"),
+        _labelled("Job", "fe-job", "fe"),
+    ]
+    store = MemoryStore()
+    ref = keys.WorkloadRef
+    left = [
+        keys.workload_key(ref("team-a", "Deployment.apps", "be-1")),
+        keys.workload_key(ref("team-a", "Job.batch", "fe-job")),
+    ]
+    gone = [keys.workload_key(ref("team-a", "Deployment.apps", f"fe-{i}")) for i in (1, 2)]
+    async with api_server(store) as server:
+        path = write(tmp_path / "all.yaml", "---\n".join(docs))
+        assert await fedctl(server, "apply", "-f", path) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "delete", "deploy", "-n", "team-a", "-l", "tier=fe") == 0
+        assert sorted(capsys.readouterr().out.splitlines()) == [
+            "deployment.apps/fe-1 deleted",
+            "deployment.apps/fe-2 deleted",
+        ]
+        assert await stored(store, *left, *gone) == left
+        assert await fedctl(server, "delete", "deploy", "-n", "team-a", "-l", "tier=fe") == 0
+        assert capsys.readouterr().out == "No resources found in team-a namespace.\n"
