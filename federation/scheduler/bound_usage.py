@@ -84,7 +84,11 @@ def admission_of(
         priority=binding.spec.priority if job.priority_class else job.priority,
         seq=job.seq,
         charge=charge,
-        placement=binding.placement(),
+        # An object without pods holds no room, whatever count a Binding written before
+        # such objects had no replicas gives it (it held a pod slot on every member).
+        placement=binding.placement()
+        if job.workload.pod_sets
+        else dict.fromkeys(binding.placement(), 0),
         pod=pod,
         chips=chips,
         job=job,

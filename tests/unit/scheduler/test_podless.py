@@ -41,3 +41,23 @@ def test_configmaps_take_no_pod_slots() -> None:
     app = job(workload("app", cpu="1", kind="Deployment"), placement=DUPLICATED, seq=999)
     after = run(fleet, [app], usage=Usage(result.admitted), snapshot=snapshot)
     assert placed(after) == {"app": {"a": 1, "b": 1}}
+
+
+def test_a_binding_stored_with_a_replica_for_a_configmap_holds_no_room() -> None:
+    """Bindings written before objects without pods had no replicas give them 1 on each
+    cluster; read back, that took a pod slot on every member until placed again."""
+    from federation.scheduler import bound_usage
+
+    fleet = [cluster("a", flavor(nodes=1, cpu="16")), cluster("b", flavor(nodes=1, cpu="16"))]
+    cm = job(_configmap("cm"), placement=DUPLICATED)
+    [binding] = run(fleet, [cm]).bindings
+    old = [t.model_copy(update={"replicas": 1}) for t in binding.spec.clusters]
+    stored = binding.model_copy(update={"spec": binding.spec.model_copy(update={"clusters": old})})
+    snapshot = snap.build(fleet)
+    admitted = bound_usage.admission_of(
+        cm,
+        stored,
+        device_resources=snapshot.device_resources,
+        chip_devices=snapshot.chip_devices,
+    )
+    assert dict(admitted.placement) == {"a": 0, "b": 0}
