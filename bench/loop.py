@@ -254,10 +254,12 @@ async def admit(store: st.Store, workloads: list[Workload], *, timeout: float) -
 
 
 def summary(values: Sequence[float]) -> dict[str, Any]:
+    """Median, maximum and each run, to the microsecond: at 0.1 ms a fast view's run
+    (the queue status a loop answers from memory) read as 0."""
     return {
-        "p50": round(statistics.median(values), 4),
-        "max": round(max(values), 4),
-        "runs": [round(v, 4) for v in values],
+        "p50": round(statistics.median(values), 6),
+        "max": round(max(values), 6),
+        "runs": [round(v, 6) for v in values],
     }
 
 
