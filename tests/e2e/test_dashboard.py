@@ -839,6 +839,19 @@ def test_a_card_names_missing_dependencies_and_members_whose_dispatching_is_susp
     expect(other.locator("[data-suspended]")).to_have_count(0)
 
 
+def test_an_object_no_policy_selects_says_it_stays_in_the_federation(
+    page: Any, stack: Stack, team: Team
+) -> None:
+    """Its card said "No Binding yet: the scheduler has not placed this workload", as if
+    it waited, where `fedctl get workloads` says it is kept in the federation only."""
+    team.add("settings", "ml-prod", kind="ConfigMap")
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="team/settings"]')
+    expect(card.locator("[data-unbound]")).to_have_text(
+        "No propagation policy selects it: kept in the federation only.", timeout=15_000
+    )
+
+
 @pytest.fixture
 def member_restored(stack: Stack) -> Iterator[None]:
     """The drilled member is Ready again before the next test (the stack is shared)."""

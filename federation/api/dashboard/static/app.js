@@ -77,8 +77,10 @@ const loadQueueStatus = throttle(async () => {
 const loadWorkloadStatus = throttle(async () => {
   try {
     const doc = await call(WORKLOAD_STATUS);
+    // An object no policy selects is kept in the federation only: its card says so.
     state.workloadStatus = new Map((doc.items || []).map((i) =>
-      [`${i.namespace}/${i.kind}/${i.name}`, i.status || null]));
+      [`${i.namespace}/${i.kind}/${i.name}`,
+        i.federationOnly ? { ...(i.status || {}), federationOnly: true } : i.status || null]));
     delete state.failed.workloadStatus;
   } catch (err) {
     state.failed.workloadStatus = err.message;

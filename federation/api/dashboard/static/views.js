@@ -419,8 +419,10 @@ function workloadCard(w, binding, result, currency) {
       h("span", { class: `phase ${phase || "none"}`, "data-phase": phase || "" },
         phase || "not scheduled")),
     !binding
-      ? h("p", { class: "muted" }, ended
+      ? h("p", { class: "muted", "data-unbound": "" }, ended
         ? "Finished; its Binding is gone."
+        : result && result.federationOnly
+        ? "No propagation policy selects it: kept in the federation only."
         : "No Binding yet: the scheduler has not placed this workload.")
       : [
           status.reason && !ended ? h("p", { class: "reason" }, status.reason) : null,
