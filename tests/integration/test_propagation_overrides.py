@@ -144,26 +144,36 @@ async def test_an_edit_an_override_cannot_render_shows_as_not_healthy(fed: Feder
     assert "OverridePolicy web/bad-op overrideRules[0].plaintext[0]" in status.clusters[0].error
 
 
-async def test_a_move_to_a_cluster_its_override_cannot_render_keeps_the_old_copy(
-    fed: Federation,
-) -> None:
-    """The old copy was removed and the new one never created: no copy anywhere."""
+_UNRENDERABLE = {"plaintext": [{"path": "/spec/template/spec/tolerations/0/key",
+                                 "operator": "replace", "value": "x"}]}  # fmt: skip
+"""An override replacing a toleration the workload does not have."""
+
+
+async def _moved_where_it_cannot_render(fed: Federation) -> Any:
+    """caf running on us-east-cpu, then bound to eu-west-arm, where an OverridePolicy
+    replaces a toleration it does not have: that target cannot be rendered."""
     caf = deployment("caf", 1)
     await fed.put(caf)
     await fed.bind(caf, {"us-east-cpu": (1, None)})
     fed.start()
     await wait_for(lambda: image(fed, "us-east-cpu"), timeout=15, message="caf applied")
-    bad = {"plaintext": [{"path": "/spec/template/spec/tolerations/0/key",
-                          "operator": "replace", "value": "x"}]}  # fmt: skip
-    await fed.put(policy("eu-only", bad, clusterNames=["eu-west-arm"]))
+    await fed.put(policy("eu-only", _UNRENDERABLE, clusterNames=["eu-west-arm"]))
     await fed.bind(caf, {"eu-west-arm": (1, None)})
+    return caf
+
+
+async def test_a_move_to_a_cluster_its_override_cannot_render_keeps_the_old_copy(
+    fed: Federation,
+) -> None:
+    """The old copy was removed and the new one never created: no copy anywhere."""
+    caf = await _moved_where_it_cannot_render(fed)
     status = await wait_for(
         lambda: row_error(fed, caf, "eu-west-arm"), timeout=15, message="the render error"
     )
     assert status.health != "Healthy"
     assert await image(fed, "us-east-cpu") is not None
     # Fixed, the move completes: the new copy is created and the old one goes.
-    await fed.delete(policy("eu-only", bad))
+    await fed.delete(policy("eu-only", _UNRENDERABLE))
     await wait_for(lambda: image(fed, "eu-west-arm"), timeout=15, message="the new copy")
 
     async def old_gone() -> bool:
@@ -240,15 +250,7 @@ async def test_a_copy_running_under_another_name_is_collected(fed: Federation) -
 async def test_a_held_copy_on_a_cluster_that_left_the_fleet_is_not_kept(fed: Federation) -> None:
     """Held for a target that cannot be rendered, the old copy's Work stayed even once
     its cluster was unjoined, where nothing can reach it again."""
-    caf = deployment("caf", 1)
-    await fed.put(caf)
-    await fed.bind(caf, {"us-east-cpu": (1, None)})
-    fed.start()
-    await wait_for(lambda: image(fed, "us-east-cpu"), timeout=15, message="caf applied")
-    bad = {"plaintext": [{"path": "/spec/template/spec/tolerations/0/key",
-                          "operator": "replace", "value": "x"}]}  # fmt: skip
-    await fed.put(policy("eu-only", bad, clusterNames=["eu-west-arm"]))
-    await fed.bind(caf, {"eu-west-arm": (1, None)})
+    caf = await _moved_where_it_cannot_render(fed)
     await wait_for(lambda: row_error(fed, caf, "eu-west-arm"), timeout=15, message="held")
     await fed.objects.delete(keys.cluster_key("us-east-cpu"))  # `fedctl delete cluster`
 
