@@ -652,22 +652,7 @@ async def _delete_selected(api: Any, args: argparse.Namespace) -> int:
     if not paths:
         print(f"No resources found in {ns} namespace." if res.namespaced else "No resources found.")
         return 0
-    slots = asyncio.Semaphore(_DELETES)
-
-    async def one(path: str, label: str) -> str:
-        async with slots:
-            await _delete_at(api, path, label, dry=args.dry_run)
-        return label
-
-    tasks = [asyncio.ensure_future(one(p, lab)) for p, lab in paths]
-    try:
-        for task in tasks:
-            print(f"{await task} deleted{_DRY if args.dry_run else ''}")
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    return 0
+    return await _delete_paths(api, paths, dry=args.dry_run)
 
 
 async def _delete_named(api: Any, res: Any, args: argparse.Namespace) -> str:
@@ -736,32 +721,43 @@ async def _delete_each(api: Any, models: list[Any], *, dry: bool) -> int:
     """`_delete_all` for `models` at once: 1 when one was not found, else 0."""
     from federation.registry import objects
 
+    return await _delete_paths(
+        api,
+        [
+            (_path(objects.resource_for_kind(m), m), _label(m.kind, m.api_version, m.metadata.name))
+            for m in models
+        ],
+        dry=dry,
+    )
+
+
+async def _delete_paths(api: Any, paths: list[tuple[str, str]], *, dry: bool) -> int:
+    """DELETE each (path, label), `_DELETES` at a time, reported in the given order as they
+    finish: 1 when one was not found (reported, the rest still deleted), else 0."""
     slots = asyncio.Semaphore(_DELETES)
 
-    async def one(model: Any) -> tuple[str, errors.NotFound | None]:
-        label = _label(model.kind, model.api_version, model.metadata.name)
+    async def one(path: str, label: str) -> errors.NotFound | None:
         async with slots:
             try:
-                path = _path(objects.resource_for_kind(model), model)
                 await _delete_at(api, path, label, dry=dry)
             except errors.NotFound as exc:
-                return label, exc
-        return label, None
+                return exc
+        return None
 
-    tasks = [asyncio.ensure_future(one(m)) for m in models]
+    tasks = [(label, asyncio.ensure_future(one(path, label))) for path, label in paths]
     missing = 0
     try:
-        for task in tasks:
-            label, exc = await task
+        for label, task in tasks:
+            exc = await task
             if exc is None:
                 print(f"{label} deleted{_DRY if dry else ''}")
             else:
                 print(f"fedctl: {exc}", file=sys.stderr)
                 missing += 1
     finally:
-        for task in tasks:
+        for _, task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in tasks), return_exceptions=True)
     return 1 if missing else 0
 
 

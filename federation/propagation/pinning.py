@@ -85,7 +85,7 @@ def tolerate_device(pod: dict[str, Any], resource: str) -> None:
         if (
             isinstance(t, dict)
             and t.get("key") in (resource, None, "")
-            and t.get("operator", "Equal") in ("Exists",)
+            and t.get("operator") == "Exists"
             and t.get("effect") in ("NoSchedule", None, "")
         ):
             return

@@ -188,9 +188,14 @@ class Admitter:
         charge: ResourceList | None = None
         cycle_charges = quota.charges(state)
         for name, replicas in placed.placement.items():
-            if request.pod_sets and replicas == request.replicas:  # a whole copy
-                one = quota.charge_of_shares(
-                    request.pod_sets, chips[name], state.snapshot.chip_devices
+            if request.pod_sets:  # rare: charged per template, not remembered
+                one = quota.copy_charge(
+                    request.pod,
+                    request.devices,
+                    replicas,
+                    chips[name],
+                    state.snapshot.chip_devices,
+                    shares=request.pod_sets,
                 )
             else:
                 one = cycle_charges.of(request.pod, request.devices, replicas, chips[name])

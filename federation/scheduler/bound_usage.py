@@ -56,7 +56,7 @@ def admission_of(
     once; the admissions then share those objects, which later readers key by identity.
     """
     pod, devices = _pod_of(job.workload, device_resources, shapes)
-    shares = _shares_of(job.workload, device_resources)
+    shares = fw.pod_shares(job.workload.pod_sets, device_resources)
     if as_placed:
         placed = _placed_pod(binding, device_resources, shapes)
         if placed is not None:  # its copies' pods, not the template's now: one shape each
@@ -67,10 +67,9 @@ def admission_of(
     if charge is None:
         charge = ResourceList()
         for replicas, chip in split:
-            if shares and replicas == sum(share.count for share in shares):  # a whole copy
-                charge = charge + quota.charge_of_shares(shares, chip, chip_devices)
-            else:
-                charge = charge + quota.charge_of(pod, devices, replicas, chip, chip_devices)
+            charge = charge + quota.copy_charge(
+                pod, devices, replicas, chip, chip_devices, shares=shares
+            )
         if charges is not None:
             charges[(pod, split, shares)] = charge
     chips = {t.name: t.chip for t in targets if t.chip}  # CPU pods: the arch pinned
@@ -109,13 +108,6 @@ def _pod_of(
         if shapes is not None:
             shapes[key] = hit
     return hit
-
-
-def _shares_of(workload: Workload, device_resources: Collection[str]) -> tuple[fw.PodShare, ...]:
-    """`fw.pod_shares` of the workload: () unless its pod templates differ (rare enough
-    that it is not cached with the shapes)."""
-    sets = workload.pod_sets
-    return fw.pod_shares(sets, device_resources) if len(sets) > 1 else ()
 
 
 def on_known(binding: Binding, known: Collection[str]) -> Binding | None:

@@ -608,7 +608,9 @@ def _namespace_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | No
     that department could see or delete."""
     namespace = job.ref.namespace
     name: str | None = job.queue
-    while name is not None:
+    seen: set[str] = set()  # a stored parent loop (refused at apply) must not spin here
+    while name is not None and name not in seen:
+        seen.add(name)
         queue = queues.get(name)
         if queue is None:
             return None

@@ -50,23 +50,14 @@ def hourly_cost(
         if table is None:
             continue
         if job.pod_sets:
-            parts = [
-                table.hourly_cost(
+            whole: Decimal | None = Decimal(0)
+            for share in job.pod_sets:
+                part = table.hourly_cost(
                     share.requests, accelerator_resource=device, accelerator_model=chip
                 )
-                for share in job.pod_sets
-            ]
-            if any(part is None for part in parts):
-                continue
-            whole = sum(
-                (
-                    part * share.count
-                    for part, share in zip(parts, job.pod_sets, strict=True)
-                    if part
-                ),
-                Decimal(0),
-            )
-            costs.append(whole if replicas == job.replicas else whole * replicas / job.replicas)
+                whole = None if part is None or whole is None else whole + part * share.count
+            if whole is not None:
+                costs.append(whole if replicas == job.replicas else whole * replicas / job.replicas)
             continue
         cost = table.hourly_cost(job.pod, accelerator_resource=device, accelerator_model=chip)
         if cost is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -93,8 +93,11 @@ class PodShare:
     devices: int
 
 
-def pod_shares(pod_sets: Iterable[PodSet], known: Iterable[str]) -> tuple[PodShare, ...]:
-    """A workload's `PodSet`s as `PodShare`s when their requests differ, else ()."""
+def pod_shares(pod_sets: Sequence[PodSet], known: Iterable[str]) -> tuple[PodShare, ...]:
+    """A workload's `PodSet`s as `PodShare`s when their requests differ, else () (read
+    for every admission a new leader charges again: one template is the usual case)."""
+    if len(pod_sets) < 2:
+        return ()
     sets = [s for s in pod_sets if s.count > 0]
     if len({s.requests for s in sets}) < 2:
         return ()

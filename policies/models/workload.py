@@ -242,9 +242,7 @@ class Workload(KubeObject):
             sets = ()
         wire = self.to_wire()
         for pod_set in sets:
-            pod: Any = wire
-            for part in pod_set.template_path:
-                pod = pod.get(part) if isinstance(pod, dict) else None
+            pod = _dig(wire, pod_set.template_path)
             if isinstance(pod, dict) and isinstance(pod.get("priorityClassName"), str):
                 found.append((*pod_set.template_path, "priorityClassName"))
         return [

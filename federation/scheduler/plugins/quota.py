@@ -16,7 +16,7 @@ member (`static_room`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -34,8 +34,8 @@ __all__ = [
     "Quota",
     "charge_for",
     "charge_of",
-    "charge_of_shares",
     "charges",
+    "copy_charge",
     "limited",
     "never",
     "share_excess",
@@ -48,16 +48,23 @@ _UNLIMITED = np.iinfo(np.int64).max // 2
 
 def charge_for(job: fw.JobRequest, chip: str | None, renames: ChipDevices) -> ResourceList:
     """What admitting the whole job charges its queue when it runs on `chip`."""
-    if job.pod_sets:
-        return charge_of_shares(job.pod_sets, chip, renames)
-    return charge_of(job.pod, job.devices, job.replicas, chip, renames)
+    return copy_charge(job.pod, job.devices, job.replicas, chip, renames, shares=job.pod_sets)
 
 
-def charge_of_shares(
-    shares: Iterable[fw.PodShare], chip: str | None, renames: ChipDevices
+def copy_charge(
+    pod: ResourceList,
+    devices: int,
+    replicas: int,
+    chip: str | None,
+    renames: ChipDevices,
+    *,
+    shares: Sequence[fw.PodShare],
 ) -> ResourceList:
-    """What a whole copy of a job whose pod templates differ charges on `chip`: each
-    template's own pods (a CPU launcher and two 2-GPU workers hold 4 GPUs, not 6)."""
+    """What `replicas` pods on one cluster charge on `chip`: a whole copy of a job whose
+    pod templates differ (`shares`), each template's own pods (a CPU launcher and two
+    2-GPU workers hold 4 GPUs, not 6); any other count, `replicas` of the largest `pod`."""
+    if not shares or replicas != sum(share.count for share in shares):
+        return charge_of(pod, devices, replicas, chip, renames)
     charge = ResourceList()
     for share in shares:
         charge = charge + charge_of(share.requests, share.devices, share.count, chip, renames)

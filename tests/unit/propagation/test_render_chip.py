@@ -271,6 +271,7 @@ def test_a_device_pod_tolerates_its_device_s_taint(chip: str, taint: dict[str, s
 
 
 def test_a_toleration_the_pod_has_is_not_repeated() -> None:
+    """A guard for the toleration added above (it passed before it was added)."""
     [_, worker] = pods(rendered(volcano_job(), "nvidia-l4"))
     assert worker["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
 

@@ -250,7 +250,8 @@ def test_a_gpu_guarantee_is_given_back_to_a_job_pinned_to_one_chip_model() -> No
 
 def test_a_chip_model_reclaim_keeps_the_lender_s_own_gpu_guarantee() -> None:
     """Judged by the GPU guarantees, reclaim still takes nothing a lender is guaranteed:
-    loq is guaranteed 4 GPUs and holds just those 4 A100s, so gold waits."""
+    loq is guaranteed 4 GPUs and holds just those 4 A100s, so gold waits. A guard: it
+    passed before the change too (no reclaim was tried at all then)."""
     a100 = "nvidia-a100-80gb"
     fleet = [
         cluster("east-a100", flavor(chip=a100, devices=4, cpu="32", nodes=1)),

@@ -1328,3 +1328,13 @@ def test_a_queue_takes_work_only_from_the_namespaces_it_serves() -> None:
     assert result.reasons["web/Job.batch/child"].startswith(
         "queue ml's parent research takes work from namespaces ml-prod only, not web"
     )
+
+
+def test_a_stored_parent_loop_does_not_spin_the_namespace_check() -> None:
+    """Loops are refused at apply, but a stored one must not hang a cycle."""
+    loop = {
+        "a": queue("a", parent="b", namespaces=["team"]),
+        "b": queue("b", parent="a"),
+    }
+    pending = job(workload("x", cpu="1", queue="a"))
+    assert cycle._namespace_refusal(pending, loop) is None
