@@ -160,6 +160,8 @@ class FailoverController:
         """Binding key → target → when its copy was first seen Unhealthy (application.py)."""
         self._leaving: set[str] = set()
         """Clusters being unjoined (`UNJOINING_TAINT`), kept as their specs change."""
+        self._back: dict[str, dt.datetime] = {}
+        """Cluster → when failover last lifted its own taints from it (`_held`)."""
         self._untimed: dict[tuple[str, str, str | None], dt.datetime] = {}
         """(cluster, key, value) → when an untimed NoExecute taint was first seen."""
         obj_codec = objects.ObjectCodec()
@@ -298,8 +300,10 @@ class FailoverController:
             shown = ", ".join(f"{t.key}:{t.effect}" for t in new if t.key in _ours(new)) or "none"
             self._mark("taints", name, detail=shown)
             log.info("cluster %s: failover taints now %s", name, shown)
-            if self._failback is not None and _ours(status.taints) and not _ours(new):
-                self.queue.add(_FAILBACK)  # recovered: work may want to come back
+            if _ours(status.taints) and not _ours(new):
+                self._back[name] = self.clock.now()
+                if self._failback is not None:
+                    self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:
             self.queue.add_after("c/" + name, plan.recheck_after + 0.01)
 
@@ -638,6 +642,9 @@ class FailoverController:
         evicting = {
             name for name in gone if eviction.evicts(effective.get(name, ()), terms.tolerations)
         }
+        away, settle = self._held(binding, now=now)
+        if settle is not None:
+            self.queue.add_after("b" + key, settle + 0.01)
         outcome = graceful.judge(
             tasks,
             targets=targets,
@@ -646,6 +653,7 @@ class FailoverController:
             timeout=self.settings.graceful_timeout,
             gone=gone,
             evicting=evicting,
+            away=away,
         )
         if outcome.recheck_after is not None:
             self.queue.add_after("b" + key, outcome.recheck_after + 0.01)
@@ -653,6 +661,40 @@ class FailoverController:
             return binding
         spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
         return binding.model_copy(update={"spec": spec})
+
+    def _held(self, binding: Binding, *, now: dt.datetime) -> tuple[set[str], float | None]:
+        """The clusters of the Binding's tasks whose copies wait for their member's return
+        to be judged (`graceful.judge`'s `away`), and in how many seconds the first of
+        those that are back stops waiting (None: none is).
+
+        A member away (`ClusterStatus.away`): nothing there can be deleted now. A member
+        back, for a graceful task: until the scheduler has placed the Binding since then
+        (failover lifted its taints; a controller that did not see it counts from the
+        member's Ready transition), for at most the graceful timeout. Ended sooner, the
+        task let the propagator delete the copy the scheduler was about to place back
+        there, as the two both answer the same taints going. A Directly task's copy goes
+        on return whatever the scheduler says next, so it does not wait.
+        """
+        held: set[str] = set()
+        settle: float | None = None
+        placed = binding.status.last_scheduled_time
+        for task in binding.spec.eviction_tasks:
+            status = self.statuses.get(keys.cluster_status_key(task.cluster))
+            if status is None:
+                continue
+            if status.away():
+                held.add(task.cluster)
+                continue
+            ready = status.condition("Ready")
+            if task.at_once or ready is None or ready.status != "True":
+                continue
+            back = max(self._back.get(task.cluster, ready.last_transition_time),
+                       ready.last_transition_time)  # fmt: skip
+            left = self.settings.graceful_timeout - (now - back).total_seconds()
+            if left > 0 and (placed is None or placed < back):
+                held.add(task.cluster)
+                settle = left if settle is None else min(settle, left)
+        return held, settle
 
 
 def _ours(taint_list: Sequence[Taint]) -> set[str]:

@@ -2,10 +2,10 @@
 
 Fed by a Binding's eviction tasks, the clusters of its new placement with whether the
 workload is ready in each, the clusters that hold no copy any more (the propagator's
-workload status) and those whose NoExecute taints evict it, the graceful timeout and
-`now`; feeds the failover controller, which drops the tasks this returns from the
-Binding, and the purge step, which deletes the old copies it names (STYLE.md §12; Karmada
-`gracefuleviction/evictiontask.go`).
+workload status), those whose NoExecute taints evict it and those whose member is away,
+the graceful timeout and `now`; feeds the failover controller, which drops the tasks this
+returns from the Binding, and the purge step, which deletes the old copies it names
+(STYLE.md §12; Karmada `gracefuleviction/evictiontask.go`).
 
 The purge modes, as in Karmada (old spellings accepted):
 
@@ -25,6 +25,14 @@ with it ends as a Gracefully one does.
 A graceful task whose cluster is among the targets again (the member recovered before the
 workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
 there is the new placement's, not a leftover.
+
+A task whose cluster is away (unreachable, or back but not yet settled) is kept whatever
+the new placement or the timeout say: its copy cannot be deleted while the member does not
+answer, so ending the task then only queued the deletion to land the moment the member
+answered again, before the scheduler could place the workload back there. A service placed
+back lost its running copy and got a new one, while the members that had covered for it
+shrank: a capacity dip on every fail-back. Kept, the task ends on the member's return by
+the rules above: placed back there, the copy is the placement's; else it goes.
 
 Why "every cluster ready" and not "some": a workload split 2:1:1 that lost one cluster is
 only whole again when all of its new targets run it; dropping the old copy earlier would
@@ -93,13 +101,15 @@ def judge(
     timeout: float,
     gone: Collection[str] = (),
     evicting: Collection[str] = (),
+    away: Collection[str] = (),
 ) -> Outcome:
     """Decide every task of one Binding.
 
     `gone`: clusters known to hold no copy of the workload any more; `evicting`: clusters
     whose NoExecute taints evict the workload, now or once its toleration runs out. A
     Directly task on a cluster that is gone and not evicting has done its work: it is
-    dropped, with nothing left there to purge.
+    dropped, with nothing left there to purge. `away`: clusters whose copies wait for
+    the member's return to be judged; their tasks are kept (placed back there, dropped).
     """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
@@ -112,6 +122,9 @@ def judge(
         expired = waited >= limit
         if task.cluster in targets:
             drop.append(task)  # placed back: the copy there is the placement's own
+            continue
+        if task.cluster in away:
+            keep.append(task)  # judged on its return; a change of its status looks again
             continue
         if healthy or expired:
             drop.append(task)

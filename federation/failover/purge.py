@@ -12,10 +12,11 @@ eventually; this makes it happen first, and checks the member itself (objects we
 `fedctl.io/managed-by=fedctl`, identified by their workload annotation) rather than only our
 registry, so a copy whose Work record was lost is found too.
 
-A copy is kept when its workload's Binding still targets the member, or keeps it under a
-graceful eviction task (purge mode Gracefully). Everything else of ours goes:
-moved away, evicted Directly, or the workload was deleted. Objects without our workload
-annotation are never touched (we cannot tell whose they are).
+A copy is kept when its workload's Binding still targets the member, keeps it under a
+graceful eviction task (purge mode Gracefully; whether the placement wants it there again
+is for the scheduler to say once the member is back, see `graceful.judge`). Everything
+else of ours goes: moved away, evicted Directly, or the workload was deleted. Objects
+without our workload annotation are never touched (we cannot tell whose they are).
 """
 
 from __future__ import annotations

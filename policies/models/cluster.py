@@ -29,6 +29,7 @@ from policies.models.common import RuleError, Toleration
 from policies.models.rules import key_value_problems, raise_all, stored
 
 __all__ = [
+    "AWAY_TAINTS",
     "HEALTH_TAINTS",
     "KARMADA_TAINTS",
     "NOT_READY_TAINT",
@@ -74,6 +75,13 @@ HEALTH_TAINTS = frozenset({NOT_READY_TAINT, UNREACHABLE_TAINT, RECOVERING_TAINT}
 Here because failover writes them and the scheduler reads them, and neither may import
 the other: a Ready member still carrying one is not back yet for divided services, which
 take their share there only once failover lifts it."""
+AWAY_TAINTS = frozenset({UNREACHABLE_TAINT, RECOVERING_TAINT})
+"""The taint keys of a member that is away: it stopped answering (`unreachable`), or it
+answers again but failover has not yet purged what went stale there (`recovering`).
+
+Why apart from `HEALTH_TAINTS`: a member that answers "not ready" can still be told to
+delete a copy, one that is away cannot, so what its copies are for (kept, placed back,
+deleted) is settled only when it returns (`ClusterStatus.away`)."""
 
 
 class Taint(FrozenModel):
@@ -427,6 +435,11 @@ class ClusterStatus(FrozenModel):
         """Whether the Ready condition is True."""
         ready = self.condition("Ready")
         return ready is not None and ready.status == "True"
+
+    def away(self) -> bool:
+        """Whether the member is away (`AWAY_TAINTS`): what the copies left there are for
+        (kept, given back, purged) is settled once failover has seen it back."""
+        return any(t.key in AWAY_TAINTS for t in self.taints)
 
     def api_enabled(self, api_version: str, kind: str) -> bool:
         """Whether the member serves `kind` in `api_version` (e.g. apps/v1, Deployment)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -63,24 +64,40 @@ async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[
 
 async def replace_evicted(fed: Federation, healthy: list[str]) -> None:
     """The scheduler's share: a Pending Binding with eviction tasks goes to a member it is
-    not leaving."""
+    not leaving. When a member it leaves is back (Ready, failover's taints lifted) the
+    Binding is placed again, as the scheduler places services again when failover lifts
+    its taints; this stand-in keeps it where it is, never back on the member it left."""
     turn = itertools.cycle(healthy)
+    announced: set[str] = set()
     while True:
+        back = {name for name in MEMBERS if await member_back(fed, name)}
+        returned, announced = back - announced, back
         listed = await fed.bindings.list(keys.prefix("bindings"))
         for item in listed.items:
             b = item.obj
-            if b.status.phase != "Pending" or not b.spec.eviction_tasks:
-                continue
             leaving = {t.cluster for t in b.spec.eviction_tasks}
-            target = next(c for c in turn if c not in leaving)
-            moved = sum(t.replicas for t in b.spec.eviction_tasks)
-            spec = b.spec.model_copy(
-                update={"clusters": [*b.spec.clusters, TargetCluster(name=target, replicas=moved)]}
-            )
-            new = b.model_copy(update={"spec": spec, "status": BindingStatus(phase="Scheduled")})
+            if b.status.phase == "Pending" and leaving:
+                target = next(c for c in turn if c not in leaving)
+                moved = sum(t.replicas for t in b.spec.eviction_tasks)
+                clusters = [*b.spec.clusters, TargetCluster(name=target, replicas=moved)]
+            elif b.status.phase == "Scheduled" and leaving & returned:
+                clusters = b.spec.clusters
+            else:
+                continue
+            spec = b.spec.model_copy(update={"clusters": clusters})
+            status = BindingStatus(phase="Scheduled", last_scheduled_time=dt.datetime.now(dt.UTC))
+            new = b.model_copy(update={"spec": spec, "status": status})
             with contextlib.suppress(Exception):
                 await fed.bindings.update(item.key, new, revision=item.revision)
         await asyncio.sleep(0.1)
+
+
+async def member_back(fed: Federation, name: str) -> bool:
+    kv = await fed.store.get(keys.cluster_status_key(name))
+    if kv is None:
+        return False
+    status = codec.Codec(ClusterStatus).decode(kv.key, kv.value)
+    return status.ready() and not await failover_taints(fed, name)
 
 
 async def all_healthy(fed: Federation, workloads: list[Workload]) -> bool:
@@ -146,17 +163,26 @@ async def test_a_member_down_and_back_moves_everything_once_and_leaves_no_copy(
                 stored = await fed.bindings.get(keys.binding_key(ref_of(w)))
                 if stored is None or VICTIM in stored.obj.placement():
                     return False
-                if stored.obj.spec.eviction_tasks:
-                    return False  # the old copy is kept until failover sees the new one ready
             return await all_healthy(fed, workloads)
 
         await wait_for(moved, timeout=30, message="the victim's workloads ready elsewhere")
         assert f"{taints.UNREACHABLE}:NoExecute" in await failover_taints(fed, VICTIM)
 
+        # Their old copies' tasks stay while the victim is away: nothing there can be
+        # deleted, and whether the placement wants them there again is decided on return.
+        for w in on_victim:
+            stored = await fed.bindings.get(keys.binding_key(ref_of(w)))
+            assert stored is not None
+            assert [t.cluster for t in stored.obj.spec.eviction_tasks] == [VICTIM]
+
         await fed.admin(VICTIM, "heal", {})
         await wait_for(lambda: untainted(fed, VICTIM), timeout=20, message="taints lifted")
-        # The stale copies were purged before the taints were lifted.
-        assert await fed.ours(VICTIM, "apps/v1", "Deployment") == {}
+
+        async def left() -> bool:
+            return await fed.ours(VICTIM, "apps/v1", "Deployment") == {}
+
+        # Once placed again since the victim came back, elsewhere, the old copies go.
+        await wait_for(left, timeout=20, message="the old copies gone from the victim")
         # Nothing runs twice: each workload exists in exactly one member.
         for w in workloads:
             hosts = [

@@ -29,6 +29,7 @@ from tests.waiting import wait_for
 SETTINGS = FailoverSettings(eviction_grace=30, graceful_timeout=600)
 WEB = keys.WorkloadRef("default", "Deployment.apps", "web")
 API = keys.WorkloadRef("default", "Deployment.apps", "api")
+GONE = keys.WorkloadRef("default", "Deployment.apps", "gone")
 
 
 class FakeMember:
@@ -188,17 +189,36 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
     current = status.model_copy(update={"binding_revision": rewritten.revision})
     await statuses.update(keys.workload_status_key(WEB), current, revision=created.revision)
     await h.settle()
-    assert (await h.binding(WEB)).spec.eviction_tasks == []
+    assert len((await h.binding(WEB)).spec.eviction_tasks) == 1, (
+        "a is away: its copy cannot go now, and may be wanted there again on its return"
+    )
 
-    # a returns: the stale copy of web goes before the taints are lifted; api's task on a
-    # (Gracefully, its new placement on b not yet reported healthy) keeps its copy.
+    # a returns: the copies under graceful tasks stay (the scheduler has not placed the
+    # workloads since); a stale copy, of a workload placed nowhere on a, goes.
+    h.member.objects.append(copy_of(GONE))
     await h.health("a", "True", "ClusterReady")
     await h.settle()
-    assert h.member.deleted == ["web"]
+    assert h.member.deleted == ["gone"]
     assert h.member.closed
     assert await h.taints("a") == []
+    assert len((await h.binding(WEB)).spec.eviction_tasks) == 1, "the scheduler has not looked"
+
+    # Placed again since a came back, on b alone: web's copy on a goes now.
+    stored = await h.bindings.get(keys.binding_key(WEB))
+    assert stored is not None
+    again = stored.obj.model_copy(
+        update={"status": BindingStatus(phase="Scheduled", last_scheduled_time=h.clock.now())}
+    )
+    rewritten = await h.bindings.update(keys.binding_key(WEB), again, revision=stored.revision)
+    seen = await statuses.get(keys.workload_status_key(WEB))
+    assert seen is not None
+    latest = current.model_copy(update={"binding_revision": rewritten.revision})
+    await statuses.update(keys.workload_status_key(WEB), latest, revision=seen.revision)
+    await h.settle()
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
     marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
     assert ("evicted", "a", str(WEB)) in marks and ("purged", "a", "") in marks
+    assert ("task-ended", "a", str(WEB)) in marks
 
 
 async def test_a_taint_eviction_is_told_on_the_workload_and_counted(h: Harness) -> None:
@@ -498,7 +518,7 @@ async def test_a_running_batch_job_s_new_copy_ends_the_old_copy_s_task(h: Harnes
     """A Job reports Progressing until it finishes: its pods running on the new cluster is
     what ends the eviction task, not the graceful timeout."""
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
-    await h.health("a", "False", "ConnectionRefused")
+    await h.health("a", "False", "KubeletNotReady")  # answers: its old copy can go
     await h.advance(31)
     web = await h.binding(WEB)
     assert web.placement() == {} and len(web.spec.eviction_tasks) == 1

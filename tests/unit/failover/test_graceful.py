@@ -110,3 +110,42 @@ def test_a_task_whose_cluster_is_a_target_again_ends_at_once_without_a_purge() -
     assert out.purge == []
     ready = graceful.judge([other], targets=["a"], ready={"a": True}, now=at(2), timeout=TIMEOUT)
     assert ready.drop == [other] and ready.purge == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "ready", "now", "targets"),
+    [
+        pytest.param(
+            "Gracefully", {"b": True}, 10, ["b"],
+            id="gracefully: the new placement ready does not end it while a is away",
+        ),
+        pytest.param(
+            "Gracefully", {"b": False}, 900, ["b"],
+            id="gracefully: nor does the timeout",
+        ),
+        pytest.param(
+            "Directly", {"b": True}, 900, ["b"],
+            id="directly: kept too, its copy to be purged on return",
+        ),
+        pytest.param(
+            "Directly", {}, 900, [],
+            id="directly, placed nowhere else: kept, for its copy to be given back",
+        ),
+    ],
+)  # fmt: skip
+def test_a_task_on_a_member_away_waits_for_its_return(
+    mode: str, ready: dict[str, bool], now: float, targets: list[str]
+) -> None:
+    """Ended while a did not answer, the task only queued the deletion of its copy for the
+    moment a answered again, before the scheduler could place the workload back there."""
+    t = task("a", created=0, mode=mode)
+    out = graceful.judge(
+        [t], targets=targets, ready=ready, now=at(now), timeout=TIMEOUT, away={"a"}
+    )
+    assert (out.keep, out.drop, out.purge, out.recheck_after) == ([t], [], [], None)
+
+
+def test_a_task_on_a_member_away_ends_when_placed_back_there() -> None:
+    t = task("a", created=0, mode="Gracefully")
+    out = graceful.judge([t], targets=["a", "b"], ready={}, now=at(10), timeout=TIMEOUT, away={"a"})
+    assert (out.keep, out.drop, out.purge) == ([], [t], [])
