@@ -67,6 +67,13 @@ class MonitorSettings(_Group):
 
     probe_period: float = Field(default=10.0, gt=0, description="Seconds between probes.")
     probe_timeout: float = Field(default=5.0, gt=0, description="Seconds a probe may take.")
+    recovery_probe_period: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds between probes of a member that is not Ready (at most"
+        " probe_period): its return is seen sooner, which ends the seconds in which a batch"
+        " job that moved away still runs in its old copy there.",
+    )
     failure_threshold: float = Field(
         default=30.0, ge=0, description="Seconds of failures, from the first, before Ready=False."
     )

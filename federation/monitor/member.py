@@ -103,8 +103,12 @@ class Tracked:
 
     async def _probe_loop(self) -> None:
         assert self.conn is not None
-        period = self._settings.probe_period
         while True:
+            # A member not Ready is probed more often: until its return is seen nothing
+            # acts on it, and a batch job that moved away runs on in its old copy there.
+            period = self._settings.probe_period
+            if self.health.status != "True":
+                period = min(period, self._settings.recovery_probe_period)
             started = self._clock.monotonic()
             result = await self.conn.ready(timeout=self._settings.probe_timeout)
             if result.ok and not self._discovered:
