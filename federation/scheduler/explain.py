@@ -98,7 +98,7 @@ def summary(
     targets = np.array([index[n] for n in placed.placement], dtype=np.int64)
     picked = np.nonzero(np.isin(scored.rows, targets))[0].tolist()
     count = min(len(picked) + _RUNNERS_UP, len(scored.total))
-    order = incremental.top_order(scored.total, count)  # ties: name order, deterministic
+    order = incremental.top_order(scored.rank, count)  # ties: name order, deterministic
     runners = [int(i) for i in order if int(i) not in picked][:_RUNNERS_UP]
     keep = np.array(picked + runners, dtype=np.int64)
     top = pl.Scored(
@@ -106,6 +106,7 @@ def summary(
         scored.total[keep],
         {k: v[keep] for k, v in scored.parts.items()},
         scored.available[keep],
+        scored.rank[keep],
     )
     verdicts = _scored_verdicts(state, top, set(placed.placement))
     chosen = [v for v in verdicts if v.selected]

@@ -40,6 +40,10 @@ class Scored:
     total: snap.IntArray
     parts: dict[str, snap.IntArray]
     available: snap.IntArray
+    rank: snap.IntArray
+    """The weighted sum of the parts, of which `total` is the rounded mean: clusters are
+    ranked by it (as Karmada ranks by its summed scores), so two whose rounded totals tie
+    are told apart by what the rounding hid (a cheaper price), not by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,7 @@ class Placer:
             parts[plugin.name] = fw.normalise(raw, plugin.scale)
             total += weight * parts[plugin.name]
             weight_sum += weight
+        rank = np.rint(total).astype(np.int64)  # integer parts times integer weights
         final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
         available = capacity.on_kept_chips(
             job, state, rows, capacity.cluster_available(job, state, rows)
@@ -205,7 +210,7 @@ class Placer:
             if job.previous:  # Steady division keeps those, then adds up to `available`
                 room = np.maximum(room - capacity.running(job, state, rows), 0)
             available = np.minimum(available, room)
-        return Scored(rows, final, parts, available)
+        return Scored(rows, final, parts, available, rank)
 
     # -- the whole decision
 
@@ -269,20 +274,25 @@ class Placer:
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:
         names = state.snapshot.clusters
         if job.single_cluster:
-            best = int(np.argmax(scored.total))  # ties: first row, i.e. name order
+            best = int(np.argmax(scored.rank))  # ties: first row, i.e. name order
             return {names[int(scored.rows[best])].name: job.replicas}
         ranked = [
             spread.ScoredCluster(
                 name=names[row].name,
                 score=int(score),
+                rank=int(rank),
                 available=int(avail),
                 region=names[row].region,
                 zone=names[row].zone,
                 provider=names[row].provider,
                 labels=names[row].labels,
             )
-            for row, score, avail in zip(
-                scored.rows.tolist(), scored.total.tolist(), scored.available.tolist(), strict=True
+            for row, score, rank, avail in zip(
+                scored.rows.tolist(),
+                scored.total.tolist(),
+                scored.rank.tolist(),
+                scored.available.tolist(),
+                strict=True,
             )
         ]
         previous = job.previous
