@@ -175,9 +175,16 @@ class Placer:
         if name == "capacity":
             return Failed(job, capacity.shortage(job, state, rows), "capacity")
         plugin = next(p for p in self.dynamic if p.name == name)
-        verdict = plugin.filter(job, state.snapshot.clusters[int(rows[0])], state)
+        row = int(rows[0])
+        if name == "max-cost":  # the nearest miss, named: the first by name told nothing
+            costs = np.nan_to_num(cost.hourly_cost(job, state, rows), nan=np.inf)
+            row = int(rows[int(np.argmin(costs))])
+        cluster = state.snapshot.clusters[row]
+        verdict = plugin.filter(job, cluster, state)
         kind: Kind = "quota" if name == "quota" else "cost"
         reason = "; ".join(verdict.reasons) or f"filtered by {name}"
+        if name == "max-cost":
+            reason = f"{_cheapest(len(rows))}, {cluster.name}, {reason}"
         return Failed(job, reason, kind)
 
     # -- scores
@@ -443,6 +450,12 @@ def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:
 
 _WAITING = {"eviction": "waiting for an evicted copy to be removed"}
 """Filters that do not judge the cluster, said as what the workload waits for."""
+
+
+def _cheapest(fitting: int) -> str:
+    return (
+        "the one cluster left" if fitting == 1 else f"the cheapest of the {fitting} clusters left"
+    )
 
 
 def _summary(total: int, counts: dict[str, int]) -> str:

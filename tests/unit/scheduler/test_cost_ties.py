@@ -110,3 +110,32 @@ def test_weights_change_the_choice_as_set(tmp_path: Path) -> None:
     costless = settings.SchedulerSettings(score_weights={"cost": 0})
     (planned,) = plan.plan_files(paths, profile=profile, settings=costless)
     assert planned.plan.placement == {"aa-mid": 2}
+
+
+CAPPED = """
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: api}]
+  placement:
+    clusterAffinity: {clusterNames: [aa-mid, mm-dear]}
+  fedctl: {maxHourlyCost: "0.0215"}
+"""
+
+
+def test_a_cap_no_cluster_meets_names_the_nearest_miss_to_four_places(tmp_path: Path) -> None:
+    """2 pods of 1 core and 1 GiB: aa-mid 0.0240/h, mm-dear 0.2220/h; the cap 0.0215 read
+    as 0.02 at two places, and the reason quoted the first cluster by name, unnamed."""
+    paths = [tmp_path / "doc0.yaml", tmp_path / "doc1.yaml"]
+    paths[0].write_text(SERVICE, encoding="utf-8")
+    paths[1].write_text(CAPPED, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE.replace("mm-dear", "ab-dear"), encoding="utf-8")
+    paths[1].write_text(CAPPED.replace("mm-dear", "ab-dear"), encoding="utf-8")
+    (planned,) = plan.plan_files(paths, profile=profile)
+    assert planned.plan.placement == {}
+    assert planned.plan.reason == (
+        "the cheapest of the 2 clusters left, aa-mid, its copy costs 0.0240/h,"
+        " above maxHourlyCost 0.0215"
+    )
