@@ -51,7 +51,7 @@ from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import bound_usage, claims, cycle, reconcile
+from federation.scheduler import bound_usage, claims, cycle, explain, reconcile
 from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
@@ -335,13 +335,18 @@ def _as_bound(planned: dict[str, Any], binding: Binding) -> dict[str, Any]:
     targets = [t for t in binding.spec.clusters if t.replicas > 0]
     costs = {t.name: (str(t.hourly_cost) if t.hourly_cost is not None else None) for t in targets}
     known = [Decimal(c) for c in costs.values() if c is not None]
+    total = sum(known, Decimal(0)) if len(known) == len(costs) and known else None
+    hours = planned.get("expectedHours")
     return {
         **planned,
         "scheduled": bool(targets),
         "placement": {t.name: t.replicas for t in targets},
         "chips": {t.name: t.chip for t in targets},
         "costs": costs,
-        "totalCost": str(sum(known, Decimal(0))) if len(known) == len(costs) and known else None,
+        "totalCost": str(total) if total is not None else None,
+        "expectedCost": explain.money(
+            total * Decimal(str(hours)) if total is not None and hours else None
+        ),
         "reason": "",
         "preempts": [],
         "verdicts": [

@@ -139,3 +139,39 @@ def test_a_cap_no_cluster_meets_names_the_nearest_miss_to_four_places(tmp_path: 
         "the cheapest of the 2 clusters left, aa-mid, its copy costs 0.0240/h,"
         " above maxHourlyCost 0.0215"
     )
+
+
+TRAINING = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  annotations: {fedctl.io/expected-duration: 2h30m}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: c
+          resources: {requests: {cpu: "2", memory: 1Gi}}
+"""
+
+
+def test_a_plan_says_what_the_whole_run_is_expected_to_cost(tmp_path: Path) -> None:
+    """The duration ranks nothing (it scales every cluster alike), so it showed nowhere:
+    a plan now gives the run's expected cost beside the hourly one; services none."""
+    paths = [tmp_path / "job.yaml", tmp_path / "svc.yaml"]
+    paths[0].write_text(TRAINING, encoding="utf-8")
+    paths[1].write_text(SERVICE, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    job, service = plan.plan_files(paths, profile=profile)
+    # zz-cheap: 2 pods x (2 x 0.010 + 1 x 0.001) = 0.042/h, over 2.5 h
+    assert job.plan.to_json()["expectedHours"] == 2.5
+    assert job.plan.to_json()["expectedCost"] == "0.1050"
+    assert "total cost 0.0420 USD/h, 0.1050 USD over 2.5h expected" in plan.render(job)
+    assert service.plan.to_json()["expectedCost"] is None
+    assert "expected" not in plan.render(service)
