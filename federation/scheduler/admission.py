@@ -224,8 +224,18 @@ class Admitter:
             ]
             known = [c for c in costs if c is not None]
             cost = sum(known, Decimal(0)) if len(known) == len(costs) else None
+            notes = [
+                snapshot.clusters[snapshot.index[name]].price_note
+                for name, c in zip(placed.placement, costs, strict=True)
+                if c is None
+            ]
             over = budget.problem(
-                job.queue, snapshot.queues, spend or state.usage, cost, currency=snapshot.currency
+                job.queue,
+                snapshot.queues,
+                spend or state.usage,
+                cost,
+                currency=snapshot.currency,
+                unpriced=next((n for n in notes if n), None),
             )
             if over is not None:
                 return over, "budget"  # waits: no room is made for a budget
@@ -269,7 +279,10 @@ class Admitter:
         why = f"the {amount:.4f} {snapshot.currency}/h left in queue {owner}'s budget"
         outcome = self.scheduler.placer.place(request.within(float(amount), why), self.state)
         if isinstance(outcome, pl.Failed):
-            return None, f"{reason}, and no placement it fits in costs {amount:.4f} or less"
+            # The tightest budget may be an ancestor's, while `reason` names the first one
+            # broken: say whose, or the figure reads as this queue's and does not add up.
+            whose = "" if owner == request.job.queue else f" (what queue {owner}'s budget leaves)"
+            return None, f"{reason}, and no placement it fits in costs {amount:.4f} or less{whose}"
         if self._problem(outcome, self.state) is not None:
             return None, reason
         verdicts, counts = explain.summary(
