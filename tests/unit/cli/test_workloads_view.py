@@ -429,3 +429,14 @@ def test_describe_names_the_affinity_group_a_workload_was_placed_in() -> None:
     status = BINDING.status.model_copy(update={"scheduler_observing_affinity_name": "dr"})
     grouped = workloads_view.describe(doc(BINDING.model_copy(update={"status": status})))
     assert "Affinity:    group dr (its policy's clusterAffinities group" in grouped
+
+
+def test_describe_costs_a_finished_job_nothing_more() -> None:
+    """It showed the hourly cost a finished job was placed at, where every other view says
+    it costs nothing more."""
+    done = {**doc(BINDING), "status": {"health": "Healthy", "phase": "Succeeded"}}
+    text = workloads_view.describe(done)
+    placement = text.splitlines()[text.splitlines().index("Placement:") + 2]
+    assert placement.split() == ["us-a100", "1", "nvidia-a100-80gb", "-"]
+    assert "Cost:        succeeded: costs nothing more (it was placed at 2.0054/h)" in text
+    assert "Cost:" not in workloads_view.describe(doc(BINDING))
