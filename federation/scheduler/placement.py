@@ -281,7 +281,9 @@ class Placer:
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:
         names = state.snapshot.clusters
         if job.single_cluster:
-            best = int(np.argmax(scored.rank))  # ties: first row, i.e. name order
+            best = _kept_host(job, state, scored)
+            if best is None:
+                best = int(np.argmax(scored.rank))  # ties: first row, i.e. name order
             return {names[int(scored.rows[best])].name: job.replicas}
         ranked = [
             spread.ScoredCluster(
@@ -336,6 +338,28 @@ class Placer:
             room = {c.name: c.available + (previous or {}).get(c.name, 0) for c in candidates}
             return within_room(divided, room, chosen)
         return divided
+
+
+def _kept_host(job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> int | None:
+    """The position in `scored` of the best cluster the workload runs on now, when one
+    passed every filter (so it holds the replicas asked for): None when it runs nowhere or
+    no such cluster fits any more.
+
+    Why: a whole-to-one-cluster workload placed again (a replica change, a resize) that
+    still fits where it runs stays there, as Karmada's Steady division keeps the clusters
+    in use first. By score alone, a 2-replica service scaled to 3 moved whole to another
+    member once its own had become the dearest (cost outweighs locality), though nothing
+    obliged it to move; a move of running work is fail-back's or `fedctl rebalance`'s
+    call, which weighs it and hands over gracefully.
+    """
+    if not job.copies:
+        return None
+    index = state.snapshot.index
+    hosts = [index[n] for n, r in job.copies.items() if r > 0 and n in index]
+    here = np.flatnonzero(np.isin(scored.rows, hosts))
+    if here.size == 0:
+        return None
+    return int(here[np.argmax(scored.total[here])])
 
 
 _PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)

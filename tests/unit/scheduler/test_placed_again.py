@@ -1,0 +1,50 @@
+"""A running workload placed again (scaled, resized, its policy edited) stays where it runs
+when it still fits there."""
+
+from __future__ import annotations
+
+import pytest
+
+from federation.cache import snapshot as snap
+from federation.quota.accounting import Usage
+from policies.models.binding import Binding
+from policies.models.workload import Workload
+from tests.unit.scheduler.fleet import cluster, flavor, job, placed, run, workload
+
+
+def _service(replicas: int, *, cpu: str = "1") -> Workload:
+    return workload("shop", kind="Deployment", cpu=cpu, replicas=replicas)
+
+
+def _first(home_price: str, *, home_cpu: str = "16", cpu: str = "1") -> tuple[Binding, Usage]:
+    """The service placed with 2 replicas on `home`, the cheaper member then."""
+    fleet = [
+        cluster("home", flavor(cpu=home_cpu, nodes=1), cpu_price=home_price),
+        cluster("other", flavor(cpu="16"), cpu_price="0.05"),
+    ]
+    first = run(fleet, [job(_service(2, cpu=cpu))])
+    assert placed(first) == {"shop": {"home": 2}}
+    (binding,) = first.bindings
+    return binding, first.usage
+
+
+@pytest.mark.parametrize(
+    ("home_cpu", "expected"),
+    [
+        pytest.param("16", {"home": 3}, id="still fits where it runs: stays, dearest or not"),
+        pytest.param("5", {"other": 3}, id="no longer fits there: moves whole"),
+    ],
+)
+def test_a_scaled_single_cluster_service_stays_where_it_runs_while_it_fits(
+    home_cpu: str, expected: dict[str, int]
+) -> None:
+    binding, usage = _first("0.01", home_cpu=home_cpu, cpu="2")
+    fleet = [  # home's price rose: by score alone (cost 3 x 100 > locality 2 x 100) it loses
+        cluster("home", flavor(cpu=home_cpu, nodes=1), cpu_price="0.50"),
+        cluster("other", flavor(cpu="16"), cpu_price="0.05"),
+    ]
+    snapshot = snap.build(fleet, bindings=[binding])
+    result = run(fleet, [job(_service(3, cpu="2"))], usage=usage, snapshot=snapshot)
+    assert placed(result) == {"shop": expected}
+    (again,) = result.bindings
+    assert [v.cluster for v in again.spec.explanation if v.selected] == list(expected)
