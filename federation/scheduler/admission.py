@@ -37,6 +37,7 @@ from policies.models.binding import (
     EvictionTask,
     TargetCluster,
     WorkloadReference,
+    handover,
     hourly_total,
     known_cost,
 )
@@ -425,6 +426,7 @@ class Admitter:
             status=self._status_in(request),
             pod=self._wire(request.pod),
             replicas=request.replicas,
+            tasks=_handed_over(request, placed.placement, state, now=self.now),
         )
         self._emit(binding)
 
@@ -567,6 +569,28 @@ class Admitter:
                 return
         self._emitted[key] = len(bindings)
         bindings.append(binding)
+
+
+def _handed_over(
+    request: fw.JobRequest, placement: dict[str, int], state: fw.CycleState, *, now: dt.datetime
+) -> list[EvictionTask]:
+    """The graceful eviction tasks a running service's new placement needs: one for each
+    member it leaves or keeps fewer replicas on while others gain some (`handover`).
+
+    Why: the scheduler moves running work too (a service that no longer fits where it
+    runs, a policy's weights edited, a member joining its static split); written as a bare
+    placement, the old copy was deleted (or scaled down) the moment the new one was
+    applied, so the service ran short until the new pods were ready. Batch work is left
+    out: kept while its new copy starts, a job would run twice. A member gone from the
+    fleet keeps nothing, as nothing there can be reached.
+    """
+    if not request.copies or request.job.workload.is_batch:
+        return []
+    index = state.snapshot.index
+    old = {name: n for name, n in request.copies.items() if name in index}
+    before = ", ".join(f"{n}:{r}" for n, r in sorted(old.items()))
+    after = ", ".join(f"{n}:{r}" for n, r in sorted(placement.items()))
+    return handover(old, placement, reason=f"Rescheduled: {before} -> {after}", now=now)
 
 
 def binding_for(

@@ -26,6 +26,7 @@ from federation.registry import embedded, keys
 from federation.scheduler import plan
 from federation.scheduler.loop import SchedulerLoop
 from federation.settings import SchedulerSettings
+from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_failover import FAILOVER, MONITOR
 from tests.integration.test_propagation_support import (
@@ -172,3 +173,53 @@ async def test_rebalance_keeps_a_shrinking_members_replicas_until_the_moved_ones
             await stop([watching])
     assert sampler.short == []
     assert sampler.surged  # the move started the new replicas before the old ones went
+
+
+def weighted(home: int, other: int) -> PropagationPolicy:
+    """Shop divided between HOME and OTHER by static weights (0: none there)."""
+    weights = [
+        {"targetCluster": {"clusterNames": [name]}, "weight": weight}
+        for name, weight in ((HOME, home), (OTHER, other))
+        if weight
+    ]
+    return PropagationPolicy.model_validate(
+        {
+            "apiVersion": "policy.karmada.io/v1alpha1",
+            "kind": "PropagationPolicy",
+            "metadata": {"name": "shop", "namespace": "web"},
+            "spec": {
+                "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                "placement": {
+                    "clusterAffinity": {"clusterNames": [HOME, OTHER]},
+                    "replicaScheduling": {
+                        "replicaSchedulingType": "Divided",
+                        "replicaDivisionPreference": "Weighted",
+                        "weightPreference": {"staticWeightList": weights},
+                    },
+                },
+            },
+        }
+    )
+
+
+async def test_the_scheduler_moving_replicas_hands_them_over_gracefully(fed: Federation) -> None:
+    """Weights edited from all-at-home to an even split, then to all elsewhere: each step
+    starts the replicas on the gaining member before the other one sheds any."""
+    shop = slow_deployment("shop", 4)
+    await fed.put(weighted(1, 0))
+    await fed.put(shop)
+    sampler = Capacity(fed, shop, (HOME, OTHER))
+    async with controllers(fed, scheduler=True):
+        await wait_for(lambda: scaled_to(fed, shop, {HOME: 4}), timeout=20, message="at home")
+        watching = asyncio.create_task(sampler.run())
+        try:
+            await fed.put(weighted(1, 1))
+            await wait_for(
+                lambda: scaled_to(fed, shop, {HOME: 2, OTHER: 2}), timeout=20, message="split"
+            )
+            await fed.put(weighted(0, 1))
+            await wait_for(lambda: scaled_to(fed, shop, {OTHER: 4}), timeout=20, message="moved")
+        finally:
+            await stop([watching])
+    assert sampler.short == []
+    assert sampler.surged
