@@ -91,6 +91,12 @@ class MonitorSettings(_Group):
     watch_backoff_max: float = Field(
         default=30.0, gt=0, description="Largest pause before re-listing a failed watch, seconds."
     )
+    retry_max: float = Field(
+        default=60.0,
+        gt=0,
+        description="Largest pause before connecting again to a member whose kubeconfig could"
+        " not be loaded, or whose monitoring failed, seconds (doubling from probe_period).",
+    )
 
 
 class MemberSettings(_Group):

@@ -81,14 +81,21 @@ class Tracked:
             ready = stored.condition("Ready")
             self._duplicate_since = ready.last_transition_time if ready else None
         if problem is not None:
-            # Nothing to probe: the verdict is immediate and stays until the spec changes.
-            self.health = probe.Health(
-                status="False",
-                reason=problem.reason,
-                message=problem.message,
-                since=clock.now(),
-                last_error=problem.message,
-            )
+            # Nothing to probe: the verdict is immediate and stays until a new try connects.
+            self.fail(problem.reason, problem.message)
+
+    def fail(self, reason: str, message: str) -> None:
+        """Ready=False for a reason no probe gives (the member cannot be followed at all);
+        since the stored transition when the same reason held already, so a retry that
+        fails alike does not look like news."""
+        held = self.health.status == "False" and self.health.reason == reason
+        self.health = probe.Health(
+            status="False",
+            reason=reason,
+            message=message,
+            since=self.health.since if held else self._clock.now(),
+            last_error=message,
+        )
 
     # -- the loops --------------------------------------------------------------------------
 

@@ -153,6 +153,28 @@ def test_join_refuses_an_unreachable_member_with_the_reason(
     assert "x86" not in fedctl("cluster", "list", server=server).stdout
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        pytest.param("apiVersion: v1\nclusters: [\n", ":3:1: not valid YAML", id="not YAML"),
+        pytest.param("", " is empty", id="empty"),
+    ],
+)
+def test_join_refuses_a_kubeconfig_that_is_not_one_in_one_line(
+    stack: tuple[str, Path], tmp_path: Path, text: str, said: str
+) -> None:
+    """Such a file printed a PyYAML (or TypeError) traceback; now one line names it."""
+    server, _ = stack
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text(text)
+    result = fedctl("cluster", "join", "b1", "--kubeconfig", str(broken), "--region", "r",
+                    server=server)  # fmt: skip
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith(f"fedctl: kubeconfig {broken}{said}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
 def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     server, kubeconfig = stack
     _join(server, kubeconfig, "x86", "us-east", "--no-verify")

@@ -398,6 +398,39 @@ async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federat
     assert "ghost" in cond.message
 
 
+async def test_a_kubeconfig_that_is_not_yaml_fails_its_cluster_only_until_it_is_fixed(
+    fed: Federation, tmp_path: Path
+) -> None:
+    """A Cluster whose kubeconfig file was not YAML raised PyYAML's ParserError out of the
+    monitor, which stopped the whole controller on every start. Now that Cluster alone is
+    Ready=False KubeconfigInvalid, naming the file and line; the others are followed, and
+    the file, once fixed, is picked up without a restart."""
+    broken = tmp_path / "arm.kubeconfig"
+    broken.write_text("apiVersion: v1\nclusters: [\n")
+    await fed.join("x86")
+    arm = Cluster.model_validate(
+        {
+            "metadata": {"name": "arm"},
+            "spec": {
+                "region": "eu-west",
+                "connection": {"kubeconfigPath": str(broken), "context": "arm"},
+            },
+        }
+    )
+    await fed.clusters.create(keys.cluster_key("arm"), arm)
+
+    status = await wait_for(lambda: fed.ready("arm", "False"), timeout=5, message="arm False")
+    cond = status.condition("Ready")
+    assert cond is not None and cond.reason == "KubeconfigInvalid", cond
+    assert f"kubeconfig {broken}:3:1: not valid YAML" in cond.message, cond.message
+    await wait_for(lambda: fed.ready("x86", "True"), timeout=5, message="x86 followed")
+    assert fed.task is not None and not fed.task.done(), "the monitor stopped"
+
+    broken.write_text(fed.kubeconfig.read_text())
+
+    await wait_for(lambda: fed.ready("arm", "True"), timeout=10, message="arm, once fixed")
+
+
 async def test_a_monitor_holding_a_stale_fence_writes_no_status_and_stops(
     fed: Federation,
 ) -> None:

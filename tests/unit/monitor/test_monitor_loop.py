@@ -33,6 +33,8 @@ class ScriptedMember:
         self.name = name
         self.uid = uid or f"uid-of-{name}"
         self.answer = OK
+        self.crash: Exception | None = None
+        """Raised by the next probe (a bug in a member's loops), then cleared."""
         self.probes = 0
         self.closed = False
         self.changes: dict[str, asyncio.Queue[member.Changed]] = {
@@ -46,6 +48,9 @@ class ScriptedMember:
 
     async def ready(self, *, timeout: float | None = None) -> member.Readiness:
         self.probes += 1
+        crash, self.crash = self.crash, None
+        if crash is not None:
+            raise crash
         return self.answer
 
     async def version(self) -> str:
@@ -229,3 +234,27 @@ async def test_the_name_in_use_keeps_a_member_joined_twice_while_it_is_down(
     assert await ready_status(harness, "c1", "True")
     status = await ready_status(harness, "a-again", "False")
     assert status is not None and status.duplicate_of == "c1"
+
+
+async def test_a_member_whose_loops_fail_is_reported_alone_and_followed_again(
+    harness: Harness,
+) -> None:
+    """An exception escaping one member's loops reached the monitor's TaskGroup and
+    stopped the monitor, and the controller with it. Now that member alone is
+    Ready=False MonitorFailed, and its loops start again after a backoff."""
+    await harness.join("c1")
+    await harness.join("c2")
+    await wait_for(lambda: ready_status(harness, "c2", "True"), message="c2 Ready")
+    await harness.settle()
+    harness.members["c1"].crash = RuntimeError("a bug")
+
+    await harness.advance(10)
+
+    status = await ready_status(harness, "c1", "False")
+    assert status is not None, await harness.status("c1")
+    cond = status.condition("Ready")
+    assert cond is not None and cond.reason == "MonitorFailed", cond
+    assert "RuntimeError('a bug')" in cond.message
+    assert await ready_status(harness, "c2", "True")
+    await harness.advance(20)
+    assert await ready_status(harness, "c1", "True"), "followed again after the backoff"
