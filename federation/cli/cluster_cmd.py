@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
                 "--timeout",
                 type=float,
                 default=300.0,
-                help="seconds to wait for its workloads to move away (default 300)",
+                help="seconds to wait for its workloads to move away, 0 or more (default 300)",
             )
 
     listing = verbs.add_parser("list", help="members with chips, readiness, capacity, price/h")
@@ -288,7 +288,14 @@ async def _unjoin(args: argparse.Namespace) -> int:
 
     Why not delete at once: the member's credentials go with the Cluster, so nothing could
     take fedctl's copies off it afterwards. They kept running there while the scheduler
-    placed the same workloads elsewhere: 15 pods for 12 replicas."""
+    placed the same workloads elsewhere: 15 pods for 12 replicas.
+
+    A timeout that is not 0 or more is refused before the taint: accepted, it started
+    the drain and gave up at once, leaving the cluster tainted."""
+    if not args.timeout >= 0:  # NaN too
+        raise errors.Invalid(
+            f"--timeout {args.timeout:g}: expected seconds to wait, 0 or more; nothing done"
+        )
     if not args.now:
         await _edit_taints(args, [{"key": UNJOIN_KEY, "value": "", "effect": "NoExecute"}], set())
         async with _client(args) as api:

@@ -197,6 +197,22 @@ def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     assert fedctl("get", "cluster", "x86", server=server).returncode == 1
 
 
+def test_unjoin_refuses_a_negative_timeout_before_tainting(stack: tuple[str, Path]) -> None:
+    """`--timeout -1` added the unjoining NoExecute taint, so every workload began to
+    leave, then gave up at once and left the cluster tainted."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--no-verify")
+
+    result = fedctl("cluster", "unjoin", "x86", "--timeout", "-1", server=server)
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "fedctl: --timeout -1: expected seconds to wait, 0 or more; nothing done\n"
+    ), result.stderr
+    got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+    assert got["spec"].get("taints", []) == []
+
+
 def test_label_sets_refuses_to_overwrite_unasked_and_removes(stack: tuple[str, Path]) -> None:
     """As `kubectl label`: K=V sets, an existing value is replaced only with --overwrite,
     K- removes (a missing one is named, not an error), and a bad argument is named."""
