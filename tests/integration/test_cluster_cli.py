@@ -197,6 +197,47 @@ def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     assert fedctl("get", "cluster", "x86", server=server).returncode == 1
 
 
+def test_joining_a_joined_name_again_changes_only_what_the_flags_give(
+    stack: tuple[str, Path],
+) -> None:
+    """A second `cluster join NAME` replaced the whole spec with one built from its flags:
+    the cordon, `cluster taint`'s taints, the prices (spot too), zone, provider and labels
+    were gone, and it said only "updated". Now it merges, and names what it changed."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--zone", "us-east-1b", "--provider", "aws",
+          "--label", "tier=web", "--taint", "example.com/dedicated=platform:NoSchedule",
+          "--price", "cpu=0.04", "--spot-price", "cpu=0.01", "--currency", "EUR",
+          "--no-verify")  # fmt: skip
+    assert fedctl("cluster", "cordon", "x86", server=server).returncode == 0
+
+    def spec() -> tuple[dict[str, Any], dict[str, str]]:
+        got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+        return got["spec"], dict(got["metadata"].get("labels") or {})
+
+    before, _ = spec()
+
+    out = _join(server, kubeconfig, "x86", "us-east", "--label", "owner=platform",
+                "--price", "memory=0.005", "--no-verify")  # fmt: skip
+
+    assert out == "cluster x86 updated: label owner=platform; prices\n", out
+    after, labels = spec()
+    assert labels == {"tier": "web", "owner": "platform"}
+    assert after["taints"] == before["taints"] and len(after["taints"]) == 2, after
+    assert (after["zone"], after["provider"]) == ("us-east-1b", "aws")
+    assert after["prices"]["currency"] == "EUR"
+    assert after["prices"]["spot"]["cpu"] == before["prices"]["spot"]["cpu"]
+    assert after["prices"]["onDemand"]["cpu"] == before["prices"]["onDemand"]["cpu"]
+    assert after["prices"]["onDemand"]["memory"] != before["prices"]["onDemand"]["memory"]
+    # Without --kubeconfig: the stored connection stays; only the region moves.
+    moved = fedctl("cluster", "join", "x86", "--region", "eu-west", "--no-verify",
+                   server=server)  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout == "cluster x86 updated: region us-east -> eu-west\n", moved.stdout
+    assert spec()[0]["connection"] == after["connection"]
+    again = fedctl("cluster", "join", "x86", "--no-verify", server=server)
+    assert again.stdout == "cluster x86 unchanged\n", again
+
+
 def test_unjoin_refuses_a_negative_timeout_before_tainting(stack: tuple[str, Path]) -> None:
     """`--timeout -1` added the unjoining NoExecute taint, so every workload began to
     leave, then gave up at once and left the cluster tainted."""
