@@ -91,6 +91,12 @@ class MonitorSettings(_Group):
     watch_backoff_max: float = Field(
         default=30.0, gt=0, description="Largest pause before re-listing a failed watch, seconds."
     )
+    discovery_period: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between re-reading a member's Kubernetes version, APIs and"
+        " cluster id while it answers (at once after a failed probe or a broken watch).",
+    )
     retry_max: float = Field(
         default=60.0,
         gt=0,

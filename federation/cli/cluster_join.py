@@ -182,7 +182,11 @@ async def _verify(cluster: Any, joined: dict[str, str]) -> None:
 
     Why: two Clusters reaching one member (another context, a copied kubeconfig) each
     get their share and apply it under the same object names, so each overwrote the
-    other's replicas. Karmada refuses the same cluster ID twice for the same reason."""
+    other's replicas. Karmada refuses the same cluster ID twice for the same reason.
+    Credentials the member rejects are refused too: /readyz and /version answer anyone,
+    so such a member looked reachable, and joined, while nothing could be read or
+    applied there (and its id, unread, could not be compared)."""
+    from clusters import member as member_api
     from clusters.kube import connector
     from federation.monitor import member
 
@@ -196,6 +200,15 @@ async def _verify(cluster: Any, joined: dict[str, str]) -> None:
                 "(fix the kubeconfig or context, or join with --no-verify)"
             )
         version = await conn.version()
+        try:
+            await conn.discover()
+        except member_api.MemberError as exc:
+            refused = member.rejected(exc)
+            if refused is None:
+                raise
+            raise errors.Invalid(
+                f"cluster {name}: {refused}: fix the credentials, or join with --no-verify"
+            ) from exc
         found = await member.cluster_id(conn)
     finally:
         await conn.close()

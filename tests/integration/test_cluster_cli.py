@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -173,6 +176,69 @@ def test_join_refuses_a_kubeconfig_that_is_not_one_in_one_line(
     assert "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith(f"fedctl: kubeconfig {broken}{said}"), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+UNAUTHORIZED = json.dumps(
+    {"kind": "Status", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized",
+     "code": 401}
+).encode()  # fmt: skip
+
+
+@contextlib.contextmanager
+def _rejecting(upstream: str) -> Iterator[str]:
+    """An endpoint that answers /readyz, /healthz and /version from `upstream` to anyone
+    and 401 to everything else: a real API server given a wrong or expired token."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] in ("/readyz", "/healthz", "/version"):
+                with urllib.request.urlopen(upstream + self.path, timeout=5) as resp:
+                    code, body = resp.status, resp.read()
+            else:
+                code, body = 401, UNAUTHORIZED
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_join_refuses_credentials_the_member_rejects(
+    stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The member answered /readyz and /version to anyone, so join said "reachable ...
+    joined" for a token it rejected, and the Cluster sat Ready=True with no APIs or id."""
+    server, kubeconfig = stack
+    doc = json.loads(json.dumps(_yaml(kubeconfig)))
+    (entry,) = [c for c in doc["clusters"] if c["name"] == "x86"]
+    with _rejecting(entry["cluster"]["server"]) as url:
+        entry["cluster"]["server"] = url
+        rejected = tmp_path / "rejected.kubeconfig"
+        rejected.write_text(json.dumps(doc))
+
+        result = fedctl("cluster", "join", "badtok", "--kubeconfig", str(rejected),
+                        "--context", "x86", "--region", "us-east", server=server)  # fmt: skip
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "fedctl: cluster badtok: 401 Unauthorized on /api: the member rejects the credentials"
+        " of this Cluster's kubeconfig (Unauthorized): fix the credentials, or join with"
+        " --no-verify\n"
+    ), result.stderr
+    assert "badtok" not in fedctl("cluster", "list", server=server).stdout
 
 
 def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
