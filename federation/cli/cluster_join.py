@@ -46,6 +46,11 @@ def _connection(args: argparse.Namespace, stored: dict[str, Any] | None) -> dict
     if not args.kubeconfig:
         if stored is None:
             raise errors.Invalid("cluster join NAME needs --kubeconfig FILE")
+        if args.context and "kubeconfig" in stored:
+            raise errors.Invalid(
+                "--context: this Cluster's kubeconfig is stored inline, and not shown: give"
+                " --kubeconfig FILE --inline with the context"
+            )
         return {**stored, **({"context": args.context} if args.context else {})}
     path = os.path.abspath(os.path.expanduser(args.kubeconfig))
     connection: dict[str, Any] = {"context": args.context} if args.context else {}
