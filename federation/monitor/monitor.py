@@ -188,6 +188,7 @@ class ClusterMonitor:
         try:
             conn = await self._connect(cluster)
         except errors.Invalid as exc:
+            log.warning("cluster %s: %s", cluster.name, exc)
             problem = member_mod.Readiness(False, "KubeconfigInvalid", str(exc))
         except Exception as exc:  # one member's failure must not stop the rest
             log.exception("cluster %s: cannot connect", cluster.name)
@@ -195,7 +196,6 @@ class ClusterMonitor:
         if problem is None:
             log.info("cluster %s joined: monitoring", cluster.name)
         else:
-            log.warning("cluster %s: %s", cluster.name, problem.message)
             self._retry(cluster.name)
         tracked = Tracked(
             cluster,
