@@ -182,6 +182,26 @@ def test_a_replica_change_makes_a_new_fingerprint_and_a_new_placement() -> None:
     assert [j.ref.name for j in work.pending] == ["train"]
 
 
+def test_a_job_that_finished_while_its_change_waited_reads_scheduled_where_it_ran() -> None:
+    """Scaled past its queue's capability, the job kept running at the size it was
+    admitted with and finished: its Binding no longer says it waits to be placed."""
+    waiting = binding(
+        JOB,
+        {"a": 2},
+        phase="Pending",
+        reason="queue qa capability for cpu is 4, this workload needs 6: it can never be"
+        " admitted (raise the limit or shrink the request) (still running on a)",
+    )
+    work = sort(SCALED, bound=waiting, phase="Succeeded", admitted_as=FP)
+    assert work.finished == [key(SCALED)] and not work.pending
+    (amended,) = work.amends
+    assert amended.status.phase == "Scheduled"
+    assert amended.status.reason.startswith("Succeeded on a at the size it was admitted")
+    assert amended.spec == waiting.spec  # where it ran, at the size it ran
+    settled = sort(SCALED, bound=amended, phase="Succeeded", admitted_as=FP)
+    assert not settled.amends  # written once
+
+
 WEB = workload("web", kind="Deployment", replicas=4)
 DUPLICATED = PropagationPolicy.model_validate(
     {
