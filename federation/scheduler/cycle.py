@@ -169,11 +169,7 @@ class Scheduler:
         # they ask for the same thing (a sweep, many small services), and reading one into a
         # request costs far more than this key. It holds everything `request_for` reads
         # from the workload besides what the hashed key above already names.
-        content = (
-            key[1:],
-            w.is_batch,
-            tuple((p.count, p.requests) for p in w.pod_sets),
-        )
+        content = (key[1:], fw.workload_reads(w))
         shared = self._contents.get(content)
         if shared is not None and shared[0] is job.placement and shared[1] is job.fedctl:
             request = shared[2].for_job(job)

@@ -35,7 +35,7 @@ from federation.settings import SchedulerSettings
 from policies.models.accelerator import is_arch
 from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
 from policies.models.placement_ext import FedctlPlacement
-from policies.models.workload import PodSet
+from policies.models.workload import PodSet, Workload
 
 __all__ = [
     "CycleState",
@@ -51,6 +51,7 @@ __all__ = [
     "accepts_chip",
     "chip_suits",
     "request_for",
+    "workload_reads",
 ]
 
 Code = Literal["ok", "unschedulable", "error"]
@@ -282,6 +283,22 @@ def _fitting(previous: Mapping[str, int], held: ResourceList, pod: ResourceList)
         if fit > 0:
             out[name] = fit
     return out
+
+
+def workload_reads(workload: Workload) -> tuple[object, ...]:
+    """What `request_for` reads of a workload besides its kind and annotations (and the
+    job's policy): workloads equal in all of these get equal requests.
+
+    Kept beside `request_for` so that what it comes to read is added here too: a cycle
+    shares one request among workloads of equal reads (`Scheduler._stamped`), and a read
+    left out (whether a Job is Indexed) gave an Indexed Job the division of a plain Job of
+    the same shape under the same policy, or the plain one the Indexed one's single member.
+    """
+    return (
+        workload.is_batch,
+        workload.is_indexed,
+        tuple((p.count, p.requests) for p in workload.pod_sets),
+    )
 
 
 def request_for(

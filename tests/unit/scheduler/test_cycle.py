@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -433,6 +434,39 @@ def test_static_weights_divide_a_job_but_never_an_indexed_one() -> None:
     got = placed(run(fleet, jobs))
     assert got["plain"] == {"a": 2, "b": 2}
     assert list(got["indexed"].values()) == [4]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        pytest.param(("plain", "indexed"), id="the plain job queued first"),
+        pytest.param(("indexed", "plain"), id="the indexed job queued first"),
+    ],
+)
+def test_one_policy_divides_a_job_but_not_an_indexed_one_of_the_same_shape(
+    order: tuple[str, str],
+) -> None:
+    """Two Jobs of one shape under one policy share what a cycle reads of them, but an
+    Indexed one is never divided: whichever came first, the other took its placement (the
+    Indexed one divided and ran indexes 0 and 1 three times, or the plain one whole)."""
+    fleet = [cluster(name, flavor(nodes=4)) for name in ("a", "b", "c")]
+    plain = workload("plain", replicas=3)
+    spec = {**plain.spec, "completions": 6, "completionMode": "Indexed"}
+    workloads = {
+        "plain": plain.model_copy(update={"spec": {**plain.spec, "completions": 6}}),
+        "indexed": workload("indexed", replicas=3).model_copy(update={"spec": spec}),
+    }
+    divided = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}
+    shared = job(plain, placement={"replicaScheduling": divided})
+    jobs = [
+        dataclasses.replace(
+            job(workloads[name], seq=seq), placement=shared.placement, fedctl=shared.fedctl
+        )
+        for seq, name in enumerate(order)
+    ]
+    got = placed(run(fleet, jobs))
+    assert got["plain"] == {"a": 1, "b": 1, "c": 1}
+    assert list(got["indexed"].values()) == [3]
 
 
 def test_duplicated_policy_runs_everything_everywhere() -> None:
