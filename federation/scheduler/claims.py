@@ -16,7 +16,8 @@ workload, the policy that keeps it and the rule that decides, or say that nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from federation.cache.currency import Currency
 from federation.scheduler import plan, spread
@@ -35,6 +36,7 @@ __all__ = [
     "affinity_findings",
     "against",
     "chip_findings",
+    "division_findings",
     "members_of",
     "notes",
     "on_delete",
@@ -210,7 +212,8 @@ def against(
     """`result` with every warning a fleet decides (its Clusters and AcceleratorProfiles,
     and the server's queues with their children when given): chips it defines and members
     not joined (`LoadResult.against_fleet`), affinities and spreads no joined member can
-    satisfy, workloads' chips their policy's arches leave out (`chip_findings`), and queues
+    satisfy, workloads' chips their policy's arches leave out (`chip_findings`), jobs a
+    policy dividing by weight never divides (`division_findings`), and queues
     that take no work. What `fedctl apply`, the editor's validate route
     and an offline `fedctl plan` all judge, the same way. With the server's `currency`,
     also Clusters priced in a currency it has no rate for (the apply route says so too)."""
@@ -218,6 +221,7 @@ def against(
     members = members_of(c for c in fleet if isinstance(c, Cluster))
     result = result.with_findings(affinity_findings(result, members))
     result = result.with_findings(chip_findings(result, fleet))
+    result = result.with_findings(division_findings(result))
     if currency is not None:
         result = result.with_findings(
             finding_at(obj, ("spec", "prices", "currency"), problem)
@@ -285,23 +289,11 @@ def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[
     why before they are applied. The chip's arch is read as `arches.arch_conflicts` reads
     it, from the documents and `fleet`.
     """
-    objects = result.objects
-    policies = [o.model for o in objects if isinstance(o.model, plan.AnyPolicy)]
-    if not policies:
-        return []
-    known = arches.chip_arches([*fleet, *(o.model for o in objects)])
+    known = arches.chip_arches([*fleet, *(o.model for o in result.objects)])
     found: list[Finding] = []
-    for obj in objects:
-        workload = obj.model
-        if not isinstance(workload, Workload):
-            continue
-        try:
-            chips = workload.chips
-        except ValueError:
-            continue  # the loader's finding already
-        holder = plan.claim(workload, policies) if chips else None
-        ext = getattr(holder.spec, "fedctl", None) if holder is not None else None
-        if holder is None or not isinstance(ext, FedctlPlacement):
+    for obj, _, chips, holder in _claimed(result, lambda w: w.chips):
+        ext = getattr(holder.spec, "fedctl", None)
+        if not isinstance(ext, FedctlPlacement):
             continue
         accepted = ", ".join(ext.arches)
         found.extend(
@@ -314,6 +306,60 @@ def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[
             for i, why in arches.unmet(chips, ext.arches, known)
         )
     return found
+
+
+def division_findings(result: LoadResult) -> list[Finding]:
+    """A warning at the `replicaScheduling` of each policy dividing by weight, for each
+    workload among the documents it claims that is never divided (`Workload.never_divided`).
+
+    Why: such a job goes whole to one cluster whatever its policy says; a user reading a
+    policy that divides would expect shares on several members (and a PyTorchJob divided
+    1:1 once gave one member workers with no master).
+    """
+    places = {id(o.model): o for o in result.objects}
+    return [
+        finding_at(
+            places[id(holder)],
+            ("spec", "placement", "replicaScheduling"),
+            f"{policy_label(holder)} divides by weight, but {workload_label(workload)} is"
+            f" {why}: it is never divided, it goes whole to one cluster",
+        )
+        for _, workload, why, holder in _claimed(
+            result, lambda w: "" if w.is_opaque else w.never_divided
+        )
+        if _weighted(holder)
+    ]
+
+
+_T = TypeVar("_T")
+
+
+def _claimed(
+    result: LoadResult, read: Callable[[Workload], _T]
+) -> Iterator[tuple[Loaded, Workload, _T, plan.AnyPolicy]]:
+    """Each workload among the documents with what `read` reads of it, when that is not
+    empty and a policy among the documents claims it, with that policy. A workload `read`
+    cannot read is skipped: the loader reports it already."""
+    objects = result.objects
+    policies = [o.model for o in objects if isinstance(o.model, plan.AnyPolicy)]
+    if not policies:
+        return
+    for obj in objects:
+        workload = obj.model
+        if not isinstance(workload, Workload):
+            continue
+        try:
+            value = read(workload)
+        except ValueError:
+            continue
+        holder = plan.claim(workload, policies) if value else None
+        if holder is not None:
+            yield obj, workload, value, holder
+
+
+def _weighted(policy: plan.AnyPolicy) -> bool:
+    scheduling = policy.spec.placement.scheduling
+    return scheduling.replica_scheduling_type == "Divided" and scheduling.division == "Weighted"
 
 
 def _spread_findings(

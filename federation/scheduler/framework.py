@@ -296,7 +296,7 @@ def workload_reads(workload: Workload) -> tuple[object, ...]:
     """
     return (
         workload.is_batch,
-        workload.is_indexed,
+        bool(workload.never_divided),
         tuple((p.count, p.requests) for p in workload.pod_sets),
     )
 
@@ -341,7 +341,7 @@ def request_for(
     placement = job.placement
     strategy, single = _strategy(job)
     if workload.is_batch and (
-        strategy not in ("static_weight", "dynamic_weight") or workload.is_indexed
+        strategy not in ("static_weight", "dynamic_weight") or workload.never_divided
     ):
         single = True  # a gang goes whole to one cluster unless the policy divides it
     duration = workload.expected_duration or (ext.expected_duration if ext else None)

@@ -362,6 +362,26 @@ class Workload(KubeObject):
         running some twice and the rest never."""
         return self.type_key == _BATCH_JOB and self.spec.get("completionMode") == "Indexed"
 
+    @property
+    def never_divided(self) -> str:
+        """Why a job goes whole to one member even under a policy dividing by weight, as a
+        phrase naming what it is ("": it may be divided).
+
+        An Indexed Job's copies would each number their indexes from 0. A job of several
+        roles (a PyTorchJob's Master and Workers, a Volcano Job's tasks) is scaled role by
+        role, so a member's share could lack a role: a PyTorchJob divided 1:1 gave one
+        member two Workers and no Master for them to join.
+        """
+        if self.is_indexed:
+            return "an Indexed Job (each member's copy would number its indexes from 0)"
+        roles = [s.name for s in self.pod_sets if s.count > 0]
+        if self.is_batch and len(roles) > 1:
+            return (
+                f"a job of several roles ({', '.join(roles)}; a member's share could lack"
+                " one of them)"
+            )
+        return ""
+
     # -- pods
 
     @_read_once

@@ -17,6 +17,7 @@ from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import ChipDevices
 from policies.models.cluster import Cluster, NodeFlavor
+from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import (
     DYNAMIC_WEIGHT,
     NOW,
@@ -412,21 +413,25 @@ def test_static_weights_divide_a_service() -> None:
     assert placed(result) == {"web": {"a": 4, "b": 2}}
 
 
+HALVES = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
+                {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
+            ]
+        },
+    },
+}
+"""Divided 1:1 by static weight over clusters a and b."""
+
+
 def test_static_weights_divide_a_job_but_never_an_indexed_one() -> None:
     """An Indexed Job divided over two members ran indexes 0 and 1 on both and 2 and 3
     nowhere: each copy numbers its indexes from 0. It goes whole to one member."""
     fleet = [cluster("a", flavor(nodes=4)), cluster("b", flavor(nodes=4))]
-    placement = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
-                    {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
-                ]
-            },
-        },
-    }
+    placement = HALVES
     plain = workload("plain", replicas=4)
     spec = {**plain.spec, "completions": 4, "completionMode": "Indexed"}
     indexed = workload("indexed", replicas=4).model_copy(update={"spec": spec})
@@ -467,6 +472,62 @@ def test_one_policy_divides_a_job_but_not_an_indexed_one_of_the_same_shape(
     got = placed(run(fleet, jobs))
     assert got["plain"] == {"a": 1, "b": 1, "c": 1}
     assert list(got["indexed"].values()) == [3]
+
+
+def _roles(api_version: str, kind: str, roles: dict[str, int]) -> Workload:
+    """A job of the given roles (name -> pods), each pod 1 CPU."""
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if kind == "PyTorchJob":
+        spec: dict[str, Any] = {
+            "pytorchReplicaSpecs": {
+                role: {"replicas": n, "template": {"spec": pod}} for role, n in roles.items()
+            }
+        }
+    else:
+        spec = {
+            "tasks": [
+                {"name": role, "replicas": n, "template": {"spec": pod}}
+                for role, n in roles.items()
+            ]
+        }
+    return Workload.model_validate(
+        {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": spec,
+        }
+    )
+
+
+_PYTORCH = ("kubeflow.org/v1", "PyTorchJob")
+_VOLCANO = ("batch.volcano.sh/v1alpha1", "Job")
+
+
+@pytest.mark.parametrize(
+    ("kind", "roles", "whole"),
+    [
+        pytest.param(
+            _PYTORCH, {"Master": 1, "Worker": 4}, True, id="a pytorchjob with a master: whole"
+        ),
+        pytest.param(_PYTORCH, {"Worker": 4}, False, id="a pytorchjob of workers only: divided"),
+        pytest.param(
+            _VOLCANO, {"ps": 2, "worker": 4}, True, id="a volcano job of several tasks: whole"
+        ),
+        pytest.param(_VOLCANO, {"worker": 4}, False, id="a volcano job of one task: divided"),
+    ],
+)
+def test_weights_never_divide_a_job_of_several_roles(
+    kind: tuple[str, str], roles: dict[str, int], whole: bool
+) -> None:
+    """Divided 1:1, a PyTorchJob of a Master and four Workers gave one member a Master and
+    two Workers and the other two Workers with no Master to join: a job of several roles
+    goes whole to one member, as an Indexed Job does; one of a single role is divided."""
+    fleet = [cluster("a", flavor(nodes=4)), cluster("b", flavor(nodes=4))]
+    placement = HALVES
+    w = _roles(*kind, roles)
+    got = placed(run(fleet, [job(w, placement=placement)]))["train"]
+    assert sorted(got.values()) == ([w.replicas] if whole else [w.replicas // 2] * 2)
 
 
 def test_duplicated_policy_runs_everything_everywhere() -> None:
