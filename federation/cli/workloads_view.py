@@ -69,8 +69,8 @@ def _readiness(row: dict[str, Any] | None) -> str:
         return "-"
     if row.get("suspended"):
         return f"{_readiness({**row, 'suspended': False})} ({SUSPENDED})"
-    if row.get("error") and not row.get("applied"):
-        return "error"
+    if row.get("error") and not row.get("applied") and row.get("phase") not in FINISHED_PHASES:
+        return "error"  # a finished copy ran to the end as it was: its phase says more
     if row.get("stale"):
         shown = row.get("phase") or f"?/{row.get('replicas') or 0}"
         return f"{shown} (member not Ready)"

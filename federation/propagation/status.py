@@ -541,10 +541,11 @@ def aggregate(
         rows.append(row)
     counted = [r for r in rows if not r.leaving or r.phase in FINISHED_PHASES]
     total = plugin.aggregate([r for r in counted if r.applied] or counted)
-    if any(r.error and not r.applied for r in counted) and total.health in (
-        "Healthy",
-        "Completed",
-    ):
+    # A copy its member refused to update is not what was asked, unless it has finished:
+    # it ran to the end as it was (a Job's pod template edited while it ran), and a
+    # finished job read Progressing for good.
+    refused = any(r.error and not r.applied and r.phase not in FINISHED_PHASES for r in counted)
+    if refused and total.health in ("Healthy", "Completed"):
         total = total.model_copy(update={"health": "Progressing"})
     return WorkloadStatus(
         workload=workload,

@@ -150,6 +150,17 @@ def test_a_job_that_finished_on_a_member_since_unjoined_is_not_pending() -> None
     assert workloads_view.placement_cell(done) == "Pending: not scheduled yet"
 
 
+def test_a_finished_copy_whose_member_refused_an_edit_shows_how_it_finished() -> None:
+    """The member refused an edit of the Job's pod template while it ran; its copy then
+    finished. The cell read `error` for good beside the job's Succeeded."""
+    done = _listed("Scheduled", "")
+    refused = {"cluster": "b", "applied": False, "error": "spec.template: field is immutable"}
+    done["status"] = {"phase": "Succeeded", "clusters": [{**refused, "phase": "Succeeded"}]}
+    assert workloads_view.placement_cell(done) == "b Succeeded"
+    done["status"] = {"phase": "Running", "clusters": [{**refused, "phase": "Running"}]}
+    assert workloads_view.placement_cell(done) == "b error"
+
+
 def test_describe_names_the_policy_the_binding_records() -> None:
     def claimed(value: str | None) -> str:
         annotations = {} if value is None else {"fedctl.io/policy": value}

@@ -30,6 +30,7 @@ DEPLOYMENT = WorkloadReference(
     api_version="apps/v1", kind="Deployment", namespace="shop", name="fb"
 )
 JOB = WorkloadReference(api_version="batch/v1", kind="Job", namespace="shop", name="fb")
+IMMUTABLE = 'Job.batch "fb" is invalid: spec.template: Invalid value: field is immutable'
 
 
 def ready(n: int, of: int | None = None) -> Observed:
@@ -44,7 +45,10 @@ def aggregate(
     placed: Collection[str] | None,
     unready: Collection[str] = (),
     workload: WorkloadReference = DEPLOYMENT,
+    refused: Collection[str] = (),
 ) -> WorkloadStatus:
+    """`refused`: members that refused the last copy sent (not applied, with an error);
+    what they observe is of the copy they kept."""
     works = [
         works_mod.new_work(
             ref=REF,
@@ -52,7 +56,9 @@ def aggregate(
             old=None,
             manifest={"apiVersion": workload.api_version, "kind": workload.kind},
             revision=3,
-            status=WorkStatus(applied=True, observed=observed),
+            status=WorkStatus(applied=True, observed=observed)
+            if cluster not in refused
+            else WorkStatus(applied=False, error=IMMUTABLE, observed=observed),
             uid=None,
         )
         for cluster, observed in copies.items()
@@ -231,3 +237,30 @@ async def test_a_member_turning_ready_or_not_reaggregates_the_workloads_with_a_c
     finally:
         await stop([following])
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("observed", "expected"),
+    [
+        pytest.param(
+            Observed(health="Completed", phase="Succeeded", succeeded=1, replicas=1),
+            ("Completed", "Succeeded"),
+            id="finished: completed, whatever it refused on the way",
+        ),
+        pytest.param(
+            Observed(health="Progressing", phase="Running", running=1, replicas=1),
+            ("Progressing", "Running"),
+            id="still running: progressing, the refusal shown on its row",
+        ),
+    ],
+)
+def test_a_job_whose_member_refused_an_edit_reads_what_its_copy_did(
+    observed: Observed, expected: tuple[str, str]
+) -> None:
+    """A member refused an edit of a running Job's pod template; the copy it kept ran to
+    the end. The workload read Progressing for good after its copy had Completed."""
+    status = aggregate({"a": observed}, placed={"a"}, workload=JOB, refused={"a"})
+
+    assert (status.health, status.phase) == expected
+    (row,) = status.clusters
+    assert (row.applied, row.error) == (False, IMMUTABLE)
