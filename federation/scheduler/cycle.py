@@ -287,16 +287,20 @@ class Scheduler:
         scheduled yet" for as long as the head waited (a head that can never fit blocks
         its queue for good, which nothing said). The reason names the head, not why it
         waits: that changes with every admission elsewhere, and would rewrite each of their
-        Bindings with it; `fedctl describe` on the head says it.
+        Bindings with it; `fedctl describe` on the head says it. A head that can never be
+        admitted is the exception: that does not change while the fleet and the limits do
+        not, and the queue stays stalled until someone changes or deletes the head, so the
+        workloads behind it say so.
         """
         for name, head in self._stopped_by.items():
             if name not in self._stopped:
                 continue
+            never = accounting.NEVER in result.reasons.get(str(head.ref), "")
             reason = (
                 f"waiting behind {head.ref} in queue {name}, which admits in strict FIFO"
                 " order (dequeueStrategy StrictFIFO): nothing behind its first workload is"
                 " admitted before it"
-            )
+            ) + (f", and {accounting.NEVER} as it stands: change or delete it" if never else "")
             for job in result.pending.ordered(name):
                 if job.ref == head.ref or str(job.ref) in result.reasons:
                     continue  # judged this cycle, with a reason of its own

@@ -95,6 +95,51 @@ def test_pending_reason_says_when_no_node_is_large_enough_even_empty() -> None:
 
 
 @pytest.mark.parametrize(
+    "busy",
+    [
+        pytest.param(False, id="the members are empty"),
+        pytest.param(True, id="the members are busy, which waiting would not change"),
+    ],
+)
+def test_a_gang_larger_than_any_member_even_empty_can_never_be_admitted(busy: bool) -> None:
+    """Three 8-GPU pods that must share a member, in a fleet whose largest member holds two
+    of them when empty: "best is us-east-a100 with 2" read as a wait for room that would
+    never come. The reason judges the members' whole capacity, not what is free."""
+    used = {"largest_devices": 0, "free_devices": 0} if busy else {}
+    fleet = [
+        cluster("us-east-a100", a100(nodes=2, **used)),
+        cluster("eu-west-a100", a100(nodes=1)),
+    ]
+    gang = workload("never", gpus=8, cpu="4", memory="8Gi", replicas=3, chips="nvidia-a100-80gb")
+    result = run(fleet, [job(gang)])
+    assert result.admitted == []
+    assert result.reasons["team/Job.batch/never"] == (
+        "no eligible cluster could hold 3 replicas of cpu=4, memory=8Gi, nvidia.com/gpu=8"
+        " even when empty; the largest, us-east-a100, holds 2: it can never be admitted"
+        " (shrink the gang or add capacity)"
+    )
+    fits = workload("fits", gpus=8, cpu="4", memory="8Gi", replicas=2, chips="nvidia-a100-80gb")
+    assert "can never" not in run(fleet, [job(fits)]).reasons.get("team/Job.batch/fits", "")
+
+
+def test_a_strict_fifo_head_that_can_never_be_admitted_is_named_as_such_behind_it() -> None:
+    """The queue waits for its head as before (docs/concepts.md, dequeueStrategy), but the
+    workloads behind it now say that head will never be admitted as it stands, so the
+    stalled queue is noticed rather than read as a wait for room."""
+    fleet = [cluster("us-east-a100", a100(nodes=2))]
+    q = queue("ml-prod", dequeue_strategy="StrictFIFO")
+    never = workload("never", gpus=8, replicas=3, chips="nvidia-a100-80gb", queue="ml-prod")
+    small = workload("small", gpus=1, queue="ml-prod")
+    result = run(fleet, [job(never, seq=1), job(small, seq=2)], queues=[q])
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/small"] == (
+        "waiting behind team/Job.batch/never in queue ml-prod, which admits in strict FIFO"
+        " order (dequeueStrategy StrictFIFO): nothing behind its first workload is admitted"
+        " before it, and it can never be admitted as it stands: change or delete it"
+    )
+
+
+@pytest.mark.parametrize(
     ("request_", "shown"),
     [
         pytest.param({"cpu": "1e16"}, "10P cpu", id="cpu past int64 in milli-units"),
@@ -575,7 +620,7 @@ def test_a_gang_is_not_split_even_when_only_the_sum_would_fit() -> None:
     }
     result = run(fleet, [job(workload("gang", cpu="8", replicas=4), placement=placement)])
     assert result.admitted == []
-    assert result.reasons["team/Job.batch/gang"].startswith("no eligible cluster has room for 4")
+    assert result.reasons["team/Job.batch/gang"].startswith("no eligible cluster could hold 4")
 
 
 def test_cycle_is_pure_and_rewrites_only_changed_bindings() -> None:
