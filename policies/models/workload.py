@@ -327,7 +327,9 @@ class Workload(KubeObject):
 
     @_read_once
     def min_available(self) -> int | None:
-        """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable."""
+        """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable.
+        Any value makes the workload a gang, placed whole on one member that has room for
+        every replica at once, not only for minAvailable of them."""
         raw = self._annotation(ANNOTATION_MIN_AVAILABLE)
         path = self._min_available_path()
         if raw is not None:

@@ -139,6 +139,50 @@ def test_a_strict_fifo_head_that_can_never_be_admitted_is_named_as_such_behind_i
     )
 
 
+def _volcano(name: str, *, replicas: int, min_available: int) -> Workload:
+    pod = {
+        "containers": [
+            {"name": "w", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "8"}}}
+        ]
+    }
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": {
+                "minAvailable": min_available,
+                "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": pod}}],
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tail"),
+    [
+        pytest.param(2, "holds 2: it can never be admitted", id="no member could ever hold it"),
+        pytest.param(4, "best is a with 2", id="a member could, once room frees"),
+    ],
+)
+def test_a_gang_smaller_than_its_replicas_says_every_replica_is_placed_at_once(
+    nodes: int, tail: str
+) -> None:
+    """Volcano starts minAvailable pods together and the rest as room frees; fedctl places
+    every replica of a gang on one member at once. The reason said nothing of minAvailable,
+    so a gang of 1 waiting for room for 3 read as a bug in the count."""
+    fleet = [cluster("a", a100(nodes=nodes, free_devices=16))]
+    result = run(fleet, [job(_volcano("vcmin", replicas=3, min_available=1))])
+    why = result.reasons["team/Job.batch.volcano.sh/vcmin"]
+    assert tail in why, why
+    assert why.endswith(
+        "; every replica of a gang is placed on one member at once, so minAvailable 1"
+        " does not let it start with fewer than 3"
+    ), why
+    whole = run(fleet, [job(_volcano("vcall", replicas=3, min_available=3))])
+    assert "minAvailable" not in whole.reasons["team/Job.batch.volcano.sh/vcall"]
+
+
 @pytest.mark.parametrize(
     ("request_", "shown"),
     [
