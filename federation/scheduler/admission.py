@@ -45,7 +45,13 @@ from policies.models.binding import (
 if TYPE_CHECKING:
     from federation.scheduler.cycle import CycleResult, Scheduler
 
-__all__ = ["Admitter", "binding_for", "release"]
+__all__ = ["SUSPENDED", "Admitter", "binding_for", "release"]
+
+SUSPENDED = (
+    "suspended (spec.suspend: true): it runs no pods and holds no quota; set spec.suspend"
+    " to false to queue it for admission again"
+)
+"""Why a suspended Job waits: said where its status shows (get, describe, dashboard)."""
 
 release = room.release
 """`room.release`, also here for callers that release admitted work for a what-if."""
@@ -168,6 +174,17 @@ class Admitter:
             fits = self._admissible(request, self.state) is not None
         self._fits_again[key] = (now, fits)
         return fits
+
+    def suspend(self, job: PendingJob) -> str:
+        """Leave a suspended Job pending with no clusters, and return why.
+
+        Unlike `_pending`, its copies are not kept: a suspended Job runs no pods, so a copy
+        holds nothing worth keeping, and removing it (as Kueue's MultiKueue deletes a
+        worker cluster's copy of a workload no longer admitted) means the Job, once
+        resumed, is admitted and placed afresh rather than tied to the member it left."""
+        self.result.reasons[str(job.ref)] = SUSPENDED
+        self._emit(binding_for(job, reason=SUSPENDED))
+        return SUSPENDED
 
     def hold(self, job: PendingJob, reason: str) -> None:
         """Leave the job pending with `reason`, found for an identical job this cycle."""

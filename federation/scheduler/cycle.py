@@ -224,6 +224,10 @@ class Scheduler:
                     result.pending.add(job)  # untouched: next cycle
                     result.exhausted = True
                     break
+                skipped = _set_aside(job, admit, result)
+                if skipped is not None:
+                    budget -= skipped
+                    continue
                 request = self.request(job, snapshot)
                 if (len(result.evicted), len(result.admitted)) != changes:
                     # Room freed (an eviction): a refusal may no longer hold; room taken (an
@@ -237,11 +241,6 @@ class Scheduler:
                     result.repeated += 1
                     admit.hold(job, known)
                     result.pending.add(job.with_reason(known))
-                    continue
-                if admit.evicted_refs and str(job.ref) in admit.evicted_refs:
-                    # Its running copies were a victim earlier this cycle: it waits again,
-                    # and its Binding this cycle is the eviction's.
-                    result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
                     continue
                 behind = admit.behind_victim(job) if admit.evicted_refs else None
                 if behind is not None:  # the victim goes first, next cycle
@@ -304,6 +303,9 @@ class Scheduler:
             for job in result.pending.ordered(name):
                 if job.ref == head.ref or str(job.ref) in result.reasons:
                     continue  # judged this cycle, with a reason of its own
+                if job.workload.is_suspended:  # it waits for no head, but for a resume
+                    result.pending.add(replace(job, reason=admit.suspend(job)))
+                    continue
                 admit.hold(job, reason)
                 result.pending.add(replace(job, reason=reason))
 
@@ -640,6 +642,20 @@ def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
         f" (its priorityClasses: {known or 'none'}): define it there or correct the"
         " workload's fedctl.io/priority"
     )
+
+
+def _set_aside(job: PendingJob, admit: admission.Admitter, result: CycleResult) -> float | None:
+    """What settling `job` without placing it cost the cycle's budget, or None: it is to
+    be placed. A suspended Job waits for its resume (holding no one back, in a strict
+    queue too); a job whose running copies were a victim earlier this cycle waits again,
+    its Binding this cycle being the eviction's."""
+    if job.workload.is_suspended:
+        result.pending.add(job.with_reason(admit.suspend(job)))
+        return _REPEAT_COST
+    if admit.evicted_refs and str(job.ref) in admit.evicted_refs:
+        result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
+        return 0.0
+    return None
 
 
 def _refusal_key(job: PendingJob, request: fw.JobRequest) -> tuple[object, ...] | None:

@@ -287,8 +287,8 @@ class _Sorter:
         Left out, the queue read as having room, another job took it (a namespace's static
         share on a member too), and the waiting workload's copies ran beyond the limit.
         """
-        running = on_known(binding, self.known)
-        if running is None:
+        running = None if job.workload.is_suspended else on_known(binding, self.known)
+        if running is None:  # a suspended Job's copies run no pods: Kubernetes deleted them
             return None
         return admission_of(
             job,

@@ -358,6 +358,13 @@ class Workload(KubeObject):
         return self.type_key in BATCH_KINDS or self.min_available is not None
 
     @property
+    def is_suspended(self) -> bool:
+        """A Job with `spec.suspend: true`: Kubernetes starts none of its pods and deletes
+        any that run, so it holds no quota or room until resumed (Kueue likewise treats a
+        suspended Job as not admitted)."""
+        return self.spec.get("suspend") is True and self.type_key == _BATCH_JOB
+
+    @property
     def is_indexed(self) -> bool:
         """A Job whose pods each run one index (`completionMode: Indexed`): it cannot be
         divided over members, since each member's copy would number its indexes from 0,
