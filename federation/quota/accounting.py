@@ -624,9 +624,9 @@ def lending_problem(
             continue  # lendable even were every guarantee unused: the common case, cheaply
         if need > cap:  # the whole fleet's, which no other queue's guarantee stands in
             return (
-                f"the federation holds {_show(resource, cap)} {_label(resource)} in all, this"
-                f" workload needs {_show(resource, need)}: {NEVER} (shrink the request or"
-                " add capacity)"
+                f"the federation holds {_show(resource, cap)} {_label(resource)} in all, and"
+                f" this placement needs {_show(resource, need)}: {NEVER} as placed (shrink the"
+                " request, change its division or add capacity)"
             )
         reserved = reserved_against(name, resource, queues=queues, usage=usage)
         if in_use + need > cap - reserved:

@@ -119,8 +119,9 @@ def test_a_charge_beyond_the_whole_fleet_is_named_as_such_not_as_a_borrowing_lim
         "default", queues={}, usage=Usage(), capacity=CAPACITY, charge=gpus(24)
     )
     assert problem == (
-        "the federation holds 16 nvidia.com/gpu in all, this workload needs 24:"
-        " it can never be admitted (shrink the request or add capacity)"
+        "the federation holds 16 nvidia.com/gpu in all, and this placement needs 24: it can"
+        " never be admitted as placed (shrink the request, change its division or add"
+        " capacity)"
     )
 
 

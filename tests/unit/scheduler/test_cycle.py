@@ -31,6 +31,8 @@ from tests.unit.scheduler.fleet import (
     workload,
 )
 
+H100 = "nvidia-h100-80gb"
+
 
 def a100(nodes: int = 1, **kw: Any) -> NodeFlavor:
     return flavor(chip="nvidia-a100-80gb", devices=8, cpu="96", memory="1Ti", nodes=nodes, **kw)
@@ -120,6 +122,32 @@ def test_a_gang_larger_than_any_member_even_empty_can_never_be_admitted(busy: bo
     )
     fits = workload("fits", gpus=8, cpu="4", memory="8Gi", replicas=2, chips="nvidia-a100-80gb")
     assert "can never" not in run(fleet, [job(fits)]).reasons.get("team/Job.batch/fits", "")
+
+
+def test_a_division_needing_more_of_a_chip_than_the_fleet_has_is_not_a_borrowing_limit() -> None:
+    """5 pods of 8 GPUs split 1:1 by static weight give the H100 member 3, more than the
+    fleet's 16 H100s: it read "queue default cannot borrow …: 0 in use and 0 guaranteed
+    to other queues, of 16 (needs 24)", as if another queue held them."""
+    fleet = [
+        cluster("us-east-a100", a100(nodes=2)),
+        cluster("eu-west-h100", flavor(chip=H100, devices=8, cpu="96", memory="1Ti")),
+    ]
+    weights = [{"targetCluster": {"clusterNames": [c.name]}, "weight": 1} for c in fleet]
+    placement = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"staticWeightList": weights},
+        }
+    }
+    big = workload("big5", gpus=8, replicas=5, chips=f"nvidia-a100-80gb,{H100}")
+    result = run(fleet, [job(big, placement=placement)])
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/big5"] == (
+        "the federation holds 16 nvidia-h100-80gb in all, and this placement needs 24: it can"
+        " never be admitted as placed (shrink the request, change its division or add"
+        " capacity)"
+    )
 
 
 def test_a_strict_fifo_head_that_can_never_be_admitted_is_named_as_such_behind_it() -> None:
