@@ -337,7 +337,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         return (
             f"no eligible cluster could hold {needed_here(job)} replicas of {job.pod} even"
             f" when empty; the largest, {s.clusters[int(rows[best])].name}, holds"
-            f" {int(most[best])}: {accounting.NEVER} (shrink the gang or add capacity)"
+            f" {int(most[best])}: {accounting.NEVER} (shrink the request or add capacity)"
         ) + _whole_gang(job)
     largest = np.where(mask[..., None], state.largest[rows], -1)
     # The scarcest resource: the one whose best single node is furthest below the pod.

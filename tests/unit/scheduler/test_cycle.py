@@ -118,10 +118,23 @@ def test_a_gang_larger_than_any_member_even_empty_can_never_be_admitted(busy: bo
     assert result.reasons["team/Job.batch/never"] == (
         "no eligible cluster could hold 3 replicas of cpu=4, memory=8Gi, nvidia.com/gpu=8"
         " even when empty; the largest, us-east-a100, holds 2: it can never be admitted"
-        " (shrink the gang or add capacity)"
+        " (shrink the request or add capacity)"
     )
     fits = workload("fits", gpus=8, cpu="4", memory="8Gi", replicas=2, chips="nvidia-a100-80gb")
     assert "can never" not in run(fleet, [job(fits)]).reasons.get("team/Job.batch/fits", "")
+
+
+def test_a_duplicated_service_no_member_could_hold_whole_can_never_be_admitted() -> None:
+    """Each member must hold every replica of a duplicated workload, as a gang's one must."""
+    fleet = [cluster("a", flavor(nodes=1)), cluster("b", flavor(nodes=1))]
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    web = workload("web", kind="Deployment", cpu="8", replicas=3)
+    result = run(fleet, [job(web, placement=duplicated)])
+    assert result.reasons["team/Deployment.apps/web"] == (
+        "no eligible cluster could hold 3 replicas of cpu=8, memory=1Gi even when empty;"
+        " the largest, a, holds 2: it can never be admitted (shrink the request or add"
+        " capacity)"
+    )
 
 
 def test_a_division_needing_more_of_a_chip_than_the_fleet_has_is_not_a_borrowing_limit() -> None:
