@@ -23,9 +23,9 @@ Why it counts what is admitted: a live plan answers "where would this go now". T
 Bindings (Scheduled, or Pending with copies still running) hold capacity the members may
 not show yet, and fill queues and namespace quotas; a plan that ignored them would place a
 job where the controller then leaves it pending (and `fedctl describe` sends users here for
-the reason). A workload that is itself admitted is planned without its own admission, as a
-re-placement would be. An offline plan against a profile (`fedctl plan --clusters`) has no
-admissions to count.
+the reason). A workload that is itself admitted is planned as the cycle places it again:
+without its own quota, its running pods holding the room they take. An offline plan
+against a profile (`fedctl plan --clusters`) has no admissions to count.
 """
 
 from __future__ import annotations

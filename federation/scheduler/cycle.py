@@ -52,7 +52,7 @@ from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.queue import Queue
 
-__all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
+__all__ = ["CycleResult", "Scheduler", "batch_for"]
 
 _WAITS = frozenset({"capacity", "division", "cost"})
 """Placement failures that room or prices freeing up could end."""
@@ -457,14 +457,17 @@ class Scheduler:
         """`plan` against a given state, which many plans may share (placing reads a state
         and never charges it): building one per plan would redo the held-capacity accounting
         of every admitted workload each time. A job that is itself admitted is planned as
-        if it were not (`without`), so it does not compete with its own capacity.
+        the cycle places it again: its quota released, so it does not compete with itself,
+        and its pods left where they run, as room its placement holds (`previous`). Given
+        back as free room too, its own replicas counted twice, and a plan placed a scale-up
+        the controller then refused.
 
         A queue that takes no work (not defined, or a parent) is refused as the cycle does,
         unless no queue is defined at all: an offline plan given no Queue files asks where
         the work would go, not which queue takes it."""
-        own = state.usage.get(job.ref)
-        if own is not None:
-            state = without(state, own)
+        if state.usage.get(job.ref) is not None:
+            state = state.copy()
+            state.usage.release(job.ref)
         queues = state.snapshot.queues
         if job.priority_class:  # as `_name_priorities` gives it in a cycle
             queue = queues.get(job.queue)
@@ -569,13 +572,6 @@ def _subtree_share(
     used = usage.totals_of(tree.members.get(node, (node,)))
     weight = queues[node].spec.weight if node in queues else 1
     return fairshare.ShareKey(used, capacity, weight)
-
-
-def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleState:
-    """A copy of `state` with one admission released and its capacity given back."""
-    trial = state.copy()
-    admission.release(trial, admitted)
-    return trial
 
 
 _PLAN_TIME = dt.datetime.fromtimestamp(0, dt.UTC)
