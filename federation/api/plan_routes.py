@@ -253,9 +253,12 @@ class PlanApi:
             raise errors.Invalid("; ".join(failures), findings=failures)
         audit.attempted(request, [o.model for o in result.objects])
         bodies.admit_each(self.admit, request, (o.model for o in result.objects))
-        proposed = {objects.key_for(o.model): o.model for o in result.objects}
         seen = _visible(request)
         live = await self.live()
+        proposed = {
+            key: _successor(live.objects.get(key), o.model)
+            for key, o in ((objects.key_for(o.model), o) for o in result.objects)
+        }
         # The claims Bindings record hold after the write too: a policy that may not
         # preempt them takes nothing, so the plan after apply must not show it taking.
         after = LiveState({**live.objects, **proposed}, live.statuses, live.bindings)
@@ -308,6 +311,18 @@ class PlanApi:
         job = planning.job_for(workload, policy, settings=self.settings)
         planned = scheduler.plan_in(job, cycle_state)
         return planned.to_json(policy.metadata.name if policy else None)
+
+
+def _successor(stored: KubeObject | None, proposed: KubeObject) -> KubeObject:
+    """`proposed` with the uid of the object it would replace, as `apply` keeps it.
+
+    Why: a file carries no uid, and the uid seeds the tie-break of replica division
+    (Karmada's): planned without it, an unchanged file of a workload whose uid sends ties
+    to the larger name showed a move of one replica the controller never makes."""
+    if stored is None or not stored.metadata.uid or proposed.metadata.uid == stored.metadata.uid:
+        return proposed
+    meta = proposed.metadata.model_copy(update={"uid": stored.metadata.uid})
+    return proposed.model_copy(update={"metadata": meta})
 
 
 def _visible(request: web.Request) -> Callable[[str | None], bool]:

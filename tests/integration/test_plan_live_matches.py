@@ -149,3 +149,20 @@ async def test_a_live_plan_of_a_scale_up_is_the_binding_the_controller_writes(
     else:
         assert binding.placement() == placed
         assert planned["placement"] == placed, planned
+
+
+async def test_a_live_plan_of_an_unchanged_file_keeps_the_uid_seeded_tie_of_its_binding() -> None:
+    """5 replicas on a and b by equal weights tie for the fifth, which Karmada gives by
+    the workload's uid: this one's sends it to the larger name (b). The file has no uid,
+    and planned as written the tie went ascending: "placed on a:3, b:2", a move the
+    controller never makes."""
+    descending = "00000000-0000-0000-0000-000000000000"
+    policy = _policy(["a", "b"], None)
+    placed = web(5, cpu="10m", uid=descending)
+    async with controller("a", "b") as (store, server):
+        await applied(store, policy, placed)
+        binding = await bound(store, placed, replicas=5)
+        entry = await asyncio.to_thread(plan, server, placed, policy)
+
+    assert binding.placement() == {"a": 2, "b": 3}
+    assert entry["before"]["placement"] == entry["after"]["placement"] == {"a": 2, "b": 3}
