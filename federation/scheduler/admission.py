@@ -625,7 +625,9 @@ def binding_for(
     replicas: int | None = None,
 ) -> Binding:
     """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
-    `pod` and `queue`: those its targets' copies were admitted with (default: the job's).
+    `pod` and `queue`: those its targets' copies were admitted with (default: the job's);
+    `replicas`: those it was placed for (default: the workload's, which a Pending one
+    waits to run, as Karmada's ResourceBinding carries the template's whatever it holds).
 
     Built without re-validation: every part comes from validated models or from the
     scheduler itself, and a cycle builds one per decision.
@@ -648,7 +650,7 @@ def binding_for(
         explanation=list(verdicts or []),
         filtered_summary=summary or {},
         eviction_tasks=tasks or [],
-        replicas=replicas,
+        replicas=w.replicas if replicas is None else replicas,
         pod_requests=pod or {},
     )
     return _built(

@@ -140,9 +140,10 @@ class BindingSpec(FrozenModel):
     replicas: int | None = Field(
         default=None,
         ge=0,
-        description="The workload's replicas when it was placed, as Karmada's ResourceBinding"
-        " records them (unset: not recorded): a workload kept where its deleted policy"
-        " placed it is placed again once scaled.",
+        description="The workload's replicas when it was placed, or those it waits to run"
+        " while Pending, as Karmada's ResourceBinding records the template's (unset: not"
+        " recorded): a workload kept where its deleted policy placed it is placed again"
+        " once scaled.",
     )
     pod_requests: dict[str, str] = Field(
         default_factory=dict,

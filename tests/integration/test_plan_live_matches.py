@@ -85,9 +85,7 @@ async def bound(store: MemoryStore, web: Workload, *, replicas: int) -> Binding:
 
     async def decided() -> Binding | None:
         got = await typed.get(keys.binding_key(objects.workload_ref(web)))
-        if got is None:
-            return None
-        if got.obj.spec.replicas != replicas and got.obj.status.phase != "Pending":
+        if got is None or got.obj.spec.replicas != replicas:  # a Pending one's too
             return None
         return got.obj
 
