@@ -450,10 +450,25 @@ def pod_arch(job: JobRequest, cluster: snap.ClusterInfo, taken: Iterable[int] = 
 
 def accepted_chips(job: PendingJob) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The chips and arches a job accepts: the workload's `fedctl.io/chips`, else its
-    policy's `spec.fedctl.chips`; arches from the policy alone."""
+    policy's `spec.fedctl.chips`; arches those its policy's `spec.fedctl.arches` and its
+    pod templates' own `kubernetes.io/arch` constraints (`Workload.node_arches`) both allow.
+
+    Why the template's too: a member's scheduler runs its pods on those nodes only, so an
+    Arm-only service placed on an amd64-only cluster waited there for good. Both holding
+    and sharing none, no arch is accepted (`_NO_ARCH`): the workload waits, saying so."""
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
     chips = tuple(job.workload.chips) or (tuple(ext.chips) if ext else ())
-    return chips, tuple(ext.arches) if ext else ()
+    arches = tuple(ext.arches) if ext else ()
+    own = job.workload.node_arches
+    if own is None:
+        return chips, arches
+    if not arches:
+        return chips, tuple(sorted(own)) or _NO_ARCH
+    return chips, tuple(a for a in arches if a in own) or _NO_ARCH
+
+
+_NO_ARCH = ("an arch both its pod template's kubernetes.io/arch and its policy allow",)
+"""The arches of a job whose template and placement share none: no node's arch."""
 
 
 def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | None = None) -> bool:

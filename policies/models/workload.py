@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic import ConfigDict, Field, model_validator
 
 from federation.resources import QuantityError, ResourceList, parse_quantity
+from policies.models import node_arch
 from policies.models.accelerator import _check_chip
 from policies.models.base import KubeObject
 from policies.models.common import Notice, PathPart, RuleError, RuleErrors
@@ -310,6 +311,17 @@ class Workload(KubeObject):
                     f"annotation {ANNOTATION_CHIPS}: {err}", at=(*_ANNOTATIONS, ANNOTATION_CHIPS)
                 ) from None
         return chips
+
+    @_read_once
+    def node_arches(self) -> frozenset[str] | None:
+        """The node arches its pod templates' own `kubernetes.io/arch` nodeSelector or
+        required node affinity allow (None: any; `node_arch`). The scheduler places it only
+        on those arches' nodes, as a member's scheduler would run its pods nowhere else."""
+        return node_arch.allowed(
+            pod
+            for pod_set in self.pod_sets
+            if isinstance(pod := _dig(self.spec, pod_set.template_path[1:]), Mapping)
+        )
 
     @_read_once
     def expected_duration(self) -> int | None:

@@ -210,6 +210,24 @@ CASES = [
     ),
     pytest.param(
         {
+            "chip": "arm64",
+            "template": deployment(
+                template={
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/arch": "amd64", "disk": "ssd"},
+                        "containers": [{"name": "main", "image": "registry.example.com/x:1"}],
+                    }
+                }
+            ),
+        },
+        lambda o: (
+            o["spec"]["template"]["spec"]["nodeSelector"]
+            == {"kubernetes.io/arch": "amd64", "disk": "ssd"}
+        ),
+        id="the template's own kubernetes.io/arch is never written over by the profile's",
+    ),
+    pytest.param(
+        {
             "policies": [
                 override(
                     "OverridePolicy", "a-named", [tag("by-name")], resourceSelectors=by_name()
