@@ -22,7 +22,7 @@ from typing import TypeVar
 from federation.cache.currency import Currency
 from federation.scheduler import plan, spread
 from federation.scheduler.plugins import affinity
-from policies.loading import LoadResult, arches
+from policies.loading import LoadResult, arches, node_arches
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
 from policies.models.base import KubeObject
@@ -281,7 +281,9 @@ def affinity_findings(result: LoadResult, members: Sequence[spread.ScoredCluster
 
 def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[Finding]:
     """A warning at each workload's `fedctl.io/chips` naming a chip whose arch the
-    `spec.fedctl.arches` of the policy claiming it (among the documents) leaves out.
+    `spec.fedctl.arches` of the policy claiming it (among the documents) leaves out; an
+    error at each pod template's own `kubernetes.io/arch` those arches leave out, which
+    nothing could ever place (`node_arches`).
 
     Why: the workload's chips replace its policy's, but the policy's arches still hold,
     so such a chip is never chosen. CPU pods naming `amd64` under a policy accepting only
@@ -291,10 +293,16 @@ def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[
     """
     known = arches.chip_arches([*fleet, *(o.model for o in result.objects)])
     found: list[Finding] = []
-    for obj, _, chips, holder in _claimed(result, lambda w: w.chips):
+    for obj, workload, read, holder in _claimed(result, _chips_or_pinned):
+        chips = read[0] if read is not None else ()
         ext = getattr(holder.spec, "fedctl", None)
         if not isinstance(ext, FedctlPlacement):
             continue
+        by = f"{policy_label(holder)}, which claims this workload,"
+        found.extend(
+            finding_at(obj, at, message, severity="error")
+            for at, message in node_arches.conflicts(workload, ext.arches, by=by)
+        )
         accepted = ", ".join(ext.arches)
         found.extend(
             finding_at(
@@ -332,6 +340,13 @@ def division_findings(result: LoadResult) -> list[Finding]:
 
 
 _T = TypeVar("_T")
+
+
+def _chips_or_pinned(workload: Workload) -> tuple[tuple[str, ...]] | None:
+    """Its chips (in a 1-tuple: none is still a value to judge), when it names any or a
+    pod template pins an arch (None: neither)."""
+    chips = workload.chips
+    return (chips,) if chips or workload.node_arches is not None else None
 
 
 def _claimed(

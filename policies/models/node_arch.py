@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ARCH_LABEL", "allowed", "of_pod"]
+from policies.models.common import PathPart
+
+__all__ = ["ARCH_LABEL", "allowed", "of_pod", "path_of"]
 
 ARCH_LABEL = "kubernetes.io/arch"
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -74,3 +76,12 @@ def _of_term(term: Mapping[str, Any]) -> frozenset[str] | None:
         one = frozenset(str(v) for v in values)
         found = one if found is None else found & one
     return found
+
+
+def path_of(template: tuple[PathPart, ...], pod: Mapping[str, Any]) -> tuple[PathPart, ...]:
+    """Where the pod spec at `template` states its arch: its nodeSelector entry when it
+    has one, else its required node affinity (what a finding points at)."""
+    selector = pod.get("nodeSelector")
+    if isinstance(selector, Mapping) and ARCH_LABEL in selector:
+        return (*template, "nodeSelector", ARCH_LABEL)
+    return (*template, "affinity", "nodeAffinity", _REQUIRED)
