@@ -660,8 +660,8 @@ class FailoverController:
         tasks = binding.spec.eviction_tasks
         if not tasks:
             return binding
-        placed = binding.status.phase == "Scheduled"
-        targets = [t.name for t in binding.spec.clusters] if placed else []
+        placed = binding.placement() if binding.status.phase == "Scheduled" else {}
+        targets = list(placed)
         now = self.clock.now()
         status = self.workload_status.get(keys.workload_status_key(_ref(binding)))
         gone = graceful.gone(tasks, status, revision=revision)
@@ -680,6 +680,7 @@ class FailoverController:
             timeout=self.settings.graceful_timeout,
             gone=gone,
             evicting=evicting,
+            placed=placed,
             away=away,
         )
         if outcome.recheck_after is not None:

@@ -24,7 +24,10 @@ with it ends as a Gracefully one does.
 
 A graceful task whose cluster is among the targets again (the member recovered before the
 workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
-there is the new placement's, not a leftover.
+there is the new placement's, not a leftover. Unless the target holds fewer replicas than
+the task keeps there (`EvictionTask.keeps`: a move took part of that member's share
+elsewhere): the copy there runs its old count until the new placement is ready (or the
+timeout), and then only shrinks to its share, nothing is purged.
 
 A task whose cluster is away (unreachable, or back but not yet settled) is kept whatever
 the new placement or the timeout say: its copy cannot be deleted while the member does not
@@ -101,6 +104,7 @@ def judge(
     timeout: float,
     gone: Collection[str] = (),
     evicting: Collection[str] = (),
+    placed: Mapping[str, int] | None = None,
     away: Collection[str] = (),
 ) -> Outcome:
     """Decide every task of one Binding.
@@ -108,8 +112,10 @@ def judge(
     `gone`: clusters known to hold no copy of the workload any more; `evicting`: clusters
     whose NoExecute taints evict the workload, now or once its toleration runs out. A
     Directly task on a cluster that is gone and not evicting has done its work: it is
-    dropped, with nothing left there to purge. `away`: clusters whose copies wait for
-    the member's return to be judged; their tasks are kept (placed back there, dropped).
+    dropped, with nothing left there to purge. `placed`: the replicas of each target
+    (None: not known, a target placed back ends its task). `away`: clusters whose copies
+    wait for the member's return to be judged; their tasks are kept (placed back there,
+    dropped).
     """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
@@ -120,7 +126,8 @@ def judge(
         waited = (now - task.creation_time).total_seconds()
         limit = task.grace_period_seconds or timeout
         expired = waited >= limit
-        if task.cluster in targets:
+        shrinking = task.cluster in targets and task.keeps((placed or {}).get(task.cluster))
+        if task.cluster in targets and not shrinking:
             drop.append(task)  # placed back: the copy there is the placement's own
             continue
         if task.cluster in away:
@@ -128,7 +135,8 @@ def judge(
             continue
         if healthy or expired:
             drop.append(task)
-            purge.append(task.cluster)
+            if not shrinking:  # a shrinking share is scaled down, not purged
+                purge.append(task.cluster)
             continue
         if (
             purges_at_once(task)
