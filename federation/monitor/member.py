@@ -147,11 +147,6 @@ class Tracked:
     async def _probe_loop(self) -> None:
         assert self.conn is not None
         while True:
-            # A member not Ready is probed more often: until its return is seen nothing
-            # acts on it, and a batch job that moved away runs on in its old copy there.
-            period = self._settings.probe_period
-            if self.health.status != "True":
-                period = min(period, self._settings.recovery_probe_period)
             started = self._clock.monotonic()
             result = await self.conn.ready(timeout=self._settings.probe_timeout)
             if not result.ok:
@@ -168,6 +163,11 @@ class Tracked:
                     "cluster %s Ready=%s: %s", self.name, self.health.status, self.health.message
                 )
             self._notify(self.name)
+            # A member not Ready is probed again sooner: until its return is seen nothing
+            # acts on it, and a batch job that moved away runs on in its old copy there.
+            period = self._settings.probe_period
+            if self.health.status != "True":
+                period = min(period, self._settings.recovery_probe_period)
             await self._clock.sleep(max(0.0, period - (self._clock.monotonic() - started)))
 
     def _discovery_due(self, now: float) -> bool:
