@@ -55,7 +55,7 @@ from policies.models.cluster import (
     Taint,
 )
 from policies.models.common import Toleration
-from policies.models.propagation import ApplicationFailoverBehavior
+from policies.models.propagation import ApplicationFailoverBehavior, Placement
 from policies.models.work import FINISHED_PHASES, Event, WorkloadStatus
 from policies.models.workload import Workload
 
@@ -99,6 +99,9 @@ class Terms:
     purge_mode: str = "Gracefully"
     batch: bool = False
     application: ApplicationFailoverBehavior | None = None
+    returns: bool = False
+    """The scheduler places the workload again on a member that comes back: a service
+    Duplicated or divided by static weights, under one cluster affinity (`_returns`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,7 +421,13 @@ class FailoverController:
         failover = getattr(spec, "failover", None)
         mode = failover.cluster.purge_mode if failover and failover.cluster else "Gracefully"
         app = failover.application if failover else None
-        return Terms(tolerations=tolerations, purge_mode=mode, batch=batch, application=app)
+        return Terms(
+            tolerations=tolerations,
+            purge_mode=mode,
+            batch=batch,
+            application=app,
+            returns=not batch and _returns(placement),
+        )
 
     def _taints(self) -> dict[str, list[Taint]]:
         """Every cluster's effective taints, as eviction judges them.
@@ -669,7 +678,7 @@ class FailoverController:
         evicting = {
             name for name in gone if eviction.evicts(effective.get(name, ()), terms.tolerations)
         }
-        away, settle = self._held(binding, now=now)
+        away, settle = self._held(binding, terms, now=now)
         if settle is not None:
             self.queue.add_after("b" + key, settle + 0.01)
         outcome = graceful.judge(
@@ -690,18 +699,23 @@ class FailoverController:
         spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
         return binding.model_copy(update={"spec": spec})
 
-    def _held(self, binding: Binding, *, now: dt.datetime) -> tuple[set[str], float | None]:
+    def _held(
+        self, binding: Binding, terms: Terms, *, now: dt.datetime
+    ) -> tuple[set[str], float | None]:
         """The clusters of the Binding's tasks whose copies wait for their member's return
         to be judged (`graceful.judge`'s `away`), and in how many seconds the first of
         those that are back stops waiting (None: none is).
 
         A member away (`ClusterStatus.away`): nothing there can be deleted now. A member
-        back, for a graceful task: until the scheduler has placed the Binding since then
-        (failover lifted its taints; a controller that did not see it counts from the
-        member's Ready transition), for at most the graceful timeout. Ended sooner, the
-        task let the propagator delete the copy the scheduler was about to place back
-        there, as the two both answer the same taints going. A Directly task's copy goes
-        on return whatever the scheduler says next, so it does not wait.
+        back, for a graceful task of a workload the scheduler places back on a member that
+        returns (`Terms.returns`): until it has placed the Binding since then (failover
+        lifted its taints; a controller that did not see it counts from the member's Ready
+        transition), for at most the graceful timeout. Ended sooner, the task let the
+        propagator delete the copy the scheduler was about to place back there, as the two
+        both answer the same taints going. A workload that stays where it is (Steady
+        division, an earlier affinity group) does not wait: nothing would end the wait but
+        the timeout. Nor does a Directly task: its copy goes on return whatever the
+        scheduler says next.
         """
         held: set[str] = set()
         settle: float | None = None
@@ -714,7 +728,7 @@ class FailoverController:
                 held.add(task.cluster)
                 continue
             ready = status.condition("Ready")
-            if task.at_once or ready is None or ready.status != "True":
+            if task.at_once or not terms.returns or ready is None or ready.status != "True":
                 continue
             back = max(self._back.get(task.cluster, ready.last_transition_time),
                        ready.last_transition_time)  # fmt: skip
@@ -723,6 +737,20 @@ class FailoverController:
                 held.add(task.cluster)
                 settle = left if settle is None else min(settle, left)
         return held, settle
+
+
+def _returns(placement: Placement | None) -> bool:
+    """Whether the scheduler places a service again on a member that comes back (docs:
+    concepts, Failover 7): Duplicated, or divided by static weights (which ignore where
+    replicas run), under a single cluster affinity (a return to an earlier affinity group
+    waits for a move)."""
+    if placement is None or len(placement.affinity_terms) > 1:
+        return False
+    scheduling = placement.scheduling
+    if scheduling.replica_scheduling_type == "Duplicated":
+        return True
+    weights = scheduling.weight_preference
+    return scheduling.division == "Weighted" and not (weights and weights.dynamic_weight)
 
 
 def _ours(taint_list: Sequence[Taint]) -> set[str]:

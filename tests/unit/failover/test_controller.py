@@ -14,6 +14,7 @@ import pytest
 from clusters import member
 from federation import errors
 from federation.clock import FakeClock
+from federation.failover import controller as controller_mod
 from federation.failover import faults, taints
 from federation.failover.controller import FailoverController, Terms
 from federation.registry import codec, keys
@@ -22,6 +23,7 @@ from federation.settings import FailoverSettings
 from policies.models.binding import Binding, BindingStatus, TargetCluster
 from policies.models.cluster import UNJOINING_TAINT, Cluster, ClusterStatus, Condition, Taint
 from policies.models.common import Toleration
+from policies.models.propagation import Placement
 from policies.models.work import ClusterWorkloadStatus, WorkloadStatus
 from tests.unit.failover.builders import Counted, binding, events_of, namespace_binding
 from tests.waiting import wait_for
@@ -193,28 +195,15 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
         "a is away: its copy cannot go now, and may be wanted there again on its return"
     )
 
-    # a returns: the copies under graceful tasks stay (the scheduler has not placed the
-    # workloads since); a stale copy, of a workload placed nowhere on a, goes.
+    # a returns: the copies under graceful tasks stay through the purge; a stale copy, of a
+    # workload placed nowhere on a, goes. Then web's task ends (no policy here places it
+    # back on a returning member), and its copy there with it.
     h.member.objects.append(copy_of(GONE))
     await h.health("a", "True", "ClusterReady")
     await h.settle()
     assert h.member.deleted == ["gone"]
     assert h.member.closed
     assert await h.taints("a") == []
-    assert len((await h.binding(WEB)).spec.eviction_tasks) == 1, "the scheduler has not looked"
-
-    # Placed again since a came back, on b alone: web's copy on a goes now.
-    stored = await h.bindings.get(keys.binding_key(WEB))
-    assert stored is not None
-    again = stored.obj.model_copy(
-        update={"status": BindingStatus(phase="Scheduled", last_scheduled_time=h.clock.now())}
-    )
-    rewritten = await h.bindings.update(keys.binding_key(WEB), again, revision=stored.revision)
-    seen = await statuses.get(keys.workload_status_key(WEB))
-    assert seen is not None
-    latest = current.model_copy(update={"binding_revision": rewritten.revision})
-    await statuses.update(keys.workload_status_key(WEB), latest, revision=seen.revision)
-    await h.settle()
     assert (await h.binding(WEB)).spec.eviction_tasks == []
     marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
     assert ("evicted", "a", str(WEB)) in marks and ("purged", "a", "") in marks
@@ -572,3 +561,51 @@ async def test_a_returning_member_gives_back_the_copy_a_workload_waits_on(h: Har
     assert await h.taints("a") == []
     marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
     assert ("given-back", "a", str(WEB)) in marks
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "groups", "expected"),
+    [
+        pytest.param({"replicaSchedulingType": "Duplicated"}, 1, True, id="duplicated"),
+        pytest.param(
+            {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"},
+            1,
+            True,
+            id="static weights (equal): the member gets its share back",
+        ),
+        pytest.param(
+            {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted",
+                "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+            },
+            1,
+            False,
+            id="dynamic weights: Steady, stays where it is",
+        ),
+        pytest.param(
+            {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"},
+            1,
+            False,
+            id="aggregated: Steady, stays where it is",
+        ),
+        pytest.param(
+            {"replicaSchedulingType": "Duplicated"},
+            2,
+            False,
+            id="affinity groups: a return to an earlier group waits for a move",
+        ),
+    ],
+)
+def test_which_services_a_returning_member_gets_back(
+    scheduling: dict[str, Any], groups: int, expected: bool
+) -> None:
+    """Only their copies on a member that comes back wait for the scheduler: another's
+    task waited out the graceful timeout, its copy running on there and the workload
+    counted as leaving, so `fedctl rebalance` would not move it."""
+    affinities = [{"affinityName": f"g{i}", "clusterNames": ["a"]} for i in range(groups)]
+    placement = {"replicaScheduling": scheduling}
+    if groups > 1:
+        placement["clusterAffinities"] = affinities
+    model = Placement.model_validate(placement)
+    assert controller_mod._returns(model) is expected
