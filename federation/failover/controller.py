@@ -455,7 +455,12 @@ class FailoverController:
         binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
             old_tasks = stored.obj.spec.eviction_tasks
-            evicted = [t for t in binding.spec.eviction_tasks if t not in old_tasks]
+            # New by cluster and time: a task that only changed its purge mode (an
+            # application failover's bar, `graceful.barring`) is the same eviction.
+            had = {(t.cluster, t.creation_time) for t in old_tasks}
+            evicted = [
+                t for t in binding.spec.eviction_tasks if (t.cluster, t.creation_time) not in had
+            ]
             told = [self._evicted_event(binding, t) for t in evicted]
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)

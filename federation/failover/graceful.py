@@ -39,6 +39,15 @@ from a healthy cluster) would otherwise be kept off the cluster it fits best, ev
 empty one, until the timeout. An application failover's task is the exception: it left a
 member where the workload failed, and ending it early would let the scheduler put it back
 there to fail again.
+
+How long an application failover's task lasts: its old copy goes as the purge mode says
+(once the new placement is ready, or at its grace period), but the task stays, turned
+Directly, until the longer of its grace period and the global graceful timeout has passed
+since the eviction (`bar_of`). Nothing about the member says it got better, and ended with
+its copy (as Karmada's task ends), the task freed the member within seconds of the new
+placement turning ready: the next re-division of the workload (a static-weight split is
+divided again on every change in the fleet's health) placed it back there, where it failed
+and was evicted again, six times in thirteen minutes.
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ from dataclasses import dataclass, field
 from policies.models.binding import EvictionTask
 from policies.models.work import WorkloadStatus
 
-__all__ = ["Outcome", "gone", "judge", "purges_at_once"]
+__all__ = ["Outcome", "bar_of", "barring", "gone", "judge", "purges_at_once"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,19 @@ def gone(
     return {t.cluster for t in tasks if purges_at_once(t)} - present
 
 
+def bar_of(task: EvictionTask, timeout: float) -> float:
+    """Seconds from its creation that an application failover's task keeps the workload
+    off its member: the longer of its own grace period and the global graceful timeout."""
+    return max(float(task.grace_period_seconds or 0), timeout)
+
+
+def barring(task: EvictionTask) -> EvictionTask:
+    """`task` once its copy may go: purged at once, still barring its member (Directly)."""
+    if task.at_once:
+        return task
+    return task.model_copy(update={"purge_mode": "Directly"})
+
+
 def judge(
     tasks: Sequence[EvictionTask],
     *,
@@ -112,6 +134,15 @@ def judge(
         expired = waited >= limit
         if task.cluster in targets:
             drop.append(task)  # placed back: the copy there is the placement's own
+            continue
+        if task.from_application and (healthy or expired) and waited < bar_of(task, timeout):
+            barred = barring(task)  # the copy goes; the member stays barred
+            if barred is not task:
+                drop.append(task)
+            keep.append(barred)
+            purge.append(task.cluster)
+            left = bar_of(task, timeout) - waited
+            recheck = left if recheck is None else min(recheck, left)
             continue
         if healthy or expired:
             drop.append(task)

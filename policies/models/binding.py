@@ -89,8 +89,9 @@ class EvictionTask(FrozenModel):
     producer: Literal["", "ApplicationFailover"] = Field(
         default="",
         description="ApplicationFailover: the workload was unhealthy there, so the scheduler"
-        " keeps off the cluster for as long as the task lasts; empty: a taint, preemption or"
-        " fail-back evicted it.",
+        " keeps off the cluster for as long as the task lasts, which is past its copy's"
+        " removal until the graceful timeout (or gracePeriodSeconds, if longer) has passed"
+        " since the eviction; empty: a taint, preemption or fail-back evicted it.",
     )
     grace_period_seconds: int | None = Field(
         default=None, gt=0, description="How long the old copy may wait (else the global timeout)."

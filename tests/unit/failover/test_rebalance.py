@@ -155,6 +155,17 @@ def test_decide(given: rebalance.Candidate, move: bool, why: str) -> None:
     assert (verdict.move, verdict.why) == (move, why)
 
 
+def test_a_member_application_failover_left_is_not_a_move_in_progress() -> None:
+    """Its task stays to keep the workload off the member it failed on: the move that
+    the plan (made without that memory) prefers would put it back there, and nothing
+    is waiting to end soon, so automatic fail-back does not keep asking."""
+    bar = task("c", mode="Directly").model_copy(update={"producer": "ApplicationFailover"})
+    barred = binding(clusters={"b": 2}, tasks=[bar])
+    verdict = rebalance.decide(candidate(ON_B, option({"b": 1, "c": 1}, group=0), b=barred))
+    assert not verdict.move and not verdict.waiting
+    assert verdict.why == "kept off c, where its copy failed (application failover), for now"
+
+
 def test_a_pending_binding_is_not_moved() -> None:
     pending = binding(clusters={"b": 2})
     pending = pending.model_copy(
