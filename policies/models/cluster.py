@@ -122,6 +122,12 @@ class Taint(FrozenModel):
         tol = self.tolerated_by(tolerations)
         return tol is None or tol.toleration_seconds is not None
 
+    def refuses(self, tolerations: Sequence[Toleration]) -> bool:
+        """Whether this taint keeps out new work with `tolerations` (NoSchedule or
+        NoExecute, untolerated): the scheduler's taint filter refuses by it, and a leaving
+        workload's pending reason names the taint rather than the eviction it bars."""
+        return self.effect != "PreferNoSchedule" and self.tolerated_by(tolerations) is None
+
 
 class Chip(FrozenModel):
     """One chip model the cluster carries, with how many: the unit placement matches on."""
