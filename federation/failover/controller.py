@@ -462,6 +462,12 @@ class FailoverController:
                 t for t in binding.spec.eviction_tasks if (t.cluster, t.creation_time) not in had
             ]
             told = [self._evicted_event(binding, t) for t in evicted]
+            unplaced = {(t.cluster, t.creation_time) for t in old_tasks if t.nowhere_since}
+            told += [
+                self._nowhere_event(binding, t)
+                for t in binding.spec.eviction_tasks
+                if t.nowhere_since and (t.cluster, t.creation_time) not in unplaced
+            ]
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)
             ]
@@ -489,24 +495,51 @@ class FailoverController:
     def _evicted_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
         """A Warning, as the kubelet's `Evicted`: a member, or the copy on it, failed, and
         the workload moves because of it."""
-        how = "its copy stays until the new placement is ready"
-        if task.purge_mode == "Directly":
+        how = "its copy there stays until the new placement is ready"
+        if task.at_once:
             how = "its copy there goes at once"
         n = task.replicas
+        # "Being placed": where is the scheduler's to say, after this is written. Said as
+        # done, it told of a move to a workload placed back on the same member, or on none.
         message = (
             f"evicted from {task.cluster} ({n} replica{'' if n == 1 else 's'}): {task.reason};"
-            f" placed again elsewhere, {how}"
+            f" being placed again; {how}"
         )
+        return self._event(binding, task, "Evicted", message)
+
+    def _nowhere_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
+        """A Warning when the scheduler found no member for an evicted workload: its kept
+        copy is then its last, and stays (`graceful.judge`'s `holding`) while it answers."""
+        if self._answers(task.cluster):
+            how = "its copy there, the last, keeps running until it is placed elsewhere and"
+            how += " ready there"
+        else:
+            how = (
+                f"{task.cluster} does not answer, so its copy there is removed at the graceful"
+                " timeout unless the member answers again by then"
+            )
+        message = (
+            f"evicted from {task.cluster} with nowhere else to go ({binding.status.reason}); {how}"
+        )
+        return self._event(binding, task, "NowhereToGo", message)
+
+    def _event(
+        self, binding: Binding, task: EvictionTask, reason: str, message: str
+    ) -> Callable[[], Event]:
         now = self.clock.now()
         return lambda: Event(
             type="Warning",
-            reason="Evicted",
+            reason=reason,
             message=message,
             cluster=task.cluster,
             object=str(_ref(binding)),
             source="failover",
             time=now,
         )
+
+    def _answers(self, cluster: str) -> bool:
+        status = self.statuses.get(keys.cluster_status_key(cluster))
+        return status is not None and status.ready()
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
         if self._finished(_ref(binding)) or eviction.never_evicted(binding):
@@ -643,6 +676,9 @@ class FailoverController:
         evicting = {
             name for name in gone if eviction.evicts(effective.get(name, ()), terms.tolerations)
         }
+        nowhere = _placed_nowhere(binding)
+        if nowhere:
+            tasks = [_stranded(t, now) for t in tasks]
         outcome = graceful.judge(
             tasks,
             targets=targets,
@@ -651,13 +687,34 @@ class FailoverController:
             timeout=self.settings.graceful_timeout,
             gone=gone,
             evicting=evicting,
+            holding={t.cluster for t in tasks if self._answers(t.cluster)} if nowhere else (),
+            placed_at=binding.status.last_scheduled_time if placed else None,
         )
         if outcome.recheck_after is not None:
             self.queue.add_after("b" + key, outcome.recheck_after + 0.01)
-        if not outcome.drop:
+        if not outcome.drop and tasks == binding.spec.eviction_tasks:
             return binding
         spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
         return binding.model_copy(update={"spec": spec})
+
+
+def _placed_nowhere(binding: Binding) -> bool:
+    """Whether the scheduler looked for a place for the evicted workload and found none:
+    Pending, on no member, with its own reason (not failover's "re-placing")."""
+    status = binding.status
+    return (
+        not binding.spec.clusters
+        and status.phase == "Pending"
+        and bool(status.reason)
+        and not status.reason.endswith(eviction.RE_PLACING)
+    )
+
+
+def _stranded(task: EvictionTask, now: dt.datetime) -> EvictionTask:
+    """A kept copy's task, marked with when its workload was found placed nowhere else."""
+    if task.at_once or task.nowhere_since is not None:
+        return task
+    return task.model_copy(update={"nowhere_since": now})
 
 
 def _ours(taint_list: Sequence[Taint]) -> set[str]:

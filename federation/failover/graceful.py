@@ -22,6 +22,15 @@ failover's `gracePeriodSeconds`), else the global graceful timeout.
 Policies may not say `Never` for cluster failover (Karmada refuses it too); a task recorded
 with it ends as a Gracefully one does.
 
+A graceful task whose workload the scheduler placed nowhere else, on a member that still
+answers, outlives the timeout (`holding`): its copy is the workload's last, and deleting
+it took a running service to zero because a drain (an unjoin, a user's NoExecute taint)
+found no other member for it, where `kubectl drain` waits on a PodDisruptionBudget. It
+ends once the workload is placed and ready elsewhere, is placed back there, or the member
+stops answering (nothing there can be kept running for sure, and an unjoin of a dead
+member would wait on it for good). Placed at last, the new copy gets a whole timeout,
+counted from that placement, to turn ready (`_timed_from`).
+
 A graceful task whose cluster is among the targets again (the member recovered before the
 workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
 there is the new placement's, not a leftover.
@@ -106,6 +115,15 @@ def barring(task: EvictionTask) -> EvictionTask:
     return task.model_copy(update={"purge_mode": "Directly"})
 
 
+def _timed_from(task: EvictionTask, placed_at: dt.datetime | None) -> dt.datetime:
+    """When a task's graceful timeout starts: at the eviction, or, for a copy kept because
+    the workload had nowhere else to go, at the placement that ended that (its new copy
+    gets a whole timeout to turn ready, as after any eviction)."""
+    if task.nowhere_since is not None and placed_at is not None and placed_at > task.nowhere_since:
+        return placed_at
+    return task.creation_time
+
+
 def judge(
     tasks: Sequence[EvictionTask],
     *,
@@ -115,13 +133,18 @@ def judge(
     timeout: float,
     gone: Collection[str] = (),
     evicting: Collection[str] = (),
+    holding: Collection[str] = (),
+    placed_at: dt.datetime | None = None,
 ) -> Outcome:
     """Decide every task of one Binding.
 
     `gone`: clusters known to hold no copy of the workload any more; `evicting`: clusters
     whose NoExecute taints evict the workload, now or once its toleration runs out. A
     Directly task on a cluster that is gone and not evicting has done its work: it is
-    dropped, with nothing left there to purge.
+    dropped, with nothing left there to purge. `holding`: clusters whose kept copy is the
+    workload's last (placed nowhere else, the member answers): no timeout ends their
+    task. `placed_at`: when the scheduler last placed the workload; a task held so counts
+    its timeout from then (`_timed_from`).
     """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
@@ -129,19 +152,23 @@ def judge(
     purge: list[str] = []
     recheck: float | None = None
     for task in tasks:
-        waited = (now - task.creation_time).total_seconds()
+        waited = (now - _timed_from(task, placed_at)).total_seconds()
         limit = task.grace_period_seconds or timeout
         expired = waited >= limit
         if task.cluster in targets:
             drop.append(task)  # placed back: the copy there is the placement's own
             continue
-        if task.from_application and (healthy or expired) and waited < bar_of(task, timeout):
+        if task.cluster in holding and not purges_at_once(task) and not healthy:
+            keep.append(task)  # the last copy: the scheduler placing it ends the wait
+            continue
+        evicted = (now - task.creation_time).total_seconds()
+        if task.from_application and (healthy or expired) and evicted < bar_of(task, timeout):
             barred = barring(task)  # the copy goes; the member stays barred
             if barred is not task:
                 drop.append(task)
             keep.append(barred)
             purge.append(task.cluster)
-            left = bar_of(task, timeout) - waited
+            left = bar_of(task, timeout) - evicted
             recheck = left if recheck is None else min(recheck, left)
             continue
         if healthy or expired:

@@ -96,6 +96,13 @@ class EvictionTask(FrozenModel):
     grace_period_seconds: int | None = Field(
         default=None, gt=0, description="How long the old copy may wait (else the global timeout)."
     )
+    nowhere_since: AwareDatetime | None = Field(
+        default=None,
+        description="When failover found the workload placed nowhere else (the Binding's"
+        " Pending reason says why). A Gracefully kept copy on a member that answers is then"
+        " the workload's last: it stays past the graceful timeout until the workload is"
+        " placed elsewhere and ready there, as a drain waits on a PodDisruptionBudget.",
+    )
 
     @property
     def at_once(self) -> bool:
