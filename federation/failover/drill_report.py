@@ -206,7 +206,10 @@ class Progress:
     fault_at: float | None = None
     healed_at: float | None = None
     stage: str = "starting"
-    """starting → fault (held) → settling (healed, watching recovery) → done."""
+    """starting → fault (held) → settling (healed, watching recovery) → done; or
+    interrupted (cancelled: healed, the report so far stored as `report`)."""
+    report: Report | None = None
+    """The report of a drill interrupted before it was done, marked so in its `error`."""
 
     def partial(self, report: Report, *, final: bool = False) -> Report:
         """The report from the samples so far; `final` when no more will come (the drill

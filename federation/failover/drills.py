@@ -16,6 +16,8 @@ are named here too.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -68,6 +70,8 @@ __all__ = [
     "summarise",
     "svg",
 ]
+
+log = logging.getLogger(__name__)
 
 Action = Callable[[], Awaitable[None]]
 _LOSES_MEMBER = frozenset({"down", "blackhole"})
@@ -172,8 +176,55 @@ async def run(
     Healing is attempted whatever happens once injection has begun (a failed or cancelled
     injection may have half happened); `progress`, when given, is filled as samples come."""
     progress = progress if progress is not None else Progress()
-    samples = progress.samples
     start = clock.monotonic()
+    try:
+        return await _drive(
+            store, report=report, inject=inject, heal=heal, settle=settle, poll=poll,
+            clock=clock, progress=progress, start=start,
+        )  # fmt: skip
+    except asyncio.CancelledError:
+        # Ctrl-C, SIGTERM, a controller stopping: healed already (`_drive`'s finally);
+        # what was measured is kept, marked, and the cancellation goes on.
+        progress.report = await _interrupted(store, report, progress, at=clock.monotonic() - start)
+        progress.stage = "interrupted"
+        raise
+
+
+async def _interrupted(store: st.Store, report: Report, progress: Progress, *, at: float) -> Report:
+    """The report of a drill stopped at `at` seconds from its start, stored if the
+    registry still takes it (a controller shutting down may have closed it)."""
+    fault_at, healed_at = progress.fault_at, progress.healed_at
+    if fault_at is None or healed_at is None:
+        why = "interrupted before the fault went in (healed in case it had half gone in)"
+    elif healed_at - fault_at < report.duration:
+        why = (
+            f"interrupted {healed_at - fault_at:.1f}s into the {report.duration:g}s fault;"
+            " the fault was lifted then, recovery was not watched"
+        )
+    else:
+        why = f"interrupted {at - healed_at:.1f}s after the heal, while recovery was watched"
+    done = progress.partial(report, final=True)
+    done.error = why
+    try:
+        await store.commit([st.Put(keys.drill_key(done.id), encode(done))])
+    except errors.FedctlError as exc:
+        log.warning("drill %s: interrupted, and its report could not be stored: %s", done.id, exc)
+    return done
+
+
+async def _drive(
+    store: st.Store,
+    *,
+    report: Report,
+    inject: Action,
+    heal: Action,
+    settle: float,
+    poll: float,
+    clock: clock_mod.Clock,
+    progress: Progress,
+    start: float,
+) -> Report:
+    samples = progress.samples
     samples.append(await sample(store, cluster=report.cluster, t=0.0))
     try:
         await inject()

@@ -629,3 +629,43 @@ async def test_a_sample_knows_a_batch_job_from_a_service_by_its_template() -> No
     }
     assert seen.templates == {"team/Job.batch/train", "team/Deployment.apps/api"}
     await store.close()
+
+
+async def test_an_interrupted_drill_heals_stores_its_report_marked_so_and_still_stops() -> None:
+    """Ctrl-C or SIGTERM mid-fault: the member was healed, but nothing more was said and
+    no report was stored. The drill now keeps what it measured, marked interrupted, and
+    the cancellation still goes on (the CLI exits 130 or 143)."""
+    import asyncio
+
+    from federation.clock import FakeClock
+
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    injected = asyncio.Event()
+    healed: list[bool] = []
+
+    async def inject() -> None:
+        injected.set()
+
+    async def heal() -> None:
+        healed.append(True)
+
+    progress = drills.Progress()
+    running = asyncio.create_task(
+        drills.run(store, report=report(), inject=inject, heal=heal, clock=clock, progress=progress)
+    )
+    await asyncio.wait_for(injected.wait(), timeout=2)
+    await clock.advance(3)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert healed == [True]
+    assert progress.stage == "interrupted"
+    kept = progress.report
+    assert kept is not None and kept.error == (
+        "interrupted 3.0s into the 10s fault; the fault was lifted then, recovery was not watched"
+    )
+    stored = await store.get(keys.drill_key("d1"))
+    assert stored is not None and drills.decode(stored.value).error == kept.error
+    assert "**Stopped early:** interrupted" in drills.markdown(kept)
+    await store.close()
