@@ -32,7 +32,7 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from clusters import member as member_mod
 from clusters.kube import connector
@@ -468,6 +468,7 @@ class FailoverController:
                 for t in binding.spec.eviction_tasks
                 if t.nowhere_since and (t.cluster, t.creation_time) not in unplaced
             ]
+            told += [self._placed_back_event(binding, c) for c in _placed_back(stored.obj, binding)]
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)
             ]
@@ -523,15 +524,31 @@ class FailoverController:
         )
         return self._event(binding, task, "NowhereToGo", message)
 
+    def _placed_back_event(self, binding: Binding, cluster: str) -> Callable[[], Event]:
+        """A Normal event ending the story an `Evicted` one began, when the workload went
+        back to the member it was leaving (it recovered first) rather than elsewhere."""
+        message = (
+            f"placed back on {cluster} before it found room elsewhere: its copy there was"
+            " kept, and the eviction ended"
+        )
+        return self._event(binding, cluster, "PlacedBack", message, kind="Normal")
+
     def _event(
-        self, binding: Binding, task: EvictionTask, reason: str, message: str
+        self,
+        binding: Binding,
+        task: EvictionTask | str,
+        reason: str,
+        message: str,
+        *,
+        kind: Literal["Normal", "Warning"] = "Warning",
     ) -> Callable[[], Event]:
         now = self.clock.now()
+        cluster = task if isinstance(task, str) else task.cluster
         return lambda: Event(
-            type="Warning",
+            type=kind,
             reason=reason,
             message=message,
-            cluster=task.cluster,
+            cluster=cluster,
             object=str(_ref(binding)),
             source="failover",
             time=now,
@@ -708,6 +725,18 @@ def _placed_nowhere(binding: Binding) -> bool:
         and bool(status.reason)
         and not status.reason.endswith(eviction.RE_PLACING)
     )
+
+
+def _placed_back(before: Binding, after: Binding) -> list[str]:
+    """Clusters whose graceful eviction task this write ends because the workload is placed
+    there again (`graceful.judge` drops such a task, its copy kept)."""
+    kept = {(t.cluster, t.creation_time) for t in after.spec.eviction_tasks}
+    targets = {t.name for t in after.spec.clusters}
+    return [
+        t.cluster
+        for t in before.spec.eviction_tasks
+        if not t.at_once and t.cluster in targets and (t.cluster, t.creation_time) not in kept
+    ]
 
 
 def _stranded(task: EvictionTask, now: dt.datetime) -> EvictionTask:

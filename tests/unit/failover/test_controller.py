@@ -588,3 +588,30 @@ async def test_a_copy_with_nowhere_to_go_on_a_member_that_does_not_answer_ends_a
     await h.health("a", "False", "ClusterNotReachable")
     await h.advance(601)
     assert (await h.binding(WEB)).spec.eviction_tasks == []
+
+
+async def test_a_workload_placed_back_where_it_was_evicted_from_is_told_so(h: Harness) -> None:
+    """Its member recovered before it found room elsewhere and the scheduler placed it
+    back, its running copy kept: the Evicted event alone told the on-call engineer it
+    moved, while the drill report said it stayed."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    await _taint(h, "a", "example.com/maint")
+    (task,) = (await h.binding(WEB)).spec.eviction_tasks
+    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
+        keys.cluster_key("a"),
+        lambda cur: cur.model_copy(update={"spec": cur.spec.model_copy(update={"taints": []})}),
+    )
+    back = binding("web", clusters={"a": 2}, tasks=[task])
+    await h.bindings.put(keys.binding_key(WEB), back)  # taint lifted: placed back on a
+    await h.settle()
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
+    told = await events_of(h.store, WEB)
+    assert [(e.type, e.reason, e.cluster) for e in told] == [
+        ("Warning", "Evicted", "a"),
+        ("Normal", "PlacedBack", "a"),
+    ]
+    assert told[1].message == (
+        "placed back on a before it found room elsewhere: its copy there was kept, and the"
+        " eviction ended"
+    )
