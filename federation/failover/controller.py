@@ -19,9 +19,10 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md Â
 
 Every action is also appended to `timeline`, which drills and benchmarks read to measure
 detection and re-placement times without scraping logs. Each eviction is also told where
-people and dashboards look: a Warning `Evicted` event on the workload, written in the same
-transaction as the Binding that evicts it (so it tells only of evictions that landed), and
-`metrics.eviction` by cluster and cause (`taint`, or `failover` for an unhealthy copy).
+people and dashboards look: a Warning `Evicted` event on the workload (and `NowhereToGo`,
+`PlacedBack` as it goes on, told.py), written in the same transaction as the Binding that
+evicts it (so it tells only of evictions that landed), and `metrics.eviction` by cluster
+and cause (`taint`, or `failover` for an unhealthy copy).
 """
 
 from __future__ import annotations
@@ -32,20 +33,21 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from clusters import member as member_mod
 from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
 from federation.failover import application, eviction, faults, graceful, purge, rebalance, taints
+from federation.failover import told as tell
 from federation.failover.mirror import Mirror
 from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
 from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
-from policies.models.binding import CLAIMED_BY, Binding, EvictionTask
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import (
     RECOVERING_TAINT,
     UNJOINING_TAINT,
@@ -55,7 +57,7 @@ from policies.models.cluster import (
 )
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior
-from policies.models.work import FINISHED_PHASES, Event, WorkloadStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = [
@@ -455,20 +457,9 @@ class FailoverController:
         binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
             old_tasks = stored.obj.spec.eviction_tasks
-            # New by cluster and time: a task that only changed its purge mode (an
-            # application failover's bar, `graceful.barring`) is the same eviction.
-            had = {(t.cluster, t.creation_time) for t in old_tasks}
-            evicted = [
-                t for t in binding.spec.eviction_tasks if (t.cluster, t.creation_time) not in had
-            ]
-            told = [self._evicted_event(binding, t) for t in evicted]
-            unplaced = {(t.cluster, t.creation_time) for t in old_tasks if t.nowhere_since}
-            told += [
-                self._nowhere_event(binding, t)
-                for t in binding.spec.eviction_tasks
-                if t.nowhere_since and (t.cluster, t.creation_time) not in unplaced
-            ]
-            told += [self._placed_back_event(binding, c) for c in _placed_back(stored.obj, binding)]
+            evicted, told = tell.told(
+                stored.obj, binding, now=self.clock.now(), answers=self._answers
+            )
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)
             ]
@@ -492,67 +483,6 @@ class FailoverController:
                 self._mark("evicted", cluster, ref)
             for cluster in sorted(before - after):
                 self._mark("task-ended", cluster, ref)
-
-    def _evicted_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
-        """A Warning, as the kubelet's `Evicted`: a member, or the copy on it, failed, and
-        the workload moves because of it."""
-        how = "its copy there stays until the new placement is ready"
-        if task.at_once:
-            how = "its copy there goes at once"
-        n = task.replicas
-        # "Being placed": where is the scheduler's to say, after this is written. Said as
-        # done, it told of a move to a workload placed back on the same member, or on none.
-        message = (
-            f"evicted from {task.cluster} ({n} replica{'' if n == 1 else 's'}): {task.reason};"
-            f" being placed again; {how}"
-        )
-        return self._event(binding, task, "Evicted", message)
-
-    def _nowhere_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
-        """A Warning when the scheduler found no member for an evicted workload: its kept
-        copy is then its last, and stays (`graceful.judge`'s `holding`) while it answers."""
-        if self._answers(task.cluster):
-            how = "its copy there, the last, keeps running until it is placed elsewhere and"
-            how += " ready there"
-        else:
-            how = (
-                f"{task.cluster} does not answer, so its copy there is removed at the graceful"
-                " timeout unless the member answers again by then"
-            )
-        message = (
-            f"evicted from {task.cluster} with nowhere else to go ({binding.status.reason}); {how}"
-        )
-        return self._event(binding, task, "NowhereToGo", message)
-
-    def _placed_back_event(self, binding: Binding, cluster: str) -> Callable[[], Event]:
-        """A Normal event ending the story an `Evicted` one began, when the workload went
-        back to the member it was leaving (it recovered first) rather than elsewhere."""
-        message = (
-            f"placed back on {cluster} before it found room elsewhere: its copy there was"
-            " kept, and the eviction ended"
-        )
-        return self._event(binding, cluster, "PlacedBack", message, kind="Normal")
-
-    def _event(
-        self,
-        binding: Binding,
-        task: EvictionTask | str,
-        reason: str,
-        message: str,
-        *,
-        kind: Literal["Normal", "Warning"] = "Warning",
-    ) -> Callable[[], Event]:
-        now = self.clock.now()
-        cluster = task if isinstance(task, str) else task.cluster
-        return lambda: Event(
-            type=kind,
-            reason=reason,
-            message=message,
-            cluster=cluster,
-            object=str(_ref(binding)),
-            source="failover",
-            time=now,
-        )
 
     def _answers(self, cluster: str) -> bool:
         status = self.statuses.get(keys.cluster_status_key(cluster))
@@ -693,9 +623,9 @@ class FailoverController:
         evicting = {
             name for name in gone if eviction.evicts(effective.get(name, ()), terms.tolerations)
         }
-        nowhere = _placed_nowhere(binding)
+        nowhere = graceful.placed_nowhere(binding)
         if nowhere:
-            tasks = [_stranded(t, now) for t in tasks]
+            tasks = [graceful.stranded(t, now) for t in tasks]
         outcome = graceful.judge(
             tasks,
             targets=targets,
@@ -713,37 +643,6 @@ class FailoverController:
             return binding
         spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
         return binding.model_copy(update={"spec": spec})
-
-
-def _placed_nowhere(binding: Binding) -> bool:
-    """Whether the scheduler looked for a place for the evicted workload and found none:
-    Pending, on no member, with its own reason (not failover's "re-placing")."""
-    status = binding.status
-    return (
-        not binding.spec.clusters
-        and status.phase == "Pending"
-        and bool(status.reason)
-        and not status.reason.endswith(eviction.RE_PLACING)
-    )
-
-
-def _placed_back(before: Binding, after: Binding) -> list[str]:
-    """Clusters whose graceful eviction task this write ends because the workload is placed
-    there again (`graceful.judge` drops such a task, its copy kept)."""
-    kept = {(t.cluster, t.creation_time) for t in after.spec.eviction_tasks}
-    targets = {t.name for t in after.spec.clusters}
-    return [
-        t.cluster
-        for t in before.spec.eviction_tasks
-        if not t.at_once and t.cluster in targets and (t.cluster, t.creation_time) not in kept
-    ]
-
-
-def _stranded(task: EvictionTask, now: dt.datetime) -> EvictionTask:
-    """A kept copy's task, marked with when its workload was found placed nowhere else."""
-    if task.at_once or task.nowhere_since is not None:
-        return task
-    return task.model_copy(update={"nowhere_since": now})
 
 
 def _ours(taint_list: Sequence[Taint]) -> set[str]:

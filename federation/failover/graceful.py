@@ -65,10 +65,20 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from policies.models.binding import EvictionTask
+from federation.failover import eviction
+from policies.models.binding import Binding, EvictionTask
 from policies.models.work import WorkloadStatus
 
-__all__ = ["Outcome", "bar_of", "barring", "gone", "judge", "purges_at_once"]
+__all__ = [
+    "Outcome",
+    "bar_of",
+    "barring",
+    "gone",
+    "judge",
+    "placed_nowhere",
+    "purges_at_once",
+    "stranded",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,25 @@ class Outcome:
     drop: list[EvictionTask] = field(default_factory=list)
     purge: list[str] = field(default_factory=list)
     recheck_after: float | None = None
+
+
+def placed_nowhere(binding: Binding) -> bool:
+    """Whether the scheduler looked for a place for the evicted workload and found none:
+    Pending, on no member, with its own reason (not failover's "re-placing")."""
+    status = binding.status
+    return (
+        not binding.spec.clusters
+        and status.phase == "Pending"
+        and bool(status.reason)
+        and not status.reason.endswith(eviction.RE_PLACING)
+    )
+
+
+def stranded(task: EvictionTask, now: dt.datetime) -> EvictionTask:
+    """A kept copy's task, marked with when its workload was found placed nowhere else."""
+    if task.at_once or task.nowhere_since is not None:
+        return task
+    return task.model_copy(update={"nowhere_since": now})
 
 
 def purges_at_once(task: EvictionTask) -> bool:
