@@ -1,12 +1,13 @@
 """Every tunable of the controller, grouped by the component that reads it.
 
 Each group is a frozen pydantic model so a component gets its settings at construction and
-no module hard-codes a period (STYLE.md §13). Every field says its unit and default. A
-settings file (YAML) or `FEDCTL_<GROUP>__<FIELD>` environment variables override defaults.
+no module hard-codes a period (STYLE.md §13). Every field says its unit and default.
+`FEDCTL_<GROUP>__<FIELD>` environment variables override defaults (`from_env`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from decimal import Decimal
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from federation import errors
 
 __all__ = [
+    "SCORE_WEIGHTS",
     "ApiSettings",
     "EtcdSettings",
     "FailoverSettings",
@@ -27,6 +29,10 @@ __all__ = [
     "Settings",
     "from_env",
 ]
+
+
+SCORE_WEIGHTS = {"cost": 3, "binpack": 1, "locality": 2, "affinity": 1}
+"""The score plugins and their default weights in a cluster's total."""
 
 
 class _Group(BaseModel):
@@ -85,6 +91,18 @@ class MonitorSettings(_Group):
     watch_backoff_max: float = Field(
         default=30.0, gt=0, description="Largest pause before re-listing a failed watch, seconds."
     )
+    discovery_period: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between re-reading a member's Kubernetes version, APIs and"
+        " cluster id while it answers (at once after a failed probe or a broken watch).",
+    )
+    retry_max: float = Field(
+        default=60.0,
+        gt=0,
+        description="Largest pause before connecting again to a member whose kubeconfig could"
+        " not be loaded, or whose monitoring failed, seconds (doubling from probe_period).",
+    )
 
 
 class MemberSettings(_Group):
@@ -116,8 +134,9 @@ class SchedulerSettings(_Group):
     preemption: bool = Field(default=True, description="Higher priority may evict lower.")
     reclaim: bool = Field(default=True, description="Queues may take back lent guarantee.")
     score_weights: dict[str, int] = Field(
-        default_factory=lambda: {"cost": 3, "binpack": 1, "locality": 2, "affinity": 1},
-        description="Weight of each score plugin in the total (0 turns one off).",
+        default_factory=lambda: dict(SCORE_WEIGHTS),
+        description="Weight of each score plugin in the total (0 turns one off); the ones"
+        " given replace their defaults, e.g. cost=5,locality=0.",
     )
     binpack: bool = Field(
         default=True, description="Prefer fuller clusters (True) or emptier ones (False)."
@@ -145,6 +164,42 @@ class SchedulerSettings(_Group):
         " priced in it (e.g. CNY=0.14,EUR=1.08); a cluster priced in a currency with no rate"
         " is taken as unpriced.",
     )
+
+    @field_validator("score_weights", mode="before")
+    @classmethod
+    def _weights(cls, value: Any) -> Any:
+        """`cost=5,locality=0` (an environment variable) or a mapping, over the defaults:
+        naming one weight must not reset the others (unnamed plugins weighed 1, not their
+        default), and a misspelt plugin would weigh nothing while its default stayed."""
+        if isinstance(value, str) and value.strip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON object: {exc}") from None
+        if isinstance(value, str):
+            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(
+                    f"expected PLUGIN=WEIGHT,... (e.g. cost=5,locality=0), got {value!r}"
+                )
+            value = {name.strip(): weight.strip() for name, _, weight in pairs}
+        if not isinstance(value, dict):
+            return value
+        for name, weight in value.items():
+            if name not in SCORE_WEIGHTS:
+                raise ValueError(
+                    f"no score plugin {name!r}: the score plugins are {', '.join(SCORE_WEIGHTS)}"
+                )
+            try:
+                if int(str(weight)) < 0:
+                    raise ValueError(f"the weight of {name} must be 0 or more, got {weight}")
+            except ValueError as exc:
+                if "must be" in str(exc):
+                    raise
+                raise ValueError(
+                    f"the weight of {name} is not a whole number: {weight!r}"
+                ) from None
+        return {**SCORE_WEIGHTS, **value}
 
     @field_validator("exchange_rates", mode="before")
     @classmethod

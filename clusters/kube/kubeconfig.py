@@ -4,21 +4,26 @@ Fed by a Cluster's `spec.connection`; feeds `connector.KubeConnector`, which bui
 ApiClient per member from the result. Loading goes through kubernetes_asyncio's own loader
 so exec plugins, client certificates and tokens behave as kubectl's do. The file is never
 written back (`persist_config=False`): the controller must not edit a user's kubeconfig.
-A kubeconfig that cannot be read or lacks the context is a permanent `errors.Invalid`
-naming the problem, never a library traceback. An inline kubeconfig sealed at rest
+A kubeconfig that cannot be read, is not YAML (named by file, line and column), is
+empty, or lacks the context is a permanent `errors.Invalid` naming the problem, never a
+library traceback: kubernetes_asyncio parses with PyYAML and raises its errors (or a
+TypeError for an empty file) as they come, and one member's bad file escaping as those
+stopped the whole cluster monitor. An inline kubeconfig sealed at rest
 (`federation.secrets`) is opened here, in memory, just before the client is built.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
+import pathlib
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client, config
 from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from federation import errors, secrets
 from policies.models.cluster import Connection
@@ -89,21 +94,42 @@ async def load(connection: Connection) -> Any:
     try:
         if connection.kubeconfig is not None:
             text = secrets.open_if_sealed(connection.kubeconfig)
-            data = YAML(typ="safe", pure=True).load(io.StringIO(text))
-            if not isinstance(data, dict):
-                raise errors.Invalid("inline kubeconfig is not a YAML mapping")
+            data = _mapping(text, where="inline kubeconfig")
             await config.load_kube_config_from_dict(data, context=context, client_configuration=cfg)
         else:
             path = _path(connection)
+            text = await asyncio.to_thread(pathlib.Path(path).read_text, encoding="utf-8")
+            _mapping(text, where=f"kubeconfig {path}")
             await config.load_kube_config(
                 config_file=path, context=context, client_configuration=cfg, persist_config=False
             )
     except errors.Invalid:
         raise
-    except (config.ConfigException, YAMLError, OSError, KeyError, ValueError) as exc:
+    except Exception as exc:  # the library's errors on bad input are of any type
         where = f" (context {context})" if context else ""
         raise errors.Invalid(f"cannot load kubeconfig{where}: {exc}") from exc
     return cfg
+
+
+def _mapping(text: str, *, where: str) -> dict[str, Any]:
+    """The kubeconfig's YAML as a mapping; raises Invalid naming `where`, the line and the
+    column of a syntax error, or saying the file is empty or not a mapping."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.allow_duplicate_keys = True  # as kubectl's loader reads them: the last one wins
+    try:
+        data = yaml.load(io.StringIO(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        what = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise errors.Invalid(f"{where}{at}: not valid YAML: {what}") from exc
+    except YAMLError as exc:
+        raise errors.Invalid(f"{where}: not valid YAML: {exc}") from exc
+    if data is None:
+        raise errors.Invalid(f"{where} is empty: expected clusters, contexts and users")
+    if not isinstance(data, dict):
+        raise errors.Invalid(f"{where} is not a YAML mapping (clusters, contexts and users)")
+    return data
 
 
 def _default(connection: Connection) -> str:

@@ -401,7 +401,11 @@ def reconcile_pytorchjob(ctx: Context, ns: str, name: str) -> None:
         }
         for rtype, ps in by_type.items()
     }
-    leader = "Master" if "Master" in specs else next(iter(specs), "")
+    # The training operator's rule: the master decides, else the workers. A role without
+    # pods decides nothing: a copy whose Master was scaled to 0 read Succeeded at once,
+    # as 0 of 0 master pods had succeeded, while its workers still ran.
+    staffed = [rtype for rtype, count, _ in groups if count > 0]
+    leader = "Master" if "Master" in staffed else next(iter(staffed), "")
     lead = replica_statuses.get(leader, {})
     lead_total = int((specs.get(leader) or {}).get("replicas", 1))
     now = ctx.now()

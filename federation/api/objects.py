@@ -44,6 +44,7 @@ from federation.api import (
     audit,
     auth,
     bodies,
+    immutable,
     members,
     plan_routes,
     queue_status,
@@ -335,7 +336,9 @@ class ObjectsApi:
 
     @staticmethod
     def _successor(old: KubeObject, new: KubeObject) -> KubeObject:
-        """`new` carrying `old`'s server metadata; generation moves when the spec changes."""
+        """`new` carrying `old`'s server metadata; generation moves when the spec changes.
+        Refused where it changes what cannot change (`immutable.check`)."""
+        immutable.check(old, new)
         same_spec = _strip(old).get("spec") == _strip(new).get("spec")
         kept = {name: getattr(old.metadata, name) for name in _SERVER_FIELDS}
         kept["generation"] = (old.metadata.generation or 1) + (0 if same_spec else 1)

@@ -23,9 +23,9 @@ Why it counts what is admitted: a live plan answers "where would this go now". T
 Bindings (Scheduled, or Pending with copies still running) hold capacity the members may
 not show yet, and fill queues and namespace quotas; a plan that ignored them would place a
 job where the controller then leaves it pending (and `fedctl describe` sends users here for
-the reason). A workload that is itself admitted is planned without its own admission, as a
-re-placement would be. An offline plan against a profile (`fedctl plan --clusters`) has no
-admissions to count.
+the reason). A workload that is itself admitted is planned as the cycle places it again:
+without its own quota, its running pods holding the room they take. An offline plan
+against a profile (`fedctl plan --clusters`) has no admissions to count.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
-from federation.scheduler import bound_usage, claims, cycle, reconcile
+from federation.scheduler import bound_usage, claims, cycle, explain, reconcile
 from federation.scheduler import framework as fw
 from federation.scheduler import plan as planning
 from federation.settings import SchedulerSettings
@@ -253,9 +253,12 @@ class PlanApi:
             raise errors.Invalid("; ".join(failures), findings=failures)
         audit.attempted(request, [o.model for o in result.objects])
         bodies.admit_each(self.admit, request, (o.model for o in result.objects))
-        proposed = {objects.key_for(o.model): o.model for o in result.objects}
         seen = _visible(request)
         live = await self.live()
+        proposed = {
+            key: _successor(live.objects.get(key), o.model)
+            for key, o in ((objects.key_for(o.model), o) for o in result.objects)
+        }
         # The claims Bindings record hold after the write too: a policy that may not
         # preempt them takes nothing, so the plan after apply must not show it taking.
         after = LiveState({**live.objects, **proposed}, live.statuses, live.bindings)
@@ -310,6 +313,18 @@ class PlanApi:
         return planned.to_json(policy.metadata.name if policy else None)
 
 
+def _successor(stored: KubeObject | None, proposed: KubeObject) -> KubeObject:
+    """`proposed` with the uid of the object it would replace, as `apply` keeps it.
+
+    Why: a file carries no uid, and the uid seeds the tie-break of replica division
+    (Karmada's): planned without it, an unchanged file of a workload whose uid sends ties
+    to the larger name showed a move of one replica the controller never makes."""
+    if stored is None or not stored.metadata.uid or proposed.metadata.uid == stored.metadata.uid:
+        return proposed
+    meta = proposed.metadata.model_copy(update={"uid": stored.metadata.uid})
+    return proposed.model_copy(update={"metadata": meta})
+
+
 def _visible(request: web.Request) -> Callable[[str | None], bool]:
     """Whether the caller may read what a namespace holds: every one for an admin (or a
     server without authentication), a tenant's own only (`auth.py`)."""
@@ -335,13 +350,18 @@ def _as_bound(planned: dict[str, Any], binding: Binding) -> dict[str, Any]:
     targets = [t for t in binding.spec.clusters if t.replicas > 0]
     costs = {t.name: (str(t.hourly_cost) if t.hourly_cost is not None else None) for t in targets}
     known = [Decimal(c) for c in costs.values() if c is not None]
+    total = sum(known, Decimal(0)) if len(known) == len(costs) and known else None
+    hours = planned.get("expectedHours")
     return {
         **planned,
         "scheduled": bool(targets),
         "placement": {t.name: t.replicas for t in targets},
         "chips": {t.name: t.chip for t in targets},
         "costs": costs,
-        "totalCost": str(sum(known, Decimal(0))) if len(known) == len(costs) and known else None,
+        "totalCost": str(total) if total is not None else None,
+        "expectedCost": explain.money(
+            total * Decimal(str(hours)) if total is not None and hours else None
+        ),
         "reason": "",
         "preempts": [],
         "verdicts": [

@@ -1,10 +1,11 @@
 """`fedctl cluster join|unjoin|list|describe|taint|cordon|uncordon`: members, by the API.
 
-`join` connects to the member first (kubeconfig, readiness) and refuses one it cannot
-reach, saying why, unless `--no-verify`: a cluster registered with a typo in its context
-would otherwise sit NotReady with nobody knowing it never worked. `--no-verify` skips only
-that: the API still refuses a connection another Cluster uses, and the monitor keeps a
-second name of a joined member from being used (`status.duplicateOf`). Cordon is a fedctl taint
+`join` (`cluster_join`) connects to the member first (kubeconfig, readiness) and refuses
+one it cannot reach, saying why, unless `--no-verify`: a cluster registered with a typo
+in its context would otherwise sit NotReady with nobody knowing it never worked.
+`--no-verify` skips only that: the API still refuses a connection another Cluster uses,
+and the monitor keeps a second name of a joined member from being used
+(`status.duplicateOf`). Cordon is a fedctl taint
 (`cluster.fedctl.io/cordoned:NoSchedule`), so the scheduler, failover and the dashboard
 see it like any other taint.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from federation import errors
 
-__all__ = ["CORDON_KEY", "describe", "parse_price", "parse_taint", "register"]
+__all__ = ["CORDON_KEY", "describe", "parse_labels", "parse_taint", "register"]
 
 CORDON_KEY = "cluster.fedctl.io/cordoned"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -39,7 +40,11 @@ def register(sub: Any) -> None:
     )
     verbs = cluster.add_subparsers(dest="verb", metavar="VERB", required=True)
 
-    join = verbs.add_parser("join", help="register a member (connects to it first)")
+    join = verbs.add_parser(
+        "join",
+        help="register a member (connects to it first); on a joined one, change what the"
+        " flags give and keep the rest",
+    )
     join.add_argument("name", nargs="?", help="cluster name (or give -f)")
     join.add_argument("-f", "--filename", action="append", help="Cluster objects to join")
     join.add_argument("--kubeconfig", help="kubeconfig file of the member")
@@ -52,6 +57,9 @@ def register(sub: Any) -> None:
     join.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
     join.add_argument("--price", action="append", default=[], metavar="RESOURCE=PER_HOUR",
                       help="cpu=0.04, memory=0.005, nvidia-a100-80gb=3.1 (on-demand)")  # fmt: skip
+    join.add_argument("--spot-price", action="append", default=[], metavar="RESOURCE=PER_HOUR",
+                      help="as --price, for spot capacity (needs on-demand prices)")  # fmt: skip
+    join.add_argument("--currency", help="ISO 4217 code of the prices, e.g. EUR (default USD)")
     join.add_argument(
         "--no-verify",
         action="store_true",
@@ -80,7 +88,7 @@ def register(sub: Any) -> None:
                 "--timeout",
                 type=float,
                 default=300.0,
-                help="seconds to wait for its workloads to move away (default 300)",
+                help="seconds to wait for its workloads to move away, 0 or more (default 300)",
             )
 
     listing = verbs.add_parser("list", help="members with chips, readiness, capacity, price/h")
@@ -134,148 +142,17 @@ def parse_taint(text: str) -> dict[str, str]:
     return {"key": key, "value": value, "effect": effect}
 
 
-def parse_price(text: str) -> tuple[str, str]:
-    """`RESOURCE=PER_HOUR` → (resource, price); raises Invalid naming the bad part."""
-    name, sep, value = text.partition("=")
-    try:
-        if not sep or not name or float(value) < 0:
-            raise ValueError(value)
-    except ValueError as exc:
-        raise errors.Invalid(
-            f"price {text!r}: expected RESOURCE=PER_HOUR with a non-negative number"
-        ) from exc
-    return name, value
-
-
 def _client(args: argparse.Namespace) -> Any:
     from federation.cli import client
 
     return client.ApiClient(args.server, token=args.token)
 
 
-def _spec_from_flags(args: argparse.Namespace) -> dict[str, Any]:
-    if not args.region:
-        raise errors.Invalid("cluster join NAME needs --region (or give -f FILE)")
-    if not args.kubeconfig:
-        raise errors.Invalid("cluster join NAME needs --kubeconfig FILE")
-    path = os.path.abspath(os.path.expanduser(args.kubeconfig))
-    connection: dict[str, Any] = {"context": args.context} if args.context else {}
-    if args.inline:
-        with open(path, encoding="utf-8") as handle:
-            connection["kubeconfig"] = handle.read()
-    else:
-        connection["kubeconfigPath"] = path
-    spec: dict[str, Any] = {"region": args.region, "connection": connection}
-    if args.zone:
-        spec["zone"] = args.zone
-    if args.provider:
-        spec["provider"] = args.provider
-    if args.taint:
-        spec["taints"] = [parse_taint(t) for t in args.taint]
-    if args.price:
-        table: dict[str, Any] = {"accelerators": {}}
-        for name, value in (parse_price(p) for p in args.price):
-            if name in ("cpu", "memory"):
-                table[name] = value
-            else:
-                table["accelerators"][name] = value
-        spec["prices"] = {"onDemand": table}
-    return spec
-
-
-def _models(args: argparse.Namespace) -> list[Any]:
-    from policies import loading
-    from policies.models.cluster import Cluster
-
-    if args.filename:
-        result = loading.load_paths(args.filename)
-        for finding in result.findings:
-            print(str(finding), file=sys.stderr)
-        if result.errors:
-            raise errors.Invalid(f"{len(result.errors)} error(s) in the input; nothing joined")
-        found = [o.model for o in result.objects if isinstance(o.model, Cluster)]
-        if len(found) != len(result.objects):
-            raise errors.Invalid("cluster join -f takes only Cluster objects")
-        return found
-    if not args.name:
-        raise errors.Invalid("cluster join needs NAME or -f FILE")
-    # As `cluster label` reads them, a removal aside: `--label K` without `=` was dropped.
-    labels: dict[str, str] = {}
-    for text in args.label:
-        if "=" not in text:
-            raise errors.Invalid(f"--label {text!r}: expected KEY=VALUE")
-        labels.update(parse_labels([text])[0])
-    doc = {
-        "apiVersion": "fedctl.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": args.name, "labels": labels},
-        "spec": _spec_from_flags(args),
-    }
-    checked = loading.validate_document(doc, filename="<flags>")
-    if checked.model is None:
-        raise errors.Invalid("; ".join(str(f) for f in checked.findings))
-    return [checked.model]
-
-
-async def _verify(cluster: Any, joined: dict[str, str]) -> None:
-    """Reach the member, and refuse it when it is a Kubernetes cluster already joined
-    under another name, or when `name` is joined and reaches another cluster (`joined`:
-    cluster id → name, from the monitor's statuses).
-
-    Why: two Clusters reaching one member (another context, a copied kubeconfig) each
-    get their share and apply it under the same object names, so each overwrote the
-    other's replicas. Karmada refuses the same cluster ID twice for the same reason."""
-    from clusters.kube import connector
-    from federation.monitor import member
-
-    name = cluster.metadata.name
-    conn = await connector.connect(name, cluster.spec.connection)
-    try:
-        probe = await conn.ready(timeout=10)
-        if not probe.ok:
-            raise errors.Invalid(
-                f"cluster {name} is not reachable: {probe.message} "
-                "(fix the kubeconfig or context, or join with --no-verify)"
-            )
-        version = await conn.version()
-        found = await member.cluster_id(conn)
-    finally:
-        await conn.close()
-    other = joined.get(found or "")
-    if other is not None and other != name:
-        raise errors.Invalid(
-            f"cluster {name} is the Kubernetes cluster already joined as {other} (kube-system"
-            f" uid {found}): joined twice, each name would apply its share of every workload"
-            f" over the other's. Use {other}, or unjoin it first"
-        )
-    was = next((uid for uid, known in joined.items() if known == name), None)
-    if found and was is not None and was != found:
-        raise errors.Invalid(
-            f"cluster {name} is joined and reaches another Kubernetes cluster (kube-system uid"
-            f" {was}; this kubeconfig reaches {found}): pointed elsewhere, every copy on the"
-            f" first would be left running there, out of fedctl's sight. Unjoin {name} first,"
-            " or join this one under another name"
-        )
-    print(f"cluster {name}: reachable, Kubernetes {version}")
-
-
 async def _join(args: argparse.Namespace) -> int:
-    models = _models(args)
+    from federation.cli import cluster_join
+
     async with _client(args) as api:
-        if not args.no_verify:
-            listed = (await api.request("GET", "clusters"))["items"]
-            joined = {
-                str(doc["status"]["clusterId"]): doc["metadata"]["name"]
-                for doc in listed
-                if (doc.get("status") or {}).get("clusterId")
-            }
-            for model in models:
-                await _verify(model, joined)
-        answer = await api.request("POST", "apply", body={"items": [m.to_wire() for m in models]})
-    for item in answer["results"]:
-        verb = {"created": "joined", "configured": "updated", "unchanged": "unchanged"}
-        print(f"cluster {item['name']} {verb.get(item['result'], item['result'])}")
-    return 0
+        return await cluster_join.join(args, api)
 
 
 UNJOIN_KEY = "cluster.fedctl.io/unjoining"  # UNJOINING_TAINT; models load only when used
@@ -288,7 +165,14 @@ async def _unjoin(args: argparse.Namespace) -> int:
 
     Why not delete at once: the member's credentials go with the Cluster, so nothing could
     take fedctl's copies off it afterwards. They kept running there while the scheduler
-    placed the same workloads elsewhere: 15 pods for 12 replicas."""
+    placed the same workloads elsewhere: 15 pods for 12 replicas.
+
+    A timeout that is not 0 or more is refused before the taint: accepted, it started
+    the drain and gave up at once, leaving the cluster tainted."""
+    if not args.timeout >= 0:  # NaN too
+        raise errors.Invalid(
+            f"--timeout {args.timeout:g}: expected seconds to wait, 0 or more; nothing done"
+        )
     if not args.now:
         await _edit_taints(args, [{"key": UNJOIN_KEY, "value": "", "effect": "NoExecute"}], set())
         async with _client(args) as api:

@@ -72,6 +72,7 @@ def _validate(args: argparse.Namespace) -> int:
     result = load_paths(args.paths)
     result = result.with_findings(overrides.container_findings(result))
     result = result.with_findings(claims.chip_findings(result))
+    result = result.with_findings(claims.division_findings(result))
     if args.output == "json":
         print(json.dumps(_report(result), indent=2))
     else:

@@ -69,8 +69,8 @@ def _readiness(row: dict[str, Any] | None) -> str:
         return "-"
     if row.get("suspended"):
         return f"{_readiness({**row, 'suspended': False})} ({SUSPENDED})"
-    if row.get("error") and not row.get("applied"):
-        return "error"
+    if row.get("error") and not row.get("applied") and row.get("phase") not in FINISHED_PHASES:
+        return "error"  # a finished copy ran to the end as it was: its phase says more
     if row.get("stale"):
         shown = row.get("phase") or f"?/{row.get('replicas') or 0}"
         return f"{shown} (member not Ready)"
@@ -313,16 +313,30 @@ def describe(doc: dict[str, Any]) -> str:
             f"Missing:     {missing} (not in the federation, so propagateDeps cannot send"
             " it: each member must have its own)"
         )
+    # A finished job costs nothing more, as `get workloads`, `cluster describe`, `fedctl
+    # cost` and the dashboard count it; what it was placed at is said once, below.
+    finished = status.get("phase") in FINISHED_PHASES
     lines.append(
         _section(
             "Placement",
             ["CLUSTER", "REPLICAS", "CHIP", "COST/H"],
             [
-                [t["name"], t["replicas"], t.get("chip") or "-", _money(t.get("hourlyCost"))]
+                [
+                    t["name"],
+                    t["replicas"],
+                    t.get("chip") or "-",
+                    "-" if finished else _money(t.get("hourlyCost")),
+                ]
                 for t in spec.get("clusters", [])
             ],
         )
     )
+    if finished and spec.get("clusters"):
+        ran = _hourly(spec["clusters"])
+        lines.append(
+            f"Cost:        {status['phase'].lower()}: costs nothing more"
+            + (f" (it was placed at {ran}/h)" if ran != "-" else "")
+        )
     if spec.get("evictionTasks"):
         lines.append(
             _section(

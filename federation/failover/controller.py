@@ -614,8 +614,8 @@ class FailoverController:
         tasks = binding.spec.eviction_tasks
         if not tasks:
             return binding
-        placed = binding.status.phase == "Scheduled"
-        targets = [t.name for t in binding.spec.clusters] if placed else []
+        placed = binding.placement() if binding.status.phase == "Scheduled" else {}
+        targets = list(placed)
         now = self.clock.now()
         status = self.workload_status.get(keys.workload_status_key(_ref(binding)))
         gone = graceful.gone(tasks, status, revision=revision)
@@ -634,6 +634,7 @@ class FailoverController:
             timeout=self.settings.graceful_timeout,
             gone=gone,
             evicting=evicting,
+            placed=placed,
             holding={t.cluster for t in tasks if self._answers(t.cluster)} if nowhere else (),
             placed_at=binding.status.last_scheduled_time if placed else None,
         )

@@ -33,7 +33,10 @@ counted from that placement, to turn ready (`_timed_from`).
 
 A graceful task whose cluster is among the targets again (the member recovered before the
 workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
-there is the new placement's, not a leftover.
+there is the new placement's, not a leftover. Unless the target holds fewer replicas than
+the task keeps there (`EvictionTask.keeps`: a move took part of that member's share
+elsewhere): the copy there runs its old count until the new placement is ready (or the
+timeout), and then only shrinks to its share, nothing is purged.
 
 Why "every cluster ready" and not "some": a workload split 2:1:1 that lost one cluster is
 only whole again when all of its new targets run it; dropping the old copy earlier would
@@ -162,6 +165,7 @@ def judge(
     timeout: float,
     gone: Collection[str] = (),
     evicting: Collection[str] = (),
+    placed: Mapping[str, int] | None = None,
     holding: Collection[str] = (),
     placed_at: dt.datetime | None = None,
 ) -> Outcome:
@@ -170,10 +174,11 @@ def judge(
     `gone`: clusters known to hold no copy of the workload any more; `evicting`: clusters
     whose NoExecute taints evict the workload, now or once its toleration runs out. A
     Directly task on a cluster that is gone and not evicting has done its work: it is
-    dropped, with nothing left there to purge. `holding`: clusters whose kept copy is the
-    workload's last (placed nowhere else, the member answers): no timeout ends their
-    task. `placed_at`: when the scheduler last placed the workload; a task held so counts
-    its timeout from then (`_timed_from`).
+    dropped, with nothing left there to purge. `placed`: the replicas of each target
+    (None: not known, a target placed back ends its task). `holding`: clusters whose kept
+    copy is the workload's last (placed nowhere else, the member answers): no timeout ends
+    their task. `placed_at`: when the scheduler last placed the workload; a task held so
+    counts its timeout from then (`_timed_from`).
     """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
@@ -184,7 +189,8 @@ def judge(
         waited = (now - _timed_from(task, placed_at)).total_seconds()
         limit = task.grace_period_seconds or timeout
         expired = waited >= limit
-        if task.cluster in targets:
+        shrinking = task.cluster in targets and task.keeps((placed or {}).get(task.cluster))
+        if task.cluster in targets and not shrinking:
             drop.append(task)  # placed back: the copy there is the placement's own
             continue
         if task.cluster in holding and not purges_at_once(task) and not healthy:
@@ -202,7 +208,8 @@ def judge(
             continue
         if healthy or expired:
             drop.append(task)
-            purge.append(task.cluster)
+            if not shrinking:  # a shrinking share is scaled down, not purged
+                purge.append(task.cluster)
             continue
         if (
             purges_at_once(task)

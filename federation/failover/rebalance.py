@@ -36,7 +36,7 @@ from decimal import Decimal
 from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
-from policies.models.binding import Binding, EvictionTask, TargetCluster
+from policies.models.binding import Binding, TargetCluster, handover
 
 __all__ = [
     "MIN_SCORE_GAIN",
@@ -167,7 +167,8 @@ def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> V
 
 def moved(verdict: Verdict, *, now: dt.datetime) -> Binding:
     """The Binding with the preferred placement and a Gracefully-purged eviction task for
-    every cluster it leaves (the old copy runs until the new one is ready)."""
+    every cluster it leaves or keeps fewer replicas on (`binding.handover`: what ran there
+    runs until the replicas that replace it are ready)."""
     b, pref = verdict.candidate.binding, verdict.candidate.preferred
     assert pref is not None and verdict.move
     targets = [
@@ -179,18 +180,9 @@ def moved(verdict: Verdict, *, now: dt.datetime) -> Binding:
         )
         for name, replicas in sorted(pref.placement.items())
     ]
-    old = b.placement()
-    tasks = [
-        EvictionTask(
-            cluster=name,
-            reason=f"{REASON_PREFIX}: {verdict.why}",
-            creation_time=now,
-            replicas=replicas,
-            purge_mode="Gracefully",
-        )
-        for name, replicas in sorted(old.items())
-        if name not in pref.placement
-    ]
+    tasks = handover(
+        b.placement(), pref.placement, reason=f"{REASON_PREFIX}: {verdict.why}", now=now
+    )
     spec = b.spec.model_copy(
         update={"clusters": targets, "hourly_cost": pref.cost, "eviction_tasks": tasks}
     )

@@ -87,13 +87,18 @@ def _placed_back(binding: Binding, cluster: str, *, now: dt.datetime) -> Told:
 
 def _back(before: Binding, after: Binding) -> list[str]:
     """Clusters whose graceful eviction task this write ends because the workload is placed
-    there again (`graceful.judge` drops such a task, its copy kept)."""
+    there again (`graceful.judge` drops such a task, its copy kept). Not a share a move
+    shrank (`EvictionTask.keeps`): the workload never left that member, it is only scaled
+    down to its share now that the rest runs elsewhere."""
     kept = {(t.cluster, t.creation_time) for t in after.spec.eviction_tasks}
-    targets = {t.name for t in after.spec.clusters}
+    placed = after.placement()
     return [
         t.cluster
         for t in before.spec.eviction_tasks
-        if not t.at_once and t.cluster in targets and (t.cluster, t.creation_time) not in kept
+        if not t.at_once
+        and t.cluster in placed
+        and not t.keeps(placed[t.cluster])
+        and (t.cluster, t.creation_time) not in kept
     ]
 
 

@@ -11,6 +11,17 @@ member never delays another's verdict, while workers only do quick registry writ
 Capacity comes from the node and pod watches (list once, then events; a 410 re-lists
 inside the connector, any other failure re-lists here after a capped backoff), never from
 listing on every probe.
+
+Discovery (Kubernetes version, served APIs, the kube-system uid naming the cluster) is
+read again every `discovery_period` while the member answers, and at the next good probe
+after any sign that it restarted (a failed probe, a broken or re-listed watch): read only
+once, a member upgraded or rebuilt behind the same endpoint kept its old version and
+APIs, so work needing a newly installed API stayed Pending, and its old uid, so a second
+name for it was not seen as a duplicate. Karmada refreshes both on every status sync.
+How discovery last went is the `CompleteAPIEnablements` condition (as Karmada's); a
+member that rejects the credentials (401, or 403 on discovery) while answering its
+anonymous health endpoints is reported Ready=False with that reason, since nothing can be
+applied there.
 """
 
 from __future__ import annotations
@@ -24,15 +35,36 @@ from clusters import member as member_mod
 from federation import clock as clock_mod
 from federation.monitor import capacity, probe
 from federation.settings import MonitorSettings
-from policies.models.cluster import APIEnablement, APIResource, Cluster, ClusterStatus
+from policies.models.cluster import (
+    APIEnablement,
+    APIResource,
+    Cluster,
+    ClusterStatus,
+    Condition,
+)
 
-__all__ = ["DUPLICATE", "Tracked", "cluster_id"]
+__all__ = ["APIS", "DUPLICATE", "Tracked", "cluster_id", "rejected"]
 
 DUPLICATE = "DuplicateCluster"
 """The Ready reason of a member that is a Kubernetes cluster already joined under another
 name (`Tracked.observed`)."""
 
+APIS = "CompleteAPIEnablements"
+"""The condition saying whether the last discovery of the member's APIs succeeded."""
+
 log = logging.getLogger(__name__)
+
+
+def rejected(exc: member_mod.MemberError) -> str | None:
+    """What a member's refusal of discovery says about the credentials, or None when the
+    error is not such a refusal (401, or 403 on `/api`)."""
+    if not isinstance(exc, member_mod.MemberRejected) or exc.code not in (401, 403):
+        return None
+    what = "rejects the credentials" if exc.code == 401 else "refuses discovery to the user"
+    return (
+        f"{exc.code} {exc.reason or 'Unauthorized'} on /api: the member {what} of this"
+        f" Cluster's kubeconfig ({exc.detail})"
+    )
 
 
 def _enablements(groups: list[member_mod.APIGroupResources]) -> list[APIEnablement]:
@@ -71,7 +103,11 @@ class Tracked:
         self.cluster_id = stored.cluster_id if stored else None
         self.apis = list(stored.api_enablements) if stored else []
         self._stored = stored
-        self._discovered = False
+        self._discovered_at: float | None = None
+        self._stale = True
+        """Discovery is due at the next good probe (never read, or the member may have
+        restarted)."""
+        self.apis_condition = stored.condition(APIS) if stored else None
         self.health = _resume(stored)
         self.written: ClusterStatus | None = stored
         self.written_at: float | None = clock.monotonic() if stored else None
@@ -81,14 +117,21 @@ class Tracked:
             ready = stored.condition("Ready")
             self._duplicate_since = ready.last_transition_time if ready else None
         if problem is not None:
-            # Nothing to probe: the verdict is immediate and stays until the spec changes.
-            self.health = probe.Health(
-                status="False",
-                reason=problem.reason,
-                message=problem.message,
-                since=clock.now(),
-                last_error=problem.message,
-            )
+            # Nothing to probe: the verdict is immediate and stays until a new try connects.
+            self.fail(problem.reason, problem.message)
+
+    def fail(self, reason: str, message: str) -> None:
+        """Ready=False for a reason no probe gives (the member cannot be followed at all);
+        since the stored transition when the same reason held already, so a retry that
+        fails alike does not look like news."""
+        held = self.health.status == "False" and self.health.reason == reason
+        self.health = probe.Health(
+            status="False",
+            reason=reason,
+            message=message,
+            since=self.health.since if held else self._clock.now(),
+            last_error=message,
+        )
 
     # -- the loops --------------------------------------------------------------------------
 
@@ -107,9 +150,11 @@ class Tracked:
         while True:
             started = self._clock.monotonic()
             result = await self.conn.ready(timeout=self._settings.probe_timeout)
-            if result.ok and not self._discovered:
+            if not result.ok:
+                self._stale = True
+            elif self._discovery_due(started):
                 # Before Ready turns True, so the status that says Ready has version and APIs.
-                await self._discover()
+                await self._discover(started)
             before = self.health.status
             self.health = probe.observe(
                 self.health, result, now=started, wall=self._clock.now(), settings=self._settings
@@ -118,21 +163,55 @@ class Tracked:
                 log.info(
                     "cluster %s Ready=%s: %s", self.name, self.health.status, self.health.message
                 )
-                if self.health.status != "True":
-                    self._discovered = False  # a member that comes back may have been rebuilt
             self._notify(self.name)
             await self._clock.sleep(max(0.0, period - (self._clock.monotonic() - started)))
 
-    async def _discover(self) -> None:
+    def _discovery_due(self, now: float) -> bool:
+        at = self._discovered_at
+        return self._stale or at is None or now - at >= self._settings.discovery_period
+
+    async def _discover(self, now: float) -> None:
         assert self.conn is not None
         try:
             async with asyncio.timeout(self._settings.probe_timeout):
-                self.version = await self.conn.version()
-                self.apis = _enablements(await self.conn.discover())
-                self.cluster_id = await cluster_id(self.conn)
-            self._discovered = True
-        except (member_mod.MemberError, TimeoutError) as exc:
-            log.debug("cluster %s: discovery failed: %s", self.name, exc)
+                version = await self.conn.version()
+                apis = _enablements(await self.conn.discover())
+                uid = await cluster_id(self.conn)
+        except TimeoutError:
+            self._discovered(None, f"no answer within {self._settings.probe_timeout:g}s")
+            return
+        except member_mod.MemberError as exc:
+            self._discovered(rejected(exc), str(exc))
+            return
+        if uid != self.cluster_id and self.cluster_id is not None:
+            log.warning(
+                "cluster %s: now reaches kube-system uid %s (was %s): the member was rebuilt"
+                " or replaced",
+                self.name,
+                uid,
+                self.cluster_id,
+            )
+        self.version, self.apis, self.cluster_id = version, apis, uid
+        self._discovered_at, self._stale = now, False
+        self._discovered(None, None)
+
+    def _discovered(self, refused: str | None, failed: str | None) -> None:
+        """Record how discovery went as the CompleteAPIEnablements condition."""
+        if refused is not None:
+            status, reason, message = "False", "Unauthorized", refused
+        elif failed is not None:
+            status, reason = "False", "DiscoveryFailed"
+            message = f"version and APIs not read again, those shown may be stale: {failed}"
+        else:
+            status, reason = "True", "Complete"
+            message = f"{len(self.apis)} group-versions served"
+        old = self.apis_condition
+        if status == "False" and (old is None or (old.status, old.reason) != (status, reason)):
+            log.warning("cluster %s: discovery failed: %s", self.name, message)
+        since = old.last_transition_time if old and old.status == status else self._clock.now()
+        self.apis_condition = Condition(
+            type=APIS, status=status, reason=reason, message=message, last_transition_time=since
+        )
 
     async def _follow(self, kind: str) -> None:
         assert self.conn is not None
@@ -144,6 +223,7 @@ class Tracked:
                         self._notify(self.name)
                     backoff = min(self._settings.probe_period, self._settings.watch_backoff_max)
             except member_mod.MemberError as exc:
+                self._stale = True
                 log.debug("cluster %s: %s watch ended: %s", self.name, kind, exc)
             await self._clock.sleep(backoff)
             backoff = min(backoff * 2, self._settings.watch_backoff_max)
@@ -151,6 +231,8 @@ class Tracked:
     def _apply(self, kind: str, event: member_mod.Relisted | member_mod.Changed) -> bool:
         nodes = kind == "Node"
         if isinstance(event, member_mod.Relisted):
+            if kind in self.synced:
+                self._stale = True  # listed again: the member may have restarted
             (self.index.replace_nodes if nodes else self.index.replace_pods)(event.items)
             self.synced.add(kind)
             return True
@@ -175,7 +257,7 @@ class Tracked:
             flavors, totals = list(self._stored.flavors), self._stored.totals
         else:
             flavors, totals = [], ClusterStatus().totals
-        condition = self.health.condition(created=self.created)
+        condition = self._refused(self.health.condition(created=self.created))
         if duplicate_of is None:
             self._duplicate_since = None
         else:
@@ -190,8 +272,9 @@ class Tracked:
                     "last_transition_time": self._duplicate_since,
                 }
             )
+        apis = [self.apis_condition] if self.apis_condition is not None else []
         return ClusterStatus(
-            conditions=[condition],
+            conditions=[condition, *apis],
             kubernetes_version=self.version,
             cluster_id=self.cluster_id,
             duplicate_of=duplicate_of,
@@ -199,6 +282,22 @@ class Tracked:
             flavors=flavors,
             totals=totals,
             last_heartbeat=self.health.last_success,
+        )
+
+    def _refused(self, ready: Condition) -> Condition:
+        """Ready as probed, or False when the member answers its health endpoints (open
+        to anyone) but rejects these credentials: showing it Ready, with no APIs, id or
+        capacity, hid that nothing could be applied there."""
+        apis = self.apis_condition
+        if ready.status != "True" or apis is None or apis.reason != "Unauthorized":
+            return ready
+        return ready.model_copy(
+            update={
+                "status": "False",
+                "reason": "Unauthorized",
+                "message": f"readyz answers, but {apis.message}",
+                "last_transition_time": apis.last_transition_time,
+            }
         )
 
     def wrote(self, status: ClusterStatus, *, at: float) -> None:

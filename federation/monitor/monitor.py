@@ -12,6 +12,14 @@ write is a compare-and-swap through `TypedStore.mutate`, keeping the taints fail
 and carries the leader's fence (`guards`): a deposed leader's late status write fails.
 Everything runs under one `asyncio.TaskGroup` inside `run()`, the coroutine the
 controller's supervisor owns; cancelling it stops every loop and closes every connector.
+
+One member's bad input never stops the others: a kubeconfig that cannot be loaded makes
+that Cluster Ready=False (`KubeconfigInvalid`, naming the file, line and problem), and
+any other failure to connect to or follow a member is logged with its traceback and
+reported on that Cluster alone (`MonitorFailed`). Either is tried again after a backoff
+that doubles from `probe_period` up to `retry_max`, so a file fixed in place is picked up
+without a restart. An exception that escaped a member's loops used to reach the
+TaskGroup, which stopped the monitor and with it the whole controller, on every restart.
 """
 
 from __future__ import annotations
@@ -33,7 +41,11 @@ from federation.settings import MemberSettings, MonitorSettings
 from federation.workqueue import WorkQueue
 from policies.models.cluster import Cluster, ClusterStatus
 
-__all__ = ["ClusterMonitor", "Connect"]
+__all__ = ["MONITOR_FAILED", "ClusterMonitor", "Connect"]
+
+MONITOR_FAILED = "MonitorFailed"
+"""The Ready reason of a member whose connector or loops failed unexpectedly (logged with
+the traceback); it is tried again after a backoff."""
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +99,8 @@ class ClusterMonitor:
         self._queue = WorkQueue()
         self._tracked: dict[str, Tracked] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._failures: dict[str, int] = {}
+        """Cluster name → consecutive failures to connect or to keep following it."""
         self._group: asyncio.TaskGroup | None = None
         self.writes = 0
         """Status writes made (for benchmarks and logs)."""
@@ -111,6 +125,7 @@ class ClusterMonitor:
                     group.create_task(self._worker(), name=f"monitor-worker-{i}")
         finally:
             self._group = None
+            self._queue.close()
             for name in list(self._tracked):
                 await self._forget(name)
 
@@ -145,6 +160,7 @@ class ClusterMonitor:
         spec = await self._clusters.get(keys.cluster_key(name))
         tracked = self._tracked.get(name)
         if spec is None:
+            self._failures.pop(name, None)
             if tracked is not None:
                 await self._forget(name)
                 self._requeue_kin(name, tracked.cluster_id)
@@ -153,7 +169,11 @@ class ClusterMonitor:
                 )
                 log.info("cluster %s left: monitoring stopped, status removed", name)
             return
-        if tracked is None or tracked.cluster.spec.connection != spec.obj.spec.connection:
+        if (
+            tracked is None
+            or tracked.cluster.spec.connection != spec.obj.spec.connection
+            or tracked.conn is None  # its connection failed: try again (`_retry` queued it)
+        ):
             if tracked is not None:
                 await self._forget(name)
             tracked = await self._track(spec.obj)
@@ -168,7 +188,15 @@ class ClusterMonitor:
         try:
             conn = await self._connect(cluster)
         except errors.Invalid as exc:
+            log.warning("cluster %s: %s", cluster.name, exc)
             problem = member_mod.Readiness(False, "KubeconfigInvalid", str(exc))
+        except Exception as exc:  # one member's failure must not stop the rest
+            log.exception("cluster %s: cannot connect", cluster.name)
+            problem = member_mod.Readiness(False, MONITOR_FAILED, f"cannot connect: {exc!r}")
+        if problem is None:
+            log.info("cluster %s joined: monitoring", cluster.name)
+        else:
+            self._retry(cluster.name)
         tracked = Tracked(
             cluster,
             conn,
@@ -181,10 +209,35 @@ class ClusterMonitor:
         self._tracked[cluster.name] = tracked
         if conn is not None and self._group is not None:
             self._tasks[cluster.name] = self._group.create_task(
-                tracked.run(), name=f"monitor-{cluster.name}"
+                self._follow(tracked), name=f"monitor-{cluster.name}"
             )
-        log.info("cluster %s joined: monitoring", cluster.name)
         return tracked
+
+    async def _follow(self, tracked: Tracked) -> None:
+        """Run one member's loops; an exception they raise is that member's problem only:
+        it is logged, shown on its Ready condition, and its loops start again after a
+        backoff."""
+        while True:
+            try:
+                await tracked.run()
+                return
+            except Exception as exc:  # one member's failure must not stop the rest
+                log.exception("cluster %s: monitoring failed", tracked.name)
+                tracked.fail(MONITOR_FAILED, f"monitoring failed: {exc!r}")
+                self._queue.add(tracked.name)
+                await self._clock.sleep(self._backoff(tracked.name))
+
+    def _backoff(self, name: str) -> float:
+        """Seconds before trying `name` again: doubling with each failure in a row."""
+        failures = self._failures.get(name, 0)
+        self._failures[name] = failures + 1
+        return float(
+            min(self._settings.probe_period * 2 ** min(failures, 16), self._settings.retry_max)
+        )
+
+    def _retry(self, name: str) -> None:
+        """Converge `name` again (connect anew) after the backoff."""
+        self._queue.add_after(name, self._backoff(name))
 
     async def _forget(self, name: str) -> None:
         tracked = self._tracked.pop(name, None)
@@ -223,6 +276,8 @@ class ClusterMonitor:
 
     async def _write_if_news(self, tracked: Tracked) -> None:
         observed = tracked.observed(duplicate_of=self._duplicate_of(tracked))
+        if observed.ready():
+            self._failures.pop(tracked.name, None)
         if tracked.written is None or tracked.written.cluster_id != observed.cluster_id:
             self._requeue_kin(tracked.name, observed.cluster_id)
         now = self._clock.monotonic()

@@ -9,7 +9,10 @@ Why count from the first failure: a member failing every probe must turn NotRead
 `failure_threshold` seconds however slow or fast each failing probe is, and a single good
 probe in between starts the count again (kueue's `connectionState`). Turning Ready again
 takes `success_threshold` consecutive good probes, so a flapping member is not trusted on
-its first good answer. Before any verdict the condition is Unknown.
+its first good answer. Before any verdict the condition is Unknown; once a probe has
+failed, its reason and message are the last failure's (still Unknown until the
+threshold), because "no probe has finished yet" on a member refused for 20 s told
+whoever had just joined it that the controller had not looked.
 """
 
 from __future__ import annotations
@@ -94,6 +97,9 @@ def observe(
         last_error=result.message,
     )
     if now - first < settings.failure_threshold:
+        if health.status == "Unknown":
+            message = f"probes failing, not Ready yet: {result.message}"
+            return replace(health, reason=result.reason, message=message)
         return health
     if health.status == "False" and health.reason == result.reason:
         return health  # still down for the same reason: keep the message stable (no writes)

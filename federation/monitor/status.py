@@ -47,6 +47,10 @@ def news(old: ClusterStatus | None, new: ClusterStatus, *, fraction: float) -> s
         before is None or (before.status, before.reason) != (after.status, after.reason)
     ):
         return f"Ready={after.status} ({after.reason})"
+    for cond in new.conditions:
+        prior = old.condition(cond.type)
+        if prior is None or (prior.status, prior.reason) != (cond.status, cond.reason):
+            return f"{cond.type}={cond.status} ({cond.reason})"
     if old.kubernetes_version != new.kubernetes_version:
         return "kubernetes version changed"
     if old.cluster_id != new.cluster_id:

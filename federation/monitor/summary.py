@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from federation.resources import MILLI, format_like, format_quantity
-from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor
+from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, PriceTable
 
 __all__ = [
     "HEADER",
@@ -170,6 +170,11 @@ def _flavor_line(f: NodeFlavor) -> str:
     return f"  {chip} ({f.arch}) x{f.node_count}: {shape}; largest free node: {largest or '-'}"
 
 
+def _table_line(table: PriceTable) -> str:
+    extra = "".join(f", {m}={p}/h" for m, p in table.accelerators.items())
+    return f"cpu={table.cpu}/core-h memory={table.memory}/GiB-h{extra}"
+
+
 def describe(cluster: Cluster, status: ClusterStatus | None) -> str:
     """`fedctl cluster describe`: where, conditions, node flavors, APIs, taints, prices."""
     spec = cluster.spec
@@ -194,11 +199,12 @@ def describe(cluster: Cluster, status: ClusterStatus | None) -> str:
     shown = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in taints) or "-"
     lines.append(f"Taints:      {shown}")
     if spec.prices is not None:
-        od = spec.prices.on_demand
-        extra = "".join(f", {m}={p}/h" for m, p in od.accelerators.items())
+        currency = spec.prices.currency
+        lines.append(f"Prices:      {currency} {_table_line(spec.prices.on_demand)} (on demand)")
+        # The spot table was shown nowhere but raw YAML, though spot jobs here are costed by it.
+        spot = spec.prices.spot
         lines.append(
-            f"Prices:      {spec.prices.currency} cpu={od.cpu}/core-h memory={od.memory}/GiB-h"
-            + extra
+            f"Spot:        {currency} {_table_line(spot)}" if spot else "Spot:        not offered"
         )
         per_hour = hourly_price(cluster, status)
         if per_hour is not None:

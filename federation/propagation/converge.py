@@ -385,6 +385,12 @@ class WorkloadSync:
             # since): nothing of it runs on, and this one waits for its own placement.
             return workload, stored, {}, set()
         targets = {t.name: t for t in binding.spec.clusters}
+        for task in binding.spec.eviction_tasks:
+            kept = targets.get(task.cluster)
+            if kept is not None and task.keeps(kept.replicas):
+                # A share that shrank in a move keeps what it ran until the replicas moved
+                # elsewhere are ready: scaled down at once, the workload ran short meanwhile.
+                targets[task.cluster] = kept.model_copy(update={"replicas": task.replicas})
         # Directly-purged copies go at once; graceful tasks keep theirs meanwhile.
         evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
             targets

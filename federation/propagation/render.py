@@ -248,7 +248,9 @@ def _translate(
         if profile is None or (accelerator and not users):
             continue
         wanted = {ARCH_LABEL: profile.spec.arch, **profile.spec.node_selector}
-        pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **wanted}
+        # The template's own entries win: the scheduler chose a chip its arch allows, and
+        # a user's selector written over sent an amd64-only image to Arm nodes.
+        pod["nodeSelector"] = {**wanted, **(pod.get("nodeSelector") or {})}
         meant = users if accelerator else overrides.containers({"kind": "Pod", "spec": pod})
         target = profile.spec.resource_name
         for container in meant:

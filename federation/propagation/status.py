@@ -501,11 +501,13 @@ def aggregate(
     binding_revision: int,
     placed: Collection[str] | None = None,
     unready: Collection[str] = (),
+    desired: int | None = None,
 ) -> WorkloadStatus:
     """The workload's status from its Works (each carrying the member's observation).
 
     `placed`: the clusters its Binding targets (None: no Binding is known, every copy
-    counts); `unready`: members whose Ready condition is not True.
+    counts); `unready`: members whose Ready condition is not True; `desired`: the replicas
+    its template asks for (None: not a count, as for a ConfigMap).
 
     Every Work gets a row, but the totals (health, ready and desired counts, a job's
     progress) count only the copies that make up the placement, the way Karmada's
@@ -541,17 +543,34 @@ def aggregate(
         rows.append(row)
     counted = [r for r in rows if not r.leaving or r.phase in FINISHED_PHASES]
     total = plugin.aggregate([r for r in counted if r.applied] or counted)
-    if any(r.error and not r.applied for r in counted) and total.health in (
-        "Healthy",
-        "Completed",
-    ):
+    # A copy its member refused to update is not what was asked, unless it has finished:
+    # it ran to the end as it was (a Job's pod template edited while it ran), and a
+    # finished job read Progressing for good.
+    refused = any(r.error and not r.applied and r.phase not in FINISHED_PHASES for r in counted)
+    if refused and total.health in ("Healthy", "Completed"):
         total = total.model_copy(update={"health": "Progressing"})
+    total = _short_of(total, desired)
     return WorkloadStatus(
         workload=workload,
         binding_revision=binding_revision,
         clusters=rows,
         **total.model_dump(exclude={"message"}),
     )
+
+
+def _short_of(total: Observed, desired: int | None) -> Observed:
+    """`total` out of the `desired` replicas when its members are asked for fewer.
+
+    Why: a scale-up the fleet cannot hold keeps the replicas placed so far, and summed over
+    the members a Deployment of 30 running 4 read `Healthy 4/4`. kubectl's READY divides by
+    the template's `spec.replicas`, and Karmada sums member status into the template, so
+    both read 4/30 and the Deployment is not available. Members asked for more (copies of
+    a Duplicated workload, or a scale-down on its way) keep their own sum.
+    """
+    if desired is None or desired <= (total.replicas or 0) or total.phase in FINISHED_PHASES:
+        return total
+    health = "Progressing" if total.health == "Healthy" else total.health
+    return total.model_copy(update={"replicas": desired, "health": health})
 
 
 def _unconfirmed(row: ClusterWorkloadStatus) -> ClusterWorkloadStatus:

@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Any
 
 from federation import errors
+from federation.propagation import interpreter
 from federation.propagation import status as status_mod
 from federation.registry import codec, keys
 from federation.registry import store as st
@@ -269,7 +270,17 @@ class WorkRecords:
             binding_revision=revision,
             placed=placed,
             unready=unready,
+            desired=_desired(workload),
         )
+
+
+def _desired(workload: Workload | None) -> int | None:
+    """The replicas `workload`'s template asks for, as its kind counts them (None: none
+    known, or a kind propagated whole)."""
+    if workload is None:
+        return None
+    plugin = interpreter.for_kind(workload.api_version, workload.kind)
+    return plugin.replicas({"spec": workload.spec})
 
 
 _TXN_OPS = 100

@@ -29,6 +29,7 @@ from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue
 
 __all__ = [
     "MAX_VICTIMS",
+    "NEVER",
     "Admission",
     "NamespaceLimit",
     "Usage",
@@ -381,12 +382,17 @@ def _label(name: str) -> str:
     return name.removeprefix(CHIP_RESOURCE_PREFIX)
 
 
+NEVER = "it can never be admitted"
+"""What every reason for a request no amount of waiting admits says: a StrictFIFO queue
+whose head says it tells the workloads behind that head (`cycle`)."""
+
+
 def _never(limit: str, name: str, needs: int, allowed: int) -> str:
     """The reason for a request no amount of waiting admits: it is larger than the limit
     itself. Said outright, so nobody waits for capacity to free up."""
     return (
         f"{limit} for {_label(name)} is {_show(name, allowed)}, this workload needs"
-        f" {_show(name, needs)}: it can never be admitted (raise the limit or shrink the request)"
+        f" {_show(name, needs)}: {NEVER} (raise the limit or shrink the request)"
     )
 
 
@@ -604,7 +610,8 @@ def lending_problem(
     """Why the federation cannot lend `charge` to queue `name`, or None.
 
     Capacity still promised to other queues (their guarantee minus what they use) is never
-    lent; everything else idle may be borrowed up to the queue's capability.
+    lent; everything else idle may be borrowed up to the queue's capability. A charge
+    larger than the federation itself is no matter of lending, and is told as such.
     """
     total = usage.total_amounts()
     promised = _guarantees(queues).promised
@@ -615,6 +622,12 @@ def lending_problem(
         in_use = total.get(resource, 0)
         if in_use + need + promised.get(resource, 0) <= cap:
             continue  # lendable even were every guarantee unused: the common case, cheaply
+        if need > cap:  # the whole fleet's, which no other queue's guarantee stands in
+            return (
+                f"the federation holds {_show(resource, cap)} {_label(resource)} in all, and"
+                f" this placement needs {_show(resource, need)}: {NEVER} as placed (shrink the"
+                " request, change its division or add capacity)"
+            )
         reserved = reserved_against(name, resource, queues=queues, usage=usage)
         if in_use + need > cap - reserved:
             return (

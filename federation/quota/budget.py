@@ -68,16 +68,19 @@ def problem(
     cost: Decimal | None,
     *,
     currency: str,
+    unpriced: str | None = None,
 ) -> str | None:
     """Why admitting a placement costing `cost` an hour to `queue` would break a budget on
-    it or an ancestor (None: it would not)."""
+    it or an ancestor (None: it would not). `unpriced`: why a cluster of it has no cost,
+    when that is not a missing price (a currency with no exchange rate)."""
     limits = budgeted(queue, queues)
     if not limits:
         return None
     if cost is None:
         return (
             f"queue {limits[0].name} has an hourly budget and what this placement costs is not"
-            " known (a cluster with no price for it): work under a budget must be priced"
+            f" known ({unpriced or 'a cluster with no price for it'}): work under a budget must"
+            " be priced"
         )
     for q, limit, spent in _spending(queue, queues, usage):
         who = _who(q, queue)

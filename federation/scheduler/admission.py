@@ -37,6 +37,7 @@ from policies.models.binding import (
     EvictionTask,
     TargetCluster,
     WorkloadReference,
+    handover,
     hourly_total,
     known_cost,
 )
@@ -44,7 +45,13 @@ from policies.models.binding import (
 if TYPE_CHECKING:
     from federation.scheduler.cycle import CycleResult, Scheduler
 
-__all__ = ["Admitter", "binding_for", "release"]
+__all__ = ["SUSPENDED", "Admitter", "binding_for", "release"]
+
+SUSPENDED = (
+    "suspended (spec.suspend: true): it runs no pods and holds no quota; set spec.suspend"
+    " to false to queue it for admission again"
+)
+"""Why a suspended Job waits: said where its status shows (get, describe, dashboard)."""
 
 release = room.release
 """`room.release`, also here for callers that release admitted work for a what-if."""
@@ -168,6 +175,17 @@ class Admitter:
         self._fits_again[key] = (now, fits)
         return fits
 
+    def suspend(self, job: PendingJob) -> str:
+        """Leave a suspended Job pending with no clusters, and return why.
+
+        Unlike `_pending`, its copies are not kept: a suspended Job runs no pods, so a copy
+        holds nothing worth keeping, and removing it (as Kueue's MultiKueue deletes a
+        worker cluster's copy of a workload no longer admitted) means the Job, once
+        resumed, is admitted and placed afresh rather than tied to the member it left."""
+        self.result.reasons[str(job.ref)] = SUSPENDED
+        self._emit(binding_for(job, reason=SUSPENDED))
+        return SUSPENDED
+
     def hold(self, job: PendingJob, reason: str) -> None:
         """Leave the job pending with `reason`, found for an identical job this cycle."""
         self._pending(job, reason)
@@ -224,8 +242,18 @@ class Admitter:
             ]
             known = [c for c in costs if c is not None]
             cost = sum(known, Decimal(0)) if len(known) == len(costs) else None
+            notes = [
+                snapshot.clusters[snapshot.index[name]].price_note
+                for name, c in zip(placed.placement, costs, strict=True)
+                if c is None
+            ]
             over = budget.problem(
-                job.queue, snapshot.queues, spend or state.usage, cost, currency=snapshot.currency
+                job.queue,
+                snapshot.queues,
+                spend or state.usage,
+                cost,
+                currency=snapshot.currency,
+                unpriced=next((n for n in notes if n), None),
             )
             if over is not None:
                 return over, "budget"  # waits: no room is made for a budget
@@ -269,7 +297,10 @@ class Admitter:
         why = f"the {amount:.4f} {snapshot.currency}/h left in queue {owner}'s budget"
         outcome = self.scheduler.placer.place(request.within(float(amount), why), self.state)
         if isinstance(outcome, pl.Failed):
-            return None, f"{reason}, and no placement it fits in costs {amount:.4f} or less"
+            # The tightest budget may be an ancestor's, while `reason` names the first one
+            # broken: say whose, or the figure reads as this queue's and does not add up.
+            whose = "" if owner == request.job.queue else f" (what queue {owner}'s budget leaves)"
+            return None, f"{reason}, and no placement it fits in costs {amount:.4f} or less{whose}"
         if self._problem(outcome, self.state) is not None:
             return None, reason
         verdicts, counts = explain.summary(
@@ -412,6 +443,7 @@ class Admitter:
             status=self._status_in(request),
             pod=self._wire(request.pod),
             replicas=request.replicas,
+            tasks=_handed_over(request, placed.placement, state, now=self.now),
         )
         self._emit(binding)
 
@@ -556,6 +588,28 @@ class Admitter:
         bindings.append(binding)
 
 
+def _handed_over(
+    request: fw.JobRequest, placement: dict[str, int], state: fw.CycleState, *, now: dt.datetime
+) -> list[EvictionTask]:
+    """The graceful eviction tasks a running service's new placement needs: one for each
+    member it leaves or keeps fewer replicas on while others gain some (`handover`).
+
+    Why: the scheduler moves running work too (a service that no longer fits where it
+    runs, a policy's weights edited, a member joining its static split); written as a bare
+    placement, the old copy was deleted (or scaled down) the moment the new one was
+    applied, so the service ran short until the new pods were ready. Batch work is left
+    out: kept while its new copy starts, a job would run twice. A member gone from the
+    fleet keeps nothing, as nothing there can be reached.
+    """
+    if not request.copies or request.job.workload.is_batch:
+        return []
+    index = state.snapshot.index
+    old = {name: n for name, n in request.copies.items() if name in index}
+    before = ", ".join(f"{n}:{r}" for n, r in sorted(old.items()))
+    after = ", ".join(f"{n}:{r}" for n, r in sorted(placement.items()))
+    return handover(old, placement, reason=f"Rescheduled: {before} -> {after}", now=now)
+
+
 def binding_for(
     job: PendingJob,
     *,
@@ -571,7 +625,9 @@ def binding_for(
     replicas: int | None = None,
 ) -> Binding:
     """A Binding for `job`: Scheduled with targets (and `status`), or Pending with `reason`.
-    `pod` and `queue`: those its targets' copies were admitted with (default: the job's).
+    `pod` and `queue`: those its targets' copies were admitted with (default: the job's);
+    `replicas`: those it was placed for (default: the workload's, which a Pending one
+    waits to run, as Karmada's ResourceBinding carries the template's whatever it holds).
 
     Built without re-validation: every part comes from validated models or from the
     scheduler itself, and a cycle builds one per decision.
@@ -594,7 +650,7 @@ def binding_for(
         explanation=list(verdicts or []),
         filtered_summary=summary or {},
         eviction_tasks=tasks or [],
-        replicas=replicas,
+        replicas=w.replicas if replicas is None else replicas,
         pod_requests=pod or {},
     )
     return _built(

@@ -313,7 +313,8 @@ def same(old: Binding, new: Binding) -> bool:
 
 
 def _merged(stored: Binding, new: Binding) -> Binding:
-    """Eviction tasks belong to failover: keep the stored ones when the new Binding has none.
+    """Eviction tasks belong to failover: keep the stored ones, but for those on clusters
+    the new Binding has a task of its own for (a preemption's, a move's handover).
 
     And a placement decided again where the workload already is, under the same policy,
     keeps the stored status: its reason (say, which fail-back brought it there) and time
@@ -327,7 +328,11 @@ def _merged(stored: Binding, new: Binding) -> Binding:
         and new.metadata.annotations.get(CLAIMED_BY) == stored.metadata.annotations.get(CLAIMED_BY)
     ):
         new = new.model_copy(update={"status": stored.status})
-    if new.spec.eviction_tasks or not stored.spec.eviction_tasks:
+    if not stored.spec.eviction_tasks:
         return new
-    spec = new.spec.model_copy(update={"eviction_tasks": stored.spec.eviction_tasks})
+    own = {t.cluster for t in new.spec.eviction_tasks}
+    kept = [t for t in stored.spec.eviction_tasks if t.cluster not in own]
+    if not kept:
+        return new
+    spec = new.spec.model_copy(update={"eviction_tasks": [*new.spec.eviction_tasks, *kept]})
     return new.model_copy(update={"spec": spec})

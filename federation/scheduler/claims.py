@@ -16,12 +16,13 @@ workload, the policy that keeps it and the rule that decides, or say that nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from federation.cache.currency import Currency
 from federation.scheduler import plan, spread
 from federation.scheduler.plugins import affinity
-from policies.loading import LoadResult, arches
+from policies.loading import LoadResult, arches, node_arches
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
 from policies.models.base import KubeObject
@@ -35,6 +36,7 @@ __all__ = [
     "affinity_findings",
     "against",
     "chip_findings",
+    "division_findings",
     "members_of",
     "notes",
     "on_delete",
@@ -210,7 +212,8 @@ def against(
     """`result` with every warning a fleet decides (its Clusters and AcceleratorProfiles,
     and the server's queues with their children when given): chips it defines and members
     not joined (`LoadResult.against_fleet`), affinities and spreads no joined member can
-    satisfy, workloads' chips their policy's arches leave out (`chip_findings`), and queues
+    satisfy, workloads' chips their policy's arches leave out (`chip_findings`), jobs a
+    policy dividing by weight never divides (`division_findings`), and queues
     that take no work. What `fedctl apply`, the editor's validate route
     and an offline `fedctl plan` all judge, the same way. With the server's `currency`,
     also Clusters priced in a currency it has no rate for (the apply route says so too)."""
@@ -218,6 +221,7 @@ def against(
     members = members_of(c for c in fleet if isinstance(c, Cluster))
     result = result.with_findings(affinity_findings(result, members))
     result = result.with_findings(chip_findings(result, fleet))
+    result = result.with_findings(division_findings(result))
     if currency is not None:
         result = result.with_findings(
             finding_at(obj, ("spec", "prices", "currency"), problem)
@@ -277,7 +281,9 @@ def affinity_findings(result: LoadResult, members: Sequence[spread.ScoredCluster
 
 def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[Finding]:
     """A warning at each workload's `fedctl.io/chips` naming a chip whose arch the
-    `spec.fedctl.arches` of the policy claiming it (among the documents) leaves out.
+    `spec.fedctl.arches` of the policy claiming it (among the documents) leaves out; an
+    error at each pod template's own `kubernetes.io/arch` those arches leave out, which
+    nothing could ever place (`node_arches`).
 
     Why: the workload's chips replace its policy's, but the policy's arches still hold,
     so such a chip is never chosen. CPU pods naming `amd64` under a policy accepting only
@@ -285,24 +291,18 @@ def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[
     why before they are applied. The chip's arch is read as `arches.arch_conflicts` reads
     it, from the documents and `fleet`.
     """
-    objects = result.objects
-    policies = [o.model for o in objects if isinstance(o.model, plan.AnyPolicy)]
-    if not policies:
-        return []
-    known = arches.chip_arches([*fleet, *(o.model for o in objects)])
+    known = arches.chip_arches([*fleet, *(o.model for o in result.objects)])
     found: list[Finding] = []
-    for obj in objects:
-        workload = obj.model
-        if not isinstance(workload, Workload):
+    for obj, workload, read, holder in _claimed(result, _chips_or_pinned):
+        chips = read[0] if read is not None else ()
+        ext = getattr(holder.spec, "fedctl", None)
+        if not isinstance(ext, FedctlPlacement):
             continue
-        try:
-            chips = workload.chips
-        except ValueError:
-            continue  # the loader's finding already
-        holder = plan.claim(workload, policies) if chips else None
-        ext = getattr(holder.spec, "fedctl", None) if holder is not None else None
-        if holder is None or not isinstance(ext, FedctlPlacement):
-            continue
+        by = f"{policy_label(holder)}, which claims this workload,"
+        found.extend(
+            finding_at(obj, at, message, severity="error")
+            for at, message in node_arches.conflicts(workload, ext.arches, by=by)
+        )
         accepted = ", ".join(ext.arches)
         found.extend(
             finding_at(
@@ -314,6 +314,67 @@ def chip_findings(result: LoadResult, fleet: Sequence[KubeObject] = ()) -> list[
             for i, why in arches.unmet(chips, ext.arches, known)
         )
     return found
+
+
+def division_findings(result: LoadResult) -> list[Finding]:
+    """A warning at the `replicaScheduling` of each policy dividing by weight, for each
+    workload among the documents it claims that is never divided (`Workload.never_divided`).
+
+    Why: such a job goes whole to one cluster whatever its policy says; a user reading a
+    policy that divides would expect shares on several members (and a PyTorchJob divided
+    1:1 once gave one member workers with no master).
+    """
+    places = {id(o.model): o for o in result.objects}
+    return [
+        finding_at(
+            places[id(holder)],
+            ("spec", "placement", "replicaScheduling"),
+            f"{policy_label(holder)} divides by weight, but {workload_label(workload)} is"
+            f" {why}: it is never divided, it goes whole to one cluster",
+        )
+        for _, workload, why, holder in _claimed(
+            result, lambda w: "" if w.is_opaque else w.never_divided
+        )
+        if _weighted(holder)
+    ]
+
+
+_T = TypeVar("_T")
+
+
+def _chips_or_pinned(workload: Workload) -> tuple[tuple[str, ...]] | None:
+    """Its chips (in a 1-tuple: none is still a value to judge), when it names any or a
+    pod template pins an arch (None: neither)."""
+    chips = workload.chips
+    return (chips,) if chips or workload.node_arches is not None else None
+
+
+def _claimed(
+    result: LoadResult, read: Callable[[Workload], _T]
+) -> Iterator[tuple[Loaded, Workload, _T, plan.AnyPolicy]]:
+    """Each workload among the documents with what `read` reads of it, when that is not
+    empty and a policy among the documents claims it, with that policy. A workload `read`
+    cannot read is skipped: the loader reports it already."""
+    objects = result.objects
+    policies = [o.model for o in objects if isinstance(o.model, plan.AnyPolicy)]
+    if not policies:
+        return
+    for obj in objects:
+        workload = obj.model
+        if not isinstance(workload, Workload):
+            continue
+        try:
+            value = read(workload)
+        except ValueError:
+            continue
+        holder = plan.claim(workload, policies) if value else None
+        if holder is not None:
+            yield obj, workload, value, holder
+
+
+def _weighted(policy: plan.AnyPolicy) -> bool:
+    scheduling = policy.spec.placement.scheduling
+    return scheduling.replica_scheduling_type == "Divided" and scheduling.division == "Weighted"
 
 
 def _spread_findings(

@@ -52,7 +52,7 @@ from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.queue import Queue
 
-__all__ = ["CycleResult", "Scheduler", "batch_for", "without"]
+__all__ = ["CycleResult", "Scheduler", "batch_for"]
 
 _WAITS = frozenset({"capacity", "division", "cost", "static"})
 """Placement failures that room, prices or members freeing up could end: a limit the job
@@ -172,11 +172,7 @@ class Scheduler:
         # they ask for the same thing (a sweep, many small services), and reading one into a
         # request costs far more than this key. It holds everything `request_for` reads
         # from the workload besides what the hashed key above already names.
-        content = (
-            key[1:],
-            w.is_batch,
-            tuple((p.count, p.requests) for p in w.pod_sets),
-        )
+        content = (key[1:], fw.workload_reads(w))
         shared = self._contents.get(content)
         if shared is not None and shared[0] is job.placement and shared[1] is job.fedctl:
             request = shared[2].for_job(job)
@@ -231,6 +227,10 @@ class Scheduler:
                     result.pending.add(job)  # untouched: next cycle
                     result.exhausted = True
                     break
+                skipped = _set_aside(job, admit, result)
+                if skipped is not None:
+                    budget -= skipped
+                    continue
                 request = self.request(job, snapshot)
                 if (len(result.evicted), len(result.admitted)) != changes:
                     # Room freed (an eviction): a refusal may no longer hold; room taken (an
@@ -244,11 +244,6 @@ class Scheduler:
                     result.repeated += 1
                     admit.hold(job, known)
                     result.pending.add(job.with_reason(known))
-                    continue
-                if admit.evicted_refs and str(job.ref) in admit.evicted_refs:
-                    # Its running copies were a victim earlier this cycle: it waits again,
-                    # and its Binding this cycle is the eviction's.
-                    result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
                     continue
                 behind = admit.behind_victim(job) if admit.evicted_refs else None
                 if behind is not None:  # the victim goes first, next cycle
@@ -294,19 +289,26 @@ class Scheduler:
         scheduled yet" for as long as the head waited (a head that can never fit blocks
         its queue for good, which nothing said). The reason names the head, not why it
         waits: that changes with every admission elsewhere, and would rewrite each of their
-        Bindings with it; `fedctl describe` on the head says it.
+        Bindings with it; `fedctl describe` on the head says it. A head that can never be
+        admitted is the exception: that does not change while the fleet and the limits do
+        not, and the queue stays stalled until someone changes or deletes the head, so the
+        workloads behind it say so.
         """
         for name, head in self._stopped_by.items():
             if name not in self._stopped:
                 continue
+            never = accounting.NEVER in result.reasons.get(str(head.ref), "")
             reason = (
                 f"waiting behind {head.ref} in queue {name}, which admits in strict FIFO"
                 " order (dequeueStrategy StrictFIFO): nothing behind its first workload is"
                 " admitted before it"
-            )
+            ) + (f", and {accounting.NEVER} as it stands: change or delete it" if never else "")
             for job in result.pending.ordered(name):
                 if job.ref == head.ref or str(job.ref) in result.reasons:
                     continue  # judged this cycle, with a reason of its own
+                if job.workload.is_suspended:  # it waits for no head, but for a resume
+                    result.pending.add(replace(job, reason=admit.suspend(job)))
+                    continue
                 admit.hold(job, reason)
                 result.pending.add(replace(job, reason=reason))
 
@@ -458,14 +460,17 @@ class Scheduler:
         """`plan` against a given state, which many plans may share (placing reads a state
         and never charges it): building one per plan would redo the held-capacity accounting
         of every admitted workload each time. A job that is itself admitted is planned as
-        if it were not (`without`), so it does not compete with its own capacity.
+        the cycle places it again: its quota released, so it does not compete with itself,
+        and its pods left where they run, as room its placement holds (`previous`). Given
+        back as free room too, its own replicas counted twice, and a plan placed a scale-up
+        the controller then refused.
 
         A queue that takes no work (not defined, or a parent) is refused as the cycle does,
         unless no queue is defined at all: an offline plan given no Queue files asks where
         the work would go, not which queue takes it."""
-        own = state.usage.get(job.ref)
-        if own is not None:
-            state = without(state, own)
+        if state.usage.get(job.ref) is not None:
+            state = state.copy()
+            state.usage.release(job.ref)
         queues = state.snapshot.queues
         if job.priority_class:  # as `_name_priorities` gives it in a cycle
             queue = queues.get(job.queue)
@@ -584,13 +589,6 @@ def _subtree_share(
     return fairshare.ShareKey(used, capacity, weight)
 
 
-def without(state: fw.CycleState, admitted: accounting.Admission) -> fw.CycleState:
-    """A copy of `state` with one admission released and its capacity given back."""
-    trial = state.copy()
-    admission.release(trial, admitted)
-    return trial
-
-
 _PLAN_TIME = dt.datetime.fromtimestamp(0, dt.UTC)
 """The time a plan's trial admission stamps on Bindings that are never written."""
 
@@ -655,6 +653,20 @@ def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
         f" (its priorityClasses: {known or 'none'}): define it there or correct the"
         " workload's fedctl.io/priority"
     )
+
+
+def _set_aside(job: PendingJob, admit: admission.Admitter, result: CycleResult) -> float | None:
+    """What settling `job` without placing it cost the cycle's budget, or None: it is to
+    be placed. A suspended Job waits for its resume (holding no one back, in a strict
+    queue too); a job whose running copies were a victim earlier this cycle waits again,
+    its Binding this cycle being the eviction's."""
+    if job.workload.is_suspended:
+        result.pending.add(job.with_reason(admit.suspend(job)))
+        return _REPEAT_COST
+    if admit.evicted_refs and str(job.ref) in admit.evicted_refs:
+        result.pending.add(job.with_reason(result.reasons.get(str(job.ref), "")))
+        return 0.0
+    return None
 
 
 def _refusal_key(job: PendingJob, request: fw.JobRequest) -> tuple[object, ...] | None:

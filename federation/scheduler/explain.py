@@ -24,7 +24,7 @@ from federation.scheduler.plugins import quota
 from policies.models.binding import ClusterVerdict
 from policies.models.cluster import PriceTable
 
-__all__ = ["Plan", "hourly_cost", "plan", "summary"]
+__all__ = ["Plan", "hourly_cost", "money", "plan", "summary"]
 
 _RUNNERS_UP = 3
 
@@ -98,7 +98,7 @@ def summary(
     targets = np.array([index[n] for n in placed.placement], dtype=np.int64)
     picked = np.nonzero(np.isin(scored.rows, targets))[0].tolist()
     count = min(len(picked) + _RUNNERS_UP, len(scored.total))
-    order = incremental.top_order(scored.total, count)  # ties: name order, deterministic
+    order = incremental.top_order(scored.rank, count)  # ties: name order, deterministic
     runners = [int(i) for i in order if int(i) not in picked][:_RUNNERS_UP]
     keep = np.array(picked + runners, dtype=np.int64)
     top = pl.Scored(
@@ -106,6 +106,7 @@ def summary(
         scored.total[keep],
         {k: v[keep] for k, v in scored.parts.items()},
         scored.available[keep],
+        scored.rank[keep],
     )
     verdicts = _scored_verdicts(state, top, set(placed.placement))
     chosen = [v for v in verdicts if v.selected]
@@ -138,6 +139,19 @@ class Plan:
     would use there (None: unpriced): the figures the cost score ranks, so a plan answers
     "how much dearer is that region" and not only which cluster won."""
 
+    expected_hours: float | None = None
+    """How long a batch job is expected to run (`expectedDuration`, else the default): the
+    cost score's duration. Ranking clusters by hourly cost or by cost over a duration comes
+    to the same, so the duration shows here, as what the whole run is expected to cost."""
+
+    @property
+    def expected_cost(self) -> Decimal | None:
+        """What the whole run is expected to cost: the hourly total over `expected_hours`."""
+        total = self.total_cost
+        if total is None or self.expected_hours is None:
+            return None
+        return total * Decimal(str(self.expected_hours))
+
     @property
     def total_cost(self) -> Decimal | None:
         values = list(self.costs.values())
@@ -157,6 +171,8 @@ class Plan:
             "chips": self.chips,
             "costs": {k: (str(v) if v is not None else None) for k, v in self.costs.items()},
             "totalCost": str(total) if total is not None else None,
+            "expectedHours": self.expected_hours,
+            "expectedCost": money(self.expected_cost),
             "currency": self.currency,
             "podCosts": {k: (str(v) if v is not None else None) for k, v in self.pod_costs.items()},
             "reason": self.reason,
@@ -171,7 +187,11 @@ def plan(
     placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState, outcome: pl.Placed | pl.Failed
 ) -> Plan:
     """Every cluster's verdict (each filter asked in order) and the outcome."""
-    result = Plan(workload=str(job.job.ref), currency=state.snapshot.currency)
+    result = Plan(
+        workload=str(job.job.ref),
+        currency=state.snapshot.currency,
+        expected_hours=job.duration_hours if job.job.workload.is_batch else None,
+    )
     passing: list[int] = []
     request = outcome.request
     for cluster in state.snapshot.clusters:
@@ -212,3 +232,8 @@ def plan(
         )
         result.costs[name] = hourly_cost(request, cluster, chip, replicas)
     return result
+
+
+def money(value: Decimal | None) -> str | None:
+    """A cost on the wire: four places, as every cost is shown."""
+    return None if value is None else str(value.quantize(Decimal("0.0001")))

@@ -35,7 +35,7 @@ from federation.settings import SchedulerSettings
 from policies.models.accelerator import is_arch
 from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
 from policies.models.placement_ext import FedctlPlacement
-from policies.models.workload import PodSet
+from policies.models.workload import PodSet, Workload
 
 __all__ = [
     "CycleState",
@@ -51,6 +51,7 @@ __all__ = [
     "accepts_chip",
     "chip_suits",
     "request_for",
+    "workload_reads",
 ]
 
 Code = Literal["ok", "unschedulable", "error"]
@@ -284,6 +285,22 @@ def _fitting(previous: Mapping[str, int], held: ResourceList, pod: ResourceList)
     return out
 
 
+def workload_reads(workload: Workload) -> tuple[object, ...]:
+    """What `request_for` reads of a workload besides its kind and annotations (and the
+    job's policy): workloads equal in all of these get equal requests.
+
+    Kept beside `request_for` so that what it comes to read is added here too: a cycle
+    shares one request among workloads of equal reads (`Scheduler._stamped`), and a read
+    left out (whether a Job is Indexed) gave an Indexed Job the division of a plain Job of
+    the same shape under the same policy, or the plain one the Indexed one's single member.
+    """
+    return (
+        workload.is_batch,
+        bool(workload.never_divided),
+        tuple((p.count, p.requests) for p in workload.pod_sets),
+    )
+
+
 def request_for(
     job: PendingJob,
     *,
@@ -324,7 +341,7 @@ def request_for(
     placement = job.placement
     strategy, single = _strategy(job)
     if workload.is_batch and (
-        strategy not in ("static_weight", "dynamic_weight") or workload.is_indexed
+        strategy not in ("static_weight", "dynamic_weight") or workload.never_divided
     ):
         single = True  # a gang goes whole to one cluster unless the policy divides it
     duration = workload.expected_duration or (ext.expected_duration if ext else None)
@@ -433,10 +450,25 @@ def pod_arch(job: JobRequest, cluster: snap.ClusterInfo, taken: Iterable[int] = 
 
 def accepted_chips(job: PendingJob) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The chips and arches a job accepts: the workload's `fedctl.io/chips`, else its
-    policy's `spec.fedctl.chips`; arches from the policy alone."""
+    policy's `spec.fedctl.chips`; arches those its policy's `spec.fedctl.arches` and its
+    pod templates' own `kubernetes.io/arch` constraints (`Workload.node_arches`) both allow.
+
+    Why the template's too: a member's scheduler runs its pods on those nodes only, so an
+    Arm-only service placed on an amd64-only cluster waited there for good. Both holding
+    and sharing none, no arch is accepted (`_NO_ARCH`): the workload waits, saying so."""
     ext = job.fedctl if isinstance(job.fedctl, FedctlPlacement) else None
     chips = tuple(job.workload.chips) or (tuple(ext.chips) if ext else ())
-    return chips, tuple(ext.arches) if ext else ()
+    arches = tuple(ext.arches) if ext else ()
+    own = job.workload.node_arches
+    if own is None:
+        return chips, arches
+    if not arches:
+        return chips, tuple(sorted(own)) or _NO_ARCH
+    return chips, tuple(a for a in arches if a in own) or _NO_ARCH
+
+
+_NO_ARCH = ("an arch both its pod template's kubernetes.io/arch and its policy allow",)
+"""The arches of a job whose template and placement share none: no node's arch."""
 
 
 def accepts_chip(job: JobRequest, chip: str | None, arch: str, resource: str | None = None) -> bool:

@@ -116,7 +116,8 @@ def quota_passes(job: fw.JobRequest, state: fw.CycleState, shape: Shape) -> bool
 
 
 def top_order(total: snap.IntArray, count: int) -> snap.IntArray:
-    """Positions of the `count` best totals: highest score first, then lowest position.
+    """Positions of the `count` best ranks (`Scored.rank`): highest first, then lowest
+    position.
 
     Deterministic under ties (a key unique per position), so both paths name the same
     runners-up in a Binding's explanation.
@@ -134,7 +135,7 @@ class _Signature:
     """One signature's per-cluster parts and totals over its statically eligible clusters.
 
     `table` rows are [cluster row, total, part per active score plugin], so the clusters an
-    explanation names come out as they are; `key` orders clusters by total, then name, with
+    explanation names come out as they are; `key` orders clusters by rank, then name, with
     -1 for clusters the job does not fit. Per-position values live in Python lists: a
     decision reads and writes a handful of them, where numpy's per-element access costs more
     than the arithmetic; the rare vectorised refresh converts them on the way.
@@ -395,9 +396,9 @@ class Incremental:
         for p in changed:
             entry = table[p]
             # Integer parts times integer weights: the sum is exact in any order.
-            total = round(sum(map(operator.mul, weights, entry[2:])) / weight_sum)
-            entry[1] = total
-            key = total * (n + 1) + (n - p) if feasible[p] else -1
+            rank = sum(map(operator.mul, weights, entry[2:]))
+            entry[1] = round(rank / weight_sum)
+            key = rank * (n + 1) + (n - p) if feasible[p] else -1
             before = keys[p]
             keys[p] = key
             _promote(sig, p, before, key)
@@ -462,9 +463,10 @@ class Incremental:
         if self.cost_column is not None:
             table[:, self.cost_column] = _min_best(raw, sig.low, sig.high)
         # The general path sums weight x part in floats; over these small integers that sum
-        # is exact, so an integer dot product gives the very same totals.
-        totals = np.rint(table[:, 2:] @ self.weights / self.weight_sum).astype(np.int64)
-        keys = np.where(feasible, totals * (n + 1) + sig.tie[index], -1).tolist()
+        # is exact, so an integer dot product gives the very same ranks and totals.
+        ranks = table[:, 2:] @ self.weights
+        totals = np.rint(ranks / self.weight_sum).astype(np.int64)
+        keys = np.where(feasible, ranks * (n + 1) + sig.tie[index], -1).tolist()
         costs = table[:, self.cost_column].tolist() if self.cost_column is not None else None
         for i, (p, total) in enumerate(zip(index.tolist(), totals.tolist(), strict=True)):
             entry = sig.table[p]

@@ -40,6 +40,10 @@ class Scored:
     total: snap.IntArray
     parts: dict[str, snap.IntArray]
     available: snap.IntArray
+    rank: snap.IntArray
+    """The weighted sum of the parts, of which `total` is the rounded mean: clusters are
+    ranked by it (as Karmada ranks by its summed scores), so two whose rounded totals tie
+    are told apart by what the rounding hid (a cheaper price), not by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +175,16 @@ class Placer:
         if name == "capacity":
             return Failed(job, capacity.shortage(job, state, rows), "capacity")
         plugin = next(p for p in self.dynamic if p.name == name)
-        verdict = plugin.filter(job, state.snapshot.clusters[int(rows[0])], state)
+        row = int(rows[0])
+        if name == "max-cost":  # the nearest miss, named: the first by name told nothing
+            costs = np.nan_to_num(cost.hourly_cost(job, state, rows), nan=np.inf)
+            row = int(rows[int(np.argmin(costs))])
+        cluster = state.snapshot.clusters[row]
+        verdict = plugin.filter(job, cluster, state)
         kind: Kind = "quota" if name == "quota" else "cost"
         reason = "; ".join(verdict.reasons) or f"filtered by {name}"
+        if name == "max-cost":
+            reason = f"{_cheapest(len(rows))}, {cluster.name}, {reason}"
         return Failed(job, reason, kind)
 
     # -- scores
@@ -196,6 +207,7 @@ class Placer:
             parts[plugin.name] = fw.normalise(raw, plugin.scale)
             total += weight * parts[plugin.name]
             weight_sum += weight
+        rank = np.rint(total).astype(np.int64)  # integer parts times integer weights
         final = np.rint(total / max(weight_sum, 1)).astype(np.int64)
         available = capacity.on_kept_chips(
             job, state, rows, capacity.cluster_available(job, state, rows)
@@ -205,7 +217,7 @@ class Placer:
             if job.previous:  # Steady division keeps those, then adds up to `available`
                 room = np.maximum(room - capacity.running(job, state, rows), 0)
             available = np.minimum(available, room)
-        return Scored(rows, final, parts, available)
+        return Scored(rows, final, parts, available, rank)
 
     # -- the whole decision
 
@@ -269,20 +281,27 @@ class Placer:
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:
         names = state.snapshot.clusters
         if job.single_cluster:
-            best = int(np.argmax(scored.total))  # ties: first row, i.e. name order
+            best = _kept_host(job, state, scored)
+            if best is None:
+                best = int(np.argmax(scored.rank))  # ties: first row, i.e. name order
             return {names[int(scored.rows[best])].name: job.replicas}
         ranked = [
             spread.ScoredCluster(
                 name=names[row].name,
                 score=int(score),
+                rank=int(rank),
                 available=int(avail),
                 region=names[row].region,
                 zone=names[row].zone,
                 provider=names[row].provider,
                 labels=names[row].labels,
             )
-            for row, score, avail in zip(
-                scored.rows.tolist(), scored.total.tolist(), scored.available.tolist(), strict=True
+            for row, score, rank, avail in zip(
+                scored.rows.tolist(),
+                scored.total.tolist(),
+                scored.rank.tolist(),
+                scored.available.tolist(),
+                strict=True,
             )
         ]
         previous = job.previous
@@ -319,6 +338,28 @@ class Placer:
             room = {c.name: c.available + (previous or {}).get(c.name, 0) for c in candidates}
             return within_room(divided, room, chosen)
         return divided
+
+
+def _kept_host(job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> int | None:
+    """The position in `scored` of the best cluster the workload runs on now, when one
+    passed every filter (so it holds the replicas asked for): None when it runs nowhere or
+    no such cluster fits any more.
+
+    Why: a whole-to-one-cluster workload placed again (a replica change, a resize) that
+    still fits where it runs stays there, as Karmada's Steady division keeps the clusters
+    in use first. By score alone, a 2-replica service scaled to 3 moved whole to another
+    member once its own had become the dearest (cost outweighs locality), though nothing
+    obliged it to move; a move of running work is fail-back's or `fedctl rebalance`'s
+    call, which weighs it and hands over gracefully.
+    """
+    if not job.copies:
+        return None
+    index = state.snapshot.index
+    hosts = [index[n] for n, r in job.copies.items() if r > 0 and n in index]
+    here = np.flatnonzero(np.isin(scored.rows, hosts))
+    if here.size == 0:
+        return None
+    return int(here[np.argmax(scored.total[here])])
 
 
 _PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)
@@ -433,6 +474,12 @@ def _static_weight(job: fw.JobRequest, cluster: snap.ClusterInfo) -> int:
 
 _WAITING = {"eviction": "waiting for an evicted copy to be removed"}
 """Filters that do not judge the cluster, said as what the workload waits for."""
+
+
+def _cheapest(fitting: int) -> str:
+    return (
+        "the one cluster left" if fitting == 1 else f"the cheapest of the {fitting} clusters left"
+    )
 
 
 def _summary(total: int, counts: dict[str, int]) -> str:

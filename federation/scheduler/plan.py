@@ -326,6 +326,9 @@ def render_wire(plan: Mapping[str, Any]) -> str:
         if total is not None
         else "  total cost: unknown"
     )
+    if plan.get("expectedCost") is not None:
+        hours = float(plan["expectedHours"])
+        lines[-1] += f", {Decimal(plan['expectedCost']):.4f} {currency} over {hours:g}h expected"
     return "\n".join(lines)
 
 

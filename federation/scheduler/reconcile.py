@@ -53,7 +53,7 @@ from federation.scheduler import plan
 from federation.scheduler.binder import CLAIMED_BY
 from federation.scheduler.bound_usage import Charges, Shapes, admission_of, on_known
 from federation.scheduler.fingerprint import fingerprint
-from federation.scheduler.recorded import admitted_as, claimed_as, orphaned, with_claim
+from federation.scheduler.recorded import admitted_as, claimed_as, finished, orphaned, with_claim
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import NO_DEVICE_RENAMES, ChipDevices
 from policies.models.binding import Binding
@@ -227,8 +227,10 @@ class _Sorter:
             stays = orphan and binding is not None and _stands(binding, self.known)
             amend = self._amend(binding, record) if stays else None
             return _OPAQUE, None, "", None, "", held, amend
-        if self.phases.get(key) in FINISHED:
-            return _FINISHED, job, mark, None, claimed, held, None
+        phase = self.phases.get(key)
+        if phase in FINISHED:
+            assert phase is not None
+            return _FINISHED, job, mark, None, claimed, held, finished(binding, phase)
         if binding is None:
             return _PENDING, job, mark, None, claimed, held, None  # unbound
         placed, uid = binding.spec.workload.uid, entry.workload.metadata.uid
@@ -285,8 +287,8 @@ class _Sorter:
         Left out, the queue read as having room, another job took it (a namespace's static
         share on a member too), and the waiting workload's copies ran beyond the limit.
         """
-        running = on_known(binding, self.known)
-        if running is None:
+        running = None if job.workload.is_suspended else on_known(binding, self.known)
+        if running is None:  # a suspended Job's copies run no pods: Kubernetes deleted them
             return None
         return admission_of(
             job,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from federation.scheduler.binder import CLAIMED_BY, FINGERPRINT
 from policies.models.binding import Binding
 
-__all__ = ["admitted_as", "claimed_as", "orphaned", "with_claim"]
+__all__ = ["admitted_as", "claimed_as", "finished", "orphaned", "with_claim"]
 
 
 def admitted_as(binding: Binding, remembered: str | None, now: str) -> str:
@@ -63,6 +63,26 @@ def orphaned(binding: Binding, claimant: str, *, deleted: bool) -> Binding:
         update={
             "metadata": binding.metadata.model_copy(update={"annotations": notes}),
             "status": binding.status.model_copy(update={"reason": reason}),
+        }
+    )
+
+
+def finished(binding: Binding | None, phase: str) -> Binding | None:
+    """The Binding to write for a workload that finished (`phase`, Succeeded or Failed)
+    while it waited to be placed again with copies still running (a Pending Binding that
+    names clusters), or None when there is none to write.
+
+    Why: a finished workload is never placed again, so its Binding, left Pending, said
+    "it can never be admitted … (still running on …)" for good, minutes after the job was
+    done. It ran where the Binding names, at the size it was admitted with: Scheduled there.
+    """
+    if binding is None or binding.status.phase != "Pending" or not binding.spec.clusters:
+        return None
+    names = ", ".join(t.name for t in binding.spec.clusters)
+    reason = f"{phase} on {names} at the size it was admitted with; later changes never ran"
+    return binding.model_copy(
+        update={
+            "status": binding.status.model_copy(update={"phase": "Scheduled", "reason": reason})
         }
     )
 

@@ -66,6 +66,8 @@ class ScoredCluster:
     name: str
     score: int
     available: int = 0
+    rank: int = 0
+    """Orders clusters of equal `score` (the finer weighted sum it was rounded from)."""
     region: str = ""
     zone: str = ""
     provider: str = ""
@@ -133,8 +135,8 @@ def select(
     return _by_cluster(members, cluster_rule, need=need)
 
 
-def _rank(member: _Member) -> tuple[int, int, str]:
-    return (-member.score, -member.available, member.name)
+def _rank(member: _Member) -> tuple[int, int, int, str]:
+    return (-member.score, -member.cluster.rank, -member.available, member.name)
 
 
 def _split(

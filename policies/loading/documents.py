@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from policies.loading import kube_fields, sizes
-from policies.loading.findings import Finding, format_path, suggest
+from policies.loading import kube_fields, node_arches, sizes
+from policies.loading.findings import Finding, Severity, format_path, suggest
 from policies.loading.source import SourceMap
 from policies.loading.validation import describe_value, findings_from_error
 from policies.models import kinds
@@ -88,10 +88,13 @@ class Loaded:
         return (self.file, self.doc_index, self.item)
 
 
-def finding_at(obj: Loaded, path: tuple[str | int, ...], message: str) -> Finding:
-    """A warning at `path` inside a loaded object, for checks made outside the loader
-    (against a server's fleet) that must still name the file, line and field."""
-    return _at(obj.source, obj.file, path, message, severity="warning")
+def finding_at(
+    obj: Loaded, path: tuple[str | int, ...], message: str, *, severity: Severity = "warning"
+) -> Finding:
+    """A warning (or an error) at `path` inside a loaded object, for checks made outside
+    the loader (against a server's fleet, or the policy claiming it) that must still name
+    the file, line and field."""
+    return _at(obj.source, obj.file, path, message, severity=severity)
 
 
 def _at(
@@ -247,6 +250,12 @@ def _kubernetes_rules(
         )
         path = ("metadata", "annotations", "fedctl.io/chips")
         found.append(_at(source, filename, path, message, severity="warning"))
+    cpu_only = not any(_is_device(n) for n in asks)  # listed arches bind CPU pods only
+    accepted = node_arches.own_chips(model) if cpu_only else ()
+    found += [
+        _at(source, filename, at, message)
+        for at, message in node_arches.conflicts(model, accepted, by="its fedctl.io/chips")
+    ]
     for pod_set in model.pod_sets:
         pod = _dig(doc, pod_set.template_path)
         if not isinstance(pod, Mapping):

@@ -13,7 +13,8 @@ Why one document with an explanation inside: a user asking "why is my job on bj-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Literal
 
@@ -31,6 +32,7 @@ __all__ = [
     "EvictionTask",
     "TargetCluster",
     "WorkloadReference",
+    "handover",
     "hourly_total",
     "known_cost",
 ]
@@ -77,12 +79,19 @@ class ClusterVerdict(FrozenModel):
 
 
 class EvictionTask(FrozenModel):
-    """A cluster the workload is leaving, kept until the new placement is ready."""
+    """A cluster the workload is leaving, or running fewer replicas on, kept until the new
+    placement is ready."""
 
     cluster: str = Field(min_length=1)
     reason: str = ""
     creation_time: AwareDatetime
-    replicas: int = Field(default=0, ge=0)
+    replicas: int = Field(
+        default=0,
+        ge=0,
+        description="The replicas its copy there runs while the task lasts: all it ran, or"
+        " for a member the new placement keeps with fewer, the count it keeps until the"
+        " replicas moved elsewhere are ready.",
+    )
     purge_mode: Literal["Immediately", "Graciously", "Gracefully", "Directly", "Never"] = (
         "Gracefully"
     )
@@ -115,6 +124,13 @@ class EvictionTask(FrozenModel):
         """Left by application failover: the workload failed on that member."""
         return self.producer == "ApplicationFailover"
 
+    def keeps(self, placed: int | None) -> bool:
+        """Whether this task holds its copy at `replicas` on a member the new placement
+        still targets with `placed` replicas (None: not a target): a graceful handover of
+        a share that shrank. Scaled down at once, the member lost replicas before the ones
+        moved elsewhere ran, and the workload served with fewer than it had."""
+        return placed is not None and not self.at_once and placed < self.replicas
+
 
 class BindingSpec(FrozenModel):
     """The placement decision."""
@@ -132,9 +148,10 @@ class BindingSpec(FrozenModel):
     replicas: int | None = Field(
         default=None,
         ge=0,
-        description="The workload's replicas when it was placed, as Karmada's ResourceBinding"
-        " records them (unset: not recorded): a workload kept where its deleted policy"
-        " placed it is placed again once scaled.",
+        description="The workload's replicas when it was placed, or those it waits to run"
+        " while Pending, as Karmada's ResourceBinding records the template's (unset: not"
+        " recorded): a workload kept where its deleted policy placed it is placed again"
+        " once scaled.",
     )
     pod_requests: dict[str, str] = Field(
         default_factory=dict,
@@ -177,6 +194,38 @@ class Binding(KubeObject):
     def placement(self) -> dict[str, int]:
         """Cluster name -> replicas."""
         return {t.name: t.replicas for t in self.spec.clusters}
+
+
+def handover(
+    old: Mapping[str, int], new: Mapping[str, int], *, reason: str, now: dt.datetime
+) -> list[EvictionTask]:
+    """Gracefully-purged tasks for a move from placement `old` to `new`: one for each
+    member that drops out (its copy runs on as it is) or keeps fewer replicas (it keeps
+    as many as it ran, up to its new share plus the replicas added elsewhere), so nothing
+    it ran goes before the replicas that replace it are ready (`graceful.judge`).
+
+    None when no member gains replicas: a scale-down moves nothing, and the replicas it
+    sheds are not replaced anywhere to wait for.
+    """
+    added = sum(max(n - old.get(name, 0), 0) for name, n in new.items())
+    if added <= 0:
+        return []
+    tasks = []
+    for name, ran in sorted(old.items()):
+        now_there = new.get(name, 0)
+        if now_there >= ran:
+            continue
+        kept = ran if now_there == 0 else min(ran, now_there + added)
+        tasks.append(
+            EvictionTask(
+                cluster=name,
+                reason=reason,
+                creation_time=now,
+                replicas=kept,
+                purge_mode="Gracefully",
+            )
+        )
+    return tasks
 
 
 def known_cost(targets: Sequence[TargetCluster]) -> Decimal:

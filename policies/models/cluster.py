@@ -15,6 +15,7 @@ chip match, capacity fit per node flavor, cost), the member connector and failov
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -25,7 +26,7 @@ from pydantic import AwareDatetime, Field, ValidationInfo, model_validator
 from federation.resources import ResourceList
 from policies.models.accelerator import Arch, ChipModel, is_arch
 from policies.models.base import FrozenModel, KubeObject
-from policies.models.common import RuleError, Toleration
+from policies.models.common import Notice, RuleError, Toleration
 from policies.models.rules import key_value_problems, raise_all, stored
 
 __all__ = [
@@ -476,6 +477,32 @@ class Cluster(KubeObject):
     def name(self) -> str:
         """The cluster name (metadata.name)."""
         return self.metadata.name
+
+    def warnings(self) -> list[Notice]:
+        """A device price for a chip model this cluster does not list.
+
+        Why: any chip model is a valid key, so `nvidia-a100: 0.5` for a cluster of
+        `nvidia-a100-80gb` loaded and priced nothing: the scheduler billed the chip at its
+        AcceleratorProfile's default, while the cluster's own price showed 0.5. Judged only
+        when `chips` lists what the cluster carries."""
+        prices, carried = self.spec.prices, [chip.model for chip in self.spec.chips]
+        if prices is None or not carried:
+            return []
+        found = []
+        for field, table in (("onDemand", prices.on_demand), ("spot", prices.spot)):
+            for model in table.accelerators if table is not None else ():
+                if model in carried:
+                    continue
+                close = difflib.get_close_matches(model, carried, n=1, cutoff=0.6)
+                meant = f" (did you mean {close[0]!r}?)" if close else ""
+                found.append(
+                    Notice(
+                        ("spec", "prices", field, "accelerators", model),
+                        f"this cluster lists no chip {model!r}{meant}, so this price is never"
+                        f" used; its chips: {', '.join(carried)}",
+                    )
+                )
+        return found
 
     def ready(self) -> bool:
         """Whether the monitor last saw this cluster Ready (False with no status yet)."""

@@ -141,8 +141,9 @@ class FedctlPlacement(FrozenModel):
     )
     expected_duration: Duration | None = Field(
         default=None,
-        description="How long the work is expected to run (e.g. 6h); used to compare costs."
-        " The workload annotation fedctl.io/expected-duration takes precedence.",
+        description="How long the work is expected to run (e.g. 6h): `fedctl plan` shows what the"
+        " whole run costs over it. The workload annotation fedctl.io/expected-duration takes"
+        " precedence.",
     )
     max_hourly_cost: Decimal | None = Field(
         default=None,

@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar, overload
 from pydantic import ConfigDict, Field, model_validator
 
 from federation.resources import QuantityError, ResourceList, parse_quantity
+from policies.models import node_arch
 from policies.models.accelerator import _check_chip
 from policies.models.base import KubeObject
 from policies.models.common import Notice, PathPart, RuleError, RuleErrors
@@ -312,6 +313,17 @@ class Workload(KubeObject):
         return chips
 
     @_read_once
+    def node_arches(self) -> frozenset[str] | None:
+        """The node arches its pod templates' own `kubernetes.io/arch` nodeSelector or
+        required node affinity allow (None: any; `node_arch`). The scheduler places it only
+        on those arches' nodes, as a member's scheduler would run its pods nowhere else."""
+        return node_arch.allowed(
+            pod
+            for pod_set in self.pod_sets
+            if isinstance(pod := _dig(self.spec, pod_set.template_path[1:]), Mapping)
+        )
+
+    @_read_once
     def expected_duration(self) -> int | None:
         """`fedctl.io/expected-duration` in seconds (e.g. `6h`), or None."""
         raw = self._annotation(ANNOTATION_EXPECTED_DURATION)
@@ -327,7 +339,9 @@ class Workload(KubeObject):
 
     @_read_once
     def min_available(self) -> int | None:
-        """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable."""
+        """Gang size: `fedctl.io/min-available`, else Volcano or PyTorchJob minAvailable.
+        Any value makes the workload a gang, placed whole on one member that has room for
+        every replica at once, not only for minAvailable of them."""
         raw = self._annotation(ANNOTATION_MIN_AVAILABLE)
         path = self._min_available_path()
         if raw is not None:
@@ -356,11 +370,38 @@ class Workload(KubeObject):
         return self.type_key in BATCH_KINDS or self.min_available is not None
 
     @property
+    def is_suspended(self) -> bool:
+        """A Job with `spec.suspend: true`: Kubernetes starts none of its pods and deletes
+        any that run, so it holds no quota or room until resumed (Kueue likewise treats a
+        suspended Job as not admitted)."""
+        return self.spec.get("suspend") is True and self.type_key == _BATCH_JOB
+
+    @property
     def is_indexed(self) -> bool:
         """A Job whose pods each run one index (`completionMode: Indexed`): it cannot be
         divided over members, since each member's copy would number its indexes from 0,
         running some twice and the rest never."""
         return self.type_key == _BATCH_JOB and self.spec.get("completionMode") == "Indexed"
+
+    @property
+    def never_divided(self) -> str:
+        """Why a job goes whole to one member even under a policy dividing by weight, as a
+        phrase naming what it is ("": it may be divided).
+
+        An Indexed Job's copies would each number their indexes from 0. A job of several
+        roles (a PyTorchJob's Master and Workers, a Volcano Job's tasks) is scaled role by
+        role, so a member's share could lack a role: a PyTorchJob divided 1:1 gave one
+        member two Workers and no Master for them to join.
+        """
+        if self.is_indexed:
+            return "an Indexed Job (each member's copy would number its indexes from 0)"
+        roles = [s.name for s in self.pod_sets if s.count > 0]
+        if self.is_batch and len(roles) > 1:
+            return (
+                f"a job of several roles ({', '.join(roles)}; a member's share could lack"
+                " one of them)"
+            )
+        return ""
 
     # -- pods
 

@@ -118,6 +118,11 @@ def test_the_clusters_view_lists_every_demo_cluster_in_its_region_with_its_chips
     expect(page.locator("#live")).to_have_attribute(
         "data-resources", "clusters,queues,workloads,bindings"
     )
+    # The whole spot table, as spot jobs there are costed by it (its GPU price most of all).
+    prices = page.locator('[data-cluster="us-east-a100"] .price')
+    expect(prices.locator('[data-prices="spot"]')).to_have_text(
+        "spot 0.019/core·h · 0.0026/GiB·h · nvidia-a100-80gb 1.2/h"
+    )
 
 
 def test_several_tabs_each_show_live_data_and_stay_responsive(page: Any, stack: Stack) -> None:
@@ -677,7 +682,7 @@ def test_queues_and_workloads_follow_the_scheduler_s_bindings_live(
 
     budget("2")
     try:
-        expect(row.locator("[data-budget]")).to_have_text("of USD 2.00/h")
+        expect(row.locator("[data-budget]")).to_have_text("of USD 2.0000/h")
         expect(row.locator("[data-over-budget]")).to_have_count(0)
         budget("0.25")
         expect(row.locator("[data-budget]")).to_have_text("of USD 0.2500/h")
@@ -792,8 +797,14 @@ def test_a_finished_job_shows_how_it_ended_and_costs_nothing_more(
     team.bind(done, queued("nightly-eval", "ml-prod", "Scheduled", cost="2.78"))
     running = team.add("train", "ml-research")
     team.bind(running, queued("train", "ml-research", "Scheduled", cost="0.24"))
+    gpus = team.add("finetune", "ml-research")
+    team.bind(gpus, queued("finetune", "ml-research", "Scheduled", cost="2.3144"))
     team.finish(done)
     open_view(page, stack, "workloads")
+    # Four places above 1/h too, as the CLI shows costs: it read 2.31.
+    expect(page.locator('[data-workload="team/finetune"] [data-cost]')).to_have_text(
+        "total USD 2.3144/h"
+    )
     card = page.locator('[data-workload="team/nightly-eval"]')
     expect(card.locator(".phase")).to_have_text("Succeeded")
     expect(card.locator("[data-cost]")).to_have_text("finished: costs nothing more")

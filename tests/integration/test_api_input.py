@@ -257,13 +257,17 @@ async def test_an_apply_holding_an_object_too_large_to_store_stores_nothing(
     assert await stored_queues(client) == []
     _, jobs = await client.call("GET", f"{API}/namespaces/web/workloads")
     assert jobs["items"] == []
-    small = job_with_env("huge", 10)
-    assert (await client.call("POST", f"{API}/namespaces/web/workloads", small))[0] == 201
     code, _ = await send_large(client, f"{API}/namespaces/web/workloads{dry}", items[2])
     assert code == 413  # created one at a time, as a dry run, too
-    path = f"{API}/namespaces/web/workloads/Job.batch/huge{dry}"
-    code, _ = await send_large(client, path, items[2], method="PUT")
-    assert code == 413  # and updated
+    # Updated: a Deployment, as a Job's pod template cannot change once it is created.
+    small, huge = (
+        {**job_with_env("huge", size), "apiVersion": "apps/v1", "kind": "Deployment"}
+        for size in (10, 1_700_000)
+    )
+    assert (await client.call("POST", f"{API}/namespaces/web/workloads", small))[0] == 201
+    path = f"{API}/namespaces/web/workloads/Deployment.apps/huge{dry}"
+    code, _ = await send_large(client, path, huge, method="PUT")
+    assert code == 413
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,40 @@ async def test_a_lost_race_is_reread_and_keeps_failovers_eviction_tasks(
     assert stored.obj.spec.eviction_tasks == [task]
 
 
+async def test_a_binding_with_tasks_of_its_own_keeps_failovers_on_other_clusters(
+    etcd_store: EtcdStore, namespace: str
+) -> None:
+    """A move's handover (the copy on b runs until c's is ready) is written beside the task
+    failover has for a: replacing it, the copy a graceful eviction kept on a was never
+    purged, and a member application failover barred the workload from was open again."""
+    from policies.models.binding import EvictionTask
+
+    writer = binder.Binder(etcd_store)
+    await writer.write([binding(namespace, "job", cluster="b")])
+    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
+    typed = codec.TypedStore(etcd_store, binder.CODEC)
+    failover = EvictionTask(cluster="a", reason="cluster unreachable", creation_time=NOW)
+    await typed.mutate(
+        key,
+        lambda current: cast(Binding, current).model_copy(
+            update={"spec": cast(Binding, current).spec.model_copy(
+                update={"eviction_tasks": [failover]}
+            )}
+        ),
+    )  # fmt: skip
+    handover = EvictionTask(cluster="b", reason="Rescheduled: b:1 -> c:1", creation_time=NOW)
+    moved = binding(namespace, "job", cluster="c")
+    moved = moved.model_copy(
+        update={"spec": moved.spec.model_copy(update={"eviction_tasks": [handover]})}
+    )
+
+    await writer.write([moved])
+
+    stored = await typed.get(key)
+    assert stored is not None and stored.obj.placement() == {"c": 1}
+    assert stored.obj.spec.eviction_tasks == [handover, failover]
+
+
 async def test_two_bindings_for_one_key_write_the_later(
     etcd_store: EtcdStore, namespace: str
 ) -> None:

@@ -297,3 +297,70 @@ async def test_a_full_registry_is_reported_as_out_of_space_not_as_a_large_object
     finally:
         await store.close()
         server.cleanup()
+
+
+RUNNING_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+spec:
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - {name: t, image: busybox, resources: {requests: {cpu: "4"}}}
+"""
+FIXED = (
+    "field is immutable: a Job's pod template (spec.template) cannot change once it is"
+    " created (its members refuse it, and their copies keep running the old one); delete the"
+    " Job and apply it again to run the new template"
+)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        pytest.param(
+            ("image: busybox", 'image: "busybox:1.36"'),
+            lambda f: f"{f}:12:28: Job ml/train: spec.template.spec.containers[0].image: {FIXED}",
+            id="a new image: refused at spec.template, nothing stored",
+        ),
+        pytest.param(
+            ('cpu: "4"', 'cpu: "150"'),
+            lambda f: (
+                f"{f}:12:65: Job ml/train: spec.template.spec.containers[0].resources"
+                f".requests.cpu: {FIXED}"
+            ),
+            id="new requests: refused, so the running job is never placed again for them",
+        ),
+        pytest.param(("parallelism: 2", "parallelism: 3"), None, id="parallelism may change"),
+    ],
+)
+async def test_a_job_s_pod_template_is_immutable_as_in_kubernetes(
+    server: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    edit: tuple[str, str],
+    expected: Callable[[Path], str] | None,
+) -> None:
+    """Applying a running Job with a new pod template said `configured`: its member then
+    refused the edit (or, where the new pods no longer fit, fedctl deleted the running job
+    and ran it from the start elsewhere). Kubernetes and Karmada refuse it at the write."""
+    path = tmp_path / "job.yaml"
+    path.write_text(RUNNING_JOB)
+    assert await fedctl(server, "apply", "-f", str(path)) == 0
+    path.write_text(RUNNING_JOB.replace(*edit))
+    capsys.readouterr()
+    if expected is None:
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert capsys.readouterr().out == "job.batch/train configured\n"
+        return
+    assert await fedctl(server, "apply", "-f", str(path)) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [expected(path), REFUSED], err
+    path.write_text(RUNNING_JOB)
+    assert await fedctl(server, "apply", "-f", str(path)) == 0
+    assert capsys.readouterr().out == "job.batch/train unchanged\n"  # the stored one stands

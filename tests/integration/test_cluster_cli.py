@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -167,6 +170,91 @@ def test_join_refuses_an_unreachable_member_with_the_reason(
     assert "x86" not in fedctl("cluster", "list", server=server).stdout
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        pytest.param("apiVersion: v1\nclusters: [\n", ":3:1: not valid YAML", id="not YAML"),
+        pytest.param("", " is empty", id="empty"),
+    ],
+)
+def test_join_refuses_a_kubeconfig_that_is_not_one_in_one_line(
+    stack: tuple[str, Path], tmp_path: Path, text: str, said: str
+) -> None:
+    """Such a file printed a PyYAML (or TypeError) traceback; now one line names it."""
+    server, _ = stack
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text(text)
+    result = fedctl("cluster", "join", "b1", "--kubeconfig", str(broken), "--region", "r",
+                    server=server)  # fmt: skip
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith(f"fedctl: kubeconfig {broken}{said}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+UNAUTHORIZED = json.dumps(
+    {"kind": "Status", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized",
+     "code": 401}
+).encode()  # fmt: skip
+
+
+@contextlib.contextmanager
+def _rejecting(upstream: str) -> Iterator[str]:
+    """An endpoint that answers /readyz, /healthz and /version from `upstream` to anyone
+    and 401 to everything else: a real API server given a wrong or expired token."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] in ("/readyz", "/healthz", "/version"):
+                with urllib.request.urlopen(upstream + self.path, timeout=5) as resp:
+                    code, body = resp.status, resp.read()
+            else:
+                code, body = 401, UNAUTHORIZED
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_join_refuses_credentials_the_member_rejects(
+    stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The member answered /readyz and /version to anyone, so join said "reachable ...
+    joined" for a token it rejected, and the Cluster sat Ready=True with no APIs or id."""
+    server, kubeconfig = stack
+    doc = json.loads(json.dumps(_yaml(kubeconfig)))
+    (entry,) = [c for c in doc["clusters"] if c["name"] == "x86"]
+    with _rejecting(entry["cluster"]["server"]) as url:
+        entry["cluster"]["server"] = url
+        rejected = tmp_path / "rejected.kubeconfig"
+        rejected.write_text(json.dumps(doc))
+
+        result = fedctl("cluster", "join", "badtok", "--kubeconfig", str(rejected),
+                        "--context", "x86", "--region", "us-east", server=server)  # fmt: skip
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "fedctl: cluster badtok: 401 Unauthorized on /api: the member rejects the credentials"
+        " of this Cluster's kubeconfig (Unauthorized): fix the credentials, or join with"
+        " --no-verify\n"
+    ), result.stderr
+    assert "badtok" not in fedctl("cluster", "list", server=server).stdout
+
+
 def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     server, kubeconfig = stack
     _join(server, kubeconfig, "x86", "us-east", "--no-verify")
@@ -187,6 +275,63 @@ def test_taint_cordon_uncordon_and_unjoin(stack: tuple[str, Path]) -> None:
     assert bad.returncode == 1 and "taint key 'gpu type' is not a qualified name" in bad.stderr
     assert fedctl("cluster", "unjoin", "x86", server=server).returncode == 0
     assert fedctl("get", "cluster", "x86", server=server).returncode == 1
+
+
+def test_joining_a_joined_name_again_changes_only_what_the_flags_give(
+    stack: tuple[str, Path],
+) -> None:
+    """A second `cluster join NAME` replaced the whole spec with one built from its flags:
+    the cordon, `cluster taint`'s taints, the prices (spot too), zone, provider and labels
+    were gone, and it said only "updated". Now it merges, and names what it changed."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--zone", "us-east-1b", "--provider", "aws",
+          "--label", "tier=web", "--taint", "example.com/dedicated=platform:NoSchedule",
+          "--price", "cpu=0.04", "--spot-price", "cpu=0.01", "--currency", "EUR",
+          "--no-verify")  # fmt: skip
+    assert fedctl("cluster", "cordon", "x86", server=server).returncode == 0
+
+    def spec() -> tuple[dict[str, Any], dict[str, str]]:
+        got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+        return got["spec"], dict(got["metadata"].get("labels") or {})
+
+    before, _ = spec()
+
+    out = _join(server, kubeconfig, "x86", "us-east", "--label", "owner=platform",
+                "--price", "memory=0.005", "--no-verify")  # fmt: skip
+
+    assert out == "cluster x86 updated: label owner=platform; prices\n", out
+    after, labels = spec()
+    assert labels == {"tier": "web", "owner": "platform"}
+    assert after["taints"] == before["taints"] and len(after["taints"]) == 2, after
+    assert (after["zone"], after["provider"]) == ("us-east-1b", "aws")
+    assert after["prices"]["currency"] == "EUR"
+    assert after["prices"]["spot"]["cpu"] == before["prices"]["spot"]["cpu"]
+    assert after["prices"]["onDemand"]["cpu"] == before["prices"]["onDemand"]["cpu"]
+    assert after["prices"]["onDemand"]["memory"] != before["prices"]["onDemand"]["memory"]
+    # Without --kubeconfig: the stored connection stays; only the region moves.
+    moved = fedctl("cluster", "join", "x86", "--region", "eu-west", "--no-verify",
+                   server=server)  # fmt: skip
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout == "cluster x86 updated: region us-east -> eu-west\n", moved.stdout
+    assert spec()[0]["connection"] == after["connection"]
+    again = fedctl("cluster", "join", "x86", "--no-verify", server=server)
+    assert again.stdout == "cluster x86 unchanged\n", again
+
+
+def test_unjoin_refuses_a_negative_timeout_before_tainting(stack: tuple[str, Path]) -> None:
+    """`--timeout -1` added the unjoining NoExecute taint, so every workload began to
+    leave, then gave up at once and left the cluster tainted."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--no-verify")
+
+    result = fedctl("cluster", "unjoin", "x86", "--timeout", "-1", server=server)
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "fedctl: --timeout -1: expected seconds to wait, 0 or more; nothing done\n"
+    ), result.stderr
+    got = json.loads(fedctl("get", "cluster", "x86", "-o", "json", server=server).stdout)
+    assert got["spec"].get("taints", []) == []
 
 
 def test_label_sets_refuses_to_overwrite_unasked_and_removes(stack: tuple[str, Path]) -> None:

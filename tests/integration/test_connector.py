@@ -126,6 +126,35 @@ async def test_unusable_kubeconfig_is_invalid(
         await connector.connect("edge", Connection(**spec), settings=FAST)
 
 
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        pytest.param(
+            "apiVersion: v1\nclusters: [\n",
+            "broken.kubeconfig:3:1: not valid YAML: while parsing a flow node expected the"
+            " node content, but found '<stream end>'",
+            id="not YAML: file, line and column",
+        ),
+        pytest.param(
+            "", "broken.kubeconfig is empty: expected clusters, contexts and users", id="empty"
+        ),
+        pytest.param("- a\n- b\n", "broken.kubeconfig is not a YAML mapping", id="a list"),
+    ],
+)
+async def test_a_kubeconfig_file_that_is_not_one_is_invalid_naming_where(
+    tmp_path: Path, text: str, fragment: str
+) -> None:
+    """kubernetes_asyncio parses with PyYAML and raised its ParserError (or a TypeError
+    for an empty file) past the connector: the monitor crashed, the CLI printed a
+    traceback. Now it is `Invalid`, naming the file and the line."""
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text(text)
+    with pytest.raises(errors.Invalid) as refused:
+        await connector.connect("edge", Connection(kubeconfig_path=str(broken)), settings=FAST)
+    assert f"kubeconfig {broken}" in str(refused.value)
+    assert fragment in str(refused.value)
+
+
 async def test_apply_get_delete_any_kind(edge: Member) -> None:
     created = await edge.conn.apply(configmap("settings", mode="a"))
     assert created["data"] == {"mode": "a"}

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from clusters.kube import connector
 from clusters.sim import profile
@@ -396,6 +397,94 @@ async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federat
     assert cond is not None
     assert cond.reason == "KubeconfigInvalid"
     assert "ghost" in cond.message
+
+
+async def test_a_kubeconfig_that_is_not_yaml_fails_its_cluster_only_until_it_is_fixed(
+    fed: Federation, tmp_path: Path
+) -> None:
+    """A Cluster whose kubeconfig file was not YAML raised PyYAML's ParserError out of the
+    monitor, which stopped the whole controller on every start. Now that Cluster alone is
+    Ready=False KubeconfigInvalid, naming the file and line; the others are followed, and
+    the file, once fixed, is picked up without a restart."""
+    broken = tmp_path / "arm.kubeconfig"
+    broken.write_text("apiVersion: v1\nclusters: [\n")
+    await fed.join("x86")
+    arm = Cluster.model_validate(
+        {
+            "metadata": {"name": "arm"},
+            "spec": {
+                "region": "eu-west",
+                "connection": {"kubeconfigPath": str(broken), "context": "arm"},
+            },
+        }
+    )
+    await fed.clusters.create(keys.cluster_key("arm"), arm)
+
+    status = await wait_for(lambda: fed.ready("arm", "False"), timeout=5, message="arm False")
+    cond = status.condition("Ready")
+    assert cond is not None and cond.reason == "KubeconfigInvalid", cond
+    assert f"kubeconfig {broken}:3:1: not valid YAML" in cond.message, cond.message
+    await wait_for(lambda: fed.ready("x86", "True"), timeout=5, message="x86 followed")
+    assert fed.task is not None and not fed.task.done(), "the monitor stopped"
+
+    broken.write_text(fed.kubeconfig.read_text())
+
+    await wait_for(lambda: fed.ready("arm", "True"), timeout=10, message="arm, once fixed")
+
+
+@contextlib.asynccontextmanager
+async def rejecting(upstream: str) -> AsyncIterator[str]:
+    """An endpoint answering /readyz, /healthz and /version from `upstream` to anyone and
+    401 to everything else: a real API server given a wrong or expired token."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path in ("/readyz", "/healthz", "/version"):
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(upstream + request.path) as resp,
+            ):
+                return web.Response(status=resp.status, body=await resp.read())
+        status = {"kind": "Status", "status": "Failure", "reason": "Unauthorized", "code": 401}
+        return web.json_response({**status, "message": "Unauthorized"}, status=401)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_member_rejecting_the_credentials_is_not_ready_with_the_reason(
+    fed: Federation,
+) -> None:
+    """Such a member was Ready=True with no APIs, id or capacity, the 401s logged at debug
+    level only."""
+    async with rejecting(fed.fleet["x86"].url) as url:
+        text = (
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters: [{{name: x, cluster: {{server: '{url}'}}}}]\n"
+            "users: [{name: u, user: {token: expired}}]\n"
+            "contexts: [{name: x, context: {cluster: x, user: u}}]\ncurrent-context: x\n"
+        )
+        badtok = Cluster.model_validate(
+            {
+                "metadata": {"name": "badtok"},
+                "spec": {"region": "us-east", "connection": {"kubeconfig": text}},
+            }
+        )
+        await fed.clusters.create(keys.cluster_key("badtok"), badtok)
+
+        status = await wait_for(lambda: fed.ready("badtok", "False"), timeout=5, message="401")
+
+    ready, apis = status.condition("Ready"), status.condition("CompleteAPIEnablements")
+    assert ready is not None and ready.reason == "Unauthorized", ready
+    assert "401 Unauthorized on /api: the member rejects the credentials" in ready.message
+    assert apis is not None and (apis.status, apis.reason) == ("False", "Unauthorized")
 
 
 async def test_a_monitor_holding_a_stale_fence_writes_no_status_and_stops(

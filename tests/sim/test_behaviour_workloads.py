@@ -194,6 +194,18 @@ async def test_statefulset_creates_ordinal_pods_in_order() -> None:
         assert status["currentRevision"] == status["updateRevision"]
 
 
+def _pytorchjob(template: dict[str, Any], *, masters: int, workers: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "pt", "namespace": "default"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": masters, "template": template},
+                "Worker": {"replicas": workers, "template": template},
+            }
+        },
+    }
+
+
 async def test_volcano_job_and_pytorchjob_get_pods_and_a_phase() -> None:
     template = {
         "metadata": {"annotations": {"sim.fedctl.io/duration": "20s"}},
@@ -210,15 +222,7 @@ async def test_volcano_job_and_pytorchjob_get_pods_and_a_phase() -> None:
             ],
         },
     }
-    ptjob = {
-        "metadata": {"name": "pt", "namespace": "default"},
-        "spec": {
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "template": template},
-                "Worker": {"replicas": 2, "template": template},
-            }
-        },
-    }
+    ptjob = _pytorchjob(template, masters=1, workers=2)
     async with ManualCluster(CPU) as sim:
         sim.store.create(VCJOB, vcjob)
         sim.store.create(PYTORCHJOB, ptjob)
@@ -241,6 +245,26 @@ async def test_volcano_job_and_pytorchjob_get_pods_and_a_phase() -> None:
         pt = sim.get(PYTORCHJOB, "pt")["status"]
         assert _conds({"status": pt})["Succeeded"]["status"] == "True"
         assert pt["replicaStatuses"]["Master"] == {"active": 0, "succeeded": 1, "failed": 0}
+
+
+async def test_a_pytorchjob_with_no_master_pod_succeeds_when_its_workers_do() -> None:
+    """A copy with `Master: replicas: 0` has no master to wait for: it read Succeeded at
+    once while its workers still ran. Without a master pod its workers decide."""
+    template = {
+        "metadata": {"annotations": {"sim.fedctl.io/duration": "20s"}},
+        "spec": {"restartPolicy": "Never", "containers": [container()]},
+    }
+    ptjob = _pytorchjob(template, masters=0, workers=2)
+    async with ManualCluster(CPU) as sim:
+        sim.store.create(PYTORCHJOB, ptjob)
+        await sim.settle()
+        await sim.advance(5)
+        running = _conds(sim.get(PYTORCHJOB, "pt"))
+        assert "Succeeded" not in running and running["Running"]["status"] == "True"
+        await sim.advance(30)
+        pt = sim.get(PYTORCHJOB, "pt")["status"]
+        assert _conds({"status": pt})["Succeeded"]["status"] == "True"
+        assert pt["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 2, "failed": 0}
 
 
 async def test_deployment_gets_ready_over_http() -> None:

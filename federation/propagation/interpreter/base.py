@@ -32,6 +32,7 @@ __all__ = [
     "dig",
     "pod_requests",
     "split_largest_remainder",
+    "split_roles",
 ]
 
 Obj = dict[str, Any]
@@ -102,6 +103,26 @@ def split_largest_remainder(counts: Sequence[int], *, replicas: int, total: int)
     order = sorted(range(len(counts)), key=lambda i: (-(exact[i] - out[i]), i))
     for i in order[: replicas - sum(out)]:
         out[i] += 1
+    return out
+
+
+def split_roles(counts: Sequence[int], *, replicas: int) -> list[int]:
+    """The pods of each role (`counts`) scaled to sum to `replicas`, by largest remainder,
+    every role that has pods keeping one while there are pods enough for each.
+
+    Why: a job of several roles is placed whole, but kept at fewer pods than it asks (its
+    size raised past its queue's capability runs at the size it was admitted with), a
+    Master of 1 beside 16 Workers scaled to 5 lost its Master to the Workers' larger
+    remainder: workers with no master to join.
+    """
+    out = split_largest_remainder(counts, replicas=replicas, total=sum(counts))
+    staffed = [i for i, c in enumerate(counts) if c > 0]
+    if len(staffed) > replicas:
+        return out
+    for i in staffed:
+        if out[i] == 0:
+            out[max(range(len(out)), key=lambda j: out[j])] -= 1
+            out[i] = 1
     return out
 
 

@@ -33,8 +33,11 @@ class Job:
     ) -> base.Obj:
         out = obj
         spec = out.setdefault("spec", {})
-        if replicas == total:
+        if replicas == self.replicas(out):
             return out
+        # Compared with the object's own count, not the Binding's total: a Job placed whole
+        # at fewer pods than its template asks (its parallelism raised past its queue's
+        # capability, kept at the size it was admitted with) still runs that size.
         spec["parallelism"] = replicas
         completions = spec.get("completions")
         if isinstance(completions, int) and total > 0:

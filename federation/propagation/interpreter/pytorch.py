@@ -1,9 +1,10 @@
 """PyTorchJob (kubeflow.org/v1): pods per replica type in `spec.pytorchReplicaSpecs`.
 
 Fed by the registry in `interpreter/__init__.py`; feeds render and status (see base.py).
-A share scales the replica types by largest remainder (a Master of one stays one when the
-share is whole). Status follows the Kubeflow conditions Created/Running/Succeeded/Failed
-and the per-type `replicaStatuses` counts.
+A copy kept at another size than its template's scales the replica types by largest
+remainder, each type with pods keeping one (`base.split_roles`): a job of several roles is
+never divided, but runs at the size it was admitted with. Status follows the Kubeflow
+conditions Created/Running/Succeeded/Failed and the per-type `replicaStatuses` counts.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ class PyTorchJob:
             return out
         specs = list(self._specs(out).values())
         counts = [base.as_int(s.get("replicas", 1)) for s in specs]
-        for spec, count in zip(
-            specs, base.split_largest_remainder(counts, replicas=replicas, total=own), strict=True
-        ):
+        for spec, count in zip(specs, base.split_roles(counts, replicas=replicas), strict=True):
             spec["replicas"] = count
         return out
 

@@ -1,8 +1,10 @@
 """Volcano Job (batch.volcano.sh/v1alpha1): pods per task, gang size in `spec.minAvailable`.
 
 Fed by the registry in `interpreter/__init__.py`; feeds render and status (see base.py).
-A share of a divided Volcano Job scales every task by largest remainder and caps
-minAvailable at the share, so a gang is never asked for more pods than it has. Status is
+A share of a Volcano Job (divided when of one task, else kept at the size it was admitted
+with) scales every task by largest remainder, each task with pods keeping one
+(`base.split_roles`), and caps minAvailable at the share, so a gang is never asked for more
+pods than it has. Status is
 Volcano's `state.phase` (Pending, Running, Completed, Failed, Aborted, …) with counts.
 """
 
@@ -40,9 +42,7 @@ class VolcanoJob:
             return out
         tasks = self._tasks(out)
         counts = [base.as_int(t.get("replicas", 1)) for t in tasks]
-        for task, count in zip(
-            tasks, base.split_largest_remainder(counts, replicas=replicas, total=own), strict=True
-        ):
+        for task, count in zip(tasks, base.split_roles(counts, replicas=replicas), strict=True):
             task["replicas"] = count
         spec = out["spec"]
         if isinstance(spec.get("minAvailable"), int):

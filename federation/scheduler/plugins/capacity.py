@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from federation.cache import snapshot as snap
+from federation.quota import accounting
 from federation.resources import format_quantity
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import chips
@@ -330,6 +331,14 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
             f" {_amount(column, max(int(per_cluster[best]), 0))}: shrink the request or add"
             " larger nodes"
         )
+    most = _most_held(job, state, rows)
+    if most.max() < needed_here(job):  # the gang outgrows every member, however idle
+        best = int(np.argmax(most))
+        return (
+            f"no eligible cluster could hold {needed_here(job)} replicas of {job.pod} even"
+            f" when empty; the largest, {s.clusters[int(rows[best])].name}, holds"
+            f" {int(most[best])}: {accounting.NEVER} (shrink the request or add capacity)"
+        ) + _whole_gang(job)
     largest = np.where(mask[..., None], state.largest[rows], -1)
     # The scarcest resource: the one whose best single node is furthest below the pod.
     ratios = {c: largest[..., c].max() / pod[c] for c in columns}
@@ -341,7 +350,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         return (
             f"no eligible cluster has room for {needed_here(job)} replicas of"
             f" {job.pod}; best is {name} with {int(avail[best])}"
-        )
+        ) + _whole_gang(job)
     per_cluster = largest[..., column].max(axis=1)
     best = int(np.argmax(per_cluster))
     name = state.snapshot.clusters[int(rows[best])].name
@@ -350,6 +359,36 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         f"no eligible cluster has a node with {wanted} free {_label(job, state, column)};"
         f" best is {name} with {_amount(column, max(int(per_cluster[best]), 0))}"
     )
+
+
+def _whole_gang(job: fw.JobRequest) -> str:
+    """What a shortage adds for a gang smaller than its replicas (`fedctl.io/min-available`,
+    Volcano's or a PyTorchJob's `minAvailable`): Volcano starts that many together and
+    the rest as room frees, but fedctl places every replica on one member at once, so a
+    reason counting all of them must say why."""
+    needed = needed_here(job)
+    gang = job.job.workload.min_available if job.single_cluster else None
+    if gang is None or gang >= needed:
+        return ""
+    return (
+        "; every replica of a gang is placed on one member at once, so minAvailable"
+        f" {gang} does not let it start with fewer than {needed}"
+    )
+
+
+def _most_held(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> snap.IntArray:
+    """Per row: the most pods of `job` the cluster's acceptable flavors could hold were it
+    empty, on one chip for device pods (a Binding pins a cluster's pods to one).
+
+    Why totals rather than free room: a gang larger than this waits for nothing that work
+    finishing would bring, and its reason must say so rather than name the room left."""
+    _, _, mask, held, _, _ = shape_arrays(job, state)
+    whole = np.where(mask[rows], np.maximum(held[rows], 0), 0)
+    if not job.devices:
+        return np.asarray(whole.sum(axis=1), dtype=np.int64)
+    chip_of = state.snapshot.flavor_chip[rows]
+    per_chip = [np.where(chip_of == c, whole, 0).sum(axis=1) for c in np.unique(chip_of).tolist()]
+    return np.asarray(np.max(per_chip, axis=0), dtype=np.int64)
 
 
 class Capacity:

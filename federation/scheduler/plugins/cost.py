@@ -102,9 +102,11 @@ class MaxCost:
         if total > job.max_hourly_cost:
             if job.cost_cap:
                 return fw.Verdict.unschedulable(f"costs {total:.4f}/h, more than {job.cost_cap}")
-            what = "its copy here costs" if job.strategy == "duplicated" else "costs"
+            # Four places, as every other cost: at two, 0.0488 above a cap of 0.048 read
+            # "0.05/h, above maxHourlyCost 0.05" and a cap of 0.045 read 0.04.
+            what = "its copy costs" if job.strategy == "duplicated" else "costs"
             return fw.Verdict.unschedulable(
-                f"{what} {total:.2f}/h, above maxHourlyCost {job.max_hourly_cost:.2f}"
+                f"{what} {total:.4f}/h, above maxHourlyCost {job.max_hourly_cost:.4f}"
             )
         return fw.Verdict.success()
 

@@ -2,7 +2,9 @@
 
 Fed by the previous Binding's placement; feeds the runner. 100 for a cluster already
 hosting replicas, 0 otherwise, so a reschedule after a small change moves nothing that
-need not move.
+need not move. A score alone can be outweighed (cost's weight is higher), so a workload
+that goes whole to one cluster is also kept on the one it runs on by the placer itself
+while that one passes every filter (`placement._kept_host`).
 """
 
 from __future__ import annotations

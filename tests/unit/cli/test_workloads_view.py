@@ -150,6 +150,17 @@ def test_a_job_that_finished_on_a_member_since_unjoined_is_not_pending() -> None
     assert workloads_view.placement_cell(done) == "Pending: not scheduled yet"
 
 
+def test_a_finished_copy_whose_member_refused_an_edit_shows_how_it_finished() -> None:
+    """The member refused an edit of the Job's pod template while it ran; its copy then
+    finished. The cell read `error` for good beside the job's Succeeded."""
+    done = _listed("Scheduled", "")
+    refused = {"cluster": "b", "applied": False, "error": "spec.template: field is immutable"}
+    done["status"] = {"phase": "Succeeded", "clusters": [{**refused, "phase": "Succeeded"}]}
+    assert workloads_view.placement_cell(done) == "b Succeeded"
+    done["status"] = {"phase": "Running", "clusters": [{**refused, "phase": "Running"}]}
+    assert workloads_view.placement_cell(done) == "b error"
+
+
 def test_describe_names_the_policy_the_binding_records() -> None:
     def claimed(value: str | None) -> str:
         annotations = {} if value is None else {"fedctl.io/policy": value}
@@ -429,3 +440,14 @@ def test_describe_names_the_affinity_group_a_workload_was_placed_in() -> None:
     status = BINDING.status.model_copy(update={"scheduler_observing_affinity_name": "dr"})
     grouped = workloads_view.describe(doc(BINDING.model_copy(update={"status": status})))
     assert "Affinity:    group dr (its policy's clusterAffinities group" in grouped
+
+
+def test_describe_costs_a_finished_job_nothing_more() -> None:
+    """It showed the hourly cost a finished job was placed at, where every other view says
+    it costs nothing more."""
+    done = {**doc(BINDING), "status": {"health": "Healthy", "phase": "Succeeded"}}
+    text = workloads_view.describe(done)
+    placement = text.splitlines()[text.splitlines().index("Placement:") + 2]
+    assert placement.split() == ["us-a100", "1", "nvidia-a100-80gb", "-"]
+    assert "Cost:        succeeded: costs nothing more (it was placed at 2.0054/h)" in text
+    assert "Cost:" not in workloads_view.describe(doc(BINDING))

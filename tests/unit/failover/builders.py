@@ -73,9 +73,16 @@ def namespace_binding(name: str, *, clusters: dict[str, int]) -> Binding:
     return plain.model_copy(update={"spec": plain.spec.model_copy(update={"workload": workload})})
 
 
-def task(cluster: str, *, created: float = 0.0, mode: str = "Gracefully") -> EvictionTask:
+def task(
+    cluster: str, *, created: float = 0.0, mode: str = "Gracefully", replicas: int = 1
+) -> EvictionTask:
     return EvictionTask.model_validate(
-        {"cluster": cluster, "creation_time": at(created), "replicas": 1, "purge_mode": mode}
+        {
+            "cluster": cluster,
+            "creation_time": at(created),
+            "replicas": replicas,
+            "purge_mode": mode,
+        }
     )
 
 

@@ -140,3 +140,47 @@ def test_a_copy_held_for_want_of_a_placement_waits_a_whole_timeout_for_the_new_o
         [held], targets=["b"], ready={"b": False}, now=at(2600), timeout=TIMEOUT, placed_at=placed
     )
     assert over.drop == [held] and over.purge == ["a"]
+
+
+def test_a_share_that_shrank_in_a_move_keeps_its_old_count_until_the_new_placement_is_ready() -> (
+    None
+):
+    """A move took 2 of a's 4 replicas to b: a runs its 4 until b's 2 are ready, then is
+    scaled down to its share (nothing purged: it is still a target)."""
+    shrunk = task("a", created=0, replicas=4)
+    placed = {"a": 2, "b": 2}
+    waiting = graceful.judge(
+        [shrunk], targets=list(placed), placed=placed,
+        ready={"a": True, "b": False}, now=at(1), timeout=TIMEOUT,
+    )  # fmt: skip
+    assert waiting.keep == [shrunk] and waiting.purge == []
+    assert waiting.recheck_after == pytest.approx(TIMEOUT - 1)
+    ready = graceful.judge(
+        [shrunk], targets=list(placed), placed=placed,
+        ready={"a": True, "b": True}, now=at(2), timeout=TIMEOUT,
+    )  # fmt: skip
+    assert ready.drop == [shrunk] and ready.purge == []
+    late = graceful.judge(
+        [shrunk], targets=list(placed), placed=placed,
+        ready={"a": True, "b": False}, now=at(TIMEOUT), timeout=TIMEOUT,
+    )  # fmt: skip
+    assert late.drop == [shrunk] and late.purge == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "placed_there"),
+    [
+        pytest.param("Gracefully", 4, id="placed back with as many replicas as it kept"),
+        pytest.param("Directly", 2, id="a Directly task keeps no copy to shrink"),
+    ],
+)
+def test_a_task_on_a_target_that_keeps_nothing_more_ends_at_once(
+    mode: str, placed_there: int
+) -> None:
+    back = task("a", created=0, mode=mode, replicas=4)
+    placed = {"a": placed_there, "b": 2}
+    out = graceful.judge(
+        [back], targets=list(placed), placed=placed,
+        ready={"a": False, "b": False}, now=at(1), timeout=TIMEOUT,
+    )  # fmt: skip
+    assert out.drop == [back] and out.purge == []

@@ -208,6 +208,39 @@ def test_the_moved_binding_places_the_new_clusters_and_keeps_the_old_copy_gracef
     assert done.purge == ["b"]
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "kept"),
+    [
+        pytest.param(
+            {"a": 8, "b": 4}, {"a": 6, "b": 3, "c": 3}, [("a", 8), ("b", 4)],
+            id="shares that shrink keep what they ran until the new member is ready",
+        ),
+        pytest.param(
+            {"a": 4}, {"a": 2, "b": 2}, [("a", 4)],
+            id="a member keeping half of a StatefulSet keeps all of it meanwhile",
+        ),
+        pytest.param(
+            {"a": 2, "b": 2}, {"c": 4}, [("a", 2), ("b", 2)],
+            id="members left entirely keep their copies as they are",
+        ),
+    ],
+)  # fmt: skip
+def test_a_move_keeps_every_replica_it_takes_elsewhere_until_it_is_ready(
+    before: dict[str, int], after: dict[str, int], kept: list[tuple[str, int]]
+) -> None:
+    verdict = rebalance.decide(candidate(option(before, cost="3.00"), option(after, cost="1.00")))
+    new = rebalance.moved(verdict, now=at(5))
+    assert new.placement() == after
+    tasks = new.spec.eviction_tasks
+    assert [(t.cluster, t.replicas) for t in tasks] == kept
+    assert {t.purge_mode for t in tasks} == {"Gracefully"}
+    waiting = graceful.judge(
+        tasks, targets=list(after), placed=after,
+        ready=dict.fromkeys(before, True), now=at(6), timeout=600,
+    )  # fmt: skip
+    assert waiting.drop == []
+
+
 async def test_apply_writes_on_the_decided_revision_and_skips_a_binding_changed_since(
     etcd_store: EtcdStore,
 ) -> None:

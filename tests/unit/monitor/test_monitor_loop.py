@@ -26,6 +26,10 @@ OK = member.Readiness(True, "ProbeSucceeded", "readyz ok")
 REFUSED = member.Readiness(False, "ConnectionRefused", "connection refused by https://c1:6443")
 
 
+PODS = member.ResourceInfo(name="pods", kind="Pod", namespaced=True)
+VCJOBS = member.ResourceInfo(name="jobs", kind="Job", namespaced=True)
+
+
 class ScriptedMember:
     """Answers probes with `answer`; nodes and pods are listed once, then changed by tests."""
 
@@ -33,7 +37,13 @@ class ScriptedMember:
         self.name = name
         self.uid = uid or f"uid-of-{name}"
         self.answer = OK
+        self.crash: Exception | None = None
+        """Raised by the next probe (a bug in a member's loops), then cleared."""
         self.probes = 0
+        self.served = "v1.32.0"
+        self.groups = [member.APIGroupResources("v1", (PODS,))]
+        self.refusal: member.MemberError | None = None
+        """Raised by discovery (a member rejecting the credentials)."""
         self.closed = False
         self.changes: dict[str, asyncio.Queue[member.Changed]] = {
             "Node": asyncio.Queue(),
@@ -46,14 +56,18 @@ class ScriptedMember:
 
     async def ready(self, *, timeout: float | None = None) -> member.Readiness:
         self.probes += 1
+        crash, self.crash = self.crash, None
+        if crash is not None:
+            raise crash
         return self.answer
 
     async def version(self) -> str:
-        return "v1.32.0"
+        return self.served
 
     async def discover(self) -> list[member.APIGroupResources]:
-        pods = member.ResourceInfo(name="pods", kind="Pod", namespaced=True)
-        return [member.APIGroupResources("v1", (pods,))]
+        if self.refusal is not None:
+            raise self.refusal
+        return list(self.groups)
 
     async def get(self, ref: member.ObjectRef) -> dict[str, Any]:
         if (ref.kind, ref.name) == ("Namespace", "kube-system"):
@@ -79,14 +93,18 @@ class Harness:
         self.uids: dict[str, str] = {}
         """Cluster name → the kube-system uid its member answers (another name's: the same
         Kubernetes cluster joined twice)."""
+        self.refusals: dict[str, member.MemberError] = {}
+        """Cluster name → what its member's discovery raises from the start."""
         self.monitor = ClusterMonitor(
             self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
         )
         self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
 
     async def _connect(self, cluster: Cluster) -> Any:
-        self.members[cluster.name] = ScriptedMember(cluster.name, self.uids.get(cluster.name))
-        return self.members[cluster.name]
+        made = ScriptedMember(cluster.name, self.uids.get(cluster.name))
+        made.refusal = self.refusals.get(cluster.name)
+        self.members[cluster.name] = made
+        return made
 
     async def join(self, name: str) -> None:
         cluster = Cluster.model_validate({"metadata": {"name": name}, "spec": {"region": "r"}})
@@ -229,3 +247,107 @@ async def test_the_name_in_use_keeps_a_member_joined_twice_while_it_is_down(
     assert await ready_status(harness, "c1", "True")
     status = await ready_status(harness, "a-again", "False")
     assert status is not None and status.duplicate_of == "c1"
+
+
+async def test_a_member_whose_loops_fail_is_reported_alone_and_followed_again(
+    harness: Harness,
+) -> None:
+    """An exception escaping one member's loops reached the monitor's TaskGroup and
+    stopped the monitor, and the controller with it. Now that member alone is
+    Ready=False MonitorFailed, and its loops start again after a backoff."""
+    await harness.join("c1")
+    await harness.join("c2")
+    await wait_for(lambda: ready_status(harness, "c2", "True"), message="c2 Ready")
+    await harness.settle()
+    harness.members["c1"].crash = RuntimeError("a bug")
+
+    await harness.advance(10)
+
+    status = await ready_status(harness, "c1", "False")
+    assert status is not None, await harness.status("c1")
+    cond = status.condition("Ready")
+    assert cond is not None and cond.reason == "MonitorFailed", cond
+    assert "RuntimeError('a bug')" in cond.message
+    assert await ready_status(harness, "c2", "True")
+    await harness.advance(20)
+    assert await ready_status(harness, "c1", "True"), "followed again after the backoff"
+
+
+def _upgrade(m: ScriptedMember, *, uid: str) -> None:
+    """The member rebuilt behind the same endpoint: newer, with Volcano, another uid."""
+    m.served, m.uid = "v1.33.1", uid
+    m.groups = [*m.groups, member.APIGroupResources("batch.volcano.sh/v1alpha1", (VCJOBS,))]
+
+
+def _seen(status: ClusterStatus | None) -> tuple[str | None, str | None, list[str]]:
+    assert status is not None
+    apis = [a.group_version for a in status.api_enablements]
+    return status.kubernetes_version, status.cluster_id, apis
+
+
+async def test_a_member_upgraded_in_place_shows_its_new_version_apis_and_id(
+    harness: Harness,
+) -> None:
+    """Version, APIs and cluster id were read once: a member upgraded (or rebuilt) while
+    staying Ready kept its old ones until the controller restarted, and work needing a
+    newly installed API stayed Pending. They are read again every discovery period."""
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    _upgrade(harness.members["c1"], uid="rebuilt")
+
+    await harness.advance(60)  # the default discovery period
+
+    seen = _seen(await harness.status("c1"))
+    assert seen == ("v1.33.1", "rebuilt", ["v1", "batch.volcano.sh/v1alpha1"]), seen
+
+
+async def test_a_member_restarted_is_discovered_again_at_its_next_good_probe(
+    harness: Harness,
+) -> None:
+    """A member restarted within the failure threshold stayed Ready and was never read
+    again; a failed probe is a sign of a restart, so the next good one re-reads it. A
+    rebuilt member now answering with another joined name's uid is that name's duplicate."""
+    await harness.join("c1")
+    await harness.join("c2")
+    await wait_for(lambda: ready_status(harness, "c2", "True"), message="c2 Ready")
+    await harness.settle()
+    harness.members["c2"].answer = REFUSED
+    await harness.advance(10)
+    _upgrade(harness.members["c2"], uid="uid-of-c1")
+    harness.members["c2"].answer = OK
+
+    await harness.advance(10)
+
+    status = await ready_status(harness, "c2", "False")
+    assert status is not None and status.duplicate_of == "c1", status
+    assert _seen(status)[:2] == ("v1.33.1", "uid-of-c1")
+    assert await ready_status(harness, "c1", "True")
+
+
+async def test_a_member_rejecting_the_credentials_is_not_ready_and_says_so(
+    harness: Harness,
+) -> None:
+    """A member answering /readyz and /version anonymously but 401 to everything else (a
+    wrong or expired token) was Ready=True with no APIs, id or capacity, and nothing said
+    why. Now Ready=False and CompleteAPIEnablements=False say the credentials are refused."""
+    harness.refusals["c1"] = member.MemberRejected(
+        "Unauthorized", cluster="c1", code=401, reason="Unauthorized"
+    )
+    await harness.join("c1")
+
+    status = await wait_for(lambda: ready_status(harness, "c1", "False"), message="refused")
+
+    ready, apis = status.condition("Ready"), status.condition("CompleteAPIEnablements")
+    assert ready is not None and apis is not None
+    assert (ready.reason, apis.status, apis.reason) == ("Unauthorized", "False", "Unauthorized")
+    assert ready.message.startswith(
+        "readyz answers, but 401 Unauthorized on /api: the member"
+        " rejects the credentials of this Cluster's kubeconfig"
+    )
+    harness.members["c1"].refusal = None
+    await harness.advance(10)
+    status = await ready_status(harness, "c1", "True")
+    assert status is not None
+    apis = status.condition("CompleteAPIEnablements")
+    assert apis is not None and (apis.status, apis.reason) == ("True", "Complete")

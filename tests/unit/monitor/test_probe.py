@@ -99,3 +99,14 @@ def test_new_reason_while_down_is_reported_but_same_reason_keeps_the_message() -
         "readyz returned 500",
     )
     assert other.since == down.since  # still False: the transition time does not move
+
+
+def test_a_new_member_failing_its_probes_says_why_while_still_unknown() -> None:
+    """A member refused from the start said "NotProbed: no probe has finished yet" for
+    the whole failure threshold, as if the controller had not looked."""
+    health = run([(0, REFUSED), (10, REFUSED)])
+    assert (health.status, health.reason) == ("Unknown", "ConnectionRefused")
+    assert health.message == f"probes failing, not Ready yet: {REFUSED.message}"
+    assert health.since is None, "still Unknown since the start"
+    ready = run([(0, OK), (10, OK), (20, REFUSED)])
+    assert (ready.status, ready.reason) == ("True", "ClusterReady"), "Ready holds its reason"

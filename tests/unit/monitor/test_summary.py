@@ -117,7 +117,11 @@ def test_describe_lists_conditions_flavors_apis_taints_and_prices() -> None:
     assert "Ready=False ConnectionRefused since 2026-01-01T00:00:00Z" in text
     assert "  nvidia-a100-80gb (amd64) x2: cpu=96, memory=1152Gi, nvidia.com/gpu=8" in text
     assert "largest free node: cpu=96, memory=1152Gi, nvidia.com/gpu=8" in text
-    assert "Prices:      USD cpu=0.05/core-h memory=0.01/GiB-h, nvidia-a100-80gb=3/h" in text
+    assert (
+        "Prices:      USD cpu=0.05/core-h memory=0.01/GiB-h, nvidia-a100-80gb=3/h (on demand)"
+        in text
+    )
+    assert "Spot:        not offered" in text
     assert "Per hour:    81.36 USD (whole cluster)" in text
     assert summary.describe(A100, None).splitlines()[2] == "Status:      not observed yet"
 
@@ -139,3 +143,14 @@ def test_a_member_joined_twice_says_under_which_name_and_why_it_is_not_ready() -
     text = summary.describe(A100, status)
     assert "Cluster ID:  u-1 (also joined as us-east-cpu: see Ready)" in text
     assert "Ready=False DuplicateCluster since 2026-01-01T00:00:00Z: the Kubernetes" in text
+
+
+def test_describe_shows_the_spot_table_spot_jobs_are_costed_by() -> None:
+    spotted = cluster(
+        prices={
+            "onDemand": {"cpu": "0.05", "accelerators": {"nvidia-a100-80gb": "3"}},
+            "spot": {"cpu": "0.02", "memory": "0.004", "accelerators": {"nvidia-a100-80gb": "1.2"}},
+        }
+    )
+    text = summary.describe(spotted, observed())
+    assert "Spot:        USD cpu=0.02/core-h memory=0.004/GiB-h, nvidia-a100-80gb=1.2/h" in text

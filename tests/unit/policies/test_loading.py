@@ -875,3 +875,32 @@ spec:
         "namespace: ml}", "namespace: ml, annotations: {fedctl.io/priority: '9'}}"
     )
     assert load_text(given, filename="vj.yaml").warnings == []
+
+
+def test_a_device_price_for_a_chip_the_cluster_lacks_is_warned_at_its_line() -> None:
+    """`nvidia-a100: 0.5` on a cluster of nvidia-a100-80gb priced nothing: the chip was
+    billed at its AcceleratorProfile's default, silently."""
+    text = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata: {name: eu-gpu}
+spec:
+  region: eu-west
+  chips: [{model: nvidia-a100-80gb, arch: amd64, count: 8}]
+  prices:
+    onDemand:
+      cpu: "0.01"
+      accelerators:
+        nvidia-a100: "0.5"
+        nvidia-a100-80gb: "2.5"
+    spot:
+      accelerators: {h100: "1.0"}
+"""
+    result = load_text(text, filename="c.yaml")
+    assert [str(f) for f in result.findings] == [
+        "c.yaml:11:22: spec.prices.onDemand.accelerators.nvidia-a100: warning: this cluster"
+        " lists no chip 'nvidia-a100' (did you mean 'nvidia-a100-80gb'?), so this price is"
+        " never used; its chips: nvidia-a100-80gb",
+        "c.yaml:14:28: spec.prices.spot.accelerators.h100: warning: this cluster lists no chip"
+        " 'h100', so this price is never used; its chips: nvidia-a100-80gb",
+    ]

@@ -197,6 +197,26 @@ SHARES = [
         id="a whole pytorchjob share is left as written",
     ),
     pytest.param(
+        obj(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 16}}},
+        ),
+        5,
+        lambda o: [s["replicas"] for s in o["spec"]["pytorchReplicaSpecs"].values()] == [1, 4],
+        id="a pytorchjob kept at fewer pods than it asks keeps its master",
+    ),
+    pytest.param(
+        obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"tasks": [{"replicas": 1}, {"replicas": 1}, {"replicas": 30}]},
+        ),
+        4,
+        lambda o: [t["replicas"] for t in o["spec"]["tasks"]] == [1, 1, 2],
+        id="a volcano job kept at fewer pods keeps a pod in every task",
+    ),
+    pytest.param(
         obj("v1", "Pod", {"containers": []}),
         1,
         lambda o: "replicas" not in o["spec"],

@@ -210,6 +210,24 @@ CASES = [
     ),
     pytest.param(
         {
+            "chip": "arm64",
+            "template": deployment(
+                template={
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/arch": "amd64", "disk": "ssd"},
+                        "containers": [{"name": "main", "image": "registry.example.com/x:1"}],
+                    }
+                }
+            ),
+        },
+        lambda o: (
+            o["spec"]["template"]["spec"]["nodeSelector"]
+            == {"kubernetes.io/arch": "amd64", "disk": "ssd"}
+        ),
+        id="the template's own kubernetes.io/arch is never written over by the profile's",
+    ),
+    pytest.param(
+        {
             "policies": [
                 override(
                     "OverridePolicy", "a-named", [tag("by-name")], resourceSelectors=by_name()
@@ -286,15 +304,30 @@ def test_render(kwargs: dict[str, Any], check: Any) -> None:
     assert check(do(**kwargs))
 
 
-def test_a_job_share_splits_parallelism_and_completions() -> None:
+def _job_share(*, parallelism: int, completions: int, replicas: int, total: int) -> tuple[int, int]:
+    """(parallelism, completions) of a Job's copy placed with `replicas` of `total`."""
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": "ml"},
-        "spec": {"parallelism": 4, "completions": 8, "template": {"spec": {"containers": []}}},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": completions,
+            "template": {"spec": {"containers": []}},
+        },
     }
-    out = do(template=job, replicas=3, total=4)
-    assert (out["spec"]["parallelism"], out["spec"]["completions"]) == (3, 6)
+    out = do(template=job, replicas=replicas, total=total)
+    return out["spec"]["parallelism"], out["spec"]["completions"]
+
+
+def test_a_job_share_splits_parallelism_and_completions() -> None:
+    assert _job_share(parallelism=4, completions=8, replicas=3, total=4) == (3, 6)
+
+
+def test_a_job_placed_whole_runs_at_the_size_its_binding_admitted() -> None:
+    """Its parallelism raised past what its queue admits, the Binding keeps the admitted
+    2 on one member: the member's copy runs 2 pods, not the template's 5."""
+    assert _job_share(parallelism=5, completions=6, replicas=2, total=2) == (2, 6)
 
 
 def test_a_plaintext_path_that_does_not_exist_is_an_error_naming_it() -> None:

@@ -22,7 +22,8 @@ from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
 from policies.models.binding import WorkloadReference
 from policies.models.cluster import ClusterStatus, Condition
-from policies.models.work import Observed, WorkloadStatus, WorkStatus
+from policies.models.work import Observed, Work, WorkloadStatus, WorkStatus
+from tests.unit.scheduler.fleet import workload
 from tests.waiting import stop, wait_for
 
 REF = keys.WorkloadRef("shop", "Deployment.apps", "fb")
@@ -30,6 +31,7 @@ DEPLOYMENT = WorkloadReference(
     api_version="apps/v1", kind="Deployment", namespace="shop", name="fb"
 )
 JOB = WorkloadReference(api_version="batch/v1", kind="Job", namespace="shop", name="fb")
+IMMUTABLE = 'Job.batch "fb" is invalid: spec.template: Invalid value: field is immutable'
 
 
 def ready(n: int, of: int | None = None) -> Observed:
@@ -38,27 +40,46 @@ def ready(n: int, of: int | None = None) -> Observed:
     return Observed(health=health, replicas=desired, ready_replicas=n)
 
 
+def copy_on(cluster: str, observed: Observed, workload: WorkloadReference = DEPLOYMENT) -> Work:
+    """The Work of `workload`'s copy on `cluster`, applied, the member saying `observed`."""
+    return works_mod.new_work(
+        ref=REF,
+        cluster=cluster,
+        old=None,
+        manifest={"apiVersion": workload.api_version, "kind": workload.kind},
+        revision=3,
+        status=WorkStatus(applied=True, observed=observed),
+        uid=None,
+    )
+
+
 def aggregate(
     copies: dict[str, Observed],
     *,
     placed: Collection[str] | None,
     unready: Collection[str] = (),
     workload: WorkloadReference = DEPLOYMENT,
+    refused: Collection[str] = (),
+    desired: int | None = None,
 ) -> WorkloadStatus:
+    """`refused`: members that refused the last copy sent (not applied, with an error);
+    what they observe is of the copy they kept."""
     works = [
-        works_mod.new_work(
+        copy_on(cluster, observed, workload)
+        if cluster not in refused
+        else works_mod.new_work(
             ref=REF,
             cluster=cluster,
             old=None,
             manifest={"apiVersion": workload.api_version, "kind": workload.kind},
             revision=3,
-            status=WorkStatus(applied=True, observed=observed),
+            status=WorkStatus(applied=False, error=IMMUTABLE, observed=observed),
             uid=None,
         )
         for cluster, observed in copies.items()
     ]
     return status_mod.aggregate(
-        REF, workload, works, binding_revision=3, placed=placed, unready=unready
+        REF, workload, works, binding_revision=3, placed=placed, unready=unready, desired=desired
     )
 
 
@@ -231,3 +252,80 @@ async def test_a_member_turning_ready_or_not_reaggregates_the_workloads_with_a_c
     finally:
         await stop([following])
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("observed", "expected"),
+    [
+        pytest.param(
+            Observed(health="Completed", phase="Succeeded", succeeded=1, replicas=1),
+            ("Completed", "Succeeded"),
+            id="finished: completed, whatever it refused on the way",
+        ),
+        pytest.param(
+            Observed(health="Progressing", phase="Running", running=1, replicas=1),
+            ("Progressing", "Running"),
+            id="still running: progressing, the refusal shown on its row",
+        ),
+    ],
+)
+def test_a_job_whose_member_refused_an_edit_reads_what_its_copy_did(
+    observed: Observed, expected: tuple[str, str]
+) -> None:
+    """A member refused an edit of a running Job's pod template; the copy it kept ran to
+    the end. The workload read Progressing for good after its copy had Completed."""
+    status = aggregate({"a": observed}, placed={"a"}, workload=JOB, refused={"a"})
+
+    assert (status.health, status.phase) == expected
+    (row,) = status.clusters
+    assert (row.applied, row.error) == (False, IMMUTABLE)
+
+
+@pytest.mark.parametrize(
+    ("copies", "desired", "expected"),
+    [
+        pytest.param(
+            {"a": ready(4)},
+            30,
+            ("Progressing", 4, 30),
+            id="scaled to 30 with 4 placed: 4/30, not Healthy (kubectl's READY)",
+        ),
+        pytest.param({"a": ready(4)}, 4, ("Healthy", 4, 4), id="all placed and ready"),
+        pytest.param(
+            {"a": ready(4), "b": ready(4)},
+            4,
+            ("Healthy", 8, 8),
+            id="duplicated: each member runs the template's 4",
+        ),
+        pytest.param(
+            {"a": ready(2, of=4)},
+            30,
+            ("Progressing", 2, 30),
+            id="placed part still starting: its own health stays",
+        ),
+        pytest.param({"a": ready(6)}, 4, ("Healthy", 6, 6), id="scaling down: members lead"),
+    ],
+)
+def test_the_desired_count_is_the_template_s_when_not_all_of_it_is_placed(
+    copies: dict[str, Observed], desired: int, expected: tuple[str, int, int]
+) -> None:
+    """A scale-up the fleet cannot hold leaves its Binding Pending with the replicas it
+    had: summed over the members, READY read 4/4 and Healthy for a Deployment of 30."""
+    status = aggregate(copies, placed=set(copies), desired=desired)
+
+    assert totals(status) == expected
+
+
+def test_a_workload_s_status_counts_its_template_s_replicas_as_desired() -> None:
+    """The propagator's status of a Deployment scaled to 30 with 4 running reads 4/30."""
+    records = works_mod.WorkRecords(
+        codec.TypedStore(MemoryStore(), codec.Codec(Work)),
+        codec.TypedStore(MemoryStore(), codec.Codec(WorkloadStatus)),
+    )
+    template = workload("fb", kind="Deployment", namespace="shop", replicas=30)
+    copy = copy_on("a", ready(4))
+
+    status = records.status(REF, template, None, [("a", None, copy)], placed={"a"})
+
+    assert status is not None
+    assert totals(status) == ("Progressing", 4, 30)

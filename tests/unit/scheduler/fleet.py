@@ -181,6 +181,13 @@ def workload(
     )
 
 
+def respec(w: Workload, **fields: Any) -> Workload:
+    """`w` re-applied with `fields` set in its spec (`suspend=True`: suspended)."""
+    raw: dict[str, Any] = w.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw["spec"] = {**raw["spec"], **fields}
+    return Workload.model_validate(raw)
+
+
 def job(
     w: Workload,
     *,

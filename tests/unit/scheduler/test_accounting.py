@@ -112,6 +112,19 @@ def test_a_queue_may_borrow_idle_capacity_but_not_others_guarantee() -> None:
     )
 
 
+def test_a_charge_beyond_the_whole_fleet_is_named_as_such_not_as_a_borrowing_limit() -> None:
+    """24 GPUs asked of a fleet of 16 read "cannot borrow …: 0 in use and 0 guaranteed to
+    other queues, of 16 (needs 24)", as if another queue stood in the way; no queue does."""
+    problem = accounting.lending_problem(
+        "default", queues={}, usage=Usage(), capacity=CAPACITY, charge=gpus(24)
+    )
+    assert problem == (
+        "the federation holds 16 nvidia.com/gpu in all, and this placement needs 24: it can"
+        " never be admitted as placed (shrink the request, change its division or add"
+        " capacity)"
+    )
+
+
 def test_reclaim_takes_back_borrowed_capacity_for_a_queue_under_its_guarantee() -> None:
     lenders = {
         "a": QUEUES["a"],

@@ -218,3 +218,19 @@ def test_a_plan_shows_the_placement_within_the_budget_as_the_cycle_admits_it() -
         "costs 0.1050/h, more than the 0.0950 USD/h left in queue team's budget"
     ]
     assert verdicts["b"].selected
+
+
+def test_a_retry_bounded_by_an_ancestors_budget_says_whose_it_is() -> None:
+    """The reason named the child's spend and then the parent's remainder, unattributed:
+    0.0600 left in `team` read as the 0.0450 the retry was bounded by."""
+    queues = [queue("org", maxHourlyCost="0.2"), queue("team", parent="org", maxHourlyCost="0.1")]
+    other = jobs(2, "rest", prefix="o")
+    queues.append(queue("rest", parent="org"))
+    result = run([cluster("a")], other + jobs(2, "team", prefix="t"), queues=queues)
+    # o0, o1 and t0 admitted: org spends 0.165 of 0.2 (0.035 left), team 0.055 of 0.1.
+    assert sorted(placed(result)) == ["o0", "o1", "t0"]
+    assert result.reasons["team/Job.batch/t1"] == (
+        "queue team at its hourly budget: 0.0550 of 0.1000 USD/h spent, this placement needs"
+        " 0.0550, and no placement it fits in costs 0.0350 or less (what queue org's budget"
+        " leaves)"
+    )

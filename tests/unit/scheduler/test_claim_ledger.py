@@ -96,7 +96,7 @@ def _amends(amends: dict[str, Binding]) -> dict[str, tuple[object, ...]]:
             b.spec,
             b.status.phase,
             b.status.reason,
-            b.metadata.annotations[binder_mod.CLAIMED_BY],
+            b.metadata.annotations.get(binder_mod.CLAIMED_BY),  # none: a finished job's
         )
         for ref, b in amends.items()
     }

@@ -184,3 +184,38 @@ def test_rates_are_read_from_the_environment_and_refused_with_the_variable_named
         assert said in str(raised.value)
     with pytest.raises(errors.Invalid, match="FEDCTL_SCHEDULER__CURRENCY"):
         settings.from_env({"FEDCTL_SCHEDULER__CURRENCY": "dollars"})
+
+
+BUDGET = """
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: team}
+spec: {maxHourlyCost: "5"}
+"""
+
+PINNED = """
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: api}]
+  placement: {clusterAffinity: {clusterNames: [cn-cpu]}}
+"""
+
+
+def test_work_under_a_budget_names_the_missing_rate_not_a_missing_price(tmp_path: Path) -> None:
+    """It waited with `what this placement costs is not known (a cluster with no price for
+    it)`, though the cluster priced everything and only the exchange rate was missing."""
+    queued = SERVICE.replace(
+        "metadata: {name: api, namespace: web}",
+        "metadata: {name: api, namespace: web, annotations: {fedctl.io/queue: team}}",
+    )
+    paths, profile = files(tmp_path, queued, PINNED, BUDGET)
+    (planned,) = plan.plan_files(paths, profile=profile, settings=SchedulerSettings())
+    assert planned.plan.placement == {}
+    assert planned.plan.reason == (
+        "queue team has an hourly budget and what this placement costs is not known (priced"
+        " in CNY, which has no exchange rate to USD (set FEDCTL_SCHEDULER__EXCHANGE_RATES=CNY="
+        "RATE): taken as unpriced): work under a budget must be priced, and no placement it"
+        " fits in costs 5.0000 or less"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import ChipDevices
 from policies.models.cluster import Cluster, NodeFlavor
+from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import (
     DYNAMIC_WEIGHT,
     NOW,
@@ -28,6 +30,8 @@ from tests.unit.scheduler.fleet import (
     run,
     workload,
 )
+
+H100 = "nvidia-h100-80gb"
 
 
 def a100(nodes: int = 1, **kw: Any) -> NodeFlavor:
@@ -90,6 +94,134 @@ def test_pending_reason_says_when_no_node_is_large_enough_even_empty() -> None:
     assert run(fleet, [job(small)]).reasons["team/Job.batch/small"] == (
         "no eligible cluster has a node with 8 free ascend-910b; best is bj-npu-2 with 4"
     )
+
+
+@pytest.mark.parametrize(
+    "busy",
+    [
+        pytest.param(False, id="the members are empty"),
+        pytest.param(True, id="the members are busy, which waiting would not change"),
+    ],
+)
+def test_a_gang_larger_than_any_member_even_empty_can_never_be_admitted(busy: bool) -> None:
+    """Three 8-GPU pods that must share a member, in a fleet whose largest member holds two
+    of them when empty: "best is us-east-a100 with 2" read as a wait for room that would
+    never come. The reason judges the members' whole capacity, not what is free."""
+    used = {"largest_devices": 0, "free_devices": 0} if busy else {}
+    fleet = [
+        cluster("us-east-a100", a100(nodes=2, **used)),
+        cluster("eu-west-a100", a100(nodes=1)),
+    ]
+    gang = workload("never", gpus=8, cpu="4", memory="8Gi", replicas=3, chips="nvidia-a100-80gb")
+    result = run(fleet, [job(gang)])
+    assert result.admitted == []
+    assert result.reasons["team/Job.batch/never"] == (
+        "no eligible cluster could hold 3 replicas of cpu=4, memory=8Gi, nvidia.com/gpu=8"
+        " even when empty; the largest, us-east-a100, holds 2: it can never be admitted"
+        " (shrink the request or add capacity)"
+    )
+    fits = workload("fits", gpus=8, cpu="4", memory="8Gi", replicas=2, chips="nvidia-a100-80gb")
+    assert "can never" not in run(fleet, [job(fits)]).reasons.get("team/Job.batch/fits", "")
+
+
+def test_a_duplicated_service_no_member_could_hold_whole_can_never_be_admitted() -> None:
+    """Each member must hold every replica of a duplicated workload, as a gang's one must."""
+    fleet = [cluster("a", flavor(nodes=1)), cluster("b", flavor(nodes=1))]
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    web = workload("web", kind="Deployment", cpu="8", replicas=3)
+    result = run(fleet, [job(web, placement=duplicated)])
+    assert result.reasons["team/Deployment.apps/web"] == (
+        "no eligible cluster could hold 3 replicas of cpu=8, memory=1Gi even when empty;"
+        " the largest, a, holds 2: it can never be admitted (shrink the request or add"
+        " capacity)"
+    )
+
+
+def test_a_division_needing_more_of_a_chip_than_the_fleet_has_is_not_a_borrowing_limit() -> None:
+    """5 pods of 8 GPUs split 1:1 by static weight give the H100 member 3, more than the
+    fleet's 16 H100s: it read "queue default cannot borrow …: 0 in use and 0 guaranteed
+    to other queues, of 16 (needs 24)", as if another queue held them."""
+    fleet = [
+        cluster("us-east-a100", a100(nodes=2)),
+        cluster("eu-west-h100", flavor(chip=H100, devices=8, cpu="96", memory="1Ti")),
+    ]
+    weights = [{"targetCluster": {"clusterNames": [c.name]}, "weight": 1} for c in fleet]
+    placement = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Weighted",
+            "weightPreference": {"staticWeightList": weights},
+        }
+    }
+    big = workload("big5", gpus=8, replicas=5, chips=f"nvidia-a100-80gb,{H100}")
+    result = run(fleet, [job(big, placement=placement)])
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/big5"] == (
+        "the federation holds 16 nvidia-h100-80gb in all, and this placement needs 24: it can"
+        " never be admitted as placed (shrink the request, change its division or add"
+        " capacity)"
+    )
+
+
+def test_a_strict_fifo_head_that_can_never_be_admitted_is_named_as_such_behind_it() -> None:
+    """The queue waits for its head as before (docs/concepts.md, dequeueStrategy), but the
+    workloads behind it now say that head will never be admitted as it stands, so the
+    stalled queue is noticed rather than read as a wait for room."""
+    fleet = [cluster("us-east-a100", a100(nodes=2))]
+    q = queue("ml-prod", dequeue_strategy="StrictFIFO")
+    never = workload("never", gpus=8, replicas=3, chips="nvidia-a100-80gb", queue="ml-prod")
+    small = workload("small", gpus=1, queue="ml-prod")
+    result = run(fleet, [job(never, seq=1), job(small, seq=2)], queues=[q])
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/small"] == (
+        "waiting behind team/Job.batch/never in queue ml-prod, which admits in strict FIFO"
+        " order (dequeueStrategy StrictFIFO): nothing behind its first workload is admitted"
+        " before it, and it can never be admitted as it stands: change or delete it"
+    )
+
+
+def _volcano(name: str, *, replicas: int, min_available: int) -> Workload:
+    pod = {
+        "containers": [
+            {"name": "w", "resources": {"requests": {"cpu": "4", "nvidia.com/gpu": "8"}}}
+        ]
+    }
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": {
+                "minAvailable": min_available,
+                "tasks": [{"name": "worker", "replicas": replicas, "template": {"spec": pod}}],
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tail"),
+    [
+        pytest.param(2, "holds 2: it can never be admitted", id="no member could ever hold it"),
+        pytest.param(4, "best is a with 2", id="a member could, once room frees"),
+    ],
+)
+def test_a_gang_smaller_than_its_replicas_says_every_replica_is_placed_at_once(
+    nodes: int, tail: str
+) -> None:
+    """Volcano starts minAvailable pods together and the rest as room frees; fedctl places
+    every replica of a gang on one member at once. The reason said nothing of minAvailable,
+    so a gang of 1 waiting for room for 3 read as a bug in the count."""
+    fleet = [cluster("a", a100(nodes=nodes, free_devices=16))]
+    result = run(fleet, [job(_volcano("vcmin", replicas=3, min_available=1))])
+    why = result.reasons["team/Job.batch.volcano.sh/vcmin"]
+    assert tail in why, why
+    assert why.endswith(
+        "; every replica of a gang is placed on one member at once, so minAvailable 1"
+        " does not let it start with fewer than 3"
+    ), why
+    whole = run(fleet, [job(_volcano("vcall", replicas=3, min_available=3))])
+    assert "minAvailable" not in whole.reasons["team/Job.batch.volcano.sh/vcall"]
 
 
 @pytest.mark.parametrize(
@@ -411,21 +543,25 @@ def test_static_weights_divide_a_service() -> None:
     assert placed(result) == {"web": {"a": 4, "b": 2}}
 
 
+HALVES = {
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
+                {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
+            ]
+        },
+    },
+}
+"""Divided 1:1 by static weight over clusters a and b."""
+
+
 def test_static_weights_divide_a_job_but_never_an_indexed_one() -> None:
     """An Indexed Job divided over two members ran indexes 0 and 1 on both and 2 and 3
     nowhere: each copy numbers its indexes from 0. It goes whole to one member."""
     fleet = [cluster("a", flavor(nodes=4)), cluster("b", flavor(nodes=4))]
-    placement = {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
-                    {"targetCluster": {"clusterNames": ["b"]}, "weight": 1},
-                ]
-            },
-        },
-    }
+    placement = HALVES
     plain = workload("plain", replicas=4)
     spec = {**plain.spec, "completions": 4, "completionMode": "Indexed"}
     indexed = workload("indexed", replicas=4).model_copy(update={"spec": spec})
@@ -433,6 +569,95 @@ def test_static_weights_divide_a_job_but_never_an_indexed_one() -> None:
     got = placed(run(fleet, jobs))
     assert got["plain"] == {"a": 2, "b": 2}
     assert list(got["indexed"].values()) == [4]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        pytest.param(("plain", "indexed"), id="the plain job queued first"),
+        pytest.param(("indexed", "plain"), id="the indexed job queued first"),
+    ],
+)
+def test_one_policy_divides_a_job_but_not_an_indexed_one_of_the_same_shape(
+    order: tuple[str, str],
+) -> None:
+    """Two Jobs of one shape under one policy share what a cycle reads of them, but an
+    Indexed one is never divided: whichever came first, the other took its placement (the
+    Indexed one divided and ran indexes 0 and 1 three times, or the plain one whole)."""
+    fleet = [cluster(name, flavor(nodes=4)) for name in ("a", "b", "c")]
+    plain = workload("plain", replicas=3)
+    spec = {**plain.spec, "completions": 6, "completionMode": "Indexed"}
+    workloads = {
+        "plain": plain.model_copy(update={"spec": {**plain.spec, "completions": 6}}),
+        "indexed": workload("indexed", replicas=3).model_copy(update={"spec": spec}),
+    }
+    divided = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}
+    shared = job(plain, placement={"replicaScheduling": divided})
+    jobs = [
+        dataclasses.replace(
+            job(workloads[name], seq=seq), placement=shared.placement, fedctl=shared.fedctl
+        )
+        for seq, name in enumerate(order)
+    ]
+    got = placed(run(fleet, jobs))
+    assert got["plain"] == {"a": 1, "b": 1, "c": 1}
+    assert list(got["indexed"].values()) == [3]
+
+
+def _roles(api_version: str, kind: str, roles: dict[str, int]) -> Workload:
+    """A job of the given roles (name -> pods), each pod 1 CPU."""
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if kind == "PyTorchJob":
+        spec: dict[str, Any] = {
+            "pytorchReplicaSpecs": {
+                role: {"replicas": n, "template": {"spec": pod}} for role, n in roles.items()
+            }
+        }
+    else:
+        spec = {
+            "tasks": [
+                {"name": role, "replicas": n, "template": {"spec": pod}}
+                for role, n in roles.items()
+            ]
+        }
+    return Workload.model_validate(
+        {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": "train", "namespace": "team"},
+            "spec": spec,
+        }
+    )
+
+
+_PYTORCH = ("kubeflow.org/v1", "PyTorchJob")
+_VOLCANO = ("batch.volcano.sh/v1alpha1", "Job")
+
+
+@pytest.mark.parametrize(
+    ("kind", "roles", "whole"),
+    [
+        pytest.param(
+            _PYTORCH, {"Master": 1, "Worker": 4}, True, id="a pytorchjob with a master: whole"
+        ),
+        pytest.param(_PYTORCH, {"Worker": 4}, False, id="a pytorchjob of workers only: divided"),
+        pytest.param(
+            _VOLCANO, {"ps": 2, "worker": 4}, True, id="a volcano job of several tasks: whole"
+        ),
+        pytest.param(_VOLCANO, {"worker": 4}, False, id="a volcano job of one task: divided"),
+    ],
+)
+def test_weights_never_divide_a_job_of_several_roles(
+    kind: tuple[str, str], roles: dict[str, int], whole: bool
+) -> None:
+    """Divided 1:1, a PyTorchJob of a Master and four Workers gave one member a Master and
+    two Workers and the other two Workers with no Master to join: a job of several roles
+    goes whole to one member, as an Indexed Job does; one of a single role is divided."""
+    fleet = [cluster("a", flavor(nodes=4)), cluster("b", flavor(nodes=4))]
+    placement = HALVES
+    w = _roles(*kind, roles)
+    got = placed(run(fleet, [job(w, placement=placement)]))["train"]
+    assert sorted(got.values()) == ([w.replicas] if whole else [w.replicas // 2] * 2)
 
 
 def test_duplicated_policy_runs_everything_everywhere() -> None:
@@ -480,7 +705,7 @@ def test_a_gang_is_not_split_even_when_only_the_sum_would_fit() -> None:
     }
     result = run(fleet, [job(workload("gang", cpu="8", replicas=4), placement=placement)])
     assert result.admitted == []
-    assert result.reasons["team/Job.batch/gang"].startswith("no eligible cluster has room for 4")
+    assert result.reasons["team/Job.batch/gang"].startswith("no eligible cluster could hold 4")
 
 
 def test_cycle_is_pure_and_rewrites_only_changed_bindings() -> None:

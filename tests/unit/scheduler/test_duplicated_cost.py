@@ -119,5 +119,5 @@ def test_a_cluster_whose_one_copy_is_above_the_cap_says_it_is_a_copy() -> None:
         settings=SchedulerSettings(),
     )
     assert cost.MaxCost().filter(request, s.clusters[0], state).reasons == (
-        "its copy here costs 1.00/h, above maxHourlyCost 0.20",
+        "its copy costs 1.0050/h, above maxHourlyCost 0.2000",
     )

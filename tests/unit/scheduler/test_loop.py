@@ -182,6 +182,26 @@ def test_a_replica_change_makes_a_new_fingerprint_and_a_new_placement() -> None:
     assert [j.ref.name for j in work.pending] == ["train"]
 
 
+def test_a_job_that_finished_while_its_change_waited_reads_scheduled_where_it_ran() -> None:
+    """Scaled past its queue's capability, the job kept running at the size it was
+    admitted with and finished: its Binding no longer says it waits to be placed."""
+    waiting = binding(
+        JOB,
+        {"a": 2},
+        phase="Pending",
+        reason="queue qa capability for cpu is 4, this workload needs 6: it can never be"
+        " admitted (raise the limit or shrink the request) (still running on a)",
+    )
+    work = sort(SCALED, bound=waiting, phase="Succeeded", admitted_as=FP)
+    assert work.finished == [key(SCALED)] and not work.pending
+    (amended,) = work.amends
+    assert amended.status.phase == "Scheduled"
+    assert amended.status.reason.startswith("Succeeded on a at the size it was admitted")
+    assert amended.spec == waiting.spec  # where it ran, at the size it ran
+    settled = sort(SCALED, bound=amended, phase="Succeeded", admitted_as=FP)
+    assert not settled.amends  # written once
+
+
 WEB = workload("web", kind="Deployment", replicas=4)
 DUPLICATED = PropagationPolicy.model_validate(
     {
@@ -635,6 +655,50 @@ async def test_a_finished_job_frees_its_share_and_a_deleted_one_loses_its_bindin
             lambda: _equal(_phases(store), {"first": "Scheduled"}), message="Binding deleted"
         )
     assert loop.last is not None and not loop.last.admitted
+
+
+async def _binding_status(store: MemoryStore, name: str) -> tuple[str, str, dict[str, int]]:
+    """The phase, reason and placement of `name`'s Binding (all empty: none yet)."""
+    listed = await codec.TypedStore(store, codec.Codec(Binding)).list(keys.prefix("bindings"))
+    for b in (i.obj for i in listed.items if i.obj.metadata.name == name):
+        return b.status.phase, b.status.reason, b.placement()
+    return "", "", {}
+
+
+async def test_a_job_scaled_past_its_queue_keeps_its_size_and_reads_scheduled_once_done() -> None:
+    """Scaled from 2 to 3 pods past its queue's capability of 4 CPUs, the job keeps its 2
+    where they run; once it finished, its Binding said it could never be admitted for good."""
+    store, objs, _ = await _joined(cluster("a"))
+    qa = queue("qa", capability={"cpu": "4"})
+    await objs.put(objects.key_for(qa), qa)
+    await objs.put(objects.key_for(JOB), JOB)
+    loop = loop_mod.SchedulerLoop(store, settings=SETTINGS, clock=clock.real, debounce=0.01)
+    async with running(loop):
+        await wait_for(
+            lambda: _equal(_binding_status(store, "train"), ("Scheduled", "", {"a": 2})),
+            message="train admitted at 2 pods",
+        )
+        await objs.put(objects.key_for(SCALED), SCALED)
+
+        async def waiting() -> bool:
+            phase, reason, where = await _binding_status(store, "train")
+            return phase == "Pending" and "(still running on a)" in reason and where == {"a": 2}
+
+        await wait_for(waiting, message="3 pods never fit the queue: it keeps its 2 on a")
+        statuses = codec.TypedStore(store, codec.Codec(WorkloadStatus))
+        done = _status("Succeeded").model_copy(update={"workload": binding(JOB, {}).spec.workload})
+        await statuses.put(keys.workload_status_key(reconcile.ref_of(JOB)), done)
+        await wait_for(
+            lambda: _equal(
+                _binding_status(store, "train"),
+                (
+                    "Scheduled",
+                    "Succeeded on a at the size it was admitted with; later changes never ran",
+                    {"a": 2},
+                ),
+            ),
+            message="finished: Scheduled where it ran",
+        )
 
 
 class _FinishingMidCycle(loop_mod.SchedulerLoop):

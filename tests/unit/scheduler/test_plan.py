@@ -156,6 +156,8 @@ def test_plan_json_and_pending_exit_code(
         "chips",
         "costs",
         "totalCost",
+        "expectedHours",
+        "expectedCost",
         "reason",
         "preempts",
         "verdicts",

@@ -117,6 +117,8 @@ def test_a_scale_up_with_no_room_keeps_the_running_replicas() -> None:
     (out,) = again.bindings
     assert out.status.phase == "Pending"
     assert out.placement() == {"a": 2}
+    # The replicas it waits to run, as Karmada's ResourceBinding keeps the template's.
+    assert out.spec.replicas == 8
 
 
 def test_the_copies_of_a_waiting_workload_hold_their_queue_share() -> None:

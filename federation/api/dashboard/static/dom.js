@@ -48,10 +48,11 @@ export function fmt(n) {
   return Number.isInteger(down) ? String(down) : down.toFixed(1);
 }
 
+// Four places whatever the size, as the CLI and every pending reason show costs: at two,
+// a queue spending 2.3144 of a 2.31 budget read "USD 2.31/h of USD 2.31/h, over budget".
 export function money(value, currency = "") {
   if (value === null || value === undefined) return "unpriced";
-  const n = Number(value);
-  return `${currency ? currency + " " : ""}${n < 1 ? n.toFixed(4) : n.toFixed(2)}/h`;
+  return `${currency ? currency + " " : ""}${Number(value).toFixed(4)}/h`;
 }
 
 export function meta(obj) {

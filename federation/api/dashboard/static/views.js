@@ -97,14 +97,20 @@ function readiness(cluster) {
   };
 }
 
+function tableParts(table) {
+  const parts = [`${table.cpu ?? 0}/core·h`, `${table.memory ?? 0}/GiB·h`];
+  for (const [model, p] of Object.entries(table.accelerators || {})) parts.push(`${model} ${p}/h`);
+  return parts.join(" · ");
+}
+
+// The whole spot table: a GPU's spot price is most of a spot job's bill, and only the
+// spot CPU price was shown.
 function priceLine(prices) {
   if (!prices) return h("div", { class: "price" }, "no prices");
-  const od = prices.onDemand || {};
   const cur = prices.currency || "USD";
-  const parts = [`${cur} ${od.cpu ?? 0}/core·h`, `${od.memory ?? 0}/GiB·h`];
-  for (const [model, p] of Object.entries(od.accelerators || {})) parts.push(`${model} ${p}/h`);
-  const spot = prices.spot ? ` · spot cpu ${prices.spot.cpu ?? 0}` : "";
-  return h("div", { class: "price" }, parts.join(" · ") + spot);
+  return h("div", { class: "price" },
+    h("div", { "data-prices": "on-demand" }, `${cur} ${tableParts(prices.onDemand || {})}`),
+    prices.spot ? h("div", { "data-prices": "spot" }, `spot ${tableParts(prices.spot)}`) : null);
 }
 
 function clusterCard(cluster) {

@@ -1,0 +1,177 @@
+"""Clusters whose rounded scores tie are told apart by the weighted sum the rounding hid:
+with every other score equal, the cheaper cluster wins, not the first name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from federation import errors, settings
+from federation.scheduler import plan
+from federation.scheduler.plugins import default_registry
+
+PROFILE = """
+clusters:
+  - name: aa-mid
+    region: r
+    nodePools: [{name: m, count: 2, arch: amd64, cpu: "32", memory: 128Gi}]
+    prices: {onDemand: {cpuCoreHour: 0.011, memoryGiBHour: 0.001}}
+  - name: mm-dear
+    region: r
+    nodePools: [{name: m, count: 2, arch: amd64, cpu: "32", memory: 128Gi}]
+    prices: {onDemand: {cpuCoreHour: 0.11, memoryGiBHour: 0.001}}
+  - name: zz-cheap
+    region: r
+    nodePools: [{name: m, count: 2, arch: amd64, cpu: "32", memory: 128Gi}]
+    prices: {onDemand: {cpuCoreHour: 0.010, memoryGiBHour: 0.001}}
+"""
+# Cost parts: zz-cheap 100, aa-mid 99 (0.001 dearer of a 0.1 range); with the other parts
+# equal both totals round to the same integer.
+
+SERVICE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: web}
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+        - name: c
+          resources: {requests: {cpu: "1", memory: 1Gi}}
+"""
+
+AGGREGATED = """
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: api}]
+  placement:
+    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}
+"""
+
+
+@pytest.mark.parametrize("docs", [(SERVICE,), (SERVICE, AGGREGATED)], ids=["whole", "aggregated"])
+def test_the_cheaper_of_two_clusters_whose_rounded_totals_tie_wins(
+    tmp_path: Path, docs: tuple[str, ...]
+) -> None:
+    paths = []
+    for i, doc in enumerate(docs):
+        paths.append(tmp_path / f"doc{i}.yaml")
+        paths[-1].write_text(doc, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    (planned,) = plan.plan_files(paths, profile=profile)
+    verdicts = {v.cluster: v for v in planned.plan.verdicts}
+    assert verdicts["aa-mid"].score == verdicts["zz-cheap"].score  # the rounded totals tie
+    assert verdicts["zz-cheap"].scores["cost"] > verdicts["aa-mid"].scores["cost"]
+    assert planned.plan.placement == {"zz-cheap": 2}
+
+
+def test_score_weights_are_read_from_the_environment_over_the_defaults() -> None:
+    for given in ("cost=0,affinity=5", '{"cost": 0, "affinity": 5}'):
+        read = settings.from_env({"FEDCTL_SCHEDULER__SCORE_WEIGHTS": given})
+        assert read.scheduler.score_weights == {
+            **settings.SCORE_WEIGHTS,
+            "cost": 0,
+            "affinity": 5,
+        }
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("costs=2", "no score plugin 'costs': the score plugins are cost, binpack"),
+        ("cost=-1", "the weight of cost must be 0 or more"),
+        ("cost=high", "the weight of cost is not a whole number"),
+        ("cost", "expected PLUGIN=WEIGHT"),
+    ],
+)
+def test_a_wrong_score_weight_is_refused_with_the_variable_named(given: str, said: str) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        settings.from_env({"FEDCTL_SCHEDULER__SCORE_WEIGHTS": given})
+    assert "FEDCTL_SCHEDULER__SCORE_WEIGHTS" in str(caught.value)
+    assert said in str(caught.value)
+
+
+def test_the_settings_name_every_score_plugin_the_registry_builds() -> None:
+    built = {n.removeprefix("score:") for n in default_registry().names() if n.startswith("score:")}
+    assert built == set(settings.SCORE_WEIGHTS)
+
+
+def test_weights_change_the_choice_as_set(tmp_path: Path) -> None:
+    """With cost weighed 0 the cheap cluster has nothing over the others: name order."""
+    paths = [tmp_path / "doc.yaml"]
+    paths[0].write_text(SERVICE, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    costless = settings.SchedulerSettings(score_weights={"cost": 0})
+    (planned,) = plan.plan_files(paths, profile=profile, settings=costless)
+    assert planned.plan.placement == {"aa-mid": 2}
+
+
+CAPPED = """
+apiVersion: fedctl.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: api, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: api}]
+  placement:
+    clusterAffinity: {clusterNames: [aa-mid, mm-dear]}
+  fedctl: {maxHourlyCost: "0.0215"}
+"""
+
+
+def test_a_cap_no_cluster_meets_names_the_nearest_miss_to_four_places(tmp_path: Path) -> None:
+    """2 pods of 1 core and 1 GiB: aa-mid 0.0240/h, mm-dear 0.2220/h; the cap 0.0215 read
+    as 0.02 at two places, and the reason quoted the first cluster by name, unnamed."""
+    paths = [tmp_path / "doc0.yaml", tmp_path / "doc1.yaml"]
+    paths[0].write_text(SERVICE, encoding="utf-8")
+    paths[1].write_text(CAPPED, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE.replace("mm-dear", "ab-dear"), encoding="utf-8")
+    paths[1].write_text(CAPPED.replace("mm-dear", "ab-dear"), encoding="utf-8")
+    (planned,) = plan.plan_files(paths, profile=profile)
+    assert planned.plan.placement == {}
+    assert planned.plan.reason == (
+        "the cheapest of the 2 clusters left, aa-mid, its copy costs 0.0240/h,"
+        " above maxHourlyCost 0.0215"
+    )
+
+
+TRAINING = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: ml
+  annotations: {fedctl.io/expected-duration: 2h30m}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: c
+          resources: {requests: {cpu: "2", memory: 1Gi}}
+"""
+
+
+def test_a_plan_says_what_the_whole_run_is_expected_to_cost(tmp_path: Path) -> None:
+    """The duration ranks nothing (it scales every cluster alike), so it showed nowhere:
+    a plan now gives the run's expected cost beside the hourly one; services none."""
+    paths = [tmp_path / "job.yaml", tmp_path / "svc.yaml"]
+    paths[0].write_text(TRAINING, encoding="utf-8")
+    paths[1].write_text(SERVICE, encoding="utf-8")
+    profile = tmp_path / "fleet.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    job, service = plan.plan_files(paths, profile=profile)
+    # zz-cheap: 2 pods x (2 x 0.010 + 1 x 0.001) = 0.042/h, over 2.5 h
+    assert job.plan.to_json()["expectedHours"] == 2.5
+    assert job.plan.to_json()["expectedCost"] == "0.1050"
+    assert "total cost 0.0420 USD/h, 0.1050 USD over 2.5h expected" in plan.render(job)
+    assert service.plan.to_json()["expectedCost"] is None
+    assert "expected" not in plan.render(service)
