@@ -586,11 +586,14 @@ class CycleState:
         return other
 
     def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
-        """Charge `pods` pods of `vector` to one flavor of one cluster, node by node where
-        the status shows how its room is split over nodes (`node_groups.charge`)."""
+        """Charge `pods` pods of `vector` to one flavor of one cluster. Where the status
+        shows how its room is split over nodes, only those some node holds
+        (`node_groups.charge`): the rest wait Pending on the member, holding no room, and
+        charged they drove the emptiest node to nothing, so even a 10m pod was refused
+        where nodes still had room. Elsewhere all of them, from the sums alone."""
         if self._grouped[cluster][flavor]:
             rows, counts = self.groups(cluster, flavor)
-            node_groups.charge(rows, counts, pods, vector.tolist())
+            pods = node_groups.charge(rows, counts, pods, vector.tolist())
         used = vector * pods
         free = self.free[cluster, flavor]  # views, updated in place
         np.subtract(free, used, out=free)

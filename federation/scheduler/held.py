@@ -69,7 +69,10 @@ def effective_capacity(
     victim gives its room back where the cycle began by counting it (`room.release`).
 
     The last two arrays are each flavor's nodes grouped by free amounts, with spare slots
-    (`node_groups.with_spare`), the pods not shown yet charged to them.
+    (`node_groups.with_spare`), the pods not shown yet charged to them. Where the status
+    reports those groups, held pods that no node can hold are not counted at all: on the
+    member they wait Pending and hold no room, and counted they hid the room nodes still
+    had (a 10m pod was refused on nodes with 2 CPU free).
     """
     free, largest = snapshot.free.copy(), snapshot.largest.copy()
     group_free, group_count = node_groups.with_spare(snapshot.group_free, snapshot.group_count)
@@ -281,8 +284,10 @@ def _spread_held(
     reached the monitor; it goes where it fits best (most room first, as the member's
     scheduler spreads by default; where the status shows how a flavor's room is split over
     nodes, no more than its nodes hold, charged to its node groups) and any remainder to
-    the largest flavor, so all of it is subtracted somewhere. A cluster without any
-    candidate flavor for the group (its flavor is gone) holds nothing of it.
+    the largest flavor, so all of it is subtracted somewhere, except where that flavor's
+    node groups are known: there no node holds the remainder, it waits Pending on the
+    member and holds no room. A cluster without any candidate flavor for the group (its
+    flavor is gone) holds nothing of it.
 
     Which shown usage is ours is not known either: others' pods that look like ours (or
     add up to them) are taken for ours while some of ours are not shown yet, so room can
@@ -318,6 +323,8 @@ def _spread_held(
     left = left - placed.sum(axis=1)
     capacity = np.where(mask, np.min(total[..., need] // pod[need], axis=-1), -1)
     largest = np.argmax(capacity, axis=1)
+    # Past every node's room a pod waits Pending where the status shows how room is split.
+    left = np.where(snapshot.grouped[rows, largest], 0, left)
     placed[np.arange(rows.size), largest] += left
     for i, f in zip(*np.nonzero((placed > 0) & snapshot.grouped[rows]), strict=True):
         c = int(rows[i])

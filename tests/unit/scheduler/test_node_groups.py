@@ -1,7 +1,8 @@
 """Free replicas are counted node by node: a flavor's free room split over its nodes holds
 fewer pods than its sum, and a member is never given pods its nodes cannot hold (they
 would wait Pending there for good). Placements made earlier in the cycle, and admitted
-pods the monitor does not show yet, are charged node by node the same way."""
+pods the monitor does not show yet, are charged node by node the same way; pods that no
+node holds are charged nowhere, as they hold no room on the member."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from federation.scheduler.plugins import capacity
 from federation.settings import SchedulerSettings
 from policies.models.cluster import Cluster, FreeNodes, NodeFlavor
 from tests.unit.scheduler.fleet import DYNAMIC_WEIGHT, cluster, flavor, job, placed, run, workload
+from tests.unit.scheduler.test_held import held
 
 SETTINGS = SchedulerSettings()
 CORE = 1000
@@ -102,6 +104,31 @@ def test_placements_earlier_in_the_cycle_are_charged_node_by_node() -> None:
     assert capacity.Capacity().filter(six, s.clusters[0], state).reasons == (
         "room for 0 of 1 replicas",
     )
+
+
+def test_pods_no_node_holds_do_not_hide_the_room_nodes_still_have() -> None:
+    """Charging more 3-CPU pods than fit (kept replicas, a duplicate) leaves the small
+    room of the other nodes: a 10m pod still fits, and the emptiest node is not zero."""
+    s, state = state_of(cluster("a", split(["3", "2", "1"])))
+    state.take(0, 0, 4, request(s, "3").vector)
+    tiny = request(s, "10m")
+    assert capacity.Capacity().filter(tiny, s.clusters[0], state).ok
+    assert capacity.cluster_available(request(s, "1"), state, ROWS).tolist() == [3]
+    assert state.largest[0, 0, snap.CPU] >= 2 * CORE  # not driven below the 2-CPU node
+
+
+def test_admitted_pods_left_pending_on_the_member_hold_no_room() -> None:
+    """Two 3-CPU pods admitted, neither shown by the monitor: one fits the 3-CPU node, the
+    other fits no node and waits Pending. Only the first is taken from the room: the
+    2-CPU node still takes a 10m pod."""
+    pod = ResourceList.from_wire({"cpu": "3", "memory": "1Gi"})
+    s, state = state_of(
+        cluster("a", split(["3", "2"])), usage=Usage([held("w", {"a": 2}, pod=pod)])
+    )
+    tiny = request(s, "10m")
+    assert capacity.Capacity().filter(tiny, s.clusters[0], state).ok
+    assert capacity.cluster_available(request(s, "1"), state, ROWS).tolist() == [2]
+    assert capacity.cluster_available(request(s, "3"), state, ROWS).tolist() == [0]
 
 
 GIB = 1024**3 * 1000
