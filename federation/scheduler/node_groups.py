@@ -58,12 +58,12 @@ def fit(
 def fit_one(rows: Rows, counts: list[int], need: Sequence[tuple[int, int]]) -> int:
     """`fit` for one flavor in plain Python: `need` lists (resource, amount) asked."""
     total = 0
-    for g, n in enumerate(counts):
-        if n > 0:
-            row = rows[g]
-            most = min([row[r] // w for r, w in need])
-            if most > 0:
-                total += most * n
+    for row, n in zip(rows, counts, strict=True):
+        if not n:
+            break  # groups are kept together, empty slots last
+        most = min([row[r] // w for r, w in need])
+        if most > 0:
+            total += most * n
     return total
 
 
@@ -75,29 +75,34 @@ def charge(rows: Rows, counts: list[int], pods: int, vector: Sequence[int]) -> i
     if not need or pods <= 0:
         return max(pods, 0)
     most = [
-        min([row[r] // w for r, w in need]) if n > 0 else 0
-        for row, n in zip(rows, counts, strict=True)
+        min([row[r] // w for r, w in need]) if n else 0 for row, n in zip(rows, counts, strict=True)
     ]
     left = pods
     while left > 0:
-        best, top, second = -1, 0, 0
-        for g, m in enumerate(most):
-            if m > top:
-                best, top, second = g, m, top
-            elif m > second:
-                second = m
-        if best < 0:
+        top = max(most)
+        if top <= 0:
             break
-        n = counts[best]
-        if left >= n:  # every node of the group takes k pods, down to the next group's level
-            k = max(1, min(left // n, top - second))
-            rows[best] = [a - k * v for a, v in zip(rows[best], vector, strict=True)]
-            most[best] = top - k
-            left -= k * n
-        else:  # `left` of its nodes take one pod each: the group splits
-            counts[best] = n - left
-            _add(rows, counts, [a - v for a, v in zip(rows[best], vector, strict=True)], left)
-            left = 0
+        tied = [g for g, m in enumerate(most) if m == top]
+        nodes = sum([counts[g] for g in tied])
+        if left >= nodes:  # every node of the emptiest groups takes k pods, down to the next
+            below = max([m for m in most if m < top], default=0)
+            k = max(1, min(left // nodes, top - below))
+            for g in tied:
+                rows[g] = [a - k * v for a, v in zip(rows[g], vector, strict=True)]
+                most[g] = top - k
+            left -= k * nodes
+            continue
+        for g in tied:  # `left` of their nodes take one pod each: one group splits
+            n = min(left, counts[g])
+            row = [a - v for a, v in zip(rows[g], vector, strict=True)]
+            if n == counts[g]:
+                rows[g], most[g] = row, top - 1
+            else:
+                counts[g] -= n
+                _add(rows, counts, row, n)
+            left -= n
+            if not left:
+                break
     return pods - left
 
 

@@ -172,3 +172,14 @@ def test_the_incremental_count_agrees_with_the_vector_count() -> None:
         shape.sync(three, state)
         expected = capacity.cluster_available(three, state, np.array([0, 1])).tolist()
         assert shape.total == expected
+
+
+def test_pods_are_spread_over_the_emptiest_nodes_as_the_members_scheduler_spreads() -> None:
+    """Four 1-CPU pods on two empty 8-CPU nodes (in two groups: their memory differs) go
+    two on each, as the member's least-allocated spreading puts them: neither node keeps
+    room for a 7-CPU pod, both keep room for a 6-CPU one."""
+    rows = [[8000, 10 * GIB, 0, 110_000], [8000, 20 * GIB, 0, 110_000], [0, 0, 0, 0]]
+    counts = [1, 1, 0]
+    assert node_groups.charge(rows, counts, 4, [1000, GIB, 0, 1000]) == 4
+    assert node_groups.fit_one(rows, counts, [(0, 7000)]) == 0
+    assert node_groups.fit_one(rows, counts, [(0, 6000)]) == 2
