@@ -78,6 +78,7 @@ from policies.models.cluster import (
     ClusterSpec,
     ClusterStatus,
     Condition,
+    FreeNodes,
     NodeFlavor,
     Prices,
     PriceTable,
@@ -129,6 +130,7 @@ def _flavor(
         node_count=nodes,
         free=alloc.scaled(nodes),
         largest_free=alloc,
+        free_nodes=[FreeNodes(free=alloc, count=nodes)] if nodes else [],
     )
 
 

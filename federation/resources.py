@@ -472,6 +472,11 @@ class ResourceList(Mapping[str, int]):
         """Component-wise maximum (effective pod requests: max of init and app containers)."""
         return self._combine(other, max)
 
+    def min_with(self, other: Mapping[str, int]) -> ResourceList:
+        """Component-wise minimum, an amount listed on one side only being 0 on the other
+        (what every node of a group has free, `FreeNodes`)."""
+        return self._combine(other, min)
+
     def scaled(self, factor: int) -> ResourceList:
         """Every amount times a whole `factor` (per-pod requests times replicas)."""
         if isinstance(factor, bool) or not isinstance(factor, int):

@@ -256,7 +256,11 @@ class FailoverSettings(_Group):
         default=30.0, ge=0, description="Seconds NotReady before NoSchedule becomes NoExecute."
     )
     graceful_timeout: float = Field(
-        default=600.0, gt=0, description="Seconds an evicted copy is kept waiting for the new."
+        default=600.0,
+        gt=0,
+        description="Seconds an evicted copy is kept waiting for the new (a last copy, its"
+        " workload placed nowhere else, stays past it on a member that answers), and at"
+        " least how long application failover keeps the workload off the member it failed on.",
     )
     eviction_rate: float = Field(default=10.0, gt=0, description="Evictions per second, healthy.")
     eviction_burst: int = Field(

@@ -32,6 +32,7 @@ __all__ = [
     "CPU",
     "DEVICES",
     "FREE",
+    "GROUPED",
     "LARGEST",
     "MEMORY",
     "NODES",
@@ -65,7 +66,7 @@ cycle sums in int64 (`CycleState.free_total`); see `_bounded`."""
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-_A = TypeVar("_A", IntArray, FloatArray)
+_A = TypeVar("_A", IntArray, FloatArray, BoolArray)
 USD = Currency()
 """The federation's currency unless the settings say otherwise."""
 
@@ -136,14 +137,16 @@ def _vector(resources: ResourceList, device: str | None, *, pods_default: int) -
     ]
 
 
-_FLAVOR_ROWS: dict[int, tuple[NodeFlavor, tuple[list[int], list[int], list[int]]]] = {}
+_Rows = tuple[list[int], list[int], list[int], list[list[int]]]
+_FLAVOR_ROWS: dict[int, tuple[NodeFlavor, _Rows]] = {}
 """Per node flavor object (by identity, the object kept alongside): its allocatable, free
-and emptiest-node vectors. The controller builds a snapshot every cycle from status objects
-that mostly did not change, and reading three ResourceLists per flavor was most of it."""
+and emptiest-node vectors and its groups of nodes by free amounts (`_free_groups`). The
+controller builds a snapshot every cycle from status objects that mostly did not change,
+and reading three ResourceLists per flavor was most of it."""
 _FLAVOR_ROWS_LIMIT = 65536
 
 
-def _flavor_rows(flavor: NodeFlavor) -> tuple[list[int], list[int], list[int]]:
+def _flavor_rows(flavor: NodeFlavor) -> _Rows:
     hit = _FLAVOR_ROWS.get(id(flavor))
     if hit is not None and hit[0] is flavor:
         return hit[1]
@@ -153,11 +156,34 @@ def _flavor_rows(flavor: NodeFlavor) -> tuple[list[int], list[int], list[int]]:
         per_node,
         _vector(flavor.free, device, pods_default=per_node[PODS] * flavor.node_count),
         _vector(flavor.largest_free, device, pods_default=per_node[PODS]),
+        _free_groups(flavor, per_node),
     )
     if len(_FLAVOR_ROWS) >= _FLAVOR_ROWS_LIMIT:
         _FLAVOR_ROWS.clear()
     _FLAVOR_ROWS[id(flavor)] = (flavor, rows)
     return rows
+
+
+def _free_groups(flavor: NodeFlavor, per_node: list[int]) -> list[list[int]]:
+    """The flavor's groups of nodes by free amounts, each [*free of one node, count], an
+    amount never above the node's allocatable; a status without them (written before they
+    were reported) reads as one group of every node empty, which caps nothing that the
+    free sum and emptiest node do not cap already (`GROUPED` tells the two apart)."""
+    if not flavor.free_nodes:
+        return [[*per_node, flavor.node_count]]
+    device = flavor.accelerator_resource
+    return [
+        [
+            *(
+                min(a, most)
+                for a, most in zip(
+                    _vector(g.free, device, pods_default=per_node[PODS]), per_node, strict=True
+                )
+            ),
+            g.count,
+        ]
+        for g in flavor.free_nodes
+    ]
 
 
 def _price(table_value: object) -> float:
@@ -167,7 +193,9 @@ def _price(table_value: object) -> float:
 # Columns of a cluster's per-flavor integer block: three resource vectors, then scalars.
 ALLOC, FREE, LARGEST = (slice(k * len(RESOURCES), (k + 1) * len(RESOURCES)) for k in range(3))
 NODES, CHIP, ARCH = 3 * len(RESOURCES), 3 * len(RESOURCES) + 1, 3 * len(RESOURCES) + 2
-COLUMNS = 3 * len(RESOURCES) + 3
+GROUPED = 3 * len(RESOURCES) + 3
+"""1 where the status reports how the flavor's free room is split over nodes."""
+COLUMNS = 3 * len(RESOURCES) + 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +212,7 @@ class Part:
     status: ClusterStatus | None
     info: ClusterInfo
     block: IntArray  # [F, COLUMNS]; CHIP is -1 where there is no accelerator
+    groups: IntArray  # [F, G, R + 1]: nodes grouped by free amounts, the last column a count
     price_dev: FloatArray  # [F, 2]
     price_base: FloatArray  # [1, 4]: cpu on-demand, cpu spot, memory on-demand, memory spot
     chip_names: tuple[str, ...]
@@ -210,10 +239,12 @@ def compute(
     chips: dict[str, int] = {}
     arches: dict[str, int] = {}
     rows: list[list[int]] = []
+    groups: list[list[list[int]]] = []
     capacity: dict[str, int] = {}
     devices: set[str] = set()
     for flavor in flavors:
-        per_node, free, largest = _flavor_rows(flavor)
+        per_node, free, largest, grouped = _flavor_rows(flavor)
+        groups.append(grouped)
         device, model = flavor.accelerator_resource, flavor.accelerator_model
         chip = -1
         if model is not None and device:
@@ -225,7 +256,17 @@ def compute(
         for column, name in ((CPU, "cpu"), (MEMORY, "memory")):
             capacity[name] = capacity.get(name, 0) + per_node[column] * flavor.node_count
         arch = arches.setdefault(flavor.arch, len(arches))
-        rows.append([*per_node, *free, *largest, flavor.node_count, chip, arch])
+        rows.append(
+            [
+                *per_node,
+                *free,
+                *largest,
+                flavor.node_count,
+                chip,
+                arch,
+                int(bool(flavor.free_nodes)),
+            ]
+        )
     prices, note = currency.convert(cluster.spec.prices)
     if prices is not None and device_defaults:
         prices = prices.with_device_defaults(device_defaults)
@@ -235,6 +276,7 @@ def compute(
         status=status,
         info=_info(cluster, status, flavors, index=index, prices=prices, price_note=note),
         block=frozen(np.array(_bounded(rows, cluster.name), np.int64).reshape(-1, COLUMNS)),
+        groups=frozen(_padded(groups)),
         price_dev=frozen(price_dev),
         price_base=frozen(price_base),
         chip_names=tuple(chips),
@@ -243,6 +285,15 @@ def compute(
         capacity=MappingProxyType(capacity),
         devices=frozenset(devices),
     )
+
+
+def _padded(groups: list[list[list[int]]]) -> IntArray:
+    """[F, G, R + 1] from each flavor's groups, padded with empty groups (count 0)."""
+    width = max([len(g) for g in groups] or [1])
+    out = np.zeros((len(groups), width, len(RESOURCES) + 1), np.int64)
+    for f, rows in enumerate(groups):
+        out[f, : len(rows)] = rows
+    return out
 
 
 def _info(

@@ -39,6 +39,7 @@ from federation.cache.parts import (
     CPU,
     DEVICES,
     FREE,
+    GROUPED,
     LARGEST,
     MEMORY,
     NODES,
@@ -96,6 +97,9 @@ class Snapshot:
     nodes: IntArray  # [C, F]
     free: IntArray  # [C, F, R] free over all nodes of the flavor
     largest: IntArray  # [C, F, R] free on the emptiest node
+    group_free: IntArray  # [C, F, G, R] free on each node of a group (`NodeFlavor.free_nodes`)
+    group_count: IntArray  # [C, F, G] nodes in the group (0: no group)
+    grouped: BoolArray  # [C, F] the status reports the groups (else one group, all empty)
     flavor_chip: IntArray  # [C, F] index into `chips`; -1: no accelerator; -2: no flavor
     flavor_arch: IntArray  # [C, F] index into `arches`; -1: no flavor
     chips: tuple[str, ...]
@@ -135,6 +139,9 @@ class _Arrays(NamedTuple):
     alloc: IntArray
     free: IntArray
     largest: IntArray
+    group_free: IntArray
+    group_count: IntArray
+    grouped: BoolArray
     nodes: IntArray
     flavor_chip: IntArray
     flavor_arch: IntArray
@@ -279,10 +286,20 @@ def _assemble(parts: Sequence[Part]) -> _Arrays:
     price_dev[present] = _joined([p.price_dev for p in parts], (2,), np.float64)
     base = _joined([p.price_base for p in parts], (4,), np.float64)
     alloc, nodes = _copy(block[:, :, ALLOC]), _copy(block[:, :, NODES])
+    depth = max([p.groups.shape[1] for p in parts] or [1])
+    groups = np.zeros((size, width, depth, len(RESOURCES) + 1), np.int64)
+    groups[present] = _joined(
+        [np.pad(p.groups, ((0, 0), (0, depth - p.groups.shape[1]), (0, 0))) for p in parts],
+        (depth, len(RESOURCES) + 1),
+        np.int64,
+    )
     return _Arrays(
         alloc=alloc,
         free=_copy(block[:, :, FREE]),
         largest=_copy(block[:, :, LARGEST]),
+        group_free=_copy(groups[..., :-1]),
+        group_count=_copy(groups[..., -1]),
+        grouped=frozen(block[:, :, GROUPED] > 0),
         nodes=nodes,
         flavor_chip=_copy(block[:, :, CHIP]),
         flavor_arch=_copy(block[:, :, ARCH]),

@@ -202,6 +202,7 @@ async def _drained(api: Any, name: str, *, timeout: float) -> None:
         if not placed and not left:
             return
         now = f"draining {name}: {len(placed)} workload(s) placed there, {len(left)} Work(s)"
+        now += "".join(f"\n  {why}" for why in _stranded(bindings, name))
         if now != said:
             print(now, file=sys.stderr)
             said = now
@@ -217,23 +218,49 @@ async def _drained(api: Any, name: str, *, timeout: float) -> None:
         await clock.real.sleep(1.0)
 
 
+def _named(workload: dict[str, Any]) -> str:
+    namespace = workload.get("namespace") or "-"
+    return f"{namespace}/{workload.get('kind', '?')}/{workload.get('name', '?')}"
+
+
+def _nowhere(binding: dict[str, Any], name: str) -> str | None:
+    """Why a workload evicted from `name` holds it for good, if it does: the scheduler
+    found nowhere else for it, so its copy there is its last and failover keeps it past
+    the graceful timeout (`EvictionTask.nowhere_since`). Waiting longer frees nothing."""
+    spec = binding.get("spec", {})
+    tasks = spec.get("evictionTasks", [])
+    if not any(t.get("cluster") == name and t.get("nowhereSince") for t in tasks):
+        return None
+    reason = (binding.get("status") or {}).get("reason") or "no member takes it"
+    return (
+        f"{_named(spec.get('workload', {}))} has nowhere else to go ({reason}): its copy"
+        " there, the last, keeps running until it can be placed elsewhere; make room for"
+        " it, widen its placement, or delete it"
+    )
+
+
+def _stranded(bindings: list[Any], name: str) -> list[str]:
+    """`_nowhere` for every Binding that has it: said while the unjoin waits."""
+    return [found for b in bindings if (found := _nowhere(b, name)) is not None]
+
+
 def _holding(bindings: list[Any], works: list[Any], name: str) -> list[str]:
     """What keeps a draining cluster from being left, each with why: the timeout said only
     "they may tolerate NoExecute taints, or the member may be unreachable" and named
     Namespaces waiting for copies, while graceful evictions were what held it."""
-
-    def named(workload: dict[str, Any]) -> str:
-        kind = workload.get("kind", "?")
-        return f"{workload.get('namespace') or '-'}/{kind}/{workload.get('name', '?')}"
 
     out: list[str] = []
     seen: set[str] = set()
     for binding in bindings:
         spec = binding.get("spec", {})
         workload = spec.get("workload", {})
-        key = named(workload)
+        key = _named(workload)
         leaving = [t for t in spec.get("evictionTasks", []) if t.get("cluster") == name]
-        if leaving:
+        stuck = _nowhere(binding, name)
+        if stuck:
+            out.append(stuck)
+            seen.add(key)
+        elif leaving:
             task = leaving[0]
             how = task.get("purgeMode", "Gracefully")
             out.append(
@@ -250,7 +277,7 @@ def _holding(bindings: list[Any], works: list[Any], name: str) -> list[str]:
             seen.add(key)
     for work in works:
         workload = work.get("spec", {}).get("workload", {})
-        key = named(workload)
+        key = _named(workload)
         if key not in seen:
             seen.add(key)
             out.append(f"{key}: its copy is not removed yet (the member may be unreachable)")

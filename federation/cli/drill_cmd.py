@@ -156,19 +156,33 @@ async def _run(args: argparse.Namespace) -> int:
                 settle=settle,
                 progress=progress,
             )
+        except asyncio.CancelledError:
+            # Ctrl-C or SIGTERM: healed, and the report so far stored; said and written
+            # as a finished drill's is, then the exit says it was stopped (130 or 143).
+            if progress.report is not None:
+                _say([f"{progress.report.error}; report stored as {progress.report.id}"])
+                _write(progress.report, args.report)
+            raise
         finally:
             telling.cancel()
         _say(narrator.lines(progress))
     finally:
         await store.close()
-    text = drills.markdown(report)
-    print(text)
-    if args.report:
-        args.report.mkdir(parents=True, exist_ok=True)
-        (args.report / "report.json").write_text(json.dumps(report.to_json(), indent=2))
-        (args.report / "report.md").write_text(text)
-        (args.report / "timeline.svg").write_text(drills.svg(report))
+    _write(report, args.report)
     return 0 if report.lost == 0 and report.double_runs == 0 else 1
+
+
+def _write(report: Any, folder: Path | None) -> None:
+    """The report on stdout, and in `folder` (--report) when given."""
+    from federation.failover import drills
+
+    text = drills.markdown(report)
+    print(text, flush=True)
+    if folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "report.json").write_text(json.dumps(report.to_json(), indent=2))
+        (folder / "report.md").write_text(text)
+        (folder / "timeline.svg").write_text(drills.svg(report))
 
 
 async def _tell(narrator: Any, progress: Any) -> None:

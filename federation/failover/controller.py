@@ -20,9 +20,10 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md Â
 
 Every action is also appended to `timeline`, which drills and benchmarks read to measure
 detection and re-placement times without scraping logs. Each eviction is also told where
-people and dashboards look: a Warning `Evicted` event on the workload, written in the same
-transaction as the Binding that evicts it (so it tells only of evictions that landed), and
-`metrics.eviction` by cluster and cause (`taint`, or `failover` for an unhealthy copy).
+people and dashboards look: a Warning `Evicted` event on the workload (and `NowhereToGo`,
+`PlacedBack` as it goes on, told.py), written in the same transaction as the Binding that
+evicts it (so it tells only of evictions that landed), and `metrics.eviction` by cluster
+and cause (`taint`, or `failover` for an unhealthy copy).
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
 from federation.failover import application, eviction, faults, graceful, purge, rebalance, taints
+from federation.failover import told as tell
 from federation.failover.mirror import Mirror
 from federation.registry import codec, events, keys, objects
 from federation.registry import store as st
 from federation.settings import FailoverSettings, MemberSettings
 from federation.workqueue import WorkQueue
 from policies.models.base import KubeObject
-from policies.models.binding import CLAIMED_BY, Binding, EvictionTask
+from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import (
     RECOVERING_TAINT,
     UNJOINING_TAINT,
@@ -56,7 +58,7 @@ from policies.models.cluster import (
 )
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior, Placement
-from policies.models.work import FINISHED_PHASES, Event, WorkloadStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = [
@@ -354,6 +356,8 @@ class FailoverController:
             binding = stored.obj
             if binding.waits_on(name) is None or self._finished(_ref(binding)):
                 continue
+            if name in self._leaving:
+                continue  # being unjoined: the copy goes with the member
             kept = eviction.returned(binding, name)
             await self.bindings.typed.update(
                 key, kept, revision=stored.revision, guards=self._guards()
@@ -495,8 +499,9 @@ class FailoverController:
         binding = self._end_tasks(key, binding, terms, revision=stored.revision)
         if binding != stored.obj:
             old_tasks = stored.obj.spec.eviction_tasks
-            evicted = [t for t in binding.spec.eviction_tasks if t not in old_tasks]
-            told = [self._evicted_event(binding, t) for t in evicted]
+            evicted, told = tell.told(
+                stored.obj, binding, now=self.clock.now(), answers=self._answers
+            )
             ops: list[st.Op] = [
                 self.bindings.typed.update_op(key, binding, revision=stored.revision)
             ]
@@ -521,27 +526,9 @@ class FailoverController:
             for cluster in sorted(before - after):
                 self._mark("task-ended", cluster, ref)
 
-    def _evicted_event(self, binding: Binding, task: EvictionTask) -> Callable[[], Event]:
-        """A Warning, as the kubelet's `Evicted`: a member, or the copy on it, failed, and
-        the workload moves because of it."""
-        how = "its copy stays until the new placement is ready"
-        if task.purge_mode == "Directly":
-            how = "its copy there goes at once"
-        n = task.replicas
-        message = (
-            f"evicted from {task.cluster} ({n} replica{'' if n == 1 else 's'}): {task.reason};"
-            f" placed again elsewhere, {how}"
-        )
-        now = self.clock.now()
-        return lambda: Event(
-            type="Warning",
-            reason="Evicted",
-            message=message,
-            cluster=task.cluster,
-            object=str(_ref(binding)),
-            source="failover",
-            time=now,
-        )
+    def _answers(self, cluster: str) -> bool:
+        status = self.statuses.get(keys.cluster_status_key(cluster))
+        return status is not None and status.ready()
 
     def _evict_due(self, key: str, binding: Binding, terms: Terms) -> Binding:
         if self._finished(_ref(binding)) or eviction.never_evicted(binding):
@@ -681,6 +668,9 @@ class FailoverController:
         away, settle = self._held(binding, terms, now=now)
         if settle is not None:
             self.queue.add_after("b" + key, settle + 0.01)
+        nowhere = graceful.placed_nowhere(binding)
+        if nowhere:
+            tasks = [graceful.stranded(t, now) for t in tasks]
         outcome = graceful.judge(
             tasks,
             targets=targets,
@@ -690,11 +680,13 @@ class FailoverController:
             gone=gone,
             evicting=evicting,
             placed=placed,
+            holding={t.cluster for t in tasks if self._answers(t.cluster)} if nowhere else (),
+            placed_at=binding.status.last_scheduled_time if placed else None,
             away=away,
         )
         if outcome.recheck_after is not None:
             self.queue.add_after("b" + key, outcome.recheck_after + 0.01)
-        if not outcome.drop:
+        if not outcome.drop and tasks == binding.spec.eviction_tasks:
             return binding
         spec = binding.spec.model_copy(update={"eviction_tasks": outcome.keep})
         return binding.model_copy(update={"spec": spec})
@@ -706,16 +698,17 @@ class FailoverController:
         to be judged (`graceful.judge`'s `away`), and in how many seconds the first of
         those that are back stops waiting (None: none is).
 
-        A member away (`ClusterStatus.away`): nothing there can be deleted now. A member
-        back, for a graceful task of a workload the scheduler places back on a member that
-        returns (`Terms.returns`): until it has placed the Binding since then (failover
-        lifted its taints; a controller that did not see it counts from the member's Ready
-        transition), for at most the graceful timeout. Ended sooner, the task let the
-        propagator delete the copy the scheduler was about to place back there, as the two
-        both answer the same taints going. A workload that stays where it is (Steady
-        division, an earlier affinity group) does not wait: nothing would end the wait but
-        the timeout. Nor does a Directly task: its copy goes on return whatever the
-        scheduler says next.
+        A member away (`ClusterStatus.away`): nothing there can be deleted now; unless it
+        is being unjoined, which it will not come back from (its unjoin waits on the task,
+        which the timeout ends). A member back, for a graceful task of a workload the
+        scheduler places back on a member that returns (`Terms.returns`): until it has
+        placed the Binding since failover lifted the member's taints, for at most the
+        graceful timeout (a controller that did not lift them does not wait). Ended sooner,
+        the task let the propagator delete the copy the scheduler was about to place back
+        there, as the two both answer the same taints going. A workload that stays where
+        it is (Steady division, an earlier affinity group) does not wait: nothing would
+        end the wait but the timeout. Nor does a Directly task: its copy goes on return
+        whatever the scheduler says next.
         """
         held: set[str] = set()
         settle: float | None = None
@@ -725,13 +718,12 @@ class FailoverController:
             if status is None:
                 continue
             if status.away():
-                held.add(task.cluster)
+                if task.cluster not in self._leaving:
+                    held.add(task.cluster)
                 continue
-            ready = status.condition("Ready")
-            if task.at_once or not terms.returns or ready is None or ready.status != "True":
+            back = self._back.get(task.cluster)
+            if task.at_once or not terms.returns or back is None or not status.ready():
                 continue
-            back = max(self._back.get(task.cluster, ready.last_transition_time),
-                       ready.last_transition_time)  # fmt: skip
             left = self.settings.graceful_timeout - (now - back).total_seconds()
             if left > 0 and (placed is None or placed < back):
                 held.add(task.cluster)

@@ -92,6 +92,10 @@ class WorkloadState:
     batch: bool = False
     """It runs to completion (a job, a gang): once moved it finishes where it went, and
     nothing, `fedctl rebalance` included, moves it back."""
+    stays_away: bool = False
+    """A service its policy divides aggregated or by dynamic weights, without `failback:
+    Automatic`: failover never places it back on a member that returns (Steady division);
+    only `fedctl rebalance` does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,9 @@ class Report:
     not_back: list[str] = field(default_factory=list)
     """Services that moved off the member and were not placed on it again by the end,
     though the fault was lifted and the member was back: judged only then."""
+    kept_away: list[str] = field(default_factory=list)
+    """Services that moved off the member and that failover never brings back (their
+    division is Steady, `WorkloadState.stays_away`), judged as `not_back` is."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,7 +213,10 @@ class Progress:
     fault_at: float | None = None
     healed_at: float | None = None
     stage: str = "starting"
-    """starting → fault (held) → settling (healed, watching recovery) → done."""
+    """starting → fault (held) → settling (healed, watching recovery) → done; or
+    interrupted (cancelled: healed, the report so far stored as `report`)."""
+    report: Report | None = None
+    """The report of a drill interrupted before it was done, marked so in its `error`."""
 
     def partial(self, report: Report, *, final: bool = False) -> Report:
         """The report from the samples so far; `final` when no more will come (the drill
@@ -356,7 +366,7 @@ def recovered(samples: list[Sample], cluster: str) -> bool:
         last.deleted(w)
         or (
             (s := last.workloads.get(w)) is not None
-            and (s.finished or (_whole(s) and (s.batch or cluster in s.targets)))
+            and (s.finished or (_whole(s) and (s.batch or s.stays_away or cluster in s.targets)))
         )
         for w in on_member
     )
@@ -436,6 +446,7 @@ def summarise(
         report.rto = max(line.ready for line in affected if line.ready is not None)
     if healed_at is not None and not (last.member_down or last.no_execute):
         report.not_back = follow.not_back()
+        report.kept_away = follow.not_back(kept=True)
     return report
 
 
@@ -492,15 +503,16 @@ class _Follow:
         """The lines judged affected: the report's count and the counters' denominator."""
         return [line for line in self.lines.values() if line.affected]
 
-    def not_back(self) -> list[str]:
+    def not_back(self, *, kept: bool = False) -> list[str]:
         """The services re-placed away from the member that the latest sample does not
-        place on it again (a batch job finishes where it went, and is never moved back)."""
+        place on it again (a batch job finishes where it went, and is never moved back):
+        those failover would bring back, or (`kept`) those it never does."""
         out = []
         for name, line in self.lines.items():
             end = self.last.workloads.get(name)
             if line.replaced is None or end is None or end.batch or self.last.deleted(name):
                 continue
-            if self.cluster not in end.targets:
+            if self.cluster not in end.targets and end.stays_away is kept:
                 out.append(name)
         return out
 

@@ -22,6 +22,15 @@ failover's `gracePeriodSeconds`), else the global graceful timeout.
 Policies may not say `Never` for cluster failover (Karmada refuses it too); a task recorded
 with it ends as a Gracefully one does.
 
+A graceful task whose workload the scheduler placed nowhere else, on a member that still
+answers, outlives the timeout (`holding`): its copy is the workload's last, and deleting
+it took a running service to zero because a drain (an unjoin, a user's NoExecute taint)
+found no other member for it, where `kubectl drain` waits on a PodDisruptionBudget. It
+ends once the workload is placed and ready elsewhere, is placed back there, or the member
+stops answering (nothing there can be kept running for sure, and an unjoin of a dead
+member would wait on it for good). Placed at last, the new copy gets a whole timeout,
+counted from that placement, to turn ready (`_timed_from`).
+
 A graceful task whose cluster is among the targets again (the member recovered before the
 workload found room elsewhere, and the scheduler placed it back) ends at once: the copy
 there is the new placement's, not a leftover. Unless the target holds fewer replicas than
@@ -50,6 +59,15 @@ from a healthy cluster) would otherwise be kept off the cluster it fits best, ev
 empty one, until the timeout. An application failover's task is the exception: it left a
 member where the workload failed, and ending it early would let the scheduler put it back
 there to fail again.
+
+How long an application failover's task lasts: its old copy goes as the purge mode says
+(once the new placement is ready, or at its grace period), but the task stays, turned
+Directly, until the longer of its grace period and the global graceful timeout has passed
+since the eviction (`bar_of`). Nothing about the member says it got better, and ended with
+its copy (as Karmada's task ends), the task freed the member within seconds of the new
+placement turning ready: the next re-division of the workload (a static-weight split is
+divided again on every change in the fleet's health) placed it back there, where it failed
+and was evicted again, six times in thirteen minutes.
 """
 
 from __future__ import annotations
@@ -58,10 +76,20 @@ import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from policies.models.binding import EvictionTask
+from federation.failover import eviction
+from policies.models.binding import Binding, EvictionTask
 from policies.models.work import WorkloadStatus
 
-__all__ = ["Outcome", "gone", "judge", "purges_at_once"]
+__all__ = [
+    "Outcome",
+    "bar_of",
+    "barring",
+    "gone",
+    "judge",
+    "placed_nowhere",
+    "purges_at_once",
+    "stranded",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +101,25 @@ class Outcome:
     drop: list[EvictionTask] = field(default_factory=list)
     purge: list[str] = field(default_factory=list)
     recheck_after: float | None = None
+
+
+def placed_nowhere(binding: Binding) -> bool:
+    """Whether the scheduler looked for a place for the evicted workload and found none:
+    Pending, on no member, with its own reason (not failover's "re-placing")."""
+    status = binding.status
+    return (
+        not binding.spec.clusters
+        and status.phase == "Pending"
+        and bool(status.reason)
+        and not status.reason.endswith(eviction.RE_PLACING)
+    )
+
+
+def stranded(task: EvictionTask, now: dt.datetime) -> EvictionTask:
+    """A kept copy's task, marked with when its workload was found placed nowhere else."""
+    if task.at_once or task.nowhere_since is not None:
+        return task
+    return task.model_copy(update={"nowhere_since": now})
 
 
 def purges_at_once(task: EvictionTask) -> bool:
@@ -95,6 +142,28 @@ def gone(
     return {t.cluster for t in tasks if purges_at_once(t)} - present
 
 
+def bar_of(task: EvictionTask, timeout: float) -> float:
+    """Seconds from its creation that an application failover's task keeps the workload
+    off its member: the longer of its own grace period and the global graceful timeout."""
+    return max(float(task.grace_period_seconds or 0), timeout)
+
+
+def barring(task: EvictionTask) -> EvictionTask:
+    """`task` once its copy may go: purged at once, still barring its member (Directly)."""
+    if task.at_once:
+        return task
+    return task.model_copy(update={"purge_mode": "Directly"})
+
+
+def _timed_from(task: EvictionTask, placed_at: dt.datetime | None) -> dt.datetime:
+    """When a task's graceful timeout starts: at the eviction, or, for a copy kept because
+    the workload had nowhere else to go, at the placement that ended that (its new copy
+    gets a whole timeout to turn ready, as after any eviction)."""
+    if task.nowhere_since is not None and placed_at is not None and placed_at > task.nowhere_since:
+        return placed_at
+    return task.creation_time
+
+
 def judge(
     tasks: Sequence[EvictionTask],
     *,
@@ -105,6 +174,8 @@ def judge(
     gone: Collection[str] = (),
     evicting: Collection[str] = (),
     placed: Mapping[str, int] | None = None,
+    holding: Collection[str] = (),
+    placed_at: dt.datetime | None = None,
     away: Collection[str] = (),
 ) -> Outcome:
     """Decide every task of one Binding.
@@ -113,9 +184,11 @@ def judge(
     whose NoExecute taints evict the workload, now or once its toleration runs out. A
     Directly task on a cluster that is gone and not evicting has done its work: it is
     dropped, with nothing left there to purge. `placed`: the replicas of each target
-    (None: not known, a target placed back ends its task). `away`: clusters whose copies
-    wait for the member's return to be judged; their tasks are kept (placed back there,
-    dropped).
+    (None: not known, a target placed back ends its task). `holding`: clusters whose kept
+    copy is the workload's last (placed nowhere else, the member answers): no timeout ends
+    their task. `placed_at`: when the scheduler last placed the workload; a task held so
+    counts its timeout from then (`_timed_from`). `away`: clusters whose copies wait for
+    the member's return to be judged; their tasks are kept (placed back there, dropped).
     """
     healthy = bool(targets) and all(ready.get(name, False) for name in targets)
     keep: list[EvictionTask] = []
@@ -123,7 +196,7 @@ def judge(
     purge: list[str] = []
     recheck: float | None = None
     for task in tasks:
-        waited = (now - task.creation_time).total_seconds()
+        waited = (now - _timed_from(task, placed_at)).total_seconds()
         limit = task.grace_period_seconds or timeout
         expired = waited >= limit
         shrinking = task.cluster in targets and task.keeps((placed or {}).get(task.cluster))
@@ -132,6 +205,19 @@ def judge(
             continue
         if task.cluster in away:
             keep.append(task)  # judged on its return; a change of its status looks again
+            continue
+        if task.cluster in holding and not purges_at_once(task) and not healthy:
+            keep.append(task)  # the last copy: the scheduler placing it ends the wait
+            continue
+        evicted = (now - task.creation_time).total_seconds()
+        if task.from_application and (healthy or expired) and evicted < bar_of(task, timeout):
+            barred = barring(task)  # the copy goes; the member stays barred
+            if barred is not task:
+                drop.append(task)
+            keep.append(barred)
+            purge.append(task.cluster)
+            left = bar_of(task, timeout) - evicted
+            recheck = left if recheck is None else min(recheck, left)
             continue
         if healthy or expired:
             drop.append(task)

@@ -17,7 +17,9 @@ controller and the tests share it.
 
 What never moves: a batch job (moving restarts it, and a graceful move would run it in two
 clusters at once), a workload whose Binding is not Scheduled or is already leaving a
-cluster (an eviction task exists), and a move that would not be better by the policy's own
+cluster (an eviction task exists; one application failover left bars the member its copy
+failed on for the graceful timeout, and the plan, made without it, would put it back
+there), and a move that would not be better by the policy's own
 order - an earlier affinity group first, then the split its static weights describe (for a
 policy that divides by them: the user's split, whatever it costs), then a lower hourly
 cost, then a clearly higher score (`min_score_gain`, so two near-equal clusters do not
@@ -131,9 +133,14 @@ def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> V
         return stay("not placed")
     if candidate.batch:
         return stay("batch job: moving would restart it")
-    if b.spec.eviction_tasks:
+    if any(not t.from_application for t in b.spec.eviction_tasks):
         leaving = ", ".join(sorted(t.cluster for t in b.spec.eviction_tasks))
         return Verdict(candidate, False, f"already leaving {leaving}", waiting=True)
+    if b.spec.eviction_tasks:
+        # Only application failover's bars: they last the graceful timeout, nothing to wait
+        # on soon, and the plan, made without them, would put it back where it failed.
+        barred = ", ".join(sorted(t.cluster for t in b.spec.eviction_tasks))
+        return stay(f"kept off {barred}, where its copy failed (application failover), for now")
     if pref is None or not pref.placement:
         return stay(f"no better placement fits now: {candidate.reason or 'unschedulable'}")
     if dict(pref.placement) == dict(cur.placement):

@@ -8,6 +8,9 @@ A flavor is (arch, accelerator model, allocatable shape of one node). Per flavor
 the node count, allocatable, what non-terminal pods request, what is free, and the free
 amounts of the emptiest node (`largest_free`): the largest pod that fits on some node. 16
 free GPUs spread 4 per node cannot host an 8-GPU pod, and only per-node numbers show it.
+How the free room is split is kept too (`free_nodes`: nodes grouped by free amounts,
+at most `FREE_NODE_GROUPS` groups): 3 CPU free on each of two nodes is 6 free but holds
+one 4-CPU pod at most, and the scheduler counts pods node by node from these groups.
 
 What counts: a node counts when its Ready condition is True and it is not cordoned
 (`spec.unschedulable`). A pod counts against its node (`spec.nodeName`) unless it has
@@ -31,13 +34,13 @@ Which accelerator a node carries (first match wins):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from federation.resources import QuantityError, ResourceList
 from policies.models.accelerator import ARCHES, DEVICE_RESOURCES
-from policies.models.cluster import NodeFlavor, ResourceTotals
+from policies.models.cluster import FREE_NODE_GROUPS, FreeNodes, NodeFlavor, ResourceTotals
 
 __all__ = [
     "ACCELERATOR_RESOURCES",
@@ -46,6 +49,7 @@ __all__ = [
     "CapacityIndex",
     "NodeShape",
     "accelerator_model",
+    "free_groups",
     "node_shape",
     "pod_node",
     "pod_requests",
@@ -258,10 +262,12 @@ class CapacityIndex:
             requested = ResourceList()
             free = ResourceList()
             best: ResourceList | None = None
+            frees: list[ResourceList] = []
             for shape in shapes:
                 used = self._requested.get(shape.name, ResourceList())
                 node_free = (allocatable - used).nonnegative()
                 requested, free = requested + used, free + node_free
+                frees.append(node_free)
                 if best is None or _emptiest(node_free, shape) > _emptiest(best, shape):
                     best = node_free
             total = allocatable.scaled(len(shapes))
@@ -276,6 +282,7 @@ class CapacityIndex:
                     requested=requested,
                     free=free,
                     largest_free=best or ResourceList(),
+                    free_nodes=free_groups(frees, key=lambda f: _emptiest(f, shapes[0])),
                 )
             )
         flavors.sort(key=lambda f: (f.arch, f.accelerator_model or "", -f.node_count))
@@ -284,6 +291,34 @@ class CapacityIndex:
             totals=ResourceTotals(allocatable=totals[0], requested=totals[1], free=totals[2]),
             nodes=sum(f.node_count for f in flavors),
         )
+
+
+def free_groups(
+    frees: Sequence[ResourceList],
+    *,
+    key: Callable[[ResourceList], tuple[int, ...]],
+    limit: int = FREE_NODE_GROUPS,
+) -> list[FreeNodes]:
+    """Nodes' free amounts as at most `limit` groups, emptiest (by `key`) first.
+
+    Identical amounts share a group. Past `limit` kinds, neighbours in emptiness order are
+    merged into groups of about equal numbers of kinds, each showing the least of every
+    amount over its nodes: the scheduler may then count fewer pods than fit, never more
+    (pods left Pending on a member that was said to hold them are what this prevents).
+    """
+    counts: dict[ResourceList, int] = {}
+    for f in frees:
+        counts[f] = counts.get(f, 0) + 1
+    kinds = sorted(counts, key=key, reverse=True)
+    size = -(-len(kinds) // limit) if kinds else 1  # ceil: kinds per group
+    groups = []
+    for start in range(0, len(kinds), size):
+        chunk = kinds[start : start + size]
+        least = chunk[0]
+        for other in chunk[1:]:
+            least = least.min_with(other)
+        groups.append(FreeNodes(free=least, count=sum(counts[k] for k in chunk)))
+    return groups
 
 
 def summarize(nodes: Iterable[Obj], pods: Iterable[Obj]) -> Capacity:

@@ -30,6 +30,8 @@ def _capacity_news(old: ClusterStatus, new: ClusterStatus, *, fraction: float) -
         if prior.node_count != flavor.node_count:
             name = f"{flavor.arch}/{flavor.accelerator_model or '-'}"
             return f"{name} nodes {prior.node_count} -> {flavor.node_count}"
+        if flavor.free_nodes and not prior.free_nodes:  # stored before they were reported
+            return "free nodes reported"
         for name in flavor.allocatable:
             total = flavor.allocatable[name] * flavor.node_count
             moved = abs(flavor.free.amount(name) - prior.free.amount(name))

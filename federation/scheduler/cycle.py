@@ -54,8 +54,11 @@ from policies.models.queue import Queue
 
 __all__ = ["CycleResult", "Scheduler", "batch_for"]
 
-_WAITS = frozenset({"capacity", "division", "cost"})
-"""Placement failures that room or prices freeing up could end."""
+_WAITS = frozenset({"capacity", "division", "cost", "static"})
+"""Placement failures that room, prices or members freeing up could end: a limit the job
+exceeds on its own is said instead. "static" too: a member down (health) or tainted filters
+every cluster the job may use, and "1 filtered by health" had a job over its queue's limit
+wait for a member whose return admits nothing."""
 _REPEAT_COST = 1 / 16
 """A repeated refusal's share of the batch: it costs a lookup, not a placement."""
 
@@ -544,18 +547,30 @@ def _barred(previous: Binding, snapshot: snap.Snapshot, job: PendingJob) -> list
     a slow member). Failover ends such a task as soon as the copy is gone. A member that is
     down or tainted cannot be waited for (nothing there can be confirmed gone): the job
     leaves it without waiting, as before.
+
+    A cluster whose taint the workload does not tolerate is left to the taint filter: it
+    keeps the workload off as surely, and says why. Barred, the pending reason of a service
+    whose every allowed member carried such a taint read "waiting for an evicted copy to be
+    removed", which no removal would ever end.
     """
     tolerations = job.placement.cluster_tolerations if job.placement is not None else ()
     out = []
     waits = False
+    targets = previous.placement()
     for task in previous.spec.eviction_tasks:
         row = snapshot.index.get(task.cluster)
         cluster = snapshot.clusters[row] if row is not None else None
         tainted = cluster is not None and any(t.evicts(tolerations) for t in cluster.taints)
-        if task.at_once or task.from_application or cluster is None or tainted:
-            out.append(task.cluster)
         if task.at_once and not task.from_application and cluster is not None:
             waits = waits or (cluster.ready and not tainted)
+        if (
+            cluster is not None
+            and task.cluster not in targets
+            and any(t.refuses(tolerations) for t in cluster.taints)
+        ):
+            continue  # its taint keeps the workload off, and the reason names it
+        if task.at_once or task.from_application or cluster is None or tainted:
+            out.append(task.cluster)
     if waits and job.workload.is_batch:
         return [c.name for c in snapshot.clusters]
     return out

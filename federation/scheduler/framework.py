@@ -30,7 +30,7 @@ from federation.cache.parts import request_amount
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.resources import ResourceList, device_names
-from federation.scheduler import held
+from federation.scheduler import held, node_groups
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import is_arch
 from policies.models.common import ClusterAffinity, SpreadConstraint, Toleration
@@ -539,11 +539,18 @@ class CycleState:
         self.fresh: set[int] = set()
         """`id` of each admission made against this state or its copies (shared): their
         pods are where they took them (`Admission.flavors`)."""
-        self.free, self.largest, self.debt = held.effective_capacity(
-            snapshot, usage, attribution=self.attribution
+        self.free, self.largest, self.debt, self._group_free, self._group_count = (
+            held.effective_capacity(snapshot, usage, attribution=self.attribution)
         )
         """`debt`: per flavor, admitted work beyond its room when the cycle began (None:
-        none), which room a victim gives back pays first."""
+        none), which room a victim gives back pays first. The groups: each flavor's
+        nodes grouped by free amounts ([C, F, G, R], [C, F, G]), which free replicas are
+        counted from node by node (`node_groups`; read through `groups`, `group_arrays`)."""
+        self._groups: dict[tuple[int, int], tuple[node_groups.Rows, list[int]]] = {}
+        """The groups of flavors charged this cycle in plain Python, ahead of the arrays
+        until `group_arrays` writes them back: a charge touches one flavor's few groups,
+        and numpy costs more per call than the arithmetic itself."""
+        self._grouped: list[list[bool]] = snapshot.grouped.tolist()
         self.version = np.zeros(snapshot.size, np.int64)
         self.free_total = self.free.sum(axis=1)
         self.memo: dict[tuple[object, ...], object] = {}
@@ -563,6 +570,9 @@ class CycleState:
         other.snapshot, other.settings = self.snapshot, self.settings
         other.usage = self.usage.copy()
         other.free, other.largest = self.free.copy(), self.largest.copy()
+        free, count = self.group_arrays()
+        other._group_free, other._group_count = free.copy(), count.copy()
+        other._groups, other._grouped = {}, self._grouped
         other.debt = self.debt.copy() if self.debt is not None else None
         other.version = self.version.copy()
         other.free_total = self.free_total.copy()
@@ -576,7 +586,14 @@ class CycleState:
         return other
 
     def take(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
-        """Charge `pods` pods of `vector` to one flavor of one cluster."""
+        """Charge `pods` pods of `vector` to one flavor of one cluster. Where the status
+        shows how its room is split over nodes, only those some node holds
+        (`node_groups.charge`): the rest wait Pending on the member, holding no room, and
+        charged they drove the emptiest node to nothing, so even a 10m pod was refused
+        where nodes still had room. Elsewhere all of them, from the sums alone."""
+        if self._grouped[cluster][flavor]:
+            rows, counts = self.groups(cluster, flavor)
+            pods = node_groups.charge(rows, counts, pods, vector.tolist())
         used = vector * pods
         free = self.free[cluster, flavor]  # views, updated in place
         np.subtract(free, used, out=free)
@@ -587,6 +604,29 @@ class CycleState:
         self.version[cluster] += 1
         self.touched.append((cluster, flavor))
         self.touched_rows.append(cluster)
+
+    def groups(self, cluster: int, flavor: int) -> tuple[node_groups.Rows, list[int]]:
+        """One flavor's groups of nodes by free amounts, in plain Python; charges change
+        them in place (`take`, `give_back`)."""
+        key = (cluster, flavor)
+        hit = self._groups.get(key)
+        if hit is None:
+            hit = (
+                self._group_free[cluster, flavor].tolist(),
+                self._group_count[cluster, flavor].tolist(),
+            )
+            self._groups[key] = hit
+        return hit
+
+    def group_arrays(self) -> tuple[snap.IntArray, snap.IntArray]:
+        """Every flavor's groups, [C, F, G, R] amounts and [C, F, G] counts, with what
+        this cycle charged written back (for the vectorised counts; read only)."""
+        if self._groups:
+            for (c, f), (rows, counts) in self._groups.items():
+                self._group_free[c, f] = rows
+                self._group_count[c, f] = counts
+            self._groups = {}
+        return self._group_free, self._group_count
 
     def give_back(self, cluster: int, flavor: int, pods: int, vector: snap.IntArray) -> None:
         """Return capacity released by a victim (bounded by the flavor's allocatable),
@@ -605,6 +645,12 @@ class CycleState:
         self.largest[cluster, flavor] = np.minimum(
             self.largest[cluster, flavor] + back, self.snapshot.alloc[cluster, flavor]
         )
+        need = vector > 0
+        if self._grouped[cluster][flavor] and need.any():
+            rows, counts = self.groups(cluster, flavor)
+            pods = int(np.min(back[need] // vector[need]))  # what the debt left of them
+            alloc = self.snapshot.alloc[cluster, flavor].tolist()
+            node_groups.release(rows, counts, alloc, pods, vector.tolist())
         self.version[cluster] += 1
         self.touched.append((cluster, flavor))
         self.touched_rows.append(cluster)

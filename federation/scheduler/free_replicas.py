@@ -17,6 +17,7 @@ import numpy as np
 
 from federation.cache import snapshot as snap
 from federation.scheduler import framework as fw
+from federation.scheduler import node_groups
 from federation.scheduler.plugins import capacity
 
 __all__ = ["REPLAY_LIMIT", "Shape"]
@@ -36,7 +37,6 @@ class Shape:
         "chips",
         "favail",
         "flavor",
-        "held",
         "logpos",
         "mask",
         "need",
@@ -47,12 +47,11 @@ class Shape:
     )
 
     def __init__(self, job: fw.JobRequest, state: fw.CycleState) -> None:
-        need, wanted, mask, held, order, pod_cost = capacity.shape_arrays(job, state)
+        need, wanted, mask, order, pod_cost = capacity.shape_arrays(job, state)
         self.pod_cost: list[list[float]] = pod_cost.tolist()
         self.chip: list[list[int]] = state.snapshot.flavor_chip.tolist()
         self.need = list(zip(np.flatnonzero(need).tolist(), wanted.tolist(), strict=True))
         self.mask: list[list[bool]] = mask.tolist()
-        self.held: list[list[int]] = held.tolist()
         self.order: list[list[float]] = order.tolist()
         chip_of = state.snapshot.flavor_chip[mask]
         self.chips: tuple[str | None, ...] = (None,)
@@ -133,7 +132,7 @@ class Shape:
             if largest[r] < w:
                 return 0
         free = state.free[c, f].tolist()
-        avail = self.held[c][f]
+        avail = node_groups.fit_one(*state.groups(c, f), self.need)
         for r, w in self.need:
             by_free = free[r] // w
             if by_free < avail:  # noqa: PLR1730 - cheaper than calling min here

@@ -23,6 +23,7 @@ from federation.cache import snapshot as snap
 from federation.cache.parts import request_amount
 from federation.quota.accounting import Admission, Usage
 from federation.resources import ResourceList, device_names
+from federation.scheduler import node_groups
 from policies.models.accelerator import is_arch
 
 __all__ = ["Attribution", "effective_capacity", "group_of"]
@@ -45,7 +46,7 @@ def group_of(snapshot: snap.Snapshot, admission: Admission, cluster: str) -> _Sh
 
 def effective_capacity(
     snapshot: snap.Snapshot, usage: Usage, *, attribution: Attribution | None = None
-) -> tuple[snap.IntArray, snap.IntArray, snap.IntArray | None]:
+) -> tuple[snap.IntArray, snap.IntArray, snap.IntArray | None, snap.IntArray, snap.IntArray]:
     """Free and emptiest-node amounts [C, F, R] a cycle starts from: the monitor's, less
     what admitted workloads hold that the monitor does not show yet.
 
@@ -66,16 +67,26 @@ def effective_capacity(
 
     `attribution`, when given, is filled with where each group's pods were counted, so a
     victim gives its room back where the cycle began by counting it (`room.release`).
+
+    The last two arrays are each flavor's nodes grouped by free amounts, with spare slots
+    (`node_groups.with_spare`), the pods not shown yet charged to them. Where the status
+    reports those groups, held pods that no node can hold are not counted at all: on the
+    member they wait Pending and hold no room, and counted they hid the room nodes still
+    had (a 10m pod was refused on nodes with 2 CPU free).
     """
     free, largest = snapshot.free.copy(), snapshot.largest.copy()
+    group_free, group_count = node_groups.with_spare(snapshot.group_free, snapshot.group_count)
     groups = _groups(snapshot, usage) if len(usage) else {}
     if not groups:
-        return free, largest, None
+        return free, largest, None, group_free, group_count
     total = snapshot.alloc * snapshot.nodes[:, :, None]
     fresh = np.zeros_like(total)
     unseen = np.maximum(total - free, 0)  # in use by the monitor, not yet matched to ours
+    nodes = (group_free, group_count)
     for shape in sorted(groups, key=_group_order):
-        counted = _spread_held(snapshot, shape, groups[shape], fresh=fresh, unseen=unseen)
+        counted = _spread_held(
+            snapshot, shape, groups[shape], fresh=fresh, unseen=unseen, nodes=nodes
+        )
         if attribution is not None and counted is not None:
             attribution[shape] = counted
     holding = (fresh > 0).any(axis=-1, keepdims=True)
@@ -86,6 +97,8 @@ def effective_capacity(
         effective,
         np.where(holding, np.minimum(largest, effective), largest),
         debt if debt.any() else None,
+        group_free,
+        group_count,
     )
 
 
@@ -259,6 +272,7 @@ def _spread_held(
     *,
     fresh: snap.IntArray,
     unseen: snap.IntArray,
+    nodes: tuple[snap.IntArray, snap.IntArray],
 ) -> snap.IntArray | None:
     """Put one group's held pods on flavors, adding those the monitor does not show yet to
     `fresh` (in place); returns how many went on each flavor of each cluster, [C, F]
@@ -268,9 +282,12 @@ def _spread_held(
     pods are matched to usage the monitor already shows on the candidate flavors (most of
     it first): those are running and must not be counted again. What is left has not
     reached the monitor; it goes where it fits best (most room first, as the member's
-    scheduler spreads by default) and any remainder to the largest flavor, so all of it is
-    subtracted somewhere. A cluster without any candidate flavor for the group (its flavor
-    is gone) holds nothing of it.
+    scheduler spreads by default; where the status shows how a flavor's room is split over
+    nodes, no more than its nodes hold, charged to its node groups) and any remainder to
+    the largest flavor, so all of it is subtracted somewhere, except where that flavor's
+    node groups are known: there no node holds the remainder, it waits Pending on the
+    member and holds no room. A cluster without any candidate flavor for the group (its
+    flavor is gone) holds nothing of it.
 
     Which shown usage is ours is not known either: others' pods that look like ours (or
     add up to them) are taken for ours while some of ours are not shown yet, so room can
@@ -298,10 +315,22 @@ def _spread_held(
         return counted
     total = snapshot.alloc[rows] * snapshot.nodes[rows][..., None]
     room = np.maximum(snapshot.free[rows] - fresh[rows], 0)
-    placed = _fill(left, np.where(mask, np.min(room[..., need] // pod[need], axis=-1), 0))
+    fits = np.minimum(
+        np.min(room[..., need] // pod[need], axis=-1),
+        node_groups.fit(nodes[0][rows], nodes[1][rows], need, pod[need]),
+    )
+    placed = _fill(left, np.where(mask, fits, 0))
     left = left - placed.sum(axis=1)
     capacity = np.where(mask, np.min(total[..., need] // pod[need], axis=-1), -1)
-    placed[np.arange(rows.size), np.argmax(capacity, axis=1)] += left
+    largest = np.argmax(capacity, axis=1)
+    # Past every node's room a pod waits Pending where the status shows how room is split.
+    left = np.where(snapshot.grouped[rows, largest], 0, left)
+    placed[np.arange(rows.size), largest] += left
+    for i, f in zip(*np.nonzero((placed > 0) & snapshot.grouped[rows]), strict=True):
+        c = int(rows[i])
+        groups, counts = nodes[0][c, f].tolist(), nodes[1][c, f].tolist()
+        node_groups.charge(groups, counts, int(placed[i, f]), shape[0])
+        nodes[0][c, f], nodes[1][c, f] = groups, counts
     fresh[rows] += placed[..., None] * pod
     counted[rows] += placed
     return counted

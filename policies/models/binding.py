@@ -98,8 +98,9 @@ class EvictionTask(FrozenModel):
     producer: Literal["", "ApplicationFailover"] = Field(
         default="",
         description="ApplicationFailover: the workload was unhealthy there, so the scheduler"
-        " keeps off the cluster for as long as the task lasts; empty: a taint, preemption or"
-        " fail-back evicted it.",
+        " keeps off the cluster for as long as the task lasts, which is past its copy's"
+        " removal until the graceful timeout (or gracePeriodSeconds, if longer) has passed"
+        " since the eviction; empty: a taint, preemption or fail-back evicted it.",
     )
     grace_period_seconds: int | None = Field(
         default=None, gt=0, description="How long the old copy may wait (else the global timeout)."
@@ -111,6 +112,13 @@ class EvictionTask(FrozenModel):
     )
     hourly_cost: Decimal | None = Field(
         default=None, description="What the copy left there cost per hour when it was placed."
+    )
+    nowhere_since: AwareDatetime | None = Field(
+        default=None,
+        description="When failover found the workload placed nowhere else (the Binding's"
+        " Pending reason says why). A Gracefully kept copy on a member that answers is then"
+        " the workload's last: it stays past the graceful timeout until the workload is"
+        " placed elsewhere and ready there, as a drain waits on a PodDisruptionBudget.",
     )
 
     @property

@@ -31,6 +31,7 @@ from policies.models.rules import key_value_problems, raise_all, stored
 
 __all__ = [
     "AWAY_TAINTS",
+    "FREE_NODE_GROUPS",
     "HEALTH_TAINTS",
     "KARMADA_TAINTS",
     "NOT_READY_TAINT",
@@ -44,6 +45,7 @@ __all__ = [
     "ClusterStatus",
     "Condition",
     "Connection",
+    "FreeNodes",
     "NodeFlavor",
     "PriceTable",
     "Prices",
@@ -130,6 +132,12 @@ class Taint(FrozenModel):
             return False
         tol = self.tolerated_by(tolerations)
         return tol is None or tol.toleration_seconds is not None
+
+    def refuses(self, tolerations: Sequence[Toleration]) -> bool:
+        """Whether this taint keeps out new work with `tolerations` (NoSchedule or
+        NoExecute, untolerated): the scheduler's taint filter refuses by it, and a leaving
+        workload's pending reason names the taint rather than the eviction it bars."""
+        return self.effect != "PreferNoSchedule" and self.tolerated_by(tolerations) is None
 
 
 class Chip(FrozenModel):
@@ -362,6 +370,25 @@ class APIEnablement(FrozenModel):
     resources: list[APIResource] = Field(default_factory=list)
 
 
+FREE_NODE_GROUPS = 8
+"""Most groups one flavor's `free_nodes` holds: a status stays small however many nodes."""
+
+
+class FreeNodes(FrozenModel):
+    """Nodes of one flavor with the same free amounts: how the flavor's free room is split.
+
+    Why: a flavor's free sum overstates what fits when the room is spread thin (3 CPU free
+    on each of two nodes hold no 4-CPU pod). Nodes with different free amounts share a
+    group only when the flavor has more than `FREE_NODE_GROUPS` kinds of node; the group
+    then shows the least of each amount, so what it says fits does fit.
+    """
+
+    free: ResourceList = Field(
+        description="Free amounts of EACH node of the group (the least over its nodes)."
+    )
+    count: int = Field(ge=1, description="How many nodes are in the group.")
+
+
 class NodeFlavor(FrozenModel):
     """Nodes of one shape: same arch, accelerator and allocatable. Fit is judged per flavor."""
 
@@ -383,6 +410,13 @@ class NodeFlavor(FrozenModel):
     largest_free: ResourceList = Field(
         default_factory=ResourceList,
         description="Free amounts of the emptiest single node; a pod fits only if it fits here.",
+    )
+    free_nodes: list[FreeNodes] = Field(
+        default_factory=list,
+        max_length=FREE_NODE_GROUPS,
+        description="The nodes grouped by free amounts, emptiest first: pods of one shape"
+        " that fit are counted node by node from these. Empty (a status written before"
+        " they were reported): free replicas are estimated from `free` and `largestFree`.",
     )
 
     def fits(self, pod: ResourceList) -> bool:

@@ -301,6 +301,16 @@ class ReplicaSchedulingStrategy(FrozenModel):
         """The effective preference: Karmada's webhook defaults Divided to Weighted."""
         return self.replica_division_preference or "Weighted"
 
+    @property
+    def steady(self) -> bool:
+        """Divided aggregated or by dynamic weights: Karmada's Steady division, which keeps
+        the replicas where they stand, so a member coming back gets no share by itself
+        (drills judge such a service by it; the scheduler's `division` says the same)."""
+        weights = self.weight_preference
+        return self.replica_scheduling_type == "Divided" and (
+            self.division == "Aggregated" or (weights is not None and bool(weights.dynamic_weight))
+        )
+
     def notices(self) -> list[Notice]:
         """Settings that load but have no effect, said aloud rather than dropped."""
         found: list[Notice] = []

@@ -1,5 +1,6 @@
 """Application failover end to end: a copy a member refuses to run leaves that member, the
-workload keeps running on the other, and the refused copy is removed.
+workload keeps running on the other, the refused copy is removed, and the member stays
+barred to the workload after that.
 
 Real pieces: etcd, a `fedctl controller` process (monitor, scheduler, propagator and
 failover), simulated members. The member's own ResourceQuota (created on the member, not by
@@ -116,13 +117,16 @@ async def test_a_copy_the_member_refuses_to_run_fails_over_to_the_other_member(
                 b is not None
                 and b.status.phase == "Scheduled"
                 and b.placement() == {OTHER: 2}
-                and not b.spec.eviction_tasks
+                and [t.purge_mode for t in b.spec.eviction_tasks] == ["Directly"]
             )
             return b if done else None
 
-        # OTHER already runs its copy, so the task ends as soon as the scheduler re-placed
-        # the workload there, long before the 60 s grace period.
-        await wait_for(settled, timeout=30, message=f"web on {OTHER} only, the task ended")
+        # OTHER already runs its copy, so the old copy may go as soon as the scheduler
+        # re-placed the workload there, long before the 60 s grace period; the task stays,
+        # purging at once, to keep the workload off SICK for the graceful timeout.
+        placed = await wait_for(settled, timeout=30, message=f"web on {OTHER} only, {SICK} barred")
+        (bar,) = placed.spec.eviction_tasks
+        assert (bar.cluster, bar.creation_time) == (SICK, task.creation_time)
 
         async def sick_copy_gone() -> bool:
             return await copy_on(fed, SICK) is None

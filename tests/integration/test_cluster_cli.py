@@ -70,6 +70,20 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def stack(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    yield from _stack(own_etcd, tmp_path)
+
+
+@pytest.fixture
+def quick_graceful_stack(
+    own_etcd: embedded.EmbeddedEtcd, tmp_path: Path
+) -> Iterator[tuple[str, Path]]:
+    """`stack` whose graceful evictions time out after 2 s."""
+    yield from _stack(own_etcd, tmp_path, FEDCTL_FAILOVER__GRACEFUL_TIMEOUT="2")
+
+
+def _stack(
+    own_etcd: embedded.EmbeddedEtcd, tmp_path: Path, **settings: str
+) -> Iterator[tuple[str, Path]]:
     profile = tmp_path / "fleet.yaml"
     profile.write_text(PROFILE)
     kubeconfig = tmp_path / "fleet.kubeconfig"
@@ -86,7 +100,7 @@ def stack(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> Iterator[tuple[str
         time.sleep(0.1)
     port = embedded.free_port()
     env = {**os.environ, "FEDCTL_MONITOR__PROBE_PERIOD": "0.3",
-           "FEDCTL_MONITOR__FAILURE_THRESHOLD": "1"}  # fmt: skip
+           "FEDCTL_MONITOR__FAILURE_THRESHOLD": "1", **settings}  # fmt: skip
     controller = subprocess.Popen(
         [sys.executable, "-m", "federation.cli.main", "--etcd", own_etcd.url, "controller",
          "--listen", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)],
@@ -422,6 +436,33 @@ def test_unjoin_moves_the_workloads_away_and_leaves_no_copy_on_the_member(
     assert _placed(server, "web") == [other]
     assert "web" not in _member_deployments(kubeconfig, gone)
     assert fedctl("get", "cluster", gone, server=server).returncode == 1
+
+
+def test_unjoin_keeps_the_last_copy_of_a_service_with_nowhere_else_to_go(
+    quick_graceful_stack: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Unjoining the only member: the graceful timeout (2 s here) ran out with the service
+    placed nowhere else, and its last copy was deleted, taking it to zero. The copy now
+    stays, and the unjoin waits on it and names it, as a drain waits on a disruption
+    budget."""
+    server, kubeconfig = quick_graceful_stack
+    _join(server, kubeconfig, "x86", "us-east")
+    _apply_web(server, tmp_path)
+    deadline = time.monotonic() + 30
+    while "web" not in _member_deployments(kubeconfig, "x86"):
+        assert time.monotonic() < deadline, "web never ran on x86"
+        time.sleep(0.3)
+
+    result = fedctl("cluster", "unjoin", "x86", "--timeout", "8", server=server)
+
+    assert result.returncode != 0
+    assert "default/Deployment/web has nowhere else to go (0/1 clusters are available" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert _member_deployments(kubeconfig, "x86") == ["web"], "the last copy was deleted"
+    got = fedctl("get", "events", "-n", "default", server=server)
+    assert "NowhereToGo" in got.stdout
 
 
 def _member_jobs(kubeconfig: Path, context: str) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import pytest
 from clusters.sim import profile
 from clusters.sim.fleet import SimFleet
 from federation.cli import main
-from federation.failover import faults
+from federation.failover import drills, faults
 from federation.registry import codec, embedded, keys, objects
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
@@ -341,28 +342,46 @@ async def test_a_workload_its_owner_deletes_during_the_drill_is_no_loss(
     assert (report["lost"], report["affected"]) == (0, 0)
 
 
-async def test_a_drill_killed_with_sigterm_heals_its_member_first(
-    registry: EtcdStore, tmp_path: Path
+@pytest.mark.parametrize(
+    ("stop", "code"),
+    [
+        pytest.param(signal.SIGTERM, 143, id="SIGTERM (a CI job cancelled, timeout)"),
+        pytest.param(signal.SIGINT, 130, id="Ctrl-C"),
+    ],
+)
+async def test_a_drill_stopped_by_a_signal_heals_its_member_and_keeps_its_report(
+    registry: EtcdStore, tmp_path: Path, stop: signal.Signals, code: int
 ) -> None:
-    """`kill -TERM` (a CI job cancelled, `timeout`) left the drill taint on the member for
-    good; only Ctrl-C healed. SIGTERM now unwinds the command as Ctrl-C does."""
+    """`kill -TERM` left the drill taint on the member for good; only Ctrl-C healed. Both
+    heal now, and then the drill went silent: no word after the fault went in, no report
+    in `fedctl drill list`. It now says it was interrupted and healed, prints and stores
+    its report marked so, and still exits as a stopped command does."""
     await seed(registry)
+    out = tmp_path / "report"
     argv = ["--etcd", registry.endpoint, "drill", "run", "--cluster", VICTIM, "--fault", "taint",
-            "--duration", "60s", "--settle", "0s", "--report", str(tmp_path)]  # fmt: skip
+            "--duration", "60s", "--settle", "0s", "--report", str(out)]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "federation.cli.main", *argv,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
         await wait_for(lambda: _tainted(registry), timeout=30, message="the drill taint")
-        proc.terminate()
-        code = await asyncio.wait_for(proc.wait(), timeout=30)
+        proc.send_signal(stop)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=30)
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    assert code == 143
+    assert proc.returncode == code
     assert not await _tainted(registry), "healed before it exited"
+    said = stderr.decode()
+    assert "fedctl drill: interrupted " in said and "the fault was lifted then" in said
+    assert "Traceback" not in said
+    assert "**Stopped early:** interrupted" in stdout.decode()
+    written = json.loads((out / "report.json").read_text())
+    assert written["error"].startswith("interrupted ")
+    stored = await registry.get(keys.drill_key(written["id"]))
+    assert stored is not None and drills.decode(stored.value).error == written["error"]
 
 
 @pytest.mark.parametrize("fault", ["down", "slow", "taint"])

@@ -6,10 +6,13 @@ from the snapshot and charged as the cycle places work) and the chip filter's fl
 feeds the runner, replica division (free replicas per cluster) and the pending reason.
 
 Why per flavor: 16 free GPUs spread as 4 per node cannot host an 8-GPU pod, so totals are
-not enough (DESIGN.md). A flavor's free replicas are min(free // request) over resources,
-capped by what its nodes could hold, and zero unless one pod fits on the emptiest node.
-After a placement the emptiest node is bounded by what is left in total: an estimate that
-never over-commits totals, since per-node amounts are summarised away.
+not enough (DESIGN.md). Nor is the sum with one emptiest node: five 8-CPU nodes with 5,
+8, 4.4, 1.5 and 4.4 CPU free have 23.3 CPU, room for 7 pods of 3 CPU by the sum but for 5
+node by node, and the 2 more waited Pending on the member for good. A flavor's free
+replicas are counted node by node over its groups of nodes by free amounts
+(`node_groups.fit`), capped by min(free // request) over resources and zero unless one pod
+fits on the emptiest node; a status without groups reads as every node empty, leaving the
+sum and the emptiest node to bound the count as before.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from federation.cache import snapshot as snap
 from federation.quota import accounting
 from federation.resources import format_quantity
 from federation.scheduler import framework as fw
+from federation.scheduler import node_groups
 from federation.scheduler.plugins import chips
 
 __all__ = [
@@ -59,9 +63,9 @@ def flavor_available(
     mask = chips.flavor_mask(job, state)[rows]
     fits = np.all(state.largest[rows][..., need] >= wanted, axis=-1) & mask
     by_free = np.min(state.free[rows][..., need] // wanted, axis=-1)
-    per_node = np.min(state.snapshot.alloc[rows][..., need] // wanted, axis=-1)
-    avail = np.minimum(by_free, per_node * state.snapshot.nodes[rows])
-    return np.where(fits, np.maximum(avail, 0), 0)
+    free, count = state.group_arrays()
+    by_node = node_groups.fit(free[rows], count[rows], need, wanted)
+    return np.where(fits, np.maximum(np.minimum(by_free, by_node), 0), 0)
 
 
 AVAIL, FLAVOR, CHIP = 0, 1, 2
@@ -93,10 +97,12 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
         cost = state.dyn[("cost", job.shape)][1]  # type: ignore[assignment]
     stale = np.flatnonzero(versions != state.version)
     if stale.size:
-        need, wanted, mask, held, order, pod_cost = shape_arrays(job, state)
+        need, wanted, mask, order, pod_cost = shape_arrays(job, state)
         fits = np.all(state.largest[stale][..., need] >= wanted, axis=-1) & mask[stale]
         by_free = np.min(state.free[stale][..., need] // wanted, axis=-1)
-        avail = np.where(fits, np.maximum(np.minimum(by_free, held[stale]), 0), 0)
+        free, count = state.group_arrays()
+        by_node = node_groups.fit(free[stale], count[stale], need, wanted)
+        avail = np.where(fits, np.maximum(np.minimum(by_free, by_node), 0), 0)
         chip_of = state.snapshot.flavor_chip[stale]
         flavors = _choose(avail, order[stale], chip_of, job.chip_need)
         chosen = chip_of[np.arange(stale.size), flavors]
@@ -148,12 +154,10 @@ def chip_flavor(
 
 def shape_arrays(
     job: fw.JobRequest, state: fw.CycleState
-) -> tuple[
-    snap.BoolArray, snap.IntArray, snap.BoolArray, snap.IntArray, snap.FloatArray, snap.FloatArray
-]:
+) -> tuple[snap.BoolArray, snap.IntArray, snap.BoolArray, snap.FloatArray, snap.FloatArray]:
     """What `view` needs that depends on the request shape only, over every cluster: the
-    resources asked for, the flavor mask, what a flavor's nodes could hold at most, the
-    flavor preference key of `best_flavor` and one pod's hourly cost per flavor."""
+    resources asked for, the flavor mask, the flavor preference key of `best_flavor` and
+    one pod's hourly cost per flavor."""
     key = ("view-static", job.shape)
     cached = state.memo.get(key)
     if cached is None:
@@ -162,14 +166,13 @@ def shape_arrays(
         pod = job.vector
         need = pod > 0
         wanted = pod[need]
-        per_node = np.min(s.alloc[..., need] // wanted, axis=-1)
         rank_of = np.array(
             [fw.chip_rank(job, c) for c in s.chips] + [len(job.chips), len(job.chips)],
             dtype=np.float64,
         )
         pod_cost = pod_hour_cost(job, state, rows)
         order = rank_of[s.flavor_chip] * 1e15 + np.nan_to_num(pod_cost, nan=1e12)
-        cached = (need, wanted, chips.flavor_mask(job, state), per_node * s.nodes, order, pod_cost)
+        cached = (need, wanted, chips.flavor_mask(job, state), order, pod_cost)
         state.memo[key] = cached
     return cached  # type: ignore[return-value]
 
@@ -189,8 +192,9 @@ def one_flavor_available(job: fw.JobRequest, state: fw.CycleState, row: int, fla
     if (state.largest[row, flavor][need] < wanted).any():
         return 0
     by_free = int((state.free[row, flavor][need] // wanted).min())
-    per_node = int((state.snapshot.alloc[row, flavor][need] // wanted).min())
-    return max(0, min(by_free, per_node * int(state.snapshot.nodes[row, flavor])))
+    asked = [(r, w) for r, w in enumerate(pod.tolist()) if w > 0]
+    by_node = node_groups.fit_one(*state.groups(row, flavor), asked)
+    return max(0, min(by_free, by_node))
 
 
 def kept_chip(job: fw.JobRequest, state: fw.CycleState, name: str) -> int | None:
@@ -419,8 +423,9 @@ class Capacity:
             if any(p > 0 and lf < p for p, lf in zip(pod, largest, strict=True)):
                 continue
             by_free = min(f // p for f, p in zip(free, pod, strict=True) if p > 0)
-            per_node = min(a // p for a, p in zip(alloc, pod, strict=True) if p > 0)
-            room.append((max(0, min(by_free, per_node * flavor.node_count)), model, fi))
+            asked = [(r, p) for r, p in enumerate(pod) if p > 0]
+            by_node = node_groups.fit_one(*state.groups(cluster.index, fi), asked)
+            room.append((max(0, min(by_free, by_node)), model, fi))
         total = sum(n for n, _, _ in room)
         if job.devices and room:  # one chip per cluster: the kept one, else the chosen one
             total = sum(n for n, c, _ in room if c == self._one_chip(job, cluster, state, room))
@@ -459,7 +464,7 @@ class Capacity:
             return state.snapshot.chips[kept]
         if not any(n > 0 for n, _, _ in room):
             return None
-        _, _, _, _, order, _ = shape_arrays(job, state)
+        _, _, _, order, _ = shape_arrays(job, state)
         keys = [float(order[cluster.index, fi]) for _, _, fi in room]
         best = chip_flavor([n for n, _, _ in room], keys, [c for _, c, _ in room], job.chip_need)
         return room[best][1]

@@ -35,9 +35,7 @@ class Taints:
     ) -> fw.Verdict:
         hosting = cluster.name in job.copies
         for taint in cluster.taints:
-            if taint.effect == "PreferNoSchedule" or taint.tolerated_by(job.tolerations):
-                continue
-            if hosting:
+            if hosting or not taint.refuses(job.tolerations):
                 continue
             shown = f"{taint.key}={taint.value}" if taint.value else taint.key
             return fw.Verdict.unschedulable(f"untolerated taint {shown}:{taint.effect}")

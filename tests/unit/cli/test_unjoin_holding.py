@@ -40,3 +40,25 @@ def test_graceful_evictions_and_waiting_namespaces_are_told_apart() -> None:
         " not moved yet",
         "b/Job/j: its copy is not removed yet (the member may be unreachable)",
     ]
+
+
+def test_a_workload_with_nowhere_else_to_go_is_named_as_what_holds_the_unjoin() -> None:
+    """Its copy is its last, kept past the graceful timeout: the unjoin waits on it, as a
+    drain waits on a disruption budget, and says so while it waits, not only at the end."""
+    reason = "0/10 clusters are available: 9 filtered by affinity, 1 filtered by taints"
+    stuck = _binding(
+        "Deployment",
+        "tol-web",
+        "plat",
+        evictionTasks=[
+            {"cluster": "me", "purgeMode": "Gracefully", "nowhereSince": "2026-01-01T00:00:00Z"}
+        ],
+    )
+    stuck["status"] = {"phase": "Pending", "reason": reason}
+    said = cluster_cmd._holding([stuck], [], "me")
+    assert said == [
+        f"plat/Deployment/tol-web has nowhere else to go ({reason}): its copy there, the last,"
+        " keeps running until it can be placed elsewhere; make room for it, widen its"
+        " placement, or delete it"
+    ]
+    assert cluster_cmd._stranded([stuck], "me") == said

@@ -112,6 +112,41 @@ def test_an_application_task_does_not_end_when_its_copy_is_gone() -> None:
     assert out.keep == [task]
 
 
+@pytest.mark.parametrize(
+    ("mode", "grace", "bar"),
+    [
+        pytest.param("Gracefully", 60, 600, id="graceful: the global timeout outlasts 60 s"),
+        pytest.param("Gracefully", 900, 900, id="graceful: its own grace period is longer"),
+        pytest.param("Directly", None, 600, id="directly: the global timeout"),
+    ],
+)
+def test_an_application_task_bars_its_member_past_a_healthy_new_placement(
+    mode: str, grace: int | None, bar: int
+) -> None:
+    """Its copy goes once the new placement is ready, as any graceful task's does; the task
+    stays, purging at once, until the longer of its grace period and the global timeout.
+    Dropped with its copy, the member was free again and the next re-division of the
+    workload put it back there to fail once more."""
+    task = EvictionTask(
+        cluster="a",
+        creation_time=at(0),
+        purge_mode=mode,  # type: ignore[arg-type]
+        producer="ApplicationFailover",
+        grace_period_seconds=grace,
+    )
+    ready = {"b": True}
+    healthy = graceful.judge([task], targets=["b"], ready=ready, now=at(10), timeout=600)
+    (kept,) = healthy.keep
+    assert (kept.cluster, kept.purge_mode, kept.creation_time) == ("a", "Directly", at(0))
+    assert kept.from_application and healthy.purge == ["a"]
+    assert healthy.drop == ([] if mode == "Directly" else [task])
+    assert healthy.recheck_after == pytest.approx(bar - 10)
+    again = graceful.judge([kept], targets=["b"], ready=ready, now=at(bar - 1), timeout=600)
+    assert again.keep == [kept] and again.drop == []
+    over = graceful.judge([kept], targets=["b"], ready=ready, now=at(bar), timeout=600)
+    assert over.keep == [] and over.drop == [kept]
+
+
 # -- the controller, on an in-memory registry and a fake clock --------------------------------
 
 
@@ -232,6 +267,34 @@ async def test_a_member_where_the_copy_stays_unhealthy_is_left_with_the_policy_s
         assert (told.type, told.reason, told.cluster) == ("Warning", "Evicted", "a")
         assert "application unhealthy for 60s: a says Unhealthy" in told.message
         assert w.counted.evictions == [("a", "failover", 1)]
+
+
+async def test_the_member_stays_barred_after_the_new_placement_is_ready() -> None:
+    """The copy leaves once the workload runs elsewhere; the bar stays for the graceful
+    timeout, told once: the task turning Directly is no second eviction."""
+    pp = policy(
+        decisionConditions={"tolerationSeconds": 60}, purgeMode="Gracefully", gracePeriodSeconds=90
+    )
+    async with world(pp) as w:
+        await w.report(health(a="Unhealthy", b="Healthy"))
+        await w.advance(60.1)
+        left = await w.binding()
+        assert left.placement() == {"b": 1}
+        placed = left.model_copy(
+            update={"status": left.status.model_copy(update={"phase": "Scheduled"})}
+        )  # the scheduler re-placed it: b keeps its replica
+        revision = (await w.bindings.put(keys.binding_key(WEB), placed)).revision
+        ready = health(b="Healthy").model_copy(update={"binding_revision": revision})
+        await w.report(ready)
+        (task,) = (await w.binding()).spec.eviction_tasks
+        assert (task.cluster, task.purge_mode, task.from_application) == ("a", "Directly", True)
+        assert [e.reason for e in await events_of(w.store, WEB)] == ["Evicted"]
+        assert w.counted.evictions == [("a", "failover", 1)]
+        assert [m.what for m in w.controller.timeline].count("evicted") == 1
+        await w.advance(589)  # 589 s since the eviction
+        assert (await w.binding()).spec.eviction_tasks == [task], "within the timeout"
+        await w.advance(11.1)
+        assert (await w.binding()).spec.eviction_tasks == []
 
 
 async def test_a_copy_that_recovers_within_the_toleration_starts_the_count_again() -> None:

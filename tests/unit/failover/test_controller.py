@@ -229,7 +229,7 @@ async def test_a_taint_eviction_is_told_on_the_workload_and_counted(h: Harness) 
     )
     assert told.message == (
         f"evicted from a (2 replicas): untolerated taint {taints.UNREACHABLE}:NoExecute;"
-        " placed again elsewhere, its copy stays until the new placement is ready"
+        " being placed again; its copy there stays until the new placement is ready"
     )
     assert [e.cluster for e in await events_of(h.store, API)] == ["a"]
     assert sorted(h.counted.evictions) == [("a", "taint", 1), ("a", "taint", 2)]
@@ -531,6 +531,99 @@ async def test_a_running_batch_job_s_new_copy_ends_the_old_copy_s_task(h: Harnes
     )
     await h.settle()
     assert (await h.binding(WEB)).spec.eviction_tasks == []
+
+
+NOWHERE = "0/2 clusters are available: 1 filtered by affinity, 1 filtered by taints"
+
+
+async def _placed_nowhere(h: Harness, ref: keys.WorkloadRef) -> None:
+    """What the scheduler writes when it finds no member for the evicted workload."""
+
+    def pending(cur: Binding | None) -> Binding | None:
+        assert cur is not None
+        status = BindingStatus(phase="Pending", reason=NOWHERE)
+        return cur.model_copy(update={"status": status})
+
+    await h.bindings.mutate(keys.binding_key(ref), pending)
+    await h.settle()
+
+
+async def test_a_drained_service_with_nowhere_to_go_keeps_its_last_copy(h: Harness) -> None:
+    """Unjoining the only member a service may use: its eviction must not say it was
+    placed elsewhere, the scheduler finding nowhere is told plainly, and the graceful
+    timeout does not take the running service to zero (a drain waits on a disruption
+    budget the same way). Placed elsewhere at last, the new copy gets a whole timeout."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    await _taint(h, "a", UNJOINING_TAINT)
+    (evicted,) = await events_of(h.store, WEB)
+    assert "placed again elsewhere" not in evicted.message
+    assert evicted.message.endswith(
+        "being placed again; its copy there stays until the new placement is ready"
+    )
+
+    await _placed_nowhere(h, WEB)
+    (task,) = (await h.binding(WEB)).spec.eviction_tasks
+    assert task.nowhere_since == h.clock.now()
+    told = [e for e in await events_of(h.store, WEB) if e.reason == "NowhereToGo"]
+    assert [(e.type, e.cluster) for e in told] == [("Warning", "a")]
+    assert told[0].message == (
+        f"evicted from a with nowhere else to go ({NOWHERE}); its copy there, the last,"
+        " keeps running until it is placed elsewhere and ready there"
+    )
+    await h.advance(1800)  # three graceful timeouts (events live an hour)
+    assert [t.cluster for t in (await h.binding(WEB)).spec.eviction_tasks] == ["a"]
+    assert len(await events_of(h.store, WEB)) == 2, "told once"
+
+    placed = binding("web", clusters={"b": 2}, tasks=[task]).model_copy(
+        update={"status": BindingStatus(phase="Scheduled", last_scheduled_time=h.clock.now())}
+    )
+    await h.bindings.put(keys.binding_key(WEB), placed)
+    await h.advance(599)
+    assert [t.cluster for t in (await h.binding(WEB)).spec.eviction_tasks] == ["a"]
+    await h.advance(1.1)
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
+
+
+async def test_a_copy_with_nowhere_to_go_on_a_member_that_does_not_answer_ends_at_the_timeout(
+    h: Harness,
+) -> None:
+    """Nothing there can be kept running for sure, and an unjoin of a dead member would
+    wait on it for good: the timeout ends the task as before."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    await _taint(h, "a", UNJOINING_TAINT)
+    await _placed_nowhere(h, WEB)
+    await h.health("a", "False", "ClusterNotReachable")
+    await h.advance(601)
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
+
+
+async def test_a_workload_placed_back_where_it_was_evicted_from_is_told_so(h: Harness) -> None:
+    """Its member recovered before it found room elsewhere and the scheduler placed it
+    back, its running copy kept: the Evicted event alone told the on-call engineer it
+    moved, while the drill report said it stayed."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.settle()
+    await _taint(h, "a", "example.com/maint")
+    (task,) = (await h.binding(WEB)).spec.eviction_tasks
+    await codec.TypedStore(h.store, codec.Codec(Cluster)).mutate(
+        keys.cluster_key("a"),
+        lambda cur: cur.model_copy(update={"spec": cur.spec.model_copy(update={"taints": []})}),
+    )
+    back = binding("web", clusters={"a": 2}, tasks=[task])
+    await h.bindings.put(keys.binding_key(WEB), back)  # taint lifted: placed back on a
+    await h.settle()
+    assert (await h.binding(WEB)).spec.eviction_tasks == []
+    told = await events_of(h.store, WEB)
+    assert [(e.type, e.reason, e.cluster) for e in told] == [
+        ("Warning", "Evicted", "a"),
+        ("Normal", "PlacedBack", "a"),
+    ]
+    assert told[1].message == (
+        "placed back on a before it found room elsewhere: its copy there was kept, and the"
+        " eviction ended"
+    )
 
 
 async def test_a_returning_member_gives_back_the_copy_a_workload_waits_on(h: Harness) -> None:

@@ -629,3 +629,133 @@ async def test_a_sample_knows_a_batch_job_from_a_service_by_its_template() -> No
     }
     assert seen.templates == {"team/Job.batch/train", "team/Deployment.apps/api"}
     await store.close()
+
+
+async def test_an_interrupted_drill_heals_stores_its_report_marked_so_and_still_stops() -> None:
+    """Ctrl-C or SIGTERM mid-fault: the member was healed, but nothing more was said and
+    no report was stored. The drill now keeps what it measured, marked interrupted, and
+    the cancellation still goes on (the CLI exits 130 or 143)."""
+    import asyncio
+
+    from federation.clock import FakeClock
+
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    injected = asyncio.Event()
+    healed: list[bool] = []
+
+    async def inject() -> None:
+        injected.set()
+
+    async def heal() -> None:
+        healed.append(True)
+
+    progress = drills.Progress()
+    running = asyncio.create_task(
+        drills.run(store, report=report(), inject=inject, heal=heal, clock=clock, progress=progress)
+    )
+    await asyncio.wait_for(injected.wait(), timeout=2)
+    await clock.advance(3)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert healed == [True]
+    assert progress.stage == "interrupted"
+    kept = progress.report
+    assert kept is not None and kept.error == (
+        "interrupted 3.0s into the 10s fault; the fault was lifted then, recovery was not watched"
+    )
+    stored = await store.get(keys.drill_key("d1"))
+    assert stored is not None and drills.decode(stored.value).error == kept.error
+    assert "**Stopped early:** interrupted" in drills.markdown(kept)
+    await store.close()
+
+
+def test_a_steadily_divided_service_a_lost_member_did_not_get_back_is_said_to_stay_away() -> None:
+    """An aggregated or dynamic-weight service keeps what stands (Karmada's Steady
+    division): failover never places it back. Listed as "not back" with the wrong causes
+    (an earlier affinity group, too short a --settle), the drill also waited out the whole
+    --settle for it."""
+    away = W(("b",), ("b",), phase="Scheduled", stays_away=True)
+    samples = [
+        Sample(0, False, {"agg": BOTH, "web": BOTH}),
+        Sample(2, True, {"agg": away, "web": ON_B}, no_execute=True),
+        Sample(9, False, {"agg": away, "web": BOTH}),
+    ]
+    r = drills.Report(id="d1", cluster="a", fault="down", started="t", duration=5)
+    r = drills.summarise(samples, report=r, fault_at=1, healed_at=8)
+    assert (r.not_back, r.kept_away) == ([], ["agg"])
+    assert drills.recovered(samples, "a"), "nothing left to wait for"
+    md = drills.markdown(r)
+    assert "Not back on the member" not in md
+    assert "## Kept where they went" in md and md.endswith("\n- agg\n")
+    assert "aggregated or by dynamic weights" in md and "fedctl rebalance" in md
+    assert drills.decode(drills.encode(r)).kept_away == ["agg"]
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "failback", "stays_away"),
+    [
+        pytest.param(
+            {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"},
+            None,
+            True,
+            id="aggregated",
+        ),
+        pytest.param(
+            {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted",
+                "weightPreference": {"dynamicWeight": "AvailableReplicas"},
+            },
+            None,
+            True,
+            id="dynamic weights",
+        ),
+        pytest.param(
+            {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"},
+            "Automatic",
+            False,
+            id="aggregated, failback Automatic",
+        ),
+        pytest.param(
+            {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"},
+            None,
+            False,
+            id="static weights: divided again when the member returns",
+        ),
+        pytest.param({"replicaSchedulingType": "Duplicated"}, None, False, id="duplicated"),
+    ],
+)
+async def test_a_sample_knows_a_service_failover_never_brings_back(
+    scheduling: dict[str, Any], failback: str | None, stays_away: bool
+) -> None:
+    from policies.models.binding import CLAIMED_BY
+    from policies.models.propagation import FedctlPropagationPolicy
+
+    store = MemoryStore()
+    api = fleet.workload("api", kind="Deployment")
+    spec: dict[str, Any] = {
+        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+        "placement": {"replicaScheduling": scheduling},
+    }
+    if failback is not None:
+        spec["fedctl"] = {"failback": failback}
+    pp = FedctlPropagationPolicy.model_validate(
+        {"metadata": {"name": "pp", "namespace": "team"}, "spec": spec}
+    )
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    await typed.put(objects.key_for(api), api)
+    await typed.put(objects.key_for(pp), pp)
+    bound = builders.binding("api", clusters={"a": 1})
+    meta = bound.metadata.model_copy(
+        update={"annotations": {CLAIMED_BY: "PropagationPolicy/team/pp"}}
+    )
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(objects.workload_ref(api)), bound.model_copy(update={"metadata": meta})
+    )
+
+    seen = await drills.sample(store, cluster="a", t=0)
+
+    assert seen.workloads["team/Deployment.apps/api"].stays_away is stays_away
+    await store.close()

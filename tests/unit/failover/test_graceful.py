@@ -112,6 +112,36 @@ def test_a_task_whose_cluster_is_a_target_again_ends_at_once_without_a_purge() -
     assert ready.drop == [other] and ready.purge == ["b"]
 
 
+def test_the_last_copy_of_a_workload_placed_nowhere_else_outlives_the_timeout() -> None:
+    """Its member answers and nothing else runs the workload: deleted at the timeout, a
+    running service went to zero because a drain could not place it anywhere. It stays
+    until the workload is placed elsewhere and ready there; a copy on a member that does
+    not answer (not `holding`) still ends at the timeout."""
+    last = task("a", created=0)
+    held = graceful.judge([last], targets=[], ready={}, now=at(900), timeout=TIMEOUT, holding={"a"})
+    assert (held.keep, held.drop, held.purge, held.recheck_after) == ([last], [], [], None)
+    down = graceful.judge([last], targets=[], ready={}, now=at(900), timeout=TIMEOUT)
+    assert down.drop == [last] and down.purge == ["a"]
+    ready = graceful.judge([last], targets=["b"], ready={"b": True}, now=at(901), timeout=TIMEOUT)
+    assert ready.drop == [last] and ready.purge == ["a"]
+
+
+def test_a_copy_held_for_want_of_a_placement_waits_a_whole_timeout_for_the_new_one() -> None:
+    """Placed at last, long past its timeout: the old copy still waits for the new one to
+    be ready, for a graceful timeout counted from that placement."""
+    held = task("a", created=0).model_copy(update={"nowhere_since": at(30)})
+    placed = at(2000)
+    waits = graceful.judge(
+        [held], targets=["b"], ready={"b": False}, now=at(2010), timeout=TIMEOUT, placed_at=placed
+    )
+    assert waits.keep == [held] and waits.purge == []
+    assert waits.recheck_after == pytest.approx(590)
+    over = graceful.judge(
+        [held], targets=["b"], ready={"b": False}, now=at(2600), timeout=TIMEOUT, placed_at=placed
+    )
+    assert over.drop == [held] and over.purge == ["a"]
+
+
 def test_a_share_that_shrank_in_a_move_keeps_its_old_count_until_the_new_placement_is_ready() -> (
     None
 ):

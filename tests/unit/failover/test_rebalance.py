@@ -155,6 +155,17 @@ def test_decide(given: rebalance.Candidate, move: bool, why: str) -> None:
     assert (verdict.move, verdict.why) == (move, why)
 
 
+def test_a_member_application_failover_left_is_not_a_move_in_progress() -> None:
+    """Its task stays to keep the workload off the member it failed on: the move that
+    the plan (made without that memory) prefers would put it back there, and nothing
+    is waiting to end soon, so automatic fail-back does not keep asking."""
+    bar = task("c", mode="Directly").model_copy(update={"producer": "ApplicationFailover"})
+    barred = binding(clusters={"b": 2}, tasks=[bar])
+    verdict = rebalance.decide(candidate(ON_B, option({"b": 1, "c": 1}, group=0), b=barred))
+    assert not verdict.move and not verdict.waiting
+    assert verdict.why == "kept off c, where its copy failed (application failover), for now"
+
+
 def test_a_pending_binding_is_not_moved() -> None:
     pending = binding(clusters={"b": 2})
     pending = pending.model_copy(
@@ -344,6 +355,22 @@ def _live(
     )
 
 
+HALVES = {
+    "clusterAffinity": {"clusterNames": ["home", "spare"]},
+    "replicaScheduling": {
+        "replicaSchedulingType": "Divided",
+        "replicaDivisionPreference": "Weighted",
+        "weightPreference": {
+            "staticWeightList": [
+                {"targetCluster": {"clusterNames": ["home"]}, "weight": 1},
+                {"targetCluster": {"clusterNames": ["spare"]}, "weight": 1},
+            ]
+        },
+    },
+}
+"""Half the replicas on each member, by static weights."""
+
+
 def test_the_what_if_rates_the_current_and_the_preferred_placement() -> None:
     (found,) = whatif.candidates(_live("spare"))
     assert found.revision == 9
@@ -357,20 +384,7 @@ def test_the_what_if_rates_the_current_and_the_preferred_placement() -> None:
 
 
 def test_a_static_weight_split_a_failover_left_is_restored_though_dearer() -> None:
-    weighted = {
-        "clusterAffinity": {"clusterNames": ["home", "spare"]},
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "Weighted",
-            "weightPreference": {
-                "staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["home"]}, "weight": 1},
-                    {"targetCluster": {"clusterNames": ["spare"]}, "weight": 1},
-                ]
-            },
-        },
-    }
-    (found,) = whatif.candidates(_live("home", placement=weighted, running={"home": 2}))
+    (found,) = whatif.candidates(_live("home", placement=HALVES, running={"home": 2}))
     assert found.static_weights
     assert found.preferred is not None and dict(found.preferred.placement) == {
         "home": 1,
@@ -391,3 +405,24 @@ def test_automatic_only_keeps_the_workloads_whose_policy_asks_for_it() -> None:
     assert whatif.candidates(_live("spare"), automatic_only=True) == []
     (found,) = whatif.candidates(_live("spare", failback="Automatic"), automatic_only=True)
     assert rebalance.decide(found).move
+
+
+def test_rebalance_and_drill_plan_keep_off_the_member_application_failover_left() -> None:
+    """A static-weight split whose copy failed on `home` runs all on `spare`: rebalance
+    recommended moving half back to `home`, and `drill plan` for `spare` predicted all of
+    it there, where it had just failed. Both now keep off it while the bar lasts."""
+    from federation.runtime import drill_plan
+
+    live = _live("spare", placement=HALVES)
+    bar = task("home", mode="Directly").model_copy(update={"producer": "ApplicationFailover"})
+    (key,) = live.bindings
+    stored = live.bindings[key]
+    barred = binding(clusters={"spare": 2}, tasks=[bar])
+    live.bindings[key] = codec.Stored(key, barred, stored.revision, stored.create_revision)
+
+    (found,) = whatif.candidates(live)
+    verdict = rebalance.decide(found)
+    assert not verdict.move and verdict.why.startswith("kept off home")
+
+    (predicted,) = drill_plan.predict(live, "spare", now=at(60))
+    assert predicted.action == "pending" and "home" not in [t.name for t in predicted.targets]

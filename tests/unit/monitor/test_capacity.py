@@ -8,6 +8,7 @@ import pytest
 
 from federation.monitor import capacity
 from federation.resources import ResourceList
+from policies.models.cluster import FREE_NODE_GROUPS
 from tests.unit.monitor.kube_objects import node, pod
 
 GPU8 = {"nvidia.com/gpu": "8"}
@@ -161,3 +162,39 @@ def test_overcommitted_node_shows_zero_free_not_negative() -> None:
     (flavor,) = capacity.summarize(nodes, pods).flavors
     assert flavor.free.amount("cpu") == 0
     assert flavor.requested.amount("cpu") == 6_000
+
+
+def _cpu_free(flavor: Any) -> list[tuple[int, int]]:
+    return [(g.free.amount("cpu"), g.count) for g in flavor.free_nodes]
+
+
+def test_free_nodes_show_how_the_free_room_is_split() -> None:
+    """Five 8-CPU nodes with 3, 0, 3.6, 6.5 and 3.6 CPU requested: 23.3 CPU free in all,
+    which holds five 3-CPU pods node by node (1+2+1+0+1), not seven."""
+    used = ["3", "0", "3600m", "6500m", "3600m"]
+    nodes = [node(f"n{i}", cpu="8") for i in range(5)]
+    pods = [
+        pod(f"p{i}", node_name=f"n{i}", requests={"cpu": cpu, "memory": "1Gi"})
+        for i, cpu in enumerate(used)
+    ]
+    (flavor,) = capacity.summarize(nodes, pods).flavors
+    assert flavor.free.amount("cpu") == 23_300
+    assert _cpu_free(flavor) == [(8000, 1), (5000, 1), (4400, 2), (1500, 1)]
+    assert sum(g.count for g in flavor.free_nodes) == flavor.node_count
+    assert sum(g.free.amount("cpu") // 3000 * g.count for g in flavor.free_nodes) == 5
+
+
+def test_free_nodes_stay_few_and_never_show_more_room_than_a_node_has() -> None:
+    """Forty nodes each with a different amount used: at most `FREE_NODE_GROUPS` groups,
+    each showing the least of its nodes' amounts."""
+    nodes = [node(f"n{i}", cpu="40") for i in range(40)]
+    pods = [pod(f"p{i}", node_name=f"n{i}", requests={"cpu": str(i)}) for i in range(1, 40)]
+    (flavor,) = capacity.summarize(nodes, pods).flavors
+    assert len(flavor.free_nodes) == FREE_NODE_GROUPS
+    assert sum(g.count for g in flavor.free_nodes) == 40
+    frees = sorted((40 - i) * 1000 for i in range(40))[::-1]  # each node's free, emptiest first
+    seen = 0
+    for group in flavor.free_nodes:
+        members = frees[seen : seen + group.count]
+        assert group.free.amount("cpu") == min(members)
+        seen += group.count

@@ -103,3 +103,13 @@ def test_merge_keeps_taints_failover_wrote() -> None:
     assert status.merge_owned(None, BASE) == BASE
     assert merged.totals.allocatable == BASE.totals.allocatable
     assert isinstance(merged.totals.free, ResourceList)
+
+
+def test_node_groups_reported_for_the_first_time_are_news() -> None:
+    """A status stored before the monitor reported how free room is split over nodes is
+    rewritten at once, not at the heartbeat: the scheduler counts pods node by node only
+    from a status that has the groups."""
+    stored = BASE.model_copy(
+        update={"flavors": [f.model_copy(update={"free_nodes": []}) for f in BASE.flavors]}
+    )
+    assert status.news(stored, BASE, fraction=0.05) == "free nodes reported"

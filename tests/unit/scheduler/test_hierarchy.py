@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from federation.cache import snapshot as snap
 from federation.quota import accounting, hierarchy
 from federation.quota.accounting import Usage
@@ -435,3 +437,29 @@ def test_a_middle_parents_guarantee_is_kept_under_the_capped_top_too() -> None:
     # Inside mid, its guarantee is a's and b's to use.
     inside = run(FLEET, [gpu_job(f"a{i}", "a", 4, i) for i in range(1, 5)], queues=queues)
     assert set(placed(inside)) == {"a1", "a2", "a3", "a4"}
+
+
+@pytest.mark.parametrize(
+    "fleet",
+    [
+        pytest.param(FLEET, id="its member is up"),
+        pytest.param(
+            [cluster("gpu", a100(nodes=4), flavor(nodes=4), ready=False)],
+            id="its only member is down: health filters it, the limit still says never",
+        ),
+    ],
+)
+def test_a_job_over_its_queue_s_limit_is_told_so_whatever_filters_its_members(
+    fleet: list[Any],
+) -> None:
+    """A member going down filters every cluster the job could use; the reason said
+    "1 filtered by health", sending an on-call engineer to wait for a member whose return
+    would not help."""
+    queues = [queue("r", capability={"accelerator/nvidia-a100-80gb": "4"})]
+    big = gpu_job("big", "r", 8, 1, chips="nvidia-a100-80gb")
+    result = run(fleet, [big], queues=queues)
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/big"] == (
+        "queue r capability for nvidia-a100-80gb is 4, this workload needs 8: it can never"
+        " be admitted (raise the limit or shrink the request)"
+    )

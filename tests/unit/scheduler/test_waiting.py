@@ -639,3 +639,53 @@ def test_the_queue_view_counts_no_object_without_pods_as_admitted_work() -> None
 
     (row,) = queue_view.items(t, default="default")
     assert row["admitted"] == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "tolerated", "reason"),
+    [
+        pytest.param(
+            "Gracefully",
+            False,
+            "0/2 clusters are available: 2 filtered by taints",
+            id="graceful copies on members no allowed one tolerates: the taints say why",
+        ),
+        pytest.param(
+            "Directly",
+            False,
+            "0/2 clusters are available: 2 filtered by taints",
+            id="a copy purged at once from an untolerated taint: the taints say why",
+        ),
+        pytest.param(
+            "Gracefully",
+            True,
+            "0/2 clusters are available: 2 waiting for an evicted copy to be removed",
+            id="a taint tolerated for a while: only the eviction bar keeps it off",
+        ),
+    ],
+)
+def test_the_pending_reason_names_the_taint_that_keeps_a_service_from_its_members(
+    mode: str, tolerated: bool, reason: str
+) -> None:
+    """Evicted from both members it may run on, each under a NoExecute taint it does not
+    tolerate: the taint, not the old copy, keeps it off them (the copy's removal unblocks
+    nothing). The bar speaks only where the taint alone would let it back."""
+    maint = Taint(key="example.com/maint", value="now", effect="NoExecute", time_added=NOW)
+    tolerations = [{"key": "example.com/maint", "operator": "Exists", "effect": "NoExecute",
+                    "tolerationSeconds": 20}] if tolerated else []  # fmt: skip
+    web = job(
+        workload("web", kind="Deployment", replicas=2),
+        placement={**WEIGHTED, "clusterTolerations": tolerations},
+    )
+    fleet = [cluster("a", flavor()), cluster("b", flavor())]
+    first = run(fleet, [web])
+    assert placed(first) == {"web": {"a": 1, "b": 1}}
+    (stored,) = first.bindings
+    for name in ("a", "b"):
+        stored = eviction.evict(stored, name, now=NOW, reason="untolerated taint", purge_mode=mode)
+    tainted = [cluster("a", flavor(), taints=[maint]), cluster("b", flavor(), taints=[maint])]
+
+    again = run(tainted, [web], snapshot=_snapshot(tainted, [stored]))
+
+    assert placed(again) == {}
+    assert again.reasons[str(web.ref)] == reason
