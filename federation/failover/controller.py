@@ -302,16 +302,19 @@ class FailoverController:
         new = taints.reconcile(status.taints, wanted, now=self.clock.now())
         if [(t.key, t.effect) for t in new] != [(t.key, t.effect) for t in status.taints]:
             update = status.model_copy(update={"taints": new})
+            lifting = bool(_ours(status.taints)) and not _ours(new)
+            if lifting:
+                # Before the write: its watch event may bring the member's Bindings to
+                # another worker while this one waits on it (`_held` reads this).
+                self._back[name] = self.clock.now()
             await self.statuses.typed.update(
                 stored.key, update, revision=stored.revision, guards=self._guards()
             )
             shown = ", ".join(f"{t.key}:{t.effect}" for t in new if t.key in _ours(new)) or "none"
             self._mark("taints", name, detail=shown)
             log.info("cluster %s: failover taints now %s", name, shown)
-            if _ours(status.taints) and not _ours(new):
-                self._back[name] = self.clock.now()
-                if self._failback is not None:
-                    self.queue.add(_FAILBACK)  # recovered: work may want to come back
+            if lifting and self._failback is not None:
+                self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:
             self.queue.add_after("c/" + name, plan.recheck_after + 0.01)
 
