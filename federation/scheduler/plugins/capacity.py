@@ -399,8 +399,10 @@ def _most_held(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) ->
 
     Why totals rather than free room: a gang larger than this waits for nothing that work
     finishing would bring, and its reason must say so rather than name the room left."""
-    _, _, mask, held, _, _ = shape_arrays(job, state)
-    whole = np.where(mask[rows], np.maximum(held[rows], 0), 0)
+    need, wanted, mask, _, _ = shape_arrays(job, state)
+    s = state.snapshot
+    held = np.min(s.alloc[rows][..., need] // wanted, axis=-1) * s.nodes[rows]
+    whole = np.where(mask[rows], np.maximum(held, 0), 0)
     if not job.devices:
         return np.asarray(whole.sum(axis=1), dtype=np.int64)
     chip_of = state.snapshot.flavor_chip[rows]
