@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from federation.resources import MILLI, format_like, format_quantity
+from federation.resources import MILLI, ResourceList, format_like, format_quantity
 from policies.models.cluster import Cluster, ClusterStatus, NodeFlavor, PriceTable
 
 __all__ = [
@@ -163,11 +163,22 @@ def table(rows: list[ClusterRow]) -> str:
     )
 
 
+def _amounts(resources: ResourceList) -> str:
+    return ", ".join(f"{k}={v}" for k, v in resources.to_wire().items() if k != "pods") or "-"
+
+
 def _flavor_line(f: NodeFlavor) -> str:
+    """The flavor's shape and emptiest node, then how its free room is split over nodes
+    (what the scheduler counts pods from): a sum that looks roomy can hold few pods."""
     chip = f.accelerator_model or f.arch
-    shape = ", ".join(f"{k}={v}" for k, v in f.allocatable.to_wire().items() if k != "pods")
-    largest = ", ".join(f"{k}={v}" for k, v in f.largest_free.to_wire().items() if k != "pods")
-    return f"  {chip} ({f.arch}) x{f.node_count}: {shape}; largest free node: {largest or '-'}"
+    line = (
+        f"  {chip} ({f.arch}) x{f.node_count}: {_amounts(f.allocatable)};"
+        f" largest free node: {_amounts(f.largest_free)}"
+    )
+    if f.free_nodes:
+        groups = "; ".join(f"{g.count}x {_amounts(g.free)}" for g in f.free_nodes)
+        line += f"\n    free per node: {groups}"
+    return line
 
 
 def _table_line(table: PriceTable) -> str:

@@ -37,6 +37,7 @@ class Shape:
         "chips",
         "favail",
         "flavor",
+        "grouped",
         "logpos",
         "mask",
         "need",
@@ -52,6 +53,8 @@ class Shape:
         self.chip: list[list[int]] = state.snapshot.flavor_chip.tolist()
         self.need = list(zip(np.flatnonzero(need).tolist(), wanted.tolist(), strict=True))
         self.mask: list[list[bool]] = mask.tolist()
+        self.grouped: list[list[bool]] = state.snapshot.grouped.tolist()
+        """Flavors whose free replicas are counted node by node alone (`capacity`)."""
         self.order: list[list[float]] = order.tolist()
         chip_of = state.snapshot.flavor_chip[mask]
         self.chips: tuple[str | None, ...] = (None,)
@@ -127,6 +130,8 @@ class Shape:
 
     def _available(self, state: fw.CycleState, c: int, f: int) -> int:
         """Free replicas on flavor `f` of cluster `c` now (`capacity.flavor_available`)."""
+        if self.grouped[c][f]:
+            return node_groups.fit_one(*state.groups(c, f), self.need)
         largest = state.largest[c, f].tolist()
         for r, w in self.need:
             if largest[r] < w:

@@ -218,35 +218,40 @@ async def test_three_members_join_with_capacity_by_chip_as_the_profile_says(
     assert fed.monitor.tracked() == ["arm", "gpu", "x86"]
 
 
-async def test_pods_created_in_a_member_lower_free_gpus_within_two_periods(
-    fed: Federation,
-) -> None:
-    await fed.join("gpu")
-    await wait_for(lambda: fed.ready("gpu", "True"), timeout=10, message="gpu Ready")
-    conn = await connector.connect(
+async def gpu_member(fed: Federation) -> connector.KubeConnector:
+    """A connection to the "gpu" member, as the controller's connector makes one."""
+    return await connector.connect(
         "gpu", Cluster.model_validate(
             {"metadata": {"name": "gpu"}, "spec": {"region": "r", "connection": {
                 "kubeconfigPath": str(fed.kubeconfig), "context": "gpu"}}}
         ).spec.connection, settings=MEMBER,
     )  # fmt: skip
+
+
+def gpu_pod(name: str, gpus: str) -> dict[str, Any]:
+    """A bare Pod asking for `gpus` GPUs, for the member's own scheduler to bind."""
+    container = {
+        "name": "main",
+        "image": "trainer",
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [container]},
+    }
+
+
+async def test_pods_created_in_a_member_lower_free_gpus_within_two_periods(
+    fed: Federation,
+) -> None:
+    await fed.join("gpu")
+    await wait_for(lambda: fed.ready("gpu", "True"), timeout=10, message="gpu Ready")
+    conn = await gpu_member(fed)
     async with conn:
         for i in range(2):
-            await conn.apply(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": f"train-{i}", "namespace": "default"},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "main",
-                                "image": "trainer",
-                                "resources": {"limits": {"nvidia.com/gpu": "3"}},
-                            }
-                        ]
-                    },
-                }
-            )
+            await conn.apply(gpu_pod(f"train-{i}", "3"))
 
         async def bound() -> bool:
             pods = await conn.list("v1", "Pod", namespace="default")
@@ -506,3 +511,42 @@ async def test_a_monitor_holding_a_stale_fence_writes_no_status_and_stops(
             await deposed.run()
     assert raised.value.subgroup(errors.Fenced) is not None
     assert await fed.status("x86") is None, "nothing written under a stale fence"
+
+
+async def test_the_status_shows_how_free_gpus_are_split_over_the_members_nodes(
+    fed: Federation,
+) -> None:
+    """Pods the member's scheduler binds leave each node with its own free amount: the
+    status groups the nodes by it, so the scheduler counts pods node by node."""
+    await fed.join("gpu")
+    await wait_for(lambda: fed.ready("gpu", "True"), timeout=10, message="gpu Ready")
+    conn = await gpu_member(fed)
+    async with conn:
+        for i, gpus in enumerate(("3", "3", "1")):
+            await conn.apply(gpu_pod(f"split-{i}", gpus))
+
+        async def bound() -> dict[str, int] | None:
+            pods = (await conn.list("v1", "Pod", namespace="default")).items
+            on = [p for p in pods if p["metadata"]["name"].startswith("split-")]
+            if len(on) < 3 or not all(p["spec"].get("nodeName") for p in on):
+                return None
+            used: dict[str, int] = {}
+            for p in on:
+                gpus = int(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+                used[p["spec"]["nodeName"]] = used.get(p["spec"]["nodeName"], 0) + gpus
+            return used
+
+        used = await wait_for(bound, timeout=10, message="the sim scheduler binds the pods")
+    idle = [8_000] * (2 - len(used))  # the flavor's two 8-GPU nodes, one maybe untouched
+    expected = sorted([8_000 - 1000 * u for u in used.values()] + idle, reverse=True)
+
+    async def split() -> list[int] | None:
+        status = await fed.status("gpu")
+        flavors = status.flavors_for("nvidia-a100-80gb") if status else []
+        if not flavors:
+            return None
+        groups = flavors[0].free_nodes
+        frees = [g.free.amount("nvidia.com/gpu") for g in groups for _ in range(g.count)]
+        return frees if frees == expected else None
+
+    await wait_for(split, timeout=2 * PERIOD, message=f"free GPUs per node {expected}")

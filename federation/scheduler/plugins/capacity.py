@@ -10,9 +10,9 @@ not enough (DESIGN.md). Nor is the sum with one emptiest node: five 8-CPU nodes 
 8, 4.4, 1.5 and 4.4 CPU free have 23.3 CPU, room for 7 pods of 3 CPU by the sum but for 5
 node by node, and the 2 more waited Pending on the member for good. A flavor's free
 replicas are counted node by node over its groups of nodes by free amounts
-(`node_groups.fit`), capped by min(free // request) over resources and zero unless one pod
-fits on the emptiest node; a status without groups reads as every node empty, leaving the
-sum and the emptiest node to bound the count as before.
+(`node_groups.fit`), which alone decide where the status reports them; a status without
+groups reads as every node empty, and the count is capped by min(free // request) over
+resources and zero unless one pod fits on the emptiest node, as before.
 """
 
 from __future__ import annotations
@@ -61,11 +61,26 @@ def flavor_available(
     need = pod > 0
     wanted = pod[need]
     mask = chips.flavor_mask(job, state)[rows]
-    fits = np.all(state.largest[rows][..., need] >= wanted, axis=-1) & mask
+    return _available(state, rows, need, wanted, mask)
+
+
+def _available(
+    state: fw.CycleState,
+    rows: snap.IntArray,
+    need: snap.BoolArray,
+    wanted: snap.IntArray,
+    mask: snap.BoolArray,
+) -> snap.IntArray:
+    """[len(rows), F] free replicas: node by node where the status shows how the room is
+    split (the sums and the emptiest node can only say more there), else also capped by
+    the sums and zero unless one pod fits on the emptiest node."""
+    grouped = state.snapshot.grouped[rows]
+    fits = (grouped | np.all(state.largest[rows][..., need] >= wanted, axis=-1)) & mask
     by_free = np.min(state.free[rows][..., need] // wanted, axis=-1)
     free, count = state.group_arrays()
     by_node = node_groups.fit(free[rows], count[rows], need, wanted)
-    return np.where(fits, np.maximum(np.minimum(by_free, by_node), 0), 0)
+    avail = np.where(grouped, by_node, np.minimum(by_free, by_node))
+    return np.where(fits, np.maximum(avail, 0), 0)
 
 
 AVAIL, FLAVOR, CHIP = 0, 1, 2
@@ -98,11 +113,7 @@ def view(job: fw.JobRequest, state: fw.CycleState) -> tuple[snap.IntArray, snap.
     stale = np.flatnonzero(versions != state.version)
     if stale.size:
         need, wanted, mask, order, pod_cost = shape_arrays(job, state)
-        fits = np.all(state.largest[stale][..., need] >= wanted, axis=-1) & mask[stale]
-        by_free = np.min(state.free[stale][..., need] // wanted, axis=-1)
-        free, count = state.group_arrays()
-        by_node = node_groups.fit(free[stale], count[stale], need, wanted)
-        avail = np.where(fits, np.maximum(np.minimum(by_free, by_node), 0), 0)
+        avail = _available(state, stale, need, wanted, mask[stale])
         chip_of = state.snapshot.flavor_chip[stale]
         flavors = _choose(avail, order[stale], chip_of, job.chip_need)
         chosen = chip_of[np.arange(stale.size), flavors]
@@ -189,11 +200,13 @@ def one_flavor_available(job: fw.JobRequest, state: fw.CycleState, row: int, fla
     pod = job.vector
     need = pod > 0
     wanted = pod[need]
+    asked = [(r, w) for r, w in enumerate(pod.tolist()) if w > 0]
+    by_node = node_groups.fit_one(*state.groups(row, flavor), asked)
+    if state.snapshot.grouped[row, flavor]:
+        return by_node
     if (state.largest[row, flavor][need] < wanted).any():
         return 0
     by_free = int((state.free[row, flavor][need] // wanted).min())
-    asked = [(r, w) for r, w in enumerate(pod.tolist()) if w > 0]
-    by_node = node_groups.fit_one(*state.groups(row, flavor), asked)
     return max(0, min(by_free, by_node))
 
 
@@ -386,8 +399,10 @@ def _most_held(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) ->
 
     Why totals rather than free room: a gang larger than this waits for nothing that work
     finishing would bring, and its reason must say so rather than name the room left."""
-    _, _, mask, held, _, _ = shape_arrays(job, state)
-    whole = np.where(mask[rows], np.maximum(held[rows], 0), 0)
+    need, wanted, mask, _, _ = shape_arrays(job, state)
+    s = state.snapshot
+    held = np.min(s.alloc[rows][..., need] // wanted, axis=-1) * s.nodes[rows]
+    whole = np.where(mask[rows], np.maximum(held, 0), 0)
     if not job.devices:
         return np.asarray(whole.sum(axis=1), dtype=np.int64)
     chip_of = state.snapshot.flavor_chip[rows]
@@ -420,11 +435,14 @@ class Capacity:
             emptiest = [max(a, b) for a, b in zip(emptiest, largest, strict=True)]
             if flavor.node_count > 0:
                 biggest = [max(a, b) for a, b in zip(biggest, alloc, strict=True)]
+            asked = [(r, p) for r, p in enumerate(pod) if p > 0]
+            by_node = node_groups.fit_one(*state.groups(cluster.index, fi), asked)
+            if state.snapshot.grouped[cluster.index, fi]:  # node by node alone
+                room.append((by_node, model, fi))
+                continue
             if any(p > 0 and lf < p for p, lf in zip(pod, largest, strict=True)):
                 continue
             by_free = min(f // p for f, p in zip(free, pod, strict=True) if p > 0)
-            asked = [(r, p) for r, p in enumerate(pod) if p > 0]
-            by_node = node_groups.fit_one(*state.groups(cluster.index, fi), asked)
             room.append((max(0, min(by_free, by_node)), model, fi))
         total = sum(n for n, _, _ in room)
         if job.devices and room:  # one chip per cluster: the kept one, else the chosen one

@@ -118,6 +118,10 @@ def test_describe_lists_conditions_flavors_apis_taints_and_prices() -> None:
     assert "  nvidia-a100-80gb (amd64) x2: cpu=96, memory=1152Gi, nvidia.com/gpu=8" in text
     assert "largest free node: cpu=96, memory=1152Gi, nvidia.com/gpu=8" in text
     assert (
+        "    free per node: 1x cpu=96, memory=1152Gi, nvidia.com/gpu=8;"
+        " 1x cpu=56, memory=1152Gi, nvidia.com/gpu=4"
+    ) in text
+    assert (
         "Prices:      USD cpu=0.05/core-h memory=0.01/GiB-h, nvidia-a100-80gb=3/h (on demand)"
         in text
     )

@@ -183,3 +183,28 @@ def test_pods_are_spread_over_the_emptiest_nodes_as_the_members_scheduler_spread
     assert node_groups.charge(rows, counts, 4, [1000, GIB, 0, 1000]) == 4
     assert node_groups.fit_one(rows, counts, [(0, 7000)]) == 0
     assert node_groups.fit_one(rows, counts, [(0, 6000)]) == 2
+
+
+def test_where_the_nodes_are_known_the_emptiest_node_does_not_hide_one_that_fits() -> None:
+    """The emptiest node (most CPU free) has little memory; another node has the memory a
+    32Gi pod asks for. Counted node by node, the pod fits there, on every path."""
+    base = flavor(cpu="8", memory="64Gi", nodes=2)
+    roomy = ResourceList.from_wire({"cpu": "8", "memory": "4Gi", "pods": "100"})
+    deep = ResourceList.from_wire({"cpu": "2", "memory": "60Gi", "pods": "100"})
+    reported = base.model_copy(
+        update={
+            "free": roomy + deep,
+            "largest_free": roomy,
+            "free_nodes": [FreeNodes(free=roomy, count=1), FreeNodes(free=deep, count=1)],
+        }
+    )
+    s, state = state_of(cluster("a", reported))
+    w = workload("w", cpu="1", memory="32Gi")
+    big = fw.request_for(job(w), settings=SETTINGS, device_resources=s.device_resources)
+    assert capacity.cluster_available(big, state, ROWS).tolist() == [1]
+    assert capacity.one_flavor_available(big, state, 0, 0) == 1
+    assert capacity.Capacity().filter(big, s.clusters[0], state).ok
+    shape = free_replicas.Shape(big, state)
+    state.take(0, 0, 1, request(s, "1").vector)  # the roomy node: 7 CPU, 3Gi left
+    shape.sync(big, state)
+    assert shape.total == [1]
