@@ -326,8 +326,8 @@ def render_wire(plan: Mapping[str, Any]) -> str:
         if total is not None
         else "  total cost: unknown"
     )
-    if plan.get("expectedCost") is not None:
-        hours = float(plan["expectedHours"])
+    hours = float(plan.get("expectedHours") or 1)
+    if plan.get("expectedCost") is not None and hours != 1:  # an hour's is the total shown
         lines[-1] += f", {Decimal(plan['expectedCost']):.4f} {currency} over {hours:g}h expected"
     return "\n".join(lines)
 
