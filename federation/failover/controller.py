@@ -8,8 +8,7 @@ both written with compare-and-swap and, under HA, the leader's fence (`guards`).
 Two kinds of key, each converged level-based by one worker at a time (STYLE.md §7, §12):
 
     c/<cluster>   Ready condition + time → taints (taints.desired); a member back from
-                  unreachable keeps its taints until the copies workloads wait on there
-                  are given back (eviction.returned) and stale ones purged (purge.py)
+                  unreachable keeps its taints until stale copies are purged (purge.py)
     b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
                   (eviction.py); a copy Unhealthy past the policy's application failover
                   toleration → evicted (application.py); eviction tasks + new placement
@@ -294,8 +293,6 @@ class FailoverController:
         returning = status.ready() and any(
             t.key in (taints.UNREACHABLE, RECOVERING) for t in status.taints
         )
-        if returning:
-            await self._give_back(name)
         if returning and not await self._purged(spec):
             wanted = [Taint(key=RECOVERING, effect="NoSchedule")]
             self.queue.add_after("c/" + name, _RETRY * 2)
@@ -350,23 +347,6 @@ class FailoverController:
                 cluster.name, -left,
             )  # fmt: skip
             self._mark("drill-abandoned", cluster.name)
-
-    async def _give_back(self, name: str) -> None:
-        """Before a returning member is purged: each workload that waits on its copy there
-        (`Binding.waits_on`) gets it back (`eviction.returned`). A lost compare-and-swap
-        raises, and the member stays tainted until the next pass has done it."""
-        for key, stored in list(self.bindings.items.items()):
-            binding = stored.obj
-            if binding.waits_on(name) is None or self._finished(_ref(binding)):
-                continue
-            if name in self._leaving:
-                continue  # being unjoined: the copy goes with the member
-            kept = eviction.returned(binding, name)
-            await self.bindings.typed.update(
-                key, kept, revision=stored.revision, guards=self._guards()
-            )
-            self._mark("given-back", name, str(_ref(binding)))
-            log.info("cluster %s returned: %s keeps the copy it ran there", name, _ref(binding))
 
     async def _purged(self, cluster: Cluster) -> bool:
         """Delete stale copies from a returning member; False when it could not finish."""
@@ -437,20 +417,11 @@ class FailoverController:
         )
 
     def _taints(self) -> dict[str, list[Taint]]:
-        """Every cluster's effective taints, as eviction judges them.
-
-        A Ready member's health taints (`not-ready`, `unreachable`) are left out: they
-        are what it carries between answering again and failover lifting them, and
-        evicting from a member that answers only moved work off it again, the copy given
-        back on its return (`_give_back`) among it, to be deleted there and started anew.
-        """
         out: dict[str, list[Taint]] = {}
         seen: dict[tuple[str, str, str | None], dt.datetime] = {}
         for stored in self.clusters.items.values():
             status = self.statuses.get(keys.cluster_status_key(stored.obj.name))
             found = stored.obj.with_status(status).effective_taints()
-            if status is not None and status.ready():
-                found = [t for t in found if t.key not in (taints.UNREACHABLE, taints.NOT_READY)]
             if any(t.effect == "NoExecute" and t.time_added is None for t in found):
                 found = [self._timed(stored.obj.name, t, seen) for t in found]
             out[stored.obj.name] = found

@@ -395,21 +395,7 @@ class WorkloadSync:
         evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
             targets
         )
-        return workload, stored, targets, evicting | self._waited_on(binding)
-
-    def _waited_on(self, binding: Binding) -> set[str]:
-        """The members away whose copy the workload waits on (`Binding.waits_on`): kept
-        for failover to give back on their return. Its deletion, retried while the member
-        did not answer, landed the moment it answered: a batch job that had nowhere else to
-        go was killed there and started again from zero."""
-        if binding.spec.clusters or self.cluster_statuses is None:
-            return set()
-        out = set()
-        for task in binding.spec.eviction_tasks:
-            status = self.cluster_statuses.get(keys.cluster_status_key(task.cluster))
-            if status is not None and status.away() and binding.waits_on(task.cluster):
-                out.add(task.cluster)
-        return out
+        return workload, stored, targets, evicting
 
     def _occupied(self, namespace: str, cluster: str) -> bool:
         """Whether a workload of `namespace` still has a Work on `cluster`: a copy there,

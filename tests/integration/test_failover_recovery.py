@@ -5,9 +5,7 @@ placement wants them there again, instead of losing them and starting them anew:
   waiting out the graceful timeout;
 - a service whose new placement covered for the member is placed back on it with its
   copy there kept (deleted and applied again, it left a capacity dip while the members
-  that had covered for it shrank);
-- a batch job evicted Directly that found no room elsewhere keeps its copy there (killed
-  and started again, it lost all its work although it never ran twice).
+  that had covered for it shrank).
 
 Real pieces: etcd, a `fedctl controller` process (monitor, scheduler, propagator and
 failover, with the default graceful timeout of 600 s), simulated members faulted through
@@ -29,7 +27,7 @@ from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
-from tests.integration.test_ha import batch_job, controllers, cpu_queue, submit
+from tests.integration.test_ha import controllers, submit
 from tests.integration.test_propagation_support import (
     NAMES,
     Federation,
@@ -44,7 +42,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 HOME, OTHER = NAMES[0], NAMES[2]
 WEB = deployment("web", 2)
 HALVED = deployment("halved", 4)
-JOB = batch_job("train", "q", duration="1h")
 
 
 def policy(
@@ -216,36 +213,3 @@ async def test_a_service_placed_back_on_a_returning_member_keeps_its_running_cop
         again = await running()
         assert again is not None, f"the copy on {HOME} was deleted"
         assert again["metadata"]["uid"] == first["metadata"]["uid"], "kept, not recreated"
-
-
-async def test_a_job_with_nowhere_else_to_go_keeps_its_running_copy_on_return(
-    fed: Federation, own_etcd: embedded.EmbeddedEtcd, tmp_path: Path
-) -> None:
-    await fed.put(cpu_queue("q", 8))
-    home_only = policy("train", "batch", ("batch/v1", "Job"), [HOME], None)
-    async with serving(own_etcd, tmp_path, [home_only, JOB]):
-        await wait_for(lambda: placed(fed, JOB, {HOME: 1}), timeout=30, message="job placed")
-
-        async def running() -> dict[str, Any] | None:
-            return await fed.member_object(HOME, "batch/v1", "Job", "batch", "train")
-
-        first = await wait_for(running, timeout=30, message=f"job running on {HOME}")
-
-        await fed.admin(HOME, "fault", {"mode": "down"})
-
-        async def waiting() -> Binding | None:
-            b = await binding_of(fed, JOB)
-            evicted = b is not None and b.status.phase == "Pending" and b.spec.eviction_tasks
-            return b if evicted else None
-
-        left = await wait_for(waiting, timeout=60, message=f"job evicted from {HOME}")
-        assert left.placement() == {}
-        assert [(t.cluster, t.purge_mode) for t in left.spec.eviction_tasks] == [(HOME, "Directly")]
-
-        await fed.admin(HOME, "heal", {})
-        await wait_for(
-            lambda: placed(fed, JOB, {HOME: 1}), timeout=60, message=f"job back on {HOME}"
-        )
-        again = await running()
-        assert again is not None, f"the job's copy on {HOME} was deleted"
-        assert again["metadata"]["uid"] == first["metadata"]["uid"], "kept, not started again"

@@ -626,36 +626,6 @@ async def test_a_workload_placed_back_where_it_was_evicted_from_is_told_so(h: Ha
     )
 
 
-async def test_a_returning_member_gives_back_the_copy_a_workload_waits_on(h: Harness) -> None:
-    """Evicted Directly, placed nowhere else while a was away: its copy there is given
-    back, not purged, before a's taints are lifted (it ran on all along)."""
-    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 1}))
-    await h.health("a", "False", "ConnectionRefused")
-    await h.advance(31)
-    stored = await h.bindings.get(keys.binding_key(WEB))
-    assert stored is not None and stored.obj.placement() == {}
-    directly = [
-        t.model_copy(update={"purge_mode": "Directly"}) for t in stored.obj.spec.eviction_tasks
-    ]
-    waiting = stored.obj.model_copy(
-        update={"spec": stored.obj.spec.model_copy(update={"eviction_tasks": directly})}
-    )
-    await h.bindings.update(keys.binding_key(WEB), waiting, revision=stored.revision)
-    await h.advance(600)
-    assert [t.cluster for t in (await h.binding(WEB)).spec.eviction_tasks] == ["a"], (
-        "kept past the timeout while a is away"
-    )
-
-    await h.health("a", "True", "ClusterReady")
-    await h.settle()
-    back = await h.binding(WEB)
-    assert (back.placement(), back.spec.eviction_tasks) == ({"a": 1}, [])
-    assert h.member.deleted == ["api"], "web's copy kept; api, placed nowhere, purged"
-    assert await h.taints("a") == []
-    marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
-    assert ("given-back", "a", str(WEB)) in marks
-
-
 @pytest.mark.parametrize(
     ("scheduling", "groups", "expected"),
     [
