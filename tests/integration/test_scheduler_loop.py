@@ -22,6 +22,7 @@ from federation import clock
 from federation.api import app as api_app
 from federation.cache import snapshot as snap
 from federation.cli import main
+from federation.failover.controller import FailoverController
 from federation.monitor.monitor import ClusterMonitor
 from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
@@ -30,7 +31,7 @@ from federation.registry.memory import MemoryStore
 from federation.scheduler import cycle
 from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
-from federation.settings import MonitorSettings, SchedulerSettings
+from federation.settings import FailoverSettings, MonitorSettings, SchedulerSettings
 from policies.models.binding import Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.propagation import PropagationPolicy
@@ -130,8 +131,13 @@ async def test_examples_are_bound_with_explanations_and_the_web_tier_lands_6_3_3
     (web,) = load("web.yaml", kinds=("Deployment",))
     assert isinstance(web, Workload)
     monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+    # Re-dividing as members turn Ready hands replicas over gracefully: failover ends each
+    # handover once the new placement is ready, so the members converge on 6:3:3.
+    failover = FailoverController(
+        fed.store, settings=FailoverSettings(), member_settings=MEMBER, claim=planning.claim
+    )
     fed.start()
-    async with background(monitor.run(), scheduler_loop(fed).run()):
+    async with background(monitor.run(), scheduler_loop(fed).run(), failover.run()):
 
         async def scheduled() -> Binding | None:
             found = (await bindings(fed)).get("storefront")
