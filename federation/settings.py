@@ -184,12 +184,7 @@ class SchedulerSettings(_Group):
             except json.JSONDecodeError as exc:
                 raise ValueError(f"not a JSON object: {exc}") from None
         if isinstance(value, str):
-            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-            if any(not sep for _, sep, _ in pairs):
-                raise ValueError(
-                    f"expected PLUGIN=WEIGHT,... (e.g. cost=5,locality=0), got {value!r}"
-                )
-            value = {name.strip(): weight.strip() for name, _, weight in pairs}
+            value = _pairs(value, "PLUGIN=WEIGHT,... (e.g. cost=5,locality=0)")
         if not isinstance(value, dict):
             return value
         for name, weight in value.items():
@@ -198,14 +193,13 @@ class SchedulerSettings(_Group):
                     f"no score plugin {name!r}: the score plugins are {', '.join(SCORE_WEIGHTS)}"
                 )
             try:
-                if int(str(weight)) < 0:
-                    raise ValueError(f"the weight of {name} must be 0 or more, got {weight}")
-            except ValueError as exc:
-                if "must be" in str(exc):
-                    raise
+                whole = int(str(weight))
+            except ValueError:
                 raise ValueError(
                     f"the weight of {name} is not a whole number: {weight!r}"
                 ) from None
+            if whole < 0:
+                raise ValueError(f"the weight of {name} must be 0 or more, got {weight}")
         return {**SCORE_WEIGHTS, **value}
 
     @field_validator("exchange_rates", mode="before")
@@ -213,10 +207,7 @@ class SchedulerSettings(_Group):
     def _rates(cls, value: Any) -> Any:
         """`CNY=0.14,EUR=1.08` (an environment variable) as a mapping; each rate above 0."""
         if isinstance(value, str):
-            pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-            if any(not sep for _, sep, _ in pairs):
-                raise ValueError(f"expected CODE=RATE,CODE=RATE (e.g. CNY=0.14), got {value!r}")
-            value = {code.strip(): rate.strip() for code, _, rate in pairs}
+            value = _pairs(value, "CODE=RATE,CODE=RATE (e.g. CNY=0.14)")
         if isinstance(value, dict):
             for code, rate in value.items():
                 if not re.fullmatch(r"[A-Z]{3}", str(code)):
@@ -227,6 +218,14 @@ class SchedulerSettings(_Group):
                 except ArithmeticError:
                     raise ValueError(f"the rate of {code} is not a number: {rate!r}") from None
         return value
+
+
+def _pairs(value: str, expected: str) -> dict[str, str]:
+    """`KEY=VALUE,KEY=VALUE` (how an environment variable gives a mapping) as a mapping."""
+    pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+    if any(not sep for _, sep, _ in pairs):
+        raise ValueError(f"expected {expected}, got {value!r}")
+    return {key.strip(): item.strip() for key, _, item in pairs}
 
 
 class PropagationSettings(_Group):

@@ -53,16 +53,22 @@ spec:
 """
 
 
-@pytest.mark.parametrize("docs", [(SERVICE,), (SERVICE, AGGREGATED)], ids=["whole", "aggregated"])
-def test_the_cheaper_of_two_clusters_whose_rounded_totals_tie_wins(
-    tmp_path: Path, docs: tuple[str, ...]
-) -> None:
+def files(tmp_path: Path, *docs: str, fleet: str = PROFILE) -> tuple[list[Path], Path]:
+    """Each document in a file of its own, and the fleet's profile."""
     paths = []
     for i, doc in enumerate(docs):
         paths.append(tmp_path / f"doc{i}.yaml")
         paths[-1].write_text(doc, encoding="utf-8")
     profile = tmp_path / "fleet.yaml"
-    profile.write_text(PROFILE, encoding="utf-8")
+    profile.write_text(fleet, encoding="utf-8")
+    return paths, profile
+
+
+@pytest.mark.parametrize("docs", [(SERVICE,), (SERVICE, AGGREGATED)], ids=["whole", "aggregated"])
+def test_the_cheaper_of_two_clusters_whose_rounded_totals_tie_wins(
+    tmp_path: Path, docs: tuple[str, ...]
+) -> None:
+    paths, profile = files(tmp_path, *docs)
     (planned,) = plan.plan_files(paths, profile=profile)
     verdicts = {v.cluster: v for v in planned.plan.verdicts}
     assert verdicts["aa-mid"].score == verdicts["zz-cheap"].score  # the rounded totals tie
@@ -103,10 +109,7 @@ def test_the_settings_name_every_score_plugin_the_registry_builds() -> None:
 
 def test_weights_change_the_choice_as_set(tmp_path: Path) -> None:
     """With cost weighed 0 the cheap cluster has nothing over the others: name order."""
-    paths = [tmp_path / "doc.yaml"]
-    paths[0].write_text(SERVICE, encoding="utf-8")
-    profile = tmp_path / "fleet.yaml"
-    profile.write_text(PROFILE, encoding="utf-8")
+    paths, profile = files(tmp_path, SERVICE)
     costless = settings.SchedulerSettings(score_weights={"cost": 0})
     (planned,) = plan.plan_files(paths, profile=profile, settings=costless)
     assert planned.plan.placement == {"aa-mid": 2}
@@ -127,12 +130,10 @@ spec:
 def test_a_cap_no_cluster_meets_names_the_nearest_miss_to_four_places(tmp_path: Path) -> None:
     """2 pods of 1 core and 1 GiB: aa-mid 0.0240/h, mm-dear 0.2220/h; the cap 0.0215 read
     as 0.02 at two places, and the reason quoted the first cluster by name, unnamed."""
-    paths = [tmp_path / "doc0.yaml", tmp_path / "doc1.yaml"]
-    paths[0].write_text(SERVICE, encoding="utf-8")
-    paths[1].write_text(CAPPED, encoding="utf-8")
-    profile = tmp_path / "fleet.yaml"
-    profile.write_text(PROFILE.replace("mm-dear", "ab-dear"), encoding="utf-8")
-    paths[1].write_text(CAPPED.replace("mm-dear", "ab-dear"), encoding="utf-8")
+    dear_first = PROFILE.replace("mm-dear", "ab-dear")
+    paths, profile = files(
+        tmp_path, SERVICE, CAPPED.replace("mm-dear", "ab-dear"), fleet=dear_first
+    )
     (planned,) = plan.plan_files(paths, profile=profile)
     assert planned.plan.placement == {}
     assert planned.plan.reason == (
@@ -163,11 +164,7 @@ spec:
 def test_a_plan_says_what_the_whole_run_is_expected_to_cost(tmp_path: Path) -> None:
     """The duration ranks nothing (it scales every cluster alike), so it showed nowhere:
     a plan now gives the run's expected cost beside the hourly one; services none."""
-    paths = [tmp_path / "job.yaml", tmp_path / "svc.yaml"]
-    paths[0].write_text(TRAINING, encoding="utf-8")
-    paths[1].write_text(SERVICE, encoding="utf-8")
-    profile = tmp_path / "fleet.yaml"
-    profile.write_text(PROFILE, encoding="utf-8")
+    paths, profile = files(tmp_path, TRAINING, SERVICE)
     job, service = plan.plan_files(paths, profile=profile)
     # zz-cheap: 2 pods x (2 x 0.010 + 1 x 0.001) = 0.042/h, over 2.5 h
     assert job.plan.to_json()["expectedHours"] == 2.5
