@@ -62,8 +62,9 @@ def kind_and_name(kind: str, name: str | None) -> tuple[str, str | None]:
 
 
 def resource(word: str) -> tuple[objects.Resource, str | None]:
-    """The resource `word` names and, for a workload kind, the kind (`Deployment`, or with
-    the group given `Deployment.apps`, as the KIND column prints it)."""
+    """The resource `word` names and, for a workload kind, the kind as the KIND column
+    prints it: in kubectl's group (`jobs` is `Job.batch`), or in the group given
+    (`jobs.batch.volcano.sh` is Volcano's `Job.batch.volcano.sh`)."""
     from federation.cli import workloads_view
 
     try:
@@ -80,7 +81,9 @@ def resource(word: str) -> tuple[objects.Resource, str | None]:
             f"{refused}; or a workload kind as kubectl names it (deployments, jobs, deploy,"
             " ..., or with its group: deployments.apps)"
         ) from None
-    return objects.resource_named("workloads"), f"{kind}.{group}" if group else kind
+    return objects.resource_named(
+        "workloads"
+    ), f"{kind.partition('.')[0]}.{group}" if group else kind
 
 
 def namespaced_name(res: objects.Resource, name: str, namespace: str | None) -> tuple[str, str]:

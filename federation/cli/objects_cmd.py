@@ -80,8 +80,9 @@ def register(sub: Any) -> None:
     get.add_argument(
         "kind",
         help="clusters, queues, propagationpolicies (pp), workloads, …, or a workload kind"
-        " as kubectl names it (deploy, jobs, sts, …); either with its group"
-        " (deployments.apps), or KIND/NAME",
+        " as kubectl names it (deploy, jobs, sts, …: jobs are jobs.batch; Volcano's are"
+        " jobs.batch.volcano.sh or vcjob); either with its group (deployments.apps), or"
+        " KIND/NAME",
     )
     get.add_argument(
         "name",
@@ -635,13 +636,16 @@ async def _delete_selected(api: Any, args: argparse.Namespace) -> int:
         f"namespaces/{ns}/{res.plural}" if res.namespaced else res.plural,
         params={"labelSelector": args.selector},
     )
+    items = listed.get("items", [])
+    if res.plural == "workloads":
+        from federation.cli import workloads_view
+
+        items = workloads_view.of_kind(items, args.workload_kind)
     paths: list[tuple[str, str]] = []
-    for item in listed.get("items", []):
+    for item in items:
         meta = item.get("metadata") or {}
         name = str(meta.get("name", ""))
         if res.plural == "workloads":
-            if args.workload_kind and item.get("kind") != args.workload_kind:
-                continue
             segment = keys.kind_segment(item.get("apiVersion", ""), item.get("kind", ""))
             path = f"namespaces/{ns}/workloads/{segment}/{name}"
             label = _label(item.get("kind", ""), item.get("apiVersion", ""), name)

@@ -622,23 +622,51 @@ _SHORT_NAMES = {
     "hpa": "HorizontalPodAutoscaler",
     "crd": "CustomResourceDefinition",
     "limits": "LimitRange",
+    "quota": "ResourceQuota",
+    "vcjob": "Job.batch.volcano.sh",
+    "vj": "Job.batch.volcano.sh",
 }
-"""kubectl's short names of the kinds teams propagate."""
+"""kubectl's short names of the kinds teams propagate, and Volcano's of its Job."""
+
+_GROUPS = {
+    **dict.fromkeys(("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"), "apps"),
+    **dict.fromkeys(("Job", "CronJob"), "batch"),
+    "PyTorchJob": "kubeflow.org",
+    **dict.fromkeys(("Ingress", "NetworkPolicy"), "networking.k8s.io"),
+    "PodDisruptionBudget": "policy",
+    "HorizontalPodAutoscaler": "autoscaling",
+    **dict.fromkeys(
+        ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"), "rbac.authorization.k8s.io"
+    ),
+    "CustomResourceDefinition": "apiextensions.k8s.io",
+}
+"""The group kubectl resolves each common kind's name to (none: the core group). A name
+two groups serve is the built-in one's, as kubectl's discovery orders them: `jobs` is
+`jobs.batch`, never Volcano's `jobs.batch.volcano.sh`."""
 
 
 def kind_named(name: str) -> str | None:
     """The workload kind `name` means as a kubectl resource (`deploy`, `deployments`,
-    `Job`, `networkpolicies`), None for any other name. `fedctl get deploy -n web` is what
-    kubectl habit types; refusing it for `workloads` helped no one."""
+    `Job`, `networkpolicies`), as the KIND column prints it (`Deployment.apps`,
+    `ConfigMap`); None for any other name. `fedctl get deploy -n web` is what kubectl
+    habit types; refusing it for `workloads` helped no one. The group is kubectl's:
+    `delete jobs -l team=data` deleting Volcano's training gangs beside the batch Jobs
+    would surprise anyone who typed it."""
     low = name.lower()
     if low in _SHORT_NAMES:
-        return _SHORT_NAMES[low]
+        return _grouped(_SHORT_NAMES[low])
     for kind in COMMON_KINDS:
         k = kind.lower()
         plurals = (k, k + "s", k + "es", k[:-1] + "ies" if k.endswith("y") else k)
         if low in plurals:
-            return kind
+            return _grouped(kind)
     return None
+
+
+def _grouped(kind: str) -> str:
+    """`Kind.group` of a common kind, its group as kubectl resolves it."""
+    group = _GROUPS.get(kind)
+    return f"{kind}.{group}" if group else kind
 
 
 def with_kind(name: str, kind: str) -> str:
@@ -653,11 +681,11 @@ def with_kind(name: str, kind: str) -> str:
 
 def of_kind(items: list[dict[str, Any]], kind: str | None) -> list[dict[str, Any]]:
     """Status-view items (`Kind.group`) or templates (`Kind` and `apiVersion`) of `kind`,
-    `Kind` (any group) or `Kind.group` (that group alone: `jobs.batch` is not Volcano's
-    Job); all for None."""
+    `Kind.group` (that group alone: `jobs.batch` is not Volcano's Job) or `Kind` (the core
+    group's); all for None."""
     if kind is None:
         return items
-    return [i for i in items if kind in (_kind(i), _kind(i).partition(".")[0])]
+    return [i for i in items if _kind(i) == kind]
 
 
 def address(item: dict[str, Any]) -> str:

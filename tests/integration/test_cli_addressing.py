@@ -151,7 +151,7 @@ async def test_a_workload_kind_as_kubectl_names_it_addresses_that_kind_alone(
         assert capsys.readouterr().out == f"{kind.lower()}/dup deleted\n"
         assert await stored(store, JOB_KEY, DEPLOYMENT_KEY) == [other]
         assert await fedctl(server, "get", resource, "-n", "teams") == 0
-        assert capsys.readouterr().err == f"No {kind.partition('.')[0]} workloads found.\n"
+        assert capsys.readouterr().err == f"No {kind} workloads found.\n"
         assert await fedctl(server, "get", "deploymnets") == 1
         assert "or a workload kind as kubectl names it" in capsys.readouterr().err
 
@@ -440,3 +440,63 @@ async def test_delete_by_label_deletes_the_matching_objects_of_the_kind_only(
         assert await stored(store, *left, *gone) == left
         assert await fedctl(server, "delete", "deploy", "-n", "team-a", "-l", "tier=fe") == 0
         assert capsys.readouterr().out == "No resources found in team-a namespace.\n"
+
+
+TWO_JOBS = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: etl, namespace: hunt, labels: {team: data}}
+spec:
+  template:
+    metadata: {labels: {team: data}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: train, namespace: hunt, labels: {team: data}}
+spec:
+  minAvailable: 1
+  tasks:
+    - name: t
+      replicas: 1
+      template:
+        metadata: {labels: {team: data}}
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox}]
+"""
+ETL_KEY = keys.workload_key(keys.WorkloadRef("hunt", "Job.batch", "etl"))
+TRAIN_KEY = keys.workload_key(keys.WorkloadRef("hunt", "Job.batch.volcano.sh", "train"))
+
+
+@pytest.mark.parametrize(
+    ("resource", "kind", "key"),
+    [
+        pytest.param("jobs", "Job.batch", ETL_KEY, id="jobs is batch's alone"),
+        pytest.param("job", "Job.batch", ETL_KEY, id="job"),
+        pytest.param("jobs.batch", "Job.batch", ETL_KEY, id="jobs.batch"),
+        pytest.param("vcjob", "Job.batch.volcano.sh", TRAIN_KEY, id="Volcano's short name"),
+        pytest.param(
+            "jobs.batch.volcano.sh", "Job.batch.volcano.sh", TRAIN_KEY, id="Volcano's group"
+        ),
+    ],
+)
+async def test_jobs_means_batch_jobs_as_in_kubectl_and_volcano_jobs_need_their_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], resource: str, kind: str, key: str
+) -> None:
+    """`fedctl delete jobs -l team=data` also deleted Volcano's training gangs: `jobs` took
+    every kind named Job. kubectl resolves `jobs` to the built-in `jobs.batch`."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "j.yaml", TWO_JOBS)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "get", resource, "-n", "hunt") == 0
+        (row,) = capsys.readouterr().out.splitlines()[1:]
+        assert row.split()[2] == kind
+        assert await fedctl(server, "delete", resource, "-n", "hunt", "-l", "team=data") == 0
+        assert capsys.readouterr().out == f"{kind.lower()}/{key.rpartition('/')[2]} deleted\n"
+        assert await stored(store, ETL_KEY, TRAIN_KEY) == [
+            k for k in (ETL_KEY, TRAIN_KEY) if k != key
+        ]

@@ -143,7 +143,7 @@ async def test_a_workload_name_found_only_in_another_namespace_says_where(
         capsys.readouterr()
         assert await fedctl(server, "get", "deploy", "dup") == 1
         assert capsys.readouterr().err == (
-            'fedctl: not found: workloads "Deployment/dup"; there is one in namespace teams:'
+            'fedctl: not found: workloads "Deployment.apps/dup"; there is one in namespace teams:'
             " give -n NS or NS/NAME\n"
         )
 
@@ -156,7 +156,7 @@ async def test_a_workload_name_found_only_in_another_namespace_says_where(
         pytest.param("Deployment.apps", ["Deployment.apps"], id="Deployment.apps, as KIND prints"),
         pytest.param("jobs.batch", ["Job.batch"], id="jobs.batch"),
         pytest.param("jobs.batch.volcano.sh", [], id="another group's Job"),
-        pytest.param("jobs", ["Job.batch"], id="the kind in any group"),
+        pytest.param("jobs", ["Job.batch"], id="jobs, batch's as in kubectl"),
     ],
 )
 async def test_a_workload_kind_with_its_group_lists_that_kind_of_that_group(

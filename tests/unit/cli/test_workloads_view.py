@@ -176,14 +176,15 @@ def test_describe_names_the_policy_the_binding_records() -> None:
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("deploy", "Deployment"),
-        ("deployments", "Deployment"),
-        ("Deployment", "Deployment"),
-        ("jobs", "Job"),
+        ("deploy", "Deployment.apps"),
+        ("deployments", "Deployment.apps"),
+        ("Deployment", "Deployment.apps"),
+        ("jobs", "Job.batch"),
+        ("vcjob", "Job.batch.volcano.sh"),
         ("svc", "Service"),
-        ("ingresses", "Ingress"),
-        ("networkpolicies", "NetworkPolicy"),
-        ("pytorchjobs", "PyTorchJob"),
+        ("ingresses", "Ingress.networking.k8s.io"),
+        ("networkpolicies", "NetworkPolicy.networking.k8s.io"),
+        ("pytorchjobs", "PyTorchJob.kubeflow.org"),
         ("deploymnet", None),
         ("clusters", None),
     ],
@@ -196,8 +197,14 @@ def test_a_name_is_narrowed_to_a_kind_in_each_address_form() -> None:
     assert workloads_view.with_kind("web", "Job") == "Job/web"
     assert workloads_view.with_kind("ns/web", "Job") == "ns/Job/web"
     assert workloads_view.with_kind("ns/Job.batch/web", "Job") == "ns/Job.batch/web"
-    items = [{"kind": "Job.batch"}, {"kind": "Job"}, {"kind": "Deployment.apps"}]
-    assert workloads_view.of_kind(items, "Job") == items[:2]
+    items = [
+        {"kind": "Job.batch"},
+        {"kind": "Job.batch.volcano.sh"},
+        {"kind": "Job"},
+        {"kind": "Deployment.apps"},
+    ]
+    assert workloads_view.of_kind(items, "Job.batch") == items[:1]
+    assert workloads_view.of_kind(items, "Job") == items[2:3]
     assert workloads_view.of_kind(items, None) == items
 
 
