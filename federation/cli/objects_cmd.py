@@ -135,7 +135,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="SELECTOR",
         help="delete every object of KIND whose labels match, in -n NS (default: default),"
-        " as kubectl delete -l does; a workload's labels are its template's",
+        " as kubectl delete -l does; a workload's labels are its template's; an empty"
+        " selector is refused",
     )
     delete.add_argument(
         "--dry-run",
@@ -595,6 +596,13 @@ async def _delete(args: argparse.Namespace) -> int:
         if args.filename:
             return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
         if args.selector is not None:
+            if not args.selector.strip():
+                print(
+                    "fedctl delete: -l takes a selector (app=web); an empty one would select"
+                    " every object: give KIND NAME to delete one",
+                    file=sys.stderr,
+                )
+                return 2
             return await _delete_selected(api, args)
         if not args.kind or ("/" not in args.kind and not args.name):
             print("fedctl delete: give -f FILE, KIND NAME or KIND/NAME", file=sys.stderr)

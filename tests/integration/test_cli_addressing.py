@@ -500,3 +500,22 @@ async def test_jobs_means_batch_jobs_as_in_kubectl_and_volcano_jobs_need_their_g
         assert await stored(store, ETL_KEY, TRAIN_KEY) == [
             k for k in (ETL_KEY, TRAIN_KEY) if k != key
         ]
+
+
+@pytest.mark.parametrize("selector", ["", " "])
+async def test_delete_with_an_empty_selector_is_refused_and_deletes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], selector: str
+) -> None:
+    """`fedctl delete pp -l "$UNSET"` deleted every policy of the namespace: an empty
+    selector matches everything. kubectl refuses it, naming no object."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "j.yaml", TWO_JOBS)) == 0
+        capsys.readouterr()
+        for dry in ([], ["--dry-run"]):
+            assert await fedctl(server, "delete", "jobs", "-n", "hunt", "-l", selector, *dry) == 2
+            assert capsys.readouterr().err == (
+                "fedctl delete: -l takes a selector (app=web); an empty one would select"
+                " every object: give KIND NAME to delete one\n"
+            )
+        assert await stored(store, ETL_KEY, TRAIN_KEY) == [ETL_KEY, TRAIN_KEY]
