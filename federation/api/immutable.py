@@ -6,15 +6,30 @@ on every update (PUT, and `apply` of an object already stored); feeds them an
 
 Why here, and not left to the members: a template is stored in the federation and sent
 to members, and a member refuses such an edit only after fedctl has answered `configured`.
-A running Job whose pod template was edited then either kept running the old template
-while the federation's showed the new one, or, its new pods fitting nowhere it ran, was
-deleted and run again from the start on another member. kube-apiserver, and so Karmada's,
-refuses the write itself: `spec.template: Invalid value: field is immutable`.
+The federation then showed a spec no member ran, and the workload never converged: a
+Deployment whose selector changed stayed `rejected the object` on every member; a running
+Job whose pod template was edited either kept running the old template, or, its new pods
+fitting nowhere it ran, was deleted and run again from the start on another member.
+kube-apiserver, and so Karmada's, refuses the write itself (`field is immutable`).
 
-A Job's pod template is the one such field fedctl checks. Kubernetes also lets a suspended
-Job that never started change its template's scheduling directives (node selector,
-tolerations, labels, annotations, scheduling gates); fedctl does not know whether its
-copies started, so it refuses those too: delete the Job and apply it again.
+The fields are Kubernetes' own (`pkg/apis/apps/validation`, `pkg/apis/batch/validation`):
+
+- Deployment, ReplicaSet, DaemonSet: `spec.selector`;
+- StatefulSet: every spec field but `replicas`, `ordinals`, `template`,
+  `updateStrategy`, `revisionHistoryLimit`, `persistentVolumeClaimRetentionPolicy` and
+  `minReadySeconds`, that is `selector`, `serviceName`, `volumeClaimTemplates` and
+  `podManagementPolicy`;
+- Job: `selector`, `template`, `completionMode`, `podFailurePolicy`,
+  `backoffLimitPerIndex`, `managedBy`, `successPolicy`, and `completions`, which an
+  Indexed Job may change together with `parallelism` (to the same number).
+
+A field omitted on both sides is unchanged (members apply server-side, so a field fedctl
+never sent keeps what the member defaulted), and one given on one side only changes only
+if it differs from Kubernetes' default (`podManagementPolicy: OrderedReady` added to a
+StatefulSet that had none is no change). Kubernetes also lets a suspended Job that never
+started change its template's scheduling directives (node selector, tolerations, labels,
+annotations, scheduling gates); fedctl does not know whether its copies started, so it
+refuses those too: delete the Job and apply it again.
 """
 
 from __future__ import annotations
@@ -27,27 +42,79 @@ from policies.models.base import KubeObject
 
 __all__ = ["check"]
 
-_JOB = ("batch/v1", "Job")
+_ABSENT = object()
+"""A field the spec does not give (unlike one given as null)."""
+
+_APPS = ("Deployment", "ReplicaSet", "DaemonSet", "StatefulSet")
+
+_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
+    **{("apps", kind): {"selector": None} for kind in _APPS},
+    ("apps", "StatefulSet"): {
+        "selector": None,
+        "serviceName": "",
+        "volumeClaimTemplates": [],
+        "podManagementPolicy": "OrderedReady",
+    },
+    ("batch", "Job"): {
+        "selector": None,
+        "completions": None,
+        "template": None,
+        "completionMode": "NonIndexed",
+        "podFailurePolicy": None,
+        "backoffLimitPerIndex": None,
+        "managedBy": None,
+        "successPolicy": None,
+    },
+}
+"""(group, kind) -> its immutable spec fields, each with Kubernetes' default (what an
+omitted field is taken to be when the other side gives it)."""
 
 
 def check(old: KubeObject, new: KubeObject) -> None:
     """Refuse `new` replacing `old` where it changes a field that cannot change, naming
     the first value it changes (`spec.template.spec.containers[0].image`), so the client
     can point at its line."""
-    if (old.api_version, old.kind) != _JOB or (new.api_version, new.kind) != _JOB:
+    group = new.api_version.rpartition("/")[0]
+    fields = _FIELDS.get((group, new.kind))
+    if fields is None or (old.api_version, old.kind) != (new.api_version, new.kind):
         return
     was, now = old.to_wire().get("spec") or {}, new.to_wire().get("spec") or {}
-    changed = _changed(was.get("template"), now.get("template"), ("spec", "template"))
-    if changed is None:
-        return
+    for field, default in fields.items():
+        before, after = was.get(field, _ABSENT), now.get(field, _ABSENT)
+        if before is _ABSENT and after is _ABSENT:
+            continue
+        before = default if before is _ABSENT else before
+        after = default if after is _ABSENT else after
+        if field == "completions" and _elastic(now, after):
+            continue
+        changed = _changed(before, after, ("spec", field))
+        if changed is not None:
+            raise _refusal(new, changed)
+
+
+def _elastic(spec: dict[str, Any], after: Any) -> bool:
+    """Whether an Indexed Job changes `completions` as Kubernetes lets it: to a number,
+    together with `parallelism` (ElasticIndexedJob)."""
+    indexed = spec.get("completionMode") == "Indexed"
+    return indexed and after is not None and after == spec.get("parallelism")
+
+
+def _refusal(new: KubeObject, changed: tuple[PathPart, ...]) -> errors.Invalid:
+    """The refusal of `new` changing the immutable value at `changed`."""
     where = f"{new.metadata.namespace}/" if new.metadata.namespace else ""
-    found = (
-        f"Job {where}{new.metadata.name}: {format_path(changed)}: field is immutable: a Job's"
-        " pod template (spec.template) cannot change once it is created (its members refuse"
-        " it, and their copies keep running the old one); delete the Job and apply it again"
-        " to run the new template"
+    field = format_path(changed[:2])
+    extra = (
+        " (but for an Indexed Job's, set with spec.parallelism to the same number)"
+        if field == "spec.completions"
+        else ""
     )
-    raise errors.Invalid(found, findings=[found])
+    found = (
+        f"{new.kind} {where}{new.metadata.name}: {format_path(changed)}: field is immutable:"
+        f" a {new.kind}'s {field} cannot change once it is created{extra} (its members"
+        f" refuse it, and their copies keep the old one); delete the {new.kind} and apply it"
+        " again to run the new one"
+    )
+    return errors.Invalid(found, findings=[found])
 
 
 def _changed(was: Any, now: Any, at: tuple[PathPart, ...]) -> tuple[PathPart, ...] | None:

@@ -313,54 +313,192 @@ spec:
       containers:
         - {name: t, image: busybox, resources: {requests: {cpu: "4"}}}
 """
-FIXED = (
-    "field is immutable: a Job's pod template (spec.template) cannot change once it is"
-    " created (its members refuse it, and their copies keep running the old one); delete the"
-    " Job and apply it again to run the new template"
-)
+
+
+def fixed(kind: str, field: str) -> str:
+    """The tail of the refusal of a change to `kind`'s immutable `field`."""
+    indexed = " (but for an Indexed Job's, set with spec.parallelism to the same number)"
+    return (
+        f"field is immutable: a {kind}'s {field} cannot change once it is created"
+        f"{indexed if field == 'spec.completions' else ''} (its members"
+        f" refuse it, and their copies keep the old one); delete the {kind} and apply it again"
+        " to run the new one"
+    )
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sel, namespace: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: sel}
+  template:
+    metadata: {labels: {app: sel}}
+    spec:
+      containers: [{name: c, image: nginx}]
+"""
+STATEFUL_SET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: web}
+spec:
+  replicas: 1
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: c, image: postgres}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 1Gi}}
+"""
+INDEXED_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: shards, namespace: ml}
+spec:
+  completionMode: Indexed
+  completions: 4
+  parallelism: 4
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: t, image: busybox}]
+"""
+COUNTED_JOB = INDEXED_JOB.replace("  completionMode: Indexed\n", "").replace("shards", "count")
 
 
 @pytest.mark.parametrize(
-    ("edit", "expected"),
+    ("document", "edit", "expected"),
     [
         pytest.param(
+            RUNNING_JOB,
             ("image: busybox", 'image: "busybox:1.36"'),
-            lambda f: f"{f}:12:28: Job ml/train: spec.template.spec.containers[0].image: {FIXED}",
-            id="a new image: refused at spec.template, nothing stored",
+            (12, 28, "Job ml/train: spec.template.spec.containers[0].image", "Job"),
+            id="a Job's new image: refused at spec.template, nothing stored",
         ),
         pytest.param(
+            RUNNING_JOB,
             ('cpu: "4"', 'cpu: "150"'),
-            lambda f: (
-                f"{f}:12:65: Job ml/train: spec.template.spec.containers[0].resources"
-                f".requests.cpu: {FIXED}"
+            (
+                12,
+                65,
+                "Job ml/train: spec.template.spec.containers[0].resources.requests.cpu",
+                "Job",
             ),
-            id="new requests: refused, so the running job is never placed again for them",
+            id="a Job's new requests: refused, so the running job is never placed again for them",
         ),
-        pytest.param(("parallelism: 2", "parallelism: 3"), None, id="parallelism may change"),
+        pytest.param(
+            RUNNING_JOB, ("parallelism: 2", "parallelism: 3"), None, id="parallelism may change"
+        ),
+        pytest.param(
+            DEPLOYMENT,
+            ("matchLabels: {app: sel}", "matchLabels: {app: sel2}"),
+            (7, 24, "Deployment web/sel: spec.selector.matchLabels.app", "Deployment"),
+            id="a Deployment's selector",
+        ),
+        pytest.param(
+            DEPLOYMENT.replace("Deployment", "ReplicaSet"),
+            ("matchLabels: {app: sel}", "matchLabels: {app: sel, tier: fe}"),
+            (7, 35, "ReplicaSet web/sel: spec.selector.matchLabels.tier", "ReplicaSet"),
+            id="a ReplicaSet's selector, a label added",
+        ),
+        pytest.param(
+            DEPLOYMENT.replace("Deployment", "DaemonSet").replace("  replicas: 2\n", ""),
+            ("matchLabels: {app: sel}", "matchLabels: {app: sel2}"),
+            (6, 24, "DaemonSet web/sel: spec.selector.matchLabels.app", "DaemonSet"),
+            id="a DaemonSet's selector",
+        ),
+        pytest.param(
+            STATEFUL_SET,
+            ("serviceName: db", "serviceName: db2"),
+            (6, 16, "StatefulSet web/db: spec.serviceName", "StatefulSet"),
+            id="a StatefulSet's serviceName",
+        ),
+        pytest.param(
+            STATEFUL_SET,
+            ("storage: 1Gi", "storage: 2Gi"),
+            (
+                17,
+                41,
+                "StatefulSet web/db: spec.volumeClaimTemplates[0].spec.resources.requests.storage",
+                "StatefulSet",
+            ),
+            id="a StatefulSet's volumeClaimTemplates",
+        ),
+        pytest.param(
+            STATEFUL_SET,
+            ("  replicas: 1\n", "  replicas: 1\n  podManagementPolicy: Parallel\n"),
+            (6, 24, "StatefulSet web/db: spec.podManagementPolicy", "StatefulSet"),
+            id="a StatefulSet's podManagementPolicy, added other than its default",
+        ),
+        pytest.param(
+            COUNTED_JOB,
+            ("completions: 4", "completions: 6"),
+            (5, 16, "Job ml/count: spec.completions", "Job"),
+            id="a Job's completions",
+        ),
+        pytest.param(
+            INDEXED_JOB,
+            ("completions: 4", "completions: 6"),
+            (6, 16, "Job ml/shards: spec.completions", "Job"),
+            id="an Indexed Job's completions, without parallelism",
+        ),
+        pytest.param(
+            INDEXED_JOB,
+            ("completionMode: Indexed", "completionMode: NonIndexed"),
+            (5, 19, "Job ml/shards: spec.completionMode", "Job"),
+            id="a Job's completionMode",
+        ),
+        pytest.param(DEPLOYMENT, ("replicas: 2", "replicas: 5"), None, id="replicas may change"),
+        pytest.param(
+            STATEFUL_SET,
+            ("  replicas: 1\n", "  replicas: 3\n  podManagementPolicy: OrderedReady\n"),
+            None,
+            id="a StatefulSet's replicas, and its default podManagementPolicy given",
+        ),
+        pytest.param(
+            INDEXED_JOB,
+            ("completions: 4\n  parallelism: 4", "completions: 6\n  parallelism: 6"),
+            None,
+            id="an Indexed Job's completions, with parallelism",
+        ),
     ],
 )
-async def test_a_job_s_pod_template_is_immutable_as_in_kubernetes(
+async def test_a_field_kubernetes_makes_immutable_is_refused_at_its_line(
     server: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    *,
+    document: str,
     edit: tuple[str, str],
-    expected: Callable[[Path], str] | None,
+    expected: tuple[int, int, str, str] | None,
 ) -> None:
-    """Applying a running Job with a new pod template said `configured`: its member then
-    refused the edit (or, where the new pods no longer fit, fedctl deleted the running job
-    and ran it from the start elsewhere). Kubernetes and Karmada refuse it at the write."""
-    path = tmp_path / "job.yaml"
-    path.write_text(RUNNING_JOB)
+    """A Deployment applied with a new selector said `configured`; its member refused it,
+    and the workload stayed `rejected the object: field is immutable` for good. A running
+    Job applied with a new pod template did too, then kept running the old one (or, its
+    new pods fitting nowhere it ran, ran again from the start elsewhere). Kubernetes
+    refuses such a write at once, naming the field."""
+    path = tmp_path / "w.yaml"
+    path.write_text(document)
     assert await fedctl(server, "apply", "-f", str(path)) == 0
-    path.write_text(RUNNING_JOB.replace(*edit))
+    path.write_text(document.replace(*edit))
     capsys.readouterr()
     if expected is None:
         assert await fedctl(server, "apply", "-f", str(path)) == 0
-        assert capsys.readouterr().out == "job.batch/train configured\n"
+        assert capsys.readouterr().out.endswith(" configured\n")
         return
+    line, column, at, kind = expected
+    field = ".".join(at.partition(": ")[2].split(".")[:2]).partition("[")[0]
     assert await fedctl(server, "apply", "-f", str(path)) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[-2:] == [expected(path), REFUSED], err
-    path.write_text(RUNNING_JOB)
+    assert err[-2:] == [f"{path}:{line}:{column}: {at}: {fixed(kind, field)}", REFUSED], err
+    path.write_text(document)
     assert await fedctl(server, "apply", "-f", str(path)) == 0
-    assert capsys.readouterr().out == "job.batch/train unchanged\n"  # the stored one stands
+    assert capsys.readouterr().out.endswith(" unchanged\n")  # the stored one stands
