@@ -62,7 +62,7 @@ from federation.scheduler import claims
 from federation.scheduler import plan as planning
 from federation.settings import ApiSettings
 from policies import loading
-from policies.loading.documents import queue_children, reserved_namespace
+from policies.loading.documents import namespace_problem, queue_children, reserved_namespace
 from policies.models import kinds
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
@@ -304,8 +304,9 @@ class ObjectsApi:
         return models
 
     def _placed(self, request: web.Request, obj: KubeObject) -> KubeObject:
-        """Fill or check the namespace from the URL; refuse one Kubernetes keeps for
-        itself (`reserved_namespace`), which a body without a namespace reaches only here."""
+        """Fill or check the namespace from the URL; refuse one members refuse
+        (`namespace_problem`) or Kubernetes keeps for itself (`reserved_namespace`), which
+        a body without a namespace reaches only here."""
         ns = request.match_info.get("ns")
         res = objects.resource_for_kind(obj)
         if res.namespaced and kinds.is_namespaced(obj.kind):
@@ -314,12 +315,12 @@ class ObjectsApi:
                 raise errors.Invalid(f"metadata.namespace {body_ns!r} does not match URL {ns!r}")
             meta = obj.metadata.model_copy(update={"namespace": body_ns or ns or "default"})
             obj = obj.model_copy(update={"metadata": meta})
+            problem = namespace_problem(obj.metadata.namespace or "")
+            if problem is not None:
+                raise _refused(obj, ("metadata", "namespace"), problem)
         reserved = reserved_namespace(obj)
         if reserved is not None:
-            at, why = reserved
-            where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
-            found = f"{obj.kind} {where}{obj.metadata.name}: {'.'.join(map(str, at))}: {why}"
-            raise errors.Invalid(found, findings=[found])
+            raise _refused(obj, *reserved)
         return obj
 
     def _fresh(self, obj: KubeObject) -> KubeObject:
@@ -1056,6 +1057,13 @@ def _result(obj: KubeObject, outcome: str) -> dict[str, Any]:
         "name": obj.metadata.name,
         "result": outcome,
     }
+
+
+def _refused(obj: KubeObject, at: tuple[str | int, ...], why: str) -> errors.Invalid:
+    """The 400 refusing `obj` for `why`, at the field `at`, as a finding a client places."""
+    where = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+    found = f"{obj.kind} {where}{obj.metadata.name}: {'.'.join(map(str, at))}: {why}"
+    return errors.Invalid(found, findings=[found])
 
 
 def _namespace_in_path(request: web.Request, res: objects.Resource) -> str | None:

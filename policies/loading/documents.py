@@ -44,6 +44,7 @@ __all__ = [
     "names_clusters",
     "names_priority_classes",
     "names_queues",
+    "namespace_problem",
     "queue_children",
     "reserved_namespace",
     "undefined_chips",
@@ -190,13 +191,23 @@ def _name_rules(model: KubeObject, *, source: SourceMap, filename: str) -> list[
         )
         message = f"name {meta.name!r} is not {what}: members refuse it"
         found.append(_at(source, filename, ("metadata", "name"), message))
-    if meta.namespace and not _DNS_LABEL.match(meta.namespace):
-        message = (
-            f"namespace {meta.namespace!r} is not a DNS label (lowercase letters, digits and"
-            " '-', at most 63): members refuse it"
-        )
-        found.append(_at(source, filename, ("metadata", "namespace"), message))
+    problem = namespace_problem(meta.namespace or "")
+    if problem is not None:
+        found.append(_at(source, filename, ("metadata", "namespace"), problem))
     return found
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """Why members refuse `namespace` ('' is none given: no problem). Public so the API
+    judges a namespace it takes from its URL as one from the body: a ConfigMap POSTed
+    to `namespaces/_/workloads` was stored in `_` (which lists as cluster-scoped) and
+    refused by every member."""
+    if not namespace or _DNS_LABEL.match(namespace):
+        return None
+    return (
+        f"namespace {namespace!r} is not a DNS label (lowercase letters, digits and"
+        " '-', at most 63): members refuse it"
+    )
 
 
 RESERVED_PREFIX = "kube-"

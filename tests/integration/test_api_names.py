@@ -115,6 +115,42 @@ async def test_a_kube_namespace_is_refused_with_the_reason(
     assert (await store.list("/fedctl/")).items == []
 
 
+PP = {
+    "apiVersion": "policy.karmada.io/v1alpha1",
+    "kind": "PropagationPolicy",
+    "metadata": {"name": "pp"},
+    "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "namespace"),
+    [
+        pytest.param("POST", "namespaces/_/workloads", CONFIG_MAP, "_",
+                     id="a workload created in _, the cluster-scope placeholder"),
+        pytest.param("POST", "namespaces/Bad_NS/propagationpolicies?dryRun=All", PP, "Bad_NS",
+                     id="a policy created in Bad_NS, dry run"),
+        pytest.param("PUT", "namespaces/_/workloads/ConfigMap/c", CONFIG_MAP, "_",
+                     id="a workload replaced in _"),
+        pytest.param("PUT", "namespaces/Web/propagationpolicies/pp", PP, "Web",
+                     id="a policy replaced in Web"),
+    ],
+)  # fmt: skip
+async def test_a_namespace_from_the_url_is_judged_as_one_in_the_body(
+    api: tuple[Api, st.Store], method: str, path: str, body: Any, namespace: str
+) -> None:
+    """A ConfigMap POSTed to namespaces/_/workloads was stored in `_`, listed as if it
+    were cluster-scoped, and every member refused its namespace; the same body naming `_`
+    itself was refused. kube-apiserver judges the URL's namespace as the body's."""
+    client, store = api
+    code, status = await client.call(method, f"{API}/{path}", body)
+
+    assert code == 400, status
+    assert status["reason"] == "Invalid"
+    assert f"metadata.namespace: namespace {namespace!r} is not a DNS label" in status["message"]
+    assert (await store.list("/fedctl/")).items == []
+
+
 async def test_a_workload_in_default_is_still_created(api: tuple[Api, st.Store]) -> None:
     client, _ = api
     code, status = await client.call("POST", f"{API}/namespaces/default/workloads", CONFIG_MAP)
