@@ -30,7 +30,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -257,12 +257,12 @@ class ObjectsApi:
         chosen: selectors.Filter,
     ) -> web.StreamResponse:
         """Changes under `prefix` to objects the caller may read (`keep`), as JSON lines:
-        from `resourceVersion` when given, else every object as ADDED first (none with
-        `sendInitialEvents=false`), then a BOOKMARK
-        at the revision the changes follow. A revision the registry cannot serve ends the
+        from `resourceVersion` when given (`watched_since`: not "0"), else every object as
+        ADDED first (none with `sendInitialEvents=false`), then a BOOKMARK at the revision
+        the changes follow. A revision the registry cannot serve ends the
         stream with one ERROR event (`resume`), checked before it begins."""
         # Read before the stream is prepared: once it is, a refusal can only end it.
-        since = revision(request.query.get("resourceVersion"), field="resourceVersion")
+        since = watched_since(request.query)
         initial = flag(request.query.get("sendInitialEvents"), default=True)
         refused = None if since is None else await resume.refusal(self.raw, since)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
@@ -992,6 +992,17 @@ def revision(value: str | None, *, field: str) -> int | None:
             " whole number of 0 or more (as metadata.resourceVersion gives it)"
         )
     return int(value)
+
+
+def watched_since(query: Mapping[str, str]) -> int | None:
+    """The revision a watch follows changes after, from its `resourceVersion`; None to
+    start with the objects as they are now (as ADDED, unless `sendInitialEvents=false`).
+
+    "0" is None too, as Kubernetes reads it ("start at any version": the present). Taken
+    as revision 0, it replayed every change since the registry began, deleted objects
+    included, and once the history was compacted ended every such watch with 410."""
+    since = revision(query.get("resourceVersion"), field="resourceVersion")
+    return since or None
 
 
 def flag(value: str | None, *, default: bool = False) -> bool:

@@ -17,6 +17,7 @@ plural it belongs to):
 Where each resource starts:
 
     resourceVersion=N          every resource from revision N+1; no initial events
+    resourceVersion=0          as neither, Kubernetes' "any version": the present
     sendInitialEvents=false    every resource from now; no initial events
     (neither)                  each resource's objects as ADDED, then its changes
 
@@ -95,7 +96,7 @@ class WatchApi:
     async def watch(self, request: web.Request) -> web.StreamResponse:
         wanted = _resources(request)
         chosen = selectors.from_query(request.query)  # the same for every resource
-        since = objects_api.revision(request.query.get("resourceVersion"), field="resourceVersion")
+        since = objects_api.watched_since(request.query)
         initial = objects_api.flag(request.query.get("sendInitialEvents"), default=True)
         start = None if since is None else since + 1
         refused = None if since is None else await resume.refusal(self.store, since)

@@ -8,6 +8,7 @@ cannot be served, and never a second HTTP response inside the stream's body."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,6 +22,7 @@ from federation.registry.etcd import EtcdStore
 from federation.registry.memory import MemoryStore
 from tests.conftest import etcd_settings
 from tests.serving import serving
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +65,6 @@ async def streamed(url: str) -> tuple[int, list[dict[str, Any]]]:
                      "too old resource version: ", id="compacted, per-kind watch"),
         pytest.param("/watch?resources=queues,clusters&resourceVersion={rv}", 410, "Expired",
                      "too old resource version: ", id="compacted, multiplexed watch"),
-        pytest.param("/queues?watch=true&resourceVersion=0", 410, "Expired",
-                     "too old resource version: 0", id="compacted, from revision 0"),
         pytest.param("/queues?watch=true&resourceVersion=99999", 504, "Timeout",
                      "Too large resource version: 99999, current: ", id="ahead, per-kind watch"),
         pytest.param("/watch?resources=queues&resourceVersion=99999", 504, "Timeout",
@@ -113,3 +113,45 @@ async def test_compaction_found_once_the_stream_began_ends_it_with_410(path: str
     assert code == 200
     assert events[-1]["type"] == "ERROR", events
     assert (events[-1]["object"]["code"], events[-1]["object"]["reason"]) == (410, "Expired")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/queues?watch=true&resourceVersion=0", id="per-kind watch"),
+        pytest.param("/watch?resources=queues&resourceVersion=0", id="multiplexed"),
+    ],
+)
+async def test_a_watch_from_revision_0_starts_at_the_present_and_follows(
+    compacted: tuple[str, int], path: str
+) -> None:
+    """`resourceVersion=0` replayed every revision since the registry began (a queue
+    deleted long ago as ADDED, MODIFIED, DELETED), and once history was compacted, which
+    `fedctl up` does hourly, ended every such watch with 410. In Kubernetes "0" means
+    "from any version": the objects as they are now, as ADDED, then their changes."""
+    url, _ = compacted
+    events: list[dict[str, Any]] = []
+
+    async def follow(session: aiohttp.ClientSession) -> None:
+        async with session.get(url + API + path) as resp:
+            assert resp.status == 200
+            async for line in resp.content:
+                events.append(json.loads(line))
+
+    async with aiohttp.ClientSession() as session:
+        task = asyncio.create_task(follow(session))
+        try:
+            await wait_for(
+                lambda: any(e["type"] == "BOOKMARK" for e in events), message="the bookmark"
+            )
+            edited = {**QUEUE, "spec": {"weight": 4}}
+            async with session.put(f"{url}{API}/queues/ml", json=edited) as resp:
+                assert resp.status == 200, await resp.text()
+            await wait_for(lambda: len(events) >= 3, message="the edit's event")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK", "MODIFIED"], events
+    weights = [e["object"]["spec"]["weight"] for e in events if e["type"] != "BOOKMARK"]
+    assert weights == [3, 4]
