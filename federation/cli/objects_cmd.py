@@ -112,7 +112,8 @@ def register(sub: Any) -> None:
         "-w",
         "--watch",
         action="store_true",
-        help="after the table, print each row again when it changes (Ctrl-C stops)",
+        help="after the table, print each row again when it changes, and an object's last"
+        " row when it is deleted, as kubectl does (Ctrl-C stops)",
     )
     server_option(get)
     get.set_defaults(func=_get)

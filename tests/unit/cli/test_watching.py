@@ -112,3 +112,74 @@ def test_a_later_row_is_laid_out_by_the_header_printed_first() -> None:
     long = render.table(["TYPE", "REASON", "MESSAGE"], [["Warning", "FailedApplyRetry", "m"]])
     shifted = watching.realigned(header, long.splitlines()[0], long.splitlines()[1])
     assert "FailedApplyRetry  m" in shifted
+
+
+async def polled(capsys: pytest.CaptureFixture[str], polls: list[str | Exception]) -> list[str]:
+    """What `get -w` prints over `polls`: each a table `once` prints, or an error it raises."""
+
+    async def once() -> int:
+        step = polls.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        if step:  # an empty listing prints nothing on stdout ("No ... found." on stderr)
+            print(step)
+        return 0
+
+    fake = clock.FakeClock()
+    count = len(polls)
+    task = asyncio.create_task(watching.watch(once, clock=fake, polls=count))
+    for _ in range(count):
+        await wait_for(lambda: fake.sleepers > 0 or task.done(), message="the watch waiting")
+        await fake.advance(watching.INTERVAL)
+    assert await task == 0
+    return capsys.readouterr().out.splitlines()
+
+
+NAMESPACED = ["NAMESPACE", "NAME", "KIND", "READY", "AGE"]
+
+
+FIRST = render.table(
+    NAMESPACED,
+    [["web", "a", "Deployment.apps", "1/1", "1m"], ["web", "b", "Deployment.apps", "2/2", "1m"]],
+).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("later", "printed"),
+    [
+        pytest.param(
+            render.table(NAMESPACED, [["web", "a", "Deployment.apps", "1/1", "2m"]]),
+            [FIRST[2]],
+            id="one of two deleted",
+        ),
+        pytest.param("", FIRST[1:], id="the last ones deleted (an empty listing)"),
+        pytest.param(errors.NotFound('workloads "web/b"'), FIRST[1:], id="the one named deleted"),
+        pytest.param(
+            render.table(
+                NAMESPACED,
+                [
+                    ["web", "a", "Deployment.apps", "1/1", "2m"],
+                    ["web", "b", "Job.batch", "0/1", "1s"],
+                ],
+            ),
+            [FIRST[2], "web  b  Job.batch  0/1  1s"],
+            id="another kind of the same name is another object",
+        ),
+    ],
+)
+async def test_a_deleted_object_s_last_row_is_printed_as_kubectl_does(
+    capsys: pytest.CaptureFixture[str], later: str | Exception, printed: list[str]
+) -> None:
+    """`fedctl get deploy -w` printed nothing when a Deployment was deleted: its row just
+    stopped. kubectl prints the object's last row when it goes (once)."""
+    out = await polled(capsys, ["\n".join(FIRST), later, later])
+    assert [line.split() for line in out] == [line.split() for line in [*FIRST, *printed]]
+
+
+async def test_an_api_that_stops_answering_deletes_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    row = ["web", "a", "Deployment.apps", "1/1", "1m"]
+    text = render.table(NAMESPACED, [row])
+    out = await polled(capsys, [text, errors.FedctlError("API unavailable"), text])
+    assert out == text.splitlines()
