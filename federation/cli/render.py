@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import RoundTripRepresenter
 
 if TYPE_CHECKING:
     from policies.loading import Loaded
@@ -40,11 +41,35 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+_YAML_11 = re.compile(
+    r"^(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF"
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$"
+)
+"""Strings YAML 1.1 reads as another type where YAML 1.2 (fedctl's reader and writer)
+reads a string: its booleans (with go-yaml's `y` and `n`) and base-60 numbers."""
+
+
+class _Representer(RoundTripRepresenter):
+    """ruamel's writer, quoting the strings `_YAML_11` matches as kubectl does (`"yes"`).
+    It writes YAML 1.2, which reads `debug: yes` as the string it was; kubectl and PyYAML
+    read YAML 1.1, to which it is true, so a ConfigMap backed up with `get -o yaml` and
+    applied to a member had a bool where a string must be."""
+
+    def represent_str(self, data: str) -> Any:
+        if _YAML_11.match(data):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+        return super().represent_str(data)
+
+
+_Representer.add_representer(str, _Representer.represent_str)
+
+
 def dump(doc: Any, fmt: str) -> str:
-    """`doc` as JSON or YAML text."""
+    """`doc` as JSON or YAML text: YAML that YAML 1.1 readers read the same (`_Representer`)."""
     if fmt == "json":
         return json.dumps(doc, indent=2)
     yaml = YAML()
+    yaml.Representer = _Representer
     yaml.default_flow_style = False
     out = io.StringIO()
     if isinstance(doc, list):
