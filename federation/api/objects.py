@@ -210,6 +210,10 @@ class ObjectsApi:
         if flag(request.query.get("watch")):
             keep = visible.readable_key(res, owned)
             return await self._watch(request, res, prefix, keep, chosen)
+        since = _listed_since(request.query)
+        if since is not None and since > (current := await self.raw.current_revision()):
+            body = resume.too_large(since, current)
+            return web.json_response(body, status=body["code"])
         items: list[dict[str, Any]] = []
         revision = 0
         headers = CIMultiDict[str]()
@@ -264,6 +268,7 @@ class ObjectsApi:
         # Read before the stream is prepared: once it is, a refusal can only end it.
         since = watched_since(request.query)
         initial = flag(request.query.get("sendInitialEvents"), default=True)
+        deadline = timeout_seconds(request.query)
         refused = None if since is None else await resume.refusal(self.raw, since)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
@@ -271,6 +276,23 @@ class ObjectsApi:
         if refused is not None:
             await resp.write(status.error_event(refused))
             return resp
+        with contextlib.suppress(TimeoutError):  # the client's timeoutSeconds: the end
+            async with asyncio.timeout(deadline):
+                await self._stream(resp, res, prefix, keep, chosen, since=since, initial=initial)
+        return resp
+
+    async def _stream(
+        self,
+        resp: web.StreamResponse,
+        res: objects.Resource,
+        prefix: str,
+        keep: Callable[[str], bool],
+        chosen: selectors.Filter,
+        *,
+        since: int | None,
+        initial: bool,
+    ) -> None:
+        """`_watch`'s events, once the stream has begun."""
         view = shown.Statused(self.raw, res, prefix)
         if since is not None:
             start = since + 1
@@ -291,7 +313,6 @@ class ObjectsApi:
                     await _send(resp, *sent)
         except errors.Compacted as exc:  # compacted since it was checked
             await resp.write(status.error_event(resume.expired(exc)))
-        return resp
 
     # writes
 
@@ -1002,6 +1023,43 @@ def watched_since(query: Mapping[str, str]) -> int | None:
     as revision 0, it replayed every change since the registry began, deleted objects
     included, and once the history was compacted ended every such watch with 410."""
     since = revision(query.get("resourceVersion"), field="resourceVersion")
+    return since or None
+
+
+def timeout_seconds(query: Mapping[str, str]) -> float | None:
+    """How long a watch stays open (`timeoutSeconds`); None (0, or none given) for as long
+    as the client keeps it. Kubernetes ends the stream then, and clients that ask for it
+    (`watch.stream(timeout_seconds=...)`) wait for that end: one ignored hung them."""
+    seconds = revision(query.get("timeoutSeconds"), field="timeoutSeconds")
+    return float(seconds) if seconds else None
+
+
+def _listed_since(query: Mapping[str, str]) -> int | None:
+    """The revision a list must not be older than (`resourceVersion`, "0" and none: any),
+    refusing as Kubernetes does what cannot be honoured: `resourceVersionMatch` other than
+    NotOlderThan (the registry is listed as it is now, never at a past revision), or
+    without a `resourceVersion`. Ignored, `?resourceVersion=abc` returned the current
+    list, where a watch of it was refused. Also judges `timeoutSeconds`: a list answers
+    well within any."""
+    timeout_seconds(query)
+    since = revision(query.get("resourceVersion"), field="resourceVersion")
+    match = query.get("resourceVersionMatch")
+    if match:
+        if match not in ("NotOlderThan", "Exact"):
+            raise errors.Invalid(
+                f"resourceVersionMatch: Unsupported value: {json.dumps(match)}: supported"
+                ' values: "Exact", "NotOlderThan"'
+            )
+        if since is None:
+            raise errors.Invalid(
+                "resourceVersionMatch: Forbidden: only with a resourceVersion, as Kubernetes"
+                " takes it"
+            )
+        if match == "Exact":
+            raise errors.Invalid(
+                "resourceVersionMatch: not supported: Exact: a list is read at the registry's"
+                " current revision, never a past one; give NotOlderThan, or leave it out"
+            )
     return since or None
 
 

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from federation import clock as clock_mod
 from federation import gcpause
-from federation.api import plan_routes
+from federation.api import plan_routes, selectors
 from federation.registry import store as st
 from federation.scheduler import queue_view
 from federation.settings import SchedulerSettings
@@ -82,7 +82,8 @@ class QueueStatusApi:
     def routes(self) -> list[web.RouteDef]:
         return [web.get(QUEUES_PATH, self.list_queues)]
 
-    async def list_queues(self, _: web.Request) -> web.Response:
+    async def list_queues(self, request: web.Request) -> web.Response:
+        selectors.not_taken(request.query, view="the queue view")
         answer_stale = self._from_loop()
         if answer_stale is None:
             async with self._lock:

@@ -1,5 +1,6 @@
 """Where a watch from a client's `resourceVersion` may start, judged before its stream
-begins: the per-kind watch (`objects.ObjectsApi`) and the multiplexed one (`watch`) ask it.
+begins: the per-kind watch (`objects.ObjectsApi`) and the multiplexed one (`watch`) ask it,
+and a list not older than a `resourceVersion` asks whether the registry has reached it.
 
 A watch the registry cannot serve from that revision ends at once with one ERROR event
 carrying a `Status`, as the Kubernetes API server ends it (its cacher's `newErrWatcher`):
@@ -22,7 +23,7 @@ from federation import errors
 from federation.api import status
 from federation.registry import store as st
 
-__all__ = ["expired", "refusal"]
+__all__ = ["expired", "refusal", "too_large"]
 
 
 async def refusal(store: st.Store, since: int) -> dict[str, Any] | None:
@@ -30,22 +31,28 @@ async def refusal(store: st.Store, since: int) -> dict[str, Any] | None:
     the registry can serve it."""
     current = await store.current_revision()
     if since > current:
-        return status.status_body(
-            504,
-            "Timeout",
-            f"Too large resource version: {since}, current: {current}",
-            details={
-                "causes": [
-                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-                ],
-                "retryAfterSeconds": 1,
-            },
-        )
+        return too_large(since, current)
     try:
         await store.check_history(since + 1)
     except errors.Compacted as exc:
         return expired(exc)
     return None
+
+
+def too_large(since: int, current: int) -> dict[str, Any]:
+    """The 504 Status of a watch or list from a revision ahead of the registry's
+    (`current`), in Kubernetes' words: the client retries after a second."""
+    return status.status_body(
+        504,
+        "Timeout",
+        f"Too large resource version: {since}, current: {current}",
+        details={
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def expired(exc: errors.Compacted) -> dict[str, Any]:

@@ -11,6 +11,10 @@ is a 400 naming the parameter, never silently ignored:
     fieldSelector   metadata.name and metadata.namespace, with =, == or !=
     limit, continue refused: a list is returned whole, at one resourceVersion
 
+The views of `status.fedctl.io` (workloads, queues, costs), computed from several kinds,
+take none of Kubernetes' list parameters: each is refused there (`not_taken`), for a
+selector they ignored returned every item.
+
 A watch with a selector sends what a client filtering the full stream would keep, as
 Kubernetes does: an object that stops matching is DELETED, one that starts matching is
 ADDED.
@@ -25,7 +29,7 @@ from typing import Any
 
 from federation import errors
 
-__all__ = ["EVERYTHING", "Filter", "from_query"]
+__all__ = ["EVERYTHING", "Filter", "from_query", "not_taken"]
 
 _KEY = r"(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _VALUE = r"(?:[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
@@ -84,6 +88,23 @@ def from_query(query: Mapping[str, str]) -> Filter:
         *_fields(query.get("fieldSelector", "")),
     ]
     return Filter(tuple(tests))
+
+
+_LIST_PARAMETERS = (
+    *("labelSelector", "fieldSelector", "limit", "continue", "watch", "resourceVersion"),
+    *("resourceVersionMatch", "sendInitialEvents", "timeoutSeconds"),
+)
+"""Kubernetes' list and watch query parameters."""
+
+
+def not_taken(query: Mapping[str, str], *, view: str) -> None:
+    """Refuse, naming it, a Kubernetes list parameter given to `view`, which takes none."""
+    for name in _LIST_PARAMETERS:
+        if query.get(name, "").lower() not in ("", "false", "0"):
+            raise errors.Invalid(
+                f"{name}: not supported by {view}, a view computed from several kinds: it"
+                " returns every item the caller may read; filter them on the client"
+            )
 
 
 def _terms(text: str) -> list[str]:

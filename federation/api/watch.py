@@ -18,6 +18,8 @@ Where each resource starts:
 
     resourceVersion=N          every resource from revision N+1; no initial events
     resourceVersion=0          as neither, Kubernetes' "any version": the present
+
+`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does.
     sendInitialEvents=false    every resource from now; no initial events
     (neither)                  each resource's objects as ADDED, then its changes
 
@@ -98,6 +100,7 @@ class WatchApi:
         chosen = selectors.from_query(request.query)  # the same for every resource
         since = objects_api.watched_since(request.query)
         initial = objects_api.flag(request.query.get("sendInitialEvents"), default=True)
+        deadline = objects_api.timeout_seconds(request.query)
         start = None if since is None else since + 1
         refused = None if since is None else await resume.refusal(self.store, since)
         who = request.get(auth.PRINCIPAL)
@@ -134,11 +137,13 @@ class WatchApi:
             }
             await send(_event("ERROR", res.plural, forbidden))
         try:
-            async with asyncio.TaskGroup() as group:
+            async with asyncio.timeout(deadline), asyncio.TaskGroup() as group:
                 for res, keep in readable:
                     group.create_task(
                         self._follow(res, start, send, keep, chosen), name=f"watch-{res.plural}"
                     )
+        except* TimeoutError:
+            pass  # the client's timeoutSeconds: the stream ends there, as Kubernetes ends it
         except* ConnectionResetError:
             pass  # the client went away: every resource's watch is stopped with it
         except* errors.Compacted as group:  # compacted since it was checked: end, as above

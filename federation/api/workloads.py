@@ -24,7 +24,7 @@ from typing import Any, cast
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth
+from federation.api import auth, selectors
 from federation.cache.currency import Currency
 from federation.registry import codec, keys, objects
 from federation.registry import events as event_log
@@ -102,6 +102,7 @@ class WorkloadsApi:
         return [""]
 
     async def list_workloads(self, request: web.Request) -> web.Response:
+        selectors.not_taken(request.query, view="the workload view")
         items = []
         for tail in self._tails(request):
             items += await self._list(tail)
@@ -117,6 +118,7 @@ class WorkloadsApi:
 
     async def costs(self, request: web.Request) -> web.Response:
         """What the placed workloads cost an hour, grouped `by` one of `spend.BY`."""
+        selectors.not_taken(request.query, view="the cost view")
         by = request.query.get("by", "queue")
         if by not in spend.BY:
             raise errors.Invalid(f"by must be one of {', '.join(spend.BY)}, got {by!r}")
@@ -238,6 +240,7 @@ class WorkloadsApi:
         return _placing((await self.objects.list(keys.prefix("policies"))).items)
 
     async def describe(self, request: web.Request) -> web.Response:
+        selectors.not_taken(request.query, view="the workload view")
         info = request.match_info
         ref = keys.WorkloadRef(info["ns"], info["kind"], info["name"])
         template = await self.objects.get(keys.workload_key(ref))
