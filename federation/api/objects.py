@@ -44,6 +44,7 @@ from federation.api import (
     audit,
     auth,
     bodies,
+    delete_options,
     immutable,
     members,
     plan_routes,
@@ -461,12 +462,16 @@ class ObjectsApi:
                 request.method, ["GET"], text=f"{res.plural} are read-only"
             )
         key = self._key(request, res)
-        since = revision(request.query.get("resourceVersion"), field="resourceVersion")
-        dry = request.query.get("dryRun") == "All"  # say what deleting would do; keep it
+        options = delete_options.read(await request.read())
+        since = _precondition(request.query, options)
+        # Say what deleting would do; keep it.
+        dry = request.query.get("dryRun") == "All" or options.dry
         if res.plural == "workloads":
             namespace = objects.namespace_of(keys.parse_workload_key(key))
             if namespace is not None:
-                return await self._delete_namespace(request, key, namespace, since=since, dry=dry)
+                return await self._delete_namespace(
+                    request, key, namespace, since=since, uid=options.uid, dry=dry
+                )
         warnings: list[str] = []
         if res.plural == "queues":
             await self._check_queue_tree([], removed=request.match_info["name"])
@@ -475,11 +480,13 @@ class ObjectsApi:
         if res.plural == "clusters":
             left = await members.removal_note(self.raw, request.match_info["name"], dry=dry)
             warnings += [left] if left else []
-        current = await self.objects.get(key) if res.plural in _PLACING or dry else None
+        checked = dry or options.uid is not None
+        current = await self.objects.get(key) if res.plural in _PLACING or checked else None
         name = objects.called(res, key)
-        if dry:
-            _as_given(name, current, since)
-        else:
+        if checked:
+            # Deleted at the revision whose uid was checked: one replaced since is a 409.
+            since = _as_given(name, current, since, uid=options.uid).revision
+        if not dry:
             with _addressed(name):  # a stale `since` is the store's Conflict
                 if not await self.objects.delete(key, revision=since):
                     raise errors.NotFound(name)
@@ -493,7 +500,14 @@ class ObjectsApi:
         )
 
     async def _delete_namespace(
-        self, request: web.Request, key: str, namespace: str, *, since: int | None, dry: bool
+        self,
+        request: web.Request,
+        key: str,
+        namespace: str,
+        *,
+        since: int | None,
+        uid: str | None,
+        dry: bool,
     ) -> web.Response:
         """Delete the Namespace template at `key` and what the federation holds in that
         namespace: its workload templates and namespaced policies (`_held`), as the
@@ -521,7 +535,9 @@ class ObjectsApi:
                 text=f"namespace {namespace} may not be deleted: Kubernetes keeps it in every"
                 " cluster, and deleting it here would delete every workload and policy in it"
             )
-        _as_given(f'namespaces "{namespace}"', await self.objects.get(key), since)
+        since = _as_given(
+            f'namespaces "{namespace}"', await self.objects.get(key), since, uid=uid
+        ).revision
         held = await self._held(namespace)
         if self.admit is not None:
             for res, kind in dict.fromkeys((h.resource, h.kind) for h in held):
@@ -1071,17 +1087,41 @@ def flag(value: str | None, *, default: bool = False) -> bool:
 
 
 def _as_given(
-    name: str, current: codec.Stored[KubeObject] | None, expected: int | None
+    name: str,
+    current: codec.Stored[KubeObject] | None,
+    expected: int | None,
+    *,
+    uid: str | None = None,
 ) -> codec.Stored[KubeObject]:
-    """`current`, the object a write or delete addressed as `name`, if it is there and at
-    the revision the caller expects (None: any); else NotFound, or Conflict as Kubernetes
-    answers a resourceVersion precondition that no longer holds (a delete of a stale
-    revision said "not found" of an object that was there)."""
+    """`current`, the object a write or delete addressed as `name`, if it is there, at
+    the revision the caller expects (None: any) and with the uid it expects (a delete's
+    `preconditions.uid`; None: any); else NotFound, or Conflict as Kubernetes answers a
+    precondition that no longer holds (a delete of a stale revision said "not found" of
+    an object that was there)."""
     if current is None:
         raise errors.NotFound(name)
+    if uid is not None and current.obj.metadata.uid != uid:
+        raise web.HTTPConflict(
+            text=f"Precondition failed: UID in precondition: {uid}, UID in object meta:"
+            f" {current.obj.metadata.uid or ''}"
+        )
     if expected is not None and current.revision != expected:
         raise errors.Conflict(name, expected=expected, current=current.revision)
     return current
+
+
+def _precondition(query: Mapping[str, str], options: delete_options.DeleteOptions) -> int | None:
+    """The revision a delete must find (None: any): the body's
+    `preconditions.resourceVersion`, or the `resourceVersion` query parameter; both given,
+    they must agree."""
+    given = revision(query.get("resourceVersion"), field="resourceVersion")
+    body = revision(options.resource_version, field="preconditions.resourceVersion")
+    if given is not None and body is not None and given != body:
+        raise errors.Invalid(
+            f"preconditions.resourceVersion {body} and the resourceVersion parameter {given}"
+            " differ: give one"
+        )
+    return body if body is not None else given
 
 
 @contextlib.contextmanager
