@@ -395,12 +395,12 @@ class ObjectsApi:
         if request.query.get("dryRun") == "All":  # checked as a create is; nothing stored
             if await self.objects.get(key) is not None:
                 raise errors.AlreadyExists(objects.called(res, key))
-            return web.json_response(obj.to_wire(), status=201)
+            notes = await self._write_notes([obj], changed=[obj], dry=True)
+            return web.json_response(obj.to_wire(), status=201, headers=_warnings(notes))
         with _naming(obj), _addressed(objects.called(res, key)):
             stored = await self.objects.create(key, obj)
-        return web.json_response(
-            await self._present(stored), status=201, headers=_warnings(self._price_notes([obj]))
-        )
+        notes = await self._write_notes([obj], changed=[obj], dry=False)
+        return web.json_response(await self._present(stored), status=201, headers=_warnings(notes))
 
     async def update(self, request: web.Request) -> web.Response:
         res = self._resource(request)
@@ -423,33 +423,34 @@ class ObjectsApi:
             _same_group(current.obj, obj)
             new = self._successor(current.obj, obj)
             self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
-            return web.json_response(new.to_wire())
-        stored = await self._write(key, obj, expected=expected)
-        return web.json_response(
-            await self._present(stored), headers=_warnings(self._price_notes([obj]))
-        )
+            changed = [] if _unchanged(current.obj, obj) else [obj]
+            notes = await self._write_notes([obj], changed=changed, dry=True)
+            return web.json_response(new.to_wire(), headers=_warnings(notes))
+        stored, wrote = await self._write(key, obj, expected=expected)
+        notes = await self._write_notes([obj], changed=[obj] if wrote else [], dry=False)
+        return web.json_response(await self._present(stored), headers=_warnings(notes))
 
     async def _write(
         self, key: str, obj: KubeObject, *, expected: int | None
-    ) -> codec.Stored[KubeObject]:
-        """PUT's write of `obj` over what is at `key`: a compare-and-swap on `expected`
-        when given (stale: 409); without it last-writer-wins, decided again on what the
-        winner of a lost race left, as `_write_one` does. An update that changes nothing
-        is not written, so its resourceVersion stays and no watch sees a MODIFIED, as in
-        Kubernetes."""
+    ) -> tuple[codec.Stored[KubeObject], bool]:
+        """PUT's write of `obj` over what is at `key`, and whether it changed anything: a
+        compare-and-swap on `expected` when given (stale: 409); without it
+        last-writer-wins, decided again on what the winner of a lost race left, as
+        `_write_one` does. An update that changes nothing is not written, so its
+        resourceVersion stays and no watch sees a MODIFIED, as in Kubernetes."""
         name = objects.called(objects.resource_for_kind(obj), key)
         for _ in range(_RACES):
             current = _as_given(name, await self.objects.get(key), expected)
             _same_group(current.obj, obj)
-            if _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
-                return current
+            if _unchanged(current.obj, obj):
+                return current, False
             new = self._successor(
                 current.obj, _stamp_taints(current.obj, obj, now=self.clock.now())
             )
             self._fits(obj, self.objects.update_op(key, new, revision=current.revision))
             try:
                 with _naming(obj), _addressed(name):
-                    return await self.objects.update(key, new, revision=current.revision)
+                    return await self.objects.update(key, new, revision=current.revision), True
             except errors.Conflict:
                 if expected is not None:
                     raise
@@ -633,19 +634,22 @@ class ObjectsApi:
         else:  # a key given twice: each write reads what the one before it left
             outcomes = [await self._write_one(obj) for obj in models]
         results = [_result(obj, outcome) for obj, outcome in zip(models, outcomes, strict=True)]
-        written = [
-            obj
-            for obj, outcome in zip(models, outcomes, strict=True)
-            if outcome != "unchanged" and isinstance(obj, planning.AnyPolicy | AnyOverride)
-        ]
-        notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
-        notes += self._price_notes(models)
-        headers = CIMultiDict[str]()
-        for note in notes:
-            headers.add("Warning", _warning(note))
+        changed = [o for o, outcome in zip(models, outcomes, strict=True) if outcome != "unchanged"]
+        notes = await self._write_notes(models, changed=changed, dry=dry)
         return web.json_response(
-            {"results": results, "warnings": notes, "dryRun": dry}, headers=headers
+            {"results": results, "warnings": notes, "dryRun": dry}, headers=_warnings(notes)
         )
+
+    async def _write_notes(
+        self, models: Sequence[KubeObject], *, changed: Sequence[KubeObject], dry: bool
+    ) -> list[str]:
+        """The `Warning`s a write of `models` answers with, whichever route wrote them
+        (/apply, POST, PUT): claim notes on the policies it `changed` (`_claim_notes`)
+        and price notes on its Clusters. POST and PUT of a policy that a claimed workload
+        does not follow answered with none, where /apply said why."""
+        written = [o for o in changed if isinstance(o, planning.AnyPolicy | AnyOverride)]
+        notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
+        return notes + self._price_notes(models)
 
     def _price_notes(self, models: Sequence[KubeObject]) -> list[str]:
         """A Cluster priced in a currency the scheduler cannot convert to the federation's
@@ -798,7 +802,7 @@ class ObjectsApi:
         obj = _stamp_taints(current.obj if current else None, given_obj, now=self.clock.now())
         if current is None:
             return "created", self.objects.create_op(key, self._fresh(obj))
-        if _strip(current.obj) == _strip(_keep_secret(current.obj, obj)):
+        if _unchanged(current.obj, obj):
             return "unchanged", None
         new = self._successor(current.obj, obj)
         return "configured", self.objects.update_op(key, new, revision=current.revision)
@@ -915,6 +919,11 @@ _CLUSTERS = objects.resource_named("clusters")
 _PROFILES = objects.resource_named("acceleratorprofiles")
 _PLACING = ("propagationpolicies", "clusterpropagationpolicies")
 """Resources whose deletion moves or keeps the workloads they claim (`claims.on_delete`)."""
+
+
+def _unchanged(current: KubeObject, given: KubeObject) -> bool:
+    """Whether writing `given` over `current` would change nothing stored."""
+    return _strip(current) == _strip(_keep_secret(current, given))
 
 
 def _warnings(texts: Sequence[str]) -> CIMultiDict[str]:

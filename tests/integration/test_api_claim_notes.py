@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from federation.registry import codec, keys, objects
@@ -380,3 +381,52 @@ async def test_deleting_a_policy_with_the_workload_it_claims_warns_of_nothing_le
         "deployment.apps/storefront deleted",
         "propagationpolicy.policy.karmada.io/storefront deleted",
     ]
+
+
+def second(selects: str) -> dict[str, object]:
+    """PropagationPolicy web/second, selecting the Deployment `selects`."""
+    selector = {"apiVersion": "apps/v1", "kind": "Deployment", "name": selects}
+    return {
+        "apiVersion": "policy.karmada.io/v1alpha1",
+        "kind": "PropagationPolicy",
+        "metadata": {"name": "second", "namespace": "web"},
+        "spec": {"resourceSelectors": [selector]},
+    }
+
+
+API = "/apis/fedctl.io/v1alpha1"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "prepare"),
+    [
+        pytest.param("POST", "namespaces/web/propagationpolicies", False, id="POST"),
+        pytest.param("POST", "namespaces/web/propagationpolicies?dryRun=All", False,
+                     id="POST, dry run"),
+        pytest.param("PUT", "namespaces/web/propagationpolicies/second", True, id="PUT"),
+        pytest.param("PUT", "namespaces/web/propagationpolicies/second?dryRun=All", True,
+                     id="PUT, dry run"),
+        pytest.param("POST", "apply", False, id="apply, as it always did"),
+    ],
+)  # fmt: skip
+async def test_every_write_of_a_policy_sends_the_notes_apply_sends(
+    method: str, path: str, prepare: bool
+) -> None:
+    """POST and PUT of a policy that a claimed workload does not follow (or that selects
+    nothing) answered with no `Warning`, where /apply said why."""
+    body = second("storefront")
+    async with api_server(await registry()) as server, aiohttp.ClientSession() as session:
+        if prepare:  # stored first, selecting nothing, then edited to select storefront
+            items = {"items": [second("nothing")]}
+            async with session.post(f"{server}{API}/apply", json=items) as resp:
+                assert resp.status == 200
+                assert "selects no workload" in resp.headers.get("Warning", ""), resp.headers
+        sent = {"items": [body]} if path == "apply" else body
+        async with session.request(method, f"{server}{API}/{path}", json=sent) as resp:
+            assert resp.status in (200, 201), await resp.text()
+            warnings = resp.headers.getall("Warning", [])
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(
+        '299 - "PropagationPolicy web/second selects Deployment web/storefront, but it stays'
+        " with PropagationPolicy web/storefront, which claimed it first"
+    ), warnings
