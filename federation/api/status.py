@@ -118,6 +118,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 def _refusal(request: web.Request, exc: Exception) -> web.Response:
     """The Status response an exception from a handler becomes."""
+    if isinstance(exc, errors.NotFound) and (details := _addressed(request)):
+        return status_response(404, "NotFound", str(exc), details=details)
     if isinstance(exc, errors.FedctlError):
         return _translate(exc)
     if isinstance(exc, web.HTTPRequestEntityTooLarge):
@@ -128,3 +130,14 @@ def _refusal(request: web.Request, exc: Exception) -> web.Response:
         return status_response(400, "BadRequest", f"malformed JSON: {exc}")
     log.error("unhandled error on %s %s", request.method, request.path, exc_info=exc)
     return status_response(500, "InternalError", "internal error; see the controller log")
+
+
+def _addressed(request: web.Request) -> dict[str, str]:
+    """The object an object route addresses, as a NotFound's `details` name it in
+    Kubernetes (name, API group, and its resource as `kind`); empty for another route.
+    Clients read these rather than parse the message."""
+    info = request.match_info
+    parts = request.path.split("/")
+    if "plural" not in info or "name" not in info or len(parts) < 3 or parts[1] != "apis":
+        return {}
+    return {"name": info["name"], "group": parts[2], "kind": info["plural"]}

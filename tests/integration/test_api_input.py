@@ -214,6 +214,26 @@ async def test_an_error_names_the_object_as_get_does_never_its_registry_key(
     assert "/fedctl/" not in status["message"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "kind"),
+    [
+        pytest.param("GET", "/queues/nope", "queues", id="get"),
+        pytest.param("DELETE", "/namespaces/web/propagationpolicies/nope", "propagationpolicies",
+                     id="delete"),
+        pytest.param("GET", "/namespaces/web/workloads/Job.batch/nope", "workloads",
+                     id="a workload"),
+    ],
+)  # fmt: skip
+async def test_not_found_names_the_object_in_its_details_as_kubernetes_does(
+    client: Api, method: str, path: str, kind: str
+) -> None:
+    """A 404 carried no `details`: Kubernetes' names the object's name, group and kind
+    (its resource), which clients read rather than parse the message."""
+    code, status = await client.call(method, API + path, None)
+    assert code == 404, status
+    assert status["details"] == {"name": "nope", "group": "fedctl.io", "kind": kind}
+
+
 async def test_a_workload_described_that_is_not_there_is_named(client: Api) -> None:
     code, status = await client.call(
         "GET", "/apis/status.fedctl.io/v1alpha1/namespaces/web/workloads/Job.batch/nope"
