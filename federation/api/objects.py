@@ -30,7 +30,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -47,6 +47,7 @@ from federation.api import (
     delete_options,
     immutable,
     members,
+    params,
     plan_routes,
     queue_status,
     resume,
@@ -73,7 +74,7 @@ from policies.models.queue import Queue, hierarchy_problems
 from policies.models.work import QuotaStatus
 from policies.models.workload import Workload
 
-__all__ = ["ObjectsApi", "flag", "revision"]
+__all__ = ["ObjectsApi"]
 
 _log = logging.getLogger(__name__)
 
@@ -208,10 +209,10 @@ class ObjectsApi:
         every = (res.namespaced and not ns) or res.plural == "works"
         owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
         chosen = selectors.from_query(request.query)
-        if flag(request.query.get("watch")):
+        if params.flag(request.query.get("watch")):
             keep = visible.readable_key(res, owned)
             return await self._watch(request, res, prefix, keep, chosen)
-        since = _listed_since(request.query)
+        since = params.listed_since(request.query)
         if since is not None and since > (current := await self.raw.current_revision()):
             body = resume.too_large(since, current)
             return web.json_response(body, status=body["code"])
@@ -267,9 +268,9 @@ class ObjectsApi:
         the changes follow. A revision the registry cannot serve ends the
         stream with one ERROR event (`resume`), checked before it begins."""
         # Read before the stream is prepared: once it is, a refusal can only end it.
-        since = watched_since(request.query)
-        initial = flag(request.query.get("sendInitialEvents"), default=True)
-        deadline = timeout_seconds(request.query)
+        since = params.watched_since(request.query)
+        initial = params.flag(request.query.get("sendInitialEvents"), default=True)
+        deadline = params.timeout_seconds(request.query)
         refused = None if since is None else await resume.refusal(self.raw, since)
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
@@ -416,7 +417,7 @@ class ObjectsApi:
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
         bodies.admit_each(self.admit, request, [obj])
-        expected = revision(obj.metadata.resource_version, field="metadata.resourceVersion")
+        expected = params.revision(obj.metadata.resource_version, field="metadata.resourceVersion")
         await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
             current = _as_given(objects.called(res, key), await self.objects.get(key), expected)
@@ -464,7 +465,7 @@ class ObjectsApi:
             )
         key = self._key(request, res)
         options = delete_options.read(await request.read())
-        since = _precondition(request.query, options)
+        since = params.precondition(request.query, options)
         # Say what deleting would do; keep it.
         dry = request.query.get("dryRun") == "All" or options.dry
         if res.plural == "workloads":
@@ -795,7 +796,9 @@ class ObjectsApi:
         is nothing to overwrite, and the document is created (a restore of `get -o
         yaml`)."""
         key = objects.key_for(given_obj)
-        expected = revision(given_obj.metadata.resource_version, field="metadata.resourceVersion")
+        expected = params.revision(
+            given_obj.metadata.resource_version, field="metadata.resourceVersion"
+        )
         if current is not None and expected is not None and current.revision != expected:
             name = objects.called(objects.resource_for_kind(given_obj), key)
             raise errors.Conflict(name, expected=expected, current=current.revision)
@@ -1022,79 +1025,6 @@ async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> Non
     await resp.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
 
 
-def revision(value: str | None, *, field: str) -> int | None:
-    """A `resourceVersion` a client gave (in `field`: a body's field or a query
-    parameter) as the etcd revision it names; None when none was given.
-
-    Why refused as a 400 naming `field`, before anything is read, written or streamed: a
-    value that is not a revision was a 500 on a write and an empty 200 on a watch, and
-    a negative one was taken and echoed back as if it were a point in the history.
-    Kubernetes refuses such a value as Invalid, naming the field, too."""
-    if value is None or value == "":
-        return None
-    if not (value.isascii() and value.isdigit()):
-        raise errors.Invalid(
-            f"{field}: Invalid value: {json.dumps(value)}: must be a resource version, a"
-            " whole number of 0 or more (as metadata.resourceVersion gives it)"
-        )
-    return int(value)
-
-
-def watched_since(query: Mapping[str, str]) -> int | None:
-    """The revision a watch follows changes after, from its `resourceVersion`; None to
-    start with the objects as they are now (as ADDED, unless `sendInitialEvents=false`).
-
-    "0" is None too, as Kubernetes reads it ("start at any version": the present). Taken
-    as revision 0, it replayed every change since the registry began, deleted objects
-    included, and once the history was compacted ended every such watch with 410."""
-    since = revision(query.get("resourceVersion"), field="resourceVersion")
-    return since or None
-
-
-def timeout_seconds(query: Mapping[str, str]) -> float | None:
-    """How long a watch stays open (`timeoutSeconds`); None (0, or none given) for as long
-    as the client keeps it. Kubernetes ends the stream then, and clients that ask for it
-    (`watch.stream(timeout_seconds=...)`) wait for that end: one ignored hung them."""
-    seconds = revision(query.get("timeoutSeconds"), field="timeoutSeconds")
-    return float(seconds) if seconds else None
-
-
-def _listed_since(query: Mapping[str, str]) -> int | None:
-    """The revision a list must not be older than (`resourceVersion`, "0" and none: any),
-    refusing as Kubernetes does what cannot be honoured: `resourceVersionMatch` other than
-    NotOlderThan (the registry is listed as it is now, never at a past revision), or
-    without a `resourceVersion`. Ignored, `?resourceVersion=abc` returned the current
-    list, where a watch of it was refused. Also judges `timeoutSeconds`: a list answers
-    well within any."""
-    timeout_seconds(query)
-    since = revision(query.get("resourceVersion"), field="resourceVersion")
-    match = query.get("resourceVersionMatch")
-    if match:
-        if match not in ("NotOlderThan", "Exact"):
-            raise errors.Invalid(
-                f"resourceVersionMatch: Unsupported value: {json.dumps(match)}: supported"
-                ' values: "Exact", "NotOlderThan"'
-            )
-        if since is None:
-            raise errors.Invalid(
-                "resourceVersionMatch: Forbidden: only with a resourceVersion, as Kubernetes"
-                " takes it"
-            )
-        if match == "Exact":
-            raise errors.Invalid(
-                "resourceVersionMatch: not supported: Exact: a list is read at the registry's"
-                " current revision, never a past one; give NotOlderThan, or leave it out"
-            )
-    return since or None
-
-
-def flag(value: str | None, *, default: bool = False) -> bool:
-    """A yes/no query parameter (`watch`, `sendInitialEvents`); `default` when absent."""
-    if not value:
-        return default
-    return value.lower() in ("1", "true", "yes")
-
-
 def _as_given(
     name: str,
     current: codec.Stored[KubeObject] | None,
@@ -1117,20 +1047,6 @@ def _as_given(
     if expected is not None and current.revision != expected:
         raise errors.Conflict(name, expected=expected, current=current.revision)
     return current
-
-
-def _precondition(query: Mapping[str, str], options: delete_options.DeleteOptions) -> int | None:
-    """The revision a delete must find (None: any): the body's
-    `preconditions.resourceVersion`, or the `resourceVersion` query parameter; both given,
-    they must agree."""
-    given = revision(query.get("resourceVersion"), field="resourceVersion")
-    body = revision(options.resource_version, field="preconditions.resourceVersion")
-    if given is not None and body is not None and given != body:
-        raise errors.Invalid(
-            f"preconditions.resourceVersion {body} and the resourceVersion parameter {given}"
-            " differ: give one"
-        )
-    return body if body is not None else given
 
 
 @contextlib.contextmanager

@@ -50,7 +50,7 @@ from typing import Any
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, resume, selectors, shown, status, visible
+from federation.api import auth, params, resume, selectors, shown, status, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
@@ -98,9 +98,9 @@ class WatchApi:
     async def watch(self, request: web.Request) -> web.StreamResponse:
         wanted = _resources(request)
         chosen = selectors.from_query(request.query)  # the same for every resource
-        since = objects_api.watched_since(request.query)
-        initial = objects_api.flag(request.query.get("sendInitialEvents"), default=True)
-        deadline = objects_api.timeout_seconds(request.query)
+        since = params.watched_since(request.query)
+        initial = params.flag(request.query.get("sendInitialEvents"), default=True)
+        deadline = params.timeout_seconds(request.query)
         start = None if since is None else since + 1
         refused = None if since is None else await resume.refusal(self.store, since)
         who = request.get(auth.PRINCIPAL)
