@@ -537,9 +537,9 @@ class ObjectsApi:
                 text=f"namespace {namespace} may not be deleted: Kubernetes keeps it in every"
                 " cluster, and deleting it here would delete every workload and policy in it"
             )
-        since = _as_given(
-            f'namespaces "{namespace}"', await self.objects.get(key), since, uid=uid
-        ).revision
+        found = _as_given(f'namespaces "{namespace}"', await self.objects.get(key), since, uid=uid)
+        if uid is not None:  # deleted at the revision whose uid was checked
+            since = found.revision
         held = await self._held(namespace)
         if self.admit is not None:
             for res, kind in dict.fromkeys((h.resource, h.kind) for h in held):

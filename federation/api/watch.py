@@ -18,10 +18,10 @@ Where each resource starts:
 
     resourceVersion=N          every resource from revision N+1; no initial events
     resourceVersion=0          as neither, Kubernetes' "any version": the present
-
-`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does.
     sendInitialEvents=false    every resource from now; no initial events
     (neither)                  each resource's objects as ADDED, then its changes
+
+`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does.
 
 Each resource then gets one BOOKMARK carrying the revision its changes follow, so a client
 knows that resource is followed (the dashboard re-lists it then, which also catches up on
