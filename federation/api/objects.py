@@ -482,10 +482,9 @@ class ObjectsApi:
         if res.plural == "clusters":
             left = await members.removal_note(self.raw, request.match_info["name"], dry=dry)
             warnings += [left] if left else []
-        checked = dry or options.uid is not None
-        current = await self.objects.get(key) if res.plural in _PLACING or checked else None
+        current = await self.objects.get(key)  # its uid is the Success's, as Kubernetes'
         name = objects.called(res, key)
-        if checked:
+        if dry or options.uid is not None:
             # Deleted at the revision whose uid was checked: one replaced since is a 409.
             since = _as_given(name, current, since, uid=options.uid).revision
         if not dry:
@@ -494,11 +493,12 @@ class ObjectsApi:
                     raise errors.NotFound(name)
         if current is not None and isinstance(current.obj, planning.AnyPolicy):
             warnings.extend(await self._claim_notes([], deleted=current.obj))
-        headers = CIMultiDict[str]()
-        for warning in warnings:
-            headers.add("Warning", _warning(warning))
+        details: dict[str, str] = status.addressed(request)
+        if current is not None and current.obj.metadata.uid:
+            details["uid"] = current.obj.metadata.uid
         return web.json_response(
-            {"apiVersion": "v1", "kind": "Status", "status": "Success"}, headers=headers
+            {"apiVersion": "v1", "kind": "Status", "status": "Success", "details": details},
+            headers=_warnings(warnings),
         )
 
     async def _delete_namespace(
@@ -920,8 +920,6 @@ def _listed(held: Sequence[_Held]) -> str:
 
 _CLUSTERS = objects.resource_named("clusters")
 _PROFILES = objects.resource_named("acceleratorprofiles")
-_PLACING = ("propagationpolicies", "clusterpropagationpolicies")
-"""Resources whose deletion moves or keeps the workloads they claim (`claims.on_delete`)."""
 
 
 def _unchanged(current: KubeObject, given: KubeObject) -> bool:

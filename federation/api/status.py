@@ -29,7 +29,14 @@ from aiohttp import web
 
 from federation import errors
 
-__all__ = ["error_event", "error_middleware", "status_body", "status_response", "streaming"]
+__all__ = [
+    "addressed",
+    "error_event",
+    "error_middleware",
+    "status_body",
+    "status_response",
+    "streaming",
+]
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +125,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 def _refusal(request: web.Request, exc: Exception) -> web.Response:
     """The Status response an exception from a handler becomes."""
-    if isinstance(exc, errors.NotFound) and (details := _addressed(request)):
+    if isinstance(exc, errors.NotFound) and (details := addressed(request)):
         return status_response(404, "NotFound", str(exc), details=details)
     if isinstance(exc, errors.FedctlError):
         return _translate(exc)
@@ -132,10 +139,10 @@ def _refusal(request: web.Request, exc: Exception) -> web.Response:
     return status_response(500, "InternalError", "internal error; see the controller log")
 
 
-def _addressed(request: web.Request) -> dict[str, str]:
-    """The object an object route addresses, as a NotFound's `details` name it in
-    Kubernetes (name, API group, and its resource as `kind`); empty for another route.
-    Clients read these rather than parse the message."""
+def addressed(request: web.Request) -> dict[str, str]:
+    """The object an object route addresses, as the `details` of a NotFound, or of a
+    delete's Success, name it in Kubernetes (name, API group, and its resource as
+    `kind`); empty for another route. Clients read these rather than parse the message."""
     info = request.match_info
     parts = request.path.split("/")
     if "plural" not in info or "name" not in info or len(parts) < 3 or parts[1] != "apis":

@@ -115,6 +115,12 @@ async def test_a_delete_whose_options_hold_deletes(
     body = options(propagationPolicy="Background", gracePeriodSeconds=0, preconditions=given)
     status, answer = await client.call("DELETE", "queues/pre1", body)
     assert status == 200, answer
+    assert answer["details"] == {
+        "name": "pre1",
+        "group": "fedctl.io",
+        "kind": "queues",
+        "uid": stored["metadata"]["uid"],
+    }
     status, _ = await client.call("GET", "queues/pre1")
     assert status == 404
 
