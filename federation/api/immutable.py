@@ -30,6 +30,11 @@ StatefulSet that had none is no change). Kubernetes also lets a suspended Job th
 started change its template's scheduling directives (node selector, tolerations, labels,
 annotations, scheduling gates); fedctl does not know whether its copies started, so it
 refuses those too: delete the Job and apply it again.
+
+A ConfigMap or Secret marked `immutable: true` keeps its `data`, `binaryData` and the mark
+itself for good (`pkg/apis/core/validation`: "field is immutable when `immutable` is
+set"), and a Secret's `type` never changes. Its members refuse the edit the same way, and
+the copies kept the old data while the federation showed the new.
 """
 
 from __future__ import annotations
@@ -70,10 +75,17 @@ _FIELDS: dict[tuple[str, str], dict[str, Any]] = {
 omitted field is taken to be when the other side gives it)."""
 
 
+_FROZEN = ("immutable", "data", "binaryData")
+"""The fields of a ConfigMap or Secret marked immutable that cannot change."""
+
+
 def check(old: KubeObject, new: KubeObject) -> None:
     """Refuse `new` replacing `old` where it changes a field that cannot change, naming
     the first value it changes (`spec.template.spec.containers[0].image`), so the client
     can point at its line."""
+    if new.api_version == "v1" and new.kind in ("ConfigMap", "Secret"):
+        _check_data(old, new)
+        return
     group = new.api_version.rpartition("/")[0]
     fields = _FIELDS.get((group, new.kind))
     if fields is None or (old.api_version, old.kind) != (new.api_version, new.kind):
@@ -92,6 +104,35 @@ def check(old: KubeObject, new: KubeObject) -> None:
             raise _refusal(new, changed)
 
 
+def _check_data(old: KubeObject, new: KubeObject) -> None:
+    """Refuse a change to a Secret's type, or to the data of a ConfigMap or Secret marked
+    immutable. The path names a key, never its value (a Secret's value must not show)."""
+    if (old.api_version, old.kind) != (new.api_version, new.kind):
+        return
+    was, now = old.to_wire(), new.to_wire()
+    if new.kind == "Secret":
+        changed = _changed(was.get("type", "Opaque"), now.get("type", "Opaque"), ("type",))
+        if changed is not None:
+            raise _refusal(new, changed)
+    if was.get("immutable") is not True:
+        return
+    for field in _FROZEN:
+        changed = _changed(was.get(field), now.get(field), (field,))
+        if changed is not None:
+            found = (
+                f"{_named(new)}: {format_path(changed)}: field is immutable when `immutable`"
+                f" is set: a {new.kind} marked immutable keeps its data for good, as in"
+                f" Kubernetes; delete the {new.kind} and apply it again to change it"
+            )
+            raise errors.Invalid(found, findings=[found])
+
+
+def _named(new: KubeObject) -> str:
+    """`KIND NAMESPACE/NAME`, as a refusal begins."""
+    where = f"{new.metadata.namespace}/" if new.metadata.namespace else ""
+    return f"{new.kind} {where}{new.metadata.name}"
+
+
 def _elastic(spec: dict[str, Any], after: Any) -> bool:
     """Whether an Indexed Job changes `completions` as Kubernetes lets it: to a number,
     together with `parallelism` (ElasticIndexedJob)."""
@@ -101,7 +142,6 @@ def _elastic(spec: dict[str, Any], after: Any) -> bool:
 
 def _refusal(new: KubeObject, changed: tuple[PathPart, ...]) -> errors.Invalid:
     """The refusal of `new` changing the immutable value at `changed`."""
-    where = f"{new.metadata.namespace}/" if new.metadata.namespace else ""
     field = format_path(changed[:2])
     extra = (
         " (but for an Indexed Job's, set with spec.parallelism to the same number)"
@@ -109,7 +149,7 @@ def _refusal(new: KubeObject, changed: tuple[PathPart, ...]) -> errors.Invalid:
         else ""
     )
     found = (
-        f"{new.kind} {where}{new.metadata.name}: {format_path(changed)}: field is immutable:"
+        f"{_named(new)}: {format_path(changed)}: field is immutable:"
         f" a {new.kind}'s {field} cannot change once it is created{extra} (its members"
         f" refuse it, and their copies keep the old one); delete the {new.kind} and apply it"
         " again to run the new one"

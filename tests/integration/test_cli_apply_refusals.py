@@ -502,3 +502,89 @@ async def test_a_field_kubernetes_makes_immutable_is_refused_at_its_line(
     path.write_text(document)
     assert await fedctl(server, "apply", "-f", str(path)) == 0
     assert capsys.readouterr().out.endswith(" unchanged\n")  # the stored one stands
+
+
+FROZEN_CONFIG = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: web}
+immutable: true
+data:
+  mode: fast
+"""
+FROZEN_SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: web}
+type: Opaque
+immutable: true
+data:
+  password: aHVudGVyMg==
+"""
+
+
+@pytest.mark.parametrize(
+    ("document", "edit", "expected"),
+    [
+        pytest.param(
+            FROZEN_CONFIG,
+            ("mode: fast", "mode: slow"),
+            (6, 9, "ConfigMap web/settings: data.mode", "ConfigMap"),
+            id="an immutable ConfigMap's data",
+        ),
+        pytest.param(
+            FROZEN_CONFIG,
+            ("immutable: true", "immutable: false"),
+            (4, 12, "ConfigMap web/settings: immutable", "ConfigMap"),
+            id="an immutable ConfigMap made mutable again",
+        ),
+        pytest.param(
+            FROZEN_SECRET,
+            ("aHVudGVyMg==", "c2VjcmV0"),
+            (7, 13, "Secret web/creds: data.password", "Secret"),
+            id="an immutable Secret's data, named by key without its value",
+        ),
+        pytest.param(
+            FROZEN_CONFIG.replace("immutable: true\n", ""),
+            ("mode: fast", "mode: slow"),
+            None,
+            id="a ConfigMap not marked immutable may change",
+        ),
+        pytest.param(
+            FROZEN_CONFIG.replace("immutable: true\n", ""),
+            ("\ndata:", "\nimmutable: true\ndata:"),
+            None,
+            id="a ConfigMap may be made immutable",
+        ),
+    ],
+)
+async def test_an_immutable_configmap_or_secret_keeps_its_data(
+    server: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    document: str,
+    edit: tuple[str, str],
+    expected: tuple[int, int, str, str] | None,
+) -> None:
+    """An edit of a ConfigMap marked `immutable: true` was `configured` and sent to its
+    members, which refuse it (`field is immutable when immutable is set`), so the copies
+    kept the old data while the federation showed the new. Kubernetes refuses the write."""
+    path = tmp_path / "c.yaml"
+    path.write_text(document)
+    assert await fedctl(server, "apply", "-f", str(path)) == 0
+    path.write_text(document.replace(*edit))
+    capsys.readouterr()
+    if expected is None:
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert capsys.readouterr().out.endswith(" configured\n")
+        return
+    line, column, at, kind = expected
+    assert await fedctl(server, "apply", "-f", str(path)) == 1
+    err = capsys.readouterr().err
+    tail = (
+        f"field is immutable when `immutable` is set: a {kind} marked immutable keeps its"
+        f" data for good, as in Kubernetes; delete the {kind} and apply it again to change it"
+    )
+    assert err.splitlines()[-2:] == [f"{path}:{line}:{column}: {at}: {tail}", REFUSED], err
+    assert "c2VjcmV0" not in err and "aHVudGVyMg" not in err
