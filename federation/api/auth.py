@@ -21,7 +21,9 @@ The rules, kept small so they can be read in one sitting:
                         never a cluster-scoped workload (a ClusterRole, a webhook
                         configuration: by the kind's scope, `kinds.is_namespaced`, whatever
                         namespace the document or the URL gives), nor a ResourceQuota or
-                        LimitRange template (`TENANT_LIMITS`)
+                        LimitRange template (`TENANT_LIMITS`), nor a policy that selects
+                        one (`selected_limits`: it would edit or move the admin's), nor,
+                        by update or deletion, a stored policy that does
         plan            (/plan) only documents it may write, as `/apply` judges them: a
                         plan previews the write, as a Kubernetes dry run does; what the
                         plan says of stored objects is cut to its namespaces
@@ -62,6 +64,9 @@ from federation import errors
 from federation.api import status, tokens
 from federation.registry import keys
 from federation.registry import objects as reg_objects
+from policies.models.base import KubeObject
+from policies.models.override import OverridePolicy
+from policies.models.propagation import FedctlPropagationPolicy, PropagationPolicy
 
 __all__ = [
     "PRINCIPAL",
@@ -71,6 +76,7 @@ __all__ = [
     "TokenTable",
     "may_list",
     "readable",
+    "selected_limits",
     "token_id",
 ]
 
@@ -96,6 +102,29 @@ TENANT_LIMITS = frozenset({"ResourceQuota", "LimitRange"})
 """Core kinds (as `Kind.group` key segments) a tenant may read but not write: a template
 of one becomes the namespace's quota or limits in the members, so a tenant writing one
 raises (or, deleting it, removes) its own limits, as a FederatedResourceQuota's would."""
+
+
+_TENANT_POLICIES = (PropagationPolicy, FedctlPropagationPolicy, OverridePolicy)
+"""The policies a tenant may write: what they select is judged (`selected_limits`)."""
+
+
+def selected_limits(obj: KubeObject) -> str | None:
+    """What of `TENANT_LIMITS` a tenant-writable policy can select, as the end of a
+    sentence opening 'selects'; None when it can select none of them.
+
+    A selector names its kind (required, matched exactly), so a policy selects a quota
+    only by naming the kind: whatever its name or labelSelector, such a selector can
+    reach the admin's template, so the kind alone decides (any group: a sound
+    over-approximation). An OverridePolicy with no selectors edits every template of
+    its namespace, quotas included. The stored policy does not record who wrote it, so
+    the rule is kept at the write, where the writer is known."""
+    if not isinstance(obj, _TENANT_POLICIES):
+        return None
+    selectors = obj.spec.resource_selectors
+    if not selectors:
+        return "every template of its namespace, ResourceQuota and LimitRange ones too"
+    named = sorted({s.kind for s in selectors if s.kind in TENANT_LIMITS})
+    return " and ".join(f"{kind} templates" for kind in named) or None
 
 
 def token_id(token: str) -> str:
@@ -236,19 +265,27 @@ class Authenticator:
         ns: str | None,
         *,
         kind: str | None = None,
+        selects: str | None = None,
         what: str = "",
     ) -> None:
         """Raise 403 unless the caller may write objects of `res` (of workload `kind`, its
         `Kind.group` key segment) in namespace `ns` (None: cluster-scoped;
         `reg_objects.access_namespace` says which an object needs): each document of an
         apply, a create or an update, each document a plan is asked about, and each
-        resource a Namespace's deletion takes with it. `what` names the object refused
-        (`ClusterRole ml-admin (document 2)`), which opens the message."""
+        resource a Namespace's deletion takes with it. `selects` is what of a tenant's
+        quota and limits a policy can select (`selected_limits`). `what` names the object
+        refused (`ClusterRole ml-admin (document 2)`), which opens the message."""
         who = request.get(PRINCIPAL)
         if who is None or who.is_admin:
             return
         denied = _tenant_rule(
-            who, plural=res.plural, namespaced=res.namespaced, ns=ns, method="PUT", kind=kind
+            who,
+            plural=res.plural,
+            namespaced=res.namespaced,
+            ns=ns,
+            method="PUT",
+            kind=kind,
+            selects=selects,
         )
         if denied is not None:
             prefix = f"{what}: " if what else ""
@@ -294,9 +331,11 @@ def _tenant_rule(
     ns: str | None,
     method: str,
     kind: str | None = None,
+    selects: str | None = None,
 ) -> str | None:
     """The tenant rules of the module docstring for one request or object; `kind` is a
-    workload's `Kind.group` key segment, when the caller names one."""
+    workload's `Kind.group` key segment, when the caller names one; `selects`, what of
+    the namespace's limits a policy can select (`selected_limits`)."""
     reading = method in _READ_METHODS
     verb = "read" if reading else "change"
     if not namespaced:
@@ -315,6 +354,12 @@ def _tenant_rule(
         return (
             f"may not change {kind} templates: they set the limits of the namespace's"
             " members, which tenants may not raise (read-only for tenants)"
+        )
+    if selects is not None:
+        return (
+            f"may not change a policy that selects {selects}: it would edit or move the"
+            " namespace's limits in its members, which tenants may not raise; name the"
+            " kinds it acts on in resourceSelectors, none of them ResourceQuota or LimitRange"
         )
     if plural in _TENANT_WRITES:
         return None

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from federation import errors
+from federation.api import auth
 from federation.registry import keys, objects
 from policies import loading
 from policies.models.base import KubeObject
@@ -83,7 +84,8 @@ def _json_documents(text: str) -> tuple[list[loading.Finding], list[KubeObject]]
 
 class Admit(Protocol):
     """Raises (a 403) unless the caller may write objects of the resource in the namespace
-    (None: cluster-scoped), of the workload kind given (its `Kind.group` key segment);
+    (None: cluster-scoped), of the workload kind given (its `Kind.group` key segment),
+    selecting what of the namespace's limits a policy can (`auth.selected_limits`);
     `what` names the object refused. `auth.Authenticator.admit` is the one there is."""
 
     def __call__(
@@ -94,21 +96,33 @@ class Admit(Protocol):
         /,
         *,
         kind: str | None = None,
+        selects: str | None = None,
         what: str = "",
     ) -> None: ...
 
 
-def admit_each(admit: Admit | None, request: web.Request, models: Iterable[KubeObject]) -> None:
+def admit_each(
+    admit: Admit | None,
+    request: web.Request,
+    models: Iterable[KubeObject],
+    *,
+    stored: bool = False,
+) -> None:
     """Every document judged by the tenant rules as the write it asks for, by its real scope
     (`objects.access_namespace`), before anything is read or stored: a create, an update,
     each document of an apply and of a plan. The refusal names the document (`named`), so
-    a client sending many can say which, and where in its files (`fedctl apply`)."""
+    a client sending many can say which, and where in its files (`fedctl apply`).
+
+    `stored`: the models are what an update or deletion replaces, judged too, since
+    replacing or deleting an admin's policy that places a namespace's quota removes
+    that quota from the members as surely as writing one would."""
     if admit is None:
         return
     for obj in models:
         kind = keys.kind_segment(obj.api_version, obj.kind) if isinstance(obj, Workload) else None
         res, ns = objects.resource_for_kind(obj), objects.access_namespace(obj)
-        admit(request, res, ns, kind=kind, what=named(obj))
+        what = f"the stored {named(obj)}" if stored else named(obj)
+        admit(request, res, ns, kind=kind, selects=auth.selected_limits(obj), what=what)
 
 
 def named(obj: KubeObject) -> str:

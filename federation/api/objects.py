@@ -30,7 +30,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -417,6 +417,8 @@ class ObjectsApi:
         if objects.key_for(obj) != key:
             raise errors.Invalid("the object in the body is not the one named in the URL")
         bodies.admit_each(self.admit, request, [obj])
+        if self.admit is not None and res.plural in _TENANT_POLICIES:
+            self._admit_stored(request, [await self.objects.get(key)])
         expected = params.revision(obj.metadata.resource_version, field="metadata.resourceVersion")
         await self._check_stored([obj])
         if request.query.get("dryRun") == "All":  # checked as an update is; nothing stored
@@ -483,6 +485,7 @@ class ObjectsApi:
             left = await members.removal_note(self.raw, request.match_info["name"], dry=dry)
             warnings += [left] if left else []
         current = await self.objects.get(key)  # its uid is the Success's, as Kubernetes'
+        self._admit_stored(request, [current])
         name = objects.called(res, key)
         if dry or options.uid is not None:
             # Deleted at the revision whose uid was checked: one replaced since is a 409.
@@ -621,6 +624,7 @@ class ObjectsApi:
         for obj in models:  # every clash refused before anything is written
             _same_group(given.setdefault(objects.key_for(obj), obj), obj)
         read = await self._read_all(list(given))
+        self._admit_stored(request, read.values())
         for key, current in read.items():
             if current is not None:
                 _same_group(current.obj, given[key])
@@ -651,6 +655,16 @@ class ObjectsApi:
         written = [o for o in changed if isinstance(o, planning.AnyPolicy | AnyOverride)]
         notes = await self._claim_notes(written, overlay=models if dry else ()) if written else []
         return notes + self._price_notes(models)
+
+    def _admit_stored(
+        self, request: web.Request, current: Iterable[codec.Stored[KubeObject] | None]
+    ) -> None:
+        """The stored objects a write replaces or deletes, judged as a write of them
+        (`bodies.admit_each`, `stored`): a tenant may not replace or delete the admin's
+        policy that places or edits its namespace's quota, which removes the quota from
+        the members (or undoes the admin's edit) as writing such a policy would."""
+        held = [c.obj for c in current if c is not None]
+        bodies.admit_each(self.admit, request, held, stored=True)
 
     def _price_notes(self, models: Sequence[KubeObject]) -> list[str]:
         """A Cluster priced in a currency the scheduler cannot convert to the federation's
@@ -925,6 +939,10 @@ _PROFILES = objects.resource_named("acceleratorprofiles")
 def _unchanged(current: KubeObject, given: KubeObject) -> bool:
     """Whether writing `given` over `current` would change nothing stored."""
     return _strip(current) == _strip(_keep_secret(current, given))
+
+
+_TENANT_POLICIES = ("propagationpolicies", "overridepolicies")
+"""Policies a tenant may write, whose stored version is judged too (`_admit_stored`)."""
 
 
 def _warnings(texts: Sequence[str]) -> CIMultiDict[str]:

@@ -68,6 +68,23 @@ PP = obj(
 )
 
 
+def policy(kind: str, name: str, spec: dict[str, Any], namespace: str = "ml-research") -> Any:
+    return obj("policy.karmada.io/v1alpha1", kind, name, namespace, spec=spec)
+
+
+QUOTA_SELECTOR = {"apiVersion": "v1", "kind": "ResourceQuota", "name": "limits"}
+RAISE = {
+    "targetCluster": {"clusterNames": ["eu-test"]},
+    "overriders": {"plaintext": [{"path": "/spec/hard/cpu", "operator": "replace",
+                                  "value": "100000"}]},
+}  # fmt: skip
+BECAUSE = (
+    ": it would edit or move the namespace's limits in its members, which tenants may not"
+    " raise; name the kinds it acts on in resourceSelectors, none of them ResourceQuota or"
+    " LimitRange"
+)
+
+
 async def plan(api: Client, doc: Any, token: str) -> tuple[int, Any]:
     code, answer, _ = await api.call("POST", f"{API}/plan", doc, token=token)
     return code, answer
@@ -148,6 +165,27 @@ async def test_a_tenants_plan_shows_only_its_own_workloads(api: Client) -> None:
                      " templates: they set the limits of the namespace's members, which tenants"
                      " may not raise (read-only for tenants)",
                      id="its own namespace's limit range"),
+        pytest.param("POST", "apply",
+                     {"items": [policy("OverridePolicy", "raise", {
+                         "resourceSelectors": [QUOTA_SELECTOR], "overrideRules": [RAISE]})]},
+                     "OverridePolicy ml-research/raise: user 'mia' may not change a policy that"
+                     f" selects ResourceQuota templates{BECAUSE}",
+                     id="an override raising the admin's quota in the members"),
+        pytest.param("POST", "namespaces/ml-research/propagationpolicies",
+                     policy("PropagationPolicy", "move", {
+                         "resourceSelectors": [{**QUOTA_SELECTOR, "name": None, "labelSelector":
+                                                {"matchLabels": {"team": "ml"}}}],
+                         "placement": {"clusterAffinity": {"clusterNames": ["elsewhere"]}}}),
+                     "PropagationPolicy ml-research/move: user 'mia' may not change a policy"
+                     f" that selects ResourceQuota templates{BECAUSE}",
+                     id="a placement moving the quota away from its workloads, by label"),
+        pytest.param("POST", "apply",
+                     {"items": [policy("OverridePolicy", "everything", {
+                         "overrideRules": [RAISE]})]},
+                     "OverridePolicy ml-research/everything: user 'mia' may not change a policy"
+                     " that selects every template of its namespace, ResourceQuota and"
+                     f" LimitRange ones too{BECAUSE}",
+                     id="an override with no selectors, which edits every template"),
     ],
 )  # fmt: skip
 async def test_a_tenant_writes_no_object_acting_beyond_its_namespaces(
@@ -273,3 +311,34 @@ async def test_a_tenants_quota_watch_carries_status_changes_of_its_namespaces_on
     seen = [(e["type"], e["object"]["metadata"]["namespace"]) for e in events]
     assert seen == [("ADDED", "ml-research"), ("MODIFIED", "ml-research")]
     assert events[-1]["object"]["status"]["overallUsed"] == {"cpu": "3"}
+
+
+async def test_a_tenant_neither_replaces_nor_deletes_the_policy_placing_its_quota(
+    api: Client,
+) -> None:
+    """The admin's policy that sends the namespace's quota to its members: a tenant
+    replacing it with one that selects something else, or deleting it, took the quota
+    off the members as surely as a policy moving it would."""
+    admins = policy("PropagationPolicy", "limits", {
+        "resourceSelectors": [QUOTA_SELECTOR],
+        "placement": {"clusterAffinity": {"clusterNames": ["eu-test"]}}})  # fmt: skip
+    quota = obj("v1", "ResourceQuota", "limits", "ml-research", spec={"hard": {"cpu": "10"}})
+    assert (await api.call("POST", f"{API}/apply", {"items": [quota, admins]}))[0] == 200
+    path = f"{API}/namespaces/ml-research/propagationpolicies/limits"
+    harmless = {**admins, "spec": {**admins["spec"], "resourceSelectors": [
+        {"apiVersion": "batch/v1", "kind": "Job"}]}}  # fmt: skip
+    refused = (
+        "the stored PropagationPolicy ml-research/limits: user 'mia' may not change a policy"
+        f" that selects ResourceQuota templates{BECAUSE}"
+    )
+    for method, body in (("PUT", harmless), ("POST", {"items": [harmless]}), ("DELETE", None)):
+        where = f"{API}/apply" if method == "POST" else path
+        code, status, _ = await api.call(method, where, body, token=TENANT)
+        assert (code, status["message"]) == (403, refused), (method, status)
+    _, stored, _ = await api.call("GET", path)
+    assert stored["spec"]["resourceSelectors"] == [QUOTA_SELECTOR], "the admin's stands"
+    harmless = {**harmless, "metadata": {"name": "jobs", "namespace": "ml-research"}}
+    code, _, _ = await api.call("POST", f"{API}/apply", {"items": [harmless]}, token=TENANT)
+    assert code == 200, "a tenant's own policy of its jobs is written as before"
+    code, _, _ = await api.call("DELETE", path, token=ADMIN)
+    assert code == 200, "an admin deletes it"
