@@ -132,6 +132,12 @@ class MemberSettings(_Group):
         description="Seconds a watch stream may stay open (server-side timeoutSeconds); also"
         " the longest silence tolerated on it before the connection counts as lost.",
     )
+    insecure_kubeconfig_exec: bool = Field(
+        default=False,
+        description="Let the controller's own kubeconfig file (--kubeconfig) run credential"
+        " plugins (exec, auth-provider); a Cluster's inline kubeconfig or kubeconfigPath"
+        " never may.",
+    )
 
 
 class SchedulerSettings(_Group):

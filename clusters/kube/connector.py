@@ -55,9 +55,10 @@ async def connect(
 
     No request is sent: whether the member answers is the caller's first `ready()`.
     """
-    cfg = await kubeconfig.load(connection)
+    settings = settings or MemberSettings()
+    cfg = await kubeconfig.load(connection, allow_exec=settings.insecure_kubeconfig_exec)
     api = client.ApiClient(configuration=cfg)
-    tx = transport.Transport(api, cluster=name, settings=settings or MemberSettings(), clock=clock)
+    tx = transport.Transport(api, cluster=name, settings=settings, clock=clock)
     return KubeConnector(name, tx, field_manager=field_manager)
 
 

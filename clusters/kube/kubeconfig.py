@@ -10,6 +10,14 @@ library traceback: kubernetes_asyncio parses with PyYAML and raises its errors (
 TypeError for an empty file) as they come, and one member's bad file escaping as those
 stopped the whole cluster monitor. An inline kubeconfig sealed at rest
 (`federation.secrets`) is opened here, in memory, just before the client is built.
+
+A credential plugin (`exec`, `auth-provider`: `policies.models.kubeconfigs`) is refused
+before the library sees the kubeconfig, for the library runs it while loading: always in
+a Cluster's inline kubeconfig or its kubeconfigPath, which come through the API or the
+registry (both writable by more people than the controller's host), and in the
+controller's own kubeconfig file (`--kubeconfig`, for connections naming only a context)
+unless the operator opted in (`MemberSettings.insecure_kubeconfig_exec`), as Flux's
+`--insecure-kubeconfig-exec`.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from federation import errors, secrets
+from policies.models import kubeconfigs
 from policies.models.cluster import Connection
 
 __all__ = ["Endpoint", "endpoint", "load"]
@@ -87,19 +96,25 @@ def _entry(listed: object, name: str | None, field: str) -> dict[str, Any]:
     return {}
 
 
-async def load(connection: Connection) -> Any:
-    """A kubernetes_asyncio Configuration for the connection (file, inline or default file)."""
+async def load(connection: Connection, *, allow_exec: bool = False) -> Any:
+    """A kubernetes_asyncio Configuration for the connection (file, inline or default file).
+    `allow_exec`: the controller's own kubeconfig file may run credential plugins."""
     cfg = type.__call__(client.Configuration)
     context = connection.context
     try:
         if connection.kubeconfig is not None:
             text = secrets.open_if_sealed(connection.kubeconfig)
             data = _mapping(text, where="inline kubeconfig")
+            _no_plugin(data, where="spec.connection.kubeconfig")
             await config.load_kube_config_from_dict(data, context=context, client_configuration=cfg)
         else:
             path = _path(connection)
             text = await asyncio.to_thread(pathlib.Path(path).read_text, encoding="utf-8")
-            _mapping(text, where=f"kubeconfig {path}")
+            data = _mapping(text, where=f"kubeconfig {path}")
+            if connection.kubeconfig_path is not None:
+                _no_plugin(data, where=f"spec.connection.kubeconfigPath {path}")
+            elif not allow_exec:
+                _no_plugin(data, where=f"kubeconfig {path}", opt_in=True)
             await config.load_kube_config(
                 config_file=path, context=context, client_configuration=cfg, persist_config=False
             )
@@ -109,6 +124,22 @@ async def load(connection: Connection) -> Any:
         where = f" (context {context})" if context else ""
         raise errors.Invalid(f"cannot load kubeconfig{where}: {exc}") from exc
     return cfg
+
+
+def _no_plugin(data: dict[str, Any], *, where: str, opt_in: bool = False) -> None:
+    """Raise Invalid naming `where` and the user when the kubeconfig has a credential
+    plugin; `opt_in`: say how the controller's own file may keep one."""
+    plugin = kubeconfigs.credential_plugin(data)
+    if plugin is None:
+        return
+    if opt_in:
+        raise errors.Invalid(
+            f"{where}: {plugin} runs a program on the controller to sign in: start the"
+            " controller with --insecure-kubeconfig-exec (or"
+            " FEDCTL_MEMBER__INSECURE_KUBECONFIG_EXEC=true) to allow it in its own"
+            " kubeconfig file, or give the user a token or a client certificate"
+        )
+    raise errors.Invalid(f"{where}: {plugin} {kubeconfigs.REFUSED}")
 
 
 def _mapping(text: str, *, where: str) -> dict[str, Any]:

@@ -5,6 +5,9 @@ reverse order so the API stops accepting writes before the loops behind it go aw
 Security is opt-in per flag: `--tokens` turns on authentication, `--tls-cert/--tls-key`
 serve HTTPS (`--client-ca` also accepts client certificates), `--audit-log` writes the
 audit trail to a file, and `--encryption-key-file` seals member kubeconfigs in etcd.
+`--insecure-kubeconfig-exec` lets the `--kubeconfig` file run credential plugins, which
+no kubeconfig reaching the controller through the API or the registry may
+(`clusters.kube.kubeconfig`).
 Several replicas may run on one etcd: each serves the API, the one holding the leader lease
 (`--lease-ttl`) runs the write loops, and every registry write of those loops is fenced
 on the leader key so a deposed leader's late write is refused.
@@ -45,6 +48,14 @@ def register(sub: Any) -> None:
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG"),
         help="kubeconfig for members whose connection names only a context (env KUBECONFIG)",
+    )
+    cmd.add_argument(
+        "--insecure-kubeconfig-exec",
+        action="store_true",
+        default=None,
+        help="let the --kubeconfig file run credential plugins (exec, auth-provider): they"
+        " run commands on this host; a Cluster's own kubeconfig never may"
+        " (default: FEDCTL_MEMBER__INSECURE_KUBECONFIG_EXEC, else off)",
     )
     cmd.add_argument(
         "--lease-ttl",
@@ -132,6 +143,7 @@ async def _run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         security=security,
         lease_ttl=args.lease_ttl,
+        kubeconfig_exec=args.insecure_kubeconfig_exec,
     )
 
 
@@ -159,14 +171,19 @@ def _api_security(security: Security) -> dict[str, Any]:
     }
 
 
-def _settings(*, etcd: str, listen: str, lease_ttl: float | None) -> settings_mod.Settings:
-    """The environment's settings with the command line's endpoints, address and lease."""
+def _settings(
+    *, etcd: str, listen: str, lease_ttl: float | None, kubeconfig_exec: bool | None = None
+) -> settings_mod.Settings:
+    """The environment's settings with the command line's endpoints, address, lease and
+    credential-plugin opt-in."""
     overrides: dict[str, Any] = {
         "etcd": {"endpoints": [e.strip() for e in etcd.split(",") if e.strip()]},
         "api": {"listen": listen},
     }
     if lease_ttl is not None:
         overrides["failover"] = {"lease_ttl": lease_ttl}
+    if kubeconfig_exec is not None:
+        overrides["member"] = {"insecure_kubeconfig_exec": kubeconfig_exec}
     return settings_mod.from_env(None, **overrides)
 
 
@@ -179,8 +196,11 @@ async def run_controller(
     ready: asyncio.Event | None = None,
     security: Security | None = None,
     lease_ttl: float | None = None,
+    kubeconfig_exec: bool | None = None,
 ) -> int:
-    """Run every controller component until `stop` (or SIGINT/SIGTERM when not given)."""
+    """Run every controller component until `stop` (or SIGINT/SIGTERM when not given);
+    `kubeconfig_exec` True lets the `kubeconfig` file run credential plugins (None: as
+    the environment's settings say)."""
     from federation import clock as clock_mod
     from federation.api import app as api_app
     from federation.api import metrics as metrics_mod
@@ -198,7 +218,9 @@ async def run_controller(
         # Members whose connection names only a context are looked up in this file.
         os.environ["KUBECONFIG"] = kubeconfig
 
-    settings = _settings(etcd=etcd, listen=listen, lease_ttl=lease_ttl)
+    settings = _settings(
+        etcd=etcd, listen=listen, lease_ttl=lease_ttl, kubeconfig_exec=kubeconfig_exec
+    )
     store = EtcdStore(settings.etcd)
     await store.connect()
     host, port = split_listen(settings.api.listen)

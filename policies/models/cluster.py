@@ -16,14 +16,18 @@ chip match, capacity fit per node flavor, cost), the member connector and failov
 from __future__ import annotations
 
 import difflib
+import io
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Literal
 
 from pydantic import AwareDatetime, Field, ValidationInfo, model_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from federation.resources import ResourceList
+from policies.models import kubeconfigs
 from policies.models.accelerator import Arch, ChipModel, is_arch
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import Notice, RuleError, Toleration
@@ -299,13 +303,29 @@ class Connection(FrozenModel):
     )
 
     @model_validator(mode="after")
-    def _one_source(self) -> Connection:
+    def _one_source(self, info: ValidationInfo) -> Connection:
         if self.kubeconfig_path is not None and self.kubeconfig is not None:
             raise RuleError(
                 "give either kubeconfigPath or an inline kubeconfig, not both",
                 at=("kubeconfig",),
             )
+        if self.kubeconfig is not None and not stored(info):
+            # Refused where it is written, at its line; one read back from the registry
+            # (written there directly) is refused by the connector instead, and its
+            # Cluster reads Ready=False saying why.
+            plugin = kubeconfigs.credential_plugin(_parsed(self.kubeconfig))
+            if plugin is not None:
+                raise RuleError(f"{plugin} {kubeconfigs.REFUSED}", at=("kubeconfig",))
         return self
+
+
+def _parsed(text: str) -> object:
+    """An inline kubeconfig's YAML, or None when it is not YAML (sealed, or broken: the
+    connector says what is wrong with it when it loads it)."""
+    try:
+        return YAML(typ="safe", pure=True).load(io.StringIO(text))
+    except (YAMLError, ValueError, RecursionError):
+        return None
 
 
 class ClusterSpec(FrozenModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from ruamel.yaml import YAML
 
 from clusters.kube import connector
 from clusters.sim import profile
@@ -31,6 +33,7 @@ from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.resources import ResourceList
 from federation.settings import MemberSettings, MonitorSettings
+from policies.models import rules
 from policies.models.cluster import Cluster, ClusterStatus
 from tests.conftest import etcd_settings
 from tests.waiting import wait_for
@@ -435,6 +438,48 @@ async def test_a_kubeconfig_that_is_not_yaml_fails_its_cluster_only_until_it_is_
     broken.write_text(fed.kubeconfig.read_text())
 
     await wait_for(lambda: fed.ready("arm", "True"), timeout=10, message="arm, once fixed")
+
+
+async def test_a_registry_kubeconfig_with_a_credential_plugin_is_refused_and_not_run(
+    fed: Federation, tmp_path: Path
+) -> None:
+    """An inline kubeconfig put in the registry directly (the API refuses it where it is
+    written) whose user runs an `exec` plugin: the controller ran the command with its own
+    rights. Now nothing runs, and the Cluster reads Ready=False naming the cluster's field
+    and the user; one reached through its kubeconfigPath is refused the same way."""
+    ran = tmp_path / "ran"
+    served = yaml_text(fed.kubeconfig)
+    context = served["contexts"][0]["name"]
+    script = f'touch {ran}; echo \'{{"apiVersion":"client.authentication.k8s.io/v1beta1"}}\''
+    served["users"] = [{"name": "u", "user": {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "/bin/sh",
+        "args": ["-c", script]}}}]  # fmt: skip
+    for ctx in served["contexts"]:
+        ctx["context"]["user"] = "u"
+    path = tmp_path / "plugin.kubeconfig"
+    path.write_text(json.dumps(served))
+    sources = {
+        "inline": {"kubeconfig": json.dumps(served)},
+        "byfile": {"kubeconfigPath": str(path)},
+    }
+    for name, source in sources.items():
+        spec = {"region": "nowhere", "connection": {**source, "context": context}}
+        cluster = Cluster.model_validate(
+            {"metadata": {"name": name}, "spec": spec}, context=rules.STORED
+        )
+        await fed.clusters.create(keys.cluster_key(name), cluster)
+    for name, field in (("inline", "spec.connection.kubeconfig"),
+                        ("byfile", f"spec.connection.kubeconfigPath {path}")):  # fmt: skip
+        status = await wait_for(lambda n=name: fed.ready(n, "False"), timeout=5, message=name)
+        cond = status.condition("Ready")
+        assert cond is not None and cond.reason == "KubeconfigInvalid", cond
+        assert cond.message.startswith(f"{field}: users[0].user.exec (user u) runs a program")
+    assert not ran.exists(), "the plugin ran"
+
+
+def yaml_text(path: Path) -> Any:
+    """A kubeconfig file's content as data."""
+    return YAML(typ="safe").load(path.read_text())
 
 
 @contextlib.asynccontextmanager
