@@ -296,6 +296,15 @@ class ApiSettings(_Group):
     request_timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
     rate_limit: float = Field(default=200.0, gt=0, description="Requests per second per client.")
     rate_burst: int = Field(default=400, gt=0, description="Burst above the rate per client.")
+    auth_failure_rate: float = Field(
+        default=1.0,
+        gt=0,
+        description="Failed sign-ins (401) per second allowed from one client address; past"
+        " the burst, its requests are answered 429 until the rate allows one again.",
+    )
+    auth_failure_burst: int = Field(
+        default=20, gt=0, description="Failed sign-ins from one address before the rate holds."
+    )
 
 
 class Settings(_Group):

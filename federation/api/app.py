@@ -80,9 +80,14 @@ def build_app(
         clock=clock,
         on_limited=metrics.rate_limited,
     )
+    failures = limits.FailedAuthLimiter(
+        limits.RateLimiter(
+            rate=settings.auth_failure_rate, burst=settings.auth_failure_burst, clock=clock
+        )
+    )
     middlewares: list[Middleware] = [
         *([audit.middleware] if audit else []),
-        *([auth.middleware] if auth else []),
+        *([failures.middleware, auth.middleware] if auth else []),
         limiter.middleware,
         limits.dry_run_middleware,
         limits.timeout_middleware(settings.request_timeout),

@@ -190,7 +190,8 @@ class Authenticator:
                 return "the Authorization header must be `Bearer TOKEN`"
             entry = self.tokens.lookup(token)
             if entry is None:
-                log.info("rejected unknown token %s from %s", token_id(token), request.remote)
+                # WARNING: a run of these is someone guessing (`limits.FailedAuthLimiter`).
+                log.warning("rejected unknown token %s from %s", token_id(token), request.remote)
                 return "invalid or unknown token"
             namespaces = self.tokens.namespaces_of(entry.groups)
             return Principal(entry.user, entry.groups, namespaces, via=token_id(token))

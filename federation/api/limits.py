@@ -11,11 +11,22 @@ speed while holding the long-run rate; a refused request gets 429 with `Retry-Af
 number of whole seconds until the bucket holds a token again, so well-behaved clients back
 off exactly as long as needed. Buckets of idle clients are dropped once the table is full.
 Watches are exempt from the deadline: they are meant to stay open.
+
+Why failed sign-ins have a bucket of their own, per client address, in front of
+authentication (`FailedAuthLimiter`): the per-client bucket is keyed by the caller the
+auth middleware found, so a request it refused (401) never reached it, and a client
+could try thousands of tokens a second unthrottled. Each 401 takes a token from its
+address's bucket; while that bucket is empty the address is answered 429 before any
+credential is looked at, a right one too, or guessing would go on at the same speed
+with the answers merely reworded. A failure is logged at WARNING by the authenticator
+(a short digest of the token, never the token), and the first refusal of an address
+once more here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -27,7 +38,15 @@ from aiohttp.typedefs import Middleware
 from federation import clock as clock_mod
 from federation.api import auth, status, watch
 
-__all__ = ["RateLimiter", "TokenBucket", "dry_run_middleware", "timeout_middleware"]
+__all__ = [
+    "FailedAuthLimiter",
+    "RateLimiter",
+    "TokenBucket",
+    "dry_run_middleware",
+    "timeout_middleware",
+]
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -45,12 +64,16 @@ class TokenBucket:
 
     def take(self, now: float) -> float:
         """0 when a token was taken, else seconds until one will be there."""
+        wait = self.peek(now)
+        if wait <= 0:
+            self.tokens -= 1.0
+        return wait
+
+    def peek(self, now: float) -> float:
+        """0 when a token is there (left there), else seconds until one will be."""
         self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
         self.stamp = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return 0.0
-        return (1.0 - self.tokens) / self.rate
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / self.rate
 
 
 class RateLimiter:
@@ -72,16 +95,22 @@ class RateLimiter:
 
     def wait_for(self, key: str) -> float:
         """Take a token for `key`: 0 when allowed, else seconds to wait."""
-        now = self.clock.monotonic()
+        return self._bucket(key).take(self.clock.monotonic())
+
+    def waiting(self, key: str) -> float:
+        """0 when `key` has a token left (none taken), else seconds until it will."""
+        return self._bucket(key).peek(self.clock.monotonic())
+
+    def _bucket(self, key: str) -> TokenBucket:
         bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = TokenBucket(self.rate, self.burst, self.burst, now)
+            bucket = TokenBucket(self.rate, self.burst, self.burst, self.clock.monotonic())
             self._buckets[key] = bucket
             while len(self._buckets) > self.max_clients:
                 self._buckets.popitem(last=False)
         else:
             self._buckets.move_to_end(key)
-        return bucket.take(now)
+        return bucket
 
     @staticmethod
     def client_key(request: web.Request) -> str:
@@ -98,11 +127,50 @@ class RateLimiter:
             return await handler(request)
         if self.on_limited is not None:
             self.on_limited(key)
-        resp = status.status_response(
-            429, "TooManyRequests", f"rate limit of {self.rate:g}/s exceeded; retry later"
-        )
-        resp.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        return _too_many(f"rate limit of {self.rate:g}/s exceeded; retry later", wait)
+
+
+class FailedAuthLimiter:
+    """Failed sign-ins (401) limited per client address (module doc); its `middleware`
+    goes right outside the authenticator's."""
+
+    def __init__(self, buckets: RateLimiter) -> None:
+        self.buckets = buckets
+        self._refused: set[str] = set()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in EXEMPT_PATHS:
+            return await handler(request)
+        address = request.remote or "-"
+        wait = self.buckets.waiting(address)
+        if wait > 0:
+            if address not in self._refused:  # once per spell, not once per request
+                if len(self._refused) >= self.buckets.max_clients:
+                    self._refused.clear()  # at worst an address is logged again
+                self._refused.add(address)
+                log.warning(
+                    "too many failed sign-ins from %s: refusing its requests for %.0fs",
+                    address,
+                    wait,
+                )
+            rate = self.buckets.rate
+            return _too_many(
+                f"too many failed sign-ins from this address (more than {rate:g}/s); retry later",
+                wait,
+            )
+        self._refused.discard(address)
+        resp = await handler(request)
+        if resp.status == 401:
+            self.buckets.wait_for(address)
         return resp
+
+
+def _too_many(message: str, wait: float) -> web.Response:
+    """429 with `Retry-After`, the whole seconds until a token is there again."""
+    resp = status.status_response(429, "TooManyRequests", message)
+    resp.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return resp
 
 
 def timeout_middleware(seconds: float) -> Middleware:

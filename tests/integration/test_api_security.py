@@ -18,7 +18,7 @@ import yarl
 from aiohttp import web
 
 from clusters.kube import kubeconfig
-from federation import secrets
+from federation import clock, secrets
 from federation.api import app as api_app
 from federation.api import audit, auth
 from federation.api import tls as tls_mod
@@ -402,6 +402,37 @@ async def test_rate_limit_answers_429_with_retry_after(
         assert (await client.call("GET", "/healthz", token=None))[0] == 200
         _, text, _ = await client.call("GET", "/metrics", token=SCRAPER)
         assert "fedctl_api_rate_limited_requests_total 2.0" in text
+
+
+async def test_failed_sign_ins_are_limited_per_address_and_logged(
+    store: EtcdStore, authn: auth.Authenticator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 401 was answered before the per-client bucket, keyed by the caller it found, so
+    one client tried thousands of tokens a second without a 429 or a log line above INFO.
+    Now each failure costs its address a token; an address out of them is answered 429
+    before any credential is looked at, a right one too, until the rate allows again."""
+    fake = clock.FakeClock()
+    settings = ApiSettings(auth_failure_rate=0.5, auth_failure_burst=3)
+    app = api_app.build_app(store, settings=settings, auth=authn, clock=fake)
+    async with serving(app) as base, aiohttp.ClientSession() as session:
+        client = Client(base, session)
+        guesses = [f"guess-{i}-0123456789" for i in range(4)]
+        with caplog.at_level(logging.WARNING, logger="federation.api"):
+            codes = [(await client.call("GET", f"{API}/queues", token=g))[0] for g in guesses]
+            assert codes == [401, 401, 401, 429]
+            code, status, headers = await client.call("GET", f"{API}/queues", token=ADMIN)
+            assert (code, headers["Retry-After"]) == (429, "2"), "a right token waits too"
+            assert status["message"].startswith("too many failed sign-ins from this address")
+            assert (await client.call("GET", "/healthz", token=None))[0] == 200
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warned == [
+            *(f"rejected unknown token {auth.token_id(g)} from 127.0.0.1" for g in guesses[:3]),
+            "too many failed sign-ins from 127.0.0.1: refusing its requests for 2s",
+        ]
+        assert not any(g in caplog.text for g in guesses), "no token is logged"
+        await fake.advance(2)
+        assert (await client.call("GET", f"{API}/queues", token=ADMIN))[0] == 200
+        assert (await client.call("GET", f"{API}/queues", token=guesses[0]))[0] == 401
 
 
 async def test_client_certificate_over_tls(
