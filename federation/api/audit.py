@@ -1,11 +1,15 @@
 """The audit trail: one JSON line per mutation — who, what, when, and how it ended.
 
 Role: the outermost API middleware, so refused mutations (401, 403, 429) are recorded as
-well as accepted ones. Fed by each mutating request (POST, PUT, PATCH, DELETE; `/validate`
-stores nothing and is skipped), the caller identity the auth middleware attached and the
-objects the handler read from the body (`attempted`); feeds
-an append-only file (`fedctl controller --audit-log FILE`) or the `fedctl.audit` logger,
-which a deployment ships wherever its other logs go.
+well as accepted ones. Fed by each mutating request (POST, PUT, PATCH, DELETE; the
+`/validate` endpoint stores nothing and is skipped: that route exactly, not any path
+ending so, for `validate` is a valid object name and a PUT or DELETE of one went
+unrecorded), the caller identity the auth middleware attached and the objects the
+handler read from the body (`attempted`); feeds an append-only file (`fedctl controller
+--audit-log FILE`; `fedctl up` writes `DATA_DIR/audit.log`) or the `fedctl.audit`
+logger, which a deployment ships wherever its other logs go. That logger records at
+INFO whatever `--log-level` says (its own level): at the default, warning, the trail
+was dropped whole.
 
 Why a line per request, written after the response is built: the result code is the fact
 an auditor needs, and JSON lines are greppable and load into anything. Tokens never appear:
@@ -40,6 +44,8 @@ log = logging.getLogger("fedctl.audit")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_API = "/apis/fedctl.io/v1alpha1"
+_VALIDATE, _APPLY = _API + "/validate", _API + "/apply"
 
 ATTEMPTED: web.RequestKey[list[dict[str, Any]]] = web.RequestKey("fedctl_attempted", list)
 """The objects a write's body held, as `attempted` recorded them."""
@@ -61,6 +67,8 @@ class AuditLog:
         self.clock = clock
         self.path = Path(path) if path else None
         self._file: IO[str] | None = None
+        if self.path is None:
+            log.setLevel(logging.INFO)  # every mutation, whatever the process's log level
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":"), sort_keys=True)
@@ -108,7 +116,7 @@ class AuditLog:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method not in MUTATING or request.path.endswith("/validate"):
+        if request.method not in MUTATING or request.path == _VALIDATE:
             return await handler(request)
         try:
             resp = await handler(request)
@@ -122,11 +130,7 @@ class AuditLog:
             self.write(self.record_for(request, 500))
             raise
         record = self.record_for(request, resp.status)
-        if (
-            request.path.endswith("/apply")
-            and isinstance(resp, web.Response)
-            and resp.status == 200
-        ):
+        if request.path == _APPLY and isinstance(resp, web.Response) and resp.status == 200:
             record["objects"] = _applied(resp)
         if request.query.get("dryRun") == "All":
             record["dryRun"] = True  # its outcome says what would have been done, not what was

@@ -11,7 +11,8 @@ so. With `--tour` (what `make demo` runs) the scripted tour of `federation.cli.t
 follows. With `--etcd URL --kubeconfig FILE` it uses an existing etcd and real members
 instead. The API requires a token even here: an admin token is generated once into
 `.fedctl/tokens.yaml` (mode 0600) and printed, and member kubeconfigs are sealed in etcd
-with a key generated into `.fedctl/encryption.key`, so the demo runs as production would.
+with a key generated into `.fedctl/encryption.key`, and the API's audit trail is appended
+to `.fedctl/audit.log` (`--audit-log`), so the demo runs as production would.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from federation.cli import controller_cmd as controller_cmd_mod
     from federation.cli.client import ApiClient
     from federation.registry import embedded
     from policies.models.base import KubeObject
@@ -61,6 +63,11 @@ def register(sub: Any) -> None:
         default=60.0,
         help="seconds to wait for the members to be Ready before applying the rest"
         " (default %(default)s)",
+    )
+    up.add_argument(
+        "--audit-log",
+        default=None,
+        help="append the API's audit trail to this file (default DATA_DIR/audit.log)",
     )
     up.add_argument("--fresh", action="store_true", help="wipe the data directory first")
     up.add_argument(
@@ -232,14 +239,25 @@ def _encryption_key(data: Path) -> Path:
     return path
 
 
+def _security(args: argparse.Namespace, *, data: Path, tokens: Path) -> controller_cmd_mod.Security:
+    """The controller's security flags under `fedctl up`: its tokens, its sealing key and
+    an audit trail in the data directory (`--audit-log` elsewhere), so the demo records
+    every mutation as production would, whatever the log level."""
+    from federation.cli import controller_cmd
+
+    return controller_cmd.Security(
+        tokens=str(tokens),
+        encryption_key_file=str(_encryption_key(data)),
+        audit_log=args.audit_log or str(data / "audit.log"),
+    )
+
+
 async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig: Path) -> int:
     from federation.cli import controller_cmd
 
     data = Path(args.data_dir).resolve()
     tokens, token = _admin_token(data)
-    security = controller_cmd.Security(
-        tokens=str(tokens), encryption_key_file=str(_encryption_key(data))
-    )
+    security = _security(args, data=data, tokens=tokens)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -342,3 +342,24 @@ async def test_a_tenant_neither_replaces_nor_deletes_the_policy_placing_its_quot
     assert code == 200, "a tenant's own policy of its jobs is written as before"
     code, _, _ = await api.call("DELETE", path, token=ADMIN)
     assert code == 200, "an admin deletes it"
+
+
+async def test_every_write_of_an_object_named_validate_is_audited(
+    api: Client, tmp_path: Path
+) -> None:
+    """The trail skipped any path ending in /validate, meant for the endpoint: a PUT or a
+    DELETE of an object named `validate` left no trace. Only the endpoint is skipped."""
+    doc = obj("v1", "ConfigMap", "validate", "ml-research", data={"a": "b"})
+    where = f"{API}/namespaces/ml-research/workloads"
+    named = f"{where}/ConfigMap/validate"
+    calls = [("POST", where, doc), ("PUT", named, doc), ("DELETE", named, None),
+             ("POST", f"{API}/validate", doc)]  # fmt: skip
+    for method, path, body in calls:
+        code, answer, _ = await api.call(method, path, body, token=TENANT)
+        assert code in (200, 201), answer
+    lines = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    assert [(r["method"], r["name"], r["code"]) for r in lines] == [
+        ("POST", "validate", 201),
+        ("PUT", "validate", 200),
+        ("DELETE", "validate", 200),
+    ], "the three writes, not the endpoint that stores nothing"

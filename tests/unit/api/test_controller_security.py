@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import logging
 from pathlib import Path
 
 import pytest
 
 from federation import secrets
-from federation.api import auth
-from federation.cli import controller_cmd
+from federation.api import audit, auth
+from federation.cli import controller_cmd, main, up_cmd
 
 
 def test_flags_build_auth_audit_and_cipher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,3 +43,34 @@ def test_no_flags_is_todays_open_api(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cert_without_key_is_refused() -> None:
     with pytest.raises(SystemExit, match="go together"):
         controller_cmd._api_security(controller_cmd.Security(tls_cert="c.pem"))
+
+
+def test_without_a_file_the_trail_is_logged_whatever_the_log_level(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """At the default log level, warning, the `fedctl.audit` logger's INFO records were
+    dropped: a controller run without --audit-log kept no trail at all."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        main.configure_logging("warning", json_logs=False)
+        audit.AuditLog().write({"method": "DELETE", "name": "validate"})
+        logging.getLogger("federation.api").info("not shown at warning")
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    assert '{"method":"DELETE","name":"validate"}' in err and "not shown" not in err
+
+
+def test_up_keeps_an_audit_trail_in_its_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    default = up_cmd._security(argparse.Namespace(audit_log=None), data=tmp_path, tokens=tokens)
+    assert default.audit_log == str(tmp_path / "audit.log")
+    assert default.tokens == str(tokens) and default.encryption_key_file
+    given = up_cmd._security(
+        argparse.Namespace(audit_log="/var/log/a.log"), data=tmp_path, tokens=tokens
+    )
+    assert given.audit_log == "/var/log/a.log"
