@@ -12,7 +12,9 @@ The rules, kept small so they can be read in one sitting:
     tenant (a group `tenant:NS`, or a group mapped to namespaces in the tokens file)
         read            clusters (kubeconfigs stay redacted), queues, accelerator profiles;
                         any namespaced resource in its own namespaces, and the Works of
-                        their workloads; a list that names no namespace (and of Works) is
+                        their workloads; what Bindings and events say of a workload of
+                        another namespace is "a workload of another namespace"
+                        (`visible.told`); a list that names no namespace (and of Works) is
                         cut to them (`ObjectsApi`), and so is a watch of one
         write           workloads, propagation and override policies in its own namespaces;
                         the Namespace template of one of them, which is that namespace's

@@ -216,13 +216,14 @@ class ObjectsApi:
         if since is not None and since > (current := await self.raw.current_revision()):
             body = resume.too_large(since, current)
             return web.json_response(body, status=body["code"])
+        tell = _teller(request, res)
         items: list[dict[str, Any]] = []
         revision = 0
         headers = CIMultiDict[str]()
         for part, keep in visible.parts(res, prefix, owned):
             if res.readonly:
                 raw = await self.raw.list(part)
-                items += [shown.raw_wire(kv) for kv in raw.items if keep(kv.key)]
+                items += [tell(shown.raw_wire(kv)) for kv in raw.items if keep(kv.key)]
                 revision = max(revision, raw.revision)
                 continue
             listed = await self.objects.list(part)
@@ -248,7 +249,7 @@ class ObjectsApi:
             kv = await self.raw.get(key)
             if kv is None:
                 raise errors.NotFound(objects.called(res, key))
-            return web.json_response(shown.raw_wire(kv))
+            return web.json_response(_teller(request, res)(shown.raw_wire(kv)))
         item = await self.objects.get(key)
         if item is None:
             raise errors.NotFound(objects.called(res, key))
@@ -280,7 +281,16 @@ class ObjectsApi:
             return resp
         with contextlib.suppress(TimeoutError):  # the client's timeoutSeconds: the end
             async with asyncio.timeout(deadline):
-                await self._stream(resp, res, prefix, keep, chosen, since=since, initial=initial)
+                await self._stream(
+                    resp,
+                    res,
+                    prefix,
+                    keep,
+                    chosen,
+                    since=since,
+                    initial=initial,
+                    tell=_teller(request, res),
+                )
         return resp
 
     async def _stream(
@@ -293,6 +303,7 @@ class ObjectsApi:
         *,
         since: int | None,
         initial: bool,
+        tell: Callable[[Any], Any],
     ) -> None:
         """`_watch`'s events, once the stream has begun."""
         view = shown.Statused(self.raw, res, prefix)
@@ -304,15 +315,15 @@ class ObjectsApi:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
                 if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
-                    await _send(resp, "ADDED", obj)
+                    await _send(resp, "ADDED", tell(obj))
             start = listed.revision + 1
         await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
         try:
             async for event in self.raw.watch(view.watched, start_revision=start):
                 if not keep(view.spec_key(event.key)):
                     continue
-                for sent in await view.events(event, chosen):
-                    await _send(resp, *sent)
+                for kind, obj in await view.events(event, chosen):
+                    await _send(resp, kind, tell(obj))
         except errors.Compacted as exc:  # compacted since it was checked
             await resp.write(status.error_event(resume.expired(exc)))
 
@@ -943,6 +954,12 @@ def _unchanged(current: KubeObject, given: KubeObject) -> bool:
 
 _TENANT_POLICIES = ("propagationpolicies", "overridepolicies")
 """Policies a tenant may write, whose stored version is judged too (`_admit_stored`)."""
+
+
+def _teller(request: web.Request, res: objects.Resource) -> Callable[[Any], Any]:
+    """How the objects of `res` are shown to this request's caller: a Binding's or an
+    Event's text naming no workload of a namespace it may not read (`visible.told`)."""
+    return visible.teller(res.plural, auth.readable(request.get(auth.PRINCIPAL)))
 
 
 def _warnings(texts: Sequence[str]) -> CIMultiDict[str]:

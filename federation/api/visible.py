@@ -10,15 +10,38 @@ every namespace the token may read, as `-A` does; refused, a tenant's `get pp`, 
 -o json`, `get works` of its own workload and the dashboard's Workloads tab all failed.
 A Namespace template is cluster-scoped (`_` in its key) but its tenant's
 (`objects.namespace_of`), and a Work is keyed by member, then by its workload's namespace.
+
+Also what a reader may see of what the controllers wrote about a workload (`told`): a
+Binding's reasons and an Event's message name other workloads (the head a StrictFIFO
+queue waits behind, the job that preempted or reclaimed one), and a queue may be shared
+by several namespaces, so a tenant read another department's workload names in its own
+Binding. They are written once for every reader, so they are cut as they are read: a
+workload of a namespace the reader may not read is said as "a workload of another
+namespace", as Kueue names a preemptor by UID only.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any, Final
 
 from federation.registry import keys, objects
 
-__all__ = ["parts", "readable_key"]
+__all__ = ["OTHER", "TOLD", "parts", "readable_key", "teller", "told"]
+
+OTHER: Final = "a workload of another namespace"
+"""What a reader is told in place of a workload of a namespace it may not read."""
+
+TOLD: Final = frozenset({"bindings", "events"})
+"""Kinds whose text is the controllers' own, naming workloads as `ns/Kind.group/name`."""
+
+_REF: Final = re.compile(
+    r"(?<![\w./-])(_|[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)"  # namespace, `_`: cluster-scoped
+    r"/([A-Z][A-Za-z0-9]*(?:\.[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)?)"  # Kind.group
+    r"/([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"  # name
+)
+"""A workload reference as `str(keys.WorkloadRef)` writes it into reasons and events."""
 
 
 def parts(
@@ -61,3 +84,31 @@ def readable_key(res: objects.Resource, owned: frozenset[str] | None) -> Callabl
         return segments[0] in owned
 
     return keep
+
+
+def teller(plural: str, owned: frozenset[str] | None) -> Callable[[Any], Any]:
+    """How objects of `plural` are shown to a reader of the namespaces `owned` (None:
+    every one): `told` for Bindings and Events, as they are for everything else."""
+    if plural not in TOLD or owned is None:
+        return lambda wire: wire
+    return lambda wire: told(wire, owned)
+
+
+def told(wire: Any, owned: frozenset[str] | None) -> Any:
+    """`wire` (a Binding or an Event as JSON, or any part of one) as a reader of the
+    namespaces `owned` (None: every one, `auth.readable`) may see it: each workload it
+    names in another namespace said as `OTHER` (module doc)."""
+    if owned is None:
+        return wire
+    if isinstance(wire, str):
+        return _REF.sub(lambda m: _named(m, owned), wire)
+    if isinstance(wire, dict):
+        return {k: told(v, owned) for k, v in wire.items()}
+    if isinstance(wire, list):
+        return [told(v, owned) for v in wire]
+    return wire
+
+
+def _named(match: re.Match[str], owned: frozenset[str]) -> str:
+    ref = keys.WorkloadRef(match[1], match[2], match[3])
+    return match[0] if (objects.namespace_of(ref) or ref.namespace) in owned else OTHER

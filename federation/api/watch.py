@@ -139,8 +139,10 @@ class WatchApi:
         try:
             async with asyncio.timeout(deadline), asyncio.TaskGroup() as group:
                 for res, keep in readable:
+                    tell = visible.teller(res.plural, owned)
                     group.create_task(
-                        self._follow(res, start, send, keep, chosen), name=f"watch-{res.plural}"
+                        self._follow(res, start, send, keep, chosen, tell=tell),
+                        name=f"watch-{res.plural}",
                     )
         except* TimeoutError:
             pass  # the client's timeoutSeconds: the stream ends there, as Kubernetes ends it
@@ -159,17 +161,19 @@ class WatchApi:
         send: Send,
         keep: Callable[[str], bool],
         chosen: selectors.Filter,
+        *,
+        tell: Callable[[Any], Any],
     ) -> None:
         """Stream `res` from `start` (listing it first without one): the objects the
         caller may read (`keep`, `visible.readable_key`) that the selectors choose (`chosen`),
-        and bookmarks."""
+        as it may see them (`tell`, `visible.told`), and bookmarks."""
         prefix = reg_objects.list_prefix(res, None)
         view = shown.Statused(self.store, res, prefix)
         if start is None:
             listed = await self.store.list(prefix)
             for kv in listed.items:
                 if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
-                    await send(_event("ADDED", res.plural, obj))
+                    await send(_event("ADDED", res.plural, tell(obj)))
             start = listed.revision + 1
         bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
         await send(_event("BOOKMARK", res.plural, bookmark))
@@ -177,4 +181,4 @@ class WatchApi:
             if not keep(view.spec_key(event.key)):
                 continue
             for kind, obj in await view.events(event, chosen):
-                await send(_event(kind, res.plural, obj))
+                await send(_event(kind, res.plural, tell(obj)))

@@ -24,7 +24,7 @@ from typing import Any, cast
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, selectors
+from federation.api import auth, selectors, visible
 from federation.cache.currency import Currency
 from federation.registry import codec, keys, objects
 from federation.registry import events as event_log
@@ -114,6 +114,8 @@ class WorkloadsApi:
                 ref = objects.namespace_workload(ns)
                 tail = f"{ref.namespace}/{ref.kind}/{ref.name}"
                 items += [i for i in await self._list(tail) if i["name"] == ns]
+        if owned is not None:  # what its Bindings say of other namespaces' workloads
+            items = [{**i, "binding": visible.told(i["binding"], owned)} for i in items]
         return web.json_response({"items": items})
 
     async def costs(self, request: web.Request) -> web.Response:
@@ -262,14 +264,15 @@ class WorkloadsApi:
             if work is not None:
                 works.append(_wire(work.obj))
         events = (await self.events.list(event_log.event_prefix(ref))).items[-_RECENT_EVENTS:]
+        owned = auth.readable(request.get(auth.PRINCIPAL))
         return web.json_response(
             {
                 "workload": template.obj.to_wire() if template else None,
-                "binding": _wire(binding.obj) if binding else None,
+                "binding": visible.told(_wire(binding.obj), owned) if binding else None,
                 "bindingRevision": binding.revision if binding else None,
                 "federationOnly": federation_only,
                 "status": _wire(status.obj) if status else None,
                 "works": works,
-                "events": [_wire(e.obj) for e in events],
+                "events": [visible.told(_wire(e.obj), owned) for e in events],
             }
         )

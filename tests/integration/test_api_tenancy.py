@@ -9,6 +9,7 @@ Real etcd and the real application, with the tokens of `test_api_security`: `mia
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,10 +21,12 @@ import pytest
 from federation.api import app as api_app
 from federation.api import audit, auth
 from federation.registry import codec, embedded, keys
+from federation.registry import events as event_log
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.resources import ResourceList
-from policies.models.work import QuotaStatus
+from policies.models.binding import Binding, BindingSpec, BindingStatus, WorkloadReference
+from policies.models.work import Event, QuotaStatus
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
 from tests.integration.test_api_security import ADMIN, OTHER, TENANT, TOKENS, Client, job, serving
@@ -31,6 +34,7 @@ from tests.integration.test_api_security import ADMIN, OTHER, TENANT, TOKENS, Cl
 pytestmark = pytest.mark.integration
 
 API = "/apis/fedctl.io/v1alpha1"
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -363,3 +367,59 @@ async def test_every_write_of_an_object_named_validate_is_audited(
         ("PUT", "validate", 200),
         ("DELETE", "validate", 200),
     ], "the three writes, not the endpoint that stores nothing"
+
+
+HEAD = "web/Job.batch/confidential-project-x"
+WAITING = f"waiting behind {HEAD} in queue ml-prod, which admits in strict FIFO order"
+
+
+async def test_reasons_name_another_namespaces_workload_only_to_who_may_read_it(
+    api: Client, store: EtcdStore
+) -> None:
+    """A StrictFIFO queue shared by two namespaces: the waiting workload's Binding named
+    the head of the queue, another department's Job, to a tenant that gets 403 reading
+    it; so did the event of a job preempted by another namespace's. The text is stored
+    once; each reader sees what it may read."""
+    ref = keys.WorkloadRef("ml-research", "Job.batch", "train")
+    assert (await api.call("POST", f"{API}/apply", {"items": [job("ml-research")]}))[0] == 200
+    binding = Binding(
+        spec=BindingSpec(workload=WorkloadReference(
+            api_version="batch/v1", kind="Job", namespace="ml-research", name="train")),
+        status=BindingStatus(reason=f"{WAITING}; ml-research/Job.batch/first ran before it"),
+        metadata={"name": "train", "namespace": "ml-research"},
+    )  # fmt: skip
+    await codec.TypedStore(store, codec.Codec(Binding)).put(keys.binding_key(ref), binding)
+    preempted = Event(reason="Reclaimed", message=f"reclaimed by queue ml-prod for {HEAD}",
+                      object=str(ref), source="scheduler", time=NOW)  # fmt: skip
+    event_key = event_log.event_prefix(ref) + "1"
+    await codec.TypedStore(store, event_log.EVENTS).put(event_key, preempted)
+
+    async def read(token: str) -> list[str]:
+        texts = []
+        _, listed, _ = await api.call("GET", f"{API}/bindings", token=token)
+        texts.append(listed["items"][0]["status"]["reason"])
+        one = f"{API}/namespaces/ml-research/bindings/Job.batch/train"
+        texts.append((await api.call("GET", one, token=token))[1]["status"]["reason"])
+        _, events, _ = await api.call("GET", f"{API}/namespaces/ml-research/events", token=token)
+        texts.append(events["items"][0]["message"])
+        views = "/apis/status.fedctl.io/v1alpha1"
+        _, listed, _ = await api.call("GET", f"{views}/workloads", token=token)
+        texts.append(listed["items"][0]["binding"]["status"]["reason"])
+        where = f"{views}/namespaces/ml-research/workloads/Job.batch/train"
+        _, described, _ = await api.call("GET", where, token=token)
+        texts += [described["binding"]["status"]["reason"], described["events"][0]["message"]]
+        headers = {"Authorization": f"Bearer {token}"}
+        url = f"{api.base}{API}/watch?resources=bindings"
+        async with api.session.get(url, headers=headers) as resp:
+            texts.append(json.loads(await resp.content.readline())["object"]["status"]["reason"])
+        return texts
+
+    reason = f"{WAITING}; ml-research/Job.batch/first ran before it"
+    message = f"reclaimed by queue ml-prod for {HEAD}"
+    assert await read(ADMIN) == [reason, reason, message, reason, reason, message, reason]
+    told = (
+        "waiting behind a workload of another namespace in queue ml-prod, which admits in"
+        " strict FIFO order; ml-research/Job.batch/first ran before it"
+    )
+    other = "reclaimed by queue ml-prod for a workload of another namespace"
+    assert await read(TENANT) == [told, told, other, told, told, other, told]
