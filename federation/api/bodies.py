@@ -31,6 +31,7 @@ from federation import errors
 from federation.api import auth
 from federation.registry import keys, objects
 from policies import loading
+from policies.loading.findings import format_path
 from policies.models.base import KubeObject
 from policies.models.workload import Workload
 
@@ -67,19 +68,59 @@ def _json_documents(text: str) -> tuple[list[loading.Finding], list[KubeObject]]
         line, col = deep
         message = f"invalid JSON: nested deeper than {loading.MAX_FLOW_DEPTH} levels"
         return [loading.Finding(FILENAME, line, col, "", message)], []
-    doc = json.loads(text)  # malformed: the error middleware's 400
+    doc = json.loads(text, parse_int=_integer)  # malformed: the error middleware's 400
     if isinstance(doc, dict) and "items" in doc:
         listed, docs = "items", doc["items"]
     else:
         listed, docs = "", doc
     if not isinstance(docs, list):
-        checked = [loading.validate_document(docs, filename=FILENAME)]
+        checked = [_checked(docs, FILENAME)]
     else:
-        checked = [
-            loading.validate_document(d, filename=f"{listed}[{i}]{_named(d)}")
-            for i, d in enumerate(docs)
-        ]
+        checked = [_checked(d, f"{listed}[{i}]{_named(d)}") for i, d in enumerate(docs)]
     return [f for c in checked for f in c.findings], [c.model for c in checked if c.model]
+
+
+class _Long(int):
+    """An integer of more digits than Python reads (`loading.MAX_INT_DIGITS`): kept as
+    its length, so the document holding it is refused naming its field, not with a 500."""
+
+    digits: int
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) <= loading.MAX_INT_DIGITS:
+        return int(text)
+    long = _Long(0)
+    long.digits = len(text.lstrip("-"))
+    return long
+
+
+def _checked(doc: Any, filename: str) -> loading.Checked:
+    """One document validated, or refused at the first integer too long to read."""
+    found = _long_at(doc, ())
+    if found is None:
+        return loading.validate_document(doc, filename=filename)
+    path, digits = found
+    finding = loading.Finding(filename, 0, 0, format_path(path), loading.too_long(digits))
+    return loading.Checked(None, [finding])
+
+
+def _long_at(value: Any, path: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], int] | None:
+    """The path and length of the first too-long integer in `value`, if any."""
+    if isinstance(value, _Long):
+        return path, value.digits
+    children = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, child in children:
+        found = _long_at(child, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 class Admit(Protocol):

@@ -13,11 +13,12 @@ reasons; callers import only from here.
 from policies.loading.documents import Checked, Loaded, validate_document
 from policies.loading.files import MAX_FILE_BYTES, LoadResult, load_paths, load_text
 from policies.loading.findings import Finding
-from policies.loading.source import MAX_FLOW_DEPTH, SourceMap
+from policies.loading.source import MAX_FLOW_DEPTH, MAX_INT_DIGITS, SourceMap, too_long
 
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_FLOW_DEPTH",
+    "MAX_INT_DIGITS",
     "Checked",
     "Finding",
     "LoadResult",
@@ -25,5 +26,6 @@ __all__ = [
     "SourceMap",
     "load_paths",
     "load_text",
+    "too_long",
     "validate_document",
 ]

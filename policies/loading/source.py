@@ -32,7 +32,15 @@ try:  # libyaml through PyYAML, when built with it: only its parser's events are
 except ImportError:  # pragma: no cover - PyYAML comes with the Kubernetes client
     _LIBYAML = None
 
-__all__ = ["MAX_FLOW_DEPTH", "MAX_NODES", "ParsedDocument", "SourceMap", "parse_documents"]
+__all__ = [
+    "MAX_FLOW_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_NODES",
+    "ParsedDocument",
+    "SourceMap",
+    "parse_documents",
+    "too_long",
+]
 
 MAX_NODES = 100_000
 """Nodes one document may expand to (aliases included): a guard against alias bombs."""
@@ -111,6 +119,28 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooLong(Exception):
+    """An integer of more digits than Python turns into a number (`MAX_INT_DIGITS`)."""
+
+    def __init__(self, path: Path, node: Node) -> None:
+        super().__init__()
+        self.path, self.node = path, node
+
+
+MAX_INT_DIGITS = 4300
+"""Python's limit on the digits of an integer read from text (`sys.int_info`): past it
+the conversion raises ValueError, which reached the API as a 500 and `fedctl validate`
+as a traceback. No Kubernetes field holds such a number (int64 has 19 digits)."""
+
+
+def too_long(digits: int) -> str:
+    """The finding's message for an integer of `digits` digits."""
+    return (
+        f"an integer of {digits} digits is longer than the {MAX_INT_DIGITS} digits a number"
+        " may have here (a Kubernetes integer has at most 19)"
+    )
+
+
 class _Builder:
     """Turns one composed node tree into plain data, recording positions and duplicates."""
 
@@ -132,12 +162,12 @@ class _Builder:
         if isinstance(node, SequenceNode):
             self.source.collections.add(path)
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self._scalar(node)
+        return self._scalar(node, path)
 
     def _mapping(self, node: MappingNode, path: Path) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self._key(key_node)
+            key = self._key(key_node, path)
             child = (*path, key)
             if key in result:
                 line, col = _pos(key_node)
@@ -156,9 +186,9 @@ class _Builder:
             result[key] = self.build(value_node, child)
         return result
 
-    def _key(self, node: Node) -> str:
+    def _key(self, node: Node, path: Path) -> str:
         if isinstance(node, ScalarNode):
-            value = self._scalar(node)
+            value = self._scalar(node, path)
             return value if isinstance(value, str) else str(node.value)
         line, col = _pos(node)
         self.findings.append(
@@ -166,9 +196,12 @@ class _Builder:
         )
         return f"<key at {line}:{col}>"
 
-    def _scalar(self, node: Node) -> Any:
+    def _scalar(self, node: Node, path: Path) -> Any:
         if node.tag in _CONSTRUCTED_TAGS:
-            return self._constructor.construct_object(node)
+            try:
+                return self._constructor.construct_object(node)
+            except ValueError:  # only an int past Python's digit limit raises it here
+                raise _TooLong(path, node) from None
         return str(node.value)
 
 
@@ -203,6 +236,11 @@ def parse_documents(text: str, *, filename: str) -> tuple[list[ParsedDocument], 
             line, col = _pos(node)
             try:
                 data = builder.build(node, ())
+            except _TooLong as long:
+                at, digits = _pos(long.node), sum(c.isdigit() for c in str(long.node.value))
+                message = too_long(digits)
+                findings.append(Finding(filename, *at, format_path(long.path), message))
+                continue
             except _TooLarge:
                 findings.append(
                     Finding(

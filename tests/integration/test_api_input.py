@@ -306,3 +306,49 @@ async def test_an_apply_holding_a_configmap_past_1_mib_is_refused_as_kubernetes_
         "items[1] (ConfigMap web/bigcm): data: Too long: must have at most 1048576 bytes"
     )
     assert await stored_queues(client) == []
+
+
+BIG = "9" * 5726
+DEPLOYMENT = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: n, namespace: web}\nspec:\n"
+    f"  replicas: {BIG}\n"
+)
+TOO_LONG = (
+    "an integer of 5726 digits is longer than the 4300 digits a number may have here"
+    " (a Kubernetes integer has at most 19)"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "ctype", "refused", "field"),
+    [
+        pytest.param("/apply", DEPLOYMENT, "application/yaml",
+                     f"<request>:5:13: spec.replicas: {TOO_LONG}", "spec.replicas",
+                     id="YAML to /apply"),
+        pytest.param("/apply", json.dumps({"items": [{
+                         "apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": "n", "namespace": "web"},
+                         "spec": {"template": {"spec": {"containers": [
+                             {"name": "c", "ports": [{"containerPort": "PORT"}]}]}}}}]}
+                     ).replace('"PORT"', f"-{BIG}"),
+                     "application/json",
+                     "items[0] (Deployment web/n):"
+                     f" spec.template.spec.containers[0].ports[0].containerPort: {TOO_LONG}",
+                     "items[0].spec.template.spec.containers[0].ports[0].containerPort",
+                     id="JSON to /apply, negative and deep"),
+    ],
+)  # fmt: skip
+async def test_an_integer_too_long_to_read_is_a_400_naming_its_field(
+    client: Api, *, path: str, raw: str, ctype: str, refused: str, field: str
+) -> None:
+    """Past Python's 4,300 digits the conversion raised ValueError: a 500 from the API and
+    a traceback from `fedctl validate`."""
+    code, status = await client.call("POST", API + path, raw=raw, ctype=ctype)
+    assert code == 400 and status["message"] == refused, status
+    _, listed = await client.call("GET", f"{API}/workloads")
+    assert listed["items"] == [], "nothing was stored"
+    code, found = await client.call("POST", f"{API}/validate", raw=raw, ctype=ctype)
+    assert code == 200 and not found["valid"], found
+    assert [(f["path"], f["message"]) for f in found["findings"]] == [(field, TOO_LONG)], (
+        "and /validate says where"
+    )

@@ -904,3 +904,20 @@ spec:
         "c.yaml:14:28: spec.prices.spot.accelerators.h100: warning: this cluster lists no chip"
         " 'h100', so this price is never used; its chips: nvidia-a100-80gb",
     ]
+
+
+def test_an_integer_too_long_to_read_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
+    """`fedctl validate` of a file holding an integer past Python's 4,300 digits ended in
+    ruamel's ValueError traceback; the rest of the file is still read and judged."""
+    path = tmp_path / "big.yaml"
+    path.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: n, namespace: web}\n"
+        f"spec: {{replicas: 3, template: {{spec: {{priority: {'7' * 4301}}}}}}}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok, namespace: web}\n"
+    )
+    result = load_paths([path])
+    assert [str(f) for f in result.findings] == [
+        f"{path}:4:49: spec.template.spec.priority: an integer of 4301 digits is longer"
+        " than the 4300 digits a number may have here (a Kubernetes integer has at most 19)"
+    ]
+    assert [o.model.metadata.name for o in result.objects] == ["ok"]
