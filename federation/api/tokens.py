@@ -4,8 +4,9 @@ namespaces a group owns.
 Role: read once at start-up (`fedctl controller --tokens FILE`) into a `TokenTable`,
 which `auth.Authenticator` looks callers up in. Fed by a YAML file (`tokens:` a list of
 {token, user, groups}, or a map token → {user, groups}; `namespaces:` a map group →
-[namespace, ...]) or a CSV one (`token,user[,groups]`, or Kubernetes' static token file
-`token,user,uid,"g1,g2"`).
+[namespace, ...]) or a CSV one, Kubernetes' static token file (`token,user,uid,"g1,g2"`:
+the groups are the fourth column, the third is a uid; `token,user` is a user of no
+group).
 
 Why a mistake stops the start-up, naming file, line and field: every one of them used to
 be taken silently and changed who may do what. A string where a list of namespaces goes
@@ -78,7 +79,7 @@ class TokenTable:
 
     @classmethod
     def from_file(cls, path: str | Path) -> TokenTable:
-        """Read a `.yaml`/`.yml` file or a CSV file (`token,user,groups` per line)."""
+        """Read a `.yaml`/`.yml` file, or any other as Kubernetes' static token file (CSV)."""
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
@@ -89,8 +90,13 @@ class TokenTable:
 
     @classmethod
     def from_csv(cls, text: str, *, source: str = "<tokens>") -> TokenTable:
-        """`token,user[,groups]` (groups `;`- or `,`-separated, quoted) or Kubernetes'
-        `token,user,uid,"g1,g2"`; blank lines and `#` comments are skipped."""
+        """Kubernetes' static token file, `token,user,uid[,"g1,g2"]`, or `token,user`;
+        blank lines and `#` comments are skipped.
+
+        As in Kubernetes the third column is the user's uid and the groups come only from
+        the fourth (comma-separated, quoted): a line `tokA,alice,admin` written for a
+        Kubernetes API server names uid `admin`, and read as groups it made alice an
+        admin here. The uid is not used."""
         table = cls()
         numbered = [
             (n, ln)
@@ -101,10 +107,10 @@ class TokenTable:
         for (line, _), row in zip(numbered, rows, strict=False):
             cells = [c.strip() for c in row]
             if len(cells) < 2:
-                raise errors.Invalid(f"{source}:{line}: expected token,user[,groups]")
-            groups = cells[3] if len(cells) >= 4 else (cells[2] if len(cells) == 3 else "")
+                raise errors.Invalid(f'{source}:{line}: expected token,user[,uid[,"g1,g2"]]')
+            groups = cells[3] if len(cells) >= 4 else ""
             try:
-                table.add(cells[0], cells[1], groups.replace(";", ",").split(","))
+                table.add(cells[0], cells[1], groups.split(","))
             except errors.Invalid as exc:
                 raise errors.Invalid(f"{source}:{line}: {exc}") from exc
         return table

@@ -52,9 +52,11 @@ def test_tokens_yaml_maps_token_to_user_groups_and_namespaces(
 @pytest.mark.parametrize(
     ("text", "user", "groups"),
     [
-        pytest.param("t1,alice,admin;ops\n", "alice", {"admin", "ops"}, id="token,user,groups"),
+        pytest.param("t1,alice,admin\n", "alice", set(),
+                     id="token,user,uid: the uid admin makes no admin, as in Kubernetes"),
         pytest.param('t1,alice,uid-1,"admin,ops"\n', "alice", {"admin", "ops"},
                      id="Kubernetes static token file"),
+        pytest.param("t1,alice,tenant:web,\n", "alice", set(), id="an empty groups column"),
         pytest.param("# comment\n\nt1,bob\n", "bob", set(), id="no groups, comments skipped"),
     ],
 )  # fmt: skip

@@ -17,7 +17,7 @@ def test_flags_build_auth_audit_and_cipher(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.delenv("FEDCTL_ENCRYPTION_KEY", raising=False)
     # Recorded, so the variable the controller sets is removed again after the test.
     monkeypatch.setenv("FEDCTL_ENCRYPTION_KEY_FILE", "")
-    (tmp_path / "tokens.csv").write_text("t1,alice,admin\n")
+    (tmp_path / "tokens.csv").write_text("t1,alice,uid-1,admin\n")
     key = tmp_path / "key"
     key.write_text(secrets.generate_key())
     flags = controller_cmd.Security(
