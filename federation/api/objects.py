@@ -65,7 +65,7 @@ from federation.scheduler import plan as planning
 from federation.settings import ApiSettings
 from policies import loading
 from policies.loading.documents import namespace_problem, queue_children, reserved_namespace
-from policies.models import kinds
+from policies.models import kinds, secret_data
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
@@ -181,6 +181,8 @@ class ObjectsApi:
 
     async def _present(self, item: codec.Stored[KubeObject]) -> dict[str, Any]:
         wire = objects.with_revision(item.obj, item.revision).to_wire()
+        if isinstance(item.obj, Workload):  # one stored before writes folded it
+            wire = secret_data.fold(wire)
         if item.obj.kind == "Cluster":
             conn = wire.get("spec", {}).get("connection", {})
             if conn.get("kubeconfig"):
@@ -355,7 +357,7 @@ class ObjectsApi:
         reserved = reserved_namespace(obj)
         if reserved is not None:
             raise _refused(obj, *reserved)
-        return obj
+        return _folded(obj)
 
     def _fresh(self, obj: KubeObject) -> KubeObject:
         obj = _specified(obj)
@@ -1011,6 +1013,14 @@ def _stamp_taints(old: KubeObject | None, new: KubeObject, *, now: dt.datetime) 
     if stamped == listed:
         return new
     return new.model_copy(update={"spec": new.spec.model_copy(update={"taints": stamped})})
+
+
+def _folded(obj: KubeObject) -> KubeObject:
+    """A Secret as Kubernetes stores it: `stringData` merged into `data`
+    (`secret_data.fold`), so no read shows the values as they were typed."""
+    if not isinstance(obj, Workload) or "stringData" not in (obj.model_extra or {}):
+        return obj
+    return Workload.model_validate(secret_data.fold(obj.to_wire()))
 
 
 def _specified(obj: KubeObject) -> KubeObject:

@@ -27,6 +27,7 @@ from federation import errors, secrets
 from federation.api import selectors
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
+from policies.models import secret_data
 from policies.models.cluster import ClusterStatus
 from policies.models.work import QuotaStatus
 
@@ -162,7 +163,8 @@ def watch_event(
 
 
 def raw_wire(kv: st.KeyValue) -> dict[str, Any]:
-    """A stored value as a watch or list shows it, kubeconfigs redacted."""
+    """A stored value as a watch or list shows it, kubeconfigs redacted, a Secret's
+    `stringData` folded into its `data` (`secret_data.fold`)."""
     try:
         doc = json.loads(kv.value)
     except ValueError:
@@ -178,4 +180,5 @@ def raw_wire(kv: st.KeyValue) -> dict[str, Any]:
         conn = spec.get("connection") if isinstance(spec, dict) else None
         if isinstance(conn, dict) and conn.get("kubeconfig"):
             conn["kubeconfig"] = secrets.REDACTED
+        body = secret_data.fold(body)  # stored before writes folded it: still never shown
     return body if isinstance(body, dict) else {"value": body}

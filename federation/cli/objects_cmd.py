@@ -374,10 +374,11 @@ def _comparable(doc: dict[str, Any] | None) -> str:
 
 
 def _as_stored(res: Any, model: Any) -> dict[str, Any]:
-    """`model` as the API stores it: a namespaced object without one goes to `default`."""
-    from policies.models import kinds
+    """`model` as the API stores it: a namespaced object without one goes to `default`,
+    a Secret's `stringData` is folded into its `data` (`secret_data.fold`)."""
+    from policies.models import kinds, secret_data
 
-    wire: dict[str, Any] = model.to_wire()
+    wire: dict[str, Any] = secret_data.fold(model.to_wire())
     meta = wire.setdefault("metadata", {})
     if res.namespaced and kinds.is_namespaced(model.kind) and not meta.get("namespace"):
         meta["namespace"] = "default"

@@ -40,7 +40,6 @@ the member the very same Secret and lets it be compared entry by entry.
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import json
@@ -51,6 +50,7 @@ from federation import errors
 from federation.propagation import interpreter, overrides, pinning
 from federation.registry import keys
 from federation.resources import QuantityError, normalise_name, parse_quantity
+from policies.models import secret_data
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.binding import TargetCluster
 from policies.models.cluster import Cluster
@@ -288,21 +288,11 @@ def _limit_devices(obj: dict[str, Any]) -> None:
 
 
 def _fold_string_data(obj: dict[str, Any]) -> None:
-    """A v1 Secret's `stringData` merged into `data`, base64-encoded, its entries winning
-    over `data`'s of the same key (Kubernetes' rule). One holding a value that is not a
-    string is left for the member to refuse, as it would refuse the template."""
-    string_data = obj.get("stringData")
-    if (obj.get("apiVersion"), obj.get("kind")) != ("v1", "Secret") or not isinstance(
-        string_data, Mapping
-    ):
-        return
-    if not all(isinstance(v, str) for v in string_data.values()):
-        return
-    data = dict(obj.get("data") or {})
-    for key, value in string_data.items():
-        data[key] = base64.b64encode(value.encode("utf-8")).decode("ascii")
-    obj["data"] = data
-    del obj["stringData"]
+    """A v1 Secret's `stringData` merged into `data` (`secret_data.fold`): templates are
+    folded when written, but one stored before that may still hold it."""
+    folded = secret_data.fold(obj)
+    obj.clear()
+    obj.update(folded)
 
 
 def render(

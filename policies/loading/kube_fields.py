@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from policies.loading.findings import suggest
+from policies.models import secret_data
 
 __all__ = ["KINDS", "generate", "unknown_fields"]
 
@@ -83,17 +84,40 @@ def unknown_fields(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
         return
     yield from _walk(root, {k: v for k, v in doc.items() if k != "status"}, ())
     if root in ("V1ConfigMap", "V1Secret"):
-        for field in ("data", "stringData", "binaryData"):
-            values = doc.get(field)
-            if not isinstance(values, Mapping):
-                continue
-            for key, value in values.items():
-                if not isinstance(value, str):
-                    yield (
-                        (field, key),
-                        f"{field} values are strings: quote {value!r} (members refuse"
-                        f" {type(value).__name__} values here)",
-                    )
+        yield from _data_values(doc, secret=root == "V1Secret")
+
+
+_BASE64_FIELDS = {True: ("data",), False: ("binaryData",)}
+"""Per kind (a Secret: True), the data fields members decode as base64 ([]byte)."""
+
+
+def _data_values(doc: Mapping[str, Any], *, secret: bool) -> Iterator[tuple[Path_, str]]:
+    """ConfigMap and Secret data values a member refuses: not a string, or in a field
+    of bytes not base64. A Secret's value is never quoted (`secret_data.REDACTED`): the
+    messages end up in CI logs, and Kubernetes' field errors redact them too."""
+    for field in ("data", "stringData", "binaryData"):
+        values = doc.get(field)
+        if not isinstance(values, Mapping):
+            continue
+        for key, value in values.items():
+            if not isinstance(value, str):
+                kind = type(value).__name__
+                yield (
+                    (field, key),
+                    f"{field} values are strings: quote the value ({secret_data.REDACTED};"
+                    f" members refuse {kind} values here)"
+                    if secret
+                    else f"{field} values are strings: quote {value!r} (members refuse"
+                    f" {kind} values here)",
+                )
+            elif field in _BASE64_FIELDS[secret] and (problem := secret_data.base64_problem(value)):
+                yield (
+                    (field, key),
+                    f"{field} values are base64: {problem}, which members refuse (give the"
+                    " value as typed under stringData instead, or encode it)"
+                    if secret
+                    else f"{field} values are base64: {problem}, which members refuse",
+                )
 
 
 def _walk(kind: str, value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:

@@ -423,3 +423,24 @@ async def test_reasons_name_another_namespaces_workload_only_to_who_may_read_it(
     )
     other = "reclaimed by queue ml-prod for a workload of another namespace"
     assert await read(TENANT) == [told, told, other, told, told, other, told]
+
+
+async def test_a_secrets_string_data_is_folded_into_data_and_never_read_back(
+    api: Client,
+) -> None:
+    """`stringData` was stored as written and returned by GET, lists and watches, the
+    password in clear; Kubernetes merges it into `data` on write and never returns it."""
+    given = {**SECRET, "data": {"user": "YWRtaW4=", "password": "b2xk"}}
+    code, created, _ = await api.call("POST", f"{API}/namespaces/web/workloads", given)
+    assert code == 201 and "stringData" not in created, created
+    folded = {"user": "YWRtaW4=", "password": "aHVudGVyMi1TVVBFUlNFQ1JFVA=="}  # hunter2-...
+    path = f"{API}/namespaces/web/workloads/Secret/db-creds"
+    _, one, _ = await api.call("GET", path, token=OTHER)
+    _, listed, _ = await api.call("GET", f"{API}/namespaces/web/workloads", token=OTHER)
+    url = f"{api.base}{API}/workloads?watch=true"
+    async with api.session.get(url, headers={"Authorization": f"Bearer {ADMIN}"}) as resp:
+        watched = json.loads(await resp.content.readline())["object"]
+    for shown in (one, listed["items"][0], watched):
+        assert shown["data"] == folded and "stringData" not in shown, shown
+    code, again, _ = await api.call("POST", f"{API}/apply", {"items": [given]})
+    assert code == 200 and again["results"][0]["result"] == "unchanged", again

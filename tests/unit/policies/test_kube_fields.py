@@ -89,3 +89,43 @@ status:
 """
     result = load_text(exported, filename="sf.yaml")
     assert not result.findings, [str(f) for f in result.findings]
+
+
+SECRETS = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: shop}
+stringData:
+  pin: 987654321
+  token: {nested: SECRETVALUE-NESTED-QQQ}
+data:
+  apikey: not-base64-SECRETVALUE-RRR!!
+  short: YWJj=
+  wrapped: "YWJj\\nZGVm"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: bin, namespace: shop}
+binaryData: {blob: "%%%"}
+"""
+
+
+def test_a_secrets_values_are_judged_and_never_quoted() -> None:
+    """A Secret's values were quoted in the findings CI logs keep, and `data` that is not
+    base64, which every member refuses, was accepted and propagated."""
+    result = load_text(SECRETS, filename="s.yaml")
+    assert [str(f) for f in result.findings] == [
+        "s.yaml:8:11: data.apikey: data values are base64: illegal base64 data at input byte"
+        " 3, which members refuse (give the value as typed under stringData instead, or"
+        " encode it)",
+        "s.yaml:9:10: data.short: data values are base64: illegal base64 data at input byte"
+        " 4: misplaced padding, which members refuse (give the value as typed under"
+        " stringData instead, or encode it)",
+        "s.yaml:5:8: stringData.pin: stringData values are strings: quote the value"
+        " (<secret contents redacted>; members refuse int values here)",
+        "s.yaml:6:3: stringData.token: stringData values are strings: quote the value"
+        " (<secret contents redacted>; members refuse dict values here)",
+        "s.yaml:15:20: binaryData.blob: binaryData values are base64: illegal base64 data at"
+        " input byte 0, which members refuse",
+    ]
+    assert "SECRETVALUE" not in str(result.findings)
