@@ -3,7 +3,10 @@
 Every component starts under the runtime supervisor; SIGINT and SIGTERM stop them in
 reverse order so the API stops accepting writes before the loops behind it go away.
 Security is opt-in per flag: `--tokens` turns on authentication, `--tls-cert/--tls-key`
-serve HTTPS (`--client-ca` also accepts client certificates), `--audit-log` writes the
+serve HTTPS, `--client-ca` accepts client certificates and, as kube-apiserver's
+`--client-ca-file`, turns authentication on by itself (a caller with neither a
+certificate nor a token is 401; without either flag the API trusts everyone and says so
+at start-up, loudly when it listens beyond loopback), `--audit-log` writes the
 audit trail to a file, and `--encryption-key-file` seals member kubeconfigs in etcd.
 `--insecure-kubeconfig-exec` lets the `--kubeconfig` file run credential plugins, which
 no kubeconfig reaching the controller through the API or the registry may
@@ -157,10 +160,17 @@ def _api_security(security: Security) -> dict[str, Any]:
         os.environ[secrets.ENV_KEY_FILE] = os.path.abspath(security.encryption_key_file)
     if bool(security.tls_cert) != bool(security.tls_key):
         raise SystemExit("fedctl controller: --tls-cert and --tls-key go together")
+    if security.client_ca and not security.tls_cert:
+        raise SystemExit(
+            "fedctl controller: --client-ca needs --tls-cert and --tls-key: client"
+            " certificates are only presented over HTTPS"
+        )
+    # Either turns authentication on, as kube-apiserver's --client-ca-file does: a client
+    # without a certificate (or a token) is 401, not trusted because no tokens were given.
+    signing_in = security.tokens or security.client_ca
+    table = auth.TokenTable.from_file(security.tokens) if security.tokens else auth.TokenTable()
     return {
-        "auth": auth.Authenticator(auth.TokenTable.from_file(security.tokens))
-        if security.tokens
-        else None,
+        "auth": auth.Authenticator(table) if signing_in else None,
         "audit": audit.AuditLog(security.audit_log),
         "cipher": secrets.from_env(),
         "ssl_context": tls.server_context(
@@ -169,6 +179,24 @@ def _api_security(security: Security) -> dict[str, Any]:
         if security.tls_cert and security.tls_key
         else None,
     }
+
+
+def _warn_open(host: str) -> None:
+    """Say loudly that the API trusts every caller; the louder off this machine."""
+    import ipaddress
+
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    if local:
+        log.warning("API without authentication: every local caller is an admin (--tokens)")
+        return
+    log.warning(
+        "API on %s WITHOUT AUTHENTICATION: anyone who can reach it is an admin of every"
+        " member; give --tokens FILE or --client-ca (with --tls-cert/--tls-key)",
+        host,
+    )
 
 
 def _settings(
@@ -227,6 +255,8 @@ async def run_controller(
     supervisor = Supervisor()
     extras = _api_security(security or Security())
     ssl_context = extras.pop("ssl_context")
+    if extras["auth"] is None:
+        _warn_open(host)
     published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
     metrics = metrics_mod.Metrics(queue_view=published)
     app = api_app.build_app(

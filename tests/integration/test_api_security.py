@@ -22,7 +22,7 @@ from federation import clock, secrets
 from federation.api import app as api_app
 from federation.api import audit, auth
 from federation.api import tls as tls_mod
-from federation.cli import main
+from federation.cli import controller_cmd, main
 from federation.registry import embedded, keys
 from federation.registry import objects as reg_objects
 from federation.registry.etcd import EtcdStore
@@ -443,15 +443,43 @@ async def test_client_certificate_over_tls(
                                         client_ca=files["ca.crt"])  # fmt: skip
     app = api_app.build_app(store, auth=authn)
     async with serving(app, server_ctx) as base:
-        with_cert = tls_mod.client_context(ca=files["ca.crt"], cert=files["client.crt"],
-                                           key=files["client.key"])  # fmt: skip
-        without = tls_mod.client_context(ca=files["ca.crt"])
-        for ctx, expected in ((with_cert, 200), (without, 401)):
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
-                code, _, _ = await Client(base, session).call(
-                    "POST", f"{API}/clusters", CLUSTER, token=None
-                )
-                assert code == (201 if expected == 200 else 401)
+        codes = await with_and_without_cert(base, files, "POST", f"{API}/clusters", CLUSTER)
+        assert codes == (201, 401)
+
+
+async def with_and_without_cert(
+    base: str, files: Mapping[str, Path], method: str, path: str, body: Any = None
+) -> tuple[int, int]:
+    """The codes of one call made with the client certificate, then without any."""
+    with_cert = tls_mod.client_context(ca=files["ca.crt"], cert=files["client.crt"],
+                                       key=files["client.key"])  # fmt: skip
+    codes = []
+    for ctx in (with_cert, tls_mod.client_context(ca=files["ca.crt"])):
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+            codes.append((await Client(base, session).call(method, path, body, token=None))[0])
+    return codes[0], codes[1]
+
+
+async def test_client_ca_without_tokens_requires_a_certificate(
+    store: EtcdStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fedctl controller --tls-cert --tls-key --client-ca` without `--tokens` built no
+    authenticator, so a client presenting no certificate was trusted as an admin. As
+    kube-apiserver's `--client-ca-file`, the CA turns authentication on by itself."""
+    monkeypatch.delenv("FEDCTL_ENCRYPTION_KEY", raising=False)
+    monkeypatch.delenv("FEDCTL_ENCRYPTION_KEY_FILE", raising=False)
+    files = write_pki(tmp_path, client_cn="ci-bot", client_org="admin")
+    flags = controller_cmd.Security(
+        tls_cert=str(files["server.crt"]),
+        tls_key=str(files["server.key"]),
+        client_ca=str(files["ca.crt"]),
+    )
+    extras = controller_cmd._api_security(flags)
+    server_ctx = extras.pop("ssl_context")
+    app = api_app.build_app(store, **extras)
+    async with serving(app, server_ctx) as base:
+        assert await with_and_without_cert(base, files, "GET", f"{API}/queues") == (200, 401)
+    extras["audit"].close()
 
 
 def write_pki(directory: Path, *, client_cn: str, client_org: str) -> dict[str, Path]:

@@ -40,6 +40,29 @@ def test_no_flags_is_todays_open_api(monkeypatch: pytest.MonkeyPatch) -> None:
     assert extras["auth"] is None and extras["cipher"] is None and extras["ssl_context"] is None
 
 
+def test_a_client_ca_without_https_is_refused() -> None:
+    with pytest.raises(SystemExit, match="--client-ca needs --tls-cert and --tls-key"):
+        controller_cmd._api_security(controller_cmd.Security(client_ca="ca.pem"))
+
+
+@pytest.mark.parametrize(
+    ("host", "loud"),
+    [
+        pytest.param("0.0.0.0", True, id="every interface: anyone reaching it is an admin"),
+        pytest.param("10.1.2.3", True, id="a routable address"),
+        pytest.param("127.0.0.1", False, id="loopback: local callers only"),
+    ],
+)
+def test_an_api_without_authentication_says_so_at_start_up(
+    caplog: pytest.LogCaptureFixture, host: str, *, loud: bool
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="federation.cli.controller_cmd"):
+        controller_cmd._warn_open(host)
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert ("WITHOUT AUTHENTICATION" in record.getMessage()) is loud, record.getMessage()
+
+
 def test_cert_without_key_is_refused() -> None:
     with pytest.raises(SystemExit, match="go together"):
         controller_cmd._api_security(controller_cmd.Security(tls_cert="c.pem"))
