@@ -247,7 +247,9 @@ class PlanApi:
 
     async def plan(self, request: web.Request) -> web.Response:
         text = (await request.read()).decode("utf-8", errors="replace")
-        result = loading.load_text(text, filename=request.query.get("filename", "<editor>"))
+        filename = request.query.get("filename", "<editor>")
+        # A worker thread keeps the loop serving while a large body parses (`ObjectsApi._body`).
+        result = await asyncio.to_thread(loading.load_text, text, filename=filename)
         failures = [str(f) for f in result.findings if f.is_error]
         if failures:
             raise errors.Invalid("; ".join(failures), findings=failures)
