@@ -84,7 +84,40 @@ def unknown_fields(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
         return
     yield from _walk(root, {k: v for k, v in doc.items() if k != "status"}, ())
     if root in ("V1ConfigMap", "V1Secret"):
+        yield from _data_keys(doc)
         yield from _data_values(doc, secret=root == "V1Secret")
+
+
+_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+"""Kubernetes' config key (`IsConfigMapKey`), for ConfigMap and Secret data keys."""
+
+
+def _data_keys(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
+    """ConfigMap and Secret data keys a member refuses (`IsConfigMapKey`, a key in both of
+    a ConfigMap's maps): the object was accepted and every member refused its copy."""
+    seen: set[str] = set()
+    for field in ("data", "stringData", "binaryData"):
+        values = doc.get(field)
+        if not isinstance(values, Mapping):
+            continue
+        for key in map(str, values):
+            if len(key) > 253:
+                problem = "it must be no more than 253 characters"
+            elif not _KEY.fullmatch(key):
+                problem = "it must consist of alphanumeric characters, '-', '_' or '.'"
+            elif key in (".", "..") or key.startswith(".."):
+                problem = "it must not be '.' or start with '..'"
+            elif field == "binaryData" and key in seen:
+                yield (
+                    (field, key),
+                    f"{key!r} is given in data too: a key is in one of data and binaryData"
+                    " (members refuse it)",
+                )
+                continue
+            else:
+                seen.add(key)
+                continue
+            yield (field, key), f"{key!r} is not a valid config key: {problem} (members refuse it)"
 
 
 _BASE64_FIELDS = {True: ("data",), False: ("binaryData",)}

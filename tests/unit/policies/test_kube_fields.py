@@ -129,3 +129,39 @@ def test_a_secrets_values_are_judged_and_never_quoted() -> None:
         " input byte 0, which members refuse",
     ]
     assert "SECRETVALUE" not in str(result.findings)
+
+
+KEYS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: keys, namespace: shop}
+data:
+  "bad key!": x
+  good-key_1.conf: y
+  "..hidden": z
+binaryData:
+  good-key_1.conf: eQ==
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: keyed, namespace: shop}
+stringData:
+  "a/b": SECRETVALUE
+"""
+
+
+def test_data_keys_members_refuse_are_refused_at_their_line() -> None:
+    """A ConfigMap key with a space was accepted and propagated, and every member refused
+    the copy (`a valid config key must consist of alphanumeric characters, '-', '_' or
+    '.'`); so was a key given in both `data` and `binaryData`."""
+    result = load_text(KEYS, filename="k.yaml")
+    assert [str(f) for f in result.findings] == [
+        "k.yaml:5:15: data[\"bad key!\"]: 'bad key!' is not a valid config key: it must"
+        " consist of alphanumeric characters, '-', '_' or '.' (members refuse it)",
+        "k.yaml:7:15: data[\"..hidden\"]: '..hidden' is not a valid config key: it must not"
+        " be '.' or start with '..' (members refuse it)",
+        "k.yaml:9:20: binaryData[\"good-key_1.conf\"]: 'good-key_1.conf' is given in data"
+        " too: a key is in one of data and binaryData (members refuse it)",
+        "k.yaml:15:10: stringData[\"a/b\"]: 'a/b' is not a valid config key: it must consist"
+        " of alphanumeric characters, '-', '_' or '.' (members refuse it)",
+    ]
