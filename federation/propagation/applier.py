@@ -28,7 +28,7 @@ import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from clusters import member as member_mod
 from federation import errors
@@ -37,7 +37,7 @@ from federation.propagation.members import Members
 from federation.registry import keys
 from policies.models.cluster import Cluster
 
-__all__ = ["Applier", "Failed", "Outcome", "failure", "object_ref"]
+__all__ = ["Applier", "Failed", "Outcome", "Removal", "failure", "object_ref"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,11 @@ Failed = Callable[[str, str, str], None]
 def failure(exc: BaseException) -> str:
     """The reason `Failed` is given for an error a member call raised."""
     return "Rejected" if isinstance(exc, member_mod.MemberRejected) else "Unavailable"
+
+
+Removal = Literal["removed", "gone", "foreign"]
+"""What taking a copy off a member found: our copy, now removed; nothing of that name
+there; or an object of that name that is not ours, left as it is."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ class Applier:
                 existing = await conn.get(object_ref(manifest))
             except member_mod.MemberNotFound:
                 return ""
-            if render.is_ours(existing, ref) or render.is_placeholder(existing):
+            if render.is_fedctls(existing, ref):
                 return ""
         elif not owner[0] or owner[1] in (str(ref), render.PLACEHOLDER):
             return ""
@@ -211,40 +216,41 @@ class Applier:
         self.applied += 1
         return Outcome(ok=True, obj=obj)
 
-    async def release(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
-        """Leave our copy in `cluster` as the member's own: the same manifest applied
-        without fedctl's labels and annotation, so server-side apply drops exactly those
-        (the fields we own and still send stay as they are). False when it was gone.
+    async def remove(
+        self,
+        cluster: Cluster,
+        manifest: Mapping[str, Any],
+        ref: keys.WorkloadRef,
+        *,
+        release: bool = False,
+    ) -> Removal:
+        """Take our copy of `ref` off `cluster`: delete it or, `release`, leave it there as
+        the member's own (`_release`). Raises on member errors.
 
-        Read first, and applied with the resourceVersion read: a copy deleted in between
-        is refused (409), not created again."""
-        with self._counted(cluster.name, "release"):
-            return await self._release(cluster, manifest)
-
-    async def _release(self, cluster: Cluster, manifest: Mapping[str, Any]) -> bool:
-        async with self._current(cluster, manifest) as (conn, current):
-            if current is None:
-                return False
-            released = render.released(manifest)
-            version = (current.get("metadata") or {}).get("resourceVersion")
-            if version:
-                released["metadata"]["resourceVersion"] = version
-            try:
-                await conn.apply(released, force=True)
-            except member_mod.MemberNotFound:
-                return False
-        return True
+        Only what is fedctl's (`render.is_fedctls`, as `Abort` judges it), read first:
+        any other object of that name is the member's (one `Abort` refused to take over,
+        one created there since ours went, a watch event older than a release), and is
+        neither deleted nor written, as Karmada's execution controller skips deleting an
+        object it does not manage. Deleting it took a team's object, or a whole namespace
+        with its contents, from a member where fedctl never managed it."""
+        with self._counted(cluster.name, "release" if release else "delete"):
+            async with self._current(cluster, manifest) as (conn, current):
+                if current is None:
+                    return "gone"
+                if not render.is_fedctls(current, ref):
+                    return "foreign"
+                if release:
+                    done = await _release(conn, manifest, current)
+                else:
+                    done = await conn.delete(object_ref(manifest))
+                return "removed" if done else "gone"
 
     async def delete_if_ours(
         self, cluster: Cluster, manifest: Mapping[str, Any], ref: keys.WorkloadRef
     ) -> bool:
-        """Delete the object named by `manifest` only if it is still our copy of `ref`
-        (a watch event can be older than a release); False when it was not."""
-        with self._counted(cluster.name, "delete"):
-            async with self._current(cluster, manifest) as (conn, current):
-                if current is None or not render.is_ours(current, ref):
-                    return False
-                return await conn.delete(object_ref(manifest))
+        """Delete the object named by `manifest` only if it is still fedctl's (`remove`);
+        False when it was not, or was gone."""
+        return await self.remove(cluster, manifest, ref) == "removed"
 
     @contextlib.asynccontextmanager
     async def _current(
@@ -267,6 +273,26 @@ class Applier:
             conn = await self.members.get(cluster)
             async with self.members.limit(cluster.name):
                 return await conn.delete(object_ref(manifest))
+
+
+async def _release(
+    conn: member_mod.Member, manifest: Mapping[str, Any], current: Mapping[str, Any]
+) -> bool:
+    """Leave our copy as the member's own: the same manifest applied without fedctl's
+    labels and annotation, so server-side apply drops exactly those (the fields we own and
+    still send stay as they are). False when it was gone.
+
+    Applied with the resourceVersion read: a copy deleted (or taken by someone else) in
+    between is refused (409), not created again or written over."""
+    released = render.released(manifest)
+    version = (current.get("metadata") or {}).get("resourceVersion")
+    if version:
+        released["metadata"]["resourceVersion"] = version
+    try:
+        await conn.apply(released, force=True)
+    except member_mod.MemberNotFound:
+        return False
+    return True
 
 
 _WHOLE = frozenset(

@@ -58,7 +58,7 @@ from federation.propagation import deps as deps_mod
 from federation.propagation import informer, orphan, overrides, render, suspension
 from federation.propagation import status as status_mod
 from federation.propagation import works as works_mod
-from federation.propagation.applier import Applier, Outcome
+from federation.propagation.applier import Applier, Outcome, object_ref
 from federation.registry import codec, events, keys, objects
 from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
@@ -456,11 +456,11 @@ class WorkloadSync:
                 # A copy of an object deleted and created again under this name (a Job
                 # is immutable and finished there: applying over it would run nothing):
                 # removed first, the new object's copy created on the next pass.
-                delay = await self._remove(ref, name, existing)
+                delay, foreign = await self._remove(ref, name, existing)
                 delays.append(delay if delay is not None else _AGAIN)
                 if delay is None:
                     why = f"removed from {name}: a copy of an earlier object of this name"
-                    said.append(self._event(ref, "Removed", why, cluster=name))
+                    said.append(self._removed(ref, name, foreign, "Removed", why))
             targets = {n: t for n, t in targets.items() if n not in replaced}
             results = await asyncio.gather(
                 *(self._sync_one(ref, t, existing.get(t.name), shared) for t in targets.values())
@@ -582,10 +582,10 @@ class WorkloadSync:
             if deleted and existing[name].obj.spec.preserve_on_deletion:
                 # The template was deleted under a policy that preserves its copies
                 # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
-                delay = await self._remove(ref, name, existing, release=True)
+                delay, foreign = await self._remove(ref, name, existing, release=True)
                 if delay is None:
                     why = f"released on {name}: kept there without fedctl's labels"
-                    said.append(self._event(ref, "Released", why, cluster=name))
+                    said.append(self._removed(ref, name, foreign, "Released", why))
             elif namespace is not None and self._occupied(namespace, name):
                 # Deleting it there would delete the copies still in it, and their
                 # templates, still here, would be applied again: a Job would run from the
@@ -594,9 +594,10 @@ class WorkloadSync:
                 held.append(name)
                 delay = _RETRY
             else:
-                delay = await self._remove(ref, name, existing)
+                delay, foreign = await self._remove(ref, name, existing)
                 if delay is None:
-                    said.append(self._event(ref, "Removed", f"removed from {name}", cluster=name))
+                    why = f"removed from {name}"
+                    said.append(self._removed(ref, name, foreign, "Removed", why))
             delays.append(delay)
         if namespace is not None:
             if held:
@@ -927,26 +928,40 @@ class WorkloadSync:
         existing: dict[str, codec.Stored[Work]],
         *,
         release: bool = False,
-    ) -> float | None:
-        """Delete the copy in `name` (or, `release`, leave it there without our labels and
-        annotation, so no collection takes it later), then its Work."""
+    ) -> tuple[float | None, str]:
+        """Delete our copy in `name` (or, `release`, leave it there without our labels and
+        annotation, so no collection takes it later), then its Work. Returns a delay to try
+        again after (None: done) and, when the member's object of that name is not ours
+        (`Applier.remove`: one `Abort` refused), what was left there as it is ("" else)."""
         stored = existing[name]
         cluster = self.clusters.get(keys.cluster_key(name))
+        foreign = ""
         if cluster is not None and self.untouchable(name) is None:
             manifest = stored.obj.spec.manifest
             try:
-                if release:
-                    await self.applier.release(cluster, manifest)
-                else:
-                    await self.applier.delete(cluster, manifest)
+                found = await self.applier.remove(cluster, manifest, ref, release=release)
             except errors.FedctlError as exc:
                 log.info("%s: not yet removed from %s: %s", ref, name, exc)
-                return _RETRY
+                return _RETRY, ""
+            if found == "foreign":
+                foreign = f"{object_ref(manifest)} there is not managed by fedctl"
         await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
         existing.pop(name, None)
         self.watches.forget(name, ref)
-        log.info("%s: removed from %s", ref, name)
-        return None
+        if foreign:
+            log.info("%s: left on %s: %s", ref, name, foreign)
+        else:
+            log.info("%s: removed from %s", ref, name)
+        return None, foreign
+
+    def _removed(
+        self, ref: keys.WorkloadRef, name: str, foreign: str, reason: str, why: str
+    ) -> Callable[[], Event]:
+        """The event of a copy taken off `name`: `reason`/`why`, or, where the object there
+        was not ours (`_remove`), that it was left as it is."""
+        if foreign:
+            return self._event(ref, "Left", f"left on {name} as it is: {foreign}", cluster=name)
+        return self._event(ref, reason, why, cluster=name)
 
 
 def _ahead(targets: Iterable[TargetCluster]) -> dict[str, int]:

@@ -63,6 +63,7 @@ __all__ = [
     "PLACEHOLDER",
     "REF_ANNOTATION",
     "digest",
+    "is_fedctls",
     "is_ours",
     "is_placeholder",
     "namespace_manifest",
@@ -154,6 +155,13 @@ def is_placeholder(obj: Mapping[str, Any]) -> bool:
     return labels.get(LABEL_MANAGED_BY) == MANAGED_BY and not (
         (meta.get("annotations") or {}).get(REF_ANNOTATION)
     )
+
+
+def is_fedctls(obj: Mapping[str, Any], ref: keys.WorkloadRef) -> bool:
+    """Whether `ref`'s copy may be written over or taken off in place of `obj`: our copy
+    of it, or an object we made with no workload (`is_placeholder`). Anything else is the
+    member's own: `Abort` refuses to apply over it, and nothing deletes or releases it."""
+    return is_ours(obj, ref) or is_placeholder(obj)
 
 
 def digest(manifest: Mapping[str, Any]) -> str:

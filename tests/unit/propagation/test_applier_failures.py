@@ -105,7 +105,7 @@ async def test_failed_deletes_and_releases_are_counted_and_still_raise(counted: 
     with pytest.raises(member_mod.MemberRejected):
         await a.delete_if_ours(fleet.cluster("picky"), manifest(), REF)
     with pytest.raises(member_mod.MemberRejected):
-        await a.release(fleet.cluster("picky"), manifest())
+        await a.remove(fleet.cluster("picky"), manifest(), REF, release=True)
     assert await a.delete(fleet.cluster("fine"), manifest())
     assert counted == [
         ("down", "delete", "Unavailable"),
