@@ -246,6 +246,22 @@ def _verdict_details(v: dict[str, Any]) -> str:
     return " ".join(part for part in (scores, f"({reasons})" if reasons else "") if part)
 
 
+def _filtered_line(filtered: dict[str, int], explanation: list[dict[str, Any]]) -> str:
+    """The clusters the filters turned down, counted by filter. A Scheduled Binding lists
+    none of them (they are "more" than its rows); a Pending one lists the nearest, so the
+    line counts every one and says how many the rows above leave out."""
+    total = sum(filtered.values())
+    counts = ", ".join(f"{n} by {plugin}" for plugin, n in sorted(filtered.items()))
+    plan = "`fedctl plan --live -f FILE` gives each one's reason"
+    listed = sum(1 for v in explanation if v.get("verdict") != "ok")
+    if not listed:
+        return f"Filtered:    {total} more clusters ({counts}); {plan}"
+    left = total - listed
+    return f"Filtered:    {total} clusters ({counts})" + (
+        f"; {left} not listed above: {plan}" if left > 0 else ""
+    )
+
+
 def _section(title: str, headers: list[str], rows: list[list[Any]]) -> str:
     if not rows:
         return f"{title}: <none>"
@@ -372,11 +388,7 @@ def describe(doc: dict[str, Any]) -> str:
     )
     filtered = spec.get("filteredSummary") or {}
     if filtered:
-        counts = ", ".join(f"{n} by {plugin}" for plugin, n in sorted(filtered.items()))
-        lines.append(
-            f"Filtered:    {sum(filtered.values())} more clusters ({counts}); "
-            "`fedctl plan --live -f FILE` gives each one's reason"
-        )
+        lines.append(_filtered_line(filtered, spec.get("explanation", [])))
     lines.append(_works(doc.get("works", []), _per_cluster(status)))
     lines.append(
         _section(

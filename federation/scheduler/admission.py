@@ -89,8 +89,12 @@ class Admitter:
         """The placement last admitted: a plan shows it, not the scores' first choice, when
         admission placed the job again (within its budget, or where room was made)."""
 
-    def settle(self, job: PendingJob, outcome: pl.Placed | pl.Failed) -> bool:
-        """Admit the job (True) or record why not (False)."""
+    def settle(
+        self, job: PendingJob, outcome: pl.Placed | pl.Failed, *, explained: bool = True
+    ) -> bool:
+        """Admit the job (True) or record why not (False). `explained`: a Pending Binding
+        says how each cluster's filters judged it (`_nowhere`); False where the placer
+        never tried it (its queue refused it) or no Binding is written (a plan)."""
         if isinstance(outcome, pl.Placed):
             charged = self._charge(outcome, self.state)
             problem = self._problem(outcome, self.state, charged=charged)
@@ -115,7 +119,8 @@ class Admitter:
                 currency=self.state.snapshot.currency,
             )
             if spent is not None:  # no room is made for a job its budget refuses anyway
-                self._pending(job, f"{reason}; and {spent}")
+                why = f"{reason}; and {spent}"
+                self._pending(job, why, tried=outcome.request if explained else None)
                 return False
         settings, placer = self.scheduler.settings, self.scheduler.placer
         # Behind a victim, the job evicts no one this cycle: placed again next cycle, that
@@ -126,7 +131,7 @@ class Admitter:
             ):
                 if self._make_room(job, outcome.request, pool):
                     return True
-        self._pending(job, reason)
+        self._pending(job, reason, tried=outcome.request if explained else None)
         return False
 
     def behind_victim(self, job: PendingJob) -> str | None:
@@ -186,9 +191,10 @@ class Admitter:
         self._emit(binding_for(job, reason=SUSPENDED))
         return SUSPENDED
 
-    def hold(self, job: PendingJob, reason: str) -> None:
-        """Leave the job pending with `reason`, found for an identical job this cycle."""
-        self._pending(job, reason)
+    def hold(self, job: PendingJob, reason: str, *, like: fw.JobRequest | None = None) -> None:
+        """Leave the job pending with `reason`, found for an identical job this cycle
+        (`like`: its request, whose verdicts it shares) or for the queue it waits in."""
+        self._pending(job, reason, like=like)
 
     # -- checks
 
@@ -534,8 +540,16 @@ class Admitter:
         bindings = self.state.snapshot.bindings
         return bindings.get(str(ref)) if bindings else None
 
-    def _pending(self, job: PendingJob, reason: str) -> None:
-        """Leave the job pending; where copies of it run already, they stay.
+    def _pending(
+        self,
+        job: PendingJob,
+        reason: str,
+        *,
+        tried: fw.JobRequest | None = None,
+        like: fw.JobRequest | None = None,
+    ) -> None:
+        """Leave the job pending; where copies of it run already, they stay. `tried`:
+        the request the placer failed to place; `like`: an identical job's (`_nowhere`).
 
         As in Karmada, a placement that fails keeps the last one: a workload being placed
         again (failover evicted it from one member, its replicas or policy changed) keeps
@@ -549,21 +563,66 @@ class Admitter:
             index = self.state.snapshot.index
             kept = [t for t in kept if t.name in index]  # a member gone keeps nothing
         if not kept:
-            self._emit(binding_for(job, reason=reason))
+            verdicts, summary = self._nowhere(stored, reason, tried=tried, like=like)
+            self._emit(binding_for(job, reason=reason, verdicts=verdicts, summary=summary))
             return
         assert stored is not None
         cost = hourly_total(kept)
         names = ", ".join(t.name for t in kept)
+        reason = f"{reason} (still running on {names})"
+        verdicts, summary = self._nowhere(stored, reason, tried=tried, like=like)
         self._emit(
             binding_for(
                 job,
-                reason=f"{reason} (still running on {names})",
+                reason=reason,
                 targets=kept,
                 cost=cost,
+                verdicts=verdicts,
+                summary=summary,
                 pod=stored.spec.pod_requests,
                 queue=stored.spec.queue,  # the copies stay charged where they were admitted
             )
         )
+
+    def _nowhere(
+        self,
+        stored: Binding | None,
+        reason: str,
+        *,
+        tried: fw.JobRequest | None,
+        like: fw.JobRequest | None,
+    ) -> tuple[list[ClusterVerdict], dict[str, int]]:
+        """The verdicts and filter counts of a Pending Binding (`explain.pending`): worked
+        out for a request the placer `tried`, shared by an identical job held `like` it
+        in the same cycle, none where no placement was tried (its queue refused it, it
+        waits behind its queue's head). Kept from `stored` when that waited for the same
+        reason: a job can wait cycle after cycle, and the filters run again over the fleet
+        only when why it waits changes. Never on the path of an admitted job."""
+        request = tried or like
+        if request is None:
+            return [], {}
+        key = (
+            "nowhere",
+            request.signature,
+            str(request.job.ref) if request.holding else "",
+            len(self.result.evicted),
+            len(self.result.admitted),
+        )
+        found: Any = None
+        if (
+            stored is not None
+            and stored.status.phase == "Pending"
+            and stored.status.reason == reason
+            and stored.spec.explanation
+        ):
+            found = (stored.spec.explanation, stored.spec.filtered_summary)
+        elif like is not None:
+            found = self.state.memo.get(key)
+        elif tried is not None:
+            found = explain.pending(self.scheduler.placer, tried, self.state)
+        if tried is not None:
+            self.state.memo[key] = found
+        return found if found is not None else ([], {})
 
     def _emit(self, binding: Binding) -> None:
         """Add the workload's Binding to the cycle's, replacing one it emitted earlier.

@@ -242,7 +242,7 @@ class Scheduler:
                 if known is not None:
                     budget -= _REPEAT_COST
                     result.repeated += 1
-                    admit.hold(job, known)
+                    admit.hold(job, known, like=request)
                     result.pending.add(job.with_reason(known))
                     continue
                 behind = admit.behind_victim(job) if admit.evicted_refs else None
@@ -263,7 +263,7 @@ class Scheduler:
                     if refused is None
                     else pl.Failed(request, refused, "static")
                 )
-                if not admit.settle(job, outcome):  # steps 6-7
+                if not admit.settle(job, outcome, explained=refused is None):  # steps 6-7
                     if own is not None:
                         admit.state.usage.admit(own)
                     yield_back = result.reasons.get(str(job.ref), "")
@@ -501,7 +501,7 @@ class Scheduler:
         a job the controller then admitted by preempting, or placed one it left waiting."""
         result = CycleResult(pending=PendingStore(), usage=state.usage.copy())
         admit = admission.Admitter(self, state.copy(), result, now=_PLAN_TIME)
-        if not admit.settle(job, outcome):
+        if not admit.settle(job, outcome, explained=False):
             if isinstance(outcome, pl.Placed):
                 reason = result.reasons.get(str(job.ref), "")
                 outcome = pl.Failed(outcome.request, reason, "quota")

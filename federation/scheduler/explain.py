@@ -3,9 +3,10 @@ score breakdown - and the exact hourly cost of a placement.
 
 Fed by the placer (its plugins and a job's outcome) and the cycle state; feeds Bindings
 (a short explanation: the chosen clusters, the best runners-up and counts of filtered
-clusters, so a Binding stays small in a 1,000-cluster fleet) and `fedctl plan` (every
-cluster, in full). Costs here use the exact Decimal prices of the cluster's PriceTable,
-not the float arrays the hot path ranks with.
+clusters, so a Binding stays small in a 1,000-cluster fleet; for a Pending one, the
+clusters that came nearest, `pending`) and `fedctl plan` (every cluster, in full).
+Costs here use the exact Decimal prices of the cluster's PriceTable, not the float
+arrays the hot path ranks with.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from federation.scheduler.plugins import quota
 from policies.models.binding import ClusterVerdict
 from policies.models.cluster import PriceTable
 
-__all__ = ["Plan", "hourly_cost", "money", "plan", "summary"]
+__all__ = ["PENDING_LISTED", "Plan", "hourly_cost", "money", "pending", "plan", "summary"]
 
 _RUNNERS_UP = 3
 
@@ -120,6 +121,60 @@ def summary(
     return chosen + others[:_RUNNERS_UP], counts
 
 
+def _filtered(cluster: str, plugin: str, verdict: fw.Verdict) -> ClusterVerdict:
+    """A cluster's verdict from the filter that turned it down."""
+    return ClusterVerdict(
+        cluster=cluster,
+        verdict="error" if verdict.code == "error" else "unschedulable",
+        plugin=plugin,
+        reasons=list(verdict.reasons),
+    )
+
+
+PENDING_LISTED = 20
+"""At most this many clusters' verdicts in a Pending Binding (`pending`); the Binding
+model's description of `explanation` says the same figure."""
+
+
+def pending(
+    placer: pl.Placer, job: fw.JobRequest, state: fw.CycleState
+) -> tuple[list[ClusterVerdict], dict[str, int]]:
+    """Why a job was placed nowhere, for its Pending Binding: how many clusters each
+    filter turned down (static and dynamic, by plugin), and the verdicts of up to
+    `PENDING_LISTED` clusters, those that came nearest first: each that passed every
+    filter (scored; the job waits on its queue, quota or division), then each turned down
+    by the last filter that turned any down, and so back to the first.
+
+    Why: a Pending workload is when its owner asks which member failed which filter
+    ("which two lack the API?"), and the reason carries only the counts. Why nearest
+    first and bounded: in a large fleet most clusters fall to affinity, which the policy
+    says already, and a Binding stays small. Built only for a pending decision, never for
+    an admitted one: the filters run again here over the whole fleet.
+    """
+    rows = np.arange(state.snapshot.size, dtype=np.int64)
+    counts: dict[str, int] = {}
+    turned_down: list[tuple[fw.FilterPlugin, list[int]]] = []
+    for plugin in [*placer.static, *placer.dynamic]:
+        if rows.size == 0:
+            break
+        keep = placer.keep(plugin, job, state, rows)
+        dropped = rows[~keep]
+        if dropped.size:
+            counts[plugin.name] = int(dropped.size)
+            turned_down.append((plugin, dropped.tolist()))
+            rows = rows[keep]
+    verdicts: list[ClusterVerdict] = []
+    if rows.size:
+        passed = _scored_verdicts(state, placer.score(job, state, rows), set())
+        verdicts = sorted(passed, key=lambda v: (-(v.score or 0), v.cluster))[:PENDING_LISTED]
+    clusters = state.snapshot.clusters
+    for plugin, rejected in reversed(turned_down):
+        for row in rejected[: PENDING_LISTED - len(verdicts)]:
+            said = plugin.filter(job, clusters[row], state)
+            verdicts.append(_filtered(clusters[row].name, plugin.name, said))
+    return verdicts, counts
+
+
 @dataclass
 class Plan:
     """A what-if placement: every cluster's verdict, then the division, chips and cost."""
@@ -198,14 +253,7 @@ def plan(
         for plugin in placer.filters:
             verdict = plugin.filter(request, cluster, state)
             if not verdict.ok:
-                result.verdicts.append(
-                    ClusterVerdict(
-                        cluster=cluster.name,
-                        verdict="error" if verdict.code == "error" else "unschedulable",
-                        plugin=plugin.name,
-                        reasons=list(verdict.reasons),
-                    )
-                )
+                result.verdicts.append(_filtered(cluster.name, plugin.name, verdict))
                 break
         else:
             passing.append(cluster.index)

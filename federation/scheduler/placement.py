@@ -132,16 +132,10 @@ class Placer:
             return cached  # type: ignore[return-value]
         counts: dict[str, int] = {}
         rows = np.arange(state.snapshot.size, dtype=np.int64)
-        clusters = state.snapshot.clusters
         for plugin in self.static:
             if rows.size == 0:
                 break
-            if plugin.name in self.vector:
-                keep = plugin.mask(job, state, rows)  # type: ignore[attr-defined]
-            else:
-                keep = np.array(
-                    [plugin.filter(job, clusters[r], state).ok for r in rows.tolist()], bool
-                )
+            keep = self.keep(plugin, job, state, rows)
             dropped = int(rows.size - keep.sum())
             if dropped:
                 counts[plugin.name] = dropped
@@ -151,6 +145,19 @@ class Placer:
             state.memo[key] = result
         return result
 
+    def keep(
+        self,
+        plugin: fw.FilterPlugin,
+        job: fw.JobRequest,
+        state: fw.CycleState,
+        rows: snap.IntArray,
+    ) -> snap.BoolArray:
+        """Which of `rows` `plugin` lets through: its vector form where it has one."""
+        if plugin.name in self.vector:
+            return plugin.mask(job, state, rows)  # type: ignore[attr-defined,no-any-return]
+        clusters = state.snapshot.clusters
+        return np.array([plugin.filter(job, clusters[r], state).ok for r in rows.tolist()], bool)
+
     def _dynamic(
         self, job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
     ) -> Failed | snap.IntArray:
@@ -158,11 +165,7 @@ class Placer:
             if rows.size == 0:
                 break
             began = clock.real.monotonic()
-            if plugin.name in self.vector:
-                keep = plugin.mask(job, state, rows)  # type: ignore[attr-defined]
-            else:
-                cl = state.snapshot.clusters
-                keep = np.array([plugin.filter(job, cl[r], state).ok for r in rows.tolist()], bool)
+            keep = self.keep(plugin, job, state, rows)
             self.timings.add(plugin.name, clock.real.monotonic() - began)
             if not keep.any():
                 return self._why(plugin.name, job, state, rows)

@@ -140,7 +140,12 @@ class BindingSpec(FrozenModel):
     priority: int = 0
     clusters: list[TargetCluster] = Field(default_factory=list)
     hourly_cost: Decimal | None = Field(default=None, description="All targets together.")
-    explanation: list[ClusterVerdict] = Field(default_factory=list)
+    explanation: list[ClusterVerdict] = Field(
+        default_factory=list,
+        description="Scheduled: the chosen clusters and the best three runners-up. Pending:"
+        " the verdicts of up to 20 clusters, those that came nearest first (passed every"
+        " filter, then turned down by the last filters).",
+    )
     filtered_summary: dict[str, int] = Field(
         default_factory=dict, description="Clusters filtered out, counted by plugin."
     )

@@ -70,6 +70,53 @@ def test_no_filtered_line_when_every_cluster_was_scored() -> None:
     assert "Filtered:" not in text
 
 
+PENDING = Binding.model_validate(
+    {
+        "metadata": {"name": "sa1", "namespace": "kt13"},
+        "spec": {
+            "workload": {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "namespace": "kt13",
+                "name": "sa1",
+            },
+            "explanation": [
+                {
+                    "cluster": "eu-west-arm",
+                    "verdict": "unschedulable",
+                    "plugin": "api-enablement",
+                    "reasons": ["ServiceAccount.v1 is not served"],
+                },
+                {
+                    "cluster": "us-east-cpu",
+                    "verdict": "unschedulable",
+                    "plugin": "api-enablement",
+                    "reasons": ["ServiceAccount.v1 is not served"],
+                },
+                {"cluster": "cn-north-cpu", "verdict": "unschedulable", "plugin": "affinity"},
+            ],
+            "filteredSummary": {"affinity": 6, "api-enablement": 2},
+        },
+        "status": {"phase": "Pending", "reason": "0/8 clusters are available"},
+    }
+)
+
+
+def test_a_pending_workload_shows_which_filter_turned_each_cluster_down() -> None:
+    """The Pending Binding lists the nearest clusters' verdicts: the Filtered line counts
+    every cluster, and points at `plan` only for those not listed."""
+    text = workloads_view.describe(doc(PENDING))
+    explained = text.split("Explanation:")[1].split("Filtered:")[0].splitlines()
+    assert explained[2].split() == [
+        "eu-west-arm", "unschedulable", "-", "api-enablement:", "ServiceAccount.v1", "is", "not",
+        "served",
+    ]  # fmt: skip
+    assert (
+        "Filtered:    8 clusters (6 by affinity, 2 by api-enablement); 5 not listed above:"
+        " `fedctl plan --live -f FILE` gives each one's reason"
+    ) in text
+
+
 def test_an_object_kept_in_the_federation_says_so_and_has_no_namespace() -> None:
     kept = {
         "workload": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "teams"}},
