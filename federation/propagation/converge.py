@@ -503,7 +503,11 @@ class WorkloadSync:
             workload,
             stored,
             writes,
-            placed=None if stored is None and workload is None else set(targets),
+            placed=(
+                None
+                if stored is None and workload is None
+                else {name: t.replicas for name, t in targets.items()}
+            ),
             unready=self._unready([*existing, *(cluster for cluster, _, _ in writes)]),
         )
         if status is not None and workload is not None:

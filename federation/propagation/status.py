@@ -32,7 +32,15 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Collection, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import (
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any
 
@@ -502,12 +510,14 @@ def aggregate(
     placed: Collection[str] | None = None,
     unready: Collection[str] = (),
     desired: int | None = None,
+    asked: Mapping[str, int] | None = None,
 ) -> WorkloadStatus:
     """The workload's status from its Works (each carrying the member's observation).
 
     `placed`: the clusters its Binding targets (None: no Binding is known, every copy
     counts); `unready`: members whose Ready condition is not True; `desired`: the replicas
-    its template asks for (None: not a count, as for a ConfigMap).
+    its template asks for (None: not a count, as for a ConfigMap); `asked`: the replicas
+    the Binding asks of each cluster it targets (`_out_of_asked`).
 
     Every Work gets a row, but the totals (health, ready and desired counts, a job's
     progress) count only the copies that make up the placement, the way Karmada's
@@ -542,19 +552,55 @@ def aggregate(
             row = _unconfirmed(row)
         rows.append(row)
     counted = [r for r in rows if not r.leaving or r.phase in FINISHED_PHASES]
-    total = plugin.aggregate([r for r in counted if r.applied] or counted)
+    live = [r for r in counted if r.applied or r.phase in FINISHED_PHASES]
+    total = plugin.aggregate(live or counted)
     # A copy its member refused to update is not what was asked, unless it has finished:
     # it ran to the end as it was (a Job's pod template edited while it ran), and a
     # finished job read Progressing for good.
     refused = any(r.error and not r.applied and r.phase not in FINISHED_PHASES for r in counted)
     if refused and total.health in ("Healthy", "Completed"):
         total = total.model_copy(update={"health": "Progressing"})
+    if desired is not None:
+        total = _out_of_asked(total, plugin.aggregate(live), counted, live, asked or {})
     total = _short_of(total, desired)
     return WorkloadStatus(
         workload=workload,
         binding_revision=binding_revision,
         clusters=rows,
         **total.model_dump(exclude={"message"}),
+    )
+
+
+def _out_of_asked(
+    total: Observed,
+    applied: Observed,
+    counted: Sequence[ClusterWorkloadStatus],
+    live: Sequence[ClusterWorkloadStatus],
+    asked: Mapping[str, int],
+) -> Observed:
+    """`total` with READY out of what the Binding asks of every cluster it targets: the
+    applied copies' own counts, and for each target without one (refused by `Abort`,
+    rejected, not rendered, not written yet) the replicas it is asked for, none ready.
+
+    Why: a copy that is not what was asked was left out of the count when another copy
+    was applied, and counted with its old copy's ready replicas when none was, so a
+    Duplicated 1 on two members, one refusing it, read 1/1, and a workload whose copies
+    could not be rendered read 4/7 or 1/1 by how many there were. Karmada's READY sums
+    the members' status of every scheduled cluster the same way. Health and a job's
+    phase are judged as before: a copy that ran to the end ran, whatever was refused."""
+    have = {r.cluster for r in live}
+    wanted = {r.cluster: r.replicas or 0 for r in counted if r.cluster not in have}
+    wanted.update({name: n for name, n in asked.items() if name not in have})
+    replicas = (applied.replicas or 0) + sum(wanted.values())
+    if applied.replicas is None and not replicas:
+        return total  # nothing counted anywhere: the kind's own zero or none stands
+    short = any(wanted.values()) and total.health == "Healthy"
+    return total.model_copy(
+        update={
+            "replicas": replicas,
+            "ready_replicas": applied.ready_replicas or 0,
+            "health": "Progressing" if short else total.health,
+        }
     )
 
 

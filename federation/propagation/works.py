@@ -17,7 +17,7 @@ wrote, so each transaction is fenced on the leader key and fails with `errors.Fe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -225,11 +225,12 @@ class WorkRecords:
         stored: codec.Stored[Binding] | None,
         writes: list[Write],
         *,
-        placed: Collection[str] | None = None,
+        placed: Mapping[str, int] | None = None,
         unready: Collection[str] = (),
     ) -> WorkloadStatus | None:
         """The aggregated status after `writes`; None when the workload is gone everywhere.
-        `placed` and `unready` as `status.aggregate` takes them.
+        `placed`: the replicas asked of each cluster the Binding targets (None: no Binding
+        is known); `unready` as `status.aggregate` takes it.
 
         A finished job stays finished once its copies are removed. Its Binding can go
         Pending after it finished - preempted, reclaimed or evicted by a decision made a
@@ -271,6 +272,7 @@ class WorkRecords:
             placed=placed,
             unready=unready,
             desired=_desired(workload),
+            asked=placed,
         )
 
 

@@ -25,7 +25,12 @@ from policies.models.work import Event
 from policies.models.workload import Workload
 from tests.integration.test_propagation_deps import needing
 from tests.integration.test_propagation_deps import policy as deps_policy
-from tests.integration.test_propagation_support import Federation, ref_of, started_federation
+from tests.integration.test_propagation_support import (
+    Federation,
+    deployment,
+    ref_of,
+    started_federation,
+)
 from tests.serving import fedctl, serving
 from tests.waiting import wait_for
 
@@ -221,3 +226,23 @@ async def test_a_dependency_no_longer_needed_leaves_the_object_abort_refused_the
     await untouched(fed, WEST, own)
     await left_told(fed, appcfg, WEST)
     assert await fed.member_object(EAST, "v1", "ConfigMap", "web", "appcfg") is not None
+
+
+async def test_a_copy_abort_refused_counts_as_wanted_and_not_ready(fed: Federation) -> None:
+    """A Deployment of 1 sent whole to two members, one of which runs its own: READY read
+    1/1, as if one copy were all that was asked; it reads 1/2."""
+    precious = deployment("precious", 1)
+    own = precious.to_wire()
+    own.pop("status", None)
+    await member_owns(fed, EAST, own)
+    await fed.put(precious)
+    await fed.bind(precious, {EAST: (1, None), WEST: (1, None)})
+    fed.start()
+    await refused(fed, EAST, precious)
+
+    async def one_ready() -> Any:
+        status = await fed.status(precious)
+        return status if status is not None and status.ready_replicas == 1 else None
+
+    status = await wait_for(one_ready, timeout=20, message="the copy on the other member ready")
+    assert (status.health, status.ready_replicas, status.replicas) == ("Progressing", 1, 2)

@@ -61,6 +61,7 @@ def aggregate(
     workload: WorkloadReference = DEPLOYMENT,
     refused: Collection[str] = (),
     desired: int | None = None,
+    asked: dict[str, int] | None = None,
 ) -> WorkloadStatus:
     """`refused`: members that refused the last copy sent (not applied, with an error);
     what they observe is of the copy they kept."""
@@ -79,7 +80,14 @@ def aggregate(
         for cluster, observed in copies.items()
     ]
     return status_mod.aggregate(
-        REF, workload, works, binding_revision=3, placed=placed, unready=unready, desired=desired
+        REF,
+        workload,
+        works,
+        binding_revision=3,
+        placed=placed,
+        unready=unready,
+        desired=desired,
+        asked=asked,
     )
 
 
@@ -316,6 +324,71 @@ def test_the_desired_count_is_the_template_s_when_not_all_of_it_is_placed(
     assert totals(status) == expected
 
 
+NOT_THERE = Observed()
+"""What a Work refused by Abort observes: the object there is not ours, nothing is read."""
+
+
+@pytest.mark.parametrize(
+    ("copies", "refused", "asked", "expected", "template"),
+    [
+        pytest.param(
+            {"cn-north-cpu": NOT_THERE, "us-east-cpu": ready(1)},
+            {"cn-north-cpu"},
+            {"cn-north-cpu": 1, "us-east-cpu": 1},
+            ("Progressing", 1, 2),
+            1,
+            id="duplicated 1 on two members, one refused by Abort: 1/2, not 1/1",
+        ),
+        pytest.param(
+            {"a": ready(3), "b": ready(2), "c": ready(2)},
+            {"b", "c"},
+            {"a": 3, "b": 2, "c": 2},
+            ("Progressing", 3, 7),
+            7,
+            id="two of three copies not rendered, their old copies running: 3/7",
+        ),
+        pytest.param(
+            {"a": ready(1)},
+            {"a"},
+            {"a": 1},
+            ("Progressing", 0, 1),
+            1,
+            id="the only copy not rendered, its old copy running: 0/1, as with others",
+        ),
+        pytest.param(
+            {"a": ready(2)},
+            set(),
+            {"a": 2, "b": 2},
+            ("Progressing", 2, 4),
+            4,
+            id="a target with no copy yet counts what it is asked for",
+        ),
+        pytest.param(
+            {"a": ready(2), "b": ready(2)},
+            set(),
+            {"a": 2, "b": 2},
+            ("Healthy", 4, 4),
+            2,
+            id="every copy applied and ready",
+        ),
+    ],
+)
+def test_ready_counts_what_every_target_is_asked_for_a_copy_not_applied_none_ready(
+    copies: dict[str, Observed],
+    refused: set[str],
+    asked: dict[str, int],
+    expected: tuple[str, int, int],
+    template: int,
+) -> None:
+    """READY is out of the replicas the Binding asks of every cluster it targets, and a
+    copy that is not what was asked (refused, rejected, not rendered) has none ready. A
+    refused copy was left out of the count when another was applied, and counted (its old
+    copy's ready replicas too) when none was: 1/1 for a Duplicated 1 on two members."""
+    status = aggregate(copies, placed=set(asked), refused=refused, desired=template, asked=asked)
+
+    assert totals(status) == expected
+
+
 def test_a_workload_s_status_counts_its_template_s_replicas_as_desired() -> None:
     """The propagator's status of a Deployment scaled to 30 with 4 running reads 4/30."""
     records = works_mod.WorkRecords(
@@ -325,7 +398,7 @@ def test_a_workload_s_status_counts_its_template_s_replicas_as_desired() -> None
     template = workload("fb", kind="Deployment", namespace="shop", replicas=30)
     copy = copy_on("a", ready(4))
 
-    status = records.status(REF, template, None, [("a", None, copy)], placed={"a"})
+    status = records.status(REF, template, None, [("a", None, copy)], placed={"a": 4})
 
     assert status is not None
     assert totals(status) == ("Progressing", 4, 30)
