@@ -746,7 +746,8 @@ class ObjectsApi:
         found = [w for w in stored if isinstance(w, Workload)]
         if deleted is not None:
             return claims.on_delete(deleted, found, placing, recorded=recorded)
-        return plan_routes.policy_notes(written, found, placing, recorded)
+        among = [p for p in stored if isinstance(p, AnyOverride)]
+        return plan_routes.policy_notes(written, found, placing, recorded, among=among)
 
     async def _read_all(self, keys_: list[str]) -> dict[str, codec.Stored[KubeObject] | None]:
         """Every key's stored object (`TypedStore.get_many`: ranges for many of a kind)."""

@@ -61,6 +61,7 @@ from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding
 from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.frq import FederatedResourceQuota
+from policies.models.override import ClusterOverridePolicy, OverridePolicy
 from policies.models.queue import Queue
 from policies.models.work import WorkloadStatus
 from policies.models.workload import Workload
@@ -296,6 +297,7 @@ class PlanApi:
                     [w for w in after.of(Workload) if seen(objects.access_namespace(w))],
                     after.policies(),
                     after.recorded,
+                    among=[*after.of(OverridePolicy), *after.of(ClusterOverridePolicy)],
                 ),
                 "admitted": len(live_state.usage),
                 "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
@@ -378,18 +380,21 @@ def policy_notes(
     workloads: list[Workload],
     policies: Sequence[planning.AnyPolicy],
     recorded: Callable[[Workload], str | None],
+    *,
+    among: Sequence[overrides.AnyOverride] = (),
 ) -> list[str]:
     """The notes on the proposed policies, judged on the state after the write
-    (`workloads`, `policies`, the claims Bindings record): placing policies that claim less
-    than they select (`claims.notes`), override policies that would do nothing
-    (`overrides.unselected`). The plan route and the apply route say the same."""
+    (`workloads`, `policies`, the claims Bindings record, every override policy `among`
+    them): placing policies that claim less than they select (`claims.notes`), override
+    policies that would do nothing or fail (`overrides.unselected`). The plan route and
+    the apply route say the same."""
     proposed = list(proposed)
     placing = [m for m in proposed if isinstance(m, planning.AnyPolicy)]
     overriding = [m for m in proposed if isinstance(m, overrides.AnyOverride)]
     templates = [w.to_wire() for w in workloads] if overriding else []
     return [
         *claims.notes(placing, workloads, policies, recorded=recorded),
-        *overrides.unselected(overriding, templates),
+        *overrides.unselected(overriding, templates, among=among),
     ]
 
 

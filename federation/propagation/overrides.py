@@ -101,12 +101,17 @@ def _match_level(policy: AnyOverride, template: Mapping[str, Any]) -> int | None
 
 
 def unselected(
-    policies: Sequence[AnyOverride], templates: Sequence[Mapping[str, Any]]
+    policies: Sequence[AnyOverride],
+    templates: Sequence[Mapping[str, Any]],
+    *,
+    among: Sequence[AnyOverride] = (),
 ) -> list[str]:
     """A note for each policy that selects none of `templates` (the workloads as stored
     after a write), for each command or args edit naming a container a selected
     workload lacks (valid, and silently doing nothing, as a misspelt name leaves it), and
-    for each rule whose edit cannot apply to a selected workload (`failing_rules`)."""
+    for each rule whose edit cannot apply to a selected workload (`failing_rules`, judged
+    after the rules of every policy `among` those stored after the write that render
+    before it)."""
     out = []
     for policy in policies:
         label = policy_label(policy)
@@ -117,21 +122,20 @@ def unselected(
                 " created (check its resourceSelectors' kind, name and namespace)"
             )
             continue
-        out.extend(f"{label}: {note}" for note in _notes(policy, selected))
+        out.extend(f"{label}: {note}" for _, note in _problems(policy, selected, among=among))
     return out
-
-
-def _notes(policy: AnyOverride, templates: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [note for _, note in _problems(policy, templates)]
 
 
 PolicyPath = tuple[str | int, ...]
 
 
 def _problems(
-    policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
+    policy: AnyOverride, templates: Sequence[Mapping[str, Any]], *, among: Sequence[AnyOverride]
 ) -> list[tuple[PolicyPath, str]]:
-    return [*missing_containers(policy, templates), *failing_rules(policy, templates)]
+    return [
+        *missing_containers(policy, templates),
+        *failing_rules(policy, templates, among=among),
+    ]
 
 
 def _where(template: Mapping[str, Any]) -> str:
@@ -141,32 +145,91 @@ def _where(template: Mapping[str, Any]) -> str:
 
 
 def failing_rules(
-    policy: AnyOverride, templates: Sequence[Mapping[str, Any]]
+    policy: AnyOverride,
+    templates: Sequence[Mapping[str, Any]],
+    *,
+    among: Sequence[AnyOverride] = (),
 ) -> list[tuple[PolicyPath, str]]:
     """Each rule's first edit that cannot apply to the selected workloads among
     `templates` as written, with its path in the policy: their copies would not be
     rendered (each workload shows the error), so it is said before. One note per edit and
     error, naming the workloads (the first few of many: a ClusterOverridePolicy without
     selectors reaches every one). Judged on the template alone, in every cluster: what
-    the chip translation adds in a member is not there yet."""
+    the chip translation adds in a member is not there yet.
+
+    A rule is judged as it renders, after the rules applied before it: this policy's
+    earlier rules, and those of the policies `among` (every override policy there is)
+    that `ordered` puts first. Which of them reach a copy depends on its cluster, not
+    known here, so a rule is said only when it fails both on the template alone and after
+    every earlier edit that applies: a per-cluster tweak of what a base policy or rule
+    added (an `env` added, then its value replaced) renders, and was said not to."""
     failed: dict[tuple[PolicyPath, str], list[str]] = {}
     rules = policy.spec.effective_rules()
     for template in templates if rules else ():
         if _match_level(policy, template) is None:
             continue
+        layered: Obj | None = None
         for index, rule in enumerate(rules):
-            trial = copy.deepcopy(dict(template))
-            try:
-                apply_overriders(trial, rule.overriders)
-                _check_shape(trial, template)
-            except OverrideFailed as exc:
-                at = (*_rule_path(policy, index), "overriders", *exc.at)
-                failed.setdefault((at, str(exc)), []).append(_where(template))
+            if _fails(rule.overriders, template, template) is not None:
+                if layered is None:
+                    layered = _before(policy, among, template, upto=index)
+                problem = _fails(rule.overriders, layered, template)
+                if problem is not None:  # said as it fails after the earlier edits
+                    at = (*_rule_path(policy, index), "overriders", *problem.at)
+                    failed.setdefault((at, str(problem)), []).append(_where(template))
+            if layered is not None:
+                _apply_if_clean(layered, rule.overriders, template)
     return [
         (at, f"{error} on {_some(wheres)}: {'its' if len(wheres) == 1 else 'their'} copies"
              " will not be rendered")
         for (at, error), wheres in failed.items()
     ]  # fmt: skip
+
+
+def _fails(
+    overriders: Overriders, obj: Mapping[str, Any], template: Mapping[str, Any]
+) -> OverrideFailed | None:
+    """Why one rule's edits cannot apply to (a copy of) `obj`, or None when they can."""
+    return _trial(overriders, obj, template)[1]
+
+
+def _apply_if_clean(obj: Obj, overriders: Overriders, template: Mapping[str, Any]) -> None:
+    """Apply one rule's edits to `obj` when they all apply; leave it as it was if not."""
+    edited, problem = _trial(overriders, obj, template)
+    if problem is None:
+        obj.clear()
+        obj.update(edited)
+
+
+def _trial(
+    overriders: Overriders, obj: Mapping[str, Any], template: Mapping[str, Any]
+) -> tuple[Obj, OverrideFailed | None]:
+    """A copy of `obj` with one rule's edits applied, and why they could not be if not."""
+    trial = copy.deepcopy(dict(obj))
+    try:
+        apply_overriders(trial, overriders)
+        _check_shape(trial, template)
+    except OverrideFailed as exc:
+        return trial, exc
+    return trial, None
+
+
+def _before(
+    policy: AnyOverride, among: Sequence[AnyOverride], template: Mapping[str, Any], *, upto: int
+) -> Obj:
+    """`template` with every edit that renders before rule `upto` of `policy` and applies
+    (`failing_rules`): the earlier policies' rules in `ordered`'s order, then its own."""
+    mine = (policy.kind, policy.metadata.namespace, policy.metadata.name)
+    others = [p for p in among if (p.kind, p.metadata.namespace, p.metadata.name) != mine]
+    obj = copy.deepcopy(dict(template))
+    for earlier in ordered([*others, policy], template):
+        rules = earlier.spec.effective_rules()
+        last = upto if earlier is policy else len(rules)
+        for rule in rules[:last]:
+            _apply_if_clean(obj, rule.overriders, template)
+        if earlier is policy:
+            break
+    return obj
 
 
 def _some(names: Sequence[str], shown: int = 3) -> str:
@@ -219,11 +282,12 @@ def container_findings(result: LoadResult) -> list[Finding]:
     line of each `containerName` or failing edit: what the apply route notes of the stored
     workloads, told by `fedctl validate` and an offline plan, which have only the files."""
     templates = [o.model.to_wire() for o in result.objects if isinstance(o.model, Workload)]
+    among = [o.model for o in result.objects if isinstance(o.model, AnyOverride)]
     return [
         finding_at(obj, path, note)
         for obj in result.objects
         if isinstance(obj.model, AnyOverride)
-        for path, note in _problems(obj.model, templates)
+        for path, note in _problems(obj.model, templates, among=among)
     ]
 
 
