@@ -47,6 +47,7 @@ was not attempted.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -806,6 +807,7 @@ class WorkloadSync:
                 )
             else:
                 reason = "Refused" if outcome.refused else "ApplyFailed"
+                outcome = self._shaped(outcome, cluster, shared)
                 if outcome.error != previous.error:
                     shared["events"].append(
                         self._event(ref, reason, outcome.error, cluster=cluster.name, warning=True)
@@ -819,6 +821,19 @@ class WorkloadSync:
                 )
                 delay = _RETRY if outcome.retryable else _RETRY * 5
         return self._observed(ref, cluster.name, manifest, status), delay
+
+    def _shaped(self, outcome: Outcome, cluster: Cluster, shared: Mapping[str, Any]) -> Outcome:
+        """`outcome` of a copy the member rejected, naming the override rules that made
+        its manifest what it is: the member's error names a field
+        (`spec.template.spec.containers[0].imagePullPolicy: Unsupported value`), which the
+        template may not hold at all, and the policy to fix was nowhere said."""
+        if outcome.refused or outcome.retryable:
+            return outcome
+        rules = overrides.shaping(shared["policies"], template=shared["template"], cluster=cluster)
+        if not rules:
+            return outcome
+        edited = f"{outcome.error} (its manifest as edited by {', '.join(rules)})"
+        return dataclasses.replace(outcome, error=edited)
 
     def _frq_quota(self, cluster: str, manifest: Mapping[str, Any]) -> str:
         """Why a template's copy may not be applied: it is the member ResourceQuota a

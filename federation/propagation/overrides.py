@@ -27,9 +27,9 @@ from functools import partial
 from typing import Any, cast
 
 from federation import errors
-from policies.loading import LoadResult
+from policies.loading import LoadResult, kube_fields
 from policies.loading.documents import finding_at
-from policies.loading.findings import Finding
+from policies.loading.findings import Finding, format_path
 from policies.models import kinds
 from policies.models import override as override_model
 from policies.models.cluster import Cluster
@@ -58,6 +58,7 @@ __all__ = [
     "policy_label",
     "rule_label",
     "selector_matches",
+    "shaping",
     "split_image",
     "unselected",
 ]
@@ -152,38 +153,83 @@ def failing_rules(
 ) -> list[tuple[PolicyPath, str]]:
     """Each rule's first edit that cannot apply to the selected workloads among
     `templates` as written, with its path in the policy: their copies would not be
-    rendered (each workload shows the error), so it is said before. One note per edit and
-    error, naming the workloads (the first few of many: a ClusterOverridePolicy without
-    selectors reaches every one). Judged on the template alone, in every cluster: what
-    the chip translation adds in a member is not there yet.
+    rendered (each workload shows the error), so it is said before; and each edit that
+    writes a field the kind does not have (`_unknown_made`), which members refuse as they
+    refuse it in a template. One note per edit and error, naming the workloads (the first
+    few of many: a ClusterOverridePolicy without selectors reaches every one). Judged on
+    the template alone, in every cluster: what the chip translation adds in a member is
+    not there yet.
 
     A rule is judged as it renders, after the rules applied before it: this policy's
     earlier rules, and those of the policies `among` (every override policy there is)
     that `ordered` puts first. Which of them reach a copy depends on its cluster, not
-    known here, so a rule is said only when it fails both on the template alone and after
-    every earlier edit that applies: a per-cluster tweak of what a base policy or rule
-    added (an `env` added, then its value replaced) renders, and was said not to."""
-    failed: dict[tuple[PolicyPath, str], list[str]] = {}
+    known here, so a rule is said to fail only when it fails both on the template alone
+    and after every earlier edit that applies: a per-cluster tweak of what a base policy
+    or rule added (an `env` added, then its value replaced) renders, and was said not to."""
+    found: dict[tuple[PolicyPath, str, str], list[str]] = {}
     rules = policy.spec.effective_rules()
     for template in templates if rules else ():
         if _match_level(policy, template) is None:
             continue
         layered: Obj | None = None
         for index, rule in enumerate(rules):
-            if _fails(rule.overriders, template, template) is not None:
+            base = template
+            edited, problem = _trial(rule.overriders, template, template)
+            if problem is not None:
                 if layered is None:
                     layered = _before(policy, among, template, upto=index)
-                problem = _fails(rule.overriders, layered, template)
-                if problem is not None:  # said as it fails after the earlier edits
-                    at = (*_rule_path(policy, index), "overriders", *problem.at)
-                    failed.setdefault((at, str(problem)), []).append(_where(template))
+                base = layered
+                edited, problem = _trial(rule.overriders, layered, template)
+            if problem is not None:  # said as it fails after the earlier edits
+                at = (*_rule_path(policy, index), "overriders", *problem.at)
+                found.setdefault((at, str(problem), _UNRENDERED), []).append(_where(template))
+            else:
+                for at, note in _unknown_made(rule.overriders, base, edited):
+                    key = ((*_rule_path(policy, index), "overriders", *at), note, _REFUSED)
+                    found.setdefault(key, []).append(_where(template))
             if layered is not None:
                 _apply_if_clean(layered, rule.overriders, template)
-    return [
-        (at, f"{error} on {_some(wheres)}: {'its' if len(wheres) == 1 else 'their'} copies"
-             " will not be rendered")
-        for (at, error), wheres in failed.items()
-    ]  # fmt: skip
+    return [(at, said.format(error=error, some=_some(wheres), its=_its(wheres)))
+            for (at, error, said), wheres in found.items()]  # fmt: skip
+
+
+_UNRENDERED = "{error} on {some}: {its} copies will not be rendered"
+_REFUSED = "{error}, in the copies of {some}"
+
+
+def _its(wheres: Sequence[str]) -> str:
+    return "its" if len(wheres) == 1 else "their"
+
+
+def _unknown_made(
+    overriders: Overriders, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> list[tuple[PolicyPath, str]]:
+    """Each field of the kind's schema (`kube_fields`) that is unknown in `after`, one
+    rule's result, and was not in `before`, with the `plaintext` edit that wrote it: the
+    one whose path leads to it (the only overrider that writes arbitrary fields)."""
+    had = {path for path, _ in kube_fields.unknown_fields(before)}
+    edits = [
+        (j, tuple(_tokens(edit.path)))
+        for j, edit in enumerate(overriders.plaintext)
+        if edit.operator != "remove"
+    ]
+    out: list[tuple[PolicyPath, str]] = []
+    for path, message in kube_fields.unknown_fields(after):
+        if path in had:
+            continue
+        words = tuple(str(p) for p in path)
+        j = next((j for j, toks in edits if _leads_to(toks, words)), None)
+        at: PolicyPath = ("plaintext",) if j is None else ("plaintext", j)
+        label = "plaintext" if j is None else f"plaintext[{j}]"
+        out.append((at, f"{label}: {format_path(path)}: {message}"))
+    return out
+
+
+def _leads_to(tokens: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """Whether an edit at JSON pointer `tokens` wrote `path` (`-` appends: any index)."""
+    return len(tokens) <= len(path) and all(
+        t == p or (t == "-" and p.isdigit()) for t, p in zip(tokens, path, strict=False)
+    )
 
 
 def _fails(
@@ -602,6 +648,20 @@ def apply_policies(
             except errors.Invalid as exc:
                 where = f"{policy_label(policy)} {rule_label(policy, index)}"
                 raise errors.Invalid(f"{where}.{exc}") from None
+
+
+def shaping(
+    policies: Sequence[AnyOverride], *, template: Mapping[str, Any], cluster: Cluster
+) -> list[str]:
+    """The rules `apply_policies` applies to `template`'s copy for `cluster`, as messages
+    name them (`OverridePolicy kt12/badtype overrideRules[0]`): a member that refuses a
+    copy is refusing what they made of the template, which its error does not say."""
+    return [
+        f"{policy_label(policy)} {rule_label(policy, index)}"
+        for policy in ordered(policies, template)
+        for index, rule in enumerate(policy.spec.effective_rules())
+        if affinity_matches(rule.target_cluster, cluster)
+    ]
 
 
 def _check_shape(obj: Obj, template: Mapping[str, Any]) -> None:

@@ -106,6 +106,30 @@ async def test_a_bad_override_fails_only_its_copy_and_names_policy_rule_and_path
     assert fed.task is not None and not fed.task.done()
 
 
+async def test_a_copy_a_member_rejects_names_the_override_rules_that_made_it(
+    fed: Federation,
+) -> None:
+    """An override set a value the member refuses (`imagePullPolicy: Sometimes`): the
+    Work read only the member's error, naming a field the template does not even hold,
+    and not the policy to fix. A copy no override shaped reads the member's error alone."""
+    caf = deployment("caf", 1)
+    bad = {"operator": "add", "path": f"{IMAGE}PullPolicy", "value": "Sometimes"}
+    await fed.put(policy("badtype", {"plaintext": [bad]}, clusterNames=["eu-west-arm"]))
+    await fed.put(caf)
+    await fed.bind(caf, {"us-east-cpu": (1, None), "eu-west-arm": (1, None)})
+    fed.start()
+    status = await wait_for(
+        lambda: row_error(fed, caf, "eu-west-arm"), timeout=15, message="the member's refusal"
+    )
+    error = {r.cluster: r.error for r in status.clusters}["eu-west-arm"]
+    assert error.startswith("eu-west-arm rejected the object: "), error
+    assert "Sometimes" in error
+    assert error.endswith("(its manifest as edited by OverridePolicy web/badtype overrideRules[0])")
+    said = await wait_for(lambda: warnings(fed, caf), timeout=10, message="a Warning event")
+    assert any("OverridePolicy web/badtype" in message for message in said)
+    assert await image(fed, "us-east-cpu") is not None
+
+
 async def test_one_item_s_unexpected_failure_does_not_stop_the_propagator(
     fed: Federation,
 ) -> None:
