@@ -24,13 +24,14 @@ import contextlib
 from typing import Any
 
 from federation import errors
-from federation.registry import objects
+from federation.registry import keys, objects
 from policies.models import kinds
 
 __all__ = [
     "ABOUT",
     "check_name",
     "elsewhere",
+    "events_about",
     "find_workload",
     "kind_and_name",
     "list_path",
@@ -213,6 +214,39 @@ async def missing_from(
         everywhere = (await api.request("GET", res.plural))["items"]
         others = elsewhere(everywhere, name, ns)
     return not_found(f'{res.plural} "{ns}/{name}"', others)
+
+
+async def events_about(
+    api: Any, args: argparse.Namespace, events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The events about the one workload `args.name` (and `-n`) address, by the rule every
+    verb reads a workload's name by (`workloads_view.pick`: NAME, NS/NAME, KIND/NAME,
+    NS/KIND/NAME), among the stored workloads and those the events are about (a deleted
+    workload's are found too). None for a workload that has none (they are kept about an
+    hour); NotFound when no workload has that address, rather than "no events", which
+    read a misspelt name (or `NS/NAME`, compared whole with the name) as a quiet one."""
+    from federation.cli import workloads_view
+
+    subjects: dict[str, dict[str, str]] = {}
+    for event in events:
+        about = str(event.get("object"))
+        with contextlib.suppress(errors.Invalid):
+            ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{about}")
+            subjects[about] = {"namespace": ref.namespace, "kind": ref.kind, "name": ref.name}
+    stored = (await api.request("GET", f"{workloads_view.PREFIX}/workloads"))["items"]
+    known = {workloads_view.address(s): s for s in subjects.values()}
+    for item in stored:
+        subject = {k: str(item[k]) for k in ("namespace", "kind", "name")}
+        known.setdefault(workloads_view.address(subject), subject)
+    try:
+        subject = workloads_view.pick(
+            list(known.values()), name=args.name, namespace=args.namespace
+        )
+    except errors.NotFound:
+        with contextlib.suppress(errors.NotFound):
+            await find_workload(api, args)  # a 403 where the token may not read it
+        raise
+    return [e for e in events if subjects.get(str(e.get("object"))) == subject]
 
 
 async def find_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:

@@ -485,15 +485,15 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
             items = [await addressing.one(api, res, args)]
         else:
             items = (await api.request("GET", addressing.list_path(res, args)))["items"]
+        if args.name and res.plural == "events":  # an event has no name: NAME is its object's
+            items = await addressing.events_about(api, args, items)
     if args.labels is not None:
         from federation.cli import labels
 
         items = [i for i in items if labels.matches(args.labels, i)]
     if res.plural == "works" and args.namespace and not args.all_namespaces:
         items = [i for i in items if i.get("metadata", {}).get("namespace") == args.namespace]
-    if args.name and res.plural == "events":  # an event has no name: NAME is its object's
-        items = [i for i in items if str(i.get("object", "")).rpartition("/")[2] == args.name]
-    elif args.name and res.plural == "works":  # a workload's, one per member
+    if args.name and res.plural == "works":  # a workload's, one per member
         items = [i for i in items if addressing.matches(i, args.name)]
         if not items:
             raise errors.NotFound(f'{res.plural} "{args.name}"')

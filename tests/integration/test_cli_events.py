@@ -10,10 +10,11 @@ from collections.abc import Callable
 import pytest
 
 from federation import clock
-from federation.registry import embedded, keys
+from federation.registry import codec, embedded, keys, objects
 from federation.registry.etcd import EtcdStore
 from federation.registry.events import Recorder
 from policies.models.work import Event
+from policies.models.workload import Workload
 from tests.conftest import etcd_settings
 from tests.integration.test_api import wipe
 from tests.serving import api_server, fedctl
@@ -63,6 +64,53 @@ async def test_get_events_lists_them_across_workloads_oldest_first(
             assert [row.split()[2] for row in rows] == ["Removed", "Applied"]
             assert await fedctl(server, "get", "ev", "-n", "nowhere") == 0
             assert "No events found." in capsys.readouterr().err
+    finally:
+        await wipe(store)
+        await store.close()
+
+
+async def test_get_events_names_a_workload_by_the_one_name_rule(
+    etcd_server: embedded.EmbeddedEtcd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`get events kt12/w5` printed "No events found." for a workload with events, while
+    `get works kt12/w5` and `get deploy kt12/w5` found it, and a misspelt name read as a
+    workload without events. NAME is read as every verb reads it; events of a workload
+    deleted since are still found by its name; a name that addresses nothing is not found."""
+    store = EtcdStore(etcd_settings(etcd_server.url))
+    await store.connect()
+    await wipe(store)
+    w5 = keys.WorkloadRef("kt12", "Deployment.apps", "w5")
+    quiet = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "quiet", "namespace": "kt12"},
+        }
+    )
+    await codec.TypedStore(store, objects.ObjectCodec()).put(objects.key_for(quiet), quiet)
+    recorder = Recorder(store, clock=clock.real)
+    ops = await recorder.ops(w5, [_event(w5, "Applied", "us-east-cpu", 1)])
+    ops += await recorder.ops(w5, [_event(w5, "Removed", "eu-west-arm", 2)])
+    await store.commit(ops)
+    try:
+        async with api_server(store) as server:
+            for word in (
+                ["kt12/w5"],
+                ["w5", "-n", "kt12"],
+                ["kt12/Deployment.apps/w5"],
+                ["deployment/w5", "-n", "kt12"],
+            ):
+                capsys.readouterr()
+                assert await fedctl(server, "get", "events", *word) == 0, word
+                rows = capsys.readouterr().out.splitlines()[1:]
+                assert [row.split()[2] for row in rows] == ["Applied", "Removed"], word
+            assert await fedctl(server, "get", "events", "kt12/quiet") == 0
+            assert "No events found." in capsys.readouterr().err
+            for word in (["kt12/w6"], ["w5"]):
+                assert await fedctl(server, "get", "events", *word) != 0, word
+                err = capsys.readouterr().err
+                assert 'workloads "' in err and "not found" in err, err
+            assert "there is one in namespace kt12" in err  # `w5` alone is looked for in default
     finally:
         await wipe(store)
         await store.close()
