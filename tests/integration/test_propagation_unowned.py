@@ -101,9 +101,13 @@ async def untouched(fed: Federation, cluster: str, expected: dict[str, Any]) -> 
 
 
 async def left_told(fed: Federation, workload: Workload, cluster: str) -> None:
-    """Said as left there, not as removed."""
-    left = [e for e in await said(fed, workload, "Left") if e.cluster == cluster]
-    assert left and "not managed by fedctl" in left[0].message, left
+    """Said as left there, not as removed (the events are written after the Work goes)."""
+
+    async def left() -> list[Event]:
+        return [e for e in await said(fed, workload, "Left") if e.cluster == cluster]
+
+    (told,) = await wait_for(left, timeout=10, message=f"the Left event on {cluster}")
+    assert "not managed by fedctl" in told.message, told
     assert not [e for e in await said(fed, workload, "Removed") if e.cluster == cluster]
     assert not [e for e in await said(fed, workload, "Released") if e.cluster == cluster]
 
