@@ -202,7 +202,24 @@ def _karmada(group: str, kind: str) -> UnknownKind:
     )
 
 
+_KARMADA_POLICY_INSTEAD = {
+    "ClusterTaintPolicy": "fedctl taints an unhealthy member itself"
+    " (cluster.fedctl.io/not-ready or unreachable, NoSchedule at once, NoExecute after the"
+    " eviction grace: FEDCTL_FAILOVER__EVICTION_GRACE, or the Cluster's"
+    " spec.evictionGraceSeconds), and a policy's placement.clusterTolerations say which"
+    " workloads stay; `fedctl cluster taint NAME KEY[=VALUE]:EFFECT` taints a member by hand",
+}
+"""Karmada kinds of policy.karmada.io fedctl does not read, with what it does instead.
+
+Why a word of its own: the kind is valid Karmada (ClusterTaintPolicy is how a Karmada
+v1.14 fleet turns member failures into NoExecute taints), so "did you mean
+'ClusterOverridePolicy'?" told its writer they had misspelt a kind they had not."""
+
+
 def _unknown(api_version: str, kind: str) -> UnknownKind:
+    instead = _KARMADA_POLICY_INSTEAD.get(kind)
+    if instead is not None and _group(api_version) == "policy.karmada.io":
+        return UnknownKind(f"a Karmada {kind} is not read: {instead}")
     kinds = sorted(k for av, k in POLICY_KINDS if av == api_version)
     if not kinds:
         versions = sorted({av for av, _ in POLICY_KINDS if _group(av) == _group(api_version)})

@@ -178,6 +178,17 @@ spec:
             id="a Karmada WorkloadRebalancer says how fedctl rebalances",
         ),
         pytest.param(
+            "apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata:\n"
+            "  name: detect-not-ready\n",
+            "q.yaml:2:7: kind: a Karmada ClusterTaintPolicy is not read: fedctl taints an"
+            " unhealthy member itself (cluster.fedctl.io/not-ready or unreachable, NoSchedule"
+            " at once, NoExecute after the eviction grace: FEDCTL_FAILOVER__EVICTION_GRACE,"
+            " or the Cluster's spec.evictionGraceSeconds), and a policy's"
+            " placement.clusterTolerations say which workloads stay; `fedctl cluster taint"
+            " NAME KEY[=VALUE]:EFFECT` taints a member by hand",
+            id="a Karmada ClusterTaintPolicy says how fedctl taints members, not a typo",
+        ),
+        pytest.param(
             "apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\n"
             "metadata:\n  name: demo\n",
             "q.yaml:1:13: apiVersion: a Karmada ResourceInterpreterCustomization"
