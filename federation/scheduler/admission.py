@@ -601,10 +601,14 @@ class Admitter:
         request = tried or like
         if request is None:
             return [], {}
+        job = request.job  # what else decides its quota and priority verdicts
         key = (
             "nowhere",
             request.signature,
-            str(request.job.ref) if request.holding else "",
+            job.queue,
+            job.ref.namespace,
+            job.priority,
+            str(job.ref) if request.holding else "",
             len(self.result.evicted),
             len(self.result.admitted),
         )

@@ -131,3 +131,20 @@ def test_a_job_waiting_for_the_same_reason_keeps_its_verdicts_without_a_new_pass
         snap.build(clusters, bindings=first.bindings), first.pending, Usage(), NOW
     )
     assert again.bindings == [] and calls == []  # nothing new to write, nothing worked out
+
+
+def test_identical_jobs_of_two_queues_each_keep_their_own_queue_s_verdicts() -> None:
+    queues = [queue(q, capability={"cpu": "4"}) for q in ("qa", "qb")]
+    jobs = [
+        job(workload(f"{name}-{q}", cpu="4", queue=q), seq=seq)
+        for seq, (name, q) in enumerate(
+            (n, q) for n in ("first", "second", "third") for q in ("qa", "qb")
+        )
+    ]
+    result = run(fleet(), jobs, queues=queues)
+    for binding in result.bindings:
+        if binding.status.phase != "Pending":
+            continue
+        q = binding.metadata.name.rpartition("-")[2]
+        held = [v for v in binding.spec.explanation if v.plugin == "quota"]
+        assert held and all(f"queue {q} " in v.reasons[0] for v in held), binding
