@@ -1,0 +1,67 @@
+"""An override policy applied is judged as its copies render, and what it writes is checked.
+
+A per-cluster tweak applied on its own after its base policy is judged with the base's
+edits (the apply route passes every stored override policy), so it is not said to fail;
+a field its other edit misspells is warned about, as it would be in a template. The real
+API over an in-memory registry holding storefront; the CLI is `main.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_api_claim_notes import registry
+from tests.serving import api_server, fedctl
+
+pytestmark = pytest.mark.integration
+
+
+BASE_ENV = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterOverridePolicy
+metadata: {name: base-env}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, namespace: web}]
+  overrideRules:
+  - overriders:
+      plaintext:
+      - {operator: add, path: /spec/template/spec/containers/0/env, value: [{name: L, value: info}]}
+"""
+
+TWEAK = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: tweak, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: storefront}]
+  overrideRules:
+  - targetCluster: {clusterNames: [us-east-cpu]}
+    overriders:
+      plaintext:
+      - {operator: replace, path: /spec/template/spec/containers/0/env/0/value, value: debug}
+      - {operator: add, path: /spec/template/spec/nodeSelectr, value: {disk: ssd}}
+"""
+
+
+async def test_apply_judges_an_override_after_the_stored_policies_applied_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The base policy applied first, its per-cluster tweak later on its own: the tweak's
+    `env/0/value` exists once the base renders, so it is not said to fail; the misspelt
+    field its other edit writes is said, as a template's would be."""
+    base, tweak = tmp_path / "base.yaml", tmp_path / "tweak.yaml"
+    base.write_text(BASE_ENV, encoding="utf-8")
+    tweak.write_text(TWEAK, encoding="utf-8")
+    async with api_server(await registry()) as server:
+        assert await fedctl(server, "apply", "-f", str(base)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(tweak)) == 0
+        err = capsys.readouterr().err
+    assert "will not be rendered" not in err, err
+    assert (
+        "Warning: OverridePolicy web/tweak: plaintext[1]: spec.template.spec.nodeSelectr:"
+        " unknown field 'nodeSelectr' (did you mean 'nodeSelector'?): members refuse it, in"
+        " the copies of Deployment web/storefront"
+    ) in err, err
