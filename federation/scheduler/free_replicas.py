@@ -48,10 +48,11 @@ class Shape:
     )
 
     def __init__(self, job: fw.JobRequest, state: fw.CycleState) -> None:
-        need, wanted, mask, order, pod_cost = capacity.shape_arrays(job, state)
+        _, _, mask, order, pod_cost = capacity.shape_arrays(job, state)
         self.pod_cost: list[list[float]] = pod_cost.tolist()
         self.chip: list[list[int]] = state.snapshot.flavor_chip.tolist()
-        self.need = list(zip(np.flatnonzero(need).tolist(), wanted.tolist(), strict=True))
+        self.need = node_groups.asked(job.vector.tolist())
+        """The resources one pod asks for, read once for the shape (`node_groups.asked`)."""
         self.mask: list[list[bool]] = mask.tolist()
         self.grouped: list[list[bool]] = state.snapshot.grouped.tolist()
         """Flavors whose free replicas are counted node by node alone (`capacity`)."""

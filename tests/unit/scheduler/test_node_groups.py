@@ -163,6 +163,29 @@ def test_charged_groups_count_what_is_left_on_the_nodes(seed: int) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    "vector",
+    [
+        pytest.param([0, 0, 0, 1000], id="pod slots alone"),
+        pytest.param([1500, 0, 0, 1000], id="cpu"),
+        pytest.param([1500, 3 * GIB, 0, 1000], id="cpu and memory"),
+        pytest.param([1500, 3 * GIB, 2000, 1000], id="cpu, memory and devices"),
+    ],
+)
+def test_the_plain_count_agrees_with_the_vector_count_however_many_resources(
+    vector: list[int],
+) -> None:
+    """Every pod asks for pod slots and up to three more resources; the plain count reads
+    them as four (`node_groups.asked`), which must count what the vectorised one does."""
+    rows = [[8000, 10 * GIB, 8000, 5000], [3000, 16 * GIB, 4000, 110_000], [0, 0, 0, 0]]
+    counts = [3, 2, 0]
+    mask = np.array(vector) > 0
+    expected = int(node_groups.fit(np.array(rows), np.array(counts), mask, np.array(vector)[mask]))
+    need = [(r, w) for r, w in enumerate(vector) if w > 0]
+    assert node_groups.fit_one(rows, counts, node_groups.asked(vector)) == expected
+    assert node_groups.fit_one(rows, counts, need) == expected
+
+
 def test_the_incremental_count_agrees_with_the_vector_count() -> None:
     s, state = state_of(cluster("a", split(FRAGMENTED)), cluster("b", split(["8", "2"])))
     three = request(s, "3")
