@@ -551,6 +551,8 @@ class CycleState:
         until `group_arrays` writes them back: a charge touches one flavor's few groups,
         and numpy costs more per call than the arithmetic itself."""
         self._grouped: list[list[bool]] = snapshot.grouped.tolist()
+        self._vectors: dict[int, tuple[snap.IntArray, list[int], node_groups.Asked | None]] = {}
+        """`_asked` by the vector's identity (the entry keeps the vector alive)."""
         self.version = np.zeros(snapshot.size, np.int64)
         self.free_total = self.free.sum(axis=1)
         self.memo: dict[tuple[object, ...], object] = {}
@@ -572,7 +574,7 @@ class CycleState:
         other.free, other.largest = self.free.copy(), self.largest.copy()
         free, count = self.group_arrays()
         other._group_free, other._group_count = free.copy(), count.copy()
-        other._groups, other._grouped = {}, self._grouped
+        other._groups, other._grouped, other._vectors = {}, self._grouped, self._vectors
         other.debt = self.debt.copy() if self.debt is not None else None
         other.version = self.version.copy()
         other.free_total = self.free_total.copy()
@@ -593,7 +595,8 @@ class CycleState:
         where nodes still had room. Elsewhere all of them, from the sums alone."""
         if self._grouped[cluster][flavor]:
             rows, counts = self.groups(cluster, flavor)
-            pods = node_groups.charge(rows, counts, pods, vector.tolist())
+            plain, need = self._asked(vector)
+            pods = node_groups.charge(rows, counts, pods, plain, need)
         used = vector * pods
         free = self.free[cluster, flavor]  # views, updated in place
         np.subtract(free, used, out=free)
@@ -604,6 +607,16 @@ class CycleState:
         self.version[cluster] += 1
         self.touched.append((cluster, flavor))
         self.touched_rows.append(cluster)
+
+    def _asked(self, vector: snap.IntArray) -> tuple[list[int], node_groups.Asked | None]:
+        """A pod's vector in plain Python and what it asks for (`node_groups.asked`; None:
+        nothing), read once per vector: jobs stamped from one template share theirs."""
+        hit = self._vectors.get(id(vector))
+        if hit is None or hit[0] is not vector:
+            plain = vector.tolist()
+            need = node_groups.asked(plain) if any(w > 0 for w in plain) else None
+            hit = self._vectors[id(vector)] = (vector, plain, need)
+        return hit[1], hit[2]
 
     def groups(self, cluster: int, flavor: int) -> tuple[node_groups.Rows, list[int]]:
         """One flavor's groups of nodes by free amounts, in plain Python; charges change

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -77,33 +78,31 @@ def _padded(need: Sequence[tuple[int, int]]) -> Asked:
 def fit_one(rows: Rows, counts: list[int], need: Sequence[tuple[int, int]]) -> int:
     """`fit` for one flavor in plain Python: `need` lists (resource, amount) asked, best
     as `asked` gives it."""
-    (a, x), (b, y), (c, z), (d, w) = need if len(need) == 4 else _padded(need)
+    pairs = cast(Asked, need) if len(need) == 4 else _padded(need)
     total = 0
     for row, n in zip(rows, counts, strict=False):  # as long: one count per group
         if not n:
             break  # groups are kept together, empty slots last
-        most = row[a] // x
-        if (m := row[b] // y) < most:
-            most = m
-        if (m := row[c] // z) < most:
-            most = m
-        if (m := row[d] // w) < most:
-            most = m
+        most = _most(row, pairs)
         if most > 0:
             total += most * n
     return total
 
 
-def charge(rows: Rows, counts: list[int], pods: int, vector: Sequence[int]) -> int:
+def charge(
+    rows: Rows, counts: list[int], pods: int, vector: Sequence[int], need: Asked | None = None
+) -> int:
     """Put `pods` pods of `vector` on one flavor's groups (amounts and counts, updated in
     place), spread as the member's scheduler spreads; returns how many some node held (the
-    rest would wait Pending)."""
-    need = [(r, w) for r, w in enumerate(vector) if w > 0]
-    if not need or pods <= 0:
-        return max(pods, 0)
-    most = [
-        min([row[r] // w for r, w in need]) if n else 0 for row, n in zip(rows, counts, strict=True)
-    ]
+    rest would wait Pending). `need`: `asked(vector)`, when the caller has it already."""
+    if pods <= 0:
+        return 0
+    if need is None:
+        pairs = [(r, w) for r, w in enumerate(vector) if w > 0]
+        if not pairs:
+            return pods
+        need = _padded(pairs)
+    most = [_most(row, need) if n else 0 for row, n in zip(rows, counts, strict=True)]
     left = pods
     while left > 0:
         top = max(most)
@@ -115,13 +114,13 @@ def charge(rows: Rows, counts: list[int], pods: int, vector: Sequence[int]) -> i
             below = max([m for m in most if m < top], default=0)
             k = max(1, min(left // nodes, top - below))
             for g in tied:
-                rows[g] = [a - k * v for a, v in zip(rows[g], vector, strict=True)]
+                rows[g] = _less(rows[g], vector, k)
                 most[g] = top - k
             left -= k * nodes
             continue
         for g in tied:  # `left` of their nodes take one pod each: one group splits
             n = min(left, counts[g])
-            row = [a - v for a, v in zip(rows[g], vector, strict=True)]
+            row = _less(rows[g], vector, 1)
             if n == counts[g]:
                 rows[g], most[g] = row, top - 1
             else:
@@ -131,6 +130,30 @@ def charge(rows: Rows, counts: list[int], pods: int, vector: Sequence[int]) -> i
             if not left:
                 break
     return pods - left
+
+
+def _most(row: list[int], need: Asked) -> int:
+    """The pods one node of a group holds (`fit_one`, for one group)."""
+    (a, x), (b, y), (c, z), (d, w) = need
+    most = row[a] // x
+    if (m := row[b] // y) < most:
+        most = m
+    if (m := row[c] // z) < most:
+        most = m
+    if (m := row[d] // w) < most:
+        most = m
+    return most
+
+
+def _less(row: list[int], vector: Sequence[int], k: int) -> list[int]:
+    """A group's free amounts after `k` pods of `vector` on each of its nodes (the four
+    resources of `snap.RESOURCES`, written out: a comprehension cost more than this)."""
+    return [
+        row[0] - k * vector[0],
+        row[1] - k * vector[1],
+        row[2] - k * vector[2],
+        row[3] - k * vector[3],
+    ]
 
 
 def release(
