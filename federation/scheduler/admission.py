@@ -41,6 +41,7 @@ from policies.models.binding import (
     hourly_total,
     known_cost,
 )
+from policies.models.common import ClusterAffinityTerm
 
 if TYPE_CHECKING:
     from federation.scheduler.cycle import CycleResult, Scheduler
@@ -457,7 +458,10 @@ class Admitter:
         """The Scheduled status, naming the `clusterAffinities` group the job was placed in
         when its policy has such groups: `describe` shows it, and a user reading why a
         workload runs in its fallback clusters need not work it out from their labels."""
-        group = getattr(request.terms[request.term], "affinity_name", "")
+        term = request.terms[request.term]
+        # Not getattr with a default: pydantic answers a missing name by raising, which
+        # cost a few microseconds for every decision without groups.
+        group = term.affinity_name if isinstance(term, ClusterAffinityTerm) else ""
         if not group:
             return self._status
         return self._status.model_copy(update={"scheduler_observing_affinity_name": group})
