@@ -92,7 +92,8 @@ class Shape:
         if self.logpos == len(log):
             return
         # Read in log order, a flavor charged twice since is met twice: the second time it
-        # has not moved. Only a long log is worth making distinct first.
+        # has not moved, and is passed over (the cluster just chosen is charged again and
+        # again). Only a long log is worth making distinct first.
         touched = log[self.logpos :]
         self.logpos = len(log)
         if len(touched) > REPLAY_LIMIT and len(distinct := set(touched)) > REPLAY_LIMIT:
@@ -100,9 +101,12 @@ class Shape:
             self._rebuild(job, state, rows)
             return
         moved: set[int] = set()
-        for c, f in touched:
-            if not self.mask[c][f]:
+        met: set[tuple[int, int]] = set()
+        for entry in touched:
+            c, f = entry
+            if not self.mask[c][f] or entry in met:
                 continue
+            met.add(entry)
             avail = self._available(state, c, f)
             row = self.favail[c]
             was = row[f]

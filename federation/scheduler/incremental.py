@@ -318,9 +318,11 @@ class Incremental:
         if len(touched) > REPLAY_LIMIT or state.snapshot.soft_tainted:
             return False
         if sig.consts is None:
-            sig.consts = _constants(job, state)
-        needed, scale, used, totals, affinity = sig.consts
-        pack_parts = _pack_parts(state, used, pack=self.pack)
+            needed, scale, used, totals, affinity = _constants(job, state)
+            # The bin-pack parts live in the same state as the signature: found once.
+            pack_parts = _pack_parts(state, used, pack=self.pack)
+            sig.consts = (needed, scale, used, totals, affinity, pack_parts)
+        needed, scale, used, totals, affinity, pack_parts = sig.consts
         table, feasible, raw_cost, position = sig.table, sig.feasible, sig.raw_cost, sig.position
         chips, lo, hi = sig.chip, sig.lo, sig.hi
         free_total, flavors, chip_of, pod_cost = (
