@@ -75,6 +75,9 @@ class Decision:
     flavor: int
     """The node flavor the job takes there, and how many replicas of it that flavor holds."""
     flavor_free: int
+    flavors_free: list[int] | None = None
+    """When that flavor holds fewer than the job's replicas: every flavor's free replicas
+    there, as the decision saw them (`capacity.flavor_available`'s row), where the rest go."""
 
 
 def standard(placer: pl.Placer) -> bool:
@@ -275,8 +278,10 @@ class Incremental:
         counts = {**sig.counts, "capacity/cost/quota": dynamic} if dynamic > 0 else {**sig.counts}
         row = sig.row_list[first]
         flavor = shape.flavor[row]
-        free = shape.favail[row][flavor]
-        return Decision(verdicts[0].cluster, chip, verdicts, counts, flavor, free)
+        every = shape.favail[row]
+        free = every[flavor]
+        spill = every[:] if free < job.replicas else None  # a copy: later syncs write the row
+        return Decision(verdicts[0].cluster, chip, verdicts, counts, flavor, free, spill)
 
     def _explain(
         self, sig: _Signature, order: list[int], state: fw.CycleState

@@ -22,7 +22,7 @@ import numpy as np
 
 from federation import clock
 from federation.cache import snapshot as snap
-from federation.scheduler import division, incremental, spread
+from federation.scheduler import division, incremental, spread, taken
 from federation.scheduler import framework as fw
 from federation.scheduler.plugins import affinity, capacity, cost, quota
 from policies.models.binding import ClusterVerdict
@@ -57,8 +57,9 @@ class Placed:
     scored: Scored | None
     chips: dict[str, str | None] | None = None
     explained: tuple[list[ClusterVerdict], dict[str, int]] | None = None
-    flavors: dict[str, tuple[int, int]] | None = None
-    """Per cluster, the node flavor to charge and how many replicas it holds (incremental)."""
+    flavors: dict[str, taken.Hint] | None = None
+    """Per cluster, the node flavor to charge, how many replicas it holds, and when fewer
+    than those placed there, every flavor's free replicas (`taken.Hint`; incremental)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +243,7 @@ class Placer:
                 None,
                 {fast.cluster: fast.chip},
                 (fast.verdicts, fast.counts),
-                {fast.cluster: (fast.flavor, fast.flavor_free)},
+                {fast.cluster: (fast.flavor, fast.flavor_free, fast.flavors_free)},
             )
         failures: list[tuple[int, Failed]] = []
         for term in range(observed_group(job, state), len(job.terms)):

@@ -16,10 +16,15 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import capacity
 from policies.models.accelerator import is_arch
 
-__all__ = ["Taken", "kept_arches", "kept_chips", "take"]
+__all__ = ["Hint", "Taken", "kept_arches", "kept_chips", "take"]
 
 Taken = tuple[tuple[str, int, int], ...]
 """(cluster, flavor, pods) an admission took (`accounting.Admission.flavors`)."""
+
+Hint = tuple[int, int, list[int] | None]
+"""What the placement knew of one cluster's flavors (the incremental path): the flavor
+`capacity.chosen_flavor` names, the replicas it holds, and when that is fewer than those
+placed, every flavor's free replicas (`capacity.flavor_available`'s row; else None)."""
 
 
 def take(
@@ -27,22 +32,31 @@ def take(
     request: fw.JobRequest,
     row: int,
     replicas: int,
-    hint: tuple[int, int] | None = None,
+    hint: Hint | None = None,
 ) -> tuple[tuple[int, int], ...]:
     """Charge the job's pods on one cluster to its flavors; returns (flavor, pods) taken."""
     if hint is not None and hint[1] >= replicas:  # the flavor and its room, known already
         state.take(row, hint[0], replicas, request.vector)
         return ((hint[0], replicas),)
-    rows = np.array([row], dtype=np.int64)
     kept = capacity.kept_chip(request, state, state.snapshot.clusters[row].name)
     # The hint names the flavor `chosen_flavor` would (the incremental path keeps that
     # answer current), which asked afresh re-reads every cluster charged since the shape's
     # view was last brought up to date.
     first = hint[0] if hint is not None else capacity.chosen_flavor(request, state, row)
-    if kept is None and capacity.one_flavor_available(request, state, row, first) >= replicas:
+    known = hint[2] if hint is not None else None
+    if (
+        known is None
+        and kept is None
+        and capacity.one_flavor_available(request, state, row, first) >= replicas
+    ):
         state.take(row, first, replicas, request.vector)  # the common case: one flavor
         return ((first, replicas),)
-    avail = capacity.flavor_available(request, state, rows)[0]
+    if known is not None:
+        # Counted already: the vectorised count of one row first writes back every flavor
+        # charged since it last ran, well over 100 us a time in a long cycle.
+        avail = np.array(known, dtype=np.int64)
+    else:
+        avail = capacity.flavor_available(request, state, np.array([row], dtype=np.int64))[0]
     if request.devices:  # all on one chip: the kept replicas' or the chosen flavor's
         chip_of = state.snapshot.flavor_chip[row]
         chip = chip_of[first] if kept is None else kept

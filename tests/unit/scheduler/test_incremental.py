@@ -123,6 +123,34 @@ def test_same_bindings_as_scoring_from_scratch_while_the_fleet_fills_up(seed: in
     assert fast.timings.calls.get("incremental", 0) > 0
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_pods_spilling_over_flavors_take_the_nodes_the_general_path_takes(seed: int) -> None:
+    """Where the chosen flavor holds fewer than the replicas, the rest go to the others,
+    most room first: from the counts the incremental decision saw (`taken.Hint`), the very
+    flavors counting them afresh gives."""
+    rng = random.Random(seed)
+    clusters = [
+        fleet.cluster(
+            f"c{i}",
+            fleet.flavor(cpu=str(rng.choice([4, 8])), nodes=rng.randint(1, 2)),
+            fleet.flavor(cpu="6", nodes=1),
+            fleet.flavor(arch="arm64", cpu="8", nodes=rng.randint(1, 2)),
+            cpu_price=str(rng.choice(["0.03", "0.04"])),
+        )
+        for i in range(4)
+    ]
+    jobs = [
+        fleet.job(fleet.workload(f"j{i:03d}", kind="Deployment", cpu="1", replicas=3), seq=i + 1)
+        for i in range(40)
+    ]
+    slow = _cycle(clusters, jobs, fast=False)
+    fast = _cycle(clusters, jobs, fast=True)
+    assert [a.flavors for a in fast.admitted] == [a.flavors for a in slow.admitted]
+    assert fast.timings.calls.get("incremental-decided", 0) > 0
+    spilled = [a for a in fast.admitted if len({c for c, _, _ in a.flavors}) < len(a.flavors)]
+    assert spilled, "the case must place some job's pods on two flavors of one cluster"
+
+
 LIMITS = {
     "cpu capability": ([fleet.queue("a", capability={"cpu": "40"}), fleet.queue("b")], []),
     "per-chip capability": (
