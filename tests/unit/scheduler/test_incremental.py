@@ -231,3 +231,16 @@ def test_bindings_built_in_the_cycle_are_what_validation_would_build() -> None:
     assert phases == {"Scheduled", "Pending"}
     for built in result.bindings:
         assert Binding.model_validate(built.model_dump(mode="json")) == built
+
+
+def test_a_copy_of_a_built_binding_with_changes_leaves_the_others_as_they_were() -> None:
+    """Bindings built in the cycle share one set of fields set per model class: a copy
+    that updates a field must not reach the others through it."""
+    rng = random.Random(6)
+    first, second = _cycle(_fleet(rng), _jobs(rng, 4), fast=True).bindings[:2]
+    every = set(type(first.spec).model_fields)
+    changed = first.spec.model_copy(update={"queue": "elsewhere"})
+    assert changed.queue == "elsewhere"
+    assert first.spec.queue != "elsewhere"
+    assert second.spec.model_fields_set == every == first.spec.model_fields_set
+    assert Binding.model_validate(first.model_dump(mode="json")) == first
