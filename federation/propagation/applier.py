@@ -220,7 +220,7 @@ class Applier:
         self,
         cluster: Cluster,
         manifest: Mapping[str, Any],
-        ref: keys.WorkloadRef,
+        ref: keys.WorkloadRef | None,
         *,
         release: bool = False,
     ) -> Removal:
@@ -246,11 +246,19 @@ class Applier:
                 return "removed" if done else "gone"
 
     async def delete_if_ours(
-        self, cluster: Cluster, manifest: Mapping[str, Any], ref: keys.WorkloadRef
+        self, cluster: Cluster, manifest: Mapping[str, Any], ref: keys.WorkloadRef | None
     ) -> bool:
-        """Delete the object named by `manifest` only if it is still fedctl's (`remove`);
-        False when it was not, or was gone."""
+        """Delete the object named by `manifest` only if it is still fedctl's (`remove`):
+        our copy of `ref` (a watch event can be older than a release) or, with `ref` None,
+        any object of ours (a FederatedResourceQuota's quota); False when it was not, or
+        was gone."""
         return await self.remove(cluster, manifest, ref) == "removed"
+
+    async def read(self, cluster: Cluster, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The member's object named by `manifest`, None when there is none. Raises on
+        member errors."""
+        async with self._current(cluster, manifest) as (_, current):
+            return current
 
     @contextlib.asynccontextmanager
     async def _current(

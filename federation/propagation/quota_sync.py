@@ -5,14 +5,16 @@ policies mirror, the last status it wrote and the member quotas the status watch
 feeds the applier (ResourceQuotas created, updated and removed with the policy) and the
 registry (`QuotaStatus` under `keys.policy_status_key`). The previous status lists the
 clusters that hold a quota, so an assignment removed while the controller was down is
-still cleaned up (start-up GC catches the rest). Status writes carry the leader's fence
-(`guards`), like every registry write of the propagator.
+still cleaned up (start-up GC catches the rest). A member quota of the FRQ's name that
+fedctl did not make is neither written nor deleted (`_refusal`): the status row says so.
+Status writes carry the leader's fence (`guards`), like every registry write of the
+propagator.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation import errors
@@ -102,6 +104,12 @@ class QuotaSync:
             if not quota.edited(manifest, seen):
                 return ""
             log.info("quota %s/%s: edited in %s, applied again", ns, name, cluster_name)
+        try:
+            refusal = await self._refusal(cluster, manifest)
+        except errors.FedctlError as exc:
+            return f"{cluster_name}: {exc}"
+        if refusal:
+            return refusal
         outcome = await self.applier.apply(
             cluster, manifest, ref=None, overwrite=True, known_ours=True
         )
@@ -110,6 +118,33 @@ class QuotaSync:
         self._applied[slot] = digest
         self.watches.record(cluster_name, outcome.obj)
         return ""
+
+    async def _refusal(self, cluster: Cluster, manifest: Mapping[str, Any]) -> str:
+        """Why the member's ResourceQuota of that name is not ours to write: it is there
+        and carries no label of fedctl's (a team made it by hand). Empty when it is ours
+        or missing.
+
+        Why refused: applied over, the team's limits were replaced by the share and the
+        quota relabelled as ours, so deleting the FRQ deleted it. Karmada's Works carry no
+        conflict resolution by default, and its execution controller does not overwrite
+        an object it did not make either."""
+        meta = manifest["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        if (cluster.name, ns, name) in self.watches.quotas:
+            return ""  # the watch shows it with the FRQ's label
+        owner = self.watches.owner(cluster.name, manifest)
+        if owner is None:
+            current = await self.applier.read(cluster, manifest)
+            ours = current is None or render.is_ours(current)
+        else:
+            ours = not owner[0] or owner[1] is not None
+        if ours:
+            return ""
+        return (
+            f"ResourceQuota {ns}/{name} already exists in {cluster.name} and was not made by"
+            f" fedctl: FederatedResourceQuota {ns}/{name} does not take it over (delete or"
+            " rename that quota there, or give the FederatedResourceQuota another name)"
+        )
 
     async def _remove(self, cluster_name: str, namespace: str, name: str) -> bool:
         cluster = self.clusters.get(keys.cluster_key(cluster_name))
@@ -120,7 +155,8 @@ class QuotaSync:
         }
         if cluster is not None and self.untouchable(cluster_name) is None:
             try:
-                await self.applier.delete(cluster, manifest)
+                # Only ours: a team's quota of that name, refused above, stays theirs.
+                await self.applier.delete_if_ours(cluster, manifest, None)
             except errors.FedctlError as exc:
                 log.info(
                     "quota %s/%s: not yet removed from %s: %s", namespace, name, cluster_name, exc

@@ -157,9 +157,10 @@ def is_placeholder(obj: Mapping[str, Any]) -> bool:
     )
 
 
-def is_fedctls(obj: Mapping[str, Any], ref: keys.WorkloadRef) -> bool:
+def is_fedctls(obj: Mapping[str, Any], ref: keys.WorkloadRef | None) -> bool:
     """Whether `ref`'s copy may be written over or taken off in place of `obj`: our copy
-    of it, or an object we made with no workload (`is_placeholder`). Anything else is the
+    of it (with `ref` None, any object of ours), or an object we made with no workload
+    (`is_placeholder`). Anything else is the
     member's own: `Abort` refuses to apply over it, and nothing deletes or releases it."""
     return is_ours(obj, ref) or is_placeholder(obj)
 

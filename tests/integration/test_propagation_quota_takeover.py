@@ -1,11 +1,15 @@
 """A FederatedResourceQuota's member quota stays the FRQ's: a workload template of kind
 ResourceQuota of its name is refused there, and a quota that lost the FRQ's label is put
-back.
+back; and a team's own ResourceQuota of its name in a member is neither taken over nor
+deleted with the FRQ.
 
 The template's copy took the member quota over (the same object in the member), and the
 status watch, which knew a member quota only by its FRQ label, went on reporting the
 FRQ's copy as applied; deleting the template then deleted the member quota, and it was
 never put back, so the member's API server no longer enforced the department's share.
+A quota a team had made there by hand was overwritten with the FRQ's share and relabelled
+as fedctl's, and deleting the FRQ deleted it: as Karmada's Works (Abort by default), an
+FRQ now refuses it and its status says so.
 Real etcd and simulated members, as `test_propagation`.
 """
 
@@ -19,7 +23,9 @@ import pytest
 from kubernetes_asyncio import client as kube_client
 
 from federation.propagation import quota
+from federation.propagation.render import LABEL_MANAGED_BY
 from federation.registry import embedded, keys
+from policies.models.work import ClusterQuota
 from policies.models.workload import Workload
 from tests.integration.test_propagation import member_api
 from tests.integration.test_propagation_support import (
@@ -49,6 +55,13 @@ async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[
         await federation.put(frq_for_test())
         federation.start()
         await wait_for(lambda: assigned(federation), timeout=15, message="the FRQ's quota")
+        yield federation
+
+
+@pytest.fixture
+async def bare(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    """The fleet joined, no FRQ yet and no propagator running."""
+    async with started_federation(own_etcd.url, tmp_path) as federation:
         yield federation
 
 
@@ -98,3 +111,64 @@ async def test_a_member_quota_that_lost_the_frqs_label_is_put_back(fed: Federati
         )
     assert not await assigned(fed)
     await wait_for(lambda: assigned(fed), timeout=15, message="the FRQ's quota put back")
+
+
+TEAMS_HARD = {"pods": "7", "requests.cpu": "9"}
+
+
+async def teams_quota(fed: Federation) -> None:
+    """A team's own ResourceQuota in the member, of the FRQ's name (`kubectl apply` there)."""
+    async with member_api(fed, MEMBER) as api:
+        core = kube_client.CoreV1Api(api)
+        await core.create_namespace({"metadata": {"name": "ml-research"}})
+        await core.create_namespaced_resource_quota(
+            "ml-research", {"metadata": {"name": "ml-research"}, "spec": {"hard": TEAMS_HARD}}
+        )
+
+
+async def frq_row(fed: Federation, cluster: str) -> ClusterQuota | None:
+    stored = await fed.quota_statuses.get(FRQ_STATUS)
+    rows = {row.cluster: row for row in stored.obj.aggregated_status} if stored else {}
+    return rows.get(cluster)
+
+
+FRQ_STATUS = keys.policy_status_key("FederatedResourceQuota", "ml-research", "ml-research")
+
+
+async def test_a_teams_own_quota_of_the_frqs_name_is_neither_taken_over_nor_deleted(
+    bare: Federation,
+) -> None:
+    fed = bare
+    await teams_quota(fed)
+    await fed.put(frq_for_test())
+    fed.start()
+
+    async def refused() -> str:
+        row = await frq_row(fed, MEMBER)
+        return row.error if row is not None and not row.applied else ""
+
+    error = await wait_for(refused, timeout=15, message="the FRQ's status saying why not")
+    assert f"ResourceQuota ml-research/ml-research already exists in {MEMBER}" in error
+    other = "cn-north-ascend"
+    await wait_for(
+        lambda: fed.member_object(other, "v1", "ResourceQuota", "ml-research", "ml-research"),
+        timeout=15,
+        message="the other member's share applied",
+    )
+    team = await quota_in_member(fed)
+    assert team is not None
+    assert team["spec"]["hard"] == TEAMS_HARD, "the team's limits are left as they were"
+    assert not set(team["metadata"].get("labels") or {}) & {quota.LABEL_FRQ, LABEL_MANAGED_BY}
+
+    await fed.delete(frq_for_test())
+
+    async def status_gone() -> bool:
+        return await fed.quota_statuses.get(FRQ_STATUS) is None
+
+    await wait_for(status_gone, timeout=15, message="the FRQ's status removed")
+    assert (
+        await fed.member_object(other, "v1", "ResourceQuota", "ml-research", "ml-research") is None
+    )
+    team = await quota_in_member(fed)
+    assert team is not None, "the team's quota is not deleted with the FRQ"
+    assert team["spec"]["hard"] == TEAMS_HARD
