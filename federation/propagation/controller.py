@@ -381,18 +381,23 @@ class Propagator:
         kind, _, rest = item.partition("|")
         if kind == "q":
             ns, _, name = rest.partition("/")
-            return await self.quotas.sync(ns, name)
+            delay = await self.quotas.sync(ns, name)
+            self._holding(ns)
+            return delay
         ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{rest}")
         before = set(self.sync.works.get(rest, ()))
         delay = await self.sync.sync(ref)
         if set(self.sync.works.get(rest, ())) != before:
             # Its dependencies go where its copies are, and leave once they have.
             self._dependencies(ref)
-        if ref.namespace in self.sync.holding:
-            # Its Namespace waits on copies like this one's to leave first (`converge`).
-            namespace = objects.namespace_workload(ref.namespace)
-            self.queue.add(status_mod.workload_item(namespace))
+        self._holding(ref.namespace)
         return delay
+
+    def _holding(self, namespace: str) -> None:
+        """A copy or a quota in `namespace` was worked on: its Namespace, held in a member
+        for what is still in it there (`converge`), is looked at again."""
+        if namespace in self.sync.holding:
+            self.queue.add(status_mod.workload_item(objects.namespace_workload(namespace)))
 
     @property
     def pending(self) -> int:

@@ -18,7 +18,8 @@ after a restart.
                           render fails (an override)? the Work says why, not applied
     each other Work:      delete the member copy (release it, when the template went
                           under preserveResourcesOnDeletion), then the Work; a
-                          Namespace's only once no workload in it has a Work there;
+                          Namespace's only once no workload in it has a Work there
+                          and no FederatedResourceQuota of it a quota;
                           kept while a wanted cluster's render fails (`_held`)
 
 Where no policy claims the workload any more, the settings its Works recorded when one
@@ -34,9 +35,10 @@ execution controller deletes a deleted Work's copy before it looks at the suspen
 
 Why a Namespace leaves a member last: deleting it there deletes every copy in it, and
 each of those whose template is still here would be applied again, a Job from the start.
-So its copy stays while a workload of the namespace has a Work on that member; once each
-is removed (a deleted Namespace's templates go with it, `ObjectsApi._delete_namespace`),
-the Namespace is looked at again and goes.
+So its copy stays while a workload of the namespace has a Work on that member, or a
+FederatedResourceQuota of it a quota; once each is removed (a deleted Namespace's
+templates go with it, `ObjectsApi._delete_namespace`), the Namespace is looked at again
+and goes.
 
 Why the Work is written after the apply: a crash between the two leaves an object in the
 member without a Work, which the next pass re-applies (it carries our labels, so `Abort`
@@ -65,6 +67,7 @@ from policies.models.accelerator import AcceleratorProfile
 from policies.models.base import KubeObject
 from policies.models.binding import CLAIMED_BY, Binding, TargetCluster
 from policies.models.cluster import Cluster, ClusterStatus
+from policies.models.frq import FederatedResourceQuota
 from policies.models.override import ClusterOverridePolicy, OverridePolicy
 from policies.models.work import (
     FINISHED_PHASES,
@@ -399,13 +402,28 @@ class WorkloadSync:
         return workload, stored, targets, evicting
 
     def _occupied(self, namespace: str, cluster: str) -> bool:
-        """Whether a workload of `namespace` still has a Work on `cluster`: a copy there,
-        or one being removed (its Work goes once the copy has)."""
+        """Whether fedctl still keeps something in `namespace` on `cluster`: a workload's
+        Work (a copy there, or one being removed: its Work goes once the copy has), or a
+        FederatedResourceQuota's quota (`_quota_in`)."""
         mine = f"{namespace}/"  # a string test over what this process wrote: cheap
         return any(
             cluster in per_cluster
             for ref_text, per_cluster in self.works.items()
             if ref_text.startswith(mine)
+        ) or self._quota_in(namespace, cluster)
+
+    def _quota_in(self, namespace: str, cluster: str) -> bool:
+        """Whether a FederatedResourceQuota of `namespace` assigns `cluster` a share, or
+        its quota is still seen there (being removed). Why it counts: the namespace
+        deleted under it took the quota along, and putting the quota back created the
+        namespace again bare, without its labels or the member's own objects."""
+        if any((c, ns) == (cluster, namespace) for c, ns, _ in self.watches.quotas):
+            return True
+        return any(
+            isinstance(p, FederatedResourceQuota)
+            and (p.metadata.namespace or "default") == namespace
+            and any(a.cluster_name == cluster for a in p.spec.static_assignments)
+            for p in self._policy_objects()
         )
 
     def _unready(self, names: Iterable[str]) -> set[str]:

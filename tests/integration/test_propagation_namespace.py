@@ -4,7 +4,10 @@ A member's copy of a Namespace holds the copies of every workload in it, so dele
 there deletes them all. The propagator deleted it as soon as the Namespace template went,
 and applied again each copy whose template was still in the registry: every running Job
 started over. Now deleting the Namespace through the API deletes what it holds, the
-copies leave their members one by one, and the member's namespace goes last.
+copies leave their members one by one, and the member's namespace goes last. A
+FederatedResourceQuota's quota in it holds it there too: the namespace was deleted under
+it, and created again bare (its labels and the member's own objects lost) to put the
+quota back.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 from federation.api import app as api_app
 from federation.registry import codec, embedded, keys
+from policies.models.frq import FederatedResourceQuota
 from policies.models.work import Event
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
@@ -188,3 +192,52 @@ async def test_a_namespace_created_again_is_applied_over_not_deleted_with_what_i
     await wait_for(lambda: propagator.pending == 0, timeout=15, message="nothing left to do")
     assert await copy_uid(fed, "v1", "Namespace", None, "hh") == ns_uid
     assert await copy_uid(fed, "apps/v1", "Deployment", "hh", "web") == web_uid
+
+
+def share(namespace: str, cluster: str) -> FederatedResourceQuota:
+    """An FRQ of `namespace` assigning `cluster` a share."""
+    return FederatedResourceQuota.model_validate(
+        {
+            "metadata": {"name": "q", "namespace": namespace},
+            "spec": {
+                "overall": {"cpu": "4"},
+                "staticAssignments": [{"clusterName": cluster, "hard": {"cpu": "2"}}],
+            },
+        }
+    )
+
+
+async def test_a_namespace_no_longer_sent_to_a_member_stays_while_an_frq_quota_is_in_it(
+    fed: Federation,
+) -> None:
+    """A policy stops sending the Namespace to a member where its FRQ has a share: the
+    member keeps the namespace (not deleted, then created again bare to put the quota
+    back); it goes once the FRQ's quota has."""
+    hh, frq = namespace("hh"), share("hh", MEMBER)
+    await placed(fed, hh)
+    await fed.put(frq)
+    propagator = fed.start()
+    ns_uid = await wait_for(
+        lambda: copy_uid(fed, "v1", "Namespace", None, "hh"), timeout=15, message="hh there"
+    )
+    quota_uid = await wait_for(
+        lambda: copy_uid(fed, "v1", "ResourceQuota", "hh", "q"), timeout=15, message="quota"
+    )
+    other = "eu-west-arm"
+    await fed.bind(hh, {other: (1, None)})
+    elsewhere = keys.work_key(other, ref_of(hh))
+
+    async def moved() -> bool:
+        return await fed.works.get(elsewhere) is not None and "hh" in propagator.sync.holding
+
+    await wait_for(moved, timeout=15, message="the Namespace sent elsewhere, held here")
+    assert await copy_uid(fed, "v1", "Namespace", None, "hh") == ns_uid
+    assert await copy_uid(fed, "v1", "ResourceQuota", "hh", "q") == quota_uid
+
+    await fed.delete(frq)
+
+    async def namespace_gone() -> bool:
+        return await copy_uid(fed, "v1", "Namespace", None, "hh") is None
+
+    await wait_for(namespace_gone, timeout=20, message="hh gone from the member after q")
+    assert propagator.sync.holding == set()
