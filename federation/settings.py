@@ -245,7 +245,8 @@ class PropagationSettings(_Group):
         default=60.0,
         ge=0,
         description="Seconds between passes deleting member copies nothing wants (a deposed"
-        " leader's late apply); 0 runs the pass only at start-up.",
+        " leader's late apply) and namespaces fedctl created that nothing of its uses any"
+        " more; 0 runs the pass only at start-up.",
     )
     status_coalesce: float = Field(
         default=0.2,

@@ -23,6 +23,7 @@ propagator passes, so a member that keeps refusing shows there without reading e
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import logging
@@ -93,6 +94,8 @@ class Applier:
         self.members = members
         self._failed = failed
         self._namespaces: set[tuple[str, str]] = set()
+        self._busy: collections.Counter[tuple[str, str]] = collections.Counter()
+        """(cluster, namespace) → applies into it under way: the namespace is in use."""
         self.applied = 0
 
     def failed(self, cluster: str, operation: str, exc: BaseException) -> None:
@@ -108,6 +111,15 @@ class Applier:
         except errors.FedctlError as exc:
             self.failed(cluster, operation, exc)
             raise
+
+    def busy(self, cluster: str, namespace: str) -> bool:
+        """Whether an apply into `namespace` on `cluster` is under way (its Work is written
+        after it): garbage collection leaves the namespace alone meanwhile."""
+        return self._busy[(cluster, namespace)] > 0
+
+    def forget_namespace(self, cluster: str, namespace: str) -> None:
+        """`namespace` was deleted from `cluster`: the next apply into it creates it."""
+        self._namespaces.discard((cluster, namespace))
 
     async def _ensure_namespace(self, cluster: str, conn: member_mod.Member, ns: str) -> None:
         if (cluster, ns) in self._namespaces:
@@ -158,15 +170,22 @@ class Applier:
         copy's spec was edited in the member; a workload controller's copy is then written
         whole (`_replaced`), not only the fields we apply.
         """
-        outcome = await self._apply(
-            cluster,
-            manifest,
-            ref=ref,
-            overwrite=overwrite,
-            known_ours=known_ours,
-            owner=owner,
-            restore=restore,
-        )
+        slot = (cluster.name, str((manifest.get("metadata") or {}).get("namespace") or ""))
+        self._busy[slot] += 1
+        try:
+            outcome = await self._apply(
+                cluster,
+                manifest,
+                ref=ref,
+                overwrite=overwrite,
+                known_ours=known_ours,
+                owner=owner,
+                restore=restore,
+            )
+        finally:
+            self._busy[slot] -= 1
+            if not self._busy[slot]:
+                del self._busy[slot]
         if not outcome.ok and self._failed is not None:
             why = (
                 "Refused" if outcome.refused else "Unavailable" if outcome.retryable else "Rejected"

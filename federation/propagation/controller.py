@@ -314,6 +314,13 @@ class Propagator:
                         skip=None if everything else self._followed(cluster.name),
                         failed=self.applier.failed,
                     )
+                    for namespace in await gc.collect_namespaces(
+                        cluster.name,
+                        conn,
+                        kept=lambda ns: self._namespace_kept(cluster.name, ns),
+                        failed=self.applier.failed,
+                    ):
+                        self.applier.forget_namespace(cluster.name, namespace)
                 if removed:
                     log.info("gc: %d orphaned objects removed from %s", removed, cluster.name)
             except (errors.FedctlError, TimeoutError) as exc:
@@ -323,6 +330,24 @@ class Propagator:
                 log.log(level, "gc: %s skipped: %s", cluster.name, exc)
 
         await asyncio.gather(*(one(item.obj) for item in self.clusters.items.values()))
+
+    def _namespace_kept(self, cluster: str, namespace: str) -> bool:
+        """Whether fedctl keeps something in `namespace` on `cluster` (`gc.collect_namespaces`):
+        a copy or quota in it, an apply into it under way, a workload of it placed there
+        but not yet applied (deleted, the namespace was terminating when its apply came),
+        or its Namespace template wanted or with a copy there (it adopts the namespace)."""
+        if self.sync.occupied(namespace, cluster) or self.applier.busy(cluster, namespace):
+            return True
+        own = objects.namespace_workload(namespace)
+        if cluster in self.sync.works.get(str(own), {}):
+            return True
+        inside = f"{keys.prefix('workloads')}{namespace}/"
+        refs = [keys.parse_workload_key(k) for k in self.workloads.items if k.startswith(inside)]
+        for ref in [own, *refs]:
+            _, _, targets, evicting = self.sync.wanted(ref)
+            if cluster in targets or cluster in evicting:
+                return True
+        return False
 
     def _followed(self, cluster: str) -> Callable[[str, str], bool]:
         """Kinds a later pass need not list in `cluster`: their watch shows every copy

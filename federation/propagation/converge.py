@@ -218,7 +218,7 @@ class WorkloadSync:
         """Bumped on every policy change: rendered manifests older than it are stale."""
         self.holding: set[str] = set()
         """Namespaces whose Namespace keeps a copy on a member only for the copies of
-        workloads in it still there (`_occupied`): looked at again after each of theirs."""
+        workloads in it still there (`occupied`): looked at again after each of theirs."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
         self._newer_policies: dict[str, codec.Stored[KubeObject]] = {}
         """Policies read from the registry ahead of their mirror (`_claiming_spec_now`)."""
@@ -401,10 +401,11 @@ class WorkloadSync:
         )
         return workload, stored, targets, evicting
 
-    def _occupied(self, namespace: str, cluster: str) -> bool:
+    def occupied(self, namespace: str, cluster: str) -> bool:
         """Whether fedctl still keeps something in `namespace` on `cluster`: a workload's
         Work (a copy there, or one being removed: its Work goes once the copy has), or a
-        FederatedResourceQuota's quota (`_quota_in`)."""
+        FederatedResourceQuota's quota (`_quota_in`). Its Namespace's copy, or the
+        namespace the applier created there (`gc.collect_namespaces`), stays meanwhile."""
         mine = f"{namespace}/"  # a string test over what this process wrote: cheap
         return any(
             cluster in per_cluster
@@ -609,7 +610,7 @@ class WorkloadSync:
                 if delay is None:
                     why = f"released on {name}: kept there without fedctl's labels"
                     said.append(self._removed(ref, name, foreign, "Released", why))
-            elif namespace is not None and self._occupied(namespace, name):
+            elif namespace is not None and self.occupied(namespace, name):
                 # Deleting it there would delete the copies still in it, and their
                 # templates, still here, would be applied again: a Job would run from the
                 # start. It goes once they have (a cut-off cascade, a policy that no

@@ -7,9 +7,15 @@ feeds the member (deletes). Why at start-up: a controller killed between applyin
 and recording its Work, or while a workload was being deleted, leaves objects no Work
 describes; workers only look at what the registry names, so without this pass those copies
 would run forever. Why again later: member calls carry no fence, so a deposed leader's
-apply can land after the start-up pass. Namespaces we created are left alone: other teams'
-objects may live in them. A copy named otherwise than its workload is never wanted: no
-Work describes it, and its workload's copy runs beside it.
+apply can land after the start-up pass. A copy named otherwise than its workload is never
+wanted: no Work describes it, and its workload's copy runs beside it.
+
+Namespaces are judged apart (`collect_namespaces`): only one the applier created ahead of
+a workload or a quota sent there without a Namespace template (ours by label, no workload
+named: `render.is_placeholder`) is deleted, once nothing of fedctl's is kept in it and it
+holds nothing else. Left, it stayed for good, and no fedctl command could reach it (the
+federation holds no Namespace of that name). One holding anything not fedctl's (a team's
+ConfigMap) is never deleted: deleting a namespace deletes all it holds.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from clusters import member as member_mod
 from federation import errors
 from federation.propagation import applier, render
 
-__all__ = ["collect"]
+__all__ = ["collect", "collect_namespaces"]
 
 log = logging.getLogger(__name__)
 
@@ -68,3 +74,75 @@ async def collect(
             removed += 1
             log.info("gc: deleted orphan %s from %s", ref, cluster)
     return removed
+
+
+async def collect_namespaces(
+    cluster: str,
+    conn: member_mod.Member,
+    *,
+    kept: Callable[[str], bool],
+    failed: Callable[[str, str, BaseException], None] | None = None,
+) -> list[str]:
+    """Delete each namespace the applier created in `conn` that `kept(name)` does not keep
+    (no copy, quota or Namespace of fedctl's wants it there) and that holds nothing;
+    returns their names. `kept` is asked again right before the delete: a worker may
+    have applied into it while its objects were listed."""
+    try:
+        listed = await conn.list("v1", "Namespace")
+    except errors.FedctlError as exc:
+        log.info("gc: namespaces of %s not listed: %s", cluster, exc)
+        return []
+    removed = []
+    for namespace in listed.items:
+        meta = namespace.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if not render.is_placeholder(namespace) or meta.get("deletionTimestamp") or kept(name):
+            continue
+        if await _holds_anything(conn, name) or kept(name):
+            continue
+        try:
+            await conn.delete(member_mod.ObjectRef("v1", "Namespace", name))
+        except errors.FedctlError as exc:
+            log.warning("gc: cannot delete namespace %s from %s: %s", name, cluster, exc)
+            if failed is not None:
+                failed(cluster, "delete", exc)
+            continue
+        removed.append(name)
+        log.info("gc: deleted namespace %s from %s: nothing is left in it", name, cluster)
+    return removed
+
+
+async def _holds_anything(conn: member_mod.Member, namespace: str) -> bool:
+    """Whether `namespace` in `conn` holds an object of any namespaced kind the member
+    serves, but those every namespace gets (`_BUILT_IN`), events and dependents (an
+    owner reference: a Deployment's pods go with it). Taken as yes when the member does
+    not answer: a namespace is deleted only when it surely holds nothing."""
+    try:
+        groups = await conn.discover()
+        for group in groups:
+            for resource in group.resources:
+                if not resource.namespaced or "list" not in resource.verbs:
+                    continue
+                if resource.kind == "Event":
+                    continue
+                try:
+                    listed = await conn.list(
+                        group.group_version, resource.kind, namespace=namespace
+                    )
+                except member_mod.MemberNotFound:
+                    continue
+                if any(_counts(resource.kind, obj) for obj in listed.items):
+                    return True
+    except errors.FedctlError as exc:
+        log.info("gc: what namespace %s of %s holds is not known: %s", namespace, conn.name, exc)
+        return True
+    return False
+
+
+_BUILT_IN = frozenset({("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")})
+"""What Kubernetes' controllers put in every namespace: not a sign anyone uses it."""
+
+
+def _counts(kind: str, obj: Mapping[str, Any]) -> bool:
+    meta = obj.get("metadata") or {}
+    return not meta.get("ownerReferences") and (kind, meta.get("name")) not in _BUILT_IN
