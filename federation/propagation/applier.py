@@ -23,6 +23,7 @@ propagator passes, so a member that keeps refusing shows there without reading e
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import copy
@@ -94,6 +95,7 @@ class Applier:
         self.members = members
         self._failed = failed
         self._namespaces: set[tuple[str, str]] = set()
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._busy: collections.Counter[tuple[str, str]] = collections.Counter()
         """(cluster, namespace) → applies into it under way: the namespace is in use."""
         self.applied = 0
@@ -121,15 +123,43 @@ class Applier:
         """`namespace` was deleted from `cluster`: the next apply into it creates it."""
         self._namespaces.discard((cluster, namespace))
 
+    def _creating(self, cluster: str, ns: str) -> asyncio.Lock:
+        """Held while `ns` is looked for and created in `cluster`, and while a Namespace
+        of that name is applied there (`_namespace_lock`)."""
+        lock = self._locks.get((cluster, ns))
+        if lock is None:
+            lock = self._locks[(cluster, ns)] = asyncio.Lock()
+        return lock
+
+    @contextlib.asynccontextmanager
+    async def _namespace_lock(
+        self, cluster: str, manifest: Mapping[str, Any]
+    ) -> AsyncIterator[None]:
+        """A Namespace template's apply, kept apart from the bare namespace being created
+        under its name (`_ensure_namespace`); any other manifest goes through at once."""
+        if (manifest.get("apiVersion"), manifest.get("kind")) != ("v1", "Namespace"):
+            yield
+            return
+        name = str((manifest.get("metadata") or {}).get("name") or "")
+        async with self._creating(cluster, name):
+            yield
+
     async def _ensure_namespace(self, cluster: str, conn: member_mod.Member, ns: str) -> None:
+        """Create `ns` in `cluster` unless it is there.
+
+        Why under a lock shared with the Namespace template's apply: the read found it
+        missing, a Namespace template's apply landed, and then the bare namespace applied
+        under the same field manager took the template's labels off again (server-side
+        apply drops what a manager no longer sends), pod security among them."""
         if (cluster, ns) in self._namespaces:
             return
-        try:
-            await conn.get(member_mod.ObjectRef("v1", "Namespace", ns))
-        except member_mod.MemberNotFound:
-            await conn.apply(render.namespace_manifest(ns))
-            log.info("created namespace %s in %s", ns, cluster)
-        self._namespaces.add((cluster, ns))
+        async with self._creating(cluster, ns):
+            try:
+                await conn.get(member_mod.ObjectRef("v1", "Namespace", ns))
+            except member_mod.MemberNotFound:
+                await conn.apply(render.namespace_manifest(ns))
+                log.info("created namespace %s in %s", ns, cluster)
+            self._namespaces.add((cluster, ns))
 
     async def _refusal(
         self,
@@ -215,7 +245,8 @@ class Applier:
                     if refusal:
                         return Outcome(ok=False, error=refusal, refused=True)
                 try:
-                    obj = await conn.apply(manifest, force=overwrite or known_ours)
+                    async with self._namespace_lock(cluster.name, manifest):
+                        obj = await conn.apply(manifest, force=overwrite or known_ours)
                 except member_mod.MemberRejected as exc:
                     if not ns or not _namespace_gone(exc, str(ns)):
                         raise

@@ -141,7 +141,9 @@ def _drifted(
     if seen is None or seen.gone or not previous.applied:
         return ""
     if seen.stripped:
-        return "fedctl's labels were taken off there"
+        # Not said to be taken off: fedctl's own bare namespace, applied over its Namespace
+        # template's copy, once stripped them too (`Applier._ensure_namespace`).
+        return "fedctl's labels or annotation were missing from its copy there"
     applied = previous.applied_generation
     if applied is not None and seen.generation > applied:
         return f"its copy was edited there (generation {seen.generation}, applied as {applied})"

@@ -62,8 +62,8 @@ def _baseline(**labels: str) -> str:
         pytest.param(
             status_mod.Seen(Observed(), stripped=True),
             _baseline(),
-            "fedctl's labels were taken off",
-            id="our labels taken off",
+            "fedctl's labels or annotation were missing from its copy there",
+            id="our labels missing: told without saying who took them",
         ),
         pytest.param(status_mod.Seen(Observed(), gone=True), _baseline(), "", id="gone"),
     ],
