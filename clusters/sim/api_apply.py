@@ -37,9 +37,11 @@ _RESET_META = frozenset(
 _MISSING = object()
 
 
-def _item_key(field: str, item: Any) -> str:
-    key = patch.MERGE_KEYS[field]
-    return "k:" + json.dumps({key: item.get(key)}, separators=(",", ":"))
+def _item_key(key: str, item: Any) -> str:
+    ident = {key: item.get(key)}
+    if key in patch.PROTOCOL_KEYED:
+        ident["protocol"] = item.get("protocol") or "TCP"
+    return "k:" + json.dumps(ident, separators=(",", ":"))
 
 
 def _flatten(value: Any, prefix: Path, out: dict[Path, Any]) -> None:
@@ -51,13 +53,14 @@ def _flatten(value: Any, prefix: Path, out: dict[Path, Any]) -> None:
             if prefix == ("f:metadata",) and key in _RESET_META:
                 continue
             path = (*prefix, f"f:{key}")
+            merge_key = patch.merge_key(key, child) if isinstance(child, list) else None
             if (
                 isinstance(child, list)
-                and key in patch.MERGE_KEYS
-                and all(isinstance(i, dict) and patch.MERGE_KEYS[key] in i for i in child)
+                and merge_key is not None
+                and all(isinstance(i, dict) and merge_key in i for i in child)
             ):
                 for item in child:
-                    item_path = (*path, _item_key(key, item))
+                    item_path = (*path, _item_key(merge_key, item))
                     out[(*item_path, ".")] = True
                     _flatten(item, item_path, out)
             elif isinstance(child, list) and key in patch.PRIMITIVE_MERGE:
@@ -240,7 +243,7 @@ def _remove_path(obj: Any, path: Path) -> None:
         elif part.startswith("k:") and isinstance(node, list):
             want = json.loads(part[2:])
             for i, item in enumerate(node):
-                if isinstance(item, dict) and all(item.get(k) == v for k, v in want.items()):
+                if isinstance(item, dict) and _item_key(next(iter(want)), item) == part:
                     nxt = item
                     trail.append((node, i))
                     break

@@ -6,7 +6,9 @@ admission rules as a PUT. Strategic merge patch matters because client-side `kub
 apply` and every dict patch from `kubernetes_asyncio` use it: lists such as `containers`
 merge by their key (`name`), so patching one image keeps the container's resources; a
 naive deep merge would replace the list. The merge-key table stands in for the Go struct
-tags (`patchStrategy`, `patchMergeKey`) upstream reads.
+tags (`patchStrategy`, `patchMergeKey`) upstream reads; where one field name is two
+structs' lists (`ports`: a container's and a Service's), `merge_key` tells them apart by
+their entries.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from clusters.sim.api_errors import ApiError
 __all__ = [
     "MERGE_KEYS",
     "PRIMITIVE_MERGE",
+    "PROTOCOL_KEYED",
     "json_patch",
+    "merge_key",
     "merge_patch",
     "strategic_merge_patch",
 ]
@@ -42,6 +46,23 @@ MERGE_KEYS: dict[str, str] = {
     "topologySpreadConstraints": "topologyKey",
     "hostAliases": "ip",
 }
+# Merge keys whose list entries are told apart by `protocol` too in server-side apply
+# (the list-map keys `containerPort`+`protocol` and `port`+`protocol`; TCP when unset).
+PROTOCOL_KEYED = frozenset({"containerPort", "port"})
+
+
+def merge_key(field: str, *lists: Any) -> str | None:
+    """The merge key of the list `field` (None: not a keyed list), judged by the entries of
+    `lists` where two structs share the name: a Service's `ports` are keyed by `port`,
+    a container's by `containerPort`. Keyed as a container's, every Service port had the
+    key `containerPort: null`, so a changed port was added beside the old one."""
+    if field == "ports":
+        entries = [i for items in lists if isinstance(items, list) for i in items]
+        container = any(isinstance(i, dict) and "containerPort" in i for i in entries)
+        return "containerPort" if container or not entries else "port"
+    return MERGE_KEYS.get(field)
+
+
 # lists of scalars that merge as sets (patchStrategy: merge on a primitive list).
 PRIMITIVE_MERGE = frozenset({"finalizers"})
 
@@ -175,6 +196,17 @@ def _is_directive_item(item: Any) -> bool:
     return isinstance(item, dict) and "$patch" in item and len(item) == 1
 
 
+def _same(one: dict[str, Any], other: dict[str, Any], key: str) -> bool:
+    """Whether two entries of a list keyed by `key` are the same entry: for ports, of the
+    same protocol too (TCP when unset), as Kubernetes' list-map keys say (80/TCP and
+    80/UDP are two ports of one Service)."""
+    if one.get(key) != other.get(key):
+        return False
+    return key not in PROTOCOL_KEYED or (one.get("protocol") or "TCP") == (
+        other.get("protocol") or "TCP"
+    )
+
+
 def _merge_keyed(original: list[Any], patch: list[Any], key: str) -> list[Any]:
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
         return [_strip_directives(p) for p in patch if not _is_directive_item(p)]
@@ -187,7 +219,7 @@ def _merge_keyed(original: list[Any], patch: list[Any], key: str) -> list[Any]:
             (
                 i
                 for i, o in enumerate(result)
-                if isinstance(o, dict) and key in item and o.get(key) == item.get(key)
+                if isinstance(o, dict) and key in item and _same(o, item, key)
             ),
             None,
         )
@@ -220,9 +252,8 @@ def _smp_field(result: dict[str, Any], key: str, value: Any) -> None:
         result.pop(key, None)
     elif key in MERGE_KEYS and isinstance(value, list):
         current = result.get(key)
-        result[key] = _merge_keyed(
-            current if isinstance(current, list) else [], value, MERGE_KEYS[key]
-        )
+        current = current if isinstance(current, list) else []
+        result[key] = _merge_keyed(current, value, merge_key(key, current, value) or "")
     elif key in PRIMITIVE_MERGE and isinstance(value, list):
         current = list(result.get(key) or [])
         result[key] = current + [v for v in value if v not in current]
@@ -258,7 +289,7 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any]) -> Any:
             _smp_field(result, key, value)
     for field, order in orders:
         if isinstance(result.get(field), list):
-            result[field] = _reorder(result[field], order, MERGE_KEYS.get(field))
+            result[field] = _reorder(result[field], order, merge_key(field, result[field]))
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain or k in patch}

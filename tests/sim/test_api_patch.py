@@ -332,3 +332,26 @@ async def test_an_unknown_patch_type_is_unsupported_media(sim_server: SimServer)
             headers={"Content-Type": "application/xml"},
         )
     assert resp.status == 415
+
+
+async def test_server_side_apply_keys_container_ports_by_container_port(
+    sim_server: SimServer,
+) -> None:
+    """A container's ports stay keyed by `containerPort` (and protocol), as a Service's are
+    by `port`: one port changed replaces the old, a UDP port beside it stays apart."""
+
+    def with_ports(*ports: dict[str, Any]) -> dict[str, Any]:
+        body = _deployment()
+        body["spec"]["template"]["spec"]["containers"][0]["ports"] = list(ports)
+        return body
+
+    await _apply(sim_server, with_ports({"containerPort": 8080}))
+    status, changed = await _apply(
+        sim_server, with_ports({"containerPort": 8081}, {"containerPort": 8081, "protocol": "UDP"})
+    )
+    assert status == 200
+    ports = changed["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert sorted((p["containerPort"], p.get("protocol", "TCP")) for p in ports) == [
+        (8081, "TCP"),
+        (8081, "UDP"),
+    ]

@@ -110,3 +110,48 @@ async def test_supported_field_selectors_still_filter(sim_server: SimServer) -> 
         "default", field_selector="spec.type!=ClusterIP"
     )
     assert typed.items == []
+
+
+async def _apply_service(sim: SimServer, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Server-side apply of Service `api` with `ports`, as `kubectl apply --server-side`."""
+    url = f"{sim.url}/api/v1/namespaces/default/services/api"
+    body = {"apiVersion": "v1", "kind": "Service", **_service("api")}
+    body["spec"]["ports"] = ports
+    async with ClientSession() as http:
+        resp = await http.patch(
+            url,
+            params={"fieldManager": "me"},
+            data=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+        assert resp.status in (200, 201), await resp.text()
+        got: dict[str, Any] = await resp.json()
+        return got
+
+
+async def test_a_service_port_changed_by_server_side_apply_replaces_the_old_one(
+    sim_server: SimServer,
+) -> None:
+    """Kubernetes keys a Service's ports by `port` (and protocol): the port a manager no
+    longer applies goes. Keyed by a container's `containerPort`, every Service port had
+    the same key, so 80 stayed beside 81 and a restore added 81 a second time."""
+    await _apply_service(sim_server, [{"name": "http", "port": 80, "targetPort": 8080}])
+    changed = await _apply_service(sim_server, [{"name": "http", "port": 81, "targetPort": 8080}])
+    assert [p["port"] for p in changed["spec"]["ports"]] == [81]
+    both = await _apply_service(
+        sim_server, [{"name": "http", "port": 81}, {"name": "dns", "port": 53, "protocol": "UDP"}]
+    )
+    assert sorted(p["port"] for p in both["spec"]["ports"]) == [53, 81]
+    owned = json.dumps(both["metadata"]["managedFields"])
+    assert 'k:{\\"port\\":81,\\"protocol\\":\\"TCP\\"}' in owned
+
+
+async def test_a_strategic_merge_patch_merges_service_ports_by_port(
+    sim_server: SimServer,
+) -> None:
+    await sim_server.core.create_namespaced_service("default", _service("smp"))
+    patched = await sim_server.core.patch_namespaced_service(
+        "smp", "default", {"spec": {"ports": [{"port": 80, "targetPort": 9090}]}}
+    )
+    [port] = patched.spec.ports
+    assert (port.name, port.port, port.target_port) == ("http", 80, 9090)
