@@ -70,7 +70,7 @@ _RESOURCE_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?")
 # Resource names whose amounts are bytes: formatted with binary suffixes (`16Gi`).
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 # Compute resources that a ResourceQuota may also spell `requests.<name>`.
-_QUOTA_COMPUTE = frozenset({"cpu", "memory", "ephemeral-storage", "storage"})
+_QUOTA_COMPUTE = frozenset({"cpu", "memory", "ephemeral-storage"})
 
 
 class QuantityError(ValueError):
@@ -276,6 +276,9 @@ def normalise_name(name: str) -> str:
 
     ResourceQuota spells requests with a `requests.` prefix; pods, capacities and queues use
     the bare name. `limits.*` names are kept as they are: a limit is a different resource.
+    Storage is the exception: what PVCs request has no bare name in a ResourceQuota (the API
+    server refuses `storage` there), so `storage` and `requests.storage` both read as
+    `requests.storage`, the name a quota is shown and warned about under.
     """
     if not isinstance(name, str) or not name:
         raise QuantityError(f"invalid resource name {name!r}: empty")
@@ -285,15 +288,19 @@ def normalise_name(name: str) -> str:
             f"invalid resource name {name!r}: use letters, digits, '-', '_', '.' and '/',"
             " e.g. cpu, memory, nvidia.com/gpu"
         )
-    return bare
+    return _STORAGE if bare == "storage" else bare
+
+
+_STORAGE = "requests.storage"
 
 
 def to_quota_name(name: str) -> str:
     """The spelling a member ResourceQuota needs: `nvidia.com/gpu` -> `requests.nvidia.com/gpu`.
 
     Kubernetes accepts extended resources in a ResourceQuota only with the `requests.`
-    prefix; compute resources (cpu, memory, ephemeral-storage, storage, hugepages-*) get it
-    too, for symmetry. Object counts (`pods`, `count/jobs.batch`) and `limits.*` are unchanged.
+    prefix; compute resources (cpu, memory, ephemeral-storage, hugepages-*) get it too, for
+    symmetry, and storage has no other name (`normalise_name`). Object counts (`pods`,
+    `count/jobs.batch`) and `limits.*` are unchanged.
     """
     bare = normalise_name(name)
     if bare.startswith(("limits.", "count/")):
@@ -311,7 +318,7 @@ def _is_extended(name: str) -> bool:
 
 
 def _is_bytes(name: str) -> bool:
-    bare = name.removeprefix("limits.")
+    bare = name.removeprefix("limits.").removeprefix("requests.")
     return bare in _BYTE_RESOURCES or bare.startswith("hugepages-")
 
 

@@ -209,6 +209,13 @@ def test_formatting_round_trips(text: str) -> None:
         pytest.param("count/jobs.batch", "count/jobs.batch", "count/jobs.batch", id="count"),
         pytest.param("hugepages-2Mi", "hugepages-2Mi", "requests.hugepages-2Mi", id="huge pages"),
         pytest.param(
+            "requests.storage",
+            "requests.storage",
+            "requests.storage",
+            id="PVC storage: a quota's only name for it (no ResourceQuota takes `storage`)",
+        ),
+        pytest.param("storage", "requests.storage", "requests.storage", id="storage"),
+        pytest.param(
             "example.kubernetes.io/thing",
             "example.kubernetes.io/thing",
             "example.kubernetes.io/thing",

@@ -932,3 +932,26 @@ def test_an_integer_too_long_to_read_is_a_finding_not_a_traceback(tmp_path: Path
         " than the 4300 digits a number may have here (a Kubernetes integer has at most 19)"
     ]
     assert [o.model.metadata.name for o in result.objects] == ["ok"]
+
+
+def test_a_storage_quota_is_named_and_warned_about_as_written() -> None:
+    """`requests.storage` was shown and warned about as `storage`, a name no ResourceQuota
+    takes, at the line of `overall`: it keeps its name, and the warning its own line."""
+    text = (
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: FederatedResourceQuota\n"
+        "metadata: {name: q, namespace: team}\nspec:\n  overall:\n"
+        '    cpu: "4"\n    requests.storage: 10Gi\n'
+        "  staticAssignments:\n    - clusterName: a\n      hard: {storage: 4Gi}\n"
+    )
+    result = load_text(text, filename="q.yaml")
+    assert result.ok, [str(f) for f in result.findings]
+    [finding] = result.findings
+    assert (finding.path, finding.line, finding.severity) == (
+        'spec.overall["requests.storage"]',
+        7,
+        "warning",
+    )
+    assert finding.message.startswith("requests.storage is not counted at admission")
+    spec = result.objects[0].model.to_wire()["spec"]
+    assert spec["overall"] == {"cpu": "4", "requests.storage": "10Gi"}
+    assert spec["staticAssignments"][0]["hard"] == {"requests.storage": "4Gi"}
