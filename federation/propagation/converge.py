@@ -49,6 +49,7 @@ was not attempted.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import hashlib
 import json
@@ -222,6 +223,8 @@ class WorkloadSync:
         """Namespaces whose Namespace keeps a copy on a member only for the copies of
         workloads in it still there (`occupied`): looked at again after each of theirs."""
         self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
+        self._passing: collections.Counter[tuple[str, str]] = collections.Counter()
+        """(namespace, cluster) → passes under way of workloads placed there (`sync`)."""
         self._newer_policies: dict[str, codec.Stored[KubeObject]] = {}
         """Policies read from the registry ahead of their mirror (`_claiming_spec_now`)."""
         self._policy_read_at: dict[str, int] = {}
@@ -408,6 +411,8 @@ class WorkloadSync:
         Work (a copy there, or one being removed: its Work goes once the copy has), or a
         FederatedResourceQuota's quota (`_quota_in`). Its Namespace's copy, or the
         namespace the applier created there (`gc.collect_namespaces`), stays meanwhile."""
+        if self._passing[(namespace, cluster)] > 0:
+            return True  # a pass of a workload placed there is under way (`sync`)
         mine = f"{namespace}/"  # a string test over what this process wrote: cheap
         return any(
             cluster in per_cluster
@@ -439,7 +444,25 @@ class WorkloadSync:
     # -- one pass ----------------------------------------------------------------------------
 
     async def sync(self, ref: keys.WorkloadRef) -> float | None:
-        """Converge one workload; returns a delay to try again after, or None when done."""
+        """Converge one workload; returns a delay to try again after, or None when done.
+
+        Meanwhile its namespace counts as occupied on the clusters it is placed on
+        (`occupied`): a copy is applied before its Work is written, and its Namespace's
+        copy deleted in between took the new copy along (a running Job, started again)."""
+        slots: list[tuple[str, str]] = []
+        if ref.namespace != keys.CLUSTER_SCOPE:
+            _, _, targets, evicting = self._placed(ref)
+            slots = [(ref.namespace, name) for name in {*targets, *evicting}]
+        self._passing.update(slots)
+        try:
+            return await self._sync(ref)
+        finally:
+            self._passing.subtract(slots)
+            for slot in slots:
+                if self._passing[slot] <= 0:
+                    del self._passing[slot]
+
+    async def _sync(self, ref: keys.WorkloadRef) -> float | None:
         workload, stored, targets, evicting = self.wanted(ref)
         existing = self.works.setdefault(str(ref), {})
         namespace = objects.namespace_of(ref)
