@@ -10,7 +10,9 @@ here is reported in the Work and the key is requeued with backoff.
 Why a read before the first apply: server-side apply would silently take over an object a
 team created by hand. `Abort` (Karmada's default) refuses when the member already holds an
 object of that name that is not ours, and says so; `Overwrite` adopts it (force apply).
-Namespaces are created in the member when missing, once per member and namespace.
+Namespaces are created in the member when missing, once per member and namespace, never
+interleaved with a Namespace template's apply (`_ensure_namespace`); garbage collection
+removes them once nothing is left in them (`gc.collect_namespaces`).
 
     errors seen here
     ├── MemberUnavailable (retryable)   member down or slow: requeue, report in status
