@@ -227,10 +227,11 @@ class WorkRecords:
         *,
         placed: Mapping[str, int] | None = None,
         unready: Collection[str] = (),
+        unread: Collection[str] = (),
     ) -> WorkloadStatus | None:
         """The aggregated status after `writes`; None when the workload is gone everywhere.
         `placed`: the replicas asked of each cluster the Binding targets (None: no Binding
-        is known); `unready` as `status.aggregate` takes it.
+        is known); `unready` and `unread` as `status.aggregate` takes them.
 
         A finished job stays finished once its copies are removed. Its Binding can go
         Pending after it finished - preempted, reclaimed or evicted by a decision made a
@@ -271,6 +272,7 @@ class WorkRecords:
             binding_revision=revision,
             placed=placed,
             unready=unready,
+            unread=unread,
             desired=_desired(workload),
             asked=placed,
         )

@@ -626,6 +626,128 @@ async def test_a_workload_placed_back_where_it_was_evicted_from_is_told_so(h: Ha
     )
 
 
+async def _waiting_on_a(h: Harness, ref: keys.WorkloadRef = WEB) -> int:
+    """`ref`, placed on a alone, evicted Directly when a stopped answering and placed nowhere
+    else since; returns its Binding's revision."""
+    await h.bindings.create(keys.binding_key(ref), binding(ref.name, clusters={"a": 1}))
+    await h.health("a", "False", "ConnectionRefused")
+    await h.advance(31)
+    stored = await h.bindings.get(keys.binding_key(ref))
+    assert stored is not None and stored.obj.placement() == {}
+    directly = [
+        t.model_copy(update={"purge_mode": "Directly"}) for t in stored.obj.spec.eviction_tasks
+    ]
+    waiting = stored.obj.model_copy(
+        update={"spec": stored.obj.spec.model_copy(update={"eviction_tasks": directly})}
+    )
+    return (
+        await h.bindings.update(keys.binding_key(ref), waiting, revision=stored.revision)
+    ).revision
+
+
+async def _read(
+    h: Harness, ref: keys.WorkloadRef, *, revision: int, stale: bool, phase: str | None = None
+) -> None:
+    """The propagator's status of `ref` for Binding `revision`: its copy on a, `stale` until
+    read there since a answered again, in `phase`."""
+    row = ClusterWorkloadStatus(cluster="a", leaving=True, stale=stale, phase=phase)
+    status = WorkloadStatus(
+        workload=(await h.binding(ref)).spec.workload,
+        binding_revision=revision,
+        phase=phase if phase in ("Succeeded", "Failed") else None,
+        clusters=[row],
+    )
+    await codec.TypedStore(h.store, codec.Codec(WorkloadStatus)).mutate(
+        keys.workload_status_key(ref), lambda _: status
+    )
+
+
+async def test_a_returning_member_gives_back_the_copy_a_workload_waits_on(h: Harness) -> None:
+    """Evicted Directly, placed nowhere else while a was away: its copy there is given
+    back, not purged, before a's taints are lifted (it ran on all along)."""
+    revision = await _waiting_on_a(h)
+    await h.advance(600)
+    assert [t.cluster for t in (await h.binding(WEB)).spec.eviction_tasks] == ["a"], (
+        "kept past the timeout while a is away"
+    )
+    await _read(h, WEB, revision=revision, stale=False, phase="Running")
+
+    await h.health("a", "True", "ClusterReady")
+    await h.settle()
+    back = await h.binding(WEB)
+    assert (back.placement(), back.spec.eviction_tasks) == ({"a": 1}, [])
+    assert h.member.deleted == ["api"], "web's copy kept; api, placed nowhere, purged"
+    assert await h.taints("a") == []
+    marks = [(m.what, m.cluster, m.workload) for m in h.controller.timeline]
+    assert ("given-back", "a", str(WEB)) in marks
+
+
+async def test_a_copy_is_given_back_only_once_the_member_s_noexecute_taint_is_gone(
+    h: Harness,
+) -> None:
+    """Given back while a still carried `unreachable:NoExecute`, the copy's Binding would
+    be evicted from a again before the taint was lifted, its copy deleted there and the
+    job started anew: a is first tainted `recovering` alone, then the copy given back."""
+    revision = await _waiting_on_a(h)
+    await _read(h, WEB, revision=revision, stale=False, phase="Running")
+    assert (taints.UNREACHABLE, "NoExecute") in await h.taints("a")
+
+    await h.health("a", "True", "ClusterReady")
+    await h.settle()
+
+    marks = [(m.what, m.detail) for m in h.controller.timeline if m.cluster == "a"]
+    recovering = marks.index(("taints", f"{controller_mod.RECOVERING}:NoSchedule"))
+    given = next(i for i, (what, _) in enumerate(marks) if what == "given-back")
+    assert recovering < given, marks
+    assert (await h.binding(WEB)).placement() == {"a": 1}
+
+
+async def test_a_copy_is_given_back_only_once_read_there_and_as_it_ended(h: Harness) -> None:
+    """The status last read of web's copy is from before a went away: a keeps its
+    recovering taint and the copy, until the propagator has read it there again. It
+    finished meanwhile: given back as Succeeded, never to be placed and run again."""
+    revision = await _waiting_on_a(h)
+    await _read(h, WEB, revision=revision, stale=True, phase="Running")
+
+    await h.health("a", "True", "ClusterReady")
+    await h.settle()
+    assert (await h.binding(WEB)).placement() == {}, "not given back unread"
+    assert await h.taints("a") == [(controller_mod.RECOVERING, "NoSchedule")]
+    assert h.member.deleted == [], "nothing purged before every waited-on copy is read"
+
+    await _read(h, WEB, revision=revision, stale=False, phase="Succeeded")
+    await h.advance(1)
+    back = await h.binding(WEB)
+    assert (back.placement(), back.spec.eviction_tasks) == ({"a": 1}, [])
+    assert back.status.reason.startswith("Succeeded on a while the member was away")
+    assert "web" not in h.member.deleted, "its finished copy stays, as it ended"
+    assert await h.taints("a") == []
+
+
+async def test_a_copy_left_behind_by_a_placement_elsewhere_is_purged_on_return(
+    h: Harness,
+) -> None:
+    """Placed on b after a went away, then evicted from b too: the copy on a is no longer
+    the workload's (it ran on b since), so a's return purges it instead of giving it back."""
+    revision = await _waiting_on_a(h)
+    stored = await h.bindings.get(keys.binding_key(WEB))
+    assert stored is not None
+    tasks = [t.model_copy(update={"superseded": True}) for t in stored.obj.spec.eviction_tasks]
+    left = stored.obj.model_copy(
+        update={"spec": stored.obj.spec.model_copy(update={"eviction_tasks": tasks})}
+    )
+    revision = (
+        await h.bindings.update(keys.binding_key(WEB), left, revision=stored.revision)
+    ).revision
+    await _read(h, WEB, revision=revision, stale=False, phase="Running")
+
+    await h.health("a", "True", "ClusterReady")
+    await h.settle()
+    assert (await h.binding(WEB)).placement() == {}
+    assert sorted(h.member.deleted) == ["api", "web"]
+    assert await h.taints("a") == []
+
+
 @pytest.mark.parametrize(
     ("scheduling", "groups", "expected"),
     [
