@@ -290,8 +290,10 @@ def _instrument(latencies: list[float]) -> None:
         started[0] = time.perf_counter()
         return place(self, job, state)
 
-    def timed_settle(self: admission.Admitter, job: PendingJob, outcome: Any) -> bool:
-        ok = settle(self, job, outcome)
+    def timed_settle(
+        self: admission.Admitter, job: PendingJob, outcome: Any, **options: Any
+    ) -> bool:
+        ok = settle(self, job, outcome, **options)
         latencies.append(time.perf_counter() - started[0])
         return ok
 
