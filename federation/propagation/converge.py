@@ -538,7 +538,6 @@ class WorkloadSync:
                     why = f"removed from {name}: a copy of an earlier object of this name"
                     said.append(self._removed(ref, name, foreign, "Removed", why))
             targets = {n: t for n, t in targets.items() if n not in replaced}
-            targets, ended = self._ended(ref, existing, targets, workload.metadata.uid)
             results = await asyncio.gather(
                 *(self._sync_one(ref, t, existing.get(t.name), shared) for t in targets.values())
             )
@@ -557,10 +556,8 @@ class WorkloadSync:
             held, unread, delay = self._read_held(ref, stored, existing)
             writes += self._frozen(ref, sorted(frozen), existing) + held
             delays.append(delay)
-            evicting |= (
-                frozen
-                | ended
-                | self._held(ref, results, existing.keys() - targets.keys() - replaced)
+            evicting |= frozen | self._held(
+                ref, results, existing.keys() - targets.keys() - replaced
             )
             said += [
                 self._event(ref, reason, why, cluster=name)
@@ -633,43 +630,6 @@ class WorkloadSync:
             if work != old.obj:
                 writes.append((name, old, work))
         return writes
-
-    def _ended(
-        self,
-        ref: keys.WorkloadRef,
-        existing: Mapping[str, codec.Stored[Work]],
-        targets: dict[str, TargetCluster],
-        uid: str | None,
-    ) -> tuple[dict[str, TargetCluster], set[str]]:
-        """The targets to apply to, and the members whose finished copies stay meanwhile,
-        for a job placed where it has no copy yet although it has run to the end: a copy
-        it is leaving reads finished, or its status already records the end.
-
-        Why: a member that stopped answering may hold a job that finished there unseen.
-        Evicted, the job was placed elsewhere before its copy was read finished, and the
-        new copy ran it a second time. A finished job gets no new copy; its finished copy
-        stays until the workload status records the end, which outlives the copy.
-        """
-        if not targets or existing.keys() & targets.keys():
-            return targets, set()
-        recorded = self.written.get(str(ref))
-        done = (
-            recorded is not None
-            and recorded.obj.phase in FINISHED_PHASES
-            and uid is not None
-            and recorded.obj.workload.uid == uid
-        )
-        ended = {
-            name
-            for name, work in existing.items()
-            if work.obj.spec.workload.uid in (None, uid) and self._finished(ref, name, work.obj)
-        }
-        if not (done or ended):
-            return targets, set()
-        log.info(
-            "%s: finished (on %s); not started again on %s", ref, sorted(ended), sorted(targets)
-        )
-        return {}, set() if done else ended
 
     def _read_held(
         self,
