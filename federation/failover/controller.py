@@ -8,9 +8,7 @@ both written with compare-and-swap and, under HA, the leader's fence (`guards`).
 Two kinds of key, each converged level-based by one worker at a time (STYLE.md §7, §12):
 
     c/<cluster>   Ready condition + time → taints (taints.desired); a member back from
-                  unreachable keeps its taints until the copies workloads wait on there
-                  are read there again and given back (eviction.returned), and stale ones
-                  purged (purge.py)
+                  unreachable keeps its taints until stale copies are purged (purge.py)
     b/<binding>   NoExecute taints + tolerations → due evictions, through the rate limiter
                   (eviction.py); a copy Unhealthy past the policy's application failover
                   toleration → evicted (application.py); eviction tasks + new placement
@@ -59,7 +57,7 @@ from policies.models.cluster import (
 )
 from policies.models.common import Toleration
 from policies.models.propagation import ApplicationFailoverBehavior, Placement
-from policies.models.work import FINISHED_PHASES, ClusterWorkloadStatus, WorkloadStatus
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
 __all__ = [
@@ -92,8 +90,6 @@ class EvictionMetrics(Protocol):
 RECOVERING = RECOVERING_TAINT
 _FAILBACK = "f/"
 _RETRY = 1.0
-_READ_AGAIN = 0.25
-"""Seconds before a returning member looks again for its waited-on copies' first read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +293,7 @@ class FailoverController:
         returning = status.ready() and any(
             t.key in (taints.UNREACHABLE, RECOVERING) for t in status.taints
         )
-        # Copies are given back only once the member's NoExecute health taints are gone
-        # (the pass before wrote `recovering` alone): given back under them, a copy was
-        # evicted again before they were lifted, deleted there and started anew.
-        calm = not any(t.key in (taints.UNREACHABLE, taints.NOT_READY) for t in status.taints)
-        if returning and not (calm and await self._give_back(name) and await self._purged(spec)):
+        if returning and not await self._purged(spec):
             wanted = [Taint(key=RECOVERING, effect="NoSchedule")]
             self.queue.add_after("c/" + name, _RETRY * 2)
         new = taints.reconcile(status.taints, wanted, now=self.clock.now())
@@ -355,59 +347,6 @@ class FailoverController:
                 cluster.name, -left,
             )  # fmt: skip
             self._mark("drill-abandoned", cluster.name)
-
-    async def _give_back(self, name: str) -> bool:
-        """Before a returning member is purged: each workload that waits on its copy there
-        (`Binding.waits_on`) gets it back (`eviction.returned`), once the propagator has
-        read that copy on the member since it answered again (`_read_there`). False while
-        one is still unread: the member stays tainted, and this is tried again shortly.
-        A lost compare-and-swap raises, and the member stays tainted until the next pass
-        has done it."""
-        unread = False
-        for key, stored in list(self.bindings.items.items()):
-            binding = stored.obj
-            if binding.waits_on(name) is None:
-                continue
-            if name in self._leaving:
-                continue  # being unjoined: the copy goes with the member
-            read, row = self._read_there(binding, name, revision=stored.revision)
-            if not read:
-                unread = True
-                continue
-            if row is None:
-                continue  # no Work records a copy there: a stray the propagator removes
-            ended = row.phase if row.phase in FINISHED_PHASES else None
-            kept = eviction.returned(binding, name, finished=ended)
-            await self.bindings.typed.update(
-                key, kept, revision=stored.revision, guards=self._guards()
-            )
-            self._mark("given-back", name, str(_ref(binding)), detail=ended or "")
-            log.info("cluster %s returned: %s keeps the copy it ran there", name, _ref(binding))
-        if unread:
-            self.queue.add_after("c/" + name, _READ_AGAIN)
-        return not unread
-
-    def _read_there(
-        self, binding: Binding, cluster: str, *, revision: int
-    ) -> tuple[bool, ClusterWorkloadStatus | None]:
-        """Whether the workload's copy on `cluster`, a member back from away, has been read
-        there since it answered again, and its row in the workload's status (None: no Work
-        records a copy there).
-
-        Why wait for it: what the workload status said of the copy was its last report
-        before the member went away. A job that finished meanwhile, given back as still
-        running, was placed again on a member whose copy the next pass found gone or
-        finished, and ran a second time. The propagator marks the row of such a copy
-        `stale` until its watch has listed the copy since the member turned Ready; a
-        status written for an older Binding may predate the copy's Work.
-        """
-        status = self.workload_status.get(keys.workload_status_key(_ref(binding)))
-        if status is None or status.binding_revision < revision:
-            return False, None
-        row = next((r for r in status.clusters if r.cluster == cluster), None)
-        if row is not None and row.stale and row.phase not in FINISHED_PHASES:
-            return False, row
-        return True, row
 
     async def _purged(self, cluster: Cluster) -> bool:
         """Delete stale copies from a returning member; False when it could not finish."""

@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policies.models.binding import Binding, EvictionTask, TargetCluster, hourly_total
+from policies.models.binding import Binding, EvictionTask, hourly_total
 from policies.models.cluster import Taint
 from policies.models.common import Toleration
 
@@ -33,7 +33,6 @@ __all__ = [
     "judge",
     "never_evicted",
     "normalise_purge_mode",
-    "returned",
 ]
 
 RE_PLACING = "; re-placing"
@@ -153,8 +152,6 @@ def evict(
         purge_mode=normalise_purge_mode(purge_mode),
         producer="ApplicationFailover" if application else "",
         grace_period_seconds=grace_period_seconds,
-        chip=target.chip,
-        hourly_cost=target.hourly_cost,
     )
     tasks = [t for t in binding.spec.eviction_tasks if t.cluster != cluster]
     left = [t for t in binding.spec.clusters if t.name != cluster]
@@ -168,44 +165,6 @@ def evict(
     status = binding.status.model_copy(
         update={"phase": "Pending", "reason": f"Evicted from {cluster}: {reason}{RE_PLACING}"}
     )
-    return binding.model_copy(update={"spec": spec, "status": status})
-
-
-def returned(binding: Binding, cluster: str, *, finished: str | None = None) -> Binding:
-    """`binding` with the copy it waits on (`Binding.waits_on`) given back: `cluster`, a
-    member that is back, moved from the eviction task into the targets again, as it ran.
-    `finished`: the phase (Succeeded, Failed) its member says the copy ended in meanwhile.
-
-    Why: the workload was evicted Directly from a member that stopped answering, found no
-    room anywhere else, and its copy ran on there all along. Deleting that copy on the
-    member's return and placing the workload back there started a batch job again from
-    zero (hours of accelerator time) although it never ran twice. The Binding stays
-    Pending, naming the copy it runs, so the scheduler counts it and places it again
-    keeping it where it runs, as for any workload that waits with its copies. A copy that
-    ended while its member was away is given back too: the job ran there, and the
-    scheduler records it Scheduled there as finished (never placing it again).
-    """
-    task = binding.waits_on(cluster)
-    if task is None:
-        return binding
-    target = TargetCluster(
-        name=cluster, replicas=task.replicas, chip=task.chip, hourly_cost=task.hourly_cost
-    )
-    spec = binding.spec.model_copy(
-        update={
-            "clusters": [target],
-            "eviction_tasks": [t for t in binding.spec.eviction_tasks if t is not task],
-            "hourly_cost": hourly_total([target]),
-        }
-    )
-    why = (
-        f"Kept on {cluster}: its copy ran on there while the member was away and it was"
-        f" placed nowhere else{RE_PLACING}"
-        if finished is None
-        else f"{finished} on {cluster} while the member was away: its copy is kept as it"
-        " ended, and the job is not run again"
-    )
-    status = binding.status.model_copy(update={"phase": "Pending", "reason": why})
     return binding.model_copy(update={"spec": spec, "status": status})
 
 

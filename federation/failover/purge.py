@@ -14,11 +14,9 @@ registry, so a copy whose Work record was lost is found too.
 
 A copy is kept when its workload's Binding still targets the member, keeps it under a
 graceful eviction task (purge mode Gracefully; whether the placement wants it there again
-is for the scheduler to say once the member is back, see `graceful.judge`), or waits on it:
-evicted Directly but placed nowhere else since (`Binding.waits_on`), it is the workload's
-only copy and is given back (`eviction.returned`). Everything else of ours goes: moved
-away, evicted Directly, or the workload was deleted. Objects without our workload
-annotation are never touched (we cannot tell whose they are).
+is for the scheduler to say once the member is back, see `graceful.judge`). Everything
+else of ours goes: moved away, evicted Directly, or the workload was deleted. Objects
+without our workload annotation are never touched (we cannot tell whose they are).
 """
 
 from __future__ import annotations
@@ -66,8 +64,6 @@ def wanted_here(binding: Binding | None, cluster: str) -> bool:
     if binding is None:
         return False
     if any(t.name == cluster for t in binding.spec.clusters):
-        return True
-    if binding.waits_on(cluster) is not None:
         return True
     return any(t.cluster == cluster and not t.at_once for t in binding.spec.eviction_tasks)
 

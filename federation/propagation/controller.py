@@ -221,14 +221,10 @@ class Propagator:
         """A member turned Ready or stopped being so: every workload with a copy there is
         aggregated again. Its copies' last reports count again, or stop counting, although
         no watch event says anything changed (a dead member sends none, and a member back
-        with the same pods relists what was already seen). Back with copies kept for its
-        return, its watches list it afresh (`StatusWatches.relist`): those copies are
-        given back as read then."""
+        with the same pods relists what was already seen)."""
         if status_mod.not_ready(old) == status_mod.not_ready(new):
             return
         name = keys.split(key)[-1]
-        if status_mod.not_ready(old) and self.sync.holds_on(name):
-            self.watches.relist(name)
         for ref_text, per_cluster in list(self.sync.works.items()):
             if name in per_cluster:
                 self.queue.add(f"w|{ref_text}")

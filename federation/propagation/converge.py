@@ -93,9 +93,6 @@ RENDER_FAILED = "ApplyOverridePolicyFailed"
 """The Work condition reason and Warning event of a copy its overrides cannot render."""
 _AGAIN = 0.05
 """Seconds before creating the new object's copy where an earlier object's was removed."""
-_READING = 0.25
-"""Seconds before looking again at a copy kept for its member's return, until its watch
-has listed it there since the member answered again."""
 
 
 def _others(existing: Mapping[str, codec.Stored[Work]], uid: str | None) -> set[str]:
@@ -407,34 +404,7 @@ class WorkloadSync:
         evicting = {task.cluster for task in binding.spec.eviction_tasks if not task.at_once} - set(
             targets
         )
-        return workload, stored, targets, evicting | self._waited_on(binding)
-
-    def _waited_on(self, binding: Binding) -> set[str]:
-        """The members away whose copy the workload waits on (`Binding.waits_on`): kept
-        for failover to give back on their return. Its deletion, retried while the member
-        did not answer, landed the moment it answered: a batch job that had nowhere else to
-        go was killed there and started again from zero."""
-        if binding.spec.clusters or self.cluster_statuses is None:
-            return set()
-        out = set()
-        for task in binding.spec.eviction_tasks:
-            status = self.cluster_statuses.get(keys.cluster_status_key(task.cluster))
-            if status is not None and status.away() and binding.waits_on(task.cluster):
-                out.add(task.cluster)
-        return out
-
-    def holds_on(self, cluster: str) -> bool:
-        """Whether a copy on `cluster` is kept for that member's return (`_waited_on`):
-        once it answers, what is read there decides what failover gives back."""
-        for per_cluster in self.works.values():
-            work = per_cluster.get(cluster)
-            if work is None:
-                continue
-            ref = keys.parse_workload_key(work.key)
-            stored = self.bindings.items.get(keys.binding_key(ref))
-            if stored is not None and stored.obj.waits_on(cluster) is not None:
-                return True
-        return False
+        return workload, stored, targets, evicting
 
     def occupied(self, namespace: str, cluster: str) -> bool:
         """Whether fedctl still keeps something in `namespace` on `cluster`: a workload's
@@ -500,7 +470,6 @@ class WorkloadSync:
         writes: list[tuple[str, codec.Stored[Work] | None, Work]] = []
         said: list[Callable[[], Event]] = []
         replaced: set[str] = set()
-        unread: set[str] = set()
         spec: Any = None
         if workload is not None:
             # Without a Binding of its own, a dependency wanted only by its needers.
@@ -553,9 +522,7 @@ class WorkloadSync:
                 for name in (set(existing) - set(targets) - evicting - replaced) & suspended
                 if self.clusters.get(keys.cluster_key(name)) is not None
             }
-            held, unread, delay = self._read_held(ref, stored, existing)
-            writes += self._frozen(ref, sorted(frozen), existing) + held
-            delays.append(delay)
+            writes += self._frozen(ref, sorted(frozen), existing)
             evicting |= frozen | self._held(
                 ref, results, existing.keys() - targets.keys() - replaced
             )
@@ -566,7 +533,15 @@ class WorkloadSync:
         gone = sorted(set(existing) - set(targets) - evicting - replaced)
         delays += await self._leave(ref, gone, existing, said, deleted=workload is None)
         kept = set(existing) | set(targets) | evicting | replaced
-        delays += await self._remove_strays(ref, kept, said)
+        for name, copy in sorted(self.watches.copies(ref).items()):
+            # A namespace is left, as garbage collection leaves it: others' objects may
+            # live in it, and it runs nothing.
+            if name not in kept and copy["kind"] != "Namespace":
+                removed, delay = await self._remove_stray(ref, name, copy)
+                delays.append(delay)
+                if removed:
+                    why = f"removed from {name}: a copy no Work records (a late apply)"
+                    said.append(self._event(ref, "Removed", why, cluster=name))
         extra = await self.recorder.ops(ref, said) if self.recorder is not None else []
         status = self.records.status(
             ref,
@@ -579,7 +554,6 @@ class WorkloadSync:
                 else {name: t.replicas for name, t in targets.items()}
             ),
             unready=self._unready([*existing, *(cluster for cluster, _, _ in writes)]),
-            unread=unread,
         )
         if status is not None and workload is not None:
             status = self._with_dependencies(ref, status, spec)
@@ -630,52 +604,6 @@ class WorkloadSync:
             if work != old.obj:
                 writes.append((name, old, work))
         return writes
-
-    def _read_held(
-        self,
-        ref: keys.WorkloadRef,
-        stored: codec.Stored[Binding] | None,
-        existing: Mapping[str, codec.Stored[Work]],
-    ) -> tuple[list[works_mod.Write], set[str], float | None]:
-        """The copies kept for their members' return (`_waited_on`): their Works with the
-        status as now read there, the members where they are not read yet since they
-        answered again (`StatusWatches.relist`; their rows read `stale`), and a delay to
-        look again after while one of those is Ready.
-
-        Why: failover gives such a copy back on its member's return as this status says
-        it is, and only once it is read there (`FailoverController._read_there`). A job
-        that finished while its member was away must read finished, not as it last ran.
-        """
-        held = self._waited_on(stored.obj) & existing.keys() if stored is not None else set()
-        writes: list[works_mod.Write] = []
-        unread: set[str] = set()
-        for name in sorted(held):
-            old = existing[name]
-            manifest = old.obj.spec.manifest
-            api_version, kind = str(manifest["apiVersion"]), str(manifest["kind"])
-            self.watches.ensure(name, api_version, kind)
-            if not self.watches.synced(name, api_version, kind):
-                unread.add(name)
-            status = self._observed(ref, name, manifest, old.obj.status)
-            if status != old.obj.status:
-                writes.append((name, old, old.obj.model_copy(update={"status": status})))
-        return writes, unread, _READING if unread - self._unready(unread) else None
-
-    async def _remove_strays(
-        self, ref: keys.WorkloadRef, kept: set[str], said: list[Callable[[], Event]]
-    ) -> list[float | None]:
-        """Remove each copy a watch shows outside `kept` (`_remove_stray`); a delay for each.
-        A namespace is left, as garbage collection leaves it: others' objects may live in
-        it, and it runs nothing."""
-        delays: list[float | None] = []
-        for name, copy in sorted(self.watches.copies(ref).items()):
-            if name not in kept and copy["kind"] != "Namespace":
-                removed, delay = await self._remove_stray(ref, name, copy)
-                delays.append(delay)
-                if removed:
-                    why = f"removed from {name}: a copy no Work records (a late apply)"
-                    said.append(self._event(ref, "Removed", why, cluster=name))
-        return delays
 
     async def _leave(
         self,

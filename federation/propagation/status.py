@@ -268,20 +268,6 @@ class StatusWatches:
             watch.task.cancel()
             self._start(key)
 
-    def relist(self, cluster: str) -> None:
-        """`cluster` turned Ready again: every watch of it lists afresh, and is not
-        `synced` until it has.
-
-        Why: a watch that never failed through a silent outage (its stream just went
-        quiet) still counted as synced, and what it showed was the copies' state before
-        the member went away: a job that finished meanwhile read as running. Whatever
-        reads a returning member's copies as `synced` now reads them as they are since.
-        """
-        for key, watch in list(self._watches.items()):
-            if key[0] == cluster and watch.task is not None:
-                watch.task.cancel()
-                self._start(key)
-
     def forget(self, cluster: str, ref: keys.WorkloadRef) -> None:
         self.seen.pop((cluster, str(ref)), None)
         self._drop(cluster, str(ref))
@@ -523,17 +509,15 @@ def aggregate(
     binding_revision: int,
     placed: Collection[str] | None = None,
     unready: Collection[str] = (),
-    unread: Collection[str] = (),
     desired: int | None = None,
     asked: Mapping[str, int] | None = None,
 ) -> WorkloadStatus:
     """The workload's status from its Works (each carrying the member's observation).
 
     `placed`: the clusters its Binding targets (None: no Binding is known, every copy
-    counts); `unready`: members whose Ready condition is not True; `unread`: members whose
-    copy, kept through their absence, has not been read there since they answered again;
-    `desired`: the replicas its template asks for (None: not a count, as for a ConfigMap);
-    `asked`: the replicas the Binding asks of each cluster it targets (`_out_of_asked`).
+    counts); `unready`: members whose Ready condition is not True; `desired`: the replicas
+    its template asks for (None: not a count, as for a ConfigMap); `asked`: the replicas
+    the Binding asks of each cluster it targets (`_out_of_asked`).
 
     Every Work gets a row, but the totals (health, ready and desired counts, a job's
     progress) count only the copies that make up the placement, the way Karmada's
@@ -565,9 +549,7 @@ def aggregate(
             **observed.model_dump(),
         )
         if cluster in unready and row.phase not in FINISHED_PHASES:
-            row = _unconfirmed(row, why="is not Ready")
-        elif cluster in unread and row.phase not in FINISHED_PHASES:
-            row = _unconfirmed(row, why="has not been read since it answered again")
+            row = _unconfirmed(row)
         rows.append(row)
     counted = [r for r in rows if not r.leaving or r.phase in FINISHED_PHASES]
     live = [r for r in counted if r.applied or r.phase in FINISHED_PHASES]
@@ -637,9 +619,9 @@ def _short_of(total: Observed, desired: int | None) -> Observed:
     return total.model_copy(update={"replicas": desired, "health": health})
 
 
-def _unconfirmed(row: ClusterWorkloadStatus, *, why: str) -> ClusterWorkloadStatus:
-    """`row` of a member that is not Ready (or not read since it is again, `why`): its
-    desired count and phase stay, what it last said of readiness is only mentioned."""
+def _unconfirmed(row: ClusterWorkloadStatus) -> ClusterWorkloadStatus:
+    """`row` of a member that is not Ready: its desired count and phase stay, what it last
+    said of readiness is only mentioned."""
     if row.phase:
         last = f"{row.phase}, {row.running} running"
     else:
@@ -650,6 +632,6 @@ def _unconfirmed(row: ClusterWorkloadStatus, *, why: str) -> ClusterWorkloadStat
             "health": "Unknown",
             "ready_replicas": None,
             "running": 0,
-            "message": f"{row.cluster} {why}; its last report ({last}) is not counted",
+            "message": f"{row.cluster} is not Ready; its last report ({last}) is not counted",
         }
     )

@@ -227,11 +227,10 @@ class WorkRecords:
         *,
         placed: Mapping[str, int] | None = None,
         unready: Collection[str] = (),
-        unread: Collection[str] = (),
     ) -> WorkloadStatus | None:
         """The aggregated status after `writes`; None when the workload is gone everywhere.
         `placed`: the replicas asked of each cluster the Binding targets (None: no Binding
-        is known); `unready` and `unread` as `status.aggregate` takes them.
+        is known); `unready` as `status.aggregate` takes it.
 
         A finished job stays finished once its copies are removed. Its Binding can go
         Pending after it finished - preempted, reclaimed or evicted by a decision made a
@@ -272,7 +271,6 @@ class WorkRecords:
             binding_revision=revision,
             placed=placed,
             unready=unready,
-            unread=unread,
             desired=_desired(workload),
             asked=placed,
         )

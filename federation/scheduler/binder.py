@@ -29,7 +29,7 @@ from federation import errors
 from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models import binding as binding_model
-from policies.models.binding import Binding, EvictionTask
+from policies.models.binding import Binding
 
 __all__ = ["CLAIMED_BY", "FINGERPRINT", "Binder", "WriteReport", "binding_ref", "same"]
 
@@ -314,8 +314,7 @@ def same(old: Binding, new: Binding) -> bool:
 
 def _merged(stored: Binding, new: Binding) -> Binding:
     """Eviction tasks belong to failover: keep the stored ones, but for those on clusters
-    the new Binding has a task of its own for (a preemption's, a move's handover). A kept
-    Directly task on a cluster the new placement leaves out is marked `superseded`.
+    the new Binding has a task of its own for (a preemption's, a move's handover).
 
     And a placement decided again where the workload already is, under the same policy,
     keeps the stored status: its reason (say, which fail-back brought it there) and time
@@ -335,22 +334,5 @@ def _merged(stored: Binding, new: Binding) -> Binding:
     kept = [t for t in stored.spec.eviction_tasks if t.cluster not in own]
     if not kept:
         return new
-    placed = {t.name for t in new.spec.clusters}
-    if placed:
-        kept = [_superseded(t) if t.cluster not in placed else t for t in kept]
     spec = new.spec.model_copy(update={"eviction_tasks": [*new.spec.eviction_tasks, *kept]})
     return new.model_copy(update={"spec": spec})
-
-
-def _superseded(task: EvictionTask) -> EvictionTask:
-    """`task`, a Directly one, marked as left behind by a placement elsewhere.
-
-    Why: its copy waits for its member's return to be deleted. Placed nowhere else
-    meanwhile, the workload would get that copy back (`Binding.waits_on`); placed
-    elsewhere, it ran there, maybe to the end, and even if it is evicted from there too
-    before the member returns, the old copy is not its own any more: given back, it ran
-    beside the new one, and a job that had finished elsewhere was run again.
-    """
-    if not task.at_once or task.superseded:
-        return task
-    return task.model_copy(update={"superseded": True})

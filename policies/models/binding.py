@@ -105,26 +105,12 @@ class EvictionTask(FrozenModel):
     grace_period_seconds: int | None = Field(
         default=None, gt=0, description="How long the old copy may wait (else the global timeout)."
     )
-    chip: str | None = Field(
-        default=None,
-        description="The chip or arch the copy left there runs on: a copy kept through its"
-        " member's absence is placed back as it runs.",
-    )
-    hourly_cost: Decimal | None = Field(
-        default=None, description="What the copy left there cost per hour when it was placed."
-    )
     nowhere_since: AwareDatetime | None = Field(
         default=None,
         description="When failover found the workload placed nowhere else (the Binding's"
         " Pending reason says why). A Gracefully kept copy on a member that answers is then"
         " the workload's last: it stays past the graceful timeout until the workload is"
         " placed elsewhere and ready there, as a drain waits on a PodDisruptionBudget.",
-    )
-    superseded: bool = Field(
-        default=False,
-        description="The scheduler placed the workload on other clusters after this"
-        " eviction: the copy left here is stale for good, and is deleted on the member's"
-        " return even if the workload is placed nowhere by then (it ran elsewhere since).",
     )
 
     @property
@@ -209,30 +195,6 @@ class Binding(KubeObject):
     kind: Literal["Binding"] = "Binding"
     spec: BindingSpec
     status: BindingStatus = Field(default_factory=BindingStatus)
-
-    def waits_on(self, cluster: str) -> EvictionTask | None:
-        """The Directly task on `cluster` of a workload that has run nowhere else since
-        (no target, nor any since: not `superseded`; not an application failover, which
-        left a member where it failed).
-
-        Its copy there is the only one: a member coming back with it still running gives
-        it back (failover's `eviction.returned`), as graceful eviction gives back a copy
-        whose member recovers before the workload found room elsewhere. Deleted, a batch
-        job that could not run twice anyway would start again from zero where it ran.
-        """
-        if self.spec.clusters:
-            return None
-        return next(
-            (
-                t
-                for t in self.spec.eviction_tasks
-                if t.cluster == cluster
-                and t.at_once
-                and not t.from_application
-                and not t.superseded
-            ),
-            None,
-        )
 
     def placement(self) -> dict[str, int]:
         """Cluster name -> replicas."""

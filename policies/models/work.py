@@ -146,8 +146,7 @@ class ClusterWorkloadStatus(Observed):
     )
     stale: bool = Field(
         default=False,
-        description="The member is not Ready, or a copy kept through its absence has not"
-        " been read there since it answered again, so its last report may no longer hold:"
+        description="The member is not Ready, so its last report may no longer hold:"
         " health Unknown and nothing counted ready or running until it reports again.",
     )
     suspended: bool = Field(

@@ -146,49 +146,6 @@ async def test_a_binding_with_tasks_of_its_own_keeps_failovers_on_other_clusters
     assert stored.obj.spec.eviction_tasks == [handover, failover]
 
 
-async def test_a_placement_elsewhere_marks_failovers_directly_task_superseded(
-    etcd_store: EtcdStore, namespace: str
-) -> None:
-    """The job was evicted Directly from a (away, its copy there waiting to be deleted) and
-    is now placed on c: the copy on a is left behind for good, and must not be given back
-    if the job is evicted from c too before a returns (it ran on c since)."""
-    from policies.models.binding import EvictionTask
-
-    writer = binder.Binder(etcd_store)
-    await writer.write([binding(namespace, "job", cluster="a")])
-    key = keys.binding_key(keys.WorkloadRef(namespace, "Job.batch", "job"))
-    typed = codec.TypedStore(etcd_store, binder.CODEC)
-    directly = EvictionTask(
-        cluster="a", reason="unreachable", creation_time=NOW, replicas=1, purge_mode="Directly"
-    )
-    graceful = EvictionTask(cluster="b", reason="unreachable", creation_time=NOW, replicas=1)
-    await typed.mutate(
-        key,
-        lambda current: cast(Binding, current).model_copy(
-            update={"spec": cast(Binding, current).spec.model_copy(
-                update={"clusters": [], "eviction_tasks": [directly, graceful]}
-            )}
-        ),
-    )  # fmt: skip
-    stored = await typed.get(key)
-    assert stored is not None and stored.obj.waits_on("a") == directly
-    scheduler = binder.Binder(etcd_store)  # decides on the Binding failover wrote
-    await scheduler.load()
-
-    await scheduler.write([binding(namespace, "job", cluster="c")])
-
-    stored = await typed.get(key)
-    assert stored is not None
-    assert stored.obj.spec.eviction_tasks == [
-        directly.model_copy(update={"superseded": True}),
-        graceful,
-    ]
-    left = stored.obj.model_copy(
-        update={"spec": stored.obj.spec.model_copy(update={"clusters": []})}
-    )
-    assert left.waits_on("a") is None, "evicted from c too, it does not get a's copy back"
-
-
 async def test_two_bindings_for_one_key_write_the_later(
     etcd_store: EtcdStore, namespace: str
 ) -> None:

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from federation.failover import eviction, purge
+from federation.failover import eviction
 from policies.models.binding import TargetCluster
 from policies.models.cluster import Taint
 from policies.models.common import Toleration
@@ -154,63 +154,6 @@ def test_evict_leaves_the_cost_of_the_targets_left() -> None:
     out = eviction.evict(b, "a", now=at(5), reason="untolerated taint")
 
     assert out.spec.hourly_cost == Decimal("0.05")
-
-
-def test_a_copy_waited_on_is_given_back_as_it_ran() -> None:
-    """A job evicted Directly that found no room elsewhere: on its member's return its
-    copy there becomes its placement again, chip and cost as they were."""
-    target = TargetCluster(name="a", replicas=1, chip="nvidia-h100", hourly_cost=Decimal("30"))
-    b = binding(clusters={})
-    b = b.model_copy(update={"spec": b.spec.model_copy(update={"clusters": [target]})})
-    left = eviction.evict(b, "a", now=at(5), reason="untolerated taint", purge_mode="Directly")
-    assert left.waits_on("a") is not None and purge.wanted_here(left, "a")
-
-    back = eviction.returned(left, "a")
-
-    assert back.spec.clusters == [target] and back.spec.eviction_tasks == []
-    assert back.spec.hourly_cost == Decimal("30")
-    assert back.status.phase == "Pending" and back.status.reason.startswith("Kept on a")
-
-
-@pytest.mark.parametrize(
-    ("clusters", "mode", "application"),
-    [
-        pytest.param({"b": 1}, "Directly", False, id="placed elsewhere: its old copy is stale"),
-        pytest.param({}, "Gracefully", False, id="graceful: the scheduler decides on return"),
-        pytest.param({}, "Directly", True, id="application failover: it failed there"),
-    ],
-)
-def test_nothing_else_is_given_back(clusters: dict[str, int], mode: str, application: bool) -> None:
-    b = binding(clusters={"a": 1, **clusters})
-    left = eviction.evict(b, "a", now=at(5), reason="r", purge_mode=mode, application=application)
-    assert left.waits_on("a") is None
-    assert eviction.returned(left, "a") == left
-    assert purge.wanted_here(left, "a") == (mode == "Gracefully")
-
-
-def test_a_copy_left_behind_by_a_placement_elsewhere_is_not_given_back() -> None:
-    """Evicted Directly from a, placed on b, then evicted from b too: a's copy is stale for
-    good (the job ran on b since) and goes on a's return."""
-    left = eviction.evict(
-        binding(clusters={"a": 1}), "a", now=at(5), reason="r", purge_mode="Directly"
-    )
-    tasks = [t.model_copy(update={"superseded": True}) for t in left.spec.eviction_tasks]
-    left = left.model_copy(update={"spec": left.spec.model_copy(update={"eviction_tasks": tasks})})
-    assert left.waits_on("a") is None
-    assert eviction.returned(left, "a") == left
-    assert not purge.wanted_here(left, "a")
-
-
-def test_a_copy_that_ended_while_away_is_given_back_as_finished() -> None:
-    left = eviction.evict(
-        binding(clusters={"a": 1}), "a", now=at(5), reason="r", purge_mode="Directly"
-    )
-
-    back = eviction.returned(left, "a", finished="Failed")
-
-    assert back.placement() == {"a": 1} and back.spec.eviction_tasks == []
-    assert back.status.reason.startswith("Failed on a while the member was away")
-    assert not back.status.reason.endswith(eviction.RE_PLACING), "not placed again"
 
 
 class TestRateLimiter:

@@ -3,7 +3,6 @@ still ours to put right, not a stranger."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from federation import clock
@@ -100,33 +99,3 @@ def test_an_apply_response_older_than_the_watch_s_events_does_not_replace_them()
     assert watches.seen[("eu", str(REF))].resource_version == "2447"
     watches.record("eu", at("2450", 2))  # a newer event still counts
     assert watches.seen[("eu", str(REF))].resource_version == "2450"
-
-
-async def test_a_member_back_from_away_is_listed_afresh() -> None:
-    """A watch that never failed through a silent outage still counted as listed: what it
-    showed was the copies before the member went away, and a job that finished meanwhile
-    read as running. Back, the member's watches start again and count as listed only once
-    they have."""
-    started: list[str] = []
-    watches = status.StatusWatches(
-        _Members(),  # type: ignore[arg-type]
-        cluster=lambda name: None,
-        notify=lambda item: None,
-        spawn=lambda coro, name: (coro.close(), started.append(name)),  # type: ignore[func-returns-value]
-        clock=clock.real,
-    )
-    quiet = asyncio.get_running_loop().create_future()
-    key = ("eu", "batch/v1", "Job")
-    old = watches._watches[key] = status._Watch(task=asyncio.ensure_future(quiet))
-    watches._synced.add(key)
-    other = ("us", "batch/v1", "Job")
-    watches._watches[other] = status._Watch(task=asyncio.ensure_future(asyncio.sleep(60)))
-    watches._synced.add(other)
-
-    watches.relist("eu")
-
-    await asyncio.sleep(0)
-    assert old.task is not None and old.task.cancelled()
-    assert started == ["status-eu-Job"]
-    assert not watches.synced(*key) and watches.synced(*other)
-    watches._watches[other].task.cancel()  # type: ignore[union-attr]

@@ -62,7 +62,6 @@ def aggregate(
     refused: Collection[str] = (),
     desired: int | None = None,
     asked: dict[str, int] | None = None,
-    unread: Collection[str] = (),
 ) -> WorkloadStatus:
     """`refused`: members that refused the last copy sent (not applied, with an error);
     what they observe is of the copy they kept."""
@@ -87,7 +86,6 @@ def aggregate(
         binding_revision=3,
         placed=placed,
         unready=unready,
-        unread=unread,
         desired=desired,
         asked=asked,
     )
@@ -198,35 +196,6 @@ def test_a_finished_job_stays_finished_wherever_its_copy_is(
 
     assert (status.phase, status.succeeded, status.health) == ("Succeeded", 2, "Completed")
     assert not status.clusters[0].stale
-
-
-@pytest.mark.parametrize(
-    ("observed", "stale"),
-    [
-        pytest.param(
-            Observed(health="Progressing", phase="Running", running=1, replicas=1),
-            True,
-            id="last read running: stale until read again",
-        ),
-        pytest.param(
-            Observed(health="Completed", phase="Succeeded", succeeded=1, replicas=1),
-            False,
-            id="finished: an end is final, whenever it was read",
-        ),
-    ],
-)
-def test_a_kept_copy_not_read_since_its_member_answered_again_is_stale(
-    observed: Observed, stale: bool
-) -> None:
-    """A job's copy kept through its member's absence, the member Ready again but the copy
-    not yet listed there: what its row says is from before the outage, and failover, which
-    gives the copy back as this row says, must not take it for the copy's state now."""
-    status = aggregate({"a": observed}, placed=set(), unread={"a"}, workload=JOB)
-
-    (row,) = status.clusters
-    assert (row.stale, row.leaving) == (stale, True)
-    if stale:
-        assert row.message.startswith("a has not been read since it answered again;")
 
 
 def test_ready_never_exceeds_desired_while_a_member_scales_down() -> None:
