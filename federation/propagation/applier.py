@@ -121,6 +121,18 @@ class Applier:
         after it): garbage collection leaves the namespace alone meanwhile."""
         return self._busy[(cluster, namespace)] > 0
 
+    @contextlib.contextmanager
+    def _using(self, cluster: str, manifest: Mapping[str, Any]) -> Iterator[None]:
+        """The namespace of `manifest` on `cluster` in use while it is applied (`busy`)."""
+        slot = (cluster, str((manifest.get("metadata") or {}).get("namespace") or ""))
+        self._busy[slot] += 1
+        try:
+            yield
+        finally:
+            self._busy[slot] -= 1
+            if not self._busy[slot]:
+                del self._busy[slot]
+
     def forget_namespace(self, cluster: str, namespace: str) -> None:
         """`namespace` was deleted from `cluster`: the next apply into it creates it."""
         self._namespaces.discard((cluster, namespace))
@@ -202,9 +214,7 @@ class Applier:
         copy's spec was edited in the member; a workload controller's copy is then written
         whole (`_replaced`), not only the fields we apply.
         """
-        slot = (cluster.name, str((manifest.get("metadata") or {}).get("namespace") or ""))
-        self._busy[slot] += 1
-        try:
+        with self._using(cluster.name, manifest):
             outcome = await self._apply(
                 cluster,
                 manifest,
@@ -214,10 +224,6 @@ class Applier:
                 owner=owner,
                 restore=restore,
             )
-        finally:
-            self._busy[slot] -= 1
-            if not self._busy[slot]:
-                del self._busy[slot]
         if not outcome.ok and self._failed is not None:
             why = (
                 "Refused" if outcome.refused else "Unavailable" if outcome.retryable else "Rejected"

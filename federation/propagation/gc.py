@@ -92,13 +92,20 @@ async def collect_namespaces(
     except errors.FedctlError as exc:
         log.info("gc: namespaces of %s not listed: %s", cluster, exc)
         return []
-    removed = []
+    removed: list[str] = []
+    kinds: list[tuple[str, str]] | None = None  # discovered once a namespace may go
     for namespace in listed.items:
         meta = namespace.get("metadata") or {}
         name = str(meta.get("name") or "")
         if not render.is_placeholder(namespace) or meta.get("deletionTimestamp") or kept(name):
             continue
-        if await _holds_anything(conn, name) or kept(name):
+        if kinds is None:
+            try:
+                kinds = await _listable(conn)
+            except errors.FedctlError as exc:
+                log.info("gc: what the namespaces of %s hold is not known: %s", cluster, exc)
+                return removed
+        if await _holds_anything(conn, name, kinds) or kept(name):
             continue
         try:
             await conn.delete(member_mod.ObjectRef("v1", "Namespace", name))
@@ -112,27 +119,32 @@ async def collect_namespaces(
     return removed
 
 
-async def _holds_anything(conn: member_mod.Member, namespace: str) -> bool:
-    """Whether `namespace` in `conn` holds an object of any namespaced kind the member
-    serves, but those every namespace gets (`_BUILT_IN`), events and dependents (an
-    owner reference: a Deployment's pods go with it). Taken as yes when the member does
-    not answer: a namespace is deleted only when it surely holds nothing."""
+async def _listable(conn: member_mod.Member) -> list[tuple[str, str]]:
+    """(group version, kind) of every namespaced kind `conn` serves and lists, events
+    aside: what a namespace can hold, read once a pass."""
+    return [
+        (group.group_version, resource.kind)
+        for group in await conn.discover()
+        for resource in group.resources
+        if resource.namespaced and "list" in resource.verbs and resource.kind != "Event"
+    ]
+
+
+async def _holds_anything(
+    conn: member_mod.Member, namespace: str, kinds: list[tuple[str, str]]
+) -> bool:
+    """Whether `namespace` in `conn` holds an object of any of `kinds`, but those every
+    namespace gets (`_BUILT_IN`) and dependents (an owner reference: a Deployment's pods
+    go with it). Taken as yes when the member does not answer: a namespace is deleted
+    only when it surely holds nothing."""
     try:
-        groups = await conn.discover()
-        for group in groups:
-            for resource in group.resources:
-                if not resource.namespaced or "list" not in resource.verbs:
-                    continue
-                if resource.kind == "Event":
-                    continue
-                try:
-                    listed = await conn.list(
-                        group.group_version, resource.kind, namespace=namespace
-                    )
-                except member_mod.MemberNotFound:
-                    continue
-                if any(_counts(resource.kind, obj) for obj in listed.items):
-                    return True
+        for group_version, kind in kinds:
+            try:
+                listed = await conn.list(group_version, kind, namespace=namespace)
+            except member_mod.MemberNotFound:
+                continue
+            if any(_counts(kind, obj) for obj in listed.items):
+                return True
     except errors.FedctlError as exc:
         log.info("gc: what namespace %s of %s holds is not known: %s", namespace, conn.name, exc)
         return True

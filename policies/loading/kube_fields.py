@@ -92,32 +92,43 @@ _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 """Kubernetes' config key (`IsConfigMapKey`), for ConfigMap and Secret data keys."""
 
 
+def _data_maps(doc: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[Any, Any]]]:
+    """(field, its map) for each data map a ConfigMap or Secret gives."""
+    for field in ("data", "stringData", "binaryData"):
+        values = doc.get(field)
+        if isinstance(values, Mapping):
+            yield field, values
+
+
+def _key_problem(key: str) -> str | None:
+    """Why Kubernetes refuses `key` as a config key (`IsConfigMapKey`); None if it does not."""
+    if len(key) > 253:
+        return "it must be no more than 253 characters"
+    if not _KEY.fullmatch(key):
+        return "it must consist of alphanumeric characters, '-', '_' or '.'"
+    if key in (".", "..") or key.startswith(".."):
+        return "it must not be '.' or start with '..'"
+    return None
+
+
 def _data_keys(doc: Mapping[str, Any]) -> Iterator[tuple[Path_, str]]:
     """ConfigMap and Secret data keys a member refuses (`IsConfigMapKey`, a key in both of
     a ConfigMap's maps): the object was accepted and every member refused its copy."""
     seen: set[str] = set()
-    for field in ("data", "stringData", "binaryData"):
-        values = doc.get(field)
-        if not isinstance(values, Mapping):
-            continue
+    for field, values in _data_maps(doc):
         for key in map(str, values):
-            if len(key) > 253:
-                problem = "it must be no more than 253 characters"
-            elif not _KEY.fullmatch(key):
-                problem = "it must consist of alphanumeric characters, '-', '_' or '.'"
-            elif key in (".", "..") or key.startswith(".."):
-                problem = "it must not be '.' or start with '..'"
+            if problem := _key_problem(key):
+                yield (
+                    (field, key),
+                    f"{key!r} is not a valid config key: {problem} (members refuse it)",
+                )
             elif field == "binaryData" and key in seen:
                 yield (
                     (field, key),
                     f"{key!r} is given in data too: a key is in one of data and binaryData"
                     " (members refuse it)",
                 )
-                continue
-            else:
-                seen.add(key)
-                continue
-            yield (field, key), f"{key!r} is not a valid config key: {problem} (members refuse it)"
+            seen.add(key)
 
 
 _BASE64_FIELDS = {True: ("data",), False: ("binaryData",)}
@@ -128,10 +139,7 @@ def _data_values(doc: Mapping[str, Any], *, secret: bool) -> Iterator[tuple[Path
     """ConfigMap and Secret data values a member refuses: not a string, or in a field
     of bytes not base64. A Secret's value is never quoted (`secret_data.REDACTED`): the
     messages end up in CI logs, and Kubernetes' field errors redact them too."""
-    for field in ("data", "stringData", "binaryData"):
-        values = doc.get(field)
-        if not isinstance(values, Mapping):
-            continue
+    for field, values in _data_maps(doc):
         for key, value in values.items():
             if not isinstance(value, str):
                 kind = type(value).__name__

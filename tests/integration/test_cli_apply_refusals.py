@@ -326,6 +326,31 @@ def fixed(kind: str, field: str) -> str:
     )
 
 
+async def edited(
+    server: str,
+    path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    document: str,
+    edit: tuple[str, str],
+    refusal: str | None,
+) -> str:
+    """Apply `document`, then it with `edit` made: `configured` when `refusal` is None,
+    else refused with `refusal` as the finding's line. The second apply's stderr."""
+    path.write_text(document)  # noqa: ASYNC240 (a few bytes to a test's own file)
+    assert await fedctl(server, "apply", "-f", str(path)) == 0
+    path.write_text(document.replace(*edit))  # noqa: ASYNC240
+    capsys.readouterr()
+    if refusal is None:
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        assert capsys.readouterr().out.endswith(" configured\n")
+        return ""
+    assert await fedctl(server, "apply", "-f", str(path)) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-2:] == [refusal, REFUSED], err
+    return err
+
+
 DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -486,19 +511,13 @@ async def test_a_field_kubernetes_makes_immutable_is_refused_at_its_line(
     new pods fitting nowhere it ran, ran again from the start elsewhere). Kubernetes
     refuses such a write at once, naming the field."""
     path = tmp_path / "w.yaml"
-    path.write_text(document)
-    assert await fedctl(server, "apply", "-f", str(path)) == 0
-    path.write_text(document.replace(*edit))
-    capsys.readouterr()
     if expected is None:
-        assert await fedctl(server, "apply", "-f", str(path)) == 0
-        assert capsys.readouterr().out.endswith(" configured\n")
+        await edited(server, path, capsys, document=document, edit=edit, refusal=None)
         return
     line, column, at, kind = expected
     field = ".".join(at.partition(": ")[2].split(".")[:2]).partition("[")[0]
-    assert await fedctl(server, "apply", "-f", str(path)) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert err[-2:] == [f"{path}:{line}:{column}: {at}: {fixed(kind, field)}", REFUSED], err
+    refusal = f"{path}:{line}:{column}: {at}: {fixed(kind, field)}"
+    await edited(server, path, capsys, document=document, edit=edit, refusal=refusal)
     path.write_text(document)
     assert await fedctl(server, "apply", "-f", str(path)) == 0
     assert capsys.readouterr().out.endswith(" unchanged\n")  # the stored one stands
@@ -571,20 +590,14 @@ async def test_an_immutable_configmap_or_secret_keeps_its_data(
     members, which refuse it (`field is immutable when immutable is set`), so the copies
     kept the old data while the federation showed the new. Kubernetes refuses the write."""
     path = tmp_path / "c.yaml"
-    path.write_text(document)
-    assert await fedctl(server, "apply", "-f", str(path)) == 0
-    path.write_text(document.replace(*edit))
-    capsys.readouterr()
     if expected is None:
-        assert await fedctl(server, "apply", "-f", str(path)) == 0
-        assert capsys.readouterr().out.endswith(" configured\n")
+        await edited(server, path, capsys, document=document, edit=edit, refusal=None)
         return
     line, column, at, kind = expected
-    assert await fedctl(server, "apply", "-f", str(path)) == 1
-    err = capsys.readouterr().err
     tail = (
         f"field is immutable when `immutable` is set: a {kind} marked immutable keeps its"
         f" data for good, as in Kubernetes; delete the {kind} and apply it again to change it"
     )
-    assert err.splitlines()[-2:] == [f"{path}:{line}:{column}: {at}: {tail}", REFUSED], err
+    refusal = f"{path}:{line}:{column}: {at}: {tail}"
+    err = await edited(server, path, capsys, document=document, edit=edit, refusal=refusal)
     assert "c2VjcmV0" not in err and "aHVudGVyMg" not in err
