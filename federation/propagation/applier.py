@@ -97,7 +97,7 @@ class Applier:
         self.members = members
         self._failed = failed
         self._namespaces: set[tuple[str, str]] = set()
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
         self._busy: collections.Counter[tuple[str, str]] = collections.Counter()
         """(cluster, namespace) → applies into it under way: the namespace is in use."""
         self.applied = 0
@@ -137,13 +137,28 @@ class Applier:
         """`namespace` was deleted from `cluster`: the next apply into it creates it."""
         self._namespaces.discard((cluster, namespace))
 
-    def _creating(self, cluster: str, ns: str) -> asyncio.Lock:
+    def namespace_locks(self) -> int:
+        """How many (member, namespace) locks are held or waited on now."""
+        return len(self._locks)
+
+    @contextlib.asynccontextmanager
+    async def _creating(self, cluster: str, ns: str) -> AsyncIterator[None]:
         """Held while `ns` is looked for and created in `cluster`, and while a Namespace
-        of that name is applied there (`_namespace_lock`)."""
-        lock = self._locks.get((cluster, ns))
-        if lock is None:
-            lock = self._locks[(cluster, ns)] = asyncio.Lock()
-        return lock
+        of that name is applied there (`_namespace_lock`). A lock lives only while someone
+        holds or waits for it: one kept per namespace ever seen grew for good."""
+        slot = (cluster, ns)
+        entry = self._locks.get(slot)
+        if entry is None:
+            entry = self._locks[slot] = (asyncio.Lock(), [0])
+        lock, users = entry
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._locks[slot]
 
     @contextlib.asynccontextmanager
     async def _namespace_lock(

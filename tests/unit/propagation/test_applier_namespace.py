@@ -102,3 +102,30 @@ async def test_a_namespace_templates_labels_survive_its_namespace_created_for_a_
     outcomes = await asyncio.gather(workload, template)
     assert all(o.ok for o in outcomes), outcomes
     assert LABELS.items() <= racing.labels["dept-g"].items()
+
+
+async def test_the_namespace_locks_go_once_their_applies_are_done() -> None:
+    """A lock per (member, namespace) was kept for good: a controller running for months
+    over namespaces made and deleted by the thousand kept one for each it ever saw."""
+    racing = Racing()
+
+    async def connect(cluster: Cluster) -> member_mod.Member:
+        return cast(member_mod.Member, racing)
+
+    applier = Applier(Members(connect, concurrency=8))
+    cluster = fleet.cluster("racing")
+    racing.template_arrived.set()
+    manifests = []
+    for i in range(30):
+        d = deployment()
+        d["metadata"]["namespace"] = f"ns-{i}"
+        manifests.append(d)
+    outcomes = await asyncio.gather(
+        *(
+            applier.apply(cluster, m, ref=WORKLOAD, overwrite=False, known_ours=True)
+            for m in [*manifests, namespace_template()]
+        )
+    )
+    assert all(o.ok for o in outcomes), outcomes
+    assert {f"ns-{i}" for i in range(30)} <= set(racing.labels)
+    assert applier.namespace_locks() == 0
