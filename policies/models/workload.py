@@ -439,6 +439,7 @@ class Workload(KubeObject):
             task = _typed(raw, dict, at)
             name = str(task.get("name") or f"task-{index}")
             count = _count(task.get("replicas", 1), (*at, "replicas"))
+            _task_gang(task, count, at)
             sets.append(_pod_set(name, count, self.spec, (*at, "template", "spec")))
         return tuple(sets)
 
@@ -471,6 +472,22 @@ class Workload(KubeObject):
         for pod_set in self.pod_sets:
             total = total + pod_set.requests.scaled(pod_set.count)
         return total
+
+
+def _task_gang(task: Mapping[str, Any], replicas: int, at: tuple[PathPart, ...]) -> None:
+    """Refuse a Volcano task whose own `minAvailable` is above its replicas: Volcano's
+    admission webhook refuses the job ("'minAvailable' is greater than 'replicas' in
+    task"), so every member would, and the job-level check alone let it through."""
+    raw = task.get("minAvailable")
+    if raw is None:
+        return
+    minimum = _count(raw, (*at, "minAvailable"))
+    if minimum > replicas:
+        raise WorkloadError(
+            f"minAvailable ({minimum}) exceeds the task's {replicas} replicas; Volcano refuses"
+            " such a job (its task's gang could never start)",
+            at=(*at, "minAvailable"),
+        )
 
 
 # --------------------------------------------------------------------------- pod arithmetic

@@ -28,6 +28,7 @@ __all__ = [
     "Obj",
     "aggregate_jobs",
     "aggregate_replicated",
+    "cap_at",
     "condition",
     "dig",
     "pod_requests",
@@ -79,6 +80,14 @@ def dig(obj: Mapping[str, Any], *path: str) -> Any:
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def cap_at(holder: Obj, field: str, most: int) -> None:
+    """`holder[field]`, when a count, lowered to `most`: a gang size kept at the whole
+    job's in a copy given fewer pods asks for pods the copy never has."""
+    value = holder.get(field)
+    if isinstance(value, int) and not isinstance(value, bool) and value > most:
+        holder[field] = most
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

@@ -3,7 +3,10 @@
 Fed by the registry in `interpreter/__init__.py`; feeds render and status (see base.py).
 A copy kept at another size than its template's scales the replica types by largest
 remainder, each type with pods keeping one (`base.split_roles`): a job of several roles is
-never divided, but runs at the size it was admitted with. Status follows the Kubeflow
+never divided, but runs at the size it was admitted with (a Workers-only one may be
+divided). The gang size its pod group asks, `runPolicy.schedulingPolicy.minAvailable`, is
+capped at the copy's pods: divided 2+2 with minAvailable 4, each member's pod group waited
+for 4 pods that never came. Status follows the Kubeflow
 conditions Created/Running/Succeeded/Failed and the per-type `replicaStatuses` counts.
 """
 
@@ -41,6 +44,9 @@ class PyTorchJob:
         counts = [base.as_int(s.get("replicas", 1)) for s in specs]
         for spec, count in zip(specs, base.split_roles(counts, replicas=replicas), strict=True):
             spec["replicas"] = count
+        policy = base.dig(out, "spec", "runPolicy", "schedulingPolicy")
+        if isinstance(policy, dict):
+            base.cap_at(policy, "minAvailable", replicas)
         return out
 
     def _true(self, obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:

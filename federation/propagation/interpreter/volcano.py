@@ -3,9 +3,11 @@
 Fed by the registry in `interpreter/__init__.py`; feeds render and status (see base.py).
 A share of a Volcano Job (divided when of one task, else kept at the size it was admitted
 with) scales every task by largest remainder, each task with pods keeping one
-(`base.split_roles`), and caps minAvailable at the share, so a gang is never asked for more
-pods than it has. Status is
-Volcano's `state.phase` (Pending, Running, Completed, Failed, Aborted, …) with counts.
+(`base.split_roles`), and caps the job's minAvailable at the share and each task's at the
+task's share, so a gang is never asked for more pods than it has: Volcano's webhook
+refuses a task whose minAvailable is above its replicas, and a job-level gang above the
+copy's pods could never start. Status is Volcano's `state.phase` (Pending, Running,
+Completed, Failed, Aborted, …) with counts.
 """
 
 from __future__ import annotations
@@ -44,9 +46,8 @@ class VolcanoJob:
         counts = [base.as_int(t.get("replicas", 1)) for t in tasks]
         for task, count in zip(tasks, base.split_roles(counts, replicas=replicas), strict=True):
             task["replicas"] = count
-        spec = out["spec"]
-        if isinstance(spec.get("minAvailable"), int):
-            spec["minAvailable"] = min(spec["minAvailable"], replicas)
+            base.cap_at(task, "minAvailable", count)
+        base.cap_at(out["spec"], "minAvailable", replicas)
         return out
 
     def observe(self, obj: Mapping[str, Any]) -> Observed:

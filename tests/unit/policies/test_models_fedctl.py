@@ -1120,6 +1120,20 @@ def with_spec(base: dict[str, Any], **spec: Any) -> dict[str, Any]:
             id="negative task replicas",
         ),
         pytest.param(
+            with_spec(VOLCANO, minAvailable=2, tasks=[{"replicas": 2, "minAvailable": 3}]),
+            (
+                "spec.tasks.0.minAvailable",
+                "minAvailable (3) exceeds the task's 2 replicas; Volcano refuses such a job"
+                " (its task's gang could never start)",
+            ),
+            id="task gang larger than its task (Volcano's webhook refuses it)",
+        ),
+        pytest.param(
+            with_spec(VOLCANO, minAvailable=2, tasks=[{"replicas": 2, "minAvailable": -1}]),
+            ("spec.tasks.0.minAvailable", "expected an integer of at least 0, got -1"),
+            id="negative task gang size",
+        ),
+        pytest.param(
             {**DEPLOYMENT, "spce": {}},
             ("spce", "unknown field 'spce' (did you mean 'spec'?)"),
             id="misspelt top-level field of a known kind",

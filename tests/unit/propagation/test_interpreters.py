@@ -188,6 +188,49 @@ SHARES = [
     ),
     pytest.param(
         obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"minAvailable": 4, "tasks": [{"replicas": 4, "minAvailable": 4}]},
+        ),
+        2,
+        lambda o: (
+            (o["spec"]["minAvailable"], o["spec"]["tasks"][0]["replicas"])
+            == (2, o["spec"]["tasks"][0]["minAvailable"])
+        ),
+        id="half a volcano gang caps its task's gang size too (Volcano refuses one above"
+        " the task's replicas)",
+    ),
+    pytest.param(
+        obj(
+            "batch.volcano.sh/v1alpha1",
+            "Job",
+            {"tasks": [{"replicas": 4, "minAvailable": 1}, {"replicas": 4}]},
+        ),
+        4,
+        lambda o: [t.get("minAvailable") for t in o["spec"]["tasks"]] == [1, None],
+        id="a task gang size within the share, or none, is left as written",
+    ),
+    pytest.param(
+        obj(
+            "kubeflow.org/v1",
+            "PyTorchJob",
+            {
+                "runPolicy": {"schedulingPolicy": {"minAvailable": 4}},
+                "pytorchReplicaSpecs": {"Worker": {"replicas": 4}},
+            },
+        ),
+        2,
+        lambda o: (
+            (
+                o["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"],
+                o["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"],
+            )
+            == (2, 2)
+        ),
+        id="half a pytorchjob gang caps its pod group's minAvailable at the share",
+    ),
+    pytest.param(
+        obj(
             "kubeflow.org/v1",
             "PyTorchJob",
             {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 4}}},
