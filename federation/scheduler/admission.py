@@ -46,13 +46,19 @@ from policies.models.common import ClusterAffinityTerm
 if TYPE_CHECKING:
     from federation.scheduler.cycle import CycleResult, Scheduler
 
-__all__ = ["SUSPENDED", "Admitter", "binding_for", "release"]
+__all__ = ["Admitter", "binding_for", "release", "suspended"]
 
-SUSPENDED = (
-    "suspended (spec.suspend: true): it runs no pods and holds no quota; set spec.suspend"
-    " to false to queue it for admission again"
-)
-"""Why a suspended Job waits: said where its status shows (get, describe, dashboard)."""
+
+def suspended(job: PendingJob) -> str:
+    """Why a suspended job waits, naming the field that suspends it (a Job's
+    `spec.suspend`, a PyTorchJob's `spec.runPolicy.suspend`): said where its status shows
+    (get, describe, dashboard)."""
+    field = ".".join(job.workload.suspend_path or ("spec", "suspend"))
+    return (
+        f"suspended ({field}: true): it runs no pods and holds no quota; set {field}"
+        " to false to queue it for admission again"
+    )
+
 
 release = room.release
 """`room.release`, also here for callers that release admitted work for a what-if."""
@@ -188,9 +194,10 @@ class Admitter:
         holds nothing worth keeping, and removing it (as Kueue's MultiKueue deletes a
         worker cluster's copy of a workload no longer admitted) means the Job, once
         resumed, is admitted and placed afresh rather than tied to the member it left."""
-        self.result.reasons[str(job.ref)] = SUSPENDED
-        self._emit(binding_for(job, reason=SUSPENDED))
-        return SUSPENDED
+        reason = suspended(job)
+        self.result.reasons[str(job.ref)] = reason
+        self._emit(binding_for(job, reason=reason))
+        return reason
 
     def hold(self, job: PendingJob, reason: str, *, like: fw.JobRequest | None = None) -> None:
         """Leave the job pending with `reason`, found for an identical job this cycle

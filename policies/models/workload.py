@@ -73,6 +73,12 @@ _POD = ("v1", "Pod")
 _VOLCANO_JOB = ("batch.volcano.sh/v1alpha1", "Job")
 _PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
 
+_SUSPEND_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    _BATCH_JOB: ("spec", "suspend"),
+    _PYTORCH_JOB: ("spec", "runPolicy", "suspend"),
+}
+"""The field each kind that can be suspended is suspended by (`Workload.suspend_path`)."""
+
 BATCH_KINDS: frozenset[tuple[str, str]] = frozenset({_BATCH_JOB, _VOLCANO_JOB, _PYTORCH_JOB})
 """(apiVersion, kind) pairs that run to completion and are placed as a gang (`is_batch`)."""
 
@@ -370,11 +376,21 @@ class Workload(KubeObject):
         return self.type_key in BATCH_KINDS or self.min_available is not None
 
     @property
+    def suspend_path(self) -> tuple[str, ...] | None:
+        """Where this kind says it is suspended: a Job's `spec.suspend`, a PyTorchJob's
+        `spec.runPolicy.suspend` (the Kubeflow training operator's, v1.7 on); None for a
+        kind without such a field (a Volcano Job is suspended by a command, not a field)."""
+        return _SUSPEND_PATHS.get(self.type_key)
+
+    @property
     def is_suspended(self) -> bool:
-        """A Job with `spec.suspend: true`: Kubernetes starts none of its pods and deletes
-        any that run, so it holds no quota or room until resumed (Kueue likewise treats a
-        suspended Job as not admitted)."""
-        return self.spec.get("suspend") is True and self.type_key == _BATCH_JOB
+        """A Job with `spec.suspend: true`, or a PyTorchJob with `spec.runPolicy.suspend:
+        true`: Kubernetes' job controller and the training operator start none of its pods
+        and delete any that run, so it holds no quota or room until resumed (Kueue likewise
+        treats either as not admitted). A suspended PyTorchJob was admitted and charged its
+        GPUs while nothing ran."""
+        path = self.suspend_path
+        return path is not None and _dig(self.spec, path[1:]) is True
 
     @property
     def is_indexed(self) -> bool:

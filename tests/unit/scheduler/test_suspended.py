@@ -122,3 +122,58 @@ def test_a_suspended_job_behind_a_stalled_strict_head_says_it_is_suspended() -> 
     assert result.reasons["team/Job.batch/jwait"] == SUSPENDED
     [binding] = [b for b in result.bindings if b.metadata.name == "jwait"]
     assert (binding.status.reason, binding.spec.clusters) == (SUSPENDED, [])
+
+
+def _pytorch(name: str, *, suspend: bool | None) -> Workload:
+    """A PyTorchJob in queue hq: a CPU Master and 2 Workers of 2 GPUs; `suspend` sets its
+    `spec.runPolicy.suspend` (the Kubeflow training operator's field)."""
+    gpu = {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]}
+    cpu = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    spec: dict[str, object] = {
+        "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": {"spec": cpu}},
+            "Worker": {"replicas": 2, "template": {"spec": gpu}},
+        }
+    }
+    if suspend is not None:
+        spec["runPolicy"] = {"suspend": suspend}
+    return Workload.model_validate(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {
+                "name": name,
+                "namespace": "team",
+                "annotations": {"fedctl.io/queue": "hq"},
+            },
+            "spec": spec,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("suspend", "admitted"),
+    [
+        pytest.param(True, False, id="runPolicy.suspend true: not admitted, holds nothing"),
+        pytest.param(False, True, id="runPolicy.suspend false: admitted as any job"),
+        pytest.param(None, True, id="no runPolicy: admitted as any job"),
+    ],
+)
+def test_a_suspended_pytorchjob_is_not_admitted_like_a_suspended_job(
+    suspend: bool | None, admitted: bool
+) -> None:
+    """A PyTorchJob with `runPolicy.suspend: true` was admitted, charged its 4 GPUs and
+    propagated, though the training operator starts none of its pods (Kueue treats it as
+    not admitted): the Job behind it waited at capability while nothing ran."""
+    jobs = [job(_pytorch("pt", suspend=suspend), seq=1), job(_gpu_job("jblocked", 4), seq=2)]
+    result = run(FLEET, jobs, queues=[HQ])
+    reason = result.reasons.get("team/PyTorchJob.kubeflow.org/pt", "")
+    if admitted:
+        assert placed(result)["pt"] == {"a": 3}
+        assert "jblocked" not in placed(result)
+        return
+    assert placed(result) == {"jblocked": {"a": 4}}
+    assert reason == (
+        "suspended (spec.runPolicy.suspend: true): it runs no pods and holds no quota; set"
+        " spec.runPolicy.suspend to false to queue it for admission again"
+    )
