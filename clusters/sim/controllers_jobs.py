@@ -4,7 +4,8 @@ Called by the worker in `controllers.py` when a job object or one of its pods ch
 Training workloads are what the federation controller places on GPU and NPU members, so
 their lifecycle has to be observable the way it is on a real cluster: a batch/v1 Job runs
 `parallelism` pods until `completions` succeed (Complete) or more than `backoffLimit` fail
-(Failed/BackoffLimitExceeded), with `active`/`ready`/`succeeded`/`failed` counts and start
+(Failed/BackoffLimitExceeded) or it has been active `activeDeadlineSeconds`
+(Failed/DeadlineExceeded), with `active`/`ready`/`succeeded`/`failed` counts and start
 and completion times; pods refused by quota leave `active: 0` and a FailedCreate event; a
 finished Job with `ttlSecondsAfterFinished` is deleted that long after, as upstream.
 The Volcano Job and PyTorchJob kinds are opaque to the API server, but here they still get
@@ -15,6 +16,7 @@ Failed). Pod run time and failure come from the kubelet stand-in (`sim.fedctl.io
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,29 +90,11 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
             ctx.store.delete(POD, ns, pod["metadata"]["name"])
         active = []
     elif failed > int(spec.get("backoffLimit", 6)):
-        for pod in active:
-            ctx.store.delete(POD, ns, pod["metadata"]["name"])
+        conds = _fail(ctx, job, active, conds, reason="BackoffLimitExceeded", now=now)
         active = []
-        message = "Job has reached the specified backoff limit"
-        for ctype in ("FailureTarget", "Failed"):
-            conds = set_condition(
-                conds,
-                {
-                    "type": ctype,
-                    "status": "True",
-                    "reason": "BackoffLimitExceeded",
-                    "message": message,
-                    "lastProbeTime": now,
-                },
-                now=now,
-            )
-        ctx.recorder.event(
-            job,
-            reason="BackoffLimitExceeded",
-            message=message,
-            etype="Warning",
-            component=_JOB_COMPONENT,
-        )
+    elif _past_deadline(ctx, job, status.get("startTime")):
+        conds = _fail(ctx, job, active, conds, reason="DeadlineExceeded", now=now)
+        active = []
     elif (completions is not None and succeeded >= int(completions)) or (
         completions is None and succeeded > 0 and not active
     ):
@@ -150,6 +134,46 @@ def reconcile_job(ctx: Context, ns: str, name: str) -> None:
     write_status(ctx, JOB, ctx.fetch(JOB, ns, name), status)
     if _finished(status):
         _expire(ctx, job)
+
+
+_FAILURES = {
+    "BackoffLimitExceeded": "Job has reached the specified backoff limit",
+    "DeadlineExceeded": "Job was active longer than specified deadline",
+}
+"""The job controller's message for each reason it fails a Job with."""
+
+
+def _fail(
+    ctx: Context, job: Obj, active: list[Obj], conds: list[dict[str, Any]], *, reason: str, now: str
+) -> list[dict[str, Any]]:
+    """Fail `job` as the job controller does: its active pods deleted, FailureTarget and
+    Failed set with `reason`, and a Warning event of that reason."""
+    for pod in active:
+        ctx.store.delete(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
+    message = _FAILURES[reason]
+    for ctype in ("FailureTarget", "Failed"):
+        cond = {"type": ctype, "status": "True", "reason": reason, "message": message}
+        conds = set_condition(conds, {**cond, "lastProbeTime": now}, now=now)
+    ctx.recorder.event(
+        job, reason=reason, message=message, etype="Warning", component=_JOB_COMPONENT
+    )
+    return conds
+
+
+def _past_deadline(ctx: Context, job: Obj, started: str | None) -> bool:
+    """Whether the Job has been active `activeDeadlineSeconds` since its startTime; if
+    not yet, it is looked at again when it will have been, as the job controller requeues
+    it then: no pod may change meanwhile (a pod of 120s under a deadline of 15s)."""
+    deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
+    if deadline is None or not started:
+        return False
+    begun = dt.datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    left = float(deadline) - (ctx.clock.now() - begun).total_seconds()
+    if left <= 0:
+        return True
+    meta = job["metadata"]
+    ctx.queue.add_after(("job", meta["namespace"], meta["name"]), left)
+    return False
 
 
 def _suspension(

@@ -179,6 +179,37 @@ async def test_a_finished_job_with_a_ttl_is_deleted_that_long_after_with_its_pod
         assert sim.get(JOB, "kept")["status"]["succeeded"] == 1
 
 
+async def test_a_job_active_past_its_deadline_fails_with_deadline_exceeded() -> None:
+    """Kubernetes' job controller fails a Job active longer than `activeDeadlineSeconds`
+    (its pods deleted, FailureTarget and Failed with reason DeadlineExceeded), even while
+    no pod changes; the members ran such a Job for its pods' full 120s and reported it
+    Complete. A Job whose pods finish within its deadline completes."""
+    async with ManualCluster(CPU) as sim:
+        late = job_body("late", completions=2, parallelism=2, duration="120s")
+        late["spec"]["activeDeadlineSeconds"] = 15
+        prompt = job_body("prompt", duration="10s")
+        prompt["spec"]["activeDeadlineSeconds"] = 60
+        sim.store.create(JOB, late)
+        sim.store.create(JOB, prompt)
+        await sim.advance(10, step=5)
+        assert sim.get(JOB, "late")["status"]["active"] == 2
+        await sim.advance(10, step=5)
+        job = sim.get(JOB, "late")
+        for ctype in ("FailureTarget", "Failed"):
+            cond = _conds(job)[ctype]
+            assert (cond["status"], cond["reason"]) == ("True", "DeadlineExceeded")
+            assert cond["message"] == "Job was active longer than specified deadline"
+        assert job["status"]["active"] == 0
+        assert "completionTime" not in job["status"]
+        assert not [
+            p for p in _pods(sim, **{"job-name": "late"}) if p["status"]["phase"] == "Running"
+        ]
+        await sim.advance(120, step=10)
+        assert "Complete" not in _conds(sim.get(JOB, "late"))
+        assert _conds(sim.get(JOB, "prompt"))["Complete"]["status"] == "True"
+        assert "Failed" not in _conds(sim.get(JOB, "prompt"))
+
+
 async def test_statefulset_creates_ordinal_pods_in_order() -> None:
     body = deployment_body("db", 3)
     body["kind"] = "StatefulSet"
