@@ -127,7 +127,12 @@ def register(sub: Any) -> None:
 
     delete = sub.add_parser("delete", help="delete objects named in files, or KIND NAME")
     delete.add_argument("kind", nargs="?")
-    delete.add_argument("name", nargs="?", help=_NAME_HELP)
+    delete.add_argument(
+        "name",
+        nargs="*",
+        help=f"{_NAME_HELP}; several are deleted in turn, as kubectl takes them (so are"
+        " several KIND/NAME)",
+    )
     delete.add_argument("-f", "--filename", action="append", metavar="FILE|DIR")
     delete.add_argument("-n", "--namespace", default=None)
     delete.add_argument(
@@ -592,7 +597,6 @@ async def _get_workloads(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-    from federation.cli import addressing
 
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
@@ -609,22 +613,55 @@ async def _delete(args: argparse.Namespace) -> int:
         if not args.kind or ("/" not in args.kind and not args.name):
             print("fedctl delete: give -f FILE, KIND NAME or KIND/NAME", file=sys.stderr)
             return 2
-        dry = args.dry_run
-        res = addressing.resolve(args)
-        if res.plural == "workloads" and args.workload_kind == "Namespace":
-            path, label = _namespace_path(args.name)
-            await _delete_at(api, path, f'namespaces "{args.name.rpartition("/")[2]}"', dry=dry)
-        elif res.plural == "workloads":
-            from federation.cli import workloads_view
+        missing = 0
+        for kind, name in _targets(args):
+            one = argparse.Namespace(**{**vars(args), "kind": kind, "name": name})
+            try:
+                label = await _delete_one(api, one)
+            except errors.NotFound as exc:
+                print(f"fedctl: {exc}", file=sys.stderr)
+                missing = 1
+                continue
+            print(f"{label} deleted{_DRY if args.dry_run else ''}")
+    return missing
 
-            item = await addressing.find_workload(api, args)
-            label = f"{item['kind'].lower()}/{item['name']}"
-            what = f'workloads "{workloads_view.address(item)}"'
-            await _delete_at(api, addressing.workload_path(item), what, dry=dry)
-        else:
-            label = await _delete_named(api, res, args)
-        print(f"{label} deleted{_DRY if dry else ''}")
-    return 0
+
+def _targets(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """(KIND, NAME) of each object `delete KIND NAME...` or `delete KIND/NAME...` names.
+
+    Why: `kubectl delete job a b` deletes both, and `fedctl delete job big next` stopped
+    at `unrecognized arguments`. As kubectl, once the first is KIND/NAME every one is,
+    and one not found is reported while the rest are still deleted."""
+    names: list[str] = list(args.name or ())
+    if "/" not in args.kind:
+        return [(args.kind, name) for name in names]
+    plain = [name for name in names if "/" not in name]
+    if plain:
+        raise errors.Invalid(
+            f"{plain[0]}: give every object as KIND/NAME once the first is ({args.kind}),"
+            " or KIND once followed by its NAMEs"
+        )
+    return [(args.kind, None), *((name, None) for name in names)]
+
+
+async def _delete_one(api: Any, args: argparse.Namespace) -> str:
+    """DELETE the one object `args.kind` and `args.name` address; its outcome's label."""
+    from federation.cli import addressing
+
+    dry = args.dry_run
+    res = addressing.resolve(args)
+    if res.plural == "workloads" and args.workload_kind == "Namespace":
+        path, label = _namespace_path(args.name)
+        await _delete_at(api, path, f'namespaces "{args.name.rpartition("/")[2]}"', dry=dry)
+        return label
+    if res.plural == "workloads":
+        from federation.cli import workloads_view
+
+        item = await addressing.find_workload(api, args)
+        what = f'workloads "{workloads_view.address(item)}"'
+        await _delete_at(api, addressing.workload_path(item), what, dry=dry)
+        return f"{item['kind'].lower()}/{item['name']}"
+    return await _delete_named(api, res, args)
 
 
 async def _delete_selected(api: Any, args: argparse.Namespace) -> int:

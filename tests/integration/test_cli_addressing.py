@@ -350,6 +350,35 @@ async def test_requests_refused_for_the_clients_rate_are_tried_again_after_the_w
         assert (await store.list(keys.prefix("workloads"))).items == []
 
 
+async def test_delete_takes_several_names_and_goes_on_past_one_not_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubectl delete job a b` deletes both; `fedctl delete job big next` stopped at
+    `unrecognized arguments: next`. Each name is deleted in turn, one not found is
+    reported and the rest still deleted (exit status 1), as kubectl does; KIND/NAME
+    arguments may be given several at a time too."""
+    store = MemoryStore()
+    every = write(tmp_path / "all.yaml", "---\n".join(_jobs(5)))
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", every) == 0
+        capsys.readouterr()
+
+        assert await fedctl(server, "delete", "job", "job-00", "job-01", "-n", "teams") == 0
+        assert capsys.readouterr().out.splitlines() == [
+            "job.batch/job-00 deleted",
+            "job.batch/job-01 deleted",
+        ]
+        assert await fedctl(server, "delete", "job", "job-02", "gone", "job-03", "-n", "teams") == 1
+        captured = capsys.readouterr()
+        assert captured.out.splitlines() == ["job.batch/job-02 deleted", "job.batch/job-03 deleted"]
+        assert captured.err == 'fedctl: not found: workloads "Job.batch/gone"\n'
+        assert await fedctl(server, "delete", "job/job-04", "queue/none", "-n", "teams") == 1
+        captured = capsys.readouterr()
+        assert captured.out.splitlines() == ["job.batch/job-04 deleted"]
+        assert 'not found: queues "none"' in captured.err
+        assert (await store.list(keys.prefix("workloads"))).items == []
+
+
 def _jobs(count: int) -> list[str]:
     """`count` one-container Jobs in namespace teams, one YAML document each."""
     return [

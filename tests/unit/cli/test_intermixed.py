@@ -11,7 +11,14 @@ from federation.cli import main
 def test_a_name_after_the_namespace_option_is_the_name(verb: str) -> None:
     """`fedctl get deploy -n web storefront` said "unrecognized arguments: storefront"."""
     args = main.build_parser().parse_args([verb, "deploy", "-n", "web", "storefront"])
-    assert (args.kind, args.name, args.namespace) == ("deploy", "storefront", "web")
+    named = ["storefront"] if verb == "delete" else "storefront"  # delete takes several
+    assert (args.kind, args.name, args.namespace) == ("deploy", named, "web")
+
+
+def test_delete_takes_several_names_around_its_options() -> None:
+    """`kubectl delete job a -n web b` deletes a and b."""
+    args = main.build_parser().parse_args(["delete", "job", "a", "-n", "web", "b"])
+    assert (args.kind, args.name, args.namespace) == ("job", ["a", "b"], "web")
 
 
 def test_commands_with_verbs_under_them_parse_as_before() -> None:
