@@ -85,15 +85,19 @@ def tree_of(queues: Mapping[str, Queue]) -> QueueTree:
     return tree
 
 
-def refusal(name: str, queues: Mapping[str, Queue], *, default: str) -> str | None:
-    """Why queue `name` takes no work, or None when it does."""
+def refusal(
+    name: str, queues: Mapping[str, Queue], *, default: str, named_by: str = "fedctl.io/queue"
+) -> str | None:
+    """Why queue `name` takes no work, or None when it does; `named_by` is the field the
+    workload names it in (`Workload.queue_field`: a Volcano Job's `spec.queue`), which a
+    queue not defined is to be corrected in."""
     if name not in queues:
         if name == default:
             return None
         known = ", ".join(sorted(q for q in queues if q not in tree_of(queues).children))
         return (
             f"queue {name} is not defined (queues that take work: {known or 'none'}):"
-            " create it or correct the workload's fedctl.io/queue"
+            f" create it or correct the workload's {named_by}"
         )
     tree = tree_of(queues)
     below = tree.children.get(name)

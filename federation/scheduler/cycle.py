@@ -253,7 +253,10 @@ class Scheduler:
                 budget -= 1
                 result.decisions += 1
                 refused = hierarchy.refusal(
-                    job.queue, snapshot.queues, default=self.settings.default_queue
+                    job.queue,
+                    snapshot.queues,
+                    default=self.settings.default_queue,
+                    named_by=job.workload.queue_field,
                 ) or _queue_refusal(job, snapshot.queues)
                 # A job waiting with copies still running (`reconcile`) is placed without
                 # their charge, so it does not compete with itself; they keep it if it fails.
@@ -479,7 +482,12 @@ class Scheduler:
                 job = replace(job, priority=value)
         request = self.request(job, state.snapshot)
         refused = (
-            hierarchy.refusal(job.queue, queues, default=self.settings.default_queue)
+            hierarchy.refusal(
+                job.queue,
+                queues,
+                default=self.settings.default_queue,
+                named_by=job.workload.queue_field,
+            )
             or _queue_refusal(job, queues)
             if queues
             else None

@@ -33,7 +33,7 @@ from policies.models.common import RuleError
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
 from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
-from policies.models.workload import ANNOTATION_QUEUE, Workload
+from policies.models.workload import Workload
 
 __all__ = [
     "Checked",
@@ -611,9 +611,7 @@ def _queue_references(model: KubeObject) -> list[tuple[tuple[str | int, ...], st
         return []  # refused with its own finding
     if name is None:
         return []
-    if model.metadata.annotations.get(ANNOTATION_QUEUE, "").strip():
-        return [(("metadata", "annotations", ANNOTATION_QUEUE), name)]
-    return [(("spec", "queue"), name)]
+    return [(model.queue_path, name)]
 
 
 def queue_children(queues: Iterable[tuple[str, str | None]]) -> dict[str, list[str]]:

@@ -276,6 +276,22 @@ class Workload(KubeObject):
             return str(_typed(self.spec["queue"], str, ("spec", "queue")))
         return None
 
+    @property
+    def queue_path(self) -> tuple[PathPart, ...]:
+        """Where the workload names its queue: the `fedctl.io/queue` annotation, or a
+        Volcano Job's `spec.queue` when it has no annotation; a message asking to correct
+        the queue names the one the workload has."""
+        named = self._annotation(ANNOTATION_QUEUE)
+        if self.type_key == _VOLCANO_JOB and self.spec.get("queue") is not None and not named:
+            return ("spec", "queue")
+        return (*_ANNOTATIONS, ANNOTATION_QUEUE)
+
+    @property
+    def queue_field(self) -> str:
+        """`queue_path` as a message names it: `fedctl.io/queue` or `spec.queue`."""
+        path = self.queue_path
+        return ANNOTATION_QUEUE if path[-1] == ANNOTATION_QUEUE else ".".join(map(str, path))
+
     @_read_once
     def priority(self) -> int | None:
         """`fedctl.io/priority` as an integer, or None (also when it names a class)."""

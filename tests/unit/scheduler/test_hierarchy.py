@@ -17,6 +17,7 @@ from federation.scheduler import framework as fw
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 from policies.models.cluster import NodeFlavor
+from policies.models.workload import Workload
 from tests.unit.scheduler.fleet import cluster, flavor, frq, job, placed, queue, run, workload
 from tests.unit.scheduler.test_plugins import verdict
 
@@ -462,4 +463,32 @@ def test_a_job_over_its_queue_s_limit_is_told_so_whatever_filters_its_members(
     assert result.reasons["team/Job.batch/big"] == (
         "queue r capability for nvidia-a100-80gb is 4, this workload needs 8: it can never"
         " be admitted (raise the limit or shrink the request)"
+    )
+
+
+def test_a_volcano_job_naming_an_undefined_queue_is_told_to_correct_its_spec_queue() -> None:
+    """A Volcano Job whose `spec.queue: ml-reserch` is not defined was told to correct the
+    workload's fedctl.io/queue, an annotation it does not have."""
+    vcjob = Workload.model_validate(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "vc", "namespace": "team"},
+            "spec": {
+                "queue": "ml-reserch",
+                "tasks": [
+                    {
+                        "name": "w",
+                        "replicas": 1,
+                        "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}},
+                    }
+                ],
+            },
+        }
+    )
+    result = run(FLEET, [job(vcjob, seq=1)], queues=[queue("ml-research")])
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch.volcano.sh/vc"] == (
+        "queue ml-reserch is not defined (queues that take work: ml-research): create it or"
+        " correct the workload's spec.queue"
     )
