@@ -66,6 +66,19 @@ def _line(line: spend.Line) -> dict[str, Any]:
     }
 
 
+def _job_shape(workload: Workload) -> dict[str, Any]:
+    """What the job list needs of the template beside the status: a batch/v1 Job's
+    `completions` and `parallelism` (kubectl's COMPLETIONS is succeeded of them), and
+    whether a job is suspended (kubectl's STATUS Suspended; its copies report nothing)."""
+    shape: dict[str, Any] = {}
+    if workload.type_key == ("batch/v1", "Job"):
+        shape["completions"] = workload.spec.get("completions")
+        shape["parallelism"] = workload.spec.get("parallelism", 1)
+    if workload.is_suspended:
+        shape["suspended"] = True
+    return shape
+
+
 def _wire(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return dumped
@@ -231,6 +244,8 @@ class WorkloadsApi:
                 "binding": _wire(binding) if binding else None,
                 "status": _wire(status) if status else None,
             }
+            if isinstance(item.obj, Workload):
+                entry.update(_job_shape(item.obj))
             if binding is None and isinstance(item.obj, Workload) and item.obj.is_opaque:
                 if policies is None:
                     policies = _placing(self.objects.decoded(listed).items)
@@ -271,6 +286,9 @@ class WorkloadsApi:
                 "binding": visible.told(_wire(binding.obj), owned) if binding else None,
                 "bindingRevision": binding.revision if binding else None,
                 "federationOnly": federation_only,
+                "suspended": template is not None
+                and isinstance(template.obj, Workload)
+                and template.obj.is_suspended,
                 "status": _wire(status.obj) if status else None,
                 "works": works,
                 "events": [visible.told(_wire(e.obj), owned) for e in events],

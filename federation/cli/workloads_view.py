@@ -184,7 +184,9 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
 def table(items: list[dict[str, Any]], *, wide: bool) -> str:
     """`wide` adds the chip chosen on each cluster, the queue and priority the workload was
     admitted under and what its replicas cost an hour (as `fedctl cost` sums it)."""
-    headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "READY", "CLUSTERS"]
+    jobs = bool(items) and all(i["kind"] == _JOB for i in items)
+    headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "COMPLETIONS" if jobs else "READY"]
+    headers += ["CLUSTERS"]
     if wide:
         headers += ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
     rows = []
@@ -200,8 +202,8 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
             item["namespace"],
             item["name"],
             item["kind"],
-            status.get("health", "-"),
-            ready,
+            _health(item),
+            _completions(item) if jobs else ready,
             placement_cell(item),
         ]
         if wide:
@@ -217,6 +219,31 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
             ]
         rows.append(row)
     return render.table(headers, rows)
+
+
+_JOB = "Job.batch"
+_BATCH = frozenset({_JOB, "Job.batch.volcano.sh", "PyTorchJob.kubeflow.org"})
+"""The kinds whose status carries Kubernetes' job fields (`status`)."""
+
+
+def _health(item: dict[str, Any]) -> str:
+    """HEALTH: a suspended job's is Suspended, as kubectl's STATUS of a Job says; it runs
+    nothing, and `Unknown` (no copy reports) read as if something were wrong."""
+    if item.get("suspended"):
+        return "Suspended"
+    return str((item.get("status") or {}).get("health", "-"))
+
+
+def _completions(item: dict[str, Any]) -> str:
+    """kubectl's COMPLETIONS of a Job: succeeded of `completions`, else of 1 (`of N` with a
+    `parallelism` above 1), so `fedctl get jobs` reads `2/4` as `kubectl get jobs` does."""
+    done = (item.get("status") or {}).get("succeeded") or 0
+    completions, parallelism = item.get("completions"), item.get("parallelism")
+    if completions is not None:
+        return f"{done}/{completions}"
+    if isinstance(parallelism, int) and parallelism > 1:
+        return f"{done}/1 of {parallelism}"
+    return f"{done}/1"
 
 
 def _hourly(targets: list[dict[str, Any]]) -> str:
@@ -294,13 +321,14 @@ def describe(doc: dict[str, Any]) -> str:
         f"Name:        {meta.get('name', binding.get('metadata', {}).get('name'))}",
         f"Namespace:   {namespace or '- (cluster-scoped)'}",
         f"Kind:        {workload.get('kind')} ({workload.get('apiVersion')})",
-        f"Health:      {status.get('health', '-')}",
+        f"Health:      {'Suspended' if doc.get('suspended') else status.get('health', '-')}",
     ]
     if status.get("phase"):
         lines.append(
             f"Phase:       {status['phase']} (running {status.get('running', 0)},"
             f" succeeded {status.get('succeeded', 0)}, failed {status.get('failed', 0)})"
         )
+        lines.extend(_job_times(status))
     else:
         lines.append(
             f"Ready:       {status.get('readyReplicas') or 0}/{status.get('replicas') or 0}"
@@ -401,6 +429,22 @@ def describe(doc: dict[str, Any]) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _job_times(status: dict[str, Any]) -> list[str]:
+    """A job's start and completion times and its finishing condition, as `kubectl
+    describe job` gives them (across members, as Karmada aggregates them)."""
+    lines = []
+    if status.get("startTime"):
+        lines.append(f"Start Time:  {status['startTime']}")
+    if status.get("completionTime"):
+        lines.append(f"Completed:   {status['completionTime']}")
+    for cond in status.get("conditions") or ():
+        why = ": ".join(part for part in (cond.get("reason"), cond.get("message")) if part)
+        lines.append(
+            f"Condition:   {cond.get('type')}={cond.get('status')}" + (f" ({why})" if why else "")
+        )
+    return lines
 
 
 EVENT_HEADERS = ["AGE", "TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"]
@@ -517,7 +561,10 @@ def status(item: dict[str, Any]) -> dict[str, Any]:
     `-o json|yaml`. Every key is always there, null when not known yet: health, phase and
     ready counts across members; the queue it waits in or was admitted from; the
     scheduler's verdict (`scheduling`: Scheduled or Pending, and why); whether no policy
-    propagates it; and per target cluster its replicas, chip and what that member reports."""
+    propagates it; and per target cluster its replicas, chip and what that member reports.
+    A job's also has Kubernetes' fields as Karmada aggregates a Job's (`active`,
+    `succeeded`, `failed`, `startTime`, `completionTime`, `conditions`), and a suspended
+    job's health is Suspended."""
     own = item.get("status") or {}
     binding = item.get("binding") or {}
     spec, verdict = binding.get("spec") or {}, binding.get("status") or {}
@@ -537,11 +584,20 @@ def status(item: dict[str, Any]) -> dict[str, Any]:
                 "error": row.get("error") or None,
             }
         )
+    batch = item.get("kind") in _BATCH
     return {
-        "health": own.get("health"),
+        "health": _health(item) if own or item.get("suspended") else None,
         "phase": own.get("phase"),
         "replicas": own.get("replicas"),
         "readyReplicas": own.get("readyReplicas"),
+        "suspended": bool(item.get("suspended")),
+        # A job's status as Kubernetes words it, summed over its copies as Karmada does.
+        "active": own.get("running", 0) if batch else None,
+        "succeeded": own.get("succeeded", 0) if batch else None,
+        "failed": own.get("failed", 0) if batch else None,
+        "startTime": own.get("startTime"),
+        "completionTime": own.get("completionTime"),
+        "conditions": own.get("conditions") or [],
         "queue": spec.get("queue"),
         "scheduling": {"phase": verdict.get("phase"), "reason": verdict.get("reason") or None},
         "federationOnly": bool(item.get("federationOnly")) and not _needers(own),

@@ -41,6 +41,17 @@ __all__ = [
 Health = Literal["Healthy", "Progressing", "Unhealthy", "Completed", "Failed", "Unknown"]
 
 
+class WorkCondition(FrozenModel):
+    """A condition, Kubernetes style: a Work's Applied / Healthy, or a job's Complete,
+    Succeeded or Failed as its member reports it (`Observed.conditions`)."""
+
+    type: str = Field(min_length=1)
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: AwareDatetime | None = None
+
+
 class Observed(FrozenModel):
     """What the member says about one applied object, read through the kind's interpreter."""
 
@@ -52,16 +63,23 @@ class Observed(FrozenModel):
     succeeded: int = Field(default=0, ge=0, description="Job pods that succeeded.")
     failed: int = Field(default=0, ge=0, description="Job pods that failed.")
     message: str = ""
-
-
-class WorkCondition(FrozenModel):
-    """Applied / Healthy conditions, Kubernetes style."""
-
-    type: str = Field(min_length=1)
-    status: Literal["True", "False", "Unknown"]
-    reason: str = ""
-    message: str = ""
-    last_transition_time: AwareDatetime | None = None
+    start_time: AwareDatetime | None = Field(
+        default=None,
+        description="A job's status.startTime there; across members the earliest, as"
+        " Karmada aggregates a Job's.",
+    )
+    completion_time: AwareDatetime | None = Field(
+        default=None,
+        description="A job's status.completionTime there; across members the latest, and"
+        " only once every copy completed (Karmada's rule for a Job).",
+    )
+    conditions: list[WorkCondition] = Field(
+        default_factory=list,
+        description="A job's finishing conditions there that are True (a Job's Complete or"
+        " Failed, a PyTorchJob's Succeeded or Failed) with the member's reason; across"
+        " members, Failed once any copy failed (its reason, or JobFailed when copies failed"
+        " for different ones) and Complete or Succeeded once every copy did.",
+    )
 
 
 class WorkSpec(FrozenModel):
@@ -112,7 +130,9 @@ class WorkStatus(FrozenModel):
         " again.",
     )
     resource_version: str | None = Field(default=None, description="Member resourceVersion.")
-    conditions: list[WorkCondition] = Field(default_factory=list)
+    conditions: list[WorkCondition] = Field(
+        default_factory=list, description="The Work's Applied and Healthy conditions."
+    )
     observed: Observed = Field(default_factory=Observed)
     error: str = Field(default="", description="Why the last apply failed or was refused.")
 
@@ -179,6 +199,12 @@ class WorkloadStatus(FrozenModel):
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    start_time: AwareDatetime | None = None
+    completion_time: AwareDatetime | None = None
+    conditions: list[WorkCondition] = Field(
+        default_factory=list,
+        description="The job's finishing condition across its copies (`Observed.conditions`).",
+    )
     binding_revision: int = 0
     clusters: list[ClusterWorkloadStatus] = Field(default_factory=list)
     required_by: list[str] = Field(

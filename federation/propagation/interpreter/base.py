@@ -15,12 +15,13 @@ counts init containers, sidecars and pod overhead the way Kubernetes does.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from federation.resources import ResourceList
 from policies.models.rules import STORED
-from policies.models.work import Observed
+from policies.models.work import Observed, WorkCondition
 from policies.models.workload import Workload
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "cap_at",
     "condition",
     "dig",
+    "job_record",
     "pod_requests",
     "split_largest_remainder",
     "split_roles",
@@ -96,6 +98,47 @@ def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
         if isinstance(cond, Mapping) and cond.get("type") == kind:
             return cond
     return None
+
+
+def _timestamp(value: Any) -> dt.datetime | None:
+    """An RFC 3339 time from a member's status; None when absent or unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+_FAILED = "Failed"
+_SUCCEEDED = frozenset({"Complete", "Succeeded"})
+"""The condition types that end a job well: a Job's Complete, a Kubeflow job's Succeeded."""
+
+
+def job_record(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A job copy's start and completion times and its finishing conditions that are True,
+    as `Observed` keeps them, for the kinds whose status has them (Job, PyTorchJob)."""
+    conditions = []
+    for cond in dig(obj, "status", "conditions") or ():
+        if not isinstance(cond, Mapping) or cond.get("status") != "True":
+            continue
+        kind = cond.get("type")
+        if kind == _FAILED or kind in _SUCCEEDED:
+            conditions.append(
+                WorkCondition(
+                    type=str(kind),
+                    status="True",
+                    reason=str(cond.get("reason") or ""),
+                    message=str(cond.get("message") or ""),
+                    last_transition_time=_timestamp(cond.get("lastTransitionTime")),
+                )
+            )
+    return {
+        "start_time": _timestamp(dig(obj, "status", "startTime")),
+        "completion_time": _timestamp(dig(obj, "status", "completionTime")),
+        "conditions": conditions,
+    }
 
 
 def pod_requests(obj: Mapping[str, Any]) -> ResourceList:
@@ -176,6 +219,7 @@ def aggregate_jobs(parts: Sequence[Observed]) -> Observed:
         phase = "Running"
     else:
         phase = "Pending"
+    ends = [p.completion_time for p in parts if p.completion_time is not None]
     return Observed(
         health=_worst(parts),
         replicas=sum(p.replicas or 0 for p in parts),
@@ -185,4 +229,41 @@ def aggregate_jobs(parts: Sequence[Observed]) -> Observed:
         succeeded=sum(p.succeeded for p in parts),
         failed=sum(p.failed for p in parts),
         message="; ".join(p.message for p in parts if p.message),
+        start_time=min((p.start_time for p in parts if p.start_time is not None), default=None),
+        completion_time=max(ends, default=None) if phase == "Succeeded" else None,
+        conditions=_job_conditions(parts, phase),
     )
+
+
+def _job_conditions(parts: Sequence[Observed], phase: str) -> list[WorkCondition]:
+    """The job's finishing condition across its copies, as Karmada aggregates a Job's: Failed
+    once any copy failed, Complete (or Succeeded) once every copy did, none meanwhile.
+
+    Why: `kubectl wait --for=condition=Complete` and a pipeline reading the template's
+    conditions had nothing to wait on. The reason is the copies' own when they agree
+    (BackoffLimitExceeded, DeadlineExceeded), else Karmada's JobFailed or Completed; the
+    transition time is the latest copy's, so the condition holds still between reads."""
+    if phase == "Failed":
+        ended = [c for p in parts for c in p.conditions if c.type == _FAILED]
+        fallback = "JobFailed"
+    elif phase == "Succeeded":
+        ended = [c for p in parts for c in p.conditions if c.type in _SUCCEEDED]
+        if len(ended) < len(parts):
+            return []  # a copy finished without saying so (Volcano's): nothing to merge
+        fallback = "Completed"
+    else:
+        return []
+    if not ended:
+        return []
+    reasons = {c.reason for c in ended}
+    times = [c.last_transition_time for c in ended if c.last_transition_time is not None]
+    messages = dict.fromkeys(c.message for c in ended if c.message)
+    return [
+        WorkCondition(
+            type=ended[0].type,
+            status="True",
+            reason=reasons.pop() if len(reasons) == 1 and "" not in reasons else fallback,
+            message="; ".join(messages),
+            last_transition_time=max(times, default=None),
+        )
+    ]

@@ -62,6 +62,7 @@ class Job:
             "running": active,
             "succeeded": succeeded,
             "failed": failed,
+            **base.job_record(obj),
         }
         done = base.condition(obj, "Complete")
         if done is not None and done.get("status") == "True":

@@ -64,6 +64,7 @@ class PyTorchJob:
             "running": counts["active"],
             "succeeded": counts["succeeded"],
             "failed": counts["failed"],
+            **base.job_record(obj),
         }
         if self._true(obj, "Succeeded"):
             return Observed(health="Completed", phase="Succeeded", **common)

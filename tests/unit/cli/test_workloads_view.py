@@ -505,3 +505,96 @@ def test_describe_costs_a_finished_job_nothing_more() -> None:
     assert placement.split() == ["us-a100", "1", "nvidia-a100-80gb", "-"]
     assert "Cost:        succeeded: costs nothing more (it was placed at 2.0054/h)" in text
     assert "Cost:" not in workloads_view.describe(doc(BINDING))
+
+
+def _job_item(name: str, status: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    """A batch/v1 Job's item of the workload view, placed on `a` unless suspended."""
+    clusters = [] if extra.get("suspended") else [{"name": "a", "replicas": 2}]
+    phase = "Pending" if extra.get("suspended") else "Scheduled"
+    return {
+        "namespace": "hb",
+        "name": name,
+        "kind": "Job.batch",
+        "binding": {"spec": {"clusters": clusters}, "status": {"phase": phase}},
+        "status": status,
+        **extra,
+    }
+
+
+def test_get_jobs_shows_completions_and_a_suspended_job_as_kubectl_does() -> None:
+    """`fedctl get jobs` showed READY Running where kubectl shows COMPLETIONS 2/4, and a
+    suspended Job as HEALTH Unknown where kubectl shows Suspended."""
+    running = {"health": "Progressing", "phase": "Running", "running": 2, "succeeded": 2}
+    done = {"health": "Completed", "phase": "Succeeded", "succeeded": 1}
+    items = [
+        _job_item("sweep", running, completions=4, parallelism=2),
+        _job_item("once", done, completions=None, parallelism=1),
+        _job_item("wide", running, completions=None, parallelism=3),
+        _job_item("held", None, completions=8, parallelism=2, suspended=True),
+    ]
+    header, *rows = workloads_view.table(items, wide=False).splitlines()
+    assert header.split()[:5] == ["NAMESPACE", "NAME", "KIND", "HEALTH", "COMPLETIONS"]
+    cells = {row.split()[1]: row.split()[3:5] for row in rows}
+    assert cells == {
+        "sweep": ["Progressing", "2/4"],
+        "once": ["Completed", "1/1"],
+        "wide": ["Progressing", "2/1"],
+        "held": ["Suspended", "0/8"],
+    }
+    assert "2/1 of 3" in next(r for r in rows if " wide " in r)
+    mixed = workloads_view.table([*items, {**items[0], "kind": "Deployment.apps"}], wide=False)
+    assert mixed.splitlines()[0].split()[4] == "READY"  # not only Jobs: the usual column
+
+
+def test_a_job_s_json_status_has_kubernetes_job_fields_beside_fedctl_s() -> None:
+    """`fedctl get job failer -o json | jq .status` had no active, succeeded, failed,
+    startTime or conditions, so `.status.succeeded` and a wait on condition Failed had
+    nothing to read."""
+    failed = {
+        "type": "Failed",
+        "status": "True",
+        "reason": "BackoffLimitExceeded",
+        "message": "Job has reached the specified backoff limit",
+        "lastTransitionTime": "2026-01-01T10:01:00Z",
+    }
+    status = {
+        "health": "Failed",
+        "phase": "Failed",
+        "running": 0,
+        "succeeded": 0,
+        "failed": 2,
+        "startTime": "2026-01-01T10:00:00Z",
+        "conditions": [failed],
+    }
+    shown = workloads_view.status(_job_item("failer", status, completions=1, parallelism=1))
+    assert shown["health"] == "Failed" and shown["queue"] is None  # fedctl's own, kept
+    assert {k: shown[k] for k in ("active", "succeeded", "failed", "startTime")} == {
+        "active": 0,
+        "succeeded": 0,
+        "failed": 2,
+        "startTime": "2026-01-01T10:00:00Z",
+    }
+    assert shown["completionTime"] is None
+    assert shown["conditions"] == [failed]
+    held = workloads_view.status(_job_item("held", None, completions=8, suspended=True))
+    assert (held["health"], held["suspended"]) == ("Suspended", True)
+
+
+def test_describe_gives_a_job_s_times_and_finishing_condition() -> None:
+    """`describe` had no start or completion time, and no word of why a Job failed beyond
+    its phase."""
+    status = {
+        "health": "Completed",
+        "phase": "Succeeded",
+        "succeeded": 4,
+        "startTime": "2026-01-01T10:00:00Z",
+        "completionTime": "2026-01-01T10:30:00Z",
+        "conditions": [{"type": "Complete", "status": "True", "reason": "CompletionsReached"}],
+    }
+    doc = {"workload": {"kind": "Job", "metadata": {"name": "j"}}, "status": status}
+    text = workloads_view.describe(doc)
+    assert "Start Time:  2026-01-01T10:00:00Z" in text
+    assert "Completed:   2026-01-01T10:30:00Z" in text
+    assert "Condition:   Complete=True (CompletionsReached)" in text
+    held = workloads_view.describe({**doc, "status": {}, "suspended": True})
+    assert "Health:      Suspended" in held

@@ -335,3 +335,126 @@ def test_per_pod_requests_count_init_containers_and_overhead() -> None:
         },
     )
     assert base.pod_requests(template).amount("cpu") == 2100
+
+
+def _job_copy(status: dict[str, Any], completions: int = 2) -> dict[str, Any]:
+    return obj("batch/v1", "Job", {"parallelism": 2, "completions": completions}, status)
+
+
+START_A, START_B = "2026-01-01T10:00:00Z", "2026-01-01T10:05:00Z"
+DONE_A, DONE_B = "2026-01-01T10:20:00Z", "2026-01-01T10:30:00Z"
+
+
+def _complete(start: str, done: str) -> dict[str, Any]:
+    return {
+        "succeeded": 2,
+        "startTime": start,
+        "completionTime": done,
+        "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+            {
+                "type": "Complete",
+                "status": "True",
+                "reason": "CompletionsReached",
+                "message": "Reached expected number of succeeded pods",
+                "lastTransitionTime": done,
+            },
+        ],
+    }
+
+
+def _aggregated(*members: dict[str, Any]) -> Observed:
+    plugin = interpreter.for_kind(members[0]["apiVersion"], members[0]["kind"])
+    return plugin.aggregate([plugin.observe(m) for m in members])
+
+
+def test_a_divided_job_aggregates_kubernetes_job_status_as_karmada_does() -> None:
+    """Karmada's default interpreter puts a Job's active, succeeded and failed counts, the
+    earliest startTime, the latest completionTime once every copy completed, and a
+    Complete or Failed condition onto the template; fedctl kept only its own counts, so
+    `.status.succeeded` and `kubectl wait --for=condition=Complete` had nothing to read."""
+    running = _aggregated(
+        _job_copy(_complete(START_B, DONE_B)),
+        _job_copy({"active": 2, "succeeded": 1, "startTime": START_A}),
+    )
+    assert (running.running, running.succeeded, running.failed) == (2, 3, 0)
+    assert running.start_time is not None and running.start_time.isoformat() == (
+        "2026-01-01T10:00:00+00:00"
+    )
+    assert running.completion_time is None  # one copy still runs
+    assert running.conditions == []
+
+    done = _aggregated(_job_copy(_complete(START_B, DONE_B)), _job_copy(_complete(START_A, DONE_A)))
+    assert done.completion_time is not None and done.completion_time.isoformat() == (
+        "2026-01-01T10:30:00+00:00"
+    )
+    [complete] = done.conditions
+    assert (complete.type, complete.status, complete.reason) == (
+        "Complete",
+        "True",
+        "CompletionsReached",
+    )
+    assert complete.last_transition_time == done.completion_time
+
+
+@pytest.mark.parametrize(
+    ("reasons", "reason"),
+    [
+        pytest.param(["BackoffLimitExceeded"], "BackoffLimitExceeded", id="past its backoff"),
+        pytest.param(["DeadlineExceeded"], "DeadlineExceeded", id="past its deadline"),
+        pytest.param(
+            ["DeadlineExceeded", "BackoffLimitExceeded"],
+            "JobFailed",
+            id="failed for different reasons in two members: Karmada's JobFailed",
+        ),
+    ],
+)
+def test_a_failed_job_copy_gives_the_template_a_failed_condition_with_its_reason(
+    reasons: list[str], reason: str
+) -> None:
+    members = [
+        _job_copy(
+            {
+                "failed": 2,
+                "startTime": START_A,
+                "conditions": [
+                    {"type": "FailureTarget", "status": "True", "reason": why},
+                    {"type": "Failed", "status": "True", "reason": why, "message": f"{why}!"},
+                ],
+            }
+        )
+        for why in reasons
+    ]
+    members.append(_job_copy(_complete(START_B, DONE_B)))
+    total = _aggregated(*members)
+    assert total.phase == "Failed"
+    assert total.completion_time is None  # not every copy completed, as Karmada has it
+    [failed] = total.conditions
+    assert (failed.type, failed.status, failed.reason) == ("Failed", "True", reason)
+
+
+def test_a_pytorchjob_aggregates_its_times_and_succeeded_condition() -> None:
+    member = obj(
+        "kubeflow.org/v1",
+        "PyTorchJob",
+        {"pytorchReplicaSpecs": {"Worker": {"replicas": 2}}},
+        {
+            "startTime": START_A,
+            "completionTime": DONE_A,
+            "conditions": [
+                {"type": "Created", "status": "True"},
+                {"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded"},
+            ],
+            "replicaStatuses": {"Worker": {"succeeded": 2}},
+        },
+    )
+    total = _aggregated(member)
+    assert total.start_time is not None and total.completion_time is not None
+    assert [(c.type, c.reason) for c in total.conditions] == [("Succeeded", "PyTorchJobSucceeded")]
+
+
+def test_odd_job_times_are_left_out_never_raised_on() -> None:
+    seen = interpreter.for_kind("batch/v1", "Job").observe(
+        _job_copy({"startTime": "yesterday", "completionTime": 5, "conditions": ["x"]})
+    )
+    assert (seen.start_time, seen.completion_time, seen.conditions) == (None, None, [])

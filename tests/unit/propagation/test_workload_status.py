@@ -22,7 +22,7 @@ from federation.registry import codec, keys
 from federation.registry.memory import MemoryStore
 from policies.models.binding import WorkloadReference
 from policies.models.cluster import ClusterStatus, Condition
-from policies.models.work import Observed, Work, WorkloadStatus, WorkStatus
+from policies.models.work import Observed, Work, WorkCondition, WorkloadStatus, WorkStatus
 from tests.unit.scheduler.fleet import workload
 from tests.waiting import stop, wait_for
 
@@ -402,3 +402,37 @@ def test_a_workload_s_status_counts_its_template_s_replicas_as_desired() -> None
 
     assert status is not None
     assert totals(status) == ("Progressing", 4, 30)
+
+
+def test_a_job_s_status_carries_its_times_and_finishing_condition() -> None:
+    """The workload status of a Job divided over two members keeps Kubernetes' fields, as
+    Karmada aggregates them onto the template: the earliest start, the latest completion
+    once both copies completed, and one Complete condition."""
+    complete = WorkCondition(
+        type="Complete",
+        status="True",
+        reason="CompletionsReached",
+        last_transition_time=dt.datetime(2026, 1, 1, 10, 30, tzinfo=dt.UTC),
+    )
+
+    def done(start: int, end: int) -> Observed:
+        return Observed(
+            health="Completed",
+            phase="Succeeded",
+            replicas=1,
+            succeeded=2,
+            start_time=dt.datetime(2026, 1, 1, 10, start, tzinfo=dt.UTC),
+            completion_time=dt.datetime(2026, 1, 1, 10, end, tzinfo=dt.UTC),
+            conditions=(complete,),
+        )
+
+    total = aggregate({"a": done(5, 30), "b": done(0, 20)}, placed={"a", "b"}, workload=JOB)
+    assert (total.phase, total.succeeded) == ("Succeeded", 4)
+    assert total.start_time == dt.datetime(2026, 1, 1, 10, 0, tzinfo=dt.UTC)
+    assert total.completion_time == dt.datetime(2026, 1, 1, 10, 30, tzinfo=dt.UTC)
+    assert [(c.type, c.reason) for c in total.conditions] == [("Complete", "CompletionsReached")]
+    wire = total.to_wire()
+    assert (wire["startTime"], wire["completionTime"]) == (
+        "2026-01-01T10:00:00Z",
+        "2026-01-01T10:30:00Z",
+    )
