@@ -454,24 +454,29 @@ class Admitter:
             cost=total_cost,
             verdicts=verdicts,
             summary=summary,
-            status=self._status_in(request),
+            status=self._status_in(request, note=placed.note),
             pod=self._wire(request.pod),
             replicas=request.replicas,
             tasks=_handed_over(request, placed.placement, state, now=self.now),
         )
         self._emit(binding)
 
-    def _status_in(self, request: fw.JobRequest) -> BindingStatus:
+    def _status_in(self, request: fw.JobRequest, *, note: str = "") -> BindingStatus:
         """The Scheduled status, naming the `clusterAffinities` group the job was placed in
         when its policy has such groups: `describe` shows it, and a user reading why a
-        workload runs in its fallback clusters need not work it out from their labels."""
+        workload runs in its fallback clusters need not work it out from their labels.
+        `note`: its reason (`Placed.note`), what a running job kept on its member past the
+        member's room waits for there."""
         term = request.terms[request.term]
         # Not getattr with a default: pydantic answers a missing name by raising, which
         # cost a few microseconds for every decision without groups.
         group = term.affinity_name if isinstance(term, ClusterAffinityTerm) else ""
-        if not group:
-            return self._status
-        return self._status.model_copy(update={"scheduler_observing_affinity_name": group})
+        update: dict[str, str] = {}
+        if group:
+            update["scheduler_observing_affinity_name"] = group
+        if note:
+            update["reason"] = note
+        return self._status.model_copy(update=update) if update else self._status
 
     def _wire(self, pod: ResourceList) -> dict[str, str]:
         """`pod.to_wire()`, once per pod shape in a cycle (never mutated once written).

@@ -60,6 +60,9 @@ class Placed:
     flavors: dict[str, taken.Hint] | None = None
     """Per cluster, the node flavor to charge, how many replicas it holds, and when fewer
     than those placed there, every flavor's free replicas (`taken.Hint`; incremental)."""
+    note: str = ""
+    """What the Scheduled Binding's reason says of the placement (empty: nothing): a
+    running job kept on its member past that member's room (`Placer._stay`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +247,7 @@ class Placer:
                 {fast.cluster: fast.chip},
                 (fast.verdicts, fast.counts),
                 {fast.cluster: (fast.flavor, fast.flavor_free, fast.flavors_free)},
+                "",
             )
         failures: list[tuple[int, Failed]] = []
         for term in range(observed_group(job, state), len(job.terms)):
@@ -263,6 +267,9 @@ class Placer:
         self.timings.add("static-filters", clock.real.monotonic() - began)
         if rows.size == 0:
             return Failed(job, _summary(state.snapshot.size, counts), "static")
+        host = _running_job_host(job, state, rows)
+        if host is not None:
+            return self._stay(job, state, host)
         survivors = self._dynamic(job, state, rows)
         if isinstance(survivors, Failed):
             return survivors
@@ -281,6 +288,30 @@ class Placer:
             if dear is not None:
                 return Failed(job, dear, "cost")
         return Placed(job, placement, scored)
+
+    def _stay(
+        self, job: fw.JobRequest, state: fw.CycleState, host: snap.IntArray
+    ) -> Placed | Failed:
+        """A running batch job placed again, on the member it runs on (`_running_job_host`):
+        there at its new size when every filter but capacity passes, else Failed, and
+        its copy runs on at the size it was admitted with (`Admitter._pending`).
+
+        Why capacity is not asked: Kubernetes never restarts a Job for a `parallelism`
+        change, and Karmada's Steady division keeps the clusters in use, so the member
+        runs the pods its nodes hold and the rest wait Pending there for room. Judged like
+        a new job, a raise past the member's room moved the Job to another member, where
+        it started again from none of its completions, on a dearer cluster.
+        """
+        capacity_filter = next((p for p in self.dynamic if p.name == "capacity"), None)
+        fits = capacity_filter is None or bool(self.keep(capacity_filter, job, state, host).all())
+        others = [p for p in self.dynamic if p is not capacity_filter]
+        for plugin in others:
+            if not self.keep(plugin, job, state, host).all():
+                return self._why(plugin.name, job, state, host)
+        scored = self.score(job, state, host)
+        name = state.snapshot.clusters[int(host[0])].name
+        note = "" if fits else _waits_for_room(job, name, int(scored.available[0]))
+        return Placed(job, {name: job.replicas}, scored, note=note)
 
     def _choose(self, job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> dict[str, int]:
         names = state.snapshot.clusters
@@ -354,7 +385,8 @@ def _kept_host(job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> int 
     in use first. By score alone, a 2-replica service scaled to 3 moved whole to another
     member once its own had become the dearest (cost outweighs locality), though nothing
     obliged it to move; a move of running work is fail-back's or `fedctl rebalance`'s
-    call, which weighs it and hands over gracefully.
+    call, which weighs it and hands over gracefully. A running batch job stays even where
+    it no longer fits (`_running_job_host`).
     """
     if not job.copies:
         return None
@@ -364,6 +396,43 @@ def _kept_host(job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> int 
     if here.size == 0:
         return None
     return int(here[np.argmax(scored.total[here])])
+
+
+def _running_job_host(
+    job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray
+) -> snap.IntArray | None:
+    """The one member a batch job placed whole runs on, as a one-row array, when it
+    passed the static filters (`rows`): None for any other workload, or when the job runs
+    nowhere or on several members, or failover is evicting it from its member (an
+    eviction task) or its policy no longer takes that member in: it is placed afresh.
+
+    Moving a running job restarts it from nothing (a batch job is never handed over
+    gracefully: it would run twice), so only failover or a policy edit moves it, never a
+    change of size (`Placer._stay`).
+    """
+    if not (job.single_cluster and job.copies and job.job.workload.is_batch):
+        return None
+    index = state.snapshot.index
+    hosts = [index[n] for n, r in job.copies.items() if r > 0 and n in index]
+    if len(hosts) != 1:
+        return None
+    here = rows[rows == hosts[0]]
+    return here if here.size else None
+
+
+def _waits_for_room(job: fw.JobRequest, name: str, free: int) -> str:
+    """The Scheduled Binding's reason for a running job kept on member `name` past its
+    room: how many of its pods that room held (those it runs, and `free` more) when placed.
+    Said as of then, since the Binding is not written again once room frees."""
+    fit = min(job.previous.get(name, 0) + max(free, 0), job.replicas)
+    waiting = job.replicas - fit
+    size = "parallelism" if job.api == ("batch/v1", "Job") else "replicas"
+    verb = "waits" if waiting == 1 else "wait"
+    return (
+        f"{size} {job.replicas} kept on {name}, whose room held {fit} of its pods when"
+        f" placed: the other {waiting} {verb} Pending there until room frees (a running"
+        " job is never moved for a size change)"
+    )
 
 
 _PLACED_SETTERS = tuple(Placed.__dict__[name].__set__ for name in Placed.__dataclass_fields__)

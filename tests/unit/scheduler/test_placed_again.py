@@ -8,9 +8,20 @@ import pytest
 
 from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
+from federation.scheduler import cycle
 from policies.models.binding import Binding
+from policies.models.cluster import Taint
 from policies.models.workload import Workload
-from tests.unit.scheduler.fleet import NOW, cluster, flavor, job, placed, run, workload
+from tests.unit.scheduler.fleet import (
+    NOW,
+    cluster,
+    evicted,
+    flavor,
+    job,
+    placed,
+    run,
+    workload,
+)
 
 
 def _service(replicas: int, *, cpu: str = "1") -> Workload:
@@ -80,13 +91,50 @@ def test_a_scaled_down_service_sheds_replicas_at_once() -> None:
     assert smaller.spec.eviction_tasks == []
 
 
-def test_a_batch_job_placed_again_is_never_kept_in_two_places() -> None:
+_DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_added=NOW)
+
+
+def _raised(*, failed_over: bool = False) -> cycle.CycleResult:
+    """A Job of 2 two-CPU pods placed on `home` (5 CPU: room for 2), its parallelism then
+    raised to 3 while `other`, cheaper now, has room for all of them. `failed_over`: home
+    went down meanwhile, and failover evicted the Job from it."""
     fleet = [cluster("home", flavor(cpu="5", nodes=1)), cluster("other", flavor(cpu="16"))]
     first = run(fleet, [job(workload("train", cpu="2", replicas=2))])
     assert placed(first) == {"train": {"home": 2}}
-    snapshot = snap.build(fleet, bindings=first.bindings)
+    (binding,) = first.bindings
+    usage = first.usage
+    if failed_over:
+        binding = evicted(binding, "cluster home is unreachable")
+        usage = Usage()
+    fleet = [
+        cluster("home", flavor(cpu="5", nodes=1), taints=[_DOWN] if failed_over else None),
+        cluster("other", flavor(cpu="16"), cpu_price="0.01"),
+    ]
+    snapshot = snap.build(fleet, bindings=[binding])
     bigger = job(workload("train", cpu="2", replicas=3))
-    result = run(fleet, [bigger], usage=first.usage, snapshot=snapshot)
+    return run(fleet, [bigger], usage=usage, snapshot=snapshot)
+
+
+def test_a_running_job_raised_past_its_members_room_stays_there_and_says_so() -> None:
+    result = _raised()
+    assert placed(result) == {"train": {"home": 3}}  # never restarted on `other`
+    (kept,) = result.bindings
+    assert kept.status.phase == "Scheduled"
+    assert kept.placement() == {"home": 3}
+    assert kept.spec.eviction_tasks == []
+    assert kept.status.reason == (
+        "parallelism 3 kept on home, whose room held 2 of its pods when placed: the other 1"
+        " waits Pending there until room frees (a running job is never moved for a size"
+        " change)"
+    )
+    (admission,) = result.admitted
+    assert admission.charge.to_wire()["cpu"] == "6"  # the whole size asked for
+
+
+def test_a_running_job_failover_evicts_still_moves_and_runs_in_one_place() -> None:
+    result = _raised(failed_over=True)
     (moved,) = result.bindings
     assert moved.placement() == {"other": 3}
-    assert moved.spec.eviction_tasks == []
+    assert moved.status.reason == ""
+    # Never handed over gracefully: kept while its new copy starts, it would run twice.
+    assert all(t.purge_mode != "Gracefully" for t in moved.spec.eviction_tasks)
