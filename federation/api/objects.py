@@ -28,7 +28,6 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -58,7 +57,7 @@ from federation.api import (
 )
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
-from federation.registry import codec, keys, objects
+from federation.registry import arrival, codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import claims
 from federation.scheduler import plan as planning
@@ -368,11 +367,12 @@ class ObjectsApi:
 
     def _fresh(self, obj: KubeObject) -> KubeObject:
         obj = _specified(obj)
+        now = self.clock.now()
         meta = obj.metadata.model_copy(
             update={
-                "uid": str(uuid.uuid4()),
+                "uid": arrival.new_uid(now),  # ordered: FIFO among one apply's objects
                 "generation": 1,
-                "creation_timestamp": self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "creation_timestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "resource_version": None,
             }
         )

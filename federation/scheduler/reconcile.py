@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
-from federation.registry import keys, objects
+from federation.registry import arrival, keys, objects
 from federation.scheduler import plan
 from federation.scheduler.binder import CLAIMED_BY
 from federation.scheduler.bound_usage import Charges, Shapes, admission_of, on_known
@@ -67,7 +67,8 @@ FINISHED = FINISHED_PHASES
 
 @dataclass(frozen=True)
 class Entry:
-    """One stored workload: the object and its creation revision (its FIFO arrival)."""
+    """One stored workload: the object and its creation revision, which with its uid is
+    its FIFO arrival (`arrival.sequence`)."""
 
     workload: Workload
     created: int
@@ -530,7 +531,11 @@ def _read(
     mark = ""
     if policy is not None or not entry.workload.is_opaque:  # else: a ConfigMap no policy
         job = plan.job_for(  # else: claims stays in the federation only
-            entry.workload, policy, settings=settings, seq=max(entry.created, 1), ref=entry.ref
+            entry.workload,
+            policy,
+            settings=settings,
+            seq=arrival.sequence(entry.created, entry.workload.metadata.uid),
+            ref=entry.ref,
         )
         mark = fingerprint(job, ready=ready)
     if jobs is not None:

@@ -28,6 +28,7 @@ from federation.queue.pending import PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import codec, embedded, keys, objects
 from federation.registry.memory import MemoryStore
+from federation.registry.store import Store
 from federation.scheduler import cycle
 from federation.scheduler import plan as planning
 from federation.scheduler.loop import SchedulerLoop
@@ -274,6 +275,11 @@ async def _is(probe: Any, expected: Any) -> bool:
 async def registry_with_member() -> tuple[MemoryStore, Cluster]:
     """A registry holding cluster a (2 nodes of 16 cores) and its status, all of it free."""
     store = MemoryStore()
+    return store, await with_member(store)
+
+
+async def with_member(store: Store) -> Cluster:
+    """Cluster a (2 nodes of 16 cores) and its status, all of it free, put in `store`."""
     member = fleet.cluster("a")
     assert member.status is not None
     await codec.TypedStore(store, objects.ObjectCodec()).put(
@@ -282,7 +288,7 @@ async def registry_with_member() -> tuple[MemoryStore, Cluster]:
     await codec.TypedStore(store, codec.Codec(ClusterStatus)).put(
         keys.cluster_status_key("a"), member.status
     )
-    return store, member
+    return member
 
 
 async def test_plan_live_plans_files_against_the_controllers_registry(

@@ -14,7 +14,7 @@ import pytest
 
 from federation import clock
 from federation.cache import snapshot as snap
-from federation.registry import codec, keys, objects
+from federation.registry import arrival, codec, keys, objects
 from federation.registry import store as st
 from federation.registry.memory import MemoryStore
 from federation.scheduler import bound_usage, fingerprint, reconcile
@@ -172,7 +172,7 @@ def test_usage_rebuilt_from_a_binding_charges_its_queue_like_the_cycle_did() -> 
     assert admitted.queue == "qa"
     assert admitted.charge.amount("cpu") == 4000
     assert admitted.placement == {"a": 1, "b": 1}
-    assert admitted.seq == 7  # FIFO by the workload's creation revision
+    assert admitted.seq == arrival.sequence(7, None)  # FIFO: its creation revision first
     assert work.fingerprints == {key(JOB): FP}
 
 
