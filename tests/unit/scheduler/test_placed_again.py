@@ -4,6 +4,8 @@ it shrinks or leaves run until the replicas that replace them are ready."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from federation.cache import snapshot as snap
@@ -94,11 +96,15 @@ def test_a_scaled_down_service_sheds_replicas_at_once() -> None:
 _DOWN = Taint(key="cluster.fedctl.io/unreachable", effect="NoExecute", time_added=NOW)
 
 
-def _raised(*, failed_over: bool = False) -> cycle.CycleResult:
+def _raised(
+    *, home_cpu: str = "5", failed_over: bool = False, placement: dict[str, Any] | None = None
+) -> cycle.CycleResult:
     """A Job of 2 two-CPU pods placed on `home` (5 CPU: room for 2), its parallelism then
     raised to 3 while `other`, cheaper now, has room for all of them. `failed_over`: home
-    went down meanwhile, and failover evicted the Job from it."""
-    fleet = [cluster("home", flavor(cpu="5", nodes=1)), cluster("other", flavor(cpu="16"))]
+    went down meanwhile, and failover evicted the Job from it; `placement`: the policy
+    placing it then."""
+    home = flavor(cpu=home_cpu, nodes=1)
+    fleet = [cluster("home", home), cluster("other", flavor(cpu="16"))]
     first = run(fleet, [job(workload("train", cpu="2", replicas=2))])
     assert placed(first) == {"train": {"home": 2}}
     (binding,) = first.bindings
@@ -107,11 +113,11 @@ def _raised(*, failed_over: bool = False) -> cycle.CycleResult:
         binding = evicted(binding, "cluster home is unreachable")
         usage = Usage()
     fleet = [
-        cluster("home", flavor(cpu="5", nodes=1), taints=[_DOWN] if failed_over else None),
+        cluster("home", home, taints=[_DOWN] if failed_over else None),
         cluster("other", flavor(cpu="16"), cpu_price="0.01"),
     ]
     snapshot = snap.build(fleet, bindings=[binding])
-    bigger = job(workload("train", cpu="2", replicas=3))
+    bigger = job(workload("train", cpu="2", replicas=3), placement=placement)
     return run(fleet, [bigger], usage=usage, snapshot=snapshot)
 
 
@@ -131,8 +137,26 @@ def test_a_running_job_raised_past_its_members_room_stays_there_and_says_so() ->
     assert admission.charge.to_wire()["cpu"] == "6"  # the whole size asked for
 
 
-def test_a_running_job_failover_evicts_still_moves_and_runs_in_one_place() -> None:
-    result = _raised(failed_over=True)
+def test_a_running_job_raised_within_its_members_room_stays_with_nothing_to_say() -> None:
+    (kept,) = _raised(home_cpu="7").bindings
+    assert (kept.placement(), kept.status.reason) == ({"home": 3}, "")
+
+
+@pytest.mark.parametrize(
+    ("failed_over", "placement"),
+    [
+        pytest.param(True, None, id="failover evicted it from its member"),
+        pytest.param(
+            False,
+            {"clusterAffinity": {"clusterNames": ["other"]}},
+            id="its policy no longer takes its member in",
+        ),
+    ],
+)
+def test_a_running_job_still_moves_when_it_may_not_stay_and_runs_in_one_place(
+    failed_over: bool, placement: dict[str, Any] | None
+) -> None:
+    result = _raised(failed_over=failed_over, placement=placement)
     (moved,) = result.bindings
     assert moved.placement() == {"other": 3}
     assert moved.status.reason == ""
