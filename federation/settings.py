@@ -295,6 +295,13 @@ class ApiSettings(_Group):
         " raise it only with etcd's.",
     )
     request_timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+    readiness_timeout: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds `/readyz` waits for etcd's answer, in one try, before it"
+        " answers 503 with the reason: well under a readiness probe's timeout"
+        " (the shipped one waits 3 s), so the probe sees why.",
+    )
     rate_limit: float = Field(default=200.0, gt=0, description="Requests per second per client.")
     rate_burst: int = Field(default=400, gt=0, description="Burst above the rate per client.")
     auth_failure_rate: float = Field(

@@ -2,7 +2,9 @@
 drills.
 
 Why readiness checks etcd and liveness does not: a controller that cannot reach etcd must
-be taken out of a load balancer, but restarting it would not bring etcd back.
+be taken out of a load balancer, but restarting it would not bring etcd back. Readiness
+makes one read, never retried, with `ApiSettings.readiness_timeout` (1 s): a probe gives up
+after a few seconds, and it must see the 503 and its reason, not a timeout of its own.
 
 Middlewares, outermost first: audit (so refused mutations are recorded too), auth, the
 per-client rate limit, a `dryRun` other than `All` refused, the request deadline, then
@@ -34,7 +36,6 @@ from federation.api import metrics as metrics_mod
 from federation.api import watch as watch_api
 from federation.api import workloads as workloads_api
 from federation.cache.currency import Currency
-from federation.registry import keys
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
 from federation.settings import ApiSettings, FailoverSettings, MonitorSettings, SchedulerSettings
@@ -117,7 +118,7 @@ def build_app(
 
     async def readyz(_: web.Request) -> web.Response:
         try:
-            await store.get(keys.leader_key())
+            await store.ping(timeout=settings.readiness_timeout)
         except errors.FedctlError as exc:
             return web.Response(status=503, text=f"registry unavailable: {exc}")
         return web.Response(text="ok")

@@ -207,6 +207,19 @@ class EtcdStore:
         resp = await self._call(self._kv_stub.Range, req)
         return int(resp.header.revision)
 
+    async def ping(self, *, timeout: float) -> None:
+        self._stubs()
+        req = rpc.RangeRequest(key=b"/", limit=1, count_only=True)
+        try:
+            await self._kv_stub.Range(req, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise errors.Unavailable(
+                    f"etcd at {self._endpoint} did not answer within {timeout:g}s",
+                    endpoint=self._endpoint,
+                ) from exc
+            raise self._translate(exc) from exc
+
     async def check_history(self, revision: int) -> None:
         # A read at `revision` fails as the watch would; etcd names no oldest revision.
         if revision > await self.current_revision():

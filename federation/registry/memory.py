@@ -64,6 +64,9 @@ class MemoryStore:
         await self._expire()
         return self._revision
 
+    async def ping(self, *, timeout: float) -> None:
+        await self._expire()
+
     async def check_history(self, revision: int) -> None:
         if revision <= self._compacted:
             raise errors.Compacted(requested=revision, compact_revision=self._compacted + 1)

@@ -190,6 +190,14 @@ class Store(Protocol):
         """The store's latest revision."""
         ...
 
+    async def ping(self, *, timeout: float) -> None:
+        """One read, never retried, that must answer within `timeout` seconds; raise
+        `errors.Unavailable` saying why otherwise.
+
+        Why apart from `get`: readiness must answer within a probe's few seconds, while a
+        read through the retry policy waits out an etcd restart (many seconds) by design."""
+        ...
+
     async def check_history(self, revision: int) -> None:
         """Raise `errors.Compacted` if a watch from `revision` would (its history is gone);
         a revision past the latest has no history yet, and passes.

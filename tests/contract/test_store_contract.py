@@ -16,6 +16,10 @@ async def test_missing_key_reads_as_none(store: st.Store, prefix: str) -> None:
     assert await store.get(prefix + "nothing") is None
 
 
+async def test_a_store_that_answers_passes_a_ping(store: st.Store) -> None:
+    assert await store.ping(timeout=1.0) is None
+
+
 async def test_create_then_get_returns_value_and_revisions(store: st.Store, prefix: str) -> None:
     rev = await st.create(store, prefix + "a", b"one")
     kv = await store.get(prefix + "a")
