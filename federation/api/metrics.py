@@ -165,7 +165,8 @@ class _Derived(Collector):
         )
         capacity = GaugeMetricFamily(
             "fedctl_cluster_capacity",
-            "Capacity by chip: devices for accelerators, CPU cores for plain architectures.",
+            "Capacity by chip: devices per accelerator model, CPU cores of every node"
+            " (accelerator nodes' included) per architecture.",
             labels=["cluster", "chip", "state"],
         )
         for name, status in sorted(cache.statuses.items()):
@@ -219,15 +220,19 @@ _FOLLOWED: dict[str, tuple[str, codec.Codec[Any]]] = {
 
 
 def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
-    """(chip, allocatable|free) → amount, summed over the status's node flavors."""
+    """(chip, allocatable|free) → amount, summed over the status's node flavors: devices
+    per accelerator model, and every node's CPU cores per architecture, accelerator nodes'
+    included (a GPU job is also held by the CPU of GPU nodes; `fedctl cluster list` counts
+    them too)."""
     out: dict[tuple[str, str], float] = defaultdict(float)
     for flavor in status.flavors:
-        chip = flavor.accelerator_model or flavor.arch
-        resource = flavor.accelerator_resource if flavor.accelerator_model else "cpu"
-        if not resource:
-            continue
-        out[(chip, "allocatable")] += flavor.node_count * flavor.allocatable.amount(resource) / 1000
-        out[(chip, "free")] += flavor.free.amount(resource) / 1000
+        counted: list[tuple[str, str]] = [(flavor.arch, "cpu")]
+        if flavor.accelerator_model and flavor.accelerator_resource:
+            counted.append((flavor.accelerator_model, flavor.accelerator_resource))
+        for chip, resource in counted:
+            allocatable = flavor.node_count * flavor.allocatable.amount(resource)
+            out[(chip, "allocatable")] += allocatable / 1000
+            out[(chip, "free")] += flavor.free.amount(resource) / 1000
     return out
 
 

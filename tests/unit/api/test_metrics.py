@@ -55,6 +55,19 @@ def status(ready: bool) -> ClusterStatus:
     return ClusterStatus(conditions=[cond], flavors=[gpu, cpu])
 
 
+def test_capacity_counts_the_cpu_of_accelerator_nodes_under_their_architecture() -> None:
+    """The A100 nodes' 128 cores appeared in no series (only their GPUs did), while
+    `fedctl cluster list` counted them: every node's CPU now counts under its arch."""
+    assert metrics_mod._capacity(status(ready=True)) == {
+        ("nvidia-a100-80gb", "allocatable"): 16,
+        ("nvidia-a100-80gb", "free"): 5,
+        ("amd64", "allocatable"): 128,
+        ("amd64", "free"): 100,
+        ("arm64", "allocatable"): 48,
+        ("arm64", "free"): 40,
+    }
+
+
 def binding(name: str, queue: str, phase: str, *, pods: bool = True) -> Binding:
     """A Job's Binding; without `pods`, one that records no pod, as a Namespace's does."""
     ref = WorkloadReference(api_version="batch/v1", kind="Job", namespace="ml", name=name)
