@@ -83,7 +83,11 @@ def build_app(
     )
     failures = limits.FailedAuthLimiter(
         limits.RateLimiter(
-            rate=settings.auth_failure_rate, burst=settings.auth_failure_burst, clock=clock
+            rate=settings.auth_failure_rate,
+            burst=settings.auth_failure_burst,
+            clock=clock,
+            name=limits.FAILED_SIGN_IN,
+            on_limited=metrics.rate_limited,
         )
     )
     middlewares: list[Middleware] = [

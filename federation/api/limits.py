@@ -18,9 +18,15 @@ auth middleware found, so a request it refused (401) never reached it, and a cli
 could try thousands of tokens a second unthrottled. Each 401 takes a token from its
 address's bucket; while that bucket is empty the address is answered 429 before any
 credential is looked at, a right one too, or guessing would go on at the same speed
-with the answers merely reworded. A failure is logged at WARNING by the authenticator
-(a short digest of the token, never the token), and the first refusal of an address
-once more here.
+with the answers merely reworded: were a valid token answered 200 while the address is
+refused, a guesser would learn which guess is right from the status alone. So a valid
+client behind the same address (a NAT, an ingress, Prometheus beside a broken script) is
+refused too, and its 429 says so and for how long (`Retry-After`). A failure is logged at
+WARNING by the authenticator (a short digest of the token, never the token), and the
+first refusal of an address once more here.
+
+Every 429 of either limiter is reported through `on_limited` with the limiter's `name`
+(`rate`, `failed_sign_in`), which `/metrics` counts by that label.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ from federation import clock as clock_mod
 from federation.api import auth, status, watch
 
 __all__ = [
+    "FAILED_SIGN_IN",
+    "LIMITERS",
+    "RATE",
     "FailedAuthLimiter",
     "RateLimiter",
     "TokenBucket",
@@ -51,6 +60,10 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 EXEMPT_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+RATE, FAILED_SIGN_IN = "rate", "failed_sign_in"
+LIMITERS = (RATE, FAILED_SIGN_IN)
+"""The limiters' names, as `on_limited` reports them and `/metrics` labels its 429s."""
 
 
 @dataclass(slots=True)
@@ -86,10 +99,13 @@ class RateLimiter:
         burst: int,
         clock: clock_mod.Clock = clock_mod.real,
         max_clients: int = 10_000,
+        name: str = RATE,
         on_limited: Callable[[str], None] | None = None,
     ) -> None:
+        """`on_limited` is called with `name` for every request refused 429 (metrics)."""
         self.rate, self.burst, self.clock = rate, float(burst), clock
         self.max_clients = max_clients
+        self.name = name
         self.on_limited = on_limited
         self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
 
@@ -112,6 +128,11 @@ class RateLimiter:
             self._buckets.move_to_end(key)
         return bucket
 
+    def refused(self) -> None:
+        """Report one request answered 429 by this limiter."""
+        if self.on_limited is not None:
+            self.on_limited(self.name)
+
     @staticmethod
     def client_key(request: web.Request) -> str:
         who = request.get(auth.PRINCIPAL)
@@ -125,8 +146,7 @@ class RateLimiter:
         wait = self.wait_for(key)
         if wait <= 0:
             return await handler(request)
-        if self.on_limited is not None:
-            self.on_limited(key)
+        self.refused()
         return _too_many(f"rate limit of {self.rate:g}/s exceeded; retry later", wait)
 
 
@@ -154,9 +174,13 @@ class FailedAuthLimiter:
                     address,
                     wait,
                 )
-            rate = self.buckets.rate
+            self.buckets.refused()
+            b = self.buckets
             return _too_many(
-                f"too many failed sign-ins from this address (more than {rate:g}/s); retry later",
+                f"too many failed sign-ins from this address (more than {b.burst:g}, then"
+                f" {b.rate:g}/s): every request from it is refused for {_seconds(wait)}s"
+                " (Retry-After), one with a valid token too, as answering a right token"
+                " while refusing wrong ones would tell a guesser which guess is right",
                 wait,
             )
         self._refused.discard(address)
@@ -169,8 +193,13 @@ class FailedAuthLimiter:
 def _too_many(message: str, wait: float) -> web.Response:
     """429 with `Retry-After`, the whole seconds until a token is there again."""
     resp = status.status_response(429, "TooManyRequests", message)
-    resp.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    resp.headers["Retry-After"] = str(_seconds(wait))
     return resp
+
+
+def _seconds(wait: float) -> int:
+    """`wait` as `Retry-After` gives it: whole seconds, at least one."""
+    return max(1, math.ceil(wait))
 
 
 def timeout_middleware(seconds: float) -> Middleware:

@@ -3,7 +3,7 @@
 Role: one `Metrics` object per process that the components report into — the scheduler
 (`observe_decision`; `eviction` for the preemptions and reclaims it committed), propagation
 (`propagation_error`, from the applier), failover (`eviction` for taints and unhealthy
-copies), leader election (`set_leader`), the API's rate limiter (`rate_limited`) — plus
+copies), leader election (`set_leader`), the API's two limiters (`rate_limited`) — plus
 gauges derived at scrape time: cluster readiness and capacity by chip from the monitor's
 ClusterStatus, admitted and pending workloads per queue, and what the placed work costs an
 hour by queue, namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`).
@@ -44,6 +44,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from federation import errors
+from federation.api import limits
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
@@ -268,8 +269,15 @@ class Metrics:
         )
         self._leader = Gauge("fedctl_leader", "1 while this replica holds the lease.", registry=r)
         self._limited = Counter(
-            "fedctl_api_rate_limited_requests", "Requests answered 429.", registry=r
+            "fedctl_api_rate_limited_requests",
+            "Requests answered 429, by limiter: rate (a client's request rate) or"
+            " failed_sign_in (its address failed to sign in too often; every request from"
+            " it is refused, valid tokens' too).",
+            ["limiter"],
+            registry=r,
         )
+        for limiter in limits.LIMITERS:  # both series from the start, zeros included
+            self._limited.labels(limiter=limiter)
         r.register(_Derived(self))
 
     def observe_decision(self, seconds: float) -> None:
@@ -303,8 +311,8 @@ class Metrics:
                 (admitted if phase == "Scheduled" else pending)[queue] += 1
         return cache.queues.keys(), pending, admitted
 
-    def rate_limited(self, _client: str) -> None:
-        self._limited.inc()
+    def rate_limited(self, limiter: str) -> None:
+        self._limited.labels(limiter=limiter).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -401,7 +401,8 @@ async def test_rate_limit_answers_429_with_retry_after(
         )
         assert (await client.call("GET", "/healthz", token=None))[0] == 200
         _, text, _ = await client.call("GET", "/metrics", token=SCRAPER)
-        assert "fedctl_api_rate_limited_requests_total 2.0" in text
+        assert 'fedctl_api_rate_limited_requests_total{limiter="rate"} 2.0' in text
+        assert 'fedctl_api_rate_limited_requests_total{limiter="failed_sign_in"} 0.0' in text
 
 
 async def test_failed_sign_ins_are_limited_per_address_and_logged(
@@ -410,7 +411,9 @@ async def test_failed_sign_ins_are_limited_per_address_and_logged(
     """A 401 was answered before the per-client bucket, keyed by the caller it found, so
     one client tried thousands of tokens a second without a 429 or a log line above INFO.
     Now each failure costs its address a token; an address out of them is answered 429
-    before any credential is looked at, a right one too, until the rate allows again."""
+    before any credential is looked at, a right one too, until the rate allows again.
+    Those 429s were missing from the rate-limited counter, and a valid client refused was
+    not told why: both now are."""
     fake = clock.FakeClock()
     settings = ApiSettings(auth_failure_rate=0.5, auth_failure_burst=3)
     app = api_app.build_app(store, settings=settings, auth=authn, clock=fake)
@@ -422,7 +425,12 @@ async def test_failed_sign_ins_are_limited_per_address_and_logged(
             assert codes == [401, 401, 401, 429]
             code, status, headers = await client.call("GET", f"{API}/queues", token=ADMIN)
             assert (code, headers["Retry-After"]) == (429, "2"), "a right token waits too"
-            assert status["message"].startswith("too many failed sign-ins from this address")
+            assert status["message"] == (
+                "too many failed sign-ins from this address (more than 3, then 0.5/s):"
+                " every request from it is refused for 2s (Retry-After), one with a valid"
+                " token too, as answering a right token while refusing wrong ones would"
+                " tell a guesser which guess is right"
+            )
             assert (await client.call("GET", "/healthz", token=None))[0] == 200
         warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert warned == [
@@ -432,6 +440,9 @@ async def test_failed_sign_ins_are_limited_per_address_and_logged(
         assert not any(g in caplog.text for g in guesses), "no token is logged"
         await fake.advance(2)
         assert (await client.call("GET", f"{API}/queues", token=ADMIN))[0] == 200
+        _, text, _ = await client.call("GET", "/metrics", token=SCRAPER)
+        assert 'fedctl_api_rate_limited_requests_total{limiter="failed_sign_in"} 2.0' in text
+        assert 'fedctl_api_rate_limited_requests_total{limiter="rate"} 0.0' in text
         assert (await client.call("GET", f"{API}/queues", token=guesses[0]))[0] == 401
 
 
