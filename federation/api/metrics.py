@@ -4,9 +4,11 @@ Role: one `Metrics` object per process that the components report into — the s
 (`observe_decision`; `eviction` for the preemptions and reclaims it committed), propagation
 (`propagation_error`, from the applier), failover (`eviction` for taints and unhealthy
 copies), leader election (`set_leader`), the API's two limiters (`rate_limited`) — plus
-gauges derived at scrape time: cluster readiness and capacity by chip from the monitor's
-ClusterStatus, admitted and pending workloads per queue, and what the placed work costs an
-hour by queue, namespace and cluster (`scheduler.spend`, the figures of `fedctl cost`).
+gauges derived at scrape time: each joined cluster's region, zone and provider
+(`fedctl_cluster_info`, to join other series on, as kube-state-metrics' `*_info` series
+are), cluster readiness and capacity by chip from the monitor's ClusterStatus, admitted
+and pending workloads per queue, and what the placed work costs an hour by queue,
+namespace, cluster and chip (`scheduler.spend`, the figures of `fedctl cost`).
 Each series is listed in docs/concepts.md (Metrics). The queue counts
 are the leading scheduler's own, from the tally its latest cycle published for the queue
 view (`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that
@@ -50,7 +52,7 @@ from federation.registry import store as st
 from federation.scheduler import queue_view as qv
 from federation.scheduler import spend
 from policies.models.binding import Binding
-from policies.models.cluster import ClusterStatus
+from policies.models.cluster import Cluster, ClusterStatus
 from policies.models.queue import Queue
 from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import WORKLOAD_KINDS
@@ -63,11 +65,13 @@ DECISION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 
 class RegistryCache:
-    """Cluster statuses, per-binding (queue, phase, what it runs), the workloads that
-    finished (each keyed by workload ref) and the defined queues' names, kept current from
-    registry watches."""
+    """Clusters' region, zone and provider, cluster statuses, per-binding (queue, phase,
+    what it runs), the workloads that finished (each keyed by workload ref) and the defined
+    queues' names, kept current from registry watches."""
 
     def __init__(self) -> None:
+        self.clusters: dict[str, tuple[str, str, str]] = {}
+        """Per cluster: its region, zone and provider ("" when not set)."""
         self.statuses: dict[str, ClusterStatus] = {}
         self.bindings: dict[str, tuple[str, str, list[spend.Charge], bool]] = {}
         """Per workload: its queue, phase, what it costs, and whether it runs pods (a
@@ -115,6 +119,8 @@ class RegistryCache:
                 self._target(kind).pop(self._name(kind, event.key), None)
 
     def _target(self, kind: str) -> dict[str, Any]:
+        if kind == "clusters":
+            return self.clusters
         if kind == "clusterstatus":
             return self.statuses
         if kind == "queues":
@@ -123,7 +129,7 @@ class RegistryCache:
 
     @staticmethod
     def _name(kind: str, key: str) -> str:
-        if kind in ("clusterstatus", "queues"):
+        if kind in ("clusters", "clusterstatus", "queues"):
             return key.rsplit("/", 1)[-1]
         return str(keys.parse_workload_key(key))
 
@@ -133,7 +139,10 @@ class RegistryCache:
             self._set(kind, item.key, item.obj)
 
     def _set(self, kind: str, key: str, obj: Any) -> None:
-        if isinstance(obj, ClusterStatus):
+        if isinstance(obj, Cluster):
+            spec = obj.spec
+            self.clusters[obj.name] = (spec.region, spec.zone or "", spec.provider or "")
+        elif isinstance(obj, ClusterStatus):
             self.statuses[self._name(kind, key)] = obj
         elif isinstance(obj, Binding):
             ref = self._name(kind, key)
@@ -174,6 +183,15 @@ class _Derived(Collector):
             ready.add_metric([name], 1.0 if status.ready() else 0.0)
             for (chip, state), amount in sorted(_capacity(status).items()):
                 capacity.add_metric([name, chip, state], amount)
+        info = GaugeMetricFamily(
+            "fedctl_cluster_info",
+            "1 per joined cluster, naming its region, zone and provider: join on cluster"
+            " to sum another series by them.",
+            labels=["cluster", "region", "zone", "provider"],
+        )
+        for name, (region, zone, provider) in sorted(cache.clusters.items()):
+            info.add_metric([name, region, zone, provider], 1.0)
+        yield info
         yield ready
         yield capacity
         defined, pending, admitted = self.metrics.queue_counts()
@@ -193,18 +211,20 @@ class _Derived(Collector):
             taken.add_metric([queue], float(admitted.get(queue, 0)))
         yield depth
         yield taken
-        costs: dict[tuple[str, str, str], float] = defaultdict(float)
+        costs: dict[tuple[str, str, str, str], float] = defaultdict(float)
         for ref, (_, _, charges, _) in cache.bindings.items():
             if cache.finished.get(ref):
                 continue  # costs nothing
             for c in charges:
                 if c.hourly is not None:
-                    costs[(c.queue, c.namespace, c.cluster)] += float(c.hourly)
+                    costs[(c.queue, c.namespace, c.cluster, c.chip)] += float(c.hourly)
         cost = GaugeMetricFamily(
             "fedctl_hourly_cost",
             "What the placed replicas cost an hour, as estimated when they were placed, in"
-            " the federation's currency (FEDCTL_SCHEDULER__CURRENCY); finished jobs excluded.",
-            labels=["queue", "namespace", "cluster"],
+            " the federation's currency (FEDCTL_SCHEDULER__CURRENCY); finished jobs excluded."
+            " chip: the accelerator model or arch they run on; by region through"
+            " fedctl_cluster_info.",
+            labels=["queue", "namespace", "cluster", "chip"],
         )
         for labels, value in sorted(costs.items()):
             cost.add_metric(list(labels), value)
@@ -212,6 +232,7 @@ class _Derived(Collector):
 
 
 _FOLLOWED: dict[str, tuple[str, codec.Codec[Any]]] = {
+    "clusters": (keys.prefix("clusters"), codec.Codec(Cluster)),
     "clusterstatus": (keys.prefix("clusterstatus"), codec.Codec(ClusterStatus)),
     "bindings": (keys.prefix("bindings"), codec.Codec(Binding)),
     "workloadstatus": (keys.prefix("workloadstatus"), codec.Codec(WorkloadStatus)),

@@ -175,7 +175,7 @@ async def test_what_placed_work_costs_is_a_gauge_until_the_job_finishes() -> Non
     cache = asyncio.create_task(m.cache.run(store))
 
     def cost(cluster: str) -> float | None:
-        labels = (("cluster", cluster), ("namespace", "ml"), ("queue", "gpu"))
+        labels = (("chip", "-"), ("cluster", cluster), ("namespace", "ml"), ("queue", "gpu"))
         return samples(m).get(("fedctl_hourly_cost", labels))
 
     try:
@@ -194,6 +194,42 @@ async def test_what_placed_work_costs_is_a_gauge_until_the_job_finishes() -> Non
         cache.cancel()
         with pytest.raises(asyncio.CancelledError):
             await cache
+
+
+async def test_cost_sums_by_region_and_chip_through_cluster_info() -> None:
+    """The docs promised sums of `fedctl_hourly_cost` by region or chip, but no series
+    named a cluster's region or a placement's chip. The cost carries its chip, and
+    `fedctl_cluster_info` names each cluster's region, zone and provider to join on."""
+    store = MemoryStore()
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    for member in (fleet.cluster("eu", region="eu-west", zone="eu-west-1a"),
+                   fleet.cluster("us", region="us-east", provider=None)):  # fmt: skip
+        await objs.put(keys.cluster_key(member.name), member.model_copy(update={"status": None}))
+    ref = keys.WorkloadRef("ml", "Job.batch", "a")
+    targets = [
+        TargetCluster(name="eu", replicas=2, chip="nvidia-a100-80gb", hourly_cost=Decimal("6")),
+        TargetCluster(name="us", replicas=1, chip="amd64", hourly_cost=Decimal("0.5")),
+    ]
+    bound = binding("a", "gpu", "Scheduled")
+    spec = bound.spec.model_copy(update={"clusters": targets})
+    await bindings.put(keys.binding_key(ref), bound.model_copy(update={"spec": spec}))
+    m = metrics_mod.Metrics()
+    async with background(m.cache.run(store)):
+        await wait_for(lambda: len(m.cache.clusters) == 2 and m.cache.bindings, message="cached")
+        got = samples(m)
+        eu = (("cluster", "eu"), ("provider", "aws"), ("region", "eu-west"),
+              ("zone", "eu-west-1a"))  # fmt: skip
+        assert got[("fedctl_cluster_info", eu)] == 1
+        us = (("cluster", "us"), ("provider", ""), ("region", "us-east"), ("zone", ""))
+        assert got[("fedctl_cluster_info", us)] == 1
+        a100 = (("chip", "nvidia-a100-80gb"), ("cluster", "eu"), ("namespace", "ml"),
+                ("queue", "gpu"))  # fmt: skip
+        assert got[("fedctl_hourly_cost", a100)] == 6
+        await objs.delete(keys.cluster_key("us"))
+        await wait_for(
+            lambda: ("fedctl_cluster_info", us) not in samples(m), message="unjoined: no info"
+        )
 
 
 def queues(m: metrics_mod.Metrics) -> dict[str, tuple[float, float]]:
