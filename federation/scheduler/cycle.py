@@ -39,6 +39,7 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from federation import clock as clock_mod
 from federation import gcpause
 from federation.cache import snapshot as snap
 from federation.queue import fairshare
@@ -75,6 +76,10 @@ class CycleResult:
     usage: accounting.Usage = field(default_factory=accounting.Usage)
     timings: fw.Timings = field(default_factory=fw.Timings)
     decisions: int = 0
+    decision_seconds: list[float] = field(default_factory=list)
+    """Each decision's own time, from its placement to its admission settled (the
+    Binding built, not written): what `fedctl_scheduling_decision_seconds` observes and
+    the bench's latency percentiles are taken from."""
     repeated: int = 0
     """Jobs refused as an identical earlier one was, without placing them again."""
     exhausted: bool = False
@@ -89,9 +94,16 @@ class Scheduler:
     """Owns the plugins and the per-workload request cache; `run_cycle` is pure."""
 
     def __init__(
-        self, settings: SchedulerSettings | None = None, *, registry: fw.Registry | None = None
+        self,
+        settings: SchedulerSettings | None = None,
+        *,
+        registry: fw.Registry | None = None,
+        clock: clock_mod.Clock = clock_mod.real,
     ) -> None:
+        """`clock` times each decision (`CycleResult.decision_seconds`), and nothing else:
+        the cycle's choices never depend on it."""
         self.settings = settings or SchedulerSettings()
+        self.clock = clock
         self.plugins = (registry or default_registry()).build(self.settings)
         self.timings = fw.Timings()
         self.placer = pl.Placer(
@@ -252,23 +264,7 @@ class Scheduler:
                     continue
                 budget -= 1
                 result.decisions += 1
-                refused = hierarchy.refusal(
-                    job.queue,
-                    snapshot.queues,
-                    default=self.settings.default_queue,
-                    named_by=job.workload.queue_field,
-                ) or _queue_refusal(job, snapshot.queues)
-                # A job waiting with copies still running (`reconcile`) is placed without
-                # their charge, so it does not compete with itself; they keep it if it fails.
-                own = admit.state.usage.release(job.ref) if request.holding else None
-                outcome = (  # steps 3-5, for a job its queue can take
-                    self._place(request, admit.state)
-                    if refused is None
-                    else pl.Failed(request, refused, "static")
-                )
-                if not admit.settle(job, outcome, explained=refused is None):  # steps 6-7
-                    if own is not None:
-                        admit.state.usage.admit(own)
+                if not self._decide(job, request, admit, snapshot.queues):  # steps 3-7
                     yield_back = result.reasons.get(str(job.ref), "")
                     result.pending.add(job.with_reason(yield_back))  # step 8
                     self._strict_stop(job, snapshot)
@@ -277,6 +273,35 @@ class Scheduler:
                         refusals[same] = yield_back
             self._finish(result, admit)
             return result
+
+    def _decide(
+        self,
+        job: PendingJob,
+        request: fw.JobRequest,
+        admit: admission.Admitter,
+        queues: Mapping[str, Queue],
+    ) -> bool:
+        """Steps 3-7 for one job, timed into `decision_seconds`; whether it was admitted."""
+        began = self.clock.monotonic()
+        refused = hierarchy.refusal(
+            job.queue,
+            queues,
+            default=self.settings.default_queue,
+            named_by=job.workload.queue_field,
+        ) or _queue_refusal(job, queues)
+        # A job waiting with copies still running (`reconcile`) is placed without their
+        # charge, so it does not compete with itself; they keep it if it fails.
+        own = admit.state.usage.release(job.ref) if request.holding else None
+        outcome = (  # steps 3-5, for a job its queue can take
+            self._place(request, admit.state)
+            if refused is None
+            else pl.Failed(request, refused, "static")
+        )
+        settled = admit.settle(job, outcome, explained=refused is None)  # steps 6-7
+        admit.result.decision_seconds.append(self.clock.monotonic() - began)
+        if not settled and own is not None:
+            admit.state.usage.admit(own)
+        return settled
 
     def _finish(self, result: CycleResult, admit: admission.Admitter) -> None:
         """The cycle's last step: reasons for what a strict head held back; the requests

@@ -208,7 +208,7 @@ class SchedulerLoop:
         self._leading = False
         self._tally: tuple[qv.Tally, int] | None = None
         self.debounce = settings.cycle_debounce if debounce is None else debounce
-        self.scheduler = cycle.Scheduler(settings)
+        self.scheduler = cycle.Scheduler(settings, clock=clock)
         self._currency = Currency.of(settings)
         self._unpriced: dict[str, str] = {}
         self._recorder = events.Recorder(store, clock=clock, source="scheduler")
@@ -367,7 +367,6 @@ class SchedulerLoop:
                        also on their Bindings.
         5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
         """
-        started = self.clock.monotonic()
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, stale = await self._decide()
         result.bindings = self._unfinished(result.bindings)
@@ -380,10 +379,9 @@ class SchedulerLoop:
             self._dirty.set()  # jobs beyond this cycle's batch are still waiting
         self.cycles += 1
         self.last = result
-        if self.metrics is not None and result.decisions:
-            elapsed = self.clock.monotonic() - started
-            for _ in range(result.decisions):
-                self.metrics.observe_decision(elapsed / result.decisions)
+        if self.metrics is not None:  # each decision's own time, the write not included
+            for seconds in result.decision_seconds:
+                self.metrics.observe_decision(seconds)
         return result
 
     async def _decide(self) -> _Decided:

@@ -97,6 +97,20 @@ def test_component_reported_families() -> None:
     assert got[("fedctl_leader", ())] == 1
 
 
+def test_decision_buckets_tell_tens_of_microseconds_from_seconds() -> None:
+    """Decisions take tens to hundreds of µs; the lowest bucket was 1 ms, so every one
+    fell in it and p50 could not be told from p99."""
+    m = metrics_mod.Metrics()
+    for seconds in (0.00002, 0.00009, 0.0003, 2.0):
+        m.observe_decision(seconds)
+    got = samples(m)
+
+    def under(le: str) -> float:
+        return got[("fedctl_scheduling_decision_seconds_bucket", (("le", le),))]
+
+    assert [under(le) for le in ("2.5e-05", "0.0001", "0.0005", "1.0", "2.5")] == [1, 2, 3, 3, 4]
+
+
 def test_two_instances_do_not_collide() -> None:
     a, b = metrics_mod.Metrics(), metrics_mod.Metrics()
     a.set_leader(True)

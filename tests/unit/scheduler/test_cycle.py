@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from federation import clock
 from federation.cache import snapshot as snap
 from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
@@ -1002,6 +1003,33 @@ def test_the_cycle_budget_leaves_the_rest_pending_untouched() -> None:
     assert result.decisions == 2 and len(result.admitted) == 2
     assert sorted(j.ref.name for j in result.pending.jobs()) == ["j2", "j3", "j4"]
     assert all(j.reason == "" for j in result.pending.jobs())
+
+
+class _Scripted(clock.RealClock):
+    """A clock whose monotonic readings are given in advance."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+
+    def monotonic(self) -> float:
+        return self.readings.pop(0)
+
+
+def test_each_decision_is_timed_on_its_own() -> None:
+    """The metric recorded the cycle's wall time (Binding writes included) over the
+    decisions, N times: p99 equalled p50 and a slow decision never showed. Each decision
+    is now timed on its own, from its placement to its admission settled."""
+    fleet = [cluster("cpu", flavor(nodes=4))]
+    jobs = [job(workload("fast")), job(workload("slow"))]
+    pending = PendingStore()
+    for j in jobs:
+        pending.add(j)
+    ticks = _Scripted(10.0, 10.00004, 20.0, 20.3)
+    scheduler = cycle.Scheduler(SchedulerSettings(), clock=ticks)
+    result = scheduler.run_cycle(snap.build(fleet), pending, Usage(), NOW)
+    assert result.decisions == 2
+    assert result.decision_seconds == pytest.approx([0.00004, 0.3])
+    assert ticks.readings == [], "two readings a decision, no more"
 
 
 def test_equal_workloads_read_separately_share_one_request() -> None:
