@@ -3,19 +3,19 @@
 Role: one `Metrics` object per process that the components report into — the scheduler
 (`observe_decision`; `eviction` for the preemptions and reclaims it committed), propagation
 (`propagation_error`, from the applier), failover (`eviction` for taints and unhealthy
-copies), leader election (`set_leader`), the API's two limiters (`rate_limited`) — plus
-gauges derived at scrape time: each joined cluster's region, zone and provider
-(`fedctl_cluster_info`, to join other series on, as kube-state-metrics' `*_info` series
-are), cluster readiness and capacity by chip from the monitor's ClusterStatus, admitted
-and pending workloads per queue, and what the placed work costs an hour by queue,
-namespace, cluster and chip (`scheduler.spend`, the figures of `fedctl cost`).
-Each series is listed in docs/concepts.md (Metrics). The queue counts
-are the leading scheduler's own, from the tally its latest cycle published for the queue
-view (`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that
-does not lead counts the Bindings instead (a finished job, whose Binding stays, is
-neither). Every defined Queue has both series, zeros included, so an alert or a dashboard
-sees a queue before its first workload. `RegistryCache.run` keeps the registry's part in
-memory from a list and a watch, so a scrape never touches etcd. Feeds Prometheus through
+copies), leader election (`set_leader`: the role, and its changes), the API's two limiters
+(`rate_limited`) — plus gauges derived at scrape time: each joined cluster's region, zone
+and provider (`fedctl_cluster_info`, to join other series on, as kube-state-metrics'
+`*_info` series are), cluster readiness and capacity by chip from the monitor's
+ClusterStatus, admitted and pending workloads per queue, and what the placed work costs an
+hour by queue, namespace, cluster and chip (`scheduler.spend`, the figures of `fedctl
+cost`). Each series is listed in docs/concepts.md (Metrics). The queue counts are the
+leading scheduler's own, from the tally its latest cycle published for the queue view
+(`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that does
+not lead counts the Bindings instead (a finished job, whose Binding stays, is neither).
+Every defined Queue has both series, zeros included, so an alert or a dashboard sees a
+queue before its first workload. `RegistryCache.run` keeps the registry's part in memory
+from a list and a watch, so a scrape never touches etcd. Feeds Prometheus through
 `handler`.
 
 Why a private `CollectorRegistry`: several apps (and tests) live in one process; the
@@ -295,6 +295,17 @@ class Metrics:
             registry=r,
         )
         self._leader = Gauge("fedctl_leader", "1 while this replica holds the lease.", registry=r)
+        self._leading = False
+        self._transitions = Counter(
+            "fedctl_leader_transitions",
+            "Changes of this replica's role: to leader (a term began) or to follower (it"
+            " ended); a step-down and re-election between two scrapes shows here, not in"
+            " fedctl_leader.",
+            ["to"],
+            registry=r,
+        )
+        for to in ("leader", "follower"):  # both series from the start, zeros included
+            self._transitions.labels(to=to)
         self._limited = Counter(
             "fedctl_api_rate_limited_requests",
             "Requests answered 429, by limiter: rate (a client's request rate) or"
@@ -317,6 +328,10 @@ class Metrics:
         self._evictions.labels(cluster=cluster, reason=reason).inc(replicas)
 
     def set_leader(self, leading: bool) -> None:
+        """The election's `observe`: this replica starts (True) or stops leading."""
+        if leading != self._leading:
+            self._transitions.labels(to="leader" if leading else "follower").inc()
+        self._leading = leading
         self._leader.set(1 if leading else 0)
 
     def queue_counts(self) -> tuple[Collection[str], Mapping[str, int], Mapping[str, int]]:

@@ -143,7 +143,9 @@ async def test_a_leader_whose_lease_is_revoked_steps_down_and_its_loops_stop(
 async def test_the_leader_gauge_is_1_on_the_leader_alone_and_follows_a_takeover(
     replicas: list[Replica],
 ) -> None:
-    """Before, nothing set `fedctl_leader`: every replica said 0, the leader included."""
+    """Before, nothing set `fedctl_leader`: every replica said 0, the leader included.
+    Each change of role is counted too: a gauge alone misses a step-down and re-election
+    between two scrapes."""
     (old,) = await wait_for(lambda: leaders(replicas), message="a leader")
     assert [gauge(r) for r in replicas] == [1.0 if r is old else 0.0 for r in replicas]
 
@@ -155,3 +157,10 @@ async def test_the_leader_gauge_is_1_on_the_leader_alone_and_follows_a_takeover(
     (new,) = await wait_for(lambda: leaders(others), timeout=TTL + 3, message="a new leader")
     await wait_for(lambda: gauge(new) == 1.0, message="the new leader's gauge")
     assert [gauge(r) for r in replicas] == [1.0 if r is new else 0.0 for r in replicas]
+    assert (transitions(old, "leader"), transitions(old, "follower")) == (1.0, 1.0)
+    assert (transitions(new, "leader"), transitions(new, "follower")) == (1.0, 0.0)
+
+
+def transitions(replica: Replica, to: str) -> float | None:
+    """The replica's `fedctl_leader_transitions_total{to=...}` sample."""
+    return replica.metrics.registry.get_sample_value("fedctl_leader_transitions_total", {"to": to})

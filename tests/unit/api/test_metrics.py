@@ -111,6 +111,27 @@ def test_decision_buckets_tell_tens_of_microseconds_from_seconds() -> None:
     assert [under(le) for le in ("2.5e-05", "0.0001", "0.0005", "1.0", "2.5")] == [1, 2, 3, 3, 4]
 
 
+def test_a_step_down_and_re_election_between_scrapes_is_counted() -> None:
+    """`fedctl_leader` read 1 before and after: the term that ended was invisible."""
+    m = metrics_mod.Metrics()
+
+    def moves() -> tuple[float, float, float]:
+        got = samples(m)
+        return (
+            got[("fedctl_leader", ())],
+            got[("fedctl_leader_transitions_total", (("to", "leader"),))],
+            got[("fedctl_leader_transitions_total", (("to", "follower"),))],
+        )
+
+    assert moves() == (0, 0, 0)
+    m.set_leader(False)  # a follower told it does not lead: no change of role
+    m.set_leader(True)
+    assert moves() == (1, 1, 0)
+    m.set_leader(False)
+    m.set_leader(True)
+    assert moves() == (1, 2, 1)
+
+
 def test_two_instances_do_not_collide() -> None:
     a, b = metrics_mod.Metrics(), metrics_mod.Metrics()
     a.set_leader(True)
