@@ -1,16 +1,16 @@
 """Prometheus metrics for the controller, served at `/metrics`.
 
 Role: one `Metrics` object per process that the components report into — the scheduler
-(`observe_decision`; `eviction` for the preemptions and reclaims it committed), propagation
-(`propagation_error`, from the applier), failover (`eviction` for taints and unhealthy
-copies), leader election (`set_leader`: the role, and its changes), the API's two limiters
-(`rate_limited`) — plus gauges derived at scrape time: each joined cluster's region, zone
-and provider (`fedctl_cluster_info`, to join other series on, as kube-state-metrics'
-`*_info` series are), cluster readiness and capacity by chip from the monitor's
-ClusterStatus, admitted and pending workloads per queue, and what the placed work costs an
-hour by queue, namespace, cluster and chip (`scheduler.spend`, the figures of `fedctl
-cost`). Each series is listed in docs/concepts.md (Metrics). The queue counts are the
-leading scheduler's own, from the tally its latest cycle published for the queue view
+(`observe_decision`, `observe_write`; `eviction` for the preemptions and reclaims it
+committed), propagation (`propagation_error`, from the applier), failover (`eviction` for
+taints and unhealthy copies), leader election (`set_leader`: the role, and its changes),
+the API's two limiters (`rate_limited`) — plus gauges derived at scrape time: each joined
+cluster's region, zone and provider (`fedctl_cluster_info`, to join other series on, as
+kube-state-metrics' `*_info` series are), cluster readiness and capacity by chip from the
+monitor's ClusterStatus, admitted and pending workloads per queue, and what the placed work
+costs an hour by queue, namespace, cluster and chip (`scheduler.spend`, the figures of
+`fedctl cost`). Each series is listed in docs/concepts.md (Metrics). The queue counts are
+the leading scheduler's own, from the tally its latest cycle published for the queue view
 (`queue_view.Published`), so `/metrics` and `fedctl get queues` agree; a replica that does
 not lead counts the Bindings instead (a finished job, whose Binding stays, is neither).
 Every defined Queue has both series, zeros included, so an alert or a dashboard sees a
@@ -67,6 +67,10 @@ DECISION_BUCKETS = (
 )
 """From 10 µs: a decision takes tens to hundreds of µs (docs/architecture.md), a slow one
 (a spread over many zones, a preemption search) up to seconds."""
+
+WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+"""From 1 ms (one transaction to a local etcd) to 30 s (thousands of Bindings, or an etcd
+that retries)."""
 
 
 class RegistryCache:
@@ -280,6 +284,13 @@ class Metrics:
             buckets=DECISION_BUCKETS,
             registry=r,
         )
+        self._writes = Histogram(
+            "fedctl_scheduling_binding_write_seconds",
+            "Time a scheduling cycle took to write its changed Bindings to etcd (batched"
+            " transactions), one observation per cycle that wrote any.",
+            buckets=WRITE_BUCKETS,
+            registry=r,
+        )
         self._propagation_errors = Counter(
             "fedctl_propagation_errors",
             "Applies and deletes on members that failed: operation apply, delete or release;"
@@ -320,6 +331,9 @@ class Metrics:
 
     def observe_decision(self, seconds: float) -> None:
         self._decisions.observe(seconds)
+
+    def observe_write(self, seconds: float) -> None:
+        self._writes.observe(seconds)
 
     def propagation_error(self, cluster: str, operation: str, reason: str) -> None:
         self._propagation_errors.labels(cluster=cluster, operation=operation, reason=reason).inc()

@@ -66,9 +66,12 @@ _POLICY_TYPES = (
 
 
 class LoopMetrics(Protocol):
-    """What the loop reports: how long decisions take, and the evictions it committed."""
+    """What the loop reports: how long decisions and Binding writes take (apart, so etcd's
+    latency does not read as the scheduler's), and the evictions it committed."""
 
     def observe_decision(self, seconds: float) -> None: ...
+
+    def observe_write(self, seconds: float) -> None: ...
 
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None: ...
 
@@ -583,7 +586,10 @@ class SchedulerLoop:
             placing = {keys.binding_key(a.ref) for a in result.admitted} if freeing else set()
             before = {key: _revision(binder, key) for key in freeing}
             checks = self._moving_jobs(binder, bindings)
+            began = self.clock.monotonic()
             report = await binder.write(bindings, freeing=freeing, placing=placing, checks=checks)
+            if self.metrics is not None:
+                self.metrics.observe_write(self.clock.monotonic() - began)
             for b in bindings:
                 key = keys.binding_key(binder_mod.binding_ref(b))
                 entry = binder.stored(key)  # the revision the write got
