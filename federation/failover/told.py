@@ -11,7 +11,12 @@ same transaction as the write, so they tell only of what landed (`registry.event
     NowhereToGo  (Warning)  the scheduler found no member for an evicted workload: its kept
                             copy is its last (`graceful.judge`'s `holding`)
     PlacedBack   (Normal)   the workload went back to the member it was leaving, its copy
-                            kept: it ends the story an `Evicted` began
+                            kept, before it was placed anywhere else: it ends the story an
+                            `Evicted` began
+    ShareReturned (Normal)  the same, for a workload that was placed elsewhere meanwhile
+                            (a static split giving a recovered member its share again):
+                            PlacedBack's "before it found room elsewhere" told of a failed
+                            failover when the workload had moved and run elsewhere
 
 Why "being placed again" and not "placed again elsewhere": where is the scheduler's to
 say, after the eviction is written. Said as done, it told of a move to a workload placed
@@ -46,7 +51,7 @@ def told(
         for t in after.spec.eviction_tasks
         if t.nowhere_since and (t.cluster, t.creation_time) not in unplaced
     ]
-    out += [_placed_back(after, c, now=now) for c in _back(before, after)]
+    out += [_placed_back(before, after, c, now=now) for c in _back(before, after)]
     return evicted, out
 
 
@@ -77,12 +82,24 @@ def _nowhere(binding: Binding, task: EvictionTask, *, now: dt.datetime, answers:
     return _event(binding, task.cluster, "NowhereToGo", message, now=now)
 
 
-def _placed_back(binding: Binding, cluster: str, *, now: dt.datetime) -> Told:
+def _placed_back(before: Binding, after: Binding, cluster: str, *, now: dt.datetime) -> Told:
+    """`PlacedBack` when the workload was placed nowhere else since the eviction (what
+    `before` places it on, the write just before this one), else `ShareReturned`, naming
+    where it ran meanwhile."""
+    elsewhere = sorted(c for c in before.placement() if c != cluster)
+    if not elsewhere:
+        message = (
+            f"placed back on {cluster} before it found room elsewhere: its copy there was"
+            " kept, and the eviction ended"
+        )
+        return _event(after, cluster, "PlacedBack", message, now=now, kind="Normal")
+    n = after.placement()[cluster]
     message = (
-        f"placed back on {cluster} before it found room elsewhere: its copy there was kept,"
-        " and the eviction ended"
+        f"{cluster} has its share again ({n} replica{'' if n == 1 else 's'}), beside"
+        f" {', '.join(elsewhere)}, where the workload was placed meanwhile: its copy there"
+        " was kept, and the eviction ended"
     )
-    return _event(binding, cluster, "PlacedBack", message, now=now, kind="Normal")
+    return _event(after, cluster, "ShareReturned", message, now=now, kind="Normal")
 
 
 def _back(before: Binding, after: Binding) -> list[str]:

@@ -22,3 +22,20 @@ def test_a_task_ended_by_the_workload_placed_back_is_told() -> None:
     after = binding(clusters={"a": 2})
     _, events = told.told(before, after, now=at(5), answers=lambda _: True)
     assert [(e().reason, e().cluster, e().type) for e in events] == [("PlacedBack", "a", "Normal")]
+
+
+def test_a_member_given_its_share_again_after_the_workload_moved_is_not_told_placed_back() -> None:
+    """A static split placed the workload on `b` and `c` while `a` was down, its copy on
+    `a` kept as `a` did not answer; `a` back, the split gives it its share again.
+    "Placed back before it found room elsewhere" read as a failed failover when the
+    workload had moved and run elsewhere."""
+    before = binding(clusters={"b": 3, "c": 3}, tasks=[task("a", replicas=2)])
+    after = binding(clusters={"a": 2, "b": 2, "c": 2})
+    _, events = told.told(before, after, now=at(5), answers=lambda _: True)
+    assert [(e().reason, e().cluster, e().type) for e in events] == [
+        ("ShareReturned", "a", "Normal")
+    ]
+    assert events[0]().message == (
+        "a has its share again (2 replicas), beside b, c, where the workload was placed"
+        " meanwhile: its copy there was kept, and the eviction ended"
+    )
