@@ -241,6 +241,9 @@ class StatusWatches:
         self.quotas: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._synced: set[WatchKey] = set()
         self._owners: dict[tuple[str, str, str, str, str], str | None] = {}
+        self._failing: dict[WatchKey, int] = {}
+        """Watches whose reads fail → how many times in a row (`_fails`): kept across a
+        restart of the watch, so a new connector to a member still down says nothing."""
         members.on_retire(self._retired)
 
     def ensure(self, cluster: str, api_version: str, kind: str) -> None:
@@ -470,6 +473,7 @@ class StatusWatches:
 
     async def _read(self, cluster: str, api_version: str, kind: str) -> None:
         delay = 0.1
+        key = (cluster, api_version, kind)
         while True:
             spec = self._cluster(cluster)
             if spec is None:
@@ -478,6 +482,7 @@ class StatusWatches:
                 conn = await self._members.get(spec)
                 async for event in conn.follow(api_version, kind):
                     delay = 0.1
+                    self._answers(key)
                     if isinstance(event, member_mod.Relisted):
                         self._relisted(cluster, api_version, kind, event.items)
                     elif event.type == "DELETED":
@@ -488,10 +493,42 @@ class StatusWatches:
                 log.warning("%s %s is not served by %s: %s", api_version, kind, cluster, exc)
                 return
             except errors.FedctlError as exc:
-                self._synced.discard((cluster, api_version, kind))
-                log.info("status watch %s %s in %s: %s", api_version, kind, cluster, exc)
+                self._synced.discard(key)
+                self._fails(key, exc)
             await self._clock.sleep(delay)
             delay = min(delay * 2, self._backoff_max)
+
+    def _fails(self, key: WatchKey, exc: errors.FedctlError) -> None:
+        """Say once that a watch fails, then count its retries quietly: a member down for
+        a minute logged `connection refused` every few seconds for each kind watched
+        there, most of the log, of what the monitor already says (it is not Ready)."""
+        cluster, api_version, kind = key
+        failures = self._failing.get(key, 0)
+        self._failing[key] = failures + 1
+        if failures:
+            log.debug("status watch %s %s in %s: %s", api_version, kind, cluster, exc)
+            return
+        log.info(
+            "status watch %s %s in %s: %s; retrying, quietly until it answers",
+            api_version,
+            kind,
+            cluster,
+            exc,
+        )
+
+    def _answers(self, key: WatchKey) -> None:
+        """Say that a watch that failed reads again, and after how many failures."""
+        failures = self._failing.pop(key, 0)
+        if failures:
+            cluster, api_version, kind = key
+            log.info(
+                "status watch %s %s in %s answers again after %d failure%s",
+                api_version,
+                kind,
+                cluster,
+                failures,
+                "" if failures == 1 else "s",
+            )
 
 
 def not_ready(status: ClusterStatus | None) -> bool:
