@@ -162,7 +162,9 @@ class Election:
         self.leading.set()
         if self._observe is not None:
             self._observe(True)
-        log.info("election: %s leads (revision %d)", self.identity, result.revision)
+        # WARNING as its stepping down is: at the default level the log said leadership
+        # was lost and never that it was taken again.
+        log.warning("election: %s leads (revision %d)", self.identity, result.revision)
         return True
 
     async def _await_vacancy(self) -> None:
@@ -202,8 +204,13 @@ class Election:
                     granted = await self._store.keepalive(self._lease)
             except errors.NotFound:
                 raise _Lost("the lease expired") from None
-            except (TimeoutError, errors.RetryableError) as exc:
-                log.warning("election: keepalive failed (%s); %.1fs left", exc, remaining)
+            except TimeoutError:
+                # Its text is empty: the log said "keepalive failed ()".
+                log.warning("election: keepalive failed (no answer within %.1fs)", remaining)
+                continue
+            except errors.RetryableError as exc:
+                why = str(exc) or type(exc).__name__
+                log.warning("election: keepalive failed (%s); %.1fs left", why, remaining)
                 continue
             expires = self._clock.monotonic() + granted
 
