@@ -309,7 +309,10 @@ class FailoverController:
             )
             shown = ", ".join(f"{t.key}:{t.effect}" for t in new if t.key in _ours(new)) or "none"
             self._mark("taints", name, detail=shown)
-            log.info("cluster %s: failover taints now %s", name, shown)
+            # WARNING, the default level: a member tainted (work leaves it, none comes) or
+            # untainted is what an on-call engineer reads first, as kube-controller-manager
+            # logs a NotReady node's taints.
+            log.warning("cluster %s: failover taints now %s", name, shown)
             if lifting and self._failback is not None:
                 self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:
@@ -488,6 +491,15 @@ class FailoverController:
                 ops.append(st.Check(status_key, seen.revision if seen is not None else 0))
             ops += await self._recorder.ops(_ref(binding), told)
             await self._store.commit(ops, guards=self._guards())
+            for task in evicted:
+                log.warning(
+                    "evicted %s from %s (%d replica%s): %s",
+                    _ref(binding),
+                    task.cluster,
+                    task.replicas,
+                    "" if task.replicas == 1 else "s",
+                    task.reason,
+                )
             if self._metrics is not None:
                 for task in evicted:
                     cause = "failover" if task.producer == "ApplicationFailover" else "taint"

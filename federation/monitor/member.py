@@ -159,8 +159,12 @@ class Tracked:
                 self.health, result, now=started, wall=self._clock.now(), settings=self._settings
             )
             if self.health.status != before:
-                log.info(
-                    "cluster %s Ready=%s: %s", self.name, self.health.status, self.health.message
+                log.log(
+                    _level(before, self.health.status),
+                    "cluster %s Ready=%s: %s",
+                    self.name,
+                    self.health.status,
+                    self.health.message,
                 )
             self._notify(self.name)
             # A member not Ready is probed again sooner: until its return is seen nothing
@@ -334,3 +338,11 @@ async def cluster_id(conn: member_mod.Member) -> str | None:
         return None
     uid = (found.get("metadata") or {}).get("uid")
     return str(uid) if uid else None
+
+
+def _level(before: probe.Status, after: probe.Status) -> int:
+    """How loud a change of a member's Ready condition is logged: its first Ready at INFO,
+    any other change at WARNING, the default level, so a member going away and coming
+    back is in the log a controller keeps by default (a member lost for a minute, its
+    work moved, left not a line there)."""
+    return logging.INFO if (before, after) == ("Unknown", "True") else logging.WARNING

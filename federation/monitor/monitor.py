@@ -176,12 +176,16 @@ class ClusterMonitor:
         ):
             if tracked is not None:
                 await self._forget(name)
-            tracked = await self._track(spec.obj)
+            tracked = await self._track(spec.obj, again=tracked is not None)
         else:
             tracked.cluster = spec.obj
         await self._write_if_news(tracked)
 
-    async def _track(self, cluster: Cluster) -> Tracked:
+    async def _track(self, cluster: Cluster, *, again: bool = False) -> Tracked:
+        """Start monitoring `cluster`: `again` after its connection changed or failed.
+
+        The log says "joined" only for a member with no status yet: every start of the
+        monitor (each leader's) tracks every member, and said "joined" of each of them."""
         stored = await self._statuses.get(keys.cluster_status_key(cluster.name))
         problem = None
         conn: member_mod.Member | None = None
@@ -194,7 +198,12 @@ class ClusterMonitor:
             log.exception("cluster %s: cannot connect", cluster.name)
             problem = member_mod.Readiness(False, MONITOR_FAILED, f"cannot connect: {exc!r}")
         if problem is None:
-            log.info("cluster %s joined: monitoring", cluster.name)
+            if again:
+                log.info("cluster %s: connected again, monitoring", cluster.name)
+            elif stored is None:
+                log.info("cluster %s joined: monitoring", cluster.name)
+            else:
+                log.info("cluster %s: monitoring resumed", cluster.name)
         else:
             self._retry(cluster.name)
         tracked = Tracked(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -143,6 +144,35 @@ async def h() -> AsyncIterator[Harness]:
         await harness.store.close()
 
 
+async def _evicted_by_an_outage(h: Harness) -> None:
+    """web (2 on a) and api (1 on a, 1 on b), then `a` down past its grace: both evicted."""
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
+    await h.settle()
+    await h.health("a", "False", "ConnectionRefused")
+    await h.settle()
+    await h.advance(30.1)
+    assert (await h.binding(WEB)).placement() == {}
+
+
+async def test_an_outage_s_taints_and_evictions_are_logged_at_warning(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At the default level (WARNING) a member lost, its work moved, left no line; the
+    workloads it evicted were nowhere in the log at any level."""
+    caplog.set_level(logging.WARNING, logger=controller_mod.__name__)
+    await _evicted_by_an_outage(h)
+    said = sorted(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert said == [
+        "cluster a: failover taints now cluster.fedctl.io/unreachable:NoExecute",
+        "cluster a: failover taints now cluster.fedctl.io/unreachable:NoSchedule",
+        "evicted default/Deployment.apps/api from a (1 replica): untolerated taint"
+        " cluster.fedctl.io/unreachable:NoExecute",
+        "evicted default/Deployment.apps/web from a (2 replicas): untolerated taint"
+        " cluster.fedctl.io/unreachable:NoExecute",
+    ]
+
+
 async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harness) -> None:
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
     await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
@@ -213,13 +243,7 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
 async def test_a_taint_eviction_is_told_on_the_workload_and_counted(h: Harness) -> None:
     """Before, a failover eviction showed only in the Binding's reason until the
     scheduler placed the workload again, and `fedctl_evictions_total` had no samples."""
-    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
-    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
-    await h.settle()
-    await h.health("a", "False", "ConnectionRefused")
-    await h.settle()
-    await h.advance(30.1)
-    assert (await h.binding(WEB)).placement() == {}
+    await _evicted_by_an_outage(h)
     (told,) = await events_of(h.store, WEB)
     assert (told.type, told.reason, told.cluster, told.source) == (
         "Warning",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from federation.registry.memory import MemoryStore
 from federation.settings import MonitorSettings
 from policies.models.cluster import Cluster, ClusterStatus, Taint
 from tests.unit.monitor.kube_objects import node, pod
-from tests.waiting import wait_for
+from tests.waiting import stop, wait_for
 
 SETTINGS = MonitorSettings(
     probe_period=10, failure_threshold=30, success_threshold=1, heartbeat=300, workers=2
@@ -187,6 +188,45 @@ async def test_not_ready_after_the_threshold_from_the_first_failure(harness: Har
     harness.members["c1"].answer = OK
     await harness.advance(10)
     assert await ready_status(harness, "c1", "True")
+
+
+async def _lost(harness: Harness) -> None:
+    """c1 joined and Ready, then refusing probes until it is Ready=False."""
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    harness.members["c1"].answer = REFUSED
+    await harness.advance(40)
+    assert await ready_status(harness, "c1", "False")
+
+
+async def test_a_member_lost_and_back_is_logged_at_warning_and_a_new_leader_resumes(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At the default level (WARNING) a member lost for a minute, its work moved, left no
+    line; and each leader change logged "joined" for every member, though none joined."""
+    caplog.set_level(logging.INFO, logger="federation.monitor")
+    await _lost(harness)
+    harness.members["c1"].answer = OK
+    await harness.advance(10)
+    assert await ready_status(harness, "c1", "True")
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said == [
+        ("INFO", "cluster c1 joined: monitoring"),
+        ("INFO", "cluster c1 Ready=True: member answers: readyz ok"),
+        ("WARNING", f"cluster c1 Ready=False: {REFUSED.message}"),
+        ("WARNING", "cluster c1 Ready=True: member answers: readyz ok"),
+    ]
+    caplog.clear()
+    successor = ClusterMonitor(
+        harness.store, settings=SETTINGS, clock=harness.clock, connect=harness._connect
+    )
+    task = asyncio.create_task(successor.run())
+    try:
+        await wait_for(lambda: caplog.records, message="the successor's monitor starts")
+    finally:
+        await stop([task])
+    assert [r.getMessage() for r in caplog.records] == ["cluster c1: monitoring resumed"]
 
 
 async def test_capacity_change_past_the_threshold_is_written_at_once(harness: Harness) -> None:
@@ -360,12 +400,7 @@ async def test_a_member_that_is_down_is_probed_often_so_its_return_is_seen_soon(
     purges a moved batch job's old copy there only then, and until then the job runs in
     two members. Probed at the normal period, that took up to 10 s after the member
     answered."""
-    await harness.join("c1")
-    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
-    await harness.settle()
-    harness.members["c1"].answer = REFUSED
-    await harness.advance(40)
-    assert await ready_status(harness, "c1", "False")
+    await _lost(harness)
     await harness.advance(1, step=0.5)  # in step with the down member's probes
     harness.members["c1"].answer = OK
     await harness.advance(SETTINGS.recovery_probe_period, step=0.5)
