@@ -58,6 +58,7 @@ from federation.api import (
 from federation.cache.currency import Currency
 from federation.propagation.overrides import AnyOverride
 from federation.registry import arrival, codec, keys, objects
+from federation.registry import events as event_log
 from federation.registry import store as st
 from federation.scheduler import claims
 from federation.scheduler import plan as planning
@@ -233,6 +234,8 @@ class ObjectsApi:
             for skipped in listed.skipped:
                 headers.add("Warning", _unreadable(skipped))
         items = [item for item in items if chosen.matches(item)]
+        if res.plural == "events":
+            items.sort(key=event_log.last_seen)  # oldest first, as the docs promise
         return web.json_response(
             {
                 "apiVersion": "fedctl.io/v1alpha1",

@@ -278,7 +278,8 @@ class WorkloadsApi:
             work = await self.works.get(keys.work_key(keys.split(kv.key)[-1], ref))
             if work is not None:
                 works.append(_wire(work.obj))
-        events = (await self.events.list(event_log.event_prefix(ref))).items[-_RECENT_EVENTS:]
+        listed = (await self.events.list(event_log.event_prefix(ref))).items
+        events = sorted(listed, key=lambda e: e.obj.last_seen())[-_RECENT_EVENTS:]
         owned = auth.readable(request.get(auth.PRINCIPAL))
         return web.json_response(
             {

@@ -19,6 +19,7 @@ from typing import Any
 
 from federation import errors
 from federation.cli import addressing, render
+from federation.registry import events as event_log
 from federation.registry import keys
 from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total
 from policies.models.common import COMMON_KINDS
@@ -423,7 +424,7 @@ def describe(doc: dict[str, Any]) -> str:
             "Events",
             ["TIME", "TYPE", "REASON", "CLUSTER", "MESSAGE"],
             [
-                [e["time"], e["type"], e["reason"], e.get("cluster") or "-", e.get("message", "")]
+                [_when(e), e["type"], e["reason"], e.get("cluster") or "-", e.get("message", "")]
                 for e in doc.get("events", [])
             ],
         )
@@ -447,7 +448,7 @@ def _job_times(status: dict[str, Any]) -> list[str]:
     return lines
 
 
-EVENT_HEADERS = ["AGE", "TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"]
+EVENT_HEADERS = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"]
 
 
 def events_table(events: list[dict[str, Any]], *, now: dt.datetime) -> str | None:
@@ -456,16 +457,38 @@ def events_table(events: list[dict[str, Any]], *, now: dt.datetime) -> str | Non
     describing each workload. None when there is none (they are kept about an hour)."""
     rows = [
         [
-            render.age(e.get("time"), now=now),
+            seen(e, now=now),
             e.get("type", ""),
             e.get("reason", ""),
             e.get("object", ""),
             e.get("cluster") or "-",
             e.get("message", ""),
         ]
-        for e in sorted(events, key=lambda e: str(e.get("time", "")))
+        for e in sorted(events, key=event_log.last_seen)
     ]
     return render.table(EVENT_HEADERS, rows) if rows else None
+
+
+def _when(event: dict[str, Any]) -> str:
+    """When an event happened, or last happened and since when for one that happened
+    again: `2026-12-07T13:29:40Z (x18 since 2026-12-07T13:23:48Z)`."""
+    count = int(event.get("count") or 1)
+    if count == 1:
+        return str(event.get("time", ""))
+    return f"{event_log.last_seen(event)} (x{count} since {event.get('time', '')})"
+
+
+def seen(event: dict[str, Any], *, now: dt.datetime) -> str:
+    """When an event last happened, and for one that happened again how often since
+    when, as `kubectl events` says it: `20s (x18 over 6m)`. A failure met at every retry
+    showed as one event whose age kept growing, as if it were over."""
+    last = event_log.last_seen(event)
+    shown = render.age(last, now=now)
+    count = int(event.get("count") or 1)
+    if count > 1:
+        first = dt.datetime.fromisoformat(last.replace("Z", "+00:00"))
+        shown += f" (x{count} over {render.age(event.get('time'), now=first)})"
+    return shown
 
 
 def _works(works: list[dict[str, Any]], rows_now: dict[str, dict[str, Any]]) -> str:

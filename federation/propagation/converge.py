@@ -852,10 +852,11 @@ class WorkloadSync:
             else:
                 reason = "Refused" if outcome.refused else "ApplyFailed"
                 outcome = self._shaped(outcome, cluster, shared)
-                if outcome.error != previous.error:
-                    shared["events"].append(
-                        self._event(ref, reason, outcome.error, cluster=cluster.name, warning=True)
-                    )
+                told = self._event(ref, reason, outcome.error, cluster=cluster.name, warning=True)
+                # The same failure again is counted on its event (`events.Again`): told
+                # once, it read as a one-off from minutes ago while it went on.
+                again = outcome.error == previous.error
+                shared["events"].append(events.Again(told) if again else told)
                 status = status.model_copy(
                     update={
                         "applied": False,

@@ -15,6 +15,7 @@ would render now with what it applied last, so an unchanged Work costs no member
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field
@@ -251,4 +252,21 @@ class Event(FrozenModel):
         default="propagator",
         description="The controller that wrote it: propagator, scheduler or failover.",
     )
-    time: AwareDatetime
+    time: AwareDatetime = Field(description="When it first happened (firstTimestamp).")
+    count: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "How many times it happened: a failure the propagator meets again at each retry"
+            " (same reason and message) counts here, as a Kubernetes event's count does,"
+            " instead of reading as a one-off from long ago."
+        ),
+    )
+    last_time: AwareDatetime | None = Field(
+        default=None,
+        description="When it last happened (lastTimestamp); unset while it happened once.",
+    )
+
+    def last_seen(self) -> dt.datetime:
+        """When it last happened: what orders events, as kubectl orders them."""
+        return self.last_time or self.time

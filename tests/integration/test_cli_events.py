@@ -5,6 +5,7 @@ was applied and removed where meant describing each workload in turn."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from federation import clock
 from federation.registry import codec, embedded, keys, objects
 from federation.registry.etcd import EtcdStore
-from federation.registry.events import Recorder
+from federation.registry.events import Again, Recorder
 from policies.models.work import Event
 from policies.models.workload import Workload
 from tests.conftest import etcd_settings
@@ -35,25 +36,38 @@ def _event(ref: keys.WorkloadRef, reason: str, cluster: str, minutes: int) -> Ca
     )
 
 
-async def test_get_events_lists_them_across_workloads_oldest_first(
-    etcd_server: embedded.EmbeddedEtcd, capsys: pytest.CaptureFixture[str]
-) -> None:
+WEB = keys.WorkloadRef("web", "Deployment.apps", "storefront")
+JOB = keys.WorkloadRef("ml", "Job.batch", "train")
+
+
+async def _three_recorded(etcd_server: embedded.EmbeddedEtcd) -> tuple[EtcdStore, Recorder]:
+    """A wiped registry with three events, each at its own minute: JOB's ApplyFailed (1),
+    WEB's Removed (2) and Applied (3); and the recorder that wrote them."""
     store = EtcdStore(etcd_settings(etcd_server.url))
     await store.connect()
     await wipe(store)
-    web = keys.WorkloadRef("web", "Deployment.apps", "storefront")
-    job = keys.WorkloadRef("ml", "Job.batch", "train")
     recorder = Recorder(store, clock=clock.real)
-    ops = await recorder.ops(web, [_event(web, "Removed", "eu-west-arm", 2)])
-    ops += await recorder.ops(job, [_event(job, "ApplyFailed", "us-east-a100", 1)])
-    ops += await recorder.ops(web, [_event(web, "Applied", "us-east-cpu", 3)])
+    ops = await recorder.ops(WEB, [_event(WEB, "Removed", "eu-west-arm", 2)])
+    ops += await recorder.ops(JOB, [_event(JOB, "ApplyFailed", "us-east-a100", 1)])
+    ops += await recorder.ops(WEB, [_event(WEB, "Applied", "us-east-cpu", 3)])
     await store.commit(ops)
+    return store, recorder
+
+
+async def test_get_events_lists_them_across_workloads_oldest_first(
+    etcd_server: embedded.EmbeddedEtcd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _ = await _three_recorded(etcd_server)
+    web, job = WEB, JOB
     try:
         async with api_server(store) as server:
             capsys.readouterr()
             assert await fedctl(server, "get", "events", "-A") == 0
             lines = capsys.readouterr().out.splitlines()
-            assert lines[0].split() == ["AGE", "TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"]
+            assert lines[0].split() == [
+                *("LAST", "SEEN"),
+                *("TYPE", "REASON", "OBJECT", "CLUSTER", "MESSAGE"),
+            ]
             assert [line.split()[1:5] for line in lines[1:]] == [
                 ["Warning", "ApplyFailed", str(job), "us-east-a100"],
                 ["Normal", "Removed", str(web), "eu-west-arm"],
@@ -64,6 +78,35 @@ async def test_get_events_lists_them_across_workloads_oldest_first(
             assert [row.split()[2] for row in rows] == ["Removed", "Applied"]
             assert await fedctl(server, "get", "ev", "-n", "nowhere") == 0
             assert "No events found." in capsys.readouterr().err
+    finally:
+        await wipe(store)
+        await store.close()
+
+
+async def test_events_are_listed_by_last_seen_and_a_repeat_shows_its_count(
+    etcd_server: embedded.EmbeddedEtcd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o json` (and the API) listed events in key order, grouped by workload, while the
+    docs say oldest first; a failure met at every retry showed as one event whose age kept
+    growing. A repeat counts on its event, which sorts by when it was last seen."""
+    store, recorder = await _three_recorded(etcd_server)
+    for minutes in (4, 5):  # each retry's pass commits its own
+        again = Again(_event(JOB, "ApplyFailed", "us-east-a100", minutes))
+        await store.commit(await recorder.ops(JOB, [again]))
+    try:
+        async with api_server(store) as server:
+            capsys.readouterr()
+            assert await fedctl(server, "get", "events", "-A", "-o", "json") == 0
+            items = json.loads(capsys.readouterr().out)
+            assert [(e["reason"], e["count"]) for e in items] == [
+                ("Removed", 1),
+                ("Applied", 1),
+                ("ApplyFailed", 3),
+            ]
+            assert items[-1]["lastTime"] > items[-1]["time"]
+            assert await fedctl(server, "get", "events", "-A") == 0
+            last = capsys.readouterr().out.splitlines()[-1]
+            assert " (x3 over 4m) " in last and "ApplyFailed" in last, last
     finally:
         await wipe(store)
         await store.close()

@@ -18,7 +18,7 @@ import pytest
 from federation.propagation.controller import Propagator
 from federation.registry import codec, embedded, events, keys
 from policies.models.override import OverridePolicy
-from policies.models.work import WorkloadStatus
+from policies.models.work import Event, WorkloadStatus
 from policies.models.workload import Workload
 from tests.integration.test_propagation import _phase, _report
 from tests.integration.test_propagation_support import (
@@ -282,3 +282,26 @@ async def test_a_held_copy_on_a_cluster_that_left_the_fleet_is_not_kept(fed: Fed
         return await fed.works.get(keys.work_key("us-east-cpu", ref_of(caf))) is None
 
     await wait_for(work_gone, timeout=15, message="the unjoined cluster's Work removed")
+
+
+async def test_a_rejection_met_again_counts_on_its_event(fed: Federation) -> None:
+    """The member refused the copy at every retry (the error counter climbed to 18) and
+    `fedctl get events` showed one ApplyFailed whose age kept growing, as if it were over:
+    the retries now count on that event, as a Kubernetes event's count and lastTimestamp."""
+    caf = deployment("caf", 1)
+    bad = {"operator": "add", "path": f"{IMAGE}PullPolicy", "value": "Sometimes"}
+    await fed.put(policy("badtype", {"plaintext": [bad]}, clusterNames=["eu-west-arm"]))
+    await fed.put(caf)
+    await fed.bind(caf, {"eu-west-arm": (1, None)})
+    fed.start()
+
+    async def counted() -> list[Event]:
+        listed = await codec.TypedStore(fed.store, events.EVENTS).list(
+            events.event_prefix(ref_of(caf))
+        )
+        failed = [e.obj for e in listed.items if e.obj.reason == "ApplyFailed"]
+        return failed if any(e.count >= 2 for e in failed) else []
+
+    (failed,) = await wait_for(counted, timeout=40, message="the refusal counted again")
+    assert failed.last_time is not None and failed.last_time > failed.time
+    assert "OverridePolicy web/badtype" in failed.message

@@ -70,6 +70,24 @@ def test_no_filtered_line_when_every_cluster_was_scored() -> None:
     assert "Filtered:" not in text
 
 
+def test_describe_says_how_often_an_event_happened_since_when() -> None:
+    """A failure met at every retry read as one event at its first time, as if over."""
+    failed = {
+        "type": "Warning",
+        "reason": "ApplyFailed",
+        "cluster": "us-a100",
+        "message": "us-a100 rejected the object",
+        "time": "2026-12-07T13:23:48Z",
+        "lastTime": "2026-12-07T13:29:40Z",
+        "count": 18,
+    }
+    text = workloads_view.describe({**doc(BINDING), "events": [failed]})
+    row = text.split("Events:")[1].splitlines()[2]
+    assert row.strip().startswith(
+        "2026-12-07T13:29:40Z (x18 since 2026-12-07T13:23:48Z)   Warning"
+    ), row
+
+
 PENDING = Binding.model_validate(
     {
         "metadata": {"name": "sa1", "namespace": "kt13"},
