@@ -477,6 +477,7 @@ class StatusWatches:
         while True:
             spec = self._cluster(cluster)
             if spec is None:
+                self._failing.pop(key, None)  # it left: nothing more to say of it
                 return
             try:
                 conn = await self._members.get(spec)

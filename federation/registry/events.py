@@ -35,7 +35,7 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.work import Event
 
-__all__ = ["EVENTS", "Again", "Recorder", "event_prefix", "last_seen"]
+__all__ = ["EVENTS", "Again", "Recorder", "Told", "event_prefix", "last_seen"]
 
 EVENTS = codec.Codec(Event)
 
