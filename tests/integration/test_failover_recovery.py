@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from federation.registry import embedded, keys
+from federation.registry import codec, embedded, events, keys
 from policies.models.base import KubeObject
 from policies.models.binding import Binding
 from policies.models.propagation import PropagationPolicy
@@ -151,9 +151,22 @@ async def test_a_member_back_before_the_graceful_timeout_keeps_its_running_copy(
         # copy it still runs on HOME, and start again there.
         returned = await wait_for(back, timeout=60, message=f"web placed back on {HOME}")
         assert returned.status.phase == "Scheduled"
+        assert await told(fed, WEB) == [
+            ("Evicted", HOME),
+            ("NowhereToGo", HOME),
+            ("PlacedBack", HOME),
+        ]
         again = await copy(fed)
         assert again is not None, f"the copy on {HOME} was deleted"
         assert again["metadata"]["uid"] == first["metadata"]["uid"], "adopted, not recreated"
+
+
+async def told(fed: Federation, workload: Workload) -> list[tuple[str, str | None]]:
+    """(reason, cluster) of failover's events on `workload`, oldest first."""
+    listed = await codec.TypedStore(fed.store, events.EVENTS).list(
+        events.event_prefix(ref_of(workload))
+    )
+    return [(e.obj.reason, e.obj.cluster) for e in listed.items if e.obj.source == "failover"]
 
 
 async def binding_of(fed: Federation, workload: Workload) -> Binding | None:
@@ -213,3 +226,6 @@ async def test_a_service_placed_back_on_a_returning_member_keeps_its_running_cop
         again = await running()
         assert again is not None, f"the copy on {HOME} was deleted"
         assert again["metadata"]["uid"] == first["metadata"]["uid"], "kept, not recreated"
+        # It found room on OTHER and ran there: "placed back before it found room
+        # elsewhere" told the on-call engineer that failover had failed.
+        assert await told(fed, HALVED) == [("Evicted", HOME), ("ShareReturned", HOME)]
