@@ -19,6 +19,7 @@ GROUPING is queue (the default), namespace, cluster, region, chip or workload.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from typing import Any, cast
 
 from aiohttp import web
@@ -279,7 +280,11 @@ class WorkloadsApi:
             if work is not None:
                 works.append(_wire(work.obj))
         listed = (await self.events.list(event_log.event_prefix(ref))).items
-        events = sorted(listed, key=lambda e: e.obj.last_seen())[-_RECENT_EVENTS:]
+        born = _created(template.obj) if template is not None else None
+        events = sorted(
+            (e for e in listed if born is None or e.obj.last_seen() >= born),
+            key=lambda e: e.obj.last_seen(),
+        )[-_RECENT_EVENTS:]
         owned = auth.readable(request.get(auth.PRINCIPAL))
         return web.json_response(
             {
@@ -295,3 +300,16 @@ class WorkloadsApi:
                 "events": [visible.told(_wire(e.obj), owned) for e in events],
             }
         )
+
+
+def _created(obj: Any) -> dt.datetime | None:
+    """When the object described was created (to the second), so that describe shows its
+    own events and not those of an object deleted before it under its name: events are
+    keyed by name, and `kubectl describe` shows an object's own (by uid)."""
+    stamp = getattr(getattr(obj, "metadata", None), "creation_timestamp", None)
+    if not stamp:
+        return None
+    try:
+        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -156,4 +157,50 @@ async def test_get_events_names_a_workload_by_the_one_name_rule(
             assert "there is one in namespace kt12" in err  # `w5` alone is looked for in default
     finally:
         await wipe(store)
+        await store.close()
+
+
+async def test_describe_shows_only_the_events_of_the_object_as_it_is_now(
+    etcd_server: embedded.EmbeddedEtcd, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A workload deleted and created again under its name described with its
+    predecessor's events (`Applied`, `Removed`, then `Applied` again, up to 20 of an old
+    one's), though it is a new object with a fresh status; `kubectl describe` shows an
+    object's own events (by uid). Events older than the object are left out of describe;
+    `get events` still lists them all."""
+    store, recorder = await _three_recorded(etcd_server)
+    manifest = tmp_path / "web.yaml"
+    manifest.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: storefront, namespace: web}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: s}}\n"
+        "  template:\n    metadata: {labels: {app: s}}\n"
+        "    spec: {containers: [{name: s, image: nginx}]}\n"
+    )
+    try:
+        async with api_server(store) as server:
+            assert await fedctl(server, "apply", "-f", str(manifest)) == 0
+            now = dt.datetime.now(dt.UTC)
+            await store.commit(
+                await recorder.ops(
+                    WEB,
+                    [
+                        lambda: Event(
+                            reason="Applied",
+                            message="fresh",
+                            cluster="ap-southeast-cpu",
+                            object=str(WEB),
+                            time=now,
+                        )
+                    ],
+                )
+            )
+            capsys.readouterr()
+            assert await fedctl(server, "describe", "deployment", "storefront", "-n", "web") == 0
+            said = capsys.readouterr().out
+            assert "ap-southeast-cpu" in said and "fresh" in said
+            assert "Removed" not in said and "us-east-cpu" not in said, said
+            assert await fedctl(server, "get", "events", "storefront", "-n", "web") == 0
+            rows = capsys.readouterr().out.splitlines()[1:]
+            assert [row.split()[2] for row in rows] == ["Removed", "Applied", "Applied"]
+    finally:
         await store.close()
