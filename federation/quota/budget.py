@@ -14,11 +14,17 @@ placement whose cost is not known (a cluster with no price for it) is not admitt
 budget, which could not be held otherwise. A placement the scores chose that the budget
 cannot cover is tried once more on the clusters whose cost fits what the budget leaves
 (`headroom`): a department at its limit gets the cheaper region rather than a wait.
+
+A workload placed again (scaled, edited, moved) is judged by what it adds: a placement
+costing no more than the copies it runs now (`held`) passes every budget that already
+counts them, however far over it the queue is, as a ResourceQuota never refuses a change
+that lowers usage. Refused, a scale-down left the larger, dearer copies running, and the
+only ways under a lowered budget were deleting work or raising the budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from decimal import Decimal
 
 from federation.quota import accounting
@@ -45,16 +51,17 @@ def budgeted(queue: str, queues: Mapping[str, Queue]) -> list[Queue]:
 
 def _spending(
     queue: str, queues: Mapping[str, Queue], usage: accounting.Usage
-) -> Iterator[tuple[Queue, Decimal, Decimal]]:
-    """For each budget over `queue`, nearest first: the queue holding it, the budget, and
-    what that queue's subtree's admitted work costs an hour."""
+) -> Iterator[tuple[Queue, Decimal, Decimal, Collection[str]]]:
+    """For each budget over `queue`, nearest first: the queue holding it, the budget, what
+    that queue's subtree's admitted work costs an hour, and the queues of that subtree."""
     limits = budgeted(queue, queues)
     members = accounting.subtrees(queues) if limits else {}
     for q in limits:
         limit = q.spec.max_hourly_cost
         assert limit is not None
-        spent = sum((usage.queue_spend(m) for m in members.get(q.name, (q.name,))), Decimal(0))
-        yield q, limit, spent
+        subtree = members.get(q.name, (q.name,))
+        spent = sum((usage.queue_spend(m) for m in subtree), Decimal(0))
+        yield q, limit, spent, subtree
 
 
 def _who(holder: Queue, queue: str) -> str:
@@ -69,10 +76,14 @@ def problem(
     *,
     currency: str,
     unpriced: str | None = None,
+    held: tuple[str, Decimal] | None = None,
 ) -> str | None:
     """Why admitting a placement costing `cost` an hour to `queue` would break a budget on
     it or an ancestor (None: it would not). `unpriced`: why a cluster of it has no cost,
-    when that is not a missing price (a currency with no exchange rate)."""
+    when that is not a missing price (a currency with no exchange rate). `held`: the queue
+    the workload's running copies are charged to and what they cost an hour, when it is
+    placed again; `usage` leaves them out, as the cycle places it without their charge.
+    A budget whose subtree holds them passes a placement costing no more than they do."""
     limits = budgeted(queue, queues)
     if not limits:
         return None
@@ -82,7 +93,9 @@ def problem(
             f" known ({unpriced or 'a cluster with no price for it'}): work under a budget must"
             " be priced"
         )
-    for q, limit, spent in _spending(queue, queues, usage):
+    for q, limit, spent, subtree in _spending(queue, queues, usage):
+        if held is not None and held[0] in subtree and cost <= held[1]:
+            continue  # it lowers (or keeps) what this budget counts: never refused
         who = _who(q, queue)
         if cost > limit:
             return (
@@ -103,7 +116,7 @@ def headroom(
     """What the tightest budget over `queue` leaves an hour, and whose queue holds it (None:
     no budget applies). Why: a placement refused by a budget is placed again within this."""
     left: tuple[Decimal, str] | None = None
-    for q, limit, spent in _spending(queue, queues, usage):
+    for q, limit, spent, _ in _spending(queue, queues, usage):
         if left is None or limit - spent < left[0]:
             left = (limit - spent, q.name)
     return left
@@ -115,7 +128,7 @@ def exhausted(
     """Why nothing more can be admitted to `queue` whatever it costs: a budget over it is
     spent (None: none is). Why: a job refused for room or quota first must not make room
     by evicting when its budget would refuse it anyway, and its reason should say so."""
-    for q, limit, spent in _spending(queue, queues, usage):
+    for q, limit, spent, _ in _spending(queue, queues, usage):
         if spent >= limit:
             return (
                 f"{_who(q, queue)} has spent its hourly budget: {spent:.4f} of {limit:.4f}"

@@ -268,6 +268,7 @@ class Admitter:
                 cost,
                 currency=snapshot.currency,
                 unpriced=next((n for n in notes if n), None),
+                held=self._held(placed.request),
             )
             if over is not None:
                 return over, "budget"  # waits: no room is made for a budget
@@ -294,6 +295,17 @@ class Admitter:
             charge=charge,
         )
         return (lend, "lend") if lend else None
+
+    def _held(self, request: fw.JobRequest) -> tuple[str, Decimal] | None:
+        """The queue the job's running copies are charged to and what they cost an hour
+        (None: it runs none). Why: the cycle places such a job without their charge, and a
+        budget must pass a placement that costs no more than they do (`budget.problem`)."""
+        if not request.holding:
+            return None
+        stored = self._stored(request.job.ref)
+        if stored is None or not stored.spec.clusters:
+            return None
+        return stored.spec.queue, known_cost(stored.spec.clusters)
 
     def _within_budget(self, placed: pl.Placed, reason: str) -> tuple[pl.Placed | None, str]:
         """The job placed again on clusters that cost no more than its budget leaves, and

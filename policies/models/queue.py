@@ -108,8 +108,9 @@ class QueueSpec(FrozenModel):
         description="Budget: the most the queue's admitted work may cost per hour together"
         " (a parent's: its whole subtree's), in the federation's currency, as each placement"
         " was estimated. A workload whose placement would take it past is placed again on"
-        " clusters within what is left, or waits; nothing admitted is evicted for it, and"
-        " work whose cost is unknown is not admitted under a budget.",
+        " clusters within what is left, or waits; nothing admitted is evicted for it, a"
+        " workload placed again at no more than it costs now is always admitted, and work"
+        " whose cost is unknown is not admitted under a budget.",
     )
 
     @model_validator(mode="after")

@@ -40,6 +40,7 @@ from policies.models.queue import Queue
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     MEMBER,
+    NAMES,
     Federation,
     load,
     started_federation,
@@ -607,3 +608,57 @@ def _post(url: str, text: str) -> dict[str, Any]:
     with urllib.request.urlopen(request) as resp:
         answer: dict[str, Any] = json.loads(resp.read())
     return answer
+
+
+def service(name: str, queue_name: str, replicas: int) -> Workload:
+    """A Deployment of `replicas` one-core pods in `queue_name`."""
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "0"}}}]}
+    return Workload.model_validate(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": name,
+                "namespace": "batch",
+                "annotations": {"fedctl.io/queue": queue_name},
+            },
+            "spec": {"replicas": replicas, "template": {"spec": pod}},
+        }
+    )
+
+
+async def test_a_queue_over_its_budget_lets_its_service_scale_down(fed: Federation) -> None:
+    """A service admitted at 3 cores (3/h) beside another at 1/h, under a budget lowered to
+    1.5/h, was kept at 3 and its Binding left Pending when scaled down to 1 (1 + 1 > 1.5):
+    the smaller placement is admitted."""
+    for name in NAMES:  # a core costs 1 an hour everywhere
+        joined = (await fed.objects.get(keys.cluster_key(name))).obj
+        assert isinstance(joined, Cluster)
+        priced = {"prices": {"onDemand": {"cpu": "1", "memory": "0"}}}
+        await fed.put(Cluster.model_validate({**joined.to_wire(), "spec": {
+            **joined.to_wire()["spec"], **priced}}))  # fmt: skip
+    budgeted = {"metadata": {"name": "qa"}, "spec": {"maxHourlyCost": "10"}}
+    await fed.put(Queue.model_validate(budgeted))
+    await fed.put(service("web", "qa", 3))
+    await fed.put(service("db", "qa", 1))
+    monitor = ClusterMonitor(fed.store, settings=MONITOR, member_settings=MEMBER)
+
+    async def phase(name: str) -> str | None:
+        found = (await bindings(fed)).get(name)
+        return None if found is None else found.status.phase
+
+    async def costing(total: int) -> Binding | None:
+        found = (await bindings(fed)).get("web")
+        scheduled = found is not None and found.status.phase == "Scheduled"
+        if scheduled and found is not None and found.spec.hourly_cost == total:
+            return found
+        return None
+
+    async with background(monitor.run(), scheduler_loop(fed).run()):
+        await wait_for(lambda: costing(3), timeout=15, message="web admitted at 3/h")
+        await wait_for(lambda: _is(phase("db"), "Scheduled"), timeout=15, message="db admitted")
+        budgeted["spec"] = {"maxHourlyCost": "1.5"}
+        await fed.put(Queue.model_validate(budgeted))
+        await fed.put(service("web", "qa", 1))
+        bound = await wait_for(lambda: costing(1), timeout=15, message="web scaled to 1/h")
+        assert sum(bound.placement().values()) == 1

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
 from federation.cache import snapshot as snap
 from federation.quota.accounting import Usage
 from federation.scheduler import bound_usage, cycle
@@ -21,6 +23,7 @@ from tests.unit.scheduler.fleet import (
     job,
     placed,
     queue,
+    respec,
     run,
     workload,
 )
@@ -233,4 +236,57 @@ def test_a_retry_bounded_by_an_ancestors_budget_says_whose_it_is() -> None:
         "queue team at its hourly budget: 0.0550 of 0.1000 USD/h spent, this placement needs"
         " 0.0550, and no placement it fits in costs 0.0350 or less (what queue org's budget"
         " leaves)"
+    )
+
+
+def _over_budget_then(replicas: int, *, queues: list) -> cycle.CycleResult:  # type: ignore[type-arg]
+    """`web` (a Deployment of 2 pods, 0.11 an hour) and 2 one-pod jobs admitted in queue
+    `team` (0.22 in all); then the budget is lowered to 0.1 and `web` edited to `replicas`:
+    the cycle places it again without its running copies' charge, as the loop does."""
+    web = workload("web", kind="Deployment", replicas=2, queue="team")
+    first = run([cluster("a")], [job(web), *jobs(2, "team")], queues=[queue("team")])
+    assert len(first.admitted) == 3
+    usage = first.usage.copy()
+    own = usage.get(job(web).ref)
+    assert own is not None and own.cost == 2 * POD
+    snapshot = snap.build([cluster("a")], queues=queues, bindings=first.bindings)
+    edited = job(respec(web, replicas=replicas), seq=9)
+    return run([cluster("a")], [edited], usage=usage, snapshot=snapshot)
+
+
+@pytest.mark.parametrize(
+    "replicas",
+    [
+        pytest.param(0, id="scaled to zero"),
+        pytest.param(1, id="scaled down"),
+        pytest.param(2, id="edited at the same cost"),
+    ],
+)
+@pytest.mark.parametrize(
+    "queues",
+    [
+        pytest.param([queue("team", maxHourlyCost="0.1")], id="its own budget"),
+        pytest.param(
+            [queue("org", maxHourlyCost="0.1"), queue("team", parent="org")], id="a parent's"
+        ),
+    ],
+)
+def test_a_queue_over_its_budget_lets_a_workload_cost_no_more_than_it_does(
+    replicas: int,
+    queues: list,  # type: ignore[type-arg]
+) -> None:
+    """Refused, the scale-down left the larger, dearer copies running (Pending) until the
+    budget was raised: a change that adds nothing to the spend takes nothing past it."""
+    result = _over_budget_then(replicas, queues=queues)
+    assert placed(result) == {"web": {"a": replicas}}
+    assert result.admitted[0].cost == replicas * POD
+    assert not result.reasons
+
+
+def test_a_queue_over_its_budget_still_refuses_a_scale_up() -> None:
+    """Only what a change adds is judged: 0.055 more on the 0.22 spent passes 0.2."""
+    result = _over_budget_then(3, queues=[queue("team", maxHourlyCost="0.2")])
+    assert not result.admitted
+    assert result.reasons["team/Deployment.apps/web"].startswith(
+        "queue team at its hourly budget: 0.1100 of 0.2000 USD/h spent, this placement needs 0.1650"
     )
