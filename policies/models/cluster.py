@@ -194,13 +194,38 @@ class Chip(FrozenModel):
         return self.arch or self.model
 
 
+MAX_PRICE = Decimal(1_000_000)
+"""The most any price may be per unit-hour: far above any real one, it refuses a slip
+(`1e400`) that printed a cost of 400 digits in every view and plan."""
+
+
+def price_problem(price: Decimal) -> str:
+    """Why `price` is not a price (a negative or absurd one), as every price is refused."""
+    if price < 0:
+        return f"price must not be negative, got {price}"
+    return f"price must be at most {MAX_PRICE} an hour, got {price:.6g}"
+
+
+def _base_price(unit: str) -> Decimal:
+    """The field of a table's cpu or memory price: what one left out means is documented
+    where it is written."""
+    found: Decimal = Field(
+        default=Decimal(0),
+        ge=0,
+        le=MAX_PRICE,
+        description=f"Per {unit}-hour. Left out of a spot table: the on-demand table's; left"
+        " out of the on-demand table: 0 (free), which is warned about.",
+    )
+    return found
+
+
 class PriceTable(FrozenModel):
     """Prices per resource-hour for one capacity type, in the cluster's currency (the
     scheduler converts them to the federation's at
     the rates in `FEDCTL_SCHEDULER__EXCHANGE_RATES`)."""
 
-    cpu: Decimal = Field(default=Decimal(0), ge=0, description="Per core-hour.")
-    memory: Decimal = Field(default=Decimal(0), ge=0, description="Per GiB-hour.")
+    cpu: Decimal = _base_price("core")
+    memory: Decimal = _base_price("GiB")
     accelerators: dict[ChipModel, Decimal] = Field(
         default_factory=dict,
         description="Per device-hour, by chip model, e.g. {nvidia-a100-80gb: 3.10}.",
@@ -209,10 +234,8 @@ class PriceTable(FrozenModel):
     @model_validator(mode="after")
     def _non_negative(self) -> PriceTable:
         for model, price in self.accelerators.items():
-            if price < 0:
-                raise RuleError(
-                    f"price must not be negative, got {price}", at=("accelerators", model)
-                )
+            if not 0 <= price <= MAX_PRICE:
+                raise RuleError(price_problem(price), at=("accelerators", model))
         return self
 
     def scaled(self, rate: Decimal) -> PriceTable:
@@ -264,8 +287,27 @@ class Prices(FrozenModel):
     )
     on_demand: PriceTable = Field(description="On-demand (or reserved, on-premises) prices.")
     spot: PriceTable | None = Field(
-        default=None, description="Spot or preemptible prices; absent when not offered."
+        default=None,
+        description="Spot or preemptible prices; absent when not offered. A `cpu` or"
+        " `memory` it leaves out is the on-demand table's: spot discounts are usually given"
+        " for the chips alone.",
     )
+
+    @model_validator(mode="after")
+    def _spot_base_from_on_demand(self) -> Prices:
+        """Fill the spot table's cpu and memory from the on-demand table where it gives
+        none. Why: `cluster join --spot-price CHIP=X` (or a spot table of chips alone) left
+        them at 0, so a spot pod's CPU and memory were free there and the cost score sent
+        every spot CPU workload to that cluster."""
+        spot = self.spot
+        if spot is None:
+            return self
+        missing = {"cpu", "memory"} - spot.model_fields_set
+        if missing:
+            base = {name: getattr(self.on_demand, name) for name in missing}
+            filled = spot.model_copy(update=base)
+            object.__setattr__(self, "spot", filled)
+        return self
 
     def with_device_defaults(self, defaults: Mapping[str, Decimal]) -> Prices:
         """These prices with each chip model's default device-hour price where the
@@ -280,6 +322,22 @@ class Prices(FrozenModel):
     def table(self, capacity_type: CapacityType) -> PriceTable | None:
         """The price table for a capacity type, or None when this cluster does not offer it."""
         return self.on_demand if capacity_type == "on-demand" else self.spot
+
+
+def free_base(prices: Prices) -> list[Notice]:
+    """The on-demand table's cpu or memory left out: each is priced at 0 (free).
+
+    Why a warning: `cluster join --price cpu=0.05` on an unpriced cluster made its memory
+    free without a word; a table that means it says `memory: 0`."""
+    given = prices.on_demand.model_fields_set
+    return [
+        Notice(
+            ("spec", "prices", "onDemand"),
+            f"no {name} price: {name} is priced at 0 (free) here; give {name}: 0 to say so",
+        )
+        for name in ("cpu", "memory")
+        if name not in given
+    ]
 
 
 class Connection(FrozenModel):
@@ -540,16 +598,19 @@ class Cluster(KubeObject):
         return self.metadata.name
 
     def warnings(self) -> list[Notice]:
-        """A device price for a chip model this cluster does not list.
+        """An on-demand table without a cpu or memory price (`free_base`), and a device
+        price for a chip model this cluster does not list.
 
         Why: any chip model is a valid key, so `nvidia-a100: 0.5` for a cluster of
         `nvidia-a100-80gb` loaded and priced nothing: the scheduler billed the chip at its
         AcceleratorProfile's default, while the cluster's own price showed 0.5. Judged only
         when `chips` lists what the cluster carries."""
         prices, carried = self.spec.prices, [chip.model for chip in self.spec.chips]
-        if prices is None or not carried:
+        if prices is None:
             return []
-        found = []
+        if not carried:
+            return free_base(prices)
+        found = free_base(prices)
         for field, table in (("onDemand", prices.on_demand), ("spot", prices.spot)):
             for model in table.accelerators if table is not None else ():
                 if model in carried:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -909,12 +910,69 @@ spec:
 """
     result = load_text(text, filename="c.yaml")
     assert [str(f) for f in result.findings] == [
+        "c.yaml:8:5: spec.prices.onDemand: warning: no memory price: memory is priced at 0"
+        " (free) here; give memory: 0 to say so",
         "c.yaml:11:22: spec.prices.onDemand.accelerators.nvidia-a100: warning: this cluster"
         " lists no chip 'nvidia-a100' (did you mean 'nvidia-a100-80gb'?), so this price is"
         " never used; its chips: nvidia-a100-80gb",
         "c.yaml:14:28: spec.prices.spot.accelerators.h100: warning: this cluster lists no chip"
         " 'h100', so this price is never used; its chips: nvidia-a100-80gb",
     ]
+
+
+SPOT_CLUSTER = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata: {name: ascend}
+spec:
+  region: cn-north
+  prices:
+    onDemand: {cpu: "0.04", memory: "0.005"}
+    spot:
+      accelerators: {ascend-910b: "0.8"}
+"""
+
+
+def test_a_spot_table_of_chips_alone_prices_cpu_and_memory_as_on_demand() -> None:
+    """A spot table without cpu or memory made them free (0) for spot work, silently."""
+    (loaded,) = load_text(SPOT_CLUSTER, filename="c.yaml").objects
+    spot = loaded.model.spec.prices.spot
+    assert (spot.cpu, spot.memory) == (Decimal("0.04"), Decimal("0.005"))
+    given = SPOT_CLUSTER.replace("spot:", "spot:\n      cpu: '0.01'")
+    (loaded,) = load_text(given, filename="c.yaml").objects
+    spot = loaded.model.spec.prices.spot
+    assert (spot.cpu, spot.memory) == (Decimal("0.01"), Decimal("0.005"))
+
+
+def test_an_on_demand_table_without_a_memory_price_is_warned_at_its_line() -> None:
+    text = SPOT_CLUSTER.replace(', memory: "0.005"', "")
+    result = load_text(text, filename="c.yaml")
+    assert [str(f) for f in result.findings] == [
+        "c.yaml:7:5: spec.prices.onDemand: warning: no memory price: memory is priced at 0"
+        " (free) here; give memory: 0 to say so"
+    ]
+    assert load_text(SPOT_CLUSTER, filename="c.yaml").findings == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "at"),
+    [
+        pytest.param(
+            'cpu: "0.04"', 'cpu: "1e400"', "c.yaml:7:21: spec.prices.onDemand.cpu", id="cpu"
+        ),
+        pytest.param(
+            '"0.8"',
+            '"1e400"',
+            "c.yaml:9:35: spec.prices.spot.accelerators.ascend-910b",
+            id="a chip",
+        ),
+    ],
+)
+def test_an_absurd_price_is_refused_at_its_line(old: str, new: str, at: str) -> None:
+    """`1e400` was stored, and printed as a cost of 400 digits in every view."""
+    result = load_text(SPOT_CLUSTER.replace(old, new), filename="c.yaml")
+    (error,) = result.errors
+    assert str(error).startswith(f"{at}: ") and "at most 1000000" in error.message
 
 
 def test_an_integer_too_long_to_read_is_a_finding_not_a_traceback(tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ class TestCluster:
             accelerator_resource="nvidia.com/gpu",
             accelerator_model="ascend-910b",
             fallback_price=Decimal("2"),
-        ) == Decimal("4.096")
+        ) == Decimal("4.416")  # 8 x 0.012 + 64 x 0.005 (spot gives no memory: on demand's) + 2 x 2
 
     @pytest.mark.parametrize(
         ("change", "expected"),
