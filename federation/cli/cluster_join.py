@@ -18,25 +18,46 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import os
 import sys
+from decimal import Decimal
 from typing import Any
 
 from federation import errors
 
 __all__ = ["join", "merge_flags", "parse_price"]
 
+_BASE = ("cpu", "memory")
+"""The resources a price names directly; every other name is a chip model."""
+
 
 def parse_price(text: str) -> tuple[str, str]:
-    """`RESOURCE=PER_HOUR` → (resource, price); raises Invalid naming the bad part."""
+    """`RESOURCE=PER_HOUR` → (resource, price); raises Invalid naming the bad part.
+
+    Why as a Cluster's YAML price is judged: `cpu=1e400` (or `nan`) was stored, and every
+    view then printed a cost of 400 digits. A name close to `cpu` or `memory` is refused
+    too: every other name is taken for a chip model, so `cpus=0.05` priced a chip no
+    cluster has and left the cores at their old price."""
+    from policies.models.cluster import MAX_PRICE, price_problem
+
     name, sep, value = text.partition("=")
     try:
-        if not sep or not name or float(value) < 0:
+        price = Decimal(value)
+        if not sep or not name or not price.is_finite():
             raise ValueError(value)
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:
         raise errors.Invalid(
             f"price {text!r}: expected RESOURCE=PER_HOUR with a non-negative number"
         ) from exc
+    if not 0 <= price <= MAX_PRICE:
+        raise errors.Invalid(f"price {text!r}: {price_problem(price)}")
+    close = difflib.get_close_matches(name, _BASE, n=1, cutoff=0.6)
+    if name not in _BASE and close:
+        raise errors.Invalid(
+            f"price {text!r}: did you mean {close[0]}? (cpu and memory are priced by those"
+            " names; any other name is a chip model)"
+        )
     return name, value
 
 
@@ -71,7 +92,7 @@ def _prices(args: argparse.Namespace, stored: dict[str, Any] | None) -> dict[str
     for texts, table in ((args.price, "onDemand"), (args.spot_price, "spot")):
         for name, value in (parse_price(p) for p in texts):
             entry = prices.setdefault(table, {})
-            if name in ("cpu", "memory"):
+            if name in _BASE:
                 entry[name] = value
             else:
                 entry.setdefault("accelerators", {})[name] = value
@@ -177,6 +198,10 @@ def _models(args: argparse.Namespace, stored: dict[str, Any] | None) -> tuple[li
     checked = loading.validate_document(doc, filename="<flags>")
     if checked.model is None:
         raise errors.Invalid("; ".join(str(f) for f in checked.findings))
+    # The warnings `apply` and `validate` give for the same Cluster (a price for a chip it
+    # does not list, a base price left out): a join said nothing of them.
+    for finding in checked.findings:
+        print(f"Warning: cluster {args.name}: {finding.path}: {finding.message}", file=sys.stderr)
     return [checked.model], changes
 
 
