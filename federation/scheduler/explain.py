@@ -66,19 +66,42 @@ def hourly_cost(
     return min(costs) if costs else None
 
 
+AGGREGATED = (
+    "Aggregated: as few clusters as hold the replicas, those with the most free replicas"
+    " first (those it runs on before them); scores and cost do not order them"
+)
+DYNAMIC = (
+    "dynamic weights: replicas shared by each cluster's free replicas; scores and cost do"
+    " not weigh them"
+)
+
+
+def chosen_by(job: fw.JobRequest) -> str | None:
+    """Why the chosen clusters were chosen, when the scores did not choose them (None:
+    they did). Why: Aggregated and dynamic-weight division follow free replicas, as
+    Karmada's do, so a dearer cluster with more room is chosen over a cheaper, higher-scored
+    one, and the Binding must say so or it reads as the scores' mistake."""
+    if job.single_cluster:
+        return None
+    return {"aggregated": AGGREGATED, "dynamic_weight": DYNAMIC}.get(job.strategy)
+
+
 def _scored_verdicts(
-    state: fw.CycleState, scored: pl.Scored, chosen: set[str]
+    state: fw.CycleState, scored: pl.Scored, chosen: set[str], *, why: str | None = None
 ) -> list[ClusterVerdict]:
     out = []
     for i, row in enumerate(scored.rows.tolist()):
         cluster = state.snapshot.clusters[row]
         name = cluster.name
+        reasons = [cluster.price_note] if cluster.price_note else []
+        if why is not None and name in chosen:
+            reasons.append(why)
         out.append(
             ClusterVerdict.model_construct(
                 cluster=name,
                 verdict="ok",
                 plugin=None,
-                reasons=[cluster.price_note] if cluster.price_note else [],
+                reasons=reasons,
                 score=int(scored.total[i]),
                 scores={k: int(v[i]) for k, v in scored.parts.items()},
                 selected=name in chosen,
@@ -109,7 +132,7 @@ def summary(
         scored.available[keep],
         scored.rank[keep],
     )
-    verdicts = _scored_verdicts(state, top, set(placed.placement))
+    verdicts = _scored_verdicts(state, top, set(placed.placement), why=chosen_by(job))
     chosen = [v for v in verdicts if v.selected]
     others = [v for v in verdicts if not v.selected]
     _, counts = placer.static_rows(job, state)
@@ -261,7 +284,7 @@ def plan(
     if passing:
         rows = np.array(passing, dtype=np.int64)
         scored = placer.score(request, state, rows)
-        result.verdicts.extend(_scored_verdicts(state, scored, chosen))
+        result.verdicts.extend(_scored_verdicts(state, scored, chosen, why=chosen_by(request)))
         for row, chip in zip(passing, quota.chip_on(request, state, rows), strict=True):
             cluster = state.snapshot.clusters[row]
             result.pod_costs[cluster.name] = hourly_cost(request, cluster, chip, 1)

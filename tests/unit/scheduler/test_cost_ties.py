@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from federation import errors, settings
-from federation.scheduler import plan
+from federation.scheduler import explain, plan
 from federation.scheduler.plugins import default_registry
+from tests.unit.scheduler import fleet
 
 PROFILE = """
 clusters:
@@ -172,3 +173,70 @@ def test_a_plan_says_what_the_whole_run_is_expected_to_cost(tmp_path: Path) -> N
     assert "total cost 0.0420 USD/h, 0.1050 USD over 2.5h expected" in plan.render(job)
     assert service.plan.to_json()["expectedCost"] is None
     assert "expected" not in plan.render(service)
+
+
+ROOMY_DEAR = """
+clusters:
+  - name: cheap
+    region: r
+    nodePools: [{name: m, count: 1, arch: amd64, cpu: "4", memory: 16Gi}]
+    prices: {onDemand: {cpuCoreHour: 0.01, memoryGiBHour: 0.001}}
+  - name: dear
+    region: r
+    nodePools: [{name: m, count: 4, arch: amd64, cpu: "32", memory: 128Gi}]
+    prices: {onDemand: {cpuCoreHour: 0.05, memoryGiBHour: 0.001}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "why"),
+    [
+        pytest.param(AGGREGATED, explain.AGGREGATED, id="aggregated"),
+        pytest.param(
+            AGGREGATED.replace(
+                "replicaDivisionPreference: Aggregated",
+                "replicaDivisionPreference: Weighted,"
+                " weightPreference: {dynamicWeight: AvailableReplicas}",
+            ),
+            explain.DYNAMIC,
+            id="dynamic weights",
+        ),
+        pytest.param(None, None, id="no policy: the scores choose"),
+    ],
+)
+def test_a_division_by_free_replicas_says_so_on_the_clusters_it_chose(
+    tmp_path: Path, policy: str | None, why: str | None
+) -> None:
+    """Aggregated chose the dearer cluster with more room over the cheaper, higher-scored
+    one, as Karmada's does, and nothing said why: the explanation read as a mistake."""
+    paths, profile = files(tmp_path, SERVICE, *([policy] if policy else []), fleet=ROOMY_DEAR)
+    (planned,) = plan.plan_files(paths, profile=profile)
+    verdicts = {v.cluster: v for v in planned.plan.verdicts}
+    assert verdicts["cheap"].score > verdicts["dear"].score
+    chosen = [v for v in planned.plan.verdicts if v.selected]
+    assert chosen and all((why in v.reasons) == (why is not None) for v in chosen)
+    if why is None:
+        assert all(not v.reasons for v in chosen)
+    assert all(why not in v.reasons for v in planned.plan.verdicts if not v.selected)
+    if policy is AGGREGATED:
+        assert planned.plan.placement == {"dear": 2}
+
+
+def test_the_binding_of_an_aggregated_service_says_why_its_cluster_was_chosen() -> None:
+    aggregated = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "Aggregated",
+        }
+    }
+    clusters = [
+        fleet.cluster("cheap", fleet.flavor(cpu="4", nodes=1), cpu_price="0.01"),
+        fleet.cluster("dear", fleet.flavor(cpu="32", nodes=4), cpu_price="0.05"),
+    ]
+    service = fleet.job(fleet.workload("api", kind="Deployment", replicas=2), placement=aggregated)
+    result = fleet.run(clusters, [service])
+    (binding,) = result.bindings
+    assert binding.placement() == {"dear": 2}
+    verdicts = {v.cluster: v for v in binding.spec.explanation}
+    assert verdicts["dear"].selected and verdicts["dear"].reasons == [explain.AGGREGATED]
+    assert verdicts["cheap"].score > verdicts["dear"].score and not verdicts["cheap"].reasons
