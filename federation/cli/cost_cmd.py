@@ -92,15 +92,17 @@ def table(doc: dict[str, Any]) -> str:
 
 def _row(line: dict[str, Any], total: Decimal) -> list[str]:
     hourly = Decimal(line["hourlyCost"])
-    if not hourly and line.get("unpricedReplicas"):
+    replicas, unpriced = int(line["replicas"]), int(line.get("unpricedReplicas", 0))
+    shown = render.hourly(hourly, replicas=replicas, unpriced=unpriced)
+    if shown == render.UNPRICED:
         # Nothing of it has a price: not free, unknown (0.0000 read as free).
-        return [line["name"], str(line["workloads"]), str(line["replicas"]), "unpriced", "-", "-"]
+        return [line["name"], str(line["workloads"]), str(replicas), shown, "-", "-"]
     share = f"{hourly / total:.1%}" if total else "-"
     return [
         line["name"],
         str(line["workloads"]),
-        str(line["replicas"]),
-        f"{hourly:.4f}",
+        str(replicas),
+        shown,
         f"{hourly * MONTH_HOURS:,.2f}",
         share,
     ]

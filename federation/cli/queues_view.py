@@ -75,24 +75,48 @@ def costed(items: list[dict[str, Any]], costs: dict[str, Any]) -> list[dict[str,
     For a token that reads only some namespaces the costs cover its namespaces only,
     while the counts cover the whole queue: `costNamespaces` names them, and each view
     says so (a tenant read `Admitted: 1` beside `Cost: 0.0000`, and took it as wrong)."""
-    own = {line["name"]: Decimal(line["hourlyCost"]) for line in costs["items"]}
+    own = {
+        line["name"]: (
+            Decimal(line["hourlyCost"]),
+            int(line.get("replicas", 0)),
+            int(line.get("unpricedReplicas", 0)),
+        )
+        for line in costs["items"]
+    }
     children = {item["name"]: item.get("children") or [] for item in items}
 
-    def subtree(name: str, seen: frozenset[str]) -> Decimal:
-        below = [c for c in children.get(name, ()) if c not in seen]
-        return own.get(name, Decimal(0)) + sum((subtree(c, seen | {c}) for c in below), Decimal(0))
+    def subtree(name: str, seen: frozenset[str]) -> tuple[Decimal, int, int]:
+        cost, replicas, unpriced = own.get(name, (Decimal(0), 0, 0))
+        for child in children.get(name, ()):
+            if child not in seen:
+                more = subtree(child, seen | {child})
+                cost, replicas, unpriced = cost + more[0], replicas + more[1], unpriced + more[2]
+        return cost, replicas, unpriced
 
     currency = costs["currency"]
     cut = {"costNamespaces": costs["namespaces"]} if "namespaces" in costs else {}
-    return [
-        {
-            **item,
-            "hourlyCost": subtree(item["name"], frozenset({item["name"]})),
-            "currency": currency,
-            **cut,
-        }
-        for item in items
-    ]
+    out = []
+    for item in items:
+        cost, replicas, unpriced = subtree(item["name"], frozenset({item["name"]}))
+        out.append(
+            {
+                **item,
+                "hourlyCost": cost,
+                "pricedReplicas": replicas - unpriced,
+                "unpricedReplicas": unpriced,
+                "currency": currency,
+                **cut,
+            }
+        )
+    return out
+
+
+def cost_text(item: dict[str, Any]) -> str:
+    """The queue's cost an hour as every queue view shows it (`render.hourly`): its work
+    that runs where no price is known said so, never 0.0000."""
+    unpriced = int(item.get("unpricedReplicas", 0))
+    priced = int(item.get("pricedReplicas", 0))
+    return render.hourly(item["hourlyCost"], replicas=priced + unpriced, unpriced=unpriced)
 
 
 def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -168,6 +192,7 @@ def documents(
         }
         if "hourlyCost" in item:  # a parent's is its subtree's, as its counts are
             doc["status"]["hourlyCost"] = f"{item['hourlyCost']:.4f}"
+            doc["status"]["unpricedReplicas"] = item.get("unpricedReplicas", 0)
             doc["status"]["currency"] = item["currency"]
             if "costNamespaces" in item:
                 doc["status"]["hourlyCostNamespaces"] = item["costNamespaces"]
@@ -208,7 +233,7 @@ def table(
                 _amounts(item["used"], held=True),
                 _amounts(item.get("capability")),
                 _amounts(item.get("guarantee")),
-                f"{item['hourlyCost']:.4f}" if "hourlyCost" in item else "-",
+                cost_text(item) if "hourlyCost" in item else "-",
                 _budget(item.get("maxHourlyCost")),
             ]
         rows.append(row)
@@ -251,11 +276,18 @@ def usage(item: dict[str, Any]) -> str:
         budget = f" of its {Decimal(limit):.4f} budget" if limit is not None else ""
         mine = item.get("costNamespaces")
         whose = "" if mine is None else f" in your namespaces ({', '.join(mine) or 'none'})"
-        lines.append(
-            f"Cost:        {item['hourlyCost']:.4f}{budget} {item['currency']}/h (what its"
-            f" placed work{whose} costs an hour, as estimated when placed: fedctl cost"
-            + ("; the counts above are the whole queue's)" if mine is not None else ")")
-        )
+        unpriced = item.get("unpricedReplicas", 0)
+        nowhere = f"{unpriced} replica(s) run where no price is known"
+        if unpriced and not item.get("pricedReplicas", 0):
+            lines.append(f"Cost:        {render.UNPRICED} (its {nowhere}: fedctl cost)")
+        else:
+            missing = f"; {nowhere} and are not in it" if unpriced else ""
+            lines.append(
+                f"Cost:        {item['hourlyCost']:.4f}{budget} {item['currency']}/h (what its"
+                f" placed work{whose} costs an hour, as estimated when placed{missing}:"
+                " fedctl cost"
+                + ("; the counts above are the whole queue's)" if mine is not None else ")")
+            )
     over = over_capability(used, cap)
     if over:
         lines.append(f"Over:        {', '.join(over)}: {OVER}")

@@ -19,6 +19,7 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
@@ -27,10 +28,34 @@ from ruamel.yaml.representer import RoundTripRepresenter
 if TYPE_CHECKING:
     from policies.loading import Loaded
 
-__all__ = ["CLUSTER_HEADERS", "age", "clusters", "dump", "objects", "placed", "table"]
+__all__ = [
+    "CLUSTER_HEADERS",
+    "UNPRICED",
+    "age",
+    "clusters",
+    "dump",
+    "hourly",
+    "objects",
+    "placed",
+    "table",
+]
+
+UNPRICED = "unpriced"
+"""What a cost no price is known for reads as: never 0.0000, which reads as free."""
 
 CLUSTER_HEADERS = ["NAME", "READY", "REGION", "CHIPS", "CPU", "ACCELERATORS", "TAINTS", "AGE"]
 """CPU and ACCELERATORS read free/total, as in `fedctl cluster list`."""
+
+
+def hourly(cost: Decimal, *, replicas: int, unpriced: int) -> str:
+    """What `replicas` replicas cost an hour, to four places, when `unpriced` of them run
+    where no price is known: `unpriced` when none has a price, `0.1234 (+2 unpriced)` when
+    some lack one. Why: every view of a queue printed 0.0000 for work with no price, which
+    reads as free, while `fedctl cost` said unpriced."""
+    if unpriced and unpriced >= replicas:
+        return UNPRICED
+    shown = f"{cost:.4f}"
+    return f"{shown} (+{unpriced} {UNPRICED})" if unpriced else shown
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -21,7 +21,7 @@ from federation import errors
 from federation.cli import addressing, render
 from federation.registry import events as event_log
 from federation.registry import keys
-from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total
+from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total, known_cost
 from policies.models.common import COMMON_KINDS
 from policies.models.work import FINISHED_PHASES
 
@@ -170,7 +170,7 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
                     target["replicas"],
                     target.get("chip") or "-",
                     # A finished job costs nothing more, as `fedctl cost` counts it.
-                    "-" if finished else _hourly([target]),
+                    "-" if finished else _hourly([target], spec),
                     ready,
                 ]
             )
@@ -216,7 +216,7 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
                 spec.get("priority", "-"),
                 # A finished job costs nothing more (as `fedctl cost` leaves it out), though
                 # its Binding keeps the estimate it was placed by.
-                "-" if status.get("phase") in FINISHED_PHASES else _hourly(targets),
+                "-" if status.get("phase") in FINISHED_PHASES else _hourly(targets, spec),
             ]
         rows.append(row)
     return render.table(headers, rows)
@@ -247,19 +247,36 @@ def _completions(item: dict[str, Any]) -> str:
     return f"{done}/1"
 
 
-def _hourly(targets: list[dict[str, Any]]) -> str:
-    """What the targets cost together an hour (`hourly_total`); `-` when none is placed or
-    one has no price (a partial sum would read as the whole)."""
+def _hourly(targets: list[dict[str, Any]], spec: dict[str, Any]) -> str:
+    """What the targets cost together an hour (`render.hourly`: replicas run where no price
+    is known said so, as a partial sum would read as the whole); `-` when none is placed,
+    or for an object that runs no pods (a ConfigMap, which costs nothing)."""
     placed = [TargetCluster.model_validate(t) for t in targets if t.get("replicas")]
-    total = hourly_total(placed) if placed else None
-    return f"{total:.4f}" if total is not None else "-"
-
-
-def _money(value: Any) -> str:
-    """A recorded cost to four places, as every other cost is shown (it is stored exact:
-    `0.0054125`)."""
-    if value is None:
+    if not placed:
         return "-"
+    total = hourly_total(placed)
+    if total is not None:
+        return f"{total:.4f}"
+    if not _runs_pods(spec):
+        return "-"
+    return render.hourly(
+        known_cost(placed),
+        replicas=sum(t.replicas for t in placed),
+        unpriced=sum(t.replicas for t in placed if t.hourly_cost is None),
+    )
+
+
+def _runs_pods(spec: dict[str, Any]) -> bool:
+    """Whether the Binding places pods (it records their requests): a Namespace or
+    ConfigMap is bound too, and having no price it is not unpriced but free."""
+    return bool(spec.get("podRequests"))
+
+
+def _money(value: Any, spec: dict[str, Any]) -> str:
+    """A recorded cost to four places, as every other cost is shown (it is stored exact:
+    `0.0054125`); `unpriced` for pods placed where no price is known."""
+    if value is None:
+        return render.UNPRICED if _runs_pods(spec) else "-"
     return f"{Decimal(str(value)):.4f}"
 
 
@@ -370,17 +387,17 @@ def describe(doc: dict[str, Any]) -> str:
                     t["name"],
                     t["replicas"],
                     t.get("chip") or "-",
-                    "-" if finished else _money(t.get("hourlyCost")),
+                    "-" if finished else _money(t.get("hourlyCost"), spec),
                 ]
                 for t in spec.get("clusters", [])
             ],
         )
     )
     if finished and spec.get("clusters"):
-        ran = _hourly(spec["clusters"])
+        ran = _hourly(spec["clusters"], spec)
         lines.append(
             f"Cost:        {status['phase'].lower()}: costs nothing more"
-            + (f" (it was placed at {ran}/h)" if ran != "-" else "")
+            + (f" (it was placed at {ran}/h)" if ran not in ("-", render.UNPRICED) else "")
         )
     if spec.get("evictionTasks"):
         lines.append(

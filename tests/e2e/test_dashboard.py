@@ -820,6 +820,21 @@ def test_a_finished_job_shows_how_it_ended_and_costs_nothing_more(
     expect(other.locator("[data-cost]")).to_have_text("failed: costs nothing more")
 
 
+def test_work_placed_where_no_price_is_known_reads_unpriced_not_free(
+    page: Any, stack: Stack, team: Team
+) -> None:
+    """The Queues view showed "USD 0.0000/h" for a queue whose work has no price, and the
+    workload card no cost at all, while `fedctl cost` said unpriced."""
+    unknown = team.add("train", "ml-research")
+    team.bind(unknown, queued("train", "ml-research", "Scheduled"))  # no cost recorded
+    open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="team/train"]')
+    expect(card.locator("[data-target-cost]")).to_have_text(" unpriced")
+    expect(card.locator("[data-cost]")).to_have_text("total unpriced")
+    page.locator('#nav a[data-view="queues"]').click()
+    expect(page.locator('[data-queue="ml-research"] [data-cost]')).to_have_text("unpriced")
+
+
 def test_a_card_names_missing_dependencies_and_members_whose_dispatching_is_suspended(
     page: Any, stack: Stack, team: Team
 ) -> None:

@@ -121,11 +121,11 @@ async def test_cost_by_queue_and_region(capsys: pytest.CaptureFixture[str]) -> N
         capsys.readouterr()
         assert await fedctl(server, "cost") == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[:4] == [
-            "QUEUE   WORKLOADS   REPLICAS   USD/H    USD/30D    SHARE",
-            "ml      1           1          4.0000   2,880.00   80.0%",
-            "web     2           7          1.0000   720.00     20.0%",
-            "TOTAL   3           8          5.0000   3,600.00   100.0%",
+        assert lines[:4] == [  # web's search runs one replica where no price is known
+            "QUEUE   WORKLOADS   REPLICAS   USD/H                  USD/30D    SHARE",
+            "ml      1           1          4.0000                 2,880.00   80.0%",
+            "web     2           7          1.0000 (+1 unpriced)   720.00     20.0%",
+            "TOTAL   3           8          5.0000 (+1 unpriced)   3,600.00   100.0%",
         ]
         assert lines[4:7] == [
             "  1 replica(s) run where no price is known (a cluster without prices for them, or"
@@ -156,7 +156,12 @@ async def test_the_wide_workload_table_shows_queue_priority_and_cost(
     assert lines[0].split()[-4:] == ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
     cells = {line.split()[1]: line.split()[-3:] for line in lines[1:]}
     assert cells["shop"] == ["web", "0", "0.7000"]
-    assert cells["search"] == ["web", "0", "-"]  # one of its clusters has no price
+    # One of its clusters has no price: the rest's sum, and what it leaves out.
+    assert lines[[line.split()[1] for line in lines].index("search")].split()[-3:] == [
+        "0.3000",
+        "(+1",
+        "unpriced)",
+    ]
     assert cells["train"] == ["ml", "0", "4.0000"]
     assert cells["done"][-1] == "-"  # finished: its Binding's estimate is no longer spent
 
@@ -191,11 +196,11 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
         assert await fedctl(server, "get", "queues", "-o", "wide") == 0
         lines = capsys.readouterr().out.splitlines()
         assert lines[0].split()[-2:] == ["COST/H", "BUDGET/H"]
-        cost = {line.split()[0]: line.split()[-2:] for line in lines[1:]}
-        assert (cost["all"], cost["ml"], cost["web"]) == (
-            ["5.0000", "10.0000"],
+        cost = {line.split()[0]: line.split()[-4:] for line in lines[1:]}
+        assert (cost["all"], cost["ml"][-2:], cost["web"]) == (
+            ["5.0000", "(+1", "unpriced)", "10.0000"],
             ["4.0000", "-"],
-            ["1.0000", "-"],
+            ["1.0000", "(+1", "unpriced)", "-"],
         )
         assert await fedctl(server, "get", "queues", "all", "-o", "json") == 0
         status = json.loads(capsys.readouterr().out)["status"]
@@ -332,3 +337,19 @@ async def test_a_tenants_queue_cost_says_it_covers_its_namespaces_only(
         )
         status = json.loads(capsys.readouterr().out)["status"]
         assert status["hourlyCostNamespaces"] == ["ml"]
+
+
+def test_a_line_partly_without_a_price_says_how_many_replicas_it_leaves_out() -> None:
+    """The footnote gave only a total count of unpriced replicas, not whose they were."""
+    doc = {
+        "by": "queue",
+        "currency": "USD",
+        "items": [{"name": "team-a", "workloads": 2, "replicas": 5, "hourlyCost": "0.5",
+                   "unpricedReplicas": 2}],
+        "total": {"name": "TOTAL", "workloads": 2, "replicas": 5, "hourlyCost": "0.5",
+                  "unpricedReplicas": 2},
+        "waiting": 0,
+        "finished": 0,
+    }  # fmt: skip
+    (row,) = cost_cmd.table(doc).splitlines()[1:2]
+    assert row.split()[3:6] == ["0.5000", "(+2", "unpriced)"]

@@ -85,3 +85,36 @@ def test_describe_lists_every_resource_used_guaranteed_or_capped() -> None:
     table = {line.split()[0]: line.split()[1:] for line in text.splitlines()[-2:]}
     assert table == {"cpu": ["12", "-", "-"], "nvidia.com/gpu": ["8", "-", "32"]}
     assert queues_view.usage(item("idle")).endswith("Usage:       <none>")
+
+
+def test_work_with_no_price_reads_unpriced_in_every_queue_view_never_free() -> None:
+    """`get queues -o wide`, `-o json` and `describe queue` printed 0.0000 for a queue whose
+    work runs where no price is known, while `fedctl cost` said unpriced; a queue partly
+    unpriced showed its priced part with no sign that replicas were missing from it."""
+    costs = {
+        "currency": "USD",
+        "items": [
+            {"name": "uq", "replicas": 2, "hourlyCost": "0", "unpricedReplicas": 2},
+            {"name": "team-a", "replicas": 5, "hourlyCost": "0.5", "unpricedReplicas": 2},
+        ],
+    }
+    items = queues_view.costed(
+        [item("dept", children=["team-a"]), item("team-a", parent="dept"), item("uq")], costs
+    )
+    got = rows(queues_view.table(items, now=NOW, wide=True))
+    assert got["uq"][-2:] == ["unpriced", "-"]
+    assert got["team-a"][-4:] == ["0.5000", "(+2", "unpriced)", "-"]
+    assert got["dept"][-4:] == ["0.5000", "(+2", "unpriced)", "-"]  # its subtree's
+    docs = {d["metadata"]["name"]: d["status"] for d in queues_view.documents(items, [], only="uq")}
+    assert (docs["uq"]["hourlyCost"], docs["uq"]["unpricedReplicas"]) == ("0.0000", 2)
+    described = {
+        i["name"]: next(x for x in queues_view.usage(i).splitlines() if x.startswith("Cost:"))
+        for i in items
+    }
+    assert described["uq"] == (
+        "Cost:        unpriced (its 2 replica(s) run where no price is known: fedctl cost)"
+    )
+    assert described["team-a"].startswith(
+        "Cost:        0.5000 USD/h (what its placed work costs an hour, as estimated when"
+        " placed; 2 replica(s) run where no price is known and are not in it: fedctl cost)"
+    )

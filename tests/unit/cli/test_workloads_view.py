@@ -616,3 +616,27 @@ def test_describe_gives_a_job_s_times_and_finishing_condition() -> None:
     assert "Condition:   Complete=True (CompletionsReached)" in text
     held = workloads_view.describe({**doc, "status": {}, "suspended": True})
     assert "Health:      Suspended" in held
+
+
+def test_pods_placed_where_no_price_is_known_read_unpriced_not_as_a_finished_job() -> None:
+    """An unpriced target's COST/H was `-`, the mark a finished job or a ConfigMap gets."""
+
+    def item(name: str, kind: str, pods: dict[str, str]) -> dict[str, Any]:
+        targets = [{"name": "a", "replicas": 2, "chip": "amd64"}]
+        spec = {"clusters": targets, "podRequests": pods}
+        return {
+            "namespace": "team",
+            "name": name,
+            "kind": kind,
+            "binding": {"spec": spec, "status": {"phase": "Scheduled"}},
+            "status": {"phase": "Running", "clusters": []},
+        }
+
+    items = [item("runs", "Job.batch", {"cpu": "1"}), item("settings", "ConfigMap", {})]
+    text = workloads_view.on_cluster(items, "a")
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:]}
+    assert rows["team/Job.batch/runs"][3] == "unpriced"
+    assert rows["team/ConfigMap/settings"][3] == "-"
+    wide = workloads_view.table(items, wide=True)
+    assert wide is not None
+    assert [line.split()[-1] for line in wide.splitlines()[1:]] == ["unpriced", "-"]

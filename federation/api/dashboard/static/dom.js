@@ -55,6 +55,15 @@ export function money(value, currency = "") {
   return `${currency ? currency + " " : ""}${Number(value).toFixed(4)}/h`;
 }
 
+// What `replicas` replicas cost when `unpriced` of them run where no price is known, as the
+// CLI words it: "unpriced" when none has a price, else the priced part and how many it
+// leaves out. A queue of unpriced work read "USD 0.0000/h", which reads as free.
+export function moneyOf(value, replicas, unpriced, currency = "") {
+  if (unpriced && unpriced >= replicas) return "unpriced";
+  const shown = money(value, currency);
+  return unpriced ? `${shown} (+${unpriced} unpriced)` : shown;
+}
+
 export function meta(obj) {
   return obj.metadata || {};
 }

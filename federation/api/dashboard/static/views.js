@@ -3,7 +3,7 @@
 // hour, pending reasons) and workloads
 // (where each runs and why, from its Binding). Each renders from the listed objects.
 
-import { $, fmt, h, meta, money, qty } from "./dom.js";
+import { $, fmt, h, meta, money, moneyOf, qty } from "./dom.js";
 
 // Capacity per chip from the monitor's node flavors: CPU cores under the nodes' arch for
 // every flavor (GPU nodes have cores too: `fedctl cluster list` counts them, and leaving
@@ -217,16 +217,25 @@ export function renderQueues(state) {
   for (const line of costs.items) {
     if (!stats.has(line.name)) stats.set(line.name, { pending: [], admitted: 0, unknown: true });
   }
-  const hourly = new Map(costs.items.map((line) => [line.name, Number(line.hourlyCost)]));
+  // With how many replicas each line counts and how many of them have no known price:
+  // those read "unpriced", never as a cost of 0.
+  const lines = new Map(costs.items.map((line) => [line.name, {
+    cost: Number(line.hourlyCost), replicas: line.replicas || 0,
+    unpriced: line.unpricedReplicas || 0,
+  }]));
+  const none = { cost: 0, replicas: 0, unpriced: 0 };
   const rolled = new Map([...stats].map(([n, s]) =>
-    [n, { ...s, pending: [...s.pending], cost: hourly.get(n) || 0 }]));
+    [n, { ...s, pending: [...s.pending], ...(lines.get(n) || none) }]));
   for (const [name, s] of stats) {
     const seen = new Set([name]);
+    const line = lines.get(name) || none;
     for (let p = parentOf.get(name); p && rolled.has(p) && !seen.has(p); p = parentOf.get(p)) {
       const r = rolled.get(p);
       r.pending.push(...s.pending);
       r.admitted += s.admitted;
-      r.cost += hourly.get(name) || 0;
+      r.cost += line.cost;
+      r.replicas += line.replicas;
+      r.unpriced += line.unpriced;
       seen.add(p);
     }
   }
@@ -286,7 +295,7 @@ export function renderQueues(state) {
       h("td", { class: "num", "data-depth": n.depth, title: byBindings }, n.depth),
       h("td", { class: "num", "data-admitted": n.admitted, title: byBindings }, n.admitted),
       h("td", { class: "num cost", "data-cost": s.cost },
-        h("div", {}, state.costs ? money(s.cost, costs.currency) : "-"),
+        h("div", {}, state.costs ? moneyOf(s.cost, s.replicas, s.unpriced, costs.currency) : "-"),
         budgeted
           ? h("div", { class: "muted budget", "data-budget": spec.maxHourlyCost },
             `of ${money(spec.maxHourlyCost, costs.currency)}`)
@@ -369,12 +378,14 @@ export function verdictTable(verdicts, pods = null, currency = "") {
 // show no cost, since it costs nothing more.
 // `suspended`: the members whose copies the policy's `suspension` holds back, marked as
 // `fedctl get works` marks them: their copy does not follow the template until lifted.
-function placementList(targets, currency, finished, suspended = new Set()) {
+// `pods`: the Binding places pods, so a target with no cost is unpriced (a ConfigMap's
+// costs nothing and shows none).
+function placementList(targets, currency, finished, suspended = new Set(), pods = false) {
   return h("ul", { class: "placement" }, targets.map((t) =>
     h("li", { "data-target": t.name, "data-replicas": t.replicas },
       h("b", {}, t.name), ` × ${t.replicas}`,
       t.chip ? h("span", { class: "chip" }, t.chip) : null,
-      t.hourlyCost !== undefined && !finished
+      (t.hourlyCost !== undefined || pods) && !finished
         ? h("span", { class: "muted", "data-target-cost": "" }, ` ${money(t.hourlyCost, currency)}`)
         : null,
       suspended.has(t.name)
@@ -436,12 +447,13 @@ function workloadCard(w, binding, result, currency) {
           missingDependencies(result),
           spec.clusters && spec.clusters.length
             ? placementList(spec.clusters, currency, Boolean(ended), new Set(
-              ((result && result.clusters) || []).filter((c) => c.suspended).map((c) => c.cluster)))
+              ((result && result.clusters) || []).filter((c) => c.suspended).map((c) => c.cluster)),
+              runsPods(binding))
             : null,
           ended
             ? h("p", { class: "muted", "data-cost": "" },
               `${ended === "Succeeded" ? "finished" : "failed"}: costs nothing more`)
-            : spec.hourlyCost !== undefined
+            : spec.hourlyCost !== undefined || (runsPods(binding) && (spec.clusters || []).length)
             ? h("p", { class: "muted", "data-cost": "" }, `total ${money(spec.hourlyCost, currency)}`)
             : null,
           h("details", { open: !ended }, h("summary", {}, "Why here"),
