@@ -254,6 +254,7 @@ async def test_json_says_what_the_queue_and_workload_tables_say(
             "used": {"cpu": "1", "memory": "1Gi"},
             "children": [],
             "hourlyCost": "0.0550",  # as `fedctl cost` sums its Bindings
+            "unpricedReplicas": 0,  # none runs where no price is known
             "currency": "USD",
         }
         assert await fedctl(server, "get", "queue", "default", "-o", "json") == 0
