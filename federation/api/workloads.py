@@ -244,6 +244,8 @@ class WorkloadsApi:
                 "created": item.obj.metadata.creation_timestamp,
                 "binding": _wire(binding) if binding else None,
                 "status": _wire(status) if status else None,
+                # What the Binding's costs are in: every view of them names it.
+                "currency": self.currency.code,
             }
             if isinstance(item.obj, Workload):
                 entry.update(_job_shape(item.obj))
@@ -298,6 +300,7 @@ class WorkloadsApi:
                 "status": _wire(status.obj) if status else None,
                 "works": works,
                 "events": [visible.told(_wire(e.obj), owned) for e in events],
+                "currency": self.currency.code,
             }
         )
 

@@ -237,13 +237,15 @@ async def _plan(args: argparse.Namespace) -> int:
     if args.cluster not in {c.name for c in live.clusters}:
         print(f"fedctl drill: no cluster {args.cluster!r}")
         return 1
-    predictions = drill_plan.predict(
-        live, args.cluster, now=clock.real.now(), settings=settings_mod.from_env().scheduler
-    )
+    settings = settings_mod.from_env().scheduler
+    predictions = drill_plan.predict(live, args.cluster, now=clock.real.now(), settings=settings)
+    currency = settings.currency
     if args.output == "json":
-        print(json.dumps(drill_plan.to_json(args.cluster, predictions), indent=2))
+        print(
+            json.dumps(drill_plan.to_json(args.cluster, predictions, currency=currency), indent=2)
+        )
     else:
-        print(drill_plan.table(args.cluster, predictions))
+        print(drill_plan.table(args.cluster, predictions, currency=currency))
     return 3 if any(p.action == "pending" for p in predictions) else 0
 
 

@@ -237,8 +237,10 @@ def table(
                 _budget(item.get("maxHourlyCost")),
             ]
         rows.append(row)
-    cost = "COST/H(YOURS)" if any("costNamespaces" in i for i in items) else "COST/H"
-    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", cost, "BUDGET/H"] if wide else [])
+    mine = ("YOURS",) if any("costNamespaces" in i for i in items) else ()
+    currency = next((str(i["currency"]) for i in items if i.get("currency")), None)
+    cost, budget = render.per_hour("COST/H", currency, *mine), render.per_hour("BUDGET/H", currency)
+    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", cost, budget] if wide else [])
     return render.table(headers, rows) if rows else None
 
 

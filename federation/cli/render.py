@@ -36,6 +36,7 @@ __all__ = [
     "dump",
     "hourly",
     "objects",
+    "per_hour",
     "placed",
     "table",
 ]
@@ -45,6 +46,13 @@ UNPRICED = "unpriced"
 
 CLUSTER_HEADERS = ["NAME", "READY", "REGION", "CHIPS", "CPU", "ACCELERATORS", "TAINTS", "AGE"]
 """CPU and ACCELERATORS read free/total, as in `fedctl cluster list`."""
+
+
+def per_hour(name: str, currency: str | None, *extra: str) -> str:
+    """A cost column's header with the currency its figures are in (`COST/H(EUR)`): a
+    federation in EUR showed unlabelled EUR costs beside a cluster's USD prices."""
+    inside = ",".join(x for x in (currency, *extra) if x)
+    return f"{name}({inside})" if inside else name
 
 
 def hourly(cost: Decimal, *, replicas: int, unpriced: int) -> str:

@@ -178,7 +178,8 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
             rows.append([address(item), leaving[0].get("replicas", 0), "-", "-", "leaving"])
     if not rows:
         return "Workloads:   <none>"
-    body = render.table(["WORKLOAD", "REPLICAS", "CHIP", "COST/H", "READY"], rows)
+    cost = render.per_hour("COST/H", _currency(items))
+    body = render.table(["WORKLOAD", "REPLICAS", "CHIP", cost, "READY"], rows)
     return f"Workloads:   {len(rows)} placed here\n  " + body.replace("\n", "\n  ")
 
 
@@ -189,7 +190,7 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
     headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "COMPLETIONS" if jobs else "READY"]
     headers += ["CLUSTERS"]
     if wide:
-        headers += ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
+        headers += ["CHIPS", "QUEUE", "PRIORITY", render.per_hour("COST/H", _currency(items))]
     rows = []
     for item in sorted(items, key=lambda i: (i["namespace"], i["name"], i["kind"])):
         status = item.get("status") or {}
@@ -264,6 +265,11 @@ def _hourly(targets: list[dict[str, Any]], spec: dict[str, Any]) -> str:
         replicas=sum(t.replicas for t in placed),
         unpriced=sum(t.replicas for t in placed if t.hourly_cost is None),
     )
+
+
+def _currency(items: list[dict[str, Any]]) -> str | None:
+    """The currency the items' costs are in (the federation's, on each item)."""
+    return next((str(i["currency"]) for i in items if i.get("currency")), None)
 
 
 def _runs_pods(spec: dict[str, Any]) -> bool:
@@ -381,7 +387,7 @@ def describe(doc: dict[str, Any]) -> str:
     lines.append(
         _section(
             "Placement",
-            ["CLUSTER", "REPLICAS", "CHIP", "COST/H"],
+            ["CLUSTER", "REPLICAS", "CHIP", render.per_hour("COST/H", doc.get("currency"))],
             [
                 [
                     t["name"],

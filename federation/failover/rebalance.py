@@ -65,6 +65,9 @@ class Option:
     group: int | None = None
     group_name: str = ""
     score: float | None = None
+    currency: str = ""
+    """What `costs` are in (the snapshot's): said with every cost shown, since a rebalance
+    prices in the caller's settings' currency, which may not be the controller's."""
 
     @property
     def cost(self) -> Decimal | None:
@@ -74,10 +77,14 @@ class Option:
             return None
         return sum((v for v in values if v is not None), Decimal(0))
 
+    def money(self, cost: Decimal) -> str:
+        """`cost` an hour, with the currency it is in."""
+        return f"{cost:.4f} {self.currency}/h" if self.currency else f"{cost:.4f}/h"
+
     def describe(self) -> str:
         where = ", ".join(f"{n}:{r}" for n, r in sorted(self.placement.items())) or "nowhere"
         cost = self.cost
-        shown = f"{cost:.4f}/h" if cost is not None else "unpriced"
+        shown = self.money(cost) if cost is not None else "unpriced"
         group = f" group {self.group_name}" if self.group_name else ""
         return f"{where} ({shown}{group})"
 
@@ -157,8 +164,8 @@ def decide(candidate: Candidate, *, min_score_gain: float = MIN_SCORE_GAIN) -> V
     before, after = cur.cost, pref.cost
     if before is not None and after is not None and before != after:
         if after < before:
-            return Verdict(candidate, True, f"cost {before:.4f}/h -> {after:.4f}/h")
-        return stay(f"cheaper where it is ({before:.4f}/h, not {after:.4f}/h)")
+            return Verdict(candidate, True, f"cost {cur.money(before)} -> {pref.money(after)}")
+        return stay(f"cheaper where it is ({cur.money(before)}, not {pref.money(after)})")
     if pref.score is not None and (cur.score is None or pref.score - cur.score >= min_score_gain):
         shown = "-" if cur.score is None else f"{cur.score:.0f}"
         return Verdict(candidate, True, f"score {shown} -> {pref.score:.0f}")

@@ -162,10 +162,12 @@ def _replace(
     return out
 
 
-def to_json(cluster: str, predictions: list[Prediction]) -> dict[str, Any]:
-    """The `-o json` document."""
+def to_json(cluster: str, predictions: list[Prediction], *, currency: str) -> dict[str, Any]:
+    """The `-o json` document; `currency`: what the predicted costs are in (the settings'
+    the prediction ran with)."""
     return {
         "cluster": cluster,
+        "currency": currency,
         "workloads": [
             {
                 "workload": p.workload,
@@ -187,14 +189,16 @@ def to_json(cluster: str, predictions: list[Prediction]) -> dict[str, Any]:
     }
 
 
-def table(cluster: str, predictions: list[Prediction]) -> str:
-    """The text form: one line per workload and target, then a count."""
-    header = ("WORKLOAD", "FROM", "REPLICAS", "PREDICTED", "CHIP", "COST/H")
+def table(cluster: str, predictions: list[Prediction], *, currency: str) -> str:
+    """The text form: one line per workload and target, then a count. The cost column
+    names `currency`: the prediction prices in the caller's settings' currency, which
+    may not be the controller's, so an unlabelled figure read as the controller's."""
+    header = ("WORKLOAD", "FROM", "REPLICAS", "PREDICTED", "CHIP", f"COST/H({currency})")
     rows: list[tuple[str, ...]] = []
     for p in predictions:
         if p.action == "move":
             for i, t in enumerate(p.targets):
-                cost = f"{t.hourly_cost:.4f}" if t.hourly_cost is not None else "-"
+                cost = f"{t.hourly_cost:.4f}" if t.hourly_cost is not None else "unpriced"
                 first = (p.workload, cluster, str(p.replicas)) if i == 0 else ("", "", "")
                 rows.append((*first, f"{t.name}:{t.replicas}", t.chip or "-", cost))
         elif p.action == "stay":

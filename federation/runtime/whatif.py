@@ -150,6 +150,7 @@ def _option(
     request: fw.JobRequest,
     groups: dict[str, int],
     scores: dict[str, int],
+    currency: str,
 ) -> rebalance.Option:
     group = max((groups.get(n, len(request.terms)) for n in placement), default=None)
     total = sum(placement.values())
@@ -166,6 +167,7 @@ def _option(
         group=group,
         group_name=_group_name(request, group),
         score=score,
+        currency=currency,
     )
 
 
@@ -235,7 +237,15 @@ def candidates(
             )
             for t in binding.spec.clusters
         }
-        now = _option(current, chips, costs, request=request, groups=groups, scores=scores)
+        now = _option(
+            current,
+            chips,
+            costs,
+            request=request,
+            groups=groups,
+            scores=scores,
+            currency=snapshot.currency,
+        )
         preferred = None
         if planned.placement:
             preferred = _option(
@@ -245,6 +255,7 @@ def candidates(
                 request=request,
                 groups=groups,
                 scores=scores,
+                currency=snapshot.currency,
             )
         out.append(
             rebalance.Candidate(

@@ -153,7 +153,8 @@ async def test_the_wide_workload_table_shows_queue_priority_and_cost(
         capsys.readouterr()
         assert await fedctl(server, "get", "workloads", "-A", "-o", "wide") == 0
         lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[-4:] == ["CHIPS", "QUEUE", "PRIORITY", "COST/H"]
+    # Labelled with the currency: a federation in EUR showed unlabelled EUR figures.
+    assert lines[0].split()[-4:] == ["CHIPS", "QUEUE", "PRIORITY", "COST/H(USD)"]
     cells = {line.split()[1]: line.split()[-3:] for line in lines[1:]}
     assert cells["shop"] == ["web", "0", "0.7000"]
     # One of its clusters has no price: the rest's sum, and what it leaves out.
@@ -195,7 +196,7 @@ async def test_queues_show_their_cost_a_parent_its_subtree_s(
         capsys.readouterr()
         assert await fedctl(server, "get", "queues", "-o", "wide") == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0].split()[-2:] == ["COST/H", "BUDGET/H"]
+        assert lines[0].split()[-2:] == ["COST/H(USD)", "BUDGET/H(USD)"]
         cost = {line.split()[0]: line.split()[-4:] for line in lines[1:]}
         assert (cost["all"], cost["ml"][-2:], cost["web"]) == (
             ["5.0000", "(+1", "unpriced)", "10.0000"],
@@ -329,8 +330,8 @@ async def test_a_tenants_queue_cost_says_it_covers_its_namespaces_only(
         ) in capsys.readouterr().out
         assert await fedctl(server, "get", "queues", "-o", "wide", "--token", "ml-token") == 0
         assert capsys.readouterr().out.splitlines()[0].split()[-2:] == [
-            "COST/H(YOURS)",
-            "BUDGET/H",
+            "COST/H(USD,YOURS)",
+            "BUDGET/H(USD)",
         ]
         assert (
             await fedctl(server, "get", "queues", "web", "-o", "json", "--token", "ml-token") == 0

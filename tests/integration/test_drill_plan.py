@@ -146,7 +146,8 @@ async def test_drill_plan_text_is_a_table_with_a_summary(
 
     out = capsys.readouterr().out.splitlines()
     assert code == 3
-    assert out[0].split() == ["WORKLOAD", "FROM", "REPLICAS", "PREDICTED", "CHIP", "COST/H"]
+    # In the caller's settings' currency, which may not be the controller's: named.
+    assert out[0].split() == ["WORKLOAD", "FROM", "REPLICAS", "PREDICTED", "CHIP", "COST/H(USD)"]
     rows = {line.split()[0]: line for line in out[1:-1] if line.strip()}
     assert "would not fit:" in rows["team/Job.batch/huge"]
     assert "stays: tolerates the taint" in rows["team/Deployment.apps/cache"]

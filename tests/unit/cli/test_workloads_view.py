@@ -640,3 +640,23 @@ def test_pods_placed_where_no_price_is_known_read_unpriced_not_as_a_finished_job
     wide = workloads_view.table(items, wide=True)
     assert wide is not None
     assert [line.split()[-1] for line in wide.splitlines()[1:]] == ["unpriced", "-"]
+
+
+def test_every_cost_column_names_the_federation_s_currency() -> None:
+    """In a federation in EUR, `cluster describe` showed its USD prices beside unlabelled
+    workload costs (0.1501, which is 0.1632 USD at 0.92: right, but unreadable as EUR)."""
+    target = {"name": "a", "replicas": 6, "chip": "amd64", "hourlyCost": "0.150144"}
+    item = {
+        "namespace": "web",
+        "name": "storefront",
+        "kind": "Deployment.apps",
+        "binding": {"spec": {"clusters": [target], "podRequests": {"cpu": "1"}}},
+        "status": {"clusters": []},
+        "currency": "EUR",
+    }
+    described = workloads_view.on_cluster([item], "a").splitlines()
+    assert described[1].split() == ["WORKLOAD", "REPLICAS", "CHIP", "COST/H(EUR)", "READY"]
+    assert described[2].split()[3] == "0.1501"
+    assert workloads_view.table([item], wide=True).splitlines()[0].split()[-1] == "COST/H(EUR)"
+    placement = workloads_view.describe({**doc(BINDING), "currency": "EUR"}).split("Placement")
+    assert "COST/H(EUR)" in placement[1].splitlines()[1]

@@ -33,7 +33,7 @@ def option(
 ) -> rebalance.Option:
     costs = {c: (Decimal(cost) / len(placement) if cost is not None else None) for c in placement}
     return rebalance.Option(
-        placement=placement, costs=costs, group=group, group_name=name, score=score
+        placement=placement, costs=costs, group=group, group_name=name, score=score, currency="EUR"
     )
 
 
@@ -73,7 +73,7 @@ ON_B = option({"b": 2}, cost="3.00", group=1, name="fallback", score=40)
         pytest.param(
             candidate(option({"b": 2}, cost="3.10"), option({"a": 2}, cost="0.80")),
             True,
-            "cost 3.1000/h -> 0.8000/h",
+            "cost 3.1000 EUR/h -> 0.8000 EUR/h",
             id="failed over to a dearer cluster: back to the cheaper one",
         ),
         pytest.param(
@@ -91,7 +91,7 @@ ON_B = option({"b": 2}, cost="3.00", group=1, name="fallback", score=40)
         pytest.param(
             candidate(option({"a": 2}, cost="0.80"), option({"b": 2}, cost="3.10")),
             False,
-            "cheaper where it is (0.8000/h, not 3.1000/h)",
+            "cheaper where it is (0.8000 EUR/h, not 3.1000 EUR/h)",
             id="the preferred placement costs more: stays",
         ),
         pytest.param(
@@ -183,6 +183,7 @@ def test_the_moved_binding_places_the_new_clusters_and_keeps_the_old_copy_gracef
                 placement={"a": 2, "c": 1},
                 chips={"a": "amd64", "c": "amd64"},
                 costs={"a": Decimal("0.5"), "c": Decimal("0.25")},
+                currency="EUR",
             ),
         )
     )
@@ -191,7 +192,7 @@ def test_the_moved_binding_places_the_new_clusters_and_keeps_the_old_copy_gracef
     assert new.spec.hourly_cost == Decimal("0.75")
     assert [t.chip for t in new.spec.clusters] == ["amd64", "amd64"]
     assert new.status.phase == "Scheduled"
-    assert new.status.reason == "Rebalanced: cost 3.0000/h -> 0.7500/h"
+    assert new.status.reason == "Rebalanced: cost 3.0000 EUR/h -> 0.7500 EUR/h"
     (leaving,) = new.spec.eviction_tasks
     assert (leaving.cluster, leaving.replicas, leaving.purge_mode) == ("b", 2, "Gracefully")
     assert leaving.creation_time == at(5)
