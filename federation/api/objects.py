@@ -31,6 +31,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from operator import itemgetter
 from typing import Any
 
@@ -43,6 +44,7 @@ from federation.api import (
     audit,
     auth,
     bodies,
+    cluster_prices,
     delete_options,
     immutable,
     members,
@@ -179,7 +181,11 @@ class ObjectsApi:
 
     # reads
 
-    async def _present(self, item: codec.Stored[KubeObject]) -> dict[str, Any]:
+    async def _present(
+        self, item: codec.Stored[KubeObject], *, chip_prices: dict[str, Decimal] | None = None
+    ) -> dict[str, Any]:
+        """The object as the API shows it. `chip_prices`: the profiles' default chip prices
+        (`cluster_prices.defaults`), read once for a list of Clusters."""
         wire = objects.with_revision(item.obj, item.revision).to_wire()
         if isinstance(item.obj, Workload):  # one stored before writes folded it
             wire = secret_data.fold(wire)
@@ -192,6 +198,10 @@ class ObjectsApi:
                 wire["status"] = status.obj.model_dump(
                     mode="json", by_alias=True, exclude_none=True
                 )
+            if chip_prices is None:
+                chip_prices = await self._chip_prices()
+            assert isinstance(item.obj, Cluster)
+            cluster_prices.fill(wire, item.obj, chip_prices, currency=self.currency)
         elif isinstance(item.obj, FederatedResourceQuota):
             # What the member ResourceQuotas report (Karmada's FRQ status): `describe` and
             # `get -o yaml` show it, as `kubectl` does for Karmada.
@@ -201,6 +211,11 @@ class ObjectsApi:
             if quota is not None:
                 wire["status"] = quota.obj.model_dump(mode="json", by_alias=True, exclude_none=True)
         return wire
+
+    async def _chip_prices(self) -> dict[str, Decimal]:
+        """The AcceleratorProfiles' default chip prices (`cluster_prices.defaults`)."""
+        listed = await self.objects.list(objects.list_prefix(_PROFILES, None))
+        return cluster_prices.defaults(i.obj for i in listed.items)
 
     async def list_objects(self, request: web.Request) -> web.StreamResponse:
         res = self._resource(request)
@@ -229,7 +244,10 @@ class ObjectsApi:
                 revision = max(revision, raw.revision)
                 continue
             listed = await self.objects.list(part)
-            items += [await self._present(i) for i in listed.items if keep(i.key)]
+            chips = await self._chip_prices() if res.plural == "clusters" else None
+            items += [
+                await self._present(i, chip_prices=chips) for i in listed.items if keep(i.key)
+            ]
             revision = max(revision, listed.revision)
             for skipped in listed.skipped:
                 headers.add("Warning", _unreadable(skipped))

@@ -6,12 +6,15 @@ dashboard. Pure. Capacity shown is what the monitor observed; a cluster never ob
 shows its declared chips and no amounts, so a new member is visible before its first probe.
 
 The hourly price is what the whole cluster's allocatable costs for one hour on demand:
-cores x core price + GiB x GiB price + devices x the model's device price. It is None
-when the cluster has no prices, or lists no price for one of its accelerator models.
+cores x core price + GiB x GiB price + devices x the model's device price, a model the
+on-demand table leaves out priced at its AcceleratorProfile's default as the scheduler
+prices it (`ClusterStatus.default_prices`, which the API fills on read). It is None when
+the cluster has no prices, or no price is known for one of its accelerator models.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -91,9 +94,10 @@ def hourly_price(cluster: Cluster, status: ClusterStatus | None) -> Decimal | No
     prices = cluster.spec.prices
     if prices is None or status is None:
         return None
+    table = prices.on_demand.with_device_defaults(status.default_prices or {})
     total = Decimal(0)
     for f in status.flavors:
-        cost = prices.on_demand.hourly_cost(
+        cost = table.hourly_cost(
             f.allocatable.scaled(f.node_count),
             accelerator_resource=f.accelerator_resource,
             accelerator_model=f.accelerator_model,
@@ -181,8 +185,15 @@ def _flavor_line(f: NodeFlavor) -> str:
     return line
 
 
-def _table_line(table: PriceTable) -> str:
+def _table_line(table: PriceTable, defaults: Mapping[str, Decimal] | None = None) -> str:
+    """One table's prices; `defaults`: the chip prices the profiles give where the table
+    lists none (`ClusterStatus.default_prices`), said to be the profile's."""
     extra = "".join(f", {m}={p}/h" for m, p in table.accelerators.items())
+    extra += "".join(
+        f", {m}={p.quantize(Decimal('0.0001')).normalize():f}/h (profile default)"
+        for m, p in (defaults or {}).items()
+        if m not in table.accelerators
+    )
     return f"cpu={table.cpu}/core-h memory={table.memory}/GiB-h{extra}"
 
 
@@ -211,7 +222,9 @@ def describe(cluster: Cluster, status: ClusterStatus | None) -> str:
     lines.append(f"Taints:      {shown}")
     if spec.prices is not None:
         currency = spec.prices.currency
-        lines.append(f"Prices:      {currency} {_table_line(spec.prices.on_demand)} (on demand)")
+        defaults = status.default_prices if status is not None else None
+        on_demand = _table_line(spec.prices.on_demand, defaults)
+        lines.append(f"Prices:      {currency} {on_demand} (on demand)")
         # The spot table was shown nowhere but raw YAML, though spot jobs here are costed by it.
         spot = spec.prices.spot
         lines.append(

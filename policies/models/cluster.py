@@ -539,6 +539,12 @@ class ClusterStatus(FrozenModel):
     last_heartbeat: AwareDatetime | None = Field(
         default=None, description="Time of the last successful probe."
     )
+    default_prices: dict[ChipModel, Decimal] | None = Field(
+        default=None,
+        description="Filled by the API on read, never stored: the AcceleratorProfile"
+        " defaultPricePerHour, in this cluster's currency, of each chip it carries that its"
+        " on-demand prices list none for: what the scheduler charges for that chip here.",
+    )
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of the given type, or None when never reported."""
