@@ -34,7 +34,6 @@ from tests.integration.test_api_security import ADMIN, OTHER, TENANT, TOKENS, Cl
 pytestmark = pytest.mark.integration
 
 API = "/apis/fedctl.io/v1alpha1"
-NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -389,8 +388,13 @@ async def test_reasons_name_another_namespaces_workload_only_to_who_may_read_it(
         metadata={"name": "train", "namespace": "ml-research"},
     )  # fmt: skip
     await codec.TypedStore(store, codec.Codec(Binding)).put(keys.binding_key(ref), binding)
-    preempted = Event(reason="Reclaimed", message=f"reclaimed by queue ml-prod for {HEAD}",
-                      object=str(ref), source="scheduler", time=NOW)  # fmt: skip
+    preempted = Event(
+        reason="Reclaimed",
+        message=f"reclaimed by queue ml-prod for {HEAD}",
+        object=str(ref),
+        source="scheduler",
+        time=dt.datetime.now(dt.UTC),  # after the Job's creation: describe shows it
+    )
     event_key = event_log.event_prefix(ref) + "1"
     await codec.TypedStore(store, event_log.EVENTS).put(event_key, preempted)
 
