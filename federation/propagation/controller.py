@@ -203,6 +203,8 @@ class Propagator:
 
     def _policy(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
         obj = new or old
+        if new is None:
+            self.sync.policy_gone(key)
         if isinstance(obj, FederatedResourceQuota):
             ns = obj.metadata.namespace or "default"
             self.queue.add(status_mod.quota_item(ns, obj.metadata.name))
@@ -423,6 +425,16 @@ class Propagator:
         for what is still in it there (`converge`), is looked at again."""
         if namespace in self.sync.holding:
             self.queue.add(status_mod.workload_item(objects.namespace_workload(namespace)))
+
+    def remembered(self) -> dict[str, int]:
+        """How many entries each per-workload memory of this term holds
+        (`WorkloadSync.remembered`, what the status watches saw, items being retried):
+        all come back down as workloads are deleted, however many went through."""
+        return {
+            **self.sync.remembered(),
+            "seen": len(self.watches.seen),
+            "retrying": len(self._failures),
+        }
 
     @property
     def pending(self) -> int:

@@ -222,7 +222,10 @@ class WorkloadSync:
         self.holding: set[str] = set()
         """Namespaces whose Namespace keeps a copy on a member only for the copies of
         workloads in it still there (`occupied`): looked at again after each of theirs."""
-        self._rendered: dict[tuple[str, str], tuple[Any, dict[str, Any], str]] = {}
+        self._rendered: dict[str, dict[str, tuple[Any, dict[str, Any], str]]] = {}
+        """Workload ref → cluster → (inputs, manifest, digest) of its last render there.
+        Kept only while that copy has a Work (`_forget_rendered`): a batch user's uniquely
+        named Jobs otherwise left a manifest each per member for the leader's whole term."""
         self._passing: collections.Counter[tuple[str, str]] = collections.Counter()
         """(namespace, cluster) → passes under way of workloads placed there (`sync`)."""
         self._newer_policies: dict[str, codec.Stored[KubeObject]] = {}
@@ -259,6 +262,25 @@ class WorkloadSync:
     def template_gone(self, ref: keys.WorkloadRef) -> None:
         """`ref`'s template was deleted: forget when its policy was last read for it."""
         self._policy_read_at.pop(keys.workload_key(ref), None)
+
+    def policy_gone(self, key: str) -> None:
+        """The policy at `key` was deleted: a newer copy read ahead of its mirror
+        (`_claiming_spec_now`) is dropped, as no workload it claimed would ask for it."""
+        self._newer_policies.pop(key, None)
+
+    def remembered(self) -> dict[str, int]:
+        """How many entries each of this pass's per-workload memories holds. Each must
+        come back down as workloads go: the propagator runs for a leader's whole term,
+        through any number of uniquely named Jobs."""
+        return {
+            "works": len(self.works),
+            "statuses": len(self.written),
+            "rendered": sum(len(per_cluster) for per_cluster in self._rendered.values()),
+            "passing": len(self._passing),
+            "newer_policies": len(self._newer_policies),
+            "policy_read_at": len(self._policy_read_at),
+            "holding": len(self.holding),
+        }
 
     def _claiming_spec(self, workload: Workload, binding: Binding) -> Any:
         """The spec of the PropagationPolicy that claims `workload`; where none does, the
@@ -461,6 +483,20 @@ class WorkloadSync:
             for slot in slots:
                 if self._passing[slot] <= 0:
                     del self._passing[slot]
+            self._forget_rendered(str(ref))
+
+    def _forget_rendered(self, ref_text: str) -> None:
+        """Drop the renders of `ref_text`'s copies that no longer have a Work (removed,
+        moved away, the template deleted). A pass cut short keeps fewer: the next one
+        only renders them again."""
+        rendered = self._rendered.get(ref_text)
+        if rendered is None:
+            return
+        kept = self.works.get(ref_text, {})
+        for cluster in [name for name in rendered if name not in kept]:
+            del rendered[cluster]
+        if not rendered:
+            del self._rendered[ref_text]
 
     async def _sync(self, ref: keys.WorkloadRef) -> float | None:
         workload, stored, targets, evicting = self.wanted(ref)
@@ -664,10 +700,9 @@ class WorkloadSync:
         shared: Mapping[str, Any],
     ) -> tuple[dict[str, Any], str]:
         """The manifest and its digest; re-rendered only when an input changed."""
-        slot = (str(ref), target.name)
         cluster_rev = self.clusters.items[keys.cluster_key(target.name)].revision
         signature = (*shared["signature"], cluster_rev, target)
-        cached = self._rendered.get(slot)
+        cached = self._rendered.get(str(ref), {}).get(target.name)
         if cached is not None and cached[0] == signature:
             return cached[1], cached[2]
         manifest = render.render(
@@ -681,7 +716,7 @@ class WorkloadSync:
             before=shared["before"].get(target.name, 0),
         )
         digest = render.digest(manifest)
-        self._rendered[slot] = (signature, manifest, digest)
+        self._rendered.setdefault(str(ref), {})[target.name] = (signature, manifest, digest)
         return manifest, digest
 
     async def _sync_one(

@@ -1,0 +1,74 @@
+"""Workloads coming and going for a leader's whole term: real etcd, simulated members.
+
+The propagator keeps memories per workload (the last render per member, what the status
+watches saw, when a policy was last read). A batch user's Jobs are uniquely named, one
+per run, so a memory not dropped with its workload grew with every Job ever run, as long
+as the controller kept the lease: each render alone held a whole manifest per member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from federation.registry import embedded, keys
+from tests.integration.test_propagation_support import (
+    Federation,
+    deployment,
+    started_federation,
+)
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+CLUSTERS = {"us-east-cpu": (1, None), "eu-west-arm": (1, None)}
+ROUNDS, PER_ROUND = 3, 8
+
+
+@pytest.fixture
+async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[Federation]:
+    async with started_federation(own_etcd.url, tmp_path) as federation:
+        yield federation
+
+
+async def works(fed: Federation) -> int:
+    return len((await fed.works.list(keys.prefix("works"))).items)
+
+
+async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behind(
+    fed: Federation,
+) -> None:
+    """Rounds of uniquely named workloads, each placed on two members, then deleted: once
+    every copy and Work is gone, each per-workload memory is back to where it started."""
+    stays = deployment("stays", 1)
+    await fed.put(stays)
+    await fed.bind(stays, CLUSTERS)
+    propagator = fed.start()
+    await wait_for(lambda: works(fed), timeout=20, message="the lasting workload's Works")
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="settled")
+    baseline = propagator.remembered()
+    for round_ in range(ROUNDS):
+        batch = [deployment(f"run-{round_}-{i}", 1) for i in range(PER_ROUND)]
+        for workload in batch:
+            await fed.put(workload)
+            await fed.bind(workload, CLUSTERS)
+        await wait_for(
+            lambda: propagator.remembered()["rendered"] >= (PER_ROUND + 1) * len(CLUSTERS),
+            timeout=30,
+            message=f"round {round_} applied and remembered",
+        )
+        for workload in batch:
+            await fed.unbind(workload)
+            await fed.delete(workload)
+
+        async def cleared(wanted: int = len(CLUSTERS)) -> bool:
+            return await works(fed) == wanted and propagator.pending == 0
+
+        await wait_for(cleared, timeout=30, message=f"round {round_} removed")
+    await wait_for(
+        lambda: propagator.remembered() == baseline,
+        timeout=10,
+        message=f"memories back to {baseline}",
+    )
