@@ -295,6 +295,14 @@ class ApiSettings(_Group):
         " raise it only with etcd's.",
     )
     request_timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+    watch_write_timeout: float = Field(
+        default=15.0,
+        gt=0,
+        description="Seconds a watch stream waits for its client to take the next event;"
+        " past it the stream is closed, with a warning naming the client, and what was"
+        " queued for it freed. A client that stopped reading held tens of MB meanwhile; a"
+        " client closed so lists and watches again, as from the Kubernetes API server.",
+    )
     readiness_timeout: float = Field(
         default=1.0,
         gt=0,

@@ -108,6 +108,7 @@ def build_app(
         currency=currency,
         queues=queues,
         max_object_bytes=settings.max_object_bytes,
+        watch_write_timeout=settings.watch_write_timeout,
     )
     drills = drills_api.DrillsApi(
         store,
@@ -143,7 +144,9 @@ def build_app(
             *queues.routes(),
             *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
-            *watch_api.WatchApi(store).routes(),  # so would it match /watch
+            *watch_api.WatchApi(
+                store, write_timeout=settings.watch_write_timeout
+            ).routes(),  # so would it match /watch
             *api.routes(),
             *dashboard.routes(),
             *(extra_routes or []),

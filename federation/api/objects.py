@@ -55,6 +55,7 @@ from federation.api import (
     selectors,
     shown,
     status,
+    streams,
     visible,
 )
 from federation.cache.currency import Currency
@@ -117,10 +118,13 @@ class ObjectsApi:
         currency: Currency | None = None,
         queues: queue_status.QueueStatusApi | None = None,
         max_object_bytes: int = ApiSettings().max_object_bytes,
+        watch_write_timeout: float = ApiSettings().watch_write_timeout,
     ) -> None:
         self.raw = store
         self.max_object_bytes = max_object_bytes
         """Largest write of one object etcd takes (`ApiSettings.max_object_bytes`)."""
+        self.watch_write_timeout = watch_write_timeout
+        """Seconds a watch's client may take nothing before it is dropped (`streams`)."""
         self.queues = queues or queue_status.QueueStatusApi(store)
         """What `get queues` shows, which a queue's deletion warns by (`_queue_in_use`)."""
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
@@ -301,10 +305,12 @@ class ObjectsApi:
         if refused is not None:
             await resp.write(status.error_event(refused))
             return resp
-        with contextlib.suppress(TimeoutError):  # the client's timeoutSeconds: the end
+        send = streams.Writer(request, resp, timeout=self.watch_write_timeout).write
+        # The client's timeoutSeconds is the end; so is the client gone, or dropped.
+        with contextlib.suppress(TimeoutError, streams.ClientGone):
             async with asyncio.timeout(deadline):
                 await self._stream(
-                    resp,
+                    send,
                     res,
                     prefix,
                     keep,
@@ -317,7 +323,7 @@ class ObjectsApi:
 
     async def _stream(
         self,
-        resp: web.StreamResponse,
+        send: streams.Send,
         res: objects.Resource,
         prefix: str,
         keep: Callable[[str], bool],
@@ -337,17 +343,17 @@ class ObjectsApi:
             listed = await self.raw.list(prefix)
             for kv in listed.items:
                 if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
-                    await _send(resp, "ADDED", tell(obj))
+                    await send(_line("ADDED", tell(obj)))
             start = listed.revision + 1
-        await _send(resp, "BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}})
+        await send(_line("BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}}))
         try:
             async for event in self.raw.watch(view.watched, start_revision=start):
                 if not keep(view.spec_key(event.key)):
                     continue
                 for kind, obj in await view.events(event, chosen):
-                    await _send(resp, kind, tell(obj))
+                    await send(_line(kind, tell(obj)))
         except errors.Compacted as exc:  # compacted since it was checked
-            await resp.write(status.error_event(resume.expired(exc)))
+            await send(status.error_event(resume.expired(exc)))
 
     # writes
 
@@ -1094,8 +1100,9 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
-async def _send(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
-    await resp.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+def _line(kind: str, obj: dict[str, Any]) -> bytes:
+    """One watch event of the per-kind route, as a JSON line."""
+    return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
 
 
 def _as_given(

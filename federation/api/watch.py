@@ -21,7 +21,9 @@ Where each resource starts:
     sendInitialEvents=false    every resource from now; no initial events
     (neither)                  each resource's objects as ADDED, then its changes
 
-`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does.
+`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does. A client that
+takes nothing for `ApiSettings.watch_write_timeout` seconds is dropped, and one that
+goes away ends the stream quietly (`streams`).
 
 Each resource then gets one BOOKMARK carrying the revision its changes follow, so a client
 knows that resource is followed (the dashboard re-lists it then, which also catches up on
@@ -44,20 +46,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from federation import errors
-from federation.api import auth, params, resume, selectors, shown, status, visible
+from federation.api import auth, params, resume, selectors, shown, status, streams, visible
 from federation.api import objects as objects_api
 from federation.registry import objects as reg_objects
 from federation.registry import store as st
 
 __all__ = ["WATCH_PATH", "WatchApi", "is_watch"]
 
-Send = Callable[[bytes], Awaitable[None]]
+Send = streams.Send
 
 WATCH_PATH = objects_api.API_PREFIX + "/watch"
 
@@ -89,8 +91,10 @@ def _event(kind: str, resource: str, obj: dict[str, Any]) -> bytes:
 class WatchApi:
     """The multiplexed watch route bound to one Store."""
 
-    def __init__(self, store: st.Store) -> None:
+    def __init__(self, store: st.Store, *, write_timeout: float) -> None:
+        """`write_timeout`: seconds a client may take nothing (`streams.Writer`)."""
         self.store = store
+        self.write_timeout = write_timeout
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get(WATCH_PATH, self.watch)]
@@ -110,12 +114,33 @@ class WatchApi:
         if refused is not None:  # every resource starts there: the stream ends at once
             await resp.write(status.error_event(refused))
             return resp
-        lock = asyncio.Lock()
+        send = streams.Writer(request, resp, timeout=self.write_timeout).write
+        try:
+            await self._stream(
+                who=who,
+                wanted=wanted,
+                start=start,
+                initial=initial,
+                chosen=chosen,
+                deadline=deadline,
+                send=send,
+            )
+        except* streams.ClientGone:
+            pass  # the client went away, or was dropped: every resource's watch ends with it
+        return resp
 
-        async def send(line: bytes) -> None:
-            async with lock:  # one event per line, whichever resource writes it
-                await resp.write(line)
-
+    async def _stream(
+        self,
+        *,
+        who: Any,
+        wanted: list[reg_objects.Resource],
+        start: int | None,
+        initial: bool,
+        chosen: selectors.Filter,
+        deadline: float | None,
+        send: Send,
+    ) -> None:
+        """`watch`'s events, once the stream has begun."""
         if start is None and not initial:
             start = await self.store.current_revision() + 1
         readable = []
@@ -146,13 +171,10 @@ class WatchApi:
                     )
         except* TimeoutError:
             pass  # the client's timeoutSeconds: the stream ends there, as Kubernetes ends it
-        except* ConnectionResetError:
-            pass  # the client went away: every resource's watch is stopped with it
         except* errors.Compacted as group:  # compacted since it was checked: end, as above
             first = group.exceptions[0]
             if isinstance(first, errors.Compacted):
                 await send(status.error_event(resume.expired(first)))
-        return resp
 
     async def _follow(
         self,

@@ -46,7 +46,11 @@ async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behi
     await fed.put(stays)
     await fed.bind(stays, CLUSTERS)
     propagator = fed.start()
-    await wait_for(lambda: works(fed), timeout=20, message="the lasting workload's Works")
+
+    async def lasting() -> bool:
+        return await works(fed) == len(CLUSTERS)
+
+    await wait_for(lasting, timeout=20, message="the lasting workload's Works")
     await wait_for(lambda: propagator.pending == 0, timeout=15, message="settled")
     baseline = propagator.remembered()
     for round_ in range(ROUNDS):
@@ -63,8 +67,8 @@ async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behi
             await fed.unbind(workload)
             await fed.delete(workload)
 
-        async def cleared(wanted: int = len(CLUSTERS)) -> bool:
-            return await works(fed) == wanted and propagator.pending == 0
+        async def cleared() -> bool:
+            return await works(fed) == len(CLUSTERS) and propagator.pending == 0
 
         await wait_for(cleared, timeout=30, message=f"round {round_} removed")
     await wait_for(
