@@ -11,6 +11,11 @@ logger, which a deployment ships wherever its other logs go. That logger records
 INFO whatever `--log-level` says (its own level): at the default, warning, the trail
 was dropped whole.
 
+Why the file is looked at before each record: logrotate's default renames it and creates
+an empty one in its place, and a handle kept open wrote into the renamed file for good.
+So, as Python's `WatchedFileHandler` does, a record goes to whatever file is at the path
+now, opened again when that is not the file open (renamed, replaced or deleted).
+
 Why a line per request, written after the response is built: the result code is the fact
 an auditor needs, and JSON lines are greppable and load into anything. Tokens never appear:
 a token is named by its digest prefix only (`auth.token_id`). For `/apply`, the line lists
@@ -25,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
@@ -67,6 +73,8 @@ class AuditLog:
         self.clock = clock
         self.path = Path(path) if path else None
         self._file: IO[str] | None = None
+        self._identity: tuple[int, int] | None = None
+        """(device, inode) of the file open: a different one at the path is a rotation."""
         if self.path is None:
             log.setLevel(logging.INFO)  # every mutation, whatever the process's log level
 
@@ -75,15 +83,29 @@ class AuditLog:
         if self.path is None:
             log.info("%s", line)
             return
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8", buffering=1)
-        self._file.write(line + "\n")
+        self._follow_path(self.path).write(line + "\n")
+
+    def _follow_path(self, path: Path) -> IO[str]:
+        """The file at `path` now, opened again when it is not the one open (rotated)."""
+        try:
+            found = os.stat(path)
+            now: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except FileNotFoundError:
+            now = None
+        if self._file is not None and now == self._identity:
+            return self._file
+        self.close()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", encoding="utf-8", buffering=1)
+        opened = os.fstat(self._file.fileno())
+        self._identity = (opened.st_dev, opened.st_ino)
+        return self._file
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self._identity = None
 
     def record_for(self, request: web.Request, code: int) -> dict[str, Any]:
         """What one finished mutation looks like in the trail."""
