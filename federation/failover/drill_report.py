@@ -30,6 +30,10 @@ nowhere; read as re-placed, a drill reported it recovered with no shortfall.
 Why a workload whose template is gone at the end is "deleted during the drill" and not
 lost: its Binding goes with it, and a drill that counted that as a loss failed (exit 1, no
 RTO) because a user ran `fedctl delete` while it held the fault. Failover lost nothing.
+Once deleted it stays so: a workload created again under its name (another uid, or seen
+after a sample without its template) is a new object, as in Kubernetes, and not the one
+that was on the member. Followed by name alone, the running lines said it dropped out
+twice, its "to move" total rose on a deletion, and the report listed it as stayed.
 
 Why the services not placed on the member again after the heal are named (`not_back`):
 lifting a user's taint, the drill's among them, moves no divided service back (as `kubectl
@@ -96,6 +100,10 @@ class WorkloadState:
     """A service its policy divides aggregated or by dynamic weights, without `failback:
     Automatic`: failover never places it back on a member that returns (Steady division);
     only `fedctl rebalance` does."""
+    uid: str = ""
+    """Its template's uid (empty: not known). Another uid under the same name is a new
+    object, created after the one followed was deleted: not the workload the drill
+    followed, whatever it does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,13 +371,22 @@ def recovered(samples: list[Sample], cluster: str) -> bool:
     first, last = samples[0], samples[-1]
     on_member = [w for w, s in first.workloads.items() if cluster in s.targets]
     return all(
-        last.deleted(w)
+        _replaced(first.workloads[w], last, w)
         or (
             (s := last.workloads.get(w)) is not None
             and (s.finished or (_whole(s) and (s.batch or s.stays_away or cluster in s.targets)))
         )
         for w in on_member
     )
+
+
+def _replaced(start: WorkloadState, sample: Sample, workload: str) -> bool:
+    """Whether `sample` no longer has the object that was `workload` at the start: its
+    template is deleted, or another object of that name (another uid) stands there."""
+    if sample.deleted(workload):
+        return True
+    now = sample.workloads.get(workload)
+    return now is not None and bool(start.uid and now.uid) and now.uid != start.uid
 
 
 def _scheduler_said(reason: str) -> bool:
@@ -461,13 +478,20 @@ class _Follow:
         on_member = sorted(w for w, s in first.workloads.items() if cluster in s.targets)
         self.lines = {w: WorkloadTimeline(w) for w in on_member}
         self.movers = frozenset(must_move(first, cluster))
+        self.first = first
         self.last = first
+        self.deleted: set[str] = set()
+        """Workloads deleted since the start (`_replaced`): so they stay, though an
+        object of the same name comes back."""
         self.evicting = False
         """The member carried a NoExecute taint at some point since the fault."""
 
     def see(self, sample: Sample) -> None:
         at = sample.t - self.fault_at
         for name, line in self.lines.items():
+            if name in self.deleted or _replaced(self.first.workloads[name], sample, name):
+                self.deleted.add(name)
+                continue
             state = sample.workloads.get(name)
             if state is None:
                 continue
@@ -495,7 +519,7 @@ class _Follow:
                 end=self.last.workloads.get(name),
                 cluster=self.cluster,
                 evicting=self.evicting,
-                deleted=self.last.deleted(name),
+                deleted=name in self.deleted,
                 due=not final and name in self.movers,
             )
 
@@ -510,7 +534,7 @@ class _Follow:
         out = []
         for name, line in self.lines.items():
             end = self.last.workloads.get(name)
-            if line.replaced is None or end is None or end.batch or self.last.deleted(name):
+            if line.replaced is None or end is None or end.batch or name in self.deleted:
                 continue
             if self.cluster not in end.targets and end.stays_away is kept:
                 out.append(name)

@@ -151,6 +151,7 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
         if isinstance(i.obj, Workload) and i.obj.is_batch
     }
     by_ref = {str(keys.parse_workload_key(i.key)): i.obj for i in ws.items}
+    uids = {str(keys.parse_workload_key(i.key)): i.obj.metadata.uid or "" for i in templates.items}
     out: dict[str, WorkloadState] = {}
     for item in bindings.items:
         ref = str(keys.parse_workload_key(item.key))
@@ -166,6 +167,7 @@ async def sample(store: st.Store, *, cluster: str, t: float) -> Sample:
             evictable=not eviction.never_evicted(b),
             batch=ref in batch,
             stays_away=b.metadata.annotations.get(CLAIMED_BY, "") in staying,
+            uid=uids.get(ref, ""),
         )
     return Sample(
         t,

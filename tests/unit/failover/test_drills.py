@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -496,27 +497,35 @@ def four_ways() -> list[Sample]:
     ]  # fmt: skip
 
 
+def narrate(samples: list[Sample]) -> Iterator[tuple[drills.Progress, list[str]]]:
+    """The drill so far and the narrator's new lines, as each sample after the first
+    comes; the fault at 1 s, the heal at 8 s, the drill done with the last sample."""
+    progress = drills.Progress(samples=samples[:1], fault_at=1)
+    narrator = drills.Narrator(report(), settle=30)
+    for sample in samples[1:]:
+        progress.samples.append(sample)
+        if sample is samples[-1]:
+            progress.healed_at, progress.stage = 8, "done"
+        yield progress, narrator.lines(progress)
+
+
 def test_the_running_counters_the_live_curve_and_the_report_count_the_same_workloads() -> None:
     """The counters said `re-placed 1/4` to the end while the report said 1 affected: they
     counted what had to move at the start, the report what it judged at the end. Now both
     count what the running report counts, the counters say each workload that drops out,
     and the last line gives the report's own totals."""
     samples = four_ways()
-    progress = drills.Progress(samples=samples[:1], fault_at=1)
-    narrator = drills.Narrator(report(), settle=30)
     said: list[str] = []
-    for sample in samples[1:]:
-        progress.samples.append(sample)
-        if sample is samples[-1]:
-            progress.healed_at, progress.stage = 8, "done"
-        now = narrator.lines(progress)
+    progress = drills.Progress()
+    for progress, now in narrate(samples):
         said += now
+        t = progress.samples[-1].t
         running = progress.partial(report())
         live = drills.curve(progress.samples, cluster="a", fault_at=1)[-1]
-        assert running.affected == live["affected"], (sample.t, running.affected, live)
+        assert running.affected == live["affected"], (t, running.affected, live)
         # Every k/n said, and every "n to move", is the running report's count.
         totals = {int(a or b) for a, b in re.findall(r"\d+/(\d+):|(\d+) to move", " ".join(now))}
-        assert totals <= {running.affected}, (sample.t, now, running.affected)
+        assert totals <= {running.affected}, (t, now, running.affected)
 
     final = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
     assert [s.split("] ", 1)[1] for s in said] == [
@@ -758,4 +767,81 @@ async def test_a_sample_knows_a_service_failover_never_brings_back(
     seen = await drills.sample(store, cluster="a", t=0)
 
     assert seen.workloads["team/Deployment.apps/api"].stays_away is stays_away
+    await store.close()
+
+
+# The user's drill on a busy fleet: `dep` ran on `a` when the drill began; its owner deleted
+# it and applied it again under the same name while the fault was held, and the new object
+# was placed on `a` again. The narration said `dep: deleted during the drill` twice, its
+# "to move" total rose on a deletion, and the report then listed dep as stayed.
+DEP_FIRST = W(("a",), ("a",), phase="Scheduled", uid="dep-1")
+DEP_AGAIN = W(("a",), ("a",), phase="Scheduled", uid="dep-2")
+WEB_ON_A = W(("a",), ("a",), phase="Scheduled", uid="web-1")
+WEB_AWAY = W(("b",), ("b",), phase="Scheduled", uid="web-1")
+WEB_AND_DEP = frozenset({"web", "dep"})
+
+
+def recreated_drill(*, deletion_seen: bool) -> list[Sample]:
+    gone = [Sample(3, False, {"web": WEB_ON_A}, no_execute=True, templates=ONLY_WEB)]
+    return [
+        Sample(0, False, {"web": WEB_ON_A, "dep": DEP_FIRST}, templates=WEB_AND_DEP),
+        Sample(
+            2, False, {"web": WEB_ON_A, "dep": DEP_FIRST}, no_execute=True, templates=WEB_AND_DEP
+        ),
+        *(gone if deletion_seen else []),
+        Sample(
+            4, False, {"web": WEB_ON_A, "dep": DEP_AGAIN}, no_execute=True, templates=WEB_AND_DEP
+        ),
+        Sample(
+            5, False, {"web": WEB_AWAY, "dep": DEP_AGAIN}, no_execute=True, templates=WEB_AND_DEP
+        ),
+        Sample(
+            6, False, {"web": WEB_AWAY, "dep": DEP_AGAIN}, no_execute=True, templates=WEB_AND_DEP
+        ),
+        Sample(9, False, {"web": WEB_AWAY, "dep": DEP_AGAIN}, templates=WEB_AND_DEP),
+    ]
+
+
+@pytest.mark.parametrize(
+    "deletion_seen",
+    [
+        pytest.param(True, id="a sample saw it deleted"),
+        pytest.param(False, id="deleted and created again between two samples"),
+    ],
+)
+def test_a_workload_created_again_under_its_name_is_said_deleted_once_and_reported_so(
+    deletion_seen: bool,
+) -> None:
+    samples = recreated_drill(deletion_seen=deletion_seen)
+    said = [line.split("] ", 1)[1] for _, now in narrate(samples) for line in now]
+    dropped = [line for line in said if line.startswith("dep:")]
+    assert dropped == ["dep: deleted during the drill; not counted, 1 to move"]
+    final = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert {w.workload: w.outcome for w in final.workloads} == {
+        "dep": "deleted during the drill",
+        "web": "recovered",
+    }
+    assert final.affected == 1
+    assert said[-1].startswith("done: 1 affected, re-placed 1/1, ready elsewhere 1/1;")
+    assert "1 deleted during the drill" in said[-1]
+    assert drills.recovered(samples, "a") is False  # web is not back on a
+    web_back = Sample(10, False, {"web": WEB_ON_A, "dep": DEP_AGAIN}, templates=WEB_AND_DEP)
+    assert drills.recovered([*samples, web_back], "a"), "the new dep is no concern of it"
+
+
+async def test_a_sample_knows_each_workload_by_its_templates_uid() -> None:
+    """What tells a workload created again under its name from the one the drill followed."""
+    store = MemoryStore()
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    w = fleet.workload("api", kind="Deployment")
+    w = w.model_copy(update={"metadata": w.metadata.model_copy(update={"uid": "uid-1"})})
+    ref = objects.workload_ref(w)
+    await typed.put(objects.key_for(w), w)
+    await codec.TypedStore(store, codec.Codec(Binding)).put(
+        keys.binding_key(ref), builders.binding(ref.name, clusters={"a": 1})
+    )
+
+    seen = await drills.sample(store, cluster="a", t=0)
+
+    assert {name: s.uid for name, s in seen.workloads.items()} == {str(ref): "uid-1"}
     await store.close()
