@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from federation.registry import embedded, keys
+from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     Federation,
     deployment,
@@ -33,6 +34,40 @@ async def fed(own_etcd: embedded.EmbeddedEtcd, tmp_path: Path) -> AsyncIterator[
         yield federation
 
 
+def job(name: str, *, ttl: int | None) -> Workload:
+    """A Job that runs for a moment; with `ttl`, one the member deletes once finished."""
+    spec: dict[str, object] = {
+        "template": {
+            "metadata": {"annotations": {"sim.fedctl.io/duration": "100ms"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+                ],
+            },
+        }
+    }
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    return Workload.model_validate(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "web"},
+            "spec": spec,
+        }
+    )
+
+
+def batch_of(round_: int) -> list[Workload]:
+    """Services and Jobs, some of which the member deletes once they finished: all kinds
+    a batch user's stream of uniquely named runs brings."""
+    return [
+        *(deployment(f"svc-{round_}-{i}", 1) for i in range(PER_ROUND // 2)),
+        *(job(f"run-{round_}-{i}", ttl=0 if i % 2 else None) for i in range(PER_ROUND // 2)),
+    ]
+
+
 async def works(fed: Federation) -> int:
     return len((await fed.works.list(keys.prefix("works"))).items)
 
@@ -40,8 +75,9 @@ async def works(fed: Federation) -> int:
 async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behind(
     fed: Federation,
 ) -> None:
-    """Rounds of uniquely named workloads, each placed on two members, then deleted: once
-    every copy and Work is gone, each per-workload memory is back to where it started."""
+    """Rounds of uniquely named services and Jobs, each placed on two members, then
+    deleted: once every copy and Work is gone, each per-workload memory is back to where
+    it started."""
     stays = deployment("stays", 1)
     await fed.put(stays)
     await fed.bind(stays, CLUSTERS)
@@ -54,7 +90,7 @@ async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behi
     await wait_for(lambda: propagator.pending == 0, timeout=15, message="settled")
     baseline = propagator.remembered()
     for round_ in range(ROUNDS):
-        batch = [deployment(f"run-{round_}-{i}", 1) for i in range(PER_ROUND)]
+        batch = batch_of(round_)
         for workload in batch:
             await fed.put(workload)
             await fed.bind(workload, CLUSTERS)
