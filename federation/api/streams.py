@@ -47,6 +47,8 @@ class Writer:
     def __init__(self, request: web.Request, resp: web.StreamResponse, *, timeout: float) -> None:
         self.request, self.resp, self.timeout = request, resp, timeout
         self._lock = asyncio.Lock()
+        self.dropped = False
+        """Closed for not reading: the other resources' lines are not tried, nor logged."""
         self.peer = _peer(request)
         """The client's address and port, as a log line names it (read while the
         connection is open: a lost one no longer knows it)."""
@@ -57,17 +59,20 @@ class Writer:
         was queued for it)."""
         peer = self.peer
         async with self._lock:  # one event per line, whichever resource writes it
+            if self.dropped:
+                raise ClientGone(peer)
             try:
                 async with asyncio.timeout(self.timeout):
                     await self.resp.write(line)
             except TimeoutError:
                 log.warning(
                     "watch %s from %s closed: the client took nothing for %gs"
-                    " (it lists and watches again)",
+                    " (a client lists and watches again from its resourceVersion)",
                     self.request.path,
                     peer,
                     self.timeout,
                 )
+                self.dropped = True
                 if self.request.transport is not None:
                     self.request.transport.abort()
                 raise ClientGone(peer) from None

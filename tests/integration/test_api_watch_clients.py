@@ -37,7 +37,7 @@ pytestmark = pytest.mark.integration
 
 API = "/apis/fedctl.io/v1alpha1"
 ROUTES = [
-    pytest.param(f"{API}/watch?resources=workloads", id="the multiplexed watch"),
+    pytest.param(f"{API}/watch?resources=workloads,bindings", id="the multiplexed watch"),
     pytest.param(f"{API}/workloads?watch=true", id="the per-kind watch"),
 ]
 PADDING = "x" * 32 * 1024
@@ -146,20 +146,24 @@ async def test_a_client_that_stops_reading_is_dropped_with_a_warning_naming_it(
     caplog.set_level(logging.INFO)
     async with api(write_timeout=0.5) as (url, store), silent_client(url, path) as sock:
         who = address(sock)
+
+        def warnings() -> list[str]:
+            return [
+                r.getMessage()
+                for r in caplog.records
+                if r.levelno == logging.WARNING and who in r.getMessage()
+            ]
+
         # Far more than the client's and the server's socket buffers hold.
         await flood(store, 400)
-        await wait_for(
-            lambda: any(
-                r.levelno == logging.WARNING and who in r.getMessage() for r in caplog.records
-            ),
-            timeout=5,
-            message=f"a warning naming {who}",
-        )
+        await wait_for(warnings, timeout=5, message=f"a warning naming {who}")
 
         async def closed() -> bool:
             return await closed_by_server(sock)
 
         await wait_for(closed, timeout=5, message="the connection closed by the server")
+        await flood(store, 5, start=400)  # more to send: the stream is over all the same
+    assert len(warnings()) == 1, warnings()
     assert not errors_logged(caplog)
 
 
