@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from federation.registry import embedded, keys
+from federation.registry import embedded, keys, objects
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
     Federation,
     deployment,
+    load,
     started_federation,
 )
 from tests.waiting import wait_for
@@ -111,4 +112,24 @@ async def test_uniquely_named_workloads_created_and_deleted_leave_no_memory_behi
         lambda: propagator.remembered() == baseline,
         timeout=10,
         message=f"memories back to {baseline}",
+    )
+
+
+async def test_a_policy_read_ahead_of_its_mirror_is_forgotten_once_it_is_deleted(
+    fed: Federation,
+) -> None:
+    """A policy read from the registry ahead of its mirror is kept until the mirror has
+    it, which it never does once the policy is deleted: kept for the leader's term."""
+    (policy,) = load("web.yaml", kinds=("PropagationPolicy",))
+    await fed.put(policy)
+    propagator = fed.start()
+    key = objects.key_for(policy)
+    await wait_for(lambda: key in propagator.policies.items, timeout=15, message="mirrored")
+    # As `_claiming_spec_now` keeps a newer copy it read while the mirror lagged.
+    propagator.sync._newer_policies[key] = propagator.policies.items[key]
+    await fed.delete(policy)
+    await wait_for(
+        lambda: propagator.remembered()["newer_policies"] == 0,
+        timeout=10,
+        message="the deleted policy's copy forgotten",
     )
