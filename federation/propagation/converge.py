@@ -539,7 +539,7 @@ class WorkloadSync:
                 # removed first, the new object's copy created on the next pass.
                 delay, foreign = await self._remove(ref, name, existing)
                 delays.append(delay if delay is not None else _AGAIN)
-                if delay is None:
+                if delay is None and foreign is not None:
                     why = f"removed from {name}: a copy of an earlier object of this name"
                     said.append(self._removed(ref, name, foreign, "Removed", why))
             targets = {n: t for n, t in targets.items() if n not in replaced}
@@ -659,16 +659,17 @@ class WorkloadSync:
             untouchable = self.untouchable(name)
             if untouchable is not None:
                 # No member call is made: say what stays there, never "removed".
-                await self._remove(ref, name, existing)
-                why = f"left running on {name}, no longer managed: {untouchable}"
-                said.append(self._event(ref, "Left", why, cluster=name))
+                _, foreign = await self._remove(ref, name, existing)
+                if foreign is not None:
+                    why = f"left running on {name}, no longer managed: {untouchable}"
+                    said.append(self._event(ref, "Left", why, cluster=name))
                 delays.append(None)
                 continue
             if deleted and existing[name].obj.spec.preserve_on_deletion:
                 # The template was deleted under a policy that preserves its copies
                 # (Karmada's preserveResourcesOnDeletion): the copy stays, released.
                 delay, foreign = await self._remove(ref, name, existing, release=True)
-                if delay is None:
+                if delay is None and foreign is not None:
                     why = f"released on {name}: kept there without fedctl's labels"
                     said.append(self._removed(ref, name, foreign, "Released", why))
             elif namespace is not None and self.occupied(namespace, name):
@@ -680,7 +681,7 @@ class WorkloadSync:
                 delay = _RETRY
             else:
                 delay, foreign = await self._remove(ref, name, existing)
-                if delay is None:
+                if delay is None and foreign is not None:
                     why = f"removed from {name}"
                     said.append(self._removed(ref, name, foreign, "Removed", why))
             delays.append(delay)
@@ -1027,11 +1028,12 @@ class WorkloadSync:
         existing: dict[str, codec.Stored[Work]],
         *,
         release: bool = False,
-    ) -> tuple[float | None, str]:
+    ) -> tuple[float | None, str | None]:
         """Delete our copy in `name` (or, `release`, leave it there without our labels and
         annotation, so no collection takes it later), then its Work. Returns a delay to try
         again after (None: done) and, when the member's object of that name is not ours
-        (`Applier.remove`: one `Abort` refused), what was left there as it is ("" else)."""
+        (`Applier.remove`: one `Abort` refused), what was left there as it is ("" else;
+        None when the Work was gone already, removed by a pass that said so)."""
         stored = existing[name]
         cluster = self.clusters.get(keys.cluster_key(name))
         foreign = ""
@@ -1044,9 +1046,13 @@ class WorkloadSync:
                 return _RETRY, ""
             if found == "foreign":
                 foreign = f"{object_ref(manifest)} there is not managed by fedctl"
-        await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
+        gone = await self.works_store.delete(keys.work_key(name, ref), guards=self.guards())
         existing.pop(name, None)
         self.watches.forget(name, ref)
+        if not gone:
+            # Another pass, reading the Work before this one's delete reached it, took
+            # the copy off and said so: told twice, a copy read as left there twice.
+            return None, None
         if foreign:
             log.info("%s: left on %s: %s", ref, name, foreign)
         else:
