@@ -272,6 +272,8 @@ class Admitter:
             )
             if over is not None:
                 return over, "budget"  # waits: no room is made for a budget
+        if state.holds_no_more(job, charge):
+            return None
         queue = snapshot.queues.get(job.queue)
         found = None
         if queue is not None and queue.spec.capability is not None:

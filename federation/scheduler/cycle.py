@@ -292,12 +292,16 @@ class Scheduler:
         # A job waiting with copies still running (`reconcile`) is placed without their
         # charge, so it does not compete with itself; they keep it if it fails.
         own = admit.state.usage.release(job.ref) if request.holding else None
-        outcome = (  # steps 3-5, for a job its queue can take
-            self._place(request, admit.state)
-            if refused is None
-            else pl.Failed(request, refused, "static")
-        )
-        settled = admit.settle(job, outcome, explained=refused is None)  # steps 6-7
+        admit.state.holds = own  # what a change asking no more passes limits with
+        try:
+            outcome = (  # steps 3-5, for a job its queue can take
+                self._place(request, admit.state)
+                if refused is None
+                else pl.Failed(request, refused, "static")
+            )
+            settled = admit.settle(job, outcome, explained=refused is None)  # steps 6-7
+        finally:
+            admit.state.holds = None
         admit.result.decision_seconds.append(self.clock.monotonic() - began)
         if not settled and own is not None:
             admit.state.usage.admit(own)

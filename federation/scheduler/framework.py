@@ -28,7 +28,7 @@ import numpy.typing as npt
 from federation.cache import snapshot as snap
 from federation.cache.parts import request_amount
 from federation.queue.pending import PendingJob
-from federation.quota.accounting import Usage
+from federation.quota.accounting import Admission, Usage
 from federation.resources import ResourceList, device_names
 from federation.scheduler import held, node_groups
 from federation.settings import SchedulerSettings
@@ -536,6 +536,10 @@ class CycleState:
         self.attribution: held.Attribution = {}
         """Where the cycle began by counting each group of admitted pods (`held`): a
         victim from an earlier cycle gives its room back there (`room.release`)."""
+        self.holds: Admission | None = None
+        """While a job with running copies is decided: what those copies were admitted
+        with (released from `usage` for the decision), so a change that asks no more
+        passes limits lowered below it (`holds_no_more`)."""
         self.fresh: set[int] = set()
         """`id` of each admission made against this state or its copies (shared): their
         pods are where they took them (`Admission.flavors`)."""
@@ -567,6 +571,17 @@ class CycleState:
         self.touched_rows: list[int] = []
         """The clusters of `touched`, entry for entry (what the per-signature replay reads)."""
 
+    def holds_no_more(self, job: PendingJob, charge: ResourceList) -> bool:
+        """Whether `job` asks no more of any resource, in the same queue, than its running
+        copies hold (`holds`): a capability, an ancestor's or a namespace's quota lowered
+        below what it holds then passes it, as a ResourceQuota never refuses a change that
+        lowers usage and Kueue keeps admitted work admitted. Refused, a scale-down turned
+        Pending and the larger copies ran on."""
+        own = self.holds
+        if own is None or own.ref != job.ref or own.queue != job.queue:
+            return False
+        return all(need <= own.charge.get(name, 0) for name, need in charge.items())
+
     def copy(self) -> CycleState:
         other = CycleState.__new__(CycleState)
         other.snapshot, other.settings = self.snapshot, self.settings
@@ -584,6 +599,7 @@ class CycleState:
         other.touched = []
         other.touched_rows = []
         other.attribution = dict(self.attribution)  # arrays replaced, never written
+        other.holds = self.holds
         other.fresh = self.fresh
         return other
 

@@ -144,6 +144,8 @@ def problem(
     namespace limit, or None."""
     if charge is None:
         charge = charge_for(job, chip, state.snapshot.chip_devices)
+    if state.holds is not None and state.holds_no_more(job.job, charge):
+        return None
     queues = state.snapshot.queues
     queue = queues.get(job.job.queue)
     found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
