@@ -12,20 +12,14 @@ where a Binding's cost came from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from federation.cache.currency import Currency
-from federation.cache.snapshot import device_defaults
 from policies.models.cluster import Cluster
 
-__all__ = ["defaults", "fill"]
-
-
-def defaults(profiles: Iterable[object]) -> dict[str, Decimal]:
-    """Chip model -> default device-hour price, in the federation's currency."""
-    return device_defaults(profiles)
+__all__ = ["fill"]
 
 
 def fill(

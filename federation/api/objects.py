@@ -59,6 +59,7 @@ from federation.api import (
     visible,
 )
 from federation.cache.currency import Currency
+from federation.cache.snapshot import device_defaults
 from federation.propagation.overrides import AnyOverride
 from federation.registry import arrival, codec, keys, objects
 from federation.registry import events as event_log
@@ -189,7 +190,7 @@ class ObjectsApi:
         self, item: codec.Stored[KubeObject], *, chip_prices: dict[str, Decimal] | None = None
     ) -> dict[str, Any]:
         """The object as the API shows it. `chip_prices`: the profiles' default chip prices
-        (`cluster_prices.defaults`), read once for a list of Clusters."""
+        (`snapshot.device_defaults`), read once for a list of Clusters."""
         wire = objects.with_revision(item.obj, item.revision).to_wire()
         if isinstance(item.obj, Workload):  # one stored before writes folded it
             wire = secret_data.fold(wire)
@@ -217,9 +218,9 @@ class ObjectsApi:
         return wire
 
     async def _chip_prices(self) -> dict[str, Decimal]:
-        """The AcceleratorProfiles' default chip prices (`cluster_prices.defaults`)."""
+        """The AcceleratorProfiles' default chip prices, as the scheduler charges them."""
         listed = await self.objects.list(objects.list_prefix(_PROFILES, None))
-        return cluster_prices.defaults(i.obj for i in listed.items)
+        return device_defaults(i.obj for i in listed.items)
 
     async def list_objects(self, request: web.Request) -> web.StreamResponse:
         res = self._resource(request)

@@ -27,6 +27,7 @@ from aiohttp import web
 from federation import errors
 from federation.api import auth, selectors, visible
 from federation.cache.currency import Currency
+from federation.propagation.interpreter.base import timestamp
 from federation.registry import codec, keys, objects
 from federation.registry import events as event_log
 from federation.registry import store as st
@@ -309,10 +310,4 @@ def _created(obj: Any) -> dt.datetime | None:
     """When the object described was created (to the second), so that describe shows its
     own events and not those of an object deleted before it under its name: events are
     keyed by name, and `kubectl describe` shows an object's own (by uid)."""
-    stamp = getattr(getattr(obj, "metadata", None), "creation_timestamp", None)
-    if not stamp:
-        return None
-    try:
-        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
-    except ValueError:
-        return None
+    return timestamp(getattr(getattr(obj, "metadata", None), "creation_timestamp", None))

@@ -36,6 +36,7 @@ __all__ = [
     "pod_requests",
     "split_largest_remainder",
     "split_roles",
+    "timestamp",
 ]
 
 Obj = dict[str, Any]
@@ -100,8 +101,9 @@ def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _timestamp(value: Any) -> dt.datetime | None:
-    """An RFC 3339 time from a member's status; None when absent or unreadable."""
+def timestamp(value: Any) -> dt.datetime | None:
+    """An RFC 3339 time (a member's status, an object's creationTimestamp); None when
+    absent, unreadable or without a zone."""
     if not isinstance(value, str):
         return None
     try:
@@ -131,12 +133,12 @@ def job_record(obj: Mapping[str, Any]) -> dict[str, Any]:
                     status="True",
                     reason=str(cond.get("reason") or ""),
                     message=str(cond.get("message") or ""),
-                    last_transition_time=_timestamp(cond.get("lastTransitionTime")),
+                    last_transition_time=timestamp(cond.get("lastTransitionTime")),
                 )
             )
     return {
-        "start_time": _timestamp(dig(obj, "status", "startTime")),
-        "completion_time": _timestamp(dig(obj, "status", "completionTime")),
+        "start_time": timestamp(dig(obj, "status", "startTime")),
+        "completion_time": timestamp(dig(obj, "status", "completionTime")),
         "conditions": conditions,
     }
 
