@@ -74,7 +74,7 @@ def build_app(
     settings = settings or ApiSettings()
     scheduler = scheduler or SchedulerSettings()
     currency = Currency.of(scheduler)
-    metrics = metrics or metrics_mod.Metrics()
+    metrics = metrics or metrics_mod.Metrics(clock=clock)
     limiter = limits.RateLimiter(
         rate=settings.rate_limit,
         burst=settings.rate_burst,
@@ -91,6 +91,7 @@ def build_app(
         )
     )
     middlewares: list[Middleware] = [
+        metrics.middleware,
         *([audit.middleware] if audit else []),
         *([failures.middleware, auth.middleware] if auth else []),
         limiter.middleware,

@@ -4,7 +4,8 @@ Role: one `Metrics` object per process that the components report into — the s
 (`observe_decision`, `observe_write`; `eviction` for the preemptions and reclaims it
 committed), propagation (`propagation_error`, from the applier), failover (`eviction` for
 taints and unhealthy copies), leader election (`set_leader`: the role, and its changes),
-the API's two limiters (`rate_limited`) — plus gauges derived at scrape time: each joined
+the API's two limiters (`rate_limited`), every API answer by route and code (`middleware`,
+the outermost, so refusals count too) — plus gauges derived at scrape time: each joined
 cluster's region, zone and provider (`fedctl_cluster_info`, to join other series on, as
 kube-state-metrics' `*_info` series are), cluster readiness and capacity by chip from the
 monitor's ClusterStatus, admitted and pending workloads per queue, and what the placed work
@@ -45,8 +46,10 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from federation import clock as clock_mod
 from federation import errors
 from federation.api import limits
+from federation.api.limits import Handler
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
@@ -250,6 +253,23 @@ _FOLLOWED: dict[str, tuple[str, codec.Codec[Any]]] = {
 """What the cache follows: its prefix in the registry and how to read what is there."""
 
 
+def _route(request: web.Request) -> str:
+    """The matched route's pattern, so that the series are bounded by the routes, not by
+    the names in the paths; `unmatched` for a path no route serves."""
+    info = request.match_info
+    resource = info.route.resource if info is not None and info.route is not None else None
+    if resource is None or info.http_exception is not None:
+        return "unmatched"
+    return resource.canonical
+
+
+def _watching(request: web.Request) -> bool:
+    """A watch of one kind (`?watch=1`) or of several (the `/watch` route)."""
+    return request.query.get("watch") in ("1", "true") or request.path.rstrip("/").endswith(
+        "/fedctl.io/v1alpha1/watch"
+    )
+
+
 def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
     """(chip, allocatable|free) → amount, summed over the status's node flavors: devices
     per accelerator model, and every node's CPU cores per architecture, accelerator nodes'
@@ -270,9 +290,13 @@ def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:
 class Metrics:
     """The process's metric families; components call the small methods below."""
 
-    def __init__(self, *, queue_view: qv.Published | None = None) -> None:
+    def __init__(
+        self, *, queue_view: qv.Published | None = None, clock: clock_mod.Clock = clock_mod.real
+    ) -> None:
         """`queue_view`: where this process's scheduling loop publishes each cycle's queue
-        tally while it leads (the one the queue status view reads)."""
+        tally while it leads (the one the queue status view reads); `clock` times the API's
+        requests."""
+        self._clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         self.cache = RegistryCache()
         self.queue_view = queue_view
@@ -327,6 +351,23 @@ class Metrics:
         )
         for limiter in limits.LIMITERS:  # both series from the start, zeros included
             self._limited.labels(limiter=limiter)
+        self._requests = Counter(
+            "fedctl_api_requests",
+            "API requests answered, by method (WATCH for a watch), route (the path pattern,"
+            " as `/apis/{group}/{version}/namespaces/{namespace}/{plural}`) and HTTP code;"
+            " 499 when the client left first. Counted when the answer is complete, as"
+            " kube-apiserver's apiserver_request_total is.",
+            ["method", "route", "code"],
+            registry=r,
+        )
+        self._latency = Histogram(
+            "fedctl_api_request_duration_seconds",
+            "Time from a request's arrival to its answer, by method and route; watches are"
+            " left out (they last as long as their client stays).",
+            ["method", "route"],
+            buckets=WRITE_BUCKETS,
+            registry=r,
+        )
         r.register(_Derived(self))
 
     def observe_decision(self, seconds: float) -> None:
@@ -369,6 +410,32 @@ class Metrics:
 
     def rate_limited(self, limiter: str) -> None:
         self._limited.labels(limiter=limiter).inc()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Counts every answer, refusals of the sign-in and rate limiters included: it is
+        the outermost middleware, so a 401 or 429 an SRE alerts on is seen here."""
+        started = self._clock.monotonic()
+        watching = _watching(request)
+        method = "WATCH" if watching else request.method
+        code = 500
+        try:
+            resp = await handler(request)
+            code = resp.status
+            return resp
+        except web.HTTPException as exc:
+            code = exc.status
+            raise
+        except asyncio.CancelledError:
+            code = 499  # the client went away first
+            raise
+        finally:
+            route = _route(request)
+            self._requests.labels(method=method, route=route, code=str(code)).inc()
+            if not watching:
+                self._latency.labels(method=method, route=route).observe(
+                    self._clock.monotonic() - started
+                )
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

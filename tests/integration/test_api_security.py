@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 import yarl
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from clusters.kube import kubeconfig
 from federation import clock, secrets
@@ -562,3 +563,46 @@ async def test_the_cli_without_a_token_says_where_to_give_one(
         main.main, ["get", "clusters", "--server", api.base, "--token", "guessed"]
     )
     assert code == 1 and "the token given was refused" in capsys.readouterr().err
+
+
+async def test_requests_are_counted_by_method_route_and_code(
+    store: EtcdStore, authn: auth.Authenticator
+) -> None:
+    """An SRE's error-rate alert needs every answer counted, refusals before any route
+    too: a 401 for a wrong token, a 404 for a path nothing serves. The route is the
+    pattern, so names in paths do not make new series; a watch is counted under WATCH and
+    kept out of the latency histogram, which it would fill with its client's patience."""
+    app = api_app.build_app(store, auth=authn)
+    async with serving(app) as base, aiohttp.ClientSession() as session:
+        client = Client(base, session)
+        assert (await client.call("POST", f"{API}/clusters", CLUSTER))[0] == 201
+        for name in ("eu-test", "nowhere"):
+            await client.call("GET", f"{API}/clusters/{name}")
+        assert (await client.call("GET", f"{API}/clusters", token="guess-0123456789"))[0] == 401
+        assert (await client.call("GET", "/no/such/path"))[0] == 404
+        watch = f"{base}{API}/clusters?watch=1&timeoutSeconds=1"
+        async with session.get(watch, headers={"Authorization": f"Bearer {ADMIN}"}) as r:
+            assert r.status == 200 and b"ADDED" in await r.read()
+        _, text, _ = await client.call("GET", "/metrics", token=SCRAPER)
+    counted = {
+        (s.labels["method"], s.labels["route"], s.labels["code"]): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "fedctl_api_requests"
+        for s in family.samples
+        if s.name == "fedctl_api_requests_total"
+    }
+    one = f"{API}/{{plural}}/{{name}}"
+    assert counted[("POST", f"{API}/{{plural}}", "201")] == 1
+    assert counted[("GET", one, "200")] == 1 and counted[("GET", one, "404")] == 1
+    assert counted[("GET", f"{API}/{{plural}}", "401")] == 1
+    assert counted[("GET", "unmatched", "404")] == 1
+    assert counted[("WATCH", f"{API}/{{plural}}", "200")] == 1
+    timed = {
+        (s.labels["method"], s.labels["route"])
+        for family in text_string_to_metric_families(text)
+        if family.name == "fedctl_api_request_duration_seconds"
+        for s in family.samples
+        if s.name.endswith("_count")
+    }
+    assert ("GET", one) in timed and ("POST", f"{API}/{{plural}}") in timed
+    assert not any(method == "WATCH" for method, _ in timed)
