@@ -592,7 +592,7 @@ async def _get_workloads(args: argparse.Namespace) -> int:
         kind = f"{args.workload_kind} workloads" if args.workload_kind else "workloads"
         print(f"No {kind} found.", file=sys.stderr)
         return 0
-    print(workloads_view.table(items, wide=args.output == "wide"))
+    print(workloads_view.table(items, wide=args.output == "wide", now=clock.real.now()))
     return 0
 
 

@@ -183,11 +183,14 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
     return f"Workloads:   {len(rows)} placed here\n  " + body.replace("\n", "\n  ")
 
 
-def table(items: list[dict[str, Any]], *, wide: bool) -> str:
+def table(items: list[dict[str, Any]], *, wide: bool, now: dt.datetime | None = None) -> str:
     """`wide` adds the chip chosen on each cluster, the queue and priority the workload was
-    admitted under and what its replicas cost an hour (as `fedctl cost` sums it)."""
+    admitted under and what its replicas cost an hour (as `fedctl cost` sums it). Jobs
+    alone read as `kubectl get jobs` does: COMPLETIONS, and DURATION when `now` is given."""
     jobs = bool(items) and all(i["kind"] == _JOB for i in items)
+    timed = jobs and now is not None
     headers = ["NAMESPACE", "NAME", "KIND", "HEALTH", "COMPLETIONS" if jobs else "READY"]
+    headers += ["DURATION"] if timed else []
     headers += ["CLUSTERS"]
     if wide:
         headers += ["CHIPS", "QUEUE", "PRIORITY", render.per_hour("COST/H", _currency(items))]
@@ -206,6 +209,7 @@ def table(items: list[dict[str, Any]], *, wide: bool) -> str:
             item["kind"],
             _health(item),
             _completions(item) if jobs else ready,
+            *([_duration(status, now)] if timed and now is not None else []),
             placement_cell(item),
         ]
         if wide:
@@ -246,6 +250,52 @@ def _completions(item: dict[str, Any]) -> str:
     if isinstance(parallelism, int) and parallelism > 1:
         return f"{done}/1 of {parallelism}"
     return f"{done}/1"
+
+
+def _duration(status: dict[str, Any], now: dt.datetime) -> str:
+    """kubectl's DURATION of a Job: from its start to its completion, or to now while it
+    runs; `-` before it starts (suspended, or waiting in its queue)."""
+    start = _instant(status.get("startTime"))
+    if start is None:
+        return "-"
+    end = _instant(status.get("completionTime")) or now
+    return human_duration(max(0, int((end - start).total_seconds())))
+
+
+def _instant(value: object) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: int) -> str:
+    """As kubectl's `duration.HumanDuration`: two units while the second still says
+    something (`2m30s`, `3h20m`, `2d5h`), one after (`45m`, `20h`, `12d`)."""
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return f"{seconds}s"
+    if minutes < 10:
+        rest = seconds % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 192:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if days < 730:
+        return f"{days}d"
+    years, rest = days // 365, days % 365
+    if days < 2920:
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"
 
 
 def _hourly(targets: list[dict[str, Any]], spec: dict[str, Any]) -> str:

@@ -660,3 +660,51 @@ def test_every_cost_column_names_the_federation_s_currency() -> None:
     assert workloads_view.table([item], wide=True).splitlines()[0].split()[-1] == "COST/H(EUR)"
     placement = workloads_view.describe({**doc(BINDING), "currency": "EUR"}).split("Placement")
     assert "COST/H(EUR)" in placement[1].splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "0s"),
+        (119, "119s"),
+        (150, "2m30s"),
+        (540, "9m"),
+        (600, "10m"),
+        (10799, "179m"),
+        (3 * 3600 + 1200, "3h20m"),
+        (8 * 3600, "8h"),
+        (47 * 3600 + 3599, "47h"),
+        (2 * 86400 + 5 * 3600, "2d5h"),
+        (12 * 86400, "12d"),
+        (800 * 86400, "2y70d"),
+        (3000 * 86400, "8y"),
+    ],
+)
+def test_durations_read_as_kubectl_s(seconds: int, shown: str) -> None:
+    assert workloads_view.human_duration(seconds) == shown
+
+
+def test_get_jobs_shows_each_job_s_duration_as_kubectl_does() -> None:
+    """kubectl's DURATION: start to completion for a finished Job, start to now for one
+    that runs, nothing before it starts; `fedctl get jobs` had no such column."""
+    now = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.UTC)
+    done = {
+        "health": "Completed",
+        "phase": "Succeeded",
+        "succeeded": 1,
+        "startTime": "2026-05-01T10:00:00Z",
+        "completionTime": "2026-05-01T10:02:30Z",
+    }
+    running = {"health": "Progressing", "phase": "Running", "startTime": "2026-05-01T11:15:00Z"}
+    items = [
+        _job_item("done", done, completions=1, parallelism=1),
+        _job_item("runs", running, completions=4, parallelism=2),
+        _job_item("held", None, completions=8, parallelism=2, suspended=True),
+    ]
+    header, *rows = workloads_view.table(items, wide=False, now=now).splitlines()
+    assert header.split()[4:6] == ["COMPLETIONS", "DURATION"]
+    assert {row.split()[1]: row.split()[5] for row in rows} == {
+        "done": "2m30s",
+        "runs": "45m",
+        "held": "-",
+    }
