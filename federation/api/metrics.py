@@ -5,7 +5,8 @@ Role: one `Metrics` object per process that the components report into — the s
 committed), propagation (`propagation_error`, from the applier), failover (`eviction` for
 taints and unhealthy copies), leader election (`set_leader`: the role, and its changes),
 the API's two limiters (`rate_limited`), every API answer by route and code (`middleware`,
-the outermost, so refusals count too) — plus gauges derived at scrape time: each joined
+the outermost, so refusals count too), every etcd call by operation and gRPC code
+(`etcd_request`, the registry's observer) — plus gauges derived at scrape time: each joined
 cluster's region, zone and provider (`fedctl_cluster_info`, to join other series on, as
 kube-state-metrics' `*_info` series are), cluster readiness and capacity by chip from the
 monitor's ClusterStatus, admitted and pending workloads per queue, and what the placed work
@@ -70,6 +71,24 @@ DECISION_BUCKETS = (
 )
 """From 10 µs: a decision takes tens to hundreds of µs (docs/architecture.md), a slow one
 (a spread over many zones, a preemption search) up to seconds."""
+
+ETCD_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+"""From 0.5 ms (a read of a local etcd) to 10 s (its request timeout is 5 s by default)."""
 
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """From 1 ms (one transaction to a local etcd) to 30 s (thousands of Bindings, or an etcd
@@ -368,6 +387,23 @@ class Metrics:
             buckets=WRITE_BUCKETS,
             registry=r,
         )
+        self._etcd = Counter(
+            "fedctl_etcd_requests",
+            "Calls this process made to etcd, by operation (Range, Put, Txn, LeaseGrant,"
+            " LeaseRevoke, Compaction) and gRPC code (OK, UNAVAILABLE, DEADLINE_EXCEEDED,"
+            " ...); each attempt of a retried call counts. Watches and lease keepalives"
+            " are streams and are not counted.",
+            ["operation", "code"],
+            registry=r,
+        )
+        self._etcd_latency = Histogram(
+            "fedctl_etcd_request_duration_seconds",
+            "Time etcd took to answer one call (or to fail it), by operation, as"
+            " kube-apiserver's etcd_request_duration_seconds.",
+            ["operation"],
+            buckets=ETCD_BUCKETS,
+            registry=r,
+        )
         r.register(_Derived(self))
 
     def observe_decision(self, seconds: float) -> None:
@@ -407,6 +443,11 @@ class Metrics:
             if pods and not cache.finished.get(ref):
                 (admitted if phase == "Scheduled" else pending)[queue] += 1
         return cache.queues.keys(), pending, admitted
+
+    def etcd_request(self, operation: str, code: str, seconds: float) -> None:
+        """The registry's `RequestObserver` (`EtcdStore.observe`)."""
+        self._etcd.labels(operation=operation, code=code).inc()
+        self._etcd_latency.labels(operation=operation).observe(seconds)
 
     def rate_limited(self, limiter: str) -> None:
         self._limited.labels(limiter=limiter).inc()

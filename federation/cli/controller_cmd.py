@@ -249,7 +249,9 @@ async def run_controller(
     settings = _settings(
         etcd=etcd, listen=listen, lease_ttl=lease_ttl, kubeconfig_exec=kubeconfig_exec
     )
-    store = EtcdStore(settings.etcd)
+    published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
+    metrics = metrics_mod.Metrics(queue_view=published)
+    store = EtcdStore(settings.etcd, observe=metrics.etcd_request)
     await store.connect()
     host, port = split_listen(settings.api.listen)
     supervisor = Supervisor()
@@ -257,8 +259,6 @@ async def run_controller(
     ssl_context = extras.pop("ssl_context")
     if extras["auth"] is None:
         _warn_open(host)
-    published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
-    metrics = metrics_mod.Metrics(queue_view=published)
     app = api_app.build_app(
         store,
         settings=settings.api,

@@ -26,7 +26,7 @@ import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import grpc
@@ -73,11 +73,26 @@ def _kv(kv: Any) -> st.KeyValue:
     )
 
 
+class RequestObserver(Protocol):
+    """Hears of each unary etcd call: its operation (`Range`, `Put`, `Txn`, `LeaseGrant`,
+    `LeaseRevoke`, `Compaction`), its gRPC code (`OK`, `UNAVAILABLE`, ...) and seconds."""
+
+    def __call__(self, operation: str, code: str, seconds: float) -> None: ...
+
+
+def _unobserved(operation: str, code: str, seconds: float) -> None:
+    """No one listens (the CLI's own stores, tests)."""
+
+
 class EtcdStore:
     """A Store on etcd; build with `EtcdStore(settings)`, then `await store.connect()`."""
 
-    def __init__(self, settings: EtcdSettings | None = None) -> None:
+    def __init__(
+        self, settings: EtcdSettings | None = None, *, observe: RequestObserver | None = None
+    ) -> None:
+        """`observe` hears of every unary call to etcd (set it later as `store.observe`)."""
         self._settings = settings or EtcdSettings()
+        self.observe: RequestObserver = observe or _unobserved
         self._channel: grpc.aio.Channel | None = None
         self._kv_stub: Any = None
         self._lease_stub: Any = None
@@ -163,17 +178,31 @@ class EtcdStore:
             reraise=True,
         )
 
+    async def _timed(self, method: Any, request: Any, *, timeout: float | None = None) -> Any:
+        """One call, told to `observe` with its outcome: each attempt of a retried call is
+        one observation, as each is one round trip etcd answered (or did not)."""
+        operation = type(request).__name__.removesuffix("Request")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            resp = await method(request, timeout=timeout or self._settings.request_timeout)
+        except grpc.aio.AioRpcError as exc:
+            self.observe(operation, exc.code().name, loop.time() - started)
+            raise
+        self.observe(operation, "OK", loop.time() - started)
+        return resp
+
     async def _call(self, method: Any, request: Any) -> Any:
         self._stubs()
         try:  # the common case pays no retry machinery
-            return await method(request, timeout=self._settings.request_timeout)
+            return await self._timed(method, request)
         except grpc.aio.AioRpcError as exc:
             if exc.code() not in _RETRYABLE:
                 raise self._translate(exc) from exc
         async for attempt in self._retrying():
             with attempt:
                 try:
-                    return await method(request, timeout=self._settings.request_timeout)
+                    return await self._timed(method, request)
                 except grpc.aio.AioRpcError as exc:
                     raise self._translate(exc) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
@@ -211,7 +240,7 @@ class EtcdStore:
         self._stubs()
         req = rpc.RangeRequest(key=b"/", limit=1, count_only=True)
         try:
-            await self._kv_stub.Range(req, timeout=timeout)
+            await self._timed(self._kv_stub.Range, req, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise errors.Unavailable(
@@ -246,7 +275,7 @@ class EtcdStore:
         request = self._txn(ops, guards)
         first = True
         try:
-            resp = await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
+            resp = await self._timed(self._kv_stub.Txn, request)
         except grpc.aio.AioRpcError as exc:
             if exc.code() not in _RETRYABLE:
                 raise self._translate(exc) from exc
@@ -270,7 +299,7 @@ class EtcdStore:
         async for attempt in self._retrying():
             with attempt:
                 try:
-                    return await self._kv_stub.Txn(request, timeout=self._settings.request_timeout)
+                    return await self._timed(self._kv_stub.Txn, request)
                 except grpc.aio.AioRpcError as exc:
                     raise self._translate(exc) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover

@@ -8,9 +8,11 @@ import sys
 import time
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ConfigDict
 
 from federation import errors
+from federation.api import metrics as metrics_mod
 from federation.registry import codec, embedded
 from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
@@ -76,6 +78,43 @@ async def test_a_call_with_the_default_settings_rides_out_a_short_etcd_restart(
         assert kv is not None and kv.value == b"v"
     finally:
         await store.close()
+
+
+async def test_every_etcd_call_and_each_failed_attempt_is_a_metric(
+    own_etcd: embedded.EmbeddedEtcd,
+) -> None:
+    """An SRE could not tell a slow or restarting etcd from a slow controller: no series
+    counted etcd's answers or timed them. Each attempt of a retried call counts with its
+    gRPC code, so an etcd restart reads as UNAVAILABLE Ranges while the caller saw none."""
+    metrics = metrics_mod.Metrics()
+    store = EtcdStore(etcd_settings(own_etcd.url), observe=metrics.etcd_request)
+    await store.connect()
+    try:
+        await st.put(store, "/r/k", b"v")
+        await store.commit([st.Put("/r/a", b"1"), st.Put("/r/b", b"2")])
+        own_etcd.stop(kill=True)
+        back = asyncio.get_running_loop().call_later(1.5, own_etcd.start)
+        try:
+            kv = await store.get("/r/k")
+        finally:
+            back.cancel()
+        assert kv is not None and kv.value == b"v"
+    finally:
+        await store.close()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for s in family.samples
+    }
+
+    def calls(operation: str, code: str) -> float:
+        labels = (("code", code), ("operation", operation))
+        return samples.get(("fedctl_etcd_requests_total", labels), 0.0)
+
+    assert calls("Put", "OK") == 1 and calls("Txn", "OK") == 1
+    assert calls("Range", "OK") >= 1 and calls("Range", "UNAVAILABLE") >= 1
+    timed = samples[("fedctl_etcd_request_duration_seconds_count", (("operation", "Range"),))]
+    assert timed == calls("Range", "OK") + calls("Range", "UNAVAILABLE")
 
 
 def test_cli_names_unreachable_etcd_and_exits_fast() -> None:
