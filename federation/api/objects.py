@@ -241,7 +241,7 @@ class ObjectsApi:
         tell = _teller(request, res)
         items: list[dict[str, Any]] = []
         revision = 0
-        headers = CIMultiDict[str]()
+        unreadable: list[str] = []
         for part, keep in visible.parts(res, prefix, owned):
             if res.readonly:
                 raw = await self.raw.list(part)
@@ -254,8 +254,7 @@ class ObjectsApi:
                 await self._present(i, chip_prices=chips) for i in listed.items if keep(i.key)
             ]
             revision = max(revision, listed.revision)
-            for skipped in listed.skipped:
-                headers.add("Warning", _unreadable(skipped))
+            unreadable += [_unreadable(skipped) for skipped in listed.skipped]
         items = [item for item in items if chosen.matches(item)]
         if res.plural == "events":
             items.sort(key=event_log.last_seen)  # oldest first, as the docs promise
@@ -266,7 +265,7 @@ class ObjectsApi:
                 "metadata": {"resourceVersion": str(revision)},
                 "items": items,
             },
-            headers=headers,
+            headers=_warnings(unreadable),
         )
 
     async def get(self, request: web.Request) -> web.Response:
@@ -690,7 +689,8 @@ class ObjectsApi:
         changed = [o for o, outcome in zip(models, outcomes, strict=True) if outcome != "unchanged"]
         notes = await self._write_notes(models, changed=changed, dry=dry)
         return web.json_response(
-            {"results": results, "warnings": notes, "dryRun": dry}, headers=_warnings(notes)
+            {"results": results, "warnings": notes, "dryRun": dry},
+            headers=_warnings(notes, rest="in the body's `warnings`"),
         )
 
     async def _write_notes(
@@ -1001,10 +1001,25 @@ def _teller(request: web.Request, res: objects.Resource) -> Callable[[Any], Any]
     return visible.teller(res.plural, auth.readable(request.get(auth.PRINCIPAL)))
 
 
-def _warnings(texts: Sequence[str]) -> CIMultiDict[str]:
+WARNING_HEADERS = 40
+"""`Warning` headers one answer carries at most; the rest are counted in one more.
+
+Why: one apply of 130 policies that each selected nothing yet answered with 130 headers,
+and aiohttp's client (`fedctl`) refuses a response of more than 128: the CLI showed a
+traceback after everything was stored. kube-apiserver caps its warnings too (it truncates
+them past 4 KiB in all and drops the rest). `/apply` also answers with every note in its
+body's `warnings`, which is what `fedctl apply` prints."""
+
+
+def _warnings(texts: Sequence[str], *, rest: str = "not shown") -> CIMultiDict[str]:
+    """`texts` as `Warning` headers: the first `WARNING_HEADERS`, then one that counts
+    the others and says where they are (`rest`)."""
     headers = CIMultiDict[str]()
-    for text in texts:
+    shown = texts if len(texts) <= WARNING_HEADERS else texts[: WARNING_HEADERS - 1]
+    for text in shown:
         headers.add("Warning", _warning(text))
+    if len(shown) < len(texts):
+        headers.add("Warning", _warning(f"{len(texts) - len(shown)} more warning(s) {rest}"))
     return headers
 
 
@@ -1014,10 +1029,10 @@ def _warning(text: str) -> str:
 
 
 def _unreadable(skipped: codec.Skipped) -> str:
-    """A `Warning` header for a stored object the list leaves out because it no longer
-    reads (a hand edit, or a rule this release added): a list that silently shrank would
-    hide, say, the policy whose workloads now stay where they are for want of it."""
-    return _warning(
+    """A warning for a stored object the list leaves out because it no longer reads (a
+    hand edit, or a rule this release added): a list that silently shrank would hide, say,
+    the policy whose workloads now stay where they are for want of it."""
+    return (
         f"{skipped.key} is stored but cannot be read, so it is left out:"
         f" {skipped.error}; apply a corrected version or delete it"
     )

@@ -101,7 +101,12 @@ class ApiClient:
         content_type: str = "application/json",
         params: dict[str, str] | None = None,
         allow_missing: bool = False,
+        warnings: bool = True,
     ) -> Any:
+        """The JSON answer to `method` `path` (None: 404 with `allow_missing`, or no body).
+        Its `Warning` headers are printed, as kubectl prints them, unless `warnings` is
+        False: the caller prints them from the body (`/apply` caps its headers and puts
+        every note there)."""
         assert self._session is not None, "use ApiClient as an async context manager"
         url = self.server + (path if path.startswith("/") else f"{API}/{path}")
         data = text if text is not None else (json.dumps(body) if body is not None else None)
@@ -123,6 +128,7 @@ class ApiClient:
                     params=params,
                     content_type=content_type,
                     allow_missing=allow_missing,
+                    warnings=warnings,
                 )
         return answer
 
@@ -135,6 +141,7 @@ class ApiClient:
         params: dict[str, str] | None,
         content_type: str,
         allow_missing: bool,
+        warnings: bool,
     ) -> Any:
         assert self._session is not None
         # As a stream: aiohttp writes a large str or bytes body in one go, blocking the
@@ -145,7 +152,7 @@ class ApiClient:
                 method, url, data=stream, params=params, headers={"Content-Type": content_type}
             ) as resp:
                 payload = await resp.text()
-                for warning in resp.headers.getall("Warning", []):
+                for warning in resp.headers.getall("Warning", []) if warnings else ():
                     print(f"Warning: {_warning_text(warning)}", file=sys.stderr)
                 if resp.status == 404 and allow_missing:
                     return None
@@ -170,7 +177,10 @@ class ApiClient:
                     )
                 if resp.status >= 400:
                     raise _api_error(resp.status, payload)
-                return json.loads(payload) if payload else None
+                try:
+                    return json.loads(payload) if payload else None
+                except ValueError as exc:
+                    raise _unreadable(method, url, f"a body that is not JSON ({exc})") from exc
         except aiohttp.ClientConnectorError as exc:
             raise errors.Unavailable(
                 f"no fedctl controller at {self.server}: {exc.os_error.strerror or exc}"
@@ -181,6 +191,10 @@ class ApiClient:
             raise errors.Unavailable(
                 f"fedctl controller at {self.server} did not answer in time", endpoint=self.server
             ) from exc
+        except aiohttp.ClientResponseError as exc:  # the answer's head did not parse
+            raise _unreadable(method, url, exc.message or str(exc)) from exc
+        except aiohttp.ClientError as exc:  # cut off, or ended mid-body
+            raise _unreadable(method, url, str(exc) or type(exc).__name__) from exc
 
 
 _THROTTLED_FOR = 60.0
@@ -215,6 +229,17 @@ def _warning_text(header: str) -> str:
     if code.isdigit() and agent and text.startswith('"') and text.endswith('"'):
         return text[1:-1]
     return header
+
+
+def _unreadable(method: str, url: str, what: str) -> errors.PermanentError:
+    """An answer fedctl cannot read, said in one line instead of aiohttp's traceback.
+    Not retried, and not read as "nothing done": the server may have carried the request
+    out (an apply whose answer broke had stored every object)."""
+    path = yarl.URL(url).path
+    return errors.PermanentError(
+        f"the controller answered {method} {path} with a response fedctl cannot read:"
+        f" {what}; the request may have been carried out (check with `fedctl get`)"
+    )
 
 
 def _api_error(code: int, payload: str) -> ApiError:

@@ -273,7 +273,8 @@ async def _apply(args: argparse.Namespace) -> int:
         body = {"items": [o.model.to_wire() for o in loaded]}
         try:
             params = {"dryRun": "All"} if args.dry_run else None
-            answer = await api.request("POST", "apply", body=body, params=params)
+            # Every note is in the body; the headers carry only the first few.
+            answer = await api.request("POST", "apply", body=body, params=params, warnings=False)
         except client.ApiError as exc:
             if exc.code == 403:
                 raise refused_at(exc, loaded) from exc
@@ -284,6 +285,8 @@ async def _apply(args: argparse.Namespace) -> int:
                 f"{len(found)} error(s) found by the controller; nothing was applied",
                 findings=found,
             ) from exc
+        for note in answer.get("warnings") or ():
+            print(f"Warning: {note}", file=sys.stderr)
         dry = _DRY if args.dry_run else ""
         for item in answer["results"]:
             label = _label(item["kind"], item["apiVersion"], item["name"])
