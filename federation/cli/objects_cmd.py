@@ -133,7 +133,14 @@ def register(sub: Any) -> None:
         help=f"{_NAME_HELP}; several are deleted in turn, as kubectl takes them (so are"
         " several KIND/NAME)",
     )
-    delete.add_argument("-f", "--filename", action="append", metavar="FILE|DIR")
+    delete.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        metavar="FILE|DIR",
+        help="delete the objects a file or directory names; repeat -f for more (-f a -f b);"
+        " not with KIND, NAME or -l",
+    )
     delete.add_argument("-n", "--namespace", default=None)
     delete.add_argument(
         "-l",
@@ -600,7 +607,15 @@ async def _get_workloads(args: argparse.Namespace) -> int:
 
 
 async def _delete(args: argparse.Namespace) -> int:
-
+    unused = _beside_files(args)
+    if unused:
+        print(
+            f"fedctl delete: {' '.join(unused)}: -f takes one file or directory; give -f"
+            " before each (-f a.yaml -f b.yaml), or the directory that holds them. KIND and"
+            " NAME cannot be given with -f, nor -l",
+            file=sys.stderr,
+        )
+        return 2
     async with _client().ApiClient(args.server, token=args.token) as api:
         if args.filename:
             return await _delete_all(api, _to_delete(args.filename), dry=args.dry_run)
@@ -627,6 +642,18 @@ async def _delete(args: argparse.Namespace) -> int:
                 continue
             print(f"{label} deleted{_DRY if args.dry_run else ''}")
     return missing
+
+
+def _beside_files(args: argparse.Namespace) -> list[str]:
+    """What `delete -f` was also given and would not use: KIND and NAMEs, or `-l`.
+
+    Why: `delete -f a.yaml b.yaml c.yaml` read b.yaml and c.yaml as KIND and NAME, deleted
+    a.yaml's objects alone and exited 0. As `apply -f a b` ("unrecognized arguments") and
+    kubectl (no resource arguments with -f), that is refused before anything is deleted."""
+    if not args.filename:
+        return []
+    given = [*([args.kind] if args.kind else []), *(args.name or ())]
+    return given + (["-l", args.selector] if args.selector is not None else [])
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, str | None]]:

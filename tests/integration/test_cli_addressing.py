@@ -548,3 +548,40 @@ async def test_delete_with_an_empty_selector_is_refused_and_deletes_nothing(
                 " every object: give KIND NAME to delete one\n"
             )
         assert await stored(store, ETL_KEY, TRAIN_KEY) == [ETL_KEY, TRAIN_KEY]
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        pytest.param(
+            ["b.yaml", "c.yaml"],
+            "fedctl delete: b.yaml c.yaml: -f takes one file or directory; give -f before"
+            " each (-f a.yaml -f b.yaml), or the directory that holds them. KIND and NAME"
+            " cannot be given with -f, nor -l",
+            id="more files after one -f",
+        ),
+        pytest.param(
+            ["-l", "app=web"],
+            "fedctl delete: -l app=web: -f takes one file or directory; give -f before"
+            " each (-f a.yaml -f b.yaml), or the directory that holds them. KIND and NAME"
+            " cannot be given with -f, nor -l",
+            id="a selector beside -f",
+        ),
+    ],
+)
+async def test_delete_f_with_anything_it_would_not_use_is_refused_and_deletes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    """`delete -f a.yaml b.yaml c.yaml` deleted a.yaml's objects and exited 0: the other
+    paths were read as KIND and NAME, which -f ignored. As `apply -f a b` ("unrecognized
+    arguments") and kubectl (resource arguments with -f), it is refused."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        first = write(tmp_path / "a.yaml", TWO_JOBS)
+        assert await fedctl(server, "apply", "-f", first) == 0
+        capsys.readouterr()
+        extra = [str(tmp_path / e) if e.endswith(".yaml") else e for e in extra]
+        assert await fedctl(server, "delete", "-f", first, *extra) == 2
+        err = capsys.readouterr().err
+        assert err == said.replace("b.yaml c.yaml", " ".join(extra)) + "\n"
+        assert await stored(store, ETL_KEY, TRAIN_KEY) == [ETL_KEY, TRAIN_KEY]
