@@ -57,6 +57,7 @@ from federation.api import (
     status,
     streams,
     visible,
+    write_order,
 )
 from federation.cache.currency import Currency
 from federation.cache.snapshot import device_defaults
@@ -684,7 +685,9 @@ class ObjectsApi:
         elif len(given) == len(models):
             outcomes = await self._write_all(models, decided)
         else:  # a key given twice: each write reads what the one before it left
-            outcomes = [await self._write_one(obj) for obj in models]
+            outcomes = [""] * len(models)
+            for index in write_order.order(models):
+                outcomes[index] = await self._write_one(models[index])
         results = [_result(obj, outcome) for obj, outcome in zip(models, outcomes, strict=True)]
         changed = [o for o, outcome in zip(models, outcomes, strict=True) if outcome != "unchanged"]
         notes = await self._write_notes(models, changed=changed, dry=dry)
@@ -785,13 +788,16 @@ class ObjectsApi:
         self, models: list[KubeObject], decided: list[tuple[str, st.Op | None]]
     ) -> list[str]:
         """Each document's outcome, its create or update written with others in
-        transactions of at most 100 operations and 1 MiB (`store.batches`). A transaction
-        refused (another writer changed one of its objects since it was read, or one of
-        them is too large) is written again object by object, so each outcome, and each
-        error, is its own object's. An error once some documents are stored says which
-        (`errors.PartlyApplied`): a single 409 read as "nothing applied"."""
+        transactions of at most 100 operations and 1 MiB (`store.batches`): placing
+        policies first, templates last (`write_order`), since the scheduler may claim
+        between two transactions and must see a template with every policy of the apply.
+        A transaction refused (another writer changed one of its objects since it was
+        read, or one of them is too large) is written again object by object, so each
+        outcome, and each error, is its own object's. An error once some documents are
+        stored says which (`errors.PartlyApplied`): a single 409 read as "nothing
+        applied"."""
         outcomes = [outcome for outcome, _ in decided]
-        writes = [(i, op) for i, (_, op) in enumerate(decided) if op is not None]
+        writes = [(i, op) for i in write_order.order(models) if (op := decided[i][1]) is not None]
         stored: set[int] = set()
         for batch in st.batches(writes, itemgetter(1), most=_WRITES):
             try:
