@@ -239,11 +239,13 @@ async def against_server(api: Any, result: LoadResult) -> LoadResult:
     list judges nothing."""
     from federation.scheduler import claims
     from federation.scheduler import plan as planning
+    from policies.loading import targets
     from policies.loading.documents import queue_children
 
     placing = any(isinstance(o.model, planning.AnyPolicy) for o in result.objects)
+    targeting = targets.selects_clusters(result.objects)  # an override's targetCluster
     fleet = None
-    if result.names_undefined_chips or result.names_clusters or placing:
+    if result.names_undefined_chips or result.names_clusters or placing or targeting:
         fleet = await _server_fleet(api)
     stored = await _server_queues(api) if result.needs_queues else None
     queues = None

@@ -9,7 +9,7 @@ rule edit nothing anywhere, and nothing else says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from policies.loading.documents import Loaded, finding_at
 from policies.loading.findings import Finding
@@ -18,14 +18,36 @@ from policies.models.common import ClusterAffinity
 from policies.models.matching import affinity_matches, cluster_fields
 from policies.models.override import ClusterOverridePolicy, OverridePolicy
 
-__all__ = ["unmatched_targets"]
+__all__ = ["selects_clusters", "unmatched_targets"]
+
+
+def selects_clusters(objects: Iterable[Loaded]) -> bool:
+    """Whether an override rule here selects clusters by label or field: what the fleet
+    must be read for (`fedctl apply` reads it only when something needs it)."""
+    return any(True for _ in _selecting(objects))
 
 
 def unmatched_targets(objects: Iterable[Loaded], clusters: Sequence[Cluster]) -> list[Finding]:
     """A warning at each override rule's `targetCluster` whose label or field selector
     none of `clusters` matches (names are judged by the unjoined-cluster check)."""
-    found = []
-    for obj in objects if clusters else ():
+    return [
+        finding_at(
+            obj,
+            at,
+            f"none of the {len(clusters)} joined clusters matches this targetCluster"
+            f" ({_offered(term, clusters)}): the rule edits nothing until one does",
+        )
+        for obj, at, term in _selecting(objects if clusters else ())
+        if not any(affinity_matches(term, cluster) for cluster in clusters)
+    ]
+
+
+def _selecting(
+    objects: Iterable[Loaded],
+) -> Iterator[tuple[Loaded, tuple[str | int, ...], ClusterAffinity]]:
+    """Each override rule's `targetCluster` that selects by label or field, with its
+    document and its path there."""
+    for obj in objects:
         model = obj.model
         if not isinstance(model, OverridePolicy | ClusterOverridePolicy):
             continue
@@ -33,22 +55,12 @@ def unmatched_targets(objects: Iterable[Loaded], clusters: Sequence[Cluster]) ->
             term = rule.target_cluster
             if term is None or (term.label_selector is None and term.field_selector is None):
                 continue
-            if any(affinity_matches(term, cluster) for cluster in clusters):
-                continue
-            at = (
+            at: tuple[str | int, ...] = (
                 ("spec", "overrideRules", index, "targetCluster")
                 if model.spec.override_rules
                 else ("spec", "targetCluster")
             )
-            found.append(
-                finding_at(
-                    obj,
-                    at,
-                    f"none of the {len(clusters)} joined clusters matches this targetCluster"
-                    f" ({_offered(term, clusters)}): the rule edits nothing until one does",
-                )
-            )
-    return found
+            yield obj, at, term
 
 
 def _offered(term: ClusterAffinity, clusters: Sequence[Cluster]) -> str:

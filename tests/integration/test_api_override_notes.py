@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_api_claim_notes import registry
+from tests.integration.test_scheduler_loop import with_member
 from tests.serving import api_server, fedctl
 
 pytestmark = pytest.mark.integration
@@ -64,4 +65,36 @@ async def test_apply_judges_an_override_after_the_stored_policies_applied_before
         "Warning: OverridePolicy web/tweak: plaintext[1]: spec.template.spec.nodeSelectr:"
         " unknown field 'nodeSelectr' (did you mean 'nodeSelector'?): members refuse it, in"
         " the copies of Deployment web/storefront"
+    ) in err, err
+
+
+MISTARGETED = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterOverridePolicy
+metadata: {name: zz-owner}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, namespace: web}]
+  overrideRules:
+    - targetCluster: {labelSelector: {matchLabels: {tier: nonexistent}}}
+      overriders: {labelsOverrider: [{operator: add, value: {owner: platform}}]}
+"""
+
+
+async def test_apply_of_override_policies_alone_warns_of_a_target_no_cluster_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file of override policies only: the joined clusters were not read, since no
+    placing policy needed them, and a targetCluster label no member has went unsaid,
+    where `fedctl plan` warned of it."""
+    path = tmp_path / "copall.yaml"
+    path.write_text(MISTARGETED, encoding="utf-8")
+    store = await registry()
+    await with_member(store)
+    async with api_server(store) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        err = capsys.readouterr().err
+    assert (
+        f"{path}:7:7: spec.overrideRules[0].targetCluster: warning: none of the 1 joined"
+        " clusters matches this targetCluster"
     ) in err, err
