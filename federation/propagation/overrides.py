@@ -33,7 +33,7 @@ from policies.loading.findings import Finding, format_path
 from policies.models import kinds
 from policies.models import override as override_model
 from policies.models.cluster import Cluster
-from policies.models.common import ResourceSelector
+from policies.models.common import ClusterAffinity, ResourceSelector
 from policies.models.matching import affinity_matches, selector_matches
 from policies.models.override import (
     ClusterOverridePolicy,
@@ -123,8 +123,19 @@ def unselected(
                 " created (check its resourceSelectors' kind, name and namespace)"
             )
             continue
-        out.extend(f"{label}: {note}" for _, note in _problems(policy, selected, among=among))
+        out.extend(
+            f"{label} {_rule_of(policy, at)}.{note}"
+            for at, note in _problems(policy, selected, among=among)
+        )
     return out
+
+
+def _rule_of(policy: AnyOverride, at: PolicyPath) -> str:
+    """The rule a note's path in `policy` lies in, as the Work's error names it
+    (`overrideRules[1]`): the note's own `plaintext[0]` is in every rule of a policy whose
+    rules each have one."""
+    index = at[2] if policy.spec.override_rules and len(at) > 2 else 0
+    return rule_label(policy, index if isinstance(index, int) else 0)
 
 
 PolicyPath = tuple[str | int, ...]
@@ -182,7 +193,8 @@ def failing_rules(
                 edited, problem = _trial(rule.overriders, layered, template)
             if problem is not None:  # said as it fails after the earlier edits
                 at = (*_rule_path(policy, index), "overriders", *problem.at)
-                found.setdefault((at, str(problem), _UNRENDERED), []).append(_where(template))
+                said = _unrendered(rule.target_cluster)
+                found.setdefault((at, str(problem), said), []).append(_where(template))
             else:
                 for at, note in _unknown_made(rule.overriders, base, edited):
                     key = ((*_rule_path(policy, index), "overriders", *at), note, _REFUSED)
@@ -193,7 +205,19 @@ def failing_rules(
             for (at, error, said), wheres in found.items()]  # fmt: skip
 
 
-_UNRENDERED = "{error} on {some}: {its} copies will not be rendered"
+def _unrendered(target: ClusterAffinity | None) -> str:
+    """What a rule that cannot apply costs: the copies of the clusters it targets, which
+    render fails, not every copy (a rule for cn-north-cpu leaves the others rendered)."""
+    named = [] if target is None else [n for n in target.cluster_names if n not in target.exclude]
+    if target is None or target == ClusterAffinity():
+        where = ""
+    elif named and target.label_selector is None and target.field_selector is None:
+        where = f" on {', '.join(named)}"
+    else:
+        where = " on the clusters its targetCluster selects"
+    return "{error} on {some}: {its} copies" + where + " will not be rendered"
+
+
 _REFUSED = "{error}, in the copies of {some}"
 
 

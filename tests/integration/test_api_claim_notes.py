@@ -265,7 +265,8 @@ spec:
         ),
         pytest.param(
             {"SELECTED": "storefront", "CONTAINER": "web"},
-            "Warning: OverridePolicy web/op: argsOverrider containerName 'web' matches no"
+            "Warning: OverridePolicy web/op overrideRules[0].argsOverrider containerName 'web'"
+            " matches no"
             " container of Deployment web/storefront (its containers: c): the edit does"
             " nothing there",
             id="an args edit naming a container the workload lacks",

@@ -62,7 +62,8 @@ async def test_apply_judges_an_override_after_the_stored_policies_applied_before
         err = capsys.readouterr().err
     assert "will not be rendered" not in err, err
     assert (
-        "Warning: OverridePolicy web/tweak: plaintext[1]: spec.template.spec.nodeSelectr:"
+        "Warning: OverridePolicy web/tweak overrideRules[0].plaintext[1]:"
+        " spec.template.spec.nodeSelectr:"
         " unknown field 'nodeSelectr' (did you mean 'nodeSelector'?): members refuse it, in"
         " the copies of Deployment web/storefront"
     ) in err, err

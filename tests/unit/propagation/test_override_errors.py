@@ -213,11 +213,51 @@ def test_a_rule_that_cannot_apply_to_a_selected_workload_is_noted_before_it_rend
         )
     ]
     assert overrides.unselected([typo], [deployment()]) == [
-        "OverridePolicy hunt/pred: imageOverrider[0]: path"
+        "OverridePolicy hunt/pred overrideRules[1].imageOverrider[0]: path"
         " '/spec/template/spec/containers/0/imag' does not exist in the manifest on"
         " Deployment hunt/caf: its copies will not be rendered"
     ]
     assert overrides.failing_rules(policy(image_at(IMAGE)), [deployment()]) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "copies"),
+    [
+        pytest.param(None, "its copies", id="every cluster"),
+        pytest.param(
+            {"clusterNames": ["cn-north-cpu", "eu-west-arm"]},
+            "its copies on cn-north-cpu, eu-west-arm",
+            id="clusters by name",
+        ),
+        pytest.param(
+            {"labelSelector": {"matchLabels": {"tier": "edge"}}},
+            "its copies on the clusters its targetCluster selects",
+            id="clusters by label",
+        ),
+    ],
+)
+def test_a_note_at_apply_names_the_rule_and_the_copies_it_fails(
+    target: dict[str, Any] | None, copies: str
+) -> None:
+    """Three rules, each with a `plaintext[0]`; the second one's path does not exist. The
+    note at apply said `plaintext[0]`, which of the three it did not say, and that the
+    copies would not be rendered where only those of the clusters it targets are not."""
+    good = {"plaintext": [{"path": IMAGE, "operator": "replace", "value": "nginx:2"}]}
+    bad = {"plaintext": [{"path": "/spec/template/spec/containers/3/image",
+                          "operator": "replace", "value": "x"}]}  # fmt: skip
+    rules: list[dict[str, Any]] = [
+        {"overriders": good},
+        {"overriders": bad, **({"targetCluster": target} if target else {})},
+        {"overriders": good},
+    ]
+    multi = OverridePolicy.model_validate(
+        {"metadata": {"name": "multi", "namespace": "hunt"}, "spec": {"overrideRules": rules}}
+    )
+    assert overrides.unselected([multi], [deployment()]) == [
+        "OverridePolicy hunt/multi overrideRules[1].plaintext[0]: path"
+        " '/spec/template/spec/containers/3/image' does not exist in the manifest on"
+        f" Deployment hunt/caf: {copies} will not be rendered"
+    ]
 
 
 def test_a_rule_failing_on_many_workloads_is_one_note_naming_a_few() -> None:

@@ -99,7 +99,7 @@ def test_a_path_no_earlier_rule_makes_is_still_said() -> None:
     assert found[0] == ("spec", "overrideRules", 0, "overriders", "plaintext", 0)
     assert found[1] == (
         f"plaintext[0]: path '{ENV}/0/valeu' does not exist in the manifest on Deployment"
-        " kt10/chain: its copies will not be rendered"
+        " kt10/chain: its copies on us-east-cpu will not be rendered"
     )
 
 
