@@ -60,7 +60,8 @@ def _json_pointer(path: str) -> str:
     message about the manifest; refused here it names the policy field instead."""
     if not path.startswith("/"):
         raise RuleError(
-            f"path {path!r} is not a JSON pointer: it starts with '/' (e.g. /{path.lstrip('./')})"
+            f"path {path!r} is not a JSON pointer: it must start with '/'"
+            f" (e.g. /{path.lstrip('./')})"
         )
     return path
 

@@ -157,8 +157,8 @@ def op(overriders: str) -> str:
             ),
             [
                 "k.yaml:8:31: spec.overrideRules[0].overriders.imageOverrider[0].predicate.path:"
-                " path 'spec/template/spec/containers/0/image' is not a JSON pointer: it starts"
-                " with '/' (e.g. /spec/template/spec/containers/0/image)"
+                " path 'spec/template/spec/containers/0/image' is not a JSON pointer: it must"
+                " start with '/' (e.g. /spec/template/spec/containers/0/image)"
             ],
             id="an image predicate path without its leading slash",
         ),
@@ -212,12 +212,12 @@ def op(overriders: str) -> str:
             ),
             [
                 "k.yaml:8:24: spec.overrideRules[0].overriders.fieldOverrider[0].fieldPath: path"
-                " 'data/config.json' is not a JSON pointer: it starts with '/'"
+                " 'data/config.json' is not a JSON pointer: it must start with '/'"
                 " (e.g. /data/config.json)",
                 "k.yaml:9:20: spec.overrideRules[0].overriders.fieldOverrider[0].json[0].value:"
                 " operator add needs a value",
                 "k.yaml:10:30: spec.overrideRules[0].overriders.fieldOverrider[0].yaml[0]"
-                ".subPath: path 'b' is not a JSON pointer: it starts with '/' (e.g. /b)",
+                ".subPath: path 'b' is not a JSON pointer: it must start with '/' (e.g. /b)",
             ],
             id="a field overrider's paths and values",
         ),

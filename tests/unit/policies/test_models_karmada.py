@@ -557,7 +557,7 @@ def test_a_federated_resource_quota() -> None:
         pytest.param(
             OVERRIDE.replace("- path: /metadata/annotations", "- path: spec/replicas"),
             "k.yaml:22:19: spec.overrideRules[0].overriders.plaintext[1].path: path"
-            " 'spec/replicas' is not a JSON pointer: it starts with '/' (e.g. /spec/replicas)",
+            " 'spec/replicas' is not a JSON pointer: it must start with '/' (e.g. /spec/replicas)",
             id="a plaintext path that is not a JSON pointer",
         ),
         pytest.param(
