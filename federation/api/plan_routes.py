@@ -46,7 +46,7 @@ from federation import errors
 from federation.api import audit, auth, bodies
 from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
-from federation.propagation import overrides
+from federation.propagation import override_counts, overrides
 from federation.queue.pending import PendingJob
 from federation.quota.accounting import Usage
 from federation.registry import codec, keys, objects
@@ -386,8 +386,9 @@ def policy_notes(
     """The notes on the proposed policies, judged on the state after the write
     (`workloads`, `policies`, the claims Bindings record, every override policy `among`
     them): placing policies that claim less than they select (`claims.notes`), override
-    policies that would do nothing or fail (`overrides.unselected`). The plan route and
-    the apply route say the same."""
+    policies that would do nothing or fail (`overrides.unselected`) or make copies run
+    more than admission counted (`override_counts`). The plan route and the apply route
+    say the same."""
     proposed = list(proposed)
     placing = [m for m in proposed if isinstance(m, planning.AnyPolicy)]
     overriding = [m for m in proposed if isinstance(m, overrides.AnyOverride)]
@@ -395,6 +396,7 @@ def policy_notes(
     return [
         *claims.notes(placing, workloads, policies, recorded=recorded),
         *overrides.unselected(overriding, templates, among=among),
+        *override_counts.notes(overriding, workloads, templates),
     ]
 
 

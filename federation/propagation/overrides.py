@@ -58,6 +58,7 @@ __all__ = [
     "policy_label",
     "rule_label",
     "selector_matches",
+    "selects",
     "shaping",
     "split_image",
     "unselected",
@@ -87,6 +88,11 @@ def _specificity(sel: ResourceSelector, template: Mapping[str, Any]) -> int | No
     if sel.label_selector is not None:
         return 1 if selector_matches(sel.label_selector, meta.get("labels") or {}) else None
     return 0
+
+
+def selects(policy: AnyOverride, template: Mapping[str, Any]) -> bool:
+    """Whether `policy`'s resource selectors (and namespace) reach `template`."""
+    return _match_level(policy, template) is not None
 
 
 def _match_level(policy: AnyOverride, template: Mapping[str, Any]) -> int | None:

@@ -99,3 +99,33 @@ async def test_apply_of_override_policies_alone_warns_of_a_target_no_cluster_mat
         f"{path}:7:7: spec.overrideRules[0].targetCluster: warning: none of the 1 joined"
         " clusters matches this targetCluster"
     ) in err, err
+
+
+SCALE = """\
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: scale, namespace: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: storefront}]
+  overrideRules:
+    - overriders:
+        plaintext: [{path: /spec/replicas, operator: replace, value: 8}]
+"""
+
+
+async def test_apply_of_an_override_raising_replicas_says_quota_does_not_count_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """storefront's template has 2 replicas, which admission, quota and cost counted; the
+    override makes its copies run 8, which they do not."""
+    path = tmp_path / "scale.yaml"
+    path.write_text(SCALE, encoding="utf-8")
+    async with api_server(await registry()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "apply", "-f", str(path)) == 0
+        err = capsys.readouterr().err
+    assert (
+        "Warning: OverridePolicy web/scale overrideRules[0].plaintext[0]: Deployment"
+        " web/storefront runs 8 pod(s) where its template has 2: queues,"
+        " FederatedResourceQuota and cost count the template"
+    ) in err, err
