@@ -281,9 +281,7 @@ async def _apply(args: argparse.Namespace) -> int:
             return 1
         body = {"items": [o.model.to_wire() for o in loaded]}
         try:
-            params = {"dryRun": "All"} if args.dry_run else None
-            # Every note is in the body; the headers carry only the first few.
-            answer = await api.request("POST", "apply", body=body, params=params, warnings=False)
+            answer = await _posted(api, body, dry=args.dry_run)
         except client.ApiError as exc:
             if exc.code == 403:
                 raise refused_at(exc, loaded) from exc
@@ -294,14 +292,23 @@ async def _apply(args: argparse.Namespace) -> int:
                 f"{len(found)} error(s) found by the controller; nothing was applied",
                 findings=found,
             ) from exc
-        for note in answer.get("warnings") or ():
-            print(f"Warning: {note}", file=sys.stderr)
         dry = _DRY if args.dry_run else ""
         for item in answer["results"]:
             label = _label(item["kind"], item["apiVersion"], item["name"])
             print(f"{label} {item['result']}{dry}")
         await _over_limits(api, loaded, answer["results"])
     return 0
+
+
+async def _posted(api: Any, body: dict[str, Any], *, dry: bool) -> Any:
+    """The answer to POST /apply (`dry`: Kubernetes' dryRun=All), once every note it holds
+    is printed, from its body: the API sends only the first few as `Warning` headers, and
+    an apply of hundreds of policies has a note on each."""
+    params = {"dryRun": "All"} if dry else None
+    answer = await api.request("POST", "apply", body=body, params=params, warnings=False)
+    for note in answer.get("warnings") or ():
+        print(f"Warning: {note}", file=sys.stderr)
+    return answer
 
 
 async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
@@ -423,7 +430,7 @@ async def _diff(args: argparse.Namespace) -> int:
         if not models:
             return 0
         body = {"items": [m.to_wire() for m in models]}
-        answer = await api.request("POST", "apply", body=body, params={"dryRun": "All"})
+        answer = await _posted(api, body, dry=True)
         for model, outcome in zip(models, answer["results"], strict=True):
             if outcome["result"] == "unchanged":
                 continue

@@ -59,6 +59,22 @@ async def test_an_apply_with_hundreds_of_notes_prints_every_outcome_and_every_no
     assert "more warning(s)" not in err
 
 
+async def test_a_diff_with_hundreds_of_notes_prints_every_note_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fedctl diff` asks the same dry-run apply, and printed the capped headers, the
+    last of them pointing at a body it never showed."""
+    path = tmp_path / "many.yaml"
+    path.write_text(unselecting(POLICIES), encoding="utf-8")
+    async with api_server(MemoryStore()) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "diff", "-f", str(path)) == 1  # differences
+        err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == POLICIES
+    assert "more warning(s)" not in err
+
+
 async def test_the_api_caps_its_warning_headers_and_keeps_every_note_in_the_body() -> None:
     async with (
         api_server(MemoryStore()) as server,
