@@ -203,12 +203,14 @@ export function renderQueues(state) {
     else if (runsPods(b)) s.admitted += 1;
   }
   // A queue the view lists but nobody defined (where a mistyped queue's work waits), even
-  // while none of its waiting workloads has a Binding yet.
+  // while none of its waiting workloads has a Binding yet; and the implicit `default`,
+  // where work naming no queue goes, always (as `fedctl get queues` lists it).
   for (const item of state.queueStatus || []) {
-    if (!item.defined && !item.implicit && !stats.has(item.name)) {
+    if (!item.defined && !stats.has(item.name)) {
       stats.set(item.name, { pending: [], admitted: 0, unknown: true });
     }
   }
+  if (!stats.has(IMPLICIT)) stats.set(IMPLICIT, { pending: [], admitted: 0, unknown: true });
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
   const hasChildren = new Set([...parentOf.values()].filter(Boolean));
@@ -252,15 +254,13 @@ export function renderQueues(state) {
     return q ? q.share * q.weight : 0;
   };
   // A queue that Bindings or the view name but nobody defined is where a mistyped queue's
-  // work waits.
-  const undefinedQueues = [...stats.keys()].filter((n) => !parentOf.has(n) && n !== "default")
+  // work waits; `default` is no stored object either, but is where work naming no queue
+  // runs. Neither has a weight of its own (the CLI shows "-"), so neither counts in its
+  // siblings' weights; what each holds counts among theirs.
+  const undefinedQueues = [...stats.keys()].filter((n) => !parentOf.has(n))
     .map((n) => ({ metadata: { name: n }, spec: {}, undefinedQueue: true }));
   const queues = state.queues.concat(undefinedQueues)
     .sort((a, b) => meta(a).name.localeCompare(meta(b).name));
-  if (!queues.length && !stats.size) {
-    root.replaceChildren(h("p", { class: "empty" }, "No queues defined."));
-    return;
-  }
   // Fair share goes level by level, so both bars compare a queue with its siblings.
   const siblings = (parent) => queues.filter((q) => ((q.spec || {}).parent || null) === parent);
   const siblingsWeight = (parent) => siblings(parent)
@@ -290,7 +290,9 @@ export function renderQueues(state) {
     },
       h("td", {}, spec.parent ? h("span", { class: "muted" }, `${spec.parent} / `) : null,
         meta(q).name,
-        q.undefinedQueue ? h("span", { class: "muted" }, " (not defined)") : null),
+        q.undefinedQueue
+          ? h("span", { class: "muted" }, meta(q).name === IMPLICIT ? " (implicit)" : " (not defined)")
+          : null),
       h("td", { class: "num" }, q.undefinedQueue ? "-" : spec.weight || 1),
       h("td", { class: "num", "data-depth": n.depth, title: byBindings }, n.depth),
       h("td", { class: "num", "data-admitted": n.admitted, title: byBindings }, n.admitted),
@@ -325,6 +327,9 @@ export function renderQueues(state) {
     h("thead", {}, h("tr", {}, HEADERS.map(([t, title]) => h("th", { title }, t)))),
     h("tbody", {}, rows)));
 }
+
+// The queue of work that names none (`fedctl.io/queue` unset): never stored, always there.
+const IMPLICIT = "default";
 
 // What admission does with a queue over its budget (as `fedctl describe queue` says it).
 const OVER_BUDGET = "Over its budget (a lowered budget, or prices that rose): admitted work "
