@@ -8,10 +8,14 @@ The stack, the page and the workload helpers are those of `test_dashboard`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from federation.registry import codec, keys
+from federation.registry import store as st
+from policies.models.cluster import Cluster
 from tests.e2e import test_dashboard as board
 from tests.e2e.stack import Stack
 
@@ -39,3 +43,60 @@ def test_the_implicit_default_queue_is_listed_with_the_work_it_admits(
     expect(row.locator("[data-admitted]")).to_have_text("1")
     expect(row.locator("[data-cost]")).to_have_text("USD 0.2400/h")
     expect(row).to_have_attribute("data-counted-by", "view")
+
+
+def spare_cluster(name: str) -> str:
+    """A Cluster whose context no kubeconfig has: listed, never Ready, which is enough for
+    the drill form's list of names."""
+    return f"""\
+apiVersion: fedctl.io/v1alpha1
+kind: Cluster
+metadata:
+  name: {name}
+spec:
+  region: eu-west
+  connection:
+    context: no-such-context
+"""
+
+
+async def replace_cluster(stack: Stack, old: str, new: str) -> None:
+    """`old` deleted and `new` (its copy) stored in one transaction: the page never sees
+    the list one shorter in between."""
+    assert stack.store is not None
+    clusters = codec.Codec(Cluster)
+    stored = await stack.store.get(keys.cluster_key(old))
+    assert stored is not None
+    copy = clusters.decode(keys.cluster_key(old), stored.value)
+    renamed = copy.model_copy(update={"metadata": copy.metadata.model_copy(update={"name": new})})
+    await stack.store.commit(
+        [st.Delete(keys.cluster_key(old)), st.Put(keys.cluster_key(new), clusters.encode(renamed))]
+    )
+
+
+@pytest.fixture
+def spare_clusters(stack: Stack) -> Iterator[list[str]]:
+    """Names of Clusters a test may create; deleted again after it (the stack is shared)."""
+    names = ["zz-a", "zz-b"]
+    yield names
+    for name in names:
+        stack.http("DELETE", f"{board.API}/clusters/{name}")
+
+
+def test_the_drill_form_offers_a_replacement_cluster_of_the_same_count(
+    page: Any, stack: Stack, spare_clusters: list[str]
+) -> None:
+    """The cluster list was rebuilt only when the number of clusters changed: a cluster
+    deleted as another was added left the old name offered and the new one missing."""
+    old, new = spare_clusters
+    status, body = stack.http("POST", f"{board.API}/apply", spare_cluster(old),
+                              ctype="application/yaml")  # fmt: skip
+    assert status == 200, body
+    board.open_view(page, stack, "drills")
+    options = page.locator("#drill-cluster option")
+    expect(options.filter(has_text=old)).to_have_count(1)
+    count = options.count()
+    stack.call(lambda: replace_cluster(stack, old, new))
+    expect(options.filter(has_text=new)).to_have_count(1)
+    expect(options.filter(has_text=old)).to_have_count(0)
+    expect(options).to_have_count(count)

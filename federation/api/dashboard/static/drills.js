@@ -231,11 +231,15 @@ function renderTiming() {
     + (short ? ` Held ${$("drill-duration").value.trim()}, it would measure detection only.` : "");
 }
 
+// The options follow the set of cluster names, not their count: a cluster replaced by
+// another (one deleted, one added) left the old name offered, and a drill started on it
+// was refused as not found. Rebuilt only when the names change, so an open list stays.
 export function renderDrillForm(clusters) {
   drills.clusters = clusters;
   const select = $("drill-cluster");
   const names = clusters.map((c) => (c.metadata || {}).name).sort();
-  if (select.options.length !== names.length) {
+  const offered = [...select.options].map((o) => o.value);
+  if (offered.join("\n") !== names.join("\n")) {
     const keep = select.value;
     select.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
     if (names.includes(keep)) select.value = keep;
