@@ -17,7 +17,7 @@ from federation.registry import codec, keys
 from federation.registry import store as st
 from policies.models.cluster import Cluster
 from tests.e2e import test_dashboard as board
-from tests.e2e.stack import Stack
+from tests.e2e.stack import API, Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -27,6 +27,7 @@ expect: Any = pytest.importorskip(
 
 team = board.team
 bindings = board.bindings
+stored_drills = board.stored_drills
 
 
 def test_the_implicit_default_queue_is_listed_with_the_work_it_admits(
@@ -80,7 +81,7 @@ def spare_clusters(stack: Stack) -> Iterator[list[str]]:
     names = ["zz-a", "zz-b"]
     yield names
     for name in names:
-        stack.http("DELETE", f"{board.API}/clusters/{name}")
+        stack.http("DELETE", f"{API}/clusters/{name}")
 
 
 def test_the_drill_form_offers_a_replacement_cluster_of_the_same_count(
@@ -89,7 +90,7 @@ def test_the_drill_form_offers_a_replacement_cluster_of_the_same_count(
     """The cluster list was rebuilt only when the number of clusters changed: a cluster
     deleted as another was added left the old name offered and the new one missing."""
     old, new = spare_clusters
-    status, body = stack.http("POST", f"{board.API}/apply", spare_cluster(old),
+    status, body = stack.http("POST", f"{API}/apply", spare_cluster(old),
                               ctype="application/yaml")  # fmt: skip
     assert status == 200, body
     board.open_view(page, stack, "drills")
@@ -100,3 +101,19 @@ def test_the_drill_form_offers_a_replacement_cluster_of_the_same_count(
     expect(options.filter(has_text=new)).to_have_count(1)
     expect(options.filter(has_text=old)).to_have_count(0)
     expect(options).to_have_count(count)
+
+
+def test_a_drill_s_start_is_shown_in_the_viewer_s_time_with_utc_in_its_title(
+    page: Any, stack: Stack, stored_drills: tuple[str, str]
+) -> None:
+    """It read `started 2026-12-06T23:00:00+00:00`, the stored UTC value with its
+    microseconds, in whatever zone the viewer is."""
+    good, _ = stored_drills
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Tokyo"})
+    cdp.send("Emulation.setLocaleOverride", {"locale": "en-GB"})
+    board.open_view(page, stack, "drills")
+    page.locator(f'#drill-list [data-drill="{good}"]').click()
+    started = page.locator("#drill-timeline [data-started]")
+    expect(started).to_have_text("7 Dec 2026, 08:00")  # 23:00 UTC is 08:00 the next day
+    expect(started).to_have_attribute("title", "2026-12-06T23:00:00+00:00")

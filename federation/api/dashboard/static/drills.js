@@ -108,6 +108,16 @@ function progressLine(report) {
     + `${last.moved}/${last.affected} moved · ${last.ready}/${last.affected} ready elsewhere`);
 }
 
+// When a drill started, in the viewer's time zone and short ("7 Dec 2026, 08:00"), with
+// the stored UTC value (to the microsecond) in its title: the raw ISO string was in UTC,
+// which few read as their own time.
+function startedAt(iso) {
+  const when = new Date(iso);
+  const shown = Number.isNaN(when.getTime()) ? iso
+    : when.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+  return h("time", { datetime: iso, title: iso, "data-started": "" }, shown);
+}
+
 function renderDetail() {
   const root = $("drill-timeline");
   const report = drills.detail;
@@ -122,7 +132,7 @@ function renderDetail() {
       h("h2", {}, `Drill ${report.id}`),
       h("span", { class: `phase ${report.phase}`, "data-phase": report.phase }, report.phase)),
     h("p", { class: "sub" }, `${report.fault} on ${report.cluster} · held ${report.duration}s`
-      + ` · started ${report.started}`),
+      + " · started ", startedAt(report.started)),
     report.error ? h("p", { class: "error drill-error" }, report.error) : null,
     running ? [progressLine(report), liveChart(report.samples || [])] : null,
     !running && drills.chart.id === report.id && drills.chart.url
