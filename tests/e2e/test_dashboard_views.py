@@ -8,6 +8,7 @@ The stack, the page and the workload helpers are those of `test_dashboard`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,3 +118,45 @@ def test_a_drill_s_start_is_shown_in_the_viewer_s_time_with_utc_in_its_title(
     started = page.locator("#drill-timeline [data-started]")
     expect(started).to_have_text("7 Dec 2026, 08:00")  # 23:00 UTC is 08:00 the next day
     expect(started).to_have_attribute("title", "2026-12-06T23:00:00+00:00")
+
+
+def test_a_tenant_s_cost_column_is_its_own_and_hidden_work_is_said_to_be_hidden(
+    page: Any, stack: Stack
+) -> None:
+    """With a tenant's token the costs view covers its namespaces only (`namespaces`), so
+    another team's queue read `USD 0.0000/h` under "what its placed work costs"; and work
+    the token cannot see was called "no Binding yet: waiting for the scheduler", though it
+    had one. The answers of a tenant's token are stood in for here: the stack has no
+    tokens."""
+    view = {
+        "items": [
+            {"name": "web", "defined": True, "implicit": False, "parent": None,
+             "children": [], "weight": 2, "admitted": 1, "pending": 2, "used": {},
+             "share": 0.0},
+        ],
+        "revision": 1, "ageSeconds": 0.0, "stale": False, "source": "scheduler",
+    }  # fmt: skip
+    costs = {
+        "currency": "USD", "by": "queue", "namespaces": ["web"],
+        "items": [{"name": "web", "workloads": 1, "replicas": 2, "hourlyCost": "0.0256",
+                   "unpricedReplicas": 0}],
+        "waiting": 0, "finished": 0,
+    }  # fmt: skip
+    page.route(
+        re.compile(r"/apis/status\.fedctl\.io/v1alpha1/queues$"),
+        lambda route: route.fulfill(json=view),
+    )
+    page.route(
+        re.compile(r"/apis/status\.fedctl\.io/v1alpha1/costs\?"),
+        lambda route: route.fulfill(json=costs),
+    )
+    board.open_view(page, stack, "queues")
+    header = page.locator("#queues th", has_text="Cost")
+    expect(header).to_have_text("Cost (yours)")
+    expect(header).to_have_attribute("title", re.compile(r"in your namespaces \(web\)"))
+    row = page.locator('[data-queue="web"]')
+    expect(row.locator("[data-cost]")).to_have_text("USD 0.0256/h")
+    expect(row.locator("[data-unbound]")).to_have_text(
+        "2 not visible to you: in namespaces your token cannot read, or with no Binding yet"
+    )
+    expect(page.locator("#queues")).not_to_contain_text("waiting for the scheduler")

@@ -214,8 +214,11 @@ export function renderQueues(state) {
   // A parent takes no work itself: its row shows what its whole subtree holds and waits for.
   const parentOf = new Map(state.queues.map((q) => [meta(q).name, (q.spec || {}).parent || null]));
   const hasChildren = new Set([...parentOf.values()].filter(Boolean));
-  // What each queue's placed work costs an hour (the costs view, as `fedctl cost`).
+  // What each queue's placed work costs an hour (the costs view, as `fedctl cost`). For a
+  // token that reads only some namespaces the view says which (`namespaces`): its figures
+  // are that work's alone, beside counts of the whole queue.
   const costs = state.costs || { items: [], currency: "" };
+  const yours = Array.isArray(costs.namespaces) ? costs.namespaces : null;
   for (const line of costs.items) {
     if (!stats.has(line.name)) stats.set(line.name, { pending: [], admitted: 0, unknown: true });
   }
@@ -280,8 +283,13 @@ export function renderQueues(state) {
     const byBindings = n.by === "bindings"
       ? "counted from Bindings until the queue status view answers" : null;
     // Waiting workloads the scheduler has not written a Binding for yet have no reason to
-    // show, but are counted: say how many, rather than a list shorter than the depth.
+    // show, but are counted: say how many, rather than a list shorter than the depth. A
+    // tenant's token reads only its namespaces' Bindings, so the rest may be bound too.
     const unbound = reasonsIn ? Math.max(0, n.depth - s.pending.length) : 0;
+    const unboundText = yours
+      ? `${unbound} not visible to you: in namespaces your token cannot read, or with no`
+        + " Binding yet"
+      : `${unbound} with no Binding yet: waiting for the scheduler`;
     const budgeted = spec.maxHourlyCost !== undefined && spec.maxHourlyCost !== null;
     // A parent's budget caps its whole subtree, whose cost its row shows.
     const over = Boolean(state.costs) && budgeted && s.cost > Number(spec.maxHourlyCost);
@@ -319,12 +327,11 @@ export function renderQueues(state) {
         ? h("ul", { class: "reasons" }, s.pending.map((b) =>
             h("li", {}, h("b", {}, (b.spec.workload || {}).name || "?"), ": ",
               (b.status || {}).reason || "waiting for the scheduler")),
-          unbound ? h("li", { class: "muted", "data-unbound": unbound },
-            `${unbound} with no Binding yet: waiting for the scheduler`) : null)
+          unbound ? h("li", { class: "muted", "data-unbound": unbound }, unboundText) : null)
         : h("span", { class: "muted" }, "none")));
   });
   root.replaceChildren(h("table", { class: "grid queues" },
-    h("thead", {}, h("tr", {}, HEADERS.map(([t, title]) => h("th", { title }, t)))),
+    h("thead", {}, h("tr", {}, headers(yours).map(([t, title]) => h("th", { title }, t)))),
     h("tbody", {}, rows)));
 }
 
@@ -350,6 +357,19 @@ const HEADERS = [
     + "weighted dominant share of the whole federation."],
   ["Pending reasons", "why each waiting workload waits, from its Binding"],
 ];
+
+// The columns, the cost's marked as the caller's own when the costs view covers only
+// `yours` (as `fedctl get queues -o wide` heads it COST/H(USD,YOURS)): other teams' work
+// read as costing nothing.
+function headers(yours) {
+  if (!yours) return HEADERS;
+  const where = yours.length ? yours.join(", ") : "none";
+  return HEADERS.map(([t, title]) => t === "Cost"
+    ? ["Cost (yours)", `what the placed work in your namespaces (${where}) costs an hour`
+      + " (fedctl cost), of the queue's budget if it has one; the queue's other work is not"
+      + " visible to your token"]
+    : [t, title]);
+}
 
 // "nvidia.com/gpu 24/32, cpu 40/-": what a queue holds against its capability.
 function usageText(item) {
