@@ -160,3 +160,46 @@ def test_a_tenant_s_cost_column_is_its_own_and_hidden_work_is_said_to_be_hidden(
         "2 not visible to you: in namespaces your token cannot read, or with no Binding yet"
     )
     expect(page.locator("#queues")).not_to_contain_text("waiting for the scheduler")
+
+
+def member(cluster: str, ready: int, replicas: int, health: str, **fields: Any) -> dict[str, Any]:
+    """One member's report in a workload's aggregated status (wire names)."""
+    return {"cluster": cluster, "applied": True, "replicas": replicas, "readyReplicas": ready,
+            "health": health, **fields}  # fmt: skip
+
+
+def test_a_card_shows_health_and_ready_replicas_per_member_not_only_its_placement(
+    page: Any, stack: Stack, team: board.Team
+) -> None:
+    """A crash-looping workload (`fedctl get workloads`: Progressing, us-east-cpu 0/1)
+    showed a green "Scheduled" and `us-east-cpu x 1`, the Binding's count, as if it ran."""
+    crashy = team.add("crashy", "ml-prod")
+    team.bind(crashy, board.queued("crashy", "ml-prod", "Scheduled", cost="0.24"))
+    team.report(crashy, health="Progressing", replicas=1, readyReplicas=0,
+                clusters=[member("us-east-cpu", 0, 1, "Progressing")])  # fmt: skip
+    board.open_view(page, stack, "workloads")
+    card = page.locator('[data-workload="team/crashy"]')
+    badge = card.locator("header [data-health]")
+    expect(badge).to_have_text("Progressing")
+    expect(badge).to_have_class(re.compile(r"\bprogressing\b"))
+    expect(card.locator("header [data-ready]")).to_have_text("0/1 ready")
+    target = card.locator('.placement [data-target="us-east-cpu"]')
+    expect(target.locator("[data-ready]")).to_have_text("0/1 ready")
+    expect(target.locator("[title]").first).to_have_attribute(
+        "title", "1 replica(s) placed on us-east-cpu by the Binding"
+    )
+    # Scheduled says where it was placed, not that it is well: no green for it.
+    scheduled = card.locator("header .phase")
+    expect(scheduled).to_have_text("Scheduled")
+    expect(scheduled).to_have_css("background-color", "rgb(238, 240, 244)")
+    # Its member goes down: its last report is no evidence that anything runs there.
+    team.report(crashy, health="Unknown", replicas=1, readyReplicas=1,
+                clusters=[member("us-east-cpu", 1, 1, "Healthy", stale=True)])  # fmt: skip
+    expect(target.locator("[data-ready]")).to_have_text(
+        "?/1 ready (member not Ready)", timeout=15_000
+    )
+    expect(badge).to_have_text("Unknown")
+    team.report(crashy, health="Healthy", replicas=1, readyReplicas=1,
+                clusters=[member("us-east-cpu", 1, 1, "Healthy")])  # fmt: skip
+    expect(badge).to_have_text("Healthy", timeout=15_000)
+    expect(target.locator("[data-ready]")).to_have_text("1/1 ready")

@@ -399,23 +399,76 @@ export function verdictTable(verdicts, pods = null, currency = "") {
         : `${v.plugin || ""}: ${(v.reasons || []).join("; ")}`)))));
 }
 
+// What one member reports of its copy, as the READY cell of `fedctl get workloads`: a
+// placement alone says nothing of whether its pods run (a crash-looping Deployment read
+// as placed and well). A member that is not Ready shows `?`: its last report is no
+// evidence that anything still runs there.
+function memberReady(row) {
+  if (!row) return { text: "not reported yet", cls: "unknown" };
+  if (row.error && !row.applied && !FINISHED.has(row.phase)) {
+    return { text: "error", cls: "bad", title: row.error };
+  }
+  if (row.stale) {
+    return { text: `${row.phase || `?/${row.replicas || 0} ready`} (member not Ready)`, cls: "unknown" };
+  }
+  if (row.phase) return { text: row.phase, cls: HEALTH_CLASS[row.health] || "unknown" };
+  return {
+    text: `${row.readyReplicas || 0}/${row.replicas || 0} ready`,
+    cls: HEALTH_CLASS[row.health] || "unknown",
+    title: row.message || null,
+  };
+}
+
 // `currency`: the costs view's (every recorded cost is in it); a finished job's targets
 // show no cost, since it costs nothing more.
-// `suspended`: the members whose copies the policy's `suspension` holds back, marked as
-// `fedctl get works` marks them: their copy does not follow the template until lifted.
+// `rows`: each member's report from the workload status view, by cluster: how many of
+// its replicas are ready there, and whether the policy's `suspension` holds its copy back
+// (marked as `fedctl get works` marks it: the copy does not follow the template).
 // `pods`: the Binding places pods, so a target with no cost is unpriced (a ConfigMap's
-// costs nothing and shows none).
-function placementList(targets, currency, finished, suspended = new Set(), pods = false) {
-  return h("ul", { class: "placement" }, targets.map((t) =>
-    h("li", { "data-target": t.name, "data-replicas": t.replicas },
-      h("b", {}, t.name), ` × ${t.replicas}`,
+// costs nothing and shows none) and its readiness is worth showing.
+function placementList(targets, currency, finished, rows = new Map(), pods = false) {
+  return h("ul", { class: "placement" }, targets.map((t) => {
+    const row = rows.get(t.name);
+    const ready = pods ? memberReady(row) : null;
+    return h("li", { "data-target": t.name, "data-replicas": t.replicas },
+      h("b", {}, t.name),
+      h("span", { title: `${t.replicas} replica(s) placed on ${t.name} by the Binding` },
+        ` × ${t.replicas}`),
       t.chip ? h("span", { class: "chip" }, t.chip) : null,
       (t.hourlyCost !== undefined || pods) && !finished
         ? h("span", { class: "muted", "data-target-cost": "" }, ` ${money(t.hourlyCost, currency)}`)
         : null,
-      suspended.has(t.name)
+      ready
+        ? h("span", { class: `member-ready ${ready.cls}`, "data-ready": ready.text, title: ready.title },
+          ready.text)
+        : null,
+      row && row.suspended
         ? h("span", { class: "muted", "data-suspended": "" }, " (dispatching suspended)")
-        : null)));
+        : null);
+  }));
+}
+
+// A health badge's colour, by the aggregated health (`fedctl get workloads` HEALTH).
+const HEALTH_CLASS = {
+  Healthy: "ready", Progressing: "progressing", Unhealthy: "notready", Failed: "notready",
+  Completed: "done", Unknown: "unknown", Suspended: "idle",
+};
+
+// The workload's health and how many of its replicas are ready in all (a job's phase
+// instead), as `fedctl get workloads` shows them beside where it runs. A suspended Job's
+// health is Suspended, as kubectl's STATUS says: it runs nothing, which is no fault.
+function healthBadges(w, result) {
+  const health = (w.spec || {}).suspend === true ? "Suspended" : result && result.health;
+  if (!health) return [];
+  const counted = result && (result.phase || result.replicas);
+  const ready = counted
+    ? result.phase || `${result.readyReplicas || 0}/${result.replicas || 0} ready`
+    : null;
+  return [
+    ready ? h("span", { class: "muted", "data-ready": ready }, ready) : null,
+    h("span", { class: `health ${HEALTH_CLASS[health] || "unknown"}`, "data-health": health },
+      health),
+  ];
 }
 
 // What the workload's pods reference that the federation does not hold, so its policy's
@@ -458,7 +511,9 @@ function workloadCard(w, binding, result, currency) {
       h("h3", {}, title),
       h("span", { class: "muted" },
         `${w.kind}${replicas !== undefined ? ` · ${replicas} replica(s)` : ""}`),
-      h("span", { class: `phase ${phase || "none"}`, "data-phase": phase || "" },
+      ended ? null : healthBadges(w, result),
+      h("span", { class: `phase ${phase || "none"}`, "data-phase": phase || "",
+        title: phase === "Scheduled" ? "placed by the scheduler; its health says how it runs" : null },
         phase || "not scheduled")),
     !binding
       ? h("p", { class: "muted", "data-unbound": "" }, ended
@@ -471,8 +526,8 @@ function workloadCard(w, binding, result, currency) {
           h("p", { class: "muted", "data-policy": "" }, `policy: ${claimant(binding)}`),
           missingDependencies(result),
           spec.clusters && spec.clusters.length
-            ? placementList(spec.clusters, currency, Boolean(ended), new Set(
-              ((result && result.clusters) || []).filter((c) => c.suspended).map((c) => c.cluster)),
+            ? placementList(spec.clusters, currency, Boolean(ended), new Map(
+              ((result && result.clusters) || []).map((c) => [c.cluster, c])),
               runsPods(binding))
             : null,
           ended
