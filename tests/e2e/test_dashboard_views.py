@@ -203,3 +203,76 @@ def test_a_card_shows_health_and_ready_replicas_per_member_not_only_its_placemen
                 clusters=[member("us-east-cpu", 1, 1, "Healthy")])  # fmt: skip
     expect(badge).to_have_text("Healthy", timeout=15_000)
     expect(target.locator("[data-ready]")).to_have_text("1/1 ready")
+
+
+def focused_id(page: Any) -> str:
+    return str(page.evaluate("document.activeElement && document.activeElement.id"))
+
+
+def test_tab_indents_in_the_editor_and_escape_then_tab_leaves_it(page: Any, stack: Stack) -> None:
+    """Every Tab and Shift+Tab was taken to indent: a keyboard user who entered the YAML
+    could not leave it (WCAG 2.1.2). Escape then Tab leaves, as in code editors, and the
+    hint the text area is described by says so."""
+    board.open_view(page, stack, "policy")
+    area = page.locator("#yaml")
+    expect(area).to_have_attribute("aria-describedby", "yaml-keys")
+    expect(page.locator("#yaml-keys")).to_be_visible()
+    expect(page.locator("#yaml-keys")).to_contain_text("Esc then Tab")
+    area.focus()
+    page.keyboard.type("kind: Queue")
+    page.keyboard.press("Home")
+    page.keyboard.press("Tab")
+    expect(area).to_have_value("  kind: Queue")
+    assert focused_id(page) == "yaml"
+    page.keyboard.press("Shift+Tab")
+    expect(area).to_have_value("kind: Queue")
+    assert focused_id(page) == "yaml"
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    expect(area).to_have_value("kind: Queue")
+    assert focused_id(page) != "yaml"
+    area.focus()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Shift+Tab")
+    assert focused_id(page) != "yaml"
+
+
+def test_a_finding_is_reached_and_followed_from_the_keyboard(page: Any, stack: Stack) -> None:
+    """Findings were list items that only a click opened."""
+    board.open_view(page, stack, "policy")
+    board.type_policy(page, board.broken("Weighted", "Sideways"))
+    finding = page.locator('#findings li[data-line="16"] button')
+    expect(finding).to_have_count(1)
+    page.locator("#yaml").focus()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    expect(finding).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#yaml")).to_be_focused()
+    line = page.evaluate(
+        "() => { const a = document.querySelector('#yaml');"
+        " return a.value.slice(0, a.selectionStart).split('\\n').length; }"
+    )
+    assert line == 16
+
+
+def test_every_drill_report_opens_from_the_keyboard(
+    page: Any, stack: Stack, stored_drills: tuple[str, str]
+) -> None:
+    """The list entries had a click handler only: the keyboard reached none of them."""
+    good, _ = stored_drills
+    board.open_view(page, stack, "drills")
+    entry = page.locator(f'#drill-list [data-drill="{good}"] button')
+    entry.focus()
+    expect(entry).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#drill-timeline h2")).to_have_text(f"Drill {good}")
+    expect(entry).to_have_attribute("aria-current", "true")
+
+
+def test_the_token_field_has_a_label(page: Any, stack: Stack) -> None:
+    """It had only a placeholder, which a screen reader may not announce."""
+    board.open_view(page, stack, "clusters")
+    page.locator("#token-button").click()
+    expect(page.get_by_label("Bearer token")).to_have_id("token-input")
+    page.locator("#token-dialog button[value=save]").click()

@@ -147,19 +147,31 @@ function renderDetail() {
 }
 
 // A stored report this controller cannot read (a newer release wrote it) is listed, with
-// why, rather than hidden: it cannot be opened, but it is there.
+// why, rather than hidden: it cannot be opened, but it is there. Each report is opened by
+// a button, so the keyboard reaches every one (a clickable item reached none but the
+// latest, opened on its own); the list is redrawn every second while a drill runs, so
+// the button that had the focus is given it back.
 function renderList() {
-  $("drill-list").replaceChildren(...drills.list.map((r) => h("li", {
+  const list = $("drill-list");
+  const focused = list.contains(document.activeElement)
+    ? document.activeElement.closest("[data-drill]") : null;
+  list.replaceChildren(...drills.list.map((r) => h("li", {
     class: r.id === drills.selected ? "active" : "", "data-drill": r.id,
-    onclick: () => select(r.id),
+  }, h("button", {
+    type: "button", class: "drill-entry", onclick: () => select(r.id),
+    "aria-current": r.id === drills.selected ? "true" : null,
   }, h("b", {}, r.id), h("br"),
   h("span", { class: `phase ${r.phase}` }, r.phase), " ",
-  h("span", { class: "muted" }, `${r.fault} · RTO ${secs(r.rto)} · lost ${r.lost}`))),
+  h("span", { class: "muted" }, `${r.fault} · RTO ${secs(r.rto)} · lost ${r.lost}`)))),
   ...drills.unreadable.map((u) => h("li", {
     class: "unreadable", "data-unreadable": u.id, title: u.error,
   }, h("b", {}, u.id), h("br"),
   h("span", { class: "phase Failed" }, "unreadable"), " ",
   h("span", { class: "muted" }, u.error))));
+  if (focused) {
+    const again = list.querySelector(`[data-drill="${CSS.escape(focused.dataset.drill)}"] button`);
+    if (again) again.focus();
+  }
 }
 
 async function loadChart(report) {

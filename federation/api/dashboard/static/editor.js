@@ -44,11 +44,14 @@ function syncScroll() {
   $("marks").style.transform = `translate(${-area.scrollLeft}px, ${-area.scrollTop}px)`;
 }
 
+// Each finding is a button (reachable with Tab, pressed with Enter or Space) that puts
+// the cursor on its line: a clickable list item could not be reached from the keyboard.
 function renderFindings(findings) {
   $("findings").replaceChildren(...findings.map((f) =>
-    h("li", { class: f.severity, "data-line": f.line, onclick: () => gotoLine(f.line) },
-      h("b", {}, `line ${f.line}${f.col ? ":" + f.col : ""}`), ` ${f.path ? f.path + ": " : ""}`,
-      f.message)));
+    h("li", { class: f.severity, "data-line": f.line },
+      h("button", { type: "button", class: "finding", onclick: () => gotoLine(f.line) },
+        h("b", {}, `line ${f.line}${f.col ? ":" + f.col : ""}`),
+        ` ${f.path ? f.path + ": " : ""}`, f.message))));
 }
 
 function gotoLine(line) {
@@ -170,6 +173,41 @@ async function applyEditor() {
   }
 }
 
+// Tab indents and Shift+Tab outdents the cursor's line, as in a code editor; Escape then
+// Tab (or Shift+Tab) moves the focus on, as it does in CodeMirror and Monaco. Every Tab
+// used to be taken, so a keyboard user who entered the text could not leave it. The
+// hint under the editor (its aria-describedby) says so.
+function indentKeys(area) {
+  let escaped = false;
+  area.addEventListener("blur", () => { escaped = false; });
+  return (event) => {
+    if (event.key === "Escape") {
+      escaped = true;
+      return;
+    }
+    if (MODIFIERS.has(event.key)) return; // Shift of Shift+Tab comes first, on its own
+    const leave = escaped || event.ctrlKey || event.metaKey || event.altKey;
+    escaped = false;
+    if (event.key !== "Tab" || leave) return;
+    event.preventDefault();
+    if (event.shiftKey) outdent(area);
+    else area.setRangeText("  ", area.selectionStart, area.selectionEnd, "end");
+    area.dispatchEvent(new Event("input"));
+  };
+}
+
+const MODIFIERS = new Set(["Shift", "Control", "Alt", "Meta"]);
+
+// Up to two spaces off the start of the cursor's line, the cursor kept on its text.
+function outdent(area) {
+  const start = area.value.lastIndexOf("\n", area.selectionStart - 1) + 1;
+  const spaces = /^ {0,2}/.exec(area.value.slice(start))[0].length;
+  if (!spaces) return;
+  const [from, to] = [area.selectionStart, area.selectionEnd];
+  area.setRangeText("", start, start + spaces, "preserve");
+  area.setSelectionRange(Math.max(start, from - spaces), Math.max(start, to - spaces));
+}
+
 export function setupEditor(applied) {
   onApplied = applied;
   const area = $("yaml");
@@ -179,13 +217,7 @@ export function setupEditor(applied) {
     check();
   });
   area.addEventListener("scroll", syncScroll);
-  area.addEventListener("keydown", (event) => {
-    if (event.key === "Tab") {
-      event.preventDefault();
-      area.setRangeText("  ", area.selectionStart, area.selectionEnd, "end");
-      area.dispatchEvent(new Event("input"));
-    }
-  });
+  area.addEventListener("keydown", indentKeys(area));
   $("apply").addEventListener("click", applyEditor);
   renderGutter("", []);
 }
