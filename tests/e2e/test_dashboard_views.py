@@ -276,3 +276,60 @@ def test_the_token_field_has_a_label(page: Any, stack: Stack) -> None:
     page.locator("#token-button").click()
     expect(page.get_by_label("Bearer token")).to_have_id("token-input")
     page.locator("#token-dialog button[value=save]").click()
+
+
+# The contrast of an element's text on what is drawn behind it (WCAG's ratio), for the
+# classes whose text the dashboard colours: each made on the page, styled by its sheet.
+CONTRAST = """(specs) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  }).reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const behind = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const bg = rgb(getComputedStyle(e).backgroundColor);
+      if (bg.length < 4 || bg[3] > 0) return bg;
+    }
+    return [255, 255, 255];
+  };
+  const box = document.createElement("div");
+  document.querySelector("main").append(box);
+  const out = {};
+  for (const [name, html] of Object.entries(specs)) {
+    box.innerHTML = html;
+    const el = box.querySelector("[data-probe]");
+    const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(behind(el))];
+    out[name] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  }
+  box.remove();
+  return out;
+}"""
+
+PROBES = {
+    "Running / Unknown badge": '<span class="phase Running" data-probe>x</span>',
+    "unknown health": '<span class="health unknown" data-probe>x</span>',
+    "warning text": '<p class="hint timing warn" data-probe>x</p>',
+    "warning finding": '<ul class="findings"><li class="warning" data-probe>x</li></ul>',
+    "gutter warning": '<div class="gutter"><div class="ln warn" data-probe>1</div></div>',
+    "inline warning": '<div class="mark warn"><span class="inline-msg" data-probe>x</span></div>',
+    "Ready badge": '<span class="health ready" data-probe>x</span>',
+    "Pending badge": '<span class="phase Pending" data-probe>x</span>',
+    "NotReady badge": '<span class="health notready" data-probe>x</span>',
+    "gutter line number": '<div class="gutter"><div class="ln" data-probe>1</div></div>',
+    "muted text": '<span class="muted" data-probe>x</span>',
+    "Progressing badge": '<span class="health progressing" data-probe>x</span>',
+    "Suspended badge": '<span class="health idle" data-probe>x</span>',
+    "ready on a member": '<span class="member-ready ready" data-probe>x</span>',
+    "progressing on a member": '<span class="member-ready progressing" data-probe>x</span>',
+    "not ready on a member": '<span class="member-ready notready" data-probe>x</span>',
+}
+
+
+def test_coloured_text_has_at_least_aa_contrast(page: Any, stack: Stack) -> None:
+    """Amber badges and warnings (2.7:1), green (3.1:1) and red (3.8:1) badges and the
+    gutter's line numbers (2.3:1) were below the 4.5:1 that 11-12 px text needs."""
+    board.open_view(page, stack, "clusters")
+    ratios = page.evaluate(CONTRAST, PROBES)
+    low = {name: round(r, 2) for name, r in ratios.items() if r < 4.5}
+    assert not low, f"below 4.5:1: {low}"
