@@ -303,6 +303,26 @@ class ApiSettings(_Group):
         " queued for it freed. A client that stopped reading held tens of MB meanwhile; a"
         " client closed so lists and watches again, as from the Kubernetes API server.",
     )
+    watch_bookmark_interval: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between the BOOKMARK events of a watch that asked for them"
+        " (`allowWatchBookmarks=true`, as the dashboard does), sent however quiet the"
+        " stream is, so a client can tell a quiet stream from a dead one: the dashboard"
+        " takes about two and a half times this without a line as a stalled connection"
+        " (one a NAT, load balancer or VPN keeps open but no longer carries) and watches"
+        " again. The Kubernetes API server sends them about once a minute.",
+    )
+    watch_min_lifetime: float = Field(
+        default=1800.0,
+        gt=0,
+        description="Seconds a watch without `timeoutSeconds` stays open at least: it ends"
+        " between this and twice this (chosen at random, so the clients of a restart do"
+        " not all come back at once), and its client lists and watches again, as"
+        " kube-apiserver ends such watches after its --min-request-timeout (1800 s). A"
+        " client that did not ask for bookmarks gets no line on a quiet stream, and this"
+        " bounds how long a stalled connection can leave it unaware.",
+    )
     readiness_timeout: float = Field(
         default=1.0,
         gt=0,

@@ -30,7 +30,7 @@ from federation import clock as clock_mod
 from federation import errors, secrets
 from federation.api import audit as audit_mod
 from federation.api import auth as auth_mod
-from federation.api import dashboard, limits, objects, plan_routes, queue_status, status
+from federation.api import dashboard, limits, objects, plan_routes, queue_status, status, streams
 from federation.api import drills as drills_api
 from federation.api import metrics as metrics_mod
 from federation.api import watch as watch_api
@@ -109,7 +109,7 @@ def build_app(
         currency=currency,
         queues=queues,
         max_object_bytes=settings.max_object_bytes,
-        watch_write_timeout=settings.watch_write_timeout,
+        watch_timing=streams.Timing.of(settings),
     )
     drills = drills_api.DrillsApi(
         store,
@@ -146,7 +146,7 @@ def build_app(
             *workloads_api.WorkloadsApi(store, currency=currency).routes(),
             *drills.routes(),  # before the object routes, whose `{plural}` would match
             *watch_api.WatchApi(
-                store, write_timeout=settings.watch_write_timeout
+                store, timing=streams.Timing.of(settings)
             ).routes(),  # so would it match /watch
             *api.routes(),
             *dashboard.routes(),
@@ -217,7 +217,8 @@ def openapi_document() -> dict[str, Any]:
     paths[base + "/watch"] = {
         "get": _op(
             "the watches of several kinds in one stream: ?resources=A,B[&resourceVersion=N]"
-            "[&sendInitialEvents=false]; each JSON line names its resource"
+            "[&sendInitialEvents=false][&allowWatchBookmarks=true]; each JSON line names"
+            " its resource"
         )
     }
     status_base = workloads_api.PREFIX

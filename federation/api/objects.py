@@ -120,13 +120,14 @@ class ObjectsApi:
         currency: Currency | None = None,
         queues: queue_status.QueueStatusApi | None = None,
         max_object_bytes: int = ApiSettings().max_object_bytes,
-        watch_write_timeout: float = ApiSettings().watch_write_timeout,
+        watch_timing: streams.Timing | None = None,
     ) -> None:
         self.raw = store
         self.max_object_bytes = max_object_bytes
         """Largest write of one object etcd takes (`ApiSettings.max_object_bytes`)."""
-        self.watch_write_timeout = watch_write_timeout
-        """Seconds a watch's client may take nothing before it is dropped (`streams`)."""
+        self.watch_timing = watch_timing or streams.Timing.of(ApiSettings())
+        """How long a watch's client may take nothing before it is dropped, how often a
+        watch that asked for bookmarks gets one, and how long a watch lasts (`streams`)."""
         self.queues = queues or queue_status.QueueStatusApi(store)
         """What `get queues` shows, which a queue's deletion warns by (`_queue_in_use`)."""
         self.objects = codec.TypedStore(store, objects.ObjectCodec(cipher=cipher))
@@ -293,20 +294,23 @@ class ObjectsApi:
         """Changes under `prefix` to objects the caller may read (`keep`), as JSON lines:
         from `resourceVersion` when given (`watched_since`: not "0"), else every object as
         ADDED first (none with `sendInitialEvents=false`), then a BOOKMARK at the revision
-        the changes follow. A revision the registry cannot serve ends the
-        stream with one ERROR event (`resume`), checked before it begins."""
+        the changes follow, and one every `watch_bookmark_interval` seconds if asked for
+        (`allowWatchBookmarks`). A revision the registry cannot serve ends the
+        stream with one ERROR event (`resume`), checked before it begins. It ends at its
+        `timeoutSeconds`, or after a random lifetime without (`streams.Timing.deadline`)."""
         # Read before the stream is prepared: once it is, a refusal can only end it.
         since = params.watched_since(request.query)
         initial = params.flag(request.query.get("sendInitialEvents"), default=True)
-        deadline = params.timeout_seconds(request.query)
+        timing = self.watch_timing
+        deadline, every = timing.deadline(request.query), timing.bookmarks(request.query)
         refused = None if since is None else await resume.refusal(self.raw, since)
-        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        resp = web.StreamResponse(headers=timing.headers(request.query))
         await resp.prepare(request)
         status.streaming(request, resp)
         if refused is not None:
             await resp.write(status.error_event(refused))
             return resp
-        send = streams.Writer(request, resp, timeout=self.watch_write_timeout).write
+        send = streams.Writer(request, resp, timeout=timing.write_timeout).write
         # The client's timeoutSeconds is the end; so is the client gone, or dropped.
         with contextlib.suppress(TimeoutError, streams.ClientGone):
             async with asyncio.timeout(deadline):
@@ -319,6 +323,7 @@ class ObjectsApi:
                     since=since,
                     initial=initial,
                     tell=_teller(request, res),
+                    every=every,
                 )
         return resp
 
@@ -333,8 +338,10 @@ class ObjectsApi:
         since: int | None,
         initial: bool,
         tell: Callable[[Any], Any],
+        every: float | None,
     ) -> None:
-        """`_watch`'s events, once the stream has begun."""
+        """`_watch`'s events, once the stream has begun; a bookmark every `every` seconds
+        (`streams.ticking`) at the revision the changes have been judged up to."""
         view = shown.Statused(self.raw, res, prefix)
         if since is not None:
             start = since + 1
@@ -346,13 +353,20 @@ class ObjectsApi:
                 if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
                     await send(_line("ADDED", tell(obj)))
             start = listed.revision + 1
-        await send(_line("BOOKMARK", {"metadata": {"resourceVersion": str(start - 1)}}))
+        sent = start - 1
+        await send(_line("BOOKMARK", streams.bookmark(sent)))
+        watched = self.raw.watch(view.watched, start_revision=start)
         try:
-            async for event in self.raw.watch(view.watched, start_revision=start):
-                if not keep(view.spec_key(event.key)):
-                    continue
-                for kind, obj in await view.events(event, chosen):
-                    await send(_line(kind, tell(obj)))
+            async with contextlib.aclosing(streams.ticking(watched, every=every)) as events:
+                async for event in events:
+                    if event is None:
+                        await send(_line("BOOKMARK", streams.bookmark(sent)))
+                        continue
+                    sent = event.mod_revision
+                    if not keep(view.spec_key(event.key)):
+                        continue
+                    for kind, obj in await view.events(event, chosen):
+                        await send(_line(kind, tell(obj)))
         except errors.Compacted as exc:  # compacted since it was checked
             await send(status.error_event(resume.expired(exc)))
 

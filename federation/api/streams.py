@@ -14,6 +14,17 @@ watches again from the resourceVersion it had. So here: a line the connection ca
 take within `ApiSettings.watch_write_timeout` closes the stream, and says so at WARNING
 naming the client's address.
 
+Why bookmarks on a quiet stream (`ticking`, asked for with `allowWatchBookmarks=true`):
+a connection a NAT, load balancer or VPN keeps open but no longer carries looks, to the
+client, like a stream with nothing to say, and the dashboard kept saying `live` over
+stale data for as long as the socket stayed. A BOOKMARK every
+`ApiSettings.watch_bookmark_interval` seconds, however quiet the kind, lets a client
+take a longer silence as a dead stream. Kubernetes sends them only to a watch that asks
+(`allowWatchBookmarks`), and so does this: a client that did not ask gets none. Every
+watch without `timeoutSeconds` ends after a randomised lifetime instead
+(`Timing.deadline`, as kube-apiserver's --min-request-timeout), and its client lists and
+watches again.
+
 Errors (only this one leaves `Writer.write`):
 
     ClientGone   the client left (its connection reset or closed mid-write), or was
@@ -24,17 +35,128 @@ Errors (only this one leaves `Writer.write`):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from aiohttp import web
 
-__all__ = ["ClientGone", "Send", "Writer"]
+from federation import clock
+from federation.api import params
+from federation.settings import ApiSettings
+
+__all__ = [
+    "BOOKMARK_INTERVAL_HEADER",
+    "ClientGone",
+    "Send",
+    "Timing",
+    "Writer",
+    "bookmark",
+    "ticking",
+]
+
+T = TypeVar("T")
+
+BOOKMARK_INTERVAL_HEADER = "X-Fedctl-Bookmark-Interval"
+"""The response header of a watch that asked for bookmarks: the seconds between them,
+by which the dashboard judges how long a silence means a dead stream."""
 
 Send = Callable[[bytes], Awaitable[None]]
 """`Writer.write`: what a watch route's readers hand each line to."""
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Timing:
+    """How long a watch's lines may wait, and how long a watch lasts (`ApiSettings`)."""
+
+    write_timeout: float
+    """Seconds a client may take nothing before it is dropped (`Writer`)."""
+    bookmark_interval: float
+    """Seconds between the bookmarks of a watch that asked for them (`ticking`)."""
+    min_lifetime: float
+    """A watch without `timeoutSeconds` ends between this and twice this (`deadline`)."""
+
+    @classmethod
+    def of(cls, settings: ApiSettings) -> Timing:
+        return cls(
+            write_timeout=settings.watch_write_timeout,
+            bookmark_interval=settings.watch_bookmark_interval,
+            min_lifetime=settings.watch_min_lifetime,
+        )
+
+    def deadline(self, query: Mapping[str, str]) -> float:
+        """Seconds the watch asked for by `query` stays open: its `timeoutSeconds`, else a
+        random lifetime in [min_lifetime, 2 * min_lifetime), as kube-apiserver picks one
+        (so a quiet client on a stalled connection lists again, and many clients do not
+        all come back at once)."""
+        asked = params.timeout_seconds(query)
+        return asked if asked is not None else self.min_lifetime * random.uniform(1, 2)
+
+    def bookmarks(self, query: Mapping[str, str]) -> float | None:
+        """Seconds between the bookmarks of the watch asked for by `query`: only with
+        `allowWatchBookmarks=true`, as from Kubernetes (a client that did not ask for
+        them is not sent any)."""
+        wanted = params.flag(query.get("allowWatchBookmarks"))
+        return self.bookmark_interval if wanted else None
+
+    def headers(self, query: Mapping[str, str]) -> dict[str, str]:
+        """The watch response's headers: its content type, and the bookmark interval when
+        it asked for bookmarks (`BOOKMARK_INTERVAL_HEADER`)."""
+        out = {"Content-Type": "application/x-ndjson"}
+        every = self.bookmarks(query)
+        if every is not None:
+            out[BOOKMARK_INTERVAL_HEADER] = f"{every:g}"
+        return out
+
+
+def bookmark(revision: int) -> dict[str, Any]:
+    """A BOOKMARK event's object: the revision a resource's changes have been sent up to."""
+    return {"metadata": {"resourceVersion": str(revision)}}
+
+
+async def ticking(events: AsyncIterator[T], *, every: float | None) -> AsyncGenerator[T | None]:
+    """`events` as they come, with a None (a bookmark is due) each time `every` seconds
+    have passed since the last one, however many events came meanwhile; `events` alone
+    without `every`. Closes `events` when it ends.
+
+    Why the next event is awaited in a task kept across the ticks: a registry watch is
+    an async generator, and cancelling its `__anext__` on a timeout would close it."""
+    pending: asyncio.Future[T] | None = None
+    try:
+        if every is None:
+            async for event in events:
+                yield event
+            return
+        due = clock.real.monotonic() + every
+        while True:
+            if clock.real.monotonic() >= due:
+                due = clock.real.monotonic() + every
+                yield None
+            if pending is None:
+                pending = asyncio.ensure_future(anext(events))
+            left = max(0.0, due - clock.real.monotonic())
+            done, _ = await asyncio.wait({pending}, timeout=left)
+            if not done:
+                continue
+            finished, pending = pending, None
+            try:
+                event = finished.result()
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        if pending is not None:
+            pending.cancel()
+            await asyncio.wait({pending})
+            if not pending.cancelled():
+                pending.exception()  # taken: it ends with the stream, not as a warning
+        closing = getattr(events, "aclose", None)
+        if closing is not None:
+            await closing()
 
 
 class ClientGone(Exception):

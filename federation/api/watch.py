@@ -21,7 +21,12 @@ Where each resource starts:
     sendInitialEvents=false    every resource from now; no initial events
     (neither)                  each resource's objects as ADDED, then its changes
 
-`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does. A client that
+`timeoutSeconds=N` ends the stream after N seconds, as Kubernetes does; without it the
+stream ends after a random lifetime of one to two `ApiSettings.watch_min_lifetime`, as
+kube-apiserver ends its watches. `allowWatchBookmarks=true` adds a BOOKMARK per resource
+every `ApiSettings.watch_bookmark_interval` seconds, however quiet the stream, at the
+revision that resource's changes have been sent up to, so a client can tell a stalled
+connection from a quiet one (`streams.ticking`). A client that
 takes nothing for `ApiSettings.watch_write_timeout` seconds is dropped, and one that
 goes away ends the stream quietly (`streams`).
 
@@ -45,6 +50,7 @@ the stream at once with one ERROR event carrying its Status (410 Expired, or 504
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -91,10 +97,11 @@ def _event(kind: str, resource: str, obj: dict[str, Any]) -> bytes:
 class WatchApi:
     """The multiplexed watch route bound to one Store."""
 
-    def __init__(self, store: st.Store, *, write_timeout: float) -> None:
-        """`write_timeout`: seconds a client may take nothing (`streams.Writer`)."""
+    def __init__(self, store: st.Store, *, timing: streams.Timing) -> None:
+        """`timing`: how long a client may take nothing (`streams.Writer`), how often a
+        bookmark is sent and how long a stream lasts."""
         self.store = store
-        self.write_timeout = write_timeout
+        self.timing = timing
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get(WATCH_PATH, self.watch)]
@@ -104,17 +111,18 @@ class WatchApi:
         chosen = selectors.from_query(request.query)  # the same for every resource
         since = params.watched_since(request.query)
         initial = params.flag(request.query.get("sendInitialEvents"), default=True)
-        deadline = params.timeout_seconds(request.query)
+        deadline = self.timing.deadline(request.query)
+        every = self.timing.bookmarks(request.query)
         start = None if since is None else since + 1
         refused = None if since is None else await resume.refusal(self.store, since)
         who = request.get(auth.PRINCIPAL)
-        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        resp = web.StreamResponse(headers=self.timing.headers(request.query))
         await resp.prepare(request)
         status.streaming(request, resp)
         if refused is not None:  # every resource starts there: the stream ends at once
             await resp.write(status.error_event(refused))
             return resp
-        send = streams.Writer(request, resp, timeout=self.write_timeout).write
+        send = streams.Writer(request, resp, timeout=self.timing.write_timeout).write
         try:
             await self._stream(
                 who=who,
@@ -123,6 +131,7 @@ class WatchApi:
                 initial=initial,
                 chosen=chosen,
                 deadline=deadline,
+                every=every,
                 send=send,
             )
         except* streams.ClientGone:
@@ -137,7 +146,8 @@ class WatchApi:
         start: int | None,
         initial: bool,
         chosen: selectors.Filter,
-        deadline: float | None,
+        deadline: float,
+        every: float | None,
         send: Send,
     ) -> None:
         """`watch`'s events, once the stream has begun."""
@@ -166,7 +176,7 @@ class WatchApi:
                 for res, keep in readable:
                     tell = visible.teller(res.plural, owned)
                     group.create_task(
-                        self._follow(res, start, send, keep, chosen, tell=tell),
+                        self._follow(res, start, send, keep, chosen, tell=tell, every=every),
                         name=f"watch-{res.plural}",
                     )
         except* TimeoutError:
@@ -185,10 +195,12 @@ class WatchApi:
         chosen: selectors.Filter,
         *,
         tell: Callable[[Any], Any],
+        every: float | None,
     ) -> None:
         """Stream `res` from `start` (listing it first without one): the objects the
         caller may read (`keep`, `visible.readable_key`) that the selectors choose (`chosen`),
-        as it may see them (`tell`, `visible.told`), and bookmarks."""
+        as it may see them (`tell`, `visible.told`), and bookmarks: one when it starts,
+        then one every `every` seconds if asked for (`streams.ticking`)."""
         prefix = reg_objects.list_prefix(res, None)
         view = shown.Statused(self.store, res, prefix)
         if start is None:
@@ -197,10 +209,16 @@ class WatchApi:
                 if keep(kv.key) and chosen.matches(obj := await view.shown(kv)):
                     await send(_event("ADDED", res.plural, tell(obj)))
             start = listed.revision + 1
-        bookmark = {"metadata": {"resourceVersion": str(start - 1)}}
-        await send(_event("BOOKMARK", res.plural, bookmark))
-        async for event in self.store.watch(view.watched, start_revision=start):
-            if not keep(view.spec_key(event.key)):
-                continue
-            for kind, obj in await view.events(event, chosen):
-                await send(_event(kind, res.plural, tell(obj)))
+        sent = start - 1  # every change of `res` up to this revision has been judged
+        await send(_event("BOOKMARK", res.plural, streams.bookmark(sent)))
+        watched = self.store.watch(view.watched, start_revision=start)
+        async with contextlib.aclosing(streams.ticking(watched, every=every)) as events:
+            async for event in events:
+                if event is None:
+                    await send(_event("BOOKMARK", res.plural, streams.bookmark(sent)))
+                    continue
+                sent = event.mod_revision
+                if not keep(view.spec_key(event.key)):
+                    continue
+                for kind, obj in await view.events(event, chosen):
+                    await send(_event(kind, res.plural, tell(obj)))
