@@ -28,7 +28,7 @@ from federation.api import app as api_app
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import embedded
 from federation.registry.etcd import EtcdStore
-from federation.settings import EtcdSettings, MemberSettings, MonitorSettings
+from federation.settings import ApiSettings, EtcdSettings, MemberSettings, MonitorSettings
 from policies import loading
 from policies.models.cluster import Connection
 
@@ -48,6 +48,9 @@ MONITOR = MonitorSettings(
     workers=4,
     watch_backoff_max=0.5,
 )
+API_SETTINGS = ApiSettings(watch_bookmark_interval=2.0)
+"""Bookmarks every 2 s, so a page takes 5 s of silence as a stalled stream: a test of that
+need not wait the default 75 s."""
 MEMBER = MemberSettings(
     request_timeout=2.0,
     retry_attempts=5,
@@ -116,7 +119,10 @@ class Stack:
         await self.store.connect()
         # The fleet's kubeconfig lets the drill API find each member's fault API.
         app = api_app.build_app(
-            self.store, kubeconfig=str(self.workdir / "fleet.kubeconfig"), monitor=MONITOR
+            self.store,
+            settings=API_SETTINGS,
+            kubeconfig=str(self.workdir / "fleet.kubeconfig"),
+            monitor=MONITOR,
         )
         runner = web.AppRunner(app, handler_cancellation=True)
         await runner.setup()

@@ -53,25 +53,54 @@ export function banner(message) {
 // streams, showing nothing. A tab that is hidden closes its stream (so background tabs hold
 // no connection at all) and opens it again when shown; each (re)connection starts with a
 // BOOKMARK per resource, which is when the page lists that resource again to catch up.
-const live = { open: false, paused: false, resources: [] };
+//
+// A stream can stall without closing: a NAT, load balancer or VPN that keeps the
+// connection open but carries nothing left the badge saying "live" over stale data for
+// as long as the socket stayed (a browser's fetch has no read timeout). So the page asks
+// for bookmarks (allowWatchBookmarks=true), which the server sends however quiet the
+// stream is, at the period its X-Fedctl-Bookmark-Interval header gives, and takes a
+// silence of STALL_PERIODS such periods as a dead stream: it aborts it, says
+// "reconnecting", and watches (and so lists) again.
+const live = { open: false, paused: false, stalled: 0, resources: [] };
+const STALL_PERIODS = 2.5;
+const INTERVAL_HEADER = "X-Fedctl-Bookmark-Interval";
+const CONNECT_TIMEOUT = 75000; // ms an answer may take to begin: 2.5 × the default period
 
 function updateLive() {
   const el = $("live");
-  el.textContent = live.open ? "live" : live.paused ? "paused" : "offline";
+  el.textContent = live.open ? "live" : live.paused ? "paused" : "reconnecting";
   el.className = live.open ? "live on" : "live off";
   el.dataset.resources = live.open ? live.resources.join(",") : "";
   el.title = live.open
     ? `one watch stream following ${live.resources.join(", ")}`
-    : live.paused ? "the stream is closed while this tab is hidden" : "reconnecting…";
+    : live.paused ? "the stream is closed while this tab is hidden"
+    : live.stalled ? `the stream carried nothing for ${live.stalled} s: reconnecting…`
+    : "reconnecting…";
 }
 
-async function readLines(resp, onEvent) {
+// A timer that calls `onSilent` once `ms` pass without `feed()`; `stop()` ends it.
+function watchdog(ms, onSilent) {
+  let timer = setTimeout(onSilent, ms);
+  return {
+    feed(next = ms) {
+      clearTimeout(timer);
+      ms = next;
+      timer = setTimeout(onSilent, ms);
+    },
+    stop() {
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function readLines(resp, onEvent, dog) {
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
+    dog.feed();
     buffer += decoder.decode(value, { stream: true });
     let nl;
     while ((nl = buffer.indexOf("\n")) >= 0) {
@@ -95,7 +124,8 @@ export function watchAll(resources, onEvent) {
   let backoff = 500;
   let abort = null;
   let timer = null;
-  const url = `${API}/watch?resources=${resources.join(",")}&sendInitialEvents=false`;
+  const url = `${API}/watch?resources=${resources.join(",")}&sendInitialEvents=false`
+    + "&allowWatchBookmarks=true";
   const run = async () => {
     timer = null;
     if (document.hidden) {
@@ -104,18 +134,31 @@ export function watchAll(resources, onEvent) {
       return;
     }
     live.paused = false;
-    abort = new AbortController();
+    const mine = new AbortController();
+    abort = mine;
+    let silence = CONNECT_TIMEOUT;
+    const dog = watchdog(silence, () => {
+      live.stalled = Math.round(silence / 1000);
+      console.warn(`watch: nothing for ${live.stalled} s; reconnecting`);
+      mine.abort();
+    });
     try {
-      const resp = await fetch(url, { headers: headers(), signal: abort.signal });
+      const resp = await fetch(url, { headers: headers(), signal: mine.signal });
       if (resp.status === 401) askToken("The API asked for a token (401).");
       if (!resp.ok || !resp.body) throw new Error(`watch: HTTP ${resp.status}`);
+      const period = Number(resp.headers.get(INTERVAL_HEADER));
+      // A server that sends no bookmarks cannot be told from a quiet one: no watchdog.
+      if (period > 0) dog.feed((silence = STALL_PERIODS * period * 1000));
+      else dog.stop();
       live.open = true;
+      live.stalled = 0;
       backoff = 500;
       updateLive();
-      await readLines(resp, onEvent);
+      await readLines(resp, onEvent, dog);
     } catch (err) {
       if (err.name !== "AbortError") console.warn(err);
     }
+    dog.stop();
     abort = null;
     live.open = false;
     updateLive();
