@@ -223,7 +223,10 @@ def openapi_document() -> dict[str, Any]:
     }
     status_base = workloads_api.PREFIX
     paths[status_base + "/workloads"] = {
-        "get": _op("each workload's phase, queue, health and placement; ?namespace=NS")
+        "get": _op(
+            "each workload's phase, queue, health and placement; ?namespace=NS;"
+            " ?binding=false: without each item's Binding"
+        )
     }
     paths[status_base + "/namespaces/{ns}/workloads/{kind}/{name}"] = {
         "get": _op("one workload described: its Binding, copies, events and why it waits")

@@ -9,17 +9,24 @@ several keys and are never written through the API; a separate prefix keeps them
 of the object routes' `{plural}` patterns. A tenant sees only its own namespaces: `auth.py`
 refuses a request naming another, and the list here is cut to the caller's namespaces.
 
-    GET /apis/status.fedctl.io/v1alpha1/workloads[?namespace=NS]
+    GET /apis/status.fedctl.io/v1alpha1/workloads[?namespace=NS][&binding=false]
     GET /apis/status.fedctl.io/v1alpha1/namespaces/{ns}/workloads/{kind}/{name}
     GET /apis/status.fedctl.io/v1alpha1/costs[?by=GROUPING][&namespace=NS]
 
 GROUPING is queue (the default), namespace, cluster, region, chip or workload.
+
+`binding=false` leaves each item's Binding out (no `binding` field). Why: the dashboard
+reads only each workload's status from this view, and lists the Bindings itself; with
+them, the view was 3.5 MB at 1,500 workloads and a second of a core to build, asked for
+every few seconds by every open tab. The CLI's tables read the Binding, and get it by
+default.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from typing import Any, cast
 
 from aiohttp import web
@@ -81,6 +88,18 @@ def _job_shape(workload: Workload) -> dict[str, Any]:
     return shape
 
 
+def _with_binding(query: Any) -> bool:
+    """Whether each item of the workload view carries its Binding (`binding`, true by
+    default); a value that is neither is a 400 naming the parameter, never ignored."""
+    value = query.get("binding", "true")
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise errors.Invalid(
+            f"binding: Invalid value: {json.dumps(value)}: true (each item with its Binding,"
+            " the default) or false (without it)"
+        )
+    return value.lower() in ("true", "1")
+
+
 def _wire(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return dumped
@@ -118,9 +137,10 @@ class WorkloadsApi:
 
     async def list_workloads(self, request: web.Request) -> web.Response:
         selectors.not_taken(request.query, view="the workload view")
+        with_binding = _with_binding(request.query)
         items = []
         for tail in self._tails(request):
-            items += await self._list(tail)
+            items += await self._list(tail, with_binding=with_binding)
         owned = auth.readable(request.get(auth.PRINCIPAL))
         if owned is not None and not request.query.get("namespace"):
             # Its Namespace templates too: cluster-scoped (`_`), but each its tenant's
@@ -128,8 +148,9 @@ class WorkloadsApi:
             for ns in sorted(owned):
                 ref = objects.namespace_workload(ns)
                 tail = f"{ref.namespace}/{ref.kind}/{ref.name}"
-                items += [i for i in await self._list(tail) if i["name"] == ns]
-        if owned is not None:  # what its Bindings say of other namespaces' workloads
+                listed = await self._list(tail, with_binding=with_binding)
+                items += [i for i in listed if i["name"] == ns]
+        if owned is not None and with_binding:  # what they say of others' workloads
             items = [{**i, "binding": visible.told(i["binding"], owned)} for i in items]
         return web.json_response({"items": items})
 
@@ -215,8 +236,9 @@ class WorkloadsApi:
         self._costs_read = fresh
         return {key: hit[1] for key, hit in fresh.items()}
 
-    async def _list(self, tail: str) -> list[dict[str, Any]]:
-        """Every workload under one namespace prefix (`""` for all) with its placement:
+    async def _list(self, tail: str, *, with_binding: bool) -> list[dict[str, Any]]:
+        """Every workload under one namespace prefix (`""` for all) with its placement
+        (its Binding only `with_binding`: without, no Binding is decoded):
         listed on the event loop, decoded and joined in a worker thread (a second at
         10,000 workloads, which `fedctl get -w` asks for again and again, while the loop
         serves the API and the leader lease)."""
@@ -225,13 +247,21 @@ class WorkloadsApi:
             for kind in ("workloads", "bindings", "workloadstatus")
         ]
         listed = await self.raw.list(keys.prefix("policies"))
-        return await asyncio.to_thread(self._joined, raw, listed)
+        return await asyncio.to_thread(self._joined, raw, listed, with_binding)
 
-    def _joined(self, raw: list[st.ListResult], listed: st.ListResult) -> list[dict[str, Any]]:
+    def _joined(
+        self, raw: list[st.ListResult], listed: st.ListResult, with_binding: bool
+    ) -> list[dict[str, Any]]:
         templates = self.objects.decoded(raw[0])
-        bindings = self.bindings.decoded(raw[1])
         statuses = self.statuses.decoded(raw[2])
-        placed = {str(keys.parse_workload_key(b.key)): b.obj for b in bindings.items}
+        placed: dict[str, Binding | None] = (
+            {
+                str(keys.parse_workload_key(b.key)): b.obj
+                for b in self.bindings.decoded(raw[1]).items
+            }
+            if with_binding
+            else dict.fromkeys(str(keys.parse_workload_key(kv.key)) for kv in raw[1].items)
+        )
         ready = {str(keys.parse_workload_key(s.key)): s.obj for s in statuses.items}
         policies: list[plan.AnyPolicy] | None = None
         items = []
@@ -243,14 +273,16 @@ class WorkloadsApi:
                 "kind": ref.kind,
                 "name": ref.name,
                 "created": item.obj.metadata.creation_timestamp,
-                "binding": _wire(binding) if binding else None,
                 "status": _wire(status) if status else None,
                 # What the Binding's costs are in: every view of them names it.
                 "currency": self.currency.code,
             }
+            if with_binding:
+                entry["binding"] = _wire(binding) if binding else None
             if isinstance(item.obj, Workload):
                 entry.update(_job_shape(item.obj))
-            if binding is None and isinstance(item.obj, Workload) and item.obj.is_opaque:
+            bound = str(ref) in placed
+            if not bound and isinstance(item.obj, Workload) and item.obj.is_opaque:
                 if policies is None:
                     policies = _placing(self.objects.decoded(listed).items)
                 entry["federationOnly"] = plan.claim(item.obj, policies) is None
