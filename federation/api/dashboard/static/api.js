@@ -66,6 +66,11 @@ const STALL_PERIODS = 2.5;
 const INTERVAL_HEADER = "X-Fedctl-Bookmark-Interval";
 const CONNECT_TIMEOUT = 75000; // ms an answer may take to begin: 2.5 × the default period
 
+// Whether the stream is open: while it is, changes come on it, and the page polls less.
+export function isLive() {
+  return live.open;
+}
+
 function updateLive() {
   const el = $("live");
   el.textContent = live.open ? "live" : live.paused ? "paused" : "reconnecting";
@@ -154,7 +159,16 @@ export function watchAll(resources, onEvent) {
       live.stalled = 0;
       backoff = 500;
       updateLive();
-      await readLines(resp, onEvent, dog);
+      // Each resource's first bookmark says it is followed from here (the page lists it
+      // again then); the later ones only say the stream is alive, and go no further.
+      const begun = new Set();
+      await readLines(resp, (event) => {
+        if (event.type === "BOOKMARK") {
+          if (begun.has(event.resource)) return;
+          begun.add(event.resource);
+        }
+        onEvent(event);
+      }, dog);
     } catch (err) {
       if (err.name !== "AbortError") console.warn(err);
     }
