@@ -14,13 +14,15 @@ errors → Status bodies. `/healthz`,
 caller is trusted, which is what a loopback-only development controller wants.
 
 Drills need two things only the controller process knows: the members' kubeconfig (its
-fleet state file names a simulated member's fault API) and whether this replica leads.
+fleet state file names a simulated member's fault API) and the election's fence. With the
+fence, the controller runs the drill loop (`DrillsApi.lead`) only while its replica leads;
+without one, this app is the only controller and runs that loop for as long as it serves.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -59,13 +61,14 @@ def build_app(
     metrics: metrics_mod.Metrics | None = None,
     cipher: secrets.Cipher | None = None,
     kubeconfig: str | None = None,
-    leading: Callable[[], bool] | None = None,
+    guards: Callable[[], Sequence[st.Guard]] | None = None,
     queue_view: qv.Published | None = None,
     scheduler: SchedulerSettings | None = None,
     monitor: MonitorSettings | None = None,
     failover: FailoverSettings | None = None,
 ) -> web.Application:
-    """The API app; `kubeconfig` and `leading` (None: always) are for starting drills, and
+    """The API app; `kubeconfig` and `guards` (the election's fence; None: no election, so
+    the app runs drills itself) are for drills, and
     `monitor` and `failover` the settings this controller detects and evicts with, which
     drills are told to outlast;
     `queue_view` is where this process's scheduling loop publishes while it leads;
@@ -114,7 +117,7 @@ def build_app(
     drills = drills_api.DrillsApi(
         store,
         kubeconfig=kubeconfig,
-        leading=leading,
+        guards=guards,
         clock=clock,
         timing=drills_api.Timing.of(monitor or MonitorSettings(), failover or FailoverSettings()),
     )
@@ -156,7 +159,10 @@ def build_app(
     app[OBJECTS_API] = api
     app[METRICS] = metrics
     app[DRILLS] = drills
-    app.on_cleanup.append(drills.close)
+    if guards is None:
+        app.cleanup_ctx.append(drills.alone)
+    else:
+        app.on_cleanup.append(drills.close)
     return app
 
 

@@ -9,17 +9,21 @@ Fed by the registry (reports stored at `keys.drill_key`, Cluster objects) and by
                                        the defaults of a new one, and this controller's
                                        detection and eviction times (`timing`)
     GET  .../drills/{id}               one report with its timeline (?format=svg|markdown)
-    POST .../drills {cluster, fault, duration, settle}     202 with the running drill
+    POST .../drills {cluster, fault, duration, settle}     202 with the drill, on any replica;
+                                                           409 while another is in flight
 
-Why one drill at a time, in the leading replica: a drill breaks a member on purpose, and two
-at once would measure each other; the leader is the one process every operator reaches
-through the same election (a follower answers 503). The drill is a task owned by this
-object, not a bare one: the app's cleanup cancels it, which heals the member before the
-partial report is stored. A running drill lives in memory (its samples so far, judged on
-every read); its report reaches the registry when it ends, so a follower or `fedctl drill
-list` sees it then. A drill or member that does not exist is a 404 Status naming it as
-kubectl would (`drill "ID" not found`) with how to list the real ones, never the registry
-key behind it. Authorization (admins only) is in `auth.py`.
+Why one drill at a time, run by the leading replica but asked of any: a drill breaks a
+member on purpose, and two at once would measure each other; the replicas sit behind one
+Service, so the one asked is the Service's choice. A POST records the drill in the
+registry (`drill_runs` says why a record, not a request forwarded to the leader); the
+leader's `lead` loop runs it and publishes its progress there, so every replica shows the
+running drill (`stage` `pending` until the leader takes it). The replica running it shows
+its own samples, judged on every read; the report reaches the registry when it ends. The
+drill is a task owned by the runner, not a bare one: stopping the loop (shutdown, or
+leadership lost) cancels it, which heals the member first. A drill or member that does
+not exist is a 404 Status naming it as kubectl would (`drill "ID" not found`) with how
+to list the real ones, never the registry key behind it. Authorization (admins only) is
+in `auth.py`.
 
 Why a stored report that does not read is skipped, not fatal: reports outlive the release
 that wrote them (a newer one may add a field this one does not know, a hand edit may break
@@ -32,15 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from federation import clock as clock_mod
 from federation import errors
-from federation.api import objects, status
+from federation.api import drill_runs, objects, status
 from federation.failover import drills, faults
 from federation.registry import keys
 from federation.registry import store as st
@@ -87,27 +91,13 @@ class Timing:
         return {"detectSeconds": self.detect, "evictionGraceSeconds": self.grace}
 
 
-@dataclass
-class _Running:
-    """The drill in progress: what was asked, what has been seen, the task driving it."""
-
-    report: drills.Report
-    injector: faults.Injector
-    settle: float
-    progress: drills.Progress = field(default_factory=drills.Progress)
-    task: asyncio.Task[None] | None = None
-
-    def doc(self, *, full: bool) -> dict[str, Any]:
-        partial = self.progress.partial(self.report, final=self.progress.stage == "done")
-        out = _doc(partial, phase="Running", full=full)
-        out["stage"] = self.progress.stage
-        if full:
-            out["samples"] = drills.curve(
-                self.progress.samples,
-                cluster=self.report.cluster,
-                fault_at=self.progress.fault_at or 0.0,
-            )
-        return out
+def _running_doc(view: drill_runs.View, *, full: bool) -> dict[str, Any]:
+    partial, stage, samples = view
+    out = _doc(partial, phase="Running", full=full)
+    out["stage"] = stage
+    if full:
+        out["samples"] = samples
+    return out
 
 
 def _doc(report: drills.Report, *, phase: str, full: bool) -> dict[str, Any]:
@@ -183,26 +173,51 @@ def _request(body: Any) -> tuple[str, str, float, float]:
 
 
 class DrillsApi:
-    """The drill routes bound to one Store, and the one drill this process may be running."""
+    """The drill routes bound to one Store; `lead()` runs the drill in flight while this
+    replica leads (see `drill_runs` for why drills travel through the registry)."""
 
     def __init__(
         self,
         store: st.Store,
         *,
         kubeconfig: str | None = None,
-        leading: Callable[[], bool] | None = None,
+        guards: Callable[[], Sequence[st.Guard]] | None = None,
         clock: clock_mod.Clock = clock_mod.real,
         poll: float = 0.5,
+        publish: float = 1.0,
         timing: Timing | None = None,
     ) -> None:
+        """`guards`: the election's fence for this replica's writes as leader (None: this
+        process is the only controller); `publish`: seconds between the running drill's
+        progress writes, what other replicas show."""
         self.store = store
         self.timing = timing or Timing.of(MonitorSettings(), FailoverSettings())
-        self.kubeconfig = kubeconfig
-        self.leading = leading
         self.clock = clock
-        self.poll = poll
-        self.running: _Running | None = None
+        self.runner = drill_runs.Runner(
+            store, kubeconfig=kubeconfig, guards=guards, clock=clock, poll=poll, publish=publish
+        )
+        self.lead = self.runner.lead
+        """Run the drill in flight whenever there is one, while this replica leads."""
+        self.close = self.runner.close
+        """Stop a running drill (healing its member first); the app's cleanup calls it."""
         self._starting = asyncio.Lock()
+
+    async def alone(self, _: web.Application) -> AsyncIterator[None]:
+        """An app's cleanup context when no election runs `lead`: the only controller
+        runs the drill loop for as long as its app serves, and stops it (healing) after."""
+
+        async def leading() -> None:
+            while True:
+                try:
+                    await self.lead()
+                except errors.RetryableError as exc:  # etcd away: again once it answers
+                    log.warning("drills: %s; starting again", exc)
+                    await self.clock.sleep(1.0)
+
+        loop = asyncio.create_task(leading(), name="drills")
+        yield
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -223,9 +238,22 @@ class DrillsApi:
             log.warning("%s", bad.message())
         return sorted(reports, key=lambda r: (r.started, r.id), reverse=True), unreadable
 
+    async def _in_flight(
+        self,
+    ) -> tuple[str, drill_runs.View] | None:
+        """The drill asked for or running, wherever it runs: its id and progress (this
+        replica's own when it runs it, else what its leader last published)."""
+        running = self.runner.running
+        if running is not None:
+            return running.report.id, running.view()
+        read = await drill_runs.read(self.store)
+        flight = read[0] if read else None
+        return (flight.report.id, flight.progress()) if flight else None
+
     async def list_drills(self, _: web.Request) -> web.Response:
-        items = [self.running.doc(full=False)] if self.running else []
-        running_id = self.running.report.id if self.running else None
+        flight = await self._in_flight()
+        items = [_running_doc(flight[1], full=False)] if flight else []
+        running_id = flight[0] if flight else None
         reports, unreadable = await self._stored()
         items += [_doc(r, phase=_phase(r), full=False) for r in reports if r.id != running_id]
         return web.json_response(
@@ -246,9 +274,9 @@ class DrillsApi:
         fmt = request.query.get("format", "json")
         if fmt not in _FORMATS:
             raise errors.Invalid(f"format: {fmt!r} is not one of {', '.join(_FORMATS)}")
-        running = self.running if self.running and self.running.report.id == drill_id else None
-        if running is not None:
-            report, doc = running.progress.partial(running.report), running.doc(full=True)
+        flight = await self._in_flight()
+        if flight is not None and flight[0] == drill_id:
+            report, doc = flight[1][0], _running_doc(flight[1], full=True)
         else:
             kv = await self.store.get(key)
             if kv is None:
@@ -270,27 +298,26 @@ class DrillsApi:
             return web.Response(text=drills.markdown(report), content_type="text/markdown")
         return web.json_response(doc)
 
-    # running
+    # asking: any replica
 
     async def start(self, request: web.Request) -> web.Response:
-        if self.leading is not None and not self.leading():
-            raise errors.Fenced("this replica does not lead; start the drill on the leader")
+        """Record the drill for the leader to run (202), on whichever replica is asked."""
         cluster, fault, duration, settle = _request(await request.json())
-        async with self._starting:
-            if self.running is not None:
-                busy = self.running.report.id
-                return status.status_response(
-                    409, "Conflict", f"drill {busy} is running; one drill at a time"
-                )
-            if await self.store.get(keys.cluster_key(cluster)) is None:
-                return _not_found(
-                    "cluster",
-                    cluster,
-                    listing=f"GET {_CLUSTERS_PATH} (or fedctl cluster list) lists members",
-                )
-            injector = faults.injector(
-                self.store, cluster=cluster, fault=fault, kubeconfig=self.kubeconfig, hold=duration
+        if await self.store.get(keys.cluster_key(cluster)) is None:
+            return _not_found(
+                "cluster",
+                cluster,
+                listing=f"GET {_CLUSTERS_PATH} (or fedctl cluster list) lists members",
             )
+        # Here, so a fault this member cannot play is a 400 to the caller, not a report.
+        injector = drill_runs.injector(
+            self.store,
+            kubeconfig=self.runner.kubeconfig,
+            cluster=cluster,
+            fault=fault,
+            duration=duration,
+        )
+        async with self._starting:
             now = self.clock.now()
             report = drills.Report(
                 id=await self._fresh_id(drills.new_id(now, cluster)),
@@ -299,11 +326,17 @@ class DrillsApi:
                 started=now.isoformat(),
                 duration=duration,
             )
-            running = _Running(report, injector, settle)
-            running.task = asyncio.create_task(self._drive(running), name=f"drill-{report.id}")
-            self.running = running
-        log.info("drill %s: %s on %s for %gs", report.id, injector.fault, cluster, duration)
-        doc = running.doc(full=True)
+            flight = drill_runs.Flight(report, fault, settle)
+            try:
+                await self.store.commit([st.Create(keys.drill_run_key(), flight.encode())])
+            except errors.AlreadyExists:
+                busy = await self._in_flight()
+                what = f"drill {busy[0]} is" if busy else "another drill is"
+                return status.status_response(
+                    409, "Conflict", f"{what} running; one drill at a time"
+                )
+        log.info("drill %s asked: %s on %s for %gs", report.id, fault, cluster, duration)
+        doc = _running_doc(flight.progress(), full=True)
         if injector.fell_back:
             doc["message"] = f"{cluster} is not simulated; using a NoExecute taint"
         resp = web.json_response(doc, status=202)
@@ -317,49 +350,3 @@ class DrillsApi:
             n += 1
             candidate = f"{base}-{n}"
         return candidate
-
-    async def _drive(self, running: _Running) -> None:
-        """Run the drill; a drill that fails or is stopped still leaves its report."""
-        error = ""
-        try:
-            running.report = await drills.run(
-                self.store,
-                report=running.report,
-                inject=running.injector.inject,
-                heal=running.injector.heal,
-                settle=running.settle,
-                poll=self.poll,
-                clock=self.clock,
-                progress=running.progress,
-            )
-        except asyncio.CancelledError:
-            error = "stopped: the controller shut down during the drill"
-            raise
-        except errors.NotFound:  # its message is a registry key; say what went missing
-            error = f'cluster "{running.report.cluster}" not found: removed during the drill'
-        except errors.FedctlError as exc:
-            error = str(exc)
-        except Exception:  # no supervisor owns a drill: say so in its report, and the log
-            log.exception("drill %s failed", running.report.id)
-            error = "internal error; see the controller log"
-        finally:
-            if error:
-                await self._keep_failed(running, error)
-            self.running = None
-            log.info("drill %s ended%s", running.report.id, f": {error}" if error else "")
-
-    async def _keep_failed(self, running: _Running, error: str) -> None:
-        report = running.progress.partial(running.report, final=True)  # no more samples
-        report.error = error
-        try:
-            await self.store.commit([st.Put(keys.drill_key(report.id), drills.encode(report))])
-        except errors.FedctlError as exc:
-            log.warning("drill %s: report not stored: %s", report.id, exc)
-
-    async def close(self, _: web.Application | None = None) -> None:
-        """Stop a running drill (healing its member first); the app calls this on cleanup."""
-        running = self.running
-        if running is None or running.task is None:
-            return
-        running.task.cancel()
-        await asyncio.gather(running.task, return_exceptions=True)

@@ -12,14 +12,16 @@ audit trail to a file, and `--encryption-key-file` seals member kubeconfigs in e
 no kubeconfig reaching the controller through the API or the registry may
 (`clusters.kube.kubeconfig`).
 Several replicas may run on one etcd: each serves the API, the one holding the leader lease
-(`--lease-ttl`) runs the write loops, and every registry write of those loops is fenced
-on the leader key so a deposed leader's late write is refused.
+(`--lease-ttl`) runs the write loops (and the drills any replica is asked for: they reach it
+through the registry), and every registry write of those loops is fenced on the leader key
+so a deposed leader's late write is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
     import ssl
 
     from aiohttp import web
+
+    from federation.runtime.election import Election
+    from federation.runtime.supervisor import Supervisor
 
 __all__ = ["Security", "register", "serve"]
 
@@ -215,6 +220,23 @@ def _settings(
     return settings_mod.from_env(None, **overrides)
 
 
+def _while_leader(
+    supervisor: Supervisor,
+    election: Election,
+    name: str,
+    build: Callable[[], Callable[[], Awaitable[None]]],
+) -> None:
+    """Run `build()()` under the supervisor each time this replica leads.
+
+    A fresh component every term: a replica that leads again must not carry the caches
+    (written revisions, status watches) of a term another leader followed."""
+
+    async def term() -> None:
+        await build()()
+
+    supervisor.add(name, lambda: election.while_leader(name, term))
+
+
 async def run_controller(
     *,
     etcd: str,
@@ -259,12 +281,14 @@ async def run_controller(
     ssl_context = extras.pop("ssl_context")
     if extras["auth"] is None:
         _warn_open(host)
+    # Every replica serves the API; only the elected leader runs the write loops.
+    election = Election(store, ttl=settings.failover.lease_ttl, observe=metrics.set_leader)
     app = api_app.build_app(
         store,
         settings=settings.api,
         metrics=metrics,
         kubeconfig=kubeconfig,  # drills find a simulated member's fault API through it
-        leading=lambda: election.is_leader,  # the election below; only its leader drills
+        guards=election.guards,  # fences its leader's drills
         queue_view=published,
         scheduler=settings.scheduler,
         monitor=settings.monitor,  # what the drill form says a fault must outlast
@@ -275,17 +299,8 @@ async def run_controller(
     supervisor.add(
         "api", lambda: serve(app, host=host, port=port, ready=ready, ssl_context=ssl_context)
     )
-    # Every replica serves the API; only the elected leader runs the write loops.
-    election = Election(store, ttl=settings.failover.lease_ttl, observe=metrics.set_leader)
     supervisor.add("election", election.run)
-
-    def leading(name: str, build: Callable[[], Callable[[], Awaitable[None]]]) -> None:
-        # A fresh component every term: a replica that leads again must not carry the
-        # caches (written revisions, status watches) of a term another leader followed.
-        async def term() -> None:
-            await build()()
-
-        supervisor.add(name, lambda: election.while_leader(name, term))
+    leading = functools.partial(_while_leader, supervisor, election)
 
     leading(
         "cluster-monitor",
@@ -325,6 +340,7 @@ async def run_controller(
             ).run
         ),
     )
+    leading("drills", lambda: app[api_app.DRILLS].lead)  # a drill asked of any replica
     leading(
         "scheduler",
         lambda: (

@@ -10,6 +10,7 @@
     /fedctl/works/<cluster>/<ns>/<kind>/<name>        Work                (propagator)
     /fedctl/events/<ns or _>/<object>/<id>            Event, leased       (any controller)
     /fedctl/drills/<id>                               drill report        (drills)
+    /fedctl/drillrun                                  the drill in flight (drills API)
     /fedctl/leader                                    leader lease        (election)
 
 Why workload status has its own key: DESIGN.md keeps spec and status apart so a user's
@@ -33,6 +34,7 @@ __all__ = [
     "cluster_key",
     "cluster_status_key",
     "drill_key",
+    "drill_run_key",
     "event_key",
     "kind_segment",
     "leader_key",
@@ -175,6 +177,12 @@ def event_key(namespace: str | None, obj: str, event_id: str) -> str:
 
 def drill_key(drill_id: str) -> str:
     return f"{ROOT}/drills/{validate_segment(drill_id, what='drill id')}"
+
+
+def drill_run_key() -> str:
+    """The one drill asked for or running: one key, so creating it is what keeps one drill
+    at a time across every replica (outside `drills/`, whose keys are all reports)."""
+    return f"{ROOT}/drillrun"
 
 
 def leader_key() -> str:

@@ -3,7 +3,10 @@
 What an operator relies on: a drill started over HTTP really breaks the member (through the
 simulator's fault API, or a NoExecute taint on a member that is not simulated), shows its
 timeline while it runs, mends the member and leaves its report; one drill runs at a time;
-bad requests say which field is wrong; only admins drill; a follower refuses to start one;
+bad requests say which field is wrong; only admins drill; a replica that does not lead
+records the drill for the leader, and a leader deposed mid-drill heals what it broke and
+leaves the report to the next; with two controller processes, a drill asked of the
+follower runs on the leader and both show it.
 a drill stopped by a shutdown heals first. Tenants see only their own workloads in the
 status views.
 """
@@ -14,7 +17,7 @@ import asyncio
 import contextlib
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +27,13 @@ from aiohttp import web
 
 from clusters.sim import profile
 from clusters.sim.fleet import SimFleet
+from federation import errors
 from federation.api import app as api_app
 from federation.api import auth
 from federation.failover import faults
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys, objects
+from federation.registry import store as st
 from federation.registry.etcd import EtcdStore
 from federation.settings import MemberSettings, MonitorSettings
 from policies.models.cluster import Cluster, ClusterStatus
@@ -43,7 +48,8 @@ from tests.integration.test_api_security import (
     job,
     serving,
 )
-from tests.waiting import wait_for
+from tests.integration.test_ha import Replica, controllers, leader_kv
+from tests.waiting import stop, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -132,8 +138,10 @@ async def ready(store: EtcdStore, name: str) -> bool:
 
 @contextlib.asynccontextmanager
 async def drills_app(
-    store: EtcdStore, tmp_path: Path, *, leading: Callable[[], bool] | None = None
+    store: EtcdStore, tmp_path: Path, *, guards: Callable[[], Sequence[st.Guard]] | None = None
 ) -> AsyncIterator[Drills]:
+    """Without `guards` the app runs its drills itself; with them, as a replica of an
+    elected controller, only a `DrillsApi.lead` the test runs does."""
     fleet = SimFleet(PROFILE, speed=50)
     kubeconfig = tmp_path / "fleet.kubeconfig"
     await fleet.start(kubeconfig_path=kubeconfig)
@@ -144,9 +152,10 @@ async def drills_app(
         store,
         auth=auth.Authenticator(auth.TokenTable.from_yaml(TOKENS)),
         kubeconfig=str(kubeconfig),
-        leading=leading,
+        guards=guards,
     )
-    app[api_app.DRILLS].poll = 0.1
+    app[api_app.DRILLS].runner.poll = 0.1
+    app[api_app.DRILLS].runner.publish = 0.1
     monitor = asyncio.create_task(
         ClusterMonitor(store, settings=MONITOR, member_settings=MEMBER).run()
     )
@@ -322,15 +331,148 @@ async def test_drill_requests_that_are_refused(
     assert listed["items"] == [], "nothing started"
 
 
-async def test_a_follower_does_not_start_drills(
+class Fence:
+    """An election's fence as the drill loop sees it: the leader key at this replica's
+    revision while it leads, `Fenced` at once when it does not (`Election.guard`)."""
+
+    def __init__(self, store: EtcdStore) -> None:
+        self.store, self.revision, self.leads = store, 0, False
+
+    async def lead(self, identity: str) -> None:
+        self.revision = await st.put(self.store, keys.leader_key(), identity.encode())
+        self.leads = True
+
+    def guards(self) -> tuple[st.Guard, ...]:
+        if not self.leads:
+            raise errors.Fenced("replica-1 is not the leader")
+        return (st.Guard(keys.leader_key(), self.revision),)
+
+
+async def led(drilling: Drills, drill_id: str) -> Any:
+    """The report of `drill_id`, once the drill loop of this (leading) replica ends it."""
+    leading = asyncio.create_task(drilling.app[api_app.DRILLS].lead())
+    try:
+        return await wait_for(lambda: drilling.ended(drill_id), timeout=15, message="its end")
+    finally:
+        await stop([leading])
+
+
+async def test_a_replica_that_does_not_lead_records_the_drill_for_the_leader(
     store: EtcdStore,
     tmp_path: Path,
 ) -> None:
-    async with drills_app(store, tmp_path, leading=lambda: False) as drilling:
-        code, status = await drilling.start({"cluster": VICTIM, "duration": 1})
-        assert code == 503 and "leader" in status["message"], status
+    fence = Fence(store)  # nobody leads yet
+    async with drills_app(store, tmp_path, guards=fence.guards) as drilling:
+        code, started = await drilling.start({"cluster": VICTIM, "duration": 1, "settle": 0})
+        assert code == 202 and started["stage"] == "pending", started
         code, listed, _ = await drilling.api.call("GET", DRILLS)
-        assert code == 200 and listed["items"] == [], "followers still serve reports"
+        assert code == 200 and [(d["id"], d["stage"]) for d in listed["items"]] == [
+            (started["id"], "pending")
+        ]
+        assert await drilling.member_faults() == [], "only a leader breaks a member"
+        code, busy = await drilling.start({"cluster": REAL, "duration": 1})
+        assert code == 409 and started["id"] in busy["message"], busy
+
+        await fence.lead("replica-1")
+        report = await led(drilling, started["id"])
+        assert report["phase"] == "Completed" and report["healed_at"] >= 1.0, report
+        assert await store.get(keys.drill_run_key()) is None
+
+
+async def test_a_leader_deposed_mid_drill_heals_and_the_next_leader_reports_it(
+    store: EtcdStore,
+    tmp_path: Path,
+) -> None:
+    fence = Fence(store)
+    await fence.lead("replica-1")
+    async with drills_app(store, tmp_path, guards=fence.guards) as drilling:
+        leading = asyncio.create_task(drilling.app[api_app.DRILLS].lead())
+        code, started = await drilling.start({"cluster": VICTIM, "duration": 60})
+        assert code == 202, started
+        await wait_for(drilling.member_faults, timeout=5, message="the fault in")
+
+        # Another replica takes the leader key; this one steps down, and the election
+        # stops its leader loops, the drill's among them.
+        fence.leads = False
+        await st.put(store, keys.leader_key(), b"replica-2")
+        await stop([leading])
+        assert await drilling.member_faults() == [], "it lifted the fault it injected"
+        assert await store.get(keys.drill_key(started["id"])) is None, "its report is refused"
+        code, doc = await drilling.get(started["id"])
+        assert code == 200 and doc["phase"] == "Running", "in flight until a leader ends it"
+
+        # The next leader finds a drill whose leader is gone: it stores the last progress
+        # published as its report, stopped, and starts no fault of its own.
+        await fence.lead("replica-2")
+        report = await led(drilling, started["id"])
+        assert report["phase"] == "Failed" and "stopped leading" in report["error"], report
+        assert report["timeline"][0]["event"] == "fault", "what its leader saw is kept"
+        assert await drilling.member_faults() == []
+        assert await store.get(keys.drill_run_key()) is None
+
+
+# -- several controllers on one etcd ------------------------------------------------------------
+# The replicas sit behind one Service, so the dashboard and the API reach whichever one the
+# Service picks: starting a drill must not depend on reaching the leader itself. Real
+# `fedctl controller` processes; the drilled member is not simulated, so the drill is a taint.
+
+
+@pytest.mark.slow
+async def test_a_drill_started_through_a_follower_runs_on_the_leader_and_both_show_it(
+    store: EtcdStore, etcd_server: embedded.EmbeddedEtcd, tmp_path: Path
+) -> None:
+    typed = codec.TypedStore(store, objects.ObjectCodec())
+    await typed.put(keys.cluster_key(REAL), cluster(REAL, tmp_path / "none.kubeconfig"))
+    async with (
+        controllers(etcd_server.url, tmp_path, 2, FEDCTL_LOG_LEVEL="info") as group,
+        aiohttp.ClientSession() as session,
+    ):
+
+        async def leading() -> Replica | None:
+            kv = await leader_kv(store)
+            return group.by_identity(kv.value.decode() if kv else None)
+
+        async def call(replica: Replica, method: str, path: str, body: Any = None) -> Any:
+            code, doc, _ = await Client(replica.url, session).call(method, path, body)
+            return code, doc
+
+        leader = await wait_for(leading, timeout=15, message="a leader")
+        follower = next(r for r in group.replicas if r is not leader)
+
+        body = {"cluster": REAL, "fault": "taint", "duration": "3s", "settle": "0s"}
+        code, started = await call(follower, "POST", DRILLS, body)
+        assert code == 202, started
+        drill = started["id"]
+        await wait_for(
+            lambda: _has(store, REAL, f"{faults.DRILL_TAINT}:NoExecute"),
+            timeout=10,
+            message="the drill taint, set by the leader",
+        )
+
+        async def running_on(replica: Replica) -> bool:
+            code, doc = await call(replica, "GET", f"{DRILLS}/{drill}")
+            return code == 200 and doc["phase"] == "Running" and doc["stage"] == "fault"
+
+        # While it runs, the replica that did not run it shows it too (a dashboard behind
+        # the Service reaches either).
+        await wait_for(lambda: running_on(follower), timeout=5, message="running, on the follower")
+        code, listed = await call(follower, "GET", DRILLS)
+        assert code == 200 and [i["id"] for i in listed["items"]] == [drill], listed
+        # One drill at a time across replicas, not per replica.
+        code, busy = await call(leader, "POST", DRILLS, body)
+        assert code == 409 and drill in busy["message"], busy
+
+        async def ended_on(replica: Replica) -> Any:
+            code, doc = await call(replica, "GET", f"{DRILLS}/{drill}")
+            return doc if code == 200 and doc["phase"] != "Running" else None
+
+        for replica in (follower, leader):
+            report = await wait_for(lambda r=replica: ended_on(r), timeout=20, message="the end")
+            assert report["phase"] == "Completed" and report["error"] == "", report
+        assert await taints_of(store, REAL) == []
+        assert f"drill {drill}: taint on {REAL}" in group.tail(leader, 200)
+        assert f"drill {drill}: taint" not in group.tail(follower, 200)
+        assert await store.get(keys.drill_run_key()) is None, "nothing left in flight"
 
 
 # -- tenancy of the status views -------------------------------------------------------------

@@ -36,7 +36,7 @@ async def drilling(
     api = drills_api.DrillsApi(store, poll=0.02)
     app = web.Application(middlewares=[status.error_middleware])
     app.add_routes(api.routes())
-    app.on_cleanup.append(api.close)
+    app.cleanup_ctx.append(api.alone)
     async with TestClient(TestServer(app)) as client:
         yield client, api
 
@@ -100,7 +100,7 @@ async def test_a_member_removed_mid_drill_is_named_in_the_report(
 
     await wait_for(tainted, message="the drill taint on west")
     await store.commit([st.Delete(keys.cluster_key("west"))])  # healing will find it gone
-    await wait_for(lambda: api.running is None, message="the drill to end")
+    await wait_for(lambda: api.runner.running is None, message="the drill to end")
 
     resp = await client.get(f"{DRILLS}/{drill_id}")
     doc = await resp.json()

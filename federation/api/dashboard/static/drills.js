@@ -102,6 +102,10 @@ function outcomes(report) {
 
 function progressLine(report) {
   const last = (report.samples || []).at(-1);
+  // Any replica records the drill; the leading one runs it (and may not have yet).
+  if (report.stage === "pending") {
+    return h("p", { class: "muted" }, "Waiting for the leading controller to start it…");
+  }
   if (!last) return h("p", { class: "muted" }, "Taking the first sample…");
   return h("p", { class: "progress", "data-progress": "" },
     `stage ${report.stage} · member ${last.memberDown ? "down" : "up"} · `
