@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,7 @@ from tests.integration.test_api_security import (
     job,
     serving,
 )
-from tests.integration.test_ha import Replica, controllers, leader_kv
+from tests.integration.test_ha import Controllers, Replica, controllers, leader_kv
 from tests.waiting import stop, wait_for
 
 pytestmark = pytest.mark.integration
@@ -417,10 +419,15 @@ async def test_a_leader_deposed_mid_drill_heals_and_the_next_leader_reports_it(
 # `fedctl controller` processes; the drilled member is not simulated, so the drill is a taint.
 
 
-@pytest.mark.slow
-async def test_a_drill_started_through_a_follower_runs_on_the_leader_and_both_show_it(
+Leading = Callable[[], Awaitable["Replica | None"]]
+
+
+@contextlib.asynccontextmanager
+async def two_controllers(
     store: EtcdStore, etcd_server: embedded.EmbeddedEtcd, tmp_path: Path
-) -> None:
+) -> AsyncIterator[tuple[Controllers, aiohttp.ClientSession, Leading]]:
+    """Two `fedctl controller` processes on one etcd, the member `REAL` registered, and
+    which of them leads (None while neither does)."""
     typed = codec.TypedStore(store, objects.ObjectCodec())
     await typed.put(keys.cluster_key(REAL), cluster(REAL, tmp_path / "none.kubeconfig"))
     async with (
@@ -431,6 +438,15 @@ async def test_a_drill_started_through_a_follower_runs_on_the_leader_and_both_sh
         async def leading() -> Replica | None:
             kv = await leader_kv(store)
             return group.by_identity(kv.value.decode() if kv else None)
+
+        yield group, session, leading
+
+
+@pytest.mark.slow
+async def test_a_drill_started_through_a_follower_runs_on_the_leader_and_both_show_it(
+    store: EtcdStore, etcd_server: embedded.EmbeddedEtcd, tmp_path: Path
+) -> None:
+    async with two_controllers(store, etcd_server, tmp_path) as (group, session, leading):
 
         async def call(replica: Replica, method: str, path: str, body: Any = None) -> Any:
             code, doc, _ = await Client(replica.url, session).call(method, path, body)
@@ -473,6 +489,54 @@ async def test_a_drill_started_through_a_follower_runs_on_the_leader_and_both_sh
         assert f"drill {drill}: taint on {REAL}" in group.tail(leader, 200)
         assert f"drill {drill}: taint" not in group.tail(follower, 200)
         assert await store.get(keys.drill_run_key()) is None, "nothing left in flight"
+
+
+@pytest.mark.slow
+async def test_a_leader_paused_past_its_lease_mid_drill_stops_it_and_the_next_reports_it(
+    store: EtcdStore, etcd_server: embedded.EmbeddedEtcd, tmp_path: Path
+) -> None:
+    tainted = f"{faults.DRILL_TAINT}:NoExecute"
+    async with two_controllers(store, etcd_server, tmp_path) as (group, session, leading):
+        paused = await wait_for(leading, timeout=15, message="a leader")
+        body = {"cluster": REAL, "fault": "taint", "duration": "60s", "settle": "0s"}
+        code, started, _ = await Client(paused.url, session).call("POST", DRILLS, body)
+        assert code == 202, started
+        await wait_for(lambda: _has(store, REAL, tainted), timeout=10, message="the taint")
+
+        assert paused.proc is not None
+        os.kill(paused.proc.pid, signal.SIGSTOP)  # a GC pause, a partition: past the lease
+        try:
+            successor = await wait_for(
+                lambda: _other_leads(leading, paused), timeout=20, message="another leader"
+            )
+            stored = await wait_for(
+                lambda: store.get(keys.drill_key(started["id"])), timeout=10, message="report"
+            )
+        finally:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        report = json.loads(stored.value)["object"]
+        assert "stopped leading" in report["error"], report
+        # Awake, the deposed leader steps down and stops its drill: it lifts its taint
+        # (60 s before its end), and its late writes do not bring the drill back.
+        await wait_for(lambda: _lacks(store, REAL, tainted), timeout=15, message="the taint lifted")
+        await wait_for(
+            lambda: "drills stopped: leadership lost" in group.tail(paused, 400),
+            timeout=10,
+            message="the drill loop stopped with the leadership",
+        )
+        assert await store.get(keys.drill_run_key()) is None, "nothing in flight"
+        after = await store.get(keys.drill_key(started["id"]))
+        assert after is not None and after.mod_revision == stored.mod_revision, "not rewritten"
+        assert await leading() is successor
+
+
+async def _other_leads(leading: Leading, paused: Replica) -> Replica | None:
+    now = await leading()
+    return now if now is not None and now is not paused else None
+
+
+async def _lacks(store: EtcdStore, name: str, taint: str) -> bool:
+    return not await _has(store, name, taint)
 
 
 # -- tenancy of the status views -------------------------------------------------------------
