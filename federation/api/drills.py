@@ -196,6 +196,8 @@ class DrillsApi:
         self.runner = drill_runs.Runner(
             store, kubeconfig=kubeconfig, guards=guards, clock=clock, poll=poll, publish=publish
         )
+        self.elected = guards is not None
+        """Run by an elected leader (any replica may be asked), not by this app itself."""
         self.lead = self.runner.lead
         """Run the drill in flight whenever there is one, while this replica leads."""
         self.close = self.runner.close
@@ -337,8 +339,14 @@ class DrillsApi:
                 )
         log.info("drill %s asked: %s on %s for %gs", report.id, fault, cluster, duration)
         doc = _running_doc(flight.progress(), full=True)
-        if injector.fell_back:
-            doc["message"] = f"{cluster} is not simulated; using a NoExecute taint"
+        notes = (
+            [f"{cluster} is not simulated; using a NoExecute taint"] if injector.fell_back else []
+        )
+        if self.elected and await self.store.get(keys.leader_key()) is None:
+            # As `fedctl drill run` warns: nothing would react, and nothing runs it yet.
+            notes.append("no controller leads now; the drill starts when one does")
+        if notes:
+            doc["message"] = "; ".join(notes)
         resp = web.json_response(doc, status=202)
         resp.headers["Location"] = f"{DRILLS_PATH}/{report.id}"
         return resp

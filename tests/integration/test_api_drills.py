@@ -367,6 +367,7 @@ async def test_a_replica_that_does_not_lead_records_the_drill_for_the_leader(
     async with drills_app(store, tmp_path, guards=fence.guards) as drilling:
         code, started = await drilling.start({"cluster": VICTIM, "duration": 1, "settle": 0})
         assert code == 202 and started["stage"] == "pending", started
+        assert "no controller leads" in started["message"], "says why nothing happens yet"
         code, listed, _ = await drilling.api.call("GET", DRILLS)
         assert code == 200 and [(d["id"], d["stage"]) for d in listed["items"]] == [
             (started["id"], "pending")
