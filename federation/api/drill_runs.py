@@ -1,8 +1,10 @@
-"""The drill in flight as one registry record, and the fenced store a leader drills through.
+"""The drill in flight as one registry record, the `Runner` that runs it on the leading
+replica, and the fenced store it drills through.
 
 Fed by `drills.DrillsApi`: a POST on any replica writes the record (`keys.drill_run_key`),
-the leading replica takes it, runs the drill and publishes its progress into it, and
-deletes it when the report is stored. Feeds every replica's drill routes, which show the
+the leading replica's `Runner.lead` (run by the controller under the election) takes it,
+runs the drill and publishes its progress into it, and deletes it when the report is
+stored. Feeds every replica's drill routes, which show the
 running drill from it.
 
 Why a record the leader picks up, and not a follower forwarding the request to the leader:
@@ -24,7 +26,9 @@ makes: it only undoes its own fault (a compare-and-swap on the Cluster like any 
 refusing it would leave the member broken until the fault's backstop, 30 s past its hold.
 The report it can no longer store is the next leader's to write: a leader that finds the
 record taken by a term that ended stores the last progress published there as the drill's
-report, marked stopped, and deletes the record.
+report, marked stopped, and deletes the record. (That heal lifts the member's drill taint
+whoever set it: a drill the next leader started on the same member before the deposed one
+woke would lose its taint early. Its report would show the work coming back sooner.)
 """
 
 from __future__ import annotations
