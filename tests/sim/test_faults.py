@@ -12,8 +12,10 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from clusters.sim.clock import ManualClock
 from clusters.sim.cluster import SimCluster
 from clusters.sim.controllers_base import Settings
+from clusters.sim.faults import FaultManager
 from tests.sim.behaviour_support import (
     api_client,
     cluster_profile,
@@ -181,6 +183,58 @@ async def test_flapping_alternates_refused_and_served(member: SimCluster) -> Non
         return outcomes == {"up", "down"}
 
     assert await eventually(both, timeout=3)
+
+
+class RecordingListener:
+    """A listener that only records whether the port is up: the fault timeline, no sockets."""
+
+    def __init__(self) -> None:
+        self.listening = True
+        self.drops = 0
+
+    async def go_down(self) -> None:
+        self.listening = False
+
+    async def go_blackhole(self) -> None:
+        self.listening = False
+
+    async def go_up(self) -> None:
+        self.listening = True
+
+    def drop_watches(self) -> None:
+        self.drops += 1
+
+    def compact(self) -> None:
+        pass
+
+    def set_nodes_ready(self, count: int, *, ready: bool, pool: str | None) -> list[str]:
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {"listening": self.listening}
+
+
+@pytest.mark.parametrize(
+    ("mode", "params"),
+    [
+        pytest.param("flapping", {"period": 20}, id="flapping heals at for, not at the next flip"),
+        pytest.param("watch-drop", {"interval": 20}, id="watch-drop ends at for, not a drop later"),
+    ],
+)
+async def test_a_periodic_fault_heals_when_its_for_runs_out(
+    mode: str, params: dict[str, Any]
+) -> None:
+    """`--for 130s` with a 20 s period ends at 130 s, not at the flip after it (140 s)."""
+    clock = ManualClock()
+    listener = RecordingListener()
+    manager = FaultManager(listener, clock=clock)
+    await manager.inject(mode, {**params, "for": 130})
+    await clock.advance(129.9)
+    assert mode in manager.active
+    await clock.advance(0.1)
+    assert mode not in manager.active
+    assert listener.listening
+    await manager.close()
 
 
 async def test_node_notready_taints_nodes_and_evicts_after_the_toleration(
