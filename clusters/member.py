@@ -194,12 +194,16 @@ class Member(Protocol):
         the request timeout); never raises for a sick member, the result says why."""
         ...
 
-    async def version(self) -> str:
-        """The member's Kubernetes gitVersion, e.g. v1.32.0."""
+    async def version(self, *, timeout: float | None = None) -> str:
+        """The member's Kubernetes gitVersion, e.g. v1.32.0, within `timeout` seconds
+        (retries included; default: the request timeout per try)."""
         ...
 
-    async def discover(self) -> list[APIGroupResources]:
-        """Every served group-version and its resources (kinds), core first."""
+    async def discover(self, *, timeout: float | None = None) -> list[APIGroupResources]:
+        """Every served group-version and its resources (kinds), core first. Each round
+        trip (`/api`, `/apis`, then the group versions together) within `timeout` seconds:
+        a bound on the whole chain failed a member that answered every request in time
+        but slowly."""
         ...
 
     async def list(

@@ -21,6 +21,7 @@ does, and one started after `close()` ends at once without a request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -121,16 +122,37 @@ class KubeConnector:
         except member.MemberRejected as exc:
             return member.Readiness(False, "ReadyzFailed", f"readyz returned {exc.code}")
 
-    async def version(self) -> str:
-        doc = (await self._tx.request("GET", "/version")).json() or {}
+    async def version(self, *, timeout: float | None = None) -> str:
+        async with self._within(timeout):
+            doc = (await self._tx.request("GET", "/version")).json() or {}
         return str(doc.get("gitVersion") or "")
 
-    async def discover(self) -> list[member.APIGroupResources]:
-        core = (await self._tx.request("GET", "/api")).json() or {}
-        groups = (await self._tx.request("GET", "/apis")).json() or {}
+    async def discover(self, *, timeout: float | None = None) -> list[member.APIGroupResources]:
+        async with self._within(timeout):
+            core = (await self._tx.request("GET", "/api")).json() or {}
+        async with self._within(timeout):
+            groups = (await self._tx.request("GET", "/apis")).json() or {}
         versions = discovery.group_versions(core, groups)
-        found = await asyncio.gather(*(self._group_version(gv) for gv in versions))
+        async with self._within(timeout):
+            found = await asyncio.gather(*(self._group_version(gv) for gv in versions))
         return [g for g in found if g is not None]
+
+    @contextlib.asynccontextmanager
+    async def _within(self, seconds: float | None) -> AsyncIterator[None]:
+        """One round trip, its retries included, within `seconds` (None: no bound beyond
+        each try's request timeout); running out is the member's Timeout, like any silence.
+
+        The tries keep their own request timeout: given this one too, a try's deadline
+        fired with it, aiohttp reported its own timeout and, against a blackholed member,
+        the retries ran on to the retry deadline."""
+        if seconds is None:
+            yield
+            return
+        try:
+            async with asyncio.timeout(seconds):
+                yield
+        except TimeoutError as exc:
+            raise self._tx.unavailable(exc, timeout=seconds) from exc
 
     async def _group_version(self, gv: str) -> member.APIGroupResources | None:
         try:

@@ -180,13 +180,16 @@ class Tracked:
 
     async def _discover(self, now: float) -> None:
         assert self.conn is not None
+        # Each request gets the probe timeout, not the chain of five: a member answering
+        # every request within it but slowly (the `slow` fault) is degraded, not stale.
+        seconds = self._settings.probe_timeout
         try:
-            async with asyncio.timeout(self._settings.probe_timeout):
-                version = await self.conn.version()
-                apis = _enablements(await self.conn.discover())
+            version = await self.conn.version(timeout=seconds)
+            apis = _enablements(await self.conn.discover(timeout=seconds))
+            async with asyncio.timeout(seconds):
                 uid = await cluster_id(self.conn)
         except TimeoutError:
-            self._discovered(None, f"no answer within {self._settings.probe_timeout:g}s")
+            self._discovered(None, f"no answer within {seconds:g}s")
             return
         except member_mod.MemberError as exc:
             self._discovered(rejected(exc), str(exc))

@@ -239,6 +239,29 @@ async def test_blackholed_member_times_out_and_nothing_hangs(edge: Member) -> No
     assert silent.value.reason == "Timeout"
 
 
+async def test_discovery_with_a_timeout_bounds_each_round_trip_not_the_chain(
+    edge: Member,
+) -> None:
+    """`timeout` is per round trip: a member slower than it in total but quicker on each
+    request is read in full; a silent one is a Timeout within about one timeout."""
+    await edge.fault("slow", latency=0.15, jitter=0)
+    started = clock.real.monotonic()
+    served = {g.group_version for g in await edge.conn.discover(timeout=0.4)}
+    assert clock.real.monotonic() - started > 0.4  # /api, /apis, then the group versions
+    assert {"v1", "apps/v1"} <= served
+    assert await edge.conn.version(timeout=0.4) == "v1.32.0"
+    await edge.fault("blackhole")
+    for call in (edge.conn.discover, edge.conn.version):
+        started = clock.real.monotonic()
+        with pytest.raises(member.MemberUnavailable) as silent:
+            await call(timeout=0.3)
+        assert (silent.value.reason, str(silent.value).endswith("within 0.3s")) == (
+            "Timeout",
+            True,
+        )
+        assert clock.real.monotonic() - started < 1.0
+
+
 async def test_throttling_and_server_errors_are_absorbed_by_retries(edge: Member) -> None:
     await edge.fault("errors", rate=0.3, codes=[429, 500, 503], retryAfter=0)
     for _ in range(20):

@@ -27,6 +27,7 @@ from clusters.sim import profile
 from clusters.sim.fleet import SimFleet, capacity
 from federation import clock, errors
 from federation.monitor import summary
+from federation.monitor.member import APIS
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, embedded, keys
 from federation.registry import store as st
@@ -312,6 +313,28 @@ async def test_thirty_percent_errors_stay_ready_without_flooding_the_registry(
         await asyncio.sleep(PERIOD / 2)
     # Nothing meaningful changed: at most a capacity catch-up, never one write per probe.
     assert await fed.writes("arm") - before <= 2
+
+
+async def test_a_slow_member_answering_each_request_in_time_is_discovered(
+    fed: Federation,
+) -> None:
+    """Discovery is five round trips in a row (version, /api, /apis, the group versions,
+    kube-system); each within the probe timeout is an answer, even when together they
+    take longer: the documented `slow` fault is a degraded member, not stale APIs."""
+    latency = 0.2
+    await fed.fault("x86", "slow", latency=latency, jitter=0)
+    assert 5 * latency > MONITOR.probe_timeout > latency
+    await fed.join("x86")
+
+    async def discovered() -> ClusterStatus | None:
+        status = await fed.ready("x86", "True")
+        apis = status.condition(APIS) if status else None
+        return status if apis is not None and apis.status == "True" else None
+
+    status = await wait_for(discovered, timeout=10, message="x86 Ready with its APIs read")
+    assert status.kubernetes_version == "v1.32.0"
+    assert status.api_enabled("apps/v1", "Deployment")
+    assert status.cluster_id
 
 
 async def test_blackhole_times_out_turns_not_ready_and_nothing_hangs(fed: Federation) -> None:

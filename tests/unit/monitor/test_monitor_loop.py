@@ -62,10 +62,10 @@ class ScriptedMember:
             raise crash
         return self.answer
 
-    async def version(self) -> str:
+    async def version(self, *, timeout: float | None = None) -> str:
         return self.served
 
-    async def discover(self) -> list[member.APIGroupResources]:
+    async def discover(self, *, timeout: float | None = None) -> list[member.APIGroupResources]:
         if self.refusal is not None:
             raise self.refusal
         return list(self.groups)
