@@ -83,8 +83,14 @@ class MonitorSettings(_Group):
     failure_threshold: float = Field(
         default=30.0, ge=0, description="Seconds of failures, from the first, before Ready=False."
     )
-    success_threshold: int = Field(
-        default=1, ge=1, description="Consecutive successful probes before Ready=True again."
+    success_threshold: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds of good probes, from the first, before a member that was"
+        " Ready=False is Ready again (0: at its first good probe). A member that fails in"
+        " between starts again, so one that flaps is not trusted, and its work is not moved"
+        " back and away again, on each short return (Karmada's --cluster-success-threshold,"
+        " 30 s). A member not judged yet (just joined) is Ready at its first good probe.",
     )
     heartbeat: float = Field(
         default=300.0, gt=0, description="Seconds between status writes when nothing changed."

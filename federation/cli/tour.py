@@ -29,10 +29,12 @@ from federation import clock
 __all__ = ["DRILL_CLUSTER", "FAST_FAILURE_DETECTION", "Tour", "burst_files", "prepare_env"]
 
 # The tour's drill must finish in seconds, so failure is noticed sooner than in production
-# (probe every 10s, Ready=False after 30s, NoExecute 30s later). Set only when unset.
+# (probe every 10s, Ready=False after 30s, NoExecute 30s later, Ready again after 30s of
+# good probes). Set only when unset.
 FAST_FAILURE_DETECTION = {
     "FEDCTL_MONITOR__PROBE_PERIOD": "1",
     "FEDCTL_MONITOR__FAILURE_THRESHOLD": "3",
+    "FEDCTL_MONITOR__SUCCESS_THRESHOLD": "3",
     "FEDCTL_FAILOVER__EVICTION_GRACE": "3",
 }
 
@@ -48,7 +50,8 @@ QUEUE_STATUS = "/apis/status.fedctl.io/v1alpha1/queues"
 
 
 def prepare_env(environ: MutableMapping[str, str]) -> list[str]:
-    """Shorten failure detection for the tour's drill; the settings it changed, for a note."""
+    """Shorten failure detection and return for the tour's drill; the settings it changed,
+    for a note."""
     changed = []
     for name, value in FAST_FAILURE_DETECTION.items():
         if name not in environ:

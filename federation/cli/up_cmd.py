@@ -147,7 +147,7 @@ async def _up(args: argparse.Namespace) -> int:
         from federation.cli import tour
 
         for changed in tour.prepare_env(os.environ):  # read by the controller's settings
-            print(f"tour: {changed} (fast failure detection for the drill)", flush=True)
+            print(f"tour: {changed} (fast failover for the drill)", flush=True)
     etcd: embedded.EmbeddedEtcd | None = None
     fleet: subprocess.Popen[bytes] | None = None
     try:

@@ -8,9 +8,13 @@ timestamps), so the thresholds are tested without waiting.
 Why count from the first failure: a member failing every probe must turn NotReady after
 `failure_threshold` seconds however slow or fast each failing probe is, and a single good
 probe in between starts the count again (kueue's `connectionState`). Turning Ready again
-takes `success_threshold` consecutive good probes, so a flapping member is not trusted on
-its first good answer. Before any verdict the condition is Unknown; once a probe has
-failed, its reason and message are the last failure's (still Unknown until the
+takes `success_threshold` seconds of good probes, from the first, and a failure in between
+starts that count again too, so a flapping member is not trusted on its first good answer
+(Karmada's `--cluster-success-threshold`): each return would lift its taints and move its
+share of services back, only to move it away at the next outage. A member never judged
+(Unknown) is Ready at its first good probe, as Karmada takes a new cluster's first
+condition: it holds no work to move. Before any verdict the condition is Unknown; once a
+probe has failed, its reason and message are the last failure's (still Unknown until the
 threshold), because "no probe has finished yet" on a member refused for 20 s told
 whoever had just joined it that the controller had not looked.
 """
@@ -41,6 +45,7 @@ class Health:
     first_failure: float | None = None
     failures: int = 0
     successes: int = 0
+    first_success: float | None = None
     last_probe: _dt.datetime | None = None
     last_success: _dt.datetime | None = None
     last_error: str = ""
@@ -76,15 +81,18 @@ def observe(
 ) -> Health:
     """The health after one probe that finished at `now` (monotonic) / `wall` (UTC)."""
     if result.ok:
+        good_since = health.first_success if health.first_success is not None else now
         health = replace(
             health,
             first_failure=None,
             failures=0,
             successes=health.successes + 1,
+            first_success=good_since,
             last_probe=wall,
             last_success=wall,
         )
-        if health.status != "True" and health.successes >= settings.success_threshold:
+        trusted = health.status == "Unknown" or now - good_since >= settings.success_threshold
+        if health.status != "True" and trusted:
             return _flip(health, "True", "ClusterReady", f"member answers: {result.message}", wall)
         return health
     first = health.first_failure if health.first_failure is not None else now
@@ -93,6 +101,7 @@ def observe(
         first_failure=first,
         failures=health.failures + 1,
         successes=0,
+        first_success=None,
         last_probe=wall,
         last_error=result.message,
     )

@@ -100,7 +100,8 @@ def _stack(
         time.sleep(0.1)
     port = embedded.free_port()
     env = {**os.environ, "FEDCTL_MONITOR__PROBE_PERIOD": "0.3",
-           "FEDCTL_MONITOR__FAILURE_THRESHOLD": "1", **settings}  # fmt: skip
+           "FEDCTL_MONITOR__FAILURE_THRESHOLD": "1", "FEDCTL_MONITOR__SUCCESS_THRESHOLD": "0",
+           **settings}  # fmt: skip
     controller = subprocess.Popen(
         [sys.executable, "-m", "federation.cli.main", "--etcd", own_etcd.url, "controller",
          "--listen", f"127.0.0.1:{port}", "--kubeconfig", str(kubeconfig)],

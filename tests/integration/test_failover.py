@@ -13,9 +13,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import itertools
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from federation.failover import drills, taints
@@ -35,7 +37,7 @@ from tests.integration.test_propagation_support import (
     ref_of,
     started_federation,
 )
-from tests.waiting import stop, wait_for
+from tests.waiting import background, stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -44,7 +46,7 @@ MONITOR = MonitorSettings(
     probe_period=0.25,
     probe_timeout=1.5,
     failure_threshold=2.0,
-    success_threshold=1,
+    success_threshold=0,
     heartbeat=60.0,
     workers=2,
     watch_backoff_max=0.5,
@@ -140,6 +142,15 @@ async def running(
         await stop(tasks)
 
 
+async def fault_free(fed: Federation, name: str) -> bool:
+    """Whether the member's own fault API says no fault is active (a timed one ended)."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{fed.fleet[name].admin_url}/state") as resp,
+    ):
+        return not (await resp.json())["faults"]
+
+
 async def untainted(fed: Federation, name: str) -> bool:
     return not await failover_taints(fed, name)
 
@@ -221,3 +232,51 @@ async def test_a_drill_on_a_simulated_member_reports_nothing_lost_and_a_measured
     assert report.detect <= report.replace <= report.rto <= report.duration
     stored = await fed.store.get(keys.drill_key("drill-1"))
     assert stored is not None and drills.decode(stored.value) == report
+
+
+async def test_a_member_is_trusted_again_only_after_the_success_threshold_of_good_probes(
+    fed: Federation,
+) -> None:
+    """A member flapping after an outage stays NotReady with its taints; once it stays up
+    it is Ready only after `success_threshold` seconds of good probes. Trusted on its first
+    good answer, it had its taints lifted, and its share of services moved back and away
+    again, at every flap."""
+    threshold = 2.0
+    monitor = ClusterMonitor(
+        fed.store,
+        settings=MONITOR.model_copy(update={"success_threshold": threshold}),
+        member_settings=MEMBER,
+    )
+    failover = FailoverController(fed.store, settings=FAILOVER, member_settings=MEMBER)
+    seen: list[tuple[float, bool, list[str]]] = []
+
+    async def record() -> None:
+        """What the registry shows of the victim, read faster than it is probed."""
+        while True:
+            kv = await fed.store.get(keys.cluster_status_key(VICTIM))
+            if kv is not None:
+                status = codec.Codec(ClusterStatus).decode(kv.key, kv.value)
+                tainted = [t.key for t in status.taints if t.key.startswith("cluster.fedctl")]
+                seen.append((time.monotonic(), status.ready(), tainted))
+            await asyncio.sleep(0.02)
+
+    async def evicting() -> bool:
+        return f"{taints.UNREACHABLE}:NoExecute" in await failover_taints(fed, VICTIM)
+
+    async with background(monitor.run(), failover.run(), record()):
+        await wait_for(lambda: member_back(fed, VICTIM), timeout=10, message="victim Ready")
+        await fed.admin(VICTIM, "fault", {"mode": "down"})
+        await wait_for(evicting, timeout=10, message="the victim down and evicting")
+        # Up and down every 0.5 s for 2.5 s (ending on a down phase), then healed: two
+        # up phases of about two good probes each, none of them the threshold long.
+        await fed.admin(VICTIM, "fault", {"mode": "flapping", "period": 0.5, "for": 2.5})
+        flapping_from = time.monotonic()
+        await wait_for(lambda: fault_free(fed, VICTIM), timeout=10, message="flapping over")
+        healed_at = time.monotonic()
+        await wait_for(lambda: member_back(fed, VICTIM), timeout=10, message="victim back")
+    during = [(ready, tainted) for at, ready, tainted in seen if flapping_from <= at <= healed_at]
+    assert during, "the registry was read while the member flapped"
+    assert all(not ready and tainted for ready, tainted in during), during
+    ready_at = next(at for at, ready, _ in seen if at > healed_at and ready)
+    # Less a margin for how late this test saw the heal (trusted at once, within a period).
+    assert ready_at - healed_at >= threshold - 0.5

@@ -21,7 +21,7 @@ from tests.unit.monitor.kube_objects import node, pod
 from tests.waiting import stop, wait_for
 
 SETTINGS = MonitorSettings(
-    probe_period=10, failure_threshold=30, success_threshold=1, heartbeat=300, workers=2
+    probe_period=10, failure_threshold=30, success_threshold=0, heartbeat=300, workers=2
 )
 OK = member.Readiness(True, "ProbeSucceeded", "readyz ok")
 REFUSED = member.Readiness(False, "ConnectionRefused", "connection refused by https://c1:6443")

@@ -1,4 +1,5 @@
-"""The health state machine: thresholds count from the first failure, recovery needs a streak."""
+"""The health state machine: thresholds count from the first failure, recovery from the
+first good probe, and a probe of the other kind in between starts either count again."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 OK = Readiness(True, "ProbeSucceeded", "readyz ok")
 REFUSED = Readiness(False, "ConnectionRefused", "connection refused by http://127.0.0.1:1")
 ERROR500 = Readiness(False, "ReadyzFailed", "readyz returned 500")
-SETTINGS = MonitorSettings(probe_period=10, failure_threshold=30, success_threshold=2)
+SETTINGS = MonitorSettings(probe_period=10, failure_threshold=30, success_threshold=20)
 
 
-def run(results: list[tuple[float, Readiness]], start: probe.Health | None = None) -> probe.Health:
+def run(
+    results: list[tuple[float, Readiness]],
+    start: probe.Health | None = None,
+    *,
+    settings: MonitorSettings = SETTINGS,
+) -> probe.Health:
     health = start or probe.Health()
     for at, result in results:
         health = probe.observe(
@@ -25,7 +31,7 @@ def run(results: list[tuple[float, Readiness]], start: probe.Health | None = Non
             result,
             now=at,
             wall=T0 + _dt.timedelta(seconds=at),
-            settings=SETTINGS,
+            settings=settings,
         )
     return health
 
@@ -34,8 +40,9 @@ def run(results: list[tuple[float, Readiness]], start: probe.Health | None = Non
     ("results", "status", "reason"),
     [
         pytest.param([], "Unknown", "NotProbed", id="nothing probed yet"),
-        pytest.param([(0, OK)], "Unknown", "NotProbed", id="one success is not a streak"),
-        pytest.param([(0, OK), (10, OK)], "True", "ClusterReady", id="two successes: Ready"),
+        pytest.param(
+            [(0, OK)], "True", "ClusterReady", id="a member never judged: Ready at its first answer"
+        ),
         pytest.param(
             [(0, OK), (10, OK), (20, REFUSED), (40, REFUSED)],
             "True",
@@ -76,13 +83,38 @@ def test_not_ready_carries_the_message_and_when_it_turned() -> None:
     assert health.failing_for(55) == 35
 
 
-def test_recovery_needs_the_success_threshold() -> None:
+def test_recovery_needs_the_success_threshold_of_good_probes() -> None:
     down = run([(0, REFUSED), (30, REFUSED)])
-    once = run([(40, OK)], start=down)
-    assert once.status == "False"
-    twice = run([(50, OK)], start=once)
-    assert (twice.status, twice.reason) == ("True", "ClusterReady")
-    assert twice.since == T0 + _dt.timedelta(seconds=50)
+    answering = run([(40, OK), (42, OK), (50, OK), (58, OK)], start=down)
+    assert (answering.status, answering.reason, answering.since) == (
+        "False",
+        "ConnectionRefused",
+        down.since,
+    ), "18 s of good probes of a 20 s threshold: not trusted yet"
+    back = run([(60, OK)], start=answering)
+    assert (back.status, back.reason) == ("True", "ClusterReady")
+    assert back.since == T0 + _dt.timedelta(seconds=60)
+
+
+def test_a_failure_while_coming_back_starts_the_count_again_and_keeps_it_not_ready() -> None:
+    """A flapping member: 15 s up, a refused probe, 15 s up again. Trusted on its first
+    answer, it had its taints lifted and its work moved back at every return."""
+    down = run([(0, REFUSED), (30, REFUSED)])
+    flapped = run([(40, OK), (55, OK), (56, REFUSED), (60, OK), (75, OK)], start=down)
+    assert (flapped.status, flapped.reason, flapped.message, flapped.since) == (
+        "False",
+        "ConnectionRefused",
+        down.message,
+        down.since,
+    ), "still NotReady since the first outage: the eviction grace is not restarted"
+    back = run([(80, OK)], start=flapped)
+    assert (back.status, back.since) == ("True", T0 + _dt.timedelta(seconds=80))
+
+
+def test_a_zero_success_threshold_trusts_the_first_good_probe() -> None:
+    at_once = SETTINGS.model_copy(update={"success_threshold": 0})
+    back = run([(0, REFUSED), (30, REFUSED), (40, OK)], settings=at_once)
+    assert (back.status, back.since) == ("True", T0 + _dt.timedelta(seconds=40))
 
 
 def test_new_reason_while_down_is_reported_but_same_reason_keeps_the_message() -> None:
@@ -108,5 +140,5 @@ def test_a_new_member_failing_its_probes_says_why_while_still_unknown() -> None:
     assert (health.status, health.reason) == ("Unknown", "ConnectionRefused")
     assert health.message == f"probes failing, not Ready yet: {REFUSED.message}"
     assert health.since is None, "still Unknown since the start"
-    ready = run([(0, OK), (10, OK), (20, REFUSED)])
+    ready = run([(0, OK), (20, REFUSED)])
     assert (ready.status, ready.reason) == ("True", "ClusterReady"), "Ready holds its reason"
