@@ -169,6 +169,11 @@ class FailoverController:
         """Cluster → when failover last lifted its own taints from it (`_held`)."""
         self._untimed: dict[tuple[str, str, str | None], dt.datetime] = {}
         """(cluster, key, value) → when an untimed NoExecute taint was first seen."""
+        self._disrupted = False
+        """No member Ready and some judged down (`taints.fully_disrupted`), as last seen."""
+        self._calm_since: dt.datetime | None = None
+        """When the last full disruption ended: the eviction grace counts from then at
+        the earliest (`taints.desired`)."""
         obj_codec = objects.ObjectCodec()
         self.clusters = Mirror(
             codec.TypedStore(store, codec.Codec(Cluster)), keys.prefix("clusters"),
@@ -288,7 +293,13 @@ class FailoverController:
             return
         status = stored.obj
         grace = taints.grace_for(spec, default=self.settings.eviction_grace)
-        plan = taints.desired(status, now=self.clock.now(), grace=grace)
+        plan = taints.desired(
+            status,
+            now=self.clock.now(),
+            grace=grace,
+            disrupted=self._disruption(),
+            calm_since=self._calm_since,
+        )
         wanted = plan.taints
         returning = status.ready() and any(
             t.key in (taints.UNREACHABLE, RECOVERING) for t in status.taints
@@ -419,12 +430,50 @@ class FailoverController:
             returns=not batch and _returns(placement),
         )
 
+    def _disruption(self) -> bool:
+        """Whether the fleet is fully disrupted now (`taints.fully_disrupted`); on a change,
+        says so once at WARNING and looks again at every member's taints.
+
+        Entering it, no member's own health taint evicts any more (they step back to
+        NoSchedule): a replica that cannot reach any member (its network, a kubeconfig or
+        key it lacks) took the lease, judged the whole fleet down and evicted healthy work
+        everywhere, running jobs restarted from zero. Leaving it, evictions resume, each
+        member down getting a whole grace from then (Kubernetes' node lifecycle
+        controller does both)."""
+        names = [s.obj.name for s in self.clusters.items.values()]
+        down = taints.fully_disrupted(
+            self.statuses.get(keys.cluster_status_key(name)) for name in names
+        )
+        if down == self._disrupted:
+            return down
+        self._disrupted = down
+        if down:
+            log.warning(
+                "failover: none of the %d members is Ready: the likeliest cause is this"
+                " controller's own network or configuration, not the fleet; no member's"
+                " work is evicted for its health until one is Ready again",
+                len(names),
+            )
+        else:
+            self._calm_since = self.clock.now()
+            log.warning(
+                "failover: a member is Ready again: evictions resume, for members still"
+                " down once the eviction grace has passed from now"
+            )
+        for name in names:
+            self.queue.add("c/" + name)
+        return down
+
     def _taints(self) -> dict[str, list[Taint]]:
         out: dict[str, list[Taint]] = {}
         seen: dict[tuple[str, str, str | None], dt.datetime] = {}
+        disrupted = self._disruption()
         for stored in self.clusters.items.values():
             status = self.statuses.get(keys.cluster_status_key(stored.obj.name))
             found = stored.obj.with_status(status).effective_taints()
+            if disrupted:
+                # Before this controller has written them back to NoSchedule, too.
+                found = taints.held_back(found)
             if any(t.effect == "NoExecute" and t.time_added is None for t in found):
                 found = [self._timed(stored.obj.name, t, seen) for t in found]
             out[stored.obj.name] = found

@@ -12,6 +12,8 @@ without seconds stays for good, one not tolerating it leaves at once (Karmada's 
 manager). Why a limiter that slows down: when most of the fleet looks unhealthy at once the
 likeliest cause is the controller's own network, and evicting everything would empty the
 fleet for a blip; past `unhealthy_threshold` the rate drops to `secondary_eviction_rate`.
+When no member is Ready at all, failover's own taints do not evict in the first place
+(`taints.fully_disrupted`), whatever this limiter allows.
 """
 
 from __future__ import annotations

@@ -16,12 +16,16 @@ answers "not ready" is `not-ready`. An Unknown condition (no probe has finished)
 NoSchedule only: there is no evidence to move work on. A member whose reason flips between
 the two while it stays down swaps keys but not its NoExecute time: tolerationSeconds count
 from when it first began to evict, not from the latest flip.
+
+Why no NoExecute while no member is Ready (`fully_disrupted`): the whole fleet down at
+once is far likelier the controller's own view than the fleet, as Kubernetes' node
+lifecycle controller reasons when it stops evicting in "full disruption".
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from policies.models.cluster import (
@@ -39,7 +43,9 @@ __all__ = [
     "UNREACHABLE_REASONS",
     "TaintPlan",
     "desired",
+    "fully_disrupted",
     "grace_for",
+    "held_back",
     "reconcile",
 ]
 
@@ -66,15 +72,57 @@ def grace_for(cluster: Cluster | None, *, default: float) -> float:
     return default
 
 
-def desired(status: ClusterStatus | None, *, now: dt.datetime, grace: float) -> TaintPlan:
-    """The failover-managed taints (key, effect; time_added left to `reconcile`)."""
+def fully_disrupted(statuses: Iterable[ClusterStatus | None]) -> bool:
+    """Whether no member is Ready and at least one is judged down (Ready=False): the
+    fleet's "full disruption", in which Kubernetes' node lifecycle controller stops all
+    evictions. Every member unhealthy at once is far likelier the controller's own view
+    (its network, a kubeconfig or key it cannot read) than the whole fleet failing, and
+    with no Ready member an evicted workload has nowhere to go anyway. Members never
+    judged (no status, Unknown) alone do not count, so a fleet starting up is not one."""
+    judged = [s.condition("Ready") for s in statuses if s is not None]
+    states = {c.status for c in judged if c is not None}
+    return "True" not in states and "False" in states
+
+
+def held_back(found: Sequence[Taint]) -> list[Taint]:
+    """`found` with failover's own NoExecute health taints read as NoSchedule: what they
+    mean while the fleet is fully disrupted (`fully_disrupted`). A user's NoExecute taint
+    (a drill, an unjoin) is a deliberate act and still evicts."""
+    return [
+        t.model_copy(update={"effect": "NoSchedule"})
+        if t.effect == "NoExecute" and t.key in (NOT_READY, UNREACHABLE)
+        else t
+        for t in found
+    ]
+
+
+def desired(
+    status: ClusterStatus | None,
+    *,
+    now: dt.datetime,
+    grace: float,
+    disrupted: bool = False,
+    calm_since: dt.datetime | None = None,
+) -> TaintPlan:
+    """The failover-managed taints (key, effect; time_added left to `reconcile`).
+
+    `disrupted`: the fleet is fully disrupted (`fully_disrupted`), so a member down stays
+    NoSchedule however long it has been down, as Kubernetes lifts its NoExecute taints
+    then. `calm_since`: when the last full disruption ended; the grace counts from then
+    at the earliest, as Kubernetes restarts every node's clock when it leaves that mode,
+    so the members the controller could not see get a whole grace to be seen again."""
     ready = status.condition("Ready") if status is not None else None
     if ready is not None and ready.status == "True":
         return TaintPlan([])
     if ready is None or ready.status == "Unknown":
         return TaintPlan([Taint(key=NOT_READY, effect="NoSchedule")])
     key = UNREACHABLE if ready.reason in UNREACHABLE_REASONS else NOT_READY
-    down_for = (now - ready.last_transition_time).total_seconds()
+    if disrupted:
+        return TaintPlan([Taint(key=key, effect="NoSchedule")])
+    since = ready.last_transition_time
+    if calm_since is not None and calm_since > since:
+        since = calm_since
+    down_for = (now - since).total_seconds()
     if down_for >= grace:
         return TaintPlan([Taint(key=key, effect="NoExecute")])
     return TaintPlan([Taint(key=key, effect="NoSchedule")], recheck_after=grace - down_for)

@@ -280,3 +280,41 @@ async def test_a_member_is_trusted_again_only_after_the_success_threshold_of_goo
     ready_at = next(at for at, ready, _ in seen if at > healed_at and ready)
     # Less a margin for how late this test saw the heal (trusted at once, within a period).
     assert ready_at - healed_at >= threshold - 0.5
+
+
+async def test_every_member_down_at_once_evicts_nothing_until_one_is_back(
+    fed: Federation,
+) -> None:
+    """A controller that loses every member at once (its own network, or a replica that
+    cannot build the members' connections) evicted healthy work fleet-wide once the grace
+    ran out. With no member Ready failover holds every taint at NoSchedule; evictions
+    resume when a member is Ready again."""
+    async with running(fed) as (_workloads, failover):
+        for name in NAMES:
+            await fed.admin(name, "fault", {"mode": "down"})
+
+        async def down_past_the_grace() -> bool:
+            now = dt.datetime.now(dt.UTC)
+            for name in NAMES:
+                kv = await fed.store.get(keys.cluster_status_key(name))
+                status = codec.Codec(ClusterStatus).decode(kv.key, kv.value) if kv else None
+                ready = status.condition("Ready") if status else None
+                if ready is None or ready.status != "False":
+                    return False
+                down_for = (now - ready.last_transition_time).total_seconds()
+                if down_for < 3 * FAILOVER.eviction_grace:
+                    return False
+            return True
+
+        await wait_for(down_past_the_grace, timeout=30, message="every member down a while")
+        for name in NAMES:
+            assert await failover_taints(fed, name) == [f"{taints.UNREACHABLE}:NoSchedule"]
+        assert not [m for m in failover.timeline if m.what == "evicted"]
+
+        await fed.admin(MEMBERS[1], "heal", {})
+        await wait_for(
+            lambda: [m for m in failover.timeline if m.what == "evicted"],
+            timeout=30,
+            message="evictions resume once a member is back",
+        )
+        assert f"{taints.UNREACHABLE}:NoExecute" in await failover_taints(fed, VICTIM)

@@ -240,6 +240,60 @@ async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harn
     assert ("task-ended", "a", str(WEB)) in marks
 
 
+async def test_a_fleet_all_down_at_once_evicts_nothing_until_a_member_is_ready_again(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica that could not reach any member took the lease, judged every member down,
+    and 30 s later evicted healthy work from all of them. With no member Ready the
+    likeliest cause is the controller's own view (Kubernetes' full disruption): the
+    members keep NoSchedule, one WARNING says why, and nothing moves. Once one is Ready
+    again, the others still down get a whole grace from then before work leaves them."""
+    caplog.set_level(logging.WARNING, logger=controller_mod.__name__)
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
+    await h.settle()
+    await h.health("a", "False", "ConnectionRefused")
+    await h.health("b", "False", "KubeconfigInvalid")
+    await h.settle()
+
+    await h.advance(30.1)
+    await h.advance(60)
+
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoSchedule")]
+    assert await h.taints("b") == [(taints.NOT_READY, "NoSchedule")]
+    assert (await h.binding(WEB)).placement() == {"a": 2}
+    assert (await h.binding(API)).placement() == {"a": 1, "b": 1}
+    said = [r.getMessage() for r in caplog.records if "none of the" in r.getMessage()]
+    assert said == [
+        "failover: none of the 2 members is Ready: the likeliest cause is this controller's"
+        " own network or configuration, not the fleet; no member's work is evicted for its"
+        " health until one is Ready again"
+    ]
+
+    await h.health("b", "True", "ClusterReady")
+    await h.settle()
+    await h.advance(29)
+    assert (await h.binding(WEB)).placement() == {"a": 2}, "a whole grace from the recovery"
+    await h.advance(1.1)
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoExecute")]
+    assert (await h.binding(WEB)).placement() == {}
+    assert (await h.binding(API)).placement() == {"b": 1}
+
+
+async def test_full_disruption_steps_back_a_noexecute_taint_already_evicting(h: Harness) -> None:
+    """A member down past its grace evicts; when the rest of the fleet then looks down
+    too, its taint steps back to NoSchedule and no further work leaves it."""
+    await h.health("a", "False", "ConnectionRefused")
+    await h.advance(30.1)
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoExecute")]
+    await h.health("b", "False", "ConnectionRefused")
+    await h.settle()
+    assert await h.taints("a") == [(taints.UNREACHABLE, "NoSchedule")]
+    await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
+    await h.advance(31)
+    assert (await h.binding(WEB)).placement() == {"a": 2}
+
+
 async def test_a_taint_eviction_is_told_on_the_workload_and_counted(h: Harness) -> None:
     """Before, a failover eviction showed only in the Binding's reason until the
     scheduler placed the workload again, and `fedctl_evictions_total` had no samples."""
