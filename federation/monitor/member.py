@@ -30,6 +30,7 @@ import asyncio
 import datetime as _dt
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from clusters import member as member_mod
 from federation import clock as clock_mod
@@ -117,19 +118,34 @@ class Tracked:
             ready = stored.condition("Ready")
             self._duplicate_since = ready.last_transition_time if ready else None
         if problem is not None:
-            # Nothing to probe: the verdict is immediate and stays until a new try connects.
+            # Nothing to probe: said at once, and stays until a new try connects.
             self.fail(problem.reason, problem.message)
 
     def fail(self, reason: str, message: str) -> None:
-        """Ready=False for a reason no probe gives (the member cannot be followed at all);
-        since the stored transition when the same reason held already, so a retry that
-        fails alike does not look like news."""
-        held = self.health.status == "False" and self.health.reason == reason
-        self.health = probe.Health(
-            status="False",
+        """The member cannot be followed for a reason on this controller's side (its
+        connection cannot be built, or its loops failed): Ready turns Unknown with that
+        reason, not False.
+
+        Such a failure says nothing about the member. Judged False, a replica started
+        without the kubeconfig its members' connections name took the lease, marked the
+        whole fleet down at once and, once the eviction grace ran out, evicted healthy
+        work everywhere. Unknown is what Kubernetes says of a node it has no word from,
+        and failover only stops placing work there (NoSchedule), never evicts for it. A
+        member already judged down on a probe's evidence stays False, reason and all (its
+        taint, and the purge of its stale copies on return, follow from that reason): no
+        newer evidence says otherwise. `since` is kept while the status holds, so a retry
+        that fails alike is not news."""
+        health = self.health
+        if health.status == "False":
+            self.health = replace(health, last_error=message)
+            return
+        since = health.since if health.status == "Unknown" else self._clock.now()
+        self.health = replace(
+            health,
+            status="Unknown",
             reason=reason,
             message=message,
-            since=self.health.since if held else self._clock.now(),
+            since=since,
             last_error=message,
         )
 

@@ -14,9 +14,11 @@ Everything runs under one `asyncio.TaskGroup` inside `run()`, the coroutine the
 controller's supervisor owns; cancelling it stops every loop and closes every connector.
 
 One member's bad input never stops the others: a kubeconfig that cannot be loaded makes
-that Cluster Ready=False (`KubeconfigInvalid`, naming the file, line and problem), and
+that Cluster Ready=Unknown (`KubeconfigInvalid`, naming the file, line and problem), and
 any other failure to connect to or follow a member is logged with its traceback and
-reported on that Cluster alone (`MonitorFailed`). Either is tried again after a backoff
+reported on that Cluster alone (`MonitorFailed`, Unknown too). Both are this
+controller's failures, not evidence that the member is down, so neither is False
+(`Tracked.fail` says why; a member already False stays so). Either is tried again after a backoff
 that doubles from `probe_period` up to `retry_max`, so a file fixed in place is picked up
 without a restart. An exception that escaped a member's loops used to reach the
 TaskGroup, which stopped the monitor and with it the whole controller, on every restart.
@@ -44,8 +46,8 @@ from policies.models.cluster import Cluster, ClusterStatus
 __all__ = ["MONITOR_FAILED", "ClusterMonitor", "Connect"]
 
 MONITOR_FAILED = "MonitorFailed"
-"""The Ready reason of a member whose connector or loops failed unexpectedly (logged with
-the traceback); it is tried again after a backoff."""
+"""The Ready reason (Unknown) of a member whose connector or loops failed unexpectedly
+(logged with the traceback); it is tried again after a backoff."""
 
 log = logging.getLogger(__name__)
 

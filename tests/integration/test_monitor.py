@@ -423,7 +423,7 @@ async def test_unreachable_kubeconfig_context_is_reported_not_ready(fed: Federat
         }
     )
     await fed.clusters.create(keys.cluster_key("ghost"), bad)
-    status = await wait_for(lambda: fed.ready("ghost", "False"), timeout=5, message="ghost")
+    status = await wait_for(lambda: fed.ready("ghost", "Unknown"), timeout=5, message="ghost")
     cond = status.condition("Ready")  # type: ignore[union-attr]
     assert cond is not None
     assert cond.reason == "KubeconfigInvalid"
@@ -435,7 +435,7 @@ async def test_a_kubeconfig_that_is_not_yaml_fails_its_cluster_only_until_it_is_
 ) -> None:
     """A Cluster whose kubeconfig file was not YAML raised PyYAML's ParserError out of the
     monitor, which stopped the whole controller on every start. Now that Cluster alone is
-    Ready=False KubeconfigInvalid, naming the file and line; the others are followed, and
+    Ready=Unknown KubeconfigInvalid, naming the file and line; the others are followed, and
     the file, once fixed, is picked up without a restart."""
     broken = tmp_path / "arm.kubeconfig"
     broken.write_text("apiVersion: v1\nclusters: [\n")
@@ -451,7 +451,7 @@ async def test_a_kubeconfig_that_is_not_yaml_fails_its_cluster_only_until_it_is_
     )
     await fed.clusters.create(keys.cluster_key("arm"), arm)
 
-    status = await wait_for(lambda: fed.ready("arm", "False"), timeout=5, message="arm False")
+    status = await wait_for(lambda: fed.ready("arm", "Unknown"), timeout=5, message="arm")
     cond = status.condition("Ready")
     assert cond is not None and cond.reason == "KubeconfigInvalid", cond
     assert f"kubeconfig {broken}:3:1: not valid YAML" in cond.message, cond.message
@@ -468,7 +468,7 @@ async def test_a_registry_kubeconfig_with_a_credential_plugin_is_refused_and_not
 ) -> None:
     """An inline kubeconfig put in the registry directly (the API refuses it where it is
     written) whose user runs an `exec` plugin: the controller ran the command with its own
-    rights. Now nothing runs, and the Cluster reads Ready=False naming the cluster's field
+    rights. Now nothing runs, and the Cluster reads Ready=Unknown naming the cluster's field
     and the user; one reached through its kubeconfigPath is refused the same way."""
     ran = tmp_path / "ran"
     served = yaml_text(fed.kubeconfig)
@@ -493,7 +493,7 @@ async def test_a_registry_kubeconfig_with_a_credential_plugin_is_refused_and_not
         await fed.clusters.create(keys.cluster_key(name), cluster)
     for name, field in (("inline", "spec.connection.kubeconfig"),
                         ("byfile", f"spec.connection.kubeconfigPath {path}")):  # fmt: skip
-        status = await wait_for(lambda n=name: fed.ready(n, "False"), timeout=5, message=name)
+        status = await wait_for(lambda n=name: fed.ready(n, "Unknown"), timeout=5, message=name)
         cond = status.condition("Ready")
         assert cond is not None and cond.reason == "KubeconfigInvalid", cond
         assert cond.message.startswith(f"{field}: users[0].user.exec (user u) runs a program")

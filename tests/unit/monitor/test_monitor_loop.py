@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from clusters import member
+from federation import errors
 from federation.clock import FakeClock
 from federation.monitor.monitor import ClusterMonitor
 from federation.registry import codec, keys
@@ -18,7 +19,7 @@ from federation.registry.memory import MemoryStore
 from federation.settings import MonitorSettings
 from policies.models.cluster import Cluster, ClusterStatus, Taint
 from tests.unit.monitor.kube_objects import node, pod
-from tests.waiting import stop, wait_for
+from tests.waiting import background, stop, wait_for
 
 SETTINGS = MonitorSettings(
     probe_period=10, failure_threshold=30, success_threshold=0, heartbeat=300, workers=2
@@ -96,12 +97,19 @@ class Harness:
         Kubernetes cluster joined twice)."""
         self.refusals: dict[str, member.MemberError] = {}
         """Cluster name → what its member's discovery raises from the start."""
+        self.unreadable: str | None = None
+        """Set: every connection fails to be built, with this message (a controller
+        started without the kubeconfig the members' connections name)."""
         self.monitor = ClusterMonitor(
             self.store, settings=SETTINGS, clock=self.clock, connect=self._connect
         )
         self.statuses = codec.TypedStore(self.store, codec.Codec(ClusterStatus))
+        self.running: asyncio.Task[None] | None = None
+        """The monitor's task, once the fixture started it."""
 
     async def _connect(self, cluster: Cluster) -> Any:
+        if self.unreadable is not None:
+            raise errors.Invalid(self.unreadable)
         made = ScriptedMember(cluster.name, self.uids.get(cluster.name))
         made.refusal = self.refusals.get(cluster.name)
         self.members[cluster.name] = made
@@ -139,7 +147,7 @@ class Harness:
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
     h = Harness()
-    task = asyncio.create_task(h.monitor.run())
+    task = h.running = asyncio.create_task(h.monitor.run())
     try:
         yield h
     finally:
@@ -294,7 +302,8 @@ async def test_a_member_whose_loops_fail_is_reported_alone_and_followed_again(
 ) -> None:
     """An exception escaping one member's loops reached the monitor's TaskGroup and
     stopped the monitor, and the controller with it. Now that member alone is
-    Ready=False MonitorFailed, and its loops start again after a backoff."""
+    Ready=Unknown MonitorFailed (a fault of this controller says nothing of the member,
+    so nothing is evicted for it), and its loops start again after a backoff."""
     await harness.join("c1")
     await harness.join("c2")
     await wait_for(lambda: ready_status(harness, "c2", "True"), message="c2 Ready")
@@ -303,7 +312,7 @@ async def test_a_member_whose_loops_fail_is_reported_alone_and_followed_again(
 
     await harness.advance(10)
 
-    status = await ready_status(harness, "c1", "False")
+    status = await ready_status(harness, "c1", "Unknown")
     assert status is not None, await harness.status("c1")
     cond = status.condition("Ready")
     assert cond is not None and cond.reason == "MonitorFailed", cond
@@ -405,3 +414,36 @@ async def test_a_member_that_is_down_is_probed_often_so_its_return_is_seen_soon(
     harness.members["c1"].answer = OK
     await harness.advance(SETTINGS.recovery_probe_period, step=0.5)
     assert await ready_status(harness, "c1", "True"), "seen back within a recovery probe period"
+
+
+async def test_a_successor_that_cannot_build_the_connections_leaves_members_unknown(
+    harness: Harness,
+) -> None:
+    """A replica started without the kubeconfig its members' connections name took the
+    lease and marked every member Ready=False at once, which failover then evicted from.
+    Its own configuration says nothing of the members: Ready=Unknown with the reason, for
+    as long as it lasts; a member already judged down on a probe stays False."""
+    for name in ("c1", "c2"):
+        await harness.join(name)
+        await wait_for(lambda n=name: ready_status(harness, n, "True"), message=f"{name} Ready")
+    await harness.settle()
+    harness.members["c2"].answer = REFUSED
+    await harness.advance(40)
+    assert await ready_status(harness, "c2", "False")
+    assert harness.running is not None
+    await stop([harness.running])  # the leader goes
+    harness.unreadable = "kubeconfig /root/.kube/config does not exist"
+    successor = ClusterMonitor(
+        harness.store, settings=SETTINGS, clock=harness.clock, connect=harness._connect
+    )
+    harness.monitor = successor
+    async with background(successor.run()):
+        status = await wait_for(lambda: ready_status(harness, "c1", "Unknown"), message="c1")
+        cond = status.condition("Ready")
+        assert cond is not None and cond.reason == "KubeconfigInvalid", cond
+        assert cond.message == harness.unreadable
+        await harness.advance(120)
+        assert await ready_status(harness, "c1", "Unknown"), "never judged down for it"
+        down = await ready_status(harness, "c2", "False")
+        assert down is not None
+        assert down.condition("Ready").reason == "ConnectionRefused"  # type: ignore[union-attr]
