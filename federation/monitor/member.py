@@ -309,6 +309,7 @@ class Tracked:
             flavors=flavors,
             totals=totals,
             last_heartbeat=self.health.last_success,
+            probe_failures=self.health.failing,
         )
 
     def _refused(self, ready: Condition) -> Condition:
@@ -339,12 +340,20 @@ class Tracked:
 
 
 def _resume(stored: ClusterStatus | None) -> probe.Health:
-    """Carry a stored Ready condition over a controller restart instead of going Unknown."""
+    """Carry a stored Ready condition over a controller restart instead of going Unknown,
+    and the run of failed probes it was in, so the failure threshold is not counted again
+    from the start (`probe.observe` judges whether the run is the same)."""
     ready = stored.condition("Ready") if stored else None
     if ready is None:
         return probe.Health()
     when: _dt.datetime = ready.last_transition_time
-    return probe.Health(status=ready.status, reason=ready.reason, message=ready.message, since=when)
+    return probe.Health(
+        status=ready.status,
+        reason=ready.reason,
+        message=ready.message,
+        since=when,
+        failing=stored.probe_failures if stored else None,
+    )
 
 
 async def cluster_id(conn: member_mod.Member) -> str | None:

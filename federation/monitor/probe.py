@@ -17,6 +17,13 @@ condition: it holds no work to move. Before any verdict the condition is Unknown
 probe has failed, its reason and message are the last failure's (still Unknown until the
 threshold), because "no probe has finished yet" on a member refused for 20 s told
 whoever had just joined it that the controller had not looked.
+
+Why the run's start is kept as `failing` (stored in ClusterStatus as `probeFailures`): a
+new leader (or a new connection to the member) starts with the stored one and, at its
+own first failed probe, counts from it, so a handover does not restart the threshold. It
+trusts the record only that far: a first probe that succeeds drops it, and one older than
+`RESUMABLE` thresholds when the first failure comes (a controller down for long, a run
+that ended unwritten) starts a new run, as it tells nothing of the time between.
 """
 
 from __future__ import annotations
@@ -27,9 +34,14 @@ from typing import Literal
 
 from clusters.member import Readiness
 from federation.settings import MonitorSettings
-from policies.models.cluster import Condition
+from policies.models.cluster import Condition, ProbeFailures
 
-__all__ = ["Health", "observe"]
+__all__ = ["RESUMABLE", "Health", "observe"]
+
+RESUMABLE = 2.0
+"""How many failure thresholds old a stored run may be, at the first failed probe after a
+resume, to be counted from: a run under the threshold when the leader went, plus a
+handover (the lease TTL, 15 s by default) and a probe period, fits within two."""
 
 Status = Literal["True", "False", "Unknown"]
 
@@ -49,6 +61,9 @@ class Health:
     last_probe: _dt.datetime | None = None
     last_success: _dt.datetime | None = None
     last_error: str = ""
+    failing: ProbeFailures | None = None
+    """The current run of failed probes (wall time of its first failure, why), or one
+    resumed from the stored status and not yet confirmed by a failed probe."""
 
     def condition(self, *, created: _dt.datetime) -> Condition:
         """The Ready condition for ClusterStatus."""
@@ -85,6 +100,7 @@ def observe(
         health = replace(
             health,
             first_failure=None,
+            failing=None,
             failures=0,
             successes=health.successes + 1,
             first_success=good_since,
@@ -95,10 +111,13 @@ def observe(
         if health.status != "True" and trusted:
             return _flip(health, "True", "ClusterReady", f"member answers: {result.message}", wall)
         return health
-    first = health.first_failure if health.first_failure is not None else now
+    first, failing = health.first_failure, health.failing
+    if first is None:
+        first, failing = _start(failing, result, now=now, wall=wall, settings=settings)
     health = replace(
         health,
         first_failure=first,
+        failing=failing,
         failures=health.failures + 1,
         successes=0,
         first_success=None,
@@ -113,3 +132,20 @@ def observe(
     if health.status == "False" and health.reason == result.reason:
         return health  # still down for the same reason: keep the message stable (no writes)
     return _flip(health, "False", result.reason, result.message, wall)
+
+
+def _start(
+    resumed: ProbeFailures | None,
+    result: Readiness,
+    *,
+    now: float,
+    wall: _dt.datetime,
+    settings: MonitorSettings,
+) -> tuple[float, ProbeFailures]:
+    """Where a run that this failure begins or continues starts: at the `resumed` one's
+    first failure when it is recent enough to be the same run, else now."""
+    if resumed is not None:
+        age = (wall - resumed.since).total_seconds()
+        if 0 <= age <= RESUMABLE * settings.failure_threshold:
+            return now - age, resumed
+    return now, ProbeFailures(since=wall, reason=result.reason, message=result.message)

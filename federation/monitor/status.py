@@ -4,7 +4,8 @@ Fed by the monitor's worker with the status it last wrote and the one it would w
 feeds the decision to write. Pure. Why it exists: a probe every 10 s for every member would
 be a write per member every 10 s, waking every scheduler, failover and dashboard watch;
 the issue's goal is far below one write per member per minute when nothing changes. So
-only a Ready flip or a new reason, a new version or API set, a different set of node
+only a Ready flip or a new reason, the start or end of a run of failed probes (what a
+new leader resumes the failure threshold from), a new version or API set, a different set of node
 flavors or node counts, or a free amount moving by more than `capacity_change_fraction`
 of that flavor's allocatable is news; everything else waits for the slow heartbeat.
 """
@@ -40,6 +41,11 @@ def _capacity_news(old: ClusterStatus, new: ClusterStatus, *, fraction: float) -
     return None
 
 
+def _run(status: ClusterStatus) -> object:
+    failures = status.probe_failures
+    return None if failures is None else failures.since
+
+
 def news(old: ClusterStatus | None, new: ClusterStatus, *, fraction: float) -> str | None:
     """Why `new` must be written now (a short phrase), or None when it can wait."""
     if old is None:
@@ -49,6 +55,9 @@ def news(old: ClusterStatus | None, new: ClusterStatus, *, fraction: float) -> s
         before is None or (before.status, before.reason) != (after.status, after.reason)
     ):
         return f"Ready={after.status} ({after.reason})"
+    if _run(old) != _run(new):
+        # Stored at once: a new leader resumes the failure threshold from it.
+        return "probes failing" if new.probe_failures else "probes succeed again"
     for cond in new.conditions:
         prior = old.condition(cond.type)
         if prior is None or (prior.status, prior.reason) != (cond.status, cond.reason):

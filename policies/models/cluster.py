@@ -53,6 +53,7 @@ __all__ = [
     "NodeFlavor",
     "PriceTable",
     "Prices",
+    "ProbeFailures",
     "ResourceTotals",
     "Taint",
 ]
@@ -434,6 +435,20 @@ class Condition(FrozenModel):
     )
 
 
+class ProbeFailures(FrozenModel):
+    """The member's current run of failed probes, written at its first failure.
+
+    Why it is stored: the failure threshold counts from the run's first failure, and a
+    run kept only in the leading controller's memory started again at every leader
+    change, so a member failing through a handover was judged down up to a whole
+    threshold late. A new leader resumes the count from here once a probe of its own has
+    failed too (`federation.monitor.probe.observe`)."""
+
+    since: AwareDatetime = Field(description="When the first failed probe of the run ended.")
+    reason: str = Field(default="", description="Its reason, e.g. ConnectionRefused.")
+    message: str = Field(default="", description="Its message.")
+
+
 class APIResource(FrozenModel):
     """One resource served in a group-version, e.g. deployments/Deployment."""
 
@@ -538,6 +553,13 @@ class ClusterStatus(FrozenModel):
     )
     last_heartbeat: AwareDatetime | None = Field(
         default=None, description="Time of the last successful probe."
+    )
+    probe_failures: ProbeFailures | None = Field(
+        default=None,
+        description="The run of failed probes the member is in (none while its probes"
+        " succeed): when it began and why, so that a new leading controller judges the"
+        " member down when the failure threshold has passed since then, not since it took"
+        " over.",
     )
     default_prices: dict[ChipModel, Decimal] | None = Field(
         default=None,

@@ -97,6 +97,9 @@ class Harness:
         Kubernetes cluster joined twice)."""
         self.refusals: dict[str, member.MemberError] = {}
         """Cluster name → what its member's discovery raises from the start."""
+        self.down: set[str] = set()
+        """Cluster names whose members refuse probes from the start (as a new leader
+        finds a member already failing)."""
         self.unreadable: str | None = None
         """Set: every connection fails to be built, with this message (a controller
         started without the kubeconfig the members' connections name)."""
@@ -112,6 +115,8 @@ class Harness:
             raise errors.Invalid(self.unreadable)
         made = ScriptedMember(cluster.name, self.uids.get(cluster.name))
         made.refusal = self.refusals.get(cluster.name)
+        if cluster.name in self.down:
+            made.answer = REFUSED
         self.members[cluster.name] = made
         return made
 
@@ -447,3 +452,42 @@ async def test_a_successor_that_cannot_build_the_connections_leaves_members_unkn
         down = await ready_status(harness, "c2", "False")
         assert down is not None
         assert down.condition("Ready").reason == "ConnectionRefused"  # type: ignore[union-attr]
+
+
+async def test_a_new_leader_judges_a_failing_member_down_at_the_original_deadline(
+    harness: Harness,
+) -> None:
+    """Every leader change started the failure threshold again: a member failing for 20 s
+    when the lease changed hands was judged down 30 s after the handover, 50 s after it
+    failed. The first failure is stored; the successor, once a probe of its own fails,
+    counts from it."""
+    await harness.join("c1")
+    await wait_for(lambda: ready_status(harness, "c1", "True"), message="c1 Ready")
+    await harness.settle()
+    harness.members["c1"].answer = REFUSED
+    await harness.advance(10)
+    status = await harness.status("c1")
+    assert status is not None and status.probe_failures is not None, status
+    first = status.probe_failures.since
+    assert status.probe_failures.message == REFUSED.message
+    await harness.advance(10)  # failing for 10 s, 20 s since the last good probe
+    assert await ready_status(harness, "c1", "True")
+
+    assert harness.running is not None
+    await stop([harness.running])  # the leader goes
+    harness.down.add("c1")
+    successor = ClusterMonitor(
+        harness.store, settings=SETTINGS, clock=harness.clock, connect=harness._connect
+    )
+    harness.monitor = successor
+    async with background(successor.run()):
+        await harness.settle()
+        assert await ready_status(harness, "c1", "True"), "not before its own probe failed"
+        await harness.advance(20)
+
+        status = await ready_status(harness, "c1", "False")
+        assert status is not None, await harness.status("c1")
+        cond = status.condition("Ready")
+        assert cond is not None
+        waited = (cond.last_transition_time - first).total_seconds()
+        assert SETTINGS.failure_threshold <= waited <= SETTINGS.failure_threshold + 10, waited

@@ -10,6 +10,7 @@ import pytest
 from clusters.member import Readiness
 from federation.monitor import probe
 from federation.settings import MonitorSettings
+from policies.models.cluster import ProbeFailures
 
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 OK = Readiness(True, "ProbeSucceeded", "readyz ok")
@@ -142,3 +143,46 @@ def test_a_new_member_failing_its_probes_says_why_while_still_unknown() -> None:
     assert health.since is None, "still Unknown since the start"
     ready = run([(0, OK), (20, REFUSED)])
     assert (ready.status, ready.reason) == ("True", "ClusterReady"), "Ready holds its reason"
+
+
+def resumed(failing_since: float) -> probe.Health:
+    """What a new leader starts from: Ready, in a run of failures stored by its predecessor."""
+    since = T0 + _dt.timedelta(seconds=failing_since)
+    stored = ProbeFailures(since=since, reason=REFUSED.reason, message=REFUSED.message)
+    return probe.Health(status="True", reason="ClusterReady", message="ok", failing=stored)
+
+
+@pytest.mark.parametrize(
+    ("results", "status"),
+    [
+        pytest.param([], "True", id="nothing acts before a probe of its own"),
+        pytest.param(
+            [(100, REFUSED)], "False", id="its own first failure, 30 s after the stored one"
+        ),
+        pytest.param([(90, REFUSED)], "True", id="20 s after the stored one: not yet"),
+        pytest.param(
+            [(90, REFUSED), (100, REFUSED)], "False", id="the stored deadline, not its own"
+        ),
+        pytest.param(
+            [(90, OK), (100, REFUSED), (125, REFUSED)],
+            "True",
+            id="a first probe that succeeds drops the stored run",
+        ),
+        pytest.param([(200, REFUSED)], "True", id="a run stored long before is not resumed"),
+        pytest.param([(200, REFUSED), (230, REFUSED)], "False", id="its own run counts instead"),
+    ],
+)
+def test_a_stored_run_of_failures_is_resumed_only_once_a_probe_fails_and_while_recent(
+    results: list[tuple[float, Readiness]], status: str
+) -> None:
+    """A new leader started the failure threshold again, so a member failing through a
+    handover was judged down up to a threshold late."""
+    assert run(results, start=resumed(70)).status == status
+
+
+def test_the_run_of_failures_is_kept_until_a_probe_succeeds() -> None:
+    down = run([(0, OK), (10, OK), (20, REFUSED), (30, ERROR500), (60, REFUSED)])
+    assert down.failing == ProbeFailures(
+        since=T0 + _dt.timedelta(seconds=20), reason=REFUSED.reason, message=REFUSED.message
+    )
+    assert run([(70, OK)], start=down).failing is None
