@@ -177,7 +177,10 @@ def test_a_card_shows_health_and_ready_replicas_per_member_not_only_its_placemen
     team.bind(crashy, board.queued("crashy", "ml-prod", "Scheduled", cost="0.24"))
     team.report(crashy, health="Progressing", replicas=1, readyReplicas=0,
                 clusters=[member("us-east-cpu", 0, 1, "Progressing")])  # fmt: skip
-    board.open_view(page, stack, "workloads")
+    # The ready counts come from the workload status view, which the stream does not
+    # carry: asked every second here (`?poll=1`) instead of every 15.
+    page.goto(f"{stack.url}/?poll=1#workloads")
+    expect(page.locator("body[data-ready=true]")).to_have_count(1)
     card = page.locator('[data-workload="team/crashy"]')
     badge = card.locator("header [data-health]")
     expect(badge).to_have_text("Progressing")
@@ -196,12 +199,12 @@ def test_a_card_shows_health_and_ready_replicas_per_member_not_only_its_placemen
     team.report(crashy, health="Unknown", replicas=1, readyReplicas=1,
                 clusters=[member("us-east-cpu", 1, 1, "Healthy", stale=True)])  # fmt: skip
     expect(target.locator("[data-ready]")).to_have_text(
-        "?/1 ready (member not Ready)", timeout=15_000
+        "?/1 ready (member not Ready)", timeout=5_000
     )
     expect(badge).to_have_text("Unknown")
     team.report(crashy, health="Healthy", replicas=1, readyReplicas=1,
                 clusters=[member("us-east-cpu", 1, 1, "Healthy")])  # fmt: skip
-    expect(badge).to_have_text("Healthy", timeout=15_000)
+    expect(badge).to_have_text("Healthy", timeout=5_000)
     expect(target.locator("[data-ready]")).to_have_text("1/1 ready")
 
 
