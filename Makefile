@@ -57,8 +57,17 @@ fmt: $(STAMP) ## Reformat and autofix what ruff can
 
 # The browser tests drive Chromium through Playwright's synchronous API, which keeps an event
 # loop of its own on the main thread; they run in a pytest process of their own.
+# The unit tests (CPU-bound, about two minutes) run beside the others, which mostly wait on
+# etcd, the simulated members and their deadlines: the suite takes the longer of the two.
 test: deps kubectl browser lint ## Install everything, lint, then run the whole test suite
-	$(PY) -m pytest -q --ignore=tests/e2e $(PYTEST_ARGS)
+	@mkdir -p .fedctl
+	@$(PY) -m pytest -q -p no:cacheprovider --basetemp=.fedctl/unit-tmp tests/unit \
+	  $(PYTEST_ARGS) > .fedctl/unit-tests.log 2>&1 & unit=$$!; \
+	echo "$(PY) -m pytest -q --ignore=tests/e2e --ignore=tests/unit (tests/unit beside it)"; \
+	$(PY) -m pytest -q --ignore=tests/e2e --ignore=tests/unit $(PYTEST_ARGS); rc=$$?; \
+	wait $$unit; unit_rc=$$?; \
+	echo "== tests/unit"; cat .fedctl/unit-tests.log; \
+	test $$rc -eq 0 && test $$unit_rc -eq 0
 	$(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
 
 demo: deps ## Start etcd, the simulated fleet and the controller; apply the examples; tour
