@@ -51,6 +51,7 @@ from federation import clock as clock_mod
 from federation import errors
 from federation.api import limits
 from federation.api.limits import Handler
+from federation.api.watch import WATCH_PATH
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
 from federation.scheduler import queue_view as qv
@@ -284,9 +285,7 @@ def _route(request: web.Request) -> str:
 
 def _watching(request: web.Request) -> bool:
     """A watch of one kind (`?watch=1`) or of several (the `/watch` route)."""
-    return request.query.get("watch") in ("1", "true") or request.path.rstrip("/").endswith(
-        "/fedctl.io/v1alpha1/watch"
-    )
+    return request.query.get("watch") in ("1", "true") or request.path == WATCH_PATH
 
 
 def _capacity(status: ClusterStatus) -> dict[tuple[str, str], float]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from federation import errors
 from federation.cli import addressing, render
+from federation.propagation.interpreter.base import timestamp
 from federation.registry import events as event_log
 from federation.registry import keys
 from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total, known_cost
@@ -255,20 +256,11 @@ def _completions(item: dict[str, Any]) -> str:
 def _duration(status: dict[str, Any], now: dt.datetime) -> str:
     """kubectl's DURATION of a Job: from its start to its completion, or to now while it
     runs; `-` before it starts (suspended, or waiting in its queue)."""
-    start = _instant(status.get("startTime"))
+    start = timestamp(status.get("startTime"))
     if start is None:
         return "-"
-    end = _instant(status.get("completionTime")) or now
+    end = timestamp(status.get("completionTime")) or now
     return human_duration(max(0, int((end - start).total_seconds())))
-
-
-def _instant(value: object) -> dt.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def human_duration(seconds: int) -> str:
