@@ -354,13 +354,13 @@ class ObjectsApi:
                     await send(_line("ADDED", tell(obj)))
             start = listed.revision + 1
         sent = start - 1
-        await send(_line("BOOKMARK", streams.bookmark(sent)))
+        await send(_line("BOOKMARK", streams.bookmark(sent, res.kind)))
         watched = self.raw.watch(view.watched, start_revision=start)
         try:
             async with contextlib.aclosing(streams.ticking(watched, every=every)) as events:
                 async for event in events:
                     if event is None:
-                        await send(_line("BOOKMARK", streams.bookmark(sent)))
+                        await send(_line("BOOKMARK", streams.bookmark(sent, res.kind)))
                         continue
                     sent = event.mod_revision
                     if not keep(view.spec_key(event.key)):

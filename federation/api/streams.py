@@ -113,9 +113,16 @@ class Timing:
         return out
 
 
-def bookmark(revision: int) -> dict[str, Any]:
-    """A BOOKMARK event's object: the revision a resource's changes have been sent up to."""
-    return {"metadata": {"resourceVersion": str(revision)}}
+def bookmark(revision: int, kind: str) -> dict[str, Any]:
+    """A BOOKMARK event's object: the revision a resource's changes have been sent up to.
+
+    Why it names a kind: kube-apiserver's bookmarks do, and clients that decode every
+    event's object by its `kind` (the official clients' typed watches) need one."""
+    return {
+        "kind": kind,
+        "apiVersion": "fedctl.io/v1alpha1",
+        "metadata": {"resourceVersion": str(revision)},
+    }
 
 
 async def ticking(events: AsyncIterator[T], *, every: float | None) -> AsyncGenerator[T | None]:

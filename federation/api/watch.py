@@ -210,12 +210,12 @@ class WatchApi:
                     await send(_event("ADDED", res.plural, tell(obj)))
             start = listed.revision + 1
         sent = start - 1  # every change of `res` up to this revision has been judged
-        await send(_event("BOOKMARK", res.plural, streams.bookmark(sent)))
+        await send(_event("BOOKMARK", res.plural, streams.bookmark(sent, res.kind)))
         watched = self.store.watch(view.watched, start_revision=start)
         async with contextlib.aclosing(streams.ticking(watched, every=every)) as events:
             async for event in events:
                 if event is None:
-                    await send(_event("BOOKMARK", res.plural, streams.bookmark(sent)))
+                    await send(_event("BOOKMARK", res.plural, streams.bookmark(sent, res.kind)))
                     continue
                 sent = event.mod_revision
                 if not keep(view.spec_key(event.key)):

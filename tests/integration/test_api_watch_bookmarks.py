@@ -107,6 +107,11 @@ async def test_a_quiet_watch_that_asks_for_bookmarks_gets_one_each_interval(path
             first = stream.bookmarks()[0]
             assert set(stream.bookmarks()) == {first}, "nothing changed: the same revision"
             assert stream.headers[streams.BOOKMARK_INTERVAL_HEADER] == f"{INTERVAL:g}"
+            # As kube-apiserver's, a bookmark names its kind: typed clients decode by it.
+            marks = [e["object"] for e in stream.events if e["type"] == "BOOKMARK"]
+            assert {(m["kind"], m["apiVersion"]) for m in marks} == {
+                ("Queue", "fedctl.io/v1alpha1")
+            }
             # A change moves the revision the next bookmarks carry.
             headers = {"Authorization": f"Bearer {ADMIN}"}
             async with session.post(f"{url}{API}/queues", json=QUEUE, headers=headers) as resp:
