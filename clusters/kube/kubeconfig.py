@@ -11,6 +11,13 @@ TypeError for an empty file) as they come, and one member's bad file escaping as
 stopped the whole cluster monitor. An inline kubeconfig sealed at rest
 (`federation.secrets`) is opened here, in memory, just before the client is built.
 
+A kubeconfig is parsed once per content (`_parsed`, libyaml when PyYAML has it, the
+parser kubernetes_asyncio itself reads with) and handed to the library as a mapping.
+Why: a fleet joined from one file (`fedctl up` writes one kubeconfig of every member's
+context) had that file parsed again for every member at every connect and for every
+Cluster at every join check, in pure Python on the event loop: 144 members took 26 s to
+check one join, long enough for the controller to lose its lease.
+
 A credential plugin (`exec`, `auth-provider`: `policies.models.kubeconfigs`) is refused
 before the library sees the kubeconfig, for the library runs it while loading: always in
 a Cluster's inline kubeconfig or its kubeconfigPath, which come through the API or the
@@ -23,12 +30,16 @@ unless the operator opted in (`MemberSettings.insecure_kubeconfig_exec`), as Flu
 from __future__ import annotations
 
 import asyncio
+import copy
+import hashlib
 import io
 import os
 import pathlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import yaml as pyyaml
 from kubernetes_asyncio import client, config
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -69,10 +80,9 @@ def endpoint(connection: Connection) -> Endpoint:
         if connection.kubeconfig is not None:
             text = secrets.open_if_sealed(connection.kubeconfig)
         else:
-            with open(str(file), encoding="utf-8") as handle:
-                text = handle.read()
-        data = YAML(typ="safe", pure=True).load(io.StringIO(text))
-    except (OSError, UnicodeDecodeError, YAMLError, errors.FedctlError, ValueError):
+            text = pathlib.Path(str(file)).read_text(encoding="utf-8")
+        data: Any = _parsed(text, where="kubeconfig")
+    except (OSError, UnicodeDecodeError, errors.FedctlError, ValueError):
         data = None
     if not isinstance(data, dict):
         return Endpoint(file, connection.context, None)
@@ -104,20 +114,32 @@ async def load(connection: Connection, *, allow_exec: bool = False) -> Any:
     try:
         if connection.kubeconfig is not None:
             text = secrets.open_if_sealed(connection.kubeconfig)
-            data = _mapping(text, where="inline kubeconfig")
+            data = _parsed(text, where="inline kubeconfig")
             _no_plugin(data, where="spec.connection.kubeconfig")
-            await config.load_kube_config_from_dict(data, context=context, client_configuration=cfg)
+            await config.load_kube_config_from_dict(
+                copy.deepcopy(data), context=context, client_configuration=cfg
+            )
         else:
             path = _path(connection)
             text = await asyncio.to_thread(pathlib.Path(path).read_text, encoding="utf-8")
-            data = _mapping(text, where=f"kubeconfig {path}")
+            data = _parsed(text, where=f"kubeconfig {path}")
             if connection.kubeconfig_path is not None:
                 _no_plugin(data, where=f"spec.connection.kubeconfigPath {path}")
             elif not allow_exec:
                 _no_plugin(data, where=f"kubeconfig {path}", opt_in=True)
-            await config.load_kube_config(
-                config_file=path, context=context, client_configuration=cfg, persist_config=False
-            )
+            if kubeconfigs.credential_plugin(data) is not None:  # the operator's opt-in
+                await config.load_kube_config(
+                    config_file=path,
+                    context=context,
+                    client_configuration=cfg,
+                    persist_config=False,
+                )
+            else:
+                await config.load_kube_config_from_dict(
+                    _beside(data, path),
+                    context=context,
+                    client_configuration=cfg,
+                )
     except errors.Invalid:
         raise
     except Exception as exc:  # the library's errors on bad input are of any type
@@ -140,6 +162,57 @@ def _no_plugin(data: dict[str, Any], *, where: str, opt_in: bool = False) -> Non
             " kubeconfig file, or give the user a token or a client certificate"
         )
     raise errors.Invalid(f"{where}: {plugin} {kubeconfigs.REFUSED}")
+
+
+_PARSED: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+"""Kubeconfig contents parsed lately (by digest), the latest last; never handed out to
+be changed (`load` gives the library a copy)."""
+PARSED_KEPT = 64
+
+_FILE_FIELDS = {
+    "clusters": ("cluster", ("certificate-authority",)),
+    "users": ("user", ("client-certificate", "client-key", "tokenFile")),
+}
+"""The file paths a kubeconfig may give, which kubectl reads relative to the file."""
+
+
+def _parsed(text: str, *, where: str) -> dict[str, Any]:
+    """The kubeconfig `text` as a mapping, parsed once however many members and checks
+    read it (module doc). Raises Invalid as `_mapping` does."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    found = _PARSED.get(digest)
+    if found is not None:
+        _PARSED.move_to_end(digest)
+        return found
+    loader = getattr(pyyaml, "CSafeLoader", pyyaml.SafeLoader)
+    try:
+        data: Any = pyyaml.load(text, Loader=loader)
+    except pyyaml.YAMLError:
+        data = _mapping(text, where=where)  # for its message, naming line and column
+    if not isinstance(data, dict):
+        data = _mapping(text, where=where)  # raises, saying what the file is
+    mapping: dict[str, Any] = data
+    _PARSED[digest] = mapping
+    while len(_PARSED) > PARSED_KEPT:
+        _PARSED.popitem(last=False)
+    return mapping
+
+
+def _beside(data: dict[str, Any], path: str) -> dict[str, Any]:
+    """A copy of `data` whose relative file paths lead where they do from the directory
+    of its file `path`, as kubectl and the library's file loader read them."""
+    base = os.path.dirname(os.path.abspath(path))
+    out = copy.deepcopy(data)
+    for listed, (field, paths) in _FILE_FIELDS.items():
+        for item in out.get(listed) or []:
+            inner = item.get(field) if isinstance(item, dict) else None
+            if not isinstance(inner, dict):
+                continue
+            for key in paths:
+                value = inner.get(key)
+                if isinstance(value, str) and value and not os.path.isabs(value):
+                    inner[key] = os.path.normpath(os.path.join(base, value))
+    return out
 
 
 def _mapping(text: str, *, where: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ them away first, is `fedctl cluster unjoin`. The warning names what keeps runnin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from clusters.kube import kubeconfig
@@ -67,7 +68,10 @@ async def check_connections(
     if not changed:
         return
     fleet = {**stored, **{c.metadata.name: c for c in incoming}}
-    ends = {name: kubeconfig.endpoint(c.spec.connection) for name, c in fleet.items()}
+    # In a thread: each kubeconfig is read, and a new one parsed, off the event loop.
+    ends = await asyncio.to_thread(
+        lambda: {name: kubeconfig.endpoint(c.spec.connection) for name, c in fleet.items()}
+    )
     found: list[str] = []
     for cluster in changed:
         name = cluster.metadata.name
