@@ -27,7 +27,6 @@ TaskGroup, which stopped the monitor and with it the whole controller, on every 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -255,8 +254,11 @@ class ClusterMonitor:
         task = self._tasks.pop(name, None)
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # `wait`, not `await task` under suppress(CancelledError): that swallowed the
+            # cancellation of the worker running this when the monitor itself was being
+            # stopped (a change of leader), and the worker, going on, kept the monitor
+            # from ever ending, so it never ran again.
+            await asyncio.wait({task})
         if tracked is not None:
             await tracked.close()
 

@@ -31,7 +31,7 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from federation import clock as clock_mod
 from federation import errors
@@ -58,6 +58,26 @@ def _only(exc: BaseException | None, kind: type[E]) -> E | None:
         if matched is not None and rest is None:
             return _only(matched.exceptions[0], kind)
     return None
+
+
+def _awaiting(task: asyncio.Future[None]) -> str:
+    """Where a suspended task waits, outermost first: each coroutine's function and line
+    down the chain of awaits (a task's own stack shows only its outermost frame)."""
+    where: list[str] = []
+    coro: Any = task.get_coro() if isinstance(task, asyncio.Task) else None
+    while coro is not None and len(where) < 16:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is None:
+            break
+        where.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return " > ".join(where) or "unknown"
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """Mark a straggling loop's end as seen, so asyncio does not log it as unretrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Lost(Exception):
@@ -93,6 +113,8 @@ class Election:
         self.following.set()
         self._revision = 0
         self._lease = 0
+        self._stragglers: set[asyncio.Future[None]] = set()
+        """Loops that outlived their cancellation (`_stopping`), kept referenced."""
         self.terms = 0
         """How many times this replica became leader."""
 
@@ -254,7 +276,9 @@ class Election:
                     task.cancel()
                     # Wait without raising: a loop cancelled mid-write may end with the
                     # error its last write got (`Fenced`, etcd unavailable) instead.
-                    await asyncio.wait({task})
+                    await self._stopping(name, task)
+            if not task.done():
+                continue  # `_stopping` said so; this loop starts afresh at the next lead
             error = None if task.cancelled() else task.exception()
             if stopped or task.cancelled():
                 if error is not None:
@@ -279,6 +303,34 @@ class Election:
                 continue
             task.result()  # a crash or an unexpected return reaches the supervisor
             raise RuntimeError(f"{name} exited while leading")
+
+    async def _stopping(self, name: str, task: asyncio.Future[None]) -> None:
+        """Wait for the cancelled loop `task` to end, at most a TTL.
+
+        Why bounded: a loop that swallows its cancellation (an `await` of a child that
+        suppresses CancelledError) never ends, and waiting for it kept the loop from ever
+        running again: a cluster monitor stuck so across a change of leader left every
+        member `NotProbed` and no dead member detected, without a word. One that
+        outlives the TTL is said at ERROR with where it hangs, cancelled once more and
+        left to end by itself (its writes carry the old term's guard: they are refused)."""
+        timer = asyncio.ensure_future(self._clock.sleep(self.ttl))
+        try:
+            await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+        if task.done():
+            return
+        log.error(
+            "%s did not stop within %gs of being cancelled (at %s); it is started"
+            " afresh when this replica leads, its old run cancelled again",
+            name,
+            self.ttl,
+            _awaiting(task),
+        )
+        task.cancel()
+        self._stragglers.add(task)
+        task.add_done_callback(self._stragglers.discard)
+        task.add_done_callback(_retrieve)
 
     async def _await_step_down(self) -> None:
         """Wait (at most a TTL) for the election to notice what a fenced write already did.
