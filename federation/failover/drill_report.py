@@ -131,6 +131,12 @@ _PENDING_UNTIL_BACK = "pending until the member came back"
 _PARTLY = "re-placed, not healthy on all of its clusters"
 _STAYED = "stayed (tolerates the fault)"
 _NOT_EVICTED = "stayed (no eviction during the drill)"
+_UNKNOWN = "outcome unknown: member still down at the drill's end"
+"""Work still on a member that is not Ready, or carries a failover taint, when the drill
+stops, which never carried a NoExecute taint: it may yet be evicted (the member's taint
+turns NoExecute when its eviction grace runs out, and a healed member is Ready again only
+after the success threshold), so it is neither stayed nor moved. Counted as affected, so
+RTO stays open: the drill did not see the end of what the fault did to it."""
 _FINISHED = "finished (not moved)"
 _RETURNED = "back on the member, not healthy yet"
 _RETURNED_HEALTHY = "back on the member, healthy"
@@ -342,6 +348,11 @@ class Narrator:
         )
         if left_out:
             text += "; not counted: " + ", ".join(f"{c} {o}" for o, c in sorted(left_out.items()))
+        unknown = sum(1 for line in affected if line.outcome == _UNKNOWN)
+        if unknown:
+            # Counted but neither re-placed nor ready: without this the counters read as a
+            # failover that never came, not as a drill that stopped before it could.
+            text += f"; {unknown} {_UNKNOWN}"
         if report.not_back:
             text += f"; not back on {report.cluster}: {len(report.not_back)}"
         return text
@@ -519,6 +530,7 @@ class _Follow:
                 end=self.last.workloads.get(name),
                 cluster=self.cluster,
                 evicting=self.evicting,
+                still_down=self.last.member_down and self.last.t >= self.fault_at,
                 deleted=name in self.deleted,
                 due=not final and name in self.movers,
             )
@@ -547,6 +559,7 @@ def _outcome(
     end: WorkloadState | None,
     cluster: str,
     evicting: bool,
+    still_down: bool,
     deleted: bool,
     due: bool,
 ) -> str:
@@ -556,8 +569,11 @@ def _outcome(
     that never left the member was not moved by the fault: a finished job (moving it
     would only run it again), work that tolerates the fault (it stayed while the member was
     NoExecute, `evicting`), or work nothing asked to leave (the member never became
-    NoExecute: degraded but Ready, or healed within the eviction grace); while the drill
-    runs (`due`) work that must move is only not moved yet, since either may still come.
+    NoExecute and is back at the end: degraded but Ready, or a fault over before the
+    failure threshold marked it down). Work on a member never NoExecute but still down at
+    the end (`still_down`: not Ready, or tainted by failover) is unknown: its eviction may
+    be seconds away, and calling it stayed counted work about to move as untouched. While
+    the drill runs (`due`) work that must move is only not moved yet, since any may come.
     Only work that left, or should have and could not, is recovered, pending or lost.
     Work that left and found no new placement waited: still Pending at the end, or
     Pending until the member came back and took it again, which is no recovery by
@@ -573,8 +589,10 @@ def _outcome(
         return _FINISHED
     if line.left is None and due:
         return _NOT_YET
-    if line.left is None:  # every sample, the last one too, has it on the member
-        return _STAYED if evicting else _NOT_EVICTED
+    if line.left is None and evicting:  # every sample, the last one too, has it there
+        return _STAYED
+    if line.left is None:
+        return _UNKNOWN if still_down else _NOT_EVICTED
     if line.replaced is None:
         return _PENDING_UNTIL_BACK if cluster in end.targets else _PENDING
     if line.ready is not None and end.healthy:

@@ -187,6 +187,43 @@ def test_the_outcome_of_one_workload_says_what_happened_to_it(
 
 
 @pytest.mark.parametrize(
+    ("end_down", "outcome", "affected"),
+    [
+        pytest.param(
+            True,
+            "outcome unknown: member still down at the drill's end",
+            1,
+            id="healed after detection, the member still down: its eviction may yet come",
+        ),
+        pytest.param(
+            False,
+            "stayed (no eviction during the drill)",
+            0,
+            id="the member back before any NoExecute: nothing was asked to leave",
+        ),
+    ],
+)
+def test_work_on_a_member_still_down_at_the_end_is_not_said_to_have_stayed(
+    end_down: bool, outcome: str, affected: int
+) -> None:
+    """A `down` healed after detection: the member stays Ready=False for the success
+    threshold (30 s) after its first good probe, its NoSchedule taint turns NoExecute when
+    the eviction grace (30 s) runs out, and the work leaves seconds after a short settle
+    stopped the drill. It was reported stayed and left out of the count."""
+    samples = [
+        Sample(0, False, {"web": ON_A}),
+        Sample(2, True, {"web": ON_A}),
+        Sample(9, end_down, {"web": ON_A}),
+    ]
+    r = drills.summarise(samples, report=report(), fault_at=1, healed_at=8)
+    assert [w.outcome for w in r.workloads] == [outcome]
+    assert (r.affected, r.rto) == (affected, None)
+    progress = drills.Progress(samples=samples, fault_at=1, healed_at=8, stage="done")
+    last = drills.Narrator(report(), settle=1).lines(progress)[-1]
+    assert last.endswith(f"; 1 {outcome}") == end_down, last
+
+
+@pytest.mark.parametrize(
     ("fault", "noted"), [("down", True), ("blackhole", True), ("taint", False)]
 )
 def test_a_fault_over_before_the_controller_noticed_says_why_nothing_was_measured(
