@@ -33,12 +33,17 @@ _MODELS: Final = {
     ("v1", "Pod"): "V1Pod",
     ("v1", "ConfigMap"): "V1ConfigMap",
     ("v1", "Secret"): "V1Secret",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
     ("v1", "Service"): "V1Service",
     ("v1", "ResourceQuota"): "V1ResourceQuota",
     ("apps/v1", "Deployment"): "V1Deployment",
     ("apps/v1", "ReplicaSet"): "V1ReplicaSet",
     ("apps/v1", "StatefulSet"): "V1StatefulSet",
+    ("apps/v1", "DaemonSet"): "V1DaemonSet",
     ("batch/v1", "Job"): "V1Job",
+    ("batch/v1", "CronJob"): "V1CronJob",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "V2HorizontalPodAutoscaler",
 }
 """The served kinds the table describes: apiVersion and kind -> the client model."""
 

@@ -308,6 +308,19 @@ def _default_secret(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Opaque")
 
 
+def _default_claim(obj: dict[str, Any]) -> None:
+    """Bound as it is created, to a volume of the size and modes it asks for: the simulator
+    has no volumes to wait for, and a claim left Pending would hold its pods back for good
+    (the kubelet stand-in starts no pod whose claim is not Bound)."""
+    spec = obj.get("spec") or {}
+    status = obj.setdefault("status", {})
+    status.setdefault("phase", "Bound")
+    status.setdefault("accessModes", list(spec.get("accessModes") or ()))
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    if "storage" in requests:
+        status.setdefault("capacity", {"storage": requests["storage"]})
+
+
 def default(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Fill the defaults a real apiserver fills, in place."""
     if rt.group == "" and rt.kind == "Pod":
@@ -316,7 +329,9 @@ def default(rt: ResourceType, obj: dict[str, Any]) -> None:
         _default_secret(obj)
     elif rt.group == "" and rt.kind == "Namespace":
         obj.setdefault("status", {}).setdefault("phase", "Active")
-    elif rt.group == "apps":
+    elif rt.group == "" and rt.kind == "PersistentVolumeClaim":
+        _default_claim(obj)
+    elif rt.group == "apps" and rt.kind != "DaemonSet":
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
         if rt.kind == "Deployment":

@@ -4,6 +4,12 @@ Everything generic in the simulator is driven by this table: the store keeps one
 per `ResourceType`, the server builds routes and discovery documents from it, and status
 and scale handling look at `subresources`. Adding a kind is adding a row here, which is
 why the opaque custom kinds (Volcano Job, PyTorchJob) sit next to the built-in ones.
+
+Some kinds are stored and served with no controller behind them, so that what a real
+member accepts (a workload's ServiceAccount, its claims, the kinds fedctl propagates) is
+accepted here too: a PersistentVolumeClaim is Bound as it is created (`api_validation`),
+and a DaemonSet starts no pods, a CronJob never fires and a HorizontalPodAutoscaler never
+scales. Their status stays as the simulator leaves it, empty but for the claim's phase.
 """
 
 from __future__ import annotations
@@ -62,12 +68,28 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Event", "events", True, _NONE, ("ev",)),
     ResourceType("", "v1", "ConfigMap", "configmaps", True, _NONE, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", True, _NONE),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, _NONE, ("sa",)),
+    ResourceType(
+        "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, _STATUS, ("pvc",)
+    ),
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", True, _STATUS, ("quota",)),
     ResourceType("", "v1", "Service", "services", True, _STATUS, ("svc",), ("all",)),
     ResourceType("apps", "v1", "Deployment", "deployments", True, _SCALED, ("deploy",), ("all",)),
     ResourceType("apps", "v1", "ReplicaSet", "replicasets", True, _SCALED, ("rs",), ("all",)),
     ResourceType("apps", "v1", "StatefulSet", "statefulsets", True, _SCALED, ("sts",), ("all",)),
+    ResourceType("apps", "v1", "DaemonSet", "daemonsets", True, _STATUS, ("ds",), ("all",)),
     ResourceType("batch", "v1", "Job", "jobs", True, _STATUS, (), ("all",)),
+    ResourceType("batch", "v1", "CronJob", "cronjobs", True, _STATUS, ("cj",), ("all",)),
+    ResourceType(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        True,
+        _STATUS,
+        ("hpa",),
+        ("all",),
+    ),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, _NONE),
     ResourceType("batch.volcano.sh", "v1alpha1", "Job", "jobs", True, _STATUS, ("vcjob", "vj")),
     ResourceType("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", True, _STATUS),

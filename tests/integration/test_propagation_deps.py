@@ -203,3 +203,61 @@ async def test_a_dependency_takes_its_needers_conflict_resolution(fed: Federatio
         return labels.get("fedctl.io/managed-by") == "fedctl" and got["data"]["MODE"] == "prod"  # type: ignore[index]
 
     await wait_for(adopted, timeout=15, message="the needer's Overwrite adopts the ConfigMap")
+
+
+async def test_a_service_account_and_a_claim_reach_the_member_and_its_pods_start(
+    fed: Federation,
+) -> None:
+    """Two of the four kinds `propagateDeps` sends were not served by the simulated
+    members ("the server does not serve ServiceAccount in v1"), and their pods started
+    without them. Now both arrive, and the pods start once they have."""
+    account = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "api-sa", "namespace": "web"},
+        }
+    )
+    claim = Workload.model_validate(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "api-data", "namespace": "web"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
+    app = deployment("api", 1)
+    pod = app.spec["template"]["spec"]
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "api-data"}}]
+    template = {
+        **app.spec["template"],
+        "spec": {**pod, "serviceAccountName": "api-sa", "volumes": volumes},
+    }
+    app = app.model_copy(update={"spec": {**app.spec, "template": template}})
+    for obj in (account, claim, app):
+        await fed.put(obj)
+    await fed.put(policy("api", "Deployment", deps=True))
+    await fed.bind(app, {EAST: (1, None)})
+    fed.start()
+
+    async def ready() -> bool:
+        got = await fed.member_object(EAST, "apps/v1", "Deployment", "web", "api")
+        return bool(got) and (got.get("status") or {}).get("readyReplicas") == 1
+
+    await wait_for(ready, timeout=20, message="api ready on the member with its dependencies")
+    assert await where(fed, "ServiceAccount", "api-sa") == {EAST}
+    assert await where(fed, "PersistentVolumeClaim", "api-data") == {EAST}
+    got = await fed.member_object(EAST, "v1", "PersistentVolumeClaim", "web", "api-data")
+    assert got is not None and got["status"]["phase"] == "Bound"
+
+    async def healthy(dep: Workload) -> bool:
+        status = await fed.status(dep)
+        return status is not None and [(r.cluster, r.health) for r in status.clusters] == [
+            (EAST, "Healthy")
+        ]
+
+    for dep in (account, claim):
+        await wait_for(lambda dep=dep: healthy(dep), timeout=10, message=f"{dep.kind} healthy")

@@ -55,6 +55,7 @@ async def test_discovery_lists_groups_resources_and_subresources(sim_server: Sim
     assert status == 200
     assert {g["name"] for g in groups["groups"]} == {
         "apps",
+        "autoscaling",
         "batch",
         "coordination.k8s.io",
         "batch.volcano.sh",
