@@ -20,10 +20,12 @@ from clusters.sim import controllers_jobs as jobs
 from clusters.sim import controllers_nodes as nodes_ctl
 from clusters.sim import controllers_statefulset as sts_ctl
 from clusters.sim import controllers_workloads as workloads
-from clusters.sim import kubelet
+from clusters.sim import kubelet, pod_deps, scheduler
 from clusters.sim.api_errors import ApiError
 from clusters.sim.clock import Clock
 from clusters.sim.controllers_base import (
+    CLAIM,
+    CONFIGMAP,
     DEPLOYMENT,
     JOB,
     NODE,
@@ -31,6 +33,8 @@ from clusters.sim.controllers_base import (
     PYTORCHJOB,
     QUOTA,
     REPLICASET,
+    SECRET,
+    SERVICEACCOUNT,
     STATEFULSET,
     VCJOB,
     Context,
@@ -66,7 +70,9 @@ _KIND_TAGS = {
     PYTORCHJOB: "ptjob",
 }
 _SCHED_FIELDS = ("taints", "unschedulable")
-_TRACKED = frozenset({POD, NODE, QUOTA, *_KIND_TAGS})
+_NEEDED = frozenset({CONFIGMAP, SECRET, SERVICEACCOUNT})
+"""Kinds a pod may wait for before it starts (`pod_deps`)."""
+_TRACKED = frozenset({POD, NODE, QUOTA, CLAIM, *_NEEDED, *_KIND_TAGS})
 
 
 class Controllers:
@@ -174,6 +180,12 @@ class Controllers:
                 ctx.objects[key] = obj  # type: ignore[assignment]
         for ns in ctx.quotas.observe(etype, rt, obj, old):
             ctx.queue.add(("quota", ns, ""))
+        if rt in _NEEDED and etype != "DELETED":
+            ns = obj["metadata"].get("namespace", "")
+            for name in sorted(ctx.waiting.get(ns, ())):
+                ctx.queue.add(("pod", ns, name))
+        elif rt is CLAIM and etype == "ADDED":
+            self._requeue_unschedulable()
         if rt is POD:
             self._on_pod(etype, obj, old)
         elif rt is NODE:
@@ -236,6 +248,7 @@ class Controllers:
                 ctx.queue.add((tag, ns, ref["name"]))
         if gone:
             ctx.unschedulable.discard(("sched", ns, name))
+            ctx.waiting.get(ns, set()).discard(name)
             for prefix in ("start", "finish"):
                 ctx.deadlines.pop(f"{prefix}/{meta['uid']}", None)
         elif not node_name and not kubelet_terminal(pod):
@@ -273,7 +286,8 @@ class Controllers:
         if pod is None or (pod.get("spec") or {}).get("nodeName") or kubelet_terminal(pod):
             ctx.unschedulable.discard(key)
             return
-        decision = ctx.nodes.place(pod)
+        claim = pod_deps.missing_claim(ctx, pod)
+        decision = scheduler.Decision(None, claim) if claim else ctx.nodes.place(pod)
         now = ctx.now()
         conds = [dict(c) for c in (pod.get("status") or {}).get("conditions") or ()]
         if decision.node is None:

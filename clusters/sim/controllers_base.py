@@ -73,6 +73,10 @@ STATEFULSET = kind("apps/v1", "StatefulSet")
 JOB = kind("batch/v1", "Job")
 VCJOB = kind("batch.volcano.sh/v1alpha1", "Job")
 PYTORCHJOB = kind("kubeflow.org/v1", "PyTorchJob")
+CONFIGMAP = kind("v1", "ConfigMap")
+SECRET = kind("v1", "Secret")
+SERVICEACCOUNT = kind("v1", "ServiceAccount")
+CLAIM = kind("v1", "PersistentVolumeClaim")
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,9 @@ class Context:
     cluster_name: str = "sim"
     # committed objects of the kinds the controllers handle, kept by the listener (read-only)
     objects: dict[tuple[ResourceType, str, str], dict[str, Any]] = field(default_factory=dict)
+    # namespace -> pods held back by a missing ConfigMap, Secret or ServiceAccount
+    # (`pod_deps`): reconciled again when one of those kinds changes in their namespace
+    waiting: dict[str, set[str]] = field(default_factory=dict)
 
     def peek(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any] | None:
         """The committed object, without the copy `store.get` makes: never mutate it."""

@@ -5,7 +5,9 @@ a deadline it set comes due or its node changes readiness). A bound pod becomes 
 and Ready after the start-up delay (`sim.fedctl.io/startup` overrides it); a Job-like pod,
 or any pod with `sim.fedctl.io/duration`, terminates after its duration, as Failed when
 `sim.fedctl.io/fail: "true"` (a service pod with that annotation crash-loops instead);
-pods on a NotReady node turn unready. The statuses carry every field the Python client's
+pods on a NotReady node turn unready. A pod whose ConfigMap, Secret or ServiceAccount is
+missing stays Pending, its containers waiting with the kubelet's reason, until it exists
+(`pod_deps`). The statuses carry every field the Python client's
 models require (containerStatuses with imageID, podIPs) so clients never choke on them.
 """
 
@@ -15,7 +17,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from clusters.sim import scheduler
+from clusters.sim import pod_deps, scheduler
 from clusters.sim.clock import parse_duration
 from clusters.sim.controllers_base import (
     NODE,
@@ -87,6 +89,14 @@ def reconcile_pod(ctx: Context, ns: str, name: str) -> None:
         if now < start_at:
             ctx.queue.add_after(key, start_at - now)
             return
+        held = pod_deps.missing_config(ctx, pod)
+        if held is not None:
+            # Kept Pending, its start deadline kept, so it starts as soon as what it
+            # waits for appears (`controllers` requeues it then).
+            ctx.waiting.setdefault(ns, set()).add(name)
+            _hold(ctx, pod, held)
+            return
+        ctx.waiting.get(ns, set()).discard(name)
         ctx.deadlines.pop(f"start/{uid}", None)
         _start(ctx, pod, node_name)
         if _finite(pod):
@@ -199,6 +209,30 @@ def _start(ctx: Context, pod: dict[str, Any], node_name: str) -> None:
         ),
     )
     ctx.store.update(POD, {**pod, "status": status}, subresource="status")
+
+
+def _hold(ctx: Context, pod: dict[str, Any], held: pod_deps.Missing) -> None:
+    """Say why the pod has not started, once per reason: Pending, not Ready, each
+    container waiting as the kubelet leaves it, and one Warning event."""
+    status = dict(pod.get("status") or {})
+    state = {"waiting": {"reason": held.reason, "message": held.message}}
+    if [c.get("state") for c in status.get("containerStatuses") or ()] == [state] * len(
+        (pod.get("spec") or {}).get("containers") or ()
+    ):
+        return
+    now = ctx.now()
+    status.update(
+        phase="Pending",
+        conditions=_pod_conditions(pod, ready=False, now=now, reason="ContainersNotReady"),
+        containerStatuses=[
+            {**c, "started": False, "containerID": ""}
+            for c in _container_statuses(pod, state=state, ready=False)
+        ],
+    )
+    ctx.store.update(POD, {**pod, "status": status}, subresource="status")
+    ctx.recorder.event(
+        pod, reason=held.event, message=held.event_message, etype="Warning", component="kubelet"
+    )
 
 
 def _finish(ctx: Context, pod: dict[str, Any], *, failed: bool) -> None:
