@@ -12,9 +12,10 @@ timelines, without a registry or a clock:
     RTO         the last affected workload healthy on all of its new targets; `-` when one
                 never was
     affected    workloads on the member at the start that left it, or were lost or left
-                Pending; work that stayed there (it tolerates the fault, or the member was
-                never NoExecute), had finished or was deleted by its owner is listed with
-                that outcome, not counted
+                Pending, or whose outcome is unknown (never left a member never NoExecute
+                but still down at the end); work that stayed there (it tolerates the
+                fault, or the member was never NoExecute and is back), had finished or was
+                deleted by its owner is listed with that outcome, not counted
     lost        affected workloads with no Binding at the end though their template is
                 still there, or neither healthy anywhere nor Pending with a reason (must
                 be 0)
