@@ -349,7 +349,12 @@ def _warnings(model: KubeObject, *, source: SourceMap, filename: str) -> list[Fi
     if callable(notices):
         for notice in notices():
             found.append(_at(source, filename, notice.path, notice.message, severity="warning"))
-    if isinstance(model, Workload) and model.kind not in _ALL_KIND_NAMES:
+    if not isinstance(model, Workload):
+        return found
+    note = kinds.migration_note(model.api_version, model.kind)
+    if note is not None:
+        found.append(_at(source, filename, ("kind",), note, severity="warning"))
+    elif model.kind not in _ALL_KIND_NAMES:
         hint = suggest(model.kind, _ALL_KIND_NAMES)
         if hint:
             message = f"kind {model.kind!r} is not one fedctl knows; kept as an opaque object{hint}"

@@ -43,6 +43,8 @@ __all__ = [
     "json_schema",
     "known_kinds",
     "lookup",
+    "migration_note",
+    "migration_table",
     "model_for",
 ]
 
@@ -129,6 +131,19 @@ _CLUSTER_SCOPED = frozenset(
         "GatewayClass",
         "VolumeSnapshotClass",
         "VolumeSnapshotContent",
+        # Kueue's and Volcano's cluster-scoped kinds (Volcano's Queue is "Queue", above),
+        # propagated to members that run them: stored in `default`, they read as a
+        # namespace's and a member's API server would drop the namespace.
+        "ClusterQueue",
+        "ResourceFlavor",
+        "WorkloadPriorityClass",
+        "Cohort",
+        "AdmissionCheck",
+        "MultiKueueConfig",
+        "MultiKueueCluster",
+        "ProvisioningRequestConfig",
+        "Topology",
+        "HyperNode",
     }
 )
 """Kinds whose objects live outside any namespace. A tenant may write none of them: a
@@ -168,11 +183,73 @@ def model_for(api_version: str, kind: str, *, stored: bool = False) -> type[Kube
     if group.endswith(".karmada.io") and not stored:
         raise _karmada(group, kind)
     homes = sorted(av for av, k in POLICY_KINDS if k == kind)
-    if homes:
+    if homes and (group, kind) not in _FOREIGN_HOMONYMS:
         raise UnknownKind(
             f"kind {kind} belongs to apiVersion {' or '.join(homes)}", field="apiVersion"
         )
     return Workload
+
+
+_FOREIGN_HOMONYMS = frozenset({("scheduling.volcano.sh", "Queue")})
+"""Foreign kinds named as one of fedctl's, accepted as opaque objects under their own
+group. A Volcano Job's `spec.queue` must name a Volcano Queue in the member, so one
+refused for its name could never be propagated there; any other apiVersion for a
+fedctl kind still reads as a typo of fedctl's."""
+
+_KUEUE = "kueue.x-k8s.io"
+_VOLCANO = "scheduling.volcano.sh"
+_MIGRATION: dict[tuple[str, str], str] = {
+    (_KUEUE, "ClusterQueue"): "a fedctl.io/v1alpha1 Queue holds a team's quota"
+    " (nominalQuota -> spec.guarantee, nominalQuota + borrowingLimit -> spec.capability,"
+    " cohort -> spec.parent, namespaceSelector -> spec.namespaces)",
+    (_KUEUE, "LocalQueue"): "a fedctl Queue is cluster-scoped: list the namespaces it serves"
+    " in its spec.namespaces, and name it on each workload with the fedctl.io/queue"
+    " annotation (not the kueue.x-k8s.io/queue-name label)",
+    (_KUEUE, "ResourceFlavor"): "a Queue caps a chip model with accelerator/<chip model> keys"
+    " in spec.capability and spec.guarantee, and a workload's fedctl.io/chips annotation"
+    " picks its chips",
+    (_KUEUE, "WorkloadPriorityClass"): "a Queue's spec.priorityClasses names priorities,"
+    " which a workload picks with the fedctl.io/priority annotation",
+    (_KUEUE, "Cohort"): "a parent Queue (its children's spec.parent) caps what they"
+    " borrow together",
+    (_KUEUE, "AdmissionCheck"): "fedctl admits by a Queue's capability, guarantee and"
+    " maxHourlyCost and a FederatedResourceQuota's overall; it has no admission checks",
+    (_VOLCANO, "Queue"): "fedctl admits by a fedctl.io/v1alpha1 Queue (capability,"
+    " guarantee as a flat resource list, weight, reclaimable, parent); a member's Volcano"
+    " needs this Queue when a Volcano Job's spec.queue names it, so propagate it there"
+    " with a ClusterPropagationPolicy",
+    (_VOLCANO, "PodGroup"): "fedctl reads a gang from a Volcano Job's minAvailable or a"
+    " workload's fedctl.io/min-available annotation",
+}
+"""What fedctl reads in place of a Kueue or Volcano kind, for the kinds a migrating team
+writes most.
+
+Why a note and not a refusal: these objects are legitimate to propagate to members that
+run Kueue or Volcano. But "did you mean 'Cluster'?" for a ClusterQueue told its writer
+they had misspelt fedctl's member kind, and a stored ClusterQueue let a team believe its
+quota was in place while fedctl's scheduler never read it."""
+_MIGRATION_SCHEDULERS = {_KUEUE: "Kueue", _VOLCANO: "Volcano"}
+
+
+def migration_note(api_version: str, kind: str) -> str | None:
+    """A warning for a Kueue or Volcano scheduling object: fedctl's scheduler does not
+    read it, and what it reads instead; None for any other kind."""
+    group = _group(api_version)
+    scheduler = _MIGRATION_SCHEDULERS.get(group)
+    if scheduler is None:
+        return None
+    instead = _MIGRATION.get((group, kind))
+    said = (
+        f"a {scheduler} {kind} ({group}) is not read by fedctl's scheduler; it is kept and"
+        f" propagated as is, for members that run {scheduler}"
+    )
+    return said if instead is None else f"{said}. Instead, {instead}"
+
+
+def migration_table() -> list[tuple[str, str, str]]:
+    """(group, kind, what fedctl reads instead) of every kind with a migration note, for
+    the policy reference."""
+    return [(group, kind, text) for (group, kind), text in _MIGRATION.items()]
 
 
 _KARMADA_INSTEAD = {
