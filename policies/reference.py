@@ -28,7 +28,7 @@ import annotated_types
 from pydantic import AwareDatetime, BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from policies.models import kinds, override, propagation, workload
+from policies.models import kinds, override, propagation, queue, workload
 from policies.models.accelerator import ChipModel
 from policies.models.binding import Binding
 from policies.models.work import Work
@@ -264,7 +264,9 @@ def _annotations_section() -> list[str]:
         "Any Kubernetes object may be submitted as a workload; fedctl reads these annotations"
         " from its `metadata.annotations`. Any other annotation under `fedctl.io/` is"
         " warned about by `fedctl validate`, `apply` and `plan` (a misspelt one would"
-        " otherwise be ignored).",
+        " otherwise be ignored), and so is one of these written as a label, or Kueue's"
+        " `kueue.x-k8s.io/queue-name` or `kueue.x-k8s.io/priority-class` label, on a"
+        " workload without the annotation.",
         "",
         "| annotation | meaning |",
         "|---|---|",
@@ -279,6 +281,36 @@ def _annotations_section() -> list[str]:
     )
     lines += ["", f"Kinds whose pods fedctl reads ({opaque}): {kinds_list}.", ""]
     return lines
+
+
+def _migration_section() -> list[str]:
+    """Kueue's and Volcano's kinds and Queue fields with fedctl's equivalents: the page a
+    migrating team looks them up on, drawn from the same tables as the warnings."""
+    lines = [
+        "## Kueue and Volcano",
+        "",
+        "These kinds are accepted as opaque objects, to propagate to members that run Kueue"
+        " or Volcano, but fedctl's scheduler does not read them; `fedctl validate` and"
+        " `apply` warn at each one's `kind` with what fedctl reads instead:",
+        "",
+        "| group | kind | scope | instead |",
+        "|---|---|---|---|",
+    ]
+    for group, kind, instead in kinds.migration_table():
+        scope = "namespaced" if kinds.is_namespaced(kind) else "cluster"
+        lines.append(f"| `{group}` | {kind} | {scope} | {_cell(instead)} |")
+    lines += [
+        "",
+        "A Queue written with one of these Volcano or Kueue fields is refused at the field,"
+        " with fedctl's equivalent:",
+        "",
+        "| field | instead |",
+        "|---|---|",
+    ]
+    for field, instead in queue.QueueSpec.FOREIGN_FIELDS.items():
+        lines.append(f"| `spec.{field}` | {_cell(instead)} |")
+    lines.append(f"| `spec.guarantee.resource` | {_cell(queue.VOLCANO_GUARANTEE)} |")
+    return [*lines, ""]
 
 
 def _not_acted_on_section() -> list[str]:
@@ -340,6 +372,7 @@ def render() -> str:
     lines += _values_section(seen)
     lines += _annotations_section()
     lines += _not_acted_on_section()
+    lines += _migration_section()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -140,6 +140,9 @@ def _message(err: ErrorDetails, *, path: tuple[PathPart, ...], model: type[BaseM
     value = err.get("input")
     name = str(path[-1]) if path else ""
     if kind == "extra_forbidden":
+        instead = _foreign_field(model, path)
+        if instead is not None:
+            return f"unknown field {name!r}: {instead}"
         candidates = _fields_at(model, path[:-1])
         hint = suggest(name, candidates)
         if hint or not candidates:
@@ -169,6 +172,22 @@ def _message(err: ErrorDetails, *, path: tuple[PathPart, ...], model: type[BaseM
     if kind in ("value_error", "assertion_error") and "error" in ctx:
         return str(ctx["error"])
     return str(err["msg"])
+
+
+def _foreign_field(model: type[BaseModel], path: Sequence[PathPart]) -> str | None:
+    """What to write instead of a field another scheduler's object has in this place
+    (a model's `FOREIGN_FIELDS`: a Kueue `cohort` on a Queue), or None."""
+    if not path:
+        return None
+    current: list[Any] = [model]
+    for part in path[:-1]:
+        current = [t for c in current for t in _step(c, part)]
+    for candidate in current:
+        for model_cls in _models_in(candidate):
+            foreign = getattr(model_cls, "FOREIGN_FIELDS", None)
+            if isinstance(foreign, Mapping) and str(path[-1]) in foreign:
+                return str(foreign[str(path[-1])])
+    return None
 
 
 def _fields_at(model: type[BaseModel], path: Sequence[PathPart]) -> list[str]:

@@ -19,19 +19,21 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from federation.resources import ResourceList
 from policies.models.accelerator import DEVICE_RESOURCES, _check_chip
 from policies.models.base import FrozenModel, KubeObject
 from policies.models.common import Notice, RuleError
+from policies.models.rules import stored
 
 __all__ = [
     "CHIP_RESOURCE_PREFIX",
+    "VOLCANO_GUARANTEE",
     "Queue",
     "QueueSpec",
     "chip_resource",
@@ -48,6 +50,12 @@ CHIP_RESOURCE_PREFIX = "accelerator/"
 def chip_resource(model: str) -> str:
     """The pseudo resource that counts devices of one chip model in a queue."""
     return CHIP_RESOURCE_PREFIX + model
+
+
+VOLCANO_GUARANTEE = (
+    "fedctl's guarantee is the resource list itself (guarantee: {cpu: 8, memory: 32Gi})"
+)
+"""What a Volcano `guarantee.resource` is written as here."""
 
 
 class QueueSpec(FrozenModel):
@@ -100,7 +108,8 @@ class QueueSpec(FrozenModel):
     )
     priority_classes: dict[str, int] = Field(
         default_factory=dict,
-        description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0}.",
+        description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0};"
+        " int32 values, as Kubernetes bounds priorities.",
     )
     max_hourly_cost: Decimal | None = Field(
         default=None,
@@ -113,8 +122,49 @@ class QueueSpec(FrozenModel):
         " whose cost is unknown is not admitted under a budget.",
     )
 
+    FOREIGN_FIELDS: ClassVar[dict[str, str]] = {
+        "deserved": "Volcano's deserved share has no fixed equivalent: a queue's share of"
+        " what is free follows its spec.weight, spec.guarantee reserves a part of it and"
+        " spec.capability caps it",
+        "cohort": "Kueue's cohort is a parent Queue here: set spec.parent to a Queue whose"
+        " capability caps its children together",
+        "nominalQuota": "Kueue's nominalQuota is spec.guarantee (reserved, never lent) and"
+        " spec.capability (the cap, borrowing included), each a flat resource list",
+        "borrowingLimit": "a queue borrows up to spec.capability: set capability to"
+        " nominalQuota + borrowingLimit",
+        "lendingLimit": "spec.guarantee is never lent and the rest is: set guarantee to"
+        " nominalQuota - lendingLimit",
+        "preemption": "fedctl has no per-queue preemption policy: within a queue lower"
+        " fedctl.io/priority work is preempted (the scheduler's preemption setting turns it"
+        " off for the whole federation), and spec.reclaimable says whether other queues may"
+        " take back what this one borrowed",
+        "resourceGroups": "limits are flat resource lists: list each resource under"
+        " spec.capability and spec.guarantee, and cap a chip model (a ResourceFlavor) with"
+        " an accelerator/<chip model> key",
+        "namespaceSelector": "spec.namespaces lists the namespaces the queue serves, by name",
+        "queueingStrategy": "spec.dequeueStrategy (StrictFIFO or BestEffortFIFO)",
+        "fairSharing": "spec.weight is the queue's fair-share weight",
+    }
+    """Volcano's and Kueue's queue fields, each with fedctl's equivalent: the first
+    errors a team translating its queues meets, so each says what to write instead."""
+
+    @field_validator("guarantee", mode="before")
+    @classmethod
+    def _flat_guarantee(cls, value: Any) -> Any:
+        """Volcano's `guarantee: {resource: {cpu: 8}}` read as a resource named
+        `resource` whose quantity is a map; say that fedctl's is the list itself."""
+        if isinstance(value, Mapping) and isinstance(value.get("resource"), Mapping):
+            raise RuleError(
+                f"Volcano's guarantee.resource: {VOLCANO_GUARANTEE}",
+                at=("resource",),
+                on_key=True,
+            )
+        return value
+
     @model_validator(mode="after")
-    def _check(self) -> QueueSpec:
+    def _check(self, info: ValidationInfo) -> QueueSpec:
+        if not stored(info):
+            _check_priorities(self.priority_classes)
         for i, namespace in enumerate(self.namespaces):
             if len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace):
                 raise RuleError(
@@ -135,6 +185,21 @@ class QueueSpec(FrozenModel):
                 at=("guarantee", name),
             )
         return self
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _check_priorities(classes: Mapping[str, int]) -> None:
+    """Priority class values outside int32, which Kubernetes' priorities are: checked when
+    written, so one stored before still decodes."""
+    for name, value in classes.items():
+        if not _INT32[0] <= value <= _INT32[1]:
+            raise RuleError(
+                f"priority class {name!r}: {value} is outside the priorities Kubernetes"
+                f" allows ({_INT32[0]} to {_INT32[1]}, int32)",
+                at=("priorityClasses", name),
+            )
 
 
 def _check_pseudo_names(resources: ResourceList | None, *, field: str) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, TypeVar, overload
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, model_validator
 
 from federation.resources import QuantityError, ResourceList, parse_quantity
 from policies.models import node_arch
@@ -34,6 +34,7 @@ from policies.models.accelerator import _check_chip
 from policies.models.base import KubeObject
 from policies.models.common import Notice, PathPart, RuleError, RuleErrors
 from policies.models.placement_ext import DurationError, parse_duration
+from policies.models.rules import stored
 
 __all__ = [
     "ANNOTATION_CHIPS",
@@ -64,6 +65,21 @@ READ_ANNOTATIONS = (
     ANNOTATION_MIN_AVAILABLE,
 )
 """The annotations under `fedctl.io/` that fedctl reads on a workload."""
+_KUEUE_LABELS = {
+    "kueue.x-k8s.io/queue-name": ANNOTATION_QUEUE,
+    "kueue.x-k8s.io/priority-class": ANNOTATION_PRIORITY,
+}
+"""Kueue's labels on a job, with the annotation fedctl reads in their place."""
+_UNSET_MEANS = {
+    ANNOTATION_QUEUE: "without it the workload goes to the queue named default (uncapped"
+    " unless a Queue default is defined), not to its team's; name a fedctl Queue, which is"
+    " cluster-scoped: one name for every namespace it serves",
+    ANNOTATION_PRIORITY: "without it the workload is ordered at priority 0",
+    ANNOTATION_CHIPS: "without it any chip is acceptable",
+    ANNOTATION_EXPECTED_DURATION: "without it the workload's duration is unknown",
+    ANNOTATION_MIN_AVAILABLE: "without it the gang size is the kind's own (or none)",
+}
+"""What a workload gets when one of the annotations fedctl reads is missing."""
 _OWN_ANNOTATIONS = ("fedctl.io/workload-ref",)
 """One fedctl writes on the copies in members (a manifest exported from one carries it)."""
 
@@ -167,7 +183,7 @@ class Workload(KubeObject):
         return data
 
     @model_validator(mode="after")
-    def _readable(self) -> Workload:
+    def _readable(self, info: ValidationInfo) -> Workload:
         # Read everything once so bad values fail validation, not the scheduler later; every
         # unreadable value is reported at once.
         problems: list[RuleError] = []
@@ -176,6 +192,8 @@ class Workload(KubeObject):
                 getattr(self, name)
             except RuleError as exc:
                 problems.append(exc)
+        if not stored(info):
+            problems.extend(self._priority_range())
         if len(problems) == 1:
             raise problems[0]
         if problems:
@@ -188,6 +206,24 @@ class Workload(KubeObject):
                 at=self._min_available_path(),
             )
         return self
+
+    def _priority_range(self) -> list[RuleError]:
+        """A `fedctl.io/priority` number outside Kubernetes' int32 priorities, refused
+        when written (not when read back, so a stored one still decodes): a 20-digit
+        value is a typo, and no Go client or browser reads it back exactly."""
+        try:
+            value = self.priority
+        except RuleError:
+            return []  # reported as unreadable
+        if value is None or _INT32_MIN <= value <= _INT32_MAX:
+            return []
+        return [
+            WorkloadError(
+                f"annotation {ANNOTATION_PRIORITY}: {value} is outside the priorities"
+                f" Kubernetes allows ({_INT32_MIN} to {_INT32_MAX}, int32)",
+                at=(*_ANNOTATIONS, ANNOTATION_PRIORITY),
+            )
+        ]
 
     # -- identity
 
@@ -232,7 +268,50 @@ class Workload(KubeObject):
                 )
             )
         found.extend(self._priority_class_notices())
+        if not self.is_opaque:
+            found.extend(self._label_notices())
+            found.extend(self._volcano_queue_notices())
         return found
+
+    def _label_notices(self) -> list[Notice]:
+        """Labels a team coming from Kueue names its queue and priority with: Kueue's own
+        (`kueue.x-k8s.io/queue-name`, `kueue.x-k8s.io/priority-class`), or fedctl's keys
+        written as labels, as Kueue's are. fedctl reads annotations only, so such a job
+        went to the default queue, outside every team's limit, and nothing said so."""
+        found = []
+        for name in self.metadata.labels:
+            reads = _KUEUE_LABELS.get(name)
+            if reads is None and name in READ_ANNOTATIONS:
+                reads = name
+            if reads is None or self._annotation(reads) is not None:
+                continue
+            if name == reads:
+                said = f"{name} is read as an annotation, not a label: move it to"
+                said += " metadata.annotations"
+            else:
+                said = f"label {name} is Kueue's and fedctl does not read it: set the"
+                said += f" {reads} annotation"
+            found.append(Notice(("metadata", "labels", name), f"{said}; {_UNSET_MEANS[reads]}"))
+        return found
+
+    def _volcano_queue_notices(self) -> list[Notice]:
+        """A Volcano Job whose `spec.queue` and `fedctl.io/queue` differ: fedctl admits it
+        under the annotation's queue, while the member's Volcano schedules it in the
+        Volcano Queue `spec.queue` names (and refuses it when the member has none)."""
+        named = self._annotation(ANNOTATION_QUEUE)
+        queue = self.spec.get("queue")
+        if self.type_key != _VOLCANO_JOB or not named or not isinstance(queue, str):
+            return []
+        if queue.strip() == named:
+            return []
+        return [
+            Notice(
+                ("spec", "queue"),
+                f"spec.queue {queue!r} differs from the {ANNOTATION_QUEUE} annotation"
+                f" {named!r}: fedctl admits this job in queue {named!r}, while the member's"
+                f" Volcano schedules it in its Volcano Queue {queue!r}",
+            )
+        ]
 
     def _priority_class_notices(self) -> list[Notice]:
         """A `priorityClassName` (a Volcano Job's, or a pod template's) with no
@@ -294,7 +373,8 @@ class Workload(KubeObject):
 
     @_read_once
     def priority(self) -> int | None:
-        """`fedctl.io/priority` as an integer, or None (also when it names a class)."""
+        """`fedctl.io/priority` as an integer (int32, as Kubernetes bounds priorities),
+        or None (also when it names a class)."""
         raw = self._annotation(ANNOTATION_PRIORITY)
         if raw is None:
             return None
@@ -642,6 +722,7 @@ def _typed(value: Any, expected: type, at: tuple[PathPart, ...]) -> Any:
     return value
 
 
+_INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 """Kubernetes counts (replicas, parallelism, completions) are int32: an apiserver refuses
 more, and past 2^53 the scheduler's float arithmetic could not tell two counts apart."""

@@ -15,7 +15,81 @@ import pytest
 
 from policies.loading import load_text
 from policies.models import kinds
+from policies.models.queue import Queue
+from policies.models.rules import STORED
 from policies.models.workload import Workload
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: team-a
+{meta}spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: busybox
+          resources: {{requests: {{cpu: "1"}}}}
+"""
+
+KUEUE_LABEL = (
+    "label kueue.x-k8s.io/queue-name is Kueue's and fedctl does not read it: set the"
+    " fedctl.io/queue annotation; without it the workload goes to the queue named default"
+    " (uncapped unless a Queue default is defined), not to its team's; name a fedctl Queue,"
+    " which is cluster-scoped: one name for every namespace it serves"
+)
+
+
+def said(text: str) -> list[str]:
+    return [str(f) for f in load_text(text, filename="m.yaml").findings]
+
+
+def job(meta: str) -> str:
+    return JOB.format(meta=meta)
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        pytest.param(
+            "  labels:\n    kueue.x-k8s.io/queue-name: team-a-lq\n",
+            [f'm.yaml:7:32: metadata.labels["kueue.x-k8s.io/queue-name"]: warning: {KUEUE_LABEL}'],
+            id="Kueue's queue label, at its line, naming the annotation read instead",
+        ),
+        pytest.param(
+            "  labels:\n    kueue.x-k8s.io/priority-class: prod\n",
+            [
+                'm.yaml:7:36: metadata.labels["kueue.x-k8s.io/priority-class"]: warning: label'
+                " kueue.x-k8s.io/priority-class is Kueue's and fedctl does not read it: set"
+                " the fedctl.io/priority annotation; without it the workload is ordered at"
+                " priority 0"
+            ],
+            id="Kueue's priority class label",
+        ),
+        pytest.param(
+            "  labels:\n    fedctl.io/queue: team-a\n",
+            [
+                'm.yaml:7:22: metadata.labels["fedctl.io/queue"]: warning: fedctl.io/queue is'
+                " read as an annotation, not a label: move it to metadata.annotations;"
+                + KUEUE_LABEL.partition(";")[2]
+            ],
+            id="fedctl's own queue key written as a label, as Kueue's is",
+        ),
+        pytest.param(
+            "  labels:\n    kueue.x-k8s.io/queue-name: team-a-lq\n"
+            "  annotations:\n    fedctl.io/queue: team-a\n",
+            [],
+            id="the Kueue label kept for a member's Kueue beside the annotation: nothing said",
+        ),
+    ],
+)
+def test_a_queue_or_priority_given_as_a_label_is_warned_about(
+    meta: str, expected: list[str]
+) -> None:
+    assert said(job(meta)) == expected
 
 
 @pytest.mark.parametrize(
@@ -87,3 +161,107 @@ def test_a_volcano_queue_is_an_opaque_workload_and_a_typo_of_fedctls_is_still_re
     assert volcano is Workload
     with pytest.raises(kinds.UnknownKind, match=r"belongs to apiVersion fedctl\.io/v1alpha1"):
         kinds.model_for("fedctl.oi/v1alpha1", "Queue")
+
+
+def test_a_volcano_jobs_spec_queue_that_differs_from_its_annotation_is_warned_about() -> None:
+    text = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: vc
+  namespace: team-a
+  annotations: {fedctl.io/queue: team-a}
+spec:
+  queue: team-b
+  tasks:
+    - replicas: 1
+      template: {spec: {containers: [{name: w, image: busybox}]}}
+"""
+    assert said(text) == [
+        "m.yaml:8:10: spec.queue: warning: spec.queue 'team-b' differs from the"
+        " fedctl.io/queue annotation 'team-a': fedctl admits this job in queue 'team-a',"
+        " while the member's Volcano schedules it in its Volcano Queue 'team-b'"
+    ]
+    assert said(text.replace("team-b", "team-a")) == []
+
+
+QUEUE = "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec:\n"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            "  guarantee:\n    resource: {cpu: '8'}\n",
+            "m.yaml:6:5: spec.guarantee.resource: Volcano's guarantee.resource: fedctl's"
+            " guarantee is the resource list itself (guarantee: {cpu: 8, memory: 32Gi})",
+            id="Volcano's guarantee.resource, once an invalid quantity",
+        ),
+        pytest.param(
+            "  deserved: {cpu: '8'}\n",
+            "m.yaml:5:3: spec.deserved: unknown field 'deserved': Volcano's deserved share has"
+            " no fixed equivalent: a queue's share of what is free follows its spec.weight,"
+            " spec.guarantee reserves a part of it and spec.capability caps it",
+            id="Volcano's deserved",
+        ),
+        pytest.param(
+            "  cohort: ml\n",
+            "m.yaml:5:3: spec.cohort: unknown field 'cohort': Kueue's cohort is a parent Queue"
+            " here: set spec.parent to a Queue whose capability caps its children together",
+            id="Kueue's cohort",
+        ),
+        pytest.param(
+            "  borrowingLimit: {cpu: 4}\n",
+            "m.yaml:5:3: spec.borrowingLimit: unknown field 'borrowingLimit': a queue borrows"
+            " up to spec.capability: set capability to nominalQuota + borrowingLimit",
+            id="Kueue's borrowingLimit",
+        ),
+        pytest.param(
+            "  lendingLimit: {cpu: 4}\n",
+            "m.yaml:5:3: spec.lendingLimit: unknown field 'lendingLimit': spec.guarantee is"
+            " never lent and the rest is: set guarantee to nominalQuota - lendingLimit",
+            id="Kueue's lendingLimit",
+        ),
+        pytest.param(
+            "  namespaceSelector: {}\n",
+            "m.yaml:5:3: spec.namespaceSelector: unknown field 'namespaceSelector':"
+            " spec.namespaces lists the namespaces the queue serves, by name",
+            id="Kueue's namespaceSelector",
+        ),
+        pytest.param(
+            "  priorityClasses: {prod: 99999999999}\n",
+            "m.yaml:5:27: spec.priorityClasses.prod: priority class 'prod': 99999999999 is"
+            " outside the priorities Kubernetes allows (-2147483648 to 2147483647, int32)",
+            id="a priority class beyond int32",
+        ),
+    ],
+)
+def test_a_queue_translated_from_volcano_or_kueue_is_told_fedctls_field(
+    spec: str, expected: str
+) -> None:
+    assert said(QUEUE + spec) == [expected]
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["preemption", "resourceGroups", "nominalQuota", "queueingStrategy", "fairSharing"],
+)
+def test_every_kueue_queue_field_names_a_fedctl_one(field: str) -> None:
+    [finding] = said(QUEUE + f"  {field}: {{}}\n")
+    assert f"unknown field {field!r}: " in finding and "known fields" not in finding
+    assert "spec." in finding.partition(": unknown field")[2]
+
+
+def test_a_priority_beyond_int32_is_refused_when_written_and_read_back_when_stored() -> None:
+    huge = '  annotations: {fedctl.io/priority: "99999999999999999999"}\n'
+    assert said(job(huge)) == [
+        'm.yaml:6:37: metadata.annotations["fedctl.io/priority"]: annotation'
+        " fedctl.io/priority: 99999999999999999999 is outside the priorities Kubernetes"
+        " allows (-2147483648 to 2147483647, int32)"
+    ]
+    assert said(job(huge.replace("99999999999999999999", "-2147483648"))) == []
+    wire = load_text(job(""), filename="m.yaml").objects[0].model.to_wire()
+    wire["metadata"]["annotations"] = {"fedctl.io/priority": "99999999999999999999"}
+    assert Workload.model_validate(wire, context=STORED).priority == 10**20 - 1
+    queue = {"metadata": {"name": "q"}, "spec": {"priorityClasses": {"x": 2**40}}}
+    assert Queue.model_validate(queue, context=STORED).spec.priority_classes == {"x": 2**40}
