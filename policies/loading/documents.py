@@ -645,6 +645,7 @@ def undefined_queues(
         (o.model.metadata.name, o.model.spec.parent) for o in objects if isinstance(o.model, Queue)
     )
     queues = {n: [*defined.get(n, ()), *here.get(n, ())] for n in {*defined, *here}}
+    given = {o.model.metadata.name for o in objects if isinstance(o.model, Queue)}
     found = []
     for obj in objects:
         for path, name in _queue_references(obj.model):
@@ -656,6 +657,8 @@ def undefined_queues(
                     f" files{suggest(name, sorted(queues))}: the workload waits, Pending,"
                     " until a queue of that name exists"
                 )
+            elif here.get(name) and name in given:
+                continue  # a parent by the documents themselves: `queue_checks` said so
             elif queues[name]:
                 message = (
                     f"queue {name!r} is a parent: it takes no work, so the workload waits;"

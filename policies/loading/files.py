@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policies.loading import arches, targets
+from policies.loading import arches, queue_checks, targets
 from policies.loading.documents import (
     Loaded,
     chips_defined_by,
@@ -225,6 +225,7 @@ def _check_set(result: LoadResult) -> None:
     longer one of the valid objects, so `validate` does not count it as one."""
     found, refused = cross_check(result.objects)
     result.findings.extend(found)
+    result.findings.extend(queue_checks.queue_findings(result.objects))
     result.findings.extend(arches.arch_conflicts(result.objects))
     result.objects = [o for o in result.objects if o.place not in refused]
 

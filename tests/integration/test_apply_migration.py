@@ -24,6 +24,37 @@ from tests.serving import fedctl, serving
 
 pytestmark = pytest.mark.integration
 
+QUEUES = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: platform}
+spec:
+  capability: {cpu: "16"}
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: team-b}
+spec:
+  parent: platform
+  namespaces: [team-b]
+---
+"""
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: NAME
+  namespace: team-a
+META
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox}]
+---
+"""
+
 FOREIGN = """\
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
@@ -44,6 +75,10 @@ spec:
 """
 
 
+def job(name: str, meta: str) -> str:
+    return JOB.replace("NAME", name).replace("META", meta)
+
+
 @pytest.fixture
 async def server(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[tuple[str, EtcdStore]]:
     """The controller's API over a wiped etcd."""
@@ -54,6 +89,32 @@ async def server(etcd_server: embedded.EmbeddedEtcd) -> AsyncIterator[tuple[str,
         yield url, store
     await wipe(store)
     await store.close()
+
+
+async def test_apply_warns_of_kueue_labels_and_of_queues_that_never_take_the_job(
+    server: tuple[str, EtcdStore], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, _ = server
+    path = tmp_path / "jobs.yaml"
+    path.write_text(
+        QUEUES
+        + job("kjob", "  labels: {kueue.x-k8s.io/queue-name: team-a-lq}")
+        + job("wrongns", "  annotations: {fedctl.io/queue: team-b}")
+        + job("parentq", "  annotations: {fedctl.io/queue: platform}")
+    )
+    capsys.readouterr()
+
+    assert await fedctl(url, "apply", "-f", str(path)) == 0
+
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert [line.partition(": warning: ")[0] for line in warnings] == [
+        f'{path}:19:39: metadata.labels["kueue.x-k8s.io/queue-name"]',
+        f'{path}:31:34: metadata.annotations["fedctl.io/queue"]',
+        f'{path}:43:34: metadata.annotations["fedctl.io/queue"]',
+    ]
+    assert "set the fedctl.io/queue annotation" in warnings[0]
+    assert "queue team-b takes work from namespaces team-b only, not team-a" in warnings[1]
+    assert "queue 'platform' is a parent" in warnings[2]  # once, though apply asks the server
 
 
 async def test_kueue_and_volcano_objects_are_stored_in_their_own_scope(

@@ -265,3 +265,51 @@ def test_a_priority_beyond_int32_is_refused_when_written_and_read_back_when_stor
     assert Workload.model_validate(wire, context=STORED).priority == 10**20 - 1
     queue = {"metadata": {"name": "q"}, "spec": {"priorityClasses": {"x": 2**40}}}
     assert Queue.model_validate(queue, context=STORED).spec.priority_classes == {"x": 2**40}
+
+
+QUEUES = """\
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: platform}
+spec:
+  namespaces: [team-a, team-b]
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: team-b}
+spec:
+  parent: platform
+  namespaces: [team-b]
+---
+apiVersion: fedctl.io/v1alpha1
+kind: Queue
+metadata: {name: outside}
+spec:
+  parent: platform
+  namespaces: [team-c]
+---
+"""
+
+
+def test_queues_given_alongside_say_which_jobs_and_queues_can_never_take_work() -> None:
+    named = "  annotations: {{fedctl.io/queue: {}}}\n"
+    text = QUEUES + job(named.format("team-b")) + "---\n"
+    text += job(named.format("platform")).replace("name: train", "name: parent")
+    text += "---\n" + job(named.format("outside")).replace("name: train", "name: other")
+
+    assert said(text) == [
+        "m.yaml:19:3: spec.namespaces: warning: namespaces (team-c) share none with"
+        " platform's (team-a, team-b): an ancestor's list holds for its whole subtree, so"
+        " this queue can never take work",
+        'm.yaml:26:34: metadata.annotations["fedctl.io/queue"]: warning: queue team-b takes'
+        " work from namespaces team-b only, not team-a: the workload waits, Pending (a"
+        " fedctl Queue is cluster-scoped and serves the namespaces its spec.namespaces"
+        " lists; add this one there, or name a queue that serves it)",
+        "m.yaml:41:34: metadata.annotations[\"fedctl.io/queue\"]: warning: queue 'platform'"
+        " is a parent: it takes no work, so the workload waits; name one of its children"
+        " (outside, team-b)",
+        'm.yaml:56:34: metadata.annotations["fedctl.io/queue"]: warning: queue outside'
+        " takes work from namespaces team-c only, not team-a: the workload waits, Pending"
+        " (a fedctl Queue is cluster-scoped and serves the namespaces its spec.namespaces"
+        " lists; add this one there, or name a queue that serves it)",
+    ]
