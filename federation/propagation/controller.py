@@ -182,7 +182,7 @@ class Propagator:
             self.queue.add(status_mod.workload_item(other))
 
     def _dependencies(self, ref: keys.WorkloadRef) -> None:
-        for dep in self.deps.of(ref):
+        for dep in self.deps.held(ref):
             self.queue.add(status_mod.workload_item(dep))
 
     def _all_workloads(self) -> None:
@@ -270,6 +270,9 @@ class Propagator:
         for item in works.items:
             ref = keys.parse_workload_key(item.key)
             self.sync.works.setdefault(str(ref), {})[item.obj.spec.cluster] = item
+        for ref_text in self.sync.works:
+            ref = keys.parse_workload_key(f"{keys.ROOT}/workloads/{ref_text}")
+            self.deps.update_copies(ref, self.sync.copy_references(ref))
         statuses = await self.sync.status_store.list(keys.prefix("workloadstatus"))
         for status in statuses.items:
             self.sync.written[str(keys.parse_workload_key(status.key))] = status
@@ -417,6 +420,10 @@ class Propagator:
         if set(self.sync.works.get(rest, ())) != before:
             # Its dependencies go where its copies are, and leave once they have.
             self._dependencies(ref)
+        # And stay while a copy references them: one that stopped doing so (its member
+        # copy updated, an override changed) frees them there, one that started needs them.
+        for dep in self.deps.update_copies(ref, self.sync.copy_references(ref)):
+            self.queue.add(status_mod.workload_item(dep))
         self._holding(ref.namespace)
         return delay
 

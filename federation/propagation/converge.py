@@ -347,15 +347,58 @@ class WorkloadSync:
             return {}
         return deps_mod.clusters_needing(ref, index=self.deps, carrying=self._carrying)
 
-    def _carrying(self, ref: keys.WorkloadRef) -> set[str]:
-        """The clusters `ref` takes its dependencies to: where it is placed, being left
-        or still has a copy, when its claiming policy sets `propagateDeps`."""
+    def _carrying(self, ref: keys.WorkloadRef) -> dict[str, frozenset[keys.WorkloadRef]]:
+        """cluster → the dependencies `ref` takes there, when its claiming policy sets
+        `propagateDeps`: where it is placed, what its template and its copy there
+        reference (an override may name another object for one cluster); where it is
+        being left or still has a copy, only what that copy references.
+
+        Why the copy's own references: a copy whose template moved on (dispatching there
+        suspended, a graceful eviction's old copy, one drained with nowhere to go) still
+        mounts what it mounted, and taking that away breaks the copy its suspension or
+        eviction means to keep running."""
         workload, stored, targets, evicting = self._placed(ref)
-        if workload is None or stored is None:
-            return set()
+        if workload is None or stored is None or self.deps is None:
+            return {}
         if not getattr(self._claiming_spec(workload, stored.obj), "propagate_deps", False):
-            return set()
-        return {*targets, *evicting, *self.works.get(str(ref), {})}
+            return {}
+        copies = self.copy_references(ref)
+        carried = {name: copies.get(name, frozenset()) for name in {*evicting, *copies}}
+        template = self.deps.of(ref)
+        for name in targets:
+            carried[name] = template | copies.get(name, frozenset())
+        return carried
+
+    def copy_references(self, ref: keys.WorkloadRef) -> dict[str, frozenset[keys.WorkloadRef]]:
+        """cluster → what `ref`'s copy there references: the member's copy as its watch
+        last showed it, and the manifest its Work records once one was applied there (a
+        Work never applied, dispatching suspended from the start, sends nothing)."""
+        found: dict[str, frozenset[keys.WorkloadRef]] = {}
+        for name, stored in self.works.get(str(ref), {}).items():
+            work = stored.obj
+            refs = frozenset[keys.WorkloadRef]()
+            if work.status.applied_hash is not None:
+                refs = deps_mod.in_manifest(work.spec.manifest)
+            seen = self.watches.seen.get((name, str(ref)))
+            if seen is not None and not seen.gone:
+                refs |= seen.references
+            found[name] = refs
+        return found
+
+    def _held_by_needers(self, ref: keys.WorkloadRef) -> frozenset[str]:
+        """The clusters dependency `ref` goes to only for needers whose dispatching there
+        is suspended: nothing is dispatched there either (no first copy, no edit), until
+        one of them resumes. A suspension freezes what its workload's copy runs, and the
+        ConfigMap it reads is part of that; the dependency's own placement still
+        dispatches where it places it."""
+        _, _, own, _ = self._placed(ref)
+        held = set()
+        for name, needers in self.needed_on(ref).items():
+            if name not in own and all(
+                name in suspension.clusters(self._needer_spec(needer), [name]) for needer in needers
+            ):
+                held.add(name)
+        return frozenset(held)
 
     def _conflict_and_preserve(
         self, ref: keys.WorkloadRef, spec: Any, *, own: bool
@@ -392,13 +435,16 @@ class WorkloadSync:
         return status.model_copy(update={"required_by": needers, "missing_dependencies": missing})
 
     def _missing(self, ref: keys.WorkloadRef, spec: Any) -> list[str]:
-        """The dependencies `ref`'s policy would propagate that the federation lacks."""
+        """The dependencies `ref`'s policy would propagate that the federation lacks and
+        its pods need: its template's (not those only `optional: true`, which its pods
+        start without) and those an override names in a copy's manifest."""
         if self.deps is None or not getattr(spec, "propagate_deps", False):
             return []
+        wanted = set(self.deps.required(ref))
+        for stored in self.works.get(str(ref), {}).values():
+            wanted |= deps_mod.in_manifest(stored.obj.spec.manifest, required=True)
         return sorted(
-            str(dep)
-            for dep in self.deps.of(ref)
-            if self.workloads.get(keys.workload_key(dep)) is None
+            str(dep) for dep in wanted if self.workloads.get(keys.workload_key(dep)) is None
         )
 
     def _placed(
@@ -513,6 +559,7 @@ class WorkloadSync:
             spec = await self._claiming_spec_now(workload, stored, wl_key)
             revision = 0 if stored is None else stored.revision
             suspended = suspension.clusters(spec, {*targets, *existing})
+            suspended |= self._held_by_needers(ref)
             overwrite, preserve = self._conflict_and_preserve(ref, spec, own=stored is not None)
             shared = {
                 "template": workload.to_wire(),

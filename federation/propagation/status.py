@@ -47,7 +47,7 @@ from typing import Any
 from clusters import member as member_mod
 from federation import clock as clock_mod
 from federation import errors
-from federation.propagation import interpreter, quota, render
+from federation.propagation import deps, interpreter, quota, render
 from federation.propagation.members import Members
 from federation.registry import keys
 from policies.models.binding import WorkloadReference
@@ -106,6 +106,9 @@ class Seen:
     """It still names the workload but no longer carries fedctl's labels (removed there)."""
     spec: Any = None
     """Its spec, for a kind that keeps no generation (`ungenerated_spec`)."""
+    references: frozenset[keys.WorkloadRef] = frozenset()
+    """The ConfigMaps, Secrets and others its pods reference (`deps.in_manifest`): what
+    the copy there runs needs, whatever its template says now (dispatching suspended)."""
 
 
 def _older(version: str, than: str) -> bool:
@@ -402,6 +405,7 @@ class StatusWatches:
             generation=_generation(meta),
             marks=marks_of(obj),
             spec=ungenerated_spec(obj),
+            references=deps.in_manifest(obj),
         )
         known = self.seen.get((cluster, str(ref)))
         if quiet and known is not None and _older(seen.resource_version, known.resource_version):

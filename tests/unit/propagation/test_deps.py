@@ -87,6 +87,38 @@ def refs(*pairs: tuple[str, str]) -> frozenset[keys.WorkloadRef]:
             refs(),
             id="the default ServiceAccount: every namespace has its own",
         ),
+        pytest.param(
+            {
+                "volumes": [
+                    {"name": "c", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "csi"}}},
+                    {"name": "a", "azureFile": {"secretName": "azure", "shareName": "s"}},
+                    *(
+                        {"name": field, field: {"secretRef": {"name": f"{field}-s"}}}
+                        for field in (
+                            "cephfs",
+                            "cinder",
+                            "flexVolume",
+                            "rbd",
+                            "scaleIO",
+                            "iscsi",
+                            "storageos",
+                        )
+                    ),
+                ]
+            },
+            refs(
+                ("Secret", "csi"),
+                ("Secret", "azure"),
+                ("Secret", "cephfs-s"),
+                ("Secret", "cinder-s"),
+                ("Secret", "flexVolume-s"),
+                ("Secret", "rbd-s"),
+                ("Secret", "scaleIO-s"),
+                ("Secret", "iscsi-s"),
+                ("Secret", "storageos-s"),
+            ),
+            id="every Secret a volume source names, as Kubernetes' VisitPodSecretNames",
+        ),
     ],
 )
 def test_what_a_pod_template_references(pod: dict[str, Any], expected: frozenset[Any]) -> None:
@@ -142,3 +174,78 @@ def test_the_index_follows_template_changes_both_ways() -> None:
     assert index.needing(a) == frozenset() and index.needing(b) == {app}
     assert index.update(app, None) == {b}
     assert index.needing(b) == frozenset() and index.of(app) == frozenset()
+
+
+def test_an_optional_reference_is_sent_but_not_required() -> None:
+    """Kubernetes starts a pod without a ConfigMap or Secret its reference marks
+    `optional: true`: sent when the federation has it, never reported missing."""
+    optional = {"optional": True}
+    pod = {
+        "containers": [
+            {
+                "name": "c",
+                "envFrom": [{"configMapRef": {"name": "a", **optional}}],
+                "env": [
+                    {"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", **optional}}},
+                    {"name": "Q", "valueFrom": {"configMapKeyRef": {"name": "both"}}},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "v", "configMap": {"name": "both", **optional}},
+            {"name": "w", "secret": {"secretName": "t", **optional}},
+            {"name": "x", "projected": {"sources": [{"configMap": {"name": "p", **optional}}]}},
+        ],
+    }
+    index = deps.Index()
+    app = keys.WorkloadRef("web", "Deployment.apps", "app")
+    index.update(app, deployment(pod))
+    assert index.of(app) == refs(
+        ("ConfigMap", "a"), ("Secret", "s"), ("ConfigMap", "both"), ("Secret", "t"),
+        ("ConfigMap", "p"),
+    )  # fmt: skip
+    assert index.required(app) == refs(("ConfigMap", "both"))
+
+
+def test_the_index_keeps_what_a_copy_references_after_its_template_moved_on() -> None:
+    """A copy held back from its template (dispatching suspended, a leaving copy) still
+    needs what it mounts: the old name keeps a needer until the copy stops naming it."""
+    index = deps.Index()
+    app = keys.WorkloadRef("web", "Deployment.apps", "app")
+    (a,), (b,) = refs(("ConfigMap", "a")), refs(("ConfigMap", "b"))
+    index.update(app, deployment({"volumes": [{"name": "v", "configMap": {"name": "a"}}]}))
+    assert index.update_copies(app, {"west": frozenset({a})}) == {a}
+    index.update(app, deployment({"volumes": [{"name": "v", "configMap": {"name": "b"}}]}))
+    assert index.needing(a) == {app} and index.held(app) == {a, b}
+    assert index.update_copies(app, {"west": frozenset({a})}) == frozenset()  # unchanged
+    assert index.update_copies(app, {"west": frozenset({b})}) == {a, b}
+    assert index.needing(a) == frozenset() and index.needing(b) == {app}
+    index.update(app, None)
+    assert index.needing(b) == {app}  # its copy is still there
+    assert index.update_copies(app, {}) == {b}
+    assert index.needing(b) == frozenset()
+
+
+def test_a_manifest_s_references_are_read_from_any_kind_s_pod_specs() -> None:
+    manifest = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "web"},
+        "spec": {
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "c", "image": "x"}],
+                            "volumes": [
+                                {"name": "v", "configMap": {"name": "settings"}},
+                                {"name": "o", "secret": {"secretName": "o", "optional": True}},
+                            ],
+                        }
+                    }
+                }
+            }
+        },
+    }
+    assert deps.in_manifest(manifest) == refs(("ConfigMap", "settings"), ("Secret", "o"))
+    assert deps.in_manifest(manifest, required=True) == refs(("ConfigMap", "settings"))
