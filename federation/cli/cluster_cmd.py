@@ -207,15 +207,46 @@ async def _drained(api: Any, name: str, *, timeout: float) -> None:
             print(now, file=sys.stderr)
             said = now
         if clock.real.monotonic() >= deadline:
-            why = _holding(bindings, left, name)
+            why = _holding(bindings, left, name, statuses=await _statuses(api))
             shown = "; ".join(why[:5]) + (f"; and {len(why) - 5} more" if len(why) > 5 else "")
             raise errors.Invalid(
-                f"cluster {name} still holds {len(placed)} workload(s) and {len(left)} Work(s)"
-                f" after {timeout:g}s: {shown}. It stays tainted {UNJOIN_KEY}:NoExecute; run"
+                f"cluster {name} still holds {_held(len(placed), len(left))} after"
+                f" {timeout:g}s: {shown}. It stays tainted {UNJOIN_KEY}:NoExecute; run"
                 f" `fedctl cluster unjoin {name} --now` to remove it anyway, leaving them"
                 " running there"
             )
         await clock.real.sleep(1.0)
+
+
+def _held(placed: int, works: int) -> str:
+    """What the timeout names as left. "0 workload(s)" beside workloads listed as still
+    running there read as a contradiction: a leaving copy keeps its Work, while its
+    workload is no longer placed there."""
+    if not placed:
+        return f"{works} Work(s), copies of workloads no longer placed there not yet gone"
+    return f"{placed} workload(s) still placed there and {works} Work(s)"
+
+
+async def _statuses(api: Any) -> dict[str, dict[str, Any]]:
+    """Workload statuses by `_named` key: which workloads need a dependency (`requiredBy`).
+    Empty where the token may not read them: the reasons are then less precise."""
+    from federation.cli import client, workloads_view
+
+    try:
+        items = (await api.request("GET", f"{workloads_view.PREFIX}/workloads"))["items"]
+    except client.ApiError:
+        return {}
+    return {
+        _named({**item, "kind": str(item.get("kind", "")).split(".")[0]}): item.get("status") or {}
+        for item in items
+    }
+
+
+def _bare(ref: str) -> str:
+    """`ns/Deployment.apps/web` (a status's form) as `_named` writes it: `ns/Deployment/web`."""
+    namespace, _, rest = ref.partition("/")
+    kind, _, name = rest.partition("/")
+    return f"{namespace}/{kind.split('.')[0]}/{name}"
 
 
 def _named(workload: dict[str, Any]) -> str:
@@ -244,10 +275,18 @@ def _stranded(bindings: list[Any], name: str) -> list[str]:
     return [found for b in bindings if (found := _nowhere(b, name)) is not None]
 
 
-def _holding(bindings: list[Any], works: list[Any], name: str) -> list[str]:
+def _holding(
+    bindings: list[Any],
+    works: list[Any],
+    name: str,
+    *,
+    statuses: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """What keeps a draining cluster from being left, each with why: the timeout said only
     "they may tolerate NoExecute taints, or the member may be unreachable" and named
-    Namespaces waiting for copies, while graceful evictions were what held it."""
+    Namespaces waiting for copies, while graceful evictions were what held it. A
+    dependency (propagateDeps) has no Binding: it stays on purpose while a copy of a
+    workload needing it is there, which `statuses` (`requiredBy`) tells."""
 
     out: list[str] = []
     seen: set[str] = set()
@@ -280,7 +319,20 @@ def _holding(bindings: list[Any], works: list[Any], name: str) -> list[str]:
         key = _named(workload)
         if key not in seen:
             seen.add(key)
-            out.append(f"{key}: its copy is not removed yet (the member may be unreachable)")
+            needers = ((statuses or {}).get(key) or {}).get("requiredBy") or []
+            here = {_named(w.get("spec", {}).get("workload", {})) for w in works}
+            needers = [n for n in needers if _bare(n) in here] or needers
+            if not needers:
+                why = "its copy is not removed yet (the member may be unreachable)"
+            elif work.get("spec", {}).get("suspendDispatching"):
+                why = (
+                    f"a dependency of {', '.join(needers)}, kept while dispatching there is"
+                    " suspended for it"
+                )
+            else:
+                whose = f"{needers[0]}'s copy is" if len(needers) == 1 else "their copies are"
+                why = f"a dependency of {', '.join(needers)}, kept while {whose} there"
+            out.append(f"{key}: {why}")
     return out
 
 

@@ -62,3 +62,49 @@ def test_a_workload_with_nowhere_else_to_go_is_named_as_what_holds_the_unjoin() 
         " placement, or delete it"
     ]
     assert cluster_cmd._stranded([stuck], "me") == said
+
+
+def test_a_dependency_kept_for_a_copy_still_there_says_so() -> None:
+    """A dependency has no Binding: its copy stays on purpose while a copy needing it is
+    there, or while dispatching there is suspended for it. It was blamed on the member
+    ("may be unreachable"), sending the user to debug a healthy member."""
+    leaving = _binding(
+        "Deployment",
+        "edge-app",
+        "edge",
+        evictionTasks=[{"cluster": "cn", "purgeMode": "Gracefully"}],
+    )
+
+    def work(kind: str, ns: str, name: str, *, suspended: bool = False) -> dict[str, Any]:
+        workload = {"kind": kind, "namespace": ns, "name": name}
+        spec = {"cluster": "cn", "workload": workload, "suspendDispatching": suspended}
+        return {"spec": spec}
+
+    works = [
+        work("Deployment", "edge", "edge-app"),
+        work("Secret", "edge", "edge-s"),
+        work("ConfigMap", "shop", "svc2-cm", suspended=True),
+        work("ConfigMap", "shop", "lost"),
+    ]
+    statuses = {
+        "edge/Secret/edge-s": {
+            "requiredBy": ["edge/Deployment.apps/edge-app", "edge/Deployment.apps/elsewhere"]
+        },
+        "shop/ConfigMap/svc2-cm": {"requiredBy": ["shop/Deployment.apps/svc2"]},
+    }
+    said = cluster_cmd._holding([leaving], works, "cn", statuses=statuses)
+    assert said[1:] == [
+        "edge/Secret/edge-s: a dependency of edge/Deployment.apps/edge-app, kept while"
+        " edge/Deployment.apps/edge-app's copy is there",
+        "shop/ConfigMap/svc2-cm: a dependency of shop/Deployment.apps/svc2, kept while"
+        " dispatching there is suspended for it",
+        "shop/ConfigMap/lost: its copy is not removed yet (the member may be unreachable)",
+    ]
+
+
+def test_what_is_left_counts_works_without_contradicting_the_workloads_listed() -> None:
+    """ "0 workload(s) and 6 Work(s)" beside workloads listed as still running there."""
+    assert cluster_cmd._held(0, 6) == (
+        "6 Work(s), copies of workloads no longer placed there not yet gone"
+    )
+    assert cluster_cmd._held(2, 3) == "2 workload(s) still placed there and 3 Work(s)"
