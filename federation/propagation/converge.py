@@ -91,6 +91,11 @@ Claim = Callable[..., Any]
 _RETRY = 2.0
 RENDER_FAILED = "ApplyOverridePolicyFailed"
 """The Work condition reason and Warning event of a copy its overrides cannot render."""
+_DEPENDENCY_KINDS = frozenset(
+    keys.kind_segment("v1", kind)
+    for kind in ("ConfigMap", "Secret", "PersistentVolumeClaim", "ServiceAccount")
+)
+"""The kinds propagateDeps sends (`deps`): one of these may be mounted by another copy."""
 _AGAIN = 0.05
 """Seconds before creating the new object's copy where an earlier object's was removed."""
 
@@ -385,7 +390,44 @@ class WorkloadSync:
             found[name] = refs
         return found
 
-    def _held_by_needers(self, ref: keys.WorkloadRef) -> frozenset[str]:
+    def _read_first(
+        self, ref: keys.WorkloadRef, names: list[str], delays: list[float | None], *, deleted: bool
+    ) -> list[str]:
+        """`names` without those where a copy may still mount dependency `ref` (`_unread`),
+        which are looked at again after a delay. A deleted template's copies still go."""
+        unread = [] if deleted else self._unread(ref, names)
+        if not unread:
+            return names
+        log.info("%s: kept on %s until the copies there are read", ref, unread)
+        delays.append(_RETRY)
+        return [name for name in names if name not in unread]
+
+    def _unread(self, ref: keys.WorkloadRef, names: Iterable[str]) -> list[str]:
+        """Those of `names` where dependency `ref` may still be mounted by a copy no watch
+        has shown yet (after a restart) whose Work's manifest may not be what runs there:
+        dispatching to it is suspended, so the Work holds the newer manifest held back.
+        Its references are read from the member's copy once its watch lists it
+        (`copy_references`); removing the dependency before that took a renamed
+        ConfigMap from under the copy still mounting it."""
+        if ref.kind not in _DEPENDENCY_KINDS or ref.namespace == keys.CLUSTER_SCOPE:
+            return []
+        mine = f"{ref.namespace}/"
+        out = []
+        for name in names:
+            for ref_text, per_cluster in self.works.items():
+                stored = per_cluster.get(name) if ref_text.startswith(mine) else None
+                if (
+                    stored is not None
+                    and stored.obj.spec.propagate_deps
+                    and stored.obj.spec.suspend_dispatching
+                    and stored.obj.status.applied_hash is not None
+                    and (name, ref_text) not in self.watches.seen
+                ):
+                    out.append(name)
+                    break
+        return out
+
+    def _needers_hold(self, ref: keys.WorkloadRef) -> frozenset[str]:
         """The clusters dependency `ref` goes to only for needers whose dispatching there
         is suspended: nothing is dispatched there either (no first copy, no edit), until
         one of them resumes. A suspension freezes what its workload's copy runs, and the
@@ -558,8 +600,7 @@ class WorkloadSync:
             wl_key = keys.workload_key(ref)
             spec = await self._claiming_spec_now(workload, stored, wl_key)
             revision = 0 if stored is None else stored.revision
-            suspended = suspension.clusters(spec, {*targets, *existing})
-            suspended |= self._held_by_needers(ref)
+            suspended = suspension.clusters(spec, {*targets, *existing}) | self._needers_hold(ref)
             overwrite, preserve = self._conflict_and_preserve(ref, spec, own=stored is not None)
             shared = {
                 "template": workload.to_wire(),
@@ -614,6 +655,7 @@ class WorkloadSync:
                 for name, reason, why in suspension.changes(writes)
             ]
         gone = sorted(set(existing) - set(targets) - evicting - replaced)
+        gone = self._read_first(ref, gone, delays, deleted=workload is None)
         delays += await self._leave(ref, gone, existing, said, deleted=workload is None)
         kept = set(existing) | set(targets) | evicting | replaced
         for name, copy in sorted(self.watches.copies(ref).items()):

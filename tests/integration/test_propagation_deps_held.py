@@ -15,12 +15,18 @@ from typing import Any
 
 import pytest
 
+from federation.propagation.controller import Propagator
+from federation.propagation.members import kube_connect
 from federation.registry import embedded, keys
+from federation.scheduler import plan
 from policies.models.override import OverridePolicy
 from policies.models.propagation import PropagationPolicy
 from policies.models.workload import Workload
 from tests.integration.test_propagation_support import (
+    MEMBER,
+    PROPAGATION,
     Federation,
+    clock_real,
     deployment,
     ref_of,
     started_federation,
@@ -145,6 +151,39 @@ async def test_a_suspended_copy_keeps_the_configmap_it_mounts(fed: Federation) -
     await wait_for(
         lambda: _is(data(fed, WEST, "cfg-v1"), None), timeout=15, message="cfg-v1 leaves west"
     )
+
+
+async def test_a_restart_does_not_take_a_suspended_copy_s_configmap(fed: Federation) -> None:
+    """After a restart the west's Work holds the renamed manifest, not what runs there:
+    until the member's copy is read again, what it mounts is not known, and its
+    ConfigMap is not taken away meanwhile."""
+    await _suspended_on_west(fed)
+    await fed.stop()
+    await fed.put(config("cfg-v2"))
+    await fed.put(mounting("cfg-v2"))
+
+    # Started, no watch has listed yet: cfg-v1 is not to leave the west meanwhile.
+    probe = Propagator(
+        fed.store,
+        settings=PROPAGATION,
+        connect=kube_connect(MEMBER, clock_real()),
+        claim=plan.claim,
+        workers=1,
+    )
+    await probe._start()
+    try:
+        assert probe.sync._unread(ref_of(config("cfg-v1")), [EAST, WEST]) == [WEST]
+    finally:
+        await probe.members.close()
+
+    propagator = fed.start()
+    await wait_for(lambda: _is(mounted(fed, EAST), "cfg-v2"), timeout=15, message="east moves")
+    await wait_for(
+        lambda: _is(data(fed, EAST, "cfg-v1"), None), timeout=15, message="cfg-v1 leaves east"
+    )
+    await wait_for(lambda: propagator.pending == 0, timeout=15, message="passes done")
+    assert await mounted(fed, WEST) == "cfg-v1"
+    assert await data(fed, WEST, "cfg-v1") == "prod"
 
 
 async def test_a_leaving_copy_keeps_the_configmap_it_mounts(fed: Federation) -> None:
