@@ -32,6 +32,9 @@ Work is rendered and recorded, marked `suspendDispatching`, but nothing is appli
 on a cluster no longer targeted stays with its Work, until the suspension is lifted and
 the next pass brings each up to date. A deleted template's copies still go: Karmada's
 execution controller deletes a deleted Work's copy before it looks at the suspension.
+A dependency (propagateDeps) sent to a cluster only for workloads whose dispatching
+there is suspended is suspended there too (`_needers_hold`): a ConfigMap is part of the
+rollout the suspension freezes.
 
 Why a Namespace leaves a member last: deleting it there deletes every copy in it, and
 each of those whose template is still here would be applied again, a Job from the start.
@@ -652,7 +655,7 @@ class WorkloadSync:
             )
             said += [
                 self._event(ref, reason, why, cluster=name)
-                for name, reason, why in suspension.changes(writes)
+                for name, reason, why in suspension.changes(writes, needers=self._needers(ref))
             ]
         gone = sorted(set(existing) - set(targets) - evicting - replaced)
         gone = self._read_first(ref, gone, delays, deleted=workload is None)

@@ -12,7 +12,7 @@ suspension is lifted, and lifting it is an ordinary pass that finds the Work out
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from federation.propagation import works as works_mod
@@ -40,13 +40,19 @@ def frozen(work: Work, status: WorkStatus) -> Work:
     return work.model_copy(update={"spec": spec, "status": status})
 
 
-def changes(writes: Iterable[works_mod.Write]) -> Iterator[tuple[str, str, str]]:
+def changes(
+    writes: Iterable[works_mod.Write], *, needers: Collection[Any] = ()
+) -> Iterator[tuple[str, str, str]]:
     """(cluster, reason, message) for each Work whose dispatching `writes` suspend or
-    resume: why a member's copy stopped following its template, and from when."""
+    resume: why a member's copy stopped following its template, and from when. `needers`:
+    the workloads a dependency is sent for, whose suspension may be what holds it."""
+    by = "its policy"
+    if needers:
+        by = f"its policy or that of {', '.join(sorted(map(str, needers)))}"
     for name, old, work in writes:
         was = old is not None and old.obj.spec.suspend_dispatching
         if work.spec.suspend_dispatching and not was:
-            why = f"dispatching to {name} suspended by its policy: its copy is left as it is"
+            why = f"dispatching to {name} suspended by {by}: its copy is left as it is"
             yield name, "DispatchingSuspended", why
         elif was and not work.spec.suspend_dispatching:
             yield name, "DispatchingResumed", f"dispatching to {name} resumed"

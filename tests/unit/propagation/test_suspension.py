@@ -1,4 +1,5 @@
-"""`suspension.clusters`: the clusters a policy's `spec.suspension` freezes, as Karmada reads it."""
+"""`suspension`: the clusters a policy's `spec.suspension` freezes, as Karmada reads it,
+and the events that say so."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from federation.propagation import suspension
+from federation.propagation import suspension, works
+from federation.registry import keys
 from policies.models.propagation import PropagationPolicy
+from policies.models.work import WorkStatus
 
 NAMES = ("a", "b", "c")
 
@@ -40,3 +43,27 @@ def test_the_clusters_a_suspension_freezes(
 
 def test_no_claiming_policy_freezes_nothing() -> None:
     assert suspension.clusters(None, NAMES) == frozenset()
+
+
+def test_a_dependency_s_suspension_names_the_workloads_it_is_sent_for() -> None:
+    """A dependency without a policy of its own is held by its needers' suspension: "by
+    its policy" named a policy it does not have."""
+    ref = keys.WorkloadRef("web", "ConfigMap", "cfg")
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}}
+    work = works.new_work(
+        ref=ref,
+        cluster="a",
+        old=None,
+        manifest=manifest,
+        revision=0,
+        status=WorkStatus(),
+        uid=None,
+        suspended=True,
+    )
+    needer = keys.WorkloadRef("web", "Deployment.apps", "app")
+    ((name, reason, why),) = suspension.changes([("a", None, work)], needers={needer})
+    assert (name, reason) == ("a", "DispatchingSuspended")
+    assert why == (
+        "dispatching to a suspended by its policy or that of web/Deployment.apps/app:"
+        " its copy is left as it is"
+    )
