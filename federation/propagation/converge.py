@@ -436,9 +436,12 @@ class WorkloadSync:
         one of them resumes. A suspension freezes what its workload's copy runs, and the
         ConfigMap it reads is part of that; the dependency's own placement still
         dispatches where it places it."""
+        needed = self.needed_on(ref)
+        if not needed:
+            return frozenset()  # not a dependency: most workloads
         _, _, own, _ = self._placed(ref)
         held = set()
-        for name, needers in self.needed_on(ref).items():
+        for name, needers in needed.items():
             if name not in own and all(
                 name in suspension.clusters(self._needer_spec(needer), [name]) for needer in needers
             ):
