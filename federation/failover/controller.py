@@ -90,6 +90,8 @@ class EvictionMetrics(Protocol):
 RECOVERING = RECOVERING_TAINT
 _FAILBACK = "f/"
 _RETRY = 1.0
+_NOT_PROBED = "NotProbed"
+"""The Ready reason of a member no probe has answered yet (the monitor's `probe.Health`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,8 @@ class FailoverController:
         self._leaving: set[str] = set()
         """Clusters being unjoined (`UNJOINING_TAINT`), kept as their specs change."""
         self._back: dict[str, dt.datetime] = {}
+        self._unjudged: set[str] = set()
+        """Members tainted only for not being probed yet (their taint changes log at INFO)."""
         """Cluster → when failover last lifted its own taints from it (`_held`)."""
         self._untimed: dict[tuple[str, str, str | None], dt.datetime] = {}
         """(cluster, key, value) → when an untimed NoExecute taint was first seen."""
@@ -322,8 +326,22 @@ class FailoverController:
             self._mark("taints", name, detail=shown)
             # WARNING, the default level: a member tainted (work leaves it, none comes) or
             # untainted is what an on-call engineer reads first, as kube-controller-manager
-            # logs a NotReady node's taints.
-            log.warning("cluster %s: failover taints now %s", name, shown)
+            # logs a NotReady node's taints. INFO for a member not probed yet (just joined,
+            # or a new leader's first look) and its first probe lifting that: routine, and
+            # a fleet of 144 joining said it 288 times.
+            ready = status.condition("Ready")
+            unjudged = ready is None or ready.reason == _NOT_PROBED
+            if unjudged:
+                self._unjudged.add(name)
+            routine = unjudged or (lifting and name in self._unjudged)
+            if not unjudged:
+                self._unjudged.discard(name)
+            log.log(
+                logging.INFO if routine else logging.WARNING,
+                "cluster %s: failover taints now %s",
+                name,
+                shown,
+            )
             if lifting and self._failback is not None:
                 self.queue.add(_FAILBACK)  # recovered: work may want to come back
         if plan.recheck_after is not None:

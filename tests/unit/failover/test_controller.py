@@ -173,6 +173,33 @@ async def test_an_outage_s_taints_and_evictions_are_logged_at_warning(
     ]
 
 
+async def test_a_member_not_probed_yet_has_its_taints_logged_at_info(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fleet of 144 joining logged 288 WARNINGs: the not-ready taint each new member
+    carries until its first probe, and its lifting. A member judged down still warns."""
+    caplog.set_level(logging.INFO, logger=controller_mod.__name__)
+    await h.join("c")
+    await h.health("c", "Unknown", "NotProbed")  # as a member just joined reads
+    await h.settle()
+    assert await h.taints("c") == [("cluster.fedctl.io/not-ready", "NoSchedule")]
+    await h.health("c", "True", "ProbeSucceeded")
+    await h.settle()
+    assert await h.taints("c") == []
+    await h.health("c", "False", "ConnectionRefused")
+    await h.settle()
+    said = [
+        (r.levelname, r.getMessage())
+        for r in caplog.records
+        if r.getMessage().startswith("cluster c: failover taints")
+    ]
+    assert said == [
+        ("INFO", "cluster c: failover taints now cluster.fedctl.io/not-ready:NoSchedule"),
+        ("INFO", "cluster c: failover taints now none"),
+        ("WARNING", "cluster c: failover taints now cluster.fedctl.io/unreachable:NoSchedule"),
+    ]
+
+
 async def test_outage_evicts_replaces_ends_the_task_and_purges_on_return(h: Harness) -> None:
     await h.bindings.create(keys.binding_key(WEB), binding("web", clusters={"a": 2}))
     await h.bindings.create(keys.binding_key(API), binding("api", clusters={"a": 1, "b": 1}))
