@@ -231,6 +231,28 @@ async def test_what_placed_work_costs_is_a_gauge_until_the_job_finishes() -> Non
             await cache
 
 
+async def test_a_cost_summed_over_many_workloads_is_exported_without_float_noise() -> None:
+    """22 workloads at 0.0418 an hour on one cluster were exported as the float sum
+    0.9195999999999994, while `fedctl cost` said 0.9196."""
+    store = MemoryStore()
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+    for i in range(22):
+        ref = keys.WorkloadRef("ml", "Job.batch", f"w{i}")
+        bound = binding(f"w{i}", "gpu", "Scheduled")
+        target = TargetCluster(name="eu", replicas=1, hourly_cost=Decimal("0.0418"))
+        spec = bound.spec.model_copy(update={"clusters": [target]})
+        await bindings.put(keys.binding_key(ref), bound.model_copy(update={"spec": spec}))
+    m = metrics_mod.Metrics()
+    async with background(m.cache.run(store)):
+        await wait_for(lambda: len(m.cache.bindings) == 22, message="bindings cached")
+        exported = [
+            line
+            for line in m.exposition().decode().splitlines()
+            if line.startswith("fedctl_hourly_cost{")
+        ]
+    assert [line.rpartition(" ")[2] for line in exported] == ["0.9196"]
+
+
 async def test_cost_sums_by_region_and_chip_through_cluster_info() -> None:
     """The docs promised sums of `fedctl_hourly_cost` by region or chip, but no series
     named a cluster's region or a placement's chip. The cost carries its chip, and
