@@ -9,11 +9,15 @@ is a 400 naming the parameter, never silently ignored:
     labelSelector   key=v, key==v, key!=v, key in (a,b), key notin (a,b), key, !key,
                     joined by commas (all must hold)
     fieldSelector   metadata.name and metadata.namespace, with =, == or !=
-    limit, continue refused: a list is returned whole, at one resourceVersion
+    limit           ignored: a list is returned whole, at one resourceVersion, with no
+                    continue token, which Kubernetes' API conventions let a server that
+                    does not page do; kubectl and client-go's pager send limit=500 on
+                    every list, and refusing it broke each of them
+    continue        refused: no continue token is ever issued, so one given is not ours
 
 The views of `status.fedctl.io` (workloads, queues, costs), computed from several kinds,
 take none of Kubernetes' list parameters: each is refused there (`not_taken`), for a
-selector they ignored returned every item.
+selector they ignored returned every item; `limit` alone is ignored there too, as above.
 
 A watch with a selector sends what a client filtering the full stream would keep, as
 Kubernetes does: an object that stops matching is DELETED, one that starts matching is
@@ -37,10 +41,6 @@ _EXISTS = re.compile(rf"(?P<not>!?)\s*(?P<key>{_KEY})")
 _EQUALS = re.compile(rf"(?P<key>{_KEY})\s*(?P<op>==|=|!=)\s*(?P<value>{_VALUE})")
 _SET = re.compile(rf"(?P<key>{_KEY})\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)")
 _FIELDS = ("metadata.name", "metadata.namespace")
-_REFUSED = {
-    "limit": "lists are returned whole, at one resourceVersion: leave limit out",
-    "continue": "lists are returned whole and give no continue token",
-}
 
 Test = Callable[[Mapping[str, Any]], bool]
 """Whether one object (as the API shows it) meets one requirement."""
@@ -80,9 +80,13 @@ EVERYTHING = Filter()
 def from_query(query: Mapping[str, str]) -> Filter:
     """The filter of a list or watch request's query; Invalid naming the parameter for
     one that is malformed or not supported."""
-    for name, why in _REFUSED.items():
-        if query.get(name):
-            raise errors.Invalid(f"{name}: not supported: {why}")
+    _limit(query)
+    if query.get("continue"):
+        raise errors.Invalid(
+            f"continue: Invalid value: {query['continue']!r}: no continue token is ever"
+            " issued here: lists are returned whole, at one resourceVersion; list again"
+            " without continue"
+        )
     tests = [
         *_labels(query.get("labelSelector", "")),
         *_fields(query.get("fieldSelector", "")),
@@ -98,13 +102,28 @@ _LIST_PARAMETERS = (
 
 
 def not_taken(query: Mapping[str, str], *, view: str) -> None:
-    """Refuse, naming it, a Kubernetes list parameter given to `view`, which takes none."""
+    """Refuse, naming it, a Kubernetes list parameter given to `view`, which takes none
+    (but `limit`, ignored: the view is whole)."""
+    _limit(query)
     for name in _LIST_PARAMETERS:
+        if name == "limit":
+            continue
         if query.get(name, "").lower() not in ("", "false", "0"):
             raise errors.Invalid(
                 f"{name}: not supported by {view}, a view computed from several kinds: it"
                 " returns every item the caller may read; filter them on the client"
             )
+
+
+def _limit(query: Mapping[str, str]) -> None:
+    """A `limit` is ignored (see the module doc), but one that is not a count is refused,
+    as kube-apiserver refuses it: a typo should not pass for paging."""
+    text = query.get("limit", "")
+    if text and not (text.isascii() and text.isdigit()):
+        raise errors.Invalid(
+            f"limit: Invalid value: {text!r}: expected a whole number, 0 or more"
+            " (ignored: lists are returned whole)"
+        )
 
 
 def _terms(text: str) -> list[str]:

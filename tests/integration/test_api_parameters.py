@@ -47,7 +47,7 @@ async def get(url: str) -> tuple[int, Any]:
     [
         pytest.param(f"{STATUS}/workloads?labelSelector=app%3Dstorefront", id="workloads, -l"),
         pytest.param(f"{STATUS}/workloads?fieldSelector=spec.x%3D1", id="workloads, fields"),
-        pytest.param(f"{STATUS}/workloads?limit=1", id="workloads, limit"),
+        pytest.param(f"{STATUS}/workloads?limit=1&continue=x", id="workloads, continue"),
         pytest.param(f"{STATUS}/workloads?watch=true", id="workloads, watch"),
         pytest.param(f"{STATUS}/queues?labelSelector=x%3Dy", id="queues, -l"),
         pytest.param(f"{STATUS}/costs?by=queue&resourceVersion=5", id="costs, resourceVersion"),
@@ -63,6 +63,22 @@ async def test_a_view_refuses_the_list_parameters_it_does_not_take(server: str, 
     assert code == 400, body
     assert body["reason"] == "Invalid"
     assert body["message"].startswith(f"{name}: not supported by "), body
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(f"{API}/queues?limit=500", id="a kind"),
+        pytest.param(f"{STATUS}/queues?limit=500", id="the queue view"),
+        pytest.param(f"{STATUS}/costs?by=queue&limit=500", id="the cost view"),
+    ],
+)
+async def test_a_limit_is_ignored_as_by_a_server_that_does_not_page(server: str, path: str) -> None:
+    """kubectl sends `limit=500` on every list and was refused; Kubernetes lets a server
+    that does not page ignore it and return the whole list, with no continue token."""
+    code, body = await get(server + path)
+    assert code == 200, body
+    assert "continue" not in body.get("metadata", {}), body
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """`labelSelector` and `fieldSelector` as the Kubernetes API server takes them, and a 400
 naming the parameter for what is malformed or not supported (never ignored: a script
-deleting by selector would have deleted every object)."""
+deleting by selector would have deleted every object). `limit` alone is ignored, as
+Kubernetes lets a server that does not page ignore it: kubectl sends it on every list."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ OBJECTS = [
             id="both",
         ),
         pytest.param({"labelSelector": ""}, ["a", "b", "c"], id="empty selects everything"),
+        pytest.param({"limit": "500"}, ["a", "b", "c"], id="limit ignored, as kubectl sends it"),
+        pytest.param(
+            {"limit": "1", "labelSelector": "app"}, ["a", "b"], id="limit ignored with a selector"
+        ),
     ],
 )
 def test_selectors_choose_as_kubernetes_does(query: dict[str, str], names: list[str]) -> None:
@@ -63,8 +68,11 @@ def test_selectors_choose_as_kubernetes_does(query: dict[str, str], names: list[
             "fieldSelector: 'spec.weight' is not a known field selector",
             id="unknown field",
         ),
-        pytest.param({"limit": "5"}, "limit: not supported", id="limit"),
-        pytest.param({"continue": "abc"}, "continue: not supported", id="continue"),
+        pytest.param({"limit": "ten"}, "limit: Invalid value: 'ten'", id="limit not a count"),
+        pytest.param({"limit": "-1"}, "limit: Invalid value: '-1'", id="negative limit"),
+        pytest.param(
+            {"continue": "abc"}, "continue: Invalid value: 'abc': no continue token", id="continue"
+        ),
     ],
 )
 def test_what_is_not_supported_is_refused_naming_the_parameter(
