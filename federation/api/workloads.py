@@ -45,10 +45,13 @@ from policies.models.cluster import Cluster
 from policies.models.work import FINISHED_PHASES, Event, Work, WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["PREFIX", "WorkloadsApi"]
+__all__ = ["COST_BY", "PREFIX", "WorkloadsApi"]
 
 PREFIX = "/apis/status.fedctl.io/v1alpha1"
 _RECENT_EVENTS = 20
+COST_BY = (*spend.BY, "provider")
+"""What the cost view groups by: `spend.BY`, and each cluster's provider (`-` for one
+with none), which a multi-cloud team asks first and spread constraints already use."""
 _WORKLOADS = objects.resource_named("workloads")
 _POLICY_TYPES = (
     propagation.PropagationPolicy,
@@ -155,11 +158,11 @@ class WorkloadsApi:
         return web.json_response({"items": items})
 
     async def costs(self, request: web.Request) -> web.Response:
-        """What the placed workloads cost an hour, grouped `by` one of `spend.BY`."""
+        """What the placed workloads cost an hour, grouped `by` one of `COST_BY`."""
         selectors.not_taken(request.query, view="the cost view")
         by = request.query.get("by", "queue")
-        if by not in spend.BY:
-            raise errors.Invalid(f"by must be one of {', '.join(spend.BY)}, got {by!r}")
+        if by not in COST_BY:
+            raise errors.Invalid(f"by must be one of {', '.join(COST_BY)}, got {by!r}")
         raw = [
             [await self.raw.list(keys.prefix(kind) + tail) for tail in self._tails(request)]
             for kind in ("workloads", "bindings", "workloadstatus")
@@ -167,8 +170,13 @@ class WorkloadsApi:
         clusters = await codec.TypedStore(self.raw, codec.Codec(Cluster)).list(
             keys.prefix("clusters")
         )
-        regions = {c.obj.name: c.obj.spec.region for c in clusters.items}
-        doc = await asyncio.to_thread(self._costs, raw, cast(spend.By, by), regions)
+        if by == "provider":  # grouped as by region, through each cluster's provider
+            places = {c.obj.name: c.obj.spec.provider or "-" for c in clusters.items}
+        else:
+            places = {c.obj.name: c.obj.spec.region for c in clusters.items}
+        grouped = cast(spend.By, "region" if by == "provider" else by)
+        doc = await asyncio.to_thread(self._costs, raw, grouped, places)
+        doc["by"] = by
         owned = auth.readable(request.get(auth.PRINCIPAL))
         if owned is not None and not request.query.get("namespace"):
             # Cut to the caller's namespaces: said, so a view that shows the figures beside

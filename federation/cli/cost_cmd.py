@@ -1,4 +1,4 @@
-"""`fedctl cost [--by queue|namespace|cluster|region|chip|workload] [-n NS]`: what the
+"""`fedctl cost [--by queue|namespace|cluster|region|provider|chip|workload] [-n NS]`: what the
 placed work costs an hour, and over 30 days at that rate.
 
 Fed by the API's costs route (`federation.api.workloads`, summing each Binding's per-cluster
@@ -20,8 +20,8 @@ from federation.cli.objects_cmd import server_option
 
 __all__ = ["register"]
 
-BY = ("queue", "namespace", "cluster", "region", "chip", "workload")
-"""As the API takes them (`scheduler.spend.BY`; this module stays light to import)."""
+BY = ("queue", "namespace", "cluster", "region", "chip", "workload", "provider")
+"""As the API takes them (`api.workloads.COST_BY`; this module stays light to import)."""
 MONTH_HOURS = Decimal(720)
 """30 days: what the rate comes to if nothing changes."""
 
@@ -29,7 +29,8 @@ MONTH_HOURS = Decimal(720)
 def register(sub: Any) -> None:
     cmd = sub.add_parser(
         "cost",
-        help="what the placed work costs per hour, by queue, namespace, cluster, region or chip",
+        help="what the placed work costs per hour, by queue, namespace, cluster, region,"
+        " provider or chip",
         description="The hourly cost of every placed workload, as estimated when it was"
         " placed (its clusters' prices, on-demand or spot as its policy asks), summed by the"
         " group asked for, with what 30 days at that rate come to. Finished jobs and"

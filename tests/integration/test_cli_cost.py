@@ -1,5 +1,5 @@
 """`fedctl cost`: what placed work costs an hour, summed from the Bindings by queue,
-namespace, cluster, region, chip or workload; finished jobs, waiting workloads, objects
+namespace, cluster, region, provider, chip or workload; finished jobs, waiting workloads, objects
 without pods (a ConfigMap) and workloads already deleted cost nothing and are counted
 apart or left out.
 
@@ -18,6 +18,7 @@ import pytest
 
 from federation.api import app as api_app
 from federation.api import auth
+from federation.api import workloads as workloads_api
 from federation.cli import cost_cmd
 from federation.registry import codec, keys, objects
 from federation.registry import store as st
@@ -50,11 +51,12 @@ def workload(kind: str, ns: str, name: str, *, queue: str | None = None) -> Work
     return Workload.model_validate(doc)
 
 
-def cluster(name: str, region: str) -> Cluster:
+def cluster(name: str, region: str, provider: str | None = None) -> Cluster:
     return Cluster.model_validate(
         {
             "metadata": {"name": name},
-            "spec": {"region": region, "connection": {"context": name}},
+            "spec": {"region": region, "connection": {"context": name}}
+            | ({"provider": provider} if provider else {}),
         }
     )
 
@@ -92,7 +94,7 @@ async def registry() -> MemoryStore:
     encode = objects.ObjectCodec().encode
     ops: list[st.Op] = [
         st.Put(objects.key_for(c), encode(c))
-        for c in (cluster("us-1", "us-east"), cluster("eu-1", "eu-west"))
+        for c in (cluster("us-1", "us-east", "aws"), cluster("eu-1", "eu-west"))
     ]
     for w, b in bindings:
         ref = objects.workload_ref(w)
@@ -140,6 +142,12 @@ async def test_cost_by_queue_and_region(capsys: pytest.CaptureFixture[str]) -> N
         # cn-1 is not a joined cluster: its replicas group under "-".
         assert by_region == {"us-east": ("4.50", 3), "eu-west": ("0.50", 4), "-": ("0", 1)}
         assert doc["total"]["unpricedReplicas"] == 1
+        # A multi-cloud team's first question: eu-1 names no provider, cn-1 is not joined.
+        assert await fedctl(server, "cost", "--by", "provider", "-o", "json") == 0
+        doc = json.loads(capsys.readouterr().out)
+        by_provider = {i["name"]: (i["hourlyCost"], i["replicas"]) for i in doc["items"]}
+        assert doc["by"] == "provider", doc
+        assert by_provider == {"aws": ("4.50", 3), "-": ("0.50", 5)}
         assert await fedctl(server, "cost", "--by", "workload", "-n", "web") == 0
         out = capsys.readouterr().out
         assert "web/Deployment.apps/shop" in out and "ml/" not in out
@@ -286,7 +294,7 @@ def test_lines_are_dearest_first_then_by_name() -> None:
 
 def test_the_cli_offers_the_groupings_the_api_takes() -> None:
     # The CLI keeps its own copy so that building its parser imports no models.
-    assert cost_cmd.BY == spend.BY
+    assert cost_cmd.BY == workloads_api.COST_BY
 
 
 def test_a_line_with_no_price_reads_unpriced_not_free() -> None:
