@@ -27,6 +27,7 @@ from policies.models.common import COMMON_KINDS
 from policies.models.work import FINISHED_PHASES
 
 __all__ = [
+    "CLUSTERS_SHOWN",
     "COSTS",
     "PREFIX",
     "WORK_HEADERS",
@@ -81,11 +82,17 @@ def _readiness(row: dict[str, Any] | None) -> str:
     return f"{row.get('readyReplicas') or 0}/{row.get('replicas') or 0}"
 
 
-def placement_cell(item: dict[str, Any]) -> str:
+CLUSTERS_SHOWN = 3
+"""Targets a `get workloads` row names before it counts the rest: a Namespace sent to
+144 members made rows of 3,186 characters. `-o wide` and `describe` name every one."""
+
+
+def placement_cell(item: dict[str, Any], *, cap: int | None = None) -> str:
     """`cluster ready/replicas` for each target, then the copies its needers' policies
     send elsewhere (propagateDeps), then the copies being left (a graceful eviction keeps
     them until the new placement is ready: shown apart, as READY leaves them out), or why
-    the workload is not placed."""
+    the workload is not placed. With `cap`, past that many targets the first `cap` are
+    named and the rest counted, with how many of all took their copy (`_beyond`)."""
     binding = item.get("binding")
     rows = _per_cluster(item.get("status"))
     needers = _needers(item.get("status"))
@@ -109,6 +116,8 @@ def placement_cell(item: dict[str, Any]) -> str:
     targets = {target["name"] for target in binding["spec"]["clusters"]}
     for target in binding["spec"]["clusters"]:
         cells.append(f"{target['name']} {_readiness(rows.get(target['name']))}")
+    if cap is not None and len(cells) > cap:
+        cells = [*cells[:cap], _beyond(binding["spec"]["clusters"], rows, shown=cap)]
     placed = ", ".join(cells)
     extra = [
         f"{name} {_readiness(row)}"
@@ -126,6 +135,17 @@ def placement_cell(item: dict[str, Any]) -> str:
     # Copies kept while it waits to be placed again: shown as running, and as waiting.
     reason = _STILL_RUNNING.sub("", status.get("reason") or "") or "not placed again yet"
     return f"{placed}; Pending: {reason}"
+
+
+def _beyond(targets: list[dict[str, Any]], rows: dict[str, dict[str, Any]], *, shown: int) -> str:
+    """`+141 more (144 clusters, 143 applied, 1 error)`: the targets a capped cell leaves
+    out, and of all of them how many took their copy, so a failure among those not named
+    is still seen."""
+    found = [rows.get(t["name"]) for t in targets]
+    applied = sum(1 for row in found if row and row.get("applied"))
+    failed = sum(1 for row in found if _readiness(row) == "error")
+    counts = f"{len(targets)} clusters, {applied} applied" + (f", {failed} error" * bool(failed))
+    return f"+{len(targets) - shown} more ({counts})"
 
 
 def _needers(status: dict[str, Any] | None) -> str:
@@ -185,8 +205,10 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
 
 
 def table(items: list[dict[str, Any]], *, wide: bool, now: dt.datetime | None = None) -> str:
-    """`wide` adds the chip chosen on each cluster, the queue and priority the workload was
-    admitted under and what its replicas cost an hour (as `fedctl cost` sums it). Jobs
+    """CLUSTERS names the first `CLUSTERS_SHOWN` targets and counts the rest; `wide` names
+    every one, and adds the chip chosen on each cluster, the queue and priority the
+    workload was admitted under and what its replicas cost an hour (as `fedctl cost` sums
+    it). Jobs
     alone read as `kubectl get jobs` does: COMPLETIONS, and DURATION when `now` is given."""
     jobs = bool(items) and all(i["kind"] == _JOB for i in items)
     timed = jobs and now is not None
@@ -205,13 +227,15 @@ def table(items: list[dict[str, Any]], *, wide: bool, now: dt.datetime | None = 
             else "-"
         )
         row = [
-            item["namespace"],
+            # Empty for a cluster-scoped object (a Namespace), as kubectl leaves it; `_` is
+            # only how the registry keys it.
+            "" if item["namespace"] == keys.CLUSTER_SCOPE else item["namespace"],
             item["name"],
             item["kind"],
             _health(item),
             _completions(item) if jobs else ready,
             *([_duration(status, now)] if timed and now is not None else []),
-            placement_cell(item),
+            placement_cell(item, cap=None if wide else CLUSTERS_SHOWN),
         ]
         if wide:
             spec = (item.get("binding") or {}).get("spec") or {}

@@ -708,3 +708,43 @@ def test_get_jobs_shows_each_job_s_duration_as_kubectl_does() -> None:
         "runs": "45m",
         "held": "-",
     }
+
+
+def _everywhere(members: int, *, failed: str | None = None) -> dict[str, Any]:
+    """A Namespace a Duplicated policy sends to `members` clusters, each copy applied but
+    `failed`'s."""
+    names = [f"m{i:03}" for i in range(members)]
+    return {
+        "namespace": "_",
+        "name": "web",
+        "kind": "Namespace",
+        "binding": {
+            "spec": {"clusters": [{"name": n, "replicas": 0} for n in names]},
+            "status": {"phase": "Scheduled"},
+        },
+        "status": {
+            "clusters": [
+                {"cluster": n, "applied": n != failed, "replicas": 0}
+                | ({"error": "forbidden"} if n == failed else {})
+                for n in names
+            ]
+        },
+    }
+
+
+def test_a_row_for_every_member_names_a_few_and_counts_the_rest() -> None:
+    """A Namespace on all 144 members made `get workloads -A` rows of 3,186 characters,
+    with `_` for its namespace where kubectl leaves the column empty."""
+    header, row = workloads_view.table([_everywhere(144, failed="m100")], wide=False).splitlines()
+    assert row.startswith(" " * len("NAMESPACE") + "   web"), row  # no `_`
+    clusters = row[header.index("CLUSTERS") :]
+    assert (
+        clusters == "m000 0/0, m001 0/0, m002 0/0, +141 more (144 clusters, 143 applied, 1 error)"
+    )
+    wide = workloads_view.table([_everywhere(144)], wide=True)
+    assert "m143 0/0" in wide and "more" not in wide, "-o wide names every member"
+
+
+def test_a_row_within_the_cap_names_every_member() -> None:
+    _, row = workloads_view.table([_everywhere(3)], wide=False).splitlines()
+    assert row.endswith("m000 0/0, m001 0/0, m002 0/0"), row
