@@ -239,7 +239,7 @@ class ObjectsApi:
             prefix = keys.work_prefix(request.query["cluster"])
         every = (res.namespaced and not ns) or res.plural == "works"
         owned = auth.readable(request.get(auth.PRINCIPAL)) if every else None
-        chosen = selectors.from_query(request.query)
+        chosen = selectors.from_query(request.query, kind=res.plural)
         if params.flag(request.query.get("watch")):
             keep = visible.readable_key(res, owned)
             return await self._watch(request, res, prefix, keep, chosen)

@@ -8,7 +8,9 @@ is a 400 naming the parameter, never silently ignored:
 
     labelSelector   key=v, key==v, key!=v, key in (a,b), key notin (a,b), key, !key,
                     joined by commas (all must hold)
-    fieldSelector   metadata.name and metadata.namespace, with =, == or !=
+    fieldSelector   metadata.name and metadata.namespace, with =, == or !=; on clusters
+                    also spec.region, spec.zone and spec.provider (`KIND_FIELDS`): they
+                    are spec fields, not labels, so `-l region=eu-west` found nothing
     limit           ignored: a list is returned whole, at one resourceVersion, with no
                     continue token, which Kubernetes' API conventions let a server that
                     does not page do; kubectl and client-go's pager send limit=500 on
@@ -33,7 +35,7 @@ from typing import Any
 
 from federation import errors
 
-__all__ = ["EVERYTHING", "Filter", "from_query", "not_taken"]
+__all__ = ["EVERYTHING", "KIND_FIELDS", "Filter", "from_query", "not_taken"]
 
 _KEY = r"(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _VALUE = r"(?:[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
@@ -41,6 +43,11 @@ _EXISTS = re.compile(rf"(?P<not>!?)\s*(?P<key>{_KEY})")
 _EQUALS = re.compile(rf"(?P<key>{_KEY})\s*(?P<op>==|=|!=)\s*(?P<value>{_VALUE})")
 _SET = re.compile(rf"(?P<key>{_KEY})\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)")
 _FIELDS = ("metadata.name", "metadata.namespace")
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "clusters": ("spec.region", "spec.zone", "spec.provider"),
+}
+"""Field selectors a kind (by plural) takes beyond `_FIELDS`, as a Kubernetes kind adds its
+own (a Pod's `spec.nodeName`): where a member is, which a fleet is chosen by."""
 
 Test = Callable[[Mapping[str, Any]], bool]
 """Whether one object (as the API shows it) meets one requirement."""
@@ -77,9 +84,10 @@ class Filter:
 EVERYTHING = Filter()
 
 
-def from_query(query: Mapping[str, str]) -> Filter:
+def from_query(query: Mapping[str, str], *, kind: str | None = None) -> Filter:
     """The filter of a list or watch request's query; Invalid naming the parameter for
-    one that is malformed or not supported."""
+    one that is malformed or not supported. `kind`: the plural listed, whose own fields
+    (`KIND_FIELDS`) may be selected on too; None for a watch of several kinds."""
     _limit(query)
     if query.get("continue"):
         raise errors.Invalid(
@@ -89,7 +97,7 @@ def from_query(query: Mapping[str, str]) -> Filter:
         )
     tests = [
         *_labels(query.get("labelSelector", "")),
-        *_fields(query.get("fieldSelector", "")),
+        *_fields(query.get("fieldSelector", ""), kind=kind),
     ]
     return Filter(tuple(tests))
 
@@ -183,25 +191,31 @@ def _labels_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return labels if isinstance(labels, Mapping) else {}
 
 
-def _fields(text: str) -> list[Test]:
+def _fields(text: str, *, kind: str | None) -> list[Test]:
+    known = (*_FIELDS, *KIND_FIELDS.get(kind or "", ()))
     tests: list[Test] = []
     for term in _terms(text):
         m = re.fullmatch(r"(?P<field>[^=!\s]+)\s*(?P<op>==|=|!=)\s*(?P<value>[^=!]*)", term)
         if m is None:
             raise _bad("fieldSelector", term, "field=value, field==value or field!=value")
-        if m["field"] not in _FIELDS:
+        if m["field"] not in known:
+            of = f" of {kind}" if kind else ""
             raise errors.Invalid(
-                f"fieldSelector: {m['field']!r} is not a known field selector: only"
-                f" {' and '.join(map(repr, _FIELDS))}"
+                f"fieldSelector: {m['field']!r} is not a known field selector{of}: only"
+                f" {', '.join(map(repr, known))}"
             )
-        tests.append(_field(m["field"].partition(".")[2], m["value"], equal=m["op"] != "!="))
+        tests.append(_field(m["field"], m["value"], equal=m["op"] != "!="))
     return tests
 
 
-def _field(name: str, value: str, *, equal: bool) -> Test:
+def _field(path: str, value: str, *, equal: bool) -> Test:
+    """`path` (`metadata.name`, `spec.region`) equals `value`; a field not set reads as
+    empty, as Kubernetes reads it (`spec.zone=` selects the clusters with no zone)."""
+    section, _, name = path.partition(".")
+
     def test(obj: Mapping[str, Any]) -> bool:
-        meta = obj.get("metadata")
-        have = meta.get(name) if isinstance(meta, Mapping) else None
+        part = obj.get(section)
+        have = part.get(name) if isinstance(part, Mapping) else None
         return ((have or "") == value) == equal
 
     return test

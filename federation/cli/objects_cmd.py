@@ -106,7 +106,16 @@ def register(sub: Any) -> None:
         default=None,
         metavar="SELECTOR",
         help="only objects whose labels match, as kubectl takes it (app=web,tier!=db;"
-        " 'env in (a,b)'); a workload's labels are its template's",
+        " 'env in (a,b)'); a workload's labels are its template's. A cluster's region, zone"
+        " and provider are fields, not labels: --field-selector",
+    )
+    get.add_argument(
+        "--field-selector",
+        default=None,
+        metavar="SELECTOR",
+        help="only objects whose fields match, chosen by the API as Kubernetes' are:"
+        " metadata.name and metadata.namespace; for clusters also spec.region, spec.zone"
+        " and spec.provider (spec.region=eu-west,spec.provider!=aws); =, == or !=",
     )
     get.add_argument(
         "-w",
@@ -487,6 +496,13 @@ async def _get(args: argparse.Namespace) -> int:
     args.labels = labels.parse(args.selector) if args.selector else None
     if args.labels is not None and res.plural == "queues":
         raise errors.Invalid("-l selects by labels; the queue table has none to select by")
+    if getattr(args, "field_selector", None) is not None and (
+        res.plural in ("workloads", "queues", "events") or args.name
+    ):
+        raise errors.Invalid(
+            "--field-selector chooses from a list of clusters, policies and other stored"
+            f" kinds: not from {'one named object' if args.name else res.plural}"
+        )
     if args.watch:
         from federation.cli import watching
 
@@ -508,7 +524,10 @@ async def _get_once(args: argparse.Namespace, res: Any) -> int:
         if one:
             items = [await addressing.one(api, res, args)]
         else:
-            items = (await api.request("GET", addressing.list_path(res, args)))["items"]
+            field = getattr(args, "field_selector", None)
+            fields = {"fieldSelector": field} if field else None
+            path = addressing.list_path(res, args)
+            items = (await api.request("GET", path, params=fields))["items"]
         if args.name and res.plural == "events":  # an event has no name: NAME is its object's
             items = await addressing.events_about(api, args, items)
     if args.labels is not None:

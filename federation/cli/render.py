@@ -27,6 +27,7 @@ from ruamel.yaml.representer import RoundTripRepresenter
 
 if TYPE_CHECKING:
     from policies.loading import Loaded
+    from policies.models.cluster import ClusterStatus
 
 __all__ = [
     "CLUSTER_HEADERS",
@@ -38,14 +39,21 @@ __all__ = [
     "objects",
     "per_hour",
     "placed",
+    "pods",
     "table",
 ]
 
 UNPRICED = "unpriced"
 """What a cost no price is known for reads as: never 0.0000, which reads as free."""
 
-CLUSTER_HEADERS = ["NAME", "READY", "REGION", "CHIPS", "CPU", "ACCELERATORS", "TAINTS", "AGE"]
-"""CPU and ACCELERATORS read free/total, as in `fedctl cluster list`."""
+CLUSTER_HEADERS = [
+    *("NAME", "READY", "REGION", "CHIPS", "CPU", "PODS", "ACCELERATORS", "TAINTS", "AGE"),
+]
+"""CPU, PODS and ACCELERATORS read free/total, as in `fedctl cluster list`. PODS: the
+nodes' pod slots, which the scheduler counts like cpu: a member full by pod count (110 a
+node) looked a third empty by CPU alone."""
+CLUSTER_WIDE = ["REASON", "ZONE", "PROVIDER", "MEMORY", "PRICE/H", "LABELS"]
+"""What `-o wide` adds to `CLUSTER_HEADERS`."""
 
 
 def per_hour(name: str, currency: str | None, *extra: str) -> str:
@@ -147,11 +155,23 @@ def objects(
     return table(headers, rows) if rows else None
 
 
+def pods(status: ClusterStatus | None) -> str:
+    """Free/total pod slots of a member's ready nodes (`1/220`); `-` when not observed, or
+    when its nodes report no pod capacity (0/0 would read as full)."""
+    from federation.resources import MILLI
+
+    if status is None or not status.flavors:
+        return "-"
+    total = status.totals.allocatable.amount("pods") // MILLI
+    return f"{status.totals.free.amount('pods') // MILLI}/{total}" if total else "-"
+
+
 def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -> str | None:
     """One row per member in name order: whether it is Ready, where it is, its chips, what
-    is free of its capacity, and the taints that keep work off it (the user's and those
-    failover applied). `wide` adds why it is (not) Ready, zone, memory, the price of an
-    hour of the whole cluster (in its own currency) and labels.
+    is free of its capacity (cores and pod slots), and the taints that keep work off it
+    (the user's and those failover applied). `wide` adds why it is (not) Ready, zone,
+    provider, memory, the price of an hour of the whole cluster (in its own currency) and
+    labels.
     None when there is no row to show."""
     from federation.monitor import summary
     from policies.models.cluster import Cluster
@@ -174,6 +194,7 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
             line.region,
             ",".join(f"{model}:{count}" for model, count in line.chips.items()) or "-",
             summary.pair(line.cpu, binary=False) if line.observed else "-",
+            pods(cluster.status),
             (accelerators or "-") if line.observed else "-",
             taints or "-",
             age(item.get("metadata", {}).get("creationTimestamp"), now=now),
@@ -186,12 +207,13 @@ def clusters(items: Sequence[dict[str, Any]], *, now: dt.datetime, wide: bool) -
             row += [
                 line.reason or "-",
                 cluster.spec.zone or "-",
+                cluster.spec.provider or "-",
                 memory if line.observed else "-",
                 price,
                 _pairs(item.get("metadata", {}).get("labels")),
             ]
         rows.append(row)
-    headers = CLUSTER_HEADERS + (["REASON", "ZONE", "MEMORY", "PRICE/H", "LABELS"] if wide else [])
+    headers = CLUSTER_HEADERS + (CLUSTER_WIDE if wide else [])
     return table(headers, rows) if rows else None
 
 

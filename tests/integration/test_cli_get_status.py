@@ -98,7 +98,8 @@ async def fleet_registry(store: EtcdStore) -> None:
         region="eu-west",
         taints=[Taint(key="maintenance", value="disk", effect="NoSchedule")],
     )
-    cpu, gpu = ResourceList.from_wire({"cpu": "48"}), ResourceList.from_wire({"cpu": "24"})
+    cpu = ResourceList.from_wire({"cpu": "48", "pods": "330"})
+    gpu = ResourceList.from_wire({"cpu": "24", "pods": "1"})
     await put_cluster(store, gpu_a, totals=ResourceTotals(allocatable=cpu, free=gpu))
     cpu_b = fleet.cluster("cpu-b", region="us-east")
     await put_cluster(store, cpu_b)
@@ -183,27 +184,72 @@ async def test_get_clusters_shows_readiness_place_chips_free_capacity_and_taints
         table = rows(capsys.readouterr().out)
         assert table[0] == render.CLUSTER_HEADERS
         got = {row[0]: row[1:] for row in table[1:]}
-        assert got["gpu-a"][:6] == [
+        assert got["gpu-a"][:7] == [
             "True",
             "eu-west",
             "amd64:2,nvidia-a100-80gb:8",
             "24/48",
+            "1/330",  # full by pod count, though half its cores are free
             "nvidia-a100-80gb=6/8",
             "maintenance=disk:NoSchedule",
         ]
-        assert got["gpu-a"][6].endswith("d")  # created on the first of January
-        assert got["cpu-b"][:2] == ["True", "us-east"] and got["cpu-b"][5] == "-"
+        assert got["gpu-a"][7].endswith("d")  # created on the first of January
+        assert got["cpu-b"][:2] == ["True", "us-east"] and got["cpu-b"][6] == "-"
 
         assert await fedctl(server, "get", "cluster", "gpu-a", "-o", "wide") == 0
         table = rows(capsys.readouterr().out)
         assert table[0][len(render.CLUSTER_HEADERS) :] == [
             "REASON",
             "ZONE",
+            "PROVIDER",
             "MEMORY",
             "PRICE/H",
             "LABELS",
         ]
         assert [row[0] for row in table[1:]] == ["gpu-a"]
+        assert table[1][len(render.CLUSTER_HEADERS) + 2] == "aws"
+
+
+@pytest.mark.parametrize(
+    ("selector", "names"),
+    [
+        pytest.param("spec.region=eu-west", ["gpu-a"], id="by region"),
+        pytest.param("spec.region!=eu-west", ["cpu-b"], id="not in a region"),
+        pytest.param("spec.provider=aws,metadata.name!=gpu-a", ["cpu-b"], id="provider and name"),
+        pytest.param("spec.zone=nowhere", [], id="none"),
+    ],
+)
+async def test_get_clusters_chooses_by_region_zone_and_provider_fields(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str], selector: str, names: list[str]
+) -> None:
+    """Region, zone and provider are spec fields, not labels: `-l region=eu-west` found
+    nothing and there was no other way to choose by them."""
+    await fleet_registry(registry)
+    async with serving(api_app.build_app(registry)) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "get", "clusters", "--field-selector", selector) == 0
+        out = capsys.readouterr()
+        assert [row[0] for row in rows(out.out)[1:]] == names, out
+        assert await fedctl(server, "cluster", "list", "--field-selector", selector) == 0
+        out = capsys.readouterr()
+        assert [row[0] for row in rows(out.out)[1:]] == names, out
+
+
+async def test_cluster_list_and_describe_show_provider_and_pod_slots(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A member full by pod count read a third empty: pods were shown nowhere."""
+    await fleet_registry(registry)
+    async with serving(api_app.build_app(registry)) as server:
+        capsys.readouterr()
+        assert await fedctl(server, "cluster", "list") == 0
+        table = rows(capsys.readouterr().out)
+        assert table[0][:3] == ["NAME", "REGION", "PROVIDER"] and "PODS" in table[0]
+        gpu_a = dict(zip(table[0], table[2], strict=False))  # in name order
+        assert (gpu_a["NAME"], gpu_a["PROVIDER"], gpu_a["PODS"]) == ("gpu-a", "aws", "1/330")
+        assert await fedctl(server, "cluster", "describe", "gpu-a") == 0
+        out = capsys.readouterr().out
+        assert "Pod slots:   1 free of 330 (the nodes' allocatable pods)\nAPIs:" in out, out
 
 
 async def test_get_works_shows_each_members_copy_and_how_it_is_there(

@@ -364,6 +364,66 @@ def test_label_sets_refuses_to_overwrite_unasked_and_removes(stack: tuple[str, P
     assert labels() == {"tier": "batch"}
 
 
+def test_label_taint_and_cordon_take_several_names_a_selector_or_all(
+    stack: tuple[str, Path],
+) -> None:
+    """`cluster label` took one name (`label a b team=web` read `b` as a bad label), and
+    neither `-l` nor `--all`, as kubectl's does: a fleet was relabelled one call at a time.
+    Now one call changes every cluster chosen, one line each; one cluster's refusal is
+    said and the others are still changed (exit status 1)."""
+    server, kubeconfig = stack
+    _join(server, kubeconfig, "x86", "us-east", "--no-verify", "--label", "shape=cpu")
+    _join(server, kubeconfig, "arm", "eu-west", "--no-verify", "--label", "shape=cpu")
+    _join(server, kubeconfig, "gpu", "us-west", "--no-verify", "--label", "shape=gpu")
+
+    def got() -> dict[str, tuple[dict[str, str], list[str]]]:
+        listed = json.loads(fedctl("get", "clusters", "-o", "json", server=server).stdout)
+        return {
+            c["metadata"]["name"]: (
+                dict(c["metadata"].get("labels") or {}),
+                sorted(f"{t['key']}:{t['effect']}" for t in c["spec"].get("taints", [])),
+            )
+            for c in listed
+        }
+
+    named = fedctl("cluster", "label", "x86", "arm", "team=web", server=server)
+    assert named.stdout == "cluster x86 labeled\ncluster arm labeled\n", named
+    chosen = fedctl("cluster", "label", "-l", "shape=cpu", "tier=batch", server=server)
+    assert chosen.stdout == "cluster arm labeled\ncluster x86 labeled\n", chosen
+    every = fedctl("cluster", "label", "--all", "owner=platform", server=server)
+    assert every.returncode == 0 and every.stdout.count(" labeled\n") == 3, every
+    labels = {name: found[0] for name, found in got().items()}
+    assert labels == {
+        "x86": {"shape": "cpu", "team": "web", "tier": "batch", "owner": "platform"},
+        "arm": {"shape": "cpu", "team": "web", "tier": "batch", "owner": "platform"},
+        "gpu": {"shape": "gpu", "owner": "platform"},
+    }
+    partly = fedctl("cluster", "label", "x86", "gpu", "team=ml", server=server)
+    assert partly.returncode == 1 and partly.stdout == "cluster gpu labeled\n", partly
+    assert "cluster x86: label 'team' already has a value (web)" in partly.stderr
+    none = fedctl("cluster", "label", "-l", "shape=tpu", "a=b", server=server)
+    assert none.returncode == 1 and "no cluster matches -l 'shape=tpu'" in none.stderr, none
+    both = fedctl("cluster", "label", "x86", "--all", "a=b", server=server)
+    assert both.returncode == 1 and "not more than one of them" in both.stderr, both
+
+    tainted = fedctl("cluster", "taint", "x86", "arm", "k=v:NoSchedule", server=server)
+    assert tainted.stdout == "cluster x86 tainted\ncluster arm tainted\n", tainted
+    cordoned = fedctl("cluster", "cordon", "--field-selector", "spec.region=us-west", server=server)
+    assert cordoned.stdout == "cluster gpu cordoned\n", cordoned
+    cordon = "cluster.fedctl.io/cordoned:NoSchedule"
+    assert {name: found[1] for name, found in got().items()} == {
+        "x86": ["k:NoSchedule"],
+        "arm": ["k:NoSchedule"],
+        "gpu": [cordon],
+    }
+    untainted = fedctl("cluster", "taint", "--all", "k-", server=server)
+    assert untainted.returncode == 1, untainted  # gpu has no such taint: said, not fatal
+    assert untainted.stdout == "cluster arm untainted\ncluster x86 untainted\n", untainted
+    assert "taint 'k' on cluster gpu" in untainted.stderr
+    assert fedctl("cluster", "uncordon", "--all", server=server).stdout.count("uncordoned") == 3
+    assert all(not found[1] for found in got().values())
+
+
 def _yaml(path: Path) -> dict[str, object]:
     from ruamel.yaml import YAML
 

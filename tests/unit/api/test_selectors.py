@@ -57,6 +57,38 @@ def test_selectors_choose_as_kubernetes_does(query: dict[str, str], names: list[
     assert [o["metadata"]["name"] for o in OBJECTS if chosen.matches(o)] == names
 
 
+CLUSTERS = [
+    {"metadata": {"name": "eu-1"}, "spec": {"region": "eu-west", "provider": "aws"}},
+    {"metadata": {"name": "eu-2"}, "spec": {"region": "eu-west", "zone": "eu-west-1b"}},
+    {"metadata": {"name": "us-1"}, "spec": {"region": "us-east", "provider": "gcp"}},
+]
+
+
+@pytest.mark.parametrize(
+    ("selector", "names"),
+    [
+        pytest.param("spec.region=eu-west", ["eu-1", "eu-2"], id="region"),
+        pytest.param("spec.provider!=aws", ["eu-2", "us-1"], id="not a provider, none too"),
+        pytest.param("spec.zone=", ["eu-1", "us-1"], id="no zone"),
+        pytest.param("spec.region==eu-west,spec.zone=eu-west-1b", ["eu-2"], id="both"),
+    ],
+)
+def test_clusters_are_chosen_by_region_zone_and_provider(selector: str, names: list[str]) -> None:
+    """They are spec fields, not labels: `-l region=eu-west` chose none, and nothing else
+    chose by them."""
+    chosen = selectors.from_query({"fieldSelector": selector}, kind="clusters")
+    assert [o["metadata"]["name"] for o in CLUSTERS if chosen.matches(o)] == names
+
+
+def test_a_clusters_field_is_not_one_of_another_kind() -> None:
+    with pytest.raises(errors.Invalid) as info:
+        selectors.from_query({"fieldSelector": "spec.region=eu"}, kind="queues")
+    assert str(info.value) == (
+        "fieldSelector: 'spec.region' is not a known field selector of queues: only"
+        " 'metadata.name', 'metadata.namespace'"
+    )
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
