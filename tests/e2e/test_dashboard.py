@@ -114,6 +114,10 @@ def test_the_clusters_view_lists_every_demo_cluster_in_its_region_with_its_chips
     l4 = page.locator('[data-cluster="ap-southeast-l4"]')
     expect(l4.locator('[data-capacity="amd64"] .bar-text')).to_have_text("176 free / 176")
     expect(l4.locator('[data-capacity="nvidia-l4"] .bar-text')).to_have_text("12 free / 12")
+    # Pod slots, 110 a node: a member full by pod count showed only free cores.
+    expect(l4.locator('[data-capacity="pods"] .bar-text')).to_have_text(
+        re.compile(r"^\d+ free / 550$")
+    )
     expect(page.locator("#live")).to_have_text("live")
     expect(page.locator("#live")).to_have_attribute(
         "data-resources", "clusters,queues,workloads,bindings"

@@ -1,5 +1,5 @@
-// The read-only views: clusters by region (chips, capacity by chip, prices, health,
-// taints), queues (depth, admitted, share against weight, what their placed work costs an
+// The read-only views: clusters by region (chips, capacity by chip and pod slots, prices,
+// health, taints), queues (depth, admitted, share against weight, what their placed work costs an
 // hour, pending reasons) and workloads
 // (where each runs and why, from its Binding). Each renders from the listed objects.
 
@@ -113,6 +113,17 @@ function priceLine(prices) {
     prices.spot ? h("div", { "data-prices": "spot" }, `spot ${tableParts(prices.spot)}`) : null);
 }
 
+// Pod slots of the ready nodes (their allocatable `pods`), which the scheduler counts as
+// it counts cores: a member full by pod count showed a third of its cores free and no
+// sign that nothing more fits. None when the nodes report no pod capacity.
+function podSlots(status) {
+  const totals = (status && status.totals) || {};
+  const total = qty((totals.allocatable || {}).pods);
+  if (!total) return null;
+  const free = Math.min(qty((totals.free || {}).pods), total);
+  return bar(total - free, total, "pods", { "data-capacity": "pods" });
+}
+
 function clusterCard(cluster) {
   const spec = cluster.spec || {};
   const name = meta(cluster).name;
@@ -129,8 +140,8 @@ function clusterCard(cluster) {
     h("div", { class: "chips" }, chipBadges(spec, cluster.status)),
     h("div", { class: "capacity" },
       caps.length
-        ? caps.map((c) => bar(c.total - c.free, c.total, `${c.chip} ${c.unit}`,
-            { "data-capacity": c.chip }))
+        ? [...caps.map((c) => bar(c.total - c.free, c.total, `${c.chip} ${c.unit}`,
+            { "data-capacity": c.chip })), podSlots(cluster.status)]
         : h("p", { class: "empty" }, "capacity not reported yet")),
     priceLine(spec.prices),
     taints.length
