@@ -9,26 +9,24 @@ and the monitor keeps a second name of a joined member from being used
 (`cluster.fedctl.io/cordoned:NoSchedule`), so the scheduler, failover and the dashboard
 see it like any other taint.
 
-`label`, `taint`, `cordon` and `uncordon` take several names, `-l SELECTOR` or `--all`, as
-kubectl's do, and change the clusters chosen several at a time, one line each: a fleet of
-150 was relabelled one process and one round trip after another (5 s a cluster).
+`label`, `taint`, `cordon` and `uncordon` take several names, `-l`, `--field-selector` or
+`--all`, as kubectl's do, and change the clusters chosen several at a time, one line each
+(`choosing`).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from federation import errors
+from federation.cli import choosing
 
 __all__ = [
     "CORDON_KEY",
     "describe",
-    "field_selector",
     "parse_labels",
     "parse_taint",
     "register",
@@ -36,9 +34,6 @@ __all__ = [
 
 CORDON_KEY = "cluster.fedctl.io/cordoned"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_AT_ONCE = 16
-"""Clusters changed at a time by one `label`/`taint`/`cordon`: each is a read and a write,
-and the API's per-client rate (200/s by default) takes 16 in flight without a 429."""
 
 
 def _server(parser: argparse.ArgumentParser) -> None:
@@ -110,17 +105,18 @@ def register(sub: Any) -> None:
     listing = verbs.add_parser(
         "list", help="members with provider, chips, readiness, capacity, pod slots, price/h"
     )
-    _chooser(listing, "list", required=False)
+    choosing.options(listing, "list", required=False)
     _server(listing)
     listing.set_defaults(func=_list)
 
     taint = verbs.add_parser(
         "taint",
         help="add K[=V]:EFFECT or remove K- (or K:EFFECT-) on the clusters named or chosen",
-        usage="fedctl cluster taint (NAME... | -l SELECTOR | --all) K[=V]:EFFECT|K-...",
+        usage="fedctl cluster taint (NAME... | -l SEL | --field-selector SEL | --all)"
+        " K[=V]:EFFECT|K-...",
     )
     taint.add_argument("words", nargs="+", metavar="NAME... K[=V]:EFFECT|K-")
-    _chooser(taint, "taint")
+    choosing.options(taint, "taint")
     _server(taint)
     taint.set_defaults(func=_taint)
 
@@ -128,13 +124,14 @@ def register(sub: Any) -> None:
         "label",
         help="set K=V or remove K- on the clusters named or chosen (services whose affinity"
         " they enter or leave follow)",
-        usage="fedctl cluster label (NAME... | -l SELECTOR | --all) K=V|K-... [--overwrite]",
+        usage="fedctl cluster label (NAME... | -l SEL | --field-selector SEL | --all)"
+        " K=V|K-... [--overwrite]",
     )
     label.add_argument("words", nargs="+", metavar="NAME... K=V|K-")
     label.add_argument(
         "--overwrite", action="store_true", help="let K=V replace a value K already has"
     )
-    _chooser(label, "label")
+    choosing.options(label, "label")
     _server(label)
     label.set_defaults(func=_label)
 
@@ -146,34 +143,9 @@ def register(sub: Any) -> None:
         )
         p = verbs.add_parser(verb, help=f"{verb} members: {what}")
         p.add_argument("names", nargs="*", metavar="NAME")
-        _chooser(p, verb)
+        choosing.options(p, verb)
         _server(p)
         p.set_defaults(func=_cordon if verb == "cordon" else _uncordon)
-
-
-def field_selector(parser: argparse.ArgumentParser) -> None:
-    """`--field-selector`, as kubectl's: for clusters, where they are."""
-    parser.add_argument(
-        "--field-selector",
-        metavar="SELECTOR",
-        help="only clusters whose fields match: spec.region, spec.zone, spec.provider,"
-        " metadata.name, with =, == or != (spec.region=eu-west,spec.provider!=aws)",
-    )
-
-
-def _chooser(parser: argparse.ArgumentParser, verb: str, *, required: bool = True) -> None:
-    """`-l`, `--field-selector` and `--all`, as kubectl's; `required`: names or one of
-    them must be given."""
-    parser.add_argument(
-        "-l",
-        "--selector",
-        help=f"{verb} the clusters whose labels match (kubectl's syntax: tier=gpu,"
-        " 'team in (a,b)', !legacy); region, zone and provider are fields, not labels:"
-        " --field-selector",
-    )
-    field_selector(parser)
-    if required:
-        parser.add_argument("--all", action="store_true", help=f"{verb} every joined cluster")
 
 
 def parse_taint(text: str) -> dict[str, str]:
@@ -404,7 +376,7 @@ async def _list(args: argparse.Namespace) -> int:
     from policies.models.rules import STORED
 
     async with _client(args) as api:
-        listed = await api.request("GET", "clusters", params=_query(args))
+        listed = await api.request("GET", "clusters", params=choosing.query(args))
     rows = []
     for doc in sorted(listed["items"], key=lambda d: str(d["metadata"]["name"])):
         raw = doc.pop("status", None)
@@ -426,73 +398,6 @@ async def _list(args: argparse.Namespace) -> int:
     header = summary.HEADER
     print(render.table([*header[:2], "PROVIDER", *header[2:6], "PODS", *header[6:]], rows))
     return 0
-
-
-def _query(args: argparse.Namespace) -> dict[str, str]:
-    """`-l` and `--field-selector` as the list's query: the API chooses, as Kubernetes'."""
-    query = {"labelSelector": args.selector} if args.selector else {}
-    field = getattr(args, "field_selector", None)
-    return query | ({"fieldSelector": field} if field else {})
-
-
-async def _chosen(api: Any, args: argparse.Namespace, names: list[str]) -> list[str]:
-    """The clusters a change is for: the names given, or those `-l` or `--all` choose (one
-    way only, as kubectl takes it). A selector that chooses none is an error: a script
-    that relabels by selector should hear that it changed nothing."""
-    ways = [bool(names), bool(args.selector or args.field_selector), bool(args.all)]
-    if sum(ways) != 1:
-        raise errors.Invalid(
-            "give cluster NAMEs, -l/--field-selector SELECTOR or --all (one of them)"
-            if not any(ways)
-            else "give cluster NAMEs, -l/--field-selector SELECTOR or --all, not more than"
-            " one of them"
-        )
-    if names:
-        return list(dict.fromkeys(names))
-    listed = await api.request("GET", "clusters", params=_query(args))
-    found = sorted(str(i["metadata"]["name"]) for i in listed["items"])
-    if not found:
-        given = " ".join(
-            f"{flag} {value!r}"
-            for flag, value in (("-l", args.selector), ("--field-selector", args.field_selector))
-            if value
-        )
-        raise errors.NotFound(f"no cluster matches {given}" if given else "no cluster joined")
-    return found
-
-
-def _split(words: list[str], *, change: Callable[[str], bool]) -> tuple[list[str], list[str]]:
-    """NAME... then changes, as kubectl reads `label`/`taint` arguments: names up to the
-    first word that is a change (a cluster name has no `=` or `:` and does not end in `-`),
-    every word from there on a change."""
-    at = next((i for i, word in enumerate(words) if change(word)), len(words))
-    return words[:at], words[at:]
-
-
-async def _each(
-    args: argparse.Namespace, names: list[str], change: Callable[[Any, str], Awaitable[str]]
-) -> int:
-    """`change` on every cluster chosen, `_AT_ONCE` at a time, then one line each in the
-    order chosen: what was done, or `fedctl: why not` on stderr (the others still done, as
-    kubectl goes on past one object's error). Exit status 1 when any failed."""
-    async with _client(args) as api:
-        chosen = await _chosen(api, args, names)
-        gate = asyncio.Semaphore(_AT_ONCE)
-
-        async def one(name: str) -> str | errors.FedctlError:
-            async with gate:
-                try:
-                    return await change(api, name)
-                except errors.FedctlError as exc:
-                    return exc
-
-        said = await asyncio.gather(*(one(name) for name in chosen))
-    for line in said:
-        if isinstance(line, errors.FedctlError):
-            print(f"fedctl: {line}", file=sys.stderr)
-        else:
-            print(line)
-    return 1 if any(isinstance(line, errors.FedctlError) for line in said) else 0
 
 
 async def describe(args: argparse.Namespace) -> int:
@@ -561,7 +466,7 @@ def _taint_id(taint: dict[str, str]) -> str:
 
 
 async def _taint(args: argparse.Namespace) -> int:
-    names, texts = _split(args.words, change=lambda w: ":" in w or w.endswith("-"))
+    names, texts = choosing.split(args.words, change=lambda w: ":" in w or w.endswith("-"))
     if not texts:
         raise errors.Invalid("expected K[=V]:EFFECT to add or K- to remove after the clusters")
     add = [parse_taint(text) for text in texts if not text.endswith("-")]
@@ -572,7 +477,8 @@ async def _taint(args: argparse.Namespace) -> int:
         await _retaint(api, name, add, drop, absent_ok=False)
         return f"cluster {name} {said}"
 
-    return await _each(args, names, change)
+    async with _client(args) as api:
+        return await choosing.each(api, args, names, change)
 
 
 def parse_labels(texts: list[str]) -> tuple[dict[str, str], set[str]]:
@@ -601,7 +507,7 @@ def parse_labels(texts: list[str]) -> tuple[dict[str, str], set[str]]:
 
 
 async def _label(args: argparse.Namespace) -> int:
-    names, texts = _split(args.words, change=lambda w: "=" in w or w.endswith("-"))
+    names, texts = choosing.split(args.words, change=lambda w: "=" in w or w.endswith("-"))
     if not texts:
         raise errors.Invalid("expected KEY=VALUE to set or KEY- to remove after the clusters")
     put, drop = parse_labels(texts)
@@ -625,7 +531,8 @@ async def _label(args: argparse.Namespace) -> int:
         await api.request("PUT", f"clusters/{name}", body=doc)
         return f"cluster {name} labeled"
 
-    return await _each(args, names, change)
+    async with _client(args) as api:
+        return await choosing.each(api, args, names, change)
 
 
 async def _cordon(args: argparse.Namespace) -> int:
@@ -635,7 +542,8 @@ async def _cordon(args: argparse.Namespace) -> int:
         await _retaint(api, name, [cordon], set())
         return f"cluster {name} cordoned"
 
-    return await _each(args, args.names, change)
+    async with _client(args) as api:
+        return await choosing.each(api, args, args.names, change)
 
 
 async def _uncordon(args: argparse.Namespace) -> int:
@@ -643,4 +551,5 @@ async def _uncordon(args: argparse.Namespace) -> int:
         await _retaint(api, name, [], {f"{CORDON_KEY}:NoSchedule"})
         return f"cluster {name} uncordoned"
 
-    return await _each(args, args.names, change)
+    async with _client(args) as api:
+        return await choosing.each(api, args, args.names, change)
