@@ -235,6 +235,23 @@ async def test_get_clusters_chooses_by_region_zone_and_provider_fields(
         assert [row[0] for row in rows(out.out)[1:]] == names, out
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(("get", "workloads"), id="a view computed from several kinds"),
+        pytest.param(("get", "cluster", "gpu-a"), id="one named object"),
+        pytest.param(("get", "queues"), id="the queue view"),
+    ],
+)
+async def test_a_field_selector_where_none_can_choose_is_refused_before_asking(
+    registry: EtcdStore, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    async with serving(api_app.build_app(registry)) as server:
+        capsys.readouterr()
+        assert await fedctl(server, *command, "--field-selector", "spec.region=x") == 1
+        assert "fedctl: --field-selector chooses from a list" in capsys.readouterr().err
+
+
 async def test_cluster_list_and_describe_show_provider_and_pod_slots(
     registry: EtcdStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
