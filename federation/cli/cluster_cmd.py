@@ -24,13 +24,7 @@ from typing import Any
 from federation import errors
 from federation.cli import choosing
 
-__all__ = [
-    "CORDON_KEY",
-    "describe",
-    "parse_labels",
-    "parse_taint",
-    "register",
-]
+__all__ = ["CORDON_KEY", "describe", "parse_labels", "parse_taint", "register"]
 
 CORDON_KEY = "cluster.fedctl.io/cordoned"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
