@@ -346,33 +346,44 @@ class Placer:
             spread.Constraint(by=c.grouping, min_groups=c.min_groups, max_groups=c.max_groups)
             for c in job.spread
         ]
-        chosen = spread.select(
-            ranked, constraints, strategy=job.strategy, replicas=job.replicas, previous=previous
-        )
         if job.replicas == 0:  # as Karmada: no replicas to divide, each cluster runs none
+            chosen = spread.select(
+                ranked, constraints, strategy=job.strategy, replicas=0, previous=previous
+            )
             return dict.fromkeys(chosen, 0)
         by_name = {c.name: c for c in ranked}
-        candidates = [
-            division.Candidate(
-                name=name,
-                weight=_static_weight(job, names[state.snapshot.index[name]]),
-                available=by_name[name].available,
+
+        def divide(chosen: Sequence[str]) -> dict[str, int]:
+            candidates = [
+                division.Candidate(
+                    name=name,
+                    weight=_static_weight(job, names[state.snapshot.index[name]]),
+                    available=by_name[name].available,
+                )
+                for name in chosen
+            ]
+            if job.strategy == "static_weight" and all(c.weight == 0 for c in candidates):
+                candidates = [division.Candidate(c.name, 1, c.available) for c in candidates]
+            divided = division.divide(
+                job.strategy,
+                job.replicas,
+                candidates,
+                previous=previous or None,
+                tie_seed=job.job.workload.metadata.uid or "",
             )
-            for name in chosen
-        ]
-        if job.strategy == "static_weight" and all(c.weight == 0 for c in candidates):
-            candidates = [division.Candidate(c.name, 1, c.available) for c in candidates]
-        divided = division.divide(
-            job.strategy,
-            job.replicas,
-            candidates,
-            previous=previous or None,
-            tie_seed=job.job.workload.metadata.uid or "",
+            if job.strategy in ("dynamic_weight", "aggregated"):
+                room = {c.name: c.available + (previous or {}).get(c.name, 0) for c in candidates}
+                return within_room(divided, room, chosen)
+            return divided
+
+        return spread.select_divided(
+            ranked,
+            constraints,
+            strategy=job.strategy,
+            replicas=job.replicas,
+            divide=divide,
+            previous=previous,
         )
-        if job.strategy in ("dynamic_weight", "aggregated"):
-            room = {c.name: c.available + (previous or {}).get(c.name, 0) for c in candidates}
-            return within_room(divided, room, chosen)
-        return divided
 
 
 def _kept_host(job: fw.JobRequest, state: fw.CycleState, scored: Scored) -> int | None:

@@ -29,6 +29,17 @@ Karmada. What it does:
   taken, then the best remaining clusters of those groups up to the cluster constraint's
   ``max_groups``. As in Karmada, a group spread with no cluster constraint takes exactly one
   cluster per group, and the group path does not check capacity (division does).
+* Divided by free room (``dynamic_weight``), the selection must still meet ``min_groups``
+  once divided (`select_divided`). Binpack scores the fullest clusters highest, so
+  selection favours clusters with a replica or two of room, and dividing by free room
+  then gives them nothing, dropping their region: 260 workloads asking for 3 regions ran
+  75 in one or two, on a fleet with 90 empty clusters. A cluster the division gave no
+  replica is too full for a share, so it is left out and the clusters are chosen again,
+  until the division meets every minimum or no choice is left, when the workload stays
+  unschedulable with a reason naming the constraint. A minimum above the replicas counts
+  as the replicas (3 replicas cannot run in 4 regions). Not done when the previous
+  placement is kept as it is (Steady division at an unchanged total), nor for
+  ``aggregated``, whose point is to use as few clusters as hold the replicas.
 
 Where fedctl simplifies or extends, on purpose:
 
@@ -45,13 +56,13 @@ Where fedctl simplifies or extends, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from federation.scheduler import division
 
-__all__ = ["FIELDS", "Constraint", "ScoredCluster", "select"]
+__all__ = ["FIELDS", "Constraint", "ScoredCluster", "select", "select_divided"]
 
 FIELDS: Final[tuple[str, ...]] = ("cluster", "region", "zone", "provider")
 _LABEL: Final = "label:"
@@ -133,6 +144,71 @@ def select(
     assert cluster_rule is not None
     need = -1 if strategy == "duplicated" else replicas
     return _by_cluster(members, cluster_rule, need=need)
+
+
+def select_divided(
+    clusters: Sequence[ScoredCluster],
+    constraints: Sequence[Constraint],
+    *,
+    strategy: str,
+    replicas: int,
+    divide: Callable[[Sequence[str]], dict[str, int]],
+    previous: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """`select`, then `divide` (the chosen names -> cluster -> replicas), chosen again
+    without the clusters the division left empty until every constraint's minimum holds
+    in the division too (see the module docstring for why and when).
+
+    Raises `division.Unschedulable` naming the constraint the division could not meet.
+    """
+    held = previous or {}
+    chosen = select(clusters, constraints, strategy=strategy, replicas=replicas, previous=held)
+    divided = divide(chosen)
+    steady = bool(held) and sum(held.values()) == replicas
+    if strategy != "dynamic_weight" or not constraints or steady or replicas <= 0:
+        return divided
+    by_name = {c.name: c for c in clusters}
+    pool = list(clusters)
+    first = _unmet(divided, by_name, constraints, replicas)
+    dropped: list[str] = []
+    while (short := _unmet(divided, by_name, constraints, replicas)) is not None:
+        empty = [name for name in chosen if not divided.get(name)]
+        if not empty:  # every chosen cluster holds some: choosing again gives the same
+            raise division.Unschedulable(short)
+        dropped += empty
+        pool = [c for c in pool if c.name not in empty]
+        try:
+            chosen = select(pool, constraints, strategy=strategy, replicas=replicas, previous=held)
+        except division.Unschedulable as exc:
+            raise division.Unschedulable(
+                f"{first}; leaving out the clusters too full to take a share "
+                f"({_names(dropped)}): {exc}"
+            ) from exc
+        divided = divide(chosen)
+    return divided
+
+
+def _unmet(
+    divided: Mapping[str, int],
+    clusters: Mapping[str, ScoredCluster],
+    constraints: Sequence[Constraint],
+    replicas: int,
+) -> str | None:
+    """Why `divided` falls short of a constraint's minimum (capped at `replicas`); None
+    when it meets them all."""
+    placed = [clusters[name] for name, n in divided.items() if n > 0 and name in clusters]
+    for rule in constraints:
+        need = min(max(rule.min_groups, 1), replicas)
+        groups = sorted({c.group_of(rule.by) for c in placed} - {""})
+        if len(groups) >= need:
+            continue
+        title, plural = _words(rule.by)
+        shown = f": {_names(groups)}" if groups else ""
+        return (
+            f"spread by {title} needs at least {need} {plural}, but dividing {replicas} "
+            f"replicas by free room places them in {len(groups)}{shown}"
+        )
+    return None
 
 
 def _rank(member: _Member) -> tuple[int, int, int, str]:
