@@ -8,22 +8,27 @@ The policy that claims each workload is chosen as Karmada does: a namespaced
 PropagationPolicy before a ClusterPropagationPolicy, then higher `priority`, then the
 most specific selector (name over label over kind), then the policy name. A plan has no
 Bindings, so nothing here has claimed a workload before: `claim` is that first choice.
+The workloads of the files are planned in file order, each against what the ones before it
+took (capacity, queues, quotas), as the controller admits them one after another: planned
+each against the empty fleet, 520 small services all landed on the same six clusters, 2,600
+replicas where 880 fit.
 The scheduler also has the policy a workload's Binding records (`claimant`): as in
 Karmada, that one keeps it unless a policy allowed to preempt it takes over.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from federation import errors
+from federation import clock, errors
 from federation.cache import snapshot as snap
 from federation.cache.currency import Currency
-from federation.queue.pending import PendingJob
+from federation.queue.pending import PendingJob, PendingStore
 from federation.quota.accounting import Usage
 from federation.registry import keys, objects
 from federation.scheduler import cycle, explain, offline
@@ -260,15 +265,35 @@ def plan_files(
     )
     scheduler = cycle.Scheduler(settings)
     out = []
-    for workload in workloads:
+    usage, now = Usage(), clock.real.now()
+    for seq, workload in enumerate(workloads, start=1):
         policy = claim(workload, policies)
-        job = job_for(workload, policy, settings=settings)
-        out.append(
-            Planned(
-                scheduler.plan(job, snapshot, Usage()), policy.metadata.name if policy else None
-            )
-        )
+        job = job_for(workload, policy, settings=settings, seq=seq)
+        planned = scheduler.plan(job, snapshot, usage)
+        out.append(Planned(planned, policy.metadata.name if policy else None))
+        if planned.placement:
+            usage = _taken(scheduler, job, snapshot, usage, now=now)
     return out
+
+
+def _taken(
+    scheduler: cycle.Scheduler,
+    job: PendingJob,
+    snapshot: snap.Snapshot,
+    usage: Usage,
+    *,
+    now: dt.datetime,
+) -> Usage:
+    """`usage` with `job` admitted as the scheduling cycle admits it (its pods charged to
+    the node flavors they take, its queue and quota charged), so the next plan counts it.
+
+    A plan given no Queue files places a job whatever queue it names (`Scheduler.plan_in`);
+    the cycle would refuse a queue not defined, so it is admitted to the default one."""
+    if not snapshot.queues:
+        job = replace(job, queue=scheduler.settings.default_queue)
+    pending = PendingStore()
+    pending.add(job)
+    return scheduler.run_cycle(snapshot, pending, usage, now, batch=1).usage
 
 
 def render(planned: Planned) -> str:

@@ -305,3 +305,42 @@ def test_plan_names_the_chip_the_binding_records_on_a_member_of_two_arches() -> 
     scheduler = cycle.Scheduler(SchedulerSettings())
     planned = scheduler.plan(web, snap.build([mixed, other]), Usage())
     assert planned.chips == written
+
+
+TWO_SMALL = """
+generate:
+  - namePrefix: small
+    count: 2
+    regions: [{region: eu-west, zones: [eu-west-1a]}]
+    templates:
+      - nodePools: [{name: m, count: 1, arch: amd64, cpu: "16", memory: 64Gi}]
+"""
+
+
+def _batch_job(name: str) -> str:
+    return f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  template:
+    spec:
+      containers:
+        - {{name: t, image: trainer, resources: {{requests: {{cpu: "12", memory: 8Gi}}}}}}
+"""
+
+
+def test_workloads_in_one_plan_count_what_the_ones_before_them_take(tmp_path: Path) -> None:
+    """Three 12-CPU jobs on two 16-CPU clusters: one each, then the third waits, as the
+    controller would admit them; planned each against the empty fleet, all three landed on
+    the same cluster."""
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(TWO_SMALL)
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("---".join(_batch_job(n) for n in ("first", "second", "third")))
+    planned = plan.plan_files([jobs], profile=profile)
+    placements = [dict(p.plan.placement) for p in planned]
+    assert sorted(placements[0]) != sorted(placements[1])
+    assert {*placements[0], *placements[1]} == {"small-000", "small-001"}
+    assert placements[2] == {}
+    assert "cpu" in planned[2].plan.reason
