@@ -4,14 +4,20 @@ Fed by files (`-f`, repeatable: workloads, policies, queues, quotas) and a fleet
 simulator profile (`--clusters PROFILE`) or the live controller (`--live`: the files are
 sent to the API's plan route, which plans them against the controller's registry, counting
 the capacity, queue and quota usage of the workloads admitted there). Feeds
-stdout: every cluster with its verdict, reason or score breakdown, then the division, the
-chip and the cost; `-o json` for scripts. Exit 0 when every workload could be placed, 3
-when some would stay pending, 1 on bad input. A policy in the files that selects nothing,
-or selects a workload another policy claims, is noted on stderr (`note:`), with the rule
-that decides. The warnings a fleet decides (an affinity no member matches, a spread the
-members cannot form, a member not joined) are judged against the fleet planned on: the
-profile, or the controller's members as `fedctl apply` judges them, so a policy does not
-look fine in one mode only. This is what an engineer runs while editing policy YAML.
+stdout: the clusters that pass with their score breakdown, those the filters turn down
+counted by filter (`-v`: each with its reason), then the division, the chip and the cost;
+`-o json` for scripts, with every verdict. Offline, the files' workloads are planned in
+file order, each counting what the ones before it take, as the controller admits them (a
+live plan counts what the controller has admitted instead). Live, a policy in the files
+re-plans every stored workload it claims: the files' workloads are shown, the others
+summed up in one line (`--all-workloads` shows them too). Exit 0 when every workload
+could be placed, 3 when some would stay pending, 1 on bad input. A policy in the files
+that selects nothing, or selects a workload another policy claims, is noted on stderr
+(`note:`), with the rule that decides. The warnings a fleet decides (an affinity no
+member matches, a spread the members cannot form, a member not joined) are judged against
+the fleet planned on: the profile, or the controller's members as `fedctl apply` judges
+them, so a policy does not look fine in one mode only. This is what an engineer runs
+while editing policy YAML.
 """
 
 from __future__ import annotations
@@ -42,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "plan",
         help="show where workloads would be placed, and why (writes nothing)",
         description="Run the scheduler's filters, scores and replica division for each"
-        " workload in the files against a fleet, and print every cluster's verdict, the"
-        " division, the chip and the estimated hourly cost.",
+        " workload in the files against a fleet, in file order, each counting what the ones"
+        " before it take, and print the clusters that pass (the others counted by filter;"
+        " -v lists each), the division, the chip and the estimated hourly cost.",
     )
     parser.add_argument(
         "-f",
@@ -59,6 +66,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where.add_argument("--clusters", metavar="PROFILE", help="simulator profile YAML (offline)")
     where.add_argument("--live", action="store_true", help="plan against the running controller")
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "-v",
+        "--all-clusters",
+        action="store_true",
+        help="list every cluster's verdict, not only the clusters that pass (text output;"
+        " -o json always holds every verdict)",
+    )
+    parser.add_argument(
+        "--all-workloads",
+        action="store_true",
+        help="with --live: also show each stored workload the files' policies or queues"
+        " re-plan (by default only the files' own workloads are shown, the others counted"
+        " in one line)",
+    )
     parser.add_argument(
         "--server",
         default=os.environ.get("FEDCTL_SERVER", "http://127.0.0.1:8080"),
@@ -92,7 +113,8 @@ def _plan(args: argparse.Namespace) -> int | Awaitable[int]:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n\n".join(plan.render(p) for p in planned) + "\n")
+        blocks = (plan.render(p, every=args.all_clusters) for p in planned)
+        sys.stdout.write("\n\n".join(blocks) + "\n")
     return EXIT_OK if all(p.plan.placement for p in planned) else EXIT_PENDING
 
 
@@ -166,12 +188,49 @@ async def _plan_live(
         sys.stdout.write(
             f"live: counting what {held} admitted workload(s) hold (capacity, queues, quotas)\n\n"
         )
+        entries = answer.get("plans", [])
+        own = _workloads_of(loaded)
+        shown = [e for e in entries if args.all_workloads or not own or _ref(e) in own]
         blocks = [
-            _changed(entry.get("before"), entry["after"]) + planning.render_wire(entry["after"])
-            for entry in answer.get("plans", [])
+            _changed(entry.get("before"), entry["after"])
+            + planning.render_wire(entry["after"], every=args.all_clusters)
+            for entry in shown
         ]
-        sys.stdout.write("\n\n".join(blocks) + "\n")
+        others = _others([e for e in entries if e not in shown])
+        sys.stdout.write("\n\n".join(blocks) + "\n" + (f"\n{others}\n" if others else ""))
     return EXIT_OK if all(p.get("placement") for p in plans) else EXIT_PENDING
+
+
+def _workloads_of(loaded: LoadResult) -> set[str]:
+    """The workloads in the files, as a plan names them (`ns/Kind.group/name`)."""
+    from federation.registry import objects
+    from policies.models.workload import Workload
+
+    return {
+        str(objects.workload_ref(o.model)) for o in loaded.objects if isinstance(o.model, Workload)
+    }
+
+
+def _ref(entry: dict[str, Any]) -> str:
+    return str(entry["after"].get("workload", ""))
+
+
+def _others(entries: list[dict[str, Any]]) -> str:
+    """One line for the stored workloads a live plan re-planned but does not show: a
+    policy file re-plans every workload it claims (520 of them printed 79,000 lines when
+    the two of the files were asked about), and how many would move or wait is what a
+    policy edit needs to know of them."""
+    if not entries:
+        return ""
+    moved = sum(
+        1 for e in entries if e.get("before") and _outcome(e["before"]) != _outcome(e["after"])
+    )
+    waiting = sum(1 for e in entries if not e["after"].get("placement"))
+    return (
+        f"also re-planned: {len(entries)} other stored workload(s) the files' policies or"
+        f" queues claim ({moved} would change placement, {waiting} would wait);"
+        " --all-workloads shows them"
+    )
 
 
 def _outcome(plan: dict[str, Any]) -> str:

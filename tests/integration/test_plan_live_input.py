@@ -288,3 +288,47 @@ async def test_a_live_plan_reads_as_the_offline_one(
         "  place 1 replica(s) on east  chip amd64  cost 0.0347 USD/h",
         "  total cost 0.0347 USD/h",
     ]
+
+
+async def test_a_live_plan_shows_the_files_workloads_and_counts_the_others_it_replans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy file re-plans every stored workload it claims: for 520 of them a plan of
+    two printed 79,000 lines. The files' workloads are shown, the others counted in one
+    line; `--all-workloads` shows them, and `-o json` holds them all."""
+    store, _ = await registry_with_member()
+    stored = codec.TypedStore(store, objects.ObjectCodec())
+    for name in ("other-1", "other-2"):
+        other = fleet.workload(name, cpu="1")
+        await stored.put(objects.key_for(other), other)
+    mine = write(tmp_path / "mine.yaml", json.dumps(fleet.workload("mine", cpu="1").to_wire()))
+    claims_all = write(
+        tmp_path / "policy.yaml",
+        "apiVersion: fedctl.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: every-job, namespace: team}\n"
+        "spec:\n  resourceSelectors: [{apiVersion: batch/v1, kind: Job}]\n",
+    )
+    files = ["-f", str(claims_all), "-f", str(mine)]
+    async with api_server(store) as server:
+        code = await plan(*files, "--live", "--server", server)
+        out = capsys.readouterr().out
+        every = await plan(*files, "--live", "--server", server, "--all-workloads")
+        every_out = capsys.readouterr().out
+        await plan(*files, "--live", "--server", server, "-o", "json")
+        doc = json.loads(capsys.readouterr().out)
+    assert code == every == 0
+    assert [line for line in out.splitlines() if line.startswith("workload ")] == [
+        "workload team/Job.batch/mine  policy: every-job"
+    ]
+    assert out.rstrip().splitlines()[-1] == (
+        "also re-planned: 2 other stored workload(s) the files' policies or queues claim"
+        " (0 would change placement, 0 would wait); --all-workloads shows them"
+    )
+    assert sorted(line for line in every_out.splitlines() if line.startswith("workload ")) == [
+        f"workload team/Job.batch/{name}  policy: every-job"
+        for name in ("mine", "other-1", "other-2")
+    ]
+    assert "also re-planned" not in every_out
+    assert sorted(p["workload"] for p in doc) == [
+        f"team/Job.batch/{name}" for name in ("mine", "other-1", "other-2")
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from federation.cli import main
-from federation.scheduler import offline, plan
+from federation.scheduler import explain, offline, plan
 
 PROFILE = """
 clusters:
@@ -101,6 +101,7 @@ def test_plan_text_lists_every_cluster_then_division_chip_and_cost(
             str(files["policy"]),
             "--clusters",
             str(files["profile"]),
+            "-v",
         ]
     )
     out = capsys.readouterr().out
@@ -117,6 +118,47 @@ def test_plan_text_lists_every_cluster_then_division_chip_and_cost(
     )
     assert any(line.split()[:2] == ["us-a100", "ok"] and "cost=" in line for line in lines)
     assert "place 1 replica(s) on" in out and "total cost" in out
+
+
+def test_plan_text_lists_the_clusters_that_pass_and_counts_the_others_by_filter(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every cluster's row took 153 lines a workload at 144 members, most of them the same
+    refusal: by default the rows are the clusters that pass, the rest one line, as
+    `fedctl describe` counts them."""
+    args = ["-f", str(files["job"]), "-f", str(files["policy"])]
+    code = main.main(["plan", *args, "--clusters", str(files["profile"])])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert sorted(line.split()[0] for line in lines[2:4]) == ["bj-npu-1", "us-a100"]
+    assert all(line.split()[1] == "ok" for line in lines[2:4])
+    assert not any("unschedulable" in line for line in lines)
+    assert "  Filtered: 2 more clusters (1 by affinity, 1 by chips); -v lists each" in lines
+
+
+def test_a_note_every_selected_cluster_carries_is_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(TWO_SMALL)
+    service = tmp_path / "web.yaml"
+    service.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: web}\n"
+        "spec:\n  replicas: 4\n  template:\n    spec:\n      containers:\n"
+        "        - {name: c, image: nginx, resources: {requests: {cpu: '1'}}}\n"
+        "---\napiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: web, namespace: web}\n"
+        "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]\n"
+        "  placement:\n    replicaScheduling: {replicaSchedulingType: Divided,"
+        " replicaDivisionPreference: Weighted,"
+        " weightPreference: {dynamicWeight: AvailableReplicas}}\n"
+    )
+    code = main.main(["plan", "-f", str(service), "--clusters", str(profile)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("dynamic weights: replicas shared") == 1
+    assert f"  selected clusters: {explain.DYNAMIC}" in out.splitlines()
+    assert out.count("<- selected") == 2
 
 
 def test_plan_says_where_the_policy_names_a_member_the_profile_lacks(
