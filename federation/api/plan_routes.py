@@ -262,6 +262,24 @@ class PlanApi:
             key: _successor(live.objects.get(key), o.model)
             for key, o in ((objects.key_for(o.model), o) for o in result.objects)
         }
+        # Planning is seconds of CPU at hundreds of workloads (40 s for 520 at 144
+        # members): on the event loop it starved the leader lease, and a read-only plan
+        # deposed the leader. The state is this request's own copy, read above, and the
+        # scheduler is built for it, so a worker thread shares nothing with the loop. The
+        # answer (megabytes for such a plan) is encoded there too.
+        body = await asyncio.to_thread(
+            lambda: json.dumps(self._answer(live, proposed, seen), separators=(",", ":"))
+        )
+        return web.Response(text=body, content_type="application/json")
+
+    def _answer(
+        self,
+        live: LiveState,
+        proposed: dict[str, KubeObject],
+        seen: Callable[[str | None], bool],
+    ) -> dict[str, Any]:
+        """The plan route's answer for the body's objects `proposed` (pure CPU work over
+        this request's `live` copy: safe in a worker thread)."""
         # The claims Bindings record hold after the write too: a policy that may not
         # preempt them takes nothing, so the plan after apply must not show it taking.
         after = LiveState({**live.objects, **proposed}, live.statuses, live.bindings)
@@ -289,20 +307,18 @@ class PlanApi:
                     now = _as_bound(now, bound)
                 entry["before"] = _cut(now, seen)
             plans.append(entry)
-        return web.json_response(
-            {
-                "plans": plans,
-                "notes": policy_notes(
-                    proposed.values(),
-                    [w for w in after.of(Workload) if seen(objects.access_namespace(w))],
-                    after.policies(),
-                    after.recorded,
-                    among=[*after.of(OverridePolicy), *after.of(ClusterOverridePolicy)],
-                ),
-                "admitted": len(live_state.usage),
-                "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
-            }
-        )
+        return {
+            "plans": plans,
+            "notes": policy_notes(
+                proposed.values(),
+                [w for w in after.of(Workload) if seen(objects.access_namespace(w))],
+                after.policies(),
+                after.recorded,
+                among=[*after.of(OverridePolicy), *after.of(ClusterOverridePolicy)],
+            ),
+            "admitted": len(live_state.usage),
+            "diff": [_diff(key, live.objects.get(key), proposed[key]) for key in proposed],
+        }
 
     def _plan(
         self,

@@ -20,6 +20,7 @@ somewhere, so the capacity other admitted work holds but has not started is not 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -286,7 +287,9 @@ def failback(
 
     async def run() -> rebalance.Outcome:
         live = await load(store)
-        found = candidates(live, settings=settings, automatic_only=True)
+        # Planning every placed workload is seconds of CPU in a large fleet: in a worker
+        # thread (over this run's own copy, `live`) the loop keeps renewing the lease.
+        found = await asyncio.to_thread(candidates, live, settings=settings, automatic_only=True)
         verdicts = [rebalance.decide(c) for c in found]
         fence = tuple(guards()) if guards is not None else ()
         return await rebalance.apply(typed, verdicts, now=clock.now(), guards=fence)
