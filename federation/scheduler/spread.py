@@ -37,9 +37,11 @@ Karmada. What it does:
   replica is too full for a share, so it is left out and the clusters are chosen again,
   until the division meets every minimum or no choice is left, when the workload stays
   unschedulable with a reason naming the constraint. A minimum above the replicas counts
-  as the replicas (3 replicas cannot run in 4 regions). Not done when the previous
-  placement is kept as it is (Steady division at an unchanged total), nor for
-  ``aggregated``, whose point is to use as few clusters as hold the replicas.
+  as the replicas (3 replicas cannot run in 4 regions). Done for a placement made afresh
+  only: a workload placed already is divided Steady, from the replicas it holds (a
+  re-choice cannot change where a kept or shrunk placement runs, and would only turn a
+  running workload's scale into a Pending one). Nor for ``aggregated``, whose point is to
+  use as few clusters as hold the replicas.
 
 Where fedctl simplifies or extends, on purpose:
 
@@ -157,15 +159,15 @@ def select_divided(
 ) -> dict[str, int]:
     """`select`, then `divide` (the chosen names -> cluster -> replicas), chosen again
     without the clusters the division left empty until every constraint's minimum holds
-    in the division too (see the module docstring for why and when).
+    in the division too, for a placement made afresh (no `previous`; see the module
+    docstring for why and when).
 
     Raises `division.Unschedulable` naming the constraint the division could not meet.
     """
     held = previous or {}
     chosen = select(clusters, constraints, strategy=strategy, replicas=replicas, previous=held)
     divided = divide(chosen)
-    steady = bool(held) and sum(held.values()) == replicas
-    if strategy != "dynamic_weight" or not constraints or steady or replicas <= 0:
+    if strategy != "dynamic_weight" or not constraints or held or replicas <= 0:
         return divided
     by_name = {c.name: c for c in clusters}
     pool = list(clusters)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import pytest
+
 from federation.queue.pending import PendingJob
 from federation.resources import ResourceList
 from federation.scheduler import division, spread
@@ -70,19 +72,21 @@ def test_a_spread_the_division_cannot_meet_is_unschedulable_and_says_which() -> 
 
 
 def _divide(
-    clusters: list[ScoredCluster], previous: dict[str, int] | None
+    clusters: list[ScoredCluster], previous: dict[str, int] | None, replicas: int
 ) -> Callable[[Sequence[str]], dict[str, int]]:
     room = {c.name: c.available for c in clusters}
 
     def divide(chosen: Sequence[str]) -> dict[str, int]:
         candidates = [division.Candidate(n, available=room[n]) for n in chosen]
-        return division.divide("dynamic_weight", 6, candidates, previous=previous)
+        return division.divide("dynamic_weight", replicas, candidates, previous=previous)
 
     return divide
 
 
-def test_a_kept_placement_at_the_same_total_is_not_chosen_again() -> None:
-    """Steady division keeps what runs at an unchanged total: no re-choice moves it."""
+@pytest.mark.parametrize("replicas", [6, 4, 8], ids=["kept", "scaled down", "scaled up"])
+def test_a_placed_workload_is_divided_steady_and_not_chosen_again(replicas: int) -> None:
+    """Steady division works from the replicas a workload holds: a re-choice cannot move
+    them, and failing would only turn a running workload's new size into a Pending one."""
     clusters = [
         ScoredCluster("r1-a", 90, 1, region="r1"),
         ScoredCluster("r2-a", 90, 1, region="r2"),
@@ -93,11 +97,11 @@ def test_a_kept_placement_at_the_same_total_is_not_chosen_again() -> None:
         clusters,
         [Constraint("region", min_groups=3, max_groups=3)],
         strategy="dynamic_weight",
-        replicas=6,
-        divide=_divide(clusters, previous),
+        replicas=replicas,
+        divide=_divide(clusters, previous, replicas),
         previous=previous,
     )
-    assert got == {"r3-a": 6}
+    assert got == {"r3-a": replicas}
 
 
 def test_a_minimum_above_the_replicas_counts_as_the_replicas() -> None:
