@@ -11,6 +11,9 @@ a code, a reason and a message they recognise.
     errors.Fenced         → 503 ServiceUnavailable (this replica is not the leader)
     errors.Unavailable    → 503 ServiceUnavailable (etcd unreachable)
 
+Every 503 carries `Retry-After` (`RETRY_AFTER` seconds): an outage is a wait, and a client
+told when to come back does not hammer a registry that is restarting.
+
 A streamed answer (a watch) that fails after its 200 has begun cannot become another
 response: what would be its Status is sent as the stream's last event, an ERROR (as the
 Kubernetes API server ends a watch), and the stream ends cleanly (`streaming`). Writing a
@@ -39,6 +42,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+RETRY_AFTER = 5
+"""Seconds a 503 tells its client to wait: about an etcd restart or a leader election."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -83,7 +89,9 @@ def _translate(exc: errors.FedctlError) -> web.Response:
     if isinstance(exc, errors.PartlyApplied):  # the cause's answer, saying what was stored
         cause = json.loads(_translate(exc.cause).text or "{}")
         details = {**cause.get("details", {}), "results": exc.results}
-        return status_response(cause["code"], cause["reason"], str(exc), details=details)
+        answer = status_response(cause["code"], cause["reason"], str(exc), details=details)
+        answer.headers.update(_retry_headers(cause["code"]))
+        return answer
     if isinstance(exc, errors.Invalid):
         return status_response(400, "Invalid", str(exc), details={"findings": exc.findings})
     if isinstance(exc, errors.NotFound):
@@ -99,8 +107,15 @@ def _translate(exc: errors.FedctlError) -> web.Response:
     if isinstance(exc, errors.RegistryFull):
         return status_response(507, "InsufficientStorage", str(exc))
     if isinstance(exc, errors.Fenced | errors.Unavailable):
-        return status_response(503, "ServiceUnavailable", str(exc))
+        answer = status_response(503, "ServiceUnavailable", str(exc))
+        answer.headers.update(_retry_headers(503))
+        return answer
     return status_response(500, "InternalError", str(exc))
+
+
+def _retry_headers(code: int) -> dict[str, str]:
+    """Headers an error answer with `code` carries: `Retry-After` on a 503."""
+    return {"Retry-After": str(RETRY_AFTER)} if code == 503 else {}
 
 
 @web.middleware

@@ -247,10 +247,12 @@ async def run_controller(
     security: Security | None = None,
     lease_ttl: float | None = None,
     kubeconfig_exec: bool | None = None,
+    etcd_patience: float | None = None,
 ) -> int:
     """Run every controller component until `stop` (or SIGINT/SIGTERM when not given);
     `kubeconfig_exec` True lets the `kubeconfig` file run credential plugins (None: as
-    the environment's settings say)."""
+    the environment's settings say); `etcd_patience` bounds the wait for etcd at start
+    (seconds; None: no bound, `EtcdStore.connect`)."""
     from federation import clock as clock_mod
     from federation.api import app as api_app
     from federation.api import metrics as metrics_mod
@@ -274,7 +276,7 @@ async def run_controller(
     published = queue_view.Published()  # the leading scheduling loop's queue tally, for the API
     metrics = metrics_mod.Metrics(queue_view=published)
     store = EtcdStore(settings.etcd, observe=metrics.etcd_request)
-    await store.connect()
+    await store.connect(patience=etcd_patience)  # waits out an etcd restarting as we start
     host, port = split_listen(settings.api.listen)
     supervisor = Supervisor()
     extras = _api_security(security or Security())

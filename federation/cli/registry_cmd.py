@@ -66,9 +66,16 @@ async def connect(args: argparse.Namespace) -> EtcdStore:
 async def _connect(store: EtcdStore) -> None:
     """Connect, saying where the URL comes from when etcd does not answer: after `fedctl
     up` a user has FEDCTL_SERVER set, which these commands do not use, and met only
-    "etcd at http://127.0.0.1:2379 did not answer"."""
+    "etcd at http://127.0.0.1:2379 did not answer". Only when nothing takes the
+    connection: an etcd that takes it and stays silent is at the right address but hung,
+    and the hint sent its user looking for another URL."""
+    from federation.registry import etcd
+
     try:
         await store.connect()
+    except etcd.Unresponsive:
+        await store.close()
+        raise
     except errors.Unavailable as exc:
         await store.close()
         raise errors.Unavailable(

@@ -271,6 +271,7 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
             stop=stop,
             ready=ready,
             security=security,
+            etcd_patience=_etcd_patience(),
         )
     )
     waiter = asyncio.create_task(ready.wait())
@@ -302,6 +303,15 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     if not args.tour:
         return await controller
     return await _with_tour(args, controller, etcd_url=etcd_url, kubeconfig=kubeconfig, token=token)
+
+
+def _etcd_patience() -> float:
+    """How long `fedctl up` waits for an etcd that does not answer at start: one registry
+    call's deadline (`FEDCTL_ETCD__RETRY_DEADLINE`), as a person at a terminal who gave a
+    wrong `--etcd` URL should hear so soon; its own etcd is ready before it asks."""
+    from federation import settings
+
+    return settings.from_env(None).etcd.retry_deadline
 
 
 async def _with_tour(

@@ -6,13 +6,16 @@ watch responses with their header revisions and compaction signals, which the hi
 client flattens away. aetcd still provides the generated protocol and stubs.
 
 Retries live here (STYLE.md §10): unary calls are retried with jittered exponential backoff
-(`EtcdSettings.retry_*`) on UNAVAILABLE and DEADLINE_EXCEEDED. A write retried after an
+(`EtcdSettings.retry_*`) on UNAVAILABLE and DEADLINE_EXCEEDED, the whole call, first try
+included, bounded by `retry_deadline`: an API call during an outage answers 503 when the
+documented deadline ends, not a request timeout or two past it. A write retried after an
 ambiguous failure that then finds its own value already in place counts as a success, so a
 retry never turns our own write into a spurious Conflict. Watches reconnect forever with
 capped backoff and resume from the last delivered revision + 1: a revision's events always
 arrive in one response, so nothing is lost or repeated across an etcd restart.
 
     grpc.aio.AioRpcError ──► errors.Unavailable (retryable)   UNAVAILABLE, DEADLINE_EXCEEDED
+                         │     └─► Unresponsive (connect)    its port took us, it never answered
                          ├─► errors.RegistryFull (permanent)  past etcd's storage quota
                          ├─► errors.TooLarge (permanent)      past etcd's request size limit
                          └─► errors.FedctlError (permanent)   anything else, with etcd's words
@@ -37,7 +40,7 @@ from federation import clock, errors
 from federation.registry import store as st
 from federation.settings import EtcdSettings
 
-__all__ = ["EtcdStore"]
+__all__ = ["EtcdStore", "Unresponsive"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,23 @@ def _kv(kv: Any) -> st.KeyValue:
     )
 
 
+class Unresponsive(errors.Unavailable):
+    """etcd's port took the connection but etcd did not answer: it is hung (stopped,
+    swapping) or overloaded, so the address is right and pointing elsewhere does not help."""
+
+
+class _Past(tenacity.stop.stop_base):
+    """Stops once loop time reaches `deadline`: the whole call's bound, first try included
+    (tenacity's own `stop_after_delay` counts from its first try, after ours)."""
+
+    def __init__(self, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        self._deadline = deadline
+        self._loop = loop
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self._loop.time() >= self._deadline
+
+
 class RequestObserver(Protocol):
     """Hears of each unary etcd call: its operation (`Range`, `Put`, `Txn`, `LeaseGrant`,
     `LeaseRevoke`, `Compaction`), its gRPC code (`OK`, `UNAVAILABLE`, ...) and seconds."""
@@ -105,23 +125,72 @@ class EtcdStore:
         """The endpoints this store talks to, for error messages."""
         return self._endpoint
 
-    async def connect(self) -> None:
-        """Open the channel and check etcd answers within the connect timeout."""
+    async def connect(self, *, patience: float | None = 0.0) -> None:
+        """Open the channel and check etcd answers within the connect timeout.
+
+        With `patience` (seconds; None: no bound) it tries again with jittered backoff
+        (up to `retry_max` apart), logging each wait at WARNING: a controller started
+        while etcd restarts or is slow waits for it as a running one rides out the same
+        outage, instead of exiting and leaving its restart to a supervisor `fedctl up`
+        does not have. `fedctl controller` waits without bound, as a supervisor's restart
+        would only try again the same way; `fedctl up` waits `retry_deadline`, as a person
+        at a terminal who gave a wrong URL should hear so."""
+        if patience is not None and patience <= 0:
+            await self._connect_once()
+            return
+        s = self._settings
+        stop: Any = tenacity.stop_never if patience is None else tenacity.stop_after_delay(patience)
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception_type(errors.Unavailable),
+            wait=tenacity.wait_random_exponential(multiplier=s.retry_initial * 10, max=s.retry_max),
+            stop=stop,
+            before_sleep=self._log_wait,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await self._connect_once()
+
+    @staticmethod
+    def _log_wait(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        pause = state.next_action.sleep if state.next_action else 0.0
+        log.warning("%s; trying again in %.1fs (try %d)", error, pause, state.attempt_number)
+
+    async def _connect_once(self) -> None:
         if self._channel is None:
             self._channel = self._open_channel()
             self._kv_stub = rpc.KVStub(self._channel)
             self._lease_stub = rpc.LeaseStub(self._channel)
             self._watch_stub = rpc.WatchStub(self._channel)
+        timeout = self._settings.connect_timeout
         try:
-            await asyncio.wait_for(
-                self._channel.channel_ready(), timeout=self._settings.connect_timeout
-            )
+            await asyncio.wait_for(self._channel.channel_ready(), timeout=timeout)
         except TimeoutError as exc:
+            if await self._listening():
+                raise Unresponsive(
+                    f"etcd at {self._endpoint} did not answer within {timeout:g}s"
+                    " (it may be hung or overloaded)",
+                    endpoint=self._endpoint,
+                ) from exc
             raise errors.Unavailable(
-                f"etcd at {self._endpoint} did not answer within "
-                f"{self._settings.connect_timeout:g}s",
+                f"etcd at {self._endpoint} did not answer within {timeout:g}s"
+                " (connection refused or address unresolvable)",
                 endpoint=self._endpoint,
             ) from exc
+
+    async def _listening(self) -> bool:
+        """Whether any endpoint takes a TCP connection: a hung etcd does, a wrong URL not."""
+        for url in self._settings.endpoints:
+            parts = urlsplit(url if "://" in url else f"http://{url}")
+            try:
+                async with asyncio.timeout(1.0):
+                    _, writer = await asyncio.open_connection(parts.hostname, parts.port or 2379)
+            except (OSError, TimeoutError):
+                continue
+            writer.close()
+            return True
+        return False
 
     def _open_channel(self) -> grpc.aio.Channel:
         urls = [urlsplit(u if "://" in u else f"http://{u}") for u in self._settings.endpoints]
@@ -168,13 +237,27 @@ class EtcdStore:
             )
         return errors.FedctlError(f"etcd at {self._endpoint}: {code.name}: {exc.details()}")
 
-    def _retrying(self) -> tenacity.AsyncRetrying:
+    def _retrying(self, deadline: float | None = None) -> tenacity.AsyncRetrying:
+        """The retry policy; with `deadline` (loop time) no wait runs past it and no try
+        starts after it, so `retry_deadline` bounds the whole call."""
         s = self._settings
+        backoff = tenacity.wait_random_exponential(multiplier=s.retry_initial, max=s.retry_max)
+        if deadline is None:
+            wait: Any = backoff
+            stop: Any = tenacity.stop_after_attempt(s.retry_attempts) | tenacity.stop_after_delay(
+                s.retry_deadline
+            )
+        else:
+            loop = asyncio.get_running_loop()
+
+            def wait(state: tenacity.RetryCallState) -> float:
+                return max(0.0, min(backoff(state), deadline - loop.time()))
+
+            stop = tenacity.stop_after_attempt(s.retry_attempts) | _Past(deadline, loop)
         return tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(errors.Unavailable),
-            wait=tenacity.wait_random_exponential(multiplier=s.retry_initial, max=s.retry_max),
-            stop=tenacity.stop_after_attempt(s.retry_attempts)
-            | tenacity.stop_after_delay(s.retry_deadline),
+            wait=wait,
+            stop=stop,
             reraise=True,
         )
 
@@ -192,20 +275,53 @@ class EtcdStore:
         self.observe(operation, "OK", loop.time() - started)
         return resp
 
-    async def _call(self, method: Any, request: Any) -> Any:
+    async def _call(self, method: Any, request: Any, *, write: bool = False) -> Any:
+        """One unary call, retried on a transient error until `retry_deadline` from its
+        start; past it, `_gave_up` says so plainly."""
         self._stubs()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._settings.retry_deadline
         try:  # the common case pays no retry machinery
-            return await self._timed(method, request)
+            return await self._timed(method, request, timeout=self._budget(deadline))
         except grpc.aio.AioRpcError as exc:
             if exc.code() not in _RETRYABLE:
                 raise self._translate(exc) from exc
-        async for attempt in self._retrying():
-            with attempt:
-                try:
-                    return await self._timed(method, request)
-                except grpc.aio.AioRpcError as exc:
-                    raise self._translate(exc) from exc
+            reached = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        try:
+            async for attempt in self._retrying(deadline):
+                with attempt:
+                    try:
+                        return await self._timed(method, request, timeout=self._budget(deadline))
+                    except grpc.aio.AioRpcError as exc:
+                        reached = reached or exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                        raise self._translate(exc) from exc
+        except errors.Unavailable as exc:
+            raise self._gave_up(exc, write=write, reached=reached) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    def _budget(self, deadline: float) -> float:
+        """Seconds one try may take: a request timeout, cut to what the deadline leaves."""
+        left = deadline - asyncio.get_running_loop().time()
+        return max(0.001, min(self._settings.request_timeout, left))
+
+    def _gave_up(
+        self, exc: errors.Unavailable, *, write: bool, reached: bool
+    ) -> errors.Unavailable:
+        """The error of a call retried to its deadline, in words a user acts on (the
+        gRPC code and etcd's details are in the cause). A write no try of which reached
+        etcd stored nothing; one whose try timed out may have landed, and saying "nothing
+        was stored" then could make a user write twice."""
+        text = (
+            f"the registry (etcd at {self._endpoint}) did not answer within"
+            f" {self._settings.retry_deadline:g}s"
+        )
+        if write:
+            text += (
+                "; it may have been stored: read it back before writing again"
+                if reached
+                else "; nothing was stored"
+            )
+        return errors.Unavailable(text, endpoint=exc.endpoint or self._endpoint)
 
     # reads
 
@@ -270,17 +386,19 @@ class EtcdStore:
         if len(ops) == 1 and isinstance(ops[0], st.Put) and not guards:
             put = ops[0]
             req = rpc.PutRequest(key=_b(put.key), value=put.value, lease=put.lease)
-            resp = await self._call(self._kv_stub.Put, req)
+            resp = await self._call(self._kv_stub.Put, req, write=True)
             return st.CommitResult(revision=resp.header.revision)
         request = self._txn(ops, guards)
         first = True
+        deadline = asyncio.get_running_loop().time() + self._settings.retry_deadline
         try:
-            resp = await self._timed(self._kv_stub.Txn, request)
+            resp = await self._timed(self._kv_stub.Txn, request, timeout=self._budget(deadline))
         except grpc.aio.AioRpcError as exc:
             if exc.code() not in _RETRYABLE:
                 raise self._translate(exc) from exc
             first = False
-            resp = await self._retry_txn(request)
+            reached = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            resp = await self._retry_txn(request, deadline=deadline, reached=reached)
         if resp.succeeded:
             writes = [op for op in ops if not isinstance(op, st.Check)]  # one response each
             deleted = tuple(
@@ -295,13 +413,19 @@ class EtcdStore:
             return st.CommitResult(revision=resp.header.revision)
         raise failure
 
-    async def _retry_txn(self, request: Any) -> Any:
-        async for attempt in self._retrying():
-            with attempt:
-                try:
-                    return await self._timed(self._kv_stub.Txn, request)
-                except grpc.aio.AioRpcError as exc:
-                    raise self._translate(exc) from exc
+    async def _retry_txn(self, request: Any, *, deadline: float, reached: bool) -> Any:
+        try:
+            async for attempt in self._retrying(deadline):
+                with attempt:
+                    try:
+                        return await self._timed(
+                            self._kv_stub.Txn, request, timeout=self._budget(deadline)
+                        )
+                    except grpc.aio.AioRpcError as exc:
+                        reached = reached or exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                        raise self._translate(exc) from exc
+        except errors.Unavailable as exc:
+            raise self._gave_up(exc, write=True, reached=reached) from exc
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
     @staticmethod
@@ -442,7 +566,9 @@ class EtcdStore:
     # leases
 
     async def grant(self, ttl: int) -> st.Lease:
-        resp = await self._call(self._lease_stub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
+        resp = await self._call(
+            self._lease_stub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl), write=True
+        )
         return st.Lease(id=resp.ID, ttl=resp.TTL)
 
     async def keepalive(self, lease_id: int) -> int:
@@ -467,7 +593,9 @@ class EtcdStore:
 
     async def revoke(self, lease_id: int) -> None:
         try:
-            await self._call(self._lease_stub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id))
+            await self._call(
+                self._lease_stub.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id), write=True
+            )
         except errors.FedctlError as exc:
             if "lease not found" in str(exc):
                 raise errors.NotFound(f"lease {lease_id}") from exc
@@ -475,7 +603,7 @@ class EtcdStore:
 
     async def compact(self, revision: int) -> None:
         req = rpc.CompactionRequest(revision=revision, physical=True)
-        await self._call(self._kv_stub.Compact, req)
+        await self._call(self._kv_stub.Compact, req, write=True)
 
     async def close(self) -> None:
         self._closed.set()

@@ -232,15 +232,18 @@ def test_up_with_an_existing_etcd_that_does_not_answer_says_so_and_leaves_nothin
     tmp_path: Path,
 ) -> None:
     """`fedctl up --etcd URL --kubeconfig FILE` is the real-members form: no etcd, no
-    simulator of its own, and an etcd that is not there is one clear line, exit 1."""
+    simulator of its own, and an etcd that is not there is one clear line, exit 1, after
+    waiting a registry call's deadline for it, each wait a WARNING."""
     dead = f"http://127.0.0.1:{embedded.free_port()}"
+    quick = {"FEDCTL_ETCD__CONNECT_TIMEOUT": "0.5", "FEDCTL_ETCD__RETRY_DEADLINE": "1.5"}
     done = subprocess.run(
         [sys.executable, "-m", "federation.cli.main", "up", "--etcd", dead,
          "--kubeconfig", str(tmp_path / "members.kubeconfig"), "--data-dir", str(tmp_path / "d")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, env={**os.environ, **quick},
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert f"etcd at {dead} did not answer" in done.stderr
+    assert "trying again in" in done.stderr
     assert "starting etcd" not in done.stdout and "simulated" not in done.stdout
 
 
