@@ -347,6 +347,13 @@ class Metrics:
             ["cluster", "operation", "reason"],
             registry=r,
         )
+        self._gc_deleted = Counter(
+            "fedctl_gc_deleted",
+            "Copies garbage collection deleted from members because no Work in the registry"
+            " wants them (after an etcd restore: everything submitted since the snapshot).",
+            ["cluster", "kind"],
+            registry=r,
+        )
         self._evictions = Counter(
             "fedctl_evictions",
             "Replicas evicted from a member, once the eviction was written: reason preempted"
@@ -420,6 +427,10 @@ class Metrics:
 
     def propagation_error(self, cluster: str, operation: str, reason: str) -> None:
         self._propagation_errors.labels(cluster=cluster, operation=operation, reason=reason).inc()
+
+    def gc_deleted(self, cluster: str, kind: str) -> None:
+        """Garbage collection deleted one copy of `kind` from `cluster` (`gc.collect`)."""
+        self._gc_deleted.labels(cluster=cluster, kind=kind).inc()
 
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
         self._evictions.labels(cluster=cluster, reason=reason).inc(replicas)

@@ -325,6 +325,7 @@ async def run_controller(
                 claim=plan.claim,
                 guards=election.guards,
                 failed=metrics.propagation_error,
+                collected=metrics.gc_deleted,
             ).run
         ),
     )

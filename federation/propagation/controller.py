@@ -75,9 +75,12 @@ class Propagator:
         workers: int | None = None,
         guards: works_mod.Guards | None = None,
         failed: applier_mod.Failed | None = None,
+        collected: Callable[[str, str], None] | None = None,
     ) -> None:
         """`failed`: told of every apply or delete a member refused or did not answer
-        (`Metrics.propagation_error`)."""
+        (`Metrics.propagation_error`); `collected(cluster, kind)`: of every copy garbage
+        collection deleted (`Metrics.gc_deleted`)."""
+        self.collected = collected
         self.settings = settings or PropagationSettings()
         self.guards = guards or works_mod.unfenced
         self.clock = clock
@@ -305,11 +308,13 @@ class Propagator:
             for work in per_cluster.values():
                 kinds.add((work.obj.spec.workload.api_version, work.obj.spec.workload.kind))
 
+        budget = self.settings.request_timeout * 3
+
         async def one(cluster: Cluster) -> None:
             if self.sync.untouchable(cluster.name) is not None:
                 return  # another name's copies run there: none of them is an orphan
             try:
-                async with asyncio.timeout(self.settings.request_timeout * 3):
+                async with asyncio.timeout(budget):
                     conn = await self.members.get(cluster)
                     removed = await gc.collect(
                         cluster.name,
@@ -318,6 +323,7 @@ class Propagator:
                         wanted=self._wanted,
                         skip=None if everything else self._followed(cluster.name),
                         failed=self.applier.failed,
+                        deleted=self.collected,
                     )
                     for namespace in await gc.collect_namespaces(
                         cluster.name,
@@ -327,12 +333,16 @@ class Propagator:
                     ):
                         self.applier.forget_namespace(cluster.name, namespace)
                 if removed:
-                    log.info("gc: %d orphaned objects removed from %s", removed, cluster.name)
+                    log.warning(
+                        "gc: deleted %d copies from %s that no Work in the registry wants",
+                        removed,
+                        cluster.name,
+                    )
             except (errors.FedctlError, TimeoutError) as exc:
                 # At start-up a skipped member keeps what a crash left; later passes come
                 # round again within a minute, so a member down for hours says so at info.
                 level = logging.WARNING if everything else logging.INFO
-                log.log(level, "gc: %s skipped: %s", cluster.name, exc)
+                log.log(level, "gc: %s skipped: %s", cluster.name, _reason(exc, budget))
 
         await asyncio.gather(*(one(item.obj) for item in self.clusters.items.values()))
 
@@ -446,3 +456,10 @@ class Propagator:
     @property
     def pending(self) -> int:
         return self.queue.pending
+
+
+def _reason(exc: BaseException, budget: float) -> str:
+    """Why a member's GC pass was skipped, in words: a timeout's own text is empty."""
+    if isinstance(exc, TimeoutError):
+        return f"timed out after {budget:g}s"
+    return str(exc)

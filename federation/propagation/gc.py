@@ -42,8 +42,13 @@ async def collect(
     served: set[tuple[str, str]] | None = None,
     skip: Callable[[str, str], bool] | None = None,
     failed: Callable[[str, str, BaseException], None] | None = None,
+    deleted: Callable[[str, str], None] | None = None,
 ) -> int:
     """Delete every object of `kinds` in `conn` that is ours and not wanted; returns how many.
+
+    Each deletion is a WARNING and told to `deleted(cluster, kind)` (a metric): after an
+    etcd restore every copy submitted since the snapshot goes this way, running Jobs
+    included, and an operator must be able to see what was deleted and re-apply it.
 
     `served`, when given, collects the kinds the member serves (their watches start next).
     `skip(apiVersion, kind)` leaves a kind out (one whose watch already shows every copy).
@@ -72,7 +77,13 @@ async def collect(
                     failed(cluster, "delete", exc)
                 continue
             removed += 1
-            log.info("gc: deleted orphan %s from %s", ref, cluster)
+            log.warning(
+                "gc: deleted %s from %s: ours, but no Work in the registry wants it there",
+                ref,
+                cluster,
+            )
+            if deleted is not None:
+                deleted(cluster, kind)
     return removed
 
 

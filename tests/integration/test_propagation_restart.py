@@ -8,6 +8,7 @@ Work write would leave it). The second propagator must end with exactly the want
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -225,3 +226,32 @@ async def test_a_copy_edited_while_the_propagator_was_stopped_is_restored(
     assert "app" not in await labels()
     fed.start()
     await wait_for(labelled, timeout=15, message="the label put back after the restart")
+
+
+async def test_a_copy_the_registry_does_not_know_is_deleted_loudly_and_counted(
+    fed: Federation, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After an etcd restore every copy submitted since the snapshot is such a copy, and
+    GC deleted them all, running Jobs included, with nothing above INFO in the log and no
+    metric: each deletion is now a WARNING naming it, then a summary, and counted."""
+    await plant(fed, "eu-west-arm", "after-snapshot")
+    counted: list[tuple[str, str]] = []
+    caplog.set_level(logging.WARNING, logger="federation.propagation")
+    propagator = fed.start()
+    propagator.collected = lambda cluster, kind: counted.append((cluster, kind))
+
+    async def gone() -> bool:
+        return "after-snapshot" not in await fed.ours("eu-west-arm", "apps/v1", "Deployment")
+
+    def warned() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+    def summed_up() -> bool:
+        return any(m.startswith("gc: deleted 1 copies from eu-west-arm") for m in warned())
+
+    await wait_for(gone, timeout=15, message="the unknown copy collected")
+    await wait_for(summed_up, message="the pass's summary")
+    assert any(
+        "gc: deleted " in m and "after-snapshot" in m and "from eu-west-arm" in m for m in warned()
+    ), warned()
+    assert counted == [("eu-west-arm", "Deployment")]
