@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from federation.cli import controller_cmd as controller_cmd_mod
     from federation.cli.client import ApiClient
     from federation.registry import embedded
@@ -283,6 +285,10 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     server = f"http://{args.listen}"
     await _apply_examples(server, args.examples, token=token, join_timeout=args.join_timeout)
     await _dump(etcd_url)
+    context = _a_context(kubeconfig)
+    kubectl = (
+        f"  kubectl --kubeconfig {kubeconfig} get nodes --context {context}\n" if context else ""
+    )
     print(
         f"\nfedctl is up.\n"
         f"  API and dashboard:  {server}/\n"
@@ -296,7 +302,7 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
         f"  fedctl get clusters\n"
         f"  fedctl get queues\n"
         f"  fedctl cost --by region\n"
-        f"  kubectl --kubeconfig {kubeconfig} get nodes --context us-east-a100\n"
+        f"{kubectl}"
         f"\nCtrl-C stops everything.",
         flush=True,
     )
@@ -430,6 +436,8 @@ async def _not_ready(api: ApiClient, names: list[str]) -> dict[str, str]:
 
 
 async def _dump(etcd_url: str) -> None:
+    """One line of what the registry holds, by kind: a key per line was one line per
+    member, 144 lines of noise at a real fleet's size."""
     from federation.registry import keys
     from federation.registry.etcd import EtcdStore
     from federation.settings import EtcdSettings
@@ -437,9 +445,30 @@ async def _dump(etcd_url: str) -> None:
     store = EtcdStore(EtcdSettings(endpoints=(etcd_url,)))
     await store.connect()
     try:
-        listed = await store.list(keys.prefix("clusters"))
+        listed = await store.list(keys.ROOT + "/")
     finally:
         await store.close()
-    print(f"\nregistry: {len(listed.items)} clusters at revision {listed.revision}")
-    for kv in listed.items:
-        print(f"  {kv.key}")
+    print(f"\nregistry at revision {listed.revision}: {_by_prefix(k.key for k in listed.items)}")
+
+
+def _by_prefix(names: Iterable[str]) -> str:
+    """`8 clusters, 25 workloads, ...`: how many keys under each top-level prefix."""
+    counts: dict[str, int] = {}
+    for name in names:
+        top = name.removeprefix("/").split("/")[1] if name.count("/") > 1 else name
+        counts[top] = counts.get(top, 0) + 1
+    return ", ".join(f"{n} {top}" for top, n in sorted(counts.items())) or "empty"
+
+
+def _a_context(kubeconfig: Path) -> str | None:
+    """A context of the members' kubeconfig, for the kubectl hint: the fleet started may
+    be any profile, and a hard-coded name was one a custom profile lacks."""
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe", pure=True).load(kubeconfig.read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError):
+        return None
+    names = [str(c.get("name")) for c in doc.get("contexts") or [] if c.get("name")]
+    current = doc.get("current-context")
+    return str(current) if current in names else (names[0] if names else None)
