@@ -169,6 +169,9 @@ async def _up(args: argparse.Namespace) -> int:
             state = kubeconfig.with_name(kubeconfig.name + ".fleet.json")
             state.unlink(missing_ok=True)
             _step(2, 5, f"starting the simulated fleet from {args.profile}")
+            embedded.stop_leftover(
+                data / "fleet.pid", what="simulated fleet", marks=(" sim up ", f"{kubeconfig} ")
+            )
             fleet = subprocess.Popen(
                 [sys.executable, "-m", "federation.cli.main", "sim", "up",
                  "--profile", args.profile, "--kubeconfig", str(kubeconfig),
@@ -176,6 +179,7 @@ async def _up(args: argparse.Namespace) -> int:
                 stdout=(data / "fleet.log").open("ab"), stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+            embedded.write_pid(data / "fleet.pid", fleet.pid)
             await _wait_file(state, fleet, timeout=60)
         keeper = asyncio.create_task(_keep(etcd, fleet, data=data))
         keeper.add_done_callback(_stop_on_loss)
@@ -187,6 +191,8 @@ async def _up(args: argparse.Namespace) -> int:
         return 1 if lost else code
     finally:
         _stop(fleet)
+        if fleet is not None:
+            (data / "fleet.pid").unlink(missing_ok=True)
         if etcd is not None:
             etcd.stop()
         print("fedctl up: stopped everything it started", flush=True)

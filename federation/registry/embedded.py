@@ -4,6 +4,12 @@ Why a real process and not a fake: the registry's guarantees (compare-and-swap, 
 resume after a restart, lease expiry) are etcd's, and only etcd can show they hold. The
 process keeps its data directory across `restart()` so a test can prove a watch survives
 an etcd restart with nothing lost.
+
+The process runs in a session of its own (a Ctrl-C meant for `fedctl up` must not reach
+it before the controller has stopped), so a parent killed with SIGKILL leaves it running,
+holding the data directory: the next start waited 20 s and said only "not ready". Its
+pid is kept in `DATA_DIR/etcd.pid`, and a start finds an etcd of the same data directory
+left by an earlier run and stops it first, saying so (`stop_leftover`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 
 from federation import clock, errors
 
-__all__ = ["EmbeddedEtcd", "etcd_binary", "free_port"]
+__all__ = ["EmbeddedEtcd", "etcd_binary", "free_port", "stop_leftover", "write_pid"]
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +106,13 @@ class EmbeddedEtcd:
         if self.quota_backend_bytes:
             args += ["--quota-backend-bytes", str(self.quota_backend_bytes)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD")}
+        pid_file = self.data_dir / "etcd.pid"
+        stop_leftover(pid_file, what="etcd", marks=("etcd", f"{self.data_dir}/member-data "))
         with log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
+        write_pid(pid_file, self._process.pid)
         self._wait_ready(timeout)
         self._free_space()
 
@@ -161,7 +170,10 @@ class EmbeddedEtcd:
                 if self._healthy():
                     return
             _blocking_pause(0.05)
-        raise errors.Unavailable(f"etcd at {self.url} not ready in {timeout:g}s", endpoint=self.url)
+        raise errors.Unavailable(
+            f"etcd at {self.url} not ready in {timeout:g}s; see {self.data_dir}/etcd.log",
+            endpoint=self.url,
+        )
 
     def _healthy(self) -> bool:
         import urllib.request
@@ -181,6 +193,8 @@ class EmbeddedEtcd:
     def stop(self, *, kill: bool = False) -> None:
         """Stop the process (SIGTERM, or SIGKILL with `kill`); the data directory stays."""
         proc, self._process = self._process, None
+        if proc is not None and self.data_dir is not None:
+            (self.data_dir / "etcd.pid").unlink(missing_ok=True)
         if proc is None or proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -209,6 +223,69 @@ class EmbeddedEtcd:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+def write_pid(path: Path, pid: int) -> None:
+    """Record a child's pid and ours (its owner), so the next run finds the child if this
+    one is killed, and tells a leftover from a child of a run still going."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{pid} {os.getpid()}\n", encoding="ascii")
+
+
+def stop_leftover(
+    path: Path, *, what: str, marks: tuple[str, ...], timeout: float = 10.0
+) -> int | None:
+    """Stop the process (`what`, for messages) `path` names, and its process group, if
+    it still runs an earlier run's child: its command line holds every one of `marks`
+    (the program and this data directory, so a pid reused by another program is left
+    alone). Returns its pid, or
+    None when there was none. Raises Unavailable naming the pids when the run that started
+    it still runs (two `fedctl up` on one data directory: the second must not take the
+    first's etcd away), or when it will not stop."""
+    try:
+        pid, owner = (int(word) for word in path.read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        cmdline = ""  # gone, or no /proc: nothing of ours to stop
+    if not cmdline or not all(mark in cmdline for mark in marks):
+        path.unlink(missing_ok=True)
+        return None
+    if owner != os.getpid() and _running(owner):
+        raise errors.Unavailable(
+            f"{path.parent} is in use: {what} pid {pid}, started by pid {owner} which"
+            " still runs (another fedctl up?); stop that one first, or use another"
+            " --data-dir"
+        )
+    log.warning(
+        "pid %d (%s) from an earlier run still holds %s: stopping it", pid, what, path.parent
+    )
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = clock.real.monotonic() + wait
+        while clock.real.monotonic() < deadline:
+            if not _running(pid):
+                path.unlink(missing_ok=True)
+                return pid
+            _blocking_pause(0.05)
+    raise errors.Unavailable(
+        f"pid {pid} ({what}) from an earlier run still holds {path.parent} and did not"
+        " stop on SIGKILL; stop it by hand"
+    )
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, exited but not reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _blocking_pause(seconds: float) -> None:
