@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import datetime as _dt
     from collections.abc import Iterable
 
     from federation.cli import controller_cmd as controller_cmd_mod
     from federation.cli.client import ApiClient
     from federation.registry import embedded
     from policies.models.base import KubeObject
+    from policies.models.cluster import ClusterStatus
 
 __all__ = ["register"]
 
@@ -261,6 +263,7 @@ def _security(args: argparse.Namespace, *, data: Path, tokens: Path) -> controll
 
 
 async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig: Path) -> int:
+    from federation import clock
     from federation.cli import controller_cmd
 
     data = Path(args.data_dir).resolve()
@@ -271,6 +274,7 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     ready = asyncio.Event()
+    started = clock.real.now()  # a member is ready once this controller has seen it so
     controller = asyncio.create_task(
         controller_cmd.run_controller(
             etcd=etcd_url,
@@ -289,7 +293,9 @@ async def _run_controller(args: argparse.Namespace, *, etcd_url: str, kubeconfig
         return controller.result()
     _step(3, 5, f"controller up at http://{args.listen}")
     server = f"http://{args.listen}"
-    await _apply_examples(server, args.examples, token=token, join_timeout=args.join_timeout)
+    await _apply_examples(
+        server, args.examples, token=token, join_timeout=args.join_timeout, since=started
+    )
     await _dump(etcd_url)
     context = _a_context(kubeconfig)
     kubectl = (
@@ -359,11 +365,14 @@ async def _with_tour(
     return await controller
 
 
-async def _apply_examples(server: str, examples: str, *, token: str, join_timeout: float) -> None:
+async def _apply_examples(
+    server: str, examples: str, *, token: str, join_timeout: float, since: _dt.datetime
+) -> None:
     """Apply the members first and the rest once they are Ready and failover has lifted
     their joining taints, so the first placement sees the whole fleet. Work applied
     earlier would get a late member's share only when that member's taint goes; a member
-    that is not ready in time is named and the rest applied anyway."""
+    that is not ready in time is named and the rest applied anyway. Ready counts only as
+    probed `since` this controller started (`_why_not_ready`)."""
     from federation.cli import client
     from policies import loading
 
@@ -377,7 +386,8 @@ async def _apply_examples(server: str, examples: str, *, token: str, join_timeou
             plural = "s" if len(members) != 1 else ""
             _step(4, 5, f"joining {len(members)} member{plural} from {examples}")
             await _apply(api, members)
-            await _await_members(api, [m.metadata.name for m in members], timeout=join_timeout)
+            names = [m.metadata.name for m in members]
+            await _await_members(api, names, timeout=join_timeout, since=since)
         else:
             _step(4, 5, f"no Cluster in {examples}: members join with `fedctl cluster join`")
         _step(5, 5, f"applying the rest of {examples}")
@@ -392,12 +402,14 @@ async def _apply(api: ApiClient, objects: list[KubeObject]) -> None:
     print("      " + ", ".join(f"{n} {what}" for what, n in sorted(outcomes.items())), flush=True)
 
 
-async def _await_members(api: ApiClient, names: list[str], *, timeout: float) -> None:
+async def _await_members(
+    api: ApiClient, names: list[str], *, timeout: float, since: _dt.datetime
+) -> None:
     """Wait, bounded, until every named member is Ready without a health taint, printing
     each change in the count."""
     from federation import clock
 
-    waiting = await _not_ready(api, names)
+    waiting = await _not_ready(api, names, since=since)
     start = clock.real.monotonic()
     deadline = start + timeout
     shown = -1
@@ -406,7 +418,7 @@ async def _await_members(api: ApiClient, names: list[str], *, timeout: float) ->
             shown = len(waiting)
             print(f"      {len(names) - shown}/{len(names)} members ready", flush=True)
         await clock.real.sleep(0.5)
-        waiting = await _not_ready(api, names)
+        waiting = await _not_ready(api, names, since=since)
     if not waiting:
         took = clock.real.monotonic() - start
         print(f"      {len(names)}/{len(names)} members ready ({took:.1f}s)", flush=True)
@@ -419,9 +431,9 @@ async def _await_members(api: ApiClient, names: list[str], *, timeout: float) ->
     )
 
 
-async def _not_ready(api: ApiClient, names: list[str]) -> dict[str, str]:
+async def _not_ready(api: ApiClient, names: list[str], *, since: _dt.datetime) -> dict[str, str]:
     """Each named member not yet ready for work, with why."""
-    from policies.models.cluster import HEALTH_TAINTS, ClusterStatus
+    from policies.models.cluster import ClusterStatus
 
     listed = await api.request("GET", "clusters")
     statuses = {doc["metadata"]["name"]: doc.get("status") for doc in listed["items"]}
@@ -429,16 +441,31 @@ async def _not_ready(api: ApiClient, names: list[str]) -> dict[str, str]:
     for name in names:
         raw = statuses.get(name)
         status = ClusterStatus.model_validate(raw) if raw else None
-        if status is None:
-            out[name] = "no status yet"
-        elif not status.ready():
-            cond = status.condition("Ready")
-            out[name] = f"Ready={cond.status}: {cond.reason}" if cond else "no Ready condition"
-        elif any(t.key in HEALTH_TAINTS for t in status.taints):
-            out[name] = "tainted " + ",".join(
-                t.key for t in status.taints if t.key in HEALTH_TAINTS
-            )
+        if (why := _why_not_ready(status, since=since)) is not None:
+            out[name] = why
     return out
+
+
+def _why_not_ready(status: ClusterStatus | None, *, since: _dt.datetime) -> str | None:
+    """Why a member with `status` is not ready for work, or None when it is: Ready, by a
+    probe of this controller's (at or after `since`), and without a health taint. A
+    registry from elsewhere (a restored snapshot, `--etcd`) holds Ready conditions written
+    for another fleet: "8/8 members ready (0.0s)" was read from them before any member of
+    this one was probed, and a member that failed to start counted as ready."""
+    from policies.models.cluster import HEALTH_TAINTS
+
+    if status is None:
+        return "no status yet"
+    cond = status.condition("Ready")
+    if cond is None:
+        return "no Ready condition"
+    if cond.last_probe_time is None or cond.last_probe_time < since:
+        return "not probed yet by this controller"
+    if not status.ready():
+        return f"Ready={cond.status}: {cond.reason}"
+    if any(t.key in HEALTH_TAINTS for t in status.taints):
+        return "tainted " + ",".join(t.key for t in status.taints if t.key in HEALTH_TAINTS)
+    return None
 
 
 async def _dump(etcd_url: str) -> None:
