@@ -82,6 +82,7 @@ class Propagator:
         collection deleted (`Metrics.gc_deleted`)."""
         self.collected = collected
         self.settings = settings or PropagationSettings()
+        self.store = store
         self.guards = guards or works_mod.unfenced
         self.clock = clock
         self.workers = workers or self.settings.workers
@@ -281,7 +282,32 @@ class Propagator:
             self.sync.written[str(keys.parse_workload_key(status.key))] = status
         quota_statuses = await self.quotas.store.list(f"{keys.ROOT}/policystatus/{quota_sync.FRQ}/")
         self.quotas.written = {item.key: item for item in quota_statuses.items}
+        await self._forget_left_statuses()
         await self._collect_garbage()
+
+    async def _forget_left_statuses(self) -> None:
+        """Delete each ClusterStatus whose Cluster is gone.
+
+        The monitor removes a member's status when it sees its Cluster deleted, but a
+        Cluster deleted while no controller ran (by hand in etcd, or a restore) was never
+        seen going, and its status stayed for good. Each delete holds only while the
+        Cluster is still absent and the status unchanged: one joined again meanwhile keeps
+        the status its monitor writes."""
+        for key, stored in list(self.cluster_statuses.items.items()):
+            name = keys.split(key)[-1]
+            if self.clusters.get(keys.cluster_key(name)) is not None:
+                continue
+            ops: list[st.Op] = [
+                st.Delete(key, revision=stored.revision),
+                st.Check(keys.cluster_key(name), 0),
+            ]
+            try:
+                await self.store.commit(ops, guards=self.guards())
+            except errors.Conflict:
+                continue  # joined again, or its status written, since the listing
+            except errors.NotFound:
+                continue
+            log.warning("cluster %s: removed the status left after its Cluster was deleted", name)
 
     async def _collect_again(self) -> None:
         """Collect garbage every `gc_interval` while running, over the kinds in use that

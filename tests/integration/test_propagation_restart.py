@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from clusters import member
-from federation.registry import embedded, keys
+from federation.registry import codec, embedded, keys
+from policies.models.cluster import ClusterStatus
 from tests.integration.test_propagation_support import (
     PROPAGATION,
     Federation,
@@ -255,3 +256,17 @@ async def test_a_copy_the_registry_does_not_know_is_deleted_loudly_and_counted(
         "gc: deleted " in m and "after-snapshot" in m and "from eu-west-arm" in m for m in warned()
     ), warned()
     assert counted == [("eu-west-arm", "Deployment")]
+
+
+async def test_a_status_left_by_a_cluster_deleted_while_stopped_is_removed_at_start(
+    fed: Federation,
+) -> None:
+    """A Cluster deleted while no controller ran was never seen going by the monitor,
+    and its ClusterStatus stayed in the registry for good."""
+    statuses = codec.TypedStore(fed.store, codec.Codec(ClusterStatus))
+    await statuses.put(keys.cluster_status_key("gone-member"), ClusterStatus())
+    await statuses.put(keys.cluster_status_key("us-east-cpu"), ClusterStatus())
+    propagator = fed.start()
+    await wait_for(propagator.ready.is_set, timeout=15, message="propagator ready")
+    assert await statuses.get(keys.cluster_status_key("gone-member")) is None
+    assert await statuses.get(keys.cluster_status_key("us-east-cpu")) is not None
