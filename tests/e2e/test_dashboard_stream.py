@@ -13,6 +13,7 @@ it still errors it, as aborting a real fetch does.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -79,3 +80,37 @@ def test_a_stalled_stream_is_taken_for_dead_and_the_page_catches_up(
     expect(page.locator("#live")).to_have_text("live")
     assert page.evaluate("window.__watches") >= 2
     assert "reconnecting" in page.evaluate("window.__badge"), page.evaluate("window.__badge")
+
+
+OUTAGE = "registry unavailable: etcd at http://127.0.0.1:1 did not answer within 1s"
+STATUS_503 = (
+    '{"kind":"Status","code":503,"reason":"ServiceUnavailable","message":'
+    '"the registry (etcd at http://127.0.0.1:1) did not answer within 8s"}'
+)
+
+
+def test_the_badge_says_the_registry_is_unreachable_and_recovers(page: Any, stack: Stack) -> None:
+    """With etcd unreachable the stream, served from the controller's caches, stayed open:
+    the badge said a green `live` while every view failed. The outage is played in the
+    browser (the stack's etcd serves every other test): the API's lists answer 503 and
+    `/readyz` says what it says when etcd does not answer."""
+    open_view(page, stack, "clusters")
+    expect(page.locator("#live")).to_have_text("live")
+
+    def refuse_lists(route: Any) -> None:
+        if "/watch?" in route.request.url:
+            route.continue_()
+        else:
+            route.fulfill(status=503, body=STATUS_503, content_type="application/json")
+
+    lists = re.compile(r".*/apis/fedctl\.io/v1alpha1/.*")
+    page.route(lists, refuse_lists)
+    page.route("**/readyz", lambda route: route.fulfill(status=503, body=OUTAGE))
+    page.reload()  # every view lists again, and each list answers 503
+    expect(page.locator("#live")).to_have_text("registry unreachable", timeout=10_000)
+    expect(page.locator("#live")).to_have_attribute("title", OUTAGE)
+    expect(page.locator("#banner")).to_contain_text("The registry is unreachable")
+    page.unroute(lists)
+    page.unroute("**/readyz")
+    expect(page.locator("#live")).to_have_text("live", timeout=15_000)
+    expect(page.locator("#banner")).to_be_hidden()

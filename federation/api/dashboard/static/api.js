@@ -36,8 +36,48 @@ export async function call(path, { method = "GET", body, type = "application/jso
     parsed = { message: text };
   }
   if (resp.status === 401) askToken("The API asked for a token (401).");
+  if (resp.status === 503 || (resp.ok && registry.down)) checkRegistry();
   if (!resp.ok) throw new ApiError(resp.status, parsed);
   return parsed;
+}
+
+// The registry's state as the badge shows it. The stream is served from the controller's
+// caches, so it stayed open, and the badge green "live", while etcd did not answer and
+// every view failed. A 503 makes the page ask /readyz (which reads etcd once, within a
+// second); while it says the registry is unavailable the badge says so, a banner gives
+// its plain sentence, and /readyz is asked again every REGISTRY_RECHECK ms until it is
+// back (a call that succeeds asks at once).
+const registry = { down: "", checking: false, timer: null, banner: "" };
+const REGISTRY_RECHECK = 5000;
+
+async function checkRegistry() {
+  if (registry.checking) return;
+  registry.checking = true;
+  try {
+    const resp = await fetch("/readyz");
+    const text = (await resp.text()).trim();
+    setRegistryDown(resp.ok ? "" : text || `the controller is not ready (HTTP ${resp.status})`);
+  } catch {
+    setRegistryDown("the controller does not answer");
+  } finally {
+    registry.checking = false;
+  }
+}
+
+function setRegistryDown(why) {
+  if (why === registry.down) return;
+  registry.down = why;
+  if (why && !registry.timer) registry.timer = setInterval(checkRegistry, REGISTRY_RECHECK);
+  if (!why && registry.timer) {
+    clearInterval(registry.timer);
+    registry.timer = null;
+  }
+  const ours = $("banner").textContent === registry.banner;
+  registry.banner = why
+    ? `The registry is unreachable (${why}): views show what they last read until it is back.`
+    : "";
+  if (why || ours) banner(registry.banner);
+  updateLive();
 }
 
 export function banner(message) {
@@ -73,6 +113,13 @@ export function isLive() {
 
 function updateLive() {
   const el = $("live");
+  if (registry.down) {
+    el.textContent = "registry unreachable";
+    el.className = "live off";
+    el.dataset.resources = "";
+    el.title = registry.down;
+    return;
+  }
   el.textContent = live.open ? "live" : live.paused ? "paused" : "reconnecting";
   el.className = live.open ? "live on" : "live off";
   el.dataset.resources = live.open ? live.resources.join(",") : "";
