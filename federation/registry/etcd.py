@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -167,6 +168,15 @@ class EtcdStore:
         try:
             await asyncio.wait_for(self._channel.channel_ready(), timeout=timeout)
         except TimeoutError as exc:
+            failing = self._channel.get_state() == grpc.ChannelConnectivity.TRANSIENT_FAILURE
+            if failing and await self._listening():
+                # Something takes the connection and refuses what follows: not etcd's
+                # silence, but a handshake (TLS settings) or a port that is not etcd's.
+                raise errors.Unavailable(
+                    f"etcd at {self._endpoint} took the connection but no gRPC session could"
+                    f" be set up within {timeout:g}s (TLS settings, or not etcd's port?)",
+                    endpoint=self._endpoint,
+                ) from exc
             if await self._listening():
                 raise Unresponsive(
                     f"etcd at {self._endpoint} did not answer within {timeout:g}s"
@@ -189,6 +199,8 @@ class EtcdStore:
             except (OSError, TimeoutError):
                 continue
             writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
             return True
         return False
 

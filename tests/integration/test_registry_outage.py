@@ -145,3 +145,27 @@ async def test_a_patient_connect_waits_out_a_hung_etcd_saying_so(
     finally:
         await store.close()
     assert "(it may be hung or overloaded); trying again in" in waits()[0]
+
+
+async def test_a_port_that_takes_the_connection_but_is_not_etcd_is_not_called_hung() -> None:
+    """A port that takes a TCP connection and refuses gRPC (an HTTP/1 server here, as a
+    wrong port or a TLS mismatch would) is no hung etcd, and the message says what to
+    check."""
+
+    async def refuse(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    store = EtcdStore(etcd_settings(f"http://127.0.0.1:{port}", connect_timeout=2))
+    try:
+        with pytest.raises(errors.Unavailable) as caught:
+            await store.connect()
+    finally:
+        await store.close()
+        server.close()
+        await server.wait_closed()
+    assert "took the connection but no gRPC session could be set up" in str(caught.value)
+    assert "hung" not in str(caught.value)
