@@ -144,6 +144,7 @@ async def _up(args: argparse.Namespace) -> int:
     from federation.registry import embedded
 
     data = Path(args.data_dir).resolve()
+    _stop_leftovers(data)  # before --fresh wipes the pid files that name them
     if args.fresh and data.exists():
         shutil.rmtree(data)
     data.mkdir(parents=True, exist_ok=True)
@@ -171,9 +172,6 @@ async def _up(args: argparse.Namespace) -> int:
             state = kubeconfig.with_name(kubeconfig.name + ".fleet.json")
             state.unlink(missing_ok=True)
             _step(2, 5, f"starting the simulated fleet from {args.profile}")
-            embedded.stop_leftover(
-                data / "fleet.pid", what="simulated fleet", marks=(" sim up ", f"{kubeconfig} ")
-            )
             fleet = subprocess.Popen(
                 [sys.executable, "-m", "federation.cli.main", "sim", "up",
                  "--profile", args.profile, "--kubeconfig", str(kubeconfig),
@@ -198,6 +196,20 @@ async def _up(args: argparse.Namespace) -> int:
         if etcd is not None:
             etcd.stop()
         print("fedctl up: stopped everything it started", flush=True)
+
+
+def _stop_leftovers(data: Path) -> None:
+    """Stop the etcd and simulated fleet a `fedctl up` on `data` left when it was killed
+    (SIGKILL, the OOM killer): each runs in a session of its own, so it outlived its
+    parent, holding the data directory (`embedded.stop_leftover`). Refuses, naming them,
+    while the run that started them still runs."""
+    from federation.registry import embedded
+
+    embedded.EmbeddedEtcd(data_dir=data / "etcd").stop_leftover()
+    kubeconfig = data / "fleet.kubeconfig"
+    embedded.stop_leftover(
+        data / "fleet.pid", what="simulated fleet", marks=(" sim up ", f"{kubeconfig} ")
+    )
 
 
 def _stop_on_loss(keeper: asyncio.Task[str]) -> None:

@@ -106,15 +106,23 @@ class EmbeddedEtcd:
         if self.quota_backend_bytes:
             args += ["--quota-backend-bytes", str(self.quota_backend_bytes)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD")}
-        pid_file = self.data_dir / "etcd.pid"
-        stop_leftover(pid_file, what="etcd", marks=("etcd", f"{self.data_dir}/member-data "))
+        self.stop_leftover()
         with log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
-        write_pid(pid_file, self._process.pid)
+        write_pid(self.data_dir / "etcd.pid", self._process.pid)
         self._wait_ready(timeout)
         self._free_space()
+
+    def stop_leftover(self) -> int | None:
+        """Stop an etcd an earlier, killed run left on this data directory (`stop_leftover`);
+        its pid, or None when there was none."""
+        if self.data_dir is None:
+            return None
+        return stop_leftover(
+            self.data_dir / "etcd.pid", what="etcd", marks=("etcd", f"{self.data_dir}/member-data ")
+        )
 
     def _free_space(self) -> None:
         """Make a data directory an earlier run left past the quota writable again.

@@ -97,3 +97,21 @@ def test_a_leftover_fleet_is_stopped_a_process_that_only_reuses_its_pid_is_not(
                 proc.communicate(b"")
             elif proc.stdin is not None:
                 proc.stdin.close()
+
+
+def test_fedctl_up_stops_what_a_killed_run_left_before_fresh_wipes_its_pid_files(
+    tmp_path: Path,
+) -> None:
+    """`--fresh` deleted the data directory, pid files with it, and the old etcd and fleet
+    ran on for good beside the new ones."""
+    from federation.cli import up_cmd
+
+    left = embedded.EmbeddedEtcd(data_dir=tmp_path / "etcd")
+    left.start()
+    try:
+        assert left.pid is not None
+        (tmp_path / "etcd" / "etcd.pid").write_text(f"{left.pid} {_gone_owner()}\n")
+        up_cmd._stop_leftovers(tmp_path)
+        assert not embedded._running(left.pid)
+    finally:
+        left.stop(kill=True)
