@@ -289,6 +289,7 @@ async def _apply(args: argparse.Namespace) -> int:
             print("no objects found", file=sys.stderr)
             return 1
         body = {"items": [o.model.to_wire() for o in loaded]}
+        leaves = await _leaves_with_work(api, loaded)
         try:
             answer = await _posted(api, body, dry=args.dry_run)
         except client.ApiError as exc:
@@ -305,8 +306,38 @@ async def _apply(args: argparse.Namespace) -> int:
         for item in answer["results"]:
             label = _label(item["kind"], item["apiVersion"], item["name"])
             print(f"{label} {item['result']}{dry}")
-        await _over_limits(api, loaded, answer["results"])
+        await _over_limits(api, loaded, answer["results"], leaves=leaves)
     return 0
+
+
+async def _leaves_with_work(api: Any, loaded: list[Any]) -> dict[str, tuple[int, int]]:
+    """The admitted and waiting counts of each queue that the files name as a parent and
+    that, before the apply, is a leaf holding work. Read before the write because after it
+    a parent's children include those just written, and its counts are its subtree's: a
+    re-written child made its parent look newly adopted, holding its children's work."""
+    from federation.cli import queues_view
+    from policies.models.queue import Queue
+
+    parents = {o.model.spec.parent for o in loaded if isinstance(o.model, Queue)} - {None}
+    if not parents:
+        return {}
+    stored = await _server_queues(api)
+    try:
+        view = (await api.request("GET", queues_view.PATH))["items"]
+    except errors.FedctlError:
+        return {}  # a token that may not read the view: no warning, the write stands
+    if stored is None:
+        return {}
+    # The stored queues, not the view's children: the view may be an answer kept from
+    # before the last apply (`queue_status.REFRESH_SECONDS`), while the queues are current.
+    adopted = {q.spec.parent for q in stored}
+    return {
+        item["name"]: (item["admitted"], item["pending"])
+        for item in view
+        if item["name"] in parents - adopted
+        and not item.get("children")
+        and (item["admitted"] or item["pending"])
+    }
 
 
 async def _posted(api: Any, body: dict[str, Any], *, dry: bool) -> Any:
@@ -320,12 +351,15 @@ async def _posted(api: Any, body: dict[str, Any], *, dry: bool) -> Any:
     return answer
 
 
-async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
+async def _over_limits(
+    api: Any, loaded: list[Any], results: list[Any], *, leaves: dict[str, tuple[int, int]]
+) -> None:
     """Warn of each queue just written whose capability is below what it holds now, or
     whose budget is below what its placed work costs: the write is fine (nothing is
     evicted for it), but a user lowering a limit expects it to bite, and it bites only as
-    admitted work finishes. And of a queue holding work that a queue just written makes a
-    parent: a parent takes no work, so what waits in it stays waiting."""
+    admitted work finishes. And of a queue that was a leaf holding work (`leaves`, read
+    before the write) and that a queue just written makes a parent: a parent takes no
+    work, so what waits in it stays waiting."""
     from federation.cli import queues_view
     from policies.models.queue import Queue
 
@@ -359,11 +393,11 @@ async def _over_limits(api: Any, loaded: list[Any], results: list[Any]) -> None:
                 file=sys.stderr,
             )
         kids = adopting.get(item["name"])
-        was_leaf = kids is not None and not set(item.get("children") or ()) - set(kids)
-        if kids and was_leaf and (item["admitted"] or item["pending"]):
+        held = leaves.get(item["name"])
+        if kids and held is not None:
             print(
-                f"Warning: queue {item['name']} holds {item['admitted']} admitted and"
-                f" {item['pending']} waiting workload(s) and now has child queues"
+                f"Warning: queue {item['name']} holds {held[0]} admitted and"
+                f" {held[1]} waiting workload(s) and now has child queues"
                 f" ({', '.join(sorted(kids))}): {queues_view.ADOPTED}",
                 file=sys.stderr,
             )

@@ -374,6 +374,17 @@ async def test_a_capability_lowered_below_what_a_queue_holds_is_warned_and_descr
             " its leaf queues\n"
         )
         assert (await fedctl("apply", "-f", str(kid)))[2] == ""  # unchanged: said once
+        # qa is a parent now: changing its child, or giving it another, adopts nothing,
+        # and its counts (its child's) are not work it holds itself.
+        kid.write_text(
+            "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: kid}\n"
+            "spec: {parent: qa, capability: {cpu: '8'}}\n---\n"
+            "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: kid2}\n"
+            "spec: {parent: qa}\n"
+        )
+        code, out, err = await fedctl("apply", "-f", str(kid))
+        assert (code, err) == (0, "")
+        assert out == "queue.fedctl.io/kid configured\nqueue.fedctl.io/kid2 created\n"
 
 
 async def test_apply_warns_of_a_workload_naming_a_queue_that_takes_no_work(
