@@ -50,6 +50,7 @@ __all__ = [
     "shape_arrays",
     "shortage",
     "view",
+    "whole_gang",
 ]
 
 
@@ -355,7 +356,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
             f"no eligible cluster could hold {needed_here(job)} replicas of {job.pod} even"
             f" when empty; the largest, {s.clusters[int(rows[best])].name}, holds"
             f" {int(most[best])}: {accounting.NEVER} (shrink the request or add capacity)"
-        ) + _whole_gang(job)
+        ) + whole_gang(job)
     largest = np.where(mask[..., None], state.largest[rows], -1)
     # The scarcest resource: the one whose best single node is furthest below the pod.
     ratios = {c: largest[..., c].max() / pod[c] for c in columns}
@@ -367,7 +368,7 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
         return (
             f"no eligible cluster has room for {needed_here(job)} replicas of"
             f" {job.pod}; best is {name} with {int(avail[best])}"
-        ) + _whole_gang(job)
+        ) + whole_gang(job)
     per_cluster = largest[..., column].max(axis=1)
     best = int(np.argmax(per_cluster))
     name = state.snapshot.clusters[int(rows[best])].name
@@ -378,11 +379,12 @@ def shortage(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> s
     )
 
 
-def _whole_gang(job: fw.JobRequest) -> str:
+def whole_gang(job: fw.JobRequest) -> str:
     """What a shortage adds for a gang smaller than its replicas (`fedctl.io/min-available`,
     Volcano's or a PyTorchJob's `minAvailable`): Volcano starts that many together and
     the rest as room frees, but fedctl places every replica on one member at once, so a
-    reason counting all of them must say why."""
+    reason counting all of them must say why: this filter's shortage and the quota
+    filter's limit a workload can never fit alike."""
     needed = needed_here(job)
     gang = job.job.workload.min_available if job.single_cluster else None
     if gang is None or gang >= needed:

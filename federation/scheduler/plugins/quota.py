@@ -151,12 +151,21 @@ def problem(
     found = accounting.capability_problem(queue, state.usage.queue_totals(job.job.queue), charge)
     if found is None and queue is not None and queue.spec.parent is not None:
         found = hierarchy.ancestor_problem(queue.name, queues, state.usage, charge)
-    if found:
+    if found is None:
+        namespace = job.job.ref.namespace
+        found = accounting.overall_problem(
+            state.snapshot.quotas.get(namespace), state.usage.namespace_totals(namespace), charge
+        )
+    return _gang_noted(job, found)
+
+
+def _gang_noted(job: fw.JobRequest, found: str | None) -> str | None:
+    """`found`, with a gang's note when it says the job can never be admitted: the limit
+    is measured against every replica, and a Volcano user reading "needs 6" beside
+    minAvailable 2 must learn that fedctl places them all at once."""
+    if found is None or accounting.NEVER not in found:
         return found
-    namespace = job.job.ref.namespace
-    return accounting.overall_problem(
-        state.snapshot.quotas.get(namespace), state.usage.namespace_totals(namespace), charge
-    )
+    return found + capacity.whole_gang(job)
 
 
 def never(job: fw.JobRequest, state: fw.CycleState) -> str | None:
@@ -190,7 +199,7 @@ def _over_on_its_own(job: fw.JobRequest, state: fw.CycleState, chip: str | None)
     if found is None:
         quota = state.snapshot.quotas.get(job.job.ref.namespace)
         found = accounting.overall_problem(quota, {}, charge)
-    return found
+    return _gang_noted(job, found)
 
 
 def chip_on(job: fw.JobRequest, state: fw.CycleState, rows: snap.IntArray) -> list[str | None]:

@@ -225,6 +225,32 @@ def test_a_gang_smaller_than_its_replicas_says_every_replica_is_placed_at_once(
     assert "minAvailable" not in whole.reasons["team/Job.batch.volcano.sh/vcall"]
 
 
+def test_a_gang_over_its_queues_capability_says_every_replica_is_counted() -> None:
+    """A Volcano gang of 3 x 2 CPU with minAvailable 2 in a queue capped at 5 CPU: Volcano
+    starts 2 (4 CPU) and the third as room frees; fedctl charges all 3 at once, so it can
+    never be admitted, and "needs 6" beside minAvailable 2 read as a miscount."""
+    pod = {"containers": [{"name": "w", "resources": {"requests": {"cpu": "2"}}}]}
+    gang = Workload.model_validate(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "g1", "namespace": "team"},
+            "spec": {
+                "minAvailable": 2,
+                "queue": "gq",
+                "tasks": [{"name": "worker", "replicas": 3, "template": {"spec": pod}}],
+            },
+        }
+    )
+    fleet = [cluster("a", flavor(nodes=2))]
+    result = run(fleet, [job(gang)], queues=[queue("gq", capability={"cpu": "5"})])
+    assert result.reasons["team/Job.batch.volcano.sh/g1"] == (
+        "queue gq capability for cpu is 5, this workload needs 6: it can never be admitted"
+        " (raise the limit or shrink the request); every replica of a gang is placed on"
+        " one member at once, so minAvailable 2 does not let it start with fewer than 3"
+    )
+
+
 @pytest.mark.parametrize(
     ("request_", "shown"),
     [
