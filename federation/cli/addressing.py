@@ -77,6 +77,10 @@ def resource(word: str) -> tuple[objects.Resource, str | None]:
         with contextlib.suppress(errors.Invalid):
             return objects.resource_named(base), None
     kind = workloads_view.kind_named(base)
+    if kind is None and group and group not in kinds.CLOSED_GROUPS:
+        # `clusterqueues.kueue.x-k8s.io`: a custom resource's plural and group, matched
+        # against the stored workloads' kinds (`workloads_view.is_kind_named`).
+        return objects.resource_named("workloads"), word.lower()
     if kind is None:
         raise errors.Invalid(
             f"{refused}; or a workload kind as kubectl names it (deployments, jobs, deploy,"
@@ -280,7 +284,10 @@ def _namespace_named(name: str, namespace: str | None) -> str | None:
         return namespace
     first = parts[0]
     if len(parts) == 3 or (
-        len(parts) == 2 and first == first.lower() and workloads_view.kind_named(first) is None
+        len(parts) == 2
+        and first == first.lower()
+        and "." not in first  # a label; `clusterqueues.kueue.x-k8s.io/q` names a kind
+        and workloads_view.kind_named(first) is None
     ):
         return first
     return None

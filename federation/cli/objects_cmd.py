@@ -81,8 +81,9 @@ def register(sub: Any) -> None:
         "kind",
         help="clusters, queues, propagationpolicies (pp), workloads, …, or a workload kind"
         " as kubectl names it (deploy, jobs, sts, …: jobs are jobs.batch; Volcano's are"
-        " jobs.batch.volcano.sh or vcjob); either with its group (deployments.apps), or"
-        " KIND/NAME",
+        " jobs.batch.volcano.sh or vcjob; priorityclasses or pc); either with its group"
+        " (deployments.apps), or any kind apply stored as plural.group"
+        " (clusterqueues.kueue.x-k8s.io), or KIND/NAME",
     )
     get.add_argument(
         "name",

@@ -35,6 +35,7 @@ __all__ = [
     "claimed_by",
     "describe",
     "documents",
+    "is_kind_named",
     "kind_named",
     "labelled",
     "of_kind",
@@ -776,7 +777,9 @@ def _fits(item: dict[str, Any], qualifiers: list[str], scopes: set[str]) -> bool
     """Whether a workload of the wanted name fits the NS and KIND parts given before it."""
     ns, kind = item["namespace"], item["kind"]
     wanted = qualifiers[-1].lower() if qualifiers else None
-    is_kind = wanted in (kind.lower(), kind.partition(".")[0].lower())
+    is_kind = wanted is not None and (
+        wanted in (kind.lower(), kind.partition(".")[0].lower()) or is_kind_named(kind, wanted)
+    )
     if len(qualifiers) == 2:
         return ns == qualifiers[0] and is_kind
     if len(qualifiers) == 1:
@@ -805,8 +808,13 @@ _SHORT_NAMES = {
     "quota": "ResourceQuota",
     "vcjob": "Job.batch.volcano.sh",
     "vj": "Job.batch.volcano.sh",
+    "pc": "PriorityClass",
 }
 """kubectl's short names of the kinds teams propagate, and Volcano's of its Job."""
+
+_MORE_KINDS = frozenset({"PriorityClass"})
+"""Kinds a file commonly carries beside its workloads that selectors seldom name, so
+`COMMON_KINDS` leaves them out: `apply` stores them, and `get` must find them by name."""
 
 _GROUPS = {
     **dict.fromkeys(("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"), "apps"),
@@ -819,6 +827,7 @@ _GROUPS = {
         ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"), "rbac.authorization.k8s.io"
     ),
     "CustomResourceDefinition": "apiextensions.k8s.io",
+    "PriorityClass": "scheduling.k8s.io",
 }
 """The group kubectl resolves each common kind's name to (none: the core group). A name
 two groups serve is the built-in one's, as kubectl's discovery orders them: `jobs` is
@@ -835,12 +844,27 @@ def kind_named(name: str) -> str | None:
     low = name.lower()
     if low in _SHORT_NAMES:
         return _grouped(_SHORT_NAMES[low])
-    for kind in COMMON_KINDS:
-        k = kind.lower()
-        plurals = (k, k + "s", k + "es", k[:-1] + "ies" if k.endswith("y") else k)
-        if low in plurals:
+    for kind in sorted(COMMON_KINDS | _MORE_KINDS):
+        if low in _plurals(kind):
             return _grouped(kind)
     return None
+
+
+def _plurals(kind: str) -> tuple[str, ...]:
+    """The lower-case names kubectl takes for `kind`: itself and its plural forms."""
+    k = kind.lower()
+    return (k, k + "s", k + "es", k[:-1] + "ies" if k.endswith("y") else k)
+
+
+def is_kind_named(kind: str, wanted: str) -> bool:
+    """Whether `kind` (`Kind.group`, as the KIND column prints it) is the kind `wanted`
+    names as `plural.group` (`clusterqueues.kueue.x-k8s.io`), a form `addressing.resource`
+    leaves as typed for a kind fedctl knows nothing of. Resolved against what is stored
+    rather than a table, since any custom resource `apply` accepts is stored, and `get`
+    refused every one of them as an unknown resource."""
+    base, _, group = kind.partition(".")
+    wanted_base, _, wanted_group = wanted.lower().partition(".")
+    return bool(group) and group.lower() == wanted_group and wanted_base in _plurals(base)
 
 
 def _grouped(kind: str) -> str:
@@ -865,7 +889,7 @@ def of_kind(items: list[dict[str, Any]], kind: str | None) -> list[dict[str, Any
     group's); all for None."""
     if kind is None:
         return items
-    return [i for i in items if _kind(i) == kind]
+    return [i for i in items if _kind(i) == kind or is_kind_named(_kind(i), kind)]
 
 
 def address(item: dict[str, Any]) -> str:

@@ -156,6 +156,58 @@ async def test_a_workload_kind_as_kubectl_names_it_addresses_that_kind_alone(
         assert "or a workload kind as kubectl names it" in capsys.readouterr().err
 
 
+STORED_KINDS = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-priority}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a-cq}
+spec: {cohort: platform}
+"""
+
+
+@pytest.mark.parametrize(
+    ("resource", "kind", "name"),
+    [
+        pytest.param("priorityclasses", "PriorityClass.scheduling.k8s.io", "high-priority"),
+        pytest.param("pc", "PriorityClass.scheduling.k8s.io", "high-priority", id="short name"),
+        pytest.param(
+            "priorityclasses.scheduling.k8s.io",
+            "PriorityClass.scheduling.k8s.io",
+            "high-priority",
+            id="plural.group",
+        ),
+        pytest.param(
+            "clusterqueues.kueue.x-k8s.io",
+            "ClusterQueue.kueue.x-k8s.io",
+            "team-a-cq",
+            id="a custom resource's plural.group, resolved against what is stored",
+        ),
+    ],
+)
+async def test_a_kind_apply_stores_is_listed_and_described_by_its_kubectl_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], resource: str, kind: str, name: str
+) -> None:
+    """`fedctl get priorityclasses` and `get clusterqueues.kueue.x-k8s.io` were refused as
+    unknown resources, though `apply` had stored both and `get workloads` listed them."""
+    store = MemoryStore()
+    async with api_server(store) as server:
+        assert await fedctl(server, "apply", "-f", write(tmp_path / "k.yaml", STORED_KINDS)) == 0
+        capsys.readouterr()
+        assert await fedctl(server, "get", resource, "-A") == 0
+        (row,) = capsys.readouterr().out.splitlines()[1:]
+        assert row.split()[1:3] == [name, kind]
+        assert await fedctl(server, "describe", resource, name) == 0
+        assert f"Name:        {name}" in capsys.readouterr().out
+        assert await fedctl(server, "get", f"{resource}/{name}") == 0
+        assert name in capsys.readouterr().out
+        assert await fedctl(server, "get", "clusterqueues") == 1  # no group: still refused
+        assert "unknown resource 'clusterqueues'" in capsys.readouterr().err
+
+
 async def test_get_l_keeps_the_workloads_and_policies_whose_labels_match(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
