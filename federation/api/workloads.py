@@ -281,6 +281,9 @@ class WorkloadsApi:
                 "kind": ref.kind,
                 "name": ref.name,
                 "created": item.obj.metadata.creation_timestamp,
+                # Its place in its queue's FIFO (`registry.arrival`), which `describe
+                # queue` lists waiting work by: creation times tie within a second.
+                "createRevision": item.create_revision,
                 "status": _wire(status) if status else None,
                 # What the Binding's costs are in: every view of them names it.
                 "currency": self.currency.code,

@@ -67,11 +67,12 @@ async def _describe_one(args: argparse.Namespace, res: Any, item: dict[str, Any]
             print(f"{section.capitalize()}:")
             print("  " + render.dump(item[section], "yaml").replace("\n", "\n  "))
     if res.plural == "queues":
-        from federation.cli import queues_view
+        from federation.cli import queues_view, workloads_view
 
         async with client.ApiClient(args.server, token=args.token) as api:
             status = await api.request("GET", queues_view.PATH)
             costs = await queues_view.costs(api)
+            placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
         costed = queues_view.costed(status["items"], costs)
         mine = [q for q in costed if q["name"] == meta.get("name")]
         if mine:
@@ -82,6 +83,8 @@ async def _describe_one(args: argparse.Namespace, res: Any, item: dict[str, Any]
                 for k in ("capability", "guarantee", "maxHourlyCost")
             }
             print(queues_view.usage({**mine[0], **limits}))
+        names = queues_view.subtree(status["items"], str(meta.get("name")))
+        print(queues_view.waiting(placed["items"], names))
     if res.plural in ("propagationpolicies", "clusterpropagationpolicies"):
         from federation.cli import workloads_view
         from federation.scheduler import plan as planning
@@ -99,7 +102,7 @@ async def _describe_one(args: argparse.Namespace, res: Any, item: dict[str, Any]
 async def _describe_implicit_queue(args: argparse.Namespace) -> bool:
     """The default queue works with no Queue object, so `get queues` lists it; describe
     answers for it too: what it is, how to give it limits, and what it holds."""
-    from federation.cli import queues_view
+    from federation.cli import queues_view, workloads_view
 
     async with client.ApiClient(args.server, token=args.token) as api:
         status = await api.request("GET", queues_view.PATH)
@@ -113,6 +116,9 @@ async def _describe_implicit_queue(args: argparse.Namespace) -> bool:
         f" {args.name} to set them"
     )
     print(queues_view.usage(mine[0]))
+    async with client.ApiClient(args.server, token=args.token) as api:
+        placed = await api.request("GET", f"{workloads_view.PREFIX}/workloads")
+    print(queues_view.waiting(placed["items"], {args.name}))
     return True
 
 

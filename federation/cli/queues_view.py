@@ -29,6 +29,7 @@ __all__ = [
     "over_capability",
     "table",
     "usage",
+    "waiting",
 ]
 
 PATH = "/apis/status.fedctl.io/v1alpha1/queues"
@@ -148,6 +149,7 @@ def merge(view: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict
                 "capability": spec.get("capability"),
                 "guarantee": spec.get("guarantee") or {},
                 "maxHourlyCost": spec.get("maxHourlyCost"),
+                "strategy": spec.get("dequeueStrategy", "BestEffortFIFO"),
             }
         )
     return sorted(items, key=lambda i: str(i["name"]))
@@ -211,8 +213,9 @@ def _age(item: dict[str, Any], now: dt.datetime) -> str:
 def table(
     items: list[dict[str, Any]], *, now: dt.datetime, only: str | None = None, wide: bool = False
 ) -> str | None:
-    """The queues in name order; with `only`, that queue's row alone; `wide` adds what
-    each holds and its capability and guarantee. None when there is no row to show."""
+    """The queues in name order; with `only`, that queue's row alone; `wide` adds its
+    dequeue strategy (the first question of a Kueue user, whose `get clusterqueue` shows
+    it), what each holds and its capability and guarantee. None when there is no row."""
     rows: list[list[object]] = []
     for item in items:
         if only is not None and item["name"] != only:
@@ -230,6 +233,7 @@ def table(
         ]
         if wide:
             row += [
+                item.get("strategy") or "-",
                 _amounts(item["used"], held=True),
                 _amounts(item.get("capability")),
                 _amounts(item.get("guarantee")),
@@ -240,7 +244,8 @@ def table(
     mine = ("YOURS",) if any("costNamespaces" in i for i in items) else ()
     currency = next((str(i["currency"]) for i in items if i.get("currency")), None)
     cost, budget = render.per_hour("COST/H", currency, *mine), render.per_hour("BUDGET/H", currency)
-    headers = HEADERS + (["USED", "CAPABILITY", "GUARANTEE", cost, budget] if wide else [])
+    wide_headers = ["STRATEGY", "USED", "CAPABILITY", "GUARANTEE", cost, budget]
+    headers = HEADERS + (wide_headers if wide else [])
     return render.table(headers, rows) if rows else None
 
 
@@ -310,3 +315,73 @@ async def costs(api: Any) -> dict[str, Any]:
 
     answer: dict[str, Any] = await api.request("GET", workloads_view.COSTS, params={"by": "queue"})
     return answer
+
+
+SHOWN_WAITING = 20
+"""How many waiting workloads `describe queue` lists: the next to be admitted are what a
+user asks about; the rest are counted."""
+_REASON_WIDTH = 100
+
+
+def subtree(items: list[dict[str, Any]], name: str) -> set[str]:
+    """`name` and every queue below it, by the view's `children`."""
+    children = {item["name"]: item.get("children") or [] for item in items}
+    found, todo = set(), [name]
+    while todo:
+        queue = todo.pop()
+        if queue not in found:
+            found.add(queue)
+            todo.extend(children.get(queue, ()))
+    return found
+
+
+def waiting(workloads: list[dict[str, Any]], queues: set[str]) -> str:
+    """The workloads waiting in `queues` (a queue's subtree), in the order its queue
+    admits them: higher priority first, then arrival (the registry's create revision, then
+    uid, as `registry.arrival` orders them). Only the token's namespaces are listed, as the
+    workload view shows them; each with its reason, shortened to one line.
+
+    Why: a Kueue user asks "what is ahead of my job?" of `pendingworkloads`; the queue's
+    counts said how many, never which. Across several leaf queues of a parent, fair share
+    decides which queue goes first, so the order is by queue, then within it."""
+    rows = []
+    for item in workloads:
+        binding = item.get("binding") or {}
+        spec = binding.get("spec") or {}
+        if (binding.get("status") or {}).get("phase") != "Pending" or spec.get(
+            "queue"
+        ) not in queues:
+            continue
+        rows.append(item)
+    rows.sort(
+        key=lambda i: (
+            str(i["binding"]["spec"].get("queue")),
+            -int(i["binding"]["spec"].get("priority") or 0),
+            int(i.get("createRevision") or 0),
+            str(i.get("created") or ""),
+            str((i["binding"]["spec"].get("workload") or {}).get("uid") or ""),
+        )
+    )
+    if not rows:
+        return "Waiting:     <none>"
+    table = [
+        [
+            n,
+            i["binding"]["spec"].get("queue"),
+            f"{i['namespace']}/{i['name']}",
+            i["kind"],
+            i["binding"]["spec"].get("priority") or 0,
+            _short((i["binding"].get("status") or {}).get("reason") or "-"),
+        ]
+        for n, i in enumerate(rows[:SHOWN_WAITING], start=1)
+    ]
+    body = render.table(["#", "QUEUE", "WORKLOAD", "KIND", "PRIORITY", "REASON"], table)
+    more = len(rows) - SHOWN_WAITING
+    tail = f"\n  … and {more} more (fedctl get workloads -A -o wide)" if more > 0 else ""
+    return f"Waiting:     {len(rows)}, in admission order\n  " + body.replace("\n", "\n  ") + tail
+
+
+def _short(reason: str) -> str:
+    """A reason on one line of at most `_REASON_WIDTH` characters."""
+    line = " ".join(reason.split())
+    return line if len(line) <= _REASON_WIDTH else line[: _REASON_WIDTH - 1] + "…"

@@ -22,6 +22,7 @@ from federation.cli import addressing, render
 from federation.propagation.interpreter.base import timestamp
 from federation.registry import events as event_log
 from federation.registry import keys
+from policies.models import workload as workload_model
 from policies.models.binding import CLAIMED_BY, TargetCluster, hourly_total, known_cost
 from policies.models.common import COMMON_KINDS
 from policies.models.work import FINISHED_PHASES
@@ -203,6 +204,22 @@ def on_cluster(items: list[dict[str, Any]], cluster: str) -> str:
     cost = render.per_hour("COST/H", _currency(items))
     body = render.table(["WORKLOAD", "REPLICAS", "CHIP", cost, "READY"], rows)
     return f"Workloads:   {len(rows)} placed here\n  " + body.replace("\n", "\n  ")
+
+
+def _queue_lines(
+    workload: dict[str, Any], spec: dict[str, Any], state: dict[str, Any]
+) -> list[str]:
+    """The queue and priority the Binding holds (admitted under, or waiting in), and the
+    named class the workload asked for: a Kueue user's `describe workload` shows both,
+    and `fedctl.io/queue` is an annotation no selector reads."""
+    annotations = (workload.get("metadata") or {}).get("annotations") or {}
+    asked = annotations.get(workload_model.ANNOTATION_PRIORITY)
+    named = f" (class {asked})" if asked and not asked.lstrip("-").isdigit() else ""
+    how = "waiting in" if state.get("phase") == "Pending" else "admitted under"
+    return [
+        f"Queue:       {spec.get('queue', '-')} ({how} it)",
+        f"Priority:    {spec.get('priority', 0)}{named}",
+    ]
 
 
 def table(items: list[dict[str, Any]], *, wide: bool, now: dt.datetime | None = None) -> str:
@@ -436,6 +453,7 @@ def describe(doc: dict[str, Any]) -> str:
             + (f": {state['reason']}" if state.get("reason") else "")
         )
         lines.append(f"Policy:      {_claimant(binding)}")
+        lines.extend(_queue_lines(workload, spec, state))
         if state.get("schedulerObservingAffinityName"):
             lines.append(
                 f"Affinity:    group {state['schedulerObservingAffinityName']}"

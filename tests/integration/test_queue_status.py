@@ -114,8 +114,13 @@ async def test_usage_against_limits_per_queue_and_per_subtree(
         out = capsys.readouterr().out
         assert code == 0
         assert "Children:    qa, qb" in out
-        usage = {line.split()[0]: line.split()[1:] for line in out.splitlines()[-3:]}
+        body = out[out.index("Usage:") : out.index("Waiting:")].splitlines()
+        usage = {line.split()[0]: line.split()[1:] for line in body[-2:]}
         assert usage["cpu"] == ["20", "-", "24"]
+        # A parent lists its subtree's waiting work; qz is none of its queues.
+        waiting = out[out.index("Waiting:") :].splitlines()
+        assert waiting[0] == "Waiting:     1, in admission order"
+        assert waiting[2].split()[:3] == ["1", "qb", "team/wait"]
         assert usage["memory"] == ["2Gi", "-", "-"]
 
         code = await asyncio.to_thread(main.main, ["describe", "queue", "qz", "--server", server])
@@ -486,3 +491,68 @@ async def test_apply_warns_of_a_priority_class_the_servers_queue_does_not_define
         )
         assert await apply("high") == ""
         assert await apply("'9'") == ""
+
+
+async def test_describe_shows_what_waits_in_a_queue_in_admission_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Kueue user asks "what is ahead of my job?"; `describe queue` gave counts only and
+    `describe workload` no queue or priority. Queue sq (cpu 8, StrictFIFO) runs the first
+    the two of priority 200; of those waiting, `late-high` (priority 100) goes before the
+    earlier `early`."""
+    store, _ = await registry_with_member()  # cluster a: 32 cores
+    objs = codec.TypedStore(store, objects.ObjectCodec())
+    sq = fleet.queue("sq", capability={"cpu": "8"}, dequeue_strategy="StrictFIFO")
+    await objs.put(objects.key_for(sq), sq)
+    names = ["run-1", "run-2", "early", "late-high"]
+    for name in names:
+        priority = {"run-1": 200, "run-2": 200, "late-high": 100}.get(name)
+        w = fleet.workload(name, cpu="4", queue="sq", priority=priority)
+        await objs.put(objects.key_for(w), w)
+    loop = SchedulerLoop(store, settings=SchedulerSettings(), clock=clock.real, debounce=0.01)
+    task = asyncio.create_task(loop.run())
+    bindings = codec.TypedStore(store, codec.Codec(Binding))
+
+    async def phases() -> dict[str, str]:
+        listed = await bindings.list(keys.prefix("bindings"))
+        return {b.obj.spec.workload.name: b.obj.status.phase for b in listed.items}
+
+    try:
+        want = {"run-1": "Scheduled", "run-2": "Scheduled", "early": "Pending"}
+        want["late-high"] = "Pending"
+
+        async def settled() -> bool:
+            return await phases() == want
+
+        await wait_for(settled, message="two admitted, two waiting")
+    finally:
+        await stop_tasks([task])
+    async with api_server(store) as server:
+        code = await asyncio.to_thread(main.main, ["describe", "queue", "sq", "--server", server])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "Admitted:    2" in out
+        shown = out[out.index("Waiting:") :].splitlines()
+        assert shown[0] == "Waiting:     2, in admission order"
+        rows = [line.split()[:5] for line in shown[2:]]
+        assert rows == [
+            ["1", "sq", "team/late-high", "Job.batch", "100"],
+            ["2", "sq", "team/early", "Job.batch", "0"],
+        ]
+        assert "queue sq at capability for cpu" in shown[2]
+
+        code = await asyncio.to_thread(
+            main.main, ["describe", "workload", "team/late-high", "--server", server]
+        )
+        out = capsys.readouterr().out
+        assert "Queue:       sq (waiting in it)" in out and "Priority:    100\n" in out
+        code = await asyncio.to_thread(
+            main.main, ["describe", "workload", "team/run-1", "--server", server]
+        )
+        assert "Queue:       sq (admitted under it)" in capsys.readouterr().out
+
+        code = await asyncio.to_thread(
+            main.main, ["get", "queues", "sq", "-o", "wide", "--server", server]
+        )
+        header, row = capsys.readouterr().out.splitlines()
+        assert header.split()[8] == "STRATEGY" and row.split()[8] == "StrictFIFO"
