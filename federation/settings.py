@@ -151,7 +151,10 @@ class SchedulerSettings(_Group):
 
     default_queue: str = Field(default="default", description="Queue of a workload naming none.")
     preemption: bool = Field(default=True, description="Higher priority may evict lower.")
-    reclaim: bool = Field(default=True, description="Queues may take back lent guarantee.")
+    reclaim: bool = Field(
+        default=True,
+        description="A queue under its guarantee may evict work other queues borrowed.",
+    )
     score_weights: dict[str, int] = Field(
         default_factory=lambda: dict(SCORE_WEIGHTS),
         description="Weight of each score plugin in the total (0 turns one off); the ones"

@@ -38,6 +38,7 @@ __all__ = [
     "lending_problem",
     "overall_problem",
     "preemption_victims",
+    "reclaim_note",
     "reclaim_pools",
     "reclaim_victims",
     "subtrees",
@@ -348,6 +349,10 @@ class Usage:
     def namespace_used(self, namespace: str) -> ResourceList:
         return self._list("ns", namespace, self._namespaces)
 
+    def charged_queues(self) -> Collection[str]:
+        """The queues charged anything (some may hold 0 now)."""
+        return self._queues.keys()
+
     def by_queue(self) -> dict[str, ResourceList]:
         return {q: self.queue_used(q) for q in self._queues}
 
@@ -417,6 +422,7 @@ def capability_problem(
     # nothing until a limit is met. Every resource over is named: "1 more cpu must be
     # freed" alone misleads when the GPUs are full too.
     over: list[str] = []
+    kept_any = False
     for name, need in charge.items():
         limit = cap.get(name)
         if limit is None or need <= 0:
@@ -427,6 +433,7 @@ def capability_problem(
         held_now = used.get(name, 0)
         if held_now + kept + need > limit:
             held = f" and {_show(name, kept)} guaranteed to its other queues" if kept else ""
+            kept_any = kept_any or bool(kept)
             short = held_now + kept + need - limit
             over.append(
                 f"{_label(name)}: {_show(name, held_now)}/{_show(name, limit)}{held}"
@@ -434,7 +441,13 @@ def capability_problem(
             )
     if not over:
         return None
-    return f"{_queue_label(queue, child)} at capability for {', and for '.join(over)}"
+    lent = (
+        f"; a guarantee is never lent, even unused: lower the other queues' guarantees or"
+        f" raise {queue.name}'s capability"
+        if kept_any
+        else ""
+    )
+    return f"{_queue_label(queue, child)} at capability for {', and for '.join(over)}{lent}"
 
 
 def _queue_label(queue: Queue, child: str) -> str:
@@ -777,15 +790,91 @@ def _entitled(
 ) -> frozenset[str] | None:
     """The queues whose guarantee entitles `name` to `charge` (itself, or the nearest
     ancestor's subtree that stays within that ancestor's guarantee), or None."""
+    node = _entitling(name, relevant, g, usage, charge)
+    return None if node is None else frozenset(g.members.get(node, (node,)))
+
+
+def _entitling(
+    name: str, relevant: Sequence[str], g: _Guarantees, usage: Usage, charge: ResourceList
+) -> str | None:
+    """The queue whose guarantee entitles `name` to `charge` (`_entitled`), or None."""
     node: str | None = name  # `g.parent` holds no loops: the walk ends
     while node is not None:
         if all(
             _held(node, r, g, usage) + charge[r] <= g.amounts.get(r, {}).get(node, 0)
             for r in relevant
         ):
-            return frozenset(g.members.get(node, (node,)))
+            return node
         node = g.parent.get(node)
     return None
+
+
+def reclaim_note(
+    name: str, *, queues: Mapping[str, Queue], usage: Usage, charge: ResourceList
+) -> str:
+    """What the reason of a job that reclaim found no room for adds, when other queues
+    hold borrowed work of a resource some queue is guaranteed: why none of it is taken
+    back, and what would help.
+
+    Why: "4 more must be freed" or "no node with 4 free cpu" beside another queue's
+    borrowed work reads as a full fleet, or as a bug in reclaim. Reclaim returns only what
+    was promised (`reclaim_pools`), so a job beyond its queue's guarantee is told that, with
+    the guarantee that would admit it; a job within it whose room is held by a queue that
+    `spec.reclaimable: false` protects is told whose room it is."""
+    if queues.get(name) is None:
+        return ""
+    g = _guarantees(queues)
+    relevant = [r for r, v in charge.items() if v > 0 and r in g.amounts]
+    if not relevant:
+        return ""
+    node = _entitling(name, relevant, g, usage, charge)
+    inside = g.members.get(node, (node,)) if node is not None else (name,)
+    borrowed: dict[str, dict[str, int]] = {}  # queue -> resource -> held beyond its guarantee
+    for queue in sorted(usage.charged_queues()):
+        if queue in inside:
+            continue
+        held = usage.queue_totals(queue)
+        over = {
+            r: held.get(r, 0) - g.amounts.get(r, {}).get(queue, 0)
+            for r in relevant
+            if held.get(r, 0) and _over(queue, r, g, usage)
+        }
+        if any(v > 0 for v in over.values()):
+            borrowed[queue] = over
+    if not borrowed:
+        return ""
+    if node is not None:
+        shut = [q for q in borrowed if q in queues and not queues[q].spec.reclaimable]
+        if not shut:
+            return ""
+        r = relevant[0]
+        promised = g.amounts.get(r, {}).get(node, 0)
+        return (
+            f"; queue {node} is under its guarantee ({_show(r, _held(node, r, g, usage))} of"
+            f" {_show(r, promised)} {_label(r)}) but the room is held by queue"
+            f" {', '.join(shut)}, which spec.reclaimable: false keeps from reclaim"
+        )
+    # Beyond its guarantee: the resource where it goes past it tells what would help.
+    promise = g.amounts.get
+    r = next(
+        (r for r in relevant if _held(name, r, g, usage) + charge[r] > promise(r, {}).get(name, 0)),
+        relevant[0],
+    )
+    mine, held_now = promise(r, {}).get(name, 0), _held(name, r, g, usage)
+    lenders = [q for q, over in borrowed.items() if over.get(r, 0) > 0] or list(borrowed)
+    lent = sum(max(borrowed[q].get(r, 0), 0) for q in lenders)
+    shrink = (
+        f", or shrink the workload to {_show(r, mine - held_now)} {_label(r)}"
+        if mine > held_now
+        else ""
+    )
+    return (
+        f"; queue {', '.join(lenders)} holds {_show(r, lent)} {_label(r)} beyond its"
+        f" guarantee, but borrowed room is reclaimed only for work within a guarantee, and"
+        f" this workload would take queue {name} to {_show(r, held_now + charge[r])} of its"
+        f" {_show(r, mine)} guaranteed {_label(r)}: raise {name}'s guarantee to"
+        f" {_show(r, held_now + charge[r])} {_label(r)}{shrink}"
+    )
 
 
 def _over(queue: str, resource: str, g: _Guarantees, usage: Usage) -> bool:

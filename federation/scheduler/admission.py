@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Admitter", "binding_for", "release", "suspended"]
 
+_RECLAIMED_FOR = frozenset({"capacity", "lend", "quota"})
+"""The reasons a job may wait while other queues hold borrowed work it could be given:
+room, lending, and a parent's capability (`Admitter._reclaim_note`)."""
+
 
 def suspended(job: PendingJob) -> str:
     """Why a suspended job waits, naming the field that suspends it (a Job's
@@ -138,8 +142,30 @@ class Admitter:
             ):
                 if self._make_room(job, outcome.request, pool):
                     return True
+            reason += self._reclaim_note(job, kind, outcome.request)
         self._pending(job, reason, tried=outcome.request if explained else None)
         return False
+
+    def _reclaim_note(self, job: PendingJob, kind: str, request: fw.JobRequest) -> str:
+        """Why no other queue's borrowed work was taken back for the job, and what would
+        help (`accounting.reclaim_note`), when room or an ancestor's capability stops it:
+        its own queue's capability or its namespace's quota no reclaim could lift."""
+        if kind not in _RECLAIMED_FOR or not self.scheduler.settings.reclaim:
+            return ""
+        snapshot, usage = self.state.snapshot, self.state.usage
+        charge = room.charge_of(request, self.state)
+        if kind == "quota":
+            queue = snapshot.queues.get(job.queue)
+            frq = snapshot.quotas.get(job.ref.namespace)
+            used = usage.namespace_totals(job.ref.namespace)
+            if (
+                accounting.capability_problem(queue, usage.queue_totals(job.queue), charge)
+                or accounting.overall_problem(frq, used, charge)
+            ) is not None:
+                return ""
+        return accounting.reclaim_note(
+            job.queue, queues=snapshot.queues, usage=usage, charge=charge
+        )
 
     def behind_victim(self, job: PendingJob) -> str | None:
         """Why the job waits for the next cycle (None: it need not): its queue ranks a

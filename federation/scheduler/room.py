@@ -31,7 +31,7 @@ from federation.scheduler.plugins import chips as chip_plugin
 from federation.scheduler.plugins import quota
 from federation.settings import SchedulerSettings
 
-__all__ = ["Admissible", "Room", "make", "pools", "release"]
+__all__ = ["Admissible", "Room", "charge_of", "make", "pools", "release"]
 
 _MEMBERS = 8
 """Members whose victims preemption offers apart when its pool is longer than a trial
@@ -209,6 +209,11 @@ def _reclaim(
             charge=charge,
             clusters=clusters,
         )
+
+
+def charge_of(request: fw.JobRequest, state: fw.CycleState) -> ResourceList:
+    """What admitting the job charges on the chip it most prefers of those it may get."""
+    return _charges(request, state)[0]
 
 
 def _charges(request: fw.JobRequest, state: fw.CycleState) -> list[ResourceList]:

@@ -123,7 +123,8 @@ def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
     assert set(placed(result)) == {"b1", "b2"}
     assert result.reasons["team/Job.batch/b3"] == (
         "queue org (parent of b) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
-        " its other queues (needs 4)"
+        " its other queues (needs 4); a guarantee is never lent, even unused: lower the"
+        " other queues' guarantees or raise org's capability"
     )
     # What a itself uses of its guarantee is no longer kept for it.
     usage = Usage()
@@ -132,7 +133,8 @@ def test_a_siblings_unused_guarantee_is_no_room_under_the_parent_cap() -> None:
     assert set(placed(result)) == {"b1", "b2"}
     assert result.reasons["team/Job.batch/b3"] == (
         "queue org (parent of b) at capability for nvidia.com/gpu: 12/16 and 4 guaranteed to"
-        " its other queues (needs 4)"
+        " its other queues (needs 4); a guarantee is never lent, even unused: lower the"
+        " other queues' guarantees or raise org's capability"
     )
 
 
@@ -200,6 +202,53 @@ def held(name: str, q: str, priority: int, *, gpus: int) -> accounting.Admission
         chips={"gpu": "nvidia-a100-80gb"},
         job=job(w),
     )
+
+
+def test_a_job_beyond_its_guarantee_is_told_why_borrowed_work_is_not_reclaimed() -> None:
+    """Kueue's cohort translated: ca and cb each guaranteed 4 GPUs under a parent capped
+    at 16; cb holds 12 (8 borrowed). An 8-GPU job in the idle ca, of higher priority,
+    waits: reclaim returns only what was promised, and ca was promised 4. "4 more must be
+    freed" gave its user nothing to act on."""
+    queues = [
+        queue("cohort2", capability={"nvidia.com/gpu": "16"}),
+        queue("ca", parent="cohort2", guarantee={"nvidia.com/gpu": "4"}),
+        queue("cb", parent="cohort2", guarantee={"nvidia.com/gpu": "4"}),
+    ]
+    usage = Usage()
+    for i in range(3):
+        usage.admit(held(f"cb{i}", "cb", 0, gpus=4))
+    result = run(FLEET, [gpu_job("ca-hi", "ca", 8, 1, priority=1000)], queues=queues, usage=usage)
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/ca-hi"] == (
+        "queue cohort2 (parent of ca) at capability for nvidia.com/gpu: 12/16 (needs 8; 4 more"
+        " must be freed); queue cb holds 8 nvidia.com/gpu beyond its guarantee, but borrowed"
+        " room is reclaimed only for work within a guarantee, and this workload would take"
+        " queue ca to 8 of its 4 guaranteed nvidia.com/gpu: raise ca's guarantee to 8"
+        " nvidia.com/gpu, or shrink the workload to 4 nvidia.com/gpu"
+    )
+    # Within its guarantee it reclaims, and says nothing of it.
+    result = run(FLEET, [gpu_job("ca-4", "ca", 4, 1)], queues=queues, usage=usage)
+    assert set(placed(result)) == {"ca-4"}
+
+
+def test_a_job_within_its_guarantee_names_the_queue_reclaim_may_not_touch() -> None:
+    """A queue under its guarantee whose room is held by a queue marked not reclaimable
+    was told only that no node had room, which reads as "buy more nodes"."""
+    fleet = [cluster("gpu", a100(nodes=2))]  # 16 GPUs
+    queues = [
+        queue("qx", guarantee={"nvidia.com/gpu": "12"}),
+        queue("qy", reclaimable=False),
+    ]
+    usage = Usage()
+    for i in range(3):
+        usage.admit(held(f"y{i}", "qy", 0, gpus=4))
+    usage.admit(held("x0", "qx", 0, gpus=4))
+    result = run(fleet, [gpu_job("xm", "qx", 4, 1)], queues=queues, usage=usage)
+    assert placed(result) == {}
+    assert result.reasons["team/Job.batch/xm"].endswith(
+        "; queue qx is under its guarantee (4 of 12 nvidia.com/gpu) but the room is held by"
+        " queue qy, which spec.reclaimable: false keeps from reclaim"
+    ), result.reasons["team/Job.batch/xm"]
 
 
 def test_the_quota_filter_turns_each_cluster_down_with_the_parents_numbers() -> None:
@@ -433,7 +482,8 @@ def test_a_middle_parents_guarantee_is_kept_under_the_capped_top_too() -> None:
     assert set(placed(result)) == {"c1", "c2"}
     assert result.reasons["team/Job.batch/c3"] == (
         "queue top (parent of c) at capability for nvidia.com/gpu: 8/16 and 8 guaranteed to"
-        " its other queues (needs 4)"
+        " its other queues (needs 4); a guarantee is never lent, even unused: lower the"
+        " other queues' guarantees or raise top's capability"
     )
     # Inside mid, its guarantee is a's and b's to use.
     inside = run(FLEET, [gpu_job(f"a{i}", "a", 4, i) for i in range(1, 5)], queues=queues)
