@@ -556,3 +556,34 @@ async def test_describe_shows_what_waits_in_a_queue_in_admission_order(
         )
         header, row = capsys.readouterr().out.splitlines()
         assert header.split()[8] == "STRATEGY" and row.split()[8] == "StrictFIFO"
+
+
+async def test_apply_warns_at_a_parents_priority_classes_that_they_are_never_used(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Kueue WorkloadPriorityClass is cluster-wide, so a migrating team wrote its classes
+    once, on the department's parent queue, and the parent was accepted in silence, though
+    its children do not inherit them and a workload naming one in a child is refused."""
+    path = tmp_path / "inherit.yaml"
+    path.write_text(
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ihp}\nspec:\n"
+        "  capability: {cpu: '8'}\n  priorityClasses: {prod: 1000, batch: 0}\n---\n"
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ihc}\n"
+        "spec: {parent: ihp}\n"
+    )
+    async with api_server(MemoryStore()) as server:
+
+        async def apply(*more: str) -> tuple[int, str]:
+            code = await asyncio.to_thread(
+                main.main, ["apply", "-f", str(path), *more, "--server", server]
+            )
+            return code, capsys.readouterr().err
+
+        warning = (
+            f"{path}:6:3: spec.priorityClasses: warning: queue ihp is a parent (of ihc): its"
+            " priority classes are never used, since a parent takes no work and its children"
+            " do not inherit them; define them in each leaf queue\n"
+        )
+        assert await apply("--dry-run") == (0, warning)
+        assert await apply() == (0, warning)
+        assert await apply() == (0, "")  # unchanged: said once
