@@ -112,6 +112,9 @@ class Snapshot:
     queues: Mapping[str, Queue] = field(default_factory=dict)
     quotas: Mapping[str, FederatedResourceQuota] = field(default_factory=dict)
     bindings: Mapping[str, Binding] = field(default_factory=dict)
+    located: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Workload ref -> replicas per cluster where a workload with no Binding still runs
+    copies (its Binding lost from the registry): placed as if its Binding named them."""
     capacity: ResourceList = field(default_factory=ResourceList)
     device_resources: frozenset[str] = frozenset()
     chip_devices: ChipDevices = NO_DEVICE_RENAMES

@@ -501,6 +501,8 @@ class WorkloadSync:
         """`wanted` by the workload's own Binding alone."""
         workload = self.workloads.get(keys.workload_key(ref))
         stored = self.bindings.items.get(keys.binding_key(ref))
+        if isinstance(workload, Workload) and stored is None:
+            return None, None, {}, self._unbound(ref, workload)
         if not isinstance(workload, Workload) or stored is None:
             return None, stored, {}, set()
         binding = stored.obj
@@ -521,6 +523,23 @@ class WorkloadSync:
             targets
         )
         return workload, stored, targets, evicting
+
+    def _unbound(self, ref: keys.WorkloadRef, workload: Workload) -> set[str]:
+        """The clusters whose copies of `workload` stay while it has no Binding at all: those
+        its Works record for this very object (its uid) and a Binding of its own (a revision:
+        a dependency's copies, sent only where its needers run, go as they always did).
+
+        Why: a workload is never left without a Binding but by damage to the registry (a
+        key deleted by hand, a partial restore); its Works still say where it runs, and the
+        scheduler places it again there (`reconcile.located`). Removed meanwhile, a running
+        Job was started again from scratch, on the same member or another."""
+        uid = workload.metadata.uid
+        return {
+            name
+            for name, work in self.works.get(str(ref), {}).items()
+            if work.obj.spec.binding_revision > 0
+            and (uid is None or work.obj.spec.workload.uid in (None, uid))
+        }
 
     def occupied(self, namespace: str, cluster: str) -> bool:
         """Whether fedctl still keeps something in `namespace` on `cluster`: a workload's

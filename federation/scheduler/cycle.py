@@ -129,7 +129,18 @@ class Scheduler:
         if cached is not None and cached.job is job:
             return cached
         previous = snapshot.bindings.get(str(job.ref)) if snapshot.bindings else None
-        if previous is None or not (previous.spec.clusters or previous.spec.eviction_tasks):
+        located = snapshot.located.get(str(job.ref)) if previous is None else None
+        if located:
+            # Its Binding lost, its copies still run: placed as if that Binding named them,
+            # their pods the workload's own room there (`reconcile.located`).
+            request = fw.request_for(
+                job,
+                settings=self.settings,
+                device_resources=snapshot.device_resources,
+                previous=located,
+                held_pod=job.workload.pod_requests(),
+            )
+        elif previous is None or not (previous.spec.clusters or previous.spec.eviction_tasks):
             # No placement to keep or leave (a Pending Binding: a job that waits, cycle
             # after cycle): the same request as a job never bound, so it is shared too.
             request = self._stamped(job, snapshot)

@@ -20,6 +20,7 @@ their share and the cycle that follows at once reconsiders the jobs waiting behi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import gc
 import logging
@@ -101,6 +102,20 @@ def _status_changed(old: ClusterStatus | None, new: ClusterStatus | None) -> boo
         or old.taints != new.taints
         or old.api_enablements != new.api_enablements
     )
+
+
+def _located(
+    snapshot: snap.Snapshot,
+    ledger: reconcile.Ledger,
+    bindings: Mapping[str, Binding],
+    seen: Seen,
+) -> snap.Snapshot:
+    """`snapshot` knowing where pending workloads whose Binding was lost still run
+    (`reconcile.located`), so each is placed again there rather than moved and restarted."""
+    located = reconcile.located(
+        ledger.pending.values(), bindings=bindings, results=seen.results, known=snapshot.index
+    )
+    return dataclasses.replace(snapshot, located=located) if located else snapshot
 
 
 def _finished_changed(old: WorkloadStatus | None, new: WorkloadStatus | None) -> bool:
@@ -459,6 +474,7 @@ class SchedulerLoop:
             chip_devices=snapshot.chip_devices,
         )
         pending = PendingStore(ledger.pending.values())
+        snapshot = _located(snapshot, ledger, views.bindings, seen)
         self._batch = cycle.batch_for(len(pending), self.settings)
         _charge(self._usage, ledger, changes)
         result = self.scheduler.run_cycle(  # step 3

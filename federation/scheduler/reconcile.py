@@ -39,16 +39,20 @@ The rules, per workload:
                                       counted in usage, in the pods they run, as they hold
                                       quota and capacity, until it is placed.
 A Binding whose workload is gone is deleted.
+
+A pending workload with no Binding at all (lost from the registry) whose status still
+shows copies on known members is placed as if that Binding named them (`located`): their
+pods are room it holds there, not room others took.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.queue.pending import PendingJob
 from federation.quota import accounting
-from federation.registry import arrival, keys, objects
+from federation.registry import arrival, codec, keys, objects
 from federation.scheduler import plan
 from federation.scheduler.binder import CLAIMED_BY
 from federation.scheduler.bound_usage import Charges, Shapes, admission_of, on_known
@@ -57,10 +61,10 @@ from federation.scheduler.recorded import admitted_as, claimed_as, finished, orp
 from federation.settings import SchedulerSettings
 from policies.models.accelerator import NO_DEVICE_RENAMES, ChipDevices
 from policies.models.binding import Binding
-from policies.models.work import FINISHED_PHASES
+from policies.models.work import FINISHED_PHASES, WorkloadStatus
 from policies.models.workload import Workload
 
-__all__ = ["FINISHED", "Entry", "Ledger", "Prepared", "Work", "reconcile", "ref_of"]
+__all__ = ["FINISHED", "Entry", "Ledger", "Prepared", "Work", "located", "reconcile", "ref_of"]
 
 FINISHED = FINISHED_PHASES
 
@@ -178,6 +182,45 @@ policy ("": none), the claim its Binding stands for (`Ledger.held`) and its Bind
 to say its policy is gone (`orphaned`) or, written before claims were recorded, who claims
 it (`with_claim`), when that must be written."""
 _GONE: _Sorted = (_OPAQUE, None, "", None, "", None, None)
+
+
+def located(
+    pending: Iterable[PendingJob],
+    *,
+    bindings: Mapping[str, Binding],
+    results: Mapping[str, codec.Stored[WorkloadStatus]],
+    known: Collection[str],
+) -> dict[str, dict[str, int]]:
+    """Per pending workload (by ref) that has no Binding: the replicas its copies run on
+    each known member, as the propagator last reported them (its workload status).
+
+    Why: a Binding lost from the registry (deleted by hand, a partial restore) leaves its
+    Works and running copies in place (the propagator keeps them), and placed afresh the
+    workload read its own copies' pods as room others took: its member looked full, and a
+    running Job was moved to another member and started from scratch. Only copies of this
+    very object (its uid), not finished and not being left, are counted.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for job in pending:
+        ref = str(job.ref)
+        if ref in bindings:
+            continue
+        found = results.get(keys.workload_status_key(job.ref))
+        stored = found.obj if found is not None else None
+        if stored is None or stored.phase in FINISHED_PHASES:
+            continue
+        uid = job.workload.metadata.uid
+        if uid is not None and stored.workload.uid not in (None, uid):
+            continue  # an earlier object of this name
+        where = {
+            row.cluster: row.replicas or 0
+            for row in stored.clusters
+            if row.cluster in known and not row.leaving and row.phase not in FINISHED_PHASES
+        }
+        where = {name: count for name, count in where.items() if count > 0}
+        if where:
+            out[ref] = where
+    return out
 
 
 def _binding_key(binding: Binding) -> str:
