@@ -113,7 +113,7 @@ def _located(
     """`snapshot` knowing where pending workloads whose Binding was lost still run
     (`reconcile.located`), so each is placed again there rather than moved and restarted."""
     located = reconcile.located(
-        ledger.pending.values(), bindings=bindings, results=seen.results, known=snapshot.index
+        ledger.pending, bindings=bindings, results=seen.results, known=snapshot.index
     )
     return dataclasses.replace(snapshot, located=located) if located else snapshot
 

@@ -185,14 +185,15 @@ _GONE: _Sorted = (_OPAQUE, None, "", None, "", None, None)
 
 
 def located(
-    pending: Iterable[PendingJob],
+    pending: Mapping[str, PendingJob],
     *,
     bindings: Mapping[str, Binding],
     results: Mapping[str, codec.Stored[WorkloadStatus]],
     known: Collection[str],
 ) -> dict[str, dict[str, int]]:
-    """Per pending workload (by ref) that has no Binding: the replicas its copies run on
-    each known member, as the propagator last reported them (its workload status).
+    """Per pending workload (`pending` is keyed by ref) that has no Binding: the replicas
+    its copies run on each known member, as the propagator last reported them (its
+    workload status). Read for every pending workload each cycle, so a lookup each.
 
     Why: a Binding lost from the registry (deleted by hand, a partial restore) leaves its
     Works and running copies in place (the propagator keeps them), and placed afresh the
@@ -201,11 +202,13 @@ def located(
     very object (its uid), not finished and not being left, are counted.
     """
     out: dict[str, dict[str, int]] = {}
-    for job in pending:
-        ref = str(job.ref)
+    if not results:
+        return out
+    under = keys.prefix("workloadstatus")  # + the ref: its key, without checking it again
+    for ref, job in pending.items():
         if ref in bindings:
             continue
-        found = results.get(keys.workload_status_key(job.ref))
+        found = results.get(under + ref)
         stored = found.obj if found is not None else None
         if stored is None or stored.phase in FINISHED_PHASES:
             continue

@@ -38,7 +38,7 @@ def _located(
 ) -> dict[str, dict[str, int]]:
     key = keys.workload_status_key(TRAIN.ref)
     return reconcile.located(
-        [TRAIN],
+        {str(TRAIN.ref): TRAIN},
         bindings=bindings or {},
         results={key: codec.Stored(key, status, revision=2)},
         known={"a", "b"},
