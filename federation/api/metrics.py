@@ -1,14 +1,15 @@
 """Prometheus metrics for the controller, served at `/metrics`.
 
 Role: one `Metrics` object per process that the components report into — the scheduler
-(`observe_decision`, `observe_write`; `eviction` for the preemptions and reclaims it
-committed), propagation (`propagation_error`, from the applier), failover (`eviction` for
-taints and unhealthy copies), leader election (`set_leader`: the role, and its changes),
-the API's two limiters (`rate_limited`), every API answer by route and code (`middleware`,
-the outermost, so refusals count too), every etcd call by operation and gRPC code
-(`etcd_request`, the registry's observer) — plus gauges derived at scrape time: each joined
-cluster's region, zone and provider (`fedctl_cluster_info`, to join other series on, as
-kube-state-metrics' `*_info` series are), cluster readiness and capacity by chip from the
+(`observe_decision`, `observe_write`, `observe_cycle`; `eviction` for the preemptions and
+reclaims it committed), the event loop's own lag (`follow_loop_lag`, `loop_lag`),
+propagation (`propagation_error`, from the applier), failover (`eviction` for taints and
+unhealthy copies), leader election (`set_leader`: the role, and its changes), the API's two
+limiters (`rate_limited`), every API answer by route and code (`middleware`, the outermost,
+so refusals count too), every etcd call by operation and gRPC code (`etcd_request`, the
+registry's observer) — plus gauges derived at scrape time: each joined cluster's region,
+zone and provider (`fedctl_cluster_info`, to join other series on, as kube-state-metrics'
+`*_info` series are), cluster readiness, capacity by chip and last heartbeat from the
 monitor's ClusterStatus, admitted and pending workloads per queue, and what the placed work
 costs an hour by queue, namespace, cluster and chip (`scheduler.spend`, the figures of
 `fedctl cost`). Each series is listed in docs/concepts.md (Metrics). The queue counts are
@@ -50,7 +51,7 @@ from prometheus_client.registry import Collector
 
 from federation import clock as clock_mod
 from federation import errors
-from federation.api import limits
+from federation.api import limits, loop_lag
 from federation.api.limits import Handler
 from federation.api.watch import WATCH_PATH
 from federation.registry import codec, keys, objects
@@ -95,6 +96,9 @@ ETCD_BUCKETS = (
 COST_PLACES = Decimal("0.000001")
 """What `fedctl_hourly_cost` is rounded to: a millionth of the currency an hour, finer
 than any price list, and short enough that a dashboard shows no float noise."""
+
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""From 1 ms (an idle loop) to a minute (the 40 s stall that cost a leader its lease)."""
 
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """From 1 ms (one transaction to a local etcd) to 30 s (thousands of Bindings, or an etcd
@@ -216,8 +220,17 @@ class _Derived(Collector):
             " (accelerator nodes' included) per architecture.",
             labels=["cluster", "chip", "state"],
         )
+        heartbeat = GaugeMetricFamily(
+            "fedctl_cluster_last_heartbeat_timestamp_seconds",
+            "Unix time of the member's last successful probe, as the monitor last wrote it:"
+            " time() minus this far past FEDCTL_MONITOR__HEARTBEAT means the monitor is"
+            " behind or the member unreachable.",
+            labels=["cluster"],
+        )
         for name, status in sorted(cache.statuses.items()):
             ready.add_metric([name], 1.0 if status.ready() else 0.0)
+            if status.last_heartbeat is not None:
+                heartbeat.add_metric([name], status.last_heartbeat.timestamp())
             for (chip, state), amount in sorted(_capacity(status).items()):
                 capacity.add_metric([name, chip, state], amount)
         info = GaugeMetricFamily(
@@ -231,6 +244,7 @@ class _Derived(Collector):
         yield info
         yield ready
         yield capacity
+        yield heartbeat
         defined, pending, admitted = self.metrics.queue_counts()
         depth = GaugeMetricFamily(
             "fedctl_queue_pending_workloads",
@@ -417,6 +431,27 @@ class Metrics:
             buckets=ETCD_BUCKETS,
             registry=r,
         )
+        self._loop_lag = Histogram(
+            "fedctl_event_loop_lag_seconds",
+            "How late a task sleeping a fixed interval woke up: the time something held the"
+            " event loop without yielding (the API, watches and the leader lease's keepalive"
+            " waited as long).",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self._cycles = Histogram(
+            "fedctl_scheduler_cycle_seconds",
+            "Time one scheduling cycle took, from its snapshot to its Bindings written"
+            " (decisions and writes together), one observation per cycle of the leader.",
+            buckets=WRITE_BUCKETS,
+            registry=r,
+        )
+        self._pending = Gauge(
+            "fedctl_scheduler_pending_workloads",
+            "Workloads the leading scheduler's latest cycle left waiting, every queue"
+            " together; 0 on a replica that does not lead.",
+            registry=r,
+        )
         r.register(_Derived(self))
 
     def observe_decision(self, seconds: float) -> None:
@@ -424,6 +459,18 @@ class Metrics:
 
     def observe_write(self, seconds: float) -> None:
         self._writes.observe(seconds)
+
+    def observe_cycle(self, seconds: float, *, pending: int) -> None:
+        """The scheduling loop's: one cycle's duration and what it left waiting."""
+        self._cycles.observe(seconds)
+        self._pending.set(pending)
+
+    def observe_loop_lag(self, seconds: float) -> None:
+        self._loop_lag.observe(seconds)
+
+    async def follow_loop_lag(self) -> None:
+        """Measure the event loop's lag until cancelled (a supervisor component)."""
+        await loop_lag.follow(observe=self.observe_loop_lag, clock=self._clock)
 
     def propagation_error(self, cluster: str, operation: str, reason: str) -> None:
         self._propagation_errors.labels(cluster=cluster, operation=operation, reason=reason).inc()
@@ -441,6 +488,8 @@ class Metrics:
             self._transitions.labels(to="leader" if leading else "follower").inc()
         self._leading = leading
         self._leader.set(1 if leading else 0)
+        if not leading:  # the count of a term that ended is no one's
+            self._pending.set(0)
 
     def queue_counts(self) -> tuple[Collection[str], Mapping[str, int], Mapping[str, int]]:
         """The defined queues, and per queue how many workloads wait and are admitted.

@@ -298,6 +298,7 @@ async def run_controller(
         **extras,
     )
     supervisor.add("metrics-cache", lambda: metrics.cache.run(store))
+    supervisor.add("event-loop-lag", metrics.follow_loop_lag)
     supervisor.add(
         "api", lambda: serve(app, host=host, port=port, ready=ready, ssl_context=ssl_context)
     )

@@ -74,6 +74,8 @@ class LoopMetrics(Protocol):
 
     def observe_write(self, seconds: float) -> None: ...
 
+    def observe_cycle(self, seconds: float, *, pending: int) -> None: ...
+
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None: ...
 
 
@@ -385,6 +387,7 @@ class SchedulerLoop:
                        also on their Bindings.
         5. write     - changed Bindings (CAS, batched, fenced); stale ones deleted.
         """
+        began = self.clock.monotonic()
         with gcpause.paused():  # steps 1-4 allocate per stored object; none of it is garbage
             result, stale = await self._decide()
         result.bindings = self._unfinished(result.bindings)
@@ -400,6 +403,7 @@ class SchedulerLoop:
         if self.metrics is not None:  # each decision's own time, the write not included
             for seconds in result.decision_seconds:
                 self.metrics.observe_decision(seconds)
+            self.metrics.observe_cycle(self.clock.monotonic() - began, pending=len(result.pending))
         return result
 
     async def _decide(self) -> _Decided:

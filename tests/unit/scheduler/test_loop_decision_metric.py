@@ -39,6 +39,9 @@ class Observed:
     def observe_write(self, seconds: float) -> None:
         self.writes.append(seconds)
 
+    def observe_cycle(self, seconds: float, *, pending: int) -> None:
+        pass
+
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
         pass
 

@@ -38,6 +38,9 @@ class Counted:
     def observe_write(self, seconds: float) -> None:
         pass
 
+    def observe_cycle(self, seconds: float, *, pending: int) -> None:
+        pass
+
     def eviction(self, cluster: str, reason: str, *, replicas: int = 1) -> None:
         self.evictions.append((cluster, reason, replicas))
 
