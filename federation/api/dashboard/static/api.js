@@ -170,16 +170,23 @@ async function readLines(resp, onEvent, dog) {
 
 // Follow `resources` (plurals) on one stream; every event calls onEvent(event), whose
 // `resource` names its kind. Reconnects with backoff; no copy of each object is sent on
-// connecting (sendInitialEvents=false): the page lists the kinds itself.
-export function watchAll(resources, onEvent) {
+// connecting (sendInitialEvents=false): the page lists the kinds itself, when each one's
+// first bookmark arrives. `onDown()` is called when a stream could not be opened or broke
+// (not when it was closed on purpose), for the page to list what no bookmark listed yet.
+// Returns `follow(resources)`, which moves the stream to another set of kinds: a view
+// opened for the first time adds the kinds it shows, on a new stream whose bookmarks list
+// them (and the kinds followed before, which the switch may have missed changes of).
+export function watchAll(resources, onEvent, onDown = () => {}) {
   live.resources = resources;
   let backoff = 500;
   let abort = null;
   let timer = null;
-  const url = `${API}/watch?resources=${resources.join(",")}&sendInitialEvents=false`
+  let moving = false;
+  const url = () => `${API}/watch?resources=${live.resources.join(",")}&sendInitialEvents=false`
     + "&allowWatchBookmarks=true";
   const run = async () => {
     timer = null;
+    moving = false;
     if (document.hidden) {
       live.paused = true;
       updateLive();
@@ -195,7 +202,7 @@ export function watchAll(resources, onEvent) {
       mine.abort();
     });
     try {
-      const resp = await fetch(url, { headers: headers(), signal: mine.signal });
+      const resp = await fetch(url(), { headers: headers(), signal: mine.signal });
       if (resp.status === 401) askToken("The API asked for a token (401).");
       if (!resp.ok || !resp.body) throw new Error(`watch: HTTP ${resp.status}`);
       const period = Number(resp.headers.get(INTERVAL_HEADER));
@@ -207,7 +214,7 @@ export function watchAll(resources, onEvent) {
       backoff = 500;
       updateLive();
       // Each resource's first bookmark says it is followed from here (the page lists it
-      // again then); the later ones only say the stream is alive, and go no further.
+      // then); the later ones only say the stream is alive, and go no further.
       const begun = new Set();
       await readLines(resp, (event) => {
         if (event.type === "BOOKMARK") {
@@ -222,6 +229,11 @@ export function watchAll(resources, onEvent) {
     dog.stop();
     abort = null;
     live.open = false;
+    if (moving) {
+      run(); // closed to follow other kinds: open the new stream at once
+      return;
+    }
+    if (!mine.signal.aborted || live.stalled) onDown();
     updateLive();
     if (document.hidden) {
       live.paused = true;
@@ -240,6 +252,19 @@ export function watchAll(resources, onEvent) {
     }
   });
   run();
+  return {
+    follow(next) {
+      if (next.join(",") === live.resources.join(",")) return;
+      live.resources = next;
+      if (abort) {
+        moving = true;
+        abort.abort();
+      } else if (timer) {
+        clearTimeout(timer);
+        run();
+      } // else hidden: the next run follows `next`
+    },
+  };
 }
 
 export function askToken(why) {

@@ -5,6 +5,11 @@
 //
 // `state.loaded` says which lists have answered: until a view's inputs have, it says it
 // is loading, never an empty table or zero counts that look like live data.
+//
+// A view lists only what it shows (NEEDS), from the first time it is opened: at 144
+// clusters the Clusters view, which shows only the clusters, downloaded every workload
+// and 1.5 MB of Bindings, and every list twice (once at start, again at the stream's
+// first bookmark). Each kind is now listed once, at its first bookmark.
 
 import { API, banner, call, isLive, setupToken, watchAll } from "./api.js";
 import { $ } from "./dom.js";
@@ -13,6 +18,21 @@ import { setupEditor } from "./editor.js";
 import { renderClusters, renderQueues, renderWorkloads } from "./views.js";
 
 const KINDS = ["clusters", "queues", "workloads", "bindings"];
+// What each view shows: the kinds it lists and follows, and the server's status views it
+// reads (queue status with the costs, whose currency the Workloads view shows too; the
+// workload status). The Policy view shows none, but the stream needs a kind to follow, and
+// the clusters are what the other views start from.
+const NEEDS = {
+  clusters: { kinds: ["clusters"] },
+  drills: { kinds: ["clusters"] },
+  policy: { kinds: ["clusters"] },
+  queues: { kinds: ["queues", "bindings"], queueStatus: true },
+  workloads: { kinds: ["workloads", "bindings"], queueStatus: true, workloadStatus: true },
+};
+// What the views opened so far need: followed for as long as the tab stays.
+const wanted = { kinds: new Set(), queueStatus: false, workloadStatus: false };
+const requested = {}; // kind -> true once a list of it has begun
+let stream = null;
 const state = {
   clusters: [], queues: [], workloads: [], bindings: [], queueStatus: [], costs: null,
   workloadStatus: new Map(), // "ns/Kind.group/name" -> the propagator's aggregated status
@@ -36,6 +56,7 @@ function pollPeriod(asked) {
 }
 
 async function load(kind) {
+  requested[kind] = true;
   try {
     const listed = await call(`${API}/${kind}`);
     state[kind] = listed.items || [];
@@ -128,17 +149,54 @@ const loadWorkloadStatus = paced(async () => {
 // writing Bindings without a pause, so this is paced rather than debounced (a debounce
 // re-listed only once the writes stopped): at most every 250 ms, and listing a kind
 // takes at most a quarter of the time, so 20,000 Bindings are not fetched back to back.
+// A kind's first list is no change: the status views are loaded when their view opens,
+// not once more per kind listed (the costs were asked for twice at start).
 const reload = {};
 for (const kind of KINDS) {
   reload[kind] = paced(async () => {
-    if (kind !== "clusters") loadQueueStatus();
-    if (kind === "workloads" || kind === "bindings") loadWorkloadStatus();
+    if (state.loaded[kind]) statusesAfterChange(kind);
     await load(kind);
   }, { least: 250 });
 }
 
+function statusesAfterChange(kind) {
+  if (kind !== "clusters" && wanted.queueStatus) loadQueueStatus();
+  if ((kind === "workloads" || kind === "bindings") && wanted.workloadStatus) {
+    loadWorkloadStatus();
+  }
+}
+
+function followed() {
+  return KINDS.filter((k) => wanted.kinds.has(k));
+}
+
 function refreshAll() {
-  for (const kind of Object.keys(reload)) reload[kind]();
+  for (const kind of followed()) reload[kind]();
+  if (wanted.queueStatus) loadQueueStatus();
+  if (wanted.workloadStatus) loadWorkloadStatus();
+}
+
+// The view's needs added to what is followed: new kinds move the stream, whose first
+// bookmarks list them; a status view not read yet is asked for now.
+function want(view) {
+  const needs = NEEDS[view] || NEEDS.clusters;
+  const before = wanted.kinds.size;
+  for (const kind of needs.kinds) wanted.kinds.add(kind);
+  if (needs.queueStatus && !wanted.queueStatus) {
+    wanted.queueStatus = true;
+    loadQueueStatus();
+  }
+  if (needs.workloadStatus && !wanted.workloadStatus) {
+    wanted.workloadStatus = true;
+    loadWorkloadStatus();
+  }
+  if (stream && wanted.kinds.size !== before) stream.follow(followed());
+}
+
+// The stream could not be opened, or broke: list what no bookmark has listed yet, so a
+// view is not left saying "Loading" (a 401 asks for a token; a refusal is shown).
+function listUnlisted() {
+  for (const kind of followed()) if (!requested[kind]) reload[kind]();
 }
 
 function shown() {
@@ -148,7 +206,7 @@ function shown() {
 // Only the view on screen is drawn (each when it is shown): drawing all three on every
 // answer drew 1,500 workload cards, verdict tables and all, behind the Clusters view.
 const RENDER = {
-  clusters: () => renderClusters(state),
+  clusters: () => renderClusters(state, $("cluster-filter").value),
   queues: () => renderQueues(state),
   workloads: () => renderWorkloads(state),
   drills: () => renderDrillForm(state.clusters),
@@ -168,6 +226,7 @@ function show() {
     link.classList.toggle("active", link.dataset.view === view);
   }
   if (view === "drills") loadDrills();
+  want(view);
   renderAll();
 }
 
@@ -176,15 +235,16 @@ function start() {
   setupEditor(refreshAll);
   setupDrills();
   window.addEventListener("hashchange", show);
-  show();
-  loadQueueStatus();
-  loadWorkloadStatus();
-  for (const kind of KINDS) load(kind);
-  // A bookmark starts each kind on a (re)connected stream: list it again then too, for
-  // what changed between the list above (or the last event) and the stream's start.
-  watchAll(KINDS, (event) => {
-    if (reload[event.resource] && event.type !== "ERROR") reload[event.resource]();
+  $("cluster-filter").addEventListener("input", () => {
+    if (shown() === "clusters") renderAll();
   });
+  show();
+  // A bookmark starts each kind on a (re)connected stream: that is when it is listed, the
+  // first time too, so nothing that changes between the list and the stream's start is
+  // missed, and nothing is listed twice.
+  stream = watchAll(followed(), (event) => {
+    if (reload[event.resource] && event.type !== "ERROR") reload[event.resource]();
+  }, listUnlisted);
   // Cluster statuses (capacity, health) are written by the monitor under their own keys;
   // the stream carries a change of one as a MODIFIED cluster. The workload statuses that
   // end a job (it stops counting as admitted, and costs nothing more) are not on the
@@ -197,7 +257,8 @@ function start() {
     if (document.hidden) return;
     polled += 1;
     const live = isLive();
-    if (!live || polled % Math.round(30000 / TICK) === 0) reload.clusters();
+    const clusters = wanted.kinds.has("clusters");
+    if (clusters && (!live || polled % Math.round(30000 / TICK) === 0)) reload.clusters();
     if (live && polled % Math.max(1, Math.round(SAFETY_POLL / TICK)) !== 0) return;
     if (shown() === "queues") loadQueueStatus();
     if (shown() === "workloads") loadWorkloadStatus();

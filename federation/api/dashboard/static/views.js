@@ -151,7 +151,47 @@ function clusterCard(cluster) {
       : null);
 }
 
-export function renderClusters(state) {
+// What the Clusters view's filter box matches a cluster against: its name, region, zone,
+// provider, chips (declared and observed, arch and accelerator model) and readiness text,
+// lower-cased. At 144 clusters the view was one long scroll of cards, and "which GPU
+// clusters are not Ready" took some 36 screens.
+function haystack(cluster) {
+  const spec = cluster.spec || {};
+  const flavors = (cluster.status && cluster.status.flavors) || [];
+  return [
+    meta(cluster).name, spec.region, spec.zone, spec.provider, readiness(cluster).text,
+    ...(spec.chips || []).map((c) => c.model),
+    ...flavors.flatMap((f) => [f.arch, f.acceleratorModel]),
+  ].filter(Boolean).join(" ").toLowerCase();
+}
+
+// Every whitespace-separated word of the filter must appear somewhere in the cluster's
+// text: "a100 notready" finds the A100 clusters that are not Ready.
+export function clusterMatches(cluster, filter) {
+  const words = String(filter || "").toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return true;
+  const text = haystack(cluster);
+  return words.every((w) => text.includes(w));
+}
+
+// Regions the user folded, kept across redraws (every answer redraws the view).
+const folded = new Set();
+
+function regionSection(region, items, shown) {
+  const ready = items.filter((c) => readiness(c).cls === "ready").length;
+  const matched = shown.length === items.length ? "" : `${shown.length} of ${items.length} shown · `;
+  const details = h("details", { open: !folded.has(region) },
+    h("summary", { title: "Enter or Space folds or unfolds this region" },
+      h("h2", {}, region, h("span", { class: "count" }, `${matched}${ready}/${items.length} ready`))),
+    h("div", { class: "cards" }, shown.map(clusterCard)));
+  details.addEventListener("toggle", () => {
+    if (details.open) folded.delete(region);
+    else folded.add(region);
+  });
+  return h("section", { class: "region", "data-region": region }, details);
+}
+
+export function renderClusters(state, filter = "") {
   const root = $("clusters");
   if (notLoaded(root, state, ["clusters"], "clusters")) return;
   const byRegion = new Map();
@@ -160,19 +200,27 @@ export function renderClusters(state) {
     if (!byRegion.has(region)) byRegion.set(region, []);
     byRegion.get(region).push(c);
   }
-  const regions = [...byRegion.keys()].sort();
-  root.replaceChildren(
-    ...(regions.length
-      ? regions.map((region) => {
-          const items = byRegion.get(region).sort((a, b) =>
-            meta(a).name.localeCompare(meta(b).name));
-          const ready = items.filter((c) => readiness(c).cls === "ready").length;
-          return h("section", { class: "region", "data-region": region },
-            h("h2", {}, region, h("span", { class: "count" }, `${ready}/${items.length} ready`)),
-            h("div", { class: "cards" }, items.map(clusterCard)));
-        })
-      : [h("p", { class: "empty" }, "No clusters registered. Apply Cluster objects to add some.")]),
-  );
+  let matching = 0;
+  const sections = [];
+  for (const region of [...byRegion.keys()].sort()) {
+    const items = byRegion.get(region).sort((a, b) => meta(a).name.localeCompare(meta(b).name));
+    const shown = items.filter((c) => clusterMatches(c, filter));
+    matching += shown.length;
+    if (shown.length) sections.push(regionSection(region, items, shown));
+  }
+  const count = $("cluster-count");
+  if (count) {
+    count.textContent = filter.trim()
+      ? `${matching} of ${state.clusters.length} clusters match`
+      : `${state.clusters.length} clusters`;
+  }
+  let empty = null;
+  if (!state.clusters.length) {
+    empty = "No clusters registered. Apply Cluster objects to add some.";
+  } else if (!sections.length) {
+    empty = `No cluster matches "${filter.trim()}".`;
+  }
+  root.replaceChildren(...(empty ? [h("p", { class: "empty" }, empty)] : sections));
 }
 
 export function workloadKey(ns, apiVersion, kind, name) {
