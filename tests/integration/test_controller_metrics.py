@@ -140,6 +140,13 @@ async def test_the_leader_s_metrics_and_a_preemption_s_trace(
             labels = (("cluster", cluster), ("reason", "preempted"))
             assert got[("fedctl_evictions_total", labels)] == replicas
         assert got[("fedctl_queue_admitted_workloads", (("queue", "qa"),))] == 1.0
+        # The loops' own series: the event loop's lag is sampled from the start, and each
+        # cycle of the leading scheduler is timed; a blocked loop had shown only as lost
+        # leadership.
+        assert got[("fedctl_event_loop_lag_seconds_count", ())] > 0
+        assert got[("fedctl_scheduler_cycle_seconds_count", ())] > 0
+        assert ("fedctl_scheduler_pending_workloads", ()) in got
+        assert any(name == "fedctl_cluster_last_heartbeat_timestamp_seconds" for name, _ in got)
 
         # The next cycles give low the reason it waits now; its event stays.
         async def waits_for_room() -> bool:
