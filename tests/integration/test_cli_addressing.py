@@ -199,7 +199,7 @@ async def test_a_kind_apply_stores_is_listed_and_described_by_its_kubectl_name(
         capsys.readouterr()
         assert await fedctl(server, "get", resource, "-A") == 0
         (row,) = capsys.readouterr().out.splitlines()[1:]
-        assert row.split()[1:3] == [name, kind]
+        assert row.split()[:2] == [name, kind], "cluster-scoped: no NAMESPACE, as kubectl"
         assert await fedctl(server, "describe", resource, name) == 0
         assert f"Name:        {name}" in capsys.readouterr().out
         assert await fedctl(server, "get", f"{resource}/{name}") == 0

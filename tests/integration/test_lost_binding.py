@@ -84,7 +84,7 @@ async def test_a_job_whose_binding_is_lost_is_placed_again_where_its_copy_runs(
             found = (await bindings(fed)).get("train")
             return found if found is not None and found.status.phase == "Scheduled" else None
 
-        first = await wait_for(scheduled, timeout=15, message="train placed")
+        first = await wait_for(scheduled, timeout=30, message="train placed")
         (host,) = first.placement()
 
         async def running() -> dict[str, Any] | None:
@@ -102,8 +102,8 @@ async def test_a_job_whose_binding_is_lost_is_placed_again_where_its_copy_runs(
                 return None
             return stored.obj if stored.create_revision > gone else None
 
-        again = await wait_for(placed_again, timeout=15, message="train placed again")
+        again = await wait_for(placed_again, timeout=30, message="train placed again")
         assert again.placement() == {host: 2}
-        after = await wait_for(running, timeout=15, message="the host's copy still running")
+        after = await wait_for(running, timeout=30, message="the host's copy still running")
         assert after["metadata"]["uid"] == before["metadata"]["uid"]  # the same Job, not anew
         assert [c for c in NAMES if c != host and await _copy(fed, c)] == []
