@@ -16,6 +16,8 @@ Two kinds of key, each converged level-based by one worker at a time (STYLE.md �
     f/            a member recovered (our taints lifted): workloads whose policy says
                   `failback: Automatic` move back to where it prefers now (rebalance.py,
                   through the injected `failback`, which plans with the scheduler's code)
+    e/<cluster>   a member's evictions quiet for a while: one WARNING sums them up
+                  (tally.py; each workload's own line is INFO after the first)
 
 Every action is also appended to `timeline`, which drills and benchmarks read to measure
 detection and re-placement times without scraping logs. Each eviction is also told where
@@ -39,7 +41,16 @@ from clusters import member as member_mod
 from clusters.kube import connector
 from federation import clock as clock_mod
 from federation import errors
-from federation.failover import application, eviction, faults, graceful, purge, rebalance, taints
+from federation.failover import (
+    application,
+    eviction,
+    faults,
+    graceful,
+    purge,
+    rebalance,
+    taints,
+    tally,
+)
 from federation.failover import told as tell
 from federation.failover.mirror import Mirror
 from federation.registry import codec, events, keys, objects
@@ -89,6 +100,10 @@ class EvictionMetrics(Protocol):
 
 RECOVERING = RECOVERING_TAINT
 _FAILBACK = "f/"
+_TALLY = "e/"
+"""Key prefix: close a member's burst of evictions once it is quiet (`tally.py`)."""
+_QUIET = 5.0
+"""Seconds without an eviction from a member that end its burst and log its summary."""
 _RETRY = 1.0
 _NOT_PROBED = "NotProbed"
 """The Ready reason of a member no probe has answered yet (the monitor's `probe.Health`)."""
@@ -163,6 +178,7 @@ class FailoverController:
             burst=self.settings.eviction_burst,
         )
         self.timeline: collections.deque[Mark] = collections.deque(maxlen=100_000)
+        self.tally = tally.EvictionTally(log, quiet=_QUIET)
         self._unhealthy: dict[str, dict[str, dt.datetime]] = {}
         """Binding key → target → when its copy was first seen Unhealthy (application.py)."""
         self._leaving: set[str] = set()
@@ -267,6 +283,8 @@ class FailoverController:
                     await self.converge_cluster(item[2:])
                 elif item == _FAILBACK:
                     await self.fail_back()
+                elif item.startswith(_TALLY):
+                    self._close_tally(item[len(_TALLY) :])
                 else:
                     await self.converge_binding(item[1:])
             except (errors.Conflict, errors.AlreadyExists, errors.NotFound):
@@ -559,14 +577,14 @@ class FailoverController:
             ops += await self._recorder.ops(_ref(binding), told)
             await self._store.commit(ops, guards=self._guards())
             for task in evicted:
-                log.warning(
-                    "evicted %s from %s (%d replica%s): %s",
-                    _ref(binding),
-                    task.cluster,
-                    task.replicas,
-                    "" if task.replicas == 1 else "s",
-                    task.reason,
+                self.tally.evicted(
+                    workload=str(_ref(binding)),
+                    cluster=task.cluster,
+                    replicas=task.replicas,
+                    reason=task.reason,
+                    now=self.clock.monotonic(),
                 )
+                self.queue.add_after(_TALLY + task.cluster, _QUIET)
             if self._metrics is not None:
                 for task in evicted:
                     cause = "failover" if task.producer == "ApplicationFailover" else "taint"
@@ -578,6 +596,11 @@ class FailoverController:
                 self._mark("evicted", cluster, ref)
             for cluster in sorted(before - after):
                 self._mark("task-ended", cluster, ref)
+
+    def _close_tally(self, cluster: str) -> None:
+        left = self.tally.close(cluster, now=self.clock.monotonic())
+        if left is not None:
+            self.queue.add_after(_TALLY + cluster, left)
 
     def _answers(self, cluster: str) -> bool:
         status = self.statuses.get(keys.cluster_status_key(cluster))

@@ -160,17 +160,48 @@ async def test_an_outage_s_taints_and_evictions_are_logged_at_warning(
 ) -> None:
     """At the default level (WARNING) a member lost, its work moved, left no line; the
     workloads it evicted were nowhere in the log at any level."""
-    caplog.set_level(logging.WARNING, logger=controller_mod.__name__)
+    caplog.set_level(logging.INFO, logger=controller_mod.__name__)
     await _evicted_by_an_outage(h)
-    said = sorted(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert said == [
-        "cluster a: failover taints now cluster.fedctl.io/unreachable:NoExecute",
+    await h.advance(controller_mod._QUIET + 0.1)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    reason = "untolerated taint cluster.fedctl.io/unreachable:NoExecute"
+    api = f"evicted default/Deployment.apps/api from a (1 replica): {reason}"
+    web = f"evicted default/Deployment.apps/web from a (2 replicas): {reason}"
+    summary = f"evicted 2 workloads (3 replicas) from a in 0.0s: {reason}"
+    assert warned[:2] == [
         "cluster a: failover taints now cluster.fedctl.io/unreachable:NoSchedule",
-        "evicted default/Deployment.apps/api from a (1 replica): untolerated taint"
-        " cluster.fedctl.io/unreachable:NoExecute",
-        "evicted default/Deployment.apps/web from a (2 replicas): untolerated taint"
-        " cluster.fedctl.io/unreachable:NoExecute",
+        "cluster a: failover taints now cluster.fedctl.io/unreachable:NoExecute",
     ]
+    # The first eviction of the burst at WARNING, the other at INFO, then the summary.
+    assert warned[2:] in ([api, summary], [web, summary])
+    info = {r.getMessage() for r in caplog.records if r.levelno == logging.INFO}
+    assert {api, web} - set(warned) <= info
+
+
+async def test_a_busy_member_lost_logs_one_summary_not_a_warning_per_workload(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One member holding 40 workloads went: 40 WARNINGs, one per workload, buried the
+    taint line. Now the burst opens with one workload's line and closes with a count,
+    the rest at INFO; a later outage opens a new burst."""
+    caplog.set_level(logging.INFO, logger=controller_mod.__name__)
+    refs = [keys.WorkloadRef("default", "Deployment.apps", f"svc-{i:02d}") for i in range(40)]
+    for ref in refs:
+        await h.bindings.create(keys.binding_key(ref), binding(ref.name, clusters={"a": 1}))
+    await h.settle()
+    await h.health("a", "False", "ConnectionRefused")
+    await h.settle()
+    await h.advance(30.1)
+    await h.advance(controller_mod._QUIET + 0.1)
+    assert [(await h.binding(ref)).placement() for ref in refs] == [{}] * len(refs)
+    evictions = [r for r in caplog.records if r.getMessage().startswith("evicted ")]
+    warned = [r.getMessage() for r in evictions if r.levelno == logging.WARNING]
+    assert len(evictions) == 41 and len(warned) == 2
+    assert warned[0].startswith("evicted default/Deployment.apps/svc-")
+    assert warned[1] == (
+        "evicted 40 workloads (40 replicas) from a in 0.0s:"
+        " untolerated taint cluster.fedctl.io/unreachable:NoExecute"
+    )
 
 
 async def test_a_member_not_probed_yet_has_its_taints_logged_at_info(
