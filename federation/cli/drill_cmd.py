@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
     run.add_argument("--settle", default="60s", help="how long to watch after healing")
     run.add_argument("--report", type=Path, help="directory for report.json/.md/.svg")
     run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="name each workload as it moves, and list them all in the printed report"
+        " (above 20 to move the drill prints counts; report.md always lists them)",
+    )
+    run.add_argument(
         "--kubeconfig",
         default=os.environ.get("KUBECONFIG"),
         help="kubeconfig of a simulated fleet (its .fleet.json names the fault APIs;"
@@ -145,7 +152,7 @@ async def _run(args: argparse.Namespace) -> int:
             duration=duration,
         )
         progress = drills.Progress()
-        narrator = drills.Narrator(report, settle=settle)
+        narrator = drills.Narrator(report, settle=settle, verbose=args.verbose)
         telling = asyncio.create_task(_tell(narrator, progress))
         try:
             report = await drills.run(
@@ -161,23 +168,25 @@ async def _run(args: argparse.Namespace) -> int:
             # as a finished drill's is, then the exit says it was stopped (130 or 143).
             if progress.report is not None:
                 _say([f"{progress.report.error}; report stored as {progress.report.id}"])
-                _write(progress.report, args.report)
+                _write(progress.report, args.report, verbose=args.verbose)
             raise
         finally:
             telling.cancel()
         _say(narrator.lines(progress))
     finally:
         await store.close()
-    _write(report, args.report)
+    _write(report, args.report, verbose=args.verbose)
     return 0 if report.lost == 0 and report.double_runs == 0 else 1
 
 
-def _write(report: Any, folder: Path | None) -> None:
-    """The report on stdout, and in `folder` (--report) when given."""
+def _write(report: Any, folder: Path | None, *, verbose: bool = False) -> None:
+    """The report on stdout, and in `folder` (--report) when given. The printed one lists
+    the workloads one by one only for a small drill or with -v: the files always do."""
     from federation.failover import drills
 
     text = drills.markdown(report)
-    print(text, flush=True)
+    small = report.affected <= drills.Narrator.COMPACT_ABOVE
+    print(text if verbose or small else drills.markdown(report, table=False), flush=True)
     if folder:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(report.to_json(), indent=2))

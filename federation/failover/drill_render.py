@@ -61,8 +61,11 @@ def events(report: Report) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(report: Report) -> str:
-    """The report for people: headline numbers, then one line per affected workload."""
+def markdown(report: Report, *, table: bool = True) -> str:
+    """The report for people: headline numbers, then one line per affected workload.
+
+    Without `table` the per-workload rows are left out for a line saying where they are:
+    a terminal after a drill of 220 workloads scrolled the headline numbers away."""
     lines = [
         f"# Drill {report.id}: `{report.fault}` on `{report.cluster}`",
         "",
@@ -86,13 +89,18 @@ def markdown(report: Report) -> str:
             else []
         ),
         "",
-        "| workload | re-placed | ready | outcome |",
-        "|---|---|---|---|",
     ]
-    lines += [
-        f"| {w.workload} | {_s(w.replaced)} | {_s(w.ready)} | {w.outcome} |"
-        for w in report.workloads
-    ]
+    if table:
+        lines += ["| workload | re-placed | ready | outcome |", "|---|---|---|---|"]
+        lines += [
+            f"| {w.workload} | {_s(w.replaced)} | {_s(w.ready)} | {w.outcome} |"
+            for w in report.workloads
+        ]
+    else:
+        lines.append(
+            f"The {len(report.workloads)} workloads one by one: `fedctl drill show"
+            f" {report.id}`, or report.md under `--report`."
+        )
     if report.shortfall:
         lines += ["", "## Not placed", ""]
         lines += [f"- {name}: {reason}" for name, reason in sorted(report.shortfall.items())]

@@ -258,11 +258,25 @@ class Narrator:
     each said once as it drops out. Work that never leaves is judged to have stayed only
     at the end, so the last line, once the drill is done, gives the report's own totals
     and what it no longer counts: the counters read `re-placed 5/22` against a report of
-    18 affected, and nothing said where the other four went."""
+    18 affected, and nothing said where the other four went.
 
-    def __init__(self, report: Report, *, settle: float) -> None:
+    Above `COMPACT_ABOVE` workloads to move (and not `verbose`), the per-workload lines
+    give way to one counter line, said at most every `COUNTER_EVERY` seconds of the drill
+    while it changes: a busy member of 220 workloads printed 440 of them, two per
+    workload, and the table after them said it all again. A Pending wait is then said
+    once, by one example, and counted in the counter line."""
+
+    COMPACT_ABOVE = 20
+    COUNTER_EVERY = 5.0
+
+    def __init__(self, report: Report, *, settle: float, verbose: bool = False) -> None:
         self.report = report
         self.settle = settle
+        self.verbose = verbose
+        self._compact = False
+        self._told: tuple[int, int, int] = (0, 0, 0)
+        self._told_at: float | None = None
+        self._example = False
         self._stage = "starting"
         self._detected = False
         self._replaced: set[str] = set()
@@ -285,7 +299,7 @@ class Narrator:
             if partial.detect is not None and not self._detected:
                 self._detected = True
                 out.append(f"detected: {r.cluster} marked down after {partial.detect:.1f}s")
-            out += self._counters(partial)
+            out += self._counters(partial, now=now)
         if progress.healed_at is not None and self._stage == "fault":
             self._stage = "settling"
             out.append(f"healed: watching recovery for up to {self.settle:g}s")
@@ -302,7 +316,7 @@ class Narrator:
             out.append(self._totals(judged, must_move(progress.samples[0], r.cluster)))
         return [f"[{now:6.1f}s] {text}" for text in out]
 
-    def _counters(self, partial: Report) -> list[str]:
+    def _counters(self, partial: Report, *, now: float) -> list[str]:
         out: list[str] = []
         counted = {line.workload for line in partial.workloads if line.affected}
         total = len(counted)
@@ -310,6 +324,9 @@ class Narrator:
             if line.workload in self._counted - counted:
                 out.append(f"{line.workload}: {line.outcome}; not counted, {total} to move")
         self._counted = counted
+        self._compact = self._compact or (not self.verbose and total > self.COMPACT_ABOVE)
+        if self._compact:
+            return out + self._counter_line(partial, counted, now=now)
         for line in partial.workloads:
             if line.workload not in counted:
                 continue
@@ -329,6 +346,32 @@ class Narrator:
             if waits and self._waiting.get(line.workload) != line.waiting:
                 self._waiting[line.workload] = line.waiting
                 out.append(f"not re-placed: {line.workload} is Pending: {line.waiting}")
+        return out
+
+    def _counter_line(self, partial: Report, counted: set[str], *, now: float) -> list[str]:
+        """The compact form: one line of counts when they changed, at most every
+        `COUNTER_EVERY` seconds (at once when everything is ready elsewhere), and the
+        first Pending wait by way of example."""
+        out: list[str] = []
+        lines = [line for line in partial.workloads if line.workload in counted]
+        replaced = sum(1 for line in lines if line.replaced is not None)
+        ready = sum(1 for line in lines if line.ready is not None)
+        waiting = [
+            line for line in lines if line.replaced is None and _scheduler_said(line.waiting)
+        ]
+        if waiting and not self._example:
+            self._example = True
+            out.append(
+                f"not re-placed: {waiting[0].workload} is Pending: {waiting[0].waiting}"
+                f" ({len(waiting)} Pending now; -v names each)"
+            )
+        counts = (replaced, ready, len(waiting))
+        total = len(counted)
+        due = self._told_at is None or now - self._told_at >= self.COUNTER_EVERY
+        if counts != self._told and (due or ready == total):
+            self._told, self._told_at = counts, now
+            text = f"re-placed {replaced}/{total}, ready elsewhere {ready}/{total}"
+            out.append(text + (f", {len(waiting)} Pending" if waiting else ""))
         return out
 
     @staticmethod

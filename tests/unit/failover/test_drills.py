@@ -882,3 +882,71 @@ async def test_a_sample_knows_each_workload_by_its_templates_uid() -> None:
 
     assert {name: s.uid for name, s in seen.workloads.items()} == {str(ref): "uid-1"}
     await store.close()
+
+
+def busy_member(moved: int, ready: int, *, t: float, pending: int = 0) -> Sample:
+    """30 one-member services on `a`: the first `moved` Scheduled on b (the first `ready`
+    of them healthy there), the next `pending` waiting for the scheduler's verdict."""
+    states = {}
+    for i in range(30):
+        if i < moved:
+            states[f"svc-{i:02d}"] = W(("b",), ("b",) if i < ready else (), phase="Scheduled")
+        elif i < moved + pending:
+            states[f"svc-{i:02d}"] = W((), (), phase="Pending", reason=SPREAD)
+        else:
+            states[f"svc-{i:02d}"] = W(("a",), (), phase="Scheduled")
+    return Sample(t, t > 0, states)
+
+
+def narrate_busy(narrator: drills.Narrator, samples: list[Sample]) -> list[str]:
+    progress = drills.Progress()
+    said: list[str] = []
+    progress.samples.append(
+        Sample(
+            0,
+            False,
+            {n: W(("a",), ("a",), phase="Scheduled") for n in (f"svc-{i:02d}" for i in range(30))},
+        )
+    )
+    progress.fault_at = 1
+    for sample in samples:
+        progress.samples.append(sample)
+        said += narrator.lines(progress)
+    return [line.split("] ", 1)[1] for line in said]
+
+
+BUSY = [
+    busy_member(0, 0, t=2),
+    busy_member(10, 0, t=4, pending=5),
+    busy_member(20, 0, t=5),  # under 5 s since the last count: not said yet
+    busy_member(30, 10, t=9),
+    busy_member(30, 30, t=10),  # all ready elsewhere: said at once
+]
+
+
+def test_a_busy_member_s_drill_counts_in_one_line_every_few_seconds() -> None:
+    """A member holding 220 workloads printed two lines per workload, 440 in all; above
+    20 the moves are counted in one line, said every few seconds while it changes, and a
+    Pending wait is said once by one example."""
+    steps = narrate_busy(drills.Narrator(report(), settle=30), BUSY)
+    assert [s for s in steps if s.startswith(("re-placed", "ready", "not re-placed"))] == [
+        f"not re-placed: svc-10 is Pending: {SPREAD} (5 Pending now; -v names each)",
+        "re-placed 10/30, ready elsewhere 0/30, 5 Pending",
+        "re-placed 30/30, ready elsewhere 10/30",
+        "re-placed 30/30, ready elsewhere 30/30",
+    ]
+
+
+def test_a_busy_member_s_drill_names_each_workload_when_verbose() -> None:
+    steps = narrate_busy(drills.Narrator(report(), settle=30, verbose=True), BUSY)
+    assert sum(s.startswith("re-placed ") for s in steps) == 30
+    assert sum(s.startswith("ready elsewhere ") for s in steps) == 30
+    assert "re-placed 30/30: svc-29 after 8.0s" in steps
+
+
+def test_the_report_without_its_table_says_where_the_table_is() -> None:
+    r = drills.summarise(HAPPY, report=report(), fault_at=1, healed_at=11)
+    short = drills.markdown(r, table=False)
+    assert "| web |" in drills.markdown(r) and "| web |" not in short
+    assert "| time to detect | 1.0s |" in short
+    assert "The 1 workloads one by one: `fedctl drill show d1`, or report.md" in short
