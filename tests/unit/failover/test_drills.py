@@ -950,3 +950,39 @@ def test_the_report_without_its_table_says_where_the_table_is() -> None:
     assert "| web |" in drills.markdown(r) and "| web |" not in short
     assert "| time to detect | 1.0s |" in short
     assert "The 1 workloads one by one: `fedctl drill show d1`, or report.md" in short
+
+
+async def test_a_drill_whose_samples_are_slow_samples_at_most_a_third_of_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sample reads the whole registry: half a second at 520 workloads, taken twice a
+    second, kept a core of a 2-core machine busy beside the controller it measured. A
+    slow sample now waits twice its own time before the next; a fast one, the poll."""
+    import asyncio
+    import itertools
+
+    from federation.clock import FakeClock
+
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    began: list[float] = []
+
+    async def slow_sample(_: Any, *, cluster: str, t: float) -> Sample:
+        began.append(clock.monotonic())
+        await clock.sleep(1.0)  # a sample that takes a second
+        return Sample(t, False, {})
+
+    async def nothing() -> None:
+        return None
+
+    monkeypatch.setattr(drills, "sample", slow_sample)
+    running = asyncio.create_task(
+        drills.run(store, report=report(), inject=nothing, heal=nothing, settle=0, clock=clock)
+    )
+    while not running.done():
+        await clock.advance(0.25)
+        await asyncio.sleep(0)  # the store's own awaits
+    await running
+    gaps = [b - a for a, b in itertools.pairwise(began)]
+    assert gaps and min(gaps) >= 3.0  # 1 s sampling, then 2 s waiting
+    await store.close()
