@@ -308,36 +308,7 @@ async def _apply(args: argparse.Namespace) -> int:
             label = _label(item["kind"], item["apiVersion"], item["name"])
             print(f"{label} {item['result']}{dry}")
         await _over_limits(api, loaded, answer["results"], leaves=leaves)
-        await _unused_classes(api, loaded, answer["results"])
     return 0
-
-
-async def _unused_classes(api: Any, loaded: list[Any], results: list[Any]) -> None:
-    """Warn, at its `spec.priorityClasses`, of each queue the files hold that is a parent
-    with classes of its own. A Kueue user defines WorkloadPriorityClasses once, cluster-
-    wide, and so writes them on the department's parent queue; but a parent takes no work
-    and its children do not inherit its classes, so they are never used, and a workload
-    naming one in a child is refused. Said once, when one of the files' queues changed."""
-    from policies.loading.documents import finding_at
-    from policies.models.queue import Queue
-
-    written = [(o, r) for o, r in zip(loaded, results, strict=True) if isinstance(o.model, Queue)]
-    if all(r["result"] == "unchanged" for _, r in written):
-        return
-    stored = await _server_queues(api) or []
-    children: dict[str, set[str]] = {}
-    for queue in [*stored, *(o.model for o, _ in written)]:  # a dry run stored none of them
-        if queue.spec.parent:
-            children.setdefault(queue.spec.parent, set()).add(queue.metadata.name)
-    for obj, _ in written:
-        kids = sorted(children.get(obj.model.metadata.name, ()))
-        if kids and obj.model.spec.priority_classes:
-            message = (
-                f"queue {obj.model.metadata.name} is a parent (of {', '.join(kids)}): its"
-                " priority classes are never used, since a parent takes no work and its"
-                " children do not inherit them; define them in each leaf queue"
-            )
-            print(finding_at(obj, ("spec", "priorityClasses"), message), file=sys.stderr)
 
 
 async def _leaves_with_work(api: Any, loaded: list[Any]) -> dict[str, tuple[int, int]]:

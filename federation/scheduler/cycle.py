@@ -51,7 +51,7 @@ from federation.scheduler import placement as pl
 from federation.scheduler.plugins import default_registry, quota
 from federation.settings import SchedulerSettings
 from policies.models.binding import Binding
-from policies.models.queue import Queue
+from policies.models.queue import Queue, priority_classes
 
 __all__ = ["CycleResult", "Scheduler", "batch_for"]
 
@@ -516,8 +516,7 @@ class Scheduler:
             state.usage.release(job.ref)
         queues = state.snapshot.queues
         if job.priority_class:  # as `_name_priorities` gives it in a cycle
-            queue = queues.get(job.queue)
-            value = queue.priority_of(job.priority_class) if queue is not None else None
+            value = (priority_classes(job.queue, queues) or {}).get(job.priority_class)
             if value is not None:
                 job = replace(job, priority=value)
         request = self.request(job, state.snapshot)
@@ -649,8 +648,7 @@ def _name_priorities(pending: PendingStore, queues: Mapping[str, Queue]) -> None
     if not any(q.spec.priority_classes for q in queues.values()):
         return  # nothing to look up (an unknown class is held by `_queue_refusal`)
     for job in [j for j in pending.jobs() if j.priority_class]:
-        queue = queues.get(job.queue)
-        value = queue.priority_of(job.priority_class) if queue is not None else None
+        value = (priority_classes(job.queue, queues) or {}).get(job.priority_class)
         if value is not None and value != job.priority:
             pending.add(replace(job, priority=value))
 
@@ -691,8 +689,7 @@ def _class_refusal(job: PendingJob, queues: Mapping[str, Queue]) -> str | None:
     """Why a workload naming a priority class its queue does not define must wait."""
     if not job.priority_class:
         return None
-    queue = queues.get(job.queue)
-    classes = queue.spec.priority_classes if queue is not None else {}
+    classes = priority_classes(job.queue, queues) or {}
     if job.priority_class in classes:
         return None
     known = ", ".join(f"{n} ({v})" for n, v in sorted(classes.items(), key=lambda i: -i[1]))

@@ -32,7 +32,7 @@ from policies.models.cluster import Cluster
 from policies.models.common import RuleError
 from policies.models.frq import FederatedResourceQuota
 from policies.models.propagation import FedctlClusterPropagationPolicy, FedctlPropagationPolicy
-from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems
+from policies.models.queue import CHIP_RESOURCE_PREFIX, Queue, hierarchy_problems, priority_classes
 from policies.models.workload import Workload
 
 __all__ = [
@@ -397,9 +397,12 @@ def _undefined_priority_classes(objects: list[Loaded]) -> list[tuple[Loaded, Fin
             name, queue = model.priority_class, queues.get(model.queue or "default")
         except ValueError:
             continue  # reported with the workload itself
-        if name is None or queue is None or name in queue.spec.priority_classes:
+        if name is None or queue is None:
             continue
-        known = sorted(queue.spec.priority_classes)
+        classes = priority_classes(queue.name, queues)
+        if classes is None or name in classes:
+            continue  # a parent not given alongside may define it on the server
+        known = sorted(classes)
         message = (
             f"priority class {name!r} is not defined in queue {queue.name}"
             f" (its priorityClasses: {', '.join(known) or 'none'}){suggest(name, known)}"
@@ -437,14 +440,17 @@ def undefined_priority_classes(
     undefined-queue warning's, but for the implicit default queue, which defines none."""
     objects = list(objects)
     here = {o.model.metadata.name for o in objects if isinstance(o.model, Queue)}
-    stored = {q.metadata.name: q.spec.priority_classes for q in held}
+    stored = {q.metadata.name: q for q in held}
     found: list[Finding] = []
     for obj in objects:
         named = _priority_class_references(obj)
         if named is None or named[0] in here:
             continue
         queue, name = named
-        classes = stored.get(queue, {} if queue == default else None)
+        if queue in stored:
+            classes = priority_classes(queue, stored)
+        else:
+            classes = {} if queue == default else None
         if classes is None or name in classes:
             continue
         known = ", ".join(f"{n} ({v})" for n, v in sorted(classes.items(), key=lambda i: -i[1]))

@@ -38,6 +38,7 @@ __all__ = [
     "QueueSpec",
     "chip_resource",
     "hierarchy_problems",
+    "priority_classes",
 ]
 
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -108,8 +109,9 @@ class QueueSpec(FrozenModel):
     )
     priority_classes: dict[str, int] = Field(
         default_factory=dict,
-        description="Named priorities for workloads in this queue, e.g. {high: 1000, low: 0};"
-        " int32 values, as Kubernetes bounds priorities.",
+        description="Named priorities for workloads in this queue and the queues under it"
+        " (a child's own entry wins), e.g. {high: 1000, low: 0}; int32 values, as"
+        " Kubernetes bounds priorities.",
     )
     max_hourly_cost: Decimal | None = Field(
         default=None,
@@ -303,6 +305,29 @@ def _misspelt(name: str) -> str:
 
 
 _DEVICE_DOMAINS = frozenset(r.split("/", 1)[0] for r in DEVICE_RESOURCES)
+
+
+def priority_classes(name: str, queues: Mapping[str, Queue]) -> dict[str, int] | None:
+    """The priority classes a workload in queue `name` may name: the queue's own and its
+    ancestors', the nearest definition of a name winning; None when the chain reaches a
+    queue `queues` does not hold (what it defines is not known).
+
+    Why inherited: Kueue's WorkloadPriorityClass and Kubernetes' PriorityClass are
+    cluster-wide, so a team moving from them writes its classes once, on the department's
+    parent; read from the leaf alone they were never used, and every leaf had to repeat
+    them, with room for one department's `prod` to rank below another's `batch`."""
+    chain: list[Queue] = []
+    current: str | None = name
+    while current is not None and current not in {q.name for q in chain}:
+        queue = queues.get(current)
+        if queue is None:
+            return None
+        chain.append(queue)
+        current = queue.spec.parent
+    out: dict[str, int] = {}
+    for queue in reversed(chain):
+        out.update(queue.spec.priority_classes)
+    return out
 
 
 def hierarchy_problems(queues: Iterable[Queue]) -> list[tuple[str, Notice]]:

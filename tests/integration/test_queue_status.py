@@ -558,32 +558,35 @@ async def test_describe_shows_what_waits_in_a_queue_in_admission_order(
         assert header.split()[8] == "STRATEGY" and row.split()[8] == "StrictFIFO"
 
 
-async def test_apply_warns_at_a_parents_priority_classes_that_they_are_never_used(
+async def test_a_parents_priority_classes_serve_its_childrens_workloads_at_apply(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A Kueue WorkloadPriorityClass is cluster-wide, so a migrating team wrote its classes
-    once, on the department's parent queue, and the parent was accepted in silence, though
-    its children do not inherit them and a workload naming one in a child is refused."""
-    path = tmp_path / "inherit.yaml"
-    path.write_text(
+    """A Kueue WorkloadPriorityClass is cluster-wide, so a migrating team writes its classes
+    once, on the department's parent queue: its children inherit them, so a workload in a
+    child naming one is applied without a word, the queues held by the server."""
+    queues = tmp_path / "inherit.yaml"
+    queues.write_text(
         "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ihp}\nspec:\n"
         "  capability: {cpu: '8'}\n  priorityClasses: {prod: 1000, batch: 0}\n---\n"
         "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: ihc}\n"
         "spec: {parent: ihp}\n"
     )
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: t\n"
+        "  annotations: {fedctl.io/queue: ihc, fedctl.io/priority: prod}\n"
+        "spec: {template: {spec: {containers: [{name: c, image: x}]}}}\n".replace("{name}", "train")
+    )
     async with api_server(MemoryStore()) as server:
 
-        async def apply(*more: str) -> tuple[int, str]:
+        async def apply(path: Any) -> tuple[int, str]:
             code = await asyncio.to_thread(
-                main.main, ["apply", "-f", str(path), *more, "--server", server]
+                main.main, ["apply", "-f", str(path), "--server", server]
             )
             return code, capsys.readouterr().err
 
-        warning = (
-            f"{path}:6:3: spec.priorityClasses: warning: queue ihp is a parent (of ihc): its"
-            " priority classes are never used, since a parent takes no work and its children"
-            " do not inherit them; define them in each leaf queue\n"
-        )
-        assert await apply("--dry-run") == (0, warning)
-        assert await apply() == (0, warning)
-        assert await apply() == (0, "")  # unchanged: said once
+        assert await apply(queues) == (0, "")
+        assert await apply(job) == (0, "")
+        job.write_text(job.read_text().replace("priority: prod", "priority: prdo"))
+        code, said = await apply(job)
+        assert code == 0 and "priority class 'prdo' is not defined in queue ihc" in said

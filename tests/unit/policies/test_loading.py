@@ -1013,3 +1013,39 @@ def test_a_storage_quota_is_named_and_warned_about_as_written() -> None:
     spec = result.objects[0].model.to_wire()["spec"]
     assert spec["overall"] == {"cpu": "4", "requests.storage": "10Gi"}
     assert spec["staticAssignments"][0]["hard"] == {"requests.storage": "4Gi"}
+
+
+def test_a_class_a_parent_queue_defines_serves_its_childrens_workloads() -> None:
+    """A child inherits its parent's priority classes (a Kueue team writes its cluster-wide
+    classes once, on the department's parent): a job in the child naming one is valid,
+    given alongside or held by the server; a name neither defines is still refused."""
+    parent = (
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: dept}\n"
+        "spec:\n  priorityClasses: {prod: 1000}\n---\n"
+    )
+    child = (
+        "apiVersion: fedctl.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\n"
+        "spec: {parent: dept}\n---\n"
+    )
+    job = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: t\n"
+        "  annotations: {{fedctl.io/queue: team, fedctl.io/priority: {cls}}}\n"
+        "spec: {{template: {{spec: {{containers: [{{name: c, image: x}}]}}}}}}\n---\n"
+    )
+    jobs = job.format(name="ok", cls="prod") + job.format(name="typo", cls="prdo")
+    result = load_text(parent + child + jobs, filename="q.yaml")
+    assert [(f.line, f.message) for f in result.findings] == [
+        (
+            25,
+            "priority class 'prdo' is not defined in queue team (its priorityClasses: prod)"
+            " (did you mean 'prod'?)",
+        )
+    ]
+    held = [
+        Queue.model_validate(
+            {"metadata": {"name": "dept"}, "spec": {"priorityClasses": {"prod": 1000}}}
+        ),
+        Queue.model_validate({"metadata": {"name": "team"}, "spec": {"parent": "dept"}}),
+    ]
+    judged = load_text(jobs, filename="j.yaml").with_stored_queues(held)
+    assert [f.line for f in judged.findings] == [14], "only the typo, on the server too"

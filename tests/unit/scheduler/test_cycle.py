@@ -375,6 +375,29 @@ def test_a_named_priority_takes_its_value_from_the_queue() -> None:
     )
 
 
+def test_a_child_queue_takes_its_parents_priority_classes_and_its_own_win() -> None:
+    """Kueue's WorkloadPriorityClass is cluster-wide, so a team moving from it writes its
+    classes once, on the department's parent queue; read from the leaf alone they were
+    never used and a job naming one waited. A child's own definition of a name wins."""
+    fleet = [cluster("cpu", flavor(nodes=1, cpu="4"))]
+    dept = queue("dept", priorityClasses={"prod": 1000, "batch": 0, "dev": 10})
+    team = queue("team", parent="dept", priorityClasses={"dev": 500})
+    jobs = [
+        job(workload("early-batch", cpu="2", queue="team", priority="batch")),
+        job(workload("late-dev", cpu="2", queue="team", priority="dev")),
+        job(workload("late-prod", cpu="2", queue="team", priority="prod")),
+        job(workload("typo", cpu="2", queue="team", priority="prdo")),
+    ]
+    result = run(fleet, jobs, queues=[dept, team])
+    assert [a.ref.name for a in result.admitted] == ["late-prod", "late-dev"]
+    values = {b.metadata.name: b.spec.priority for b in result.bindings}
+    assert (values["late-prod"], values["late-dev"]) == (1000, 500)
+    assert result.reasons["team/Job.batch/typo"] == (
+        "priority class 'prdo' is not defined in queue team (its priorityClasses: prod (1000),"
+        " dev (500), batch (0)): define it there or correct the workload's fedctl.io/priority"
+    )
+
+
 def test_fair_share_alternates_between_equal_queues() -> None:
     fleet = [cluster("cpu", flavor(nodes=1, cpu="8"))]
     jobs = [job(workload(f"a{i}", cpu="2", queue="a")) for i in range(4)]
