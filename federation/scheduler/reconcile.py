@@ -216,11 +216,13 @@ def located(
         if uid is not None and stored.workload.uid not in (None, uid):
             continue  # an earlier object of this name
         where = {
-            row.cluster: row.replicas or 0
+            row.cluster: row.replicas
             for row in stored.clusters
-            if row.cluster in known and not row.leaving and row.phase not in FINISHED_PHASES
+            if row.replicas
+            and row.cluster in known
+            and not row.leaving
+            and row.phase not in FINISHED_PHASES
         }
-        where = {name: count for name, count in where.items() if count > 0}
         if where:
             out[ref] = where
     return out

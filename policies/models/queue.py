@@ -255,10 +255,6 @@ class Queue(KubeObject):
         """The queue name (metadata.name)."""
         return self.metadata.name
 
-    def priority_of(self, class_name: str) -> int | None:
-        """The value of a named priority class in this queue, or None when undefined."""
-        return self.spec.priority_classes.get(class_name)
-
     def warnings(self) -> list[Notice]:
         """Limits on a resource name that looks like a misspelt known one.
 

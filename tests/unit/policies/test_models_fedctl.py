@@ -380,8 +380,8 @@ class TestQueue:
         assert full.spec.capability is not None
         assert full.spec.capability.amount("accelerator/nvidia-h100") == 8000
         assert full.spec.capability.to_wire()["nvidia.com/gpu"] == "32"
-        assert full.priority_of("high") == 1000
-        assert full.priority_of("urgent") is None
+        assert full.spec.priority_classes.get("high") == 1000
+        assert full.spec.priority_classes.get("urgent") is None
         assert Queue.model_validate(full.to_wire()) == full
 
     @pytest.mark.parametrize(
